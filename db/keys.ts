@@ -1,0 +1,153 @@
+/**
+ * The KV key layout. This is the only module that spells a key: every other
+ * file builds keys through these functions, so the layout can be read (and
+ * changed) in one place.
+ *
+ * | prefix | value |
+ * |---|---|
+ * | `projects/<projectId>` | {@linkcode Project} |
+ * | `pending_batches/<batchId>` | batch header, first part of the batch |
+ * | `dead_letters/<batchId>` | batch header of a batch that kept failing |
+ * | `batch_parts/<batchId>/<n>` | further parts of a large batch |
+ * | `logs/<projectId>/<logId>` | stored entry (JSON bytes, first part) |
+ * | `log_parts/<projectId>/<logId>/<n>` | further parts of a large entry |
+ * | `seen_signatures/<projectId>/<signature>` | id of the entry that used it |
+ * | `stats/<projectId>/accepted` | `Deno.KvU64` |
+ * | `stats/<projectId>/rejected/<reason>` | `Deno.KvU64` |
+ * | `stats/<projectId>/rejected_total` | `Deno.KvU64` |
+ * | `global_stats/rejected/<reason>` | `Deno.KvU64`, projects that do not exist |
+ * | `rejections/<projectId>/<slot>` | one of the last 100 rejections |
+ * | `rate_limits/<epoch>/<ip>` | `Deno.KvU64`, POSTs counted in that epoch |
+ *
+ * @module
+ */
+
+/** Key of a project record. */
+export function projectKey(projectId: string): Deno.KvKey {
+  return ["projects", projectId];
+}
+
+/** Prefix of all project records. */
+export function projectsPrefix(): Deno.KvKey {
+  return ["projects"];
+}
+
+/** Key of a batch waiting to be processed. */
+export function pendingBatchKey(batchId: string): Deno.KvKey {
+  return ["pending_batches", batchId];
+}
+
+/** Prefix of all pending batches, in creation order. */
+export function pendingBatchesPrefix(): Deno.KvKey {
+  return ["pending_batches"];
+}
+
+/** Key of a batch moved aside after repeated failures. */
+export function deadLetterKey(batchId: string): Deno.KvKey {
+  return ["dead_letters", batchId];
+}
+
+/** Prefix of all dead letters. */
+export function deadLettersPrefix(): Deno.KvKey {
+  return ["dead_letters"];
+}
+
+/** Key of part `n` (from 1) of a batch too large for one value. */
+export function batchPartKey(batchId: string, n: number): Deno.KvKey {
+  return ["batch_parts", batchId, n];
+}
+
+/** Key of a stored entry; ids sort by receipt time. */
+export function logKey(projectId: string, logId: string): Deno.KvKey {
+  return ["logs", projectId, logId];
+}
+
+/** Prefix of a project's stored entries. */
+export function logsPrefix(projectId: string): Deno.KvKey {
+  return ["logs", projectId];
+}
+
+/** Key of part `n` (from 1) of an entry too large for one value. */
+export function logPartKey(
+  projectId: string,
+  logId: string,
+  n: number,
+): Deno.KvKey {
+  return ["log_parts", projectId, logId, n];
+}
+
+/** Prefix of the extra parts of a project's large entries. */
+export function logPartsPrefix(projectId: string): Deno.KvKey {
+  return ["log_parts", projectId];
+}
+
+/** Key remembering a signature until it can no longer be replayed. */
+export function seenSignatureKey(
+  projectId: string,
+  signature: string,
+): Deno.KvKey {
+  return ["seen_signatures", projectId, signature];
+}
+
+/** Prefix of a project's remembered signatures. */
+export function seenSignaturesPrefix(projectId: string): Deno.KvKey {
+  return ["seen_signatures", projectId];
+}
+
+/** Counter of a project's accepted entries. */
+export function acceptedCountKey(projectId: string): Deno.KvKey {
+  return ["stats", projectId, "accepted"];
+}
+
+/** Counter of a project's entries rejected for `reason`. */
+export function rejectedCountKey(
+  projectId: string,
+  reason: string,
+): Deno.KvKey {
+  return ["stats", projectId, "rejected", reason];
+}
+
+/** Counter of all of a project's rejections; picks the slot of the next one. */
+export function rejectedTotalKey(projectId: string): Deno.KvKey {
+  return ["stats", projectId, "rejected_total"];
+}
+
+/** Prefix of a project's counters. */
+export function statsPrefix(projectId: string): Deno.KvKey {
+  return ["stats", projectId];
+}
+
+/** Counter of rejections that belong to no existing project. */
+export function globalRejectedCountKey(reason: string): Deno.KvKey {
+  return ["global_stats", "rejected", reason];
+}
+
+/** Prefix of the global rejection counters. */
+export function globalStatsPrefix(): Deno.KvKey {
+  return ["global_stats"];
+}
+
+/** Key of one slot of a project's ring of recent rejections. */
+export function rejectionKey(projectId: string, slot: number): Deno.KvKey {
+  return ["rejections", projectId, slot];
+}
+
+/** Prefix of a project's recent rejections. */
+export function rejectionsPrefix(projectId: string): Deno.KvKey {
+  return ["rejections", projectId];
+}
+
+/** Counter of the POSTs from one client address in one epoch. */
+export function rateLimitKey(epoch: number, ip: string): Deno.KvKey {
+  return ["rate_limits", epoch, ip];
+}
+
+/** Prefix of one epoch's rate counters. */
+export function rateLimitEpochPrefix(epoch: number): Deno.KvKey {
+  return ["rate_limits", epoch];
+}
+
+/** Prefix of all rate counters. */
+export function rateLimitsPrefix(): Deno.KvKey {
+  return ["rate_limits"];
+}

@@ -1,0 +1,71 @@
+/**
+ * Values larger than Deno KV's 64 KiB limit: JSON bytes split into a head
+ * (stored in the main record) and further parts under their own keys.
+ * Batches and stored entries both use it, so a body at `MAX_BODY_BYTES`
+ * always fits.
+ *
+ * @module
+ */
+
+/** Bytes per stored part, leaving room for the record around the head. */
+export const PART_BYTES = 60_000;
+
+/** A JSON document cut into parts of at most {@linkcode PART_BYTES}. */
+export interface Parts {
+  /** The first part, stored inline in the record. */
+  head: Uint8Array;
+  /** The parts after the head, stored under their own keys (numbered from 1). */
+  rest: Uint8Array[];
+}
+
+const encoder = new TextEncoder();
+const decoder = new TextDecoder();
+
+/**
+ * Encodes a JSON text and cuts it into parts.
+ *
+ * @example
+ * ```ts
+ * const { head, rest } = splitParts(JSON.stringify(record));
+ * ```
+ */
+export function splitParts(json: string): Parts {
+  const bytes = encoder.encode(json);
+  if (bytes.length <= PART_BYTES) return { head: bytes, rest: [] };
+  const rest: Uint8Array[] = [];
+  for (let at = PART_BYTES; at < bytes.length; at += PART_BYTES) {
+    rest.push(bytes.subarray(at, at + PART_BYTES));
+  }
+  return { head: bytes.subarray(0, PART_BYTES), rest };
+}
+
+/**
+ * Reads the parts after `head` (there are `count - 1` of them) and parses the
+ * whole JSON document.
+ */
+export async function joinParts<T>(
+  kv: Deno.Kv,
+  head: Uint8Array,
+  count: number,
+  partKey: (n: number) => Deno.KvKey,
+): Promise<T> {
+  if (count <= 1) return JSON.parse(decoder.decode(head));
+  const keys = Array.from({ length: count - 1 }, (_, i) => partKey(i + 1));
+  const chunks = [head];
+  for (let i = 0; i < keys.length; i += 10) {
+    const entries = await kv.getMany<Uint8Array[]>(keys.slice(i, i + 10));
+    for (const entry of entries) {
+      if (!(entry.value instanceof Uint8Array)) {
+        throw new Error(`Cannot read "${entry.key.join("/")}": part missing`);
+      }
+      chunks.push(entry.value);
+    }
+  }
+  const whole = new Uint8Array(chunks.reduce((n, c) => n + c.length, 0));
+  let at = 0;
+  for (const chunk of chunks) {
+    whole.set(chunk, at);
+    at += chunk.length;
+  }
+  return JSON.parse(decoder.decode(whole));
+}

@@ -1,0 +1,47 @@
+/**
+ * Entry point: reads the configuration, opens KV, starts the queue pipeline
+ * and serves HTTP. Wiring only; everything else receives what it needs.
+ *
+ * @module
+ */
+import { createApp } from "./app.ts";
+import { loadConfig } from "./config.ts";
+import { openKv } from "./db/open.ts";
+import { createPipeline } from "./queue/pipeline.ts";
+
+if (import.meta.main) {
+  const config = loadConfig(Deno.env.toObject());
+  const kv = await openKv(config.kvPath);
+  const pipeline = createPipeline({ kv, config });
+  pipeline.start();
+  if (!config.queue && "cron" in Deno) {
+    // Where no queue delivers wake-ups (Deno Deploy), a cron sweeps as well.
+    try {
+      Deno.cron("sweep pending batches", "* * * * *", async () => {
+        await pipeline.worker.sweep();
+      });
+    } catch { /* cron unavailable: the interval sweeper still runs */ }
+  }
+  const app = createApp({
+    producer: pipeline.producer,
+    maxBodyBytes: config.maxBodyBytes,
+  });
+  const server = Deno.serve(
+    {
+      port: config.port,
+      hostname: config.hostname,
+      onListen: ({ hostname, port }) =>
+        console.log(`Listening on http://${hostname}:${port}/api/v1/logs`),
+    },
+    (req, info) =>
+      app.fetch(req, { remoteAddr: info.remoteAddr as Deno.NetAddr }),
+  );
+  const shutdown = async () => {
+    await server.shutdown();
+    await pipeline.stop();
+    kv.close();
+    Deno.exit(0);
+  };
+  Deno.addSignalListener("SIGINT", shutdown);
+  Deno.addSignalListener("SIGTERM", shutdown);
+}

@@ -1,0 +1,71 @@
+/**
+ * The queued form of an entry and of a batch of entries, as the producer
+ * writes them and the consumer reads them back.
+ *
+ * @module
+ */
+
+/** An entry as accepted by the endpoint, before authentication. */
+export interface QueuedEntry {
+  /** Unique, time-sortable id given at receipt. */
+  id: string;
+  /** Receipt time, Unix milliseconds. */
+  receivedAt: number;
+  level: string;
+  projectId: string;
+  data: Record<string, unknown>;
+  /** Absent when the client sent none (matters for signatures). */
+  device?: Record<string, unknown> | string;
+  /** Absent when the client sent none (matters for signatures). */
+  context?: Record<string, unknown>;
+  appid?: string;
+  /** The `Origin` header. */
+  origin?: string;
+  /** The `timestamp` header, as sent. */
+  timestamp?: string;
+  /** The `signature` header, as sent. */
+  signature?: string;
+  /** The client's own text of the signed members (only when signed). */
+  raw?: Record<string, string>;
+}
+
+/** The record under `pending_batches/<id>` (and `dead_letters/<id>`). */
+export interface BatchHeader {
+  /** Creation time, Unix milliseconds. */
+  createdAt: number;
+  /** Number of entries. */
+  count: number;
+  /** First part of the JSON array of entries. */
+  head: Uint8Array;
+  /** Number of parts, head included. */
+  parts: number;
+  /** Failed processing attempts so far. */
+  attempts: number;
+  /** Earliest time of the next attempt after a failure. */
+  retryAt?: number;
+  /** The last failure's message. */
+  error?: string;
+}
+
+/** The queue message: a wake-up naming batches, never the entries. */
+export interface WakeMessage {
+  batches: string[];
+}
+
+/** Type guard for {@linkcode WakeMessage} (queue payloads are untrusted). */
+export function isWakeMessage(value: unknown): value is WakeMessage {
+  return typeof value === "object" && value !== null &&
+    Array.isArray((value as WakeMessage).batches) &&
+    (value as WakeMessage).batches.every((id) => typeof id === "string");
+}
+
+/** Type guard for a decoded batch: an array of plausible entries. */
+export function isEntryList(value: unknown): value is QueuedEntry[] {
+  return Array.isArray(value) &&
+    value.every((entry) =>
+      typeof entry === "object" && entry !== null &&
+      typeof entry.id === "string" && typeof entry.projectId === "string" &&
+      typeof entry.level === "string" && typeof entry.receivedAt === "number" &&
+      typeof entry.data === "object" && entry.data !== null
+    );
+}

@@ -1,0 +1,290 @@
+/**
+ * The consumer: turns a pending batch into stored entries. It authenticates
+ * each entry, refuses replayed signatures, and commits the stored entries,
+ * the counters and the recent rejections together with the deletion of the
+ * pending batch, guarded by the batch's versionstamp. Whoever commits first
+ * wins; a redelivery, a second process or a retry then finds nothing to do,
+ * so every entry is stored and counted exactly once.
+ *
+ * @module
+ */
+import {
+  authenticate,
+  type AuthResult,
+  type RejectReason,
+} from "../auth/authenticate.ts";
+import type { ProjectCache } from "../auth/projects.ts";
+import {
+  acceptedCountKey,
+  batchPartKey,
+  deadLetterKey,
+  globalRejectedCountKey,
+  pendingBatchKey,
+  rejectedCountKey,
+  rejectedTotalKey,
+  rejectionKey,
+  seenSignatureKey,
+} from "../db/keys.ts";
+import { type LogRecord, setLog } from "../db/logs.ts";
+import { joinParts } from "../db/parts.ts";
+import type { Project } from "../db/projects.ts";
+import { type BatchHeader, isEntryList, type QueuedEntry } from "./batch.ts";
+
+/** Recent rejections kept per project. */
+export const RECENT_REJECTIONS = 100;
+/** How long a recent rejection is kept. */
+const REJECTION_TTL_MS = 30 * 86_400_000;
+/** Failed attempts after which a batch becomes a dead letter. */
+export const MAX_ATTEMPTS = 5;
+/** Wait before attempt n+1 after n failures. */
+const BACKOFF_MS = [1000, 5000, 30_000, 60_000];
+
+/** One entry of a project's recent rejections. */
+export interface Rejection {
+  entryId: string;
+  /** Receipt time, Unix milliseconds. */
+  at: number;
+  reason: RejectReason;
+  level: string;
+  origin?: string;
+  appid?: string;
+}
+
+/** Thrown for a batch whose stored form cannot be read. */
+export class BatchFormatError extends Error {
+  override name = "BatchFormatError";
+}
+
+/** Options of {@linkcode Consumer}. */
+export interface ConsumerOptions {
+  kv: Deno.Kv;
+  projects: ProjectCache;
+  /** Accepted signature timestamp distance from receipt. */
+  maxSkewMs: number;
+  /** Clock. @default {Date.now} */
+  now?: () => number;
+}
+
+/** What {@linkcode Consumer.process} did. */
+export type ProcessOutcome = "processed" | "absent" | "conflict";
+
+/** Processes pending batches; safe to run in several processes at once. */
+export class Consumer {
+  #kv: Deno.Kv;
+  #projects: ProjectCache;
+  #maxSkewMs: number;
+  #now: () => number;
+  /** Signatures being accepted by batches in flight in this process. */
+  #claims = new Map<string, string>();
+
+  constructor(options: ConsumerOptions) {
+    this.#kv = options.kv;
+    this.#projects = options.projects;
+    this.#maxSkewMs = options.maxSkewMs;
+    this.#now = options.now ?? Date.now;
+  }
+
+  /**
+   * Processes batch `batchId`: `"absent"` when it was already processed,
+   * `"conflict"` when another processor committed it meanwhile.
+   */
+  async process(batchId: string): Promise<ProcessOutcome> {
+    const kv = this.#kv;
+    const pending = await kv.get<BatchHeader>(pendingBatchKey(batchId));
+    const header = pending.value;
+    if (header === null) return "absent";
+    let entries: unknown;
+    try {
+      entries = await joinParts(
+        kv,
+        header.head,
+        header.parts,
+        (n) => batchPartKey(batchId, n),
+      );
+    } catch (error) {
+      throw new BatchFormatError(`Cannot read batch "${batchId}"`, {
+        cause: error,
+      });
+    }
+    if (!isEntryList(entries)) {
+      throw new BatchFormatError(
+        `Cannot read batch "${batchId}": not a list of entries`,
+      );
+    }
+    const projects = await this.#projects.getMany(
+      entries.map((e) => e.projectId),
+    );
+    const results = entries.map((entry) =>
+      authenticate(
+        entry,
+        projects.get(entry.projectId) ?? null,
+        this.#maxSkewMs,
+      )
+    );
+    const claimed = await this.#refuseReplays(entries, results);
+    try {
+      const op = kv.atomic().check(pending).delete(pendingBatchKey(batchId));
+      for (let n = 1; n < header.parts; n++) {
+        op.delete(batchPartKey(batchId, n));
+      }
+      await this.#addResults(op, entries, results, projects);
+      return (await op.commit()).ok ? "processed" : "conflict";
+    } finally {
+      for (const key of claimed) this.#claims.delete(key);
+    }
+  }
+
+  /**
+   * Records a failed attempt: the batch is retried after a backoff, and after
+   * {@linkcode MAX_ATTEMPTS} it moves to the dead letters.
+   */
+  async recordFailure(
+    batchId: string,
+    error: unknown,
+  ): Promise<"retry" | "dead_letter" | "absent"> {
+    const pending = await this.#kv.get<BatchHeader>(pendingBatchKey(batchId));
+    if (pending.value === null) return "absent";
+    const attempts = pending.value.attempts + 1;
+    const message = error instanceof Error ? error.message : String(error);
+    const now = this.#now();
+    if (attempts >= MAX_ATTEMPTS) {
+      const { retryAt: _, ...rest } = pending.value;
+      const result = await this.#kv.atomic().check(pending)
+        .delete(pendingBatchKey(batchId))
+        .set(deadLetterKey(batchId), { ...rest, attempts, error: message })
+        .commit();
+      return result.ok ? "dead_letter" : "absent";
+    }
+    const header: BatchHeader = {
+      ...pending.value,
+      attempts,
+      error: message,
+      retryAt: now + BACKOFF_MS[Math.min(attempts, BACKOFF_MS.length) - 1]!,
+    };
+    await this.#kv.atomic().check(pending)
+      .set(pendingBatchKey(batchId), header).commit();
+    return "retry";
+  }
+
+  /** Turns replayed signatures into rejections; returns the claims taken. */
+  async #refuseReplays(
+    entries: QueuedEntry[],
+    results: AuthResult[],
+  ): Promise<string[]> {
+    const signed = entries.flatMap((_entry, i) => {
+      const r = results[i]!;
+      return r.ok && r.method === "signature" ? [i] : [];
+    });
+    const claimed: string[] = [];
+    for (let c = 0; c < signed.length; c += 10) {
+      const chunk = signed.slice(c, c + 10);
+      const seen = await this.#kv.getMany<string[]>(
+        chunk.map((i) =>
+          seenSignatureKey(entries[i]!.projectId, entries[i]!.signature!)
+        ),
+      );
+      chunk.forEach((i, j) => {
+        const entry = entries[i]!;
+        const claim = `${entry.projectId}\n${entry.signature}`;
+        const holder = this.#claims.get(claim);
+        const before = seen[j]?.value;
+        if (
+          (before != null && before !== entry.id) ||
+          (holder !== undefined && holder !== entry.id)
+        ) {
+          results[i] = { ok: false, reason: "replayed" };
+        } else if (holder === undefined) {
+          this.#claims.set(claim, entry.id);
+          claimed.push(claim);
+        }
+      });
+    }
+    return claimed;
+  }
+
+  async #addResults(
+    op: Deno.AtomicOperation,
+    entries: QueuedEntry[],
+    results: AuthResult[],
+    projects: Map<string, Project | null>,
+  ): Promise<void> {
+    const now = this.#now();
+    const accepted = new Map<string, number>();
+    const rejected = new Map<string, Map<RejectReason, number>>();
+    const rejections = new Map<string, Rejection[]>();
+    const bump = <K>(map: Map<K, number>, key: K) =>
+      map.set(key, (map.get(key) ?? 0) + 1);
+    entries.forEach((entry, i) => {
+      const result = results[i]!;
+      const project = projects.get(entry.projectId) ?? null;
+      if (result.ok && project) {
+        const record: LogRecord = {
+          id: entry.id,
+          receivedAt: entry.receivedAt,
+          level: entry.level,
+          data: entry.data,
+          device: entry.device ?? {},
+          context: entry.context ?? {},
+          ...(entry.appid === undefined ? {} : { appid: entry.appid }),
+          ...(entry.origin === undefined ? {} : { origin: entry.origin }),
+          auth: result.method,
+        };
+        const expireAt = entry.receivedAt + project.retentionDays * 86_400_000;
+        setLog(op, project.id, record, Math.max(1000, expireAt - now));
+        if (result.method === "signature") {
+          op.set(seenSignatureKey(project.id, entry.signature!), entry.id, {
+            expireIn: 2 * this.#maxSkewMs,
+          });
+        }
+        bump(accepted, project.id);
+      } else if (!result.ok && project === null) {
+        op.sum(globalRejectedCountKey(result.reason), 1n);
+      } else if (!result.ok && project) {
+        const reasons = rejected.get(project.id) ?? new Map();
+        rejected.set(project.id, bump(reasons, result.reason));
+        const list = rejections.get(project.id) ?? [];
+        list.push({
+          entryId: entry.id,
+          at: entry.receivedAt,
+          reason: result.reason,
+          level: entry.level,
+          ...(entry.origin === undefined
+            ? {}
+            : { origin: entry.origin.slice(0, 256) }),
+          ...(entry.appid === undefined ? {} : { appid: entry.appid }),
+        });
+        rejections.set(project.id, list);
+      }
+    });
+    for (const [projectId, n] of accepted) {
+      op.sum(acceptedCountKey(projectId), BigInt(n));
+    }
+    for (const [projectId, reasons] of rejected) {
+      for (const [reason, n] of reasons) {
+        op.sum(rejectedCountKey(projectId, reason), BigInt(n));
+      }
+    }
+    // Recent rejections: a ring of slots per project, indexed by the running
+    // total of rejections, so the ring holds the latest ones and never grows.
+    const ids = [...rejections.keys()];
+    for (let c = 0; c < ids.length; c += 10) {
+      const chunk = ids.slice(c, c + 10);
+      const totals = await this.#kv.getMany<Deno.KvU64[]>(
+        chunk.map((id) => rejectedTotalKey(id)),
+      );
+      chunk.forEach((projectId, j) => {
+        const base = Number(totals[j]?.value?.value ?? 0n);
+        const list = rejections.get(projectId)!;
+        const first = Math.max(0, list.length - RECENT_REJECTIONS);
+        for (let k = first; k < list.length; k++) {
+          op.set(
+            rejectionKey(projectId, (base + k) % RECENT_REJECTIONS),
+            list[k],
+            { expireIn: REJECTION_TTL_MS },
+          );
+        }
+        op.sum(rejectedTotalKey(projectId), BigInt(list.length));
+      });
+    }
+  }
+}

@@ -1,0 +1,106 @@
+/**
+ * Assembles the queue: producer (group commit), consumer, and the worker that
+ * runs the consumer from hand-overs, queue messages and the sweeper. The
+ * server and the tests build it the same way.
+ *
+ * @module
+ */
+import { ProjectCache } from "../auth/projects.ts";
+import type { Config } from "../config.ts";
+import { isWakeMessage } from "./batch.ts";
+import { Consumer } from "./consumer.ts";
+import { type CommitRider, GroupCommitter } from "./producer.ts";
+import { BatchWorker } from "./worker.ts";
+
+/** Options of {@linkcode createPipeline}. */
+export interface PipelineOptions {
+  kv: Deno.Kv;
+  config: Pick<
+    Config,
+    | "queue"
+    | "consumerConcurrency"
+    | "maxPendingRequests"
+    | "projectCacheMs"
+    | "signatureMaxSkewMs"
+  >;
+  /** Clock. @default {Date.now} */
+  now?: () => number;
+  /** Mutations that ride each commit (the rate counters). */
+  rider?: CommitRider;
+  /** Hand committed batches straight to this process's consumer. @default {true} */
+  handOver?: boolean;
+  /** Period of the sweeper. @default {1000} */
+  sweepIntervalMs?: number;
+  /** Told of failed processing attempts. @default logs to stderr */
+  onError?: (batchId: string, error: unknown) => void;
+}
+
+/** The running queue of one process. */
+export interface Pipeline {
+  producer: GroupCommitter;
+  consumer: Consumer;
+  worker: BatchWorker;
+  /** Starts the sweeper and, when queues are on, the queue listener. */
+  start(): void;
+  /** Commits what waits, finishes the work in hand and stops the sweeper. */
+  stop(): Promise<void>;
+}
+
+/**
+ * Builds the pipeline of one process.
+ *
+ * @example
+ * ```ts
+ * const pipeline = createPipeline({ kv, config });
+ * pipeline.start();
+ * ```
+ */
+export function createPipeline(options: PipelineOptions): Pipeline {
+  const { kv, config } = options;
+  const now = options.now ?? Date.now;
+  const onError = options.onError ??
+    ((batchId: string, error: unknown) =>
+      console.error(`Cannot process batch "${batchId}":`, error));
+  const consumer = new Consumer({
+    kv,
+    now,
+    maxSkewMs: config.signatureMaxSkewMs,
+    projects: new ProjectCache(kv, { ttlMs: config.projectCacheMs, now }),
+  });
+  const worker = new BatchWorker({
+    kv,
+    consumer,
+    now,
+    concurrency: config.consumerConcurrency,
+    sweepIntervalMs: options.sweepIntervalMs ?? 1000,
+    onError,
+  });
+  const handOver = options.handOver ?? true;
+  const producer = new GroupCommitter({
+    kv,
+    now,
+    queue: config.queue,
+    maxPending: config.maxPendingRequests,
+    ...(options.rider ? { rider: options.rider } : {}),
+    ...(handOver ? { onCommitted: (ids: string[]) => worker.push(ids) } : {}),
+  });
+  let listening: Promise<void> | undefined;
+  return {
+    producer,
+    consumer,
+    worker,
+    start() {
+      worker.start();
+      if (config.queue) {
+        listening = kv.listenQueue((message) => {
+          if (isWakeMessage(message)) worker.push(message.batches);
+        }).catch((error) => onError("", error));
+      }
+    },
+    async stop() {
+      await producer.flush();
+      await worker.stop();
+      void listening;
+    },
+  };
+}

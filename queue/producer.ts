@@ -1,0 +1,211 @@
+/**
+ * The producer side of the queue: a group commit. Requests hand in entries;
+ * while one KV commit is in flight the next ones wait, and the following
+ * commit carries all of them in one atomic operation, as batches written
+ * under `pending_batches/<id>` plus one small wake-up message naming them.
+ * A request's promise resolves only once its entry is committed.
+ *
+ * It must not read KV or process entries: that is the consumer's job.
+ *
+ * @module
+ */
+import { batchPartKey, pendingBatchKey } from "../db/keys.ts";
+import { PART_BYTES, splitParts } from "../db/parts.ts";
+import type { BatchHeader, QueuedEntry, WakeMessage } from "./batch.ts";
+import { createId } from "./ids.ts";
+
+/** Entries per batch: keeps the consumer's result commit under 1,000 mutations. */
+export const MAX_BATCH_ENTRIES = 200;
+/** UTF-16 units per commit: at most ~750 KB of UTF-8, under KV's 800 KiB. */
+const MAX_COMMIT_CHARS = 250_000;
+/** Entries per commit. */
+const MAX_COMMIT_ENTRIES = 800;
+/** Mutations per commit, leaving room under KV's 1,000. */
+export const MAX_COMMIT_MUTATIONS = 990;
+
+/** Thrown by {@linkcode GroupCommitter.submit} when too many requests wait. */
+export class OverloadedError extends Error {
+  override name = "OverloadedError";
+  constructor() {
+    super("Cannot queue the entry now: too many requests are waiting");
+  }
+}
+
+/** Rejects the entries of a commit that KV refused or failed. */
+export class CommitFailedError extends Error {
+  override name = "CommitFailedError";
+}
+
+/**
+ * Something else that rides each commit (the rate counters): it adds up to
+ * `budget` mutations to `op`, and hears whether the commit succeeded.
+ */
+export interface CommitRider {
+  /** Whether it has mutations waiting (a commit is made for them alone). */
+  pending(): boolean;
+  /** Adds at most `budget` mutations; returns a callback told the outcome. */
+  ride(op: Deno.AtomicOperation, budget: number): (ok: boolean) => void;
+}
+
+/** Options of {@linkcode GroupCommitter}. */
+export interface ProducerOptions {
+  kv: Deno.Kv;
+  /** Enqueue a wake-up message with each commit. */
+  queue: boolean;
+  /** Requests that may wait for a commit before new ones are refused. */
+  maxPending: number;
+  /** Clock. @default {Date.now} */
+  now?: () => number;
+  /** Told the ids of the batches of each successful commit. */
+  onCommitted?: (batchIds: string[]) => void;
+  /**
+   * Delay of the wake-up message. The process that committed a batch hands it
+   * to its own consumer at once; the message is for when that process died.
+   * @default {2000}
+   */
+  wakeDelayMs?: number;
+  /** Other mutations to carry in each commit. */
+  rider?: CommitRider;
+}
+
+interface Waiting {
+  json: string;
+  resolve: () => void;
+  reject: (error: unknown) => void;
+}
+
+/**
+ * Group commit of queued entries into KV-held batches.
+ *
+ * @example
+ * ```ts
+ * const producer = new GroupCommitter({ kv, queue: true, maxPending: 10_000 });
+ * await producer.submit(entry); // committed to KV from here on
+ * ```
+ */
+export class GroupCommitter {
+  #waiting: Waiting[] = [];
+  #inFlight: Promise<void> | null = null;
+  #options: ProducerOptions;
+  #now: () => number;
+
+  constructor(options: ProducerOptions) {
+    this.#options = options;
+    this.#now = options.now ?? Date.now;
+  }
+
+  /** Requests waiting for a commit, the one in flight excluded. */
+  get backlog(): number {
+    return this.#waiting.length;
+  }
+
+  /**
+   * Queues `entry`; resolves once it is committed to KV. Throws
+   * {@linkcode OverloadedError} at once when the backlog is full and rejects
+   * with {@linkcode CommitFailedError} when the commit fails.
+   */
+  submit(entry: QueuedEntry): Promise<void> {
+    if (this.#waiting.length >= this.#options.maxPending) {
+      return Promise.reject(new OverloadedError());
+    }
+    const json = JSON.stringify(entry);
+    return new Promise((resolve, reject) => {
+      this.#waiting.push({ json, resolve, reject });
+      this.#pump();
+    });
+  }
+
+  /** Starts a commit for the rider's mutations alone, if nothing else is due. */
+  poke(): void {
+    this.#pump();
+  }
+
+  /** Resolves when nothing waits and no commit is in flight. */
+  async flush(): Promise<void> {
+    while (this.#inFlight) await this.#inFlight;
+  }
+
+  #pump(): void {
+    if (this.#inFlight) return;
+    const rider = this.#options.rider;
+    if (this.#waiting.length === 0 && !rider?.pending()) return;
+    this.#inFlight = this.#commit().finally(() => {
+      this.#inFlight = null;
+      this.#pump();
+    });
+  }
+
+  async #commit(): Promise<void> {
+    const { kv, queue } = this.#options;
+    let count = 0;
+    let chars = 0;
+    while (
+      count < this.#waiting.length && count < MAX_COMMIT_ENTRIES &&
+      (count === 0 ||
+        chars + this.#waiting[count]!.json.length <= MAX_COMMIT_CHARS)
+    ) {
+      chars += this.#waiting[count]!.json.length;
+      count++;
+    }
+    const taken = this.#waiting.splice(0, count);
+    const now = this.#now();
+    const op = kv.atomic();
+    let mutations = 0;
+    const batchIds: string[] = [];
+    for (let from = 0; from < taken.length;) {
+      let to = from + 1;
+      let size = taken[from]!.json.length;
+      while (
+        to < taken.length && to - from < MAX_BATCH_ENTRIES &&
+        size + taken[to]!.json.length < PART_BYTES
+      ) {
+        size += taken[to]!.json.length;
+        to++;
+      }
+      const items = taken.slice(from, to);
+      const { head, rest } = splitParts(
+        `[${items.map((w) => w.json).join(",")}]`,
+      );
+      const id = createId(now);
+      const header: BatchHeader = {
+        createdAt: now,
+        count: items.length,
+        head,
+        parts: 1 + rest.length,
+        attempts: 0,
+      };
+      op.set(pendingBatchKey(id), header);
+      rest.forEach((part, i) => op.set(batchPartKey(id, i + 1), part));
+      mutations += 1 + rest.length;
+      batchIds.push(id);
+      from = to;
+    }
+    if (queue && batchIds.length > 0) {
+      const message: WakeMessage = { batches: batchIds };
+      op.enqueue(message, { delay: this.#options.wakeDelayMs ?? 2000 });
+      mutations++;
+    }
+    const told = this.#options.rider?.ride(
+      op,
+      MAX_COMMIT_MUTATIONS - mutations,
+    );
+    let ok = false;
+    let failure: unknown;
+    try {
+      ok = (await op.commit()).ok;
+    } catch (error) {
+      failure = error;
+    }
+    told?.(ok);
+    if (ok) {
+      for (const w of taken) w.resolve();
+      if (batchIds.length > 0) this.#options.onCommitted?.(batchIds);
+    } else {
+      const error = new CommitFailedError(
+        `Cannot commit ${taken.length} entries to KV`,
+        { cause: failure },
+      );
+      for (const w of taken) w.reject(error);
+    }
+  }
+}

@@ -1,0 +1,76 @@
+/**
+ * The errors the endpoint answers with. Each carries its HTTP status and the
+ * `code` of CONTRACT §1; `app.onError` turns them into the JSON error body.
+ *
+ * @module
+ */
+
+/** One failing path of a validation error. */
+export interface Issue {
+  path: string;
+  message: string;
+}
+
+/** An error with a status and an error code, answered as JSON. */
+export class HttpError extends Error {
+  override name = "HttpError";
+  constructor(
+    readonly status: 400 | 404 | 405 | 413 | 415 | 429 | 503,
+    readonly code: string,
+    message: string,
+    readonly issues?: Issue[],
+    readonly headers?: Record<string, string>,
+  ) {
+    super(message);
+  }
+}
+
+/** `400 invalid_json`: the body is not a UTF-8 JSON object. */
+export function invalidJson(message: string): HttpError {
+  return new HttpError(400, "invalid_json", message);
+}
+
+/** `400 invalid_body`: the JSON does not describe a log entry. */
+export function invalidBody(issues: Issue[]): HttpError {
+  return new HttpError(
+    400,
+    "invalid_body",
+    `Cannot accept the entry: ${issues.length} invalid ${
+      issues.length === 1 ? "field" : "fields"
+    }`,
+    issues,
+  );
+}
+
+/** `415 unsupported_media_type`. */
+export function unsupportedMediaType(message: string): HttpError {
+  return new HttpError(415, "unsupported_media_type", message);
+}
+
+/** `413 payload_too_large`, naming the limit. */
+export function payloadTooLarge(limit: number): HttpError {
+  return new HttpError(
+    413,
+    "payload_too_large",
+    `Cannot accept a body over ${limit} bytes`,
+  );
+}
+
+/** `503 unavailable` with `Retry-After`. */
+export function unavailable(message: string, retryAfter = 1): HttpError {
+  return new HttpError(503, "unavailable", message, undefined, {
+    "Retry-After": String(retryAfter),
+  });
+}
+
+/** Builds the JSON error body of CONTRACT §1. */
+export function errorBody(error: HttpError): string {
+  return JSON.stringify({
+    status: "error",
+    error: {
+      code: error.code,
+      message: error.message,
+      ...(error.issues ? { issues: error.issues } : {}),
+    },
+  });
+}

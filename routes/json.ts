@@ -1,0 +1,103 @@
+/**
+ * One pass over a JSON text that `JSON.parse` already accepted, for what
+ * `JSON.parse` does not tell: repeated member names at the top level, the
+ * nesting depth, and the client's own text of the top-level members (kept for
+ * signature verification, CONTRACT §4 "serializer tolerance").
+ *
+ * @module
+ */
+
+/** What {@linkcode scanJson} found. */
+export interface Scan {
+  /** A top-level member name that appears twice, if any. */
+  duplicate?: string;
+  /** The top-level member in which nesting first passes the limit, if any. */
+  tooDeepIn?: string;
+  /** `[start, end)` of each top-level member's value text. */
+  spans: Map<string, [number, number]>;
+}
+
+const QUOTE = 34, BACKSLASH = 92, COMMA = 44, COLON = 58;
+const OPEN_BRACE = 123,
+  CLOSE_BRACE = 125,
+  OPEN_BRACKET = 91,
+  CLOSE_BRACKET = 93;
+
+/**
+ * Scans `text`, a valid JSON object, with nesting limited to `maxDepth` (the
+ * top-level object is depth 1).
+ *
+ * @example
+ * ```ts
+ * scanJson('{"a":1,"a":2}', 32).duplicate; // "a"
+ * ```
+ */
+export function scanJson(text: string, maxDepth: number): Scan {
+  const spans = new Map<string, [number, number]>();
+  let depth = 0;
+  let expectKey = false;
+  let key = "";
+  let valueStart = -1;
+  const end = (at: number) => {
+    if (valueStart >= 0) spans.set(key, [valueStart, at]);
+    valueStart = -1;
+  };
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    if (c === QUOTE) {
+      const start = i;
+      let escaped = false;
+      for (i++; i < text.length; i++) {
+        const d = text.charCodeAt(i);
+        if (d === BACKSLASH) {
+          escaped = true;
+          i++;
+        } else if (d === QUOTE) break;
+      }
+      if (depth === 1 && expectKey) {
+        key = escaped
+          ? JSON.parse(text.slice(start, i + 1))
+          : text.slice(start + 1, i);
+        if (spans.has(key)) return { duplicate: key, spans };
+        spans.set(key, [0, 0]);
+        expectKey = false;
+      }
+    } else if (c === OPEN_BRACE || c === OPEN_BRACKET) {
+      depth++;
+      if (depth > maxDepth) return { tooDeepIn: key, spans };
+      if (depth === 1) expectKey = true;
+    } else if (c === CLOSE_BRACE || c === CLOSE_BRACKET) {
+      if (depth === 1) end(i);
+      depth--;
+    } else if (depth === 1) {
+      if (c === COMMA) {
+        end(i);
+        expectKey = true;
+      } else if (c === COLON) valueStart = i + 1;
+    }
+  }
+  return { spans };
+}
+
+/**
+ * Removes the insignificant whitespace of a JSON text, leaving strings as the
+ * client wrote them (escapes included).
+ */
+export function minifyJson(text: string): string {
+  let out = "";
+  let from = 0;
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    if (c === QUOTE) {
+      for (i++; i < text.length; i++) {
+        const d = text.charCodeAt(i);
+        if (d === BACKSLASH) i++;
+        else if (d === QUOTE) break;
+      }
+    } else if (c === 32 || c === 9 || c === 10 || c === 13) {
+      out += text.slice(from, i);
+      from = i + 1;
+    }
+  }
+  return out + text.slice(from);
+}

@@ -1,0 +1,186 @@
+/**
+ * `POST /api/v1/logs` and its CORS preflight: the synchronous checks of
+ * CONTRACT §2, then the group commit. Nothing here looks up a project or a
+ * credential: authentication happens after queueing, so no answer depends on
+ * whether a project, origin, app id or secret is valid.
+ *
+ * @module
+ */
+import { Hono } from "hono";
+import {
+  CommitFailedError,
+  type GroupCommitter,
+  OverloadedError,
+} from "../queue/producer.ts";
+import type { QueuedEntry } from "../queue/batch.ts";
+import { createId } from "../queue/ids.ts";
+import { checkContentType, readBody } from "./body.ts";
+import { HttpError, invalidBody, invalidJson, unavailable } from "./errors.ts";
+import { scanJson } from "./json.ts";
+import { entrySchema, toIssues } from "./schema.ts";
+
+/** Deepest nesting accepted, the top-level object counting as 1. */
+export const MAX_DEPTH = 32;
+
+/** Headers a browser may read on any answer of the endpoint. */
+const EXPOSED =
+  "Retry-After, RateLimit-Limit, RateLimit-Remaining, RateLimit-Reset";
+const QUEUED = '{"status":"queued"}';
+const SIGNED_MEMBERS = ["level", "projectId", "device", "context", "data"];
+const decoder = new TextDecoder("utf-8", { fatal: true });
+
+/**
+ * The CORS headers of every answer on the endpoint: the request's `Origin`
+ * echoed, so that a browser can read errors too.
+ */
+export function corsHeaders(origin: string | null): Record<string, string> {
+  return origin === null
+    ? { "Vary": "Origin", "Access-Control-Expose-Headers": EXPOSED }
+    : {
+      "Access-Control-Allow-Origin": origin,
+      "Vary": "Origin",
+      "Access-Control-Expose-Headers": EXPOSED,
+    };
+}
+
+/** Decides, before anything else, whether a POST may proceed (rate limit). */
+export interface Admission {
+  /** Throws an {@linkcode HttpError} (429) when the request is refused; returns headers to add. */
+  admit(req: Request, info: { remoteAddr?: Deno.NetAddr }): void;
+}
+
+/** Options of {@linkcode logsRoute}. */
+export interface LogsRouteOptions {
+  producer: GroupCommitter;
+  /** Largest body, after decompression. */
+  maxBodyBytes: number;
+  /** Clock. @default {Date.now} */
+  now?: () => number;
+  /** Rate limiter. @default none */
+  admission?: Admission;
+}
+
+/** Environment of the app: the peer address, passed in by `Deno.serve`. */
+export interface Env {
+  Bindings: { remoteAddr?: Deno.NetAddr };
+}
+
+/**
+ * The Hono sub-app serving `/api/v1/logs`.
+ *
+ * @example
+ * ```ts
+ * app.route("/api/v1/logs", logsRoute({ producer, maxBodyBytes: 65536 }));
+ * ```
+ */
+export function logsRoute(options: LogsRouteOptions): Hono<Env> {
+  const now = options.now ?? Date.now;
+  const app = new Hono<Env>();
+
+  app.post("/", async (c) => {
+    const req = c.req.raw;
+    const receivedAt = now();
+    options.admission?.admit(req, c.env ?? {});
+    checkContentType(req.headers.get("content-type"));
+    const bytes = await readBody(req, options.maxBodyBytes);
+    let text: string;
+    try {
+      text = decoder.decode(bytes);
+    } catch {
+      throw invalidJson("Cannot decode the body: not valid UTF-8");
+    }
+    let body: unknown;
+    try {
+      body = JSON.parse(text);
+    } catch (error) {
+      throw invalidJson(
+        `Cannot parse the body as JSON: ${(error as Error).message}`,
+      );
+    }
+    if (typeof body !== "object" || body === null || Array.isArray(body)) {
+      throw invalidJson("Cannot accept the body: expected a JSON object");
+    }
+    const scan = scanJson(text, MAX_DEPTH);
+    if (scan.duplicate !== undefined) {
+      throw invalidJson(
+        `Cannot accept the body: member "${scan.duplicate}" appears more than once`,
+      );
+    }
+    if (scan.tooDeepIn !== undefined) {
+      throw invalidBody([{
+        path: scan.tooDeepIn || "(body)",
+        message: `Nesting is deeper than ${MAX_DEPTH} levels`,
+      }]);
+    }
+    const parsed = entrySchema.safeParse(body);
+    if (!parsed.success) throw invalidBody(toIssues(parsed.error));
+    const { level, projectId, data, device, context, appid } = parsed.data;
+    const headers = req.headers;
+    const entry: QueuedEntry = {
+      id: createId(receivedAt),
+      receivedAt,
+      level,
+      projectId,
+      data,
+    };
+    if (device !== undefined) entry.device = device;
+    if (context !== undefined) entry.context = context;
+    if (appid != null) entry.appid = appid;
+    const origin = headers.get("origin");
+    if (origin !== null) entry.origin = origin;
+    const signature = headers.get("signature");
+    if (signature !== null) {
+      entry.signature = signature;
+      entry.timestamp = headers.get("timestamp") ?? "";
+      entry.raw = {};
+      for (const name of SIGNED_MEMBERS) {
+        const span = scan.spans.get(name);
+        if (span) entry.raw[name] = text.slice(span[0], span[1]);
+      }
+    }
+    try {
+      await options.producer.submit(entry);
+    } catch (error) {
+      if (error instanceof OverloadedError) {
+        throw unavailable(
+          "Cannot queue the entry now: too many requests are waiting",
+        );
+      }
+      if (error instanceof CommitFailedError) {
+        throw unavailable("Cannot queue the entry now: storage is unavailable");
+      }
+      throw error;
+    }
+    return new Response(QUEUED, {
+      status: 200,
+      headers: {
+        "Content-Type": "application/json",
+        ...corsHeaders(origin),
+      },
+    });
+  });
+
+  app.options("/", (c) =>
+    new Response(null, {
+      status: 204,
+      headers: {
+        ...corsHeaders(c.req.header("origin") ?? null),
+        "Access-Control-Allow-Methods": "POST, OPTIONS",
+        "Access-Control-Allow-Headers":
+          "Content-Type, Content-Encoding, timestamp, signature",
+        "Access-Control-Max-Age": "86400",
+      },
+    }));
+
+  app.all("/", () => {
+    throw new HttpError(
+      405,
+      "method_not_allowed",
+      "Cannot serve this method: expected POST or OPTIONS",
+      undefined,
+      { "Allow": "POST, OPTIONS" },
+    );
+  });
+
+  return app;
+}

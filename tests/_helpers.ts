@@ -1,0 +1,191 @@
+/**
+ * Fixtures shared by the test suites: an in-memory KV, a clock driven by
+ * hand, entry builders, and a pipeline wired as the server wires it.
+ *
+ * @module
+ */
+import { createApp } from "../app.ts";
+import type { Config } from "../config.ts";
+import { listLogs, type LogRecord } from "../db/logs.ts";
+import { createProject, type Project } from "../db/projects.ts";
+import { sign } from "../auth/signature.ts";
+import {
+  createPipeline,
+  type Pipeline,
+  type PipelineOptions,
+} from "../queue/pipeline.ts";
+import type { Admission } from "../routes/logs.ts";
+
+/** A clock that moves only when told to. */
+export interface FakeClock {
+  now: () => number;
+  advance(ms: number): void;
+  set(ms: number): void;
+}
+
+/** Returns a clock starting at `start` (2026-01-01T00:00:00Z by default). */
+export function fakeClock(start = Date.UTC(2026, 0, 1)): FakeClock {
+  let t = start;
+  return {
+    now: () => t,
+    advance: (ms) => {
+      t += ms;
+    },
+    set: (ms) => {
+      t = ms;
+    },
+  };
+}
+
+/** The configuration the tests run with (queue delivery off unless asked). */
+export function testConfig(overrides: Partial<Config> = {}): Config {
+  return {
+    port: 0,
+    hostname: "127.0.0.1",
+    kvPath: ":memory:",
+    maxBodyBytes: 65536,
+    rateLimitRps: 20,
+    rateLimitBurst: 50,
+    trustProxy: 0,
+    signatureMaxSkewMs: 300_000,
+    queue: false,
+    consumerConcurrency: 4,
+    maxPendingRequests: 20_000,
+    projectCacheMs: 0,
+    ...overrides,
+  };
+}
+
+let counter = 0;
+
+/** A valid entry body; `overrides` replace members. */
+export function randomEntry(
+  overrides: Record<string, unknown> = {},
+): Record<string, unknown> {
+  counter++;
+  return {
+    level: "info",
+    projectId: "p-unknown",
+    data: {
+      title: `Entry ${counter}`,
+      message: "Something happened",
+      n: counter,
+    },
+    device: { type: "browser", os: "Linux" },
+    context: { environment: "test", sessionId: `s${counter}` },
+    ...overrides,
+  };
+}
+
+/** A test harness: KV, clock, project, pipeline and app. */
+export interface Harness {
+  kv: Deno.Kv;
+  clock: FakeClock;
+  config: Config;
+  pipeline: Pipeline;
+  app: ReturnType<typeof createApp>;
+  /** Ids of the batches `process()` has processed, in order. */
+  batches: string[];
+  /** POSTs `body` (JSON-encoded unless a string) to the endpoint. */
+  post(
+    body: unknown,
+    headers?: Record<string, string>,
+    remoteAddr?: string,
+  ): Promise<Response>;
+  /** Processes every committed batch (as the worker would). */
+  process(): Promise<void>;
+  /** Creates a project. */
+  project(allow?: string[]): Promise<Project>;
+  /** Stored entries of a project, oldest first. */
+  logs(projectId: string): Promise<LogRecord[]>;
+  close(): Promise<void>;
+}
+
+/** Options of {@linkcode harness}. */
+export interface HarnessOptions {
+  config?: Partial<Config>;
+  clock?: FakeClock;
+  kv?: Deno.Kv;
+  admission?: Admission;
+  pipeline?: Partial<PipelineOptions>;
+}
+
+/**
+ * Builds a harness on an in-memory KV. Batches are not handed to the worker:
+ * tests call `process()` to run the consumer when they choose.
+ */
+export async function harness(options: HarnessOptions = {}): Promise<Harness> {
+  const kv = options.kv ?? await Deno.openKv(":memory:");
+  const clock = options.clock ?? fakeClock();
+  const config = testConfig(options.config);
+  const batches: string[] = [];
+  const pipeline = createPipeline({
+    kv,
+    config,
+    now: clock.now,
+    handOver: false,
+    onError: () => {},
+    ...options.pipeline,
+  });
+  const producer = pipeline.producer;
+  const app = createApp({
+    producer,
+    maxBodyBytes: config.maxBodyBytes,
+    now: clock.now,
+    ...(options.admission ? { admission: options.admission } : {}),
+  });
+  return {
+    kv,
+    clock,
+    config,
+    pipeline,
+    app,
+    batches,
+    post(body, headers = {}, remoteAddr = "203.0.113.7") {
+      return Promise.resolve(app.request("/api/v1/logs", {
+        method: "POST",
+        headers: { "Content-Type": "application/json", ...headers },
+        body: typeof body === "string" ? body : JSON.stringify(body),
+      }, {
+        remoteAddr: { transport: "tcp", hostname: remoteAddr, port: 40000 },
+      }));
+    },
+    async process() {
+      await producer.flush();
+      for await (const entry of kv.list({ prefix: ["pending_batches"] })) {
+        const id = String(entry.key[1]);
+        batches.push(id);
+        await pipeline.consumer.process(id);
+      }
+    },
+    project(allow = ["https://app.example.com", "com.example.app.ios"]) {
+      return createProject(kv, { name: "test", allow, now: clock.now });
+    },
+    async logs(projectId) {
+      const out: LogRecord[] = [];
+      for await (const log of listLogs(kv, projectId)) out.push(log);
+      return out;
+    },
+    async close() {
+      await pipeline.stop();
+      if (!options.kv) kv.close();
+    },
+  };
+}
+
+/**
+ * Signs a body the way a JavaScript server client does: compact JSON of
+ * `{level, projectId, device, context, data}` in that order.
+ */
+export function signEntry(
+  secret: string,
+  body: Record<string, unknown>,
+  timestamp: number,
+): { timestamp: string; signature: string } {
+  const { level, projectId, device, context, data } = body;
+  const params = JSON.stringify({ level, projectId, device, context, data });
+  return {
+    timestamp: String(timestamp),
+    signature: sign(secret, `${projectId}${params}${timestamp}`),
+  };
+}
