@@ -1,6 +1,7 @@
 /**
  * Entry point: reads the configuration, opens KV, starts the queue pipeline
- * and serves HTTP. Wiring only; everything else receives what it needs.
+ * and the rate limiter's timers, and serves HTTP. Wiring only; everything
+ * else receives what it needs.
  *
  * @module
  */
@@ -8,12 +9,34 @@ import { createApp } from "./app.ts";
 import { loadConfig } from "./config.ts";
 import { openKv } from "./db/open.ts";
 import { createPipeline } from "./queue/pipeline.ts";
+import { RateLimiter } from "./routes/rate_limit.ts";
+
+/** How often the rate limiter reads other instances' counters. */
+const RATE_SYNC_MS = 250;
 
 if (import.meta.main) {
   const config = loadConfig(Deno.env.toObject());
   const kv = await openKv(config.kvPath);
-  const pipeline = createPipeline({ kv, config });
+  const limiter = new RateLimiter({
+    rps: config.rateLimitRps,
+    burst: config.rateLimitBurst,
+    trustProxy: config.trustProxy,
+  });
+  const pipeline = createPipeline({ kv, config, rider: limiter });
   pipeline.start();
+  const timers = [
+    setInterval(() => {
+      pipeline.producer.poke();
+      limiter.sync(kv).catch((e) =>
+        console.error("Cannot sync rate counters:", e)
+      );
+    }, RATE_SYNC_MS),
+    setInterval(() => {
+      limiter.cleanup(kv).catch((e) =>
+        console.error("Cannot delete old rate counters:", e)
+      );
+    }, 60_000),
+  ];
   if (!config.queue && "cron" in Deno) {
     // Where no queue delivers wake-ups (Deno Deploy), a cron sweeps as well.
     try {
@@ -25,6 +48,7 @@ if (import.meta.main) {
   const app = createApp({
     producer: pipeline.producer,
     maxBodyBytes: config.maxBodyBytes,
+    admission: limiter,
   });
   const server = Deno.serve(
     {
@@ -38,6 +62,7 @@ if (import.meta.main) {
   );
   const shutdown = async () => {
     await server.shutdown();
+    timers.forEach(clearInterval);
     await pipeline.stop();
     kv.close();
     Deno.exit(0);

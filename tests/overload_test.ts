@@ -1,0 +1,131 @@
+import assert from "node:assert/strict";
+import { harness, randomEntry } from "./_helpers.ts";
+
+/** A KV whose commits can be made to fail or to wait, for overload tests. */
+function faultyKv(real: Deno.Kv) {
+  const state = {
+    mode: "ok" as "ok" | "fail" | "hold",
+    held: [] as (() => void)[],
+    commits: 0,
+    release() {
+      for (const go of state.held.splice(0)) go();
+    },
+  };
+  const kv = new Proxy(real, {
+    get(target, name) {
+      if (name === "atomic") {
+        return () => {
+          const op = target.atomic();
+          const commit = op.commit.bind(op);
+          op.commit = () => {
+            state.commits++;
+            if (state.mode === "fail") {
+              return Promise.reject(new Error("Database is unavailable"));
+            }
+            if (state.mode === "hold") {
+              return new Promise<void>((go) => state.held.push(go))
+                .then(commit);
+            }
+            return commit();
+          };
+          return op;
+        };
+      }
+      const value = Reflect.get(target, name);
+      return typeof value === "function" ? value.bind(target) : value;
+    },
+  });
+  return { kv, state };
+}
+
+Deno.test("a failing KV commit answers 503 unavailable, and service resumes when KV recovers", async () => {
+  const real = await Deno.openKv(":memory:");
+  const { kv, state } = faultyKv(real);
+  const h = await harness({ kv });
+  try {
+    const project = await h.project();
+    state.mode = "fail";
+    const res = await h.post(randomEntry({ projectId: project.id }), {
+      Origin: "https://app.example.com",
+    });
+    assert.equal(res.status, 503);
+    assert.equal((await res.json()).error.code, "unavailable");
+    assert.ok(Number(res.headers.get("retry-after")) >= 1);
+    assert.equal(
+      res.headers.get("access-control-allow-origin"),
+      "https://app.example.com",
+    );
+    state.mode = "ok";
+    const ok = await h.post(randomEntry({ projectId: project.id }), {
+      Origin: "https://app.example.com",
+    });
+    assert.equal(ok.status, 200);
+    await h.process();
+    // Only the entry answered 200 is stored.
+    assert.equal((await h.logs(project.id)).length, 1);
+  } finally {
+    await h.close();
+    real.close();
+  }
+});
+
+Deno.test("past the backlog bound new requests answer 503 at once", async () => {
+  const real = await Deno.openKv(":memory:");
+  const { kv, state } = faultyKv(real);
+  const h = await harness({ kv, config: { maxPendingRequests: 5 } });
+  try {
+    state.mode = "hold";
+    // One request's commit is in flight and held; five more wait for the next.
+    const waiting = Array.from({ length: 6 }, () => h.post(randomEntry()));
+    await new Promise((go) => setTimeout(go, 0));
+    const refused = await h.post(randomEntry());
+    assert.equal(refused.status, 503);
+    assert.equal((await refused.json()).error.code, "unavailable");
+    assert.equal(refused.headers.get("retry-after"), "1");
+    state.mode = "ok";
+    state.release();
+    const statuses = await Promise.all(
+      waiting.map(async (p) => (await p).status),
+    );
+    assert.deepEqual(statuses, [200, 200, 200, 200, 200, 200]);
+    assert.equal((await h.post(randomEntry())).status, 200);
+  } finally {
+    state.release();
+    await h.close();
+    real.close();
+  }
+});
+
+Deno.test("requests that arrive during a commit share the next one", async () => {
+  const real = await Deno.openKv(":memory:");
+  const { kv, state } = faultyKv(real);
+  const h = await harness({ kv });
+  try {
+    state.mode = "hold";
+    const first = h.post(randomEntry());
+    await new Promise((go) => setTimeout(go, 0));
+    const rest = Array.from({ length: 100 }, () => h.post(randomEntry()));
+    await new Promise((go) => setTimeout(go, 0));
+    state.mode = "ok";
+    state.release();
+    await first;
+    await Promise.all(rest);
+    assert.equal(state.commits, 2);
+    let batches = 0;
+    let entries = 0;
+    for await (
+      const entry of real.list<{ count: number }>({
+        prefix: ["pending_batches"],
+      })
+    ) {
+      batches++;
+      entries += entry.value.count;
+    }
+    assert.equal(entries, 101);
+    assert.equal(batches, 2);
+  } finally {
+    state.release();
+    await h.close();
+    real.close();
+  }
+});
