@@ -54,6 +54,11 @@ export interface ProducerOptions {
   queue: boolean;
   /** Requests that may wait for a commit before new ones are refused. */
   maxPending: number;
+  /**
+   * UTF-16 units of entries that may wait for a commit before new ones are
+   * refused: bounds memory when entries are large. @default {16777216}
+   */
+  maxPendingChars?: number;
   /** Clock. @default {Date.now} */
   now?: () => number;
   /** Told the ids of the batches of each successful commit. */
@@ -85,6 +90,7 @@ interface Waiting {
  */
 export class GroupCommitter {
   #waiting: Waiting[] = [];
+  #waitingChars = 0;
   #inFlight: Promise<void> | null = null;
   #options: ProducerOptions;
   #now: () => number;
@@ -109,6 +115,13 @@ export class GroupCommitter {
       return Promise.reject(new OverloadedError());
     }
     const json = JSON.stringify(entry);
+    const maxChars = this.#options.maxPendingChars ?? 16 * 1024 * 1024;
+    if (
+      this.#waiting.length > 0 && this.#waitingChars + json.length > maxChars
+    ) {
+      return Promise.reject(new OverloadedError());
+    }
+    this.#waitingChars += json.length;
     return new Promise((resolve, reject) => {
       this.#waiting.push({ json, resolve, reject });
       this.#pump();
@@ -148,6 +161,7 @@ export class GroupCommitter {
       count++;
     }
     const taken = this.#waiting.splice(0, count);
+    this.#waitingChars -= chars;
     const now = this.#now();
     const op = kv.atomic();
     let mutations = 0;

@@ -45,7 +45,7 @@ export function corsHeaders(origin: string | null): Record<string, string> {
 
 /** Decides, before anything else, whether a POST may proceed (rate limit). */
 export interface Admission {
-  /** Throws an {@linkcode HttpError} (429) when the request is refused; returns headers to add. */
+  /** Throws an {@linkcode HttpError} (429) when the request is refused. */
   admit(req: Request, info: { remoteAddr?: Deno.NetAddr }): void;
 }
 

@@ -1,4 +1,5 @@
 import assert from "node:assert/strict";
+import { GroupCommitter, OverloadedError } from "../queue/producer.ts";
 import { harness, randomEntry } from "./_helpers.ts";
 
 /** A KV whose commits can be made to fail or to wait, for overload tests. */
@@ -126,6 +127,42 @@ Deno.test("requests that arrive during a commit share the next one", async () =>
   } finally {
     state.release();
     await h.close();
+    real.close();
+  }
+});
+
+Deno.test("the backlog is bounded by size as well as by count", async () => {
+  const real = await Deno.openKv(":memory:");
+  const { kv, state } = faultyKv(real);
+  const producer = new GroupCommitter({
+    kv,
+    queue: false,
+    maxPending: 1000,
+    maxPendingChars: 10_000,
+  });
+  const entry = (n: number) => ({
+    id: `e${n}`,
+    receivedAt: 0,
+    level: "info",
+    projectId: "p",
+    data: { blob: "x".repeat(3000) },
+  });
+  try {
+    state.mode = "hold";
+    const first = producer.submit(entry(0));
+    const waiting = [
+      producer.submit(entry(1)),
+      producer.submit(entry(2)),
+      producer.submit(entry(3)),
+    ];
+    await assert.rejects(producer.submit(entry(4)), OverloadedError);
+    state.mode = "ok";
+    state.release();
+    await first;
+    await Promise.all(waiting);
+  } finally {
+    state.release();
+    await producer.flush();
     real.close();
   }
 });
