@@ -55,6 +55,12 @@ export class BatchFormatError extends Error {
   override name = "BatchFormatError";
 }
 
+/** Whether `value` is a plain object, as a stored header is. */
+function isRecord(value: unknown): value is BatchHeader {
+  return typeof value === "object" && value !== null &&
+    Object.getPrototypeOf(value) === Object.prototype;
+}
+
 /** Options of {@linkcode Consumer}. */
 export interface ConsumerOptions {
   kv: Deno.Kv;
@@ -74,8 +80,6 @@ export class Consumer {
   #projects: ProjectCache;
   #maxSkewMs: number;
   #now: () => number;
-  /** Signatures being accepted by batches in flight in this process. */
-  #claims = new Map<string, string>();
 
   constructor(options: ConsumerOptions) {
     this.#kv = options.kv;
@@ -91,8 +95,9 @@ export class Consumer {
   async process(batchId: string): Promise<ProcessOutcome> {
     const kv = this.#kv;
     const pending = await kv.get<BatchHeader>(pendingBatchKey(batchId));
+    // Absent means no key: a key holding null is a batch that cannot be read.
+    if (pending.versionstamp === null) return "absent";
     const header = pending.value;
-    if (header === null) return "absent";
     let entries: unknown;
     try {
       entries = await joinParts(
@@ -121,17 +126,13 @@ export class Consumer {
         this.#maxSkewMs,
       )
     );
-    const claimed = await this.#refuseReplays(entries, results);
-    try {
-      const op = kv.atomic().check(pending).delete(pendingBatchKey(batchId));
-      for (let n = 1; n < header.parts; n++) {
-        op.delete(batchPartKey(batchId, n));
-      }
-      await this.#addResults(op, entries, results, projects);
-      return (await op.commit()).ok ? "processed" : "conflict";
-    } finally {
-      for (const key of claimed) this.#claims.delete(key);
+    await this.#refuseReplays(entries, results);
+    const op = kv.atomic().check(pending).delete(pendingBatchKey(batchId));
+    for (let n = 1; n < header.parts; n++) {
+      op.delete(batchPartKey(batchId, n));
     }
+    await this.#addResults(op, entries, results, projects);
+    return (await op.commit()).ok ? "processed" : "conflict";
   }
 
   /**
@@ -143,12 +144,19 @@ export class Consumer {
     error: unknown,
   ): Promise<"retry" | "dead_letter" | "absent"> {
     const pending = await this.#kv.get<BatchHeader>(pendingBatchKey(batchId));
-    if (pending.value === null) return "absent";
-    const attempts = pending.value.attempts + 1;
+    if (pending.versionstamp === null) return "absent";
+    // A value that is not a header (corrupt, or written by another version) is
+    // kept whole under `value` and counts its attempts from 0, so that it too
+    // reaches the dead letters instead of being retried forever.
+    const previous = isRecord(pending.value)
+      ? pending.value
+      : { value: pending.value } as unknown as BatchHeader;
+    const attempts =
+      (Number.isInteger(previous.attempts) ? previous.attempts : 0) + 1;
     const message = error instanceof Error ? error.message : String(error);
     const now = this.#now();
     if (attempts >= MAX_ATTEMPTS) {
-      const { retryAt: _, ...rest } = pending.value;
+      const { retryAt: _, ...rest } = previous;
       const result = await this.#kv.atomic().check(pending)
         .delete(pendingBatchKey(batchId))
         .set(deadLetterKey(batchId), { ...rest, attempts, error: message })
@@ -156,7 +164,7 @@ export class Consumer {
       return result.ok ? "dead_letter" : "absent";
     }
     const header: BatchHeader = {
-      ...pending.value,
+      ...previous,
       attempts,
       error: message,
       retryAt: now + BACKOFF_MS[Math.min(attempts, BACKOFF_MS.length) - 1]!,
@@ -166,40 +174,55 @@ export class Consumer {
     return "retry";
   }
 
-  /** Turns replayed signatures into rejections; returns the claims taken. */
+  /**
+   * Claims the signature of every signature-authorized entry before the
+   * results are committed: a claim writes the entry's id under
+   * `seen_signatures/<projectId>/<signature>` with a check on the key's
+   * versionstamp, so that of two processes accepting the same signature only
+   * one wins. An entry whose signature is held by another entry becomes
+   * `replayed`; one holding it itself (a redelivery) is no replay.
+   */
   async #refuseReplays(
     entries: QueuedEntry[],
     results: AuthResult[],
-  ): Promise<string[]> {
-    const signed = entries.flatMap((_entry, i) => {
+  ): Promise<void> {
+    const todo = entries.flatMap((_entry, i) => {
       const r = results[i]!;
       return r.ok && r.method === "signature" ? [i] : [];
     });
-    const claimed: string[] = [];
-    for (let c = 0; c < signed.length; c += 10) {
-      const chunk = signed.slice(c, c + 10);
+    const holders = new Map<string, string>();
+    const keyOf = (entry: QueuedEntry) =>
+      seenSignatureKey(entry.projectId, entry.signature!);
+    while (todo.length > 0) {
+      const chunk = todo.splice(0, 10);
       const seen = await this.#kv.getMany<string[]>(
-        chunk.map((i) =>
-          seenSignatureKey(entries[i]!.projectId, entries[i]!.signature!)
-        ),
+        chunk.map((i) => keyOf(entries[i]!)),
       );
+      const op = this.#kv.atomic();
+      const claiming: number[] = [];
       chunk.forEach((i, j) => {
         const entry = entries[i]!;
-        const claim = `${entry.projectId}\n${entry.signature}`;
-        const holder = this.#claims.get(claim);
-        const before = seen[j]?.value;
-        if (
-          (before != null && before !== entry.id) ||
-          (holder !== undefined && holder !== entry.id)
-        ) {
+        const local = `${entry.projectId}\n${entry.signature}`;
+        const holder = seen[j]!.value ?? holders.get(local);
+        if (holder != null && holder !== entry.id) {
           results[i] = { ok: false, reason: "replayed" };
-        } else if (holder === undefined) {
-          this.#claims.set(claim, entry.id);
-          claimed.push(claim);
+          return;
         }
+        holders.set(local, entry.id);
+        if (seen[j]!.value === entry.id) return;
+        op.check(seen[j]!).set(keyOf(entry), entry.id, {
+          expireIn: 2 * this.#maxSkewMs,
+        });
+        claiming.push(i);
       });
+      if (claiming.length > 0 && !(await op.commit()).ok) {
+        // Another process claimed one of them meanwhile: read them again.
+        for (const i of claiming) {
+          holders.delete(`${entries[i]!.projectId}\n${entries[i]!.signature}`);
+        }
+        todo.unshift(...claiming);
+      }
     }
-    return claimed;
   }
 
   async #addResults(
@@ -231,11 +254,6 @@ export class Consumer {
         };
         const expireAt = entry.receivedAt + project.retentionDays * 86_400_000;
         setLog(op, project.id, record, Math.max(1000, expireAt - now));
-        if (result.method === "signature") {
-          op.set(seenSignatureKey(project.id, entry.signature!), entry.id, {
-            expireIn: 2 * this.#maxSkewMs,
-          });
-        }
         bump(accepted, project.id);
       } else if (!result.ok && project === null) {
         op.sum(globalRejectedCountKey(result.reason), 1n);

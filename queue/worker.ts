@@ -85,7 +85,8 @@ export class BatchWorker {
     for await (const entry of iter) {
       const id = String(entry.key[1]);
       if (this.#known.has(id)) continue;
-      if ((entry.value.retryAt ?? 0) > now) continue;
+      // `?.`: one unreadable value must not stop the sweep of all the others.
+      if ((entry.value?.retryAt ?? 0) > now) continue;
       found.push(id);
     }
     this.push(found);

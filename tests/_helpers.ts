@@ -189,3 +189,130 @@ export function signEntry(
     signature: sign(secret, `${projectId}${params}${timestamp}`),
   };
 }
+
+// ---------------------------------------------------------------------------
+// Consumer-side fixtures: counters, recent rejections, pending batches and a
+// second consumer, all read through the key builders of db/keys.ts. (The
+// imports sit here so that these additions stay at the end of the file.)
+
+import type { RejectReason } from "../auth/authenticate.ts";
+import { ProjectCache } from "../auth/projects.ts";
+import {
+  acceptedCountKey,
+  globalRejectedCountKey,
+  pendingBatchesPrefix,
+  rejectedCountKey,
+  rejectionsPrefix,
+} from "../db/keys.ts";
+import type { BatchHeader } from "../queue/batch.ts";
+import { Consumer, type Rejection } from "../queue/consumer.ts";
+
+/** Every reason an entry can be dropped for (CONTRACT §4). */
+export const REJECT_REASONS: readonly RejectReason[] = [
+  "unknown_project",
+  "bad_origin",
+  "unknown_appid",
+  "bad_signature",
+  "stale_timestamp",
+  "replayed",
+  "no_credentials",
+  "unknown_level",
+];
+
+/**
+ * Reads a `Deno.KvU64` counter as a number; 0 when it was never written.
+ *
+ * @example
+ * ```ts
+ * await readCounter(h.kv, acceptedCountKey(project.id)); // 3
+ * ```
+ */
+export async function readCounter(
+  kv: Deno.Kv,
+  key: Deno.KvKey,
+): Promise<number> {
+  const entry = await kv.get<Deno.KvU64>(key);
+  return entry.value === null ? 0 : Number(entry.value.value);
+}
+
+/** A project's counters, as `deno task stats` reports them. */
+export interface Stats {
+  accepted: number;
+  /** Rejections by reason; reasons never counted are left out. */
+  rejected: Partial<Record<RejectReason, number>>;
+}
+
+/**
+ * Reads a project's counters of accepted and rejected entries.
+ *
+ * @example
+ * ```ts
+ * assert.deepEqual(await stats(h.kv, id), { accepted: 1, rejected: {} });
+ * ```
+ */
+export async function stats(kv: Deno.Kv, projectId: string): Promise<Stats> {
+  const rejected: Partial<Record<RejectReason, number>> = {};
+  for (const reason of REJECT_REASONS) {
+    const n = await readCounter(kv, rejectedCountKey(projectId, reason));
+    if (n > 0) rejected[reason] = n;
+  }
+  return {
+    accepted: await readCounter(kv, acceptedCountKey(projectId)),
+    rejected,
+  };
+}
+
+/** Reads the global counters of rejections for projects that do not exist. */
+export async function globalRejected(
+  kv: Deno.Kv,
+): Promise<Partial<Record<RejectReason, number>>> {
+  const rejected: Partial<Record<RejectReason, number>> = {};
+  for (const reason of REJECT_REASONS) {
+    const n = await readCounter(kv, globalRejectedCountKey(reason));
+    if (n > 0) rejected[reason] = n;
+  }
+  return rejected;
+}
+
+/** A project's recent rejections (the ring of slots), oldest entry first. */
+export async function recentRejections(
+  kv: Deno.Kv,
+  projectId: string,
+): Promise<Rejection[]> {
+  const out: Rejection[] = [];
+  for await (
+    const entry of kv.list<Rejection>({ prefix: rejectionsPrefix(projectId) })
+  ) {
+    out.push(entry.value);
+  }
+  return out.sort((a, b) => a.entryId < b.entryId ? -1 : 1);
+}
+
+/** The batches waiting to be processed, oldest first. */
+export async function pendingBatches(
+  kv: Deno.Kv,
+): Promise<{ id: string; header: BatchHeader }[]> {
+  const out: { id: string; header: BatchHeader }[] = [];
+  for await (
+    const entry of kv.list<BatchHeader>({ prefix: pendingBatchesPrefix() })
+  ) {
+    out.push({ id: String(entry.key[1]), header: entry.value });
+  }
+  return out;
+}
+
+/**
+ * A consumer with its own project cache on the harness's KV and clock, as a
+ * second process sharing the database would build it.
+ */
+export function otherConsumer(h: Harness): Consumer {
+  return new Consumer({
+    kv: h.kv,
+    now: h.clock.now,
+    maxSkewMs: h.config.signatureMaxSkewMs,
+    projects: new ProjectCache(h.kv, {
+      ttlMs: h.config.projectCacheMs,
+      now: h.clock.now,
+    }),
+  });
+}

@@ -1,0 +1,463 @@
+/**
+ * The queue's guarantees (CONTRACT §4): every batch is processed exactly once
+ * in effect, whatever the delivery (redelivery, two processes racing, a
+ * wake-up message twice); batches nobody handed over are found by the
+ * sweeper, so the service works without queue delivery; a batch that keeps
+ * failing is retried with backoff and then kept as a dead letter.
+ *
+ * @module
+ */
+import assert from "node:assert/strict";
+import { ProjectCache } from "../auth/projects.ts";
+import { batchPartKey, deadLetterKey, pendingBatchKey } from "../db/keys.ts";
+import { joinParts } from "../db/parts.ts";
+import type { BatchHeader, QueuedEntry, WakeMessage } from "../queue/batch.ts";
+import {
+  Consumer,
+  MAX_ATTEMPTS,
+  type ProcessOutcome,
+} from "../queue/consumer.ts";
+import { BatchWorker } from "../queue/worker.ts";
+import {
+  type Harness,
+  harness,
+  type HarnessOptions,
+  otherConsumer,
+  pendingBatches,
+  randomEntry,
+  recentRejections,
+  signEntry,
+  stats,
+} from "./_helpers.ts";
+
+const ORIGIN = "https://app.example.com";
+
+/** Runs `fn` with a fresh harness and closes it afterwards. */
+async function withHarness(
+  fn: (h: Harness) => Promise<void>,
+  options: HarnessOptions = {},
+): Promise<void> {
+  const h = await harness(options);
+  try {
+    await fn(h);
+  } finally {
+    await h.close();
+  }
+}
+
+/** POSTs `body` and checks the endpoint queued it. */
+async function postQueued(
+  h: Harness,
+  body: Record<string, unknown>,
+  headers: Record<string, string> = {},
+): Promise<void> {
+  const res = await h.post(body, headers);
+  assert.equal(res.status, 200);
+  assert.deepEqual(await res.json(), { status: "queued" });
+}
+
+/**
+ * Queues a mix for `projectId`: two entries from the allowed origin, one
+ * signed, one from a bad origin, one with no credentials. Each is its own
+ * batch. Returns what the counters should show once processed.
+ */
+async function postMix(h: Harness, projectId: string, secret: string) {
+  await postQueued(h, randomEntry({ projectId }), { Origin: ORIGIN });
+  await postQueued(h, randomEntry({ projectId }), { Origin: ORIGIN });
+  const signed = randomEntry({ projectId });
+  await postQueued(h, signed, signEntry(secret, signed, h.clock.now()));
+  await postQueued(h, randomEntry({ projectId }), {
+    Origin: "https://evil.example.net",
+  });
+  await postQueued(h, randomEntry({ projectId }));
+  return {
+    accepted: 3,
+    rejected: { bad_origin: 1, no_credentials: 1 },
+  };
+}
+
+/** Asserts that `outcomes` hold one `"processed"`, the others lost the race. */
+function assertProcessedOnce(outcomes: ProcessOutcome[]): void {
+  assert.equal(outcomes.filter((o) => o === "processed").length, 1);
+  assert.ok(
+    outcomes.every((o) => ["processed", "conflict", "absent"].includes(o)),
+  );
+}
+
+Deno.test("a batch processed twice stores and counts its entries once", async () => {
+  await withHarness(async (h) => {
+    const project = await h.project();
+    const expected = await postMix(h, project.id, project.secret);
+    await h.process();
+    assert.equal(h.batches.length, 5);
+    // Redelivery: every batch is handed to the consumer again.
+    for (const id of h.batches) {
+      assert.equal(await h.pipeline.consumer.process(id), "absent");
+    }
+    await h.process();
+    assert.equal((await h.logs(project.id)).length, 3);
+    assert.deepEqual(await stats(h.kv, project.id), expected);
+    assert.equal((await recentRejections(h.kv, project.id)).length, 2);
+  });
+});
+
+Deno.test("two consumers sharing one KV and racing on the same batches store and count them once", async () => {
+  await withHarness(async (h) => {
+    const project = await h.project();
+    const expected = await postMix(h, project.id, project.secret);
+    const first = otherConsumer(h);
+    const second = otherConsumer(h);
+    const ids = (await pendingBatches(h.kv)).map((b) => b.id);
+    assert.equal(ids.length, 5);
+    for (const id of ids) {
+      assertProcessedOnce(
+        await Promise.all([first.process(id), second.process(id)]),
+      );
+    }
+    assert.deepEqual(await pendingBatches(h.kv), []);
+    assert.equal((await h.logs(project.id)).length, 3);
+    assert.deepEqual(await stats(h.kv, project.id), expected);
+    assert.equal((await recentRejections(h.kv, project.id)).length, 2);
+  });
+});
+
+Deno.test("two consumers racing on a batch of many entries store and count it once", async () => {
+  await withHarness(async (h) => {
+    const project = await h.project();
+    // The first request is committed alone; the others share the next batch.
+    await Promise.all(
+      Array.from({ length: 40 }, (_, i) => {
+        const body = randomEntry({ projectId: project.id });
+        if (i % 4 === 3) return postQueued(h, body);
+        if (i % 4 === 2) {
+          return postQueued(
+            h,
+            body,
+            signEntry(project.secret, body, h.clock.now()),
+          );
+        }
+        return postQueued(h, body, { Origin: ORIGIN });
+      }),
+    );
+    const batches = await pendingBatches(h.kv);
+    assert.ok(batches.some((b) => b.header.count > 1));
+    const consumers = [otherConsumer(h), otherConsumer(h), otherConsumer(h)];
+    for (const { id } of batches) {
+      assertProcessedOnce(
+        await Promise.all(consumers.map((c) => c.process(id))),
+      );
+    }
+    assert.equal((await h.logs(project.id)).length, 30);
+    assert.deepEqual(await stats(h.kv, project.id), {
+      accepted: 30,
+      rejected: { no_credentials: 10 },
+    });
+    assert.equal((await recentRejections(h.kv, project.id)).length, 10);
+  });
+});
+
+Deno.test("one consumer handed the same batch twice at once stores and counts it once", async () => {
+  await withHarness(async (h) => {
+    const project = await h.project();
+    const expected = await postMix(h, project.id, project.secret);
+    const consumer = h.pipeline.consumer;
+    for (const { id } of await pendingBatches(h.kv)) {
+      assertProcessedOnce(
+        await Promise.all([consumer.process(id), consumer.process(id)]),
+      );
+    }
+    assert.equal((await h.logs(project.id)).length, 3);
+    // A redelivered signed entry is not a replay of itself.
+    assert.deepEqual(await stats(h.kv, project.id), expected);
+  });
+});
+
+Deno.test("a wake-up message delivered twice stores its entries once", async () => {
+  await withHarness(async (h) => {
+    const project = await h.project();
+    const expected = await postMix(h, project.id, project.secret);
+    const worker = h.pipeline.worker;
+    // Only queue deliveries reach the worker here: no start-up sweep.
+    worker.start = () => {};
+    let delivered = 0;
+    let bothDelivered!: () => void;
+    const done = new Promise<void>((resolve) => bothDelivered = resolve);
+    const push = worker.push.bind(worker);
+    worker.push = (ids) => {
+      push(ids);
+      if (++delivered === 2) bothDelivered();
+    };
+    h.pipeline.start();
+    const message: WakeMessage = {
+      batches: (await pendingBatches(h.kv)).map((b) => b.id),
+    };
+    await h.kv.enqueue(message);
+    await h.kv.enqueue(message);
+    await done;
+    await worker.idle();
+    // Delivered again after it was processed: nothing left to do.
+    worker.push(message.batches);
+    await worker.idle();
+    assert.deepEqual(await pendingBatches(h.kv), []);
+    assert.equal((await h.logs(project.id)).length, 3);
+    assert.deepEqual(await stats(h.kv, project.id), expected);
+  }, { config: { queue: true } });
+});
+
+Deno.test("a wake-up message naming a batch twice, and the same ids pushed while running, process each batch once", async () => {
+  await withHarness(async (h) => {
+    const project = await h.project();
+    const expected = await postMix(h, project.id, project.secret);
+    const ids = (await pendingBatches(h.kv)).map((b) => b.id);
+    const worker = h.pipeline.worker;
+    worker.push([...ids, ...ids]);
+    worker.push(ids);
+    await worker.idle();
+    assert.deepEqual(await pendingBatches(h.kv), []);
+    assert.equal((await h.logs(project.id)).length, 3);
+    assert.deepEqual(await stats(h.kv, project.id), expected);
+  });
+});
+
+Deno.test("with the queue listener off, the sweeper processes batches nobody handed over", async () => {
+  await withHarness(async (h) => {
+    assert.equal(h.config.queue, false);
+    const project = await h.project();
+    const expected = await postMix(h, project.id, project.secret);
+    const worker = h.pipeline.worker;
+    assert.equal(await worker.sweep({ all: true }), 5);
+    await worker.idle();
+    assert.deepEqual(await pendingBatches(h.kv), []);
+    assert.equal((await h.logs(project.id)).length, 3);
+    assert.deepEqual(await stats(h.kv, project.id), expected);
+    // A repeated sweep finds nothing and changes nothing.
+    assert.equal(await worker.sweep({ all: true }), 0);
+    await worker.idle();
+    assert.deepEqual(await stats(h.kv, project.id), expected);
+  });
+});
+
+Deno.test("the sweeper leaves a young batch to the process that committed it and takes it after the grace period", async () => {
+  await withHarness(async (h) => {
+    const project = await h.project();
+    await postQueued(h, randomEntry({ projectId: project.id }), {
+      Origin: ORIGIN,
+    });
+    const worker = h.pipeline.worker;
+    assert.equal(await worker.sweep(), 0);
+    h.clock.advance(1000);
+    assert.equal(await worker.sweep(), 0);
+    await worker.idle();
+    assert.equal((await h.logs(project.id)).length, 0);
+    h.clock.advance(500);
+    assert.equal(await worker.sweep(), 1);
+    await worker.idle();
+    assert.equal((await h.logs(project.id)).length, 1);
+    assert.deepEqual(await pendingBatches(h.kv), []);
+  });
+});
+
+Deno.test("batches left pending by a process that stopped are processed by the start-up sweep of the next one", async () => {
+  const kv = await Deno.openKv(":memory:");
+  try {
+    let projectId = "";
+    let expected = {};
+    await withHarness(async (h) => {
+      const project = await h.project();
+      projectId = project.id;
+      expected = await postMix(h, project.id, project.secret);
+    }, { kv });
+    assert.equal((await pendingBatches(kv)).length, 5);
+    await withHarness(async (h) => {
+      assert.equal(h.config.queue, false);
+      h.pipeline.start();
+      // The start-up sweep is in flight; this joins it.
+      await h.pipeline.worker.sweep({ all: true });
+      await h.pipeline.worker.idle();
+      assert.deepEqual(await pendingBatches(kv), []);
+      assert.equal((await h.logs(projectId)).length, 3);
+      assert.deepEqual(await stats(kv, projectId), expected);
+    }, { kv });
+  } finally {
+    kv.close();
+  }
+});
+
+Deno.test("a pipeline that hands over its batches processes them without queue or sweeper", async () => {
+  await withHarness(async (h) => {
+    const project = await h.project();
+    const expected = await postMix(h, project.id, project.secret);
+    await h.pipeline.worker.idle();
+    assert.deepEqual(await pendingBatches(h.kv), []);
+    assert.equal((await h.logs(project.id)).length, 3);
+    assert.deepEqual(await stats(h.kv, project.id), expected);
+    // The sweeper then finds nothing left.
+    assert.equal(await h.pipeline.worker.sweep({ all: true }), 0);
+  }, { pipeline: { handOver: true } });
+});
+
+/** A consumer whose processing always fails, as when storage keeps refusing. */
+class FailingConsumer extends Consumer {
+  override process(_batchId: string): Promise<ProcessOutcome> {
+    return Promise.reject(new Error("Cannot reach storage"));
+  }
+}
+
+/**
+ * Sweeps until every pending batch has left the pending batches, checking the
+ * backoff after each failed attempt: a sweep before `retryAt` skips the
+ * batches, one at `retryAt` takes them. Returns the delays between attempts.
+ */
+async function failUntilDeadLetters(
+  h: Harness,
+  worker: BatchWorker,
+): Promise<number[]> {
+  const count = (await pendingBatches(h.kv)).length;
+  assert.ok(count > 0);
+  const delays: number[] = [];
+  for (let attempt = 1; attempt <= MAX_ATTEMPTS; attempt++) {
+    assert.equal(
+      await worker.sweep({ all: true }),
+      count,
+      `attempt ${attempt}`,
+    );
+    await worker.idle();
+    const pending = await pendingBatches(h.kv);
+    if (attempt === MAX_ATTEMPTS) {
+      assert.deepEqual(pending, []);
+      break;
+    }
+    assert.equal(pending.length, count, `still pending after ${attempt}`);
+    const retryAt = pending[0]!.header.retryAt!;
+    for (const { header } of pending) {
+      assert.equal(header.attempts, attempt);
+      assert.equal(header.retryAt, retryAt);
+    }
+    assert.ok(retryAt > h.clock.now());
+    delays.push(retryAt - h.clock.now());
+    h.clock.set(retryAt - 1);
+    assert.equal(await worker.sweep({ all: true }), 0, "swept before retryAt");
+    h.clock.advance(1);
+  }
+  return delays;
+}
+
+Deno.test("a batch that keeps failing is retried with backoff and becomes a dead letter after MAX_ATTEMPTS, entries intact", async () => {
+  await withHarness(async (h) => {
+    const project = await h.project();
+    const bodies = [
+      randomEntry({ projectId: project.id }),
+      randomEntry({ projectId: project.id }),
+    ];
+    for (const body of bodies) await postQueued(h, body, { Origin: ORIGIN });
+    const batches = await pendingBatches(h.kv);
+    const errors: string[] = [];
+    const worker = new BatchWorker({
+      kv: h.kv,
+      now: h.clock.now,
+      consumer: new FailingConsumer({
+        kv: h.kv,
+        now: h.clock.now,
+        maxSkewMs: h.config.signatureMaxSkewMs,
+        projects: new ProjectCache(h.kv, { ttlMs: 0, now: h.clock.now }),
+      }),
+      onError: (_id, e) => errors.push((e as Error).message),
+    });
+    const delays = await failUntilDeadLetters(h, worker);
+    assert.equal(delays.length, MAX_ATTEMPTS - 1);
+    assert.ok(delays[0]! > 0);
+    delays.reduce((a, b) => (assert.ok(b > a, "backoff grows"), b));
+    for (const { id, header } of batches) {
+      const dead = await h.kv.get<BatchHeader>(deadLetterKey(id));
+      assert.ok(dead.value);
+      assert.equal(dead.value.attempts, MAX_ATTEMPTS);
+      assert.equal(dead.value.error, "Cannot reach storage");
+      assert.equal(dead.value.retryAt, undefined);
+      assert.equal(dead.value.count, header.count);
+      assert.deepEqual(dead.value.head, header.head);
+    }
+    assert.equal(errors.length, batches.length * MAX_ATTEMPTS);
+    assert.deepEqual(await pendingBatches(h.kv), []);
+    assert.deepEqual(await stats(h.kv, project.id), {
+      accepted: 0,
+      rejected: {},
+    });
+    // Never lost: put back as pending, the dead letters are processed.
+    for (const { id } of batches) {
+      const dead = await h.kv.get<BatchHeader>(deadLetterKey(id));
+      const entries = await joinParts<QueuedEntry[]>(
+        h.kv,
+        dead.value!.head,
+        dead.value!.parts,
+        (n) => batchPartKey(id, n),
+      );
+      assert.equal(entries[0]!.projectId, project.id);
+      await h.kv.atomic().check(dead).delete(deadLetterKey(id))
+        .set(pendingBatchKey(id), { ...dead.value!, attempts: 0 }).commit();
+    }
+    await h.process();
+    assert.deepEqual(
+      (await h.logs(project.id)).map((l) => l.data),
+      bodies.map((b) => b.data),
+    );
+  });
+});
+
+Deno.test("a batch whose entries cannot be read is retried with backoff and then kept as a dead letter", async () => {
+  await withHarness(async (h) => {
+    const project = await h.project();
+    await postQueued(h, randomEntry({ projectId: project.id }), {
+      Origin: ORIGIN,
+    });
+    const [batch] = await pendingBatches(h.kv);
+    const { id, header } = batch!;
+    const garbage = new TextEncoder().encode("[{not json");
+    await h.kv.set(pendingBatchKey(id), { ...header, head: garbage });
+    const delays = await failUntilDeadLetters(h, h.pipeline.worker);
+    assert.equal(delays.length, MAX_ATTEMPTS - 1);
+    const dead = await h.kv.get<BatchHeader>(deadLetterKey(id));
+    assert.ok(dead.value);
+    assert.equal(dead.value.attempts, MAX_ATTEMPTS);
+    assert.match(dead.value.error!, /Cannot read batch/);
+    assert.deepEqual(dead.value.head, garbage);
+    assert.deepEqual(await pendingBatches(h.kv), []);
+    assert.deepEqual(await h.logs(project.id), []);
+  });
+});
+
+Deno.test("a pending batch overwritten with a value that is not a header still ends as a dead letter, value kept", async (t) => {
+  for (
+    const [name, value] of [
+      ["a string", "garbage"],
+      ["an object of another shape", { version: 9, payload: "?" }],
+      ["a number", 42],
+      ["null", null],
+    ] as const
+  ) {
+    await t.step(name, async () => {
+      await withHarness(async (h) => {
+        const project = await h.project();
+        await postQueued(h, randomEntry({ projectId: project.id }), {
+          Origin: ORIGIN,
+        });
+        const [batch] = await pendingBatches(h.kv);
+        const id = batch!.id;
+        await h.kv.set(pendingBatchKey(id), value);
+        await failUntilDeadLetters(h, h.pipeline.worker);
+        const dead = await h.kv.get<Record<string, unknown>>(
+          deadLetterKey(id),
+        );
+        assert.ok(dead.value);
+        assert.equal(dead.value.attempts, MAX_ATTEMPTS);
+        assert.match(String(dead.value.error), /Cannot read batch/);
+        if (typeof value === "object" && value !== null) {
+          assert.equal(dead.value.version, 9);
+          assert.equal(dead.value.payload, "?");
+        } else {
+          assert.equal(dead.value.value, value);
+        }
+        assert.deepEqual(await pendingBatches(h.kv), []);
+      });
+    });
+  }
+});
