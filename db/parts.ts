@@ -32,11 +32,12 @@ const decoder = new TextDecoder();
 export function splitParts(json: string): Parts {
   const bytes = encoder.encode(json);
   if (bytes.length <= PART_BYTES) return { head: bytes, rest: [] };
+  // Copies, not views: KV serializes a view with its whole underlying buffer.
   const rest: Uint8Array[] = [];
   for (let at = PART_BYTES; at < bytes.length; at += PART_BYTES) {
-    rest.push(bytes.subarray(at, at + PART_BYTES));
+    rest.push(bytes.slice(at, at + PART_BYTES));
   }
-  return { head: bytes.subarray(0, PART_BYTES), rest };
+  return { head: bytes.slice(0, PART_BYTES), rest };
 }
 
 /**

@@ -8,6 +8,7 @@
  *
  * @module
  */
+import type { LogPage } from "./logs.ts";
 import {
   logPartsPrefix,
   logsPrefix,
@@ -350,7 +351,13 @@ export async function deleteProject(
   // The record goes first: the consumer stops storing for this id at once
   // (within its cache time), then the data under it is removed.
   await kv.delete(projectKey(projectId));
-  const logs = await deletePrefix(kv, logsPrefix(projectId));
+  let logs = 0;
+  for await (
+    const page of kv.list<LogPage>({ prefix: logsPrefix(projectId) })
+  ) {
+    logs += page.value.count;
+  }
+  await deletePrefix(kv, logsPrefix(projectId));
   for (
     const prefix of [
       logPartsPrefix(projectId),

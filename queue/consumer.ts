@@ -25,7 +25,7 @@ import {
   rejectionKey,
   seenSignatureKey,
 } from "../db/keys.ts";
-import { type LogRecord, setLog } from "../db/logs.ts";
+import { type LogRecord, paginate, setLogPage } from "../db/logs.ts";
 import { joinParts } from "../db/parts.ts";
 import type { Project } from "../db/projects.ts";
 import { type BatchHeader, isEntryList, type QueuedEntry } from "./batch.ts";
@@ -232,8 +232,9 @@ export class Consumer {
     projects: Map<string, Project | null>,
   ): Promise<void> {
     const now = this.#now();
-    const accepted = new Map<string, number>();
+    const accepted = new Map<string, LogRecord[]>();
     const rejected = new Map<string, Map<RejectReason, number>>();
+    const unknown = new Map<RejectReason, number>();
     const rejections = new Map<string, Rejection[]>();
     const bump = <K>(map: Map<K, number>, key: K) =>
       map.set(key, (map.get(key) ?? 0) + 1);
@@ -248,15 +249,15 @@ export class Consumer {
           data: entry.data,
           device: entry.device ?? {},
           context: entry.context ?? {},
-          ...(entry.appid === undefined ? {} : { appid: entry.appid }),
-          ...(entry.origin === undefined ? {} : { origin: entry.origin }),
           auth: result.method,
         };
-        const expireAt = entry.receivedAt + project.retentionDays * 86_400_000;
-        setLog(op, project.id, record, Math.max(1000, expireAt - now));
-        bump(accepted, project.id);
+        if (entry.appid !== undefined) record.appid = entry.appid;
+        if (entry.origin !== undefined) record.origin = entry.origin;
+        const list = accepted.get(project.id);
+        if (list) list.push(record);
+        else accepted.set(project.id, [record]);
       } else if (!result.ok && project === null) {
-        op.sum(globalRejectedCountKey(result.reason), 1n);
+        bump(unknown, result.reason);
       } else if (!result.ok && project) {
         const reasons = rejected.get(project.id) ?? new Map();
         rejected.set(project.id, bump(reasons, result.reason));
@@ -274,8 +275,17 @@ export class Consumer {
         rejections.set(project.id, list);
       }
     });
-    for (const [projectId, n] of accepted) {
-      op.sum(acceptedCountKey(projectId), BigInt(n));
+    for (const [projectId, records] of accepted) {
+      const retentionMs = projects.get(projectId)!.retentionDays * 86_400_000;
+      records.sort((a, b) => a.id < b.id ? -1 : a.id > b.id ? 1 : 0);
+      for (const page of paginate(records)) {
+        const expireAt = page[0]!.receivedAt + retentionMs;
+        setLogPage(op, projectId, page, Math.max(1000, expireAt - now));
+      }
+      op.sum(acceptedCountKey(projectId), BigInt(records.length));
+    }
+    for (const [reason, n] of unknown) {
+      op.sum(globalRejectedCountKey(reason), BigInt(n));
     }
     for (const [projectId, reasons] of rejected) {
       for (const [reason, n] of reasons) {

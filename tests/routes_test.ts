@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { harness, randomEntry } from "./_helpers.ts";
+import { harness, randomEntry, signEntry } from "./_helpers.ts";
 
 const ORIGIN = "https://app.example.com";
 
@@ -440,6 +440,25 @@ Deno.test("the answer does not depend on whether the project or credentials exis
     assert.equal(real.status, fake.status);
     assert.deepEqual([...real.headers.keys()], [...fake.headers.keys()]);
     assert.equal(await real.text(), await fake.text());
+  } finally {
+    await h.close();
+  }
+});
+
+Deno.test("a signed entry at the 64 KiB body limit is queued and stored whole", async () => {
+  const h = await harness();
+  try {
+    const project = await h.project([]);
+    const entry = randomEntry({ projectId: project.id, data: { blob: "" } });
+    const pad = 65536 - new TextEncoder().encode(JSON.stringify(entry)).length;
+    (entry.data as Record<string, string>).blob = "z".repeat(pad);
+    const headers = signEntry(project.secret, entry, h.clock.now());
+    const res = await h.post(entry, headers);
+    assert.equal(res.status, 200);
+    await h.process();
+    const [log] = await h.logs(project.id);
+    assert.equal(log?.auth, "signature");
+    assert.equal((log.data.blob as string).length, pad);
   } finally {
     await h.close();
   }

@@ -1,0 +1,100 @@
+import assert from "node:assert/strict";
+import {
+  listLogs,
+  type LogRecord,
+  PAGE_ENTRIES,
+  PAGE_SPAN_MS,
+  paginate,
+  setLogPage,
+} from "../db/logs.ts";
+import { createId } from "../queue/ids.ts";
+
+const T0 = Date.UTC(2026, 0, 1);
+
+function record(ms: number, n = 0): LogRecord {
+  return {
+    id: createId(ms),
+    receivedAt: ms,
+    level: "info",
+    data: { n },
+    device: {},
+    context: {},
+    auth: "origin",
+  };
+}
+
+async function store(kv: Deno.Kv, records: LogRecord[]): Promise<void> {
+  const op = kv.atomic();
+  for (const page of paginate(records)) setLogPage(op, "p", page, 60_000);
+  assert.ok((await op.commit()).ok);
+}
+
+async function ids(kv: Deno.Kv, options = {}): Promise<string[]> {
+  return (await Array.fromAsync(listLogs(kv, "p", options))).map((r) => r.id);
+}
+
+Deno.test("paginate cuts pages at the entry limit and at the time span", () => {
+  const many = Array.from(
+    { length: PAGE_ENTRIES + 5 },
+    (_, i) => record(T0 + i),
+  );
+  assert.deepEqual(paginate(many).map((p) => p.length), [PAGE_ENTRIES, 5]);
+  const spread = [
+    record(T0),
+    record(T0 + PAGE_SPAN_MS - 1),
+    record(T0 + PAGE_SPAN_MS),
+  ];
+  assert.deepEqual(paginate(spread).map((p) => p.length), [2, 1]);
+});
+
+Deno.test("entries from overlapping pages of two processes list in exact time order", async () => {
+  const kv = await Deno.openKv(":memory:");
+  try {
+    // Two processes store pages covering the same second, interleaved.
+    const a = Array.from({ length: 50 }, (_, i) => record(T0 + 20 * i, i));
+    const b = Array.from({ length: 50 }, (_, i) => record(T0 + 10 + 20 * i, i));
+    const c = Array.from(
+      { length: 30 },
+      (_, i) => record(T0 + 500 + 30 * i, i),
+    );
+    await store(kv, a);
+    await store(kv, b);
+    await store(kv, c);
+    const all = [...a, ...b, ...c].map((r) => r.id).sort();
+    assert.deepEqual(await ids(kv), all);
+    assert.deepEqual(await ids(kv, { reverse: true }), [...all].reverse());
+    assert.deepEqual(
+      await ids(kv, { reverse: true, limit: 7 }),
+      [...all].reverse().slice(0, 7),
+    );
+    assert.deepEqual(await ids(kv, { limit: 7 }), all.slice(0, 7));
+    const [from, to] = [all[40]!, all[90]!];
+    assert.deepEqual(
+      await ids(kv, { startId: from, endId: to }),
+      all.slice(40, 90),
+    );
+    assert.deepEqual(
+      await ids(kv, { startId: from, endId: to, reverse: true }),
+      all.slice(40, 90).reverse(),
+    );
+  } finally {
+    kv.close();
+  }
+});
+
+Deno.test("a page larger than one KV value is stored in parts and read back whole", async () => {
+  const kv = await Deno.openKv(":memory:");
+  try {
+    const records = Array.from({ length: 40 }, (_, i) => ({
+      ...record(T0 + i, i),
+      data: { blob: "é".repeat(3000), n: i },
+    }));
+    await store(kv, records);
+    const back = await Array.fromAsync(listLogs(kv, "p"));
+    assert.equal(back.length, 40);
+    assert.deepEqual(back.map((r) => r.data.n), records.map((r) => r.data.n));
+    assert.equal((back[39]!.data.blob as string).length, 3000);
+  } finally {
+    kv.close();
+  }
+});
