@@ -10,6 +10,7 @@ import { errorBody, HttpError } from "./routes/errors.ts";
 import {
   corsHeaders,
   type Env,
+  jsonResponse,
   logsRoute,
   type LogsRouteOptions,
 } from "./routes/logs.ts";
@@ -60,8 +61,8 @@ function errorResponse(
   error: HttpError,
   cors: Record<string, string>,
 ): Response {
-  return new Response(errorBody(error), {
-    status: error.status,
-    headers: { "Content-Type": "application/json", ...cors, ...error.headers },
+  return jsonResponse(errorBody(error), error.status, {
+    ...cors,
+    ...error.headers,
   });
 }

@@ -45,19 +45,12 @@ export function scanJson(text: string, maxDepth: number): Scan {
   for (let i = 0; i < text.length; i++) {
     const c = text.charCodeAt(i);
     if (c === QUOTE) {
+      // Jump to the closing quote natively: most of a body is string text.
       const start = i;
-      let escaped = false;
-      for (i++; i < text.length; i++) {
-        const d = text.charCodeAt(i);
-        if (d === BACKSLASH) {
-          escaped = true;
-          i++;
-        } else if (d === QUOTE) break;
-      }
+      i = closingQuote(text, i);
       if (depth === 1 && expectKey) {
-        key = escaped
-          ? JSON.parse(text.slice(start, i + 1))
-          : text.slice(start + 1, i);
+        const raw = text.slice(start + 1, i);
+        key = raw.includes("\\") ? JSON.parse(text.slice(start, i + 1)) : raw;
         if (spans.has(key)) return { duplicate: key, spans };
         spans.set(key, [0, 0]);
         expectKey = false;
@@ -88,16 +81,23 @@ export function minifyJson(text: string): string {
   let from = 0;
   for (let i = 0; i < text.length; i++) {
     const c = text.charCodeAt(i);
-    if (c === QUOTE) {
-      for (i++; i < text.length; i++) {
-        const d = text.charCodeAt(i);
-        if (d === BACKSLASH) i++;
-        else if (d === QUOTE) break;
-      }
-    } else if (c === 32 || c === 9 || c === 10 || c === 13) {
+    if (c === QUOTE) i = closingQuote(text, i);
+    else if (c === 32 || c === 9 || c === 10 || c === 13) {
       out += text.slice(from, i);
       from = i + 1;
     }
   }
   return out + text.slice(from);
+}
+
+/** Index of the quote closing the string that opens at `open`. */
+function closingQuote(text: string, open: number): number {
+  let end = text.indexOf('"', open + 1);
+  for (;;) {
+    if (end < 0) return text.length;
+    let backslashes = 0;
+    while (text.charCodeAt(end - 1 - backslashes) === BACKSLASH) backslashes++;
+    if (backslashes % 2 === 0) return end;
+    end = text.indexOf('"', end + 1);
+  }
 }

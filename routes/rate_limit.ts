@@ -93,8 +93,16 @@ export class RateLimiter implements CommitRider {
   #threshold: number;
   #maxBuckets: number;
   #maxSyncKeys: number;
-  /** Buckets in order of last use, least recent first. */
-  #buckets = new Map<string, Bucket>();
+  /**
+   * Buckets used in the current generation and in the one before. A
+   * generation lasts as long as a bucket takes to refill, so when the older
+   * map is dropped, every bucket in it is full again: no state is lost, and
+   * no per-request eviction scan is needed.
+   */
+  #current = new Map<string, Bucket>();
+  #previous = new Map<string, Bucket>();
+  #generationMs: number;
+  #generationStart: number;
   /** IPs with tokens to send in the next commit. */
   #unsent = new Set<string>();
 
@@ -107,11 +115,13 @@ export class RateLimiter implements CommitRider {
     this.#threshold = options.writeThreshold ?? 5;
     this.#maxBuckets = options.maxBuckets ?? 200_000;
     this.#maxSyncKeys = options.maxSyncKeys ?? 1000;
+    this.#generationMs = Math.max(1000, (this.#burst / this.#rps) * 1000);
+    this.#generationStart = this.#now();
   }
 
   /** Buckets held in memory. */
   get size(): number {
-    return this.#buckets.size;
+    return this.#current.size + this.#previous.size;
   }
 
   /** The `Admission` of the route: takes a token or throws `429`. */
@@ -128,7 +138,7 @@ export class RateLimiter implements CommitRider {
   take(ip: string): number {
     const now = this.#now();
     const epoch = Math.floor(now / this.#epochMs);
-    let bucket = this.#buckets.get(ip);
+    let bucket = this.#lookup(ip, now);
     if (bucket === undefined) {
       bucket = {
         tokens: this.#burst,
@@ -140,9 +150,8 @@ export class RateLimiter implements CommitRider {
         sent: 0,
         others: 0,
       };
-      this.#evict(now);
+      this.#current.set(ip, bucket);
     } else {
-      this.#buckets.delete(ip);
       this.#refill(bucket, now);
       if (bucket.epoch !== epoch) {
         bucket.epoch = epoch;
@@ -154,7 +163,6 @@ export class RateLimiter implements CommitRider {
         this.#unsent.delete(ip);
       }
     }
-    this.#buckets.set(ip, bucket);
     if (bucket.tokens < 1) {
       return Math.max(1, Math.ceil((1 - bucket.tokens) / this.#rps));
     }
@@ -181,7 +189,7 @@ export class RateLimiter implements CommitRider {
     for (const ip of this.#unsent) {
       if (riding.length >= budget) break;
       this.#unsent.delete(ip);
-      const bucket = this.#buckets.get(ip);
+      const bucket = this.#current.get(ip) ?? this.#previous.get(ip);
       if (bucket === undefined || bucket.unsent === 0) continue;
       const n = bucket.unsent;
       op.sum(rateLimitKey(bucket.epoch, ip), BigInt(n));
@@ -211,9 +219,11 @@ export class RateLimiter implements CommitRider {
     const now = this.#now();
     const epoch = Math.floor(now / this.#epochMs);
     const hot: [string, Bucket][] = [];
-    for (const [ip, bucket] of this.#buckets) {
-      if (bucket.epoch === epoch && bucket.used >= this.#threshold) {
-        hot.push([ip, bucket]);
+    for (const buckets of [this.#current, this.#previous]) {
+      for (const [ip, bucket] of buckets) {
+        if (bucket.epoch === epoch && bucket.used >= this.#threshold) {
+          hot.push([ip, bucket]);
+        }
       }
     }
     hot.sort((a, b) => a[1].tokens - b[1].tokens);
@@ -272,18 +282,29 @@ export class RateLimiter implements CommitRider {
     }
   }
 
-  /** Drops the least recently used buckets that are full again (no state lost). */
-  #evict(now: number): void {
-    for (const [ip, bucket] of this.#buckets) {
-      const over = this.#buckets.size >= this.#maxBuckets;
-      if (!over) {
-        if (bucket.unsent > 0 || bucket.sending > 0) break;
-        this.#refill(bucket, now);
-        if (bucket.tokens < this.#burst) break;
-      }
-      this.#buckets.delete(ip);
-      this.#unsent.delete(ip);
+  /**
+   * Finds the bucket of `ip`, moving it into the current generation. Starts a
+   * new generation when the current one has lasted its time, or early when it
+   * holds `maxBuckets / 2` buckets (then, under a flood of addresses, the
+   * dropped buckets may not all be full: the price of bounded memory).
+   */
+  #lookup(ip: string, now: number): Bucket | undefined {
+    if (
+      now - this.#generationStart >= this.#generationMs ||
+      this.#current.size >= this.#maxBuckets / 2
+    ) {
+      this.#previous = this.#current;
+      this.#current = new Map();
+      this.#generationStart = now;
     }
+    const bucket = this.#current.get(ip);
+    if (bucket !== undefined) return bucket;
+    const old = this.#previous.get(ip);
+    if (old !== undefined) {
+      this.#previous.delete(ip);
+      this.#current.set(ip, old);
+    }
+    return old;
   }
 }
 
