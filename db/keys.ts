@@ -107,6 +107,11 @@ export function rejectedCountKey(
   return ["stats", projectId, "rejected", reason];
 }
 
+/** Prefix of a project's counters of rejections by reason. */
+export function rejectedCountsPrefix(projectId: string): Deno.KvKey {
+  return ["stats", projectId, "rejected"];
+}
+
 /** Counter of all of a project's rejections; picks the slot of the next one. */
 export function rejectedTotalKey(projectId: string): Deno.KvKey {
   return ["stats", projectId, "rejected_total"];
@@ -120,6 +125,11 @@ export function statsPrefix(projectId: string): Deno.KvKey {
 /** Counter of rejections that belong to no existing project. */
 export function globalRejectedCountKey(reason: string): Deno.KvKey {
   return ["global_stats", "rejected", reason];
+}
+
+/** Prefix of the global counters of rejections by reason. */
+export function globalRejectedCountsPrefix(): Deno.KvKey {
+  return ["global_stats", "rejected"];
 }
 
 /** Prefix of the global rejection counters. */

@@ -166,8 +166,11 @@ export async function createProject(
   }
   const allowed = [...new Set((options.allow ?? []).map(validateAllowValue))];
   for (;;) {
+    const id = randomToken(16);
+    // An id starting with "-" would read as an option on a command line.
+    if (!/^[A-Za-z0-9]/.test(id)) continue;
     const project: Project = {
-      id: randomToken(16),
+      id,
       name,
       secret: randomToken(32),
       settings: { allowedOrigin: allowed },

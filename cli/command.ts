@@ -1,0 +1,254 @@
+/**
+ * What every operator command receives and how it fails. A command is a
+ * function of a {@linkcode CommandContext} — database, arguments, writers,
+ * clock, terminal — that returns an exit code, so the tests run commands
+ * in-process against an in-memory KV and read what they wrote.
+ *
+ * Commands must not read the environment, open KV or exit: `cli/main.ts`
+ * does that wiring.
+ *
+ * @module
+ */
+import { parseArgs, type ParseArgsOptionsConfig } from "node:util";
+import { InvalidValueError, ProjectNotFoundError } from "../db/projects.ts";
+import {
+  DeadLetterConflictError,
+  DeadLetterNotFoundError,
+} from "../queue/dead_letters.ts";
+
+/** Everything a command needs from the outside world. */
+export interface CommandContext {
+  /** The database, opened from `KV_PATH` by `cli/main.ts`. */
+  kv: Deno.Kv;
+  /** The arguments after the command words (`project create` → `["--name", "web"]`). */
+  args: string[];
+  /** Writes to standard output. */
+  stdout: (text: string) => void;
+  /** Writes to standard error. */
+  stderr: (text: string) => void;
+  /** Clock, Unix milliseconds. */
+  now: () => number;
+  /** Whether standard output is a terminal (levels are coloured then). */
+  isTerminal: boolean;
+  /** `NO_COLOR` is set: never colour. @default {false} */
+  noColor?: boolean;
+  /** Ends `logs --follow` (Ctrl-C). @default never */
+  signal?: AbortSignal;
+  /** Period of `logs --follow` polls, in milliseconds. @default {1000} */
+  pollMs?: number;
+  /** Waits between polls; resolves early when `signal` aborts. @default a timer */
+  sleep?: (ms: number, signal?: AbortSignal) => Promise<void>;
+  /** Reads one line of standard input, `null` at its end (for confirmations). @default end of input */
+  readLine?: () => Promise<string | null>;
+}
+
+/** A command: returns the process's exit code. */
+export type Command = (ctx: CommandContext) => Promise<number>;
+
+/** Exit code of a command that ran into a refusal or a missing record. */
+export const EXIT_FAILURE = 1;
+/** Exit code of a command called with bad arguments. */
+export const EXIT_USAGE = 2;
+
+/** Thrown for a bad flag or argument; exits with {@linkcode EXIT_USAGE}. */
+export class UsageError extends Error {
+  override name = "UsageError";
+}
+
+/** Whether output to this context is coloured. */
+export function useColor(ctx: CommandContext): boolean {
+  return ctx.isTerminal && !ctx.noColor;
+}
+
+/** Writes one line to standard output. */
+export function println(ctx: CommandContext, line = ""): void {
+  ctx.stdout(line + "\n");
+}
+
+/** The result of {@linkcode parseFlags}. */
+export interface Parsed {
+  values: Record<string, string | boolean | (string | boolean)[] | undefined>;
+  positionals: string[];
+}
+
+/**
+ * Parses `args` with `node:util` `parseArgs` (strict, positionals allowed,
+ * `--help`/`-h` added), turning its errors into one-line {@linkcode UsageError}s.
+ *
+ * @example
+ * ```ts
+ * const { values, positionals } = parseFlags("project create", ctx.args, {
+ *   name: { type: "string" },
+ * });
+ * ```
+ */
+export function parseFlags(
+  command: string,
+  args: string[],
+  options: ParseArgsOptionsConfig,
+): Parsed {
+  try {
+    const { values, positionals } = parseArgs({
+      args: sortArguments(args, options),
+      options: { ...options, help: { type: "boolean", short: "h" } },
+      allowPositionals: true,
+      strict: true,
+    });
+    return { values, positionals };
+  } catch (error) {
+    const message = error instanceof Error ? error.message : String(error);
+    const option = message.match(/'(-{1,2}[^' ]+)/)?.[1] ?? "";
+    const code = (error as { code?: string }).code;
+    if (code === "ERR_PARSE_ARGS_UNKNOWN_OPTION") {
+      throw new UsageError(
+        `Cannot use option "${option}" with "${command}": unknown option (see --help)`,
+      );
+    }
+    if (/does not take an argument/.test(message)) {
+      throw new UsageError(
+        `Cannot use option "${option}" with "${command}": it takes no value`,
+      );
+    }
+    if (code === "ERR_PARSE_ARGS_INVALID_OPTION_VALUE") {
+      throw new UsageError(
+        `Cannot use option "${option}" with "${command}": expected a value (write "${option}=-VALUE" for a value starting with a dash)`,
+      );
+    }
+    throw new UsageError(
+      `Cannot read the arguments of "${command}": ${message}`,
+    );
+  }
+}
+
+/**
+ * Rewrites `args` as `[...options, "--", ...positionals]` for `parseArgs`.
+ * Project ids are random base64url and may start with a dash (`-zQ3…`), which
+ * `parseArgs` would read as options; here an argument that is not one of the
+ * command's options and looks like an id is a positional. The value of a
+ * string option is attached (`--grep=-x`) so that it may start with a dash
+ * too. Anything else starting with a dash is left for `parseArgs` to refuse.
+ */
+function sortArguments(
+  args: string[],
+  options: ParseArgsOptionsConfig,
+): string[] {
+  const all: ParseArgsOptionsConfig = {
+    ...options,
+    help: { type: "boolean", short: "h" },
+  };
+  const shorts = new Map<string, string>(
+    Object.entries(all).flatMap(([name, o]) =>
+      o.short === undefined ? [] : [[`-${o.short}`, name] as const]
+    ),
+  );
+  const optionName = (arg: string): string | undefined => {
+    if (arg.startsWith("--")) {
+      const name = arg.slice(2).split("=")[0]!;
+      return name in all ? name : undefined;
+    }
+    return shorts.get(arg);
+  };
+  const flags: string[] = [];
+  const positionals: string[] = [];
+  for (let i = 0; i < args.length; i++) {
+    const arg = args[i]!;
+    if (arg === "--") {
+      positionals.push(...args.slice(i + 1));
+      break;
+    }
+    const name = optionName(arg);
+    if (name !== undefined) {
+      const next = args[i + 1];
+      if (
+        all[name]!.type === "string" && !arg.includes("=") &&
+        next !== undefined && next !== "--" && optionName(next) === undefined
+      ) {
+        flags.push(`--${name}=${next}`);
+        i++;
+      } else {
+        flags.push(arg);
+      }
+    } else if (arg.startsWith("-") && arg !== "-") {
+      flags.push(arg);
+    } else {
+      positionals.push(arg);
+    }
+  }
+  return [...flags, "--", ...positionals];
+}
+
+/**
+ * Checks the positional arguments against their names and returns them;
+ * names ending in `?` are optional.
+ */
+export function takePositionals(
+  command: string,
+  positionals: string[],
+  names: string[],
+): string[] {
+  const required = names.filter((n) => !n.endsWith("?")).length;
+  if (positionals.length < required) {
+    throw new UsageError(
+      `Cannot run "${command}": missing ${
+        names[positionals.length]
+      } (see --help)`,
+    );
+  }
+  if (positionals.length > names.length) {
+    throw new UsageError(
+      `Cannot run "${command}": unexpected argument "${
+        positionals[names.length]
+      }" (see --help)`,
+    );
+  }
+  return positionals;
+}
+
+/** Reads a string flag that may appear once. */
+export function stringFlag(parsed: Parsed, name: string): string | undefined {
+  const value = parsed.values[name];
+  if (Array.isArray(value)) return value.map(String).at(-1);
+  return typeof value === "string" ? value : undefined;
+}
+
+/** Reads a string flag that may be repeated. */
+export function stringFlags(parsed: Parsed, name: string): string[] {
+  const value = parsed.values[name];
+  if (value === undefined) return [];
+  return (Array.isArray(value) ? value : [value]).map(String);
+}
+
+/** Reads a boolean flag. */
+export function booleanFlag(parsed: Parsed, name: string): boolean {
+  return parsed.values[name] === true;
+}
+
+/**
+ * Runs `body`, turning the errors an operator can cause into one line on
+ * stderr and an exit code: {@linkcode EXIT_USAGE} for bad arguments,
+ * {@linkcode EXIT_FAILURE} for an unknown project, a refused value or a
+ * missing dead letter. Other errors propagate.
+ */
+export async function guard(
+  ctx: CommandContext,
+  body: () => Promise<number>,
+): Promise<number> {
+  try {
+    return await body();
+  } catch (error) {
+    if (error instanceof UsageError) {
+      ctx.stderr(error.message + "\n");
+      return EXIT_USAGE;
+    }
+    if (
+      error instanceof ProjectNotFoundError ||
+      error instanceof InvalidValueError ||
+      error instanceof DeadLetterNotFoundError ||
+      error instanceof DeadLetterConflictError
+    ) {
+      ctx.stderr(error.message + "\n");
+      return EXIT_FAILURE;
+    }
+    throw error;
+  }
+}

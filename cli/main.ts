@@ -1,0 +1,152 @@
+/**
+ * Entry point of the operator commands (`deno task project|logs|stats|
+ * deadletters …`): reads the configuration the server reads (`KV_PATH` and
+ * the rest, through loadConfig), opens the same KV — a file the server may
+ * have open at the same time, or a KV Connect URL with
+ * `DENO_KV_ACCESS_TOKEN` — and runs the command named by the first argument.
+ * Wiring only: the commands themselves live beside this file and receive
+ * everything as parameters.
+ *
+ * @module
+ */
+import { ConfigError, loadConfig } from "../config.ts";
+import { openKv } from "../db/open.ts";
+import {
+  type Command,
+  type CommandContext,
+  EXIT_FAILURE,
+  EXIT_USAGE,
+  println,
+} from "./command.ts";
+import { deadLettersCommand } from "./deadletters.ts";
+import { logsCommand } from "./logs.ts";
+import { projectCommand } from "./project.ts";
+import { statsCommand } from "./stats.ts";
+
+/** The commands, by their first word. */
+export const COMMANDS: Record<string, Command> = {
+  project: projectCommand,
+  logs: logsCommand,
+  stats: statsCommand,
+  deadletters: deadLettersCommand,
+};
+
+const USAGE = `Operator commands of the log ingestion service.
+
+Usage:
+  deno task project <command> ...   Create and change projects (see --help)
+  deno task logs ID [options]       Print a project's entries
+  deno task stats ID [--json]       Counters and recent rejections of a project
+  deno task deadletters list|replay [ID]
+                                    Batches whose processing kept failing
+
+Every command takes --help and --json.
+
+Environment (the same as the server's):
+  KV_PATH               Database: a file (default ./data/kv.sqlite) or a
+                        KV Connect URL (https://api.deno.com/databases/<id>/connect)
+  DENO_KV_ACCESS_TOKEN  Access token of a KV Connect database
+  NO_COLOR              Set to print levels without colour`;
+
+/**
+ * Runs the command named by `ctx.args[0]` with the rest of the arguments.
+ *
+ * @example
+ * ```ts
+ * const code = await runCli({ ...ctx, args: ["stats", projectId, "--json"] });
+ * ```
+ */
+export function runCli(ctx: CommandContext): Promise<number> {
+  const [name = "", ...args] = ctx.args;
+  const command = COMMANDS[name];
+  if (command !== undefined) return command({ ...ctx, args });
+  if (name === "--help" || name === "-h" || name === "help") {
+    println(ctx, USAGE);
+    return Promise.resolve(0);
+  }
+  ctx.stderr(
+    name === ""
+      ? USAGE + "\n"
+      : `Cannot run "${name}": unknown command, expected one of ${
+        Object.keys(COMMANDS).join(", ")
+      }\n`,
+  );
+  return Promise.resolve(EXIT_USAGE);
+}
+
+/** Whether `argv` only asks for help, so that no database is needed. */
+function onlyHelp(argv: string[]): boolean {
+  const end = argv.indexOf("--");
+  const flags = end < 0 ? argv : argv.slice(0, end);
+  return argv.length === 0 || !(argv[0]! in COMMANDS) ||
+    (argv[0] === "project" && argv.length === 1) ||
+    flags.includes("--help") || flags.includes("-h");
+}
+
+const encoder = new TextEncoder();
+const decoder = new TextDecoder();
+
+function writer(file: { writeSync(p: Uint8Array): number }) {
+  return (text: string) => {
+    let bytes = encoder.encode(text);
+    while (bytes.length > 0) bytes = bytes.subarray(file.writeSync(bytes));
+  };
+}
+
+/** Reads one line of standard input (`null` at its end). */
+async function readLine(): Promise<string | null> {
+  const buffer = new Uint8Array(1024);
+  let text = "";
+  for (;;) {
+    const n = await Deno.stdin.read(buffer);
+    if (n === null) return text === "" ? null : text;
+    text += decoder.decode(buffer.subarray(0, n), { stream: true });
+    const newline = text.indexOf("\n");
+    if (newline >= 0) return text.slice(0, newline);
+  }
+}
+
+if (import.meta.main) {
+  const argv = Deno.args;
+  const stderr = writer(Deno.stderr);
+  let code: number;
+  try {
+    const config = loadConfig(Deno.env.toObject());
+    // Help needs no database: an in-memory one keeps `--help` from creating
+    // ./data or reaching a remote database.
+    const kv = await openKv(onlyHelp(argv) ? ":memory:" : config.kvPath);
+    const controller = new AbortController();
+    const following = argv[0] === "logs" &&
+      (argv.includes("--follow") || argv.includes("-f"));
+    const onInterrupt = () => controller.abort();
+    // Ctrl-C ends `logs --follow` cleanly; other commands keep the default.
+    if (following) Deno.addSignalListener("SIGINT", onInterrupt);
+    const noColor = (Deno.env.get("NO_COLOR") ?? "") !== "";
+    try {
+      code = await runCli({
+        kv,
+        args: argv,
+        stdout: writer(Deno.stdout),
+        stderr,
+        now: Date.now,
+        isTerminal: Deno.stdout.isTerminal(),
+        noColor,
+        signal: controller.signal,
+        readLine,
+      });
+    } finally {
+      if (following) Deno.removeSignalListener("SIGINT", onInterrupt);
+      kv.close();
+    }
+  } catch (error) {
+    if (error instanceof Deno.errors.BrokenPipe) Deno.exit(0);
+    const message = error instanceof Error ? error.message : String(error);
+    stderr(
+      error instanceof ConfigError
+        ? `${message}\n`
+        : `Cannot run "${argv.slice(0, 2).join(" ")}": ${message}\n`,
+    );
+    code = error instanceof ConfigError ? EXIT_USAGE : EXIT_FAILURE;
+  }
+  Deno.exit(code);
+}

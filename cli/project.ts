@@ -1,0 +1,548 @@
+/**
+ * `deno task project …`: creating projects and changing their allow-list,
+ * custom levels, retention and secret, listing and showing them, deleting
+ * them with their logs. Built on db/projects.ts; this module only parses
+ * arguments and prints. Secrets are printed by `create` and `rotate-secret`
+ * only, never by `list` or `show`.
+ *
+ * @module
+ */
+import {
+  addLevel,
+  allowValue,
+  createProject,
+  deleteProject,
+  disallowValue,
+  getProject,
+  InvalidValueError,
+  listProjects,
+  type Project,
+  ProjectNotFoundError,
+  removeLevel,
+  rotateSecret,
+  setRetention,
+  STANDARD_LEVELS,
+} from "../db/projects.ts";
+import {
+  booleanFlag,
+  type CommandContext,
+  EXIT_FAILURE,
+  EXIT_USAGE,
+  guard,
+  type Parsed,
+  parseFlags,
+  println,
+  stringFlag,
+  stringFlags,
+  takePositionals,
+  UsageError,
+  useColor,
+} from "./command.ts";
+import {
+  formatLevel,
+  formatTable,
+  formatTime,
+  parseDuration,
+} from "./format.ts";
+
+const USAGE: Record<string, string> = {
+  "": `Manage projects.
+
+Usage: deno task project <command> [options]
+
+Commands:
+  create --name NAME [--allow VALUE]...  Create a project; prints its secret
+  list                                   List the projects
+  show ID                                Show one project (no secret)
+  allow ID VALUE                         Add an origin or app id to the allow-list
+  disallow ID VALUE                      Remove one from the allow-list
+  rotate-secret ID [--grace 24h]         Replace the secret; prints the new one
+  levels ID [add|remove NAME]            Show, add or remove custom levels
+  retention ID DAYS                      Keep new entries DAYS days
+  delete ID [--yes]                      Delete the project and its logs
+
+Every command takes --json (machine output) and --help.`,
+  create: `Create a project and print it, secret included.
+
+Usage: deno task project create --name NAME [--allow VALUE]... [--json]
+
+Options:
+  --name NAME     Name shown to operators (1 to 200 characters)
+  --allow VALUE   Browser origin ("https://app.example.com", no path, no
+                  trailing slash) or app id in reverse domain notation
+                  ("com.example.app.ios"); repeatable. "*" and "null" are refused
+  --json          Print one JSON object: projectId, name, secret, settings, ...
+  -h, --help      Show this help`,
+  list: `List the projects (secrets are not shown).
+
+Usage: deno task project list [--json]
+
+Options:
+  --json      Print a JSON array of projects
+  -h, --help  Show this help`,
+  show: `Show one project (its secret is not shown).
+
+Usage: deno task project show ID [--json]
+
+Options:
+  --json      Print one JSON object
+  -h, --help  Show this help`,
+  allow: `Add a browser origin or an app id to a project's allow-list.
+
+Usage: deno task project allow ID VALUE [--json]
+
+VALUE is an origin "scheme://host[:port]" (no path, no trailing slash) or an
+app id in reverse domain notation ("com.example.app.ios"). Wildcards ("*") and
+"null" are refused. The change applies within 5 seconds.
+
+Options:
+  --json      Print the project as one JSON object
+  -h, --help  Show this help`,
+  disallow: `Remove a browser origin or an app id from a project's allow-list.
+
+Usage: deno task project disallow ID VALUE [--json]
+
+Options:
+  --json      Print the project as one JSON object
+  -h, --help  Show this help`,
+  "rotate-secret": `Give a project a new secret and print it.
+
+Usage: deno task project rotate-secret ID [--grace 24h] [--json]
+
+The previous secret keeps verifying signatures during the grace period, so
+servers can be redeployed with the new one.
+
+Options:
+  --grace DURATION  How long the previous secret still verifies, such as
+                    "24h", "90m" or "0" (at once) (default: 24h)
+  --json            Print projectId, secret and previousSecretExpiresAt
+  -h, --help        Show this help`,
+  levels: `Show, add or remove a project's custom levels.
+
+Usage: deno task project levels ID [--json]
+       deno task project levels ID add NAME [--json]
+       deno task project levels ID remove NAME [--json]
+
+The standard levels info, warning, error and critical are always accepted.
+An entry with another level is stored only if the project declares it.
+NAME matches ^[a-z][a-z0-9_-]{0,31}$.
+
+Options:
+  --json      Print the project as one JSON object
+  -h, --help  Show this help`,
+  retention: `Set how many days a project's entries are kept.
+
+Usage: deno task project retention ID DAYS [--json]
+
+DAYS is a whole number from 1 to 3650. It applies to entries stored from now on.
+
+Options:
+  --json      Print the project as one JSON object
+  -h, --help  Show this help`,
+  delete: `Delete a project with its logs, counters and recent rejections.
+
+Usage: deno task project delete ID [--yes] [--json]
+
+Options:
+  -y, --yes   Do not ask for confirmation
+  --json      Print {"projectId", "deleted", "logs"}
+  -h, --help  Show this help`,
+};
+
+/** The JSON form of a project; the secret only when asked. */
+export function projectJson(
+  project: Project,
+  options: { secret?: boolean; now?: number } = {},
+): Record<string, unknown> {
+  const expires = project.previousSecretExpiresAt;
+  return {
+    projectId: project.id,
+    name: project.name,
+    ...(options.secret ? { secret: project.secret } : {}),
+    settings: { allowedOrigin: project.settings.allowedOrigin },
+    levels: project.levels,
+    retentionDays: project.retentionDays,
+    createdAt: new Date(project.createdAt).toISOString(),
+    ...(expires !== undefined && expires > (options.now ?? 0)
+      ? { previousSecretExpiresAt: new Date(expires).toISOString() }
+      : {}),
+  };
+}
+
+function describeProject(
+  ctx: CommandContext,
+  project: Project,
+  secret: boolean,
+): string {
+  const color = useColor(ctx);
+  const allowed = project.settings.allowedOrigin;
+  const rows: string[][] = [
+    ["Name", project.name],
+    ["ID", project.id],
+  ];
+  if (secret) rows.push(["Secret", project.secret]);
+  allowed.forEach((value, i) => rows.push([i === 0 ? "Allowed" : "", value]));
+  if (allowed.length === 0) {
+    rows.push(["Allowed", "(none: only signed entries are accepted)"]);
+  }
+  rows.push([
+    "Levels",
+    [...STANDARD_LEVELS, ...project.levels].map((l) => formatLevel(l, color))
+      .join(", "),
+  ]);
+  rows.push(["Retention", `${project.retentionDays} days`]);
+  rows.push(["Created", formatTime(project.createdAt)]);
+  const expires = project.previousSecretExpiresAt;
+  if (expires !== undefined && expires > ctx.now()) {
+    rows.push(["Old secret", `verifies until ${formatTime(expires)}`]);
+  }
+  return formatTable(rows);
+}
+
+function printProject(
+  ctx: CommandContext,
+  parsed: Parsed,
+  project: Project,
+  headline: string,
+): void {
+  if (booleanFlag(parsed, "json")) {
+    println(ctx, JSON.stringify(projectJson(project, { now: ctx.now() })));
+  } else {
+    println(ctx, headline);
+    println(ctx);
+    println(ctx, describeProject(ctx, project, false));
+  }
+}
+
+async function requireProject(kv: Deno.Kv, id: string): Promise<Project> {
+  const project = await getProject(kv, id);
+  if (project === null) throw new ProjectNotFoundError(id);
+  return project;
+}
+
+const JSON_FLAG = { json: { type: "boolean" } } as const;
+
+type Subcommand = (ctx: CommandContext, parsed: Parsed) => Promise<number>;
+
+const SUBCOMMANDS: Record<string, {
+  options: Parameters<typeof parseFlags>[2];
+  run: Subcommand;
+}> = {
+  create: {
+    options: {
+      ...JSON_FLAG,
+      name: { type: "string" },
+      allow: { type: "string", multiple: true },
+    },
+    async run(ctx, parsed) {
+      takePositionals("project create", parsed.positionals, []);
+      const name = stringFlag(parsed, "name");
+      if (name === undefined) {
+        throw new UsageError(
+          `Cannot run "project create": missing --name NAME (see --help)`,
+        );
+      }
+      const project = await createProject(ctx.kv, {
+        name,
+        allow: stringFlags(parsed, "allow"),
+        now: ctx.now,
+      });
+      if (booleanFlag(parsed, "json")) {
+        println(ctx, JSON.stringify(projectJson(project, { secret: true })));
+        return 0;
+      }
+      println(ctx, `Created project "${project.name}"`);
+      println(ctx);
+      println(ctx, describeProject(ctx, project, true));
+      println(ctx);
+      println(
+        ctx,
+        "Keep the secret somewhere safe: it is shown now and never again (rotate-secret makes a new one).",
+      );
+      return 0;
+    },
+  },
+  list: {
+    options: JSON_FLAG,
+    async run(ctx, parsed) {
+      takePositionals("project list", parsed.positionals, []);
+      const projects = await listProjects(ctx.kv);
+      if (booleanFlag(parsed, "json")) {
+        const now = ctx.now();
+        println(
+          ctx,
+          JSON.stringify(projects.map((p) => projectJson(p, { now }))),
+        );
+        return 0;
+      }
+      if (projects.length === 0) {
+        println(
+          ctx,
+          `No projects yet: create one with "deno task project create --name NAME"`,
+        );
+        return 0;
+      }
+      const rows = [[
+        "ID",
+        "NAME",
+        "ALLOWED",
+        "LEVELS",
+        "RETENTION",
+        "CREATED",
+      ]];
+      for (const p of projects) {
+        rows.push([
+          p.id,
+          p.name,
+          p.settings.allowedOrigin.join(", ") || "-",
+          p.levels.join(", ") || "-",
+          `${p.retentionDays}d`,
+          formatTime(p.createdAt),
+        ]);
+      }
+      println(ctx, formatTable(rows));
+      return 0;
+    },
+  },
+  show: {
+    options: JSON_FLAG,
+    async run(ctx, parsed) {
+      const [id] = takePositionals("project show", parsed.positionals, ["ID"]);
+      const project = await requireProject(ctx.kv, id!);
+      if (booleanFlag(parsed, "json")) {
+        println(ctx, JSON.stringify(projectJson(project, { now: ctx.now() })));
+      } else {
+        println(ctx, describeProject(ctx, project, false));
+      }
+      return 0;
+    },
+  },
+  allow: {
+    options: JSON_FLAG,
+    async run(ctx, parsed) {
+      const [id, value] = takePositionals(
+        "project allow",
+        parsed.positionals,
+        ["ID", "VALUE"],
+      );
+      const project = await allowValue(ctx.kv, id!, value!);
+      printProject(
+        ctx,
+        parsed,
+        project,
+        `Allowed "${value}" in project "${id}"`,
+      );
+      return 0;
+    },
+  },
+  disallow: {
+    options: JSON_FLAG,
+    async run(ctx, parsed) {
+      const [id, value] = takePositionals(
+        "project disallow",
+        parsed.positionals,
+        ["ID", "VALUE"],
+      );
+      const project = await disallowValue(ctx.kv, id!, value!);
+      printProject(
+        ctx,
+        parsed,
+        project,
+        `Removed "${value}" from the allow-list of project "${id}"`,
+      );
+      return 0;
+    },
+  },
+  "rotate-secret": {
+    options: { ...JSON_FLAG, grace: { type: "string" } },
+    async run(ctx, parsed) {
+      const [id] = takePositionals(
+        "project rotate-secret",
+        parsed.positionals,
+        ["ID"],
+      );
+      const graceText = stringFlag(parsed, "grace") ?? "24h";
+      const graceMs = parseDuration(graceText);
+      if (graceMs === undefined) {
+        throw new UsageError(
+          `Cannot read --grace "${graceText}": expected a duration such as "24h", "90m" or "0"`,
+        );
+      }
+      const project = await rotateSecret(ctx.kv, id!, {
+        graceMs,
+        now: ctx.now,
+      });
+      const expires = project.previousSecretExpiresAt;
+      if (booleanFlag(parsed, "json")) {
+        println(
+          ctx,
+          JSON.stringify({
+            ...projectJson(project, { secret: true, now: ctx.now() }),
+            previousSecretExpiresAt: expires === undefined
+              ? null
+              : new Date(expires).toISOString(),
+          }),
+        );
+        return 0;
+      }
+      println(ctx, `New secret of project "${project.id}":`);
+      println(ctx);
+      println(ctx, `  ${project.secret}`);
+      println(ctx);
+      println(
+        ctx,
+        expires === undefined
+          ? "The previous secret no longer verifies."
+          : `The previous secret keeps verifying until ${formatTime(expires)}.`,
+      );
+      return 0;
+    },
+  },
+  levels: {
+    options: JSON_FLAG,
+    async run(ctx, parsed) {
+      const [id, action, level] = takePositionals(
+        "project levels",
+        parsed.positionals,
+        ["ID", "add|remove?", "NAME?"],
+      );
+      let project: Project;
+      let headline: string;
+      if (action === undefined) {
+        project = await requireProject(ctx.kv, id!);
+        headline = `Levels of project "${id}"`;
+      } else if (action !== "add" && action !== "remove") {
+        throw new UsageError(
+          `Cannot run "project levels": expected "add" or "remove", got "${action}"`,
+        );
+      } else if (level === undefined) {
+        throw new UsageError(
+          `Cannot run "project levels ${action}": missing NAME (see --help)`,
+        );
+      } else if (action === "add") {
+        project = await addLevel(ctx.kv, id!, level);
+        headline = `Added level "${level}" to project "${id}"`;
+      } else {
+        project = await removeLevel(ctx.kv, id!, level);
+        headline = `Removed level "${level}" from project "${id}"`;
+      }
+      if (booleanFlag(parsed, "json")) {
+        println(ctx, JSON.stringify(projectJson(project, { now: ctx.now() })));
+        return 0;
+      }
+      const color = useColor(ctx);
+      println(ctx, headline);
+      println(ctx);
+      println(
+        ctx,
+        formatTable([
+          [
+            "Standard",
+            STANDARD_LEVELS.map((l) => formatLevel(l, color)).join(", "),
+          ],
+          [
+            "Custom",
+            project.levels.map((l) => formatLevel(l, color)).join(", ") ||
+            "(none)",
+          ],
+        ]),
+      );
+      return 0;
+    },
+  },
+  retention: {
+    options: JSON_FLAG,
+    async run(ctx, parsed) {
+      const [id, days] = takePositionals(
+        "project retention",
+        parsed.positionals,
+        ["ID", "DAYS"],
+      );
+      if (!/^\d{1,5}$/.test(days!)) {
+        throw new InvalidValueError(
+          `Cannot keep entries for "${days}" days: expected a whole number from 1 to 3650`,
+        );
+      }
+      const project = await setRetention(ctx.kv, id!, Number(days));
+      printProject(
+        ctx,
+        parsed,
+        project,
+        `Entries of project "${id}" stored from now on are kept ${project.retentionDays} days`,
+      );
+      return 0;
+    },
+  },
+  delete: {
+    options: { ...JSON_FLAG, yes: { type: "boolean", short: "y" } },
+    async run(ctx, parsed) {
+      const [id] = takePositionals("project delete", parsed.positionals, [
+        "ID",
+      ]);
+      const project = await requireProject(ctx.kv, id!);
+      if (!booleanFlag(parsed, "yes")) {
+        ctx.stderr(
+          `Delete project "${project.name}" (${project.id}) and all its logs? [y/N] `,
+        );
+        const answer = (await (ctx.readLine?.() ?? Promise.resolve(null)))
+          ?.trim().toLowerCase();
+        if (answer !== "y" && answer !== "yes") {
+          if (answer === undefined) ctx.stderr("\n");
+          ctx.stderr(
+            `Cannot delete project "${project.id}": not confirmed (pass --yes to skip the question)\n`,
+          );
+          return EXIT_FAILURE;
+        }
+      }
+      const logs = await deleteProject(ctx.kv, project.id);
+      if (booleanFlag(parsed, "json")) {
+        println(
+          ctx,
+          JSON.stringify({ projectId: project.id, deleted: true, logs }),
+        );
+      } else {
+        println(
+          ctx,
+          `Deleted project "${project.name}" (${project.id}) and ${logs} ${
+            logs === 1 ? "entry" : "entries"
+          }`,
+        );
+      }
+      return 0;
+    },
+  },
+};
+
+/**
+ * `deno task project <command> …`: dispatches on the first argument.
+ *
+ * @example
+ * ```ts
+ * const code = await projectCommand({ ...ctx, args: ["create", "--name", "web", "--json"] });
+ * ```
+ */
+export function projectCommand(ctx: CommandContext): Promise<number> {
+  return guard(ctx, async () => {
+    const [name = "", ...rest] = ctx.args;
+    if (name === "") {
+      ctx.stderr(USAGE[""]! + "\n");
+      return EXIT_USAGE;
+    }
+    if (name === "--help" || name === "-h" || name === "help") {
+      println(ctx, USAGE[""]!);
+      return 0;
+    }
+    const sub = SUBCOMMANDS[name];
+    if (sub === undefined) {
+      throw new UsageError(
+        `Cannot run "project ${name}": unknown command (see "deno task project --help")`,
+      );
+    }
+    const parsed = parseFlags(`project ${name}`, rest, sub.options);
+    if (booleanFlag(parsed, "help")) {
+      println(ctx, USAGE[name]!);
+      return 0;
+    }
+    return await sub.run({ ...ctx, args: rest }, parsed);
+  });
+}

@@ -1,0 +1,199 @@
+/**
+ * `deno task stats ID`: how many entries a project accepted, how many it
+ * rejected and why, and its most recent rejections (reason, time, origin or
+ * app id) — the place to find out why an entry did not appear. Reads the
+ * counters and the ring of recent rejections the consumer writes
+ * (queue/consumer.ts); `--global` shows the rejections of entries naming no
+ * existing project, which are counted apart.
+ *
+ * @module
+ */
+import {
+  acceptedCountKey,
+  globalRejectedCountsPrefix,
+  rejectedCountsPrefix,
+  rejectionsPrefix,
+} from "../db/keys.ts";
+import { getProject, ProjectNotFoundError } from "../db/projects.ts";
+import type { Rejection } from "../queue/consumer.ts";
+import {
+  booleanFlag,
+  type CommandContext,
+  guard,
+  parseFlags,
+  println,
+  takePositionals,
+  UsageError,
+  useColor,
+} from "./command.ts";
+import { formatLevel, formatTable, formatTime } from "./format.ts";
+
+const USAGE = `Show a project's counters and its recent rejections.
+
+Usage: deno task stats ID [--json]
+       deno task stats --global [--json]
+
+Entries are authenticated after they are queued, so a refused entry still got
+"200 queued": its rejection is counted here, with the reason and the origin or
+app id it came with. Reasons: unknown_project, bad_origin, unknown_appid,
+bad_signature, stale_timestamp, replayed, no_credentials, unknown_level.
+
+Options:
+  --global    Rejections of entries naming a project that does not exist
+  --json      Print {"accepted":N,"rejected":{"<reason>":N},"recent":[...]}
+  -h, --help  Show this help`;
+
+/** A project's counters, as `stats --json` prints them. */
+export interface ProjectStats {
+  accepted: number;
+  rejected: Record<string, number>;
+  /** Recent rejections, newest first. */
+  recent: Rejection[];
+}
+
+async function readCounters(
+  kv: Deno.Kv,
+  prefix: Deno.KvKey,
+): Promise<Record<string, number>> {
+  const counts: Record<string, number> = {};
+  for await (const entry of kv.list<Deno.KvU64>({ prefix })) {
+    counts[String(entry.key.at(-1))] = Number(entry.value.value);
+  }
+  return counts;
+}
+
+/**
+ * Reads a project's counters and recent rejections (newest first).
+ *
+ * @example
+ * ```ts
+ * const { accepted, rejected } = await readStats(kv, projectId);
+ * ```
+ */
+export async function readStats(
+  kv: Deno.Kv,
+  projectId: string,
+): Promise<ProjectStats> {
+  const accepted = await kv.get<Deno.KvU64>(acceptedCountKey(projectId));
+  const recent: Rejection[] = [];
+  for await (
+    const entry of kv.list<Rejection>({ prefix: rejectionsPrefix(projectId) })
+  ) {
+    recent.push(entry.value);
+  }
+  // The ring's slots say nothing of order: sort by time, newest first.
+  recent.sort((a, b) =>
+    b.at - a.at || (a.entryId < b.entryId ? 1 : a.entryId > b.entryId ? -1 : 0)
+  );
+  return {
+    accepted: Number(accepted.value?.value ?? 0n),
+    rejected: await readCounters(kv, rejectedCountsPrefix(projectId)),
+    recent,
+  };
+}
+
+function rejectionJson(r: Rejection): Record<string, unknown> {
+  return {
+    entryId: r.entryId,
+    at: new Date(r.at).toISOString(),
+    reason: r.reason,
+    level: r.level,
+    ...(r.origin === undefined ? {} : { origin: r.origin }),
+    ...(r.appid === undefined ? {} : { appid: r.appid }),
+  };
+}
+
+function counterRows(counts: Record<string, number>): string[][] {
+  return Object.entries(counts).sort(([a], [b]) => a < b ? -1 : 1)
+    .map(([reason, n]) => [`  ${reason}`, String(n)]);
+}
+
+/**
+ * `deno task stats ID …`.
+ *
+ * @example
+ * ```ts
+ * const code = await statsCommand({ ...ctx, args: [projectId, "--json"] });
+ * ```
+ */
+export function statsCommand(ctx: CommandContext): Promise<number> {
+  return guard(ctx, async () => {
+    const parsed = parseFlags("stats", ctx.args, {
+      json: { type: "boolean" },
+      global: { type: "boolean" },
+    });
+    if (booleanFlag(parsed, "help")) {
+      println(ctx, USAGE);
+      return 0;
+    }
+    const json = booleanFlag(parsed, "json");
+    if (booleanFlag(parsed, "global")) {
+      takePositionals("stats --global", parsed.positionals, []);
+      const rejected = await readCounters(ctx.kv, globalRejectedCountsPrefix());
+      if (json) {
+        println(ctx, JSON.stringify({ rejected }));
+      } else {
+        const total = Object.values(rejected).reduce((a, b) => a + b, 0);
+        println(
+          ctx,
+          formatTable([
+            ["Rejected (no such project)", String(total)],
+            ...counterRows(rejected),
+          ]),
+        );
+      }
+      return 0;
+    }
+    if (parsed.positionals.length === 0) {
+      throw new UsageError(`Cannot run "stats": missing ID (see --help)`);
+    }
+    const [projectId] = takePositionals("stats", parsed.positionals, ["ID"]);
+    const project = await getProject(ctx.kv, projectId!);
+    if (project === null) throw new ProjectNotFoundError(projectId!);
+    const stats = await readStats(ctx.kv, project.id);
+    if (json) {
+      println(
+        ctx,
+        JSON.stringify({
+          accepted: stats.accepted,
+          rejected: stats.rejected,
+          recent: stats.recent.map(rejectionJson),
+        }),
+      );
+      return 0;
+    }
+    const total = Object.values(stats.rejected).reduce((a, b) => a + b, 0);
+    println(ctx, `Project "${project.name}" (${project.id})`);
+    println(ctx);
+    println(
+      ctx,
+      formatTable([
+        ["Accepted", String(stats.accepted)],
+        ["Rejected", String(total)],
+        ...counterRows(stats.rejected),
+      ]),
+    );
+    println(ctx);
+    if (stats.recent.length === 0) {
+      println(ctx, "No recent rejections");
+      return 0;
+    }
+    println(ctx, `Recent rejections, newest first:`);
+    println(ctx);
+    const color = useColor(ctx);
+    println(
+      ctx,
+      formatTable([
+        ["TIME", "REASON", "LEVEL", "ORIGIN / APP ID", "ENTRY"],
+        ...stats.recent.map((r) => [
+          formatTime(r.at),
+          r.reason,
+          formatLevel(r.level, color),
+          [r.origin, r.appid].filter((v) => v !== undefined).join(" ") || "-",
+          r.entryId,
+        ]),
+      ]),
+    );
+    return 0;
+  });
+}
