@@ -47,6 +47,20 @@ export interface BatchHeader {
   error?: string;
 }
 
+/**
+ * A batch handed by the producer to the consumer of the same process right
+ * after its commit: the entries are already in memory, and the commit's
+ * versionstamp is the pending key's, so nothing needs reading back.
+ */
+export interface HandedBatch {
+  id: string;
+  /** Versionstamp of the commit that wrote the pending key. */
+  versionstamp: string;
+  /** Number of parts the batch was written in. */
+  parts: number;
+  entries: QueuedEntry[];
+}
+
 /** The queue message: a wake-up naming batches, never the entries. */
 export interface WakeMessage {
   batches: string[];

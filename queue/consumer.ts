@@ -28,7 +28,12 @@ import {
 import { type LogRecord, paginate, setLogPage } from "../db/logs.ts";
 import { joinParts } from "../db/parts.ts";
 import type { Project } from "../db/projects.ts";
-import { type BatchHeader, isEntryList, type QueuedEntry } from "./batch.ts";
+import {
+  type BatchHeader,
+  type HandedBatch,
+  isEntryList,
+  type QueuedEntry,
+} from "./batch.ts";
 
 /** Recent rejections kept per project. */
 export const RECENT_REJECTIONS = 100;
@@ -59,6 +64,26 @@ export class BatchFormatError extends Error {
 function isRecord(value: unknown): value is BatchHeader {
   return typeof value === "object" && value !== null &&
     Object.getPrototypeOf(value) === Object.prototype;
+}
+
+/** A pending batch ready to process. */
+interface BatchRead {
+  /** Key and versionstamp the result commit is guarded by. */
+  pending: { key: Deno.KvKey; versionstamp: string };
+  parts: number;
+  entries: QueuedEntry[];
+}
+
+/** A batch handed over in memory, in the form of one read from KV. */
+function handedBatch(batchId: string, handed: HandedBatch): BatchRead {
+  return {
+    pending: {
+      key: pendingBatchKey(batchId),
+      versionstamp: handed.versionstamp,
+    },
+    parts: handed.parts,
+    entries: handed.entries,
+  };
 }
 
 /** Options of {@linkcode Consumer}. */
@@ -92,16 +117,43 @@ export class Consumer {
    * Processes batch `batchId`: `"absent"` when it was already processed,
    * `"conflict"` when another processor committed it meanwhile.
    */
-  async process(batchId: string): Promise<ProcessOutcome> {
+  async process(
+    batchId: string,
+    handed?: HandedBatch,
+  ): Promise<ProcessOutcome> {
     const kv = this.#kv;
-    const pending = await kv.get<BatchHeader>(pendingBatchKey(batchId));
+    const read = handed
+      ? handedBatch(batchId, handed)
+      : await this.#read(batchId);
+    if (read === null) return "absent";
+    const { pending, parts, entries } = read;
+    const projects = await this.#projects.getMany(
+      entries.map((e) => e.projectId),
+    );
+    const results = entries.map((entry) =>
+      authenticate(
+        entry,
+        projects.get(entry.projectId) ?? null,
+        this.#maxSkewMs,
+      )
+    );
+    await this.#refuseReplays(entries, results);
+    const op = kv.atomic().check(pending).delete(pendingBatchKey(batchId));
+    for (let n = 1; n < parts; n++) op.delete(batchPartKey(batchId, n));
+    await this.#addResults(op, entries, results, projects);
+    return (await op.commit()).ok ? "processed" : "conflict";
+  }
+
+  /** Reads a pending batch back from KV: `null` when there is none. */
+  async #read(batchId: string): Promise<BatchRead | null> {
+    const pending = await this.#kv.get<BatchHeader>(pendingBatchKey(batchId));
     // Absent means no key: a key holding null is a batch that cannot be read.
-    if (pending.versionstamp === null) return "absent";
+    if (pending.versionstamp === null) return null;
     const header = pending.value;
     let entries: unknown;
     try {
       entries = await joinParts(
-        kv,
+        this.#kv,
         header.head,
         header.parts,
         (n) => batchPartKey(batchId, n),
@@ -116,23 +168,7 @@ export class Consumer {
         `Cannot read batch "${batchId}": not a list of entries`,
       );
     }
-    const projects = await this.#projects.getMany(
-      entries.map((e) => e.projectId),
-    );
-    const results = entries.map((entry) =>
-      authenticate(
-        entry,
-        projects.get(entry.projectId) ?? null,
-        this.#maxSkewMs,
-      )
-    );
-    await this.#refuseReplays(entries, results);
-    const op = kv.atomic().check(pending).delete(pendingBatchKey(batchId));
-    for (let n = 1; n < header.parts; n++) {
-      op.delete(batchPartKey(batchId, n));
-    }
-    await this.#addResults(op, entries, results, projects);
-    return (await op.commit()).ok ? "processed" : "conflict";
+    return { pending, parts: header.parts, entries };
   }
 
   /**

@@ -82,7 +82,7 @@ export function createPipeline(options: PipelineOptions): Pipeline {
     queue: config.queue,
     maxPending: config.maxPendingRequests,
     ...(options.rider ? { rider: options.rider } : {}),
-    ...(handOver ? { onCommitted: (ids: string[]) => worker.push(ids) } : {}),
+    ...(handOver ? { onCommitted: (batches) => worker.hand(batches) } : {}),
   });
   let listening: Promise<void> | undefined;
   return {

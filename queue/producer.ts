@@ -11,7 +11,12 @@
  */
 import { batchPartKey, pendingBatchKey } from "../db/keys.ts";
 import { PART_BYTES, splitParts } from "../db/parts.ts";
-import type { BatchHeader, QueuedEntry, WakeMessage } from "./batch.ts";
+import type {
+  BatchHeader,
+  HandedBatch,
+  QueuedEntry,
+  WakeMessage,
+} from "./batch.ts";
 import { createId } from "./ids.ts";
 
 /** Entries per batch: keeps the consumer's result commit under 1,000 mutations. */
@@ -61,8 +66,8 @@ export interface ProducerOptions {
   maxPendingChars?: number;
   /** Clock. @default {Date.now} */
   now?: () => number;
-  /** Told the ids of the batches of each successful commit. */
-  onCommitted?: (batchIds: string[]) => void;
+  /** Given the batches of each successful commit. */
+  onCommitted?: (batches: HandedBatch[]) => void;
   /**
    * Delay of the wake-up message. The process that committed a batch hands it
    * to its own consumer at once; the message is for when that process died.
@@ -74,6 +79,7 @@ export interface ProducerOptions {
 }
 
 interface Waiting {
+  entry: QueuedEntry;
   json: string;
   resolve: () => void;
   reject: (error: unknown) => void;
@@ -123,7 +129,7 @@ export class GroupCommitter {
     }
     this.#waitingChars += json.length;
     return new Promise((resolve, reject) => {
-      this.#waiting.push({ json, resolve, reject });
+      this.#waiting.push({ entry, json, resolve, reject });
       this.#pump();
     });
   }
@@ -165,7 +171,7 @@ export class GroupCommitter {
     const now = this.#now();
     const op = kv.atomic();
     let mutations = 0;
-    const batchIds: string[] = [];
+    const batches: { id: string; parts: number; items: Waiting[] }[] = [];
     for (let from = 0; from < taken.length;) {
       let to = from + 1;
       let size = taken[from]!.json.length;
@@ -191,11 +197,11 @@ export class GroupCommitter {
       op.set(pendingBatchKey(id), header);
       rest.forEach((part, i) => op.set(batchPartKey(id, i + 1), part));
       mutations += 1 + rest.length;
-      batchIds.push(id);
+      batches.push({ id, parts: header.parts, items });
       from = to;
     }
-    if (queue && batchIds.length > 0) {
-      const message: WakeMessage = { batches: batchIds };
+    if (queue && batches.length > 0) {
+      const message: WakeMessage = { batches: batches.map((b) => b.id) };
       op.enqueue(message, { delay: this.#options.wakeDelayMs ?? 2000 });
       mutations++;
     }
@@ -203,17 +209,25 @@ export class GroupCommitter {
       op,
       MAX_COMMIT_MUTATIONS - mutations,
     );
-    let ok = false;
+    let versionstamp: string | undefined;
     let failure: unknown;
     try {
-      ok = (await op.commit()).ok;
+      const result = await op.commit();
+      if (result.ok) versionstamp = result.versionstamp;
     } catch (error) {
       failure = error;
     }
-    told?.(ok);
-    if (ok) {
+    told?.(versionstamp !== undefined);
+    if (versionstamp !== undefined) {
       for (const w of taken) w.resolve();
-      if (batchIds.length > 0) this.#options.onCommitted?.(batchIds);
+      if (batches.length > 0) {
+        this.#options.onCommitted?.(batches.map(({ id, parts, items }) => ({
+          id,
+          versionstamp,
+          parts,
+          entries: items.map((w) => w.entry),
+        })));
+      }
     } else {
       const error = new CommitFailedError(
         `Cannot commit ${taken.length} entries to KV`,

@@ -10,7 +10,7 @@
  * @module
  */
 import { pendingBatchesPrefix, pendingBatchKey } from "../db/keys.ts";
-import type { BatchHeader } from "./batch.ts";
+import type { BatchHeader, HandedBatch } from "./batch.ts";
 import type { Consumer } from "./consumer.ts";
 import { createId } from "./ids.ts";
 
@@ -41,6 +41,8 @@ export class BatchWorker {
   #now: () => number;
   #queue: string[] = [];
   #known = new Set<string>();
+  /** Entries handed over with their batch id, so they need no reading back. */
+  #handed = new Map<string, HandedBatch>();
   #running = 0;
   #timer: ReturnType<typeof setInterval> | undefined;
   #sweeping: Promise<number> | null = null;
@@ -60,6 +62,22 @@ export class BatchWorker {
       this.#queue.push(id);
     }
     this.#drain();
+  }
+
+  /**
+   * Queues batches just committed by this process, with their entries. At
+   * most 64 keep their entries in memory; the others are read back from KV.
+   */
+  hand(batches: HandedBatch[]): void {
+    for (const batch of batches) {
+      if (!this.#known.has(batch.id) && this.#handed.size < 64) {
+        this.#handed.set(batch.id, batch);
+      }
+    }
+    this.push(batches.map((b) => b.id));
+    for (const batch of batches) {
+      if (!this.#known.has(batch.id)) this.#handed.delete(batch.id);
+    }
   }
 
   /**
@@ -135,8 +153,10 @@ export class BatchWorker {
 
   async #run(id: string): Promise<void> {
     const { consumer, onError } = this.#options;
+    const handed = this.#handed.get(id);
+    this.#handed.delete(id);
     try {
-      await consumer.process(id);
+      await consumer.process(id, handed);
     } catch (error) {
       onError?.(id, error);
       await consumer.recordFailure(id, error).catch((e) => onError?.(id, e));

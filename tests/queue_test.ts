@@ -11,7 +11,13 @@ import assert from "node:assert/strict";
 import { ProjectCache } from "../auth/projects.ts";
 import { batchPartKey, deadLetterKey, pendingBatchKey } from "../db/keys.ts";
 import { joinParts } from "../db/parts.ts";
-import type { BatchHeader, QueuedEntry, WakeMessage } from "../queue/batch.ts";
+import type {
+  BatchHeader,
+  HandedBatch,
+  QueuedEntry,
+  WakeMessage,
+} from "../queue/batch.ts";
+import { GroupCommitter } from "../queue/producer.ts";
 import {
   Consumer,
   MAX_ATTEMPTS,
@@ -459,5 +465,45 @@ Deno.test("a pending batch overwritten with a value that is not a header still e
         assert.deepEqual(await pendingBatches(h.kv), []);
       });
     });
+  }
+});
+
+Deno.test("a batch handed over in memory that another process committed first is stored once", async () => {
+  const h = await harness();
+  try {
+    const project = await h.project();
+    const handed: HandedBatch[] = [];
+    const producer = new GroupCommitter({
+      kv: h.kv,
+      queue: false,
+      maxPending: 100,
+      now: h.clock.now,
+      onCommitted: (batches) => handed.push(...batches),
+    });
+    const entry = (n: number): QueuedEntry => ({
+      id: `0000000000${n}`,
+      receivedAt: h.clock.now(),
+      level: "info",
+      projectId: project.id,
+      data: { n },
+      origin: "https://app.example.com",
+    });
+    await Promise.all([producer.submit(entry(1)), producer.submit(entry(2))]);
+    assert.ok(handed.length > 0);
+    for (const batch of handed) {
+      // Another process reads it from KV and commits first.
+      assert.equal(await otherConsumer(h).process(batch.id), "processed");
+      assert.equal(
+        await h.pipeline.consumer.process(batch.id, batch),
+        "conflict",
+      );
+    }
+    assert.equal((await h.logs(project.id)).length, 2);
+    assert.deepEqual(await stats(h.kv, project.id), {
+      accepted: 2,
+      rejected: {},
+    });
+  } finally {
+    await h.close();
   }
 });
