@@ -322,15 +322,19 @@ export function clientKey(
   if (trustProxy > 0) {
     const header = req.headers.get("x-forwarded-for");
     if (header !== null) {
-      const hops = header.split(",");
-      const candidate = hops[Math.max(0, hops.length - trustProxy)]?.trim();
-      if (candidate && ipKey(candidate) !== null) address = candidate;
+      const candidate = trustProxy === 1
+        ? header.slice(header.lastIndexOf(",") + 1).trim()
+        : header.split(",").at(-trustProxy)?.trim() ??
+          header.split(",")[0]!.trim();
+      const key = ipKey(candidate);
+      if (key !== null) return key;
     }
   }
   return ipKey(address) ?? address;
 }
 
-const IPV4 = /^(\d{1,3})\.(\d{1,3})\.(\d{1,3})\.(\d{1,3})$/;
+const OCTET = "(?:25[0-5]|2[0-4]\\d|1\\d\\d|[1-9]?\\d)";
+const IPV4 = new RegExp(`^${OCTET}(?:\\.${OCTET}){3}$`);
 
 /**
  * Normalizes an IP address to its limiting key: IPv4 as is, IPv6 as its
@@ -343,8 +347,7 @@ const IPV4 = /^(\d{1,3})\.(\d{1,3})\.(\d{1,3})\.(\d{1,3})$/;
  * ```
  */
 export function ipKey(text: string): string | null {
-  const v4 = IPV4.exec(text);
-  if (v4) return v4.slice(1).every((n) => Number(n) <= 255) ? text : null;
+  if (IPV4.test(text)) return text;
   let address = text.startsWith("[") && text.endsWith("]")
     ? text.slice(1, -1)
     : text;
