@@ -124,13 +124,24 @@ const ENTRY_ORIGIN = "https://bench.example";
 const LOGS_PATH = "/api/v1/logs";
 /** Address numbers available to X-Forwarded-For (10.x.y.z). */
 const ADDRESS_SPACE = 2 ** 24;
-const SERVICE_PERMISSIONS = [
-  "--allow-net",
-  "--allow-env",
-  "--allow-read",
-  "--allow-write",
-  "--unstable-cron",
-];
+/**
+ * The `deno` arguments of the `start` task in deno.json, so that the service
+ * runs here exactly as `deno task start` runs it.
+ */
+const SERVICE_ARGS = await startTaskArgs();
+
+async function startTaskArgs(): Promise<string[]> {
+  const config = JSON.parse(
+    await Deno.readTextFile(new URL("deno.json", ROOT)),
+  );
+  const words = String(config.tasks?.start ?? "").trim().split(/\s+/);
+  if (words[0] !== "deno" || words.at(-1) !== "main.ts") {
+    throw new Error(
+      `Cannot read the "start" task of deno.json: ${words.join(" ")}`,
+    );
+  }
+  return words.slice(1);
+}
 
 /**
  * Parses the command line.
@@ -963,7 +974,7 @@ export async function runBench(options: BenchOptions): Promise<BenchReport> {
     log(`Starting the service on 127.0.0.1:${servicePort}`);
     const service = await startServer({
       name: "the service",
-      args: ["run", ...SERVICE_PERMISSIONS, "main.ts"],
+      args: SERVICE_ARGS,
       port: servicePort,
       env: serviceEnv,
     });
@@ -1084,7 +1095,7 @@ export async function runBench(options: BenchOptions): Promise<BenchReport> {
         "deno run --allow-net --allow-env --allow-read --allow-write --allow-run bench/ingest.ts",
         ...Deno.args,
       ].join(" "),
-      serviceCommand: ["deno run", ...SERVICE_PERMISSIONS, "main.ts"].join(" "),
+      serviceCommand: ["deno", ...SERVICE_ARGS].join(" "),
       date,
       cores: navigator.hardwareConcurrency,
       cpu: await cpuModel(),

@@ -66,11 +66,11 @@ export class BatchWorker {
 
   /**
    * Queues batches just committed by this process, with their entries. At
-   * most 64 keep their entries in memory; the others are read back from KV.
+   * most 16 keep their entries in memory; the others are read back from KV.
    */
   hand(batches: HandedBatch[]): void {
     for (const batch of batches) {
-      if (!this.#known.has(batch.id) && this.#handed.size < 64) {
+      if (!this.#known.has(batch.id) && this.#handed.size < 16) {
         this.#handed.set(batch.id, batch);
       }
     }

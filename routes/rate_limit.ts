@@ -17,6 +17,9 @@ import { rateLimitEpochPrefix, rateLimitKey } from "../db/keys.ts";
 import type { CommitRider } from "../queue/producer.ts";
 import { HttpError } from "./errors.ts";
 
+/** How often the older generation of buckets is dropped. */
+const GENERATION_MS = 500;
+
 /** Options of {@linkcode RateLimiter}. */
 export interface RateLimiterOptions {
   /** Tokens added per second. */
@@ -31,7 +34,7 @@ export interface RateLimiterOptions {
   epochMs?: number;
   /** Tokens an IP uses in an epoch before its counter is written to KV. @default {5} */
   writeThreshold?: number;
-  /** Buckets kept at most; past it the longest idle go first. @default {200000} */
+  /** Buckets kept at most; past it the longest idle go first. @default {100000} */
   maxBuckets?: number;
   /** IPs whose counters one sync reads at most. @default {1000} */
   maxSyncKeys?: number;
@@ -44,13 +47,19 @@ interface Bucket {
   epoch: number;
   /** Tokens used in `epoch`. */
   used: number;
+  /** Counts shared with other instances, once `used` reaches the threshold. */
+  shared?: Shared;
+}
+
+/** The KV-counted part of a bucket: only for addresses that use their bucket. */
+interface Shared {
   /** Used tokens not yet handed to a commit. */
   unsent: number;
   /** Used tokens in a commit in flight. */
   sending: number;
   /** Used tokens committed to KV. */
   sent: number;
-  /** Largest count of other instances' tokens seen in `epoch`. */
+  /** Largest count of other instances' tokens seen in the epoch. */
   others: number;
 }
 
@@ -94,17 +103,19 @@ export class RateLimiter implements CommitRider {
   #maxBuckets: number;
   #maxSyncKeys: number;
   /**
-   * Buckets used in the current generation and in the one before. A
-   * generation lasts as long as a bucket takes to refill, so when the older
-   * map is dropped, every bucket in it is full again: no state is lost, and
-   * no per-request eviction scan is needed.
+   * Buckets used in the current generation and in the one before. Every
+   * {@linkcode GENERATION_MS} the older map is dropped, after the buckets in
+   * it that are not full again have been carried into the current one: a full
+   * bucket is the same as no bucket. Memory holds the addresses of about the
+   * last second plus those still refilling, with no per-request eviction.
    */
   #current = new Map<string, Bucket>();
   #previous = new Map<string, Bucket>();
-  #generationMs: number;
   #generationStart: number;
   /** IPs with tokens to send in the next commit. */
   #unsent = new Set<string>();
+  /** Buckets whose counts are shared in KV this epoch: the ones `sync` reads. */
+  #hot = new Map<string, Bucket>();
 
   constructor(options: RateLimiterOptions) {
     this.#rps = options.rps;
@@ -113,9 +124,8 @@ export class RateLimiter implements CommitRider {
     this.#now = options.now ?? Date.now;
     this.#epochMs = options.epochMs ?? 60_000;
     this.#threshold = options.writeThreshold ?? 5;
-    this.#maxBuckets = options.maxBuckets ?? 200_000;
+    this.#maxBuckets = options.maxBuckets ?? 100_000;
     this.#maxSyncKeys = options.maxSyncKeys ?? 1000;
-    this.#generationMs = Math.max(1000, (this.#burst / this.#rps) * 1000);
     this.#generationStart = this.#now();
   }
 
@@ -140,27 +150,16 @@ export class RateLimiter implements CommitRider {
     const epoch = Math.floor(now / this.#epochMs);
     let bucket = this.#lookup(ip, now);
     if (bucket === undefined) {
-      bucket = {
-        tokens: this.#burst,
-        at: now,
-        epoch,
-        used: 0,
-        unsent: 0,
-        sending: 0,
-        sent: 0,
-        others: 0,
-      };
+      bucket = { tokens: this.#burst, at: now, epoch, used: 0 };
       this.#current.set(ip, bucket);
     } else {
       this.#refill(bucket, now);
       if (bucket.epoch !== epoch) {
         bucket.epoch = epoch;
-        bucket.used =
-          bucket.unsent =
-          bucket.sent =
-          bucket.others =
-            0;
+        bucket.used = 0;
+        delete bucket.shared;
         this.#unsent.delete(ip);
+        this.#hot.delete(ip);
       }
     }
     if (bucket.tokens < 1) {
@@ -169,10 +168,11 @@ export class RateLimiter implements CommitRider {
     bucket.tokens -= 1;
     bucket.used++;
     if (bucket.used === this.#threshold) {
-      bucket.unsent += bucket.used;
+      bucket.shared = { unsent: bucket.used, sending: 0, sent: 0, others: 0 };
+      this.#hot.set(ip, bucket);
       this.#unsent.add(ip);
-    } else if (bucket.used > this.#threshold) {
-      bucket.unsent++;
+    } else if (bucket.shared) {
+      bucket.shared.unsent++;
       this.#unsent.add(ip);
     }
     return 0;
@@ -185,25 +185,27 @@ export class RateLimiter implements CommitRider {
 
   /** Adds the waiting counters (at most `budget`) to a commit. */
   ride(op: Deno.AtomicOperation, budget: number): (ok: boolean) => void {
-    const riding: [string, Bucket, number, number][] = [];
+    const riding: [string, Shared, number][] = [];
     for (const ip of this.#unsent) {
       if (riding.length >= budget) break;
       this.#unsent.delete(ip);
-      const bucket = this.#current.get(ip) ?? this.#previous.get(ip);
-      if (bucket === undefined || bucket.unsent === 0) continue;
-      const n = bucket.unsent;
+      const bucket = this.#hot.get(ip);
+      const shared = bucket?.shared;
+      if (bucket === undefined || shared === undefined || shared.unsent === 0) {
+        continue;
+      }
+      const n = shared.unsent;
       op.sum(rateLimitKey(bucket.epoch, ip), BigInt(n));
-      bucket.unsent = 0;
-      bucket.sending += n;
-      riding.push([ip, bucket, n, bucket.epoch]);
+      shared.unsent = 0;
+      shared.sending += n;
+      riding.push([ip, shared, n]);
     }
     return (ok) => {
-      for (const [ip, bucket, n, epoch] of riding) {
-        bucket.sending -= n;
-        if (bucket.epoch !== epoch) continue;
-        if (ok) bucket.sent += n;
+      for (const [ip, shared, n] of riding) {
+        shared.sending -= n;
+        if (ok) shared.sent += n;
         else {
-          bucket.unsent += n;
+          shared.unsent += n;
           this.#unsent.add(ip);
         }
       }
@@ -219,12 +221,10 @@ export class RateLimiter implements CommitRider {
     const now = this.#now();
     const epoch = Math.floor(now / this.#epochMs);
     const hot: [string, Bucket][] = [];
-    for (const buckets of [this.#current, this.#previous]) {
-      for (const [ip, bucket] of buckets) {
-        if (bucket.epoch === epoch && bucket.used >= this.#threshold) {
-          hot.push([ip, bucket]);
-        }
-      }
+    for (const [ip, bucket] of this.#hot) {
+      const held = this.#current.get(ip) ?? this.#previous.get(ip);
+      if (bucket.epoch !== epoch || held !== bucket) this.#hot.delete(ip);
+      else hot.push([ip, bucket]);
     }
     hot.sort((a, b) => a[1].tokens - b[1].tokens);
     hot.length = Math.min(hot.length, this.#maxSyncKeys);
@@ -236,13 +236,14 @@ export class RateLimiter implements CommitRider {
           chunk.map(([ip]) => rateLimitKey(epoch, ip)),
         ).then((entries) => {
           chunk.forEach(([, bucket], j) => {
-            if (bucket.epoch !== epoch) return;
+            const shared = bucket.shared;
+            if (bucket.epoch !== epoch || shared === undefined) return;
             const total = Number(entries[j]?.value?.value ?? 0n);
             // What this instance may have in the total: sent and in flight.
-            const others = total - bucket.sent - bucket.sending;
-            if (others > bucket.others) {
-              bucket.tokens -= others - bucket.others;
-              bucket.others = others;
+            const others = total - shared.sent - shared.sending;
+            if (others > shared.others) {
+              bucket.tokens -= others - shared.others;
+              shared.others = others;
             }
           });
         }),
@@ -284,17 +285,25 @@ export class RateLimiter implements CommitRider {
 
   /**
    * Finds the bucket of `ip`, moving it into the current generation. Starts a
-   * new generation when the current one has lasted its time, or early when it
-   * holds `maxBuckets / 2` buckets (then, under a flood of addresses, the
-   * dropped buckets may not all be full: the price of bounded memory).
+   * new generation every {@linkcode GENERATION_MS}, or early when the current
+   * one holds `maxBuckets / 2` buckets; under such a flood of addresses the
+   * older generation is dropped whole, full or not: the price of bounded
+   * memory.
    */
   #lookup(ip: string, now: number): Bucket | undefined {
-    if (
-      now - this.#generationStart >= this.#generationMs ||
-      this.#current.size >= this.#maxBuckets / 2
-    ) {
+    const full = this.#current.size >= this.#maxBuckets / 2;
+    if (full || now - this.#generationStart >= GENERATION_MS) {
+      const next = new Map<string, Bucket>();
+      if (!full) {
+        for (const [key, bucket] of this.#previous) {
+          this.#refill(bucket, now);
+          if (bucket.tokens < this.#burst || bucket.shared) {
+            next.set(key, bucket);
+          }
+        }
+      }
       this.#previous = this.#current;
-      this.#current = new Map();
+      this.#current = next;
       this.#generationStart = now;
     }
     const bucket = this.#current.get(ip);

@@ -10,7 +10,7 @@
 import assert from "node:assert/strict";
 import { ProjectCache } from "../auth/projects.ts";
 import { logKey, statsPrefix } from "../db/keys.ts";
-import { addLevel, setRetention } from "../db/projects.ts";
+import { addLevel, allowValue, setRetention } from "../db/projects.ts";
 import type { QueuedEntry } from "../queue/batch.ts";
 import { Consumer, RECENT_REJECTIONS } from "../queue/consumer.ts";
 import { createId } from "../queue/ids.ts";
@@ -555,4 +555,33 @@ Deno.test("a stored entry expires after the project's retention, counted from re
       },
     );
   });
+});
+
+Deno.test("a change to a project's allow-list takes effect once the project cache expires", async () => {
+  const h = await harness({ config: { projectCacheMs: 2000 } });
+  try {
+    const project = await h.project(["https://app.example.com"]);
+    const send = async () => {
+      await postQueued(h, randomEntry({ projectId: project.id }), {
+        Origin: "https://new.example.com",
+      });
+      await h.process();
+    };
+    await send();
+    await allowValue(h.kv, project.id, "https://new.example.com");
+    h.clock.advance(1999);
+    await send();
+    assert.deepEqual(await stats(h.kv, project.id), {
+      accepted: 0,
+      rejected: { bad_origin: 2 },
+    });
+    h.clock.advance(1);
+    await send();
+    assert.deepEqual(await stats(h.kv, project.id), {
+      accepted: 1,
+      rejected: { bad_origin: 2 },
+    });
+  } finally {
+    await h.close();
+  }
 });
