@@ -316,3 +316,34 @@ export function otherConsumer(h: Harness): Consumer {
     }),
   });
 }
+
+/** Runs `fn` with a fresh harness and closes it afterwards. */
+export async function withHarness(
+  fn: (h: Harness) => Promise<void>,
+  options: HarnessOptions = {},
+): Promise<void> {
+  const h = await harness(options);
+  try {
+    await fn(h);
+  } finally {
+    await h.close();
+  }
+}
+
+/** POSTs `body` (an object, or the client's own text) and checks it was queued. */
+export async function postQueued(
+  h: Harness,
+  body: Record<string, unknown> | string,
+  headers: Record<string, string> = {},
+): Promise<void> {
+  const res = await h.post(body, headers);
+  if (res.status !== 200) {
+    throw new Error(
+      `Expected 200 queued, got ${res.status}: ${await res.text()}`,
+    );
+  }
+  const answer = await res.json();
+  if (answer.status !== "queued") {
+    throw new Error(`Expected status "queued", got ${JSON.stringify(answer)}`);
+  }
+}

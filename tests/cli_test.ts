@@ -21,9 +21,9 @@ import {
   type FakeClock,
   fakeClock,
   type Harness,
-  harness,
   randomEntry,
   signEntry,
+  withHarness,
 } from "./_helpers.ts";
 
 /** What a command printed and returned. */
@@ -88,15 +88,6 @@ async function withKv(fn: (kv: Deno.Kv) => Promise<void>): Promise<void> {
     await fn(kv);
   } finally {
     kv.close();
-  }
-}
-
-async function withHarness(fn: (h: Harness) => Promise<void>): Promise<void> {
-  const h = await harness();
-  try {
-    await fn(h);
-  } finally {
-    await h.close();
   }
 }
 

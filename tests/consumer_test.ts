@@ -16,38 +16,18 @@ import { Consumer, RECENT_REJECTIONS } from "../queue/consumer.ts";
 import { createId } from "../queue/ids.ts";
 import {
   globalRejected,
-  type Harness,
   harness,
   pendingBatches,
+  postQueued,
   randomEntry,
   recentRejections,
   signEntry,
   stats,
+  withHarness,
 } from "./_helpers.ts";
 
 const ORIGIN = "https://app.example.com";
 const APP_ID = "com.example.app.ios";
-
-/** Runs `fn` with a fresh harness and closes it afterwards. */
-async function withHarness(fn: (h: Harness) => Promise<void>): Promise<void> {
-  const h = await harness();
-  try {
-    await fn(h);
-  } finally {
-    await h.close();
-  }
-}
-
-/** POSTs `body` and checks the endpoint queued it. */
-async function postQueued(
-  h: Harness,
-  body: Record<string, unknown>,
-  headers: Record<string, string> = {},
-): Promise<void> {
-  const res = await h.post(body, headers);
-  assert.equal(res.status, 200);
-  assert.deepEqual(await res.json(), { status: "queued" });
-}
 
 Deno.test("an entry from a browser whose Origin is allowed is stored with auth origin", async () => {
   await withHarness(async (h) => {

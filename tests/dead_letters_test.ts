@@ -21,7 +21,7 @@ import {
   replayAllDeadLetters,
   replayDeadLetter,
 } from "../queue/dead_letters.ts";
-import { type Harness, harness, randomEntry } from "./_helpers.ts";
+import { type Harness, randomEntry, withHarness } from "./_helpers.ts";
 
 const ORIGIN = { Origin: "https://app.example.com" };
 
@@ -41,15 +41,6 @@ async function deadLetter(
     await h.pipeline.consumer.recordFailure(batchId, new Error("disk full"));
   }
   return batchId;
-}
-
-async function withHarness(fn: (h: Harness) => Promise<void>): Promise<void> {
-  const h = await harness();
-  try {
-    await fn(h);
-  } finally {
-    await h.close();
-  }
 }
 
 Deno.test("listDeadLetters describes each batch that kept failing, oldest first", async () => {

@@ -27,40 +27,17 @@ import { BatchWorker } from "../queue/worker.ts";
 import {
   type Harness,
   harness,
-  type HarnessOptions,
   otherConsumer,
   pendingBatches,
+  postQueued,
   randomEntry,
   recentRejections,
   signEntry,
   stats,
+  withHarness,
 } from "./_helpers.ts";
 
 const ORIGIN = "https://app.example.com";
-
-/** Runs `fn` with a fresh harness and closes it afterwards. */
-async function withHarness(
-  fn: (h: Harness) => Promise<void>,
-  options: HarnessOptions = {},
-): Promise<void> {
-  const h = await harness(options);
-  try {
-    await fn(h);
-  } finally {
-    await h.close();
-  }
-}
-
-/** POSTs `body` and checks the endpoint queued it. */
-async function postQueued(
-  h: Harness,
-  body: Record<string, unknown>,
-  headers: Record<string, string> = {},
-): Promise<void> {
-  const res = await h.post(body, headers);
-  assert.equal(res.status, 200);
-  assert.deepEqual(await res.json(), { status: "queued" });
-}
 
 /**
  * Queues a mix for `projectId`: two entries from the allowed origin, one

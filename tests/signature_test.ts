@@ -11,36 +11,15 @@ import assert from "node:assert/strict";
 import { sign } from "../auth/signature.ts";
 import { rotateSecret } from "../db/projects.ts";
 import {
-  type Harness,
-  harness,
   otherConsumer,
   pendingBatches,
+  postQueued,
   randomEntry,
   recentRejections,
   signEntry,
   stats,
+  withHarness,
 } from "./_helpers.ts";
-
-/** Runs `fn` with a fresh harness and closes it afterwards. */
-async function withHarness(fn: (h: Harness) => Promise<void>): Promise<void> {
-  const h = await harness();
-  try {
-    await fn(h);
-  } finally {
-    await h.close();
-  }
-}
-
-/** POSTs `body` (an object, or the client's own text) and checks it was queued. */
-async function postQueued(
-  h: Harness,
-  body: Record<string, unknown> | string,
-  headers: Record<string, string> = {},
-): Promise<void> {
-  const res = await h.post(body, headers);
-  assert.equal(res.status, 200);
-  assert.deepEqual(await res.json(), { status: "queued" });
-}
 
 /** Headers carrying `signature` over `params` as given, and `timestamp`. */
 function signedHeaders(
