@@ -327,7 +327,7 @@ export function clientKey(
   peer: Deno.NetAddr | undefined,
   trustProxy: number,
 ): string {
-  let address = peer?.hostname ?? "unknown";
+  const address = peer?.hostname ?? "unknown";
   if (trustProxy > 0) {
     const header = req.headers.get("x-forwarded-for");
     if (header !== null) {
