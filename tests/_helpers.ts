@@ -347,3 +347,31 @@ export async function postQueued(
     throw new Error(`Expected status "queued", got ${JSON.stringify(answer)}`);
   }
 }
+
+/**
+ * Processes what is queued and checks that the project holds exactly one
+ * stored entry, authorized by `auth`, and that the counters say one accepted
+ * and none rejected. Returns the entry for further checks.
+ */
+export async function assertStoredOnce(
+  h: Harness,
+  projectId: string,
+  auth: LogRecord["auth"],
+): Promise<LogRecord> {
+  await h.process();
+  const logs = await h.logs(projectId);
+  const counted = await stats(h.kv, projectId);
+  if (logs.length !== 1 || logs[0]!.auth !== auth) {
+    throw new Error(
+      `Expected one entry stored with auth "${auth}", found ${
+        JSON.stringify(logs.map((l) => l.auth))
+      }`,
+    );
+  }
+  if (counted.accepted !== 1 || Object.keys(counted.rejected).length > 0) {
+    throw new Error(
+      `Expected 1 accepted, 0 rejected: ${JSON.stringify(counted)}`,
+    );
+  }
+  return logs[0]!;
+}

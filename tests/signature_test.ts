@@ -11,6 +11,7 @@ import assert from "node:assert/strict";
 import { sign } from "../auth/signature.ts";
 import { rotateSecret } from "../db/projects.ts";
 import {
+  assertStoredOnce,
   otherConsumer,
   pendingBatches,
   postQueued,
@@ -81,15 +82,8 @@ Deno.test("a signature computed like a JavaScript client verifies and is stored 
       data: { title: "Commande créée", message: "Prix: 12€", ratio: 0.5 },
     });
     await postQueued(h, body, signEntry(project.secret, body, h.clock.now()));
-    await h.process();
-    const logs = await h.logs(project.id);
-    assert.equal(logs.length, 1);
-    assert.equal(logs[0]!.auth, "signature");
-    assert.deepEqual(logs[0]!.data, body.data);
-    assert.deepEqual(await stats(h.kv, project.id), {
-      accepted: 1,
-      rejected: {},
-    });
+    const log = await assertStoredOnce(h, project.id, "signature");
+    assert.deepEqual(log.data, body.data);
   });
 });
 
@@ -360,14 +354,7 @@ Deno.test("signature skew is measured against receipt time, not processing time"
     const body = randomEntry({ projectId: project.id });
     await postQueued(h, body, signEntry(project.secret, body, h.clock.now()));
     h.clock.advance(10 * 60_000);
-    await h.process();
-    const logs = await h.logs(project.id);
-    assert.equal(logs.length, 1);
-    assert.equal(logs[0]!.auth, "signature");
-    assert.deepEqual(await stats(h.kv, project.id), {
-      accepted: 1,
-      rejected: {},
-    });
+    await assertStoredOnce(h, project.id, "signature");
   });
 });
 
