@@ -67,6 +67,9 @@ if (import.meta.main) {
     kv.close();
     Deno.exit(0);
   };
-  Deno.addSignalListener("SIGINT", shutdown);
-  Deno.addSignalListener("SIGTERM", shutdown);
+  for (const signal of ["SIGINT", "SIGTERM"] as const) {
+    try {
+      Deno.addSignalListener(signal, shutdown);
+    } catch { /* no signals on this platform (Deno Deploy) */ }
+  }
 }
