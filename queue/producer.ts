@@ -78,6 +78,13 @@ export interface ProducerOptions {
   rider?: CommitRider;
 }
 
+/** A batch of one commit, before it is handed over. */
+interface Batch {
+  id: string;
+  parts: number;
+  items: Waiting[];
+}
+
 interface Waiting {
   entry: QueuedEntry;
   json: string;
@@ -168,10 +175,50 @@ export class GroupCommitter {
     }
     const taken = this.#waiting.splice(0, count);
     this.#waitingChars -= chars;
+    let batches: Batch[] = [];
+    let told: ((ok: boolean) => void) | undefined;
+    let versionstamp: string | undefined;
+    let failure: unknown;
+    // Everything that could throw is inside: every request taken is answered.
+    try {
+      const op = kv.atomic();
+      batches = this.#addBatches(op, taken);
+      let mutations = batches.reduce((n, b) => n + b.parts, 0);
+      if (queue && batches.length > 0) {
+        const message: WakeMessage = { batches: batches.map((b) => b.id) };
+        op.enqueue(message, { delay: this.#options.wakeDelayMs ?? 2000 });
+        mutations++;
+      }
+      told = this.#options.rider?.ride(op, MAX_COMMIT_MUTATIONS - mutations);
+      const result = await op.commit();
+      if (result.ok) versionstamp = result.versionstamp;
+    } catch (error) {
+      failure = error;
+    }
+    told?.(versionstamp !== undefined);
+    if (versionstamp !== undefined) {
+      for (const w of taken) w.resolve();
+      if (batches.length > 0) {
+        this.#options.onCommitted?.(batches.map(({ id, parts, items }) => ({
+          id,
+          versionstamp,
+          parts,
+          entries: items.map((w) => w.entry),
+        })));
+      }
+    } else {
+      const error = new CommitFailedError(
+        `Cannot commit ${taken.length} entries to KV`,
+        { cause: failure },
+      );
+      for (const w of taken) w.reject(error);
+    }
+  }
+
+  /** Cuts the entries taken into batches and adds their mutations to `op`. */
+  #addBatches(op: Deno.AtomicOperation, taken: Waiting[]): Batch[] {
     const now = this.#now();
-    const op = kv.atomic();
-    let mutations = 0;
-    const batches: { id: string; parts: number; items: Waiting[] }[] = [];
+    const batches: Batch[] = [];
     for (let from = 0; from < taken.length;) {
       let to = from + 1;
       let size = taken[from]!.json.length;
@@ -196,44 +243,9 @@ export class GroupCommitter {
       };
       op.set(pendingBatchKey(id), header);
       rest.forEach((part, i) => op.set(batchPartKey(id, i + 1), part));
-      mutations += 1 + rest.length;
       batches.push({ id, parts: header.parts, items });
       from = to;
     }
-    if (queue && batches.length > 0) {
-      const message: WakeMessage = { batches: batches.map((b) => b.id) };
-      op.enqueue(message, { delay: this.#options.wakeDelayMs ?? 2000 });
-      mutations++;
-    }
-    const told = this.#options.rider?.ride(
-      op,
-      MAX_COMMIT_MUTATIONS - mutations,
-    );
-    let versionstamp: string | undefined;
-    let failure: unknown;
-    try {
-      const result = await op.commit();
-      if (result.ok) versionstamp = result.versionstamp;
-    } catch (error) {
-      failure = error;
-    }
-    told?.(versionstamp !== undefined);
-    if (versionstamp !== undefined) {
-      for (const w of taken) w.resolve();
-      if (batches.length > 0) {
-        this.#options.onCommitted?.(batches.map(({ id, parts, items }) => ({
-          id,
-          versionstamp,
-          parts,
-          entries: items.map((w) => w.entry),
-        })));
-      }
-    } else {
-      const error = new CommitFailedError(
-        `Cannot commit ${taken.length} entries to KV`,
-        { cause: failure },
-      );
-      for (const w of taken) w.reject(error);
-    }
+    return batches;
   }
 }

@@ -5,7 +5,7 @@ import { harness, randomEntry } from "./_helpers.ts";
 /** A KV whose commits can be made to fail or to wait, for overload tests. */
 function faultyKv(real: Deno.Kv) {
   const state = {
-    mode: "ok" as "ok" | "fail" | "hold",
+    mode: "ok" as "ok" | "fail" | "hold" | "throw",
     held: [] as (() => void)[],
     commits: 0,
     release() {
@@ -16,6 +16,7 @@ function faultyKv(real: Deno.Kv) {
     get(target, name) {
       if (name === "atomic") {
         return () => {
+          if (state.mode === "throw") throw new TypeError("Value too large");
           const op = target.atomic();
           const commit = op.commit.bind(op);
           op.commit = () => {
@@ -163,6 +164,23 @@ Deno.test("the backlog is bounded by size as well as by count", async () => {
   } finally {
     state.release();
     await producer.flush();
+    real.close();
+  }
+});
+
+Deno.test("a request is answered 503 even when building the commit throws", async () => {
+  const real = await Deno.openKv(":memory:");
+  const { kv, state } = faultyKv(real);
+  const h = await harness({ kv });
+  try {
+    state.mode = "throw";
+    const res = await h.post(randomEntry());
+    assert.equal(res.status, 503);
+    assert.equal((await res.json()).error.code, "unavailable");
+    state.mode = "ok";
+    assert.equal((await h.post(randomEntry())).status, 200);
+  } finally {
+    await h.close();
     real.close();
   }
 });
