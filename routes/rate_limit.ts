@@ -3,13 +3,20 @@
  * `burst` refilled at `rps` tokens per second, decided in memory on every
  * POST with no KV round trip.
  *
+ * The bucket is kept in its GCRA form: one number per address, the
+ * theoretical arrival time (TAT) of its next request. An address may send when
+ * its TAT is at most `(burst - 1) / rps` ahead of now, and each request moves
+ * the TAT on by `1 / rps`; a TAT in the past is a full bucket. One number
+ * instead of an object per address keeps memory and garbage small under a
+ * flood of distinct addresses.
+ *
  * Across instances that share one KV, each IP has an atomic counter per
  * epoch (`rate_limits/<epoch>/<ip>`), summed inside the producer's group
  * commit. Every `syncIntervalMs` an instance reads the counters of the IPs
  * that are using their bucket and takes from its own bucket what the other
- * instances admitted meanwhile. Counters are written only for IPs that have
- * used `writeThreshold` tokens in the epoch, so that the many clients sending
- * a few entries cost no KV writes at all.
+ * instances admitted meanwhile. Counters are written only for IPs with at
+ * least `writeThreshold` tokens in use, so that the many clients sending a few
+ * entries cost no KV writes at all.
  *
  * @module
  */
@@ -32,7 +39,7 @@ export interface RateLimiterOptions {
   now?: () => number;
   /** Length of a counter epoch. @default {60000} */
   epochMs?: number;
-  /** Tokens an IP uses in an epoch before its counter is written to KV. @default {5} */
+  /** Tokens in use from which an IP's requests are counted in KV. @default {5} */
   writeThreshold?: number;
   /** Buckets kept at most; past it the longest idle go first. @default {100000} */
   maxBuckets?: number;
@@ -40,26 +47,16 @@ export interface RateLimiterOptions {
   maxSyncKeys?: number;
 }
 
-interface Bucket {
-  tokens: number;
-  /** Time of `tokens`. */
-  at: number;
-  epoch: number;
-  /** Tokens used in `epoch`. */
-  used: number;
-  /** Counts shared with other instances, once `used` reaches the threshold. */
-  shared?: Shared;
-}
-
-/** The KV-counted part of a bucket: only for addresses that use their bucket. */
+/** The KV-counted state of an address that uses its bucket, for one epoch. */
 interface Shared {
-  /** Used tokens not yet handed to a commit. */
+  epoch: number;
+  /** Admitted requests not yet handed to a commit. */
   unsent: number;
-  /** Used tokens in a commit in flight. */
+  /** Admitted requests in a commit in flight. */
   sending: number;
-  /** Used tokens committed to KV. */
+  /** Admitted requests committed to KV. */
   sent: number;
-  /** Largest count of other instances' tokens seen in the epoch. */
+  /** Largest count of other instances' requests seen in the epoch. */
   others: number;
 }
 
@@ -90,42 +87,46 @@ export function rateLimited(
  * @example
  * ```ts
  * const limiter = new RateLimiter({ rps: 20, burst: 50 });
- * limiter.take("203.0.113.7"); // true while the bucket has a token
+ * limiter.take("203.0.113.7"); // 0 while the bucket has a token
  * ```
  */
 export class RateLimiter implements CommitRider {
-  #rps: number;
   #burst: number;
   #trustProxy: number;
   #now: () => number;
   #epochMs: number;
-  #threshold: number;
   #maxBuckets: number;
   #maxSyncKeys: number;
+  /** Milliseconds per token. */
+  #interval: number;
+  /** How far ahead of now a TAT may be for a request to pass. */
+  #tolerance: number;
+  /** How far ahead of now a TAT is when `writeThreshold` tokens are in use. */
+  #hotAt: number;
   /**
-   * Buckets used in the current generation and in the one before. Every
-   * {@linkcode GENERATION_MS} the older map is dropped, after the buckets in
-   * it that are not full again have been carried into the current one: a full
-   * bucket is the same as no bucket. Memory holds the addresses of about the
-   * last second plus those still refilling, with no per-request eviction.
+   * TATs of the addresses seen in the current generation and the one before.
+   * Every {@linkcode GENERATION_MS} the older map is dropped, after the
+   * addresses in it whose bucket is still refilling (TAT ahead of now) have
+   * been carried into the current one: a full bucket is the same as none.
    */
-  #current = new Map<string, Bucket>();
-  #previous = new Map<string, Bucket>();
+  #current = new Map<string, number>();
+  #previous = new Map<string, number>();
   #generationStart: number;
-  /** IPs with tokens to send in the next commit. */
+  /** Addresses whose requests are counted in KV this epoch. */
+  #shared = new Map<string, Shared>();
+  /** Addresses with counts to send in the next commit. */
   #unsent = new Set<string>();
-  /** Buckets whose counts are shared in KV this epoch: the ones `sync` reads. */
-  #hot = new Map<string, Bucket>();
 
   constructor(options: RateLimiterOptions) {
-    this.#rps = options.rps;
     this.#burst = options.burst;
     this.#trustProxy = options.trustProxy ?? 0;
     this.#now = options.now ?? Date.now;
     this.#epochMs = options.epochMs ?? 60_000;
-    this.#threshold = options.writeThreshold ?? 5;
     this.#maxBuckets = options.maxBuckets ?? 100_000;
     this.#maxSyncKeys = options.maxSyncKeys ?? 1000;
+    this.#interval = 1000 / options.rps;
+    this.#tolerance = (options.burst - 1) * this.#interval;
+    this.#hotAt = (options.writeThreshold ?? 5) * this.#interval;
     this.#generationStart = this.#now();
   }
 
@@ -147,35 +148,33 @@ export class RateLimiter implements CommitRider {
    */
   take(ip: string): number {
     const now = this.#now();
-    const epoch = Math.floor(now / this.#epochMs);
-    let bucket = this.#lookup(ip, now);
-    if (bucket === undefined) {
-      bucket = { tokens: this.#burst, at: now, epoch, used: 0 };
-      this.#current.set(ip, bucket);
-    } else {
-      this.#refill(bucket, now);
-      if (bucket.epoch !== epoch) {
-        bucket.epoch = epoch;
-        bucket.used = 0;
-        delete bucket.shared;
-        this.#unsent.delete(ip);
-        this.#hot.delete(ip);
-      }
+    const tat = Math.max(this.#lookup(ip, now) ?? now, now);
+    const ahead = tat - now;
+    if (ahead > this.#tolerance) {
+      return Math.max(1, Math.ceil((ahead - this.#tolerance) / 1000));
     }
-    if (bucket.tokens < 1) {
-      return Math.max(1, Math.ceil((1 - bucket.tokens) / this.#rps));
-    }
-    bucket.tokens -= 1;
-    bucket.used++;
-    if (bucket.used === this.#threshold) {
-      bucket.shared = { unsent: bucket.used, sending: 0, sent: 0, others: 0 };
-      this.#hot.set(ip, bucket);
-      this.#unsent.add(ip);
-    } else if (bucket.shared) {
-      bucket.shared.unsent++;
-      this.#unsent.add(ip);
-    }
+    this.#current.set(ip, tat + this.#interval);
+    if (ahead + this.#interval >= this.#hotAt) this.#count(ip, now, ahead);
     return 0;
+  }
+
+  /** Counts an admitted request of a busy address for the next commit. */
+  #count(ip: string, now: number, ahead: number): void {
+    const epoch = Math.floor(now / this.#epochMs);
+    let shared = this.#shared.get(ip);
+    if (shared === undefined || shared.epoch !== epoch) {
+      // Becoming busy: count the tokens already in use with this request.
+      shared = {
+        epoch,
+        unsent: Math.round(ahead / this.#interval),
+        sending: 0,
+        sent: 0,
+        others: 0,
+      };
+      this.#shared.set(ip, shared);
+    }
+    shared.unsent++;
+    this.#unsent.add(ip);
   }
 
   /** Whether counters wait for a commit. */
@@ -189,13 +188,10 @@ export class RateLimiter implements CommitRider {
     for (const ip of this.#unsent) {
       if (riding.length >= budget) break;
       this.#unsent.delete(ip);
-      const bucket = this.#hot.get(ip);
-      const shared = bucket?.shared;
-      if (bucket === undefined || shared === undefined || shared.unsent === 0) {
-        continue;
-      }
+      const shared = this.#shared.get(ip);
+      if (shared === undefined || shared.unsent === 0) continue;
       const n = shared.unsent;
-      op.sum(rateLimitKey(bucket.epoch, ip), BigInt(n));
+      op.sum(rateLimitKey(shared.epoch, ip), BigInt(n));
       shared.unsent = 0;
       shared.sending += n;
       riding.push([ip, shared, n]);
@@ -220,30 +216,36 @@ export class RateLimiter implements CommitRider {
   async sync(kv: Deno.Kv): Promise<void> {
     const now = this.#now();
     const epoch = Math.floor(now / this.#epochMs);
-    const hot: [string, Bucket][] = [];
-    for (const [ip, bucket] of this.#hot) {
-      const held = this.#current.get(ip) ?? this.#previous.get(ip);
-      if (bucket.epoch !== epoch || held !== bucket) this.#hot.delete(ip);
-      else hot.push([ip, bucket]);
+    const busy: [string, Shared, number][] = [];
+    for (const [ip, shared] of this.#shared) {
+      const tat = this.#current.get(ip) ?? this.#previous.get(ip);
+      if (shared.epoch !== epoch || tat === undefined) {
+        if (shared.unsent === 0 && shared.sending === 0) {
+          this.#shared.delete(ip);
+        }
+      } else busy.push([ip, shared, tat]);
     }
-    hot.sort((a, b) => a[1].tokens - b[1].tokens);
-    hot.length = Math.min(hot.length, this.#maxSyncKeys);
+    // The busiest first: the furthest TAT has the fewest tokens left.
+    busy.sort((a, b) => b[2] - a[2]);
+    busy.length = Math.min(busy.length, this.#maxSyncKeys);
     const reads = [];
-    for (let i = 0; i < hot.length; i += 10) {
-      const chunk = hot.slice(i, i + 10);
+    for (let i = 0; i < busy.length; i += 10) {
+      const chunk = busy.slice(i, i + 10);
       reads.push(
         kv.getMany<Deno.KvU64[]>(
           chunk.map(([ip]) => rateLimitKey(epoch, ip)),
         ).then((entries) => {
-          chunk.forEach(([, bucket], j) => {
-            const shared = bucket.shared;
-            if (bucket.epoch !== epoch || shared === undefined) return;
+          chunk.forEach(([ip, shared], j) => {
+            if (shared.epoch !== epoch) return;
             const total = Number(entries[j]?.value?.value ?? 0n);
             // What this instance may have in the total: sent and in flight.
             const others = total - shared.sent - shared.sending;
-            if (others > shared.others) {
-              bucket.tokens -= others - shared.others;
-              shared.others = others;
+            if (others <= shared.others) return;
+            const taken = (others - shared.others) * this.#interval;
+            shared.others = others;
+            const tat = this.#lookup(ip, this.#now());
+            if (tat !== undefined) {
+              this.#current.set(ip, Math.max(tat, this.#now()) + taken);
             }
           });
         }),
@@ -273,41 +275,28 @@ export class RateLimiter implements CommitRider {
     }
   }
 
-  #refill(bucket: Bucket, now: number): void {
-    if (now > bucket.at) {
-      bucket.tokens = Math.min(
-        this.#burst,
-        bucket.tokens + (now - bucket.at) * this.#rps / 1000,
-      );
-      bucket.at = now;
-    }
-  }
-
   /**
-   * Finds the bucket of `ip`, moving it into the current generation. Starts a
+   * Finds the TAT of `ip`, moving it into the current generation. Starts a
    * new generation every {@linkcode GENERATION_MS}, or early when the current
-   * one holds `maxBuckets / 2` buckets; under such a flood of addresses the
+   * one holds `maxBuckets / 2` addresses; under such a flood of addresses the
    * older generation is dropped whole, full or not: the price of bounded
    * memory.
    */
-  #lookup(ip: string, now: number): Bucket | undefined {
-    const full = this.#current.size >= this.#maxBuckets / 2;
-    if (full || now - this.#generationStart >= GENERATION_MS) {
-      const next = new Map<string, Bucket>();
-      if (!full) {
-        for (const [key, bucket] of this.#previous) {
-          this.#refill(bucket, now);
-          if (bucket.tokens < this.#burst || bucket.shared) {
-            next.set(key, bucket);
-          }
+  #lookup(ip: string, now: number): number | undefined {
+    const flooded = this.#current.size >= this.#maxBuckets / 2;
+    if (flooded || now - this.#generationStart >= GENERATION_MS) {
+      const next = new Map<string, number>();
+      if (!flooded) {
+        for (const [key, tat] of this.#previous) {
+          if (tat > now) next.set(key, tat);
         }
       }
       this.#previous = this.#current;
       this.#current = next;
       this.#generationStart = now;
     }
-    const bucket = this.#current.get(ip);
-    if (bucket !== undefined) return bucket;
+    const tat = this.#current.get(ip);
+    if (tat !== undefined) return tat;
     const old = this.#previous.get(ip);
     if (old !== undefined) {
       this.#previous.delete(ip);
