@@ -12,6 +12,7 @@ import { sign } from "../auth/signature.ts";
 import { rotateSecret } from "../db/projects.ts";
 import {
   assertStoredOnce,
+  type Harness,
   otherConsumer,
   pendingBatches,
   postQueued,
@@ -455,46 +456,40 @@ Deno.test("the same signature twice within one batch is stored once and dropped 
   });
 });
 
-Deno.test("the same signature in two batches processed at once by one worker is stored once", async () => {
-  await withHarness(async (h) => {
-    const project = await h.project([]);
-    const body = randomEntry({ projectId: project.id });
-    const headers = signEntry(project.secret, body, h.clock.now());
-    await postQueued(h, body, headers);
-    await postQueued(h, body, headers);
-    const ids = (await pendingBatches(h.kv)).map((b) => b.id);
-    assert.equal(ids.length, 2);
-    h.pipeline.worker.push(ids);
-    await h.pipeline.worker.idle();
-    assert.deepEqual(await pendingBatches(h.kv), []);
-    assert.equal((await h.logs(project.id)).length, 1);
-    assert.deepEqual(await stats(h.kv, project.id), {
-      accepted: 1,
-      rejected: { replayed: 1 },
+Deno.test("the same signature in two batches processed at once is stored once", async (t) => {
+  const cases: [string, (h: Harness, ids: string[]) => Promise<unknown>][] = [
+    ["by one worker", async (h, ids) => {
+      h.pipeline.worker.push(ids);
+      await h.pipeline.worker.idle();
+    }],
+    ["by two processes", async (h, ids) => {
+      const outcomes = await Promise.all([
+        h.pipeline.consumer.process(ids[0]!),
+        otherConsumer(h).process(ids[1]!),
+      ]);
+      assert.deepEqual(outcomes, ["processed", "processed"]);
+    }],
+  ];
+  for (const [name, processBoth] of cases) {
+    await t.step(name, async () => {
+      await withHarness(async (h) => {
+        const project = await h.project([]);
+        const body = randomEntry({ projectId: project.id });
+        const headers = signEntry(project.secret, body, h.clock.now());
+        await postQueued(h, body, headers);
+        await postQueued(h, body, headers);
+        const ids = (await pendingBatches(h.kv)).map((b) => b.id);
+        assert.equal(ids.length, 2);
+        await processBoth(h, ids);
+        assert.deepEqual(await pendingBatches(h.kv), []);
+        assert.equal((await h.logs(project.id)).length, 1);
+        assert.deepEqual(await stats(h.kv, project.id), {
+          accepted: 1,
+          rejected: { replayed: 1 },
+        });
+      });
     });
-  });
-});
-
-Deno.test("the same signature in two batches processed at once by two processes is stored once", async () => {
-  await withHarness(async (h) => {
-    const project = await h.project([]);
-    const body = randomEntry({ projectId: project.id });
-    const headers = signEntry(project.secret, body, h.clock.now());
-    await postQueued(h, body, headers);
-    await postQueued(h, body, headers);
-    const ids = (await pendingBatches(h.kv)).map((b) => b.id);
-    assert.equal(ids.length, 2);
-    const outcomes = await Promise.all([
-      h.pipeline.consumer.process(ids[0]!),
-      otherConsumer(h).process(ids[1]!),
-    ]);
-    assert.deepEqual(outcomes, ["processed", "processed"]);
-    assert.equal((await h.logs(project.id)).length, 1);
-    assert.deepEqual(await stats(h.kv, project.id), {
-      accepted: 1,
-      rejected: { replayed: 1 },
-    });
-  });
+  }
 });
 
 Deno.test("after rotateSecret with a grace period, the previous secret verifies during the grace period and not after", async () => {
