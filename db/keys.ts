@@ -9,15 +9,15 @@
  * | `pending_batches/<batchId>` | batch header, first part of the batch |
  * | `dead_letters/<batchId>` | batch header of a batch that kept failing |
  * | `batch_parts/<batchId>/<n>` | further parts of a large batch |
- * | `logs/<projectId>/<logId>` | stored entry (JSON bytes, first part) |
- * | `log_parts/<projectId>/<logId>/<n>` | further parts of a large entry |
+ * | `logs/<projectId>/<first entry id>` | a page of stored entries (JSON bytes, first part) |
+ * | `log_parts/<projectId>/<first entry id>/<n>` | further parts of a large page |
  * | `seen_signatures/<projectId>/<signature>` | id of the entry that used it |
  * | `stats/<projectId>/accepted` | `Deno.KvU64` |
  * | `stats/<projectId>/rejected/<reason>` | `Deno.KvU64` |
  * | `stats/<projectId>/rejected_total` | `Deno.KvU64` |
  * | `global_stats/rejected/<reason>` | `Deno.KvU64`, projects that do not exist |
  * | `rejections/<projectId>/<slot>` | one of the last 100 rejections |
- * | `rate_limits/<epoch>/<ip>` | `Deno.KvU64`, POSTs counted in that epoch |
+ * | `rate_limits/<epoch>/<ip>` | `Deno.KvU64`, requests admitted while the address was busy |
  *
  * @module
  */
@@ -57,9 +57,9 @@ export function batchPartKey(batchId: string, n: number): Deno.KvKey {
   return ["batch_parts", batchId, n];
 }
 
-/** Key of a stored entry; ids sort by receipt time. */
-export function logKey(projectId: string, logId: string): Deno.KvKey {
-  return ["logs", projectId, logId];
+/** Key of a page of stored entries, named by its first entry; ids sort by receipt time. */
+export function logKey(projectId: string, firstId: string): Deno.KvKey {
+  return ["logs", projectId, firstId];
 }
 
 /** Prefix of a project's stored entries. */
@@ -67,16 +67,16 @@ export function logsPrefix(projectId: string): Deno.KvKey {
   return ["logs", projectId];
 }
 
-/** Key of part `n` (from 1) of an entry too large for one value. */
+/** Key of part `n` (from 1) of a page too large for one value. */
 export function logPartKey(
   projectId: string,
-  logId: string,
+  firstId: string,
   n: number,
 ): Deno.KvKey {
-  return ["log_parts", projectId, logId, n];
+  return ["log_parts", projectId, firstId, n];
 }
 
-/** Prefix of the extra parts of a project's large entries. */
+/** Prefix of the extra parts of a project's large pages. */
 export function logPartsPrefix(projectId: string): Deno.KvKey {
   return ["log_parts", projectId];
 }
@@ -132,11 +132,6 @@ export function globalRejectedCountsPrefix(): Deno.KvKey {
   return ["global_stats", "rejected"];
 }
 
-/** Prefix of the global rejection counters. */
-export function globalStatsPrefix(): Deno.KvKey {
-  return ["global_stats"];
-}
-
 /** Key of one slot of a project's ring of recent rejections. */
 export function rejectionKey(projectId: string, slot: number): Deno.KvKey {
   return ["rejections", projectId, slot];
@@ -155,9 +150,4 @@ export function rateLimitKey(epoch: number, ip: string): Deno.KvKey {
 /** Prefix of one epoch's rate counters. */
 export function rateLimitEpochPrefix(epoch: number): Deno.KvKey {
   return ["rate_limits", epoch];
-}
-
-/** Prefix of all rate counters. */
-export function rateLimitsPrefix(): Deno.KvKey {
-  return ["rate_limits"];
 }

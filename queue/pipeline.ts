@@ -84,7 +84,6 @@ export function createPipeline(options: PipelineOptions): Pipeline {
     ...(options.rider ? { rider: options.rider } : {}),
     ...(handOver ? { onCommitted: (batches) => worker.hand(batches) } : {}),
   });
-  let listening: Promise<void> | undefined;
   return {
     producer,
     consumer,
@@ -92,7 +91,8 @@ export function createPipeline(options: PipelineOptions): Pipeline {
     start() {
       worker.start();
       if (config.queue) {
-        listening = kv.listenQueue((message) => {
+        // Ends when KV is closed; its handler only queues ids, so it never waits.
+        kv.listenQueue((message) => {
           if (isWakeMessage(message)) worker.push(message.batches);
         }).catch((error) => onError("", error));
       }
@@ -100,7 +100,6 @@ export function createPipeline(options: PipelineOptions): Pipeline {
     async stop() {
       await producer.flush();
       await worker.stop();
-      void listening;
     },
   };
 }

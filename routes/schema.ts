@@ -44,9 +44,6 @@ export const entrySchema = z.object({
     .nullable().optional(),
 });
 
-/** A body that passed {@linkcode entrySchema}. */
-export type EntryBody = z.infer<typeof entrySchema>;
-
 /** Turns zod issues into the `issues` of the error body. */
 export function toIssues(error: z.ZodError): Issue[] {
   return error.issues.map((issue) => ({
