@@ -1,0 +1,61 @@
+import assert from "node:assert/strict";
+import { ConfigError, loadConfig } from "../config.ts";
+
+Deno.test("loadConfig gives the documented defaults", () => {
+  const config = loadConfig({});
+  assert.equal(config.port, 8000);
+  assert.equal(config.hostname, "0.0.0.0");
+  assert.equal(config.kvPath, "./data/kv.sqlite");
+  assert.equal(config.maxBodyBytes, 65536);
+  assert.equal(config.rateLimitRps, 20);
+  assert.equal(config.rateLimitBurst, 50);
+  assert.equal(config.trustProxy, 0);
+  assert.equal(config.signatureMaxSkewMs, 300_000);
+  assert.equal(config.queue, true);
+  assert.equal(config.projectCacheMs, 2000);
+});
+
+Deno.test("loadConfig refuses a malformed value, naming the variable", () => {
+  assert.throws(() => loadConfig({ PORT: "abc" }), (error) => {
+    assert.ok(error instanceof ConfigError);
+    assert.match(error.message, /^Cannot read "PORT": /);
+    return true;
+  });
+  assert.throws(
+    () => loadConfig({ PROJECT_CACHE_MS: "6000" }),
+    /"PROJECT_CACHE_MS"/,
+  );
+  assert.throws(() => loadConfig({ QUEUE: "maybe" }), /"QUEUE"/);
+});
+
+Deno.test("an empty variable counts as unset", () => {
+  assert.equal(loadConfig({ PORT: "", KV_PATH: "" }).port, 8000);
+});
+
+Deno.test("QUEUE=auto turns queue delivery off where KV delivers no messages", async (t) => {
+  await t.step("on for a local file or :memory:", () => {
+    assert.equal(loadConfig({ KV_PATH: "/tmp/kv.sqlite" }).queue, true);
+    assert.equal(loadConfig({ KV_PATH: ":memory:" }).queue, true);
+  });
+  await t.step("off for a KV Connect URL", () => {
+    const config = loadConfig({
+      KV_PATH: "https://api.deno.com/databases/abc/connect",
+    });
+    assert.equal(config.queue, false);
+  });
+  await t.step(
+    "off on Deno Deploy, where unset KV_PATH is the platform's KV",
+    () => {
+      const config = loadConfig({ DENO_DEPLOYMENT_ID: "x1" });
+      assert.equal(config.kvPath, undefined);
+      assert.equal(config.queue, false);
+    },
+  );
+  await t.step("QUEUE=on and QUEUE=off override it", () => {
+    assert.equal(
+      loadConfig({ DENO_DEPLOYMENT_ID: "x1", QUEUE: "on" }).queue,
+      true,
+    );
+    assert.equal(loadConfig({ QUEUE: "off" }).queue, false);
+  });
+});
