@@ -8,23 +8,14 @@
  *
  * @module
  */
-import { type Project, STANDARD_LEVELS } from "../db/projects.ts";
-import type { QueuedEntry } from "../queue/batch.ts";
+import type { Project } from "../db/projects.ts";
+import {
+  type AuthMethod,
+  isStandardLevel,
+  type QueuedEntry,
+  type RejectReason,
+} from "../domain/entry.ts";
 import { verifySignature } from "./signature.ts";
-
-/** How an entry was authorized. */
-export type AuthMethod = "origin" | "appid" | "signature";
-
-/** Why an entry was dropped (CONTRACT §4). */
-export type RejectReason =
-  | "unknown_project"
-  | "bad_origin"
-  | "unknown_appid"
-  | "bad_signature"
-  | "stale_timestamp"
-  | "replayed"
-  | "no_credentials"
-  | "unknown_level";
 
 /** Outcome of {@linkcode authenticate}. */
 export type AuthResult =
@@ -80,6 +71,5 @@ function authorize(
 
 /** Whether `level` is standard or declared by the project. */
 export function isKnownLevel(level: string, project: Project): boolean {
-  return (STANDARD_LEVELS as readonly string[]).includes(level) ||
-    project.levels.includes(level);
+  return isStandardLevel(level) || project.levels.includes(level);
 }

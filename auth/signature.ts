@@ -12,8 +12,8 @@
  */
 import { createHmac, timingSafeEqual } from "node:crypto";
 import type { Project } from "../db/projects.ts";
-import { minifyJson } from "../routes/json.ts";
-import type { QueuedEntry } from "../queue/batch.ts";
+import { minifyJson } from "../domain/json.ts";
+import type { QueuedEntry } from "../domain/entry.ts";
 
 /** Outcome of {@linkcode verifySignature}. */
 export type SignatureResult = "ok" | "bad_signature" | "stale_timestamp";

@@ -11,13 +11,10 @@
  *
  * @module
  */
-import { listLogs, type LogRecord } from "../db/logs.ts";
-import {
-  getProject,
-  ProjectNotFoundError,
-  STANDARD_LEVELS,
-} from "../db/projects.ts";
-import { idTime } from "../queue/ids.ts";
+import { listLogs } from "../db/logs.ts";
+import { type LogRecord, STANDARD_LEVELS } from "../domain/entry.ts";
+import { getProject, ProjectNotFoundError } from "../db/projects.ts";
+import { idTime, timeBound } from "../domain/ids.ts";
 import {
   booleanFlag,
   type CommandContext,
@@ -114,11 +111,6 @@ export function matches(log: LogRecord, filter: LogFilter): boolean {
     }
   }
   return true;
-}
-
-/** The smallest id of an entry received at `ms` (ids start with its hex). */
-function idBound(ms: number): string {
-  return Math.max(0, Math.floor(ms)).toString(16).padStart(12, "0");
 }
 
 function parseFilter(parsed: ReturnType<typeof parseFlags>): LogFilter {
@@ -269,10 +261,10 @@ export function logsCommand(ctx: CommandContext): Promise<number> {
     if (project === null) throw new ProjectNotFoundError(projectId!);
 
     // Newest matching entries first, up to the limit; printed oldest first.
-    const startId = since === undefined ? "" : idBound(since);
+    const startId = since === undefined ? "" : timeBound(since);
     const range = {
       ...(startId === "" ? {} : { startId }),
-      ...(until === undefined ? {} : { endId: idBound(until + 1) }),
+      ...(until === undefined ? {} : { endId: timeBound(until + 1) }),
     };
     const found: LogRecord[] = [];
     // For --follow: the newest and oldest ids read, and those in its window.
@@ -313,7 +305,7 @@ export function logsCommand(ctx: CommandContext): Promise<number> {
     const floorId = found.length >= limit ? oldestId : startId;
     const lowId = () => {
       if (newestId === "") return floorId;
-      const behind = idBound(idTime(newestId) - FOLLOW_LOOKBACK_MS);
+      const behind = timeBound(idTime(newestId) - FOLLOW_LOOKBACK_MS);
       return behind > floorId ? behind : floorId;
     };
     const seen = new Set(recent.filter((id) => id >= lowId()));

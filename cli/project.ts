@@ -21,8 +21,8 @@ import {
   removeLevel,
   rotateSecret,
   setRetention,
-  STANDARD_LEVELS,
 } from "../db/projects.ts";
+import { STANDARD_LEVELS } from "../domain/entry.ts";
 import {
   booleanFlag,
   type CommandContext,

@@ -14,8 +14,8 @@
  *
  * @module
  */
-import type { AuthMethod } from "../auth/authenticate.ts";
-import { idTime } from "../queue/ids.ts";
+import type { LogRecord } from "../domain/entry.ts";
+import { idTime, timeBound } from "../domain/ids.ts";
 import { logKey, logPartKey, logsPrefix } from "./keys.ts";
 import { joinParts, splitParts } from "./parts.ts";
 
@@ -23,21 +23,6 @@ import { joinParts, splitParts } from "./parts.ts";
 export const PAGE_SPAN_MS = 1000;
 /** Entries one page holds at most. */
 export const PAGE_ENTRIES = 200;
-
-/** An authorized entry as stored and as the operator commands print it. */
-export interface LogRecord {
-  id: string;
-  /** Receipt time, Unix milliseconds. */
-  receivedAt: number;
-  level: string;
-  data: Record<string, unknown>;
-  device: Record<string, unknown> | string;
-  context: Record<string, unknown>;
-  appid?: string;
-  origin?: string;
-  /** The method that authorized it. */
-  auth: AuthMethod;
-}
 
 /** The value under `logs/<projectId>/<first id>`. */
 export interface LogPage {
@@ -124,11 +109,6 @@ export interface ListLogsOptions {
   endId?: string;
   /** Entries to yield at most. */
   limit?: number;
-}
-
-/** The smallest id of time `ms` (ids start with 12 hex digits of time). */
-function timeBound(ms: number): string {
-  return Math.max(0, Math.floor(ms)).toString(16).padStart(12, "0");
 }
 
 const byId = (a: LogRecord, b: LogRecord) =>

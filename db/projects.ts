@@ -8,6 +8,7 @@
  *
  * @module
  */
+import { isStandardLevel, LEVEL_PATTERN } from "../domain/entry.ts";
 import type { LogPage } from "./logs.ts";
 import {
   logPartsPrefix,
@@ -18,17 +19,6 @@ import {
   seenSignaturesPrefix,
   statsPrefix,
 } from "./keys.ts";
-
-/** The four levels of the spec, in increasing severity. */
-export const STANDARD_LEVELS = [
-  "info",
-  "warning",
-  "error",
-  "critical",
-] as const;
-
-/** Shape of a custom level name (CONTRACT §2). */
-export const LEVEL_PATTERN = /^[a-z][a-z0-9_-]{0,31}$/;
 
 /** Retention of a new project, in days. */
 export const DEFAULT_RETENTION_DAYS = 30;
@@ -129,7 +119,7 @@ export function validateLevel(level: string): string {
       `Cannot use level "${level}": expected a lower-case name matching ${LEVEL_PATTERN.source}`,
     );
   }
-  if ((STANDARD_LEVELS as readonly string[]).includes(level)) {
+  if (isStandardLevel(level)) {
     throw new InvalidValueError(
       `Cannot add level "${level}": it is a standard level`,
     );

@@ -4,30 +4,7 @@
  *
  * @module
  */
-
-/** An entry as accepted by the endpoint, before authentication. */
-export interface QueuedEntry {
-  /** Unique, time-sortable id given at receipt. */
-  id: string;
-  /** Receipt time, Unix milliseconds. */
-  receivedAt: number;
-  level: string;
-  projectId: string;
-  data: Record<string, unknown>;
-  /** Absent when the client sent none (matters for signatures). */
-  device?: Record<string, unknown> | string;
-  /** Absent when the client sent none (matters for signatures). */
-  context?: Record<string, unknown>;
-  appid?: string;
-  /** The `Origin` header. */
-  origin?: string;
-  /** The `timestamp` header, as sent. */
-  timestamp?: string;
-  /** The `signature` header, as sent. */
-  signature?: string;
-  /** The client's own text of the signed members (only when signed). */
-  raw?: Record<string, string>;
-}
+import type { QueuedEntry } from "../domain/entry.ts";
 
 /** The record under `pending_batches/<id>` (and `dead_letters/<id>`). */
 export interface BatchHeader {

@@ -8,11 +8,7 @@
  *
  * @module
  */
-import {
-  authenticate,
-  type AuthResult,
-  type RejectReason,
-} from "../auth/authenticate.ts";
+import { authenticate, type AuthResult } from "../auth/authenticate.ts";
 import type { ProjectCache } from "../auth/projects.ts";
 import {
   acceptedCountKey,
@@ -25,15 +21,11 @@ import {
   rejectionKey,
   seenSignatureKey,
 } from "../db/keys.ts";
-import { type LogRecord, paginate, setLogPage } from "../db/logs.ts";
+import { paginate, setLogPage } from "../db/logs.ts";
 import { joinParts } from "../db/parts.ts";
 import type { Project } from "../db/projects.ts";
-import {
-  type BatchHeader,
-  type HandedBatch,
-  isEntryList,
-  type QueuedEntry,
-} from "./batch.ts";
+import type { LogRecord, QueuedEntry, RejectReason } from "../domain/entry.ts";
+import { type BatchHeader, type HandedBatch, isEntryList } from "./batch.ts";
 
 /** Recent rejections kept per project. */
 export const RECENT_REJECTIONS = 100;

@@ -11,13 +11,9 @@
  */
 import { batchPartKey, pendingBatchKey } from "../db/keys.ts";
 import { PART_BYTES, splitParts } from "../db/parts.ts";
-import type {
-  BatchHeader,
-  HandedBatch,
-  QueuedEntry,
-  WakeMessage,
-} from "./batch.ts";
-import { createId } from "./ids.ts";
+import type { QueuedEntry } from "../domain/entry.ts";
+import { createId } from "../domain/ids.ts";
+import type { BatchHeader, HandedBatch, WakeMessage } from "./batch.ts";
 
 /** Entries per batch: keeps the consumer's result commit under 1,000 mutations. */
 export const MAX_BATCH_ENTRIES = 200;

@@ -12,7 +12,7 @@
 import { pendingBatchesPrefix, pendingBatchKey } from "../db/keys.ts";
 import type { BatchHeader, HandedBatch } from "./batch.ts";
 import type { Consumer } from "./consumer.ts";
-import { createId } from "./ids.ts";
+import { createId } from "../domain/ids.ts";
 
 /** Options of {@linkcode BatchWorker}. */
 export interface WorkerOptions {

@@ -12,11 +12,11 @@ import {
   type GroupCommitter,
   OverloadedError,
 } from "../queue/producer.ts";
-import type { QueuedEntry } from "../queue/batch.ts";
-import { createId } from "../queue/ids.ts";
+import { type QueuedEntry, SIGNED_MEMBERS } from "../domain/entry.ts";
+import { createId } from "../domain/ids.ts";
 import { checkContentType, readBody } from "./body.ts";
 import { HttpError, invalidBody, invalidJson, unavailable } from "./errors.ts";
-import { scanJson } from "./json.ts";
+import { scanJson } from "../domain/json.ts";
 import { entrySchema, toIssues } from "./schema.ts";
 
 /** Deepest nesting accepted, the top-level object counting as 1. */
@@ -26,7 +26,6 @@ export const MAX_DEPTH = 32;
 const EXPOSED =
   "Retry-After, RateLimit-Limit, RateLimit-Remaining, RateLimit-Reset";
 const QUEUED = '{"status":"queued"}';
-const SIGNED_MEMBERS = ["level", "projectId", "device", "context", "data"];
 const decoder = new TextDecoder("utf-8", { fatal: true });
 
 /**

@@ -5,7 +5,7 @@
  * @module
  */
 import { z } from "zod";
-import { LEVEL_PATTERN } from "../db/projects.ts";
+import { LEVEL_PATTERN } from "../domain/entry.ts";
 import type { Issue } from "./errors.ts";
 
 const object = (name: string) =>

@@ -6,7 +6,8 @@
  */
 import { createApp } from "../app.ts";
 import type { Config } from "../config.ts";
-import { listLogs, type LogRecord } from "../db/logs.ts";
+import { listLogs } from "../db/logs.ts";
+import type { LogRecord, RejectReason } from "../domain/entry.ts";
 import { createProject, type Project } from "../db/projects.ts";
 import { sign } from "../auth/signature.ts";
 import {
@@ -195,7 +196,6 @@ export function signEntry(
 // second consumer, all read through the key builders of db/keys.ts. (The
 // imports sit here so that these additions stay at the end of the file.)
 
-import type { RejectReason } from "../auth/authenticate.ts";
 import { ProjectCache } from "../auth/projects.ts";
 import {
   acceptedCountKey,

@@ -11,9 +11,9 @@ import assert from "node:assert/strict";
 import { ProjectCache } from "../auth/projects.ts";
 import { logKey, statsPrefix } from "../db/keys.ts";
 import { addLevel, allowValue, setRetention } from "../db/projects.ts";
-import type { QueuedEntry } from "../queue/batch.ts";
+import type { QueuedEntry } from "../domain/entry.ts";
 import { Consumer, RECENT_REJECTIONS } from "../queue/consumer.ts";
-import { createId } from "../queue/ids.ts";
+import { createId } from "../domain/ids.ts";
 import {
   assertStoredOnce,
   globalRejected,

@@ -1,13 +1,13 @@
 import assert from "node:assert/strict";
 import {
   listLogs,
-  type LogRecord,
   PAGE_ENTRIES,
   PAGE_SPAN_MS,
   paginate,
   setLogPage,
 } from "../db/logs.ts";
-import { createId } from "../queue/ids.ts";
+import type { LogRecord } from "../domain/entry.ts";
+import { createId } from "../domain/ids.ts";
 
 const T0 = Date.UTC(2026, 0, 1);
 

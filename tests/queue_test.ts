@@ -11,12 +11,8 @@ import assert from "node:assert/strict";
 import { ProjectCache } from "../auth/projects.ts";
 import { batchPartKey, deadLetterKey, pendingBatchKey } from "../db/keys.ts";
 import { joinParts } from "../db/parts.ts";
-import type {
-  BatchHeader,
-  HandedBatch,
-  QueuedEntry,
-  WakeMessage,
-} from "../queue/batch.ts";
+import type { QueuedEntry } from "../domain/entry.ts";
+import type { BatchHeader, HandedBatch, WakeMessage } from "../queue/batch.ts";
 import { GroupCommitter } from "../queue/producer.ts";
 import {
   Consumer,

@@ -2,10 +2,14 @@
  * Unique, time-sortable ids for entries and batches: 12 hex digits of Unix
  * milliseconds, 8 of a per-process sequence, 8 of a per-process random tag.
  * Ids sort by time, then by arrival within one process; two processes never
- * produce the same id.
+ * produce the same id. This module is the only one that knows the layout, so
+ * a time range becomes an id range here and nowhere else.
  *
  * @module
  */
+
+/** Hex digits of time at the start of an id. */
+const TIME_DIGITS = 12;
 
 const tag = Array.from(
   crypto.getRandomValues(new Uint8Array(4)),
@@ -23,11 +27,23 @@ let sequence = 0;
  */
 export function createId(ms: number): string {
   sequence = (sequence + 1) >>> 0;
-  return Math.max(0, Math.floor(ms)).toString(16).padStart(12, "0") +
-    sequence.toString(16).padStart(8, "0") + tag;
+  return timeBound(ms) + sequence.toString(16).padStart(8, "0") + tag;
 }
 
 /** Reads the time back out of an id made by {@linkcode createId}. */
 export function idTime(id: string): number {
-  return parseInt(id.slice(0, 12), 16);
+  return parseInt(id.slice(0, TIME_DIGITS), 16);
+}
+
+/**
+ * The smallest id of time `ms`: every id created at `ms` or later sorts at or
+ * after it, every id created earlier sorts before it.
+ *
+ * @example
+ * ```ts
+ * timeBound(Date.UTC(2026, 0, 1)); // "019b76da4000"
+ * ```
+ */
+export function timeBound(ms: number): string {
+  return Math.max(0, Math.floor(ms)).toString(16).padStart(TIME_DIGITS, "0");
 }

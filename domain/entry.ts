@@ -1,0 +1,98 @@
+/**
+ * The domain's types and constants: levels, authentication methods, rejection
+ * reasons, the entry as queued and the record as stored. Every layer may
+ * import this module; it imports nothing (docs/design.md#layers).
+ *
+ * @module
+ */
+
+/** The four standard levels, in increasing severity. */
+export const STANDARD_LEVELS = [
+  "info",
+  "warning",
+  "error",
+  "critical",
+] as const;
+
+/** One of {@linkcode STANDARD_LEVELS}. */
+export type StandardLevel = typeof STANDARD_LEVELS[number];
+
+/**
+ * Shape of every level name, standard or custom
+ * (docs/design.md#custom-levels).
+ */
+export const LEVEL_PATTERN = /^[a-z][a-z0-9_-]{0,31}$/;
+
+/** Whether `level` is one of the four standard levels. */
+export function isStandardLevel(level: string): level is StandardLevel {
+  return (STANDARD_LEVELS as readonly string[]).includes(level);
+}
+
+/** How an entry was authorized. */
+export type AuthMethod = "origin" | "appid" | "signature";
+
+/** Why an entry was dropped (docs/design.md#rejection-reasons). */
+export const REJECT_REASONS = [
+  "unknown_project",
+  "bad_origin",
+  "unknown_appid",
+  "bad_signature",
+  "stale_timestamp",
+  "replayed",
+  "no_credentials",
+  "unknown_level",
+] as const;
+
+/** One of {@linkcode REJECT_REASONS}. */
+export type RejectReason = typeof REJECT_REASONS[number];
+
+/** The members a signature covers, in the order they are signed. */
+export const SIGNED_MEMBERS = [
+  "level",
+  "projectId",
+  "device",
+  "context",
+  "data",
+] as const;
+
+/** An entry as accepted by the endpoint, before authentication. */
+export interface QueuedEntry {
+  /** Unique, time-sortable id given at receipt (domain/ids.ts). */
+  id: string;
+  /** Receipt time, Unix milliseconds. */
+  receivedAt: number;
+  level: string;
+  projectId: string;
+  data: Record<string, unknown>;
+  /** Absent when the client sent none (matters for signatures). */
+  device?: Record<string, unknown> | string;
+  /** Absent when the client sent none (matters for signatures). */
+  context?: Record<string, unknown>;
+  appid?: string;
+  /** The `Origin` header. */
+  origin?: string;
+  /** The `timestamp` header, as sent. */
+  timestamp?: string;
+  /** The `signature` header, as sent. */
+  signature?: string;
+  /** The client's own text of the signed members (only when signed). */
+  raw?: Record<string, string>;
+}
+
+/** An authorized entry as stored and as the operator commands print it. */
+export interface LogRecord {
+  id: string;
+  /** Receipt time, Unix milliseconds. */
+  receivedAt: number;
+  level: string;
+  data: Record<string, unknown>;
+  device: Record<string, unknown> | string;
+  context: Record<string, unknown>;
+  appid?: string;
+  origin?: string;
+  /** The method that authorized it. */
+  auth: AuthMethod;
+}
+
+/** One day in milliseconds. */
+export const DAY_MS = 86_400_000;
