@@ -6,14 +6,9 @@
  * @module
  */
 import { Hono } from "hono";
-import { errorBody, HttpError } from "./routes/errors.ts";
-import {
-  corsHeaders,
-  type Env,
-  jsonResponse,
-  logsRoute,
-  type LogsRouteOptions,
-} from "./routes/logs.ts";
+import { HttpError } from "./routes/errors.ts";
+import { type Env, logsRoute, type LogsRouteOptions } from "./routes/logs.ts";
+import { errorResponse } from "./routes/responses.ts";
 
 /** Path of the one endpoint. */
 export const LOGS_PATH = "/api/v1/logs";
@@ -38,7 +33,7 @@ export function createApp(options: LogsRouteOptions): Hono<Env> {
         "not_found",
         `Cannot find this path: the endpoint is POST ${LOGS_PATH}`,
       ),
-      {},
+      null,
     )
   );
   app.onError((error, c) => {
@@ -52,17 +47,7 @@ export function createApp(options: LogsRouteOptions): Hono<Env> {
       undefined,
       { "Retry-After": "1" },
     );
-    return errorResponse(known, corsHeaders(c.req.header("origin") ?? null));
+    return errorResponse(known, c.req.header("origin") ?? null);
   });
   return app;
-}
-
-function errorResponse(
-  error: HttpError,
-  cors: Record<string, string>,
-): Response {
-  return jsonResponse(errorBody(error), error.status, {
-    ...cors,
-    ...error.headers,
-  });
 }
