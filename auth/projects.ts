@@ -6,6 +6,7 @@
  * @module
  */
 import { projectKey } from "../db/keys.ts";
+import { decodeJson, getManyChunked } from "../db/kv.ts";
 import type { Project } from "../db/projects.ts";
 
 /** Options of {@linkcode ProjectCache}. */
@@ -48,18 +49,16 @@ export class ProjectCache {
       if (hit && now - hit.at < this.#ttl) found.set(id, hit.project);
       else missing.push(id);
     }
-    for (let i = 0; i < missing.length; i += 10) {
-      const chunk = missing.slice(i, i + 10);
-      const entries = await this.#kv.getMany<Project[]>(
-        chunk.map((id) => projectKey(id)),
-      );
-      chunk.forEach((id, j) => {
-        const project = entries[j]?.value ?? null;
-        found.set(id, project);
-        this.#cache.delete(id);
-        this.#cache.set(id, { project, at: now });
-      });
-    }
+    const entries = await getManyChunked(
+      this.#kv,
+      missing.map((id) => projectKey(id)),
+    );
+    missing.forEach((id, j) => {
+      const project = decodeJson<Project>(entries[j]?.value ?? null);
+      found.set(id, project);
+      this.#cache.delete(id);
+      this.#cache.set(id, { project, at: now });
+    });
     while (this.#cache.size > this.#max) {
       this.#cache.delete(this.#cache.keys().next().value!);
     }

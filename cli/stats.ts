@@ -3,19 +3,17 @@
  * rejected and why, and its most recent rejections (reason, time, origin or
  * app id) — the place to find out why an entry did not appear. Reads the
  * counters and the ring of recent rejections the consumer writes
- * (queue/consumer.ts); `--global` shows the rejections of entries naming no
+ * (db/stats.ts); `--global` shows the rejections of entries naming no
  * existing project, which are counted apart.
  *
  * @module
  */
-import {
-  acceptedCountKey,
-  globalRejectedCountsPrefix,
-  rejectedCountsPrefix,
-  rejectionsPrefix,
-} from "../db/keys.ts";
 import { getProject, ProjectNotFoundError } from "../db/projects.ts";
-import type { Rejection } from "../queue/consumer.ts";
+import {
+  readStats,
+  readUnknownProjectRejections,
+  type Rejection,
+} from "../db/stats.ts";
 import {
   booleanFlag,
   type CommandContext,
@@ -42,55 +40,6 @@ Options:
   --global    Rejections of entries naming a project that does not exist
   --json      Print {"accepted":N,"rejected":{"<reason>":N},"recent":[...]}
   -h, --help  Show this help`;
-
-/** A project's counters, as `stats --json` prints them. */
-export interface ProjectStats {
-  accepted: number;
-  rejected: Record<string, number>;
-  /** Recent rejections, newest first. */
-  recent: Rejection[];
-}
-
-async function readCounters(
-  kv: Deno.Kv,
-  prefix: Deno.KvKey,
-): Promise<Record<string, number>> {
-  const counts: Record<string, number> = {};
-  for await (const entry of kv.list<Deno.KvU64>({ prefix })) {
-    counts[String(entry.key.at(-1))] = Number(entry.value.value);
-  }
-  return counts;
-}
-
-/**
- * Reads a project's counters and recent rejections (newest first).
- *
- * @example
- * ```ts
- * const { accepted, rejected } = await readStats(kv, projectId);
- * ```
- */
-export async function readStats(
-  kv: Deno.Kv,
-  projectId: string,
-): Promise<ProjectStats> {
-  const accepted = await kv.get<Deno.KvU64>(acceptedCountKey(projectId));
-  const recent: Rejection[] = [];
-  for await (
-    const entry of kv.list<Rejection>({ prefix: rejectionsPrefix(projectId) })
-  ) {
-    recent.push(entry.value);
-  }
-  // The ring's slots say nothing of order: sort by time, newest first.
-  recent.sort((a, b) =>
-    b.at - a.at || (a.entryId < b.entryId ? 1 : a.entryId > b.entryId ? -1 : 0)
-  );
-  return {
-    accepted: Number(accepted.value?.value ?? 0n),
-    rejected: await readCounters(kv, rejectedCountsPrefix(projectId)),
-    recent,
-  };
-}
 
 function rejectionJson(r: Rejection): Record<string, unknown> {
   return {
@@ -129,7 +78,7 @@ export function statsCommand(ctx: CommandContext): Promise<number> {
     const json = booleanFlag(parsed, "json");
     if (booleanFlag(parsed, "global")) {
       takePositionals("stats --global", parsed.positionals, []);
-      const rejected = await readCounters(ctx.kv, globalRejectedCountsPrefix());
+      const rejected = await readUnknownProjectRejections(ctx.kv);
       if (json) {
         println(ctx, JSON.stringify({ rejected }));
       } else {

@@ -151,3 +151,42 @@ export function rateLimitKey(epoch: number, ip: string): Deno.KvKey {
 export function rateLimitEpochPrefix(epoch: number): Deno.KvKey {
   return ["rate_limits", epoch];
 }
+
+/** Thrown when a key does not have the layout its decoder expects. */
+export class KeyLayoutError extends Error {
+  override name = "KeyLayoutError";
+}
+
+function part(key: Deno.KvKey, prefix: string, at: number): Deno.KvKeyPart {
+  const value = key[at];
+  if (key[0] !== prefix || value === undefined) {
+    throw new KeyLayoutError(
+      `Cannot read key "${key.join("/")}": expected "${prefix}/..."`,
+    );
+  }
+  return value;
+}
+
+/** The batch id of a `pending_batches/<id>` or `dead_letters/<id>` key. */
+export function batchIdOf(key: Deno.KvKey): string {
+  return String(
+    part(
+      key,
+      key[0] === "dead_letters" ? "dead_letters" : "pending_batches",
+      1,
+    ),
+  );
+}
+
+/** The first entry id of a `logs/<projectId>/<first id>` key. */
+export function logPageIdOf(key: Deno.KvKey): string {
+  return String(part(key, "logs", 2));
+}
+
+/**
+ * The last part of a counter key: the reason of a `rejected/<reason>`
+ * counter, project's or global.
+ */
+export function counterNameOf(key: Deno.KvKey): string {
+  return String(part(key, String(key[0]), key.length - 1));
+}

@@ -6,6 +6,7 @@
  *
  * @module
  */
+import { getManyChunked } from "./kv.ts";
 
 /** Bytes per stored part, leaving room for the record around the head. */
 export const PART_BYTES = 60_000;
@@ -53,14 +54,11 @@ export async function joinParts<T>(
   if (count <= 1) return JSON.parse(decoder.decode(head));
   const keys = Array.from({ length: count - 1 }, (_, i) => partKey(i + 1));
   const chunks = [head];
-  for (let i = 0; i < keys.length; i += 10) {
-    const entries = await kv.getMany<Uint8Array[]>(keys.slice(i, i + 10));
-    for (const entry of entries) {
-      if (!(entry.value instanceof Uint8Array)) {
-        throw new Error(`Cannot read "${entry.key.join("/")}": part missing`);
-      }
-      chunks.push(entry.value);
+  for (const entry of await getManyChunked<Uint8Array>(kv, keys)) {
+    if (!(entry.value instanceof Uint8Array)) {
+      throw new Error(`Cannot read "${entry.key.join("/")}": part missing`);
     }
+    chunks.push(entry.value);
   }
   const whole = new Uint8Array(chunks.reduce((n, c) => n + c.length, 0));
   let at = 0;

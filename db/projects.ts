@@ -9,6 +9,7 @@
  * @module
  */
 import { isStandardLevel, LEVEL_PATTERN } from "../domain/entry.ts";
+import { decodeJson, encodeJson } from "./kv.ts";
 import type { LogPage } from "./logs.ts";
 import {
   logPartsPrefix,
@@ -170,7 +171,7 @@ export async function createProject(
     };
     const result = await kv.atomic()
       .check({ key: projectKey(project.id), versionstamp: null })
-      .set(projectKey(project.id), project)
+      .set(projectKey(project.id), encodeJson(project))
       .commit();
     if (result.ok) return project;
   }
@@ -182,14 +183,15 @@ export async function getProject(
   projectId: string,
 ): Promise<Project | null> {
   if (projectId === "") return null;
-  return (await kv.get<Project>(projectKey(projectId))).value;
+  return decodeJson<Project>((await kv.get(projectKey(projectId))).value);
 }
 
 /** Lists every project, ordered by id. */
 export async function listProjects(kv: Deno.Kv): Promise<Project[]> {
   const projects: Project[] = [];
-  for await (const entry of kv.list<Project>({ prefix: projectsPrefix() })) {
-    projects.push(entry.value);
+  for await (const entry of kv.list({ prefix: projectsPrefix() })) {
+    const project = decodeJson<Project>(entry.value);
+    if (project) projects.push(project);
   }
   return projects;
 }
@@ -204,12 +206,13 @@ export async function updateProject(
   change: (project: Project) => Project,
 ): Promise<Project> {
   for (;;) {
-    const entry = await kv.get<Project>(projectKey(projectId));
-    if (entry.value === null) throw new ProjectNotFoundError(projectId);
-    const next = change(structuredClone(entry.value));
+    const entry = await kv.get(projectKey(projectId));
+    const current = decodeJson<Project>(entry.value);
+    if (current === null) throw new ProjectNotFoundError(projectId);
+    const next = change(structuredClone(current));
     const result = await kv.atomic()
       .check(entry)
-      .set(projectKey(projectId), next)
+      .set(projectKey(projectId), encodeJson(next))
       .commit();
     if (result.ok) return next;
   }
@@ -339,7 +342,7 @@ export async function deleteProject(
   kv: Deno.Kv,
   projectId: string,
 ): Promise<number> {
-  const entry = await kv.get<Project>(projectKey(projectId));
+  const entry = await kv.get(projectKey(projectId));
   if (entry.value === null) throw new ProjectNotFoundError(projectId);
   // The record goes first: the consumer stops storing for this id at once
   // (within its cache time), then the data under it is removed.

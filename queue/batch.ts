@@ -1,9 +1,17 @@
 /**
- * The queued form of an entry and of a batch of entries, as the producer
- * writes them and the consumer reads them back.
+ * The queued form of a batch of entries, as the producer writes it and the
+ * consumer reads it back, and the queue's wake-up message. Both are stored
+ * as bytes (docs/design.md#value-encoding); the decoders also read the
+ * runtime-serialized values that earlier versions stored.
  *
  * @module
  */
+import {
+  decodeFramed,
+  decodeJson,
+  encodeFramed,
+  encodeJson,
+} from "../db/kv.ts";
 import type { QueuedEntry } from "../domain/entry.ts";
 
 /** The record under `pending_batches/<id>` (and `dead_letters/<id>`). */
@@ -43,11 +51,72 @@ export interface WakeMessage {
   batches: string[];
 }
 
-/** Type guard for {@linkcode WakeMessage} (queue payloads are untrusted). */
-export function isWakeMessage(value: unknown): value is WakeMessage {
-  return typeof value === "object" && value !== null &&
-    Array.isArray((value as WakeMessage).batches) &&
-    (value as WakeMessage).batches.every((id) => typeof id === "string");
+/** Encodes a wake-up message as the bytes enqueued. */
+export function encodeWakeMessage(message: WakeMessage): Uint8Array {
+  return encodeJson(message);
+}
+
+/**
+ * Decodes a queue payload into a {@linkcode WakeMessage}, or `null` when it is
+ * not one (queue payloads are untrusted).
+ */
+export function decodeWakeMessage(value: unknown): WakeMessage | null {
+  let message: unknown;
+  try {
+    message = decodeJson(value);
+  } catch {
+    return null;
+  }
+  const batches = (message as WakeMessage | null)?.batches;
+  return Array.isArray(batches) && batches.every((id) => typeof id === "string")
+    ? { batches }
+    : null;
+}
+
+/** Thrown for a batch whose stored form cannot be read. */
+export class BatchFormatError extends Error {
+  override name = "BatchFormatError";
+}
+
+/** The header fields stored in front of the head bytes. */
+type StoredHeader = Omit<BatchHeader, "head">;
+
+/**
+ * Encodes a batch header: its fields as a JSON header, its head bytes as the
+ * payload.
+ */
+export function encodeBatchHeader(header: BatchHeader): Uint8Array {
+  const { head, ...fields } = header;
+  return encodeFramed(fields, head);
+}
+
+/**
+ * Decodes a stored batch header, from bytes or from the runtime-serialized
+ * object of earlier versions. Throws {@linkcode BatchFormatError} when it is
+ * neither.
+ */
+export function decodeBatchHeader(value: unknown): BatchHeader {
+  try {
+    if (value instanceof Uint8Array) {
+      const { header, payload } = decodeFramed<StoredHeader>(value);
+      if (isHeaderFields(header)) return { ...header, head: payload };
+    } else if (
+      isHeaderFields(value) && (value as BatchHeader).head instanceof Uint8Array
+    ) {
+      return value as BatchHeader;
+    }
+  } catch (error) {
+    throw new BatchFormatError("Cannot read a batch header", { cause: error });
+  }
+  throw new BatchFormatError("Cannot read a batch header: unknown form");
+}
+
+function isHeaderFields(value: unknown): value is StoredHeader {
+  const h = value as StoredHeader | null;
+  return typeof h === "object" && h !== null &&
+    Number.isInteger(h.createdAt) && Number.isInteger(h.count) &&
+    Number.isInteger(h.parts) && h.parts >= 1 &&
+    Number.isInteger(h.attempts);
 }
 
 /** Type guard for a decoded batch: an array of plausible entries. */

@@ -10,53 +10,24 @@
  */
 import { authenticate, type AuthResult } from "../auth/authenticate.ts";
 import type { ProjectCache } from "../auth/projects.ts";
+import { batchPartKey, pendingBatchKey, seenSignatureKey } from "../db/keys.ts";
 import {
-  acceptedCountKey,
-  batchPartKey,
-  deadLetterKey,
-  globalRejectedCountKey,
-  pendingBatchKey,
-  rejectedCountKey,
-  rejectedTotalKey,
-  rejectionKey,
-  seenSignatureKey,
-} from "../db/keys.ts";
+  ATOMIC_MAX_CHECKS,
+  decodeJson,
+  encodeJson,
+  getManyChunked,
+} from "../db/kv.ts";
 import { paginate, setLogPage } from "../db/logs.ts";
 import { joinParts } from "../db/parts.ts";
 import type { Project } from "../db/projects.ts";
-import type { LogRecord, QueuedEntry, RejectReason } from "../domain/entry.ts";
-import { type BatchHeader, type HandedBatch, isEntryList } from "./batch.ts";
-
-/** Recent rejections kept per project. */
-export const RECENT_REJECTIONS = 100;
-/** How long a recent rejection is kept. */
-const REJECTION_TTL_MS = 30 * 86_400_000;
-/** Failed attempts after which a batch becomes a dead letter. */
-export const MAX_ATTEMPTS = 5;
-/** Wait before attempt n+1 after n failures. */
-const BACKOFF_MS = [1000, 5000, 30_000, 60_000];
-
-/** One entry of a project's recent rejections. */
-export interface Rejection {
-  entryId: string;
-  /** Receipt time, Unix milliseconds. */
-  at: number;
-  reason: RejectReason;
-  level: string;
-  origin?: string;
-  appid?: string;
-}
-
-/** Thrown for a batch whose stored form cannot be read. */
-export class BatchFormatError extends Error {
-  override name = "BatchFormatError";
-}
-
-/** Whether `value` is a plain object, as a stored header is. */
-function isRecord(value: unknown): value is BatchHeader {
-  return typeof value === "object" && value !== null &&
-    Object.getPrototypeOf(value) === Object.prototype;
-}
+import { addStats, StatsTally } from "../db/stats.ts";
+import { DAY_MS, type LogRecord, type QueuedEntry } from "../domain/entry.ts";
+import {
+  BatchFormatError,
+  decodeBatchHeader,
+  type HandedBatch,
+  isEntryList,
+} from "./batch.ts";
 
 /** A pending batch ready to process. */
 interface BatchRead {
@@ -138,10 +109,10 @@ export class Consumer {
 
   /** Reads a pending batch back from KV: `null` when there is none. */
   async #read(batchId: string): Promise<BatchRead | null> {
-    const pending = await this.#kv.get<BatchHeader>(pendingBatchKey(batchId));
+    const pending = await this.#kv.get(pendingBatchKey(batchId));
     // Absent means no key: a key holding null is a batch that cannot be read.
     if (pending.versionstamp === null) return null;
-    const header = pending.value;
+    const header = decodeBatchHeader(pending.value);
     let entries: unknown;
     try {
       entries = await joinParts(
@@ -164,45 +135,6 @@ export class Consumer {
   }
 
   /**
-   * Records a failed attempt: the batch is retried after a backoff, and after
-   * {@linkcode MAX_ATTEMPTS} it moves to the dead letters.
-   */
-  async recordFailure(
-    batchId: string,
-    error: unknown,
-  ): Promise<"retry" | "dead_letter" | "absent"> {
-    const pending = await this.#kv.get<BatchHeader>(pendingBatchKey(batchId));
-    if (pending.versionstamp === null) return "absent";
-    // A value that is not a header (corrupt, or written by another version) is
-    // kept whole under `value` and counts its attempts from 0, so that it too
-    // reaches the dead letters instead of being retried forever.
-    const previous = isRecord(pending.value)
-      ? pending.value
-      : { value: pending.value } as unknown as BatchHeader;
-    const attempts =
-      (Number.isInteger(previous.attempts) ? previous.attempts : 0) + 1;
-    const message = error instanceof Error ? error.message : String(error);
-    const now = this.#now();
-    if (attempts >= MAX_ATTEMPTS) {
-      const { retryAt: _, ...rest } = previous;
-      const result = await this.#kv.atomic().check(pending)
-        .delete(pendingBatchKey(batchId))
-        .set(deadLetterKey(batchId), { ...rest, attempts, error: message })
-        .commit();
-      return result.ok ? "dead_letter" : "absent";
-    }
-    const header: BatchHeader = {
-      ...previous,
-      attempts,
-      error: message,
-      retryAt: now + BACKOFF_MS[Math.min(attempts, BACKOFF_MS.length) - 1]!,
-    };
-    await this.#kv.atomic().check(pending)
-      .set(pendingBatchKey(batchId), header).commit();
-    return "retry";
-  }
-
-  /**
    * Claims the signature of every signature-authorized entry before the
    * results are committed: a claim writes the entry's id under
    * `seen_signatures/<projectId>/<signature>` with a check on the key's
@@ -222,8 +154,10 @@ export class Consumer {
     const keyOf = (entry: QueuedEntry) =>
       seenSignatureKey(entry.projectId, entry.signature!);
     while (todo.length > 0) {
-      const chunk = todo.splice(0, 10);
-      const seen = await this.#kv.getMany<string[]>(
+      // One atomic operation checks at most ATOMIC_MAX_CHECKS keys.
+      const chunk = todo.splice(0, ATOMIC_MAX_CHECKS);
+      const seen = await getManyChunked(
+        this.#kv,
         chunk.map((i) => keyOf(entries[i]!)),
       );
       const op = this.#kv.atomic();
@@ -231,14 +165,15 @@ export class Consumer {
       chunk.forEach((i, j) => {
         const entry = entries[i]!;
         const local = `${entry.projectId}\n${entry.signature}`;
-        const holder = seen[j]!.value ?? holders.get(local);
+        const stored = decodeJson<string>(seen[j]!.value);
+        const holder = stored ?? holders.get(local);
         if (holder != null && holder !== entry.id) {
           results[i] = { ok: false, reason: "replayed" };
           return;
         }
         holders.set(local, entry.id);
-        if (seen[j]!.value === entry.id) return;
-        op.check(seen[j]!).set(keyOf(entry), entry.id, {
+        if (stored === entry.id) return;
+        op.check(seen[j]!).set(keyOf(entry), encodeJson(entry.id), {
           expireIn: 2 * this.#maxSkewMs,
         });
         claiming.push(i);
@@ -261,11 +196,7 @@ export class Consumer {
   ): Promise<void> {
     const now = this.#now();
     const accepted = new Map<string, LogRecord[]>();
-    const rejected = new Map<string, Map<RejectReason, number>>();
-    const unknown = new Map<RejectReason, number>();
-    const rejections = new Map<string, Rejection[]>();
-    const bump = <K>(map: Map<K, number>, key: K) =>
-      map.set(key, (map.get(key) ?? 0) + 1);
+    const tally = new StatsTally();
     entries.forEach((entry, i) => {
       const result = results[i]!;
       const project = projects.get(entry.projectId) ?? null;
@@ -285,62 +216,27 @@ export class Consumer {
         if (list) list.push(record);
         else accepted.set(project.id, [record]);
       } else if (!result.ok && project === null) {
-        bump(unknown, result.reason);
+        tally.rejectUnknownProject(result.reason);
       } else if (!result.ok && project) {
-        const reasons = rejected.get(project.id) ?? new Map();
-        rejected.set(project.id, bump(reasons, result.reason));
-        const list = rejections.get(project.id) ?? [];
-        list.push({
+        tally.reject(project.id, {
           entryId: entry.id,
           at: entry.receivedAt,
           reason: result.reason,
           level: entry.level,
-          ...(entry.origin === undefined
-            ? {}
-            : { origin: entry.origin.slice(0, 256) }),
+          ...(entry.origin === undefined ? {} : { origin: entry.origin }),
           ...(entry.appid === undefined ? {} : { appid: entry.appid }),
         });
-        rejections.set(project.id, list);
       }
     });
     for (const [projectId, records] of accepted) {
-      const retentionMs = projects.get(projectId)!.retentionDays * 86_400_000;
+      const retentionMs = projects.get(projectId)!.retentionDays * DAY_MS;
       records.sort((a, b) => a.id < b.id ? -1 : a.id > b.id ? 1 : 0);
       for (const page of paginate(records)) {
         const expireAt = page[0]!.receivedAt + retentionMs;
         setLogPage(op, projectId, page, Math.max(1000, expireAt - now));
       }
-      op.sum(acceptedCountKey(projectId), BigInt(records.length));
+      tally.accept(projectId, records.length);
     }
-    for (const [reason, n] of unknown) {
-      op.sum(globalRejectedCountKey(reason), BigInt(n));
-    }
-    for (const [projectId, reasons] of rejected) {
-      for (const [reason, n] of reasons) {
-        op.sum(rejectedCountKey(projectId, reason), BigInt(n));
-      }
-    }
-    // Recent rejections: a ring of slots per project, indexed by the running
-    // total of rejections, so the ring holds the latest ones and never grows.
-    const ids = [...rejections.keys()];
-    for (let c = 0; c < ids.length; c += 10) {
-      const chunk = ids.slice(c, c + 10);
-      const totals = await this.#kv.getMany<Deno.KvU64[]>(
-        chunk.map((id) => rejectedTotalKey(id)),
-      );
-      chunk.forEach((projectId, j) => {
-        const base = Number(totals[j]?.value?.value ?? 0n);
-        const list = rejections.get(projectId)!;
-        const first = Math.max(0, list.length - RECENT_REJECTIONS);
-        for (let k = first; k < list.length; k++) {
-          op.set(
-            rejectionKey(projectId, (base + k) % RECENT_REJECTIONS),
-            list[k],
-            { expireIn: REJECTION_TTL_MS },
-          );
-        }
-        op.sum(rejectedTotalKey(projectId), BigInt(list.length));
-      });
-    }
+    await addStats(this.#kv, op, tally);
   }
 }

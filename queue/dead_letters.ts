@@ -1,19 +1,89 @@
 /**
- * Dead letters: batches whose processing kept failing, moved aside by
- * `Consumer.recordFailure` after `MAX_ATTEMPTS` attempts (queue/consumer.ts). This module
- * lists them and replays them: a replay moves the header back to the pending
- * batches in one atomic operation (attempts reset, no retry time), leaving the
- * batch's parts where they are, so the sweeper of any running server picks it
- * up on its next pass. It never processes a batch itself.
+ * The retry and dead-letter policy (docs/design.md#retries-and-dead-letters):
+ * a batch whose processing fails is retried after a backoff, and after
+ * {@linkcode MAX_ATTEMPTS} failures it moves aside to the dead letters, never
+ * lost silently. This module records failures, lists dead letters and
+ * replays them: a replay moves the header back to the pending batches in one
+ * atomic operation (attempts reset, no retry time), leaving the batch's parts
+ * where they are, so the sweeper of any running server picks it up on its
+ * next pass. It never processes a batch itself.
  *
  * @module
  */
 import {
+  batchIdOf,
   deadLetterKey,
   deadLettersPrefix,
   pendingBatchKey,
 } from "../db/keys.ts";
-import type { BatchHeader } from "./batch.ts";
+import { encodeJson } from "../db/kv.ts";
+import {
+  type BatchHeader,
+  decodeBatchHeader,
+  encodeBatchHeader,
+} from "./batch.ts";
+
+/** Failed attempts after which a batch becomes a dead letter. */
+export const MAX_ATTEMPTS = 5;
+/** Wait before attempt n+1 after n failures. */
+const BACKOFF_MS = [1000, 5000, 30_000, 60_000];
+
+/**
+ * Records a failed attempt at batch `batchId`: it is retried after a
+ * backoff, and after {@linkcode MAX_ATTEMPTS} it moves to the dead letters.
+ * A stored value that cannot be read at all is kept whole as the dead
+ * letter's head, so it reaches the dead letters instead of being retried
+ * forever.
+ *
+ * @example
+ * ```ts
+ * await recordFailure(kv, batchId, error, Date.now());
+ * ```
+ */
+export async function recordFailure(
+  kv: Deno.Kv,
+  batchId: string,
+  error: unknown,
+  now: number,
+): Promise<"retry" | "dead_letter" | "absent"> {
+  const pending = await kv.get(pendingBatchKey(batchId));
+  if (pending.versionstamp === null) return "absent";
+  let previous: BatchHeader;
+  try {
+    previous = decodeBatchHeader(pending.value);
+  } catch {
+    // Not a header (corrupt, or written by something else): the value is
+    // kept whole as the head, and its attempts count from 0 like any other.
+    const raw = pending.value;
+    previous = {
+      createdAt: now,
+      count: 0,
+      head: raw instanceof Uint8Array ? raw : encodeJson(raw),
+      parts: 1,
+      attempts: 0,
+    };
+  }
+  const attempts = previous.attempts + 1;
+  const message = error instanceof Error ? error.message : String(error);
+  if (attempts >= MAX_ATTEMPTS) {
+    const { retryAt: _, ...rest } = previous;
+    const dead: BatchHeader = { ...rest, attempts, error: message };
+    const result = await kv.atomic().check(pending)
+      .delete(pendingBatchKey(batchId))
+      .set(deadLetterKey(batchId), encodeBatchHeader(dead))
+      .commit();
+    return result.ok ? "dead_letter" : "absent";
+  }
+  const header: BatchHeader = {
+    ...previous,
+    attempts,
+    error: message,
+    retryAt: now + BACKOFF_MS[Math.min(attempts, BACKOFF_MS.length) - 1]!,
+  };
+  await kv.atomic().check(pending)
+    .set(pendingBatchKey(batchId), encodeBatchHeader(header)).commit();
+  return "retry";
+}
 
 /** A dead letter as listed: the batch id and its header. */
 export interface DeadLetter {
@@ -70,9 +140,10 @@ function describe(id: string, header: BatchHeader): DeadLetter {
  */
 export async function listDeadLetters(kv: Deno.Kv): Promise<DeadLetter[]> {
   const letters: DeadLetter[] = [];
-  const iter = kv.list<BatchHeader>({ prefix: deadLettersPrefix() });
-  for await (const entry of iter) {
-    letters.push(describe(String(entry.key[1]), entry.value));
+  for await (const entry of kv.list({ prefix: deadLettersPrefix() })) {
+    letters.push(
+      describe(batchIdOf(entry.key), decodeBatchHeader(entry.value)),
+    );
   }
   return letters;
 }
@@ -82,8 +153,10 @@ export async function getDeadLetter(
   kv: Deno.Kv,
   batchId: string,
 ): Promise<DeadLetter | null> {
-  const entry = await kv.get<BatchHeader>(deadLetterKey(batchId));
-  return entry.value === null ? null : describe(batchId, entry.value);
+  const entry = await kv.get(deadLetterKey(batchId));
+  return entry.value === null
+    ? null
+    : describe(batchId, decodeBatchHeader(entry.value));
 }
 
 /**
@@ -104,7 +177,7 @@ export async function replayDeadLetter(
   batchId: string,
 ): Promise<DeadLetter> {
   for (;;) {
-    const [entry, pending] = await kv.getMany<[BatchHeader, unknown]>([
+    const [entry, pending] = await kv.getMany<[unknown, unknown]>([
       deadLetterKey(batchId),
       pendingBatchKey(batchId),
     ]);
@@ -113,16 +186,17 @@ export async function replayDeadLetter(
       // Never overwrite a pending batch: it would be lost.
       throw new DeadLetterConflictError(batchId);
     }
-    const { retryAt: _retryAt, error: _error, ...rest } = entry.value;
+    const dead = decodeBatchHeader(entry.value);
+    const { retryAt: _retryAt, error: _error, ...rest } = dead;
     const header: BatchHeader = { ...rest, attempts: 0 };
     const result = await kv.atomic()
       .check(entry)
       .check(pending)
       .delete(deadLetterKey(batchId))
-      .set(pendingBatchKey(batchId), header)
+      .set(pendingBatchKey(batchId), encodeBatchHeader(header))
       .commit();
     // On a conflict someone changed either key meanwhile: read them again.
-    if (result.ok) return describe(batchId, entry.value);
+    if (result.ok) return describe(batchId, dead);
   }
 }
 

@@ -7,7 +7,7 @@
  */
 import { ProjectCache } from "../auth/projects.ts";
 import type { Config } from "../config.ts";
-import { isWakeMessage } from "./batch.ts";
+import { decodeWakeMessage } from "./batch.ts";
 import { Consumer } from "./consumer.ts";
 import { type CommitRider, GroupCommitter } from "./producer.ts";
 import { BatchWorker } from "./worker.ts";
@@ -93,7 +93,8 @@ export function createPipeline(options: PipelineOptions): Pipeline {
       if (config.queue) {
         // Ends when KV is closed; its handler only queues ids, so it never waits.
         kv.listenQueue((message) => {
-          if (isWakeMessage(message)) worker.push(message.batches);
+          const wake = decodeWakeMessage(message);
+          if (wake) worker.push(wake.batches);
         }).catch((error) => onError("", error));
       }
     },

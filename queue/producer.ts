@@ -10,19 +10,40 @@
  * @module
  */
 import { batchPartKey, pendingBatchKey } from "../db/keys.ts";
+import { ATOMIC_MAX_MUTATIONS } from "../db/kv.ts";
 import { PART_BYTES, splitParts } from "../db/parts.ts";
 import type { QueuedEntry } from "../domain/entry.ts";
 import { createId } from "../domain/ids.ts";
-import type { BatchHeader, HandedBatch, WakeMessage } from "./batch.ts";
+import {
+  type BatchHeader,
+  encodeBatchHeader,
+  encodeWakeMessage,
+  type HandedBatch,
+} from "./batch.ts";
 
-/** Entries per batch: keeps the consumer's result commit under 1,000 mutations. */
+/**
+ * Mutations the consumer's result commit makes per entry at most: for a
+ * rejected entry its reason counter, its slot in the ring of recent
+ * rejections and the running total; for an accepted one its page (when alone
+ * on it) and its project's counter, fewer than that.
+ */
+export const RESULT_MUTATIONS_PER_ENTRY = 4;
+/** Mutations of a result commit besides the entries' (pending key, parts). */
+const RESULT_OVERHEAD_MUTATIONS = 20;
+/** Entries per batch: keeps the consumer's result commit under KV's cap. */
 export const MAX_BATCH_ENTRIES = 200;
+if (
+  MAX_BATCH_ENTRIES * RESULT_MUTATIONS_PER_ENTRY + RESULT_OVERHEAD_MUTATIONS >
+    ATOMIC_MAX_MUTATIONS
+) {
+  throw new Error("MAX_BATCH_ENTRIES does not fit KV's mutation cap");
+}
 /** UTF-16 units per commit: at most ~750 KB of UTF-8, under KV's 800 KiB. */
 const MAX_COMMIT_CHARS = 250_000;
 /** Entries per commit. */
 const MAX_COMMIT_ENTRIES = 800;
-/** Mutations per commit, leaving room under KV's 1,000. */
-export const MAX_COMMIT_MUTATIONS = 990;
+/** Mutations per commit, leaving room under KV's cap. */
+export const MAX_COMMIT_MUTATIONS = ATOMIC_MAX_MUTATIONS - 10;
 
 /** Thrown by {@linkcode GroupCommitter.submit} when too many requests wait. */
 export class OverloadedError extends Error {
@@ -181,7 +202,9 @@ export class GroupCommitter {
       batches = this.#addBatches(op, taken);
       let mutations = batches.reduce((n, b) => n + b.parts, 0);
       if (queue && batches.length > 0) {
-        const message: WakeMessage = { batches: batches.map((b) => b.id) };
+        const message = encodeWakeMessage({
+          batches: batches.map((b) => b.id),
+        });
         op.enqueue(message, { delay: this.#options.wakeDelayMs ?? 2000 });
         mutations++;
       }
@@ -237,7 +260,7 @@ export class GroupCommitter {
         parts: 1 + rest.length,
         attempts: 0,
       };
-      op.set(pendingBatchKey(id), header);
+      op.set(pendingBatchKey(id), encodeBatchHeader(header));
       rest.forEach((part, i) => op.set(batchPartKey(id, i + 1), part));
       batches.push({ id, parts: header.parts, items });
       from = to;

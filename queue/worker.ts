@@ -9,9 +9,14 @@
  *
  * @module
  */
-import { pendingBatchesPrefix, pendingBatchKey } from "../db/keys.ts";
-import type { BatchHeader, HandedBatch } from "./batch.ts";
+import {
+  batchIdOf,
+  pendingBatchesPrefix,
+  pendingBatchKey,
+} from "../db/keys.ts";
+import { decodeBatchHeader, type HandedBatch } from "./batch.ts";
 import type { Consumer } from "./consumer.ts";
+import { recordFailure } from "./dead_letters.ts";
 import { createId } from "../domain/ids.ts";
 
 /** Options of {@linkcode BatchWorker}. */
@@ -96,15 +101,14 @@ export class BatchWorker {
     const now = this.#now();
     const grace = all ? 0 : this.#options.sweepGraceMs ?? 1500;
     const found: string[] = [];
-    const iter = this.#options.kv.list<BatchHeader>({
+    const iter = this.#options.kv.list({
       start: pendingBatchesPrefix(),
       end: pendingBatchKey(createId(now - grace + 1)),
     }, { limit: 1000, batchSize: 100 });
     for await (const entry of iter) {
-      const id = String(entry.key[1]);
+      const id = batchIdOf(entry.key);
       if (this.#known.has(id)) continue;
-      // `?.`: one unreadable value must not stop the sweep of all the others.
-      if ((entry.value?.retryAt ?? 0) > now) continue;
+      if (retryTime(entry.value) > now) continue;
       found.push(id);
     }
     this.push(found);
@@ -159,7 +163,21 @@ export class BatchWorker {
       await consumer.process(id, handed);
     } catch (error) {
       onError?.(id, error);
-      await consumer.recordFailure(id, error).catch((e) => onError?.(id, e));
+      await recordFailure(this.#options.kv, id, error, this.#now())
+        .catch((e) => onError?.(id, e));
     }
+  }
+}
+
+/**
+ * When a pending batch is due. An unreadable one is due at once: processing
+ * it fails and moves it to the dead letters, and it must not stop the sweep
+ * of all the others.
+ */
+function retryTime(value: unknown): number {
+  try {
+    return decodeBatchHeader(value).retryAt ?? 0;
+  } catch {
+    return 0;
   }
 }

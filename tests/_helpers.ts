@@ -197,43 +197,14 @@ export function signEntry(
 // imports sit here so that these additions stay at the end of the file.)
 
 import { ProjectCache } from "../auth/projects.ts";
+import { batchIdOf, pendingBatchesPrefix } from "../db/keys.ts";
 import {
-  acceptedCountKey,
-  globalRejectedCountKey,
-  pendingBatchesPrefix,
-  rejectedCountKey,
-  rejectionsPrefix,
-} from "../db/keys.ts";
-import type { BatchHeader } from "../queue/batch.ts";
-import { Consumer, type Rejection } from "../queue/consumer.ts";
-
-/** Every reason an entry can be dropped for (CONTRACT §4). */
-export const REJECT_REASONS: readonly RejectReason[] = [
-  "unknown_project",
-  "bad_origin",
-  "unknown_appid",
-  "bad_signature",
-  "stale_timestamp",
-  "replayed",
-  "no_credentials",
-  "unknown_level",
-];
-
-/**
- * Reads a `Deno.KvU64` counter as a number; 0 when it was never written.
- *
- * @example
- * ```ts
- * await readCounter(h.kv, acceptedCountKey(project.id)); // 3
- * ```
- */
-export async function readCounter(
-  kv: Deno.Kv,
-  key: Deno.KvKey,
-): Promise<number> {
-  const entry = await kv.get<Deno.KvU64>(key);
-  return entry.value === null ? 0 : Number(entry.value.value);
-}
+  readStats,
+  readUnknownProjectRejections,
+  type Rejection,
+} from "../db/stats.ts";
+import { type BatchHeader, decodeBatchHeader } from "../queue/batch.ts";
+import { Consumer } from "../queue/consumer.ts";
 
 /** A project's counters, as `deno task stats` reports them. */
 export interface Stats {
@@ -243,7 +214,8 @@ export interface Stats {
 }
 
 /**
- * Reads a project's counters of accepted and rejected entries.
+ * Reads a project's counters of accepted and rejected entries, through the
+ * module the operator commands read them with.
  *
  * @example
  * ```ts
@@ -251,27 +223,15 @@ export interface Stats {
  * ```
  */
 export async function stats(kv: Deno.Kv, projectId: string): Promise<Stats> {
-  const rejected: Partial<Record<RejectReason, number>> = {};
-  for (const reason of REJECT_REASONS) {
-    const n = await readCounter(kv, rejectedCountKey(projectId, reason));
-    if (n > 0) rejected[reason] = n;
-  }
-  return {
-    accepted: await readCounter(kv, acceptedCountKey(projectId)),
-    rejected,
-  };
+  const { accepted, rejected } = await readStats(kv, projectId);
+  return { accepted, rejected };
 }
 
 /** Reads the global counters of rejections for projects that do not exist. */
-export async function globalRejected(
+export function globalRejected(
   kv: Deno.Kv,
 ): Promise<Partial<Record<RejectReason, number>>> {
-  const rejected: Partial<Record<RejectReason, number>> = {};
-  for (const reason of REJECT_REASONS) {
-    const n = await readCounter(kv, globalRejectedCountKey(reason));
-    if (n > 0) rejected[reason] = n;
-  }
-  return rejected;
+  return readUnknownProjectRejections(kv);
 }
 
 /** A project's recent rejections (the ring of slots), oldest entry first. */
@@ -279,13 +239,17 @@ export async function recentRejections(
   kv: Deno.Kv,
   projectId: string,
 ): Promise<Rejection[]> {
-  const out: Rejection[] = [];
-  for await (
-    const entry of kv.list<Rejection>({ prefix: rejectionsPrefix(projectId) })
-  ) {
-    out.push(entry.value);
+  const { recent } = await readStats(kv, projectId);
+  return recent.sort((a, b) => a.entryId < b.entryId ? -1 : 1);
+}
+
+/** The ids of the batches waiting to be processed, readable or not. */
+export async function pendingBatchIds(kv: Deno.Kv): Promise<string[]> {
+  const ids: string[] = [];
+  for await (const entry of kv.list({ prefix: pendingBatchesPrefix() })) {
+    ids.push(batchIdOf(entry.key));
   }
-  return out.sort((a, b) => a.entryId < b.entryId ? -1 : 1);
+  return ids;
 }
 
 /** The batches waiting to be processed, oldest first. */
@@ -293,10 +257,11 @@ export async function pendingBatches(
   kv: Deno.Kv,
 ): Promise<{ id: string; header: BatchHeader }[]> {
   const out: { id: string; header: BatchHeader }[] = [];
-  for await (
-    const entry of kv.list<BatchHeader>({ prefix: pendingBatchesPrefix() })
-  ) {
-    out.push({ id: String(entry.key[1]), header: entry.value });
+  for await (const entry of kv.list({ prefix: pendingBatchesPrefix() })) {
+    out.push({
+      id: batchIdOf(entry.key),
+      header: decodeBatchHeader(entry.value),
+    });
   }
   return out;
 }

@@ -14,9 +14,9 @@ import {
   projectsPrefix,
   rejectionKey,
 } from "../db/keys.ts";
-import { getProject, type Project } from "../db/projects.ts";
-import type { Rejection } from "../queue/consumer.ts";
-import { MAX_ATTEMPTS } from "../queue/consumer.ts";
+import { getProject, listProjects, type Project } from "../db/projects.ts";
+import type { Rejection } from "../db/stats.ts";
+import { MAX_ATTEMPTS, recordFailure } from "../queue/dead_letters.ts";
 import {
   type FakeClock,
   fakeClock,
@@ -134,12 +134,10 @@ Deno.test("project create prints the id and the secret for humans", async () => 
   await withKv(async (kv) => {
     const run = await cli(kv, ["project", "create", "--name", "shop"]);
     assert.equal(run.code, 0, run.stderr);
-    const [project] = await Array.fromAsync(
-      kv.list<Project>({ prefix: projectsPrefix() }),
-    );
+    const [project] = await listProjects(kv);
     assert.match(run.stdout, /^Created project "shop"/);
-    assert.match(run.stdout, new RegExp(`ID +${project!.value.id}\n`));
-    assert.match(run.stdout, new RegExp(`Secret +${project!.value.secret}\n`));
+    assert.match(run.stdout, new RegExp(`ID +${project!.id}\n`));
+    assert.match(run.stdout, new RegExp(`Secret +${project!.secret}\n`));
   });
 });
 
@@ -1051,9 +1049,11 @@ Deno.test("deadletters lists dead letters and replays them for the sweeper", asy
     );
     const batchId = String(pending!.key[1]);
     for (let i = 0; i < MAX_ATTEMPTS; i++) {
-      await h.pipeline.consumer.recordFailure(
+      await recordFailure(
+        h.kv,
         batchId,
         new Error("KV timed out"),
+        h.clock.now(),
       );
     }
 

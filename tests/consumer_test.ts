@@ -12,7 +12,8 @@ import { ProjectCache } from "../auth/projects.ts";
 import { logKey, statsPrefix } from "../db/keys.ts";
 import { addLevel, allowValue, setRetention } from "../db/projects.ts";
 import type { QueuedEntry } from "../domain/entry.ts";
-import { Consumer, RECENT_REJECTIONS } from "../queue/consumer.ts";
+import { Consumer } from "../queue/consumer.ts";
+import { RECENT_REJECTIONS } from "../db/stats.ts";
 import { createId } from "../domain/ids.ts";
 import {
   assertStoredOnce,

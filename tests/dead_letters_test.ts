@@ -11,8 +11,8 @@ import {
   pendingBatchesPrefix,
   pendingBatchKey,
 } from "../db/keys.ts";
-import type { BatchHeader } from "../queue/batch.ts";
-import { MAX_ATTEMPTS } from "../queue/consumer.ts";
+import { decodeBatchHeader, encodeBatchHeader } from "../queue/batch.ts";
+import { MAX_ATTEMPTS, recordFailure } from "../queue/dead_letters.ts";
 import {
   DeadLetterConflictError,
   DeadLetterNotFoundError,
@@ -38,7 +38,7 @@ async function deadLetter(
   assert.equal(pending.length, 1);
   const batchId = String(pending[0]!.key[1]);
   for (let i = 0; i < MAX_ATTEMPTS; i++) {
-    await h.pipeline.consumer.recordFailure(batchId, new Error("disk full"));
+    await recordFailure(h.kv, batchId, new Error("disk full"), h.clock.now());
   }
   return batchId;
 }
@@ -83,8 +83,9 @@ Deno.test("replayDeadLetter moves the batch back to pending with its attempts re
     assert.equal(replayed.id, batchId);
     assert.equal(replayed.attempts, MAX_ATTEMPTS);
     assert.equal((await h.kv.get(deadLetterKey(batchId))).value, null);
-    const header = (await h.kv.get<BatchHeader>(pendingBatchKey(batchId)))
-      .value!;
+    const header = decodeBatchHeader(
+      (await h.kv.get(pendingBatchKey(batchId))).value,
+    );
     assert.equal(header.attempts, 0);
     assert.equal("retryAt" in header, false);
     assert.equal("error" in header, false);
@@ -151,15 +152,19 @@ Deno.test("replayDeadLetter never overwrites a pending batch of the same id", as
   await withHarness(async (h) => {
     const project = await h.project();
     const batchId = await deadLetter(h, randomEntry({ projectId: project.id }));
-    const dead = await h.kv.get<BatchHeader>(deadLetterKey(batchId));
-    const pending: BatchHeader = { ...dead.value!, attempts: 2 };
-    await h.kv.set(pendingBatchKey(batchId), pending);
+    const dead = decodeBatchHeader(
+      (await h.kv.get(deadLetterKey(batchId))).value,
+    );
+    await h.kv.set(
+      pendingBatchKey(batchId),
+      encodeBatchHeader({ ...dead, attempts: 2 }),
+    );
     await assert.rejects(
       replayDeadLetter(h.kv, batchId),
       new DeadLetterConflictError(batchId),
     );
-    const after = await h.kv.get<BatchHeader>(pendingBatchKey(batchId));
-    assert.equal(after.value?.attempts, 2);
+    const after = await h.kv.get(pendingBatchKey(batchId));
+    assert.equal(decodeBatchHeader(after.value).attempts, 2);
     assert.notEqual((await h.kv.get(deadLetterKey(batchId))).value, null);
   });
 });

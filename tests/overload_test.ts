@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { GroupCommitter, OverloadedError } from "../queue/producer.ts";
-import { harness, randomEntry } from "./_helpers.ts";
+import { harness, pendingBatches, randomEntry } from "./_helpers.ts";
 
 /** A KV whose commits can be made to fail or to wait, for overload tests. */
 function faultyKv(real: Deno.Kv) {
@@ -113,18 +113,10 @@ Deno.test("requests that arrive during a commit share the next one", async () =>
     await first;
     await Promise.all(rest);
     assert.equal(state.commits, 2);
-    let batches = 0;
-    let entries = 0;
-    for await (
-      const entry of real.list<{ count: number }>({
-        prefix: ["pending_batches"],
-      })
-    ) {
-      batches++;
-      entries += entry.value.count;
-    }
+    const batches = await pendingBatches(real);
+    const entries = batches.reduce((n, b) => n + b.header.count, 0);
     assert.equal(entries, 101);
-    assert.equal(batches, 2);
+    assert.equal(batches.length, 2);
   } finally {
     state.release();
     await h.close();

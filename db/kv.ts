@@ -1,0 +1,123 @@
+/**
+ * Deno KV's limits as named constants, reading many keys under the
+ * `getMany` limit, and the value codec (docs/design.md#value-encoding).
+ *
+ * Every value the service stores is bytes it encodes itself — UTF-8 JSON, or
+ * a JSON header framed with a binary payload — or a `Deno.KvU64` counter.
+ * Values serialized by the runtime are not readable by an older Deno (Deno
+ * Deploy runs an older one than a developer's machine), bytes are. Values
+ * stored in the runtime's encoding by earlier versions of the service are
+ * still read: the decoders accept them as they come.
+ *
+ * @module
+ */
+
+/** Keys one `kv.getMany` call takes at most. */
+export const GET_MANY_MAX_KEYS = 10;
+/** Mutations one atomic operation holds at most. */
+export const ATOMIC_MAX_MUTATIONS = 1000;
+/** Checks one atomic operation holds at most. */
+export const ATOMIC_MAX_CHECKS = 10;
+/** Bytes of one value at most, after encoding. */
+export const VALUE_MAX_BYTES = 65_536;
+/** Bytes of one atomic operation at most. */
+export const ATOMIC_MAX_BYTES = 819_200;
+
+const encoder = new TextEncoder();
+const decoder = new TextDecoder();
+
+/**
+ * Reads any number of keys, {@linkcode GET_MANY_MAX_KEYS} per call, in the
+ * order given.
+ *
+ * @example
+ * ```ts
+ * const entries = await getManyChunked<Uint8Array>(kv, keys);
+ * ```
+ */
+export async function getManyChunked<T>(
+  kv: Deno.Kv,
+  keys: Deno.KvKey[],
+): Promise<Deno.KvEntryMaybe<T>[]> {
+  const entries: Deno.KvEntryMaybe<T>[] = [];
+  for (let i = 0; i < keys.length; i += GET_MANY_MAX_KEYS) {
+    const chunk = keys.slice(i, i + GET_MANY_MAX_KEYS);
+    entries.push(...await kv.getMany<T[]>(chunk));
+  }
+  return entries;
+}
+
+/**
+ * Encodes a JSON value as UTF-8 bytes, the stored form of every record.
+ *
+ * @example
+ * ```ts
+ * op.set(projectKey(project.id), encodeJson(project));
+ * ```
+ */
+export function encodeJson(value: unknown): Uint8Array {
+  return encoder.encode(JSON.stringify(value));
+}
+
+/**
+ * Decodes a value stored by {@linkcode encodeJson}; a value stored in the
+ * runtime's own encoding by an earlier version is returned as it is, and an
+ * absent value (`null`) stays `null`.
+ *
+ * @example
+ * ```ts
+ * const project = decodeJson<Project>((await kv.get(projectKey(id))).value);
+ * ```
+ */
+export function decodeJson<T>(value: unknown): T | null {
+  if (value === null || value === undefined) return null;
+  if (value instanceof Uint8Array) return JSON.parse(decoder.decode(value));
+  return value as T;
+}
+
+/** Bytes of the header length at the start of a framed value. */
+const FRAME_LENGTH_BYTES = 4;
+
+/**
+ * Encodes a JSON header followed by a binary payload: 4 bytes (big-endian)
+ * of header length, the header as UTF-8 JSON, then the payload.
+ *
+ * @example
+ * ```ts
+ * const value = encodeFramed({ count: 3 }, head);
+ * const { header, payload } = decodeFramed<{ count: number }>(value);
+ * ```
+ */
+export function encodeFramed(header: unknown, payload: Uint8Array): Uint8Array {
+  const json = encodeJson(header);
+  const out = new Uint8Array(FRAME_LENGTH_BYTES + json.length + payload.length);
+  new DataView(out.buffer).setUint32(0, json.length);
+  out.set(json, FRAME_LENGTH_BYTES);
+  out.set(payload, FRAME_LENGTH_BYTES + json.length);
+  return out;
+}
+
+/** A value decoded by {@linkcode decodeFramed}. */
+export interface Framed<T> {
+  header: T;
+  payload: Uint8Array;
+}
+
+/**
+ * Decodes a value stored by {@linkcode encodeFramed}. Throws a `RangeError`
+ * when the bytes are not a framed value.
+ */
+export function decodeFramed<T>(value: Uint8Array): Framed<T> {
+  if (value.length < FRAME_LENGTH_BYTES) {
+    throw new RangeError("Cannot decode a framed value: too short");
+  }
+  const view = new DataView(value.buffer, value.byteOffset, value.byteLength);
+  const end = FRAME_LENGTH_BYTES + view.getUint32(0);
+  if (end > value.length) {
+    throw new RangeError("Cannot decode a framed value: header cut short");
+  }
+  return {
+    header: JSON.parse(decoder.decode(value.subarray(FRAME_LENGTH_BYTES, end))),
+    payload: value.subarray(end),
+  };
+}

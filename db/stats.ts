@@ -1,0 +1,187 @@
+/**
+ * A project's counters and its recent rejections: written by the consumer
+ * inside its result commit, read by the operator commands and the tests
+ * through this module only (docs/design.md#rejection-reasons).
+ *
+ * Counters are `Deno.KvU64` sums, so concurrent commits add up without
+ * conflicts. Recent rejections are a ring of {@linkcode RECENT_REJECTIONS}
+ * slots per project, indexed by the running total of its rejections, so the
+ * ring holds the latest ones and never grows.
+ *
+ * @module
+ */
+import { DAY_MS, type RejectReason } from "../domain/entry.ts";
+import {
+  acceptedCountKey,
+  counterNameOf,
+  globalRejectedCountKey,
+  globalRejectedCountsPrefix,
+  rejectedCountKey,
+  rejectedCountsPrefix,
+  rejectedTotalKey,
+  rejectionKey,
+  rejectionsPrefix,
+} from "./keys.ts";
+import { decodeJson, encodeJson, getManyChunked } from "./kv.ts";
+
+/** Recent rejections kept per project. */
+export const RECENT_REJECTIONS = 100;
+/** How long a recent rejection is kept. */
+export const REJECTION_TTL_MS = 30 * DAY_MS;
+/** Longest origin kept with a rejection. */
+const MAX_ORIGIN_CHARS = 256;
+
+/** One entry of a project's recent rejections. */
+export interface Rejection {
+  entryId: string;
+  /** Receipt time, Unix milliseconds. */
+  at: number;
+  reason: RejectReason;
+  level: string;
+  origin?: string;
+  appid?: string;
+}
+
+/** What one result commit adds to the counters. */
+export class StatsTally {
+  /** Accepted entries by project. */
+  readonly accepted = new Map<string, number>();
+  /** Rejected entries by project and reason. */
+  readonly rejected = new Map<string, Map<RejectReason, number>>();
+  /** Rejected entries naming no existing project, by reason. */
+  readonly unknownProject = new Map<RejectReason, number>();
+  /** Rejections to remember, by project, in order. */
+  readonly recent = new Map<string, Rejection[]>();
+
+  /** Counts `n` accepted entries of `projectId`. */
+  accept(projectId: string, n = 1): void {
+    this.accepted.set(projectId, (this.accepted.get(projectId) ?? 0) + n);
+  }
+
+  /** Counts and remembers a rejection of an entry of an existing project. */
+  reject(projectId: string, rejection: Rejection): void {
+    const reasons = this.rejected.get(projectId) ?? new Map();
+    reasons.set(rejection.reason, (reasons.get(rejection.reason) ?? 0) + 1);
+    this.rejected.set(projectId, reasons);
+    const kept = rejection.origin === undefined ? rejection : {
+      ...rejection,
+      origin: rejection.origin.slice(0, MAX_ORIGIN_CHARS),
+    };
+    const list = this.recent.get(projectId);
+    if (list) list.push(kept);
+    else this.recent.set(projectId, [kept]);
+  }
+
+  /** Counts a rejection of an entry whose project does not exist. */
+  rejectUnknownProject(reason: RejectReason): void {
+    this.unknownProject.set(
+      reason,
+      (this.unknownProject.get(reason) ?? 0) + 1,
+    );
+  }
+}
+
+/**
+ * Adds the mutations of `tally` to `op`. It reads the running totals of
+ * rejections to place the recent ones in their ring; two commits racing for
+ * the same slots can overwrite each other's recent rejections, never the
+ * counters.
+ *
+ * @example
+ * ```ts
+ * const tally = new StatsTally();
+ * tally.accept(projectId, 3);
+ * await addStats(kv, op, tally);
+ * ```
+ */
+export async function addStats(
+  kv: Deno.Kv,
+  op: Deno.AtomicOperation,
+  tally: StatsTally,
+): Promise<void> {
+  for (const [projectId, n] of tally.accepted) {
+    op.sum(acceptedCountKey(projectId), BigInt(n));
+  }
+  for (const [reason, n] of tally.unknownProject) {
+    op.sum(globalRejectedCountKey(reason), BigInt(n));
+  }
+  for (const [projectId, reasons] of tally.rejected) {
+    for (const [reason, n] of reasons) {
+      op.sum(rejectedCountKey(projectId, reason), BigInt(n));
+    }
+  }
+  const ids = [...tally.recent.keys()];
+  const totals = await getManyChunked<Deno.KvU64>(
+    kv,
+    ids.map((id) => rejectedTotalKey(id)),
+  );
+  ids.forEach((projectId, j) => {
+    const base = Number(totals[j]?.value?.value ?? 0n);
+    const list = tally.recent.get(projectId)!;
+    const first = Math.max(0, list.length - RECENT_REJECTIONS);
+    for (let k = first; k < list.length; k++) {
+      op.set(
+        rejectionKey(projectId, (base + k) % RECENT_REJECTIONS),
+        encodeJson(list[k]),
+        { expireIn: REJECTION_TTL_MS },
+      );
+    }
+    op.sum(rejectedTotalKey(projectId), BigInt(list.length));
+  });
+}
+
+/** A project's counters. */
+export interface ProjectStats {
+  accepted: number;
+  rejected: Record<string, number>;
+  /** Recent rejections, newest first. */
+  recent: Rejection[];
+}
+
+/** Reads every counter under `prefix`, by the last part of its key. */
+async function readCounters(
+  kv: Deno.Kv,
+  prefix: Deno.KvKey,
+): Promise<Record<string, number>> {
+  const counts: Record<string, number> = {};
+  for await (const entry of kv.list<Deno.KvU64>({ prefix })) {
+    counts[counterNameOf(entry.key)] = Number(entry.value.value);
+  }
+  return counts;
+}
+
+/**
+ * Reads a project's counters and recent rejections (newest first).
+ *
+ * @example
+ * ```ts
+ * const { accepted, rejected } = await readStats(kv, projectId);
+ * ```
+ */
+export async function readStats(
+  kv: Deno.Kv,
+  projectId: string,
+): Promise<ProjectStats> {
+  const accepted = await kv.get<Deno.KvU64>(acceptedCountKey(projectId));
+  const recent: Rejection[] = [];
+  for await (const entry of kv.list({ prefix: rejectionsPrefix(projectId) })) {
+    const rejection = decodeJson<Rejection>(entry.value);
+    if (rejection) recent.push(rejection);
+  }
+  // The ring's slots say nothing of order: sort by time, newest first.
+  recent.sort((a, b) =>
+    b.at - a.at || (a.entryId < b.entryId ? 1 : a.entryId > b.entryId ? -1 : 0)
+  );
+  return {
+    accepted: Number(accepted.value?.value ?? 0n),
+    rejected: await readCounters(kv, rejectedCountsPrefix(projectId)),
+    recent,
+  };
+}
+
+/** Reads the counters of rejections of entries naming no existing project. */
+export function readUnknownProjectRejections(
+  kv: Deno.Kv,
+): Promise<Record<string, number>> {
+  return readCounters(kv, globalRejectedCountsPrefix());
+}
