@@ -9,12 +9,8 @@ import assert from "node:assert/strict";
 import { type CommandContext } from "../cli/command.ts";
 import { runCli } from "../cli/main.ts";
 import { formatTable, parseDuration, parseTimeFlag } from "../cli/format.ts";
-import {
-  pendingBatchesPrefix,
-  projectsPrefix,
-  rejectionKey,
-} from "../db/keys.ts";
-import { getProject, listProjects, type Project } from "../db/projects.ts";
+import { pendingBatchesPrefix, rejectionKey } from "../db/keys.ts";
+import { getProject, listProjects } from "../db/projects.ts";
 import type { Rejection } from "../db/stats.ts";
 import { MAX_ATTEMPTS, recordFailure } from "../queue/dead_letters.ts";
 import {
