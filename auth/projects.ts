@@ -1,7 +1,7 @@
 /**
  * A short-lived cache of project records for the consumer, so that a batch
  * of entries costs at most one KV read per project, and a change made by an
- * operator is seen within `ttlMs` (at most 5 s, CONTRACT §5).
+ * operator is seen within `ttlMs` (docs/design.md#project-cache).
  *
  * @module
  */

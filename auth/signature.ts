@@ -1,5 +1,5 @@
 /**
- * Server clients: HMAC-SHA256 signatures (SPEC "Authentication" 3, CONTRACT §4).
+ * Server clients: HMAC-SHA256 signatures (docs/design.md#signatures).
  *
  * The signed string is `projectId + params + timestamp`, where `params` is the
  * compact JSON of `{level, projectId, device, context, data}` in that order.

@@ -68,7 +68,7 @@ export interface LogFilter {
   where: { path: string[]; value: string }[];
 }
 
-/** The JSON form of an entry (CONTRACT §6). */
+/** The JSON form of an entry, as `logs --json` prints it (README, "logs"). */
 export function logJson(log: LogRecord): Record<string, unknown> {
   return {
     id: log.id,

@@ -8,7 +8,7 @@
  *
  * @module
  */
-import { isStandardLevel, LEVEL_PATTERN } from "../domain/entry.ts";
+import { DAY_MS, isStandardLevel, LEVEL_PATTERN } from "../domain/entry.ts";
 import { decodeJson, encodeJson } from "./kv.ts";
 import type { LogPage } from "./logs.ts";
 import {
@@ -20,6 +20,18 @@ import {
   seenSignaturesPrefix,
   statsPrefix,
 } from "./keys.ts";
+
+/** Shortest retention a project may set, in days. */
+export const MIN_RETENTION_DAYS = 1;
+/** Longest retention a project may set, in days (ten years). */
+export const MAX_RETENTION_DAYS = 3650;
+/** How long the previous secret verifies after a rotation, by default. */
+export const DEFAULT_ROTATION_GRACE_MS = DAY_MS;
+/** Random bytes of a project id (128 bits) and of a secret (256 bits). */
+const ID_BYTES = 16;
+const SECRET_BYTES = 32;
+/** Keys deleted per atomic operation when a project is deleted. */
+const DELETE_CHUNK = 500;
 
 /** Retention of a new project, in days. */
 export const DEFAULT_RETENTION_DAYS = 30;
@@ -157,13 +169,13 @@ export async function createProject(
   }
   const allowed = [...new Set((options.allow ?? []).map(validateAllowValue))];
   for (;;) {
-    const id = randomToken(16);
+    const id = randomToken(ID_BYTES);
     // An id starting with "-" would read as an option on a command line.
     if (!/^[A-Za-z0-9]/.test(id)) continue;
     const project: Project = {
       id,
       name,
-      secret: randomToken(32),
+      secret: randomToken(SECRET_BYTES),
       settings: { allowedOrigin: allowed },
       levels: [],
       retentionDays: DEFAULT_RETENTION_DAYS,
@@ -287,9 +299,12 @@ export function setRetention(
   projectId: string,
   days: number,
 ): Promise<Project> {
-  if (!Number.isInteger(days) || days < 1 || days > 3650) {
+  if (
+    !Number.isInteger(days) || days < MIN_RETENTION_DAYS ||
+    days > MAX_RETENTION_DAYS
+  ) {
     throw new InvalidValueError(
-      `Cannot keep entries for "${days}" days: expected a whole number from 1 to 3650`,
+      `Cannot keep entries for "${days}" days: expected a whole number from ${MIN_RETENTION_DAYS} to ${MAX_RETENTION_DAYS}`,
     );
   }
   return updateProject(kv, projectId, (project) => {
@@ -315,7 +330,7 @@ export function rotateSecret(
   projectId: string,
   options: RotateSecretOptions = {},
 ): Promise<Project> {
-  const graceMs = options.graceMs ?? 86_400_000;
+  const graceMs = options.graceMs ?? DEFAULT_ROTATION_GRACE_MS;
   if (!Number.isFinite(graceMs) || graceMs < 0) {
     throw new InvalidValueError(`Cannot use a grace period of "${graceMs}" ms`);
   }
@@ -328,7 +343,7 @@ export function rotateSecret(
       delete project.previousSecret;
       delete project.previousSecretExpiresAt;
     }
-    project.secret = randomToken(32);
+    project.secret = randomToken(SECRET_BYTES);
     return project;
   });
 }
@@ -367,7 +382,7 @@ export async function deleteProject(
   return logs;
 }
 
-/** Deletes every key under `prefix`, 500 per atomic operation. */
+/** Deletes every key under `prefix`, {@linkcode DELETE_CHUNK} per atomic operation. */
 export async function deletePrefix(
   kv: Deno.Kv,
   prefix: Deno.KvKey,
@@ -375,7 +390,7 @@ export async function deletePrefix(
   let deleted = 0;
   for (;;) {
     const keys: Deno.KvKey[] = [];
-    for await (const entry of kv.list({ prefix }, { limit: 500 })) {
+    for await (const entry of kv.list({ prefix }, { limit: DELETE_CHUNK })) {
       keys.push(entry.key);
     }
     if (keys.length === 0) return deleted;

@@ -2,7 +2,7 @@
  * One pass over a JSON text that `JSON.parse` already accepted, for what
  * `JSON.parse` does not tell: repeated member names at the top level, the
  * nesting depth, and the client's own text of the top-level members (kept for
- * signature verification, CONTRACT §4 "serializer tolerance").
+ * signature verification, docs/design.md#signatures).
  *
  * @module
  */

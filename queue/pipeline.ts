@@ -10,7 +10,7 @@ import type { Config } from "../config.ts";
 import { decodeWakeMessage } from "./batch.ts";
 import { Consumer } from "./consumer.ts";
 import { type CommitRider, GroupCommitter } from "./producer.ts";
-import { BatchWorker } from "./worker.ts";
+import { BatchWorker, SWEEP_INTERVAL_MS } from "./worker.ts";
 
 /** Options of {@linkcode createPipeline}. */
 export interface PipelineOptions {
@@ -72,7 +72,7 @@ export function createPipeline(options: PipelineOptions): Pipeline {
     consumer,
     now,
     concurrency: config.consumerConcurrency,
-    sweepIntervalMs: options.sweepIntervalMs ?? 1000,
+    sweepIntervalMs: options.sweepIntervalMs ?? SWEEP_INTERVAL_MS,
     onError,
   });
   const handOver = options.handOver ?? true;

@@ -19,6 +19,19 @@ import type { Consumer } from "./consumer.ts";
 import { recordFailure } from "./dead_letters.ts";
 import { createId } from "../domain/ids.ts";
 
+/** Period of the sweeper. */
+export const SWEEP_INTERVAL_MS = 1000;
+/** Age after which the sweeper takes a batch another process committed. */
+const SWEEP_GRACE_MS = 1500;
+/** Pending batches one sweep lists at most (the next sweep takes the rest). */
+const SWEEP_MAX_BATCHES = 1000;
+/** Keys one sweep reads per KV round trip. */
+const SWEEP_READ_BATCH = 100;
+/** Batch ids held in memory at most; more are left to the sweeper. */
+const MAX_QUEUED_IDS = 10_000;
+/** Handed-over batches whose entries are kept in memory at most. */
+const MAX_HANDED_BATCHES = 16;
+
 /** Options of {@linkcode BatchWorker}. */
 export interface WorkerOptions {
   kv: Deno.Kv;
@@ -60,7 +73,7 @@ export class BatchWorker {
 
   /** Queues batches for processing (ids already queued are skipped). */
   push(batchIds: Iterable<string>): void {
-    const max = this.#options.maxQueued ?? 10_000;
+    const max = this.#options.maxQueued ?? MAX_QUEUED_IDS;
     for (const id of batchIds) {
       if (this.#known.has(id) || this.#known.size >= max) continue;
       this.#known.add(id);
@@ -75,7 +88,9 @@ export class BatchWorker {
    */
   hand(batches: HandedBatch[]): void {
     for (const batch of batches) {
-      if (!this.#known.has(batch.id) && this.#handed.size < 16) {
+      if (
+        !this.#known.has(batch.id) && this.#handed.size < MAX_HANDED_BATCHES
+      ) {
         this.#handed.set(batch.id, batch);
       }
     }
@@ -99,12 +114,12 @@ export class BatchWorker {
 
   async #sweep(all: boolean): Promise<number> {
     const now = this.#now();
-    const grace = all ? 0 : this.#options.sweepGraceMs ?? 1500;
+    const grace = all ? 0 : this.#options.sweepGraceMs ?? SWEEP_GRACE_MS;
     const found: string[] = [];
     const iter = this.#options.kv.list({
       start: pendingBatchesPrefix(),
       end: pendingBatchKey(createId(now - grace + 1)),
-    }, { limit: 1000, batchSize: 100 });
+    }, { limit: SWEEP_MAX_BATCHES, batchSize: SWEEP_READ_BATCH });
     for await (const entry of iter) {
       const id = batchIdOf(entry.key);
       if (this.#known.has(id)) continue;
@@ -120,7 +135,7 @@ export class BatchWorker {
     this.sweep({ all: true }).catch((e) => this.#options.onError?.("", e));
     this.#timer = setInterval(() => {
       this.sweep().catch((e) => this.#options.onError?.("", e));
-    }, this.#options.sweepIntervalMs ?? 1000);
+    }, this.#options.sweepIntervalMs ?? SWEEP_INTERVAL_MS);
   }
 
   /** Stops the sweeper and waits for the work in hand to finish. */

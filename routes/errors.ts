@@ -1,6 +1,6 @@
 /**
  * The errors the endpoint answers with. Each carries its HTTP status and the
- * `code` of CONTRACT §1; `app.onError` turns them into the JSON error body.
+ * `code` (docs/design.md#errors); `app.onError` turns them into the JSON error body.
  *
  * @module
  */
@@ -63,7 +63,7 @@ export function unavailable(message: string, retryAfter = 1): HttpError {
   });
 }
 
-/** Builds the JSON error body of CONTRACT §1. */
+/** Builds the JSON error body (docs/design.md#errors). */
 export function errorBody(error: HttpError): string {
   return JSON.stringify({
     status: "error",

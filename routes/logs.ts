@@ -1,8 +1,9 @@
 /**
- * `POST /api/v1/logs` and its CORS preflight: the synchronous checks of
- * CONTRACT §2, then the group commit. Nothing here looks up a project or a
- * credential: authentication happens after queueing, so no answer depends on
- * whether a project, origin, app id or secret is valid.
+ * `POST /api/v1/logs` and its CORS preflight: the synchronous checks
+ * (docs/design.md#synchronous-checks), then the group commit. Nothing here
+ * looks up a project or a credential: authentication happens after queueing,
+ * so no answer depends on whether a project, origin, app id or secret is
+ * valid.
  *
  * @module
  */

@@ -1,5 +1,5 @@
 /**
- * The zod schema of a submitted log entry (SPEC "Log entry", CONTRACT §2).
+ * The zod schema of a submitted log entry (docs/design.md#synchronous-checks).
  * Unknown top-level members are dropped by `z.object`.
  *
  * @module

@@ -595,7 +595,7 @@ async function storeThreeKinds(
   await h.process();
 }
 
-Deno.test("logs --json prints one object per entry with the fields of CONTRACT §6", async () => {
+Deno.test("logs --json prints one object per entry with the documented fields", async () => {
   await withHarness(async (h) => {
     const project = await create(
       h.kv,

@@ -1,5 +1,5 @@
 /**
- * The queue's guarantees (CONTRACT §4): every batch is processed exactly once
+ * The queue's guarantees (docs/design.md#queue): every batch is processed exactly once
  * in effect, whatever the delivery (redelivery, two processes racing, a
  * wake-up message twice); batches nobody handed over are found by the
  * sweeper, so the service works without queue delivery; a batch that keeps
