@@ -9,14 +9,19 @@
  * | `pending_batches/<batchId>` | batch header, first part of the batch |
  * | `dead_letters/<batchId>` | batch header of a batch that kept failing |
  * | `batch_parts/<batchId>/<n>` | further parts of a large batch |
+ * | `batch_progress/<batchId>` | projects whose results a batch spanning many projects has committed |
  * | `logs/<projectId>/<first entry id>` | a page of stored entries (JSON bytes, first part) |
  * | `log_parts/<projectId>/<first entry id>/<n>` | further parts of a large page |
  * | `seen_signatures/<projectId>/<signature>` | id of the entry that used it |
  * | `stats/<projectId>/accepted` | `Deno.KvU64` |
  * | `stats/<projectId>/rejected/<reason>` | `Deno.KvU64` |
  * | `stats/<projectId>/rejected_total` | `Deno.KvU64` |
+ * | `stats/<projectId>/replayed` | `Deno.KvU64`, rejected entries stored by a replay |
  * | `global_stats/rejected/<reason>` | `Deno.KvU64`, projects that do not exist |
+ * | `global_stats/rejected_total` | `Deno.KvU64`, picks the next global slot |
  * | `rejections/<projectId>/<slot>` | one of the last 100 rejections |
+ * | `rejected_entries/<projectId>/<slot>` | content of one of the last 100 rejected entries |
+ * | `global_rejected_entries/<slot>` | content of one of the last 100 entries naming no project |
  * | `rate_limits/<epoch>/<ip>` | `Deno.KvU64`, requests admitted while the address was busy |
  *
  * @module
@@ -55,6 +60,14 @@ export function deadLettersPrefix(): Deno.KvKey {
 /** Key of part `n` (from 1) of a batch too large for one value. */
 export function batchPartKey(batchId: string, n: number): Deno.KvKey {
   return ["batch_parts", batchId, n];
+}
+
+/**
+ * Key of the projects whose results a batch spanning more projects than one
+ * atomic operation can check has committed so far.
+ */
+export function batchProgressKey(batchId: string): Deno.KvKey {
+  return ["batch_progress", batchId];
 }
 
 /** Key of a page of stored entries, named by its first entry; ids sort by receipt time. */
@@ -117,6 +130,11 @@ export function rejectedTotalKey(projectId: string): Deno.KvKey {
   return ["stats", projectId, "rejected_total"];
 }
 
+/** Counter of a project's rejected entries later stored by a replay. */
+export function replayedCountKey(projectId: string): Deno.KvKey {
+  return ["stats", projectId, "replayed"];
+}
+
 /** Prefix of a project's counters. */
 export function statsPrefix(projectId: string): Deno.KvKey {
   return ["stats", projectId];
@@ -132,6 +150,11 @@ export function globalRejectedCountsPrefix(): Deno.KvKey {
   return ["global_stats", "rejected"];
 }
 
+/** Counter of all rejections naming no project; picks the next global slot. */
+export function globalRejectedTotalKey(): Deno.KvKey {
+  return ["global_stats", "rejected_total"];
+}
+
 /** Key of one slot of a project's ring of recent rejections. */
 export function rejectionKey(projectId: string, slot: number): Deno.KvKey {
   return ["rejections", projectId, slot];
@@ -140,6 +163,26 @@ export function rejectionKey(projectId: string, slot: number): Deno.KvKey {
 /** Prefix of a project's recent rejections. */
 export function rejectionsPrefix(projectId: string): Deno.KvKey {
   return ["rejections", projectId];
+}
+
+/** Key of the content of a rejected entry, in the slot of its rejection. */
+export function rejectedEntryKey(projectId: string, slot: number): Deno.KvKey {
+  return ["rejected_entries", projectId, slot];
+}
+
+/** Prefix of the content of a project's recent rejected entries. */
+export function rejectedEntriesPrefix(projectId: string): Deno.KvKey {
+  return ["rejected_entries", projectId];
+}
+
+/** Key of one slot of the global ring of entries naming no project. */
+export function globalRejectedEntryKey(slot: number): Deno.KvKey {
+  return ["global_rejected_entries", slot];
+}
+
+/** Prefix of the global ring of entries naming no project. */
+export function globalRejectedEntriesPrefix(): Deno.KvKey {
+  return ["global_rejected_entries"];
 }
 
 /** Counter of the POSTs from one client address in one epoch. */
@@ -189,4 +232,14 @@ export function logPageIdOf(key: Deno.KvKey): string {
  */
 export function counterNameOf(key: Deno.KvKey): string {
   return String(part(key, String(key[0]), key.length - 1));
+}
+
+/**
+ * The slot of a `rejected_entries/<projectId>/<slot>` or
+ * `global_rejected_entries/<slot>` key.
+ */
+export function rejectedSlotOf(key: Deno.KvKey): number {
+  return key[0] === "global_rejected_entries"
+    ? Number(part(key, "global_rejected_entries", 1))
+    : Number(part(key, "rejected_entries", 2));
 }

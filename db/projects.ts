@@ -16,6 +16,7 @@ import {
   logsPrefix,
   projectKey,
   projectsPrefix,
+  rejectedEntriesPrefix,
   rejectionsPrefix,
   seenSignaturesPrefix,
   statsPrefix,
@@ -350,8 +351,21 @@ export function rotateSecret(
 
 /**
  * Deletes a project and everything stored under it: entries, counters,
- * recent rejections and remembered signatures. Returns how many entries were
- * deleted.
+ * recent rejections, kept rejected entries and remembered signatures.
+ * Returns how many entries were deleted.
+ *
+ * The record goes first. Every write under a project (the consumer's result
+ * commit, its signature claims, a replay) checks the record's versionstamp
+ * in its own atomic operation, so once the record is gone nothing can be
+ * added under the id. The data is then deleted, prefix after prefix, until a
+ * pass finds nothing left: a process of an earlier version, which does not
+ * check the record, may still add some during the first pass
+ * (docs/design.md#retention-and-deletion).
+ *
+ * @example
+ * ```ts
+ * const entries = await deleteProject(kv, projectId);
+ * ```
  */
 export async function deleteProject(
   kv: Deno.Kv,
@@ -359,25 +373,27 @@ export async function deleteProject(
 ): Promise<number> {
   const entry = await kv.get(projectKey(projectId));
   if (entry.value === null) throw new ProjectNotFoundError(projectId);
-  // The record goes first: the consumer stops storing for this id at once
-  // (within its cache time), then the data under it is removed.
   await kv.delete(projectKey(projectId));
   let logs = 0;
-  for await (
-    const page of kv.list<LogPage>({ prefix: logsPrefix(projectId) })
-  ) {
-    logs += page.value.count;
-  }
-  await deletePrefix(kv, logsPrefix(projectId));
-  for (
-    const prefix of [
-      logPartsPrefix(projectId),
-      statsPrefix(projectId),
-      rejectionsPrefix(projectId),
-      seenSignaturesPrefix(projectId),
-    ]
-  ) {
-    await deletePrefix(kv, prefix);
+  for (let deleted = -1; deleted !== 0;) {
+    for await (
+      const page of kv.list<LogPage>({ prefix: logsPrefix(projectId) })
+    ) {
+      logs += page.value.count;
+    }
+    deleted = 0;
+    for (
+      const prefix of [
+        logsPrefix(projectId),
+        logPartsPrefix(projectId),
+        statsPrefix(projectId),
+        rejectionsPrefix(projectId),
+        rejectedEntriesPrefix(projectId),
+        seenSignaturesPrefix(projectId),
+      ]
+    ) {
+      deleted += await deletePrefix(kv, prefix);
+    }
   }
   return logs;
 }

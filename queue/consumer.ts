@@ -2,15 +2,24 @@
  * The consumer: turns a pending batch into stored entries. It authenticates
  * each entry, refuses replayed signatures, and commits the stored entries,
  * the counters and the recent rejections together with the deletion of the
- * pending batch, guarded by the batch's versionstamp. Whoever commits first
- * wins; a redelivery, a second process or a retry then finds nothing to do,
- * so every entry is stored and counted exactly once.
+ * pending batch, guarded by the batch's versionstamp and by the versionstamp
+ * of every project record it judged with. Whoever commits first wins; a
+ * redelivery, a second process or a retry then finds nothing to do, so every
+ * entry is stored and counted exactly once; and a project changed or deleted
+ * meanwhile makes the commit fail, so the batch is judged again on the fresh
+ * records instead of storing under a project that is gone
+ * (docs/design.md#processing-exactly-once).
  *
  * @module
  */
 import { authenticate, type AuthResult } from "../auth/authenticate.ts";
 import type { ProjectCache } from "../auth/projects.ts";
-import { batchPartKey, pendingBatchKey, seenSignatureKey } from "../db/keys.ts";
+import {
+  batchPartKey,
+  batchProgressKey,
+  pendingBatchKey,
+  projectKey,
+} from "../db/keys.ts";
 import {
   ATOMIC_MAX_CHECKS,
   decodeJson,
@@ -28,6 +37,26 @@ import {
   type HandedBatch,
   isEntryList,
 } from "./batch.ts";
+import { claimSignatures, type Reads } from "./claims.ts";
+
+/** Project records one result commit checks beside the pending key. */
+const PROJECT_CHECKS = ATOMIC_MAX_CHECKS - 1;
+/** The same in a batch committed in rounds, which also checks its progress. */
+const ROUND_PROJECT_CHECKS = ATOMIC_MAX_CHECKS - 2;
+/** Times a batch is judged again on fresh project records before it fails. */
+const MAX_REJUDGEMENTS = 5;
+
+/** A key with the versionstamp a commit is guarded by. */
+interface Guard {
+  key: Deno.KvKey;
+  versionstamp: string | null;
+}
+
+/** What a batch committed in rounds has done so far. */
+interface Progress extends Guard {
+  /** Projects whose results are committed. */
+  done: Set<string>;
+}
 
 /** A pending batch ready to process. */
 interface BatchRead {
@@ -84,27 +113,123 @@ export class Consumer {
     batchId: string,
     handed?: HandedBatch,
   ): Promise<ProcessOutcome> {
-    const kv = this.#kv;
     const read = handed
       ? handedBatch(batchId, handed)
       : await this.#read(batchId);
     if (read === null) return "absent";
-    const { pending, parts, entries } = read;
-    const projects = await this.#projects.getMany(
-      entries.map((e) => e.projectId),
+    const ids = new Set(read.entries.map((e) => e.projectId));
+    // Decided by the batch's content alone, so every processor decides alike.
+    const progress = ids.size > PROJECT_CHECKS
+      ? await this.#readProgress(batchId)
+      : null;
+    const projects = await this.#projects.getMany(ids);
+    for (let judged = 1;; judged++) {
+      if (judged > MAX_REJUDGEMENTS) {
+        throw new Error(
+          `Cannot process batch "${batchId}": its projects kept changing`,
+        );
+      }
+      const entries = progress
+        ? read.entries.filter((e) => !progress.done.has(e.projectId))
+        : read.entries;
+      const results = entries.map((entry) =>
+        authenticate(
+          entry,
+          projects.get(entry.projectId)!.project,
+          this.#maxSkewMs,
+        )
+      );
+      const current = await claimSignatures({
+        kv: this.#kv,
+        entries,
+        results,
+        projects,
+        cache: this.#projects,
+        maxSkewMs: this.#maxSkewMs,
+      });
+      if (!current) continue;
+      // The projects the results are stored or counted under, each checked.
+      const owners = [
+        ...new Set(
+          entries.flatMap((e) =>
+            projects.get(e.projectId)!.project ? [e.projectId] : []
+          ),
+        ),
+      ];
+      const final = !progress || owners.length <= ROUND_PROJECT_CHECKS;
+      const round = new Set(
+        final ? owners : owners.slice(0, ROUND_PROJECT_CHECKS),
+      );
+      const op = this.#kv.atomic().check(read.pending);
+      for (const id of round) {
+        op.check({
+          key: projectKey(id),
+          versionstamp: projects.get(id)!.versionstamp,
+        });
+      }
+      if (progress) op.check(progress);
+      if (final) {
+        op.delete(pendingBatchKey(batchId));
+        for (let n = 1; n < read.parts; n++) {
+          op.delete(batchPartKey(batchId, n));
+        }
+        if (progress) op.delete(progress.key);
+      } else {
+        op.set(progress.key, encodeJson([...progress.done, ...round]));
+      }
+      await this.#addResults(
+        op,
+        entries.filter((e) => final || round.has(e.projectId)),
+        results.filter((_r, i) => final || round.has(entries[i]!.projectId)),
+        projects,
+      );
+      const result = await op.commit();
+      if (result.ok && final) return "processed";
+      if (result.ok) {
+        for (const id of round) progress!.done.add(id);
+        progress!.versionstamp = result.versionstamp;
+        judged--;
+        continue;
+      }
+      if (!await this.#reread(read.pending, progress, [...round], projects)) {
+        return "conflict";
+      }
+    }
+  }
+
+  /** Reads what a batch committed in rounds has done so far. */
+  async #readProgress(batchId: string): Promise<Progress> {
+    const entry = await this.#kv.get(batchProgressKey(batchId));
+    return {
+      key: entry.key,
+      versionstamp: entry.versionstamp,
+      done: new Set(decodeJson<string[]>(entry.value) ?? []),
+    };
+  }
+
+  /**
+   * After a failed commit: `false` when the batch was taken by another
+   * processor (its pending key or progress changed); otherwise the project
+   * records of `ids` are read again into `projects` and the cache.
+   */
+  async #reread(
+    pending: Guard,
+    progress: Progress | null,
+    ids: string[],
+    projects: Reads,
+  ): Promise<boolean> {
+    const guards = progress ? [pending, progress] : [pending];
+    const fresh = await getManyChunked(this.#kv, [
+      ...guards.map((g) => g.key),
+      ...ids.map((id) => projectKey(id)),
+    ]);
+    if (guards.some((g, j) => fresh[j]!.versionstamp !== g.versionstamp)) {
+      return false;
+    }
+    ids.forEach((id, j) =>
+      projects.set(id, this.#projects.remember(id, fresh[guards.length + j]!))
     );
-    const results = entries.map((entry) =>
-      authenticate(
-        entry,
-        projects.get(entry.projectId) ?? null,
-        this.#maxSkewMs,
-      )
-    );
-    await this.#refuseReplays(entries, results);
-    const op = kv.atomic().check(pending).delete(pendingBatchKey(batchId));
-    for (let n = 1; n < parts; n++) op.delete(batchPartKey(batchId, n));
-    await this.#addResults(op, entries, results, projects);
-    return (await op.commit()).ok ? "processed" : "conflict";
+    return true;
   }
 
   /** Reads a pending batch back from KV: `null` when there is none. */
@@ -134,66 +259,14 @@ export class Consumer {
     return { pending, parts: header.parts, entries };
   }
 
-  /**
-   * Claims the signature of every signature-authorized entry before the
-   * results are committed: a claim writes the entry's id under
-   * `seen_signatures/<projectId>/<signature>` with a check on the key's
-   * versionstamp, so that of two processes accepting the same signature only
-   * one wins. An entry whose signature is held by another entry becomes
-   * `replayed`; one holding it itself (a redelivery) is no replay.
-   */
-  async #refuseReplays(
-    entries: QueuedEntry[],
-    results: AuthResult[],
-  ): Promise<void> {
-    const todo = entries.flatMap((_entry, i) => {
-      const r = results[i]!;
-      return r.ok && r.method === "signature" ? [i] : [];
-    });
-    const holders = new Map<string, string>();
-    const keyOf = (entry: QueuedEntry) =>
-      seenSignatureKey(entry.projectId, entry.signature!);
-    while (todo.length > 0) {
-      // One atomic operation checks at most ATOMIC_MAX_CHECKS keys.
-      const chunk = todo.splice(0, ATOMIC_MAX_CHECKS);
-      const seen = await getManyChunked(
-        this.#kv,
-        chunk.map((i) => keyOf(entries[i]!)),
-      );
-      const op = this.#kv.atomic();
-      const claiming: number[] = [];
-      chunk.forEach((i, j) => {
-        const entry = entries[i]!;
-        const local = `${entry.projectId}\n${entry.signature}`;
-        const stored = decodeJson<string>(seen[j]!.value);
-        const holder = stored ?? holders.get(local);
-        if (holder != null && holder !== entry.id) {
-          results[i] = { ok: false, reason: "replayed" };
-          return;
-        }
-        holders.set(local, entry.id);
-        if (stored === entry.id) return;
-        op.check(seen[j]!).set(keyOf(entry), encodeJson(entry.id), {
-          expireIn: 2 * this.#maxSkewMs,
-        });
-        claiming.push(i);
-      });
-      if (claiming.length > 0 && !(await op.commit()).ok) {
-        // Another process claimed one of them meanwhile: read them again.
-        for (const i of claiming) {
-          holders.delete(`${entries[i]!.projectId}\n${entries[i]!.signature}`);
-        }
-        todo.unshift(...claiming);
-      }
-    }
-  }
-
   async #addResults(
     op: Deno.AtomicOperation,
     entries: QueuedEntry[],
     results: AuthResult[],
-    projects: Map<string, Project | null>,
+    reads: Reads,
   ): Promise<void> {
+    const projects = new Map<string, Project | null>();
+    for (const [id, read] of reads) projects.set(id, read.project);
     const now = this.#now();
     const accepted = new Map<string, LogRecord[]>();
     const tally = new StatsTally();
