@@ -15,7 +15,7 @@ import {
   type QueuedEntry,
   type RejectReason,
 } from "../domain/entry.ts";
-import { verifySignature } from "./signature.ts";
+import { signedParams, verifySignature } from "./signature.ts";
 
 /** Outcome of {@linkcode authenticate}. */
 export type AuthResult =
@@ -72,4 +72,21 @@ function authorize(
 /** Whether `level` is standard or declared by the project. */
 export function isKnownLevel(level: string, project: Project): boolean {
   return isStandardLevel(level) || project.levels.includes(level);
+}
+
+/**
+ * The text a signed entry should have been signed over, as the service
+ * expects it: `projectId + params + timestamp`, with `params` in its
+ * canonical form, the compact JSON of `level, projectId, device, context,
+ * data` in that order as JavaScript writes it (absent members left out). It
+ * holds no secret; shown beside a `bad_signature`, it lets a developer see
+ * what their client signed differently (docs/design.md#kept-rejected-entries).
+ *
+ * @example
+ * ```ts
+ * expectedSignedText(entry); // 'p1{"level":"info","projectId":"p1","data":{}}1767225600000'
+ * ```
+ */
+export function expectedSignedText(entry: QueuedEntry): string {
+  return entry.projectId + signedParams(entry)[0] + (entry.timestamp ?? "");
 }

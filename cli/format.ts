@@ -138,3 +138,26 @@ export function parseTimeFlag(
 export function compact(value: unknown): string {
   return value === undefined ? "" : JSON.stringify(value);
 }
+
+/** C0 and C1 controls, DEL, and the bidirectional controls. */
+const UNSAFE =
+  // deno-lint-ignore no-control-regex -- matching control characters is the point
+  /[\x00-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]/g;
+
+/**
+ * Makes text that a sender or a project supplied inert on a terminal: C0 and
+ * C1 control characters, DEL and the bidirectional controls (which could
+ * move the cursor, retitle or clear the terminal, or reorder what is shown)
+ * are written as `\u{…}` escapes; everything else is kept.
+ *
+ * @example
+ * ```ts
+ * inert("a\x1b]0;PWNED\x07b\u202e"); // "a\\u{1b}]0;PWNED\\u{7}b\\u{202e}"
+ * ```
+ */
+export function inert(text: string): string {
+  return text.replace(
+    UNSAFE,
+    (c) => `\\u{${c.codePointAt(0)!.toString(16)}}`,
+  );
+}

@@ -21,6 +21,7 @@ import {
 import { deadLettersCommand } from "./deadletters.ts";
 import { logsCommand } from "./logs.ts";
 import { projectCommand } from "./project.ts";
+import { rejectedCommand } from "./rejected.ts";
 import { statsCommand } from "./stats.ts";
 
 /** The commands, by their first word. */
@@ -29,6 +30,7 @@ export const COMMANDS: Record<string, Command> = {
   logs: logsCommand,
   stats: statsCommand,
   deadletters: deadLettersCommand,
+  rejected: rejectedCommand,
 };
 
 const USAGE = `Operator commands of the log ingestion service.
@@ -39,6 +41,7 @@ Usage:
   deno task stats ID [--json]       Counters and recent rejections of a project
   deno task deadletters list|replay [ID]
                                     Batches whose processing kept failing
+  deno task rejected [replay] ID    Recent rejected entries: why, and replay
 
 Every command takes --help and --json.
 

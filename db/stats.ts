@@ -6,7 +6,9 @@
  * Counters are `Deno.KvU64` sums, so concurrent commits add up without
  * conflicts. Recent rejections are a ring of {@linkcode RECENT_REJECTIONS}
  * slots per project, indexed by the running total of its rejections, so the
- * ring holds the latest ones and never grows.
+ * ring holds the latest ones and never grows. The content of a rejected
+ * entry, when kept (db/rejected.ts), goes to the same slot of a second ring;
+ * entries naming no project have a global ring of their own.
  *
  * @module
  */
@@ -16,13 +18,18 @@ import {
   counterNameOf,
   globalRejectedCountKey,
   globalRejectedCountsPrefix,
+  globalRejectedEntryKey,
+  globalRejectedTotalKey,
   rejectedCountKey,
   rejectedCountsPrefix,
+  rejectedEntryKey,
   rejectedTotalKey,
   rejectionKey,
   rejectionsPrefix,
+  replayedCountKey,
 } from "./keys.ts";
 import { decodeJson, encodeJson, getManyChunked } from "./kv.ts";
+import { KEPT_TTL_MS } from "./rejected.ts";
 
 /** Recent rejections kept per project. */
 export const RECENT_REJECTIONS = 100;
@@ -52,40 +59,54 @@ export class StatsTally {
   readonly unknownProject = new Map<RejectReason, number>();
   /** Rejections to remember, by project, in order. */
   readonly recent = new Map<string, Rejection[]>();
+  /** Kept content of those rejections (db/rejected.ts), by project, in the same order. */
+  readonly kept = new Map<string, (Uint8Array | undefined)[]>();
+  /** Kept content of rejected entries naming no existing project, in order. */
+  readonly unknownKept: Uint8Array[] = [];
 
   /** Counts `n` accepted entries of `projectId`. */
   accept(projectId: string, n = 1): void {
     this.accepted.set(projectId, (this.accepted.get(projectId) ?? 0) + n);
   }
 
-  /** Counts and remembers a rejection of an entry of an existing project. */
-  reject(projectId: string, rejection: Rejection): void {
+  /**
+   * Counts and remembers a rejection of an entry of an existing project,
+   * with the entry's kept content if any.
+   */
+  reject(projectId: string, rejection: Rejection, kept?: Uint8Array): void {
     const reasons = this.rejected.get(projectId) ?? new Map();
     reasons.set(rejection.reason, (reasons.get(rejection.reason) ?? 0) + 1);
     this.rejected.set(projectId, reasons);
-    const kept = rejection.origin === undefined ? rejection : {
+    const short = rejection.origin === undefined ? rejection : {
       ...rejection,
       origin: rejection.origin.slice(0, MAX_ORIGIN_CHARS),
     };
     const list = this.recent.get(projectId);
-    if (list) list.push(kept);
-    else this.recent.set(projectId, [kept]);
+    if (list) list.push(short);
+    else this.recent.set(projectId, [short]);
+    const contents = this.kept.get(projectId);
+    if (contents) contents.push(kept);
+    else this.kept.set(projectId, [kept]);
   }
 
-  /** Counts a rejection of an entry whose project does not exist. */
-  rejectUnknownProject(reason: RejectReason): void {
+  /**
+   * Counts a rejection of an entry whose project does not exist, with the
+   * entry's kept content if any.
+   */
+  rejectUnknownProject(reason: RejectReason, kept?: Uint8Array): void {
     this.unknownProject.set(
       reason,
       (this.unknownProject.get(reason) ?? 0) + 1,
     );
+    if (kept) this.unknownKept.push(kept);
   }
 }
 
 /**
  * Adds the mutations of `tally` to `op`. It reads the running totals of
- * rejections to place the recent ones in their ring; two commits racing for
- * the same slots can overwrite each other's recent rejections, never the
- * counters.
+ * rejections to place the recent ones (and the kept entries) in their ring;
+ * two commits racing for the same slots can overwrite each other's recent
+ * rejections, never the counters.
  *
  * @example
  * ```ts
@@ -111,28 +132,49 @@ export async function addStats(
     }
   }
   const ids = [...tally.recent.keys()];
-  const totals = await getManyChunked<Deno.KvU64>(
-    kv,
-    ids.map((id) => rejectedTotalKey(id)),
-  );
+  const unknown = tally.unknownKept;
+  const totals = await getManyChunked<Deno.KvU64>(kv, [
+    ...ids.map((id) => rejectedTotalKey(id)),
+    ...(unknown.length > 0 ? [globalRejectedTotalKey()] : []),
+  ]);
+  const baseOf = (j: number) => Number(totals[j]?.value?.value ?? 0n);
   ids.forEach((projectId, j) => {
-    const base = Number(totals[j]?.value?.value ?? 0n);
     const list = tally.recent.get(projectId)!;
+    const contents = tally.kept.get(projectId) ?? [];
     const first = Math.max(0, list.length - RECENT_REJECTIONS);
     for (let k = first; k < list.length; k++) {
-      op.set(
-        rejectionKey(projectId, (base + k) % RECENT_REJECTIONS),
-        encodeJson(list[k]),
-        { expireIn: REJECTION_TTL_MS },
-      );
+      const slot = (baseOf(j) + k) % RECENT_REJECTIONS;
+      op.set(rejectionKey(projectId, slot), encodeJson(list[k]), {
+        expireIn: REJECTION_TTL_MS,
+      });
+      const kept = contents[k];
+      if (kept) {
+        op.set(rejectedEntryKey(projectId, slot), kept, {
+          expireIn: KEPT_TTL_MS,
+        });
+      }
     }
     op.sum(rejectedTotalKey(projectId), BigInt(list.length));
   });
+  if (unknown.length > 0) {
+    const base = baseOf(ids.length);
+    const first = Math.max(0, unknown.length - RECENT_REJECTIONS);
+    for (let k = first; k < unknown.length; k++) {
+      op.set(
+        globalRejectedEntryKey((base + k) % RECENT_REJECTIONS),
+        unknown[k]!,
+        { expireIn: KEPT_TTL_MS },
+      );
+    }
+    op.sum(globalRejectedTotalKey(), BigInt(unknown.length));
+  }
 }
 
 /** A project's counters. */
 export interface ProjectStats {
   accepted: number;
+  /** Rejected entries later stored by a replay (also counted in `accepted`). */
+  replayed: number;
   rejected: Record<string, number>;
   /** Recent rejections, newest first. */
   recent: Rejection[];
@@ -162,7 +204,10 @@ export async function readStats(
   kv: Deno.Kv,
   projectId: string,
 ): Promise<ProjectStats> {
-  const accepted = await kv.get<Deno.KvU64>(acceptedCountKey(projectId));
+  const [accepted, replayed] = await kv.getMany<[Deno.KvU64, Deno.KvU64]>([
+    acceptedCountKey(projectId),
+    replayedCountKey(projectId),
+  ]);
   const recent: Rejection[] = [];
   for await (const entry of kv.list({ prefix: rejectionsPrefix(projectId) })) {
     const rejection = decodeJson<Rejection>(entry.value);
@@ -174,6 +219,7 @@ export async function readStats(
   );
   return {
     accepted: Number(accepted.value?.value ?? 0n),
+    replayed: Number(replayed.value?.value ?? 0n),
     rejected: await readCounters(kv, rejectedCountsPrefix(projectId)),
     recent,
   };

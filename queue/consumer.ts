@@ -12,7 +12,11 @@
  *
  * @module
  */
-import { authenticate, type AuthResult } from "../auth/authenticate.ts";
+import {
+  authenticate,
+  type AuthResult,
+  expectedSignedText,
+} from "../auth/authenticate.ts";
 import type { ProjectCache } from "../auth/projects.ts";
 import {
   batchPartKey,
@@ -29,6 +33,7 @@ import {
 import { paginate, setLogPage } from "../db/logs.ts";
 import { joinParts } from "../db/parts.ts";
 import type { Project } from "../db/projects.ts";
+import { encodeKeptEntry } from "../db/rejected.ts";
 import { addStats, StatsTally } from "../db/stats.ts";
 import { DAY_MS, type LogRecord, type QueuedEntry } from "../domain/entry.ts";
 import {
@@ -259,6 +264,16 @@ export class Consumer {
     return { pending, parts: header.parts, entries };
   }
 
+  /** The kept form of a rejected entry (docs/design.md#kept-rejected-entries). */
+  #keep(entry: QueuedEntry, result: AuthResult & { ok: false }): Uint8Array {
+    return encodeKeptEntry(entry, result.reason, {
+      maxSkewMs: this.#maxSkewMs,
+      ...(result.reason === "bad_signature"
+        ? { expected: expectedSignedText(entry) }
+        : {}),
+    });
+  }
+
   async #addResults(
     op: Deno.AtomicOperation,
     entries: QueuedEntry[],
@@ -289,7 +304,7 @@ export class Consumer {
         if (list) list.push(record);
         else accepted.set(project.id, [record]);
       } else if (!result.ok && project === null) {
-        tally.rejectUnknownProject(result.reason);
+        tally.rejectUnknownProject(result.reason, this.#keep(entry, result));
       } else if (!result.ok && project) {
         tally.reject(project.id, {
           entryId: entry.id,
@@ -298,7 +313,7 @@ export class Consumer {
           level: entry.level,
           ...(entry.origin === undefined ? {} : { origin: entry.origin }),
           ...(entry.appid === undefined ? {} : { appid: entry.appid }),
-        });
+        }, this.#keep(entry, result));
       }
     });
     for (const [projectId, records] of accepted) {

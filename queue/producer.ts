@@ -23,12 +23,18 @@ import {
 
 /**
  * Mutations the consumer's result commit makes per entry at most: for a
- * rejected entry its reason counter, its slot in the ring of recent
- * rejections and the running total; for an accepted one its page (when alone
- * on it) and its project's counter, fewer than that.
+ * rejected entry its reason counter, the running total, its slot in the ring
+ * of recent rejections and its kept content (4, when it is its project's
+ * only rejection); for an accepted one its page (when alone on it) and its
+ * project's counter, fewer than that. A batch committed in rounds
+ * (docs/design.md#processing-exactly-once) spreads the same mutations over
+ * its rounds.
  */
 export const RESULT_MUTATIONS_PER_ENTRY = 4;
-/** Mutations of a result commit besides the entries' (pending key, parts). */
+/**
+ * Mutations of a result commit besides the entries': the pending key, its
+ * parts, a batch's progress key and the global ring's running total.
+ */
 const RESULT_OVERHEAD_MUTATIONS = 20;
 /** Entries per batch: keeps the consumer's result commit under KV's cap. */
 export const MAX_BATCH_ENTRIES = 200;

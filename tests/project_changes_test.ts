@@ -3,7 +3,7 @@
  * the next entry even while the consumer holds the record in its cache, and a
  * deleted project keeps nothing in KV, however its deletion interleaves with
  * the processing of entries that keep arriving. The interleavings are made
- * by hand: a KV whose commits can be held until released.
+ * by hand: a KV whose commits can be held until released (tests/_hold.ts).
  *
  * @module
  */
@@ -39,6 +39,7 @@ import {
   signEntry,
   stats,
 } from "./_helpers.ts";
+import { holdCommits, within } from "./_hold.ts";
 
 const ORIGIN = "https://app.example.com";
 const NEW_ORIGIN = "https://new.example.com";
@@ -75,75 +76,6 @@ async function keysUnder(kv: Deno.Kv, projectId: string): Promise<string[]> {
     }
   }
   return keys;
-}
-
-/** Fails when `promise` takes longer than `ms`, rather than hanging. */
-async function within<T>(promise: Promise<T>, ms = 2000): Promise<T> {
-  let timer: ReturnType<typeof setTimeout> | undefined;
-  const timeout = new Promise<never>((_, reject) => {
-    timer = setTimeout(
-      () => reject(new Error(`Timed out after ${ms} ms`)),
-      ms,
-    );
-  });
-  try {
-    return await Promise.race([promise, timeout]);
-  } finally {
-    clearTimeout(timer);
-  }
-}
-
-/** A KV whose next commit can be held: it waits until released. */
-interface HeldKv {
-  kv: Deno.Kv;
-  /** Holds the next commit; `reached` resolves when it is attempted. */
-  hold(): { reached: Promise<void>; release: () => void };
-}
-
-function holdCommits(kv: Deno.Kv): HeldKv {
-  let held: { reached: () => void; released: Promise<void> } | null = null;
-  const wrap = (op: Deno.AtomicOperation): Deno.AtomicOperation => {
-    const proxy: Deno.AtomicOperation = new Proxy(op, {
-      get(target, name) {
-        if (name === "commit") {
-          return async () => {
-            const gate = held;
-            held = null;
-            if (gate) {
-              gate.reached();
-              await gate.released;
-            }
-            return target.commit();
-          };
-        }
-        const value = Reflect.get(target, name, target);
-        if (typeof value !== "function") return value;
-        return (...args: unknown[]) => {
-          const result = value.apply(target, args);
-          return result === target ? proxy : result;
-        };
-      },
-    });
-    return proxy;
-  };
-  const proxy = new Proxy(kv, {
-    get(target, name) {
-      if (name === "atomic") return () => wrap(target.atomic());
-      const value = Reflect.get(target, name, target);
-      return typeof value === "function" ? value.bind(target) : value;
-    },
-  });
-  return {
-    kv: proxy,
-    hold() {
-      let reached!: () => void;
-      let release!: () => void;
-      const reachedP = new Promise<void>((resolve) => (reached = resolve));
-      const released = new Promise<void>((resolve) => (release = resolve));
-      held = { reached, released };
-      return { reached: reachedP, release };
-    },
-  };
 }
 
 /** A consumer of another process, on `kv`, caching records like the server. */
