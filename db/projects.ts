@@ -350,22 +350,11 @@ export function rotateSecret(
 }
 
 /**
- * Deletes a project and everything stored under it: entries, counters,
- * recent rejections, kept rejected entries and remembered signatures.
- * Returns how many entries were deleted.
- *
- * The record goes first. Every write under a project (the consumer's result
- * commit, its signature claims, a replay) checks the record's versionstamp
- * in its own atomic operation, so once the record is gone nothing can be
- * added under the id. The data is then deleted, prefix after prefix, until a
- * pass finds nothing left: a process of an earlier version, which does not
- * check the record, may still add some during the first pass
- * (docs/design.md#retention-and-deletion).
- *
- * @example
- * ```ts
- * const entries = await deleteProject(kv, projectId);
- * ```
+ * Deletes a project and all under it: entries, counters, recent and kept
+ * rejections, remembered signatures; returns how many entries it deleted.
+ * The record goes first: every write under a project checks it in its own
+ * atomic operation, so none can land after. The data then goes in passes
+ * until one finds nothing (docs/design.md#retention-and-deletion).
  */
 export async function deleteProject(
   kv: Deno.Kv,

@@ -193,7 +193,7 @@ export class Consumer {
       if (result.ok) {
         for (const id of round) progress!.done.add(id);
         progress!.versionstamp = result.versionstamp;
-        judged--;
+        judged--; // a round committed is progress, not a judgement lost
         continue;
       }
       if (!await this.#reread(read.pending, progress, [...round], projects)) {

@@ -1,8 +1,8 @@
 /**
  * Kept rejected entries: what is kept of a rejected entry and within which
  * bounds, the text a `bad_signature` entry should have been signed over,
- * `deno task rejected` (JSON and inert human output), and replays, which
- * store an entry once and keep the counters exact.
+ * and `deno task rejected` (JSON, and inert human output). Replays are in
+ * tests/rejected_replay_test.ts.
  *
  * @module
  */
@@ -14,23 +14,16 @@ import { type CommandContext } from "../cli/command.ts";
 import { runCli } from "../cli/main.ts";
 import {
   globalRejectedEntriesPrefix,
-  logsPrefix,
   rejectedEntriesPrefix,
   statsPrefix,
 } from "../db/keys.ts";
-import {
-  allowValue,
-  deleteProject,
-  ProjectNotFoundError,
-  updateProject,
-} from "../db/projects.ts";
+import { allowValue } from "../db/projects.ts";
 import {
   KEPT_MAX_BYTES,
   KEPT_TTL_MS,
   listRejected,
   replayRejected,
 } from "../db/rejected.ts";
-import { readStats } from "../db/stats.ts";
 import { Consumer } from "../queue/consumer.ts";
 import {
   globalRejected,
@@ -42,7 +35,6 @@ import {
   stats,
   withHarness,
 } from "./_helpers.ts";
-import { holdCommits, within } from "./_hold.ts";
 
 const ORIGIN = "https://app.example.com";
 const OTHER = "https://shop.example.net";
@@ -369,172 +361,5 @@ Deno.test("rejected --reason filters, and refuses a reason that does not exist",
     const unknown = await rejected(h, ["no-such-project"]);
     assert.equal(unknown.code, 1);
     assert.equal(unknown.stderr, `Cannot find project "no-such-project"\n`);
-  });
-});
-
-// ------------------------------------------------------------------ replay
-
-Deno.test("replay stores a bad_origin entry once the origin is allowed, counting it accepted and replayed", async () => {
-  await withHarness(async (h) => {
-    const project = await h.project([ORIGIN]);
-    const body = randomEntry({ projectId: project.id });
-    await postQueued(h, body, { Origin: OTHER });
-    await h.process();
-    const [kept] = await listRejected(h.kv, project.id);
-
-    const early = await rejected(h, ["replay", project.id, "--json"]);
-    assert.equal(early.code, 0, early.stderr);
-    assert.deepEqual(JSON.parse(early.stdout).results, [
-      { entryId: kept!.entryId, outcome: "rejected", reason: "bad_origin" },
-    ]);
-    assert.equal((await listRejected(h.kv, project.id)).length, 1);
-
-    await allowValue(h.kv, project.id, OTHER);
-    const run = await rejected(h, ["replay", project.id]);
-    assert.equal(run.code, 0, run.stderr);
-    assert.match(run.stdout, /: 1 stored, 0 not\n/);
-    assert.match(
-      run.stdout,
-      new RegExp(`${kept!.entryId}  stored \\(auth origin\\)`),
-    );
-    const logs = await h.logs(project.id);
-    assert.equal(logs.length, 1);
-    assert.equal(logs[0]!.id, kept!.entryId);
-    assert.equal(logs[0]!.auth, "origin");
-    assert.deepEqual(logs[0]!.data, body.data);
-    assert.equal(logs[0]!.receivedAt, kept!.at);
-    const counters = await readStats(h.kv, project.id);
-    assert.equal(counters.accepted, 1);
-    assert.equal(counters.replayed, 1);
-    assert.deepEqual(counters.rejected, { bad_origin: 1 });
-    assert.deepEqual(await listRejected(h.kv, project.id), []);
-
-    // At most once: nothing is left to replay.
-    const again = await rejected(h, ["replay", project.id, "--json"]);
-    assert.deepEqual(JSON.parse(again.stdout).results, []);
-    const named = await rejected(h, [
-      "replay",
-      project.id,
-      "--entry",
-      kept!.entryId,
-    ]);
-    assert.equal(named.code, 1);
-    assert.equal((await readStats(h.kv, project.id)).accepted, 1);
-    assert.equal((await h.logs(project.id)).length, 1);
-  });
-});
-
-Deno.test("two replays at the same moment store an entry once", async () => {
-  await withHarness(async (h) => {
-    const project = await h.project([ORIGIN]);
-    for (let i = 0; i < 3; i++) {
-      await postQueued(h, randomEntry({ projectId: project.id }), {
-        Origin: OTHER,
-      });
-    }
-    await h.process();
-    await allowValue(h.kv, project.id, OTHER);
-    const [a, b] = await Promise.all([
-      replayRejected(h.kv, project.id, undefined, replayWith(h)),
-      replayRejected(h.kv, project.id, undefined, replayWith(h)),
-    ]);
-    const stored = [...a!, ...b!].filter((r) => r.outcome === "stored");
-    assert.equal(stored.length, 3);
-    assert.equal((await h.logs(project.id)).length, 3);
-    const counters = await readStats(h.kv, project.id);
-    assert.equal(counters.accepted, 3);
-    assert.equal(counters.replayed, 3);
-  });
-});
-
-Deno.test("replay of a signed entry verifies it on the fixed secret, within the signature skew only", async () => {
-  await withHarness(async (h) => {
-    const project = await h.project([]);
-    const secret = "the-secret-the-client-was-given";
-    const send = async () => {
-      const body = randomEntry({ projectId: project.id });
-      await postQueued(h, body, signEntry(secret, body, h.clock.now()));
-    };
-    await send();
-    h.clock.advance(1000);
-    await send();
-    await h.process();
-    const [newer, older] = await listRejected(h.kv, project.id);
-    assert.equal(older!.reason, "bad_signature");
-    await updateProject(h.kv, project.id, (p) => ({ ...p, secret }));
-    h.clock.advance(h.config.signatureMaxSkewMs - 500);
-    const results = await replayRejected(
-      h.kv,
-      project.id,
-      undefined,
-      replayWith(h),
-    );
-    assert.deepEqual(results, [
-      {
-        entryId: older!.entryId,
-        outcome: "skipped",
-        why: "its signature is older than the signature skew",
-      },
-      { entryId: newer!.entryId, outcome: "stored", auth: "signature" },
-    ]);
-    assert.deepEqual(
-      (await h.logs(project.id)).map((l) => l.id),
-      [newer!.entryId],
-    );
-  });
-});
-
-Deno.test("replay never stores a replayed signature", async () => {
-  await withHarness(async (h) => {
-    const project = await h.project([]);
-    const body = randomEntry({ projectId: project.id });
-    const headers = signEntry(project.secret, body, h.clock.now());
-    await postQueued(h, body, headers);
-    await postQueued(h, body, headers);
-    await h.process();
-    const [kept] = await listRejected(h.kv, project.id);
-    assert.equal(kept!.reason, "replayed");
-    const [result] = await replayRejected(
-      h.kv,
-      project.id,
-      undefined,
-      replayWith(h),
-    );
-    assert.equal(result!.outcome, "skipped");
-    assert.equal((await h.logs(project.id)).length, 1);
-  });
-});
-
-Deno.test("replay stores nothing under a project deleted meanwhile", async () => {
-  await withHarness(async (h) => {
-    const project = await h.project([ORIGIN]);
-    await postQueued(h, randomEntry({ projectId: project.id }), {
-      Origin: OTHER,
-    });
-    await h.process();
-    await allowValue(h.kv, project.id, OTHER);
-    const held = holdCommits(h.kv);
-    const gate = held.hold();
-    const replay = replayRejected(
-      held.kv,
-      project.id,
-      undefined,
-      replayWith(h),
-    );
-    await within(gate.reached);
-    await deleteProject(h.kv, project.id);
-    gate.release();
-    await assert.rejects(within(replay), ProjectNotFoundError);
-    for (
-      const prefix of [
-        logsPrefix(project.id),
-        statsPrefix(project.id),
-        rejectedEntriesPrefix(project.id),
-      ]
-    ) {
-      assert.deepEqual(await Array.fromAsync(h.kv.list({ prefix })), []);
-    }
-    const run = await rejected(h, ["replay", project.id]);
-    assert.equal(run.code, 1);
   });
 });
