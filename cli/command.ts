@@ -10,7 +10,8 @@
  * @module
  */
 import { parseArgs, type ParseArgsOptionsConfig } from "node:util";
-import { InvalidValueError, ProjectNotFoundError } from "../db/projects.ts";
+import { ProjectNotFoundError } from "../db/projects.ts";
+import { InvalidValueError } from "../db/validation.ts";
 import {
   DeadLetterConflictError,
   DeadLetterNotFoundError,

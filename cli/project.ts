@@ -14,7 +14,6 @@ import {
   deleteProject,
   disallowValue,
   getProject,
-  InvalidValueError,
   listProjects,
   type Project,
   ProjectNotFoundError,
@@ -22,6 +21,7 @@ import {
   rotateSecret,
   setRetention,
 } from "../db/projects.ts";
+import { InvalidValueError } from "../db/validation.ts";
 import { STANDARD_LEVELS } from "../domain/entry.ts";
 import {
   booleanFlag,
