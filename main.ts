@@ -9,7 +9,7 @@ import { createApp } from "./app.ts";
 import { loadConfig } from "./config.ts";
 import { openKv } from "./db/open.ts";
 import { createPipeline } from "./queue/pipeline.ts";
-import { RateLimiter } from "./routes/rate_limit.ts";
+import { RateLimiter } from "./routes/rate_limit/mod.ts";
 
 /** How often the rate limiter reads other instances' counters. */
 const RATE_SYNC_MS = 250;

@@ -1,7 +1,8 @@
 import assert from "node:assert/strict";
 import { createApp } from "../app.ts";
 import { createPipeline } from "../queue/pipeline.ts";
-import { clientKey, ipKey, RateLimiter } from "../routes/rate_limit.ts";
+import { clientKey, ipKey } from "../routes/rate_limit/address.ts";
+import { RateLimiter } from "../routes/rate_limit/mod.ts";
 import { fakeClock, harness, randomEntry, testConfig } from "./_helpers.ts";
 
 function limiterHarness(options: { trustProxy?: number } = {}) {
