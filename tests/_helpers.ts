@@ -5,7 +5,7 @@
  * @module
  */
 import { createApp } from "../app.ts";
-import type { Config } from "../config.ts";
+import { type Config, loadConfig } from "../config.ts";
 import { listLogs, type LogRecord } from "../db/logs.ts";
 import { createProject, type Project } from "../db/projects.ts";
 import { sign } from "../auth/signature.ts";
@@ -37,21 +37,24 @@ export function fakeClock(start = Date.UTC(2026, 0, 1)): FakeClock {
   };
 }
 
-/** The configuration the tests run with (queue delivery off unless asked). */
+/**
+ * The configuration the tests run with: the defaults of `loadConfig`, on an
+ * in-memory KV, with queue delivery off and no project cache unless asked.
+ *
+ * @example
+ * ```ts
+ * testConfig({ maxBodyBytes: 4096 }).rateLimitBurst; // 50, the default
+ * ```
+ */
 export function testConfig(overrides: Partial<Config> = {}): Config {
   return {
-    port: 0,
-    hostname: "127.0.0.1",
-    kvPath: ":memory:",
-    maxBodyBytes: 65536,
-    rateLimitRps: 20,
-    rateLimitBurst: 50,
-    trustProxy: 0,
-    signatureMaxSkewMs: 300_000,
-    queue: false,
-    consumerConcurrency: 4,
-    maxPendingRequests: 20_000,
-    projectCacheMs: 0,
+    ...loadConfig({
+      PORT: "0",
+      HOSTNAME: "127.0.0.1",
+      KV_PATH: ":memory:",
+      QUEUE: "off",
+      PROJECT_CACHE_MS: "0",
+    }),
     ...overrides,
   };
 }
