@@ -6,7 +6,11 @@
  * @module
  */
 import assert from "node:assert/strict";
-import { type CommandContext } from "../cli/command.ts";
+import {
+  type CommandContext,
+  takePositionals,
+  UsageError,
+} from "../cli/command.ts";
 import { runCli } from "../cli/main.ts";
 import { formatTable, parseDuration, parseTimeFlag } from "../cli/format.ts";
 import {
@@ -349,6 +353,26 @@ Deno.test("a bad flag or argument gives one line on stderr and exit 2", async (t
           /^Cannot use --until with --follow/,
         ],
         [["logs", projectId, "--json=yes"], /"--json".*takes no value/],
+        [
+          ["logs", projectId, "--follow=1"],
+          /^Cannot use option "--follow" with "logs": it takes no value\n/,
+        ],
+        [
+          ["logs", projectId, "-x"],
+          /^Cannot use option "-x" with "logs": unknown option/,
+        ],
+        [
+          ["project", "create", "--name", "--json"],
+          /^Cannot use option "--name" with "project create": expected a value/,
+        ],
+        [
+          ["project", "allow", projectId],
+          /^Cannot run "project allow": missing VALUE \(see --help\)\n/,
+        ],
+        [
+          ["deadletters"],
+          /^Cannot run "deadletters": missing list\|replay \(see --help\)\n/,
+        ],
         [["stats"], /^Cannot run "stats": missing ID/],
         [["deadletters", "purge"], /expected "list" or "replay"/],
         [["frobnicate"], /^Cannot run "frobnicate": unknown command/],
@@ -361,6 +385,36 @@ Deno.test("a bad flag or argument gives one line on stderr and exit 2", async (t
       });
     }
   });
+});
+
+Deno.test("takePositionals types the positionals and names the first one missing", () => {
+  const [id, action, name] = takePositionals(
+    "project levels",
+    ["p1", "add"],
+    ["ID", "add|remove?", "NAME?"],
+  );
+  // Required names are strings, optional ones may be undefined.
+  const typed: [string, string | undefined, string | undefined] = [
+    id,
+    action,
+    name,
+  ];
+  assert.deepEqual(typed, ["p1", "add", undefined]);
+  assert.throws(
+    () => takePositionals("project allow", ["p1"], ["ID", "VALUE"]),
+    (error) => {
+      assert.ok(error instanceof UsageError);
+      assert.equal(
+        error.message,
+        `Cannot run "project allow": missing VALUE (see --help)`,
+      );
+      return true;
+    },
+  );
+  assert.throws(
+    () => takePositionals("project show", ["p1", "p2"], ["ID"]),
+    /^UsageError: Cannot run "project show": unexpected argument "p2"/,
+  );
 });
 
 Deno.test("project ids never start with a dash, and -- ends the options", async () => {
