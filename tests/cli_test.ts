@@ -22,12 +22,14 @@ import { getProject, type Project } from "../db/projects.ts";
 import type { Rejection } from "../queue/consumer.ts";
 import { MAX_ATTEMPTS } from "../queue/consumer.ts";
 import {
+  EVENT_TIMEOUT_MS,
   type FakeClock,
   fakeClock,
   type Harness,
   randomEntry,
   signEntry,
   withHarness,
+  withTimeout,
 } from "./_helpers.ts";
 
 /** What a command printed and returned. */
@@ -92,6 +94,28 @@ async function withKv(fn: (kv: Deno.Kv) => Promise<void>): Promise<void> {
     await fn(kv);
   } finally {
     kv.close();
+  }
+}
+
+/**
+ * Runs `logs --follow` until the test aborts `controller` (from its `sleep`),
+ * failing, and stopping the command, if it still runs after
+ * {@linkcode EVENT_TIMEOUT_MS}.
+ */
+async function follow(
+  kv: Deno.Kv,
+  args: string[],
+  controller: AbortController,
+  options: RunOptions & { clock?: FakeClock } = {},
+): Promise<Run> {
+  try {
+    return await withTimeout(
+      cli(kv, args, { ...options, signal: controller.signal }),
+      EVENT_TIMEOUT_MS,
+      `"${args.join(" ")}" to stop when aborted`,
+    );
+  } finally {
+    controller.abort();
   }
 }
 
@@ -884,35 +908,39 @@ Deno.test("logs --follow prints an entry stored after it started, until stopped"
     await h.process();
     const controller = new AbortController();
     let polls = 0;
-    const run = await cli(h.kv, ["logs", projectId, "--follow", "--json"], {
-      clock: h.clock,
-      signal: controller.signal,
-      pollMs: 5,
-      // Each wait between polls is a step of the test: store an entry after
-      // the first listing, then (after the next poll) press Ctrl-C.
-      sleep: async (ms) => {
-        assert.equal(ms, 5);
-        polls++;
-        if (polls === 1) {
-          h.clock.advance(1000);
-          await h.post(
-            randomEntry({ projectId, data: { title: "after" } }),
-            { Origin: "https://app.example.com" },
-          );
-          await h.post(
-            randomEntry({
-              projectId,
-              data: { title: "filtered" },
-              level: "debug",
-            }),
-            { Origin: "https://app.example.com" },
-          );
-          await h.process();
-        } else if (polls === 3) {
-          controller.abort();
-        }
+    const run = await follow(
+      h.kv,
+      ["logs", projectId, "--follow", "--json"],
+      controller,
+      {
+        clock: h.clock,
+        pollMs: 5,
+        // Each wait between polls is a step of the test: store an entry after
+        // the first listing, then (after the next poll) press Ctrl-C.
+        sleep: async (ms) => {
+          assert.equal(ms, 5);
+          polls++;
+          if (polls === 1) {
+            h.clock.advance(1000);
+            await h.post(
+              randomEntry({ projectId, data: { title: "after" } }),
+              { Origin: "https://app.example.com" },
+            );
+            await h.post(
+              randomEntry({
+                projectId,
+                data: { title: "filtered" },
+                level: "debug",
+              }),
+              { Origin: "https://app.example.com" },
+            );
+            await h.process();
+          } else if (polls === 3) {
+            controller.abort();
+          }
+        },
       },
-    });
+    );
     assert.equal(run.code, 0, run.stderr);
     assert.equal(polls, 3);
     const titles = jsonLines(run).map((l) =>
@@ -934,17 +962,24 @@ Deno.test("logs --follow keeps the lines it adds aligned with the first ones", a
     await h.process();
     const controller = new AbortController();
     let polls = 0;
-    const run = await cli(h.kv, ["logs", projectId, "--follow"], {
-      signal: controller.signal,
-      sleep: async () => {
-        if (++polls > 1) return controller.abort();
-        h.clock.advance(1000);
-        await h.post(
-          randomEntry({ projectId, appid: "com.example.a-much-longer-app-id" }),
-        );
-        await h.process();
+    const run = await follow(
+      h.kv,
+      ["logs", projectId, "--follow"],
+      controller,
+      {
+        sleep: async () => {
+          if (++polls > 1) return controller.abort();
+          h.clock.advance(1000);
+          await h.post(
+            randomEntry({
+              projectId,
+              appid: "com.example.a-much-longer-app-id",
+            }),
+          );
+          await h.process();
+        },
       },
-    });
+    );
     const lines = run.stdout.trimEnd().split("\n");
     assert.equal(lines.length, 2);
     assert.equal(lines[0]!.indexOf("{"), lines[1]!.indexOf("{"));
@@ -971,16 +1006,20 @@ Deno.test("logs --follow prints late-stored entries older than the newest one se
     await h.process();
     const controller = new AbortController();
     let polls = 0;
-    const run = await cli(h.kv, ["logs", projectId, "--follow", "--json"], {
-      signal: controller.signal,
-      sleep: async () => {
-        polls++;
-        if (polls === 1) {
-          await h.kv.set(late!.key, late!.value);
-          await h.process();
-        } else controller.abort();
+    const run = await follow(
+      h.kv,
+      ["logs", projectId, "--follow", "--json"],
+      controller,
+      {
+        sleep: async () => {
+          polls++;
+          if (polls === 1) {
+            await h.kv.set(late!.key, late!.value);
+            await h.process();
+          } else controller.abort();
+        },
       },
-    });
+    );
     const titles = jsonLines(run).map((l) =>
       (l.data as { title: string }).title
     );
@@ -1188,7 +1227,8 @@ Deno.test("deno task project runs against the KV named by KV_PATH", async () => 
   const dir = await Deno.makeTempDir();
   const root = new URL("..", import.meta.url);
   const run = async (...args: string[]) => {
-    const out = await new Deno.Command(Deno.execPath(), {
+    const controller = new AbortController();
+    const child = new Deno.Command(Deno.execPath(), {
       args: [
         "run",
         "--allow-env",
@@ -1202,7 +1242,17 @@ Deno.test("deno task project runs against the KV named by KV_PATH", async () => 
       env: { KV_PATH: `${dir}/kv.sqlite`, NO_COLOR: "1" },
       stdout: "piped",
       stderr: "piped",
-    }).output();
+      signal: controller.signal,
+    }).spawn();
+    const out = await withTimeout(
+      child.output(),
+      30_000,
+      `"deno task ${args.join(" ")}" to exit`,
+    ).catch(async (error) => {
+      controller.abort();
+      await child.status;
+      throw error;
+    });
     const decoder = new TextDecoder();
     return {
       code: out.code,

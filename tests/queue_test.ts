@@ -25,6 +25,7 @@ import {
 } from "../queue/consumer.ts";
 import { BatchWorker } from "../queue/worker.ts";
 import {
+  EVENT_TIMEOUT_MS,
   type Harness,
   harness,
   otherConsumer,
@@ -34,7 +35,9 @@ import {
   recentRejections,
   signEntry,
   stats,
+  untilIdle,
   withHarness,
+  withTimeout,
 } from "./_helpers.ts";
 
 const ORIGIN = "https://app.example.com";
@@ -168,7 +171,9 @@ Deno.test("a wake-up message delivered twice stores its entries once", async () 
     const push = worker.push.bind(worker);
     worker.push = (ids) => {
       push(ids);
-      if (++delivered === 2) bothDelivered();
+      // Only this test's message names all five batches: the producer's own
+      // wake-ups (delayed) name one batch each.
+      if ([...ids].length === 5 && ++delivered === 2) bothDelivered();
     };
     h.pipeline.start();
     const message: WakeMessage = {
@@ -176,11 +181,11 @@ Deno.test("a wake-up message delivered twice stores its entries once", async () 
     };
     await h.kv.enqueue(message);
     await h.kv.enqueue(message);
-    await done;
-    await worker.idle();
+    await withTimeout(done, EVENT_TIMEOUT_MS, "two queue deliveries");
+    await untilIdle(worker);
     // Delivered again after it was processed: nothing left to do.
     worker.push(message.batches);
-    await worker.idle();
+    await untilIdle(worker);
     assert.deepEqual(await pendingBatches(h.kv), []);
     assert.equal((await h.logs(project.id)).length, 3);
     assert.deepEqual(await stats(h.kv, project.id), expected);
@@ -195,7 +200,7 @@ Deno.test("a wake-up message naming a batch twice, and the same ids pushed while
     const worker = h.pipeline.worker;
     worker.push([...ids, ...ids]);
     worker.push(ids);
-    await worker.idle();
+    await untilIdle(worker);
     assert.deepEqual(await pendingBatches(h.kv), []);
     assert.equal((await h.logs(project.id)).length, 3);
     assert.deepEqual(await stats(h.kv, project.id), expected);
@@ -209,13 +214,13 @@ Deno.test("with the queue listener off, the sweeper processes batches nobody han
     const expected = await postMix(h, project.id, project.secret);
     const worker = h.pipeline.worker;
     assert.equal(await worker.sweep({ all: true }), 5);
-    await worker.idle();
+    await untilIdle(worker);
     assert.deepEqual(await pendingBatches(h.kv), []);
     assert.equal((await h.logs(project.id)).length, 3);
     assert.deepEqual(await stats(h.kv, project.id), expected);
     // A repeated sweep finds nothing and changes nothing.
     assert.equal(await worker.sweep({ all: true }), 0);
-    await worker.idle();
+    await untilIdle(worker);
     assert.deepEqual(await stats(h.kv, project.id), expected);
   });
 });
@@ -230,11 +235,11 @@ Deno.test("the sweeper leaves a young batch to the process that committed it and
     assert.equal(await worker.sweep(), 0);
     h.clock.advance(1000);
     assert.equal(await worker.sweep(), 0);
-    await worker.idle();
+    await untilIdle(worker);
     assert.equal((await h.logs(project.id)).length, 0);
     h.clock.advance(500);
     assert.equal(await worker.sweep(), 1);
-    await worker.idle();
+    await untilIdle(worker);
     assert.equal((await h.logs(project.id)).length, 1);
     assert.deepEqual(await pendingBatches(h.kv), []);
   });
@@ -256,7 +261,7 @@ Deno.test("batches left pending by a process that stopped are processed by the s
       h.pipeline.start();
       // The start-up sweep is in flight; this joins it.
       await h.pipeline.worker.sweep({ all: true });
-      await h.pipeline.worker.idle();
+      await untilIdle(h.pipeline.worker);
       assert.deepEqual(await pendingBatches(kv), []);
       assert.equal((await h.logs(projectId)).length, 3);
       assert.deepEqual(await stats(kv, projectId), expected);
@@ -270,7 +275,7 @@ Deno.test("a pipeline that hands over its batches processes them without queue o
   await withHarness(async (h) => {
     const project = await h.project();
     const expected = await postMix(h, project.id, project.secret);
-    await h.pipeline.worker.idle();
+    await untilIdle(h.pipeline.worker);
     assert.deepEqual(await pendingBatches(h.kv), []);
     assert.equal((await h.logs(project.id)).length, 3);
     assert.deepEqual(await stats(h.kv, project.id), expected);
@@ -304,7 +309,7 @@ async function failUntilDeadLetters(
       count,
       `attempt ${attempt}`,
     );
-    await worker.idle();
+    await untilIdle(worker);
     const pending = await pendingBatches(h.kv);
     if (attempt === MAX_ATTEMPTS) {
       assert.deepEqual(pending, []);
@@ -323,6 +328,17 @@ async function failUntilDeadLetters(
     h.clock.advance(1);
   }
   return delays;
+}
+
+/** Asserts that the worker reported each attempt on batch `id` as failed. */
+function assertFailedAttempts(h: Harness, id: string): void {
+  assert.deepEqual(
+    h.errors.map((e) => e.batchId),
+    Array(MAX_ATTEMPTS).fill(id),
+  );
+  for (const { error } of h.errors) {
+    assert.match((error as Error).message, /Cannot read batch/);
+  }
 }
 
 Deno.test("a batch that keeps failing is retried with backoff and becomes a dead letter after MAX_ATTEMPTS, entries intact", async () => {
@@ -405,7 +421,8 @@ Deno.test("a batch whose entries cannot be read is retried with backoff and then
     assert.deepEqual(dead.value.head, garbage);
     assert.deepEqual(await pendingBatches(h.kv), []);
     assert.deepEqual(await h.logs(project.id), []);
-  });
+    assertFailedAttempts(h, id);
+  }, { expectErrors: true });
 });
 
 Deno.test("a pending batch overwritten with a value that is not a header still ends as a dead letter, value kept", async (t) => {
@@ -440,7 +457,8 @@ Deno.test("a pending batch overwritten with a value that is not a header still e
           assert.equal(dead.value.value, value);
         }
         assert.deepEqual(await pendingBatches(h.kv), []);
-      });
+        assertFailedAttempts(h, id);
+      }, { expectErrors: true });
     });
   }
 });

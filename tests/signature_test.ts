@@ -20,6 +20,7 @@ import {
   recentRejections,
   signEntry,
   stats,
+  untilIdle,
   withHarness,
 } from "./_helpers.ts";
 
@@ -460,7 +461,7 @@ Deno.test("the same signature in two batches processed at once is stored once", 
   const cases: [string, (h: Harness, ids: string[]) => Promise<unknown>][] = [
     ["by one worker", async (h, ids) => {
       h.pipeline.worker.push(ids);
-      await h.pipeline.worker.idle();
+      await untilIdle(h.pipeline.worker);
     }],
     ["by two processes", async (h, ids) => {
       const outcomes = await Promise.all([
