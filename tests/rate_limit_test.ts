@@ -264,18 +264,21 @@ async function twoInstances(sync: boolean): Promise<number> {
   }
 }
 
-Deno.test("two instances on one KV file hold an address to 1.25 x its allowance over 10 s", async (t) => {
+Deno.test("two instances on one KV file hold an address to 1.04 x its allowance over 10 s", async (t) => {
   const single = 20 * 10 + 50;
   await t.step("with counters synced every 250 ms", async () => {
+    // Measured: 255 accepted (1.02 x), the same on every run: the clock is
+    // driven by hand and every commit and sync is awaited in turn.
     const accepted = await twoInstances(true);
-    assert.ok(accepted <= 1.25 * single, `accepted ${accepted}`);
+    assert.ok(accepted <= 1.04 * single, `accepted ${accepted}`);
     assert.ok(accepted >= single, `accepted ${accepted}`);
   });
   await t.step(
     "without syncing, each instance would admit its own allowance",
     async () => {
+      // Measured: 498 accepted (1.99 x).
       const accepted = await twoInstances(false);
-      assert.ok(accepted > 1.25 * single, `accepted ${accepted}`);
+      assert.ok(accepted >= 1.9 * single, `accepted ${accepted}`);
     },
   );
 });
