@@ -441,16 +441,57 @@ Deno.test("takePositionals types the positionals and names the first one missing
   );
 });
 
-Deno.test("project ids never start with a dash, and -- ends the options", async () => {
+Deno.test("project ids never start with a dash or an underscore, and -- ends the options", async (t) => {
   await withKv(async (kv) => {
-    for (let i = 0; i < 200; i++) {
-      const { projectId } = await create(kv);
-      assert.match(projectId, /^[A-Za-z0-9][A-Za-z0-9_-]{21}$/);
-    }
-    const { projectId } = await create(kv);
-    const run = await cli(kv, ["project", "show", "--json", "--", projectId]);
-    assert.equal(run.code, 0, run.stderr);
-    assert.equal(JSON.parse(run.stdout).projectId, projectId);
+    await t.step(
+      "ids drawn with a leading - or _ are drawn again",
+      async () => {
+        // The first id drawn encodes to "-…", the second to "_…" (base64url of
+        // a first byte 0xf8 or 0xfc): only the third may be kept.
+        const forced = [0xf8, 0xfc];
+        const idDraws: Uint8Array[] = [];
+        const real = crypto.getRandomValues;
+        crypto.getRandomValues = function <T extends ArrayBufferView | null>(
+          array: T,
+        ): T {
+          real.call(crypto, array as Uint8Array);
+          if (array instanceof Uint8Array && array.length === 16) {
+            idDraws.push(array);
+            const first = forced.shift();
+            if (first !== undefined) array[0] = first;
+          }
+          return array;
+        };
+        let projectId: string;
+        try {
+          ({ projectId } = await create(kv));
+        } finally {
+          crypto.getRandomValues = real;
+        }
+        assert.equal(idDraws.length, 3, "two ids refused, the third kept");
+        assert.match(projectId, /^[A-Za-z0-9][A-Za-z0-9_-]{21}$/);
+        assert.notEqual(await getProject(kv, projectId), null);
+      },
+    );
+    await t.step(
+      "an argument after -- is an id, even with a dash",
+      async () => {
+        const { projectId } = await create(kv);
+        const run = await cli(kv, [
+          "project",
+          "show",
+          "--json",
+          "--",
+          projectId,
+        ]);
+        assert.equal(run.code, 0, run.stderr);
+        assert.equal(JSON.parse(run.stdout).projectId, projectId);
+        assertRefused(
+          await cli(kv, ["project", "show", "--", "-zQ3"]),
+          `Cannot find project "-zQ3"`,
+        );
+      },
+    );
   });
 });
 
