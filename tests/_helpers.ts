@@ -296,7 +296,7 @@ import {
 import type { BatchHeader } from "../queue/batch.ts";
 import { Consumer, type Rejection } from "../queue/consumer.ts";
 
-/** Every reason an entry can be dropped for (CONTRACT §4). */
+/** Every reason the consumer can drop an entry for. */
 export const REJECT_REASONS: readonly RejectReason[] = [
   "unknown_project",
   "bad_origin",

@@ -720,7 +720,7 @@ async function storeThreeKinds(
   await h.process();
 }
 
-Deno.test("logs --json prints one object per entry with the fields of CONTRACT §6", async () => {
+Deno.test("logs --json prints one object per entry with its id, level, members, receipt time and authentication", async () => {
   await withHarness(async (h) => {
     const project = await create(
       h.kv,

@@ -1,9 +1,9 @@
 /**
- * The queue's guarantees (CONTRACT §4): every batch is processed exactly once
- * in effect, whatever the delivery (redelivery, two processes racing, a
- * wake-up message twice); batches nobody handed over are found by the
- * sweeper, so the service works without queue delivery; a batch that keeps
- * failing is retried with backoff and then kept as a dead letter.
+ * The queue's guarantees: every batch is processed exactly once in effect,
+ * whatever the delivery (redelivery, two processes racing, a wake-up message
+ * twice); batches nobody handed over are found by the sweeper, so the service
+ * works without queue delivery; a batch that keeps failing is retried with
+ * backoff and then kept as a dead letter.
  *
  * @module
  */

@@ -2,7 +2,8 @@
  * Server clients, end to end: signatures computed in the test the way clients
  * compute them (a JavaScript client with `signEntry`, and a client whose JSON
  * writer escapes non-ASCII, writes `1.0` and pretty-prints), sent through the
- * endpoint, then judged by the consumer. Covers the mismatches SPEC lists, the
+ * endpoint, then judged by the consumer. Covers the mismatches of the
+ * signature rules (case, timestamp, secret, member order, whitespace), the
  * skew window measured at receipt, replays and secret rotation.
  *
  * @module
