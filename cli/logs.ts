@@ -257,8 +257,8 @@ export function logsCommand(ctx: CommandContext): Promise<number> {
       throw new UsageError(`Cannot use --until with --follow`);
     }
     const json = booleanFlag(parsed, "json");
-    const project = await getProject(ctx.kv, projectId!);
-    if (project === null) throw new ProjectNotFoundError(projectId!);
+    const project = await getProject(ctx.kv, projectId);
+    if (project === null) throw new ProjectNotFoundError(projectId);
 
     // Newest matching entries first, up to the limit; printed oldest first.
     const startId = since === undefined ? "" : timeBound(since);
@@ -272,7 +272,7 @@ export function logsCommand(ctx: CommandContext): Promise<number> {
     let oldestId = "";
     const recent: string[] = [];
     for await (
-      const log of listLogs(ctx.kv, projectId!, { reverse: true, ...range })
+      const log of listLogs(ctx.kv, projectId, { reverse: true, ...range })
     ) {
       if (newestId === "") newestId = log.id;
       oldestId = log.id;
@@ -317,7 +317,7 @@ export function logsCommand(ctx: CommandContext): Promise<number> {
       const fresh: LogRecord[] = [];
       const iter = listLogs(
         ctx.kv,
-        projectId!,
+        projectId,
         low === "" ? {} : { startId: low },
       );
       for await (const log of iter) {

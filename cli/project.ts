@@ -308,7 +308,7 @@ const SUBCOMMANDS: Record<string, {
     options: JSON_FLAG,
     async run(ctx, parsed) {
       const [id] = takePositionals("project show", parsed.positionals, ["ID"]);
-      const project = await requireProject(ctx.kv, id!);
+      const project = await requireProject(ctx.kv, id);
       if (booleanFlag(parsed, "json")) {
         println(ctx, JSON.stringify(projectJson(project, { now: ctx.now() })));
       } else {
@@ -325,7 +325,7 @@ const SUBCOMMANDS: Record<string, {
         parsed.positionals,
         ["ID", "VALUE"],
       );
-      const project = await allowValue(ctx.kv, id!, value!);
+      const project = await allowValue(ctx.kv, id, value);
       printProject(
         ctx,
         parsed,
@@ -343,7 +343,7 @@ const SUBCOMMANDS: Record<string, {
         parsed.positionals,
         ["ID", "VALUE"],
       );
-      const project = await disallowValue(ctx.kv, id!, value!);
+      const project = await disallowValue(ctx.kv, id, value);
       printProject(
         ctx,
         parsed,
@@ -368,7 +368,7 @@ const SUBCOMMANDS: Record<string, {
           `Cannot read --grace "${graceText}": expected a duration such as "24h", "90m" or "0"`,
         );
       }
-      const project = await rotateSecret(ctx.kv, id!, {
+      const project = await rotateSecret(ctx.kv, id, {
         graceMs,
         now: ctx.now,
       });
@@ -409,7 +409,7 @@ const SUBCOMMANDS: Record<string, {
       let project: Project;
       let headline: string;
       if (action === undefined) {
-        project = await requireProject(ctx.kv, id!);
+        project = await requireProject(ctx.kv, id);
         headline = `Levels of project "${id}"`;
       } else if (action !== "add" && action !== "remove") {
         throw new UsageError(
@@ -420,10 +420,10 @@ const SUBCOMMANDS: Record<string, {
           `Cannot run "project levels ${action}": missing NAME (see --help)`,
         );
       } else if (action === "add") {
-        project = await addLevel(ctx.kv, id!, level);
+        project = await addLevel(ctx.kv, id, level);
         headline = `Added level "${level}" to project "${id}"`;
       } else {
-        project = await removeLevel(ctx.kv, id!, level);
+        project = await removeLevel(ctx.kv, id, level);
         headline = `Removed level "${level}" from project "${id}"`;
       }
       if (booleanFlag(parsed, "json")) {
@@ -458,12 +458,12 @@ const SUBCOMMANDS: Record<string, {
         parsed.positionals,
         ["ID", "DAYS"],
       );
-      if (!/^\d{1,5}$/.test(days!)) {
+      if (!/^\d{1,5}$/.test(days)) {
         throw new InvalidValueError(
           `Cannot keep entries for "${days}" days: expected a whole number from 1 to 3650`,
         );
       }
-      const project = await setRetention(ctx.kv, id!, Number(days));
+      const project = await setRetention(ctx.kv, id, Number(days));
       printProject(
         ctx,
         parsed,
@@ -479,7 +479,7 @@ const SUBCOMMANDS: Record<string, {
       const [id] = takePositionals("project delete", parsed.positionals, [
         "ID",
       ]);
-      const project = await requireProject(ctx.kv, id!);
+      const project = await requireProject(ctx.kv, id);
       if (!booleanFlag(parsed, "yes")) {
         ctx.stderr(
           `Delete project "${project.name}" (${project.id}) and all its logs? [y/N] `,

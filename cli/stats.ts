@@ -21,7 +21,6 @@ import {
   parseFlags,
   println,
   takePositionals,
-  UsageError,
   useColor,
 } from "./command.ts";
 import { formatLevel, formatTable, formatTime } from "./format.ts";
@@ -93,12 +92,9 @@ export function statsCommand(ctx: CommandContext): Promise<number> {
       }
       return 0;
     }
-    if (parsed.positionals.length === 0) {
-      throw new UsageError(`Cannot run "stats": missing ID (see --help)`);
-    }
     const [projectId] = takePositionals("stats", parsed.positionals, ["ID"]);
-    const project = await getProject(ctx.kv, projectId!);
-    if (project === null) throw new ProjectNotFoundError(projectId!);
+    const project = await getProject(ctx.kv, projectId);
+    if (project === null) throw new ProjectNotFoundError(projectId);
     const stats = await readStats(ctx.kv, project.id);
     if (json) {
       println(
