@@ -42,6 +42,7 @@ import {
   formatLevel,
   formatTable,
   formatTime,
+  inert,
   parseDuration,
 } from "./format.ts";
 import {
@@ -88,7 +89,7 @@ const SUBCOMMANDS: Record<string, {
         println(ctx, JSON.stringify(projectJson(project, { secret: true })));
         return 0;
       }
-      println(ctx, `Created project "${project.name}"`);
+      println(ctx, `Created project "${inert(project.name)}"`);
       println(ctx);
       println(ctx, describeProject(ctx, project, true));
       println(ctx);
@@ -103,7 +104,11 @@ const SUBCOMMANDS: Record<string, {
     options: JSON_FLAG,
     async run(ctx, parsed) {
       takePositionals("project list", parsed.positionals, []);
-      const projects = await listProjects(ctx.kv);
+      // By name, then age: projects of the same name sit together, told
+      // apart by their ids and creation times.
+      const projects = (await listProjects(ctx.kv)).sort((a, b) =>
+        a.name < b.name ? -1 : a.name > b.name ? 1 : a.createdAt - b.createdAt
+      );
       if (booleanFlag(parsed, "json")) {
         const now = ctx.now();
         println(
@@ -130,8 +135,8 @@ const SUBCOMMANDS: Record<string, {
       for (const p of projects) {
         rows.push([
           p.id,
-          p.name,
-          p.settings.allowedOrigin.join(", ") || "-",
+          inert(p.name),
+          inert(p.settings.allowedOrigin.join(", ")) || "-",
           p.levels.join(", ") || "-",
           `${p.retentionDays}d`,
           formatTime(p.createdAt),
@@ -319,7 +324,9 @@ const SUBCOMMANDS: Record<string, {
       const project = await requireProject(ctx.kv, id);
       if (!booleanFlag(parsed, "yes")) {
         ctx.stderr(
-          `Delete project "${project.name}" (${project.id}) and all its logs? [y/N] `,
+          `Delete project "${
+            inert(project.name)
+          }" (${project.id}) and all its logs? [y/N] `,
         );
         const answer = (await (ctx.readLine?.() ?? Promise.resolve(null)))
           ?.trim().toLowerCase();
@@ -340,9 +347,9 @@ const SUBCOMMANDS: Record<string, {
       } else {
         println(
           ctx,
-          `Deleted project "${project.name}" (${project.id}) and ${logs} ${
-            logs === 1 ? "entry" : "entries"
-          }`,
+          `Deleted project "${
+            inert(project.name)
+          }" (${project.id}) and ${logs} ${logs === 1 ? "entry" : "entries"}`,
         );
       }
       return 0;

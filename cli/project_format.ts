@@ -13,7 +13,7 @@ import {
   println,
   useColor,
 } from "./command.ts";
-import { formatLevel, formatTable, formatTime } from "./format.ts";
+import { formatLevel, formatTable, formatTime, inert } from "./format.ts";
 
 /** The JSON form of a project; the secret only when asked. */
 export function projectJson(
@@ -44,7 +44,7 @@ export function describeProject(
   const color = useColor(ctx);
   const allowed = project.settings.allowedOrigin;
   const rows: string[][] = [
-    ["Name", project.name],
+    ["Name", inert(project.name)],
     ["ID", project.id],
   ];
   if (secret) rows.push(["Secret", project.secret]);

@@ -23,7 +23,7 @@ import {
   takePositionals,
   useColor,
 } from "./command.ts";
-import { formatLevel, formatTable, formatTime } from "./format.ts";
+import { formatLevel, formatTable, formatTime, inert } from "./format.ts";
 
 const USAGE = `Show a project's counters and its recent rejections.
 
@@ -108,7 +108,7 @@ export function statsCommand(ctx: CommandContext): Promise<number> {
       return 0;
     }
     const total = Object.values(stats.rejected).reduce((a, b) => a + b, 0);
-    println(ctx, `Project "${project.name}" (${project.id})`);
+    println(ctx, `Project "${inert(project.name)}" (${project.id})`);
     println(ctx);
     println(
       ctx,
@@ -134,7 +134,9 @@ export function statsCommand(ctx: CommandContext): Promise<number> {
           formatTime(r.at),
           r.reason,
           formatLevel(r.level, color),
-          [r.origin, r.appid].filter((v) => v !== undefined).join(" ") || "-",
+          inert(
+            [r.origin, r.appid].filter((v) => v !== undefined).join(" "),
+          ) || "-",
           r.entryId,
         ]),
       ]),

@@ -6,12 +6,7 @@
  * @module
  */
 import assert from "node:assert/strict";
-import {
-  type CommandContext,
-  takePositionals,
-  UsageError,
-} from "../cli/command.ts";
-import { runCli } from "../cli/main.ts";
+import { takePositionals, UsageError } from "../cli/command.ts";
 import { formatTable, parseDuration, parseTimeFlag } from "../cli/format.ts";
 import { batchIdOf, pendingBatchesPrefix, rejectionKey } from "../db/keys.ts";
 import { getProject, listProjects } from "../db/projects.ts";
@@ -27,39 +22,7 @@ import {
   withHarness,
   withTimeout,
 } from "./_helpers.ts";
-
-/** What a command printed and returned. */
-interface Run {
-  code: number;
-  stdout: string;
-  stderr: string;
-}
-
-type RunOptions = Partial<Omit<CommandContext, "kv" | "args">>;
-
-/** Runs `deno task <args>` in-process against `kv`. */
-async function cli(
-  kv: Deno.Kv,
-  args: string[],
-  options: RunOptions & { clock?: FakeClock } = {},
-): Promise<Run> {
-  let stdout = "";
-  let stderr = "";
-  const code = await runCli({
-    kv,
-    args,
-    stdout: (text) => {
-      stdout += text;
-    },
-    stderr: (text) => {
-      stderr += text;
-    },
-    now: options.clock?.now ?? fakeClock().now,
-    isTerminal: false,
-    ...options,
-  });
-  return { code, stdout, stderr };
-}
+import { cli, type Run, type RunOptions } from "./_cli.ts";
 
 /** Parses the one JSON document a command printed. */
 function json(run: Run): Record<string, unknown> {
