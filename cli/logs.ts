@@ -27,7 +27,13 @@ import {
   UsageError,
   useColor,
 } from "./command.ts";
-import { compact, formatLevel, formatTime, parseTimeFlag } from "./format.ts";
+import {
+  compact,
+  formatLevel,
+  formatTime,
+  inert,
+  parseTimeFlag,
+} from "./format.ts";
 
 const USAGE = `Print a project's newest entries, oldest first.
 
@@ -192,8 +198,8 @@ class LinePrinter {
 
 /** Who sent an entry, as the human output shows it. */
 function source(log: LogRecord): string {
-  if (log.auth === "origin") return log.origin ?? "origin";
-  if (log.auth === "appid") return log.appid ?? "appid";
+  if (log.auth === "origin") return inert(log.origin ?? "origin");
+  if (log.auth === "appid") return inert(log.appid ?? "appid");
   return "signed";
 }
 
