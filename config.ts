@@ -3,9 +3,17 @@
  * commands read, validated once with zod. `loadConfig` fails fast and names
  * the variable at fault; nothing else in the service reads the environment.
  *
+ * The schema is the one source of every default: the {@linkcode Config} type
+ * is what it outputs.
+ *
  * @module
  */
 import { z } from "zod";
+
+/** One day, in milliseconds. */
+const DAY_MS = 86_400_000;
+/** Where the database lives when `KV_PATH` is unset, outside Deno Deploy. */
+const DEFAULT_KV_PATH = "./data/kv.sqlite";
 
 const integer = (min: number, max: number) =>
   z.coerce.number().int().min(min).max(max);
@@ -14,49 +22,63 @@ const schema = z.object({
   PORT: integer(0, 65535).default(8000),
   HOSTNAME: z.string().min(1).default("0.0.0.0"),
   KV_PATH: z.string().min(1).optional(),
-  MAX_BODY_BYTES: integer(256, 262144).default(65536),
+  MAX_BODY_BYTES: integer(256, 256 * 1024).default(64 * 1024),
   RATE_LIMIT_RPS: z.coerce.number().positive().max(1e6).default(20),
   RATE_LIMIT_BURST: integer(1, 1e6).default(50),
   TRUST_PROXY: integer(0, 16).default(0),
-  SIGNATURE_MAX_SKEW_MS: integer(1000, 86_400_000).default(300_000),
+  SIGNATURE_MAX_SKEW_MS: integer(1000, DAY_MS).default(5 * 60_000),
   QUEUE: z.enum(["auto", "on", "off"]).default("auto"),
   CONSUMER_CONCURRENCY: integer(1, 64).default(4),
   MAX_PENDING_REQUESTS: integer(1, 1_000_000).default(20_000),
   PROJECT_CACHE_MS: integer(0, 5000).default(2000),
   DENO_DEPLOYMENT_ID: z.string().optional(),
+}).transform((v) => {
+  const onDeploy = v.DENO_DEPLOYMENT_ID !== undefined;
+  const kvPath = v.KV_PATH ?? (onDeploy ? undefined : DEFAULT_KV_PATH);
+  const remote = kvPath === undefined || /^https?:\/\//.test(kvPath);
+  return {
+    /** Port to listen on (`PORT`). */
+    port: v.PORT,
+    /** Interface to bind (`HOSTNAME`). */
+    hostname: v.HOSTNAME,
+    /**
+     * Where the KV database lives (`KV_PATH`): a file path, `:memory:` or a
+     * KV Connect URL. `undefined` means the platform's own KV (Deno Deploy).
+     */
+    kvPath,
+    /** Largest accepted body, counted after decompression (`MAX_BODY_BYTES`). */
+    maxBodyBytes: v.MAX_BODY_BYTES,
+    /** Token refill per second of the per-IP bucket (`RATE_LIMIT_RPS`). */
+    rateLimitRps: v.RATE_LIMIT_RPS,
+    /** Capacity of the per-IP bucket (`RATE_LIMIT_BURST`). */
+    rateLimitBurst: v.RATE_LIMIT_BURST,
+    /** Trusted proxy hops in `X-Forwarded-For`; 0 ignores it (`TRUST_PROXY`). */
+    trustProxy: v.TRUST_PROXY,
+    /**
+     * Accepted distance between a signature's timestamp and receipt
+     * (`SIGNATURE_MAX_SKEW_MS`).
+     */
+    signatureMaxSkewMs: v.SIGNATURE_MAX_SKEW_MS,
+    /**
+     * Whether KV queue delivery is used (enqueue + listenQueue): `QUEUE=auto`
+     * turns it off where it delivers nothing, on Deno Deploy and over KV
+     * Connect.
+     */
+    queue: v.QUEUE === "on" || (v.QUEUE === "auto" && !remote),
+    /** Batches processed at once by this process (`CONSUMER_CONCURRENCY`). */
+    consumerConcurrency: v.CONSUMER_CONCURRENCY,
+    /**
+     * Requests that may wait for a commit before new ones get 503
+     * (`MAX_PENDING_REQUESTS`).
+     */
+    maxPendingRequests: v.MAX_PENDING_REQUESTS,
+    /** How long a project record is cached by the consumer (`PROJECT_CACHE_MS`). */
+    projectCacheMs: v.PROJECT_CACHE_MS,
+  };
 });
 
 /** The validated configuration of one process. */
-export interface Config {
-  /** Port to listen on. @default {8000} */
-  port: number;
-  /** Interface to bind. @default {"0.0.0.0"} */
-  hostname: string;
-  /**
-   * Where the KV database lives: a file path, `:memory:` or a KV Connect URL.
-   * `undefined` means the platform's own KV (Deno Deploy).
-   * @default {"./data/kv.sqlite"} outside Deno Deploy
-   */
-  kvPath: string | undefined;
-  /** Largest accepted body, counted after decompression. @default {65536} */
-  maxBodyBytes: number;
-  /** Token refill per second of the per-IP bucket. @default {20} */
-  rateLimitRps: number;
-  /** Capacity of the per-IP bucket. @default {50} */
-  rateLimitBurst: number;
-  /** Number of trusted proxy hops in `X-Forwarded-For`; 0 ignores it. @default {0} */
-  trustProxy: number;
-  /** Accepted distance between a signature's timestamp and receipt. @default {300000} */
-  signatureMaxSkewMs: number;
-  /** Whether KV queue delivery is used (enqueue + listenQueue). */
-  queue: boolean;
-  /** Batches processed at once by this process. @default {4} */
-  consumerConcurrency: number;
-  /** Requests that may wait for a commit before new ones get 503. @default {20000} */
-  maxPendingRequests: number;
-  /** How long a project record is cached by the consumer. @default {2000} */
-  projectCacheMs: number;
-}
+export type Config = z.output<typeof schema>;
 
 /** Thrown by {@linkcode loadConfig} when a variable is malformed. */
 export class ConfigError extends Error {
@@ -64,7 +86,8 @@ export class ConfigError extends Error {
 }
 
 /**
- * Reads and validates the configuration from an environment record.
+ * Reads and validates the configuration from an environment record; an
+ * empty variable counts as unset.
  *
  * @example
  * ```ts
@@ -84,23 +107,5 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
       `Cannot read "${String(issue.path[0])}": ${issue.message}`,
     );
   }
-  const v = parsed.data;
-  const onDeploy = v.DENO_DEPLOYMENT_ID !== undefined;
-  const kvPath = v.KV_PATH ?? (onDeploy ? undefined : "./data/kv.sqlite");
-  const remote = kvPath === undefined || /^https?:\/\//.test(kvPath);
-  return {
-    port: v.PORT,
-    hostname: v.HOSTNAME,
-    kvPath,
-    maxBodyBytes: v.MAX_BODY_BYTES,
-    rateLimitRps: v.RATE_LIMIT_RPS,
-    rateLimitBurst: v.RATE_LIMIT_BURST,
-    trustProxy: v.TRUST_PROXY,
-    signatureMaxSkewMs: v.SIGNATURE_MAX_SKEW_MS,
-    // Deno Deploy and KV Connect deliver no queue messages.
-    queue: v.QUEUE === "on" || (v.QUEUE === "auto" && !remote),
-    consumerConcurrency: v.CONSUMER_CONCURRENCY,
-    maxPendingRequests: v.MAX_PENDING_REQUESTS,
-    projectCacheMs: v.PROJECT_CACHE_MS,
-  };
+  return parsed.data;
 }

@@ -9,10 +9,12 @@ import { createApp } from "./app.ts";
 import { loadConfig } from "./config.ts";
 import { openKv } from "./db/open.ts";
 import { createPipeline } from "./queue/pipeline.ts";
-import { RateLimiter } from "./routes/rate_limit.ts";
+import { RateLimiter } from "./routes/rate_limit/mod.ts";
 
 /** How often the rate limiter reads other instances' counters. */
 const RATE_SYNC_MS = 250;
+/** How often the rate limiter deletes the counters of ended epochs. */
+const RATE_CLEANUP_MS = 60_000;
 
 if (import.meta.main) {
   const config = loadConfig(Deno.env.toObject());
@@ -35,7 +37,7 @@ if (import.meta.main) {
       limiter.cleanup(kv).catch((e) =>
         console.error("Cannot delete old rate counters:", e)
       );
-    }, 60_000),
+    }, RATE_CLEANUP_MS),
   ];
   if (!config.queue && "cron" in Deno) {
     // Where no queue delivers wake-ups (Deno Deploy), a cron sweeps as well.

@@ -10,7 +10,8 @@
  * @module
  */
 import { parseArgs, type ParseArgsOptionsConfig } from "node:util";
-import { InvalidValueError, ProjectNotFoundError } from "../db/projects.ts";
+import { ProjectNotFoundError } from "../db/projects.ts";
+import { InvalidValueError } from "../db/validation.ts";
 import {
   DeadLetterConflictError,
   DeadLetterNotFoundError,
@@ -74,6 +75,8 @@ export interface Parsed {
 /**
  * Parses `args` with `node:util` `parseArgs` (strict, positionals allowed,
  * `--help`/`-h` added), turning its errors into one-line {@linkcode UsageError}s.
+ * Positionals are checked afterwards by {@linkcode takePositionals}, so that
+ * `--help` is answered even when an argument is missing.
  *
  * @example
  * ```ts
@@ -87,37 +90,81 @@ export function parseFlags(
   args: string[],
   options: ParseArgsOptionsConfig,
 ): Parsed {
+  const all: ParseArgsOptionsConfig = { ...options, ...HELP_FLAG };
+  const sorted = sortArguments(args, all);
   try {
     const { values, positionals } = parseArgs({
-      args: sortArguments(args, options),
-      options: { ...options, help: { type: "boolean", short: "h" } },
+      args: sorted,
+      options: all,
       allowPositionals: true,
       strict: true,
     });
     return { values, positionals };
   } catch (error) {
-    const message = error instanceof Error ? error.message : String(error);
-    const option = message.match(/'(-{1,2}[^' ]+)/)?.[1] ?? "";
-    const code = (error as { code?: string }).code;
+    const code = parseArgsCode(error);
+    if (code === undefined) throw error;
+    const { option, type } = offendingOption(sorted, all, code);
     if (code === "ERR_PARSE_ARGS_UNKNOWN_OPTION") {
       throw new UsageError(
         `Cannot use option "${option}" with "${command}": unknown option (see --help)`,
       );
     }
-    if (/does not take an argument/.test(message)) {
-      throw new UsageError(
-        `Cannot use option "${option}" with "${command}": it takes no value`,
-      );
-    }
     if (code === "ERR_PARSE_ARGS_INVALID_OPTION_VALUE") {
       throw new UsageError(
-        `Cannot use option "${option}" with "${command}": expected a value (write "${option}=-VALUE" for a value starting with a dash)`,
+        type === "boolean"
+          ? `Cannot use option "${option}" with "${command}": it takes no value`
+          : `Cannot use option "${option}" with "${command}": expected a value (write "${option}=-VALUE" for a value starting with a dash)`,
       );
     }
     throw new UsageError(
-      `Cannot read the arguments of "${command}": ${message}`,
+      `Cannot read the arguments of "${command}": ${(error as Error).message}`,
     );
   }
+}
+
+/** The option every command takes. */
+const HELP_FLAG: ParseArgsOptionsConfig = {
+  help: { type: "boolean", short: "h" },
+};
+
+/** The `code` of an error thrown by `parseArgs` (`ERR_PARSE_ARGS_…`). */
+function parseArgsCode(error: unknown): string | undefined {
+  if (!(error instanceof Error) || !("code" in error)) return undefined;
+  const code = error.code;
+  return typeof code === "string" && code.startsWith("ERR_PARSE_ARGS_")
+    ? code
+    : undefined;
+}
+
+/**
+ * The option that made strict `parseArgs` throw `code`, as written (`--name`,
+ * `-x`) and with its declared type: found again in the tokens of a lenient
+ * parse, so that no error message is read.
+ */
+function offendingOption(
+  args: string[],
+  options: ParseArgsOptionsConfig,
+  code: string,
+): { option: string; type?: "string" | "boolean" } {
+  const { tokens } = parseArgs({
+    args,
+    options,
+    allowPositionals: true,
+    strict: false,
+    tokens: true,
+  });
+  for (const token of tokens) {
+    if (token.kind !== "option") continue;
+    const type = options[token.name]?.type;
+    const offends = code === "ERR_PARSE_ARGS_UNKNOWN_OPTION"
+      ? type === undefined
+      : type === "boolean"
+      ? token.inlineValue === true
+      : token.value === undefined ||
+        (token.inlineValue === false && token.value.startsWith("-"));
+    if (offends) return { option: token.rawName, type };
+  }
+  return { option: "" };
 }
 
 /**
@@ -132,10 +179,7 @@ function sortArguments(
   args: string[],
   options: ParseArgsOptionsConfig,
 ): string[] {
-  const all: ParseArgsOptionsConfig = {
-    ...options,
-    help: { type: "boolean", short: "h" },
-  };
+  const all = options;
   const shorts = new Map<string, string>(
     Object.entries(all).flatMap(([name, o]) =>
       o.short === undefined ? [] : [[`-${o.short}`, name] as const]
@@ -178,14 +222,33 @@ function sortArguments(
 }
 
 /**
- * Checks the positional arguments against their names and returns them;
- * names ending in `?` are optional.
+ * The values of positionals named `Names`: a string for each required name,
+ * `string | undefined` for each optional one (a name ending in `?`).
  */
-export function takePositionals(
+export type Positionals<Names extends readonly string[]> = {
+  -readonly [K in keyof Names]: Names[K] extends `${string}?`
+    ? string | undefined
+    : string;
+};
+
+/**
+ * Checks the positional arguments against the names a command expects and
+ * returns them typed; names ending in `?` are optional and come last. A
+ * missing or extra argument is a one-line {@linkcode UsageError} naming it.
+ *
+ * @example
+ * ```ts
+ * const [id, value] = takePositionals("project allow", parsed.positionals, [
+ *   "ID",
+ *   "VALUE",
+ * ]); // both strings, or `Cannot run "project allow": missing VALUE (see --help)`
+ * ```
+ */
+export function takePositionals<const Names extends readonly string[]>(
   command: string,
-  positionals: string[],
-  names: string[],
-): string[] {
+  positionals: readonly string[],
+  names: Names,
+): Positionals<Names> {
   const required = names.filter((n) => !n.endsWith("?")).length;
   if (positionals.length < required) {
     throw new UsageError(
@@ -201,7 +264,7 @@ export function takePositionals(
       }" (see --help)`,
     );
   }
-  return positionals;
+  return names.map((_, i) => positionals[i]) as Positionals<Names>;
 }
 
 /** Reads a string flag that may appear once. */

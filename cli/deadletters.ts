@@ -22,7 +22,7 @@ import {
   takePositionals,
   UsageError,
 } from "./command.ts";
-import { formatTable, formatTime } from "./format.ts";
+import { formatTable, formatTime, inert } from "./format.ts";
 
 const USAGE =
   `List dead letters (batches whose processing kept failing) or replay them.
@@ -93,7 +93,7 @@ export function deadLettersCommand(ctx: CommandContext): Promise<number> {
               formatTime(l.createdAt),
               String(l.count),
               String(l.attempts),
-              l.error ?? "-",
+              inert(l.error ?? "-"),
             ]),
           ]),
         );

@@ -17,6 +17,32 @@ const LEVEL_STYLES: Record<string, string> = {
   critical: "1;37;41", // bold white on red
 };
 
+/**
+ * Characters a terminal acts on or hides instead of showing: C0 and C1
+ * controls and DEL (escape sequences, title changes, screen clearing),
+ * invisible format characters (bidi overrides and isolates, zero-width
+ * characters) and line and paragraph separators.
+ */
+const UNSAFE = /[\p{Cc}\p{Cf}\p{Zl}\p{Zp}]/gu;
+
+/**
+ * Makes text a sender or a project supplied inert on a terminal: every
+ * character in {@linkcode UNSAFE} is shown as a `\u{...}` escape, so what is
+ * printed is what was sent, visibly. Every human-readable output passes such
+ * text through it; `--json` output is exact JSON instead.
+ *
+ * @example
+ * ```ts
+ * inert("\u001b]0;PWNED\u0007"); // "\\u{1b}]0;PWNED\\u{7}"
+ * ```
+ */
+export function inert(text: string): string {
+  return text.replace(
+    UNSAFE,
+    (c) => `\\u{${c.codePointAt(0)!.toString(16)}}`,
+  );
+}
+
 /** Wraps `text` in an ANSI style when `color` is on. */
 export function style(text: string, code: string, color: boolean): string {
   return color ? `\x1b[${code}m${text}\x1b[0m` : text;
@@ -134,30 +160,7 @@ export function parseTimeFlag(
   );
 }
 
-/** Compact JSON of a value, `undefined` shown as nothing. */
+/** Compact JSON of a value for people (made inert), `undefined` shown as nothing. */
 export function compact(value: unknown): string {
-  return value === undefined ? "" : JSON.stringify(value);
-}
-
-/** C0 and C1 controls, DEL, and the bidirectional controls. */
-const UNSAFE =
-  // deno-lint-ignore no-control-regex -- matching control characters is the point
-  /[\x00-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]/g;
-
-/**
- * Makes text that a sender or a project supplied inert on a terminal: C0 and
- * C1 control characters, DEL and the bidirectional controls (which could
- * move the cursor, retitle or clear the terminal, or reorder what is shown)
- * are written as `\u{…}` escapes; everything else is kept.
- *
- * @example
- * ```ts
- * inert("a\x1b]0;PWNED\x07b\u202e"); // "a\\u{1b}]0;PWNED\\u{7}b\\u{202e}"
- * ```
- */
-export function inert(text: string): string {
-  return text.replace(
-    UNSAFE,
-    (c) => `\\u{${c.codePointAt(0)!.toString(16)}}`,
-  );
+  return value === undefined ? "" : inert(JSON.stringify(value));
 }

@@ -27,7 +27,13 @@ import {
   UsageError,
   useColor,
 } from "./command.ts";
-import { compact, formatLevel, formatTime, parseTimeFlag } from "./format.ts";
+import {
+  compact,
+  formatLevel,
+  formatTime,
+  inert,
+  parseTimeFlag,
+} from "./format.ts";
 
 const USAGE = `Print a project's newest entries, oldest first.
 
@@ -192,8 +198,8 @@ class LinePrinter {
 
 /** Who sent an entry, as the human output shows it. */
 function source(log: LogRecord): string {
-  if (log.auth === "origin") return log.origin ?? "origin";
-  if (log.auth === "appid") return log.appid ?? "appid";
+  if (log.auth === "origin") return inert(log.origin ?? "origin");
+  if (log.auth === "appid") return inert(log.appid ?? "appid");
   return "signed";
 }
 
@@ -257,8 +263,8 @@ export function logsCommand(ctx: CommandContext): Promise<number> {
       throw new UsageError(`Cannot use --until with --follow`);
     }
     const json = booleanFlag(parsed, "json");
-    const project = await getProject(ctx.kv, projectId!);
-    if (project === null) throw new ProjectNotFoundError(projectId!);
+    const project = await getProject(ctx.kv, projectId);
+    if (project === null) throw new ProjectNotFoundError(projectId);
 
     // Newest matching entries first, up to the limit; printed oldest first.
     const startId = since === undefined ? "" : timeBound(since);
@@ -272,7 +278,7 @@ export function logsCommand(ctx: CommandContext): Promise<number> {
     let oldestId = "";
     const recent: string[] = [];
     for await (
-      const log of listLogs(ctx.kv, projectId!, { reverse: true, ...range })
+      const log of listLogs(ctx.kv, projectId, { reverse: true, ...range })
     ) {
       if (newestId === "") newestId = log.id;
       oldestId = log.id;
@@ -317,7 +323,7 @@ export function logsCommand(ctx: CommandContext): Promise<number> {
       const fresh: LogRecord[] = [];
       const iter = listLogs(
         ctx.kv,
-        projectId!,
+        projectId,
         low === "" ? {} : { startId: low },
       );
       for await (const log of iter) {

@@ -14,7 +14,6 @@ import {
   deleteProject,
   disallowValue,
   getProject,
-  InvalidValueError,
   listProjects,
   type Project,
   ProjectNotFoundError,
@@ -22,6 +21,7 @@ import {
   rotateSecret,
   setRetention,
 } from "../db/projects.ts";
+import { InvalidValueError } from "../db/validation.ts";
 import { STANDARD_LEVELS } from "../domain/entry.ts";
 import {
   booleanFlag,
@@ -42,177 +42,15 @@ import {
   formatLevel,
   formatTable,
   formatTime,
+  inert,
   parseDuration,
 } from "./format.ts";
-
-const USAGE: Record<string, string> = {
-  "": `Manage projects.
-
-Usage: deno task project <command> [options]
-
-Commands:
-  create --name NAME [--allow VALUE]...  Create a project; prints its secret
-  list                                   List the projects
-  show ID                                Show one project (no secret)
-  allow ID VALUE                         Add an origin or app id to the allow-list
-  disallow ID VALUE                      Remove one from the allow-list
-  rotate-secret ID [--grace 24h]         Replace the secret; prints the new one
-  levels ID [add|remove NAME]            Show, add or remove custom levels
-  retention ID DAYS                      Keep new entries DAYS days
-  delete ID [--yes]                      Delete the project and its logs
-
-Every command takes --json (machine output) and --help.`,
-  create: `Create a project and print it, secret included.
-
-Usage: deno task project create --name NAME [--allow VALUE]... [--json]
-
-Options:
-  --name NAME     Name shown to operators (1 to 200 characters)
-  --allow VALUE   Browser origin ("https://app.example.com", no path, no
-                  trailing slash) or app id in reverse domain notation
-                  ("com.example.app.ios"); repeatable. "*" and "null" are refused
-  --json          Print one JSON object: projectId, name, secret, settings, ...
-  -h, --help      Show this help`,
-  list: `List the projects (secrets are not shown).
-
-Usage: deno task project list [--json]
-
-Options:
-  --json      Print a JSON array of projects
-  -h, --help  Show this help`,
-  show: `Show one project (its secret is not shown).
-
-Usage: deno task project show ID [--json]
-
-Options:
-  --json      Print one JSON object
-  -h, --help  Show this help`,
-  allow: `Add a browser origin or an app id to a project's allow-list.
-
-Usage: deno task project allow ID VALUE [--json]
-
-VALUE is an origin "scheme://host[:port]" (no path, no trailing slash) or an
-app id in reverse domain notation ("com.example.app.ios"). Wildcards ("*") and
-"null" are refused. The change applies within 5 seconds.
-
-Options:
-  --json      Print the project as one JSON object
-  -h, --help  Show this help`,
-  disallow: `Remove a browser origin or an app id from a project's allow-list.
-
-Usage: deno task project disallow ID VALUE [--json]
-
-Options:
-  --json      Print the project as one JSON object
-  -h, --help  Show this help`,
-  "rotate-secret": `Give a project a new secret and print it.
-
-Usage: deno task project rotate-secret ID [--grace 24h] [--json]
-
-The previous secret keeps verifying signatures during the grace period, so
-servers can be redeployed with the new one.
-
-Options:
-  --grace DURATION  How long the previous secret still verifies, such as
-                    "24h", "90m" or "0" (at once) (default: 24h)
-  --json            Print projectId, secret and previousSecretExpiresAt
-  -h, --help        Show this help`,
-  levels: `Show, add or remove a project's custom levels.
-
-Usage: deno task project levels ID [--json]
-       deno task project levels ID add NAME [--json]
-       deno task project levels ID remove NAME [--json]
-
-The standard levels info, warning, error and critical are always accepted.
-An entry with another level is stored only if the project declares it.
-NAME matches ^[a-z][a-z0-9_-]{0,31}$.
-
-Options:
-  --json      Print the project as one JSON object
-  -h, --help  Show this help`,
-  retention: `Set how many days a project's entries are kept.
-
-Usage: deno task project retention ID DAYS [--json]
-
-DAYS is a whole number from 1 to 3650. It applies to entries stored from now on.
-
-Options:
-  --json      Print the project as one JSON object
-  -h, --help  Show this help`,
-  delete: `Delete a project with its logs, counters and recent rejections.
-
-Usage: deno task project delete ID [--yes] [--json]
-
-Options:
-  -y, --yes   Do not ask for confirmation
-  --json      Print {"projectId", "deleted", "logs"}
-  -h, --help  Show this help`,
-};
-
-/** The JSON form of a project; the secret only when asked. */
-export function projectJson(
-  project: Project,
-  options: { secret?: boolean; now?: number } = {},
-): Record<string, unknown> {
-  const expires = project.previousSecretExpiresAt;
-  return {
-    projectId: project.id,
-    name: project.name,
-    ...(options.secret ? { secret: project.secret } : {}),
-    settings: { allowedOrigin: project.settings.allowedOrigin },
-    levels: project.levels,
-    retentionDays: project.retentionDays,
-    createdAt: new Date(project.createdAt).toISOString(),
-    ...(expires !== undefined && expires > (options.now ?? 0)
-      ? { previousSecretExpiresAt: new Date(expires).toISOString() }
-      : {}),
-  };
-}
-
-function describeProject(
-  ctx: CommandContext,
-  project: Project,
-  secret: boolean,
-): string {
-  const color = useColor(ctx);
-  const allowed = project.settings.allowedOrigin;
-  const rows: string[][] = [
-    ["Name", project.name],
-    ["ID", project.id],
-  ];
-  if (secret) rows.push(["Secret", project.secret]);
-  allowed.forEach((value, i) => rows.push([i === 0 ? "Allowed" : "", value]));
-  if (allowed.length === 0) {
-    rows.push(["Allowed", "(none: only signed entries are accepted)"]);
-  }
-  rows.push([
-    "Levels",
-    [...STANDARD_LEVELS, ...project.levels].map((l) => formatLevel(l, color))
-      .join(", "),
-  ]);
-  rows.push(["Retention", `${project.retentionDays} days`]);
-  rows.push(["Created", formatTime(project.createdAt)]);
-  const expires = project.previousSecretExpiresAt;
-  if (expires !== undefined && expires > ctx.now()) {
-    rows.push(["Old secret", `verifies until ${formatTime(expires)}`]);
-  }
-  return formatTable(rows);
-}
-
-function printProject(
-  ctx: CommandContext,
-  parsed: Parsed,
-  project: Project,
-  headline: string,
-): void {
-  if (booleanFlag(parsed, "json")) {
-    println(ctx, JSON.stringify(projectJson(project, { now: ctx.now() })));
-  } else {
-    println(ctx, headline);
-    println(ctx);
-    println(ctx, describeProject(ctx, project, false));
-  }
-}
+import {
+  describeProject,
+  printProject,
+  projectJson,
+} from "./project_format.ts";
+import { USAGE } from "./project_usage.ts";
 
 async function requireProject(kv: Deno.Kv, id: string): Promise<Project> {
   const project = await getProject(kv, id);
@@ -251,7 +89,7 @@ const SUBCOMMANDS: Record<string, {
         println(ctx, JSON.stringify(projectJson(project, { secret: true })));
         return 0;
       }
-      println(ctx, `Created project "${project.name}"`);
+      println(ctx, `Created project "${inert(project.name)}"`);
       println(ctx);
       println(ctx, describeProject(ctx, project, true));
       println(ctx);
@@ -266,7 +104,11 @@ const SUBCOMMANDS: Record<string, {
     options: JSON_FLAG,
     async run(ctx, parsed) {
       takePositionals("project list", parsed.positionals, []);
-      const projects = await listProjects(ctx.kv);
+      // By name, then age: projects of the same name sit together, told
+      // apart by their ids and creation times.
+      const projects = (await listProjects(ctx.kv)).sort((a, b) =>
+        a.name < b.name ? -1 : a.name > b.name ? 1 : a.createdAt - b.createdAt
+      );
       if (booleanFlag(parsed, "json")) {
         const now = ctx.now();
         println(
@@ -293,8 +135,8 @@ const SUBCOMMANDS: Record<string, {
       for (const p of projects) {
         rows.push([
           p.id,
-          p.name,
-          p.settings.allowedOrigin.join(", ") || "-",
+          inert(p.name),
+          inert(p.settings.allowedOrigin.join(", ")) || "-",
           p.levels.join(", ") || "-",
           `${p.retentionDays}d`,
           formatTime(p.createdAt),
@@ -308,7 +150,7 @@ const SUBCOMMANDS: Record<string, {
     options: JSON_FLAG,
     async run(ctx, parsed) {
       const [id] = takePositionals("project show", parsed.positionals, ["ID"]);
-      const project = await requireProject(ctx.kv, id!);
+      const project = await requireProject(ctx.kv, id);
       if (booleanFlag(parsed, "json")) {
         println(ctx, JSON.stringify(projectJson(project, { now: ctx.now() })));
       } else {
@@ -325,7 +167,7 @@ const SUBCOMMANDS: Record<string, {
         parsed.positionals,
         ["ID", "VALUE"],
       );
-      const project = await allowValue(ctx.kv, id!, value!);
+      const project = await allowValue(ctx.kv, id, value);
       printProject(
         ctx,
         parsed,
@@ -343,7 +185,7 @@ const SUBCOMMANDS: Record<string, {
         parsed.positionals,
         ["ID", "VALUE"],
       );
-      const project = await disallowValue(ctx.kv, id!, value!);
+      const project = await disallowValue(ctx.kv, id, value);
       printProject(
         ctx,
         parsed,
@@ -368,7 +210,7 @@ const SUBCOMMANDS: Record<string, {
           `Cannot read --grace "${graceText}": expected a duration such as "24h", "90m" or "0"`,
         );
       }
-      const project = await rotateSecret(ctx.kv, id!, {
+      const project = await rotateSecret(ctx.kv, id, {
         graceMs,
         now: ctx.now,
       });
@@ -409,7 +251,7 @@ const SUBCOMMANDS: Record<string, {
       let project: Project;
       let headline: string;
       if (action === undefined) {
-        project = await requireProject(ctx.kv, id!);
+        project = await requireProject(ctx.kv, id);
         headline = `Levels of project "${id}"`;
       } else if (action !== "add" && action !== "remove") {
         throw new UsageError(
@@ -420,10 +262,10 @@ const SUBCOMMANDS: Record<string, {
           `Cannot run "project levels ${action}": missing NAME (see --help)`,
         );
       } else if (action === "add") {
-        project = await addLevel(ctx.kv, id!, level);
+        project = await addLevel(ctx.kv, id, level);
         headline = `Added level "${level}" to project "${id}"`;
       } else {
-        project = await removeLevel(ctx.kv, id!, level);
+        project = await removeLevel(ctx.kv, id, level);
         headline = `Removed level "${level}" from project "${id}"`;
       }
       if (booleanFlag(parsed, "json")) {
@@ -458,12 +300,12 @@ const SUBCOMMANDS: Record<string, {
         parsed.positionals,
         ["ID", "DAYS"],
       );
-      if (!/^\d{1,5}$/.test(days!)) {
+      if (!/^\d{1,5}$/.test(days)) {
         throw new InvalidValueError(
           `Cannot keep entries for "${days}" days: expected a whole number from 1 to 3650`,
         );
       }
-      const project = await setRetention(ctx.kv, id!, Number(days));
+      const project = await setRetention(ctx.kv, id, Number(days));
       printProject(
         ctx,
         parsed,
@@ -479,10 +321,12 @@ const SUBCOMMANDS: Record<string, {
       const [id] = takePositionals("project delete", parsed.positionals, [
         "ID",
       ]);
-      const project = await requireProject(ctx.kv, id!);
+      const project = await requireProject(ctx.kv, id);
       if (!booleanFlag(parsed, "yes")) {
         ctx.stderr(
-          `Delete project "${project.name}" (${project.id}) and all its logs? [y/N] `,
+          `Delete project "${
+            inert(project.name)
+          }" (${project.id}) and all its logs? [y/N] `,
         );
         const answer = (await (ctx.readLine?.() ?? Promise.resolve(null)))
           ?.trim().toLowerCase();
@@ -503,9 +347,9 @@ const SUBCOMMANDS: Record<string, {
       } else {
         println(
           ctx,
-          `Deleted project "${project.name}" (${project.id}) and ${logs} ${
-            logs === 1 ? "entry" : "entries"
-          }`,
+          `Deleted project "${
+            inert(project.name)
+          }" (${project.id}) and ${logs} ${logs === 1 ? "entry" : "entries"}`,
         );
       }
       return 0;

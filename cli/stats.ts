@@ -21,10 +21,9 @@ import {
   parseFlags,
   println,
   takePositionals,
-  UsageError,
   useColor,
 } from "./command.ts";
-import { formatLevel, formatTable, formatTime } from "./format.ts";
+import { formatLevel, formatTable, formatTime, inert } from "./format.ts";
 
 const USAGE = `Show a project's counters and its recent rejections.
 
@@ -93,12 +92,9 @@ export function statsCommand(ctx: CommandContext): Promise<number> {
       }
       return 0;
     }
-    if (parsed.positionals.length === 0) {
-      throw new UsageError(`Cannot run "stats": missing ID (see --help)`);
-    }
     const [projectId] = takePositionals("stats", parsed.positionals, ["ID"]);
-    const project = await getProject(ctx.kv, projectId!);
-    if (project === null) throw new ProjectNotFoundError(projectId!);
+    const project = await getProject(ctx.kv, projectId);
+    if (project === null) throw new ProjectNotFoundError(projectId);
     const stats = await readStats(ctx.kv, project.id);
     if (json) {
       println(
@@ -112,7 +108,7 @@ export function statsCommand(ctx: CommandContext): Promise<number> {
       return 0;
     }
     const total = Object.values(stats.rejected).reduce((a, b) => a + b, 0);
-    println(ctx, `Project "${project.name}" (${project.id})`);
+    println(ctx, `Project "${inert(project.name)}" (${project.id})`);
     println(ctx);
     println(
       ctx,
@@ -138,7 +134,9 @@ export function statsCommand(ctx: CommandContext): Promise<number> {
           formatTime(r.at),
           r.reason,
           formatLevel(r.level, color),
-          [r.origin, r.appid].filter((v) => v !== undefined).join(" ") || "-",
+          inert(
+            [r.origin, r.appid].filter((v) => v !== undefined).join(" "),
+          ) || "-",
           r.entryId,
         ]),
       ]),

@@ -190,6 +190,11 @@ export function rateLimitKey(epoch: number, ip: string): Deno.KvKey {
   return ["rate_limits", epoch, ip];
 }
 
+/** Prefix of every rate counter. */
+export function rateLimitsPrefix(): Deno.KvKey {
+  return ["rate_limits"];
+}
+
 /** Prefix of one epoch's rate counters. */
 export function rateLimitEpochPrefix(epoch: number): Deno.KvKey {
   return ["rate_limits", epoch];

@@ -106,9 +106,9 @@ export function decodeBatchHeader(value: unknown): BatchHeader {
       return value as BatchHeader;
     }
   } catch (error) {
-    throw new BatchFormatError("Cannot read a batch header", { cause: error });
+    throw new BatchFormatError("Cannot read batch header", { cause: error });
   }
-  throw new BatchFormatError("Cannot read a batch header: unknown form");
+  throw new BatchFormatError("Cannot read batch header: unknown form");
 }
 
 function isHeaderFields(value: unknown): value is StoredHeader {

@@ -6,23 +6,29 @@
  * @module
  */
 import { ProjectCache } from "../auth/projects.ts";
-import type { Config } from "../config.ts";
 import { decodeWakeMessage } from "./batch.ts";
 import { Consumer } from "./consumer.ts";
 import { type CommitRider, GroupCommitter } from "./producer.ts";
 import { BatchWorker, SWEEP_INTERVAL_MS } from "./worker.ts";
 
+/** The settings the queue reads; the process configuration supplies them. */
+export interface QueueSettings {
+  /** Whether KV queue delivery is used (enqueue + listenQueue). */
+  queue: boolean;
+  /** Batches processed at once by this process. */
+  consumerConcurrency: number;
+  /** Requests that may wait for a commit before new ones get 503. */
+  maxPendingRequests: number;
+  /** How long a project record is cached by the consumer. */
+  projectCacheMs: number;
+  /** Accepted distance between a signature's timestamp and receipt. */
+  signatureMaxSkewMs: number;
+}
+
 /** Options of {@linkcode createPipeline}. */
 export interface PipelineOptions {
   kv: Deno.Kv;
-  config: Pick<
-    Config,
-    | "queue"
-    | "consumerConcurrency"
-    | "maxPendingRequests"
-    | "projectCacheMs"
-    | "signatureMaxSkewMs"
-  >;
+  config: QueueSettings;
   /** Clock. @default {Date.now} */
   now?: () => number;
   /** Mutations that ride each commit (the rate counters). */

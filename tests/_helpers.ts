@@ -5,7 +5,7 @@
  * @module
  */
 import { createApp } from "../app.ts";
-import type { Config } from "../config.ts";
+import { type Config, loadConfig } from "../config.ts";
 import { listLogs } from "../db/logs.ts";
 import type { LogRecord, RejectReason } from "../domain/entry.ts";
 import { createProject, type Project } from "../db/projects.ts";
@@ -38,21 +38,74 @@ export function fakeClock(start = Date.UTC(2026, 0, 1)): FakeClock {
   };
 }
 
-/** The configuration the tests run with (queue delivery off unless asked). */
+/**
+ * Waits for `promise`, or rejects after `ms` milliseconds with a message
+ * naming what was awaited: a test that waits for an event fails instead of
+ * hanging when the event never comes. The timer is cleared either way.
+ *
+ * @example
+ * ```ts
+ * await withTimeout(worker.idle(), EVENT_TIMEOUT_MS, "the worker to go idle");
+ * ```
+ */
+export async function withTimeout<T>(
+  promise: Promise<T>,
+  ms: number,
+  what: string,
+): Promise<T> {
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const timeout = new Promise<never>((_, reject) => {
+    timer = setTimeout(
+      () => reject(new Error(`Timed out after ${ms} ms waiting for ${what}`)),
+      ms,
+    );
+  });
+  try {
+    return await Promise.race([promise, timeout]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+/** How long a test waits for an event within the process before it fails. */
+export const EVENT_TIMEOUT_MS = 5000;
+
+/**
+ * Waits until `worker` has finished the batches in hand, failing the test
+ * after {@linkcode EVENT_TIMEOUT_MS}.
+ *
+ * @example
+ * ```ts
+ * h.pipeline.worker.push(ids);
+ * await untilIdle(h.pipeline.worker);
+ * ```
+ */
+export function untilIdle(worker: { idle(): Promise<void> }): Promise<void> {
+  return withTimeout(
+    worker.idle(),
+    EVENT_TIMEOUT_MS,
+    "the worker to finish its batches",
+  );
+}
+
+/**
+ * The configuration the tests run with: the defaults of `loadConfig`, on an
+ * in-memory KV, with queue delivery off and no project cache unless asked.
+ *
+ * @example
+ * ```ts
+ * testConfig({ maxBodyBytes: 4096 }).rateLimitBurst; // 50, the default
+ * ```
+ */
 export function testConfig(overrides: Partial<Config> = {}): Config {
   return {
-    port: 0,
-    hostname: "127.0.0.1",
-    kvPath: ":memory:",
-    maxBodyBytes: 65536,
-    rateLimitRps: 20,
-    rateLimitBurst: 50,
-    trustProxy: 0,
-    signatureMaxSkewMs: 300_000,
-    queue: false,
-    consumerConcurrency: 4,
-    maxPendingRequests: 20_000,
-    projectCacheMs: 0,
+    ...loadConfig({
+      PORT: "0",
+      HOSTNAME: "127.0.0.1",
+      KV_PATH: ":memory:",
+      QUEUE: "off",
+      PROJECT_CACHE_MS: "0",
+    }),
     ...overrides,
   };
 }
@@ -87,6 +140,12 @@ export interface Harness {
   app: ReturnType<typeof createApp>;
   /** Ids of the batches `process()` has processed, in order. */
   batches: string[];
+  /**
+   * Errors the pipeline reported (failed processing attempts, a queue
+   * listener that stopped). `close()` fails the test when there are any,
+   * unless the harness was built with `expectErrors`.
+   */
+  errors: WorkerError[];
   /** POSTs `body` (JSON-encoded unless a string) to the endpoint. */
   post(
     body: unknown,
@@ -99,7 +158,18 @@ export interface Harness {
   project(allow?: string[]): Promise<Project>;
   /** Stored entries of a project, oldest first. */
   logs(projectId: string): Promise<LogRecord[]>;
-  close(): Promise<void>;
+  /**
+   * Stops the pipeline, closes the KV it opened, and throws when the
+   * pipeline reported errors that were not expected.
+   */
+  close(options?: { checkErrors?: boolean }): Promise<void>;
+}
+
+/** An error the pipeline reported through its `onError`. */
+export interface WorkerError {
+  /** The batch being processed; `""` for the sweeper or the listener. */
+  batchId: string;
+  error: unknown;
 }
 
 /** Options of {@linkcode harness}. */
@@ -109,6 +179,11 @@ export interface HarnessOptions {
   kv?: Deno.Kv;
   admission?: Admission;
   pipeline?: Partial<PipelineOptions>;
+  /**
+   * The test makes processing fail on purpose: errors are collected in
+   * `h.errors` for it to check, and do not fail it. @default {false}
+   */
+  expectErrors?: boolean;
 }
 
 /**
@@ -120,12 +195,13 @@ export async function harness(options: HarnessOptions = {}): Promise<Harness> {
   const clock = options.clock ?? fakeClock();
   const config = testConfig(options.config);
   const batches: string[] = [];
+  const errors: WorkerError[] = [];
   const pipeline = createPipeline({
     kv,
     config,
     now: clock.now,
     handOver: false,
-    onError: () => {},
+    onError: (batchId, error) => errors.push({ batchId, error }),
     ...options.pipeline,
   });
   const producer = pipeline.producer;
@@ -142,6 +218,7 @@ export async function harness(options: HarnessOptions = {}): Promise<Harness> {
     pipeline,
     app,
     batches,
+    errors,
     post(body, headers = {}, remoteAddr = "203.0.113.7") {
       return Promise.resolve(app.request("/api/v1/logs", {
         method: "POST",
@@ -153,8 +230,8 @@ export async function harness(options: HarnessOptions = {}): Promise<Harness> {
     },
     async process() {
       await producer.flush();
-      for await (const entry of kv.list({ prefix: ["pending_batches"] })) {
-        const id = String(entry.key[1]);
+      for await (const entry of kv.list({ prefix: pendingBatchesPrefix() })) {
+        const id = batchIdOf(entry.key);
         batches.push(id);
         await pipeline.consumer.process(id);
       }
@@ -167,9 +244,21 @@ export async function harness(options: HarnessOptions = {}): Promise<Harness> {
       for await (const log of listLogs(kv, projectId)) out.push(log);
       return out;
     },
-    async close() {
+    async close({ checkErrors = true } = {}) {
       await pipeline.stop();
       if (!options.kv) kv.close();
+      if (checkErrors && !options.expectErrors && errors.length > 0) {
+        throw new Error(
+          `Expected no worker errors, got ${errors.length}: ${
+            errors.map(({ batchId, error }) =>
+              `batch "${batchId}": ${
+                error instanceof Error ? error.message : String(error)
+              }`
+            ).join("; ")
+          }`,
+          { cause: errors[0]!.error },
+        );
+      }
     },
   };
 }
@@ -282,7 +371,11 @@ export function otherConsumer(h: Harness): Consumer {
   });
 }
 
-/** Runs `fn` with a fresh harness and closes it afterwards. */
+/**
+ * Runs `fn` with a fresh harness and closes it afterwards. The test fails
+ * when the pipeline reported errors, unless `options.expectErrors` is set;
+ * when `fn` itself fails, its error is the one reported.
+ */
 export async function withHarness(
   fn: (h: Harness) => Promise<void>,
   options: HarnessOptions = {},
@@ -290,9 +383,11 @@ export async function withHarness(
   const h = await harness(options);
   try {
     await fn(h);
-  } finally {
-    await h.close();
+  } catch (error) {
+    await h.close({ checkErrors: false });
+    throw error;
   }
+  await h.close();
 }
 
 /** POSTs `body` (an object, or the client's own text) and checks it was queued. */

@@ -6,54 +6,23 @@
  * @module
  */
 import assert from "node:assert/strict";
-import { type CommandContext } from "../cli/command.ts";
-import { runCli } from "../cli/main.ts";
+import { takePositionals, UsageError } from "../cli/command.ts";
 import { formatTable, parseDuration, parseTimeFlag } from "../cli/format.ts";
-import { pendingBatchesPrefix, rejectionKey } from "../db/keys.ts";
+import { batchIdOf, pendingBatchesPrefix, rejectionKey } from "../db/keys.ts";
 import { getProject, listProjects } from "../db/projects.ts";
 import type { Rejection } from "../db/stats.ts";
 import { MAX_ATTEMPTS, recordFailure } from "../queue/dead_letters.ts";
 import {
+  EVENT_TIMEOUT_MS,
   type FakeClock,
   fakeClock,
   type Harness,
   randomEntry,
   signEntry,
   withHarness,
+  withTimeout,
 } from "./_helpers.ts";
-
-/** What a command printed and returned. */
-interface Run {
-  code: number;
-  stdout: string;
-  stderr: string;
-}
-
-type RunOptions = Partial<Omit<CommandContext, "kv" | "args">>;
-
-/** Runs `deno task <args>` in-process against `kv`. */
-async function cli(
-  kv: Deno.Kv,
-  args: string[],
-  options: RunOptions & { clock?: FakeClock } = {},
-): Promise<Run> {
-  let stdout = "";
-  let stderr = "";
-  const code = await runCli({
-    kv,
-    args,
-    stdout: (text) => {
-      stdout += text;
-    },
-    stderr: (text) => {
-      stderr += text;
-    },
-    now: options.clock?.now ?? fakeClock().now,
-    isTerminal: false,
-    ...options,
-  });
-  return { code, stdout, stderr };
-}
+import { cli, type Run, type RunOptions } from "./_cli.ts";
 
 /** Parses the one JSON document a command printed. */
 function json(run: Run): Record<string, unknown> {
@@ -84,6 +53,28 @@ async function withKv(fn: (kv: Deno.Kv) => Promise<void>): Promise<void> {
     await fn(kv);
   } finally {
     kv.close();
+  }
+}
+
+/**
+ * Runs `logs --follow` until the test aborts `controller` (from its `sleep`),
+ * failing, and stopping the command, if it still runs after
+ * {@linkcode EVENT_TIMEOUT_MS}.
+ */
+async function follow(
+  kv: Deno.Kv,
+  args: string[],
+  controller: AbortController,
+  options: RunOptions & { clock?: FakeClock } = {},
+): Promise<Run> {
+  try {
+    return await withTimeout(
+      cli(kv, args, { ...options, signal: controller.signal }),
+      EVENT_TIMEOUT_MS,
+      `"${args.join(" ")}" to stop when aborted`,
+    );
+  } finally {
+    controller.abort();
   }
 }
 
@@ -343,6 +334,26 @@ Deno.test("a bad flag or argument gives one line on stderr and exit 2", async (t
           /^Cannot use --until with --follow/,
         ],
         [["logs", projectId, "--json=yes"], /"--json".*takes no value/],
+        [
+          ["logs", projectId, "--follow=1"],
+          /^Cannot use option "--follow" with "logs": it takes no value\n/,
+        ],
+        [
+          ["logs", projectId, "-x"],
+          /^Cannot use option "-x" with "logs": unknown option/,
+        ],
+        [
+          ["project", "create", "--name", "--json"],
+          /^Cannot use option "--name" with "project create": expected a value/,
+        ],
+        [
+          ["project", "allow", projectId],
+          /^Cannot run "project allow": missing VALUE \(see --help\)\n/,
+        ],
+        [
+          ["deadletters"],
+          /^Cannot run "deadletters": missing list\|replay \(see --help\)\n/,
+        ],
         [["stats"], /^Cannot run "stats": missing ID/],
         [["deadletters", "purge"], /expected "list" or "replay"/],
         [["frobnicate"], /^Cannot run "frobnicate": unknown command/],
@@ -357,16 +368,87 @@ Deno.test("a bad flag or argument gives one line on stderr and exit 2", async (t
   });
 });
 
-Deno.test("project ids never start with a dash, and -- ends the options", async () => {
+Deno.test("takePositionals types the positionals and names the first one missing", () => {
+  const [id, action, name] = takePositionals(
+    "project levels",
+    ["p1", "add"],
+    ["ID", "add|remove?", "NAME?"],
+  );
+  // Required names are strings, optional ones may be undefined.
+  const typed: [string, string | undefined, string | undefined] = [
+    id,
+    action,
+    name,
+  ];
+  assert.deepEqual(typed, ["p1", "add", undefined]);
+  assert.throws(
+    () => takePositionals("project allow", ["p1"], ["ID", "VALUE"]),
+    (error) => {
+      assert.ok(error instanceof UsageError);
+      assert.equal(
+        error.message,
+        `Cannot run "project allow": missing VALUE (see --help)`,
+      );
+      return true;
+    },
+  );
+  assert.throws(
+    () => takePositionals("project show", ["p1", "p2"], ["ID"]),
+    /^UsageError: Cannot run "project show": unexpected argument "p2"/,
+  );
+});
+
+Deno.test("project ids never start with a dash or an underscore, and -- ends the options", async (t) => {
   await withKv(async (kv) => {
-    for (let i = 0; i < 200; i++) {
-      const { projectId } = await create(kv);
-      assert.match(projectId, /^[A-Za-z0-9][A-Za-z0-9_-]{21}$/);
-    }
-    const { projectId } = await create(kv);
-    const run = await cli(kv, ["project", "show", "--json", "--", projectId]);
-    assert.equal(run.code, 0, run.stderr);
-    assert.equal(JSON.parse(run.stdout).projectId, projectId);
+    await t.step(
+      "ids drawn with a leading - or _ are drawn again",
+      async () => {
+        // The first id drawn encodes to "-…", the second to "_…" (base64url of
+        // a first byte 0xf8 or 0xfc): only the third may be kept.
+        const forced = [0xf8, 0xfc];
+        const idDraws: Uint8Array[] = [];
+        const real = crypto.getRandomValues;
+        crypto.getRandomValues = function <T extends ArrayBufferView | null>(
+          array: T,
+        ): T {
+          real.call(crypto, array as Uint8Array);
+          if (array instanceof Uint8Array && array.length === 16) {
+            idDraws.push(array);
+            const first = forced.shift();
+            if (first !== undefined) array[0] = first;
+          }
+          return array;
+        };
+        let projectId: string;
+        try {
+          ({ projectId } = await create(kv));
+        } finally {
+          crypto.getRandomValues = real;
+        }
+        assert.equal(idDraws.length, 3, "two ids refused, the third kept");
+        assert.match(projectId, /^[A-Za-z0-9][A-Za-z0-9_-]{21}$/);
+        assert.notEqual(await getProject(kv, projectId), null);
+      },
+    );
+    await t.step(
+      "an argument after -- is an id, even with a dash",
+      async () => {
+        const { projectId } = await create(kv);
+        const run = await cli(kv, [
+          "project",
+          "show",
+          "--json",
+          "--",
+          projectId,
+        ]);
+        assert.equal(run.code, 0, run.stderr);
+        assert.equal(JSON.parse(run.stdout).projectId, projectId);
+        assertRefused(
+          await cli(kv, ["project", "show", "--", "-zQ3"]),
+          `Cannot find project "-zQ3"`,
+        );
+      },
+    );
   });
 });
 
@@ -595,7 +677,7 @@ async function storeThreeKinds(
   await h.process();
 }
 
-Deno.test("logs --json prints one object per entry with the documented fields", async () => {
+Deno.test("logs --json prints one object per entry with its id, level, members, receipt time and authentication", async () => {
   await withHarness(async (h) => {
     const project = await create(
       h.kv,
@@ -824,35 +906,39 @@ Deno.test("logs --follow prints an entry stored after it started, until stopped"
     await h.process();
     const controller = new AbortController();
     let polls = 0;
-    const run = await cli(h.kv, ["logs", projectId, "--follow", "--json"], {
-      clock: h.clock,
-      signal: controller.signal,
-      pollMs: 5,
-      // Each wait between polls is a step of the test: store an entry after
-      // the first listing, then (after the next poll) press Ctrl-C.
-      sleep: async (ms) => {
-        assert.equal(ms, 5);
-        polls++;
-        if (polls === 1) {
-          h.clock.advance(1000);
-          await h.post(
-            randomEntry({ projectId, data: { title: "after" } }),
-            { Origin: "https://app.example.com" },
-          );
-          await h.post(
-            randomEntry({
-              projectId,
-              data: { title: "filtered" },
-              level: "debug",
-            }),
-            { Origin: "https://app.example.com" },
-          );
-          await h.process();
-        } else if (polls === 3) {
-          controller.abort();
-        }
+    const run = await follow(
+      h.kv,
+      ["logs", projectId, "--follow", "--json"],
+      controller,
+      {
+        clock: h.clock,
+        pollMs: 5,
+        // Each wait between polls is a step of the test: store an entry after
+        // the first listing, then (after the next poll) press Ctrl-C.
+        sleep: async (ms) => {
+          assert.equal(ms, 5);
+          polls++;
+          if (polls === 1) {
+            h.clock.advance(1000);
+            await h.post(
+              randomEntry({ projectId, data: { title: "after" } }),
+              { Origin: "https://app.example.com" },
+            );
+            await h.post(
+              randomEntry({
+                projectId,
+                data: { title: "filtered" },
+                level: "debug",
+              }),
+              { Origin: "https://app.example.com" },
+            );
+            await h.process();
+          } else if (polls === 3) {
+            controller.abort();
+          }
+        },
       },
-    });
+    );
     assert.equal(run.code, 0, run.stderr);
     assert.equal(polls, 3);
     const titles = jsonLines(run).map((l) =>
@@ -874,17 +960,24 @@ Deno.test("logs --follow keeps the lines it adds aligned with the first ones", a
     await h.process();
     const controller = new AbortController();
     let polls = 0;
-    const run = await cli(h.kv, ["logs", projectId, "--follow"], {
-      signal: controller.signal,
-      sleep: async () => {
-        if (++polls > 1) return controller.abort();
-        h.clock.advance(1000);
-        await h.post(
-          randomEntry({ projectId, appid: "com.example.a-much-longer-app-id" }),
-        );
-        await h.process();
+    const run = await follow(
+      h.kv,
+      ["logs", projectId, "--follow"],
+      controller,
+      {
+        sleep: async () => {
+          if (++polls > 1) return controller.abort();
+          h.clock.advance(1000);
+          await h.post(
+            randomEntry({
+              projectId,
+              appid: "com.example.a-much-longer-app-id",
+            }),
+          );
+          await h.process();
+        },
       },
-    });
+    );
     const lines = run.stdout.trimEnd().split("\n");
     assert.equal(lines.length, 2);
     assert.equal(lines[0]!.indexOf("{"), lines[1]!.indexOf("{"));
@@ -911,16 +1004,20 @@ Deno.test("logs --follow prints late-stored entries older than the newest one se
     await h.process();
     const controller = new AbortController();
     let polls = 0;
-    const run = await cli(h.kv, ["logs", projectId, "--follow", "--json"], {
-      signal: controller.signal,
-      sleep: async () => {
-        polls++;
-        if (polls === 1) {
-          await h.kv.set(late!.key, late!.value);
-          await h.process();
-        } else controller.abort();
+    const run = await follow(
+      h.kv,
+      ["logs", projectId, "--follow", "--json"],
+      controller,
+      {
+        sleep: async () => {
+          polls++;
+          if (polls === 1) {
+            await h.kv.set(late!.key, late!.value);
+            await h.process();
+          } else controller.abort();
+        },
       },
-    });
+    );
     const titles = jsonLines(run).map((l) =>
       (l.data as { title: string }).title
     );
@@ -1043,7 +1140,7 @@ Deno.test("deadletters lists dead letters and replays them for the sweeper", asy
     const [pending] = await Array.fromAsync(
       h.kv.list({ prefix: pendingBatchesPrefix() }),
     );
-    const batchId = String(pending!.key[1]);
+    const batchId = batchIdOf(pending!.key);
     for (let i = 0; i < MAX_ATTEMPTS; i++) {
       await recordFailure(
         h.kv,
@@ -1130,7 +1227,8 @@ Deno.test("deno task project runs against the KV named by KV_PATH", async () => 
   const dir = await Deno.makeTempDir();
   const root = new URL("..", import.meta.url);
   const run = async (...args: string[]) => {
-    const out = await new Deno.Command(Deno.execPath(), {
+    const controller = new AbortController();
+    const child = new Deno.Command(Deno.execPath(), {
       args: [
         "run",
         "--allow-env",
@@ -1144,7 +1242,17 @@ Deno.test("deno task project runs against the KV named by KV_PATH", async () => 
       env: { KV_PATH: `${dir}/kv.sqlite`, NO_COLOR: "1" },
       stdout: "piped",
       stderr: "piped",
-    }).output();
+      signal: controller.signal,
+    }).spawn();
+    const out = await withTimeout(
+      child.output(),
+      30_000,
+      `"deno task ${args.join(" ")}" to exit`,
+    ).catch(async (error) => {
+      controller.abort();
+      await child.status;
+      throw error;
+    });
     const decoder = new TextDecoder();
     return {
       code: out.code,

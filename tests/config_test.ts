@@ -12,6 +12,8 @@ Deno.test("loadConfig gives the documented defaults", () => {
   assert.equal(config.trustProxy, 0);
   assert.equal(config.signatureMaxSkewMs, 300_000);
   assert.equal(config.queue, true);
+  assert.equal(config.consumerConcurrency, 4);
+  assert.equal(config.maxPendingRequests, 20_000);
   assert.equal(config.projectCacheMs, 2000);
 });
 

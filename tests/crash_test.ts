@@ -4,11 +4,15 @@
  * and every entry that was answered 200 found stored exactly once.
  */
 import assert from "node:assert/strict";
+import { pendingBatchesPrefix } from "../db/keys.ts";
 import { listLogs } from "../db/logs.ts";
 import { createProject } from "../db/projects.ts";
+import { withTimeout } from "./_helpers.ts";
 
 const ROOT = new URL("..", import.meta.url).pathname;
 const ORIGIN = "https://app.example.com";
+/** How long a server process may take to start, stop or answer the load. */
+const PROCESS_TIMEOUT_MS = 30_000;
 
 interface Server {
   child: Deno.ChildProcess;
@@ -38,18 +42,31 @@ async function startServer(kvPath: string): Promise<Server> {
     stderr: "inherit",
   }).spawn();
   const lines = child.stdout.pipeThrough(new TextDecoderStream()).getReader();
-  let seen = "";
-  for (;;) {
-    const { value, done } = await lines.read();
-    if (done) throw new Error(`Server exited before listening: ${seen}`);
-    seen += value;
-    const match = /Listening on (http:\/\/[^/\s]+)/.exec(seen);
-    if (match) {
-      const output = (async () => {
-        while (!(await lines.read()).done) { /* drain */ }
-      })();
-      return { child, url: match[1]!, output };
+  const listening = async (): Promise<Server> => {
+    let seen = "";
+    for (;;) {
+      const { value, done } = await lines.read();
+      if (done) throw new Error(`Server exited before listening: ${seen}`);
+      seen += value;
+      const match = /Listening on (http:\/\/[^/\s]+)/.exec(seen);
+      if (match) {
+        const output = (async () => {
+          while (!(await lines.read()).done) { /* drain */ }
+        })();
+        return { child, url: match[1]!, output };
+      }
     }
+  };
+  try {
+    return await withTimeout(
+      listening(),
+      PROCESS_TIMEOUT_MS,
+      "the server to listen",
+    );
+  } catch (error) {
+    child.kill("SIGKILL");
+    await child.status;
+    throw error;
   }
 }
 
@@ -57,8 +74,19 @@ async function stopServer(server: Server, signal: Deno.Signal): Promise<void> {
   try {
     server.child.kill(signal);
   } catch { /* already gone */ }
-  await server.child.status;
-  await server.output;
+  try {
+    await withTimeout(
+      server.child.status,
+      PROCESS_TIMEOUT_MS,
+      `the server to exit on ${signal}`,
+    );
+  } catch (error) {
+    server.child.kill("SIGKILL");
+    await server.child.status;
+    throw error;
+  } finally {
+    await server.output;
+  }
 }
 
 Deno.test("entries answered 200 survive a SIGKILL and are stored exactly once after restart", async () => {
@@ -94,13 +122,18 @@ Deno.test("entries answered 200 survive a SIGKILL and are stored exactly once af
         if (++answered === killAfter) server.child.kill("SIGKILL");
       }
     };
-    await Promise.all(Array.from({ length: 64 }, () => send(server.url)));
+    await withTimeout(
+      Promise.all(Array.from({ length: 64 }, () => send(server.url))),
+      PROCESS_TIMEOUT_MS,
+      "the load to be answered or cut by the kill",
+    );
     await stopServer(server, "SIGKILL");
     assert.ok(accepted.size >= killAfter - 64, `accepted ${accepted.size}`);
     assert.ok(accepted.size < total, "the kill must interrupt the run");
 
     const left =
-      (await Array.fromAsync(kv.list({ prefix: ["pending_batches"] }))).length;
+      (await Array.fromAsync(kv.list({ prefix: pendingBatchesPrefix() })))
+        .length;
     const restartedAt = Date.now();
     server = await startServer(kvPath);
     let stored = new Map<number, number>();
@@ -112,7 +145,7 @@ Deno.test("entries answered 200 survive a SIGKILL and are stored exactly once af
         stored.set(seq, (stored.get(seq) ?? 0) + 1);
       }
       const pending = await Array.fromAsync(
-        kv.list({ prefix: ["pending_batches"] }, { limit: 1 }),
+        kv.list({ prefix: pendingBatchesPrefix() }, { limit: 1 }),
       );
       if (pending.length === 0 && [...accepted].every((s) => stored.has(s))) {
         break;

@@ -6,6 +6,7 @@
  */
 import assert from "node:assert/strict";
 import {
+  batchIdOf,
   batchPartKey,
   deadLetterKey,
   pendingBatchesPrefix,
@@ -36,7 +37,7 @@ async function deadLetter(
     h.kv.list({ prefix: pendingBatchesPrefix() }),
   );
   assert.equal(pending.length, 1);
-  const batchId = String(pending[0]!.key[1]);
+  const batchId = batchIdOf(pending[0]!.key);
   for (let i = 0; i < MAX_ATTEMPTS; i++) {
     await recordFailure(h.kv, batchId, new Error("disk full"), h.clock.now());
   }

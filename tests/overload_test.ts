@@ -1,6 +1,12 @@
 import assert from "node:assert/strict";
 import { GroupCommitter, OverloadedError } from "../queue/producer.ts";
-import { harness, pendingBatches, randomEntry } from "./_helpers.ts";
+import {
+  EVENT_TIMEOUT_MS,
+  harness,
+  pendingBatches,
+  randomEntry,
+  withTimeout,
+} from "./_helpers.ts";
 
 /** A KV whose commits can be made to fail or to wait, for overload tests. */
 function faultyKv(real: Deno.Kv) {
@@ -86,8 +92,10 @@ Deno.test("past the backlog bound new requests answer 503 at once", async () => 
     assert.equal(refused.headers.get("retry-after"), "1");
     state.mode = "ok";
     state.release();
-    const statuses = await Promise.all(
-      waiting.map(async (p) => (await p).status),
+    const statuses = await withTimeout(
+      Promise.all(waiting.map(async (p) => (await p).status)),
+      EVENT_TIMEOUT_MS,
+      "the held requests to be answered once KV is released",
     );
     assert.deepEqual(statuses, [200, 200, 200, 200, 200, 200]);
     assert.equal((await h.post(randomEntry())).status, 200);
@@ -110,8 +118,11 @@ Deno.test("requests that arrive during a commit share the next one", async () =>
     await new Promise((go) => setTimeout(go, 0));
     state.mode = "ok";
     state.release();
-    await first;
-    await Promise.all(rest);
+    await withTimeout(
+      Promise.all([first, ...rest]),
+      EVENT_TIMEOUT_MS,
+      "the requests to be answered once KV is released",
+    );
     assert.equal(state.commits, 2);
     const batches = await pendingBatches(real);
     const entries = batches.reduce((n, b) => n + b.header.count, 0);
@@ -151,8 +162,11 @@ Deno.test("the backlog is bounded by size as well as by count", async () => {
     await assert.rejects(producer.submit(entry(4)), OverloadedError);
     state.mode = "ok";
     state.release();
-    await first;
-    await Promise.all(waiting);
+    await withTimeout(
+      Promise.all([first, ...waiting]),
+      EVENT_TIMEOUT_MS,
+      "the entries to be committed once KV is released",
+    );
   } finally {
     state.release();
     await producer.flush();

@@ -1,9 +1,9 @@
 /**
- * The queue's guarantees (docs/design.md#queue): every batch is processed exactly once
- * in effect, whatever the delivery (redelivery, two processes racing, a
- * wake-up message twice); batches nobody handed over are found by the
- * sweeper, so the service works without queue delivery; a batch that keeps
- * failing is retried with backoff and then kept as a dead letter.
+ * The queue's guarantees: every batch is processed exactly once in effect,
+ * whatever the delivery (redelivery, two processes racing, a wake-up message
+ * twice); batches nobody handed over are found by the sweeper, so the service
+ * works without queue delivery; a batch that keeps failing is retried with
+ * backoff and then kept as a dead letter.
  *
  * @module
  */
@@ -24,6 +24,7 @@ import { Consumer, type ProcessOutcome } from "../queue/consumer.ts";
 import { MAX_ATTEMPTS } from "../queue/dead_letters.ts";
 import { BatchWorker } from "../queue/worker.ts";
 import {
+  EVENT_TIMEOUT_MS,
   type Harness,
   harness,
   otherConsumer,
@@ -34,7 +35,9 @@ import {
   recentRejections,
   signEntry,
   stats,
+  untilIdle,
   withHarness,
+  withTimeout,
 } from "./_helpers.ts";
 
 const ORIGIN = "https://app.example.com";
@@ -84,74 +87,68 @@ Deno.test("a batch processed twice stores and counts its entries once", async ()
   });
 });
 
-Deno.test("two consumers sharing one KV and racing on the same batches store and count them once", async () => {
-  await withHarness(async (h) => {
-    const project = await h.project();
-    const expected = await postMix(h, project.id, project.secret);
-    const first = otherConsumer(h);
-    const second = otherConsumer(h);
-    const ids = (await pendingBatches(h.kv)).map((b) => b.id);
-    assert.equal(ids.length, 5);
-    for (const id of ids) {
-      assertProcessedOnce(
-        await Promise.all([first.process(id), second.process(id)]),
-      );
-    }
-    assert.deepEqual(await pendingBatches(h.kv), []);
-    assert.equal((await h.logs(project.id)).length, 3);
-    assert.deepEqual(await stats(h.kv, project.id), expected);
-    assert.equal((await recentRejections(h.kv, project.id)).length, 2);
-  });
-});
-
-Deno.test("two consumers racing on a batch of many entries store and count it once", async () => {
-  await withHarness(async (h) => {
-    const project = await h.project();
-    // The first request is committed alone; the others share the next batch.
-    await Promise.all(
-      Array.from({ length: 40 }, (_, i) => {
-        const body = randomEntry({ projectId: project.id });
-        if (i % 4 === 3) return postQueued(h, body);
-        if (i % 4 === 2) {
-          return postQueued(
-            h,
-            body,
-            signEntry(project.secret, body, h.clock.now()),
+Deno.test("consumers racing on the same batch store and count its entries once", async (t) => {
+  await t.step(
+    "three processes, on a batch of one entry and one of many",
+    async () => {
+      await withHarness(async (h) => {
+        const project = await h.project();
+        // The first request is committed alone; the others share the next batch.
+        await Promise.all(
+          Array.from({ length: 40 }, (_, i) => {
+            const body = randomEntry({ projectId: project.id });
+            if (i % 8 === 3) return postQueued(h, body);
+            if (i % 8 === 7) {
+              return postQueued(h, body, {
+                Origin: "https://evil.example.net",
+              });
+            }
+            if (i % 4 === 2) {
+              return postQueued(
+                h,
+                body,
+                signEntry(project.secret, body, h.clock.now()),
+              );
+            }
+            return postQueued(h, body, { Origin: ORIGIN });
+          }),
+        );
+        const batches = await pendingBatches(h.kv);
+        assert.deepEqual(batches.map((b) => b.header.count), [1, 39]);
+        const consumers = [
+          otherConsumer(h),
+          otherConsumer(h),
+          otherConsumer(h),
+        ];
+        for (const { id } of batches) {
+          assertProcessedOnce(
+            await Promise.all(consumers.map((c) => c.process(id))),
           );
         }
-        return postQueued(h, body, { Origin: ORIGIN });
-      }),
-    );
-    const batches = await pendingBatches(h.kv);
-    assert.ok(batches.some((b) => b.header.count > 1));
-    const consumers = [otherConsumer(h), otherConsumer(h), otherConsumer(h)];
-    for (const { id } of batches) {
-      assertProcessedOnce(
-        await Promise.all(consumers.map((c) => c.process(id))),
-      );
-    }
-    assert.equal((await h.logs(project.id)).length, 30);
-    assert.deepEqual(await stats(h.kv, project.id), {
-      accepted: 30,
-      rejected: { no_credentials: 10 },
+        assert.equal((await h.logs(project.id)).length, 30);
+        assert.deepEqual(await stats(h.kv, project.id), {
+          accepted: 30,
+          rejected: { no_credentials: 5, bad_origin: 5 },
+        });
+        assert.equal((await recentRejections(h.kv, project.id)).length, 10);
+        assert.deepEqual(await pendingBatches(h.kv), []);
+      });
+    },
+  );
+  await t.step("one process, handed the same batch twice at once", async () => {
+    await withHarness(async (h) => {
+      const project = await h.project();
+      const expected = await postMix(h, project.id, project.secret);
+      const consumer = h.pipeline.consumer;
+      for (const { id } of await pendingBatches(h.kv)) {
+        assertProcessedOnce(
+          await Promise.all([consumer.process(id), consumer.process(id)]),
+        );
+      }
+      assert.equal((await h.logs(project.id)).length, 3);
+      // A redelivered signed entry is not a replay of itself.
+      assert.deepEqual(await stats(h.kv, project.id), expected);
     });
-    assert.equal((await recentRejections(h.kv, project.id)).length, 10);
-  });
-});
-
-Deno.test("one consumer handed the same batch twice at once stores and counts it once", async () => {
-  await withHarness(async (h) => {
-    const project = await h.project();
-    const expected = await postMix(h, project.id, project.secret);
-    const consumer = h.pipeline.consumer;
-    for (const { id } of await pendingBatches(h.kv)) {
-      assertProcessedOnce(
-        await Promise.all([consumer.process(id), consumer.process(id)]),
-      );
-    }
-    assert.equal((await h.logs(project.id)).length, 3);
-    // A redelivered signed entry is not a replay of itself.
-    assert.deepEqual(await stats(h.kv, project.id), expected);
   });
 });
 
@@ -168,7 +165,9 @@ Deno.test("a wake-up message delivered twice stores its entries once", async () 
     const push = worker.push.bind(worker);
     worker.push = (ids) => {
       push(ids);
-      if (++delivered === 2) bothDelivered();
+      // Only this test's message names all five batches: the producer's own
+      // wake-ups (delayed) name one batch each.
+      if ([...ids].length === 5 && ++delivered === 2) bothDelivered();
     };
     h.pipeline.start();
     const message: WakeMessage = {
@@ -176,11 +175,11 @@ Deno.test("a wake-up message delivered twice stores its entries once", async () 
     };
     await h.kv.enqueue(message);
     await h.kv.enqueue(message);
-    await done;
-    await worker.idle();
+    await withTimeout(done, EVENT_TIMEOUT_MS, "two queue deliveries");
+    await untilIdle(worker);
     // Delivered again after it was processed: nothing left to do.
     worker.push(message.batches);
-    await worker.idle();
+    await untilIdle(worker);
     assert.deepEqual(await pendingBatches(h.kv), []);
     assert.equal((await h.logs(project.id)).length, 3);
     assert.deepEqual(await stats(h.kv, project.id), expected);
@@ -195,7 +194,7 @@ Deno.test("a wake-up message naming a batch twice, and the same ids pushed while
     const worker = h.pipeline.worker;
     worker.push([...ids, ...ids]);
     worker.push(ids);
-    await worker.idle();
+    await untilIdle(worker);
     assert.deepEqual(await pendingBatches(h.kv), []);
     assert.equal((await h.logs(project.id)).length, 3);
     assert.deepEqual(await stats(h.kv, project.id), expected);
@@ -209,13 +208,13 @@ Deno.test("with the queue listener off, the sweeper processes batches nobody han
     const expected = await postMix(h, project.id, project.secret);
     const worker = h.pipeline.worker;
     assert.equal(await worker.sweep({ all: true }), 5);
-    await worker.idle();
+    await untilIdle(worker);
     assert.deepEqual(await pendingBatches(h.kv), []);
     assert.equal((await h.logs(project.id)).length, 3);
     assert.deepEqual(await stats(h.kv, project.id), expected);
     // A repeated sweep finds nothing and changes nothing.
     assert.equal(await worker.sweep({ all: true }), 0);
-    await worker.idle();
+    await untilIdle(worker);
     assert.deepEqual(await stats(h.kv, project.id), expected);
   });
 });
@@ -230,11 +229,11 @@ Deno.test("the sweeper leaves a young batch to the process that committed it and
     assert.equal(await worker.sweep(), 0);
     h.clock.advance(1000);
     assert.equal(await worker.sweep(), 0);
-    await worker.idle();
+    await untilIdle(worker);
     assert.equal((await h.logs(project.id)).length, 0);
     h.clock.advance(500);
     assert.equal(await worker.sweep(), 1);
-    await worker.idle();
+    await untilIdle(worker);
     assert.equal((await h.logs(project.id)).length, 1);
     assert.deepEqual(await pendingBatches(h.kv), []);
   });
@@ -256,7 +255,7 @@ Deno.test("batches left pending by a process that stopped are processed by the s
       h.pipeline.start();
       // The start-up sweep is in flight; this joins it.
       await h.pipeline.worker.sweep({ all: true });
-      await h.pipeline.worker.idle();
+      await untilIdle(h.pipeline.worker);
       assert.deepEqual(await pendingBatches(kv), []);
       assert.equal((await h.logs(projectId)).length, 3);
       assert.deepEqual(await stats(kv, projectId), expected);
@@ -270,7 +269,7 @@ Deno.test("a pipeline that hands over its batches processes them without queue o
   await withHarness(async (h) => {
     const project = await h.project();
     const expected = await postMix(h, project.id, project.secret);
-    await h.pipeline.worker.idle();
+    await untilIdle(h.pipeline.worker);
     assert.deepEqual(await pendingBatches(h.kv), []);
     assert.equal((await h.logs(project.id)).length, 3);
     assert.deepEqual(await stats(h.kv, project.id), expected);
@@ -304,7 +303,7 @@ async function failUntilDeadLetters(
       count,
       `attempt ${attempt}`,
     );
-    await worker.idle();
+    await untilIdle(worker);
     const pending = await pendingBatches(h.kv);
     if (attempt === MAX_ATTEMPTS) {
       assert.deepEqual(pending, []);
@@ -323,6 +322,17 @@ async function failUntilDeadLetters(
     h.clock.advance(1);
   }
   return delays;
+}
+
+/** Asserts that the worker reported each attempt on batch `id` as failed. */
+function assertFailedAttempts(h: Harness, id: string): void {
+  assert.deepEqual(
+    h.errors.map((e) => e.batchId),
+    Array(MAX_ATTEMPTS).fill(id),
+  );
+  for (const { error } of h.errors) {
+    assert.match((error as Error).message, /Cannot read batch/);
+  }
 }
 
 Deno.test("a batch that keeps failing is retried with backoff and becomes a dead letter after MAX_ATTEMPTS, entries intact", async () => {
@@ -410,7 +420,8 @@ Deno.test("a batch whose entries cannot be read is retried with backoff and then
     assert.deepEqual(dead.head, garbage);
     assert.deepEqual(await pendingBatches(h.kv), []);
     assert.deepEqual(await h.logs(project.id), []);
-  });
+    assertFailedAttempts(h, id);
+  }, { expectErrors: true });
 });
 
 Deno.test("a pending batch overwritten with a value that is not a header still ends as a dead letter, value kept", async (t) => {
@@ -439,7 +450,8 @@ Deno.test("a pending batch overwritten with a value that is not a header still e
         assert.match(String(dead.error), /Cannot read batch/);
         assert.deepEqual(decodeJson(dead.head), value);
         assert.deepEqual(await pendingBatches(h.kv), []);
-      });
+        assertFailedAttempts(h, id);
+      }, { expectErrors: true });
     });
   }
 });

@@ -1,7 +1,9 @@
 import assert from "node:assert/strict";
 import { createApp } from "../app.ts";
+import { rateLimitsPrefix } from "../db/keys.ts";
 import { createPipeline } from "../queue/pipeline.ts";
-import { clientKey, ipKey, RateLimiter } from "../routes/rate_limit.ts";
+import { clientKey, ipKey } from "../routes/rate_limit/address.ts";
+import { RateLimiter } from "../routes/rate_limit/mod.ts";
 import { fakeClock, harness, randomEntry, testConfig } from "./_helpers.ts";
 
 function limiterHarness(options: { trustProxy?: number } = {}) {
@@ -263,18 +265,21 @@ async function twoInstances(sync: boolean): Promise<number> {
   }
 }
 
-Deno.test("two instances on one KV file hold an address to 1.25 x its allowance over 10 s", async (t) => {
+Deno.test("two instances on one KV file hold an address to 1.04 x its allowance over 10 s", async (t) => {
   const single = 20 * 10 + 50;
   await t.step("with counters synced every 250 ms", async () => {
+    // Measured: 255 accepted (1.02 x), the same on every run: the clock is
+    // driven by hand and every commit and sync is awaited in turn.
     const accepted = await twoInstances(true);
-    assert.ok(accepted <= 1.25 * single, `accepted ${accepted}`);
+    assert.ok(accepted <= 1.04 * single, `accepted ${accepted}`);
     assert.ok(accepted >= single, `accepted ${accepted}`);
   });
   await t.step(
     "without syncing, each instance would admit its own allowance",
     async () => {
+      // Measured: 498 accepted (1.99 x).
       const accepted = await twoInstances(false);
-      assert.ok(accepted > 1.25 * single, `accepted ${accepted}`);
+      assert.ok(accepted >= 1.9 * single, `accepted ${accepted}`);
     },
   );
 });
@@ -301,7 +306,7 @@ Deno.test("old rate counters are deleted", async () => {
     await pipeline.producer.flush();
     const count = async () => {
       let n = 0;
-      for await (const _ of kv.list({ prefix: ["rate_limits"] })) n++;
+      for await (const _ of kv.list({ prefix: rateLimitsPrefix() })) n++;
       return n;
     };
     assert.equal(await count(), 1);

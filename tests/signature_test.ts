@@ -2,7 +2,8 @@
  * Server clients, end to end: signatures computed in the test the way clients
  * compute them (a JavaScript client with `signEntry`, and a client whose JSON
  * writer escapes non-ASCII, writes `1.0` and pretty-prints), sent through the
- * endpoint, then judged by the consumer. Covers the mismatches the specification lists, the
+ * endpoint, then judged by the consumer. Covers the mismatches of the
+ * signature rules (case, timestamp, secret, member order, whitespace), the
  * skew window measured at receipt, replays and secret rotation.
  *
  * @module
@@ -20,6 +21,7 @@ import {
   recentRejections,
   signEntry,
   stats,
+  untilIdle,
   withHarness,
 } from "./_helpers.ts";
 
@@ -460,7 +462,7 @@ Deno.test("the same signature in two batches processed at once is stored once", 
   const cases: [string, (h: Harness, ids: string[]) => Promise<unknown>][] = [
     ["by one worker", async (h, ids) => {
       h.pipeline.worker.push(ids);
-      await h.pipeline.worker.idle();
+      await untilIdle(h.pipeline.worker);
     }],
     ["by two processes", async (h, ids) => {
       const outcomes = await Promise.all([

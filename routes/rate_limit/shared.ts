@@ -1,0 +1,202 @@
+/**
+ * The limit shared by every instance on one KV database. Each busy address
+ * has an atomic counter per epoch (`rate_limits/<epoch>/<ip>`), summed inside
+ * the producer's group commit, so counting costs no KV round trip of its own.
+ * Every sync (a few times a second, driven by the server) an instance reads
+ * the counters of the addresses that are using their bucket and takes from
+ * its own buckets what the other instances admitted meanwhile.
+ *
+ * Only busy addresses are counted (the buckets report them): the many clients
+ * that send a few entries cost no KV writes at all. The overshoot with several
+ * instances is bounded by what they admit between two syncs.
+ *
+ * @module
+ */
+import { rateLimitEpochPrefix, rateLimitKey } from "../../db/keys.ts";
+import { GET_MANY_MAX_KEYS } from "../../db/kv.ts";
+import type { CommitRider } from "../../queue/producer.ts";
+
+/** Length of a counter epoch, by default. */
+const DEFAULT_EPOCH_MS = 60_000;
+/** Addresses whose counters one sync reads at most, by default. */
+const DEFAULT_MAX_SYNC_KEYS = 1000;
+/**
+ * Epochs whose counters are kept: the current one, and the one before,
+ * which commits still in flight may add to.
+ */
+const EPOCHS_KEPT = 2;
+/** Counters deleted per atomic operation, well under KV's mutation cap. */
+const DELETES_PER_COMMIT = 500;
+
+/** What the counters need from this instance's buckets. */
+export interface BucketLedger {
+  /** The TAT of an address, `undefined` when its bucket is full. */
+  peek(key: string): number | undefined;
+  /** Takes `tokens` from an address's bucket, for requests admitted elsewhere. */
+  charge(key: string, tokens: number): void;
+}
+
+/** Options of {@linkcode SharedCounters}. */
+export interface SharedCountersOptions {
+  /** Clock. @default {Date.now} */
+  now?: () => number;
+  /** Length of a counter epoch. @default {60000} */
+  epochMs?: number;
+  /** Addresses whose counters one sync reads at most. @default {1000} */
+  maxSyncKeys?: number;
+}
+
+/** The KV-counted state of an address that uses its bucket, for one epoch. */
+interface Shared {
+  epoch: number;
+  /** Admitted requests not yet handed to a commit. */
+  unsent: number;
+  /** Admitted requests in a commit in flight. */
+  sending: number;
+  /** Admitted requests committed to KV. */
+  sent: number;
+  /** Largest count of other instances' requests seen in the epoch. */
+  others: number;
+}
+
+/**
+ * The per-epoch counters of busy addresses: counted in memory, added to the
+ * producer's commits (a `CommitRider`), read back by {@linkcode sync}.
+ *
+ * @example
+ * ```ts
+ * const counters = new SharedCounters();
+ * const buckets = new Buckets({
+ *   rps: 20,
+ *   burst: 50,
+ *   onBusy: (key, inUse, now) => counters.count(key, inUse, now),
+ * });
+ * await counters.sync(kv, buckets);
+ * ```
+ */
+export class SharedCounters implements CommitRider {
+  #now: () => number;
+  #epochMs: number;
+  #maxSyncKeys: number;
+  /** Addresses whose requests are counted in KV this epoch. */
+  #shared = new Map<string, Shared>();
+  /** Addresses with counts to send in the next commit. */
+  #unsent = new Set<string>();
+
+  constructor(options: SharedCountersOptions = {}) {
+    this.#now = options.now ?? Date.now;
+    this.#epochMs = options.epochMs ?? DEFAULT_EPOCH_MS;
+    this.#maxSyncKeys = options.maxSyncKeys ?? DEFAULT_MAX_SYNC_KEYS;
+  }
+
+  /**
+   * Counts an admitted request of a busy address for the next commit;
+   * `inUse` is the tokens its bucket had in use before this request.
+   */
+  count(key: string, inUse: number, now: number): void {
+    const epoch = Math.floor(now / this.#epochMs);
+    let shared = this.#shared.get(key);
+    if (shared === undefined || shared.epoch !== epoch) {
+      // Becoming busy: count the tokens already in use with this request.
+      shared = { epoch, unsent: inUse, sending: 0, sent: 0, others: 0 };
+      this.#shared.set(key, shared);
+    }
+    shared.unsent++;
+    this.#unsent.add(key);
+  }
+
+  /** Whether counters wait for a commit. */
+  pending(): boolean {
+    return this.#unsent.size > 0;
+  }
+
+  /** Adds the waiting counters (at most `budget`) to a commit. */
+  ride(op: Deno.AtomicOperation, budget: number): (ok: boolean) => void {
+    const riding: [string, Shared, number][] = [];
+    for (const key of this.#unsent) {
+      if (riding.length >= budget) break;
+      this.#unsent.delete(key);
+      const shared = this.#shared.get(key);
+      if (shared === undefined || shared.unsent === 0) continue;
+      const n = shared.unsent;
+      op.sum(rateLimitKey(shared.epoch, key), BigInt(n));
+      shared.unsent = 0;
+      shared.sending += n;
+      riding.push([key, shared, n]);
+    }
+    return (ok) => {
+      for (const [key, shared, n] of riding) {
+        shared.sending -= n;
+        if (ok) shared.sent += n;
+        else {
+          shared.unsent += n;
+          this.#unsent.add(key);
+        }
+      }
+    };
+  }
+
+  /**
+   * Reads the counters of the addresses using their bucket and takes from
+   * each bucket what other instances admitted since the last sync.
+   */
+  async sync(kv: Deno.Kv, buckets: BucketLedger): Promise<void> {
+    const epoch = Math.floor(this.#now() / this.#epochMs);
+    const busy: [string, Shared, number][] = [];
+    for (const [key, shared] of this.#shared) {
+      const tat = buckets.peek(key);
+      if (shared.epoch !== epoch || tat === undefined) {
+        if (shared.unsent === 0 && shared.sending === 0) {
+          this.#shared.delete(key);
+        }
+      } else busy.push([key, shared, tat]);
+    }
+    // The busiest first: the furthest TAT has the fewest tokens left.
+    busy.sort((a, b) => b[2] - a[2]);
+    busy.length = Math.min(busy.length, this.#maxSyncKeys);
+    const reads = [];
+    for (let i = 0; i < busy.length; i += GET_MANY_MAX_KEYS) {
+      const chunk = busy.slice(i, i + GET_MANY_MAX_KEYS);
+      reads.push(
+        kv.getMany<Deno.KvU64[]>(
+          chunk.map(([key]) => rateLimitKey(epoch, key)),
+        ).then((entries) => {
+          chunk.forEach(([key, shared], j) => {
+            if (shared.epoch !== epoch) return;
+            const total = Number(entries[j]?.value?.value ?? 0n);
+            // What this instance may have in the total: sent and in flight.
+            const others = total - shared.sent - shared.sending;
+            if (others <= shared.others) return;
+            buckets.charge(key, others - shared.others);
+            shared.others = others;
+          });
+        }),
+      );
+    }
+    await Promise.all(reads);
+  }
+
+  /**
+   * Deletes the counters of the epochs before those kept, two of them, so
+   * that one missed cleanup leaves nothing behind.
+   */
+  async cleanup(kv: Deno.Kv): Promise<void> {
+    const epoch = Math.floor(this.#now() / this.#epochMs);
+    const newestOld = epoch - EPOCHS_KEPT;
+    for (const old of [newestOld, newestOld - 1]) {
+      for (;;) {
+        const op = kv.atomic();
+        let n = 0;
+        const entries = kv.list({ prefix: rateLimitEpochPrefix(old) }, {
+          limit: DELETES_PER_COMMIT,
+        });
+        for await (const entry of entries) {
+          op.delete(entry.key);
+          n++;
+        }
+        if (n === 0) break;
+        await op.commit();
+      }
+    }
+  }
+}

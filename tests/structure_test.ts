@@ -1,0 +1,93 @@
+/**
+ * The shape of the house (docs/design.md#layers): no import cycle, not even
+ * through type-only imports, lower layers never import higher ones, and no
+ * source file outside the tests grows past 400 lines.
+ *
+ * @module
+ */
+import assert from "node:assert/strict";
+
+const ROOT = new URL("../", import.meta.url);
+/** Longest source file outside the tests. */
+const MAX_LINES = 400;
+/** Layers from the bottom: a module may import its own layer or lower ones. */
+const LAYERS = ["domain", "db", "auth", "queue", "routes", "app"];
+
+async function sourceFiles(dir = ""): Promise<string[]> {
+  const files: string[] = [];
+  for await (const entry of Deno.readDir(new URL(dir || ".", ROOT))) {
+    const path = dir + entry.name;
+    if (entry.isDirectory) {
+      if (entry.name.startsWith(".") || entry.name === "data") continue;
+      if (entry.name === "node_modules" || entry.name === "dist") continue;
+      files.push(...await sourceFiles(path + "/"));
+    } else if (/\.tsx?$/.test(entry.name)) {
+      files.push(path);
+    }
+  }
+  return files;
+}
+
+const IMPORT =
+  /(?:^|\n)\s*(?:import|export)\b[^"';]*?from\s*["'](\.{1,2}\/[^"']+)["']/g;
+
+function resolve(from: string, spec: string): string {
+  return new URL(spec, new URL(from, ROOT)).href.slice(ROOT.href.length);
+}
+
+async function importGraph(): Promise<Map<string, string[]>> {
+  const graph = new Map<string, string[]>();
+  for (const file of await sourceFiles()) {
+    const text = await Deno.readTextFile(new URL(file, ROOT));
+    graph.set(
+      file,
+      [...text.matchAll(IMPORT)].map((m) => resolve(file, m[1]!)),
+    );
+  }
+  return graph;
+}
+
+function layerOf(file: string): number {
+  const top = file.includes("/") ? file.slice(0, file.indexOf("/")) : "app";
+  return LAYERS.indexOf(top === "main.ts" ? "app" : top);
+}
+
+Deno.test("the import graph has no cycle, type-only imports included", async () => {
+  const graph = await importGraph();
+  const state = new Map<string, "open" | "done">();
+  const cycles: string[] = [];
+  const visit = (file: string, path: string[]) => {
+    if (state.get(file) === "done") return;
+    if (state.get(file) === "open") {
+      cycles.push([...path.slice(path.indexOf(file)), file].join(" -> "));
+      return;
+    }
+    state.set(file, "open");
+    for (const next of graph.get(file) ?? []) visit(next, [...path, file]);
+    state.set(file, "done");
+  };
+  for (const file of graph.keys()) visit(file, []);
+  assert.deepEqual(cycles, []);
+});
+
+Deno.test("lower layers never import higher ones", async () => {
+  const leaks: string[] = [];
+  for (const [file, imports] of await importGraph()) {
+    const layer = layerOf(file);
+    if (layer < 0) continue; // cli/, bench/, tests/ and the like sit on top
+    for (const target of imports) {
+      if (layerOf(target) > layer) leaks.push(`${file} -> ${target}`);
+    }
+  }
+  assert.deepEqual(leaks, []);
+});
+
+Deno.test(`no source file outside the tests is over ${MAX_LINES} lines`, async () => {
+  const long: string[] = [];
+  for (const file of await sourceFiles()) {
+    if (file.startsWith("tests/")) continue;
+    const lines = (await Deno.readTextFile(new URL(file, ROOT))).split("\n");
+    if (lines.length - 1 > MAX_LINES) long.push(`${file}: ${lines.length - 1}`);
+  }
+  assert.deepEqual(long, []);
+});
