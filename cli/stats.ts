@@ -37,7 +37,7 @@ bad_signature, stale_timestamp, replayed, no_credentials, unknown_level.
 
 Options:
   --global    Rejections of entries naming a project that does not exist
-  --json      Print {"accepted":N,"rejected":{"<reason>":N},"recent":[...]}
+  --json      Print {"accepted":N,"acceptedOnReplay":N,"rejected":{"<reason>":N},"recent":[...]}
   -h, --help  Show this help`;
 
 function rejectionJson(r: Rejection): Record<string, unknown> {
@@ -101,6 +101,7 @@ export function statsCommand(ctx: CommandContext): Promise<number> {
         ctx,
         JSON.stringify({
           accepted: stats.accepted,
+          acceptedOnReplay: stats.replayed,
           rejected: stats.rejected,
           recent: stats.recent.map(rejectionJson),
         }),
@@ -114,6 +115,9 @@ export function statsCommand(ctx: CommandContext): Promise<number> {
       ctx,
       formatTable([
         ["Accepted", String(stats.accepted)],
+        ...(stats.replayed > 0
+          ? [["  of which replayed", String(stats.replayed)]]
+          : []),
         ["Rejected", String(total)],
         ...counterRows(stats.rejected),
       ]),

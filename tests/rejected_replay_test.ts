@@ -19,6 +19,7 @@ import {
 } from "../db/projects.ts";
 import { listRejected, replayRejected } from "../db/rejected.ts";
 import { readStats } from "../db/stats.ts";
+import { cli } from "./_cli.ts";
 import {
   type Harness,
   postQueued,
@@ -89,6 +90,12 @@ Deno.test("replay stores a bad_origin entry once the origin is allowed, counting
     assert.equal(counters.replayed, 1);
     assert.deepEqual(counters.rejected, { bad_origin: 1 });
     assert.deepEqual(await listRejected(h.kv, project.id), []);
+    const stats = await cli(h.kv, ["stats", project.id, "--json"]);
+    assert.equal(JSON.parse(stats.stdout).acceptedOnReplay, 1);
+    assert.match(
+      (await cli(h.kv, ["stats", project.id])).stdout,
+      /of which replayed +1\n/,
+    );
 
     // At most once: nothing is left to replay.
     const again = await rejected(h, ["replay", project.id, "--json"]);
