@@ -23,6 +23,8 @@ const schema = z.object({
   CONSUMER_CONCURRENCY: integer(1, 64).default(4),
   MAX_PENDING_REQUESTS: integer(1, 1_000_000).default(20_000),
   PROJECT_CACHE_MS: integer(0, 5000).default(2000),
+  BODY_TIMEOUT_MS: integer(100, 600_000).default(10_000),
+  MAX_BODY_BUDGET_BYTES: integer(65536, 1 << 30).default(32 << 20),
   DENO_DEPLOYMENT_ID: z.string().optional(),
 });
 
@@ -56,6 +58,10 @@ export interface Config {
   maxPendingRequests: number;
   /** How long a project record is cached by the consumer. @default {2000} */
   projectCacheMs: number;
+  /** Time a request body has to arrive whole, else `408`. @default {10000} */
+  bodyTimeoutMs?: number;
+  /** Bytes the bodies being read may reserve together, else `503`. @default {33554432} */
+  maxBodyBudgetBytes?: number;
 }
 
 /** Thrown by {@linkcode loadConfig} when a variable is malformed. */
@@ -102,5 +108,7 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
     consumerConcurrency: v.CONSUMER_CONCURRENCY,
     maxPendingRequests: v.MAX_PENDING_REQUESTS,
     projectCacheMs: v.PROJECT_CACHE_MS,
+    bodyTimeoutMs: v.BODY_TIMEOUT_MS,
+    maxBodyBudgetBytes: v.MAX_BODY_BUDGET_BYTES,
   };
 }

@@ -10,6 +10,8 @@ import { loadConfig } from "./config.ts";
 import { openKv } from "./db/open.ts";
 import { createPipeline } from "./queue/pipeline.ts";
 import { RateLimiter } from "./routes/rate_limit.ts";
+import { BodyGuard } from "./routes/body_guard.ts";
+import { ErrorLog } from "./routes/error_log.ts";
 
 /** How often the rate limiter reads other instances' counters. */
 const RATE_SYNC_MS = 250;
@@ -45,10 +47,19 @@ if (import.meta.main) {
       });
     } catch { /* cron unavailable: the interval sweeper still runs */ }
   }
+  const errorLog = new ErrorLog();
+  const bodies = new BodyGuard({
+    budgetBytes: config.maxBodyBudgetBytes ?? 32 << 20,
+    timeoutMs: config.bodyTimeoutMs ?? 10_000,
+  });
+  bodies.start();
+  timers.push(setInterval(() => errorLog.flush(), 1000));
   const app = createApp({
     producer: pipeline.producer,
     maxBodyBytes: config.maxBodyBytes,
     admission: limiter,
+    bodies,
+    errorLog,
   });
   const server = Deno.serve(
     {
@@ -56,12 +67,18 @@ if (import.meta.main) {
       hostname: config.hostname,
       onListen: ({ hostname, port }) =>
         console.log(`Listening on http://${hostname}:${port}/api/v1/logs`),
+      // Only what escapes the app (a failing response body): logged, capped.
+      onError: (error) => {
+        errorLog.report(error);
+        return new Response(null, { status: 500 });
+      },
     },
     (req, info) =>
       app.fetch(req, { remoteAddr: info.remoteAddr as Deno.NetAddr }),
   );
   const shutdown = async () => {
     await server.shutdown();
+    bodies.stop();
     timers.forEach(clearInterval);
     await pipeline.stop();
     kv.close();
