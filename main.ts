@@ -12,6 +12,7 @@ import { createPipeline } from "./queue/pipeline.ts";
 import { RateLimiter } from "./routes/rate_limit.ts";
 import { BodyGuard } from "./routes/body_guard.ts";
 import { ErrorLog } from "./routes/error_log.ts";
+import { serveResilient } from "./server/serve.ts";
 
 /** How often the rate limiter reads other instances' counters. */
 const RATE_SYNC_MS = 250;
@@ -61,21 +62,24 @@ if (import.meta.main) {
     bodies,
     errorLog,
   });
-  const server = Deno.serve(
-    {
-      port: config.port,
-      hostname: config.hostname,
-      onListen: ({ hostname, port }) =>
-        console.log(`Listening on http://${hostname}:${port}/api/v1/logs`),
-      // Only what escapes the app (a failing response body): logged, capped.
-      onError: (error) => {
-        errorLog.report(error);
-        return new Response(null, { status: 500 });
-      },
+  const server = serveResilient({
+    port: config.port,
+    hostname: config.hostname,
+    onListen: ({ hostname, port }, again) =>
+      console.log(
+        `Listening${
+          again ? " again" : ""
+        } on http://${hostname}:${port}/api/v1/logs`,
+      ),
+    onFailure: (error) =>
+      errorLog.report(error, "Cannot accept connections, listening again"),
+    // Only what escapes the app (a failing response body): logged, capped.
+    onError: (error) => {
+      errorLog.report(error);
+      return new Response(null, { status: 500 });
     },
-    (req, info) =>
-      app.fetch(req, { remoteAddr: info.remoteAddr as Deno.NetAddr }),
-  );
+    handler: (req, info) => app.fetch(req, { remoteAddr: info.remoteAddr }),
+  });
   const shutdown = async () => {
     await server.shutdown();
     bodies.stop();
