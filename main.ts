@@ -17,6 +17,20 @@ import { serveResilient } from "./server/serve.ts";
 /** How often the rate limiter reads other instances' counters. */
 const RATE_SYNC_MS = 250;
 
+/** What the cron below runs; set once the pipeline exists, where no queue runs. */
+let cronSweep: (() => Promise<void>) | undefined;
+
+// Deno Deploy registers crons only while the entry module is first
+// evaluated, before any `await`: this stays at top level, synchronous.
+// Where no queue delivers wake-ups (Deno Deploy), the cron sweeps as well.
+if (import.meta.main && "cron" in Deno) {
+  try {
+    Deno.cron("sweep pending batches", "* * * * *", async () => {
+      await cronSweep?.();
+    });
+  } catch { /* cron unavailable: the interval sweeper still runs */ }
+}
+
 if (import.meta.main) {
   const config = loadConfig(Deno.env.toObject());
   const kv = await openKv(config.kvPath);
@@ -40,13 +54,10 @@ if (import.meta.main) {
       );
     }, 60_000),
   ];
-  if (!config.queue && "cron" in Deno) {
-    // Where no queue delivers wake-ups (Deno Deploy), a cron sweeps as well.
-    try {
-      Deno.cron("sweep pending batches", "* * * * *", async () => {
-        await pipeline.worker.sweep();
-      });
-    } catch { /* cron unavailable: the interval sweeper still runs */ }
+  if (!config.queue) {
+    cronSweep = async () => {
+      await pipeline.worker.sweep();
+    };
   }
   const errorLog = new ErrorLog();
   const bodies = new BodyGuard({

@@ -612,3 +612,46 @@ Deno.test("running out of file descriptors does not end the server, which serves
     await server.stop();
   }
 });
+
+// ---------------------------------------------------------------------------
+// Deno Deploy registers crons only at the top level of the entry module
+
+Deno.test("main.ts registers its cron before its first await (before KV opens)", async () => {
+  const dir = await Deno.makeTempDir();
+  try {
+    const preload = `${dir}/preload.ts`;
+    await Deno.writeTextFile(
+      preload,
+      `let opened = false;
+const openKv = Deno.openKv;
+Object.defineProperty(Deno, "openKv", {
+  value: (...args: Parameters<typeof openKv>) => {
+    opened = true;
+    return openKv(...args);
+  },
+});
+Object.defineProperty(Deno, "cron", {
+  value: (name: string) => {
+    console.log(\`cron "\${name}" registered; KV opened before: \${opened}\`);
+    Deno.exit(0);
+  },
+});
+`,
+    );
+    const { stdout, stderr } = await new Deno.Command(Deno.execPath(), {
+      args: ["run", "-A", `--preload=${preload}`, "main.ts"],
+      cwd: ROOT,
+      env: { KV_PATH: ":memory:", PORT: "0", QUEUE: "off", NO_COLOR: "1" },
+      stdout: "piped",
+      stderr: "piped",
+    }).output();
+    const out = new TextDecoder().decode(stdout) +
+      new TextDecoder().decode(stderr);
+    assert.match(
+      out,
+      /cron "sweep pending batches" registered; KV opened before: false/,
+    );
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+});
