@@ -9,24 +9,7 @@
 import assert from "node:assert/strict";
 import { hasChromium, launchBrowser } from "./_browser.ts";
 import { harness } from "./_helpers.ts";
-
-/** Rejects after `ms` so that a test awaiting an event fails, not hangs. */
-async function within<T>(ms: number, what: string, p: Promise<T>): Promise<T> {
-  let timer: ReturnType<typeof setTimeout> | undefined;
-  try {
-    return await Promise.race([
-      p,
-      new Promise<never>((_, reject) => {
-        timer = setTimeout(
-          () => reject(new Error(`Timed out after ${ms} ms: ${what}`)),
-          ms,
-        );
-      }),
-    ]);
-  } finally {
-    clearTimeout(timer);
-  }
-}
+import { within } from "./_timeout.ts";
 
 Deno.test({
   name:
