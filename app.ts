@@ -8,10 +8,20 @@
 import { Hono } from "hono";
 import { HttpError } from "./routes/errors.ts";
 import { type Env, logsRoute, type LogsRouteOptions } from "./routes/logs.ts";
+import { ErrorLog } from "./routes/error_log.ts";
 import { errorResponse } from "./routes/responses.ts";
 
 /** Path of the one endpoint. */
 export const LOGS_PATH = "/api/v1/logs";
+
+/** Options of {@linkcode createApp}. */
+export interface AppOptions extends LogsRouteOptions {
+  /**
+   * Where unexpected errors are logged, rate-limited.
+   * @default {new ErrorLog()} (stderr)
+   */
+  errorLog?: ErrorLog;
+}
 
 /**
  * Builds the app. It opens nothing and reads no environment: everything it
@@ -23,8 +33,9 @@ export const LOGS_PATH = "/api/v1/logs";
  * Deno.serve((req, info) => app.fetch(req, { remoteAddr: info.remoteAddr }));
  * ```
  */
-export function createApp(options: LogsRouteOptions): Hono<Env> {
+export function createApp(options: AppOptions): Hono<Env> {
   const app = new Hono<Env>();
+  const errorLog = options.errorLog ?? new ErrorLog();
   app.route(LOGS_PATH, logsRoute(options));
   app.notFound(() =>
     errorResponse(
@@ -37,17 +48,19 @@ export function createApp(options: LogsRouteOptions): Hono<Env> {
     )
   );
   app.onError((error, c) => {
-    if (!(error instanceof HttpError)) {
-      console.error("Unexpected error:", error);
-    }
-    const known = error instanceof HttpError ? error : new HttpError(
-      503,
-      "unavailable",
-      "Cannot handle the request now",
-      undefined,
-      { "Retry-After": "1" },
+    const origin = c.req.header("origin") ?? null;
+    if (error instanceof HttpError) return errorResponse(error, origin);
+    errorLog.report(error);
+    return errorResponse(
+      new HttpError(
+        503,
+        "unavailable",
+        "Cannot handle the request now",
+        undefined,
+        { "Retry-After": "1" },
+      ),
+      origin,
     );
-    return errorResponse(known, c.req.header("origin") ?? null);
   });
   return app;
 }

@@ -31,6 +31,8 @@ const schema = z.object({
   CONSUMER_CONCURRENCY: integer(1, 64).default(4),
   MAX_PENDING_REQUESTS: integer(1, 1_000_000).default(20_000),
   PROJECT_CACHE_MS: integer(0, 5000).default(2000),
+  BODY_TIMEOUT_MS: integer(100, 600_000).default(10_000),
+  MAX_BODY_BUDGET_BYTES: integer(65536, 1 << 30).default(32 << 20),
   DENO_DEPLOYMENT_ID: z.string().optional(),
 }).transform((v) => {
   const onDeploy = v.DENO_DEPLOYMENT_ID !== undefined;
@@ -74,6 +76,13 @@ const schema = z.object({
     maxPendingRequests: v.MAX_PENDING_REQUESTS,
     /** How long a project record is cached by the consumer (`PROJECT_CACHE_MS`). */
     projectCacheMs: v.PROJECT_CACHE_MS,
+    /** Time a request body has to arrive whole, else `408` (`BODY_TIMEOUT_MS`). */
+    bodyTimeoutMs: v.BODY_TIMEOUT_MS,
+    /**
+     * Bytes the bodies being read may reserve together, else `503`
+     * (`MAX_BODY_BUDGET_BYTES`).
+     */
+    maxBodyBudgetBytes: v.MAX_BODY_BUDGET_BYTES,
   };
 });
 

@@ -5,11 +5,18 @@
  *
  * @module
  */
+import type { BodyGuard } from "./body_guard.ts";
 import {
+  HttpError,
+  incompleteBody,
   invalidJson,
   payloadTooLarge,
+  unavailable,
   unsupportedMediaType,
 } from "./errors.ts";
+
+/** The media types a body may have, as the 415 message names them. */
+const ACCEPTED = `"application/json" or "text/plain"`;
 
 /**
  * Checks `Content-Type`: `application/json` or `text/plain` (which browsers
@@ -19,14 +26,14 @@ import {
 export function checkContentType(value: string | null): void {
   if (value === null) {
     throw unsupportedMediaType(
-      `Cannot read a body without "Content-Type": expected "application/json"`,
+      `Cannot read a body without "Content-Type": expected ${ACCEPTED}`,
     );
   }
   const [type = "", ...params] = value.split(";");
   const media = type.trim().toLowerCase();
   if (media !== "application/json" && media !== "text/plain") {
     throw unsupportedMediaType(
-      `Cannot read "Content-Type" "${media}": expected "application/json"`,
+      `Cannot read "Content-Type" "${media}": expected ${ACCEPTED}`,
     );
   }
   for (const param of params) {
@@ -52,14 +59,33 @@ export function isGzip(value: string | null): boolean {
   );
 }
 
+/** Options of {@linkcode readBody}. */
+export interface ReadBodyOptions {
+  /** Largest body, after decompression. */
+  limit: number;
+  /** Budget and deadline of the bodies being read. @default none */
+  guard?: BodyGuard;
+}
+
 /**
  * Reads the whole body of `req`, at most `limit` bytes (after decompression),
- * and throws `payload_too_large` as soon as more arrives.
+ * and throws `payload_too_large` as soon as more arrives. With a guard, the
+ * body's bytes are reserved first (`503 unavailable` past the budget, before
+ * anything is read) and the body must arrive within the guard's timeout
+ * (`408 request_timeout`). A body cut short by the client (the connection
+ * ends first, or a chunked body lacks its last chunk) is `400
+ * incomplete_body`.
+ *
+ * @example
+ * ```ts
+ * const bytes = await readBody(req, { limit: 65536, guard });
+ * ```
  */
 export async function readBody(
   req: Request,
-  limit: number,
+  options: ReadBodyOptions,
 ): Promise<Uint8Array> {
+  const { limit, guard } = options;
   const gzip = isGzip(req.headers.get("content-encoding"));
   const declared = req.headers.get("content-length");
   const length = declared === null ? NaN : Number(declared);
@@ -68,21 +94,55 @@ export async function readBody(
     throw payloadTooLarge(limit);
   }
   if (req.body === null) return new Uint8Array(0);
-  // Fast path: the server never delivers more than Content-Length bytes.
-  if (!gzip && Number.isInteger(length)) {
-    return new Uint8Array(await req.arrayBuffer());
+  // The server never delivers more than Content-Length bytes; a gzip body
+  // keeps its decompressed size, up to the limit.
+  const sized = !gzip && Number.isInteger(length);
+  const held = guard?.reserve(sized ? length : limit);
+  if (held === null) {
+    await req.body.cancel().catch(() => {});
+    throw unavailable("Cannot read the body now: too many bodies are arriving");
   }
-  let stream: ReadableStream<Uint8Array> = req.body;
-  if (gzip) {
-    stream = stream.pipeThrough(limitStream(limit))
-      .pipeThrough(
-        new DecompressionStream("gzip") as TransformStream<
-          Uint8Array,
-          Uint8Array
-        >,
-      );
+  let read: Promise<Uint8Array>;
+  if (sized) {
+    read = req.arrayBuffer().then((buffer) => new Uint8Array(buffer));
+  } else {
+    let stream: ReadableStream<Uint8Array> = req.body;
+    if (gzip) {
+      stream = stream.pipeThrough(limitStream(limit))
+        .pipeThrough(
+          new DecompressionStream("gzip") as TransformStream<
+            Uint8Array,
+            Uint8Array
+          >,
+        );
+    }
+    read = collect(stream.getReader(), limit, gzip);
   }
-  return await collect(stream, limit);
+  try {
+    return await (held ? guard!.within(held, read) : read);
+  } catch (error) {
+    if (error instanceof HttpError) throw error;
+    if (isCutShort(error)) throw incompleteBody();
+    throw error;
+  }
+}
+
+/**
+ * Whether `error`, thrown while reading a request body, means that the client
+ * ended the request before its body was whole. The runtime then fails the
+ * read with `BadResource` (measured on Deno 2.9 for a half-closed connection
+ * with a short `Content-Length` and for a chunked body without its last
+ * chunk); the other classes are those of a connection that is gone.
+ */
+function isCutShort(error: unknown): boolean {
+  const errors = Deno.errors;
+  return error instanceof errors.BadResource ||
+    error instanceof errors.Interrupted ||
+    error instanceof errors.UnexpectedEof ||
+    error instanceof errors.ConnectionReset ||
+    error instanceof errors.ConnectionAborted ||
+    error instanceof errors.BrokenPipe ||
+    error instanceof errors.Http;
 }
 
 class TooLarge extends Error {}
@@ -99,10 +159,10 @@ function limitStream(limit: number): TransformStream<Uint8Array, Uint8Array> {
 }
 
 async function collect(
-  stream: ReadableStream<Uint8Array>,
+  reader: ReadableStreamDefaultReader<Uint8Array>,
   limit: number,
+  gzip: boolean,
 ): Promise<Uint8Array> {
-  const reader = stream.getReader();
   const chunks: Uint8Array[] = [];
   let size = 0;
   try {
@@ -118,7 +178,7 @@ async function collect(
     }
   } catch (error) {
     if (error instanceof TooLarge) throw payloadTooLarge(limit);
-    if (error instanceof TypeError) {
+    if (gzip && error instanceof TypeError) {
       throw invalidJson(`Cannot decompress the body: not valid gzip data`);
     }
     throw error;

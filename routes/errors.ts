@@ -15,7 +15,7 @@ export interface Issue {
 export class HttpError extends Error {
   override name = "HttpError";
   constructor(
-    readonly status: 400 | 404 | 405 | 413 | 415 | 429 | 503,
+    readonly status: 400 | 404 | 405 | 408 | 413 | 415 | 429 | 503,
     readonly code: string,
     message: string,
     readonly issues?: Issue[],
@@ -39,6 +39,27 @@ export function invalidBody(issues: Issue[]): HttpError {
       issues.length === 1 ? "field" : "fields"
     }`,
     issues,
+  );
+}
+
+/**
+ * `400 incomplete_body`: the connection ended (or the chunked body stopped)
+ * before the body the request announced was complete: the client's fault.
+ */
+export function incompleteBody(): HttpError {
+  return new HttpError(
+    400,
+    "incomplete_body",
+    "Cannot read the body: the request ended before the body was complete",
+  );
+}
+
+/** `408 request_timeout`: the body did not arrive within `timeoutMs`. */
+export function requestTimeout(timeoutMs: number): HttpError {
+  return new HttpError(
+    408,
+    "request_timeout",
+    `Cannot wait for the body: it did not arrive within ${timeoutMs} ms`,
   );
 }
 

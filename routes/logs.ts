@@ -16,6 +16,7 @@ import {
 import { type QueuedEntry, SIGNED_MEMBERS } from "../domain/entry.ts";
 import { createId } from "../domain/ids.ts";
 import { checkContentType, readBody } from "./body.ts";
+import type { BodyGuard } from "./body_guard.ts";
 import { HttpError, invalidBody, invalidJson, unavailable } from "./errors.ts";
 import { scanJson } from "../domain/json.ts";
 import { corsHeaders, jsonResponse } from "./responses.ts";
@@ -42,6 +43,11 @@ export interface LogsRouteOptions {
   now?: () => number;
   /** Rate limiter. @default none */
   admission?: Admission;
+  /**
+   * Budget and deadline of the bodies being read (`503` past the budget,
+   * `408` past the deadline). @default none
+   */
+  bodies?: BodyGuard;
 }
 
 /** Environment of the app: the peer address, passed in by `Deno.serve`. */
@@ -66,7 +72,10 @@ export function logsRoute(options: LogsRouteOptions): Hono<Env> {
     const receivedAt = now();
     options.admission?.admit(req, c.env ?? {});
     checkContentType(req.headers.get("content-type"));
-    const bytes = await readBody(req, options.maxBodyBytes);
+    const bytes = await readBody(req, {
+      limit: options.maxBodyBytes,
+      ...(options.bodies ? { guard: options.bodies } : {}),
+    });
     let text: string;
     try {
       text = decoder.decode(bytes);

@@ -13,13 +13,22 @@ const EXPOSED =
 
 /**
  * The CORS headers of every answer on the endpoint: the request's `Origin`
- * echoed, so that a browser can read errors too.
+ * echoed, so that a browser can read errors too, and credentials allowed
+ * beside it, so that requests in credentials mode (`fetch` with
+ * `credentials: "include"`, `navigator.sendBeacon`) are not dropped
+ * (docs/design.md#cors). Never `*`: browsers refuse it with credentials.
+ *
+ * @example
+ * ```ts
+ * corsHeaders("https://app.example.com")["Access-Control-Allow-Credentials"]; // "true"
+ * ```
  */
 export function corsHeaders(origin: string | null): Record<string, string> {
   return origin === null
     ? { "Vary": "Origin", "Access-Control-Expose-Headers": EXPOSED }
     : {
       "Access-Control-Allow-Origin": origin,
+      "Access-Control-Allow-Credentials": "true",
       "Vary": "Origin",
       "Access-Control-Expose-Headers": EXPOSED,
     };

@@ -1051,7 +1051,12 @@ Deno.test("stats --json counts accepted and rejected entries and lists recent re
     await h.process();
 
     const out = json(await cli(h.kv, ["stats", projectId, "--json"]));
-    assert.deepEqual(Object.keys(out), ["accepted", "rejected", "recent"]);
+    assert.deepEqual(Object.keys(out), [
+      "accepted",
+      "acceptedOnReplay",
+      "rejected",
+      "recent",
+    ]);
     assert.equal(out.accepted, 3);
     assert.deepEqual(out.rejected, {
       bad_origin: 2,
