@@ -12,7 +12,8 @@ version="${DEPLOY_DENO_VERSION:-2.5.0}"
 work="$(mktemp -d)"
 server=""
 cleanup() {
-  if [ -n "$server" ]; then kill "$server" 2>/dev/null || true; fi
+  # The server runs in its own process group (npx, node and deno): end all.
+  if [ -n "$server" ]; then kill -- "-$server" 2>/dev/null || true; fi
   rm -rf "$work"
 }
 trap cleanup EXIT
@@ -30,7 +31,7 @@ id="$(printf '%s' "$project" | deno eval \
 port="$(deno eval 'const l = Deno.listen({ port: 0 }); console.log(l.addr.port); l.close()')"
 # Deno Deploy runs with every permission and no queues.
 PORT="$port" HOSTNAME=127.0.0.1 QUEUE=off \
-  old_deno run --allow-all main.ts >"$work/server.log" 2>&1 &
+  setsid npx -y "deno@$version" run --allow-all main.ts >"$work/server.log" 2>&1 &
 server=$!
 
 for _ in $(seq 1 100); do
