@@ -1,0 +1,110 @@
+/**
+ * Capture of uncaught errors and unhandled promise rejections, with their
+ * stacks, wherever the logger runs:
+ *
+ * - Browsers and workers: the global `error` and `unhandledrejection` events,
+ *   reported at level `error`; the page carries on as it would have.
+ * - Deno: the same events on the global scope. The runtime would exit at
+ *   once; the handler stops that (`preventDefault`), reports at level
+ *   `critical`, flushes (for at most `timeoutMs`) and exits with status 1.
+ * - Node and Bun: `process` `uncaughtException` and `unhandledRejection`,
+ *   handled the same way as in Deno.
+ *
+ * With `exit: false`, servers report at level `error` and keep running.
+ *
+ * @module
+ */
+
+/** Options of `captureErrors()`. */
+export interface CaptureOptions {
+  /** Servers: exit with status 1 after reporting, as the runtime would have. @default {true} */
+  exit?: boolean;
+  /** Servers: longest wait for the report to be delivered before exiting. @default {2000} */
+  timeoutMs?: number;
+}
+
+/** What captured errors are handed to. */
+export interface CaptureSink {
+  log(level: string, data: Record<string, unknown>): void;
+  flush(timeoutMs?: number): Promise<boolean>;
+}
+
+type Report = (error: unknown, event: string, extra?: object) => void;
+
+// deno-lint-ignore no-explicit-any
+const scope = globalThis as any;
+
+/**
+ * The `data` of a captured error: its message as the title, its name and
+ * stack.
+ *
+ * @example
+ * ```ts
+ * describeError(new TypeError("x is undefined"), "error");
+ * // { title: "x is undefined", name: "TypeError", stack: "TypeError: ...", event: "error" }
+ * ```
+ */
+export function describeError(
+  error: unknown,
+  event: string,
+): Record<string, unknown> {
+  const e = error as Error | null;
+  return e instanceof Error
+    ? { title: e.message || e.name, name: e.name, stack: e.stack, event }
+    : { title: String(error), event };
+}
+
+/**
+ * Installs the handlers for the runtime the code runs in and returns the
+ * function that removes them.
+ *
+ * @example
+ * ```ts
+ * const stop = captureErrors(logger, { exit: true });
+ * ```
+ */
+export function captureErrors(
+  sink: CaptureSink,
+  options: CaptureOptions = {},
+): () => void {
+  const server = !scope.document &&
+    (!!scope.Deno || typeof scope.process?.on === "function");
+  const exit = server && options.exit !== false;
+  const report: Report = (error, event, extra) => {
+    sink.log(exit ? "critical" : "error", {
+      ...describeError(error, event),
+      ...extra,
+    });
+    if (exit) {
+      sink.flush(options.timeoutMs ?? 2000).finally(() =>
+        (scope.Deno ?? scope.process).exit(1)
+      );
+    }
+  };
+  if (scope.Deno || !server) {
+    const onError = (e: ErrorEvent) => {
+      if (server) e.preventDefault();
+      report(e.error ?? e.message, "error", {
+        source: `${e.filename}:${e.lineno}:${e.colno}`,
+      });
+    };
+    const onRejection = (e: PromiseRejectionEvent) => {
+      if (server) e.preventDefault();
+      report(e.reason, "unhandledrejection");
+    };
+    scope.addEventListener("error", onError);
+    scope.addEventListener("unhandledrejection", onRejection);
+    return () => {
+      scope.removeEventListener("error", onError);
+      scope.removeEventListener("unhandledrejection", onRejection);
+    };
+  }
+  const onException = (error: unknown) => report(error, "uncaughtException");
+  const onRejection = (reason: unknown) => report(reason, "unhandledRejection");
+  scope.process.on("uncaughtException", onException);
+  scope.process.on("unhandledRejection", onRejection);
+  return () => {
+    scope.process.off("uncaughtException", onException);
+    scope.process.off("unhandledRejection", onRejection);
+  };
+}

@@ -1,0 +1,352 @@
+/**
+ * Delivery of queued entries: a bounded queue, a token bucket that keeps the
+ * sender under the service's per-address rate limit, and retries with
+ * exponential backoff and jitter that honour `Retry-After`. The clock, the
+ * timers, `fetch` and the randomness of the jitter are parameters, so that
+ * tests drive time by hand.
+ *
+ * A retryable failure (`429`, `5xx`, network error) pauses the whole sender,
+ * not only the entry that met it: a `429` says the address is over its limit,
+ * so the next entries would be refused too. Consecutive failures double the
+ * pause, but only a request sent after the previous failure counts, so that
+ * the requests in flight together when the service said "slow down" do not
+ * escalate the backoff between them. The retried entry goes back to the head
+ * of the queue, and the sender resumes at its steady rate without a burst:
+ * the service's bucket for the address is nearly empty then, whatever the
+ * sender's own bucket says. A `429` also names the service's burst
+ * (`RateLimit-Limit`); a sender configured with a larger one shrinks its own
+ * bucket to fit. Other answers (`400`, `413`, `415`...) are not retried: the
+ * entry would be refused again; it goes to `onError`.
+ *
+ * @module
+ */
+import type { Entry } from "./sign.ts";
+
+/** Bytes a page may have in flight in `keepalive` requests and beacons. */
+export const KEEPALIVE_BUDGET = 65536;
+
+/** An entry on its way: the body to send and what its retries need. */
+export interface Job {
+  entry: Entry;
+  /** The JSON body. */
+  body: string;
+  /** The signed text of the entry (`signedParams`), made with the body. */
+  params: string;
+  /** Size of the body in UTF-8 bytes. */
+  bytes: number;
+  /** Retryable failures met so far. */
+  attempts: number;
+  /** Headers of the first attempt, resent unchanged by retries. */
+  headers?: Record<string, string>;
+  /** When `headers` were made. */
+  madeAt?: number;
+}
+
+/** An entry given up on, as told to `onError`. */
+export interface DeliveryError {
+  /** HTTP status of the last answer; 0 when there was none (network error). */
+  status: number;
+  /** `error.code` of the service's JSON answer, or `network_error`, `http_error`, `invalid_entry`. */
+  code: string;
+  message: string;
+  /** The failing fields, for `invalid_body`. */
+  issues?: { path: string; message: string }[];
+  entry?: Entry;
+}
+
+/** Counters of a sender. */
+export interface DeliveryStats {
+  /** Entries waiting to be sent. */
+  queued: number;
+  /** Requests waiting for an answer. */
+  inFlight: number;
+  /** Entries answered `200 queued`. */
+  sent: number;
+  /** Retries made (after `429`, `5xx` or a network error). */
+  retried: number;
+  /** Entries dropped unsent: the oldest when the queue was full, and those left at `close()`. */
+  dropped: number;
+  /** Entries given up on: refused (`4xx`) or out of retries; each went to `onError`. */
+  failed: number;
+  /** Entries sent by beacon when the page was hidden or left (their answer is not known). */
+  beaconed: number;
+}
+
+/** Options of the delivery. */
+export interface DeliveryOptions {
+  /** Entries kept waiting at most; past it the oldest is dropped and counted. @default {1000} */
+  maxQueue?: number;
+  /** Requests per second of the service's per-address limit, which the sender keeps to. @default {20} */
+  rate?: number;
+  /**
+   * Burst of the service's per-address limit. The sender keeps a tenth of it
+   * in reserve (it sends 45 at once by default), so that requests delayed on
+   * the way less than the ones before them (a first request waits for the
+   * connection) do not arrive over the limit: the reserve absorbs 250 ms of
+   * such differences at 20/s.
+   * @default {50}
+   */
+  burst?: number;
+  /** Requests in flight at most. @default {4} */
+  concurrency?: number;
+  /** Retries of one entry before it is given up. @default {10} */
+  maxRetries?: number;
+  /** Pause after a first failure; it doubles with each consecutive one. @default {500} */
+  retryBaseMs?: number;
+  /** Longest pause between retries (unless `Retry-After` says more). @default {30000} */
+  retryMaxMs?: number;
+  /** A request not answered in this time is aborted and retried. @default {10000} */
+  timeoutMs?: number;
+  /** Told of every entry given up on. @default nothing */
+  onError?: (error: DeliveryError) => void;
+  /** @default {globalThis.fetch} */
+  fetch?: typeof fetch;
+  /** Clock, in milliseconds. @default {Date.now} */
+  now?: () => number;
+  /** @default {globalThis.setTimeout} */
+  setTimeout?: (fn: () => void, ms: number) => unknown;
+  /** @default {globalThis.clearTimeout} */
+  clearTimeout?: (id: never) => void;
+  /** Randomness of the jitter, in [0, 1). @default {Math.random} */
+  random?: () => number;
+}
+
+/** What a sender needs beyond the options. */
+export interface SenderOptions extends DeliveryOptions {
+  endpoint: string;
+  /** Headers of a job's request (signing happens here). */
+  headers: (
+    job: Job,
+  ) => Record<string, string> | Promise<Record<string, string>>;
+  /** Send with `keepalive` while within the budget (browsers). */
+  keepalive?: boolean;
+}
+
+/** A running sender. */
+export interface Sender {
+  /** Queues a job and sends what the pacing allows. */
+  push(job: Job): void;
+  /** Resolves `true` once nothing is queued or in flight, `false` after `timeoutMs`. */
+  flush(timeoutMs?: number): Promise<boolean>;
+  /** Sends queued jobs, oldest first, with `send` while they fit the keepalive budget. */
+  beacon(send: (body: string) => boolean): void;
+  /** Refuses further jobs (they are counted as dropped); what is queued still goes. */
+  seal(): void;
+  /** Drops what is queued and stops sending. */
+  stop(): void;
+  stats(): DeliveryStats;
+}
+
+/**
+ * Builds a sender. Nothing runs until a job is pushed, and nothing is left
+ * scheduled once the queue is empty, so an idle sender keeps no process alive.
+ *
+ * @example
+ * ```ts
+ * const sender = createSender({ endpoint, headers: () => ({ "Content-Type": "application/json" }) });
+ * const body = JSON.stringify(entry);
+ * sender.push({ entry, body, params: body, bytes: body.length, attempts: 0 });
+ * await sender.flush();
+ * ```
+ */
+export function createSender(options: SenderOptions): Sender {
+  const maxQueue = options.maxQueue ?? 1000;
+  const rate = options.rate ?? 20;
+  /** The bucket for a service burst of `limit`: a tenth kept in reserve. */
+  const capacity = (limit: number) =>
+    Math.max(1, limit - Math.ceil(limit / 10));
+  let burst = capacity(options.burst ?? 50);
+  const concurrency = options.concurrency ?? 4;
+  const maxRetries = options.maxRetries ?? 10;
+  const baseMs = options.retryBaseMs ?? 500;
+  const maxMs = options.retryMaxMs ?? 30000;
+  const timeoutMs = options.timeoutMs ?? 10000;
+  const doFetch = options.fetch ?? fetch;
+  const now = options.now ?? Date.now;
+  const set = options.setTimeout ?? setTimeout;
+  const clear = (options.clearTimeout ?? clearTimeout) as (id: unknown) => void;
+  const random = options.random ?? Math.random;
+  const onError = options.onError ?? (() => {});
+
+  const queue: Job[] = [];
+  const waiters = new Set<(idle: boolean) => void>();
+  const stats = {
+    queued: 0,
+    inFlight: 0,
+    sent: 0,
+    retried: 0,
+    dropped: 0,
+    failed: 0,
+    beaconed: 0,
+  };
+  let tokens = burst;
+  let filledAt = now();
+  let pausedUntil = 0;
+  let failures = 0;
+  let lastFailureAt = -Infinity;
+  let keepaliveBytes = 0;
+  let timer: unknown;
+  let sealed = false;
+  let stopped = false;
+
+  function settle(): void {
+    if (queue.length + stats.inFlight === 0) {
+      for (const resolve of waiters) resolve(true);
+    }
+  }
+
+  function pump(): void {
+    while (
+      timer === undefined && !stopped && queue.length > 0 &&
+      stats.inFlight < concurrency
+    ) {
+      const t = now();
+      tokens = Math.min(burst, tokens + (t - filledAt) * rate / 1000);
+      filledAt = t;
+      const wait = Math.max(pausedUntil - t, (1 - tokens) * 1000 / rate);
+      if (wait > 0) {
+        timer = set(() => {
+          timer = undefined;
+          pump();
+        }, Math.ceil(wait));
+      } else {
+        tokens--;
+        send(queue.shift()!);
+      }
+    }
+    settle();
+  }
+
+  function fail(job: Job, status: number, error?: Partial<DeliveryError>) {
+    stats.failed++;
+    onError({
+      status,
+      code: error?.code ?? (status ? "http_error" : "network_error"),
+      message: error?.message ?? `Cannot send the entry: answered ${status}`,
+      ...(error?.issues ? { issues: error.issues } : {}),
+      entry: job.entry,
+    });
+  }
+
+  async function send(job: Job): Promise<void> {
+    stats.inFlight++;
+    const keepalive = !!options.keepalive &&
+      keepaliveBytes + job.bytes <= KEEPALIVE_BUDGET;
+    if (keepalive) keepaliveBytes += job.bytes;
+    const sentAt = now();
+    const abort = new AbortController();
+    const deadline = set(() => abort.abort(), timeoutMs);
+    let status = 0;
+    let retryAfter = 0;
+    let error: Partial<DeliveryError> | undefined;
+    try {
+      const res = await doFetch(options.endpoint, {
+        method: "POST",
+        headers: await options.headers(job),
+        body: job.body,
+        keepalive,
+        signal: abort.signal,
+      });
+      status = res.status;
+      if (status === 200) {
+        await res.body?.cancel();
+      } else {
+        // A 429 tells the service's burst for this address: keep under it.
+        const limit = +res.headers.get("ratelimit-limit")!;
+        if (status === 429 && limit > 0) {
+          burst = Math.min(burst, capacity(limit));
+        }
+        const after = res.headers.get("retry-after");
+        if (after) {
+          retryAfter = Math.max(
+            0,
+            +after * 1000 || Date.parse(after) - now() || 0,
+          );
+        }
+        error = (await res.json()).error;
+      }
+    } catch (e) {
+      if (!status) {
+        error = { message: `Cannot send the entry: ${(e as Error)?.message}` };
+      }
+    }
+    clear(deadline);
+    stats.inFlight--;
+    if (keepalive) keepaliveBytes -= job.bytes;
+    if (status === 200) {
+      stats.sent++;
+      failures = 0;
+    } else if (status && status < 500 && status !== 429) {
+      fail(job, status, error);
+    } else if (++job.attempts > maxRetries || stopped) {
+      fail(job, status, error);
+    } else {
+      stats.retried++;
+      const t = now();
+      if (sentAt > lastFailureAt) failures++;
+      lastFailureAt = t;
+      const backoff = Math.min(maxMs, baseMs * 2 ** (failures - 1));
+      pausedUntil = Math.max(
+        pausedUntil,
+        t + Math.max(retryAfter, backoff / 2 + random() * backoff / 2),
+      );
+      // Resume at the steady rate, with no burst: the bucket holds one token
+      // when the pause ends.
+      tokens = 1;
+      filledAt = pausedUntil;
+      queue.unshift(job);
+    }
+    pump();
+  }
+
+  return {
+    push(job) {
+      if (sealed) {
+        stats.dropped++;
+        return;
+      }
+      if (queue.length >= maxQueue) {
+        queue.shift();
+        stats.dropped++;
+      }
+      queue.push(job);
+      pump();
+    },
+    flush(timeoutMs) {
+      return new Promise((resolve) => {
+        let id: unknown;
+        const done = (idle: boolean) => {
+          waiters.delete(done);
+          if (id !== undefined) clear(id);
+          resolve(idle);
+        };
+        waiters.add(done);
+        if (timeoutMs !== undefined) id = set(() => done(false), timeoutMs);
+        settle();
+      });
+    },
+    beacon(sendBeacon) {
+      let budget = KEEPALIVE_BUDGET - keepaliveBytes;
+      while (
+        queue.length > 0 && queue[0]!.bytes <= budget &&
+        sendBeacon(queue[0]!.body)
+      ) {
+        budget -= queue.shift()!.bytes;
+        stats.beaconed++;
+      }
+      settle();
+    },
+    seal() {
+      sealed = true;
+    },
+    stop() {
+      sealed = stopped = true;
+      stats.dropped += queue.length;
+      queue.length = 0;
+      if (timer !== undefined) clear(timer);
+      timer = undefined;
+      settle();
+    },
+    stats: () => ({ ...stats, queued: queue.length }),
+  };
+}

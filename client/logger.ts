@@ -1,0 +1,214 @@
+/**
+ * `createLogger()`: the entry builders (`info`, `warning`, `error`,
+ * `critical`, `log`), signing for server loggers, and the wiring of the
+ * sender, the page watch and error capture.
+ *
+ * A server logger (one given the project `secret`) signs each entry when it
+ * is first sent. A retry resends it unchanged, the same `timestamp` and
+ * `signature`: a `429` or `503` means nothing was queued, and after a network
+ * error the service may have queued it, in which case it drops the second
+ * copy as `replayed` (it remembers signatures for twice the 5-minute skew
+ * window), so the entry is stored once either way. A signature older than
+ * `resignAfterMs` (4 minutes) would arrive stale, so such a retry is signed
+ * again. Timestamps increase by at least 1 ms from one entry to the next, so
+ * two equal entries never share a signature. Entries without a signature
+ * (browsers, app ids) have no such guard: a retry after a lost answer may
+ * store them twice.
+ *
+ * @module
+ */
+import { captureErrors, type CaptureOptions } from "./capture.ts";
+import {
+  createSender,
+  type DeliveryError,
+  type DeliveryOptions,
+  type DeliveryStats,
+  type Job,
+} from "./delivery.ts";
+import { watchPage } from "./page.ts";
+import { type Entry, sign, signedParams } from "./sign.ts";
+
+/** Options of {@linkcode createLogger}. */
+export interface LoggerOptions extends DeliveryOptions {
+  /** URL of the endpoint, `https://logs.example.com/api/v1/logs`. */
+  endpoint: string;
+  projectId: string;
+  /** Application id in reverse domain notation, for mobile clients. */
+  appid?: string;
+  /** Project secret, for servers only: never put it in a page. */
+  secret?: string;
+  /** Sent with every entry. */
+  context?: Record<string, unknown>;
+  /** Sent with every entry. */
+  device?: Record<string, unknown> | string;
+  /** Age past which a retried signed entry is signed again. @default {240000} */
+  resignAfterMs?: number;
+  /** Send what is queued by beacon when the page is hidden or left. @default {true} in a browser without `secret` */
+  beacon?: boolean;
+}
+
+/** A message: a string, or an error whose message and stack are sent. */
+export type Message = string | Error;
+
+/** The logger returned by {@linkcode createLogger}. */
+export interface Logger {
+  /** General events and user actions. */
+  info(title: string, message?: Message, data?: Record<string, unknown>): void;
+  /** Potential issues that do not stop execution. */
+  warning(
+    title: string,
+    message?: Message,
+    data?: Record<string, unknown>,
+  ): void;
+  /** Runtime errors and failed operations. */
+  error(title: string, message?: Message, data?: Record<string, unknown>): void;
+  /** System failures, data corruption, security breaches. */
+  critical(
+    title: string,
+    message?: Message,
+    data?: Record<string, unknown>,
+  ): void;
+  /** An entry at any level, custom levels included. */
+  log(level: string, data: Record<string, unknown>): void;
+  /** Resolves `true` once every entry queued was answered, `false` after `timeoutMs`. */
+  flush(timeoutMs?: number): Promise<boolean>;
+  /**
+   * Stops taking entries, flushes (for at most `timeoutMs`), then drops what
+   * is left and removes every listener. Resolves as `flush()` does.
+   */
+  close(timeoutMs?: number): Promise<boolean>;
+  /** Logs uncaught errors and unhandled rejections; returns the function that stops it. */
+  captureErrors(options?: CaptureOptions): () => void;
+  /** Counters: queued, in flight, sent, retried, dropped, failed, beaconed. */
+  stats(): DeliveryStats;
+}
+
+const encoder = new TextEncoder();
+
+/** The parts of a browser's global scope the logger uses. */
+const page = globalThis as unknown as {
+  document?: { visibilityState: string };
+  navigator: { sendBeacon(url: string, body: string): boolean };
+};
+
+/**
+ * Creates a logger that sends entries to the service, paced, retried and
+ * flushed as the page or process ends.
+ *
+ * @example
+ * ```ts
+ * const logger = createLogger({
+ *   endpoint: "https://logs.example.com/api/v1/logs",
+ *   projectId: "kVJnjiTjzH553YfV8uhZ4g",
+ *   context: { environment: "production" },
+ * });
+ * logger.error("Checkout failed", "Card declined", { orderId: 1234 });
+ * ```
+ */
+export function createLogger(options: LoggerOptions): Logger {
+  const { projectId, secret } = options;
+  const now = options.now ?? Date.now;
+  const resignAfterMs = options.resignAfterMs ?? 240000;
+  const onError = options.onError ?? (() => {});
+  const browser = !!page.document;
+  const headers = {
+    "Content-Type": browser && !secret
+      ? "text/plain;charset=UTF-8"
+      : "application/json",
+  };
+  let lastStamp = 0;
+  const sender = createSender({
+    ...options,
+    keepalive: browser,
+    headers: async (job: Job) => {
+      if (!secret) return headers;
+      if (!job.headers || now() - job.madeAt! > resignAfterMs) {
+        lastStamp = Math.max(now(), lastStamp + 1);
+        job.madeAt = lastStamp;
+        job.headers = {
+          ...headers,
+          timestamp: String(lastStamp),
+          signature: await sign(secret, projectId + job.params + lastStamp),
+        };
+      }
+      return job.headers;
+    },
+  });
+  const stops: (() => void)[] = [];
+  if (options.beacon ?? (browser && !secret)) {
+    stops.push(watchPage(sender, {
+      target: globalThis,
+      hidden: () => page.document?.visibilityState === "hidden",
+      sendBeacon: (body) => page.navigator.sendBeacon(options.endpoint, body),
+    }));
+  }
+  function log(level: string, data: Record<string, unknown>): void {
+    const entry: Entry = {
+      level,
+      projectId,
+      device: options.device,
+      context: options.context,
+      data,
+      appid: options.appid,
+    };
+    // The text is made now, so that changes to `data` after this call
+    // change neither the body nor what is signed.
+    let params: string;
+    try {
+      params = signedParams(entry);
+    } catch (e) {
+      onError({
+        status: 0,
+        code: "invalid_entry",
+        message: `Cannot serialize the entry: ${(e as Error).message}`,
+        entry,
+      });
+      return;
+    }
+    const body = options.appid === undefined
+      ? params
+      : `${params.slice(0, -1)},"appid":${JSON.stringify(options.appid)}}`;
+    sender.push({
+      entry,
+      body,
+      params,
+      bytes: encoder.encode(body).length,
+      attempts: 0,
+    });
+  }
+
+  function at(level: string) {
+    return (title: string, message?: Message, data?: object): void =>
+      log(
+        level,
+        message instanceof Error
+          ? { title, message: message.message, stack: message.stack, ...data }
+          : { title, message, ...data },
+      );
+  }
+
+  const logger: Logger = {
+    info: at("info"),
+    warning: at("warning"),
+    error: at("error"),
+    critical: at("critical"),
+    log,
+    flush: sender.flush,
+    async close(timeoutMs) {
+      sender.seal();
+      const idle = await sender.flush(timeoutMs);
+      sender.stop();
+      for (const stop of stops.splice(0)) stop();
+      return idle;
+    },
+    captureErrors(capture) {
+      const stop = captureErrors(logger, capture);
+      stops.push(stop);
+      return stop;
+    },
+    stats: sender.stats,
+  };
+  return logger;
+}
+
+export type { CaptureOptions, DeliveryError, DeliveryOptions, DeliveryStats };

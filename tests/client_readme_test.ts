@@ -1,0 +1,154 @@
+/**
+ * The README's "Sending from your app" snippets, taken from the README itself
+ * (each code block after a `<!-- snippet: NAME -->` line, so the README cannot
+ * drift from what is tested) and run against the real server: each must be
+ * answered `200` and its entry stored with `auth: signature`. A snippet whose
+ * tool is not installed (Go, often) is skipped with a message.
+ */
+import assert from "node:assert/strict";
+import { stats } from "./_helpers.ts";
+import { type LiveServer, startServer } from "./client/_server.ts";
+
+const README = new URL("../README.md", import.meta.url);
+const CLIENT = new URL("../client/mod.ts", import.meta.url);
+
+/** The snippets of the README, by file name. */
+async function snippets(): Promise<Map<string, string>> {
+  const text = await Deno.readTextFile(README);
+  const found = new Map<string, string>();
+  const pattern = /<!-- snippet: (\S+) -->\s*\n```\w*\n([\s\S]*?)\n```\n/g;
+  for (const [, name, code] of text.matchAll(pattern)) {
+    found.set(name!, code! + "\n");
+  }
+  return found;
+}
+
+/** How each snippet is run, and the tools it needs. */
+const RUNNERS: Record<
+  string,
+  { tools: string[]; args: (file: string) => string[] }
+> = {
+  "send_log.ts": {
+    tools: [Deno.execPath()],
+    args: (file) => [
+      Deno.execPath(),
+      "run",
+      "--allow-env",
+      "--allow-net",
+      "--no-config",
+      file,
+    ],
+  },
+  "send_log.py": { tools: ["python3"], args: (file) => ["python3", file] },
+  "send-log.mjs": { tools: ["node"], args: (file) => ["node", file] },
+  "send_log.go": { tools: ["go"], args: (file) => ["go", "run", file] },
+  "send-log.sh": {
+    tools: ["sh", "curl", "openssl"],
+    args: (file) => ["sh", file],
+  },
+};
+
+/** Whether `tool` runs here. */
+async function installed(tool: string): Promise<boolean> {
+  try {
+    const args = tool === "go"
+      ? ["version"]
+      : tool === "openssl"
+      ? ["version"]
+      : ["--version"];
+    await new Deno.Command(tool, { args, stdout: "null", stderr: "null" })
+      .output();
+    return true;
+  } catch (error) {
+    if (error instanceof Deno.errors.NotFound) return false;
+    throw error;
+  }
+}
+
+/** Runs `args` with the project's credentials, killed after 20 s. */
+async function run(
+  args: string[],
+  env: Record<string, string>,
+  cwd: string,
+): Promise<{ code: number; stdout: string; stderr: string }> {
+  const abort = new AbortController();
+  const timer = setTimeout(() => abort.abort(), 20_000);
+  try {
+    const output = await new Deno.Command(args[0]!, {
+      args: args.slice(1),
+      env,
+      cwd,
+      stdout: "piped",
+      stderr: "piped",
+      signal: abort.signal,
+    }).output();
+    const decode = (bytes: Uint8Array) => new TextDecoder().decode(bytes);
+    return {
+      code: output.code,
+      stdout: decode(output.stdout),
+      stderr: decode(output.stderr),
+    };
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+Deno.test("the README's sending snippets are answered 200 and stored as signed entries", async (t) => {
+  const found = await snippets();
+  assert.deepEqual([...found.keys()].sort(), Object.keys(RUNNERS).sort());
+  const server: LiveServer = await startServer({ rps: 1000, burst: 1000 });
+  const dir = await Deno.makeTempDir();
+  try {
+    const project = await server.h.project([]);
+    const env = {
+      PROJECT_ID: project.id,
+      SECRET: project.secret,
+      LOG_ENDPOINT: server.endpoint,
+    };
+    let stored = 0;
+    for (const [name, runner] of Object.entries(RUNNERS)) {
+      const missing: string[] = [];
+      for (const tool of runner.tools) {
+        if (!(await installed(tool))) missing.push(tool);
+      }
+      if (missing.length > 0) {
+        console.log(`Skipped ${name}: ${missing.join(", ")} not installed`);
+      }
+      await t.step({
+        name,
+        ignore: missing.length > 0,
+        async fn() {
+          let code = found.get(name)!;
+          if (name.endsWith(".ts")) {
+            // The snippet imports the library from the repository's root.
+            code = code.replace(
+              '"./client/mod.ts"',
+              JSON.stringify(CLIENT.href),
+            );
+          }
+          await Deno.writeTextFile(`${dir}/${name}`, code);
+          const result = await run(runner.args(`${dir}/${name}`), env, dir);
+          assert.equal(result.code, 0, result.stderr);
+          if (!name.endsWith(".ts")) {
+            assert.match(result.stdout, /\{"status":"queued"\}/);
+          }
+          stored++;
+          const logs = await server.stored(project.id, stored);
+          assert.equal(logs.length, stored);
+          const log = logs.at(-1)!;
+          assert.equal(log.auth, "signature");
+          assert.equal(log.level, "error");
+          assert.equal(log.data.title, "Payment failed");
+          assert.equal(log.data.orderId, 1234);
+          assert.deepEqual(await stats(server.h.kv, project.id), {
+            accepted: stored,
+            rejected: {},
+          });
+        },
+      });
+    }
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+    await server.close();
+  }
+});
