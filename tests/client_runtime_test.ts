@@ -6,7 +6,7 @@
  * process that simply ends stays up until its entries are delivered.
  */
 import assert from "node:assert/strict";
-import type { LogRecord } from "../db/logs.ts";
+import type { LogRecord } from "../domain/entry.ts";
 import { type LiveServer, startServer } from "./client/_server.ts";
 
 const MODES = ["throw", "reject", "end"] as const;

@@ -5,8 +5,8 @@
  *
  * @module
  */
-import type { LogRecord } from "../../db/logs.ts";
-import { RateLimiter } from "../../routes/rate_limit.ts";
+import type { LogRecord } from "../../domain/entry.ts";
+import { RateLimiter } from "../../routes/rate_limit/mod.ts";
 import { type Harness, harness } from "../_helpers.ts";
 
 /** A server listening on a local port. */
