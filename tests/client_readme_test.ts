@@ -39,6 +39,17 @@ const RUNNERS: Record<
       file,
     ],
   },
+  "send.ts": {
+    tools: [Deno.execPath()],
+    args: (file) => [
+      Deno.execPath(),
+      "run",
+      "--allow-env",
+      "--allow-net",
+      "--no-config",
+      file,
+    ],
+  },
   "send_log.py": { tools: ["python3"], args: (file) => ["python3", file] },
   "send-log.mjs": { tools: ["node"], args: (file) => ["node", file] },
   "send_log.go": { tools: ["go"], args: (file) => ["go", "run", file] },
@@ -137,9 +148,15 @@ Deno.test("the README's sending snippets are answered 200 and stored as signed e
           assert.equal(logs.length, stored);
           const log = logs.at(-1)!;
           assert.equal(log.auth, "signature");
-          assert.equal(log.level, "error");
-          assert.equal(log.data.title, "Payment failed");
-          assert.equal(log.data.orderId, 1234);
+          if (name === "send.ts") {
+            // The walkthrough's example under "Operating".
+            assert.equal(log.level, "critical");
+            assert.equal(log.data.title, "Export crashed");
+          } else {
+            assert.equal(log.level, "error");
+            assert.equal(log.data.title, "Payment failed");
+            assert.equal(log.data.orderId, 1234);
+          }
           assert.deepEqual(await stats(server.h.kv, project.id), {
             accepted: stored,
             rejected: {},
@@ -147,6 +164,22 @@ Deno.test("the README's sending snippets are answered 200 and stored as signed e
         },
       });
     }
+    await t.step(
+      "the TypeScript snippets name a missing variable",
+      async () => {
+        for (const name of ["send.ts", "send_log.ts"]) {
+          const result = await run(RUNNERS[name]!.args(`${dir}/${name}`), {
+            SECRET: project.secret,
+            LOG_ENDPOINT: server.endpoint,
+          }, dir);
+          assert.notEqual(result.code, 0);
+          assert.match(
+            result.stderr,
+            /Set PROJECT_ID: see "deno task project show"/,
+          );
+        }
+      },
+    );
   } finally {
     await Deno.remove(dir, { recursive: true });
     await server.close();
