@@ -25,7 +25,7 @@ import {
   rejectionKey,
   seenSignatureKey,
 } from "../db/keys.ts";
-import { type LogRecord, paginate, setLogPage } from "../db/logs.ts";
+import { type LogRecord, storeLogs } from "../db/logs.ts";
 import { joinParts } from "../db/parts.ts";
 import type { Project } from "../db/projects.ts";
 import {
@@ -314,10 +314,7 @@ export class Consumer {
     for (const [projectId, records] of accepted) {
       const retentionMs = projects.get(projectId)!.retentionDays * 86_400_000;
       records.sort((a, b) => a.id < b.id ? -1 : a.id > b.id ? 1 : 0);
-      for (const page of paginate(records)) {
-        const expireAt = page[0]!.receivedAt + retentionMs;
-        setLogPage(op, projectId, page, Math.max(1000, expireAt - now));
-      }
+      storeLogs(op, projectId, records, { now, retentionMs });
       op.sum(acceptedCountKey(projectId), BigInt(records.length));
     }
     for (const [reason, n] of unknown) {

@@ -31,3 +31,16 @@ export function createId(ms: number): string {
 export function idTime(id: string): number {
   return parseInt(id.slice(0, 12), 16);
 }
+
+/**
+ * The smallest id of time `ms`: every id made at `ms` or later sorts at or
+ * after it, every earlier one before it.
+ *
+ * @example
+ * ```ts
+ * timeBound(Date.UTC(2026, 0, 1)); // "019b76daa800"
+ * ```
+ */
+export function timeBound(ms: number): string {
+  return Math.max(0, Math.floor(ms)).toString(16).padStart(12, "0");
+}
