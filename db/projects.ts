@@ -8,16 +8,18 @@
  *
  * @module
  */
-import type { LogPage } from "./logs.ts";
 import {
-  logPartsPrefix,
-  logsPrefix,
   projectKey,
   projectsPrefix,
   rejectionsPrefix,
   seenSignaturesPrefix,
   statsPrefix,
 } from "./keys.ts";
+import {
+  countStoredEntries,
+  storedLogKeys,
+  storedLogPrefixes,
+} from "./query/storage.ts";
 
 /** The four levels of the spec, in increasing severity. */
 export const STANDARD_LEVELS = [
@@ -341,8 +343,9 @@ export function rotateSecret(
 }
 
 /**
- * Deletes a project and everything stored under it: entries, counters,
- * recent rejections and remembered signatures. Returns how many entries were
+ * Deletes a project and everything stored under it: entries (pages, chunks,
+ * their summaries and counters), counters, recent rejections and remembered
+ * signatures. Returns how many entries were
  * deleted.
  */
 export async function deleteProject(
@@ -354,16 +357,10 @@ export async function deleteProject(
   // The record goes first: the consumer stops storing for this id at once
   // (within its cache time), then the data under it is removed.
   await kv.delete(projectKey(projectId));
-  let logs = 0;
-  for await (
-    const page of kv.list<LogPage>({ prefix: logsPrefix(projectId) })
-  ) {
-    logs += page.value.count;
-  }
-  await deletePrefix(kv, logsPrefix(projectId));
+  const logs = await countStoredEntries(kv, projectId);
   for (
     const prefix of [
-      logPartsPrefix(projectId),
+      ...storedLogPrefixes(projectId),
       statsPrefix(projectId),
       rejectionsPrefix(projectId),
       seenSignaturesPrefix(projectId),
@@ -371,6 +368,7 @@ export async function deleteProject(
   ) {
     await deletePrefix(kv, prefix);
   }
+  for (const key of storedLogKeys(projectId)) await kv.delete(key);
   return logs;
 }
 

@@ -1,0 +1,184 @@
+/**
+ * Compacted chunks and their summaries: the stored form of settled entries.
+ *
+ * A chunk is the JSON lines of up to a few thousand entries (sorted by id),
+ * deflated ("deflate-raw") to at most about {@linkcode CHUNK_TARGET_BYTES},
+ * under `log_chunks/<projectId>/<last id>`. Beside it, two small values name
+ * the same last id: the summary (first id, count, count per level, parts)
+ * under `log_summaries/`, and the summary followed by a Bloom filter of the
+ * chunk's tokens and field pairs under `log_blooms/`. A query lists the
+ * summaries, or the Bloom filters when it has text or field terms, and reads
+ * only the chunks that may hold a match. Keys name the last id so that a
+ * newest-first listing knows that no chunk still to be listed holds a later
+ * entry; a chunk spans at most {@linkcode CHUNK_SPAN_MS}, which bounds how far
+ * an oldest-first listing looks ahead.
+ *
+ * Every value is bytes encoded here (format byte first), readable by any
+ * Deno version.
+ *
+ * @module
+ */
+import { deflateRawSync, inflateRawSync } from "node:zlib";
+import { concatBytes, joinBytes, splitBytes } from "../blob.ts";
+import { logChunkPartKey } from "../keys.ts";
+import { decodeRecordLine, lineId } from "../logs.ts";
+import { type Bloom, bloomAdd, bloomHash, createBloom } from "./bloom.ts";
+import { forEachPair, forEachText, forEachToken } from "./text.ts";
+
+/** Compressed bytes a chunk aims at, under KV's 64 KiB value limit. */
+export const CHUNK_TARGET_BYTES = 56_000;
+/** Compressed bytes above which a chunk of several pages is cut in two. */
+export const CHUNK_MAX_BYTES = 60_000;
+/** Receipt time one chunk spans at most. */
+export const CHUNK_SPAN_MS = 3_600_000;
+const FORMAT = 1;
+
+/** What a query knows of a chunk without reading it. */
+export interface ChunkSummary {
+  /** Id of the chunk's first entry. */
+  firstId: string;
+  /** Id of its last entry (the key's name). */
+  lastId: string;
+  /** Number of entries. */
+  count: number;
+  /** Entries per level. */
+  levels: Record<string, number>;
+  /** Values the chunk is stored in, head included. */
+  parts: number;
+}
+
+/** A chunk's summary with its Bloom filter. */
+export interface ChunkIndex extends ChunkSummary {
+  bloom: Bloom;
+}
+
+/** A chunk ready to store. */
+export interface BuiltChunk {
+  summary: ChunkSummary;
+  /** The chunk value (format, parts, deflated lines). */
+  head: Uint8Array;
+  /** Further parts of a chunk larger than one value. */
+  rest: Uint8Array[];
+  /** The `log_summaries/` value. */
+  summaryValue: Uint8Array;
+  /** The `log_blooms/` value. */
+  bloomValue: Uint8Array;
+  /** Compressed bytes. */
+  compressedBytes: number;
+}
+
+const encoder = new TextEncoder();
+const decoder = new TextDecoder();
+
+/**
+ * Builds a chunk from lines of `encodeRecordLine`, sorted by id.
+ *
+ * @example
+ * ```ts
+ * const chunk = buildChunk(lines);
+ * op.set(logChunkKey(projectId, chunk.summary.lastId), chunk.head);
+ * ```
+ */
+export function buildChunk(lines: string[]): BuiltChunk {
+  const members = new Set<string>();
+  const levels: Record<string, number> = {};
+  const addToken = (token: string) => members.add(token);
+  const addPair = (pair: string) => members.add(pair);
+  for (const line of lines) {
+    const record = decodeRecordLine(line);
+    levels[record.level] = (levels[record.level] ?? 0) + 1;
+    forEachText(record, (text) => forEachToken(text.toLowerCase(), addToken));
+    forEachPair(record, addPair);
+  }
+  const bloom = createBloom(members.size);
+  for (const member of members) bloomAdd(bloom, bloomHash(member));
+  const compressed = deflateRawSync(encoder.encode(lines.join("\n")));
+  const { head, rest } = splitBytes(compressed);
+  const summary: ChunkSummary = {
+    firstId: lineId(lines[0]!),
+    lastId: lineId(lines.at(-1)!),
+    count: lines.length,
+    levels,
+    parts: 1 + rest.length,
+  };
+  const json = encoder.encode(JSON.stringify({
+    f: summary.firstId,
+    n: summary.count,
+    lv: levels,
+    p: summary.parts,
+  }));
+  const size = new Uint8Array(4);
+  new DataView(size.buffer).setUint32(0, json.length, true);
+  return {
+    summary,
+    head: concatBytes([new Uint8Array([FORMAT, summary.parts]), head]),
+    rest,
+    summaryValue: concatBytes([new Uint8Array([FORMAT]), json]),
+    bloomValue: concatBytes([
+      new Uint8Array([FORMAT]),
+      size,
+      json,
+      new Uint8Array([bloom.k]),
+      bloom.bits,
+    ]),
+    compressedBytes: compressed.length,
+  };
+}
+
+function parseSummary(json: Uint8Array, lastId: string): ChunkSummary {
+  const raw = JSON.parse(decoder.decode(json));
+  return {
+    firstId: raw.f,
+    lastId,
+    count: raw.n,
+    levels: raw.lv,
+    parts: raw.p,
+  };
+}
+
+function checkFormat(value: unknown, what: string): Uint8Array {
+  if (!(value instanceof Uint8Array) || value[0] !== FORMAT) {
+    throw new Error(`Cannot read ${what}: unknown format`);
+  }
+  return value;
+}
+
+/** Decodes a `log_summaries/` value; `lastId` is its key's name. */
+export function decodeSummary(value: unknown, lastId: string): ChunkSummary {
+  return parseSummary(checkFormat(value, "chunk summary").subarray(1), lastId);
+}
+
+/** Decodes a `log_blooms/` value; `lastId` is its key's name. */
+export function decodeChunkIndex(value: unknown, lastId: string): ChunkIndex {
+  const bytes = checkFormat(value, "chunk Bloom filter");
+  const size = new DataView(bytes.buffer, bytes.byteOffset + 1, 4)
+    .getUint32(0, true);
+  const summary = parseSummary(bytes.subarray(5, 5 + size), lastId);
+  return {
+    ...summary,
+    bloom: { k: bytes[5 + size]!, bits: bytes.subarray(6 + size) },
+  };
+}
+
+/**
+ * Decodes a chunk value (reading its further parts when it has any) into
+ * the text of its lines, joined by "\n".
+ */
+export async function readChunkText(
+  kv: Deno.Kv,
+  projectId: string,
+  lastId: string,
+  value: unknown,
+): Promise<string> {
+  const bytes = checkFormat(value, `chunk "${lastId}"`);
+  const parts = bytes[1]!;
+  const compressed = parts <= 1 ? bytes.subarray(2) : await joinBytes(
+    kv,
+    bytes.subarray(2),
+    Array.from(
+      { length: parts - 1 },
+      (_, i) => logChunkPartKey(projectId, lastId, i + 1),
+    ),
+  );
+  return decoder.decode(inflateRawSync(compressed));
+}
