@@ -28,12 +28,11 @@
  * @module
  */
 import { parseArgs } from "node:util";
-import type { LogPage } from "../db/logs.ts";
+import { countStoredEntries } from "../db/query/mod.ts";
 import { createProject } from "../db/projects.ts";
 import {
   acceptedCountKey,
   deadLettersPrefix,
-  logsPrefix,
   pendingBatchesPrefix,
 } from "../db/keys.ts";
 
@@ -482,14 +481,9 @@ async function countPrefix(kv: Deno.Kv, prefix: Deno.KvKey): Promise<number> {
   return n;
 }
 
-/** Sums the entries of the stored pages (one KV value holds many entries). */
-async function countStored(kv: Deno.Kv, projectId: string): Promise<number> {
-  let n = 0;
-  const iter = kv.list<LogPage>({ prefix: logsPrefix(projectId) }, {
-    batchSize: 1000,
-  });
-  for await (const page of iter) n += page.value.count;
-  return n;
+/** Counts the stored entries (pages and compacted chunks). */
+function countStored(kv: Deno.Kv, projectId: string): Promise<number> {
+  return countStoredEntries(kv, projectId);
 }
 
 async function acceptedCount(kv: Deno.Kv, projectId: string): Promise<number> {

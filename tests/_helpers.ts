@@ -6,7 +6,8 @@
  */
 import { createApp } from "../app.ts";
 import type { Config } from "../config.ts";
-import { listLogs, type LogRecord } from "../db/logs.ts";
+import type { LogRecord } from "../db/logs.ts";
+import { listLogs } from "../db/query/mod.ts";
 import { createProject, type Project } from "../db/projects.ts";
 import { sign } from "../auth/signature.ts";
 import {

@@ -4,7 +4,7 @@
  * and every entry that was answered 200 found stored exactly once.
  */
 import assert from "node:assert/strict";
-import { listLogs } from "../db/logs.ts";
+import { listLogs } from "../db/query/mod.ts";
 import { createProject } from "../db/projects.ts";
 
 const ROOT = new URL("..", import.meta.url).pathname;

@@ -1,12 +1,12 @@
 import assert from "node:assert/strict";
 import {
-  listLogs,
   type LogRecord,
   PAGE_ENTRIES,
   PAGE_SPAN_MS,
   paginate,
   setLogPage,
 } from "../db/logs.ts";
+import { listLogs } from "../db/query/mod.ts";
 import { createId } from "../queue/ids.ts";
 
 const T0 = Date.UTC(2026, 0, 1);
