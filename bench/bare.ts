@@ -18,15 +18,8 @@ import { parseArgs } from "node:util";
 
 const QUEUED = '{"status":"queued"}';
 
-/**
- * Reads the body and answers like the service does when it accepts an entry.
- *
- * @example
- * ```ts
- * Deno.serve({ port: 8001 }, handleBare);
- * ```
- */
-export async function handleBare(req: Request): Promise<Response> {
+/** Reads the body and answers like the service does when it accepts an entry. */
+async function handleBare(req: Request): Promise<Response> {
   await req.arrayBuffer();
   return new Response(QUEUED, {
     status: 200,

@@ -1,0 +1,154 @@
+/**
+ * The servers under load: starts `deno <args>` as a subprocess, waits until
+ * it answers, keeps the last lines it printed, and stops it (SIGTERM, then
+ * SIGKILL after a grace period).
+ *
+ * @module
+ */
+
+/** A server started as a subprocess, its output collected. */
+export interface ServerProcess {
+  name: string;
+  child: Deno.ChildProcess;
+  url: string;
+  /** Lines the process wrote to stderr so far. */
+  stderrLines(): number;
+  /** The last lines of its stdout and stderr. */
+  tail(): string;
+  /** SIGTERM, then SIGKILL after `graceMs`; resolves once it exited. */
+  stop(graceMs?: number): Promise<void>;
+}
+
+/** Options of {@linkcode startServer}. */
+interface StartServerOptions {
+  /** How messages name the server ("the service"). */
+  name: string;
+  /** Arguments of the `deno` binary that runs this script. */
+  args: string[];
+  /** Working directory of the process (the repository root). */
+  cwd: URL;
+  port: number;
+  /** Added to the inherited environment. @default {{}} */
+  env?: Record<string, string>;
+  /** Longest wait for the first answer. @default {30000} */
+  readyTimeoutMs?: number;
+}
+
+/** Lines of output kept for {@linkcode ServerProcess.tail}. */
+const TAIL_LINES = 40;
+
+/**
+ * Asks the kernel for a free port on 127.0.0.1.
+ *
+ * @example
+ * ```ts
+ * const port = freePort(); // e.g. 41873
+ * ```
+ */
+export function freePort(): number {
+  const listener = Deno.listen({ hostname: "127.0.0.1", port: 0 });
+  const { port } = listener.addr as Deno.NetAddr;
+  listener.close();
+  return port;
+}
+
+/**
+ * Starts `deno <args>` in `cwd` and waits until `http://127.0.0.1:<port>/`
+ * answers (any status). Throws with the process's last output when it exits
+ * first or does not answer in time.
+ *
+ * @example
+ * ```ts
+ * const bare = await startServer({ name: "the bare server", args: ["run", "--allow-net", "bench/bare.ts"], cwd, port });
+ * await bare.stop();
+ * ```
+ */
+export async function startServer(
+  options: StartServerOptions,
+): Promise<ServerProcess> {
+  const child = new Deno.Command(Deno.execPath(), {
+    args: options.args,
+    cwd: options.cwd,
+    env: options.env ?? {},
+    stdin: "null",
+    stdout: "piped",
+    stderr: "piped",
+  }).spawn();
+  const lines: string[] = [];
+  let errLines = 0;
+  const collect = async (
+    stream: ReadableStream<Uint8Array>,
+    isErr: boolean,
+  ) => {
+    const reader = stream.pipeThrough(new TextDecoderStream()).getReader();
+    let rest = "";
+    for (;;) {
+      const { value, done } = await reader.read();
+      if (done) break;
+      const parts = (rest + value).split("\n");
+      rest = parts.pop()!;
+      for (const line of parts) {
+        if (isErr) errLines++;
+        lines.push(line);
+        if (lines.length > TAIL_LINES) lines.shift();
+      }
+    }
+  };
+  const reading = Promise.all([
+    collect(child.stdout, false),
+    collect(child.stderr, true),
+  ]).catch(() => {});
+  let exited = false;
+  const status = child.status.then((s) => {
+    exited = true;
+    return s;
+  });
+  const url = `http://127.0.0.1:${options.port}`;
+  const server: ServerProcess = {
+    name: options.name,
+    child,
+    url,
+    stderrLines: () => errLines,
+    tail: () => lines.join("\n"),
+    async stop(graceMs = 10_000) {
+      if (!exited) {
+        try {
+          child.kill("SIGTERM");
+        } catch { /* already gone */ }
+        const timer = setTimeout(() => {
+          try {
+            child.kill("SIGKILL");
+          } catch { /* already gone */ }
+        }, graceMs);
+        await status;
+        clearTimeout(timer);
+      }
+      await reading;
+    },
+  };
+  const readyTimeoutMs = options.readyTimeoutMs ?? 30_000;
+  const deadline = Date.now() + readyTimeoutMs;
+  for (;;) {
+    if (exited) {
+      await reading;
+      throw new Error(
+        `Cannot start ${options.name}: it exited with code ${
+          (await status).code
+        }\n${server.tail()}`,
+      );
+    }
+    try {
+      const res = await fetch(`${url}/`, { signal: AbortSignal.timeout(1000) });
+      await res.body?.cancel();
+      return server;
+    } catch {
+      if (Date.now() > deadline) {
+        await server.stop();
+        throw new Error(
+          `Cannot reach ${options.name} at ${url} within ${readyTimeoutMs} ms\n${server.tail()}`,
+        );
+      }
+      await new Promise((resolve) => setTimeout(resolve, 100));
+    }
+  }
+}

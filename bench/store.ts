@@ -1,0 +1,133 @@
+/**
+ * What the service's KV file holds during and after the load: waiting until
+ * no batch is pending (the drain), and counting stored entries, the accepted
+ * counter, pending batches and dead letters at the end.
+ *
+ * It opens the KV file the service writes, from another process, and only
+ * reads it.
+ *
+ * @module
+ */
+import {
+  acceptedCountKey,
+  deadLettersPrefix,
+  pendingBatchesPrefix,
+} from "../db/keys.ts";
+import { countStoredEntries } from "../db/query/mod.ts";
+
+/** Batches counted at the first poll of a drain, at most. */
+const FIRST_POLL_LIMIT = 10_000;
+
+/** Options of {@linkcode waitForDrain}. */
+interface WaitForDrainOptions {
+  kvPath: string;
+  projectId: string;
+  /** When the load ended (`performance.now()`). */
+  loadEnded: number;
+  timeoutMs: number;
+  /** Poll period. @default {25} */
+  pollMs?: number;
+}
+
+/** What {@linkcode waitForDrain} saw. */
+interface DrainResult {
+  /** Whether no batch was pending before the timeout. */
+  drained: boolean;
+  /** From the end of load to the first poll that found no pending batch, ms. */
+  drainMs: number;
+  /** Batches pending at the first poll (counted up to 10,000). */
+  pendingAtFirstPoll: number;
+  /** The project's accepted counter at the end. */
+  accepted: number;
+}
+
+/** What the KV file holds for the project at the end. */
+export interface StoreCount {
+  /** Entries stored: in pages and in compacted chunks. */
+  stored: number;
+  /** The project's accepted counter. */
+  accepted: number;
+  pendingBatches: number;
+  deadLetters: number;
+}
+
+async function countPrefix(kv: Deno.Kv, prefix: Deno.KvKey): Promise<number> {
+  let n = 0;
+  for await (const _ of kv.list({ prefix }, { batchSize: 1000 })) n++;
+  return n;
+}
+
+/** Counts the stored entries (pages and compacted chunks). */
+function countStored(kv: Deno.Kv, projectId: string): Promise<number> {
+  return countStoredEntries(kv, projectId);
+}
+
+async function acceptedCount(kv: Deno.Kv, projectId: string): Promise<number> {
+  const entry = await kv.get<Deno.KvU64>(acceptedCountKey(projectId));
+  return entry.value === null ? 0 : Number(entry.value.value);
+}
+
+/**
+ * Polls the service's KV file until no batch is pending. The drain time is
+ * exact to `pollMs` plus the time of one poll.
+ *
+ * @example
+ * ```ts
+ * const { drainMs } = await waitForDrain({ kvPath, projectId, loadEnded: performance.now(), timeoutMs: 180_000 });
+ * ```
+ */
+export async function waitForDrain(
+  options: WaitForDrainOptions,
+): Promise<DrainResult> {
+  const kv = await Deno.openKv(options.kvPath);
+  try {
+    const deadline = options.loadEnded + options.timeoutMs;
+    let pendingAtFirstPoll: number | undefined;
+    for (;;) {
+      let pending = 0;
+      const iter = kv.list({ prefix: pendingBatchesPrefix() }, {
+        limit: pendingAtFirstPoll === undefined ? FIRST_POLL_LIMIT : 1,
+      });
+      for await (const _ of iter) pending++;
+      pendingAtFirstPoll ??= pending;
+      const now = performance.now();
+      if (pending === 0 || now > deadline) {
+        return {
+          drained: pending === 0,
+          drainMs: now - options.loadEnded,
+          pendingAtFirstPoll,
+          accepted: await acceptedCount(kv, options.projectId),
+        };
+      }
+      await new Promise((resolve) => setTimeout(resolve, options.pollMs ?? 25));
+    }
+  } finally {
+    kv.close();
+  }
+}
+
+/**
+ * Counts stored entries, the accepted counter, pending batches and dead
+ * letters.
+ *
+ * @example
+ * ```ts
+ * const { stored, accepted } = await countStore(kvPath, projectId);
+ * ```
+ */
+export async function countStore(
+  kvPath: string,
+  projectId: string,
+): Promise<StoreCount> {
+  const kv = await Deno.openKv(kvPath);
+  try {
+    return {
+      stored: await countStored(kv, projectId),
+      accepted: await acceptedCount(kv, projectId),
+      pendingBatches: await countPrefix(kv, pendingBatchesPrefix()),
+      deadLetters: await countPrefix(kv, deadLettersPrefix()),
+    };
+  } finally {
+    kv.close();
+  }
+}
