@@ -150,7 +150,9 @@ function readFilter(
     } catch (error) {
       if (error instanceof QuerySyntaxError) {
         throw new UsageError(
-          `Cannot parse --query "${query}" at column ${error.column}: ${error.detail}`,
+          `Cannot parse --query ${
+            JSON.stringify(query)
+          } at column ${error.column}: ${error.detail}`,
         );
       }
       throw error;

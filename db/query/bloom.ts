@@ -55,7 +55,7 @@ export function bloomHash(member: string): BloomHash {
     a = Math.imul(a ^ c, 0x01000193);
     b = Math.imul(b ^ c, 0x5bd1e995);
   }
-  return { h1: mix(a), h2: mix(b) | 1 };
+  return { h1: mix(a), h2: (mix(b) | 1) >>> 0 };
 }
 
 /** An empty filter sized for `members` members. */

@@ -91,7 +91,7 @@ function timeRange(filter: Filter): { lo: string; hi: string } {
  * const next = page.cursor && await queryLogs(kv, projectId, { filter, cursor: page.cursor });
  * ```
  */
-export function queryLogs(
+export async function queryLogs(
   kv: Deno.Kv,
   projectId: string,
   options: QueryOptions = {},
@@ -109,7 +109,7 @@ export function queryLogs(
     if (order === "newest" && after < hi) hi = after;
     if (order === "oldest" && after + "\0" > lo) lo = after + "\0";
   }
-  return consistent(kv, projectId, async () => {
+  return await consistent(kv, projectId, async () => {
     const result = await scan(kv, projectId, {
       order,
       lo,
