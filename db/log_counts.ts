@@ -37,24 +37,31 @@ export function addLogCounts(
   projectId: string,
   entries: readonly { receivedAt: number; level: string }[],
 ): number {
-  const sums = new Map<string, { key: Deno.KvKey; n: number }>();
+  // level → bucket start → entries, per resolution (numbers as keys: no
+  // string building per entry on the consumer's path).
+  const sums: Record<CountResolution, Map<string, Map<number, number>>> = {
+    m: new Map(),
+    h: new Map(),
+  };
   for (const { receivedAt, level } of entries) {
     for (const resolution of ["m", "h"] as const) {
       const size = COUNT_BUCKET_MS[resolution];
-      const start = Math.floor(receivedAt / size) * size;
-      const id = `${resolution}${start}\n${level}`;
-      const sum = sums.get(id);
-      if (sum) sum.n++;
-      else {
-        sums.set(id, {
-          key: logCountKey(projectId, resolution, start, level),
-          n: 1,
-        });
+      const start = receivedAt - receivedAt % size;
+      let byStart = sums[resolution].get(level);
+      if (!byStart) sums[resolution].set(level, byStart = new Map());
+      byStart.set(start, (byStart.get(start) ?? 0) + 1);
+    }
+  }
+  let n = 0;
+  for (const resolution of ["m", "h"] as const) {
+    for (const [level, byStart] of sums[resolution]) {
+      for (const [start, count] of byStart) {
+        op.sum(logCountKey(projectId, resolution, start, level), BigInt(count));
+        n++;
       }
     }
   }
-  for (const { key, n } of sums.values()) op.sum(key, BigInt(n));
-  return sums.size;
+  return n;
 }
 
 /** One bucket's count of one level. */
