@@ -19,7 +19,6 @@
  *
  * @module
  */
-import type { AuthMethod } from "../auth/authenticate.ts";
 import { idTime } from "../queue/ids.ts";
 import { concatBytes, joinBytes, splitBytes } from "./blob.ts";
 import { logKey, logPartKey } from "./keys.ts";
@@ -46,8 +45,11 @@ export interface LogRecord {
   context: Record<string, unknown>;
   appid?: string;
   origin?: string;
-  /** The method that authorized it. */
-  auth: AuthMethod;
+  /**
+   * The method that authorized it (auth/authenticate.ts `AuthMethod`; spelled
+   * here so that db/ imports nothing from auth/, which imports db/).
+   */
+  auth: "origin" | "appid" | "signature";
 }
 
 /** A page as written before pages were bytes: a V8-serialized object. */
