@@ -219,6 +219,34 @@ Deno.test("a chunk whose summary or Bloom filter rules it out is not read", asyn
   });
 });
 
+Deno.test("in a chunk that may match, only the blocks that may are inflated", async () => {
+  await withKv(async (kv) => {
+    const projectId = await queryProject(kv);
+    const records = Array.from(
+      { length: 1500 },
+      (_, i) =>
+        recordAt(T0 + i * 500, {
+          context: { userId: `user_${i}`, sessionId: `s-${i * 7919}` },
+          data: { title: "Entry", message: `Request ${i} took ${i} ms` },
+        }),
+    );
+    for (let i = 0; i < 1500; i += 100) {
+      await storeBatch(kv, projectId, records.slice(i, i + 100));
+    }
+    await compactAt(kv, projectId, T0 + 5 * HOUR);
+    assert.equal(await count(kv, logChunksPrefix(projectId)), 1);
+    const page = await queryLogs(kv, projectId, {
+      filter: parseQuery("context.userId:user_700"),
+    });
+    assert.deepEqual(page.records, [records[700]]);
+    assert.equal(page.stats.pagesRead, 1);
+    assert.ok(
+      page.stats.entriesScanned < 1500 / 2,
+      `${page.stats.entriesScanned} entries scanned`,
+    );
+  });
+});
+
 Deno.test("a cursor stays exact while new entries arrive and pages move into chunks", async () => {
   await withKv(async (kv) => {
     const projectId = await queryProject(kv);

@@ -11,7 +11,8 @@
  * before it — and hands out the first entry of the open runs only when it
  * comes before every bound and before every chunk listed but not yet read.
  * A chunk is read only when its turn comes and its summary (levels, id
- * span) and Bloom filter say it may hold a match; lines are checked as text
+ * span) and Bloom filters say it may hold a match, and then only its blocks
+ * whose Bloom filter says so are inflated; lines are checked as text
  * (ids, levels, the terms' JSON text) and parsed only when they may match.
  * See docs/query.md#reading.
  *
@@ -36,7 +37,7 @@ import {
   type StoredPage,
 } from "../logs.ts";
 import { GET_MANY_MAX } from "../blob.ts";
-import { type Bloom, bloomHas } from "./bloom.ts";
+import { bloomHas } from "./bloom.ts";
 import {
   CHUNK_SPAN_MS,
   type ChunkSummary,
@@ -93,6 +94,8 @@ interface Run {
 /** A chunk listed and not yet read. */
 interface PendingChunk {
   summary: ChunkSummary;
+  /** The blocks that may hold a match; undefined: all of them. */
+  blocks: number[] | undefined;
   value?: unknown;
   fetched: boolean;
 }
@@ -279,21 +282,25 @@ export async function scan(
     const lastId = logUnitId(next.value.key);
     chunkBound = desc ? lastId : timeBound(idTime(lastId) - CHUNK_SPAN_MS);
     let summary: ChunkSummary;
-    let bloom: Bloom | null = null;
+    // Blocks whose Bloom filter holds every probe; undefined: all blocks.
+    let blocks: number[] | undefined;
     if (useBloom) {
       const index = decodeChunkIndex(next.value.value, lastId);
       summary = index;
-      bloom = index.bloom;
+      blocks = [];
+      index.blooms.forEach((bloom, i) => {
+        if (filter.probes.every((probe) => bloomHas(bloom, probe))) {
+          blocks!.push(i);
+        }
+      });
+      if (blocks.length === index.blooms.length) blocks = undefined;
     } else summary = decodeSummary(next.value.value, lastId);
     if (summary.firstId >= hi || summary.lastId < lo) return;
-    if (
-      !filter.summaryMayMatch(summary) ||
-      (bloom && !filter.probes.every((probe) => bloomHas(bloom, probe)))
-    ) {
+    if (!filter.summaryMayMatch(summary) || blocks?.length === 0) {
       stats.pagesSkipped++;
       return;
     }
-    const chunk: PendingChunk = { summary, fetched: false };
+    const chunk: PendingChunk = { summary, fetched: false, blocks };
     if (desc) pending.push(chunk);
     else {
       let at = pending.length;
@@ -324,6 +331,7 @@ export async function scan(
       projectId,
       chunk.summary.lastId,
       chunk.value,
+      chunk.blocks,
     );
     stats.pagesRead++;
     const run = selectLines(text, filter, lo, hi, desc, stats);
