@@ -8,13 +8,12 @@
  *
  * @module
  */
-import type { LogPage } from "../db/logs.ts";
 import {
   acceptedCountKey,
   deadLettersPrefix,
-  logsPrefix,
   pendingBatchesPrefix,
 } from "../db/keys.ts";
+import { countStoredEntries } from "../db/query/mod.ts";
 
 /** Batches counted at the first poll of a drain, at most. */
 const FIRST_POLL_LIMIT = 10_000;
@@ -44,7 +43,7 @@ interface DrainResult {
 
 /** What the KV file holds for the project at the end. */
 export interface StoreCount {
-  /** Entries in the pages under `logs/<projectId>`. */
+  /** Entries stored: in pages and in compacted chunks. */
   stored: number;
   /** The project's accepted counter. */
   accepted: number;
@@ -58,14 +57,9 @@ async function countPrefix(kv: Deno.Kv, prefix: Deno.KvKey): Promise<number> {
   return n;
 }
 
-/** Sums the entries of the stored pages (one KV value holds many entries). */
-async function countStored(kv: Deno.Kv, projectId: string): Promise<number> {
-  let n = 0;
-  const iter = kv.list<LogPage>({ prefix: logsPrefix(projectId) }, {
-    batchSize: 1000,
-  });
-  for await (const page of iter) n += page.value.count;
-  return n;
+/** Counts the stored entries (pages and compacted chunks). */
+function countStored(kv: Deno.Kv, projectId: string): Promise<number> {
+  return countStoredEntries(kv, projectId);
 }
 
 async function acceptedCount(kv: Deno.Kv, projectId: string): Promise<number> {

@@ -1,20 +1,30 @@
 /**
  * `deno task logs ID …`: a project's newest stored entries, printed oldest
- * first, filtered by level, time, text and field values; `--follow` keeps
- * printing entries as they are stored until Ctrl-C.
+ * first, filtered by a query (`--query`, the syntax of docs/query.md) and by
+ * flags for level, time, text and field values, which combine with AND;
+ * `--follow` keeps printing entries as they are stored until Ctrl-C. It
+ * reads through the query module only (db/query/mod.ts) and says when more
+ * entries match than it printed.
  *
- * Entry ids start with 12 hex digits of the receipt time in milliseconds
- * (queue/ids.ts), so a time range is a key range and is read without a scan.
  * Entries are stored a little after they are received (after their batch is
  * processed), so `--follow` re-reads a short window behind the newest entry
  * it has seen and prints what it had not seen yet.
  *
  * @module
  */
-import { listLogs } from "../db/logs.ts";
-import { type LogRecord, STANDARD_LEVELS } from "../domain/entry.ts";
+import {
+  andFilters,
+  type Filter,
+  listLogs,
+  matches,
+  parseQuery,
+  queryLogs,
+  QuerySyntaxError,
+} from "../db/query/mod.ts";
 import { getProject, ProjectNotFoundError } from "../db/projects.ts";
+import { STANDARD_LEVELS } from "../domain/entry.ts";
 import { idTime, timeBound } from "../domain/ids.ts";
+import type { LogRecord } from "../domain/entry.ts";
 import {
   booleanFlag,
   type CommandContext,
@@ -40,14 +50,19 @@ const USAGE = `Print a project's newest entries, oldest first.
 Usage: deno task logs ID [options]
 
 Options:
+  -q, --query Q      Only entries matching the query Q, such as
+                     'level>=warning "payment failed" context.userId:user_42'
+                     (words, "phrases", field:value, -field:value, field:*,
+                     level:error,critical, level>=warning; all must match)
   --level L          Only this level; repeatable or comma-separated ("error,critical")
   --min-level L      Only this standard level and the more severe ones
                      (info < warning < error < critical; custom levels excluded)
   --since WHEN       Only entries received at or after WHEN: a duration back
                      from now ("15m", "2h", "7d") or an ISO 8601 time
   --until WHEN       Only entries received at or before WHEN (same forms)
-  --grep TEXT        Only entries whose level, data, context, device, app id or
-                     origin contain TEXT (case-insensitive)
+  --grep TEXT        Only entries with TEXT as words in a value of data,
+                     context, device, app id or origin (case-insensitive;
+                     the same as a quoted phrase in --query)
   --where PATH=VALUE Only entries whose field equals VALUE, such as
                      "context.environment=production", "data.code=42",
                      "appid=com.example.app.ios"; repeatable (all must match)
@@ -61,18 +76,6 @@ Options:
 export const DEFAULT_LIMIT = 100;
 /** How far behind the newest seen entry `--follow` looks for late ones. */
 const FOLLOW_LOOKBACK_MS = 15_000;
-
-/** Which entries to print. */
-export interface LogFilter {
-  /** Exact levels; empty means any. */
-  levels: string[];
-  /** Lowest standard level rank (index in STANDARD_LEVELS). */
-  minRank?: number;
-  /** Lower-cased text to find. */
-  grep?: string;
-  /** Field paths and the values they must have. */
-  where: { path: string[]; value: string }[];
-}
 
 /** The JSON form of an entry, as `logs --json` prints it (README, "logs"). */
 export function logJson(log: LogRecord): Record<string, unknown> {
@@ -89,56 +92,30 @@ export function logJson(log: LogRecord): Record<string, unknown> {
   };
 }
 
-/** Whether `log` passes `filter`. */
-export function matches(log: LogRecord, filter: LogFilter): boolean {
-  if (filter.levels.length > 0 && !filter.levels.includes(log.level)) {
-    return false;
-  }
-  if (filter.minRank !== undefined) {
-    const rank = (STANDARD_LEVELS as readonly string[]).indexOf(log.level);
-    if (rank < filter.minRank) return false;
-  }
-  if (filter.grep !== undefined) {
-    const { level, data, context, device, appid, origin } = log;
-    const text = JSON.stringify({ level, data, context, device, appid, origin })
-      .toLowerCase();
-    if (!text.includes(filter.grep)) return false;
-  }
-  for (const { path, value } of filter.where) {
-    let field: unknown = log;
-    for (const name of path) {
-      field = typeof field === "object" && field !== null
-        ? (field as Record<string, unknown>)[name]
-        : undefined;
-    }
-    if (field === undefined) return false;
-    if ((typeof field === "string" ? field : JSON.stringify(field)) !== value) {
-      return false;
-    }
-  }
-  return true;
-}
-
-function parseFilter(parsed: ReturnType<typeof parseFlags>): LogFilter {
-  const filter: LogFilter = {
-    levels: stringFlags(parsed, "level").flatMap((l) => l.split(","))
-      .map((l) => l.trim()).filter((l) => l !== ""),
-    where: [],
-  };
+/** The filter of the flags other than `--query`. */
+function flagFilter(
+  parsed: ReturnType<typeof parseFlags>,
+  now: () => number,
+): Filter {
+  const filter: Filter = {};
+  const levels = stringFlags(parsed, "level").flatMap((l) => l.split(","))
+    .map((l) => l.trim()).filter((l) => l !== "");
+  if (levels.length > 0) filter.levels = levels;
   const min = stringFlag(parsed, "min-level");
   if (min !== undefined) {
-    const rank = (STANDARD_LEVELS as readonly string[]).indexOf(min);
-    if (rank < 0) {
+    if (!(STANDARD_LEVELS as readonly string[]).includes(min)) {
       throw new UsageError(
         `Cannot read --min-level "${min}": expected one of ${
           STANDARD_LEVELS.join(", ")
         }`,
       );
     }
-    filter.minRank = rank;
+    filter.minLevel = min;
   }
   const grep = stringFlag(parsed, "grep");
-  if (grep !== undefined) filter.grep = grep.toLowerCase();
+  if (grep !== undefined && grep.trim() !== "") {
+    filter.text = [grep.toLowerCase()];
+  }
   for (const clause of stringFlags(parsed, "where")) {
     const eq = clause.indexOf("=");
     const path = eq < 0 ? [] : clause.slice(0, eq).split(".");
@@ -147,9 +124,44 @@ function parseFilter(parsed: ReturnType<typeof parseFlags>): LogFilter {
         `Cannot read --where "${clause}": expected PATH=VALUE such as "context.environment=production"`,
       );
     }
-    filter.where.push({ path, value: clause.slice(eq + 1) });
+    (filter.fields ??= []).push({
+      path: path.join("."),
+      op: "eq",
+      value: clause.slice(eq + 1),
+    });
+  }
+  const since = stringFlag(parsed, "since");
+  if (since !== undefined) filter.since = parseTimeFlag("--since", since, now);
+  const until = stringFlag(parsed, "until");
+  // --until is inclusive; a filter's until is not.
+  if (until !== undefined) {
+    filter.until = parseTimeFlag("--until", until, now) + 1;
   }
   return filter;
+}
+
+/** The filter of `--query` and the other flags together. */
+function readFilter(
+  parsed: ReturnType<typeof parseFlags>,
+  now: () => number,
+): Filter {
+  const query = stringFlag(parsed, "query");
+  let filter: Filter = {};
+  if (query !== undefined) {
+    try {
+      filter = parseQuery(query);
+    } catch (error) {
+      if (error instanceof QuerySyntaxError) {
+        throw new UsageError(
+          `Cannot parse --query ${
+            JSON.stringify(query)
+          } at column ${error.column}: ${error.detail}`,
+        );
+      }
+      throw error;
+    }
+  }
+  return andFilters(filter, flagFilter(parsed, now));
 }
 
 /** Prints entries as lines with aligned level and source columns. */
@@ -227,6 +239,7 @@ function sleep(ms: number, signal?: AbortSignal): Promise<void> {
 export function logsCommand(ctx: CommandContext): Promise<number> {
   return guard(ctx, async () => {
     const parsed = parseFlags("logs", ctx.args, {
+      query: { type: "string", short: "q" },
       level: { type: "string", multiple: true },
       "min-level": { type: "string" },
       since: { type: "string" },
@@ -242,15 +255,7 @@ export function logsCommand(ctx: CommandContext): Promise<number> {
       return 0;
     }
     const [projectId] = takePositionals("logs", parsed.positionals, ["ID"]);
-    const filter = parseFilter(parsed);
-    const sinceText = stringFlag(parsed, "since");
-    const untilText = stringFlag(parsed, "until");
-    const since = sinceText === undefined
-      ? undefined
-      : parseTimeFlag("--since", sinceText, ctx.now);
-    const until = untilText === undefined
-      ? undefined
-      : parseTimeFlag("--until", untilText, ctx.now);
+    const filter = readFilter(parsed, ctx.now);
     const limitText = stringFlag(parsed, "limit") ?? String(DEFAULT_LIMIT);
     const limit = Number(limitText);
     if (!/^\d+$/.test(limitText) || limit < 1 || limit > 100_000) {
@@ -259,7 +264,7 @@ export function logsCommand(ctx: CommandContext): Promise<number> {
       );
     }
     const follow = booleanFlag(parsed, "follow");
-    if (follow && until !== undefined) {
+    if (follow && stringFlag(parsed, "until") !== undefined) {
       throw new UsageError(`Cannot use --until with --follow`);
     }
     const json = booleanFlag(parsed, "json");
@@ -267,27 +272,19 @@ export function logsCommand(ctx: CommandContext): Promise<number> {
     if (project === null) throw new ProjectNotFoundError(projectId);
 
     // Newest matching entries first, up to the limit; printed oldest first.
-    const startId = since === undefined ? "" : timeBound(since);
-    const range = {
-      ...(startId === "" ? {} : { startId }),
-      ...(until === undefined ? {} : { endId: timeBound(until + 1) }),
-    };
     const found: LogRecord[] = [];
-    // For --follow: the newest and oldest ids read, and those in its window.
-    let newestId = "";
-    let oldestId = "";
-    const recent: string[] = [];
-    for await (
-      const log of listLogs(ctx.kv, projectId, { reverse: true, ...range })
-    ) {
-      if (newestId === "") newestId = log.id;
-      oldestId = log.id;
-      if (idTime(log.id) >= idTime(newestId) - FOLLOW_LOOKBACK_MS) {
-        recent.push(log.id);
-      }
-      if (!matches(log, filter)) continue;
-      found.push(log);
-      if (found.length >= limit) break;
+    let cursor: string | undefined;
+    let more = false;
+    while (found.length < limit) {
+      const page = await queryLogs(ctx.kv, projectId, {
+        filter,
+        limit: Math.min(1000, limit - found.length),
+        ...(cursor === undefined ? {} : { cursor }),
+      });
+      found.push(...page.records);
+      more = page.cursor !== null;
+      if (page.cursor === null) break;
+      cursor = page.cursor;
     }
     // Entries come from the allow-list or are signed: sizing the source
     // column from it keeps the lines `--follow` adds aligned too.
@@ -296,25 +293,34 @@ export function logsCommand(ctx: CommandContext): Promise<number> {
       json,
       project.settings.allowedOrigin,
     );
-    printer.print(found.reverse());
-    if (!follow) {
-      if (found.length === 0 && !json) {
-        ctx.stderr(`No entries found in project "${projectId}"\n`);
-      }
-      return 0;
+    printer.print([...found].reverse());
+    if (found.length === 0 && !json) {
+      ctx.stderr(`No entries found in project "${projectId}"\n`);
     }
+    if (more) {
+      ctx.stderr(
+        `More entries match: showing the newest ${found.length} (raise --limit, or narrow with --since and --until)\n`,
+      );
+    }
+    if (!follow) return 0;
 
     // Follow: every poll re-reads from a little behind the newest entry seen,
     // and prints the entries it had not seen. Ids below `floorId` were either
-    // visited above or are older than the entries already printed.
+    // printed above or are older than the entries already printed.
     if (!json) ctx.stderr(`Waiting for new entries (Ctrl-C to stop)\n`);
-    const floorId = found.length >= limit ? oldestId : startId;
+    const startId = filter.since === undefined ? "" : timeBound(filter.since);
+    const oldest = found.at(-1)?.id ?? "";
+    const floorId = more && oldest > startId ? oldest : startId;
+    let newestId =
+      (await queryLogs(ctx.kv, projectId, { limit: 1 })).records[0]?.id ?? "";
     const lowId = () => {
       if (newestId === "") return floorId;
       const behind = timeBound(idTime(newestId) - FOLLOW_LOOKBACK_MS);
       return behind > floorId ? behind : floorId;
     };
-    const seen = new Set(recent.filter((id) => id >= lowId()));
+    const seen = new Set(
+      found.map((log) => log.id).filter((id) => id >= lowId()),
+    );
     const wait = ctx.sleep ?? sleep;
     for (;;) {
       await wait(ctx.pollMs ?? 1000, ctx.signal);

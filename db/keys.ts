@@ -12,6 +12,12 @@
  * | `batch_progress/<batchId>` | projects whose results a batch spanning many projects has committed |
  * | `logs/<projectId>/<first entry id>` | a page of stored entries (JSON bytes, first part) |
  * | `log_parts/<projectId>/<first entry id>/<n>` | further parts of a large page |
+ * | `log_chunks/<projectId>/<last entry id>` | a compacted chunk: deflated JSON lines |
+ * | `log_chunk_parts/<projectId>/<last entry id>/<n>` | further parts of a large chunk |
+ * | `log_summaries/<projectId>/<last entry id>` | a chunk's summary: first id, count, levels |
+ * | `log_blooms/<projectId>/<last entry id>` | the summary and the chunk's Bloom filter |
+ * | `log_counts/<projectId>/<"m" or "h">/<start ms>/<level>` | `Deno.KvU64`, entries received in that minute or hour |
+ * | `log_compactions/<projectId>` | `Deno.KvU64`, bumped by every compaction commit |
  * | `seen_signatures/<projectId>/<signature>` | id of the entry that used it |
  * | `stats/<projectId>/accepted` | `Deno.KvU64` |
  * | `stats/<projectId>/rejected/<reason>` | `Deno.KvU64` |
@@ -92,6 +98,93 @@ export function logPartKey(
 /** Prefix of the extra parts of a project's large pages. */
 export function logPartsPrefix(projectId: string): Deno.KvKey {
   return ["log_parts", projectId];
+}
+
+/** Key of a compacted chunk, named by its last entry (see db/query/chunk.ts). */
+export function logChunkKey(projectId: string, lastId: string): Deno.KvKey {
+  return ["log_chunks", projectId, lastId];
+}
+
+/** Prefix of a project's compacted chunks. */
+export function logChunksPrefix(projectId: string): Deno.KvKey {
+  return ["log_chunks", projectId];
+}
+
+/** Key of part `n` (from 1) of a chunk too large for one value. */
+export function logChunkPartKey(
+  projectId: string,
+  lastId: string,
+  n: number,
+): Deno.KvKey {
+  return ["log_chunk_parts", projectId, lastId, n];
+}
+
+/** Prefix of the extra parts of a project's large chunks. */
+export function logChunkPartsPrefix(projectId: string): Deno.KvKey {
+  return ["log_chunk_parts", projectId];
+}
+
+/** Key of a chunk's summary, named like the chunk. */
+export function logSummaryKey(projectId: string, lastId: string): Deno.KvKey {
+  return ["log_summaries", projectId, lastId];
+}
+
+/** Prefix of a project's chunk summaries, ordered by last entry. */
+export function logSummariesPrefix(projectId: string): Deno.KvKey {
+  return ["log_summaries", projectId];
+}
+
+/** Key of a chunk's summary with its Bloom filter, named like the chunk. */
+export function logBloomKey(projectId: string, lastId: string): Deno.KvKey {
+  return ["log_blooms", projectId, lastId];
+}
+
+/** Prefix of a project's chunk Bloom filters, ordered by last entry. */
+export function logBloomsPrefix(projectId: string): Deno.KvKey {
+  return ["log_blooms", projectId];
+}
+
+/** Resolution of an entry counter: a minute or an hour. */
+export type CountResolution = "m" | "h";
+
+/** Counter of a project's entries of `level` received in one minute or hour. */
+export function logCountKey(
+  projectId: string,
+  resolution: CountResolution,
+  start: number,
+  level: string,
+): Deno.KvKey {
+  return ["log_counts", projectId, resolution, start, level];
+}
+
+/** Prefix of a project's entry counters (of one resolution, when given). */
+export function logCountsPrefix(
+  projectId: string,
+  resolution?: CountResolution,
+): Deno.KvKey {
+  return resolution === undefined
+    ? ["log_counts", projectId]
+    : ["log_counts", projectId, resolution];
+}
+
+/** Reads the start time and level back from a {@linkcode logCountKey}. */
+export function decodeLogCountKey(
+  key: Deno.KvKey,
+): { start: number; level: string } {
+  return { start: Number(key[3]), level: String(key[4]) };
+}
+
+/** Counter bumped by every compaction of a project: readers detect a move. */
+export function logCompactionKey(projectId: string): Deno.KvKey {
+  return ["log_compactions", projectId];
+}
+
+/**
+ * The entry id a key of a page, chunk, summary or Bloom filter is named by
+ * (`logs/<projectId>/<id>`, `log_chunks/<projectId>/<id>`, ...).
+ */
+export function logUnitId(key: Deno.KvKey): string {
+  return String(key[2]);
 }
 
 /** Key remembering a signature until it can no longer be replayed. */

@@ -1,31 +1,42 @@
 /**
- * Stored entries: how authorized entries are written under their project and
- * read back in time order.
- *
- * Entries are stored in pages: the entries of one project from one batch,
- * sorted by id and spanning at most {@linkcode PAGE_SPAN_MS} of receipt time,
- * under `logs/<projectId>/<id of the page's first entry>`. One KV value per
- * page instead of one per entry makes storing about twice as cheap; the
- * bounded span keeps listing exact: a page can hold entries received at most
+ * Stored entries as the consumer writes them: pages. A page holds the
+ * entries of one project from one batch, sorted by id and spanning at most
+ * {@linkcode PAGE_SPAN_MS} of receipt time, under
+ * `logs/<projectId>/<id of the page's first entry>`. One KV value per page
+ * instead of one per entry makes storing about twice as cheap; the bounded
+ * span keeps listing exact: a page holds entries received at most
  * `PAGE_SPAN_MS` after its key, so a reader knows how far to look around a
- * range and when no page still to be read can hold an earlier (or later)
- * entry. Values are JSON bytes cut into parts, so a page of large entries
- * still fits under KV's 64 KiB value limit.
+ * range. The compactor (db/query/compact.ts) later merges settled pages into
+ * compressed chunks; this module owns the page format and the line format
+ * both use.
+ *
+ * A page value is bytes (a Deno version reads them whatever version wrote
+ * them): a 4-byte header — format 1, the number of parts, the number of
+ * entries (16 bits) — then one JSON line per entry; beyond
+ * {@linkcode PART_BYTES} the rest goes to `log_parts/<projectId>/<id>/<n>`.
+ * Pages written before this format are V8-serialized objects
+ * ({@linkcode LegacyLogPage}) and are still read.
  *
  * @module
  */
 import type { LogRecord } from "../domain/entry.ts";
-import { idTime, timeBound } from "../domain/ids.ts";
-import { logKey, logPartKey, logsPrefix } from "./keys.ts";
-import { joinParts, splitParts } from "./parts.ts";
+import { idTime } from "../domain/ids.ts";
+import { concatBytes, joinBytes, splitBytes } from "./blob.ts";
+import { logKey, logPartKey } from "./keys.ts";
+import { addLogCounts } from "./log_counts.ts";
+import { joinParts, PART_BYTES } from "./parts.ts";
 
 /** Receipt time one page spans at most. */
 export const PAGE_SPAN_MS = 1000;
 /** Entries one page holds at most. */
 export const PAGE_ENTRIES = 200;
+/** First byte of a page in the current format. */
+const PAGE_FORMAT = 1;
+/** Bytes before the lines of a page. */
+const PAGE_HEADER_BYTES = 4;
 
-/** The value under `logs/<projectId>/<first id>`. */
-export interface LogPage {
+/** A page as written before pages were bytes: a V8-serialized object. */
+export interface LegacyLogPage {
   /** First part of the JSON array of records. */
   head: Uint8Array;
   /** Number of parts, head included. */
@@ -34,6 +45,63 @@ export interface LogPage {
   count: number;
   /** Id of the last record. */
   last: string;
+}
+
+/** A stored page value, in either format. */
+export type StoredPage = Uint8Array | LegacyLogPage;
+
+const encoder = new TextEncoder();
+const decoder = new TextDecoder();
+
+/**
+ * One entry as a line of JSON: `id` first, then `level`, so that both can be
+ * read without parsing; `receivedAt` is left out when the id says it.
+ *
+ * @example
+ * ```ts
+ * encodeRecordLine(record); // '{"id":"0193…","level":"info","data":{…},…}'
+ * ```
+ */
+export function encodeRecordLine(record: LogRecord): string {
+  const line: Record<string, unknown> = { id: record.id, level: record.level };
+  if (record.receivedAt !== idTime(record.id)) {
+    line.receivedAt = record.receivedAt;
+  }
+  line.data = record.data;
+  line.device = record.device;
+  line.context = record.context;
+  if (record.appid !== undefined) line.appid = record.appid;
+  if (record.origin !== undefined) line.origin = record.origin;
+  line.auth = record.auth;
+  return JSON.stringify(line);
+}
+
+/** Parses a line of {@linkcode encodeRecordLine} back into the record. */
+export function decodeRecordLine(line: string): LogRecord {
+  const raw = JSON.parse(line);
+  const record: LogRecord = {
+    id: raw.id,
+    receivedAt: raw.receivedAt ?? idTime(raw.id),
+    level: raw.level,
+    data: raw.data,
+    device: raw.device,
+    context: raw.context,
+    auth: raw.auth,
+  };
+  if (raw.appid !== undefined) record.appid = raw.appid;
+  if (raw.origin !== undefined) record.origin = raw.origin;
+  return record;
+}
+
+/** The id of a line of {@linkcode encodeRecordLine}, read without parsing. */
+export function lineId(line: string, from = 0): string {
+  return line.slice(from + 7, line.indexOf('"', from + 7));
+}
+
+/** The level of a line of {@linkcode encodeRecordLine}, read without parsing. */
+export function lineLevel(line: string, from = 0): string {
+  const at = line.indexOf('"', from + 7) + 11; // past `","level":"`
+  return line.slice(at, line.indexOf('"', at));
 }
 
 /**
@@ -70,104 +138,103 @@ export function setLogPage(
   expireIn: number,
 ): number {
   const first = records[0]!.id;
-  const { head, rest } = splitParts(JSON.stringify(records));
-  const value: LogPage = {
-    head,
-    parts: 1 + rest.length,
-    count: records.length,
-    last: records.at(-1)!.id,
-  };
-  op.set(logKey(projectId, first), value, { expireIn });
+  const lines = encoder.encode(records.map(encodeRecordLine).join("\n"));
+  const { head, rest } = splitBytes(lines, PART_BYTES - PAGE_HEADER_BYTES);
+  const count = records.length;
+  const header = [PAGE_FORMAT, 1 + rest.length, count & 0xff, count >> 8];
+  op.set(
+    logKey(projectId, first),
+    concatBytes([new Uint8Array(header), head]),
+    { expireIn },
+  );
   rest.forEach((part, i) =>
     op.set(logPartKey(projectId, first, i + 1), part, { expireIn })
   );
   return 1 + rest.length;
 }
 
-/** Decodes a stored page back into its records. */
-export function readLogPage(
-  kv: Deno.Kv,
-  projectId: string,
-  firstId: string,
-  value: LogPage,
-): Promise<LogRecord[]> {
-  return joinParts<LogRecord[]>(
-    kv,
-    value.head,
-    value.parts,
-    (n) => logPartKey(projectId, firstId, n),
-  );
+/** Options of {@linkcode storeLogs}. */
+export interface StoreLogsOptions {
+  /** Commit time, Unix milliseconds. */
+  now: number;
+  /** The project's retention. */
+  retentionMs: number;
 }
-
-/** Options of {@linkcode listLogs}. */
-export interface ListLogsOptions {
-  /** Newest first. @default {false} */
-  reverse?: boolean;
-  /** Only entries with an id at or after this one. */
-  startId?: string;
-  /** Only entries with an id before this one. */
-  endId?: string;
-  /** Entries to yield at most. */
-  limit?: number;
-}
-
-const byId = (a: LogRecord, b: LogRecord) =>
-  a.id < b.id ? -1 : a.id > b.id ? 1 : 0;
 
 /**
- * Lists a project's stored entries in time order (oldest first, or newest
- * first with `reverse`), exactly, even when pages written by several
- * processes overlap in time.
+ * Adds to `op` the mutations that store a project's records of one batch
+ * (sorted by id): its pages, and the per-minute and per-hour counters by
+ * level that histograms read. Returns how many mutations it added: at most
+ * 4 per entry — a page, a minute and an hour counter, and none more — so a
+ * batch of `MAX_BATCH_ENTRIES` (200) stays far under KV's 1,000.
  *
  * @example
  * ```ts
- * for await (const log of listLogs(kv, projectId, { reverse: true, limit: 50 })) {}
+ * storeLogs(op, project.id, records, { now, retentionMs: 30 * 86_400_000 });
  * ```
  */
-export async function* listLogs(
+export function storeLogs(
+  op: Deno.AtomicOperation,
+  projectId: string,
+  records: LogRecord[],
+  options: StoreLogsOptions,
+): number {
+  let mutations = 0;
+  for (const page of paginate(records)) {
+    const expireAt = page[0]!.receivedAt + options.retentionMs;
+    mutations += setLogPage(
+      op,
+      projectId,
+      page,
+      Math.max(1000, expireAt - options.now),
+    );
+  }
+  return mutations + addLogCounts(op, projectId, records);
+}
+
+/** Whether a stored page is in the format written before pages were bytes. */
+export function isLegacyPage(value: StoredPage): value is LegacyLogPage {
+  return !(value instanceof Uint8Array);
+}
+
+/** How many entries a stored page holds, read from its header. */
+export function pageEntryCount(value: StoredPage): number {
+  if (isLegacyPage(value)) return value.count;
+  return value[2]! | (value[3]! << 8);
+}
+
+/** How many parts (head included) a stored page has. */
+export function pagePartCount(value: StoredPage): number {
+  return isLegacyPage(value) ? value.parts : value[1]!;
+}
+
+/**
+ * Reads a stored page (either format) as the text of its lines of
+ * {@linkcode encodeRecordLine}, sorted by id, joined by "\n".
+ */
+export async function readPageText(
   kv: Deno.Kv,
   projectId: string,
-  options: ListLogsOptions = {},
-): AsyncGenerator<LogRecord> {
-  const { startId, endId, reverse = false } = options;
-  const limit = options.limit ?? Infinity;
-  if (limit <= 0) return;
-  const prefix = logsPrefix(projectId);
-  // A page keyed before `startId` may still hold entries at or after it.
-  const from = startId ? timeBound(idTime(startId) - PAGE_SPAN_MS) : undefined;
-  const iter = kv.list<LogPage>({
-    start: from ? logKey(projectId, from) : prefix,
-    end: endId ? logKey(projectId, endId) : [...prefix, "\uffff"],
-  }, { reverse, batchSize: 100 });
-  const buffer: LogRecord[] = [];
-  let yielded = 0;
-  for await (const page of iter) {
-    const firstId = String(page.key[2]);
-    // Forward: pages still to read start at `firstId` or later, so every
-    // buffered entry before it comes first. Newest first: pages still to
-    // read start at `firstId` or earlier and end within the span after it.
-    const bound = reverse
-      ? timeBound(idTime(firstId) + PAGE_SPAN_MS + 1)
-      : firstId;
-    while (
-      buffer.length > 0 &&
-      (reverse ? buffer.at(-1)!.id >= bound : buffer[0]!.id < bound)
-    ) {
-      yield reverse ? buffer.pop()! : buffer.shift()!;
-      if (++yielded >= limit) return;
-    }
-    for (
-      const record of await readLogPage(kv, projectId, firstId, page.value)
-    ) {
-      if ((startId && record.id < startId) || (endId && record.id >= endId)) {
-        continue;
-      }
-      buffer.push(record);
-    }
-    buffer.sort(byId);
+  firstId: string,
+  value: StoredPage,
+): Promise<string> {
+  const partKey = (n: number) => logPartKey(projectId, firstId, n);
+  if (isLegacyPage(value)) {
+    const records = await joinParts<LogRecord[]>(
+      kv,
+      value.head,
+      value.parts,
+      partKey,
+    );
+    return records.map(encodeRecordLine).join("\n");
   }
-  while (buffer.length > 0) {
-    yield reverse ? buffer.pop()! : buffer.shift()!;
-    if (++yielded >= limit) return;
-  }
+  const parts = value[1]!;
+  const bytes = parts <= 1
+    ? value.subarray(PAGE_HEADER_BYTES)
+    : await joinBytes(
+      kv,
+      value.subarray(PAGE_HEADER_BYTES),
+      Array.from({ length: parts - 1 }, (_, i) => partKey(i + 1)),
+    );
+  return decoder.decode(bytes);
 }

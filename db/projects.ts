@@ -15,10 +15,7 @@ import {
   validateAllowValue,
   validateLevel,
 } from "./validation.ts";
-import type { LogPage } from "./logs.ts";
 import {
-  logPartsPrefix,
-  logsPrefix,
   projectKey,
   projectsPrefix,
   rejectedEntriesPrefix,
@@ -26,6 +23,11 @@ import {
   seenSignaturesPrefix,
   statsPrefix,
 } from "./keys.ts";
+import {
+  countStoredEntries,
+  storedLogKeys,
+  storedLogPrefixes,
+} from "./query/storage.ts";
 
 /** Shortest retention a project may set, in days. */
 export const MIN_RETENTION_DAYS = 1;
@@ -282,11 +284,12 @@ export function rotateSecret(
 }
 
 /**
- * Deletes a project and all under it: entries, counters, recent and kept
- * rejections, remembered signatures; returns how many entries it deleted.
- * The record goes first: every write under a project checks it in its own
- * atomic operation, so none can land after. The data then goes in passes
- * until one finds nothing (docs/design.md#retention-and-deletion).
+ * Deletes a project and all under it: entries (pages, chunks, their
+ * summaries and counters), counters, recent and kept rejections, remembered
+ * signatures; returns how many entries it deleted. The record goes first:
+ * every write under a project checks it in its own atomic operation, so none
+ * can land after. The data then goes in passes until one finds nothing
+ * (docs/design.md#retention-and-deletion).
  */
 export async function deleteProject(
   kv: Deno.Kv,
@@ -297,16 +300,11 @@ export async function deleteProject(
   await kv.delete(projectKey(projectId));
   let logs = 0;
   for (let deleted = -1; deleted !== 0;) {
-    for await (
-      const page of kv.list<LogPage>({ prefix: logsPrefix(projectId) })
-    ) {
-      logs += page.value.count;
-    }
+    logs += await countStoredEntries(kv, projectId);
     deleted = 0;
     for (
       const prefix of [
-        logsPrefix(projectId),
-        logPartsPrefix(projectId),
+        ...storedLogPrefixes(projectId),
         statsPrefix(projectId),
         rejectionsPrefix(projectId),
         rejectedEntriesPrefix(projectId),
@@ -314,6 +312,11 @@ export async function deleteProject(
       ]
     ) {
       deleted += await deletePrefix(kv, prefix);
+    }
+    for (const key of storedLogKeys(projectId)) {
+      if ((await kv.get(key)).versionstamp === null) continue;
+      await kv.delete(key);
+      deleted++;
     }
   }
   return logs;

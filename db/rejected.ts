@@ -32,7 +32,7 @@ import {
   seenSignatureKey,
 } from "./keys.ts";
 import { decodeJson, encodeJson } from "./kv.ts";
-import { setLogPage } from "./logs.ts";
+import { storeLogs } from "./logs.ts";
 import { type Project, ProjectNotFoundError } from "./projects.ts";
 
 /** How long a rejected entry is kept. */
@@ -334,7 +334,10 @@ async function replayOne(
     if (entry.appid !== undefined) stored.appid = entry.appid;
     if (entry.origin !== undefined) stored.origin = entry.origin;
     op.delete(slotKey);
-    setLogPage(op, projectId, [stored], Math.max(1000, expireIn));
+    storeLogs(op, projectId, [stored], {
+      now,
+      retentionMs: project.retentionDays * DAY_MS,
+    });
     op.sum(acceptedCountKey(projectId), 1n);
     op.sum(replayedCountKey(projectId), 1n);
     if ((await op.commit()).ok) {

@@ -41,7 +41,7 @@ export function idTime(id: string): number {
  *
  * @example
  * ```ts
- * timeBound(Date.UTC(2026, 0, 1)); // "019b76da4000"
+ * timeBound(Date.UTC(2026, 0, 1)); // "019b76daa800"
  * ```
  */
 export function timeBound(ms: number): string {

@@ -30,7 +30,7 @@ import {
   encodeJson,
   getManyChunked,
 } from "../db/kv.ts";
-import { paginate, setLogPage } from "../db/logs.ts";
+import { storeLogs } from "../db/logs.ts";
 import { joinParts } from "../db/parts.ts";
 import type { Project } from "../db/projects.ts";
 import { encodeKeptEntry } from "../db/rejected.ts";
@@ -319,10 +319,7 @@ export class Consumer {
     for (const [projectId, records] of accepted) {
       const retentionMs = projects.get(projectId)!.retentionDays * DAY_MS;
       records.sort((a, b) => a.id < b.id ? -1 : a.id > b.id ? 1 : 0);
-      for (const page of paginate(records)) {
-        const expireAt = page[0]!.receivedAt + retentionMs;
-        setLogPage(op, projectId, page, Math.max(1000, expireAt - now));
-      }
+      storeLogs(op, projectId, records, { now, retentionMs });
       tally.accept(projectId, records.length);
     }
     await addStats(this.#kv, op, tally);

@@ -6,6 +6,7 @@
  * @module
  */
 import { ProjectCache } from "../auth/projects.ts";
+import { startCompactor } from "../db/query/compact.ts";
 import { decodeWakeMessage } from "./batch.ts";
 import { Consumer } from "./consumer.ts";
 import { type CommitRider, GroupCommitter } from "./producer.ts";
@@ -37,6 +38,11 @@ export interface PipelineOptions {
   handOver?: boolean;
   /** Period of the sweeper. @default {1000} */
   sweepIntervalMs?: number;
+  /**
+   * Period of the compactor's rounds, which move settled pages into
+   * compressed chunks (0: no compactor). @default {10000}
+   */
+  compactIntervalMs?: number;
   /** Told of failed processing attempts. @default logs to stderr */
   onError?: (batchId: string, error: unknown) => void;
 }
@@ -46,7 +52,10 @@ export interface Pipeline {
   producer: GroupCommitter;
   consumer: Consumer;
   worker: BatchWorker;
-  /** Starts the sweeper and, when queues are on, the queue listener. */
+  /**
+   * Starts the sweeper, the compactor and, when queues are on, the queue
+   * listener.
+   */
   start(): void;
   /** Commits what waits, finishes the work in hand and stops the sweeper. */
   stop(): Promise<void>;
@@ -90,12 +99,23 @@ export function createPipeline(options: PipelineOptions): Pipeline {
     ...(options.rider ? { rider: options.rider } : {}),
     ...(handOver ? { onCommitted: (batches) => worker.hand(batches) } : {}),
   });
+  let compactor: { stop(): Promise<void> } | undefined;
   return {
     producer,
     consumer,
     worker,
     start() {
       worker.start();
+      const compactIntervalMs = options.compactIntervalMs ?? 10_000;
+      if (compactIntervalMs > 0) {
+        compactor = startCompactor({
+          kv,
+          now,
+          intervalMs: compactIntervalMs,
+          isBusy: () => worker.busy,
+          onError: (error) => onError("", error),
+        });
+      }
       if (config.queue) {
         // Ends when KV is closed; its handler only queues ids, so it never waits.
         kv.listenQueue((message) => {
@@ -107,6 +127,7 @@ export function createPipeline(options: PipelineOptions): Pipeline {
     async stop() {
       await producer.flush();
       await worker.stop();
+      await compactor?.stop();
     },
   };
 }

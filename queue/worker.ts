@@ -146,6 +146,11 @@ export class BatchWorker {
     await this.idle();
   }
 
+  /** Whether batches are queued or running. */
+  get busy(): boolean {
+    return this.#running > 0 || this.#queue.length > 0;
+  }
+
   /** Resolves once nothing is queued or running. */
   idle(): Promise<void> {
     if (this.#running === 0 && this.#queue.length === 0) {

@@ -6,7 +6,7 @@
  */
 import { createApp } from "../app.ts";
 import { type Config, loadConfig } from "../config.ts";
-import { listLogs } from "../db/logs.ts";
+import { listLogs } from "../db/query/mod.ts";
 import type { LogRecord, RejectReason } from "../domain/entry.ts";
 import { createProject, type Project } from "../db/projects.ts";
 import { sign } from "../auth/signature.ts";

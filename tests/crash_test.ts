@@ -5,7 +5,7 @@
  */
 import assert from "node:assert/strict";
 import { pendingBatchesPrefix } from "../db/keys.ts";
-import { listLogs } from "../db/logs.ts";
+import { listLogs } from "../db/query/mod.ts";
 import { createProject } from "../db/projects.ts";
 import { withTimeout } from "./_helpers.ts";
 

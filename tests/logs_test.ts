@@ -1,11 +1,11 @@
 import assert from "node:assert/strict";
 import {
-  listLogs,
   PAGE_ENTRIES,
   PAGE_SPAN_MS,
   paginate,
   setLogPage,
 } from "../db/logs.ts";
+import { listLogs } from "../db/query/mod.ts";
 import type { LogRecord } from "../domain/entry.ts";
 import { createId } from "../domain/ids.ts";
 

@@ -1,0 +1,207 @@
+/**
+ * Fills a KV store with generated entries the way the service stores them:
+ * through the real producer (group commit) and consumer of
+ * `createPipeline`, with an injected clock that spreads receipt times over
+ * a span (7 days for the benchmark), and the compactor run every
+ * `compactEveryMs` of that clock, as the service's compactor would run
+ * every few seconds. The benchmark (bench/query/main.ts) and the engine's
+ * exactness test (tests/query_generated_test.ts) both build their store
+ * with it.
+ *
+ * Entries are submitted 200 at a time (a group spans minutes of receipt
+ * time), so ingest runs at the pipeline's speed while pages stay as small
+ * as at real traffic: the consumer cuts pages at one second, and at a few
+ * entries per second a page holds one or two.
+ *
+ * @module
+ */
+import type { LogRecord, QueuedEntry } from "../../domain/entry.ts";
+import { createProject } from "../../db/projects.ts";
+import { compactProject } from "../../db/query/mod.ts";
+import { createPipeline } from "../../queue/pipeline.ts";
+import { createId } from "../../domain/ids.ts";
+import { createGenerator, type GeneratedEntry, plantWord } from "./generate.ts";
+
+/** The browser origin of generated entries without an app id. */
+export const ORIGIN = "https://shop.example.com";
+/** The app ids the generator sends. */
+const APP_IDS = ["com.example.shop.android", "com.example.shop.ios"];
+/** Entries submitted per group. */
+const GROUP = 200;
+
+/** Options of {@linkcode buildStore}. */
+export interface BuildStoreOptions {
+  kv: Deno.Kv;
+  /** Entries to generate. */
+  count: number;
+  /** Seed of the generator. */
+  seed: number;
+  /** Receipt time of the first entry, Unix ms. */
+  start: number;
+  /** Receipt times spread over this span. */
+  spanMs: number;
+  /** Words planted in one entry each, by entry index. */
+  plant?: Map<number, string>;
+  /** Keep the stored records (for comparisons). @default {false} */
+  keep?: boolean;
+  /** Keep the records of these entries (by index) in `samples`. */
+  sample?: number[];
+  /** Receipt time between compaction rounds. @default {600000} */
+  compactEveryMs?: number;
+  /** Clock reading of the last compaction, after the last entry. @default {60000} */
+  finalDelayMs?: number;
+  /** Told every 100,000 entries. */
+  onProgress?: (done: number) => void;
+}
+
+/** What {@linkcode buildStore} stored. */
+export interface BuiltStore {
+  projectId: string;
+  /** Bytes of the entries' JSON as sent (`POST /api/v1/logs` bodies). */
+  rawBytes: number;
+  /** Id of each entry, by index. */
+  ids: string[];
+  /** The stored records, by index, when `keep` was set. */
+  records: LogRecord[];
+  /** The records of the entries named by `sample`, by index. */
+  samples: Map<number, LogRecord>;
+  /** Entries per level. */
+  levels: Record<string, number>;
+  /** The clock at the end. */
+  end: number;
+  /** Seconds spent ingesting, and compacting. */
+  ingestSeconds: number;
+  compactSeconds: number;
+}
+
+/** Uniform numbers in [0, 1) from a seed (mulberry32). */
+function random(seed: number): () => number {
+  let a = seed >>> 0;
+  return () => {
+    a = (a + 0x6d2b79f5) | 0;
+    let t = Math.imul(a ^ (a >>> 15), 1 | a);
+    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
+    return ((t ^ (t >>> 14)) >>> 0) / 0x1_0000_0000;
+  };
+}
+
+/**
+ * Generates, ingests and compacts `count` entries into a new project.
+ *
+ * @example
+ * ```ts
+ * const store = await buildStore({ kv, count: 20_000, seed: 7, start, spanMs: 7 * 86_400_000 });
+ * ```
+ */
+export async function buildStore(
+  options: BuildStoreOptions,
+): Promise<BuiltStore> {
+  const { kv, count, start, spanMs } = options;
+  let t = start;
+  const now = () => t;
+  const project = await createProject(kv, {
+    name: "query bench",
+    allow: [ORIGIN, ...APP_IDS],
+    now,
+  });
+  const pipeline = createPipeline({
+    kv,
+    now,
+    config: {
+      queue: false,
+      consumerConcurrency: 4,
+      maxPendingRequests: 100_000,
+      projectCacheMs: 3_600_000,
+      signatureMaxSkewMs: 300_000,
+    },
+    onError: (batchId, error) =>
+      console.error(`Cannot process batch "${batchId}":`, error),
+  });
+  const generator = createGenerator(options.seed);
+  const jitter = random(options.seed ^ 0x5eed);
+  const compactEveryMs = options.compactEveryMs ?? 600_000;
+  const built: BuiltStore = {
+    projectId: project.id,
+    rawBytes: 0,
+    ids: [],
+    records: [],
+    samples: new Map(),
+    levels: {},
+    end: start,
+    ingestSeconds: 0,
+    compactSeconds: 0,
+  };
+  const encoder = new TextEncoder();
+  let compactSeconds = 0;
+  const compact = async (at: number) => {
+    await pipeline.worker.idle();
+    const began = performance.now();
+    t = at;
+    await compactProject(kv, project.id, { now: at });
+    compactSeconds += (performance.now() - began) / 1000;
+  };
+  const sampled = new Set(options.sample ?? []);
+  const began = performance.now();
+  let nextCompaction = start + compactEveryMs;
+  for (let from = 0; from < count; from += GROUP) {
+    const group: QueuedEntry[] = [];
+    for (let i = from; i < Math.min(count, from + GROUP); i++) {
+      const receivedAt = start + Math.floor((i + jitter()) * spanMs / count);
+      let generated: GeneratedEntry = generator.next();
+      const word = options.plant?.get(i);
+      if (word !== undefined) generated = plantWord(generated, word);
+      const { appid, ...body } = generated;
+      const entry: QueuedEntry = {
+        id: createId(receivedAt),
+        receivedAt,
+        projectId: project.id,
+        level: body.level,
+        data: body.data,
+        device: body.device,
+        context: body.context,
+        ...(appid === undefined ? { origin: ORIGIN } : { appid }),
+      };
+      built.rawBytes += encoder.encode(JSON.stringify({
+        level: body.level,
+        projectId: project.id,
+        data: body.data,
+        device: body.device,
+        context: body.context,
+        ...(appid === undefined ? {} : { appid }),
+      })).length;
+      built.ids.push(entry.id);
+      built.levels[entry.level] = (built.levels[entry.level] ?? 0) + 1;
+      if (options.keep || sampled.has(i)) {
+        const record: LogRecord = {
+          id: entry.id,
+          receivedAt,
+          level: entry.level,
+          data: entry.data,
+          device: entry.device!,
+          context: entry.context!,
+          auth: appid === undefined ? "origin" : "appid",
+        };
+        if (appid !== undefined) record.appid = appid;
+        else record.origin = ORIGIN;
+        if (options.keep) built.records.push(record);
+        if (sampled.has(i)) built.samples.set(i, record);
+      }
+      group.push(entry);
+    }
+    t = group.at(-1)!.receivedAt;
+    await Promise.all(group.map((entry) => pipeline.producer.submit(entry)));
+    if ((from / GROUP) % 8 === 7) await pipeline.worker.idle();
+    if (t >= nextCompaction) {
+      await compact(t);
+      nextCompaction = t + compactEveryMs;
+    }
+    const done = Math.min(count, from + GROUP);
+    if (done % 100_000 === 0) options.onProgress?.(done);
+  }
+  await pipeline.stop();
+  built.end = t + (options.finalDelayMs ?? 60_000);
+  await compact(built.end);
+  built.compactSeconds = compactSeconds;
+  built.ingestSeconds = (performance.now() - began) / 1000 - compactSeconds;
+  return built;
+}

@@ -1,0 +1,91 @@
+/**
+ * Bloom filters: a set of strings in a few bits per member that answers
+ * "certainly absent" or "maybe present", never a false "absent". Each chunk
+ * of stored entries has one over its tokens and field pairs (see
+ * db/query/text.ts), so that a query skips chunks that cannot match.
+ *
+ * Sized at {@linkcode BITS_PER_ITEM} bits per member with
+ * {@linkcode HASHES} probes: about 1 % of absent members answer "maybe".
+ * Probes come from two 32-bit hashes of the member (Kirsch–Mitzenmacher
+ * double hashing), computed once per member and reused on every filter.
+ *
+ * @module
+ */
+
+/** Bits per member: about 1 % false positives with 7 probes. */
+export const BITS_PER_ITEM = 10;
+/** Probes per member. */
+export const HASHES = 7;
+/** Largest filter, in bytes: keeps a filter inside one KV value. */
+export const MAX_BLOOM_BYTES = 48_000;
+
+/** Two 32-bit hashes of a member; compute once, probe many filters. */
+export interface BloomHash {
+  h1: number;
+  h2: number;
+}
+
+/** A filter: its bits (the length fixes the size) and number of probes. */
+export interface Bloom {
+  bits: Uint8Array;
+  k: number;
+}
+
+function mix(h: number): number {
+  h ^= h >>> 16;
+  h = Math.imul(h, 0x85ebca6b);
+  h ^= h >>> 13;
+  h = Math.imul(h, 0xc2b2ae35);
+  return (h ^ (h >>> 16)) >>> 0;
+}
+
+/**
+ * Hashes a member (FNV-1a over its UTF-16 units, two seeds, then mixed).
+ *
+ * @example
+ * ```ts
+ * bloomHas(bloom, bloomHash("timeout")); // false: certainly absent
+ * ```
+ */
+export function bloomHash(member: string): BloomHash {
+  let a = 0x811c9dc5;
+  let b = 0x01000193 ^ member.length;
+  for (let i = 0; i < member.length; i++) {
+    const c = member.charCodeAt(i);
+    a = Math.imul(a ^ c, 0x01000193);
+    b = Math.imul(b ^ c, 0x5bd1e995);
+  }
+  return { h1: mix(a), h2: (mix(b) | 1) >>> 0 };
+}
+
+/** An empty filter sized for `members` members. */
+export function createBloom(members: number): Bloom {
+  const bytes = Math.min(
+    MAX_BLOOM_BYTES,
+    Math.max(8, Math.ceil(members * BITS_PER_ITEM / 8)),
+  );
+  return { bits: new Uint8Array(bytes), k: HASHES };
+}
+
+/** Adds a member, given its hash. */
+export function bloomAdd(bloom: Bloom, hash: BloomHash): void {
+  const m = bloom.bits.length * 8;
+  let at = hash.h1 % m;
+  const step = hash.h2 % m;
+  for (let i = 0; i < bloom.k; i++) {
+    bloom.bits[at >>> 3]! |= 1 << (at & 7);
+    at = (at + step) % m;
+  }
+}
+
+/** Whether the member with this hash may be present (false: certainly not). */
+export function bloomHas(bloom: Bloom, hash: BloomHash): boolean {
+  const m = bloom.bits.length * 8;
+  let at = hash.h1 % m;
+  const step = hash.h2 % m;
+  for (let i = 0; i < bloom.k; i++) {
+    if ((bloom.bits[at >>> 3]! & (1 << (at & 7))) === 0) return false;
+    at = (at + step) % m;
+  }
+  return true;
+}

@@ -1,0 +1,243 @@
+/**
+ * Compacted chunks and their summaries: the stored form of settled entries.
+ *
+ * A chunk is the JSON lines of up to a few thousand entries (sorted by id),
+ * cut into blocks of about {@linkcode BLOCK_RAW_BYTES} of JSON, each deflated
+ * ("deflate-raw") on its own, together at most about
+ * {@linkcode CHUNK_TARGET_BYTES}, under `log_chunks/<projectId>/<last id>`.
+ * Beside it, two small values name the same last id: the summary (first id,
+ * count, count per level, parts) under `log_summaries/`, and the summary
+ * followed by one Bloom filter per block (of its tokens and field pairs) under
+ * `log_blooms/`. A query lists the summaries, or the Bloom filters when it
+ * has text or field terms, reads only the chunks that may hold a match, and
+ * inflates only their blocks that may: a user's entries spread over a hundred
+ * chunks cost a hundred blocks, not a hundred whole chunks. Keys name the last id so that a
+ * newest-first listing knows that no chunk still to be listed holds a later
+ * entry; a chunk spans at most {@linkcode CHUNK_SPAN_MS}, which bounds how far
+ * an oldest-first listing looks ahead.
+ *
+ * Every value is bytes encoded here (format byte first), readable by any
+ * Deno version.
+ *
+ * @module
+ */
+import { deflateRawSync, inflateRawSync } from "node:zlib";
+import { concatBytes, joinBytes, splitBytes } from "../blob.ts";
+import { logChunkPartKey } from "../keys.ts";
+import { decodeRecordLine, lineId } from "../logs.ts";
+import { type Bloom, bloomAdd, bloomHash, createBloom } from "./bloom.ts";
+import { forEachPair, forEachText, forEachToken } from "./text.ts";
+
+/** Compressed bytes a chunk aims at, under KV's 64 KiB value limit. */
+export const CHUNK_TARGET_BYTES = 56_000;
+/** Compressed bytes above which a chunk of several pages is cut in two. */
+export const CHUNK_MAX_BYTES = 60_000;
+/** Receipt time one chunk spans at most. */
+export const CHUNK_SPAN_MS = 3_600_000;
+/** JSON bytes of one block of a chunk, about. */
+export const BLOCK_RAW_BYTES = 120_000;
+const FORMAT = 1;
+
+/** What a query knows of a chunk without reading it. */
+export interface ChunkSummary {
+  /** Id of the chunk's first entry. */
+  firstId: string;
+  /** Id of its last entry (the key's name). */
+  lastId: string;
+  /** Number of entries. */
+  count: number;
+  /** Entries per level. */
+  levels: Record<string, number>;
+  /** Values the chunk is stored in, head included. */
+  parts: number;
+}
+
+/** A chunk's summary with the Bloom filters of its blocks. */
+export interface ChunkIndex extends ChunkSummary {
+  blooms: Bloom[];
+}
+
+/** A chunk ready to store. */
+export interface BuiltChunk {
+  summary: ChunkSummary;
+  /** The chunk value (format, parts, deflated lines). */
+  head: Uint8Array;
+  /** Further parts of a chunk larger than one value. */
+  rest: Uint8Array[];
+  /** The `log_summaries/` value. */
+  summaryValue: Uint8Array;
+  /** The `log_blooms/` value. */
+  bloomValue: Uint8Array;
+  /** Compressed bytes. */
+  compressedBytes: number;
+}
+
+const encoder = new TextEncoder();
+const decoder = new TextDecoder();
+
+/**
+ * Builds a chunk from lines of `encodeRecordLine`, sorted by id.
+ *
+ * @example
+ * ```ts
+ * const chunk = buildChunk(lines);
+ * op.set(logChunkKey(projectId, chunk.summary.lastId), chunk.head);
+ * ```
+ */
+export function buildChunk(lines: string[]): BuiltChunk {
+  const levels: Record<string, number> = {};
+  const blocks: string[][] = [];
+  let raw = 0;
+  for (const line of lines) raw += line.length + 1;
+  const perBlock = raw / Math.max(1, Math.round(raw / BLOCK_RAW_BYTES));
+  let block: string[] = [];
+  let size = 0;
+  for (const line of lines) {
+    if (block.length > 0 && size + line.length / 2 > perBlock) {
+      blocks.push(block);
+      block = [];
+      size = 0;
+    }
+    block.push(line);
+    size += line.length + 1;
+  }
+  blocks.push(block);
+  const blooms: Bloom[] = [];
+  const deflated: Uint8Array[] = [];
+  for (const lines of blocks) {
+    const members = new Set<string>();
+    const addToken = (token: string) => members.add(token);
+    const addPair = (pair: string) => members.add(pair);
+    for (const line of lines) {
+      const record = decodeRecordLine(line);
+      levels[record.level] = (levels[record.level] ?? 0) + 1;
+      forEachText(record, (t) => forEachToken(t.toLowerCase(), addToken));
+      forEachPair(record, addPair);
+    }
+    const bloom = createBloom(members.size);
+    for (const member of members) bloomAdd(bloom, bloomHash(member));
+    blooms.push(bloom);
+    deflated.push(deflateRawSync(encoder.encode(lines.join("\n"))));
+  }
+  // Block table: count, then each block's compressed size (32 bits).
+  const table = new Uint8Array(1 + 4 * blocks.length);
+  const view = new DataView(table.buffer);
+  table[0] = blocks.length;
+  deflated.forEach((d, i) => view.setUint32(1 + 4 * i, d.length, true));
+  const body = concatBytes([table, ...deflated]);
+  const { head, rest } = splitBytes(body);
+  const summary: ChunkSummary = {
+    firstId: lineId(lines[0]!),
+    lastId: lineId(lines.at(-1)!),
+    count: lines.length,
+    levels,
+    parts: 1 + rest.length,
+  };
+  const json = encoder.encode(JSON.stringify({
+    f: summary.firstId,
+    n: summary.count,
+    lv: levels,
+    p: summary.parts,
+  }));
+  // Bloom value: format, summary length (32 bits), summary, then per block
+  // its probes (8 bits), its size in bytes (32 bits) and its bits.
+  const bloomParts: Uint8Array[] = [new Uint8Array([FORMAT]), u32(json.length)];
+  bloomParts.push(json);
+  for (const bloom of blooms) {
+    bloomParts.push(new Uint8Array([bloom.k]), u32(bloom.bits.length));
+    bloomParts.push(bloom.bits);
+  }
+  return {
+    summary,
+    head: concatBytes([new Uint8Array([FORMAT, summary.parts]), head]),
+    rest,
+    summaryValue: concatBytes([new Uint8Array([FORMAT]), json]),
+    bloomValue: concatBytes(bloomParts),
+    compressedBytes: body.length,
+  };
+}
+
+function u32(n: number): Uint8Array {
+  const bytes = new Uint8Array(4);
+  new DataView(bytes.buffer).setUint32(0, n, true);
+  return bytes;
+}
+
+function parseSummary(json: Uint8Array, lastId: string): ChunkSummary {
+  const raw = JSON.parse(decoder.decode(json));
+  return {
+    firstId: raw.f,
+    lastId,
+    count: raw.n,
+    levels: raw.lv,
+    parts: raw.p,
+  };
+}
+
+function checkFormat(value: unknown, what: string): Uint8Array {
+  if (!(value instanceof Uint8Array) || value[0] !== FORMAT) {
+    throw new Error(`Cannot read ${what}: unknown format`);
+  }
+  return value;
+}
+
+/** Decodes a `log_summaries/` value; `lastId` is its key's name. */
+export function decodeSummary(value: unknown, lastId: string): ChunkSummary {
+  return parseSummary(checkFormat(value, "chunk summary").subarray(1), lastId);
+}
+
+/** Decodes a `log_blooms/` value; `lastId` is its key's name. */
+export function decodeChunkIndex(value: unknown, lastId: string): ChunkIndex {
+  const bytes = checkFormat(value, "chunk Bloom filter");
+  const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.length);
+  const size = view.getUint32(1, true);
+  const summary = parseSummary(bytes.subarray(5, 5 + size), lastId);
+  const blooms: Bloom[] = [];
+  for (let at = 5 + size; at < bytes.length;) {
+    const length = view.getUint32(at + 1, true);
+    blooms.push({
+      k: bytes[at]!,
+      bits: bytes.subarray(at + 5, at + 5 + length),
+    });
+    at += 5 + length;
+  }
+  return { ...summary, blooms };
+}
+
+/**
+ * Decodes a chunk value (reading its further parts when it has any) into
+ * the text of its lines, joined by "\n": of every block, or of the blocks
+ * listed in `blocks` (ascending), which keeps the lines sorted.
+ */
+export async function readChunkText(
+  kv: Deno.Kv,
+  projectId: string,
+  lastId: string,
+  value: unknown,
+  blocks?: number[],
+): Promise<string> {
+  const bytes = checkFormat(value, `chunk "${lastId}"`);
+  const parts = bytes[1]!;
+  const body = parts <= 1 ? bytes.subarray(2) : await joinBytes(
+    kv,
+    bytes.subarray(2),
+    Array.from(
+      { length: parts - 1 },
+      (_, i) => logChunkPartKey(projectId, lastId, i + 1),
+    ),
+  );
+  const view = new DataView(body.buffer, body.byteOffset, body.length);
+  const count = body[0]!;
+  const texts: string[] = [];
+  let at = 1 + 4 * count;
+  for (let i = 0; i < count; i++) {
+    const length = view.getUint32(1 + 4 * i, true);
+    if (!blocks || blocks.includes(i)) {
+      texts.push(
+        decoder.decode(inflateRawSync(body.subarray(at, at + length))),
+      );
+    }
+    at += length;
+  }
+  return texts.join("\n");
+}

@@ -1,0 +1,175 @@
+/**
+ * Histograms: counts of entries per interval by level over a time range.
+ * When the filter is about levels only, whole minutes and hours come from
+ * the counters the consumer sums (db/log_counts.ts) and only the partial
+ * minutes at the two ends are counted from entries; any other filter
+ * counts matching entries (reading only chunks that may match). Counts are
+ * exact either way. Entries stored before the counters existed are counted
+ * once the compactor has moved them into chunks.
+ *
+ * @module
+ */
+import { COUNT_BUCKET_MS, readLogCounts } from "../log_counts.ts";
+import { timeBound } from "../../domain/ids.ts";
+import { compileFilter, type Filter, InvalidQueryError } from "./filter.ts";
+import { scan } from "./scan.ts";
+import { logCompactionKey } from "../keys.ts";
+
+/** The intervals a histogram chooses from. */
+export const HISTOGRAM_INTERVALS_MS = [
+  1000,
+  5000,
+  15_000,
+  60_000,
+  300_000,
+  900_000,
+  3_600_000,
+  10_800_000,
+  21_600_000,
+  43_200_000,
+  86_400_000,
+] as const;
+/** Most buckets one histogram returns. */
+const MAX_BUCKETS = 5000;
+
+/** Options of {@linkcode histogram}. */
+export interface HistogramOptions {
+  /** Unix ms, inclusive. */
+  since: number;
+  /** Unix ms, exclusive. */
+  until: number;
+  filter?: Filter;
+  /** About how many bars. @default {60} */
+  buckets?: number;
+}
+
+/** Counts per interval, by level. */
+export interface Histogram {
+  intervalMs: number;
+  /** Buckets from the one holding `since` to the one holding `until - 1`. */
+  buckets: { start: number; counts: Record<string, number> }[];
+}
+
+/**
+ * The smallest standard interval that shows `spanMs` in at most about
+ * `buckets` bars (one day at most).
+ *
+ * @example
+ * ```ts
+ * chooseInterval(7 * 86_400_000, 60); // 10_800_000 (3 h)
+ * ```
+ */
+export function chooseInterval(spanMs: number, buckets = 60): number {
+  const ideal = spanMs / Math.max(1, buckets);
+  return HISTOGRAM_INTERVALS_MS.find((ms) => ms >= ideal) ??
+    HISTOGRAM_INTERVALS_MS.at(-1)!;
+}
+
+/** Whether a filter constrains nothing but time and level. */
+function levelsOnly(filter: Filter): boolean {
+  return !filter.text?.length && !filter.notText?.length &&
+    (filter.fields ?? []).every((term) => term.path === "level");
+}
+
+/**
+ * Counts a project's entries per interval by level over [since, until).
+ *
+ * @example
+ * ```ts
+ * const week = await histogram(kv, projectId, { since: now - 7 * 86_400_000, until: now });
+ * ```
+ */
+export async function histogram(
+  kv: Deno.Kv,
+  projectId: string,
+  options: HistogramOptions,
+): Promise<Histogram> {
+  const filter = options.filter ?? {};
+  if (
+    !Number.isFinite(options.since) || !Number.isFinite(options.until) ||
+    options.until <= options.since
+  ) {
+    throw new InvalidQueryError(
+      `Cannot count entries from ${options.since} to ${options.until}: expected a time range with since before until`,
+    );
+  }
+  const intervalMs = chooseInterval(
+    options.until - options.since,
+    options.buckets,
+  );
+  const first = Math.floor(options.since / intervalMs) * intervalMs;
+  const count = Math.ceil((options.until - first) / intervalMs);
+  if (count > MAX_BUCKETS) {
+    throw new InvalidQueryError(
+      `Cannot count entries over ${count} buckets: at most ${MAX_BUCKETS}`,
+    );
+  }
+  const buckets = Array.from({ length: count }, (_, i) => ({
+    start: first + i * intervalMs,
+    counts: {} as Record<string, number>,
+  }));
+  const since = Math.max(options.since, filter.since ?? -Infinity);
+  const until = Math.min(options.until, filter.until ?? Infinity);
+  if (since >= until) return { intervalMs, buckets };
+  const compiled = compileFilter(filter);
+  const add = (ms: number, level: string, n: number) => {
+    const counts = buckets[Math.floor((ms - first) / intervalMs)]!.counts;
+    counts[level] = (counts[level] ?? 0) + n;
+  };
+  const countEntries = async (from: number, to: number) => {
+    let lo = timeBound(from);
+    const hi = timeBound(to);
+    for (;;) {
+      const page = await scan(kv, projectId, {
+        order: "oldest",
+        lo,
+        hi,
+        filter: compiled,
+        limit: 1000,
+      });
+      for (const r of page.records) add(r.receivedAt, r.level, 1);
+      if (!page.more) return;
+      lo = page.records.at(-1)!.id + "\0";
+    }
+  };
+  const countCounters = async (
+    resolution: "m" | "h",
+    from: number,
+    to: number,
+  ) => {
+    for (const c of await readLogCounts(kv, projectId, resolution, from, to)) {
+      if (compiled.levelOk === null || compiled.levelOk(c.level)) {
+        add(c.start, c.level, c.count);
+      }
+    }
+  };
+  const minute = COUNT_BUCKET_MS.m;
+  const hour = COUNT_BUCKET_MS.h;
+  const m1 = Math.ceil(since / minute) * minute;
+  const m2 = Math.floor(until / minute) * minute;
+  // Scanning entries may be redone when a compaction moves them; counters
+  // are summed with the entries, so they need no such check.
+  const key = logCompactionKey(projectId);
+  for (let attempt = 1;; attempt++) {
+    for (const b of buckets) b.counts = {};
+    const before = await kv.get(key);
+    if (!levelsOnly(filter) || intervalMs < minute || m1 >= m2) {
+      await countEntries(since, until);
+    } else {
+      await countEntries(since, m1);
+      await countEntries(m2, until);
+      const h1 = Math.ceil(m1 / hour) * hour;
+      const h2 = Math.floor(m2 / hour) * hour;
+      if (intervalMs >= hour && h1 < h2) {
+        await countCounters("m", m1, h1);
+        await countCounters("h", h1, h2);
+        await countCounters("m", h2, m2);
+      } else {
+        await countCounters("m", m1, m2);
+      }
+    }
+    const after = await kv.get(key);
+    if (after.versionstamp === before.versionstamp || attempt >= 5) break;
+  }
+  return { intervalMs, buckets };
+}

@@ -1,0 +1,49 @@
+/**
+ * The query module: the one way the operator commands and the dashboard read
+ * stored entries. Filters and the query syntax, pages of entries with a
+ * cursor, one entry, an entry in context, a live tail, histograms, and the
+ * compactor that keeps stored entries small and skippable. See
+ * docs/query.md.
+ *
+ * @module
+ */
+export type { LogRecord } from "../../domain/entry.ts";
+export {
+  andFilters,
+  type CompiledFilter,
+  compileFilter,
+  type FieldTerm,
+  type Filter,
+  InvalidQueryError,
+  levelRank,
+  matches,
+} from "./filter.ts";
+export { parseQuery, QuerySyntaxError } from "./parse.ts";
+export {
+  aroundEntry,
+  DEFAULT_QUERY_LIMIT,
+  getEntry,
+  listLogs,
+  type ListLogsOptions,
+  MAX_QUERY_LIMIT,
+  queryLogs,
+  type QueryOptions,
+  type QueryPage,
+  tailLogs,
+  type TailOptions,
+} from "./query.ts";
+export {
+  chooseInterval,
+  type Histogram,
+  histogram,
+  type HistogramOptions,
+} from "./histogram.ts";
+export {
+  compactAll,
+  type CompactOptions,
+  compactProject,
+  type CompactResult,
+  startCompactor,
+} from "./compact.ts";
+export { countStoredEntries } from "./storage.ts";
+export type { Order, ScanStats } from "./scan.ts";

@@ -1,0 +1,262 @@
+/**
+ * The query syntax for people (docs/query.md#syntax), used by
+ * `deno task logs ID --query '…'` and the dashboard's search box:
+ *
+ * | form | meaning |
+ * |---|---|
+ * | `timeout` | full-text word (see db/query/text.ts) |
+ * | `"payment failed"` | full-text phrase; `\"` and `\\` inside |
+ * | `-timeout`, `-"a b"` | no entry with this word or phrase |
+ * | `context.userId:user_42` | field equals value (`field:"a b"` when it has spaces) |
+ * | `-device.os:iOS` | field absent or not equal |
+ * | `context.release:*`, `-appid:*` | field present, absent |
+ * | `level:error,critical` | any of these levels |
+ * | `level>=warning` | this standard level or a more severe one |
+ * | `AND` | ignored: terms always combine with AND |
+ *
+ * Fields are `level`, `auth`, `origin`, `appid`, `id`, and paths under
+ * `data`, `context` and `device`. A word whose text before `:` names no field
+ * is refused unless it is a URL (`https://…`); quote it to search for it.
+ * Errors are {@linkcode QuerySyntaxError}s naming the 1-based column.
+ *
+ * @module
+ */
+import { LEVEL_PATTERN, STANDARD_LEVELS } from "../../domain/entry.ts";
+import { type FieldTerm, type Filter, levelRank } from "./filter.ts";
+
+/** A malformed query; `column` is 1-based. */
+export class QuerySyntaxError extends Error {
+  override name = "QuerySyntaxError";
+  column: number;
+  /** The problem, without the column. */
+  detail: string;
+  constructor(column: number, detail: string) {
+    super(`Cannot parse query at column ${column}: ${detail}`);
+    this.column = column;
+    this.detail = detail;
+  }
+}
+
+const FIELD = /^[A-Za-z_][A-Za-z0-9_]*(?:\.[^\s.:"><=,]+)*/;
+const TOP_FIELDS = new Set(["level", "auth", "origin", "appid", "id"]);
+const ROOTS = new Set(["data", "context", "device"]);
+
+function isSpace(c: string | undefined): boolean {
+  return c === " " || c === "\t" || c === "\n" || c === "\r";
+}
+
+/** Reads a quoted string starting at `at` (the quote); returns text and end. */
+function readQuoted(query: string, at: number): { text: string; end: number } {
+  let text = "";
+  for (let i = at + 1; i < query.length; i++) {
+    const c = query[i]!;
+    if (c === "\\" && i + 1 < query.length) {
+      text += query[++i];
+    } else if (c === '"') {
+      if (i + 1 < query.length && !isSpace(query[i + 1])) {
+        throw new QuerySyntaxError(
+          i + 2,
+          "expected a space after the closing quote",
+        );
+      }
+      return { text, end: i + 1 };
+    } else {
+      text += c;
+    }
+  }
+  throw new QuerySyntaxError(at + 1, "quoted text is not closed");
+}
+
+/** Reads up to the next space; a quote inside is refused. */
+function readWord(query: string, at: number): { text: string; end: number } {
+  let end = at;
+  while (end < query.length && !isSpace(query[end])) {
+    if (query[end] === '"') {
+      throw new QuerySyntaxError(
+        end + 1,
+        `unexpected quote inside a word (quote the whole term)`,
+      );
+    }
+    end++;
+  }
+  return { text: query.slice(at, end), end };
+}
+
+function checkLevel(level: string, column: number): string {
+  if (!LEVEL_PATTERN.test(level)) {
+    throw new QuerySyntaxError(
+      column,
+      `"${level}" is not a level (expected a name such as ${
+        STANDARD_LEVELS.join(", ")
+      })`,
+    );
+  }
+  return level;
+}
+
+/**
+ * Parses the query syntax into a filter. Throws {@linkcode QuerySyntaxError}
+ * on malformed input.
+ *
+ * @example
+ * ```ts
+ * parseQuery('level>=warning "payment failed" -context.environment:staging');
+ * ```
+ */
+export function parseQuery(query: string): Filter {
+  const filter: Filter = {};
+  const fields: FieldTerm[] = [];
+  const text: string[] = [];
+  const notText: string[] = [];
+  let levels: string[] | undefined;
+  let at = 0;
+  while (at < query.length) {
+    if (isSpace(query[at])) {
+      at++;
+      continue;
+    }
+    const start = at;
+    const c = query[at]!;
+    if (c === "(" || c === ")") {
+      throw new QuerySyntaxError(at + 1, "parentheses are not supported");
+    }
+    const bare = /^[A-Z]+/.exec(query.slice(at, at + 4))?.[0];
+    const bareEnd = at + (bare?.length ?? 0);
+    if (bare && (bareEnd === query.length || isSpace(query[bareEnd]))) {
+      if (bare === "AND") {
+        at += 3;
+        continue;
+      }
+      if (bare === "OR" || bare === "NOT") {
+        throw new QuerySyntaxError(
+          at + 1,
+          bare === "OR"
+            ? "OR is not supported: terms combine with AND"
+            : "NOT is not supported: write -term",
+        );
+      }
+    }
+    let negated = false;
+    if (c === "-") {
+      negated = true;
+      at++;
+      if (at >= query.length || isSpace(query[at])) {
+        throw new QuerySyntaxError(start + 1, "expected a term after -");
+      }
+    }
+    if (query[at] === '"') {
+      const { text: phrase, end } = readQuoted(query, at);
+      if (phrase.trim() === "") {
+        throw new QuerySyntaxError(at + 1, "the quoted phrase is empty");
+      }
+      (negated ? notText : text).push(phrase.toLowerCase());
+      at = end;
+      continue;
+    }
+    const field = FIELD.exec(query.slice(at))?.[0];
+    const after = field === undefined ? "" : query.slice(at + field.length);
+    const operator = /^(?::|>=|<=|>|<|=)/.exec(after)?.[0];
+    const badPath = field !== undefined && after.startsWith(".") &&
+      ROOTS.has(field.split(".")[0]!) && /^\.\S*:/.test(after);
+    if (!badPath && (field === undefined || operator === undefined)) {
+      const { text: word, end } = readWord(query, at);
+      (negated ? notText : text).push(word.toLowerCase());
+      at = end;
+      continue;
+    }
+    if (badPath || operator === undefined) {
+      throw new QuerySyntaxError(
+        at + field.length + 1,
+        `expected a name after "${field}."`,
+      );
+    }
+    const root = field.split(".")[0]!;
+    if (!TOP_FIELDS.has(field) && !ROOTS.has(root)) {
+      // A URL, a time of day or "a=b" is a word, not a field.
+      if (operator !== ":" || /^:(\/\/|\d)/.test(after)) {
+        const { text: word, end } = readWord(query, at);
+        (negated ? notText : text).push(word.toLowerCase());
+        at = end;
+        continue;
+      }
+      throw new QuerySyntaxError(
+        at + 1,
+        `unknown field "${field}" (expected level, auth, origin, appid, id, or a path under data., context. or device; quote text that contains ":")`,
+      );
+    }
+    const valueAt = at + field.length + operator.length;
+    if (operator !== ":") {
+      if (operator === "=") {
+        throw new QuerySyntaxError(
+          at + field.length + 1,
+          `expected "${field}:VALUE" ("=" does not compare)`,
+        );
+      }
+      if (field !== "level" || operator !== ">=") {
+        throw new QuerySyntaxError(
+          at + field.length + 1,
+          `"${operator}" is not supported here: only level>=LEVEL compares`,
+        );
+      }
+      if (negated) {
+        throw new QuerySyntaxError(start + 1, "level>= cannot be negated");
+      }
+      const { text: level, end } = readWord(query, valueAt);
+      if (!(STANDARD_LEVELS as readonly string[]).includes(level)) {
+        throw new QuerySyntaxError(
+          valueAt + 1,
+          `expected one of ${STANDARD_LEVELS.join(", ")} after level>=`,
+        );
+      }
+      if (
+        filter.minLevel === undefined ||
+        levelRank(level) > levelRank(filter.minLevel)
+      ) filter.minLevel = level;
+      at = end;
+      continue;
+    }
+    if (valueAt >= query.length || isSpace(query[valueAt])) {
+      throw new QuerySyntaxError(
+        valueAt + 1,
+        `expected a value after "${field}:" (use ${field}:* for presence)`,
+      );
+    }
+    const quoted = query[valueAt] === '"';
+    const { text: value, end } = quoted
+      ? readQuoted(query, valueAt)
+      : readWord(query, valueAt);
+    at = end;
+    if (!quoted && value === "*") {
+      fields.push({ path: field, op: negated ? "missing" : "exists" });
+      continue;
+    }
+    if (field === "level" && !quoted && !negated) {
+      let column = valueAt + 1;
+      const list = value.split(",").map((level) => {
+        const checked = checkLevel(level, column);
+        column += level.length + 1;
+        return checked;
+      });
+      levels = levels ? levels.filter((l) => list.includes(l)) : list;
+      continue;
+    }
+    if (field === "level") {
+      let column = valueAt + 1;
+      for (const level of quoted ? [value] : value.split(",")) {
+        fields.push({
+          path: "level",
+          op: negated ? "neq" : "eq",
+          value: checkLevel(level, column),
+        });
+        column += level.length + 1;
+      }
+      continue;
+    }
+    fields.push({ path: field, op: negated ? "neq" : "eq", value });
+  }
+  if (levels) filter.levels = levels;
+  if (text.length > 0) filter.text = text;
+  if (notText.length > 0) filter.notText = notText;
+  if (fields.length > 0) filter.fields = fields;
+  return filter;
+}

@@ -1,0 +1,319 @@
+/**
+ * The query functions the operator commands and the dashboard call:
+ * filtered pages of entries with a cursor, one entry, an entry in its
+ * context, and a live tail. Each read is checked against compaction: the
+ * compactor bumps `log_compactions/<projectId>` in every commit that moves
+ * pages into a chunk, and a read during which it changed is done again, so
+ * that no entry is missed or seen twice while it moves.
+ *
+ * @module
+ */
+import type { LogRecord } from "../../domain/entry.ts";
+import { idTime, timeBound } from "../../domain/ids.ts";
+import { logCompactionKey } from "../keys.ts";
+import { compileFilter, type Filter, InvalidQueryError } from "./filter.ts";
+import { MAX_ID, type Order, scan, type ScanStats } from "./scan.ts";
+
+/** Default number of records of a page. */
+export const DEFAULT_QUERY_LIMIT = 100;
+/** Most records of one page. */
+export const MAX_QUERY_LIMIT = 1000;
+/** Reads done again at most when compactions keep moving entries. */
+const MAX_ATTEMPTS = 5;
+const ID = /^[0-9a-f]{28}$/;
+
+/** Options of {@linkcode queryLogs}. */
+export interface QueryOptions {
+  /** @default {{}} (every entry) */
+  filter?: Filter;
+  /** @default {"newest"} */
+  order?: Order;
+  /** Records per page, 1 to {@linkcode MAX_QUERY_LIMIT}. @default {100} */
+  limit?: number;
+  /** From a previous page: continue after its last record. */
+  cursor?: string;
+}
+
+/** One page of a query. */
+export interface QueryPage {
+  records: LogRecord[];
+  /** Pass it back for the next page; `null` when nothing more matches. */
+  cursor: string | null;
+  stats: ScanStats;
+}
+
+/**
+ * Runs `read` until no compaction of the project committed while it ran
+ * (at most {@linkcode MAX_ATTEMPTS} times).
+ */
+async function consistent<T>(
+  kv: Deno.Kv,
+  projectId: string,
+  read: () => Promise<T>,
+): Promise<T> {
+  const key = logCompactionKey(projectId);
+  for (let attempt = 1;; attempt++) {
+    const before = await kv.get(key);
+    const result = await read();
+    const after = await kv.get(key);
+    if (after.versionstamp === before.versionstamp || attempt >= MAX_ATTEMPTS) {
+      return result;
+    }
+  }
+}
+
+function readCursor(cursor: string, order: Order): string {
+  const match = /^([no])([0-9a-f]{28})$/.exec(cursor);
+  if (!match || match[1] !== order[0]) {
+    throw new InvalidQueryError(
+      `Cannot read cursor "${cursor}": expected a cursor of a previous page with order "${order}"`,
+    );
+  }
+  return match[2]!;
+}
+
+/** The id range of a filter's time range. */
+function timeRange(filter: Filter): { lo: string; hi: string } {
+  return {
+    lo: filter.since === undefined ? "" : timeBound(filter.since),
+    hi: filter.until === undefined ? MAX_ID : timeBound(filter.until),
+  };
+}
+
+/**
+ * One page of a project's entries matching `filter`, newest (or oldest)
+ * first. A cursor names the last record handed out, so following pages
+ * stay exact while new entries arrive.
+ *
+ * @example
+ * ```ts
+ * const page = await queryLogs(kv, projectId, { filter: parseQuery("level:error") });
+ * const next = page.cursor && await queryLogs(kv, projectId, { filter, cursor: page.cursor });
+ * ```
+ */
+export async function queryLogs(
+  kv: Deno.Kv,
+  projectId: string,
+  options: QueryOptions = {},
+): Promise<QueryPage> {
+  const filter = options.filter ?? {};
+  const order = options.order ?? "newest";
+  const limit = Math.min(
+    MAX_QUERY_LIMIT,
+    Math.max(1, Math.floor(options.limit ?? DEFAULT_QUERY_LIMIT)),
+  );
+  const compiled = compileFilter(filter);
+  let { lo, hi } = timeRange(filter);
+  if (options.cursor !== undefined) {
+    const after = readCursor(options.cursor, order);
+    if (order === "newest" && after < hi) hi = after;
+    if (order === "oldest" && after + "\0" > lo) lo = after + "\0";
+  }
+  return await consistent(kv, projectId, async () => {
+    const result = await scan(kv, projectId, {
+      order,
+      lo,
+      hi,
+      filter: compiled,
+      limit,
+    });
+    const last = result.records.at(-1);
+    return {
+      records: result.records,
+      cursor: result.more && last ? order[0] + last.id : null,
+      stats: result.stats,
+    };
+  });
+}
+
+/**
+ * One stored entry by id, or `null`.
+ *
+ * @example
+ * ```ts
+ * await getEntry(kv, projectId, "019b76daa80000000001a1b2c3d4");
+ * ```
+ */
+export async function getEntry(
+  kv: Deno.Kv,
+  projectId: string,
+  id: string,
+): Promise<LogRecord | null> {
+  if (!ID.test(id)) return null;
+  const filter = compileFilter({
+    fields: [{ path: "id", op: "eq", value: id }],
+  });
+  const { records } = await consistent(
+    kv,
+    projectId,
+    () => scan(kv, projectId, { order: "oldest", filter, limit: 1 }),
+  );
+  return records[0] ?? null;
+}
+
+/**
+ * "Show in context": up to `n` entries before and after `id` (unfiltered),
+ * in time order. The neighbours are found even when the entry itself is
+ * gone.
+ *
+ * @example
+ * ```ts
+ * const { before, entry, after } = await aroundEntry(kv, projectId, id, 20);
+ * ```
+ */
+export function aroundEntry(
+  kv: Deno.Kv,
+  projectId: string,
+  id: string,
+  n: number,
+): Promise<
+  { before: LogRecord[]; entry: LogRecord | null; after: LogRecord[] }
+> {
+  const limit = Math.min(MAX_QUERY_LIMIT, Math.max(0, Math.floor(n)));
+  if (!ID.test(id)) {
+    throw new InvalidQueryError(
+      `Cannot show entry "${id}" in context: expected an id of 28 hexadecimal digits`,
+    );
+  }
+  const all = compileFilter({});
+  return consistent(kv, projectId, async () => {
+    const [entry, before, after] = await Promise.all([
+      getEntry(kv, projectId, id),
+      limit === 0 ? null : scan(kv, projectId, {
+        order: "newest",
+        hi: id,
+        filter: all,
+        limit,
+      }),
+      limit === 0 ? null : scan(kv, projectId, {
+        order: "oldest",
+        lo: id + "\0",
+        filter: all,
+        limit,
+      }),
+    ]);
+    return {
+      before: (before?.records ?? []).reverse(),
+      entry,
+      after: after?.records ?? [],
+    };
+  });
+}
+
+/** Options of {@linkcode tailLogs}. */
+export interface TailOptions {
+  /** Return entries after this id (a `lastId` of the previous call). */
+  afterId: string | null;
+  filter?: Filter;
+  /** @default {100} */
+  limit?: number;
+  /** Clock reading, Unix ms. @default {Date.now()} */
+  now?: number;
+  /**
+   * Entries received less than this long ago wait for the next call, so
+   * that pages other processes are still writing are not skipped.
+   * @default {1000}
+   */
+  settleMs?: number;
+}
+
+/**
+ * Entries with an id after `afterId`, oldest first, for a live tail. The
+ * returned `lastId` goes into the next call; it may be past the last record
+ * returned (entries examined that did not match, or the settled horizon).
+ *
+ * @example
+ * ```ts
+ * let afterId = null;
+ * const { records, lastId } = await tailLogs(kv, projectId, { afterId });
+ * afterId = lastId;
+ * ```
+ */
+export async function tailLogs(
+  kv: Deno.Kv,
+  projectId: string,
+  options: TailOptions,
+): Promise<{ records: LogRecord[]; lastId: string | null }> {
+  const { afterId } = options;
+  const filter = options.filter ?? {};
+  const limit = Math.min(
+    MAX_QUERY_LIMIT,
+    Math.max(1, Math.floor(options.limit ?? DEFAULT_QUERY_LIMIT)),
+  );
+  const horizon = (options.now ?? Date.now()) - (options.settleMs ?? 1000);
+  const range = timeRange(filter);
+  const hi = range.hi < timeBound(horizon) ? range.hi : timeBound(horizon);
+  const lo = afterId === null || afterId + "\0" < range.lo
+    ? range.lo
+    : afterId + "\0";
+  if (lo >= hi) return { records: [], lastId: afterId };
+  const result = await consistent(
+    kv,
+    projectId,
+    () =>
+      scan(kv, projectId, {
+        order: "oldest",
+        lo,
+        hi,
+        filter: compileFilter(filter),
+        limit,
+      }),
+  );
+  if (result.more) {
+    return { records: result.records, lastId: result.records.at(-1)!.id };
+  }
+  // Everything before `hi` was examined: the next call starts there.
+  const position = timeBound(idTime(hi) - 1) + "f".repeat(16);
+  return {
+    records: result.records,
+    lastId: afterId !== null && afterId > position ? afterId : position,
+  };
+}
+
+/** Options of {@linkcode listLogs}. */
+export interface ListLogsOptions {
+  /** Newest first. @default {false} */
+  reverse?: boolean;
+  /** Only entries with an id at or after this one. */
+  startId?: string;
+  /** Only entries with an id before this one. */
+  endId?: string;
+  /** Entries to yield at most. */
+  limit?: number;
+  filter?: Filter;
+}
+
+/**
+ * Every entry of a project in time order (oldest first, or newest first
+ * with `reverse`), read page by page.
+ *
+ * @example
+ * ```ts
+ * for await (const log of listLogs(kv, projectId, { reverse: true, limit: 50 })) {}
+ * ```
+ */
+export async function* listLogs(
+  kv: Deno.Kv,
+  projectId: string,
+  options: ListLogsOptions = {},
+): AsyncGenerator<LogRecord> {
+  let left = options.limit ?? Infinity;
+  const order: Order = options.reverse ? "newest" : "oldest";
+  const filter = compileFilter(options.filter ?? {});
+  let lo = options.startId ?? "";
+  let hi = options.endId ?? MAX_ID;
+  while (left > 0) {
+    const limit = Math.min(MAX_QUERY_LIMIT, left);
+    const page = await consistent(
+      kv,
+      projectId,
+      () => scan(kv, projectId, { order, lo, hi, filter, limit }),
+    );
+    for (const record of page.records) yield record;
+    left -= page.records.length;
+    const last = page.records.at(-1);
+    if (!page.more || !last) return;
+    if (order === "newest") hi = last.id;
+    else lo = last.id + "\0";
+  }
+}

@@ -1,0 +1,374 @@
+/**
+ * The reading engine: a project's entries in an id range, in time order
+ * (newest or oldest first), filtered, reading only what may match.
+ *
+ * Entries live in two kinds of sorted runs: pages (fresh, keyed by their
+ * first id, spanning at most `PAGE_SPAN_MS`) and chunks (compacted, known by
+ * a summary keyed by their last id, spanning at most `CHUNK_SPAN_MS`). Runs
+ * overlap in time (pages of several processes, late pages beside chunks),
+ * so the engine merges them: it lists pages and summaries lazily in scan
+ * order, keeps a bound for each listing — no entry still unlisted comes
+ * before it — and hands out the first entry of the open runs only when it
+ * comes before every bound and before every chunk listed but not yet read.
+ * A chunk is read only when its turn comes and its summary (levels, id
+ * span) and Bloom filters say it may hold a match, and then only its blocks
+ * whose Bloom filter says so are inflated; lines are checked as text
+ * (ids, levels, the terms' JSON text) and parsed only when they may match.
+ * See docs/query.md#reading.
+ *
+ * @module
+ */
+import type { LogRecord } from "../../domain/entry.ts";
+import { idTime, timeBound } from "../../domain/ids.ts";
+import {
+  logBloomsPrefix,
+  logChunkKey,
+  logKey,
+  logsPrefix,
+  logSummariesPrefix,
+  logUnitId,
+} from "../keys.ts";
+import {
+  decodeRecordLine,
+  lineId,
+  lineLevel,
+  PAGE_SPAN_MS,
+  readPageText,
+  type StoredPage,
+} from "../logs.ts";
+import { GET_MANY_MAX } from "../blob.ts";
+import { bloomHas } from "./bloom.ts";
+import {
+  CHUNK_SPAN_MS,
+  type ChunkSummary,
+  decodeChunkIndex,
+  decodeSummary,
+  readChunkText,
+} from "./chunk.ts";
+import type { CompiledFilter } from "./filter.ts";
+import { Heap } from "./heap.ts";
+
+/** Above every id. */
+export const MAX_ID = "\uffff";
+
+/** Which end a scan starts from. */
+export type Order = "newest" | "oldest";
+
+/** Options of {@linkcode scan}. */
+export interface ScanOptions {
+  order: Order;
+  /** Smallest id included. @default {""} (from the first entry) */
+  lo?: string;
+  /** Ids below this one only. @default {MAX_ID} */
+  hi?: string;
+  filter: CompiledFilter;
+  /** Records wanted; one more is looked for, to tell whether more exist. */
+  limit: number;
+}
+
+/** What a scan read and skipped. */
+export interface ScanStats {
+  /** Pages and chunks read. */
+  pagesRead: number;
+  /** Chunks not read because their summary showed they hold no match. */
+  pagesSkipped: number;
+  /** Entries in the pages and chunks read. */
+  entriesScanned: number;
+}
+
+/** The result of {@linkcode scan}. */
+export interface ScanResult {
+  records: LogRecord[];
+  /** Whether a further match exists beyond `limit`. */
+  more: boolean;
+  stats: ScanStats;
+}
+
+/** Candidate lines of a page or chunk, in scan order. */
+interface Run {
+  ids: string[];
+  lines: string[];
+  pos: number;
+}
+
+/** A chunk listed and not yet read. */
+interface PendingChunk {
+  summary: ChunkSummary;
+  /** The blocks that may hold a match; undefined: all of them. */
+  blocks: number[] | undefined;
+  value?: unknown;
+  fetched: boolean;
+}
+
+/** Offsets where the lines of `text` start. */
+function lineStarts(text: string): number[] {
+  const starts = [0];
+  for (let at = text.indexOf("\n"); at >= 0; at = text.indexOf("\n", at + 1)) {
+    starts.push(at + 1);
+  }
+  return starts;
+}
+
+/** Index of the line holding offset `at`. */
+function lineOf(starts: number[], at: number): number {
+  let low = 0;
+  let high = starts.length - 1;
+  while (low < high) {
+    const mid = (low + high + 1) >> 1;
+    if (starts[mid]! <= at) low = mid;
+    else high = mid - 1;
+  }
+  return low;
+}
+
+/** Indexes of the lines containing one of `alternatives`, ascending. */
+function linesWith(
+  text: string,
+  starts: number[],
+  alternatives: string[],
+): Set<number> {
+  const found = new Set<number>();
+  for (const needle of alternatives) {
+    if (needle === "") return new Set(starts.keys());
+    for (let at = text.indexOf(needle); at >= 0;) {
+      const line = lineOf(starts, at);
+      found.add(line);
+      const next = starts[line + 1];
+      if (next === undefined) break;
+      at = text.indexOf(needle, next);
+    }
+  }
+  return found;
+}
+
+/**
+ * The lines of a page or chunk that may match, within [lo, hi), in scan
+ * order: checked as text only.
+ */
+function selectLines(
+  text: string,
+  filter: CompiledFilter,
+  lo: string,
+  hi: string,
+  desc: boolean,
+  stats: ScanStats,
+): Run | null {
+  if (text === "") return null;
+  const starts = lineStarts(text);
+  stats.entriesScanned += starts.length;
+  let picked: number[] | null = null;
+  let lower: { text: string; starts: number[] } | undefined;
+  for (const needle of filter.needles) {
+    let hay = { text, starts };
+    if (needle.lower) {
+      if (!lower) {
+        const lowered = text.toLowerCase();
+        lower = {
+          text: lowered,
+          starts: lowered.length === text.length ? starts : lineStarts(lowered),
+        };
+      }
+      hay = lower;
+    }
+    const found = linesWith(hay.text, hay.starts, needle.alternatives);
+    picked = picked === null
+      ? [...found].sort((a, b) => a - b)
+      : picked.filter((i) => found.has(i));
+    if (picked.length === 0) return null;
+  }
+  const ids: string[] = [];
+  const lines: string[] = [];
+  const count = picked === null ? starts.length : picked.length;
+  for (let k = 0; k < count; k++) {
+    const i = picked === null ? k : picked[k]!;
+    const end = i + 1 < starts.length ? starts[i + 1]! - 1 : text.length;
+    const line = text.slice(starts[i]!, end);
+    const id = lineId(line);
+    if (id < lo || id >= hi) continue;
+    if (filter.levelOk && !filter.levelOk(lineLevel(line))) continue;
+    ids.push(id);
+    lines.push(line);
+  }
+  if (ids.length === 0) return null;
+  if (desc) {
+    ids.reverse();
+    lines.reverse();
+  }
+  return { ids, lines, pos: 0 };
+}
+
+/**
+ * Reads a project's entries in [lo, hi) in time order, filtered, up to
+ * `limit` (and whether more exist). It does not guard against a compaction
+ * moving entries meanwhile: `queryLogs` does (db/query/query.ts).
+ *
+ * @example
+ * ```ts
+ * const { records } = await scan(kv, projectId, {
+ *   order: "newest", filter: compileFilter({}), limit: 100,
+ * });
+ * ```
+ */
+export async function scan(
+  kv: Deno.Kv,
+  projectId: string,
+  options: ScanOptions,
+): Promise<ScanResult> {
+  const { filter, limit } = options;
+  const desc = options.order === "newest";
+  let lo = options.lo ?? "";
+  let hi = options.hi ?? MAX_ID;
+  if (filter.id !== undefined) {
+    if (filter.id > lo) lo = filter.id;
+    if (filter.id + "\0" < hi) hi = filter.id + "\0";
+  }
+  const stats: ScanStats = { pagesRead: 0, pagesSkipped: 0, entriesScanned: 0 };
+  if (lo >= hi) return { records: [], more: false, stats };
+  /** Whether `a` comes before `b` in scan order. */
+  const first = (a: string, b: string) => desc ? a > b : a < b;
+
+  const pagesPrefix = logsPrefix(projectId);
+  const pages = kv.list<StoredPage>({
+    start: lo === ""
+      ? pagesPrefix
+      : logKey(projectId, timeBound(idTime(lo) - PAGE_SPAN_MS)),
+    end: hi === MAX_ID ? [...pagesPrefix, MAX_ID] : logKey(projectId, hi),
+  }, { reverse: desc, batchSize: 100 });
+  const useBloom = filter.probes.length > 0;
+  const summaryPrefix = useBloom
+    ? logBloomsPrefix(projectId)
+    : logSummariesPrefix(projectId);
+  const summaries = kv.list({
+    start: lo === "" ? summaryPrefix : [...summaryPrefix, lo],
+    end: hi === MAX_ID
+      ? [...summaryPrefix, MAX_ID]
+      : [...summaryPrefix, timeBound(idTime(hi) + CHUNK_SPAN_MS + 1)],
+  }, { reverse: desc, batchSize: useBloom ? 100 : 500 });
+
+  // No entry of a page (chunk) still unlisted comes before these; null once
+  // the listing is done.
+  let pageBound: string | null = desc ? hi : lo;
+  let chunkBound: string | null = desc ? hi : lo;
+  // Chunks listed, not read: newest first by last id (their listing order),
+  // oldest first by first id.
+  const pending: PendingChunk[] = [];
+  const pendingBound = (chunk: PendingChunk) =>
+    desc ? chunk.summary.lastId : chunk.summary.firstId;
+  let fetchSize = 1;
+  const runs = new Heap<Run>((a, b) => first(a.ids[a.pos]!, b.ids[b.pos]!));
+  const records: LogRecord[] = [];
+  let last = "";
+
+  const nextPage = async () => {
+    const next = await pages.next();
+    if (next.done) {
+      pageBound = null;
+      return;
+    }
+    const firstId = logUnitId(next.value.key);
+    pageBound = desc ? timeBound(idTime(firstId) + PAGE_SPAN_MS) : firstId;
+    const text = await readPageText(kv, projectId, firstId, next.value.value);
+    stats.pagesRead++;
+    const run = selectLines(text, filter, lo, hi, desc, stats);
+    if (run) runs.push(run);
+  };
+
+  const nextSummary = async () => {
+    const next = await summaries.next();
+    if (next.done) {
+      chunkBound = null;
+      return;
+    }
+    const lastId = logUnitId(next.value.key);
+    chunkBound = desc ? lastId : timeBound(idTime(lastId) - CHUNK_SPAN_MS);
+    let summary: ChunkSummary;
+    // Blocks whose Bloom filter holds every probe; undefined: all blocks.
+    let blocks: number[] | undefined;
+    if (useBloom) {
+      const index = decodeChunkIndex(next.value.value, lastId);
+      summary = index;
+      blocks = [];
+      index.blooms.forEach((bloom, i) => {
+        if (filter.probes.every((probe) => bloomHas(bloom, probe))) {
+          blocks!.push(i);
+        }
+      });
+      if (blocks.length === index.blooms.length) blocks = undefined;
+    } else summary = decodeSummary(next.value.value, lastId);
+    if (summary.firstId >= hi || summary.lastId < lo) return;
+    if (!filter.summaryMayMatch(summary) || blocks?.length === 0) {
+      stats.pagesSkipped++;
+      return;
+    }
+    const chunk: PendingChunk = { summary, fetched: false, blocks };
+    if (desc) pending.push(chunk);
+    else {
+      let at = pending.length;
+      while (at > 0 && summary.firstId < pending[at - 1]!.summary.firstId) at--;
+      pending.splice(at, 0, chunk);
+    }
+  };
+
+  const readChunk = async () => {
+    const chunk = pending.shift()!;
+    if (!chunk.fetched) {
+      // Fetch the following chunks too (they are likely next), more each time.
+      const batch = [chunk, ...pending.filter((c) => !c.fetched)]
+        .slice(0, fetchSize);
+      fetchSize = Math.min(GET_MANY_MAX, fetchSize * 2);
+      const values = await kv.getMany(
+        batch.map((c) => logChunkKey(projectId, c.summary.lastId)),
+      );
+      batch.forEach((c, i) => {
+        c.fetched = true;
+        c.value = values[i]!.value;
+      });
+    }
+    // Absent: expired, or moved by a compaction that the caller detects.
+    if (chunk.value === null) return;
+    const text = await readChunkText(
+      kv,
+      projectId,
+      chunk.summary.lastId,
+      chunk.value,
+      chunk.blocks,
+    );
+    stats.pagesRead++;
+    const run = selectLines(text, filter, lo, hi, desc, stats);
+    if (run) runs.push(run);
+  };
+
+  while (records.length <= limit) {
+    // The listing or pending chunk whose bound comes first blocks the rest.
+    let bound: string | null = null;
+    let step: (() => Promise<void>) | null = null;
+    const consider = (b: string | null, advance: () => Promise<void>) => {
+      if (b !== null && (bound === null || first(b, bound))) {
+        bound = b;
+        step = advance;
+      }
+    };
+    consider(pageBound, nextPage);
+    consider(chunkBound, nextSummary);
+    if (pending.length > 0) consider(pendingBound(pending[0]!), readChunk);
+    const run = runs.peek();
+    if (run && (bound === null || first(run.ids[run.pos]!, bound))) {
+      const id = run.ids[run.pos]!;
+      const line = run.lines[run.pos]!;
+      if (++run.pos >= run.ids.length) runs.pop();
+      else runs.fix();
+      if (id === last) continue; // the same entry in two runs
+      last = id;
+      const record = decodeRecordLine(line);
+      if (filter.test(record)) records.push(record);
+      continue;
+    }
+    if (step === null) break;
+    await (step as () => Promise<void>)();
+  }
+  return {
+    records: records.slice(0, limit),
+    more: records.length > limit,
+    stats,
+  };
+}

@@ -1,0 +1,66 @@
+/**
+ * Everything stored for a project's entries, as one list: the prefixes a
+ * project's deletion removes and the count of entries it reports. Pages,
+ * chunks, summaries, Bloom filters, counters and the compaction marker all
+ * belong to the project and go with it.
+ *
+ * @module
+ */
+import {
+  logBloomsPrefix,
+  logChunkPartsPrefix,
+  logChunksPrefix,
+  logCompactionKey,
+  logCountsPrefix,
+  logPartsPrefix,
+  logsPrefix,
+  logSummariesPrefix,
+  logUnitId,
+} from "../keys.ts";
+import { pageEntryCount, type StoredPage } from "../logs.ts";
+import { decodeSummary } from "./chunk.ts";
+
+/** Prefixes of everything stored for a project's entries. */
+export function storedLogPrefixes(projectId: string): Deno.KvKey[] {
+  return [
+    logsPrefix(projectId),
+    logPartsPrefix(projectId),
+    logSummariesPrefix(projectId),
+    logBloomsPrefix(projectId),
+    logChunksPrefix(projectId),
+    logChunkPartsPrefix(projectId),
+    logCountsPrefix(projectId),
+  ];
+}
+
+/** Single keys stored for a project's entries (beside the prefixes). */
+export function storedLogKeys(projectId: string): Deno.KvKey[] {
+  return [logCompactionKey(projectId)];
+}
+
+/**
+ * Counts a project's stored entries from page headers and chunk summaries,
+ * without reading any entry.
+ *
+ * @example
+ * ```ts
+ * await countStoredEntries(kv, projectId); // 1_000_000
+ * ```
+ */
+export async function countStoredEntries(
+  kv: Deno.Kv,
+  projectId: string,
+): Promise<number> {
+  let n = 0;
+  const pages = kv.list<StoredPage>({ prefix: logsPrefix(projectId) }, {
+    batchSize: 500,
+  });
+  for await (const page of pages) n += pageEntryCount(page.value);
+  const summaries = kv.list({ prefix: logSummariesPrefix(projectId) }, {
+    batchSize: 1000,
+  });
+  for await (const entry of summaries) {
+    n += decodeSummary(entry.value, logUnitId(entry.key)).count;
+  }
+  return n;
+}
