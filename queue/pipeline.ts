@@ -1,14 +1,21 @@
 /**
  * Assembles the queue: producer (group commit), consumer, and the worker that
  * runs the consumer from hand-overs, queue messages and the sweeper. The
- * server and the tests build it the same way.
+ * server and the tests build it the same way. With a disk space guard, no
+ * part of it writes KV while the disk is full (docs/design.md#full-disk).
  *
  * @module
  */
 import { ProjectCache } from "../auth/projects.ts";
 import type { Config } from "../config.ts";
-import { decodeWakeMessage } from "./batch.ts";
-import { Consumer } from "./consumer.ts";
+import { isDiskFullError } from "../db/disk.ts";
+import type { SpaceGuard } from "../db/space.ts";
+import { decodeWakeMessage, type HandedBatch } from "./batch.ts";
+import {
+  Consumer,
+  type ConsumerOptions,
+  type ProcessOutcome,
+} from "./consumer.ts";
 import { type CommitRider, GroupCommitter } from "./producer.ts";
 import { BatchWorker, SWEEP_INTERVAL_MS } from "./worker.ts";
 
@@ -33,6 +40,12 @@ export interface PipelineOptions {
   sweepIntervalMs?: number;
   /** Told of failed processing attempts. @default logs to stderr */
   onError?: (batchId: string, error: unknown) => void;
+  /**
+   * The disk space guard of a database file: while it is closed nothing is
+   * committed and no batch is processed. Started and stopped with the
+   * pipeline.
+   */
+  space?: SpaceGuard;
 }
 
 /** The running queue of one process. */
@@ -40,10 +53,41 @@ export interface Pipeline {
   producer: GroupCommitter;
   consumer: Consumer;
   worker: BatchWorker;
-  /** Starts the sweeper and, when queues are on, the queue listener. */
+  /** Starts the sweeper, the space guard and, when queues are on, the queue listener. */
   start(): void;
-  /** Commits what waits, finishes the work in hand and stops the sweeper. */
+  /** Commits what waits, finishes the work in hand and stops the timers. */
   stop(): Promise<void>;
+}
+
+/**
+ * A consumer that leaves batches pending while the disk is full: it does not
+ * start one while the guard is closed, and a batch whose writes fail for
+ * space stays pending without counting as a failed attempt (which would
+ * carry it to the dead letters during a long outage). The worker drops the
+ * id; the sweeper finds the batch again once writes resume.
+ */
+class SpaceAwareConsumer extends Consumer {
+  #space: SpaceGuard;
+
+  constructor(options: ConsumerOptions, space: SpaceGuard) {
+    super(options);
+    this.#space = space;
+  }
+
+  override async process(
+    batchId: string,
+    handed?: HandedBatch,
+  ): Promise<ProcessOutcome> {
+    // "conflict": not processed here, and still pending for whoever comes next.
+    if (!this.#space.open()) return "conflict";
+    try {
+      return await super.process(batchId, handed);
+    } catch (error) {
+      if (!isDiskFullError(error)) throw error;
+      this.#space.failed(error);
+      return "conflict";
+    }
+  }
 }
 
 /**
@@ -61,12 +105,16 @@ export function createPipeline(options: PipelineOptions): Pipeline {
   const onError = options.onError ??
     ((batchId: string, error: unknown) =>
       console.error(`Cannot process batch "${batchId}":`, error));
-  const consumer = new Consumer({
+  const { space } = options;
+  const consumerOptions: ConsumerOptions = {
     kv,
     now,
     maxSkewMs: config.signatureMaxSkewMs,
     projects: new ProjectCache(kv, { ttlMs: config.projectCacheMs, now }),
-  });
+  };
+  const consumer = space
+    ? new SpaceAwareConsumer(consumerOptions, space)
+    : new Consumer(consumerOptions);
   const worker = new BatchWorker({
     kv,
     consumer,
@@ -82,6 +130,7 @@ export function createPipeline(options: PipelineOptions): Pipeline {
     queue: config.queue,
     maxPending: config.maxPendingRequests,
     ...(options.rider ? { rider: options.rider } : {}),
+    ...(space ? { gate: space } : {}),
     ...(handOver ? { onCommitted: (batches) => worker.hand(batches) } : {}),
   });
   return {
@@ -89,6 +138,7 @@ export function createPipeline(options: PipelineOptions): Pipeline {
     consumer,
     worker,
     start() {
+      space?.start();
       worker.start();
       if (config.queue) {
         // Ends when KV is closed; its handler only queues ids, so it never waits.
@@ -101,6 +151,7 @@ export function createPipeline(options: PipelineOptions): Pipeline {
     async stop() {
       await producer.flush();
       await worker.stop();
+      await space?.stop();
     },
   };
 }

@@ -58,6 +58,25 @@ export class CommitFailedError extends Error {
   override name = "CommitFailedError";
 }
 
+/** Rejects entries while the gate holds writes back (the disk is full). */
+export class WritesHeldError extends CommitFailedError {
+  override name = "WritesHeldError";
+  constructor() {
+    super("Cannot queue the entry now: the database's disk is full");
+  }
+}
+
+/**
+ * Decides whether KV may be written now and hears why commits failed (the
+ * disk space guard, docs/design.md#full-disk).
+ */
+export interface WriteGate {
+  /** Whether a commit may be made now. */
+  open(): boolean;
+  /** Told of the error of every failed commit. */
+  failed(error: unknown): void;
+}
+
 /**
  * Something else that rides each commit (the rate counters): it adds up to
  * `budget` mutations to `op`, and hears whether the commit succeeded.
@@ -93,6 +112,11 @@ export interface ProducerOptions {
   wakeDelayMs?: number;
   /** Other mutations to carry in each commit. */
   rider?: CommitRider;
+  /**
+   * While closed, entries are refused at once and nothing is committed, the
+   * rider's mutations included.
+   */
+  gate?: WriteGate;
 }
 
 /** A batch of one commit, before it is handed over. */
@@ -137,12 +161,16 @@ export class GroupCommitter {
 
   /**
    * Queues `entry`; resolves once it is committed to KV. Throws
-   * {@linkcode OverloadedError} at once when the backlog is full and rejects
+   * {@linkcode OverloadedError} at once when the backlog is full, rejects
+   * with {@linkcode WritesHeldError} at once while the gate is closed and
    * with {@linkcode CommitFailedError} when the commit fails.
    */
   submit(entry: QueuedEntry): Promise<void> {
     if (this.#waiting.length >= this.#options.maxPending) {
       return Promise.reject(new OverloadedError());
+    }
+    if (this.#options.gate?.open() === false) {
+      return Promise.reject(new WritesHeldError());
     }
     const json = JSON.stringify(entry);
     const maxChars = this.#options.maxPendingChars ?? 16 * 1024 * 1024;
@@ -170,6 +198,15 @@ export class GroupCommitter {
 
   #pump(): void {
     if (this.#inFlight) return;
+    if (this.#options.gate?.open() === false) {
+      // Nothing is written while the gate is closed: every waiting request
+      // is answered now, and the rider keeps its mutations for later.
+      const refused = this.#waiting.splice(0);
+      this.#waitingChars = 0;
+      const error = new WritesHeldError();
+      for (const w of refused) w.reject(error);
+      return;
+    }
     const rider = this.#options.rider;
     if (this.#waiting.length === 0 && !rider?.pending()) return;
     this.#inFlight = this.#commit().finally(() => {
@@ -213,6 +250,7 @@ export class GroupCommitter {
       if (result.ok) versionstamp = result.versionstamp;
     } catch (error) {
       failure = error;
+      this.#options.gate?.failed(error);
     }
     told?.(versionstamp !== undefined);
     if (versionstamp !== undefined) {
