@@ -63,8 +63,9 @@ if (import.meta.main) {
       );
     }, 60_000),
   ];
-  if (!config.queue && "cron" in Deno) {
-    // Where no queue delivers wake-ups (Deno Deploy), a cron sweeps as well.
+  if ("cron" in Deno) {
+    // Where intervals may not run while no request comes (Deno Deploy), a
+    // cron sweeps as well.
     try {
       Deno.cron("sweep pending batches", "* * * * *", async () => {
         await pipeline.worker.sweep();

@@ -1,8 +1,9 @@
 /**
  * Assembles the queue: producer (group commit), consumer, and the worker that
- * runs the consumer from hand-overs, queue messages and the sweeper. The
- * server and the tests build it the same way. With a disk space guard, no
- * part of it writes KV while the disk is full (docs/design.md#full-disk).
+ * runs the consumer from hand-overs and the sweeper. The server and the tests
+ * build it the same way. It does not use Deno KV's own queue
+ * (`enqueue`/`listenQueue`), and with a disk space guard no part of it writes
+ * KV while the disk is full: docs/design.md#full-disk says why.
  *
  * @module
  */
@@ -10,7 +11,7 @@ import { ProjectCache } from "../auth/projects.ts";
 import type { Config } from "../config.ts";
 import { isDiskFullError } from "../db/disk.ts";
 import type { SpaceGuard } from "../db/space.ts";
-import { decodeWakeMessage, type HandedBatch } from "./batch.ts";
+import type { HandedBatch } from "./batch.ts";
 import {
   Consumer,
   type ConsumerOptions,
@@ -24,7 +25,6 @@ export interface PipelineOptions {
   kv: Deno.Kv;
   config: Pick<
     Config,
-    | "queue"
     | "consumerConcurrency"
     | "maxPendingRequests"
     | "projectCacheMs"
@@ -53,7 +53,7 @@ export interface Pipeline {
   producer: GroupCommitter;
   consumer: Consumer;
   worker: BatchWorker;
-  /** Starts the sweeper, the space guard and, when queues are on, the queue listener. */
+  /** Starts the sweeper and the space guard. */
   start(): void;
   /** Commits what waits, finishes the work in hand and stops the timers. */
   stop(): Promise<void>;
@@ -127,7 +127,6 @@ export function createPipeline(options: PipelineOptions): Pipeline {
   const producer = new GroupCommitter({
     kv,
     now,
-    queue: config.queue,
     maxPending: config.maxPendingRequests,
     ...(options.rider ? { rider: options.rider } : {}),
     ...(space ? { gate: space } : {}),
@@ -140,13 +139,6 @@ export function createPipeline(options: PipelineOptions): Pipeline {
     start() {
       space?.start();
       worker.start();
-      if (config.queue) {
-        // Ends when KV is closed; its handler only queues ids, so it never waits.
-        kv.listenQueue((message) => {
-          const wake = decodeWakeMessage(message);
-          if (wake) worker.push(wake.batches);
-        }).catch((error) => onError("", error));
-      }
     },
     async stop() {
       await producer.flush();

@@ -2,8 +2,8 @@
  * The producer side of the queue: a group commit. Requests hand in entries;
  * while one KV commit is in flight the next ones wait, and the following
  * commit carries all of them in one atomic operation, as batches written
- * under `pending_batches/<id>` plus one small wake-up message naming them.
- * A request's promise resolves only once its entry is committed.
+ * under `pending_batches/<id>`. A request's promise resolves only once its
+ * entry is committed.
  *
  * It must not read KV or process entries: that is the consumer's job.
  *
@@ -17,7 +17,6 @@ import { createId } from "../domain/ids.ts";
 import {
   type BatchHeader,
   encodeBatchHeader,
-  encodeWakeMessage,
   type HandedBatch,
 } from "./batch.ts";
 
@@ -91,8 +90,6 @@ export interface CommitRider {
 /** Options of {@linkcode GroupCommitter}. */
 export interface ProducerOptions {
   kv: Deno.Kv;
-  /** Enqueue a wake-up message with each commit. */
-  queue: boolean;
   /** Requests that may wait for a commit before new ones are refused. */
   maxPending: number;
   /**
@@ -104,12 +101,6 @@ export interface ProducerOptions {
   now?: () => number;
   /** Given the batches of each successful commit. */
   onCommitted?: (batches: HandedBatch[]) => void;
-  /**
-   * Delay of the wake-up message. The process that committed a batch hands it
-   * to its own consumer at once; the message is for when that process died.
-   * @default {2000}
-   */
-  wakeDelayMs?: number;
   /** Other mutations to carry in each commit. */
   rider?: CommitRider;
   /**
@@ -138,7 +129,7 @@ interface Waiting {
  *
  * @example
  * ```ts
- * const producer = new GroupCommitter({ kv, queue: true, maxPending: 10_000 });
+ * const producer = new GroupCommitter({ kv, maxPending: 10_000 });
  * await producer.submit(entry); // committed to KV from here on
  * ```
  */
@@ -216,7 +207,7 @@ export class GroupCommitter {
   }
 
   async #commit(): Promise<void> {
-    const { kv, queue } = this.#options;
+    const { kv } = this.#options;
     let count = 0;
     let chars = 0;
     while (
@@ -237,14 +228,7 @@ export class GroupCommitter {
     try {
       const op = kv.atomic();
       batches = this.#addBatches(op, taken);
-      let mutations = batches.reduce((n, b) => n + b.parts, 0);
-      if (queue && batches.length > 0) {
-        const message = encodeWakeMessage({
-          batches: batches.map((b) => b.id),
-        });
-        op.enqueue(message, { delay: this.#options.wakeDelayMs ?? 2000 });
-        mutations++;
-      }
+      const mutations = batches.reduce((n, b) => n + b.parts, 0);
       told = this.#options.rider?.ride(op, MAX_COMMIT_MUTATIONS - mutations);
       const result = await op.commit();
       if (result.ok) versionstamp = result.versionstamp;

@@ -1,7 +1,7 @@
 /**
  * The queue's guarantees (docs/design.md#queue): every batch is processed exactly once
- * in effect, whatever the delivery (redelivery, two processes racing, a
- * wake-up message twice); batches nobody handed over are found by the
+ * in effect, whatever the delivery (redelivery, two processes racing, the
+ * same id pushed twice); batches nobody handed over are found by the
  * sweeper, so the service works without queue delivery; a batch that keeps
  * failing is retried with backoff and then kept as a dead letter.
  *
@@ -16,7 +16,6 @@ import {
   decodeBatchHeader,
   encodeBatchHeader,
   type HandedBatch,
-  type WakeMessage,
 } from "../queue/batch.ts";
 import { decodeJson } from "../db/kv.ts";
 import { GroupCommitter } from "../queue/producer.ts";
@@ -155,39 +154,7 @@ Deno.test("one consumer handed the same batch twice at once stores and counts it
   });
 });
 
-Deno.test("a wake-up message delivered twice stores its entries once", async () => {
-  await withHarness(async (h) => {
-    const project = await h.project();
-    const expected = await postMix(h, project.id, project.secret);
-    const worker = h.pipeline.worker;
-    // Only queue deliveries reach the worker here: no start-up sweep.
-    worker.start = () => {};
-    let delivered = 0;
-    let bothDelivered!: () => void;
-    const done = new Promise<void>((resolve) => bothDelivered = resolve);
-    const push = worker.push.bind(worker);
-    worker.push = (ids) => {
-      push(ids);
-      if (++delivered === 2) bothDelivered();
-    };
-    h.pipeline.start();
-    const message: WakeMessage = {
-      batches: (await pendingBatches(h.kv)).map((b) => b.id),
-    };
-    await h.kv.enqueue(message);
-    await h.kv.enqueue(message);
-    await done;
-    await worker.idle();
-    // Delivered again after it was processed: nothing left to do.
-    worker.push(message.batches);
-    await worker.idle();
-    assert.deepEqual(await pendingBatches(h.kv), []);
-    assert.equal((await h.logs(project.id)).length, 3);
-    assert.deepEqual(await stats(h.kv, project.id), expected);
-  }, { config: { queue: true } });
-});
-
-Deno.test("a wake-up message naming a batch twice, and the same ids pushed while running, process each batch once", async () => {
+Deno.test("ids pushed twice at once, and again while running, process each batch once", async () => {
   await withHarness(async (h) => {
     const project = await h.project();
     const expected = await postMix(h, project.id, project.secret);
@@ -451,7 +418,6 @@ Deno.test("a batch handed over in memory that another process committed first is
     const handed: HandedBatch[] = [];
     const producer = new GroupCommitter({
       kv: h.kv,
-      queue: false,
       maxPending: 100,
       now: h.clock.now,
       onCommitted: (batches) => handed.push(...batches),
