@@ -28,7 +28,7 @@ export const RESERVE_BYTES = 4 * 1024 * 1024;
  * writes.
  */
 export const MIN_FREE_BYTES = 4 * 1024 * 1024;
-/** Free space past the floor needed, reserve included, to write again. */
+/** Free space needed beyond the floor and the reserve before writes resume. */
 export const RESUME_MARGIN_BYTES = 1024 * 1024;
 /** Free space is read at most this often on the write path. */
 const FREE_CHECK_MS = 10;
