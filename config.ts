@@ -27,6 +27,8 @@ const schema = z.object({
   RATE_LIMIT_BURST: integer(1, 1e6).default(50),
   TRUST_PROXY: integer(0, 16).default(0),
   SIGNATURE_MAX_SKEW_MS: integer(1000, DAY_MS).default(5 * 60_000),
+  // Accepted and ignored: Deno KV's queue is no longer used
+  // (docs/design.md#full-disk), and deployments that set it keep starting.
   QUEUE: z.enum(["auto", "on", "off"]).default("auto"),
   CONSUMER_CONCURRENCY: integer(1, 64).default(4),
   MAX_PENDING_REQUESTS: integer(1, 1_000_000).default(20_000),
@@ -37,7 +39,6 @@ const schema = z.object({
 }).transform((v) => {
   const onDeploy = v.DENO_DEPLOYMENT_ID !== undefined;
   const kvPath = v.KV_PATH ?? (onDeploy ? undefined : DEFAULT_KV_PATH);
-  const remote = kvPath === undefined || /^https?:\/\//.test(kvPath);
   return {
     /** Port to listen on (`PORT`). */
     port: v.PORT,
@@ -61,12 +62,6 @@ const schema = z.object({
      * (`SIGNATURE_MAX_SKEW_MS`).
      */
     signatureMaxSkewMs: v.SIGNATURE_MAX_SKEW_MS,
-    /**
-     * Whether KV queue delivery is used (enqueue + listenQueue): `QUEUE=auto`
-     * turns it off where it delivers nothing, on Deno Deploy and over KV
-     * Connect.
-     */
-    queue: v.QUEUE === "on" || (v.QUEUE === "auto" && !remote),
     /** Batches processed at once by this process (`CONSUMER_CONCURRENCY`). */
     consumerConcurrency: v.CONSUMER_CONCURRENCY,
     /**

@@ -6,8 +6,9 @@
  * @module
  */
 import { createApp } from "./app.ts";
-import { loadConfig } from "./config.ts";
+import { type Config, loadConfig } from "./config.ts";
 import { openKv } from "./db/open.ts";
+import { openSpaceGuard, type SpaceGuard } from "./db/space.ts";
 import { createPipeline } from "./queue/pipeline.ts";
 import { RateLimiter } from "./routes/rate_limit/mod.ts";
 import { BodyGuard } from "./routes/body_guard.ts";
@@ -33,15 +34,40 @@ if (import.meta.main && "cron" in Deno) {
   } catch { /* cron unavailable: the interval sweeper still runs */ }
 }
 
-if (import.meta.main) {
+/**
+ * Reads the configuration, opens KV and puts the disk space guard in place.
+ * A malformed variable or a database that cannot be opened or written stops
+ * start-up with one line naming the variable, not a stack trace.
+ */
+async function openStorage(): Promise<
+  { config: Config; kv: Deno.Kv; space: SpaceGuard | null }
+> {
   const config = loadConfig(Deno.env.toObject());
   const kv = await openKv(config.kvPath);
+  try {
+    return { config, kv, space: await openSpaceGuard(config.kvPath) };
+  } catch (error) {
+    kv.close();
+    throw error;
+  }
+}
+
+if (import.meta.main) {
+  const { config, kv, space } = await openStorage().catch((error) => {
+    console.error(error instanceof Error ? error.message : String(error));
+    Deno.exit(1);
+  });
   const limiter = new RateLimiter({
     rps: config.rateLimitRps,
     burst: config.rateLimitBurst,
     trustProxy: config.trustProxy,
   });
-  const pipeline = createPipeline({ kv, config, rider: limiter });
+  const pipeline = createPipeline({
+    kv,
+    config,
+    rider: limiter,
+    ...(space ? { space } : {}),
+  });
   pipeline.start();
   const timers = [
     setInterval(() => {
@@ -56,11 +82,11 @@ if (import.meta.main) {
       );
     }, RATE_CLEANUP_MS),
   ];
-  if (!config.queue) {
-    cronSweep = async () => {
-      await pipeline.worker.sweep();
-    };
-  }
+  // Where intervals may not run while no request comes (Deno Deploy), the
+  // cron registered at the top of this module sweeps as well.
+  cronSweep = async () => {
+    await pipeline.worker.sweep();
+  };
   const errorLog = new ErrorLog();
   const bodies = new BodyGuard({
     budgetBytes: config.maxBodyBudgetBytes,

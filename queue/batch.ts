@@ -1,17 +1,12 @@
 /**
  * The queued form of a batch of entries, as the producer writes it and the
- * consumer reads it back, and the queue's wake-up message. Both are stored
- * as bytes (docs/design.md#value-encoding); the decoders also read the
+ * consumer reads it back. It is stored as bytes
+ * (docs/design.md#value-encoding); the decoder also reads the
  * runtime-serialized values that earlier versions stored.
  *
  * @module
  */
-import {
-  decodeFramed,
-  decodeJson,
-  encodeFramed,
-  encodeJson,
-} from "../db/kv.ts";
+import { decodeFramed, encodeFramed } from "../db/kv.ts";
 import type { QueuedEntry } from "../domain/entry.ts";
 
 /** The record under `pending_batches/<id>` (and `dead_letters/<id>`). */
@@ -44,33 +39,6 @@ export interface HandedBatch {
   /** Number of parts the batch was written in. */
   parts: number;
   entries: QueuedEntry[];
-}
-
-/** The queue message: a wake-up naming batches, never the entries. */
-export interface WakeMessage {
-  batches: string[];
-}
-
-/** Encodes a wake-up message as the bytes enqueued. */
-export function encodeWakeMessage(message: WakeMessage): Uint8Array {
-  return encodeJson(message);
-}
-
-/**
- * Decodes a queue payload into a {@linkcode WakeMessage}, or `null` when it is
- * not one (queue payloads are untrusted).
- */
-export function decodeWakeMessage(value: unknown): WakeMessage | null {
-  let message: unknown;
-  try {
-    message = decodeJson(value);
-  } catch {
-    return null;
-  }
-  const batches = (message as WakeMessage | null)?.batches;
-  return Array.isArray(batches) && batches.every((id) => typeof id === "string")
-    ? { batches }
-    : null;
 }
 
 /** Thrown for a batch whose stored form cannot be read. */

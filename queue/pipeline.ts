@@ -1,21 +1,27 @@
 /**
  * Assembles the queue: producer (group commit), consumer, and the worker that
- * runs the consumer from hand-overs, queue messages and the sweeper. The
- * server and the tests build it the same way.
+ * runs the consumer from hand-overs and the sweeper. The server and the tests
+ * build it the same way. It does not use Deno KV's own queue
+ * (`enqueue`/`listenQueue`), and with a disk space guard no part of it writes
+ * KV while the disk is full: docs/design.md#full-disk says why.
  *
  * @module
  */
 import { ProjectCache } from "../auth/projects.ts";
+import { isDiskFullError } from "../db/disk.ts";
 import { startCompactor } from "../db/query/compact.ts";
-import { decodeWakeMessage } from "./batch.ts";
-import { Consumer } from "./consumer.ts";
+import type { SpaceGuard } from "../db/space.ts";
+import type { HandedBatch } from "./batch.ts";
+import {
+  Consumer,
+  type ConsumerOptions,
+  type ProcessOutcome,
+} from "./consumer.ts";
 import { type CommitRider, GroupCommitter } from "./producer.ts";
 import { BatchWorker, SWEEP_INTERVAL_MS } from "./worker.ts";
 
 /** The settings the queue reads; the process configuration supplies them. */
 export interface QueueSettings {
-  /** Whether KV queue delivery is used (enqueue + listenQueue). */
-  queue: boolean;
   /** Batches processed at once by this process. */
   consumerConcurrency: number;
   /** Requests that may wait for a commit before new ones get 503. */
@@ -45,6 +51,12 @@ export interface PipelineOptions {
   compactIntervalMs?: number;
   /** Told of failed processing attempts. @default logs to stderr */
   onError?: (batchId: string, error: unknown) => void;
+  /**
+   * The disk space guard of a database file: while it is closed nothing is
+   * committed and no batch is processed. Started and stopped with the
+   * pipeline.
+   */
+  space?: SpaceGuard;
 }
 
 /** The running queue of one process. */
@@ -52,13 +64,41 @@ export interface Pipeline {
   producer: GroupCommitter;
   consumer: Consumer;
   worker: BatchWorker;
-  /**
-   * Starts the sweeper, the compactor and, when queues are on, the queue
-   * listener.
-   */
+  /** Starts the sweeper, the compactor and the space guard. */
   start(): void;
-  /** Commits what waits, finishes the work in hand and stops the sweeper. */
+  /** Commits what waits, finishes the work in hand and stops the timers. */
   stop(): Promise<void>;
+}
+
+/**
+ * A consumer that leaves batches pending while the disk is full: it does not
+ * start one while the guard is closed, and a batch whose writes fail for
+ * space stays pending without counting as a failed attempt (which would
+ * carry it to the dead letters during a long outage). The worker drops the
+ * id; the sweeper finds the batch again once writes resume.
+ */
+class SpaceAwareConsumer extends Consumer {
+  #space: SpaceGuard;
+
+  constructor(options: ConsumerOptions, space: SpaceGuard) {
+    super(options);
+    this.#space = space;
+  }
+
+  override async process(
+    batchId: string,
+    handed?: HandedBatch,
+  ): Promise<ProcessOutcome> {
+    // "conflict": not processed here, and still pending for whoever comes next.
+    if (!this.#space.open()) return "conflict";
+    try {
+      return await super.process(batchId, handed);
+    } catch (error) {
+      if (!isDiskFullError(error)) throw error;
+      this.#space.failed(error);
+      return "conflict";
+    }
+  }
 }
 
 /**
@@ -76,12 +116,16 @@ export function createPipeline(options: PipelineOptions): Pipeline {
   const onError = options.onError ??
     ((batchId: string, error: unknown) =>
       console.error(`Cannot process batch "${batchId}":`, error));
-  const consumer = new Consumer({
+  const { space } = options;
+  const consumerOptions: ConsumerOptions = {
     kv,
     now,
     maxSkewMs: config.signatureMaxSkewMs,
     projects: new ProjectCache(kv, { ttlMs: config.projectCacheMs, now }),
-  });
+  };
+  const consumer = space
+    ? new SpaceAwareConsumer(consumerOptions, space)
+    : new Consumer(consumerOptions);
   const worker = new BatchWorker({
     kv,
     consumer,
@@ -94,9 +138,9 @@ export function createPipeline(options: PipelineOptions): Pipeline {
   const producer = new GroupCommitter({
     kv,
     now,
-    queue: config.queue,
     maxPending: config.maxPendingRequests,
     ...(options.rider ? { rider: options.rider } : {}),
+    ...(space ? { gate: space } : {}),
     ...(handOver ? { onCommitted: (batches) => worker.hand(batches) } : {}),
   });
   let compactor: { stop(): Promise<void> } | undefined;
@@ -105,6 +149,7 @@ export function createPipeline(options: PipelineOptions): Pipeline {
     consumer,
     worker,
     start() {
+      space?.start();
       worker.start();
       const compactIntervalMs = options.compactIntervalMs ?? 10_000;
       if (compactIntervalMs > 0) {
@@ -116,18 +161,12 @@ export function createPipeline(options: PipelineOptions): Pipeline {
           onError: (error) => onError("", error),
         });
       }
-      if (config.queue) {
-        // Ends when KV is closed; its handler only queues ids, so it never waits.
-        kv.listenQueue((message) => {
-          const wake = decodeWakeMessage(message);
-          if (wake) worker.push(wake.batches);
-        }).catch((error) => onError("", error));
-      }
     },
     async stop() {
       await producer.flush();
       await worker.stop();
       await compactor?.stop();
+      await space?.stop();
     },
   };
 }

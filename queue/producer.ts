@@ -2,8 +2,8 @@
  * The producer side of the queue: a group commit. Requests hand in entries;
  * while one KV commit is in flight the next ones wait, and the following
  * commit carries all of them in one atomic operation, as batches written
- * under `pending_batches/<id>` plus one small wake-up message naming them.
- * A request's promise resolves only once its entry is committed.
+ * under `pending_batches/<id>`. A request's promise resolves only once its
+ * entry is committed.
  *
  * It must not read KV or process entries: that is the consumer's job.
  *
@@ -17,7 +17,6 @@ import { createId } from "../domain/ids.ts";
 import {
   type BatchHeader,
   encodeBatchHeader,
-  encodeWakeMessage,
   type HandedBatch,
 } from "./batch.ts";
 
@@ -64,6 +63,25 @@ export class CommitFailedError extends Error {
   override name = "CommitFailedError";
 }
 
+/** Rejects entries while the gate holds writes back (the disk is full). */
+export class WritesHeldError extends CommitFailedError {
+  override name = "WritesHeldError";
+  constructor() {
+    super("Cannot queue the entry now: the database's disk is full");
+  }
+}
+
+/**
+ * Decides whether KV may be written now and hears why commits failed (the
+ * disk space guard, docs/design.md#full-disk).
+ */
+export interface WriteGate {
+  /** Whether a commit may be made now. */
+  open(): boolean;
+  /** Told of the error of every failed commit. */
+  failed(error: unknown): void;
+}
+
 /**
  * Something else that rides each commit (the rate counters): it adds up to
  * `budget` mutations to `op`, and hears whether the commit succeeded.
@@ -78,8 +96,6 @@ export interface CommitRider {
 /** Options of {@linkcode GroupCommitter}. */
 export interface ProducerOptions {
   kv: Deno.Kv;
-  /** Enqueue a wake-up message with each commit. */
-  queue: boolean;
   /** Requests that may wait for a commit before new ones are refused. */
   maxPending: number;
   /**
@@ -91,14 +107,13 @@ export interface ProducerOptions {
   now?: () => number;
   /** Given the batches of each successful commit. */
   onCommitted?: (batches: HandedBatch[]) => void;
-  /**
-   * Delay of the wake-up message. The process that committed a batch hands it
-   * to its own consumer at once; the message is for when that process died.
-   * @default {2000}
-   */
-  wakeDelayMs?: number;
   /** Other mutations to carry in each commit. */
   rider?: CommitRider;
+  /**
+   * While closed, entries are refused at once and nothing is committed, the
+   * rider's mutations included.
+   */
+  gate?: WriteGate;
 }
 
 /** A batch of one commit, before it is handed over. */
@@ -120,7 +135,7 @@ interface Waiting {
  *
  * @example
  * ```ts
- * const producer = new GroupCommitter({ kv, queue: true, maxPending: 10_000 });
+ * const producer = new GroupCommitter({ kv, maxPending: 10_000 });
  * await producer.submit(entry); // committed to KV from here on
  * ```
  */
@@ -143,12 +158,16 @@ export class GroupCommitter {
 
   /**
    * Queues `entry`; resolves once it is committed to KV. Throws
-   * {@linkcode OverloadedError} at once when the backlog is full and rejects
+   * {@linkcode OverloadedError} at once when the backlog is full, rejects
+   * with {@linkcode WritesHeldError} at once while the gate is closed and
    * with {@linkcode CommitFailedError} when the commit fails.
    */
   submit(entry: QueuedEntry): Promise<void> {
     if (this.#waiting.length >= this.#options.maxPending) {
       return Promise.reject(new OverloadedError());
+    }
+    if (this.#options.gate?.open() === false) {
+      return Promise.reject(new WritesHeldError());
     }
     const json = JSON.stringify(entry);
     const maxChars = this.#options.maxPendingChars ?? 16 * 1024 * 1024;
@@ -176,6 +195,15 @@ export class GroupCommitter {
 
   #pump(): void {
     if (this.#inFlight) return;
+    if (this.#options.gate?.open() === false) {
+      // Nothing is written while the gate is closed: every waiting request
+      // is answered now, and the rider keeps its mutations for later.
+      const refused = this.#waiting.splice(0);
+      this.#waitingChars = 0;
+      const error = new WritesHeldError();
+      for (const w of refused) w.reject(error);
+      return;
+    }
     const rider = this.#options.rider;
     if (this.#waiting.length === 0 && !rider?.pending()) return;
     this.#inFlight = this.#commit().finally(() => {
@@ -185,7 +213,7 @@ export class GroupCommitter {
   }
 
   async #commit(): Promise<void> {
-    const { kv, queue } = this.#options;
+    const { kv } = this.#options;
     let count = 0;
     let chars = 0;
     while (
@@ -206,19 +234,13 @@ export class GroupCommitter {
     try {
       const op = kv.atomic();
       batches = this.#addBatches(op, taken);
-      let mutations = batches.reduce((n, b) => n + b.parts, 0);
-      if (queue && batches.length > 0) {
-        const message = encodeWakeMessage({
-          batches: batches.map((b) => b.id),
-        });
-        op.enqueue(message, { delay: this.#options.wakeDelayMs ?? 2000 });
-        mutations++;
-      }
+      const mutations = batches.reduce((n, b) => n + b.parts, 0);
       told = this.#options.rider?.ride(op, MAX_COMMIT_MUTATIONS - mutations);
       const result = await op.commit();
       if (result.ok) versionstamp = result.versionstamp;
     } catch (error) {
       failure = error;
+      this.#options.gate?.failed(error);
     }
     told?.(versionstamp !== undefined);
     if (versionstamp !== undefined) {

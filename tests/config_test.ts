@@ -11,7 +11,6 @@ Deno.test("loadConfig gives the documented defaults", () => {
   assert.equal(config.rateLimitBurst, 50);
   assert.equal(config.trustProxy, 0);
   assert.equal(config.signatureMaxSkewMs, 300_000);
-  assert.equal(config.queue, true);
   assert.equal(config.consumerConcurrency, 4);
   assert.equal(config.maxPendingRequests, 20_000);
   assert.equal(config.projectCacheMs, 2000);
@@ -34,30 +33,14 @@ Deno.test("an empty variable counts as unset", () => {
   assert.equal(loadConfig({ PORT: "", KV_PATH: "" }).port, 8000);
 });
 
-Deno.test("QUEUE=auto turns queue delivery off where KV delivers no messages", async (t) => {
-  await t.step("on for a local file or :memory:", () => {
-    assert.equal(loadConfig({ KV_PATH: "/tmp/kv.sqlite" }).queue, true);
-    assert.equal(loadConfig({ KV_PATH: ":memory:" }).queue, true);
-  });
-  await t.step("off for a KV Connect URL", () => {
-    const config = loadConfig({
-      KV_PATH: "https://api.deno.com/databases/abc/connect",
-    });
-    assert.equal(config.queue, false);
-  });
-  await t.step(
-    "off on Deno Deploy, where unset KV_PATH is the platform's KV",
-    () => {
-      const config = loadConfig({ DENO_DEPLOYMENT_ID: "x1" });
-      assert.equal(config.kvPath, undefined);
-      assert.equal(config.queue, false);
-    },
+Deno.test("QUEUE is still accepted, and the platform's KV is used on Deno Deploy", () => {
+  for (const value of ["auto", "on", "off"]) {
+    assert.equal(loadConfig({ QUEUE: value }).port, 8000);
+  }
+  assert.equal(loadConfig({ DENO_DEPLOYMENT_ID: "x1" }).kvPath, undefined);
+  assert.equal(
+    loadConfig({ KV_PATH: "https://api.deno.com/databases/abc/connect" })
+      .kvPath,
+    "https://api.deno.com/databases/abc/connect",
   );
-  await t.step("QUEUE=on and QUEUE=off override it", () => {
-    assert.equal(
-      loadConfig({ DENO_DEPLOYMENT_ID: "x1", QUEUE: "on" }).queue,
-      true,
-    );
-    assert.equal(loadConfig({ QUEUE: "off" }).queue, false);
-  });
 });

@@ -140,7 +140,6 @@ Deno.test("the backlog is bounded by size as well as by count", async () => {
   const { kv, state } = faultyKv(real);
   const producer = new GroupCommitter({
     kv,
-    queue: false,
     maxPending: 1000,
     maxPendingChars: 10_000,
   });

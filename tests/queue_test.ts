@@ -1,9 +1,9 @@
 /**
- * The queue's guarantees: every batch is processed exactly once in effect,
- * whatever the delivery (redelivery, two processes racing, a wake-up message
- * twice); batches nobody handed over are found by the sweeper, so the service
- * works without queue delivery; a batch that keeps failing is retried with
- * backoff and then kept as a dead letter.
+ * The queue's guarantees (docs/design.md#queue): every batch is processed
+ * exactly once in effect, whatever the delivery (redelivery, two processes
+ * racing, the same id pushed twice); batches nobody handed over are found by
+ * the sweeper; a batch that keeps failing is retried with backoff and then
+ * kept as a dead letter.
  *
  * @module
  */
@@ -16,7 +16,6 @@ import {
   decodeBatchHeader,
   encodeBatchHeader,
   type HandedBatch,
-  type WakeMessage,
 } from "../queue/batch.ts";
 import { decodeJson } from "../db/kv.ts";
 import { GroupCommitter } from "../queue/producer.ts";
@@ -152,41 +151,7 @@ Deno.test("consumers racing on the same batch store and count its entries once",
   });
 });
 
-Deno.test("a wake-up message delivered twice stores its entries once", async () => {
-  await withHarness(async (h) => {
-    const project = await h.project();
-    const expected = await postMix(h, project.id, project.secret);
-    const worker = h.pipeline.worker;
-    // Only queue deliveries reach the worker here: no start-up sweep.
-    worker.start = () => {};
-    let delivered = 0;
-    let bothDelivered!: () => void;
-    const done = new Promise<void>((resolve) => bothDelivered = resolve);
-    const push = worker.push.bind(worker);
-    worker.push = (ids) => {
-      push(ids);
-      // Only this test's message names all five batches: the producer's own
-      // wake-ups (delayed) name one batch each.
-      if ([...ids].length === 5 && ++delivered === 2) bothDelivered();
-    };
-    h.pipeline.start();
-    const message: WakeMessage = {
-      batches: (await pendingBatches(h.kv)).map((b) => b.id),
-    };
-    await h.kv.enqueue(message);
-    await h.kv.enqueue(message);
-    await withTimeout(done, EVENT_TIMEOUT_MS, "two queue deliveries");
-    await untilIdle(worker);
-    // Delivered again after it was processed: nothing left to do.
-    worker.push(message.batches);
-    await untilIdle(worker);
-    assert.deepEqual(await pendingBatches(h.kv), []);
-    assert.equal((await h.logs(project.id)).length, 3);
-    assert.deepEqual(await stats(h.kv, project.id), expected);
-  }, { config: { queue: true } });
-});
-
-Deno.test("a wake-up message naming a batch twice, and the same ids pushed while running, process each batch once", async () => {
+Deno.test("ids pushed twice at once, and again while running, process each batch once", async () => {
   await withHarness(async (h) => {
     const project = await h.project();
     const expected = await postMix(h, project.id, project.secret);
@@ -203,7 +168,6 @@ Deno.test("a wake-up message naming a batch twice, and the same ids pushed while
 
 Deno.test("with the queue listener off, the sweeper processes batches nobody handed over", async () => {
   await withHarness(async (h) => {
-    assert.equal(h.config.queue, false);
     const project = await h.project();
     const expected = await postMix(h, project.id, project.secret);
     const worker = h.pipeline.worker;
@@ -251,7 +215,6 @@ Deno.test("batches left pending by a process that stopped are processed by the s
     }, { kv });
     assert.equal((await pendingBatches(kv)).length, 5);
     await withHarness(async (h) => {
-      assert.equal(h.config.queue, false);
       h.pipeline.start();
       // The start-up sweep is in flight; this joins it.
       await h.pipeline.worker.sweep({ all: true });
@@ -463,7 +426,6 @@ Deno.test("a batch handed over in memory that another process committed first is
     const handed: HandedBatch[] = [];
     const producer = new GroupCommitter({
       kv: h.kv,
-      queue: false,
       maxPending: 100,
       now: h.clock.now,
       onCommitted: (batches) => handed.push(...batches),

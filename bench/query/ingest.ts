@@ -108,7 +108,6 @@ export async function buildStore(
     kv,
     now,
     config: {
-      queue: false,
       consumerConcurrency: 4,
       maxPendingRequests: 100_000,
       projectCacheMs: 3_600_000,
