@@ -23,7 +23,6 @@ import { Consumer, type ProcessOutcome } from "../queue/consumer.ts";
 import { MAX_ATTEMPTS } from "../queue/dead_letters.ts";
 import { BatchWorker } from "../queue/worker.ts";
 import {
-  EVENT_TIMEOUT_MS,
   type Harness,
   harness,
   otherConsumer,
@@ -36,7 +35,6 @@ import {
   stats,
   untilIdle,
   withHarness,
-  withTimeout,
 } from "./_helpers.ts";
 
 const ORIGIN = "https://app.example.com";
