@@ -28,6 +28,7 @@ async function startServer(kvPath: string): Promise<Server> {
       "--allow-env",
       "--allow-read",
       "--allow-write",
+      "--allow-sys=statfs",
       "main.ts",
     ],
     cwd: ROOT,

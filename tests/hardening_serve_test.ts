@@ -75,7 +75,7 @@ async function startLimitedServer(nofile: number) {
   const child = new Deno.Command("bash", {
     args: [
       "-c",
-      `ulimit -n ${nofile} && exec "$0" run --allow-net --allow-env --allow-read --allow-write main.ts`,
+      `ulimit -n ${nofile} && exec "$0" run --allow-net --allow-env --allow-read --allow-write --allow-sys=statfs main.ts`,
       deno,
     ],
     cwd: ROOT,
