@@ -129,7 +129,7 @@ export function EntryRow(props: EntryRowProps) {
         <table class="fields">
           <tbody>
             {entryFields(record).map((field) => (
-              <tr>
+              <tr data-path={field.path}>
                 <th scope="row">{field.path}</th>
                 <td>
                   {field.linkable

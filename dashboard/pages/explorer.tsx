@@ -367,37 +367,41 @@ export function ExplorerPage(props: { ctx: PageContext; data: ExplorerData }) {
           <EntryRow record={data.pinned} links={links} open />
         </section>
       )}
-      {data.context ? <ContextView ctx={ctx} data={data} /> : (
-        <>
-          <div id="entries" class="entries" aria-live="polite">
-            <EntryList
-              ctx={ctx}
-              projectId={project.id}
-              state={state}
-              records={data.records}
-              cursor={data.cursor}
-            />
-          </div>
-          {data.records.length === 0 && !data.queryError && (
-            <p class="empty">
-              No entries match in this time range. New ones appear here as they
-              arrive; see{" "}
-              <a
-                href={link(
-                  ctx.base,
-                  `/projects/${project.id}/settings#first-entry`,
-                )}
-              >
-                Send your first entry
-              </a>{" "}
-              or the{" "}
-              <a href={link(ctx.base, `/projects/${project.id}/rejections`)}>
-                rejections
-              </a>.
-            </p>
-          )}
-        </>
-      )}
+      {data.queryError
+        ? null
+        : data.context
+        ? <ContextView ctx={ctx} data={data} />
+        : (
+          <>
+            <div id="entries" class="entries" aria-live="polite">
+              <EntryList
+                ctx={ctx}
+                projectId={project.id}
+                state={state}
+                records={data.records}
+                cursor={data.cursor}
+              />
+            </div>
+            {data.records.length === 0 && !data.queryError && (
+              <p class="empty">
+                No entries match in this time range. New ones appear here as
+                they arrive; see{" "}
+                <a
+                  href={link(
+                    ctx.base,
+                    `/projects/${project.id}/settings#first-entry`,
+                  )}
+                >
+                  Send your first entry
+                </a>{" "}
+                or the{" "}
+                <a href={link(ctx.base, `/projects/${project.id}/rejections`)}>
+                  rejections
+                </a>.
+              </p>
+            )}
+          </>
+        )}
       <p class="keys">
         <kbd>j</kbd>/<kbd>k</kbd> move · <kbd>Enter</kbd> expand · <kbd>/</kbd>
         {" "}

@@ -81,6 +81,7 @@ export function Layout(props: LayoutProps) {
         <meta charset="utf-8" />
         <meta name="viewport" content="width=device-width, initial-scale=1" />
         <meta name="color-scheme" content="light dark" />
+        <link rel="icon" href="data:," />
         <title>{props.title} · Logs</title>
         <link rel="stylesheet" href={ctx.assets["app.css"]} />
         {scripts.map((name) => (

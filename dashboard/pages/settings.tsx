@@ -95,179 +95,190 @@ export function SettingsPage(props: { ctx: PageContext; data: SettingsData }) {
         <dd>{formatTime(project.createdAt, false)} UTC</dd>
       </dl>
 
-      <section class="card" id="allow" aria-labelledby="allow-title">
-        <h2 id="allow-title">Allowed origins and app ids</h2>
-        <p class="hint">
-          A browser entry is stored when its Origin is listed here
-          (scheme://host[:port], no path, no wildcard); a mobile entry when its
-          appid is (reverse domain notation).
-        </p>
-        {project.allowedOrigin.length === 0
-          ? (
-            <p class="empty">
-              Nothing allowed yet: only signed server calls are stored.
+      <div class="settings-grid">
+        <div class="column">
+          <section class="card" id="allow" aria-labelledby="allow-title">
+            <h2 id="allow-title">Allowed origins and app ids</h2>
+            <p class="hint">
+              A browser entry is stored when its Origin is listed here
+              (scheme://host[:port], no path, no wildcard); a mobile entry when
+              its appid is (reverse domain notation).
             </p>
-          )
-          : (
-            <ul class="values" id="allow-list">
-              {project.allowedOrigin.map((value) => (
-                <li>
-                  <code>{value}</code>
-                  <form
-                    method="post"
-                    action={action("disallow")}
-                    class="inline"
-                  >
-                    <Csrf ctx={ctx} />
-                    <input type="hidden" name="value" value={value} />
-                    <button
-                      type="submit"
-                      class="link danger"
-                      aria-label={`Remove ${value}`}
+            {project.allowedOrigin.length === 0
+              ? (
+                <p class="empty">
+                  Nothing allowed yet: only signed server calls are stored.
+                </p>
+              )
+              : (
+                <ul class="values" id="allow-list">
+                  {project.allowedOrigin.map((value) => (
+                    <li>
+                      <code>{value}</code>
+                      <form
+                        method="post"
+                        action={action("disallow")}
+                        class="inline"
+                      >
+                        <Csrf ctx={ctx} />
+                        <input type="hidden" name="value" value={value} />
+                        <button
+                          type="submit"
+                          class="link danger"
+                          aria-label={`Remove ${value}`}
+                        >
+                          Remove
+                        </button>
+                      </form>
+                    </li>
+                  ))}
+                </ul>
+              )}
+            <form
+              method="post"
+              action={action("allow")}
+              class="row"
+              id="allow-form"
+            >
+              <Csrf ctx={ctx} />
+              <input
+                name="value"
+                required
+                placeholder="https://shop.example.com or com.example.shop.ios"
+                aria-label="Origin or app id to allow"
+                value={errors.allow?.value ?? ""}
+                aria-invalid={errors.allow ? "true" : undefined}
+              />
+              <button type="submit">Allow</button>
+            </form>
+            <FieldErrorText error={errors.allow} />
+          </section>
+
+          <section class="card" id="levels" aria-labelledby="levels-title">
+            <h2 id="levels-title">Custom levels</h2>
+            <p class="hint">
+              Beside info, warning, error and critical, entries with these
+              levels are stored; any other level is refused as unknown_level.
+            </p>
+            {project.levels.length > 0 && (
+              <ul class="values">
+                {project.levels.map((level) => (
+                  <li>
+                    <code>{level}</code>
+                    <form
+                      method="post"
+                      action={action("levels/remove")}
+                      class="inline"
                     >
-                      Remove
-                    </button>
-                  </form>
-                </li>
-              ))}
-            </ul>
-          )}
-        <form
-          method="post"
-          action={action("allow")}
-          class="row"
-          id="allow-form"
-        >
-          <Csrf ctx={ctx} />
-          <input
-            name="value"
-            required
-            placeholder="https://shop.example.com or com.example.shop.ios"
-            aria-label="Origin or app id to allow"
-            value={errors.allow?.value ?? ""}
-            aria-invalid={errors.allow ? "true" : undefined}
-          />
-          <button type="submit">Allow</button>
-        </form>
-        <FieldErrorText error={errors.allow} />
-      </section>
+                      <Csrf ctx={ctx} />
+                      <input type="hidden" name="level" value={level} />
+                      <button
+                        type="submit"
+                        class="link danger"
+                        aria-label={`Remove level ${level}`}
+                      >
+                        Remove
+                      </button>
+                    </form>
+                  </li>
+                ))}
+              </ul>
+            )}
+            <form method="post" action={action("levels/add")} class="row">
+              <Csrf ctx={ctx} />
+              <input
+                name="level"
+                required
+                placeholder="audit"
+                aria-label="Level name"
+                value={errors.level?.value ?? ""}
+              />
+              <button type="submit">Add level</button>
+            </form>
+            <FieldErrorText error={errors.level} />
+          </section>
 
-      <section class="card" id="levels" aria-labelledby="levels-title">
-        <h2 id="levels-title">Custom levels</h2>
-        <p class="hint">
-          Beside info, warning, error and critical, entries with these levels
-          are stored; any other level is refused as unknown_level.
-        </p>
-        {project.levels.length > 0 && (
-          <ul class="values">
-            {project.levels.map((level) => (
-              <li>
-                <code>{level}</code>
-                <form
-                  method="post"
-                  action={action("levels/remove")}
-                  class="inline"
-                >
-                  <Csrf ctx={ctx} />
-                  <input type="hidden" name="level" value={level} />
-                  <button
-                    type="submit"
-                    class="link danger"
-                    aria-label={`Remove level ${level}`}
-                  >
-                    Remove
-                  </button>
-                </form>
-              </li>
-            ))}
-          </ul>
-        )}
-        <form method="post" action={action("levels/add")} class="row">
-          <Csrf ctx={ctx} />
-          <input
-            name="level"
-            required
-            placeholder="audit"
-            aria-label="Level name"
-            value={errors.level?.value ?? ""}
-          />
-          <button type="submit">Add level</button>
-        </form>
-        <FieldErrorText error={errors.level} />
-      </section>
+          <section
+            class="card"
+            id="retention"
+            aria-labelledby="retention-title"
+          >
+            <h2 id="retention-title">Retention</h2>
+            <form method="post" action={action("retention")} class="row">
+              <Csrf ctx={ctx} />
+              <label>
+                Keep entries for{" "}
+                <input
+                  name="days"
+                  type="number"
+                  min={1}
+                  max={3650}
+                  required
+                  class="short"
+                  value={errors.retention?.value ??
+                    String(project.retentionDays)}
+                />{" "}
+                days
+              </label>
+              <button type="submit">Save</button>
+            </form>
+            <p class="hint">Applies to entries stored from now on.</p>
+            <FieldErrorText error={errors.retention} />
+          </section>
 
-      <section class="card" id="retention" aria-labelledby="retention-title">
-        <h2 id="retention-title">Retention</h2>
-        <form method="post" action={action("retention")} class="row">
-          <Csrf ctx={ctx} />
-          <label>
-            Keep entries for{" "}
-            <input
-              name="days"
-              type="number"
-              min={1}
-              max={3650}
-              required
-              class="short"
-              value={errors.retention?.value ?? String(project.retentionDays)}
-            />{" "}
-            days
-          </label>
-          <button type="submit">Save</button>
-        </form>
-        <p class="hint">Applies to entries stored from now on.</p>
-        <FieldErrorText error={errors.retention} />
-      </section>
-
-      <section class="card" id="secret" aria-labelledby="secret-title">
-        <h2 id="secret-title">Secret</h2>
-        {data.newSecret && (
-          <div class="created">
-            <p>
-              New secret:{" "}
-              <code id="new-secret" class="secret">{data.newSecret}</code>{" "}
-              <CopyButton target="new-secret" />
-            </p>
-            <Notice kind="info">
-              Copy it now: it is shown only this once.
-            </Notice>
-          </div>
-        )}
-        {project.previousSecretExpiresAt !== undefined &&
-          project.previousSecretExpiresAt > data.now && (
-          <p class="hint">
-            The previous secret still verifies until{" "}
-            {formatTime(project.previousSecretExpiresAt, false)}{" "}
-            UTC ({formatDuration(
-              project.previousSecretExpiresAt - data.now,
-            )} left).
-          </p>
-        )}
-        <form method="post" action={action("rotate")} class="row">
-          <Csrf ctx={ctx} />
-          <label>
-            Keep the old secret valid for{" "}
-            <select name="grace">
-              {GRACE_CHOICES.map(([label, ms]) => (
-                <option value={String(ms)} selected={ms === 86_400_000}>
-                  {label}
-                </option>
-              ))}
-            </select>
-          </label>
-          <button type="submit">Rotate secret</button>
-        </form>
-        <FieldErrorText error={errors.rotate} />
-      </section>
-
-      <section class="card" id="first-entry" aria-labelledby="first-title">
-        <h2 id="first-title">Send your first entry</h2>
-        <Snippets
-          projectId={project.id}
-          endpoint={data.endpoint}
-          {...(origin ? { origin } : {})}
-        />
-      </section>
+          <section class="card" id="secret" aria-labelledby="secret-title">
+            <h2 id="secret-title">Secret</h2>
+            {data.newSecret && (
+              <div class="created">
+                <p>
+                  New secret:{" "}
+                  <code id="new-secret" class="secret">{data.newSecret}</code>
+                  {" "}
+                  <CopyButton target="new-secret" />
+                </p>
+                <Notice kind="info">
+                  Copy it now: it is shown only this once.
+                </Notice>
+              </div>
+            )}
+            {project.previousSecretExpiresAt !== undefined &&
+              project.previousSecretExpiresAt > data.now && (
+              <p class="hint">
+                The previous secret still verifies until{" "}
+                {formatTime(project.previousSecretExpiresAt, false)}{" "}
+                UTC ({formatDuration(
+                  project.previousSecretExpiresAt - data.now,
+                )} left).
+              </p>
+            )}
+            <form method="post" action={action("rotate")} class="row">
+              <Csrf ctx={ctx} />
+              <label>
+                Keep the old secret valid for{" "}
+                <select name="grace">
+                  {GRACE_CHOICES.map(([label, ms]) => (
+                    <option value={String(ms)} selected={ms === 86_400_000}>
+                      {label}
+                    </option>
+                  ))}
+                </select>
+              </label>
+              <button type="submit">Rotate secret</button>
+            </form>
+            <FieldErrorText error={errors.rotate} />
+          </section>
+        </div>
+        <div class="column">
+          <section class="card" id="first-entry" aria-labelledby="first-title">
+            <h2 id="first-title">Send your first entry</h2>
+            <Snippets
+              projectId={project.id}
+              endpoint={data.endpoint}
+              {...(origin ? { origin } : {})}
+            />
+          </section>
+        </div>
+      </div>
 
       <section
         class="card danger-zone"

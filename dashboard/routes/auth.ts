@@ -48,7 +48,12 @@ async function loginForm(
   status: 200 | 401 | 403 | 429,
   message?: { error?: string; info?: string },
 ): Promise<Response> {
-  const token = randomToken(16);
+  // Reused while it lasts, so that two tabs (or a stray request for an
+  // icon) showing the form do not invalidate each other.
+  const existing = getCookie(c, LOGIN_COOKIE);
+  const token = existing !== undefined && /^[\w-]{22}$/.test(existing)
+    ? existing
+    : randomToken(16);
   setCookie(c, LOGIN_COOKIE, token, {
     httpOnly: true,
     sameSite: "Strict",
