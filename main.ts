@@ -7,6 +7,8 @@
  */
 import { createApp } from "./app.ts";
 import { loadConfig } from "./config.ts";
+import { dashboardRequested, loadDashboardConfig } from "./dashboard/config.ts";
+import { DASHBOARD_BASE, mountDashboard } from "./dashboard/mount.ts";
 import { openKv } from "./db/open.ts";
 import { createPipeline } from "./queue/pipeline.ts";
 import { RateLimiter } from "./routes/rate_limit.ts";
@@ -15,7 +17,15 @@ import { RateLimiter } from "./routes/rate_limit.ts";
 const RATE_SYNC_MS = 250;
 
 if (import.meta.main) {
-  const config = loadConfig(Deno.env.toObject());
+  const env = Deno.env.toObject();
+  const config = loadConfig(env);
+  let dashboard = null;
+  try {
+    dashboard = dashboardRequested(env) ? loadDashboardConfig(env) : null;
+  } catch (error) {
+    console.error((error as Error).message);
+    Deno.exit(1);
+  }
   const kv = await openKv(config.kvPath);
   const limiter = new RateLimiter({
     rps: config.rateLimitRps,
@@ -50,15 +60,28 @@ if (import.meta.main) {
     maxBodyBytes: config.maxBodyBytes,
     admission: limiter,
   });
+  const service = (req: Request, info: Deno.ServeHandlerInfo<Deno.Addr>) =>
+    app.fetch(req, { remoteAddr: info.remoteAddr as Deno.NetAddr });
   const server = Deno.serve(
     {
       port: config.port,
       hostname: config.hostname,
-      onListen: ({ hostname, port }) =>
-        console.log(`Listening on http://${hostname}:${port}/api/v1/logs`),
+      onListen: ({ hostname, port }) => {
+        console.log(`Listening on http://${hostname}:${port}/api/v1/logs`);
+        if (dashboard) {
+          console.log(
+            `Dashboard on http://${hostname}:${port}${DASHBOARD_BASE}/`,
+          );
+        }
+      },
     },
-    (req, info) =>
-      app.fetch(req, { remoteAddr: info.remoteAddr as Deno.NetAddr }),
+    dashboard
+      ? mountDashboard(service, {
+        kv,
+        password: dashboard.password,
+        trustProxy: config.trustProxy,
+      })
+      : service,
   );
   const shutdown = async () => {
     await server.shutdown();

@@ -112,7 +112,9 @@ export function createDashboard(options: DashboardOptions): DashApp {
     c.set("nonce", nonce);
     c.set("session", null);
     const refusal = crossOriginRefusal(c.req.raw);
-    if (refusal !== null) {
+    if (base !== "" && c.req.path === base) {
+      c.res = c.redirect(`${base}/`, 301);
+    } else if (refusal !== null) {
       c.res = await forbidden(c, deps, refusal);
     } else {
       await next();
@@ -153,7 +155,6 @@ export function createDashboard(options: DashboardOptions): DashApp {
     await next();
   });
 
-  if (base !== "") app.get(base, (c) => c.redirect(`${base}/`, 301));
   authRoutes(app, deps);
   projectsRoutes(app, deps);
   settingsRoutes(app, deps);
