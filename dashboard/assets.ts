@@ -10,7 +10,13 @@ import { createHash } from "node:crypto";
 import { gzipSync } from "node:zlib";
 
 /** Files served under `assets/`. */
-export const ASSET_FILES = ["app.css", "app.js", "explorer.js"] as const;
+export const ASSET_FILES = [
+  "app.css",
+  "forms.css",
+  "explorer.css",
+  "app.js",
+  "explorer.js",
+] as const;
 
 /** One served file. */
 export interface Asset {

@@ -12,80 +12,28 @@
  * @module
  */
 import assert from "node:assert/strict";
-import type { Browser, Page } from "puppeteer-core";
+import type { Browser } from "puppeteer-core";
 import { createDashboard } from "../dashboard/app.ts";
-import { addLevel, createProject, listProjects } from "../db/projects.ts";
+import { listProjects } from "../db/projects.ts";
 import { hasChromium, launchBrowser } from "./_browser.ts";
 import { type Harness, harness } from "./_helpers.ts";
 import { PASSWORD } from "./dashboard/_helpers.ts";
-import { seedEntries } from "./dashboard/_seed.ts";
+import {
+  realClock,
+  rowIds,
+  rowTexts,
+  SENDER_PAGE,
+  sendFrom,
+  serve,
+  takeScreenshots,
+  watchForProblems,
+} from "./dashboard/_e2e.ts";
 
 /** Longest wait for any one thing in the browser. */
 const STEP_MS = 15_000;
 /** Longest run of the whole test. */
 const RUN_MS = 120_000;
 const SCREENSHOTS = Deno.env.get("UPDATE_SCREENSHOTS") === "1";
-
-const realClock = {
-  now: () => Date.now(),
-  advance: () => {
-    throw new Error("The browser test runs on the real clock");
-  },
-  set: () => {
-    throw new Error("The browser test runs on the real clock");
-  },
-};
-
-/** A page of another origin: the entries it sends carry its Origin. */
-const SENDER_PAGE = `<!DOCTYPE html><html><head><meta charset="utf-8">
-<title>Shop</title></head><body><h1>A shop on another origin</h1></body></html>`;
-
-function serve(
-  handler: (
-    req: Request,
-    info: Deno.ServeHandlerInfo<Deno.NetAddr>,
-  ) => Response | Promise<Response>,
-): Deno.HttpServer<Deno.NetAddr> {
-  return Deno.serve(
-    { port: 0, hostname: "127.0.0.1", onListen: () => {} },
-    handler,
-  );
-}
-
-/** Sends an entry from the browser page `page` with `fetch`; returns the status. */
-async function sendFrom(
-  page: Page,
-  endpoint: string,
-  body: unknown,
-): Promise<number> {
-  return await page.evaluate(
-    async (url, text) => {
-      const res = await fetch(url, {
-        method: "POST",
-        headers: { "Content-Type": "application/json" },
-        body: text,
-      });
-      return res.status;
-    },
-    endpoint,
-    JSON.stringify(body),
-  );
-}
-
-/** Row ids shown in the explorer, top to bottom. */
-async function rowIds(page: Page): Promise<string[]> {
-  return await page.$$eval(
-    "#entries details.entry",
-    (rows) => rows.map((r) => (r as HTMLElement).dataset.id!),
-  );
-}
-
-async function rowTexts(page: Page): Promise<string[]> {
-  return await page.$$eval(
-    "#entries details.entry summary .msg",
-    (rows) => rows.map((r) => r.textContent ?? ""),
-  );
-}
 
 Deno.test({
   name:
@@ -113,12 +61,16 @@ Deno.test({
       const sender = serve(() =>
         new Response(SENDER_PAGE, { headers: { "Content-Type": "text/html" } })
       );
-      const dashboard = createDashboard({ kv, password: PASSWORD });
+      const endpoint = `http://127.0.0.1:${ingest.addr.port}/api/v1/logs`;
+      const dashboard = createDashboard({
+        kv,
+        password: PASSWORD,
+        endpoint: () => endpoint,
+      });
       const dash = serve((req, info) =>
         dashboard.fetch(req, { remoteAddr: info.remoteAddr })
       );
       servers.push(ingest, sender, dash);
-      const endpoint = `http://127.0.0.1:${ingest.addr.port}/api/v1/logs`;
       const senderOrigin = `http://127.0.0.1:${sender.addr.port}`;
       const strangerOrigin = `http://localhost:${sender.addr.port}`;
       const home = `http://127.0.0.1:${dash.addr.port}`;
@@ -126,12 +78,7 @@ Deno.test({
       browser = await launchBrowser();
       const page = await browser.newPage();
       page.setDefaultTimeout(STEP_MS);
-      page.on("console", (m) => console.log("PAGE", m.text()));
-      page.on("pageerror", (e) => console.log("PAGEERR", e));
-      page.on(
-        "requestfailed",
-        (r) => console.log("REQFAIL", r.url(), r.failure()?.errorText),
-      );
+      const problems = watchForProblems(page);
       page.setDefaultNavigationTimeout(STEP_MS);
       await page.setViewport({ width: 1280, height: 800 });
       let projectId = "";
@@ -401,54 +348,7 @@ Deno.test({
       if (SCREENSHOTS) {
         await t.step("screenshots for the README", async () => {
           await page.bringToFront();
-          // A project of its own, so that no port of this run shows.
-          const demo = await createProject(kv, {
-            name: "Web shop",
-            allow: ["https://shop.example.com", "com.example.shop.ios"],
-          });
-          await addLevel(kv, demo.id, "audit");
-          await seedEntries(kv, demo.id, {
-            count: 400,
-            now: Date.now() - 2000,
-            spanMs: 3_600_000,
-          });
-          const newest = await page.goto(
-            `${home}/projects/${demo.id}?range=1h`,
-          );
-          assert.equal(newest?.status(), 200);
-          const ids = await rowIds(page);
-          await page.goto(
-            `${home}/projects/${demo.id}?range=1h&open=${ids[2]}`,
-          );
-          await page.evaluate(() => scrollTo(0, 0));
-          await Deno.mkdir(new URL("../docs/images/", import.meta.url), {
-            recursive: true,
-          });
-          await page.screenshot({
-            path:
-              new URL("../docs/images/dashboard-explorer.png", import.meta.url)
-                .pathname,
-          });
-          await page.emulateMediaFeatures([{
-            name: "prefers-color-scheme",
-            value: "dark",
-          }]);
-          await page.screenshot({
-            path: new URL(
-              "../docs/images/dashboard-explorer-dark.png",
-              import.meta.url,
-            ).pathname,
-          });
-          await page.emulateMediaFeatures([{
-            name: "prefers-color-scheme",
-            value: "light",
-          }]);
-          await page.goto(`${home}/projects/${demo.id}/settings`);
-          await page.screenshot({
-            path:
-              new URL("../docs/images/dashboard-settings.png", import.meta.url)
-                .pathname,
-          });
+          await takeScreenshots(page, kv, home);
         });
       }
 
@@ -464,6 +364,13 @@ Deno.test({
         await page.goto(`${home}/projects/${projectId}`);
         assert.equal(new URL(page.url()).pathname, "/login");
       });
+
+      await t.step(
+        "no script error and no refused content in the pages",
+        () => {
+          assert.deepEqual(problems, []);
+        },
+      );
     };
     try {
       await Promise.race([run(), deadline]);

@@ -8,19 +8,12 @@
  * @module
  */
 import type { LogRecord } from "../../db/logs.ts";
-import { STANDARD_LEVELS } from "../../db/projects.ts";
-import {
-  addTerm,
-  type ExplorerState,
-  fieldTerm,
-  formatUtc,
-  type RangeName,
-  RANGES,
-  stateQuery,
-} from "../explorer_state.ts";
+import { type ExplorerState, formatUtc } from "../explorer_state.ts";
 import type { Histogram } from "../source.ts";
-import { type EntryLinks, EntryRow } from "./entry.tsx";
-import { levelClass, link } from "./format.ts";
+import { EntryRow } from "./entry.tsx";
+import { LevelChips, TimeControls } from "./explorer_controls.tsx";
+import { entryLinks, EntryList, explorerHref } from "./explorer_list.tsx";
+import { link } from "./format.ts";
 import { HistogramChart } from "./histogram.tsx";
 import { Layout, Notice, type PageContext } from "./layout.tsx";
 
@@ -49,183 +42,6 @@ export interface ExplorerData {
   pinned?: LogRecord | null;
   /** Id the live tail continues after. */
   tailAfter: string;
-}
-
-/** URL of the explorer of `projectId` showing `state`. */
-export function explorerHref(
-  base: string,
-  projectId: string,
-  state: ExplorerState,
-  suffix = "",
-): string {
-  return link(base, `/projects/${projectId}${suffix}`) + stateQuery(state);
-}
-
-/** The links of entry rows shown in `state`. */
-export function entryLinks(
-  base: string,
-  projectId: string,
-  state: ExplorerState,
-): EntryLinks {
-  const list: ExplorerState = { ...state };
-  delete list.open;
-  delete list.around;
-  delete list.cursor;
-  return {
-    filter: ({ path, value, exclude }) =>
-      explorerHref(base, projectId, {
-        ...list,
-        q: addTerm(state.q, fieldTerm(path, value, exclude)),
-      }),
-    around: (id) =>
-      explorerHref(base, projectId, { ...list, around: id, open: id }),
-    permalink: (id) => explorerHref(base, projectId, { ...state, open: id }),
-  };
-}
-
-/** One row as live tail sends it, with the links of the view it was asked for. */
-export function TailRow(
-  props: {
-    ctx: PageContext;
-    projectId: string;
-    state: ExplorerState;
-    record: LogRecord;
-  },
-) {
-  const links = entryLinks(props.ctx.base, props.projectId, props.state);
-  return <EntryRow record={props.record} links={links} />;
-}
-
-/** Rows of entries plus the link to the next page (also the fragment answer). */
-export function EntryList(
-  props: {
-    ctx: PageContext;
-    projectId: string;
-    state: ExplorerState;
-    records: LogRecord[];
-    cursor: string | null;
-  },
-) {
-  const { ctx, projectId, state } = props;
-  const links = entryLinks(ctx.base, projectId, state);
-  const next: ExplorerState = { ...state, cursor: props.cursor ?? undefined };
-  delete next.open;
-  return (
-    <>
-      {props.records.map((record) => (
-        <EntryRow
-          record={record}
-          links={links}
-          open={record.id === state.open}
-        />
-      ))}
-      {props.cursor !== null
-        ? (
-          <a
-            class="more"
-            id="more"
-            href={explorerHref(ctx.base, projectId, next)}
-            data-fragment={explorerHref(ctx.base, projectId, next, "/entries")}
-          >
-            Older entries
-          </a>
-        )
-        : <p class="end" id="more-end">No older entries in this range</p>}
-    </>
-  );
-}
-
-function TimeControls(props: { ctx: PageContext; data: ExplorerData }) {
-  const { ctx, data } = props;
-  const { state, project } = data;
-  const absolute = state.since !== undefined;
-  return (
-    <div class="times">
-      <div class="presets" role="group" aria-label="Time range">
-        {(Object.keys(RANGES) as RangeName[]).map((range) => {
-          const next: ExplorerState = { ...state, range };
-          delete next.since;
-          delete next.until;
-          delete next.cursor;
-          delete next.around;
-          return (
-            <a
-              class="chip"
-              href={explorerHref(ctx.base, project.id, next)}
-              aria-pressed={!absolute && state.range === range
-                ? "true"
-                : "false"}
-            >
-              {range}
-            </a>
-          );
-        })}
-      </div>
-      <details class="absolute" open={absolute}>
-        <summary>{absolute ? "Custom range (UTC)" : "Custom…"}</summary>
-        <form method="get" action={link(ctx.base, `/projects/${project.id}`)}>
-          {state.q !== "" && <input type="hidden" name="q" value={state.q} />}
-          {state.levels.length > 0 && (
-            <input type="hidden" name="level" value={state.levels.join(",")} />
-          )}
-          <label>
-            From{" "}
-            <input
-              name="since"
-              placeholder="2026-01-15T09:30"
-              value={formatUtc(data.window.since).slice(0, 16)}
-              size={16}
-            />
-          </label>
-          <label>
-            to{" "}
-            <input
-              name="until"
-              placeholder="now"
-              value={state.until === undefined
-                ? ""
-                : formatUtc(state.until).slice(0, 16)}
-              size={16}
-            />
-          </label>
-          <button type="submit">Apply</button>
-        </form>
-      </details>
-    </div>
-  );
-}
-
-function LevelChips(props: { ctx: PageContext; data: ExplorerData }) {
-  const { ctx, data } = props;
-  const { state, project } = data;
-  const levels = [
-    ...new Set([...STANDARD_LEVELS, ...project.levels, ...state.levels]),
-  ];
-  return (
-    <div class="levels" role="group" aria-label="Levels">
-      {levels.map((level) => {
-        const on = state.levels.includes(level);
-        const next: ExplorerState = {
-          ...state,
-          levels: on
-            ? state.levels.filter((l) => l !== level)
-            : [...state.levels, level],
-        };
-        delete next.cursor;
-        delete next.around;
-        return (
-          <a
-            class={`chip level ${levelClass(level)}`}
-            href={explorerHref(ctx.base, project.id, next)}
-            aria-pressed={on ? "true" : "false"}
-            data-level={level}
-          >
-            {level}
-          </a>
-        );
-      })}
-    </div>
-  );
 }
 
 function ContextView(props: { ctx: PageContext; data: ExplorerData }) {
@@ -286,6 +102,7 @@ export function ExplorerPage(props: { ctx: PageContext; data: ExplorerData }) {
       ctx={ctx}
       title={`${project.name} · Explorer`}
       scripts={["explorer.js"]}
+      styles={["explorer.css"]}
       section="projects"
       project={{ id: project.id, name: project.name, current: "explorer" }}
     >
@@ -320,8 +137,13 @@ export function ExplorerPage(props: { ctx: PageContext; data: ExplorerData }) {
         <button type="submit">Search</button>
       </form>
       <div class="toolbar">
-        <LevelChips ctx={ctx} data={data} />
-        <TimeControls ctx={ctx} data={data} />
+        <LevelChips ctx={ctx} project={project} state={state} />
+        <TimeControls
+          ctx={ctx}
+          projectId={project.id}
+          state={state}
+          since={data.window.since}
+        />
         {data.window.live && !data.queryError && (
           <div
             class="live"

@@ -33,6 +33,8 @@ export interface LayoutProps {
   title: string;
   /** Script files to load after the common one. */
   scripts?: string[];
+  /** Stylesheets to load after the common one. */
+  styles?: string[];
   /** Which top-level section is current. */
   section?: "projects" | "dead-letters";
   project?: ProjectTabs;
@@ -83,7 +85,9 @@ export function Layout(props: LayoutProps) {
         <meta name="color-scheme" content="light dark" />
         <link rel="icon" href="data:," />
         <title>{props.title} · Logs</title>
-        <link rel="stylesheet" href={ctx.assets["app.css"]} />
+        {["app.css", "forms.css", ...(props.styles ?? [])].map((name) => (
+          <link rel="stylesheet" href={ctx.assets[name]} />
+        ))}
         {scripts.map((name) => (
           <script type="module" src={ctx.assets[name]} nonce={ctx.nonce}>
           </script>

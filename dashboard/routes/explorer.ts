@@ -14,12 +14,8 @@ import {
   stateFilter,
   timeWindow,
 } from "../explorer_state.ts";
-import {
-  EntryList,
-  type ExplorerData,
-  ExplorerPage,
-  TailRow,
-} from "../pages/explorer.tsx";
+import { type ExplorerData, ExplorerPage } from "../pages/explorer.tsx";
+import { EntryList, TailRow } from "../pages/explorer_list.tsx";
 import {
   aroundEntry,
   type Filter,

@@ -1,13 +1,20 @@
 /**
  * Fixtures of the dashboard tests: a dashboard on the harness's in-memory
  * KV and fake clock, signing in as a browser would (form token cookie,
- * then password), and requests that carry the session and the CSRF token.
+ * then password), requests that carry the session and the CSRF token, and
+ * entries stored through the real pipeline.
  *
  * @module
  */
 import { createDashboard, type DashboardOptions } from "../../dashboard/app.ts";
 import type { DashApp } from "../../dashboard/routes/common.ts";
-import { type Harness, harness, type HarnessOptions } from "../_helpers.ts";
+import type { LogRecord } from "../../db/logs.ts";
+import {
+  type Harness,
+  harness,
+  type HarnessOptions,
+  randomEntry,
+} from "../_helpers.ts";
 
 /** The administrator password of the tests. */
 export const PASSWORD = "correct horse battery";
@@ -154,4 +161,43 @@ export function textOf(html: string): string {
   )
     .replace(/&quot;/g, '"').replace(/&#39;/g, "'").replace(/&amp;/g, "&")
     .replace(/\s+/g, " ");
+}
+
+/**
+ * Stores one entry per item of `bodies` (members over a random entry),
+ * `stepMs` apart, sent from an allowed origin; returns the project's
+ * entries, oldest first.
+ */
+export async function store(
+  h: Harness,
+  projectId: string,
+  bodies: Record<string, unknown>[],
+  stepMs = 1000,
+): Promise<LogRecord[]> {
+  for (const body of bodies) {
+    await h.post(randomEntry({ projectId, ...body }), {
+      Origin: "https://app.example.com",
+    });
+    h.clock.advance(stepMs);
+  }
+  await h.process();
+  return await h.logs(projectId);
+}
+
+/** Ids of the rows of a page or fragment, top to bottom. */
+export function rowIds(html: string): string[] {
+  return [
+    ...html.matchAll(/<details class="entry[^"]*" id="e-([0-9a-f]{28})"/g),
+  ]
+    .map((m) => m[1]!);
+}
+
+/** Ids of the expanded rows. */
+export function openIds(html: string): string[] {
+  return [
+    ...html.matchAll(
+      /<details class="entry[^"]*" id="e-([0-9a-f]{28})"[^>]* open/g,
+    ),
+  ]
+    .map((m) => m[1]!);
 }
