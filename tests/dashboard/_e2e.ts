@@ -1,14 +1,126 @@
 /// <reference lib="dom" />
 /**
- * Helpers of the browser test: the servers it starts, entries sent from a
- * page of another origin, reading the explorer's rows, watching the pages
- * for script errors and refused content, and the README's screenshots.
+ * The setting of the browser tests: three servers on this machine — the
+ * dashboard, the real ingestion app with its queue pipeline, and a web page
+ * of another origin that sends entries from the browser — sharing one
+ * in-memory KV, and headless Chromium with two tabs. Also: entries sent from
+ * that page, reading the explorer's rows, watching the pages for script
+ * errors and refused content, and the README's screenshots.
  *
  * @module
  */
-import type { Page } from "puppeteer-core";
+import type { Browser, Page } from "puppeteer-core";
+import { createDashboard } from "../../dashboard/app.ts";
 import { addLevel, createProject } from "../../db/projects.ts";
+import { launchBrowser } from "../_browser.ts";
+import { type Harness, harness } from "../_helpers.ts";
+import { PASSWORD } from "./_helpers.ts";
 import { seedEntries } from "./_seed.ts";
+
+/** Longest wait for any one thing in the browser. */
+export const STEP_MS = 15_000;
+/** Longest run of one browser test. */
+const RUN_MS = 90_000;
+
+/** What a browser test works with. */
+export interface E2e {
+  kv: Deno.Kv;
+  /** The dashboard's tab, 1280×800, watched for problems. */
+  page: Page;
+  /** A second tab, for the page of another origin. */
+  shop: Page;
+  /** The dashboard's origin. */
+  home: string;
+  /** The service's `…/api/v1/logs`. */
+  endpoint: string;
+  /** Origin of the sender page (same site as the dashboard, other port). */
+  senderOrigin: string;
+  /** The sender page under another host name: another site. */
+  strangerOrigin: string;
+  /** Script errors and refused content seen in `page`. */
+  problems: string[];
+}
+
+/**
+ * Starts the servers and the browser, runs `fn`, and stops everything,
+ * failing if the whole run takes longer than {@linkcode RUN_MS}.
+ */
+export async function withE2e(fn: (e: E2e) => Promise<void>): Promise<void> {
+  const kv = await Deno.openKv(":memory:");
+  let h: Harness | undefined;
+  let browser: Browser | undefined;
+  const servers: Deno.HttpServer[] = [];
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const deadline = new Promise<never>((_, reject) => {
+    timer = setTimeout(
+      () => reject(new Error(`The browser test ran past ${RUN_MS} ms`)),
+      RUN_MS,
+    );
+  });
+  const run = async () => {
+    h = await harness({ kv, clock: realClock, pipeline: { handOver: true } });
+    h.pipeline.start();
+    const service = h.app;
+    const ingest = serve((req, info) =>
+      service.fetch(req, { remoteAddr: info.remoteAddr })
+    );
+    const sender = serve(() =>
+      new Response(SENDER_PAGE, { headers: { "Content-Type": "text/html" } })
+    );
+    const endpoint = `http://127.0.0.1:${ingest.addr.port}/api/v1/logs`;
+    const dashboard = createDashboard({
+      kv,
+      password: PASSWORD,
+      endpoint: () => endpoint,
+    });
+    const dash = serve((req, info) =>
+      dashboard.fetch(req, { remoteAddr: info.remoteAddr })
+    );
+    servers.push(ingest, sender, dash);
+    browser = await launchBrowser();
+    const page = await browser.newPage();
+    page.setDefaultTimeout(STEP_MS);
+    page.setDefaultNavigationTimeout(STEP_MS);
+    await page.setViewport({ width: 1280, height: 800 });
+    const problems = watchForProblems(page);
+    const shop = await browser.newPage();
+    shop.setDefaultTimeout(STEP_MS);
+    shop.setDefaultNavigationTimeout(STEP_MS);
+    await page.bringToFront();
+    await fn({
+      kv,
+      page,
+      shop,
+      home: `http://127.0.0.1:${dash.addr.port}`,
+      endpoint,
+      senderOrigin: `http://127.0.0.1:${sender.addr.port}`,
+      strangerOrigin: `http://localhost:${sender.addr.port}`,
+      problems,
+    });
+  };
+  try {
+    await Promise.race([run(), deadline]);
+  } finally {
+    clearTimeout(timer);
+    await browser?.close();
+    for (const server of servers) await server.shutdown();
+    await h?.close();
+    kv.close();
+  }
+}
+
+/** Signs in through the form. */
+export async function signInAs(page: Page, home: string): Promise<void> {
+  await page.goto(`${home}/login`);
+  await page.type("#password", PASSWORD);
+  await Promise.all([
+    page.waitForNavigation(),
+    page.click("#login-form button"),
+  ]);
+  if (new URL(page.url()).pathname !== "/") {
+    throw new Error(`Cannot sign in: ended on ${page.url()}`);
+  }
+}
 
 /** The clock of the browser test: the real one, which cannot be moved. */
 export const realClock = {
