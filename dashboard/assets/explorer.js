@@ -140,12 +140,14 @@ function rows() {
   return [...document.querySelectorAll("details.entry")];
 }
 
-function select(row) {
+/** Marks `row` as the current one; from the keyboard, also focuses and reveals it. */
+function select(row, fromKeyboard) {
   for (const r of document.querySelectorAll("details.entry.selected")) {
     r.classList.remove("selected");
   }
   if (!row) return;
   row.classList.add("selected");
+  if (!fromKeyboard) return;
   const summary = row.querySelector("summary");
   summary.focus({ preventScroll: true });
   summary.scrollIntoView({ block: "nearest" });
@@ -177,12 +179,12 @@ document.addEventListener("keydown", (event) => {
     Math.max(0, current + (event.key === "j" ? 1 : -1)),
   );
   event.preventDefault();
-  select(all[next]);
+  select(all[next], true);
 });
 
 document.addEventListener("click", (event) => {
   const row = event.target instanceof Element
     ? event.target.closest("details.entry")
     : null;
-  if (row) select(row);
+  if (row) select(row, false);
 });
