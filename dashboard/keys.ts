@@ -7,6 +7,7 @@
  * |---|---|
  * | `dashboard/secret` | 32 random bytes, mixed with `ADMIN_PASSWORD` into the signing key |
  * | `dashboard_sessions/<sessionId>` | UTF-8 JSON `{"expiresAt":ms}`, expiring with the session |
+ * | `dashboard_flash/<sessionId>` | UTF-8 JSON of a secret to show once after a redirect, expiring in minutes |
  *
  * @module
  */
@@ -19,4 +20,9 @@ export function dashboardSecretKey(): Deno.KvKey {
 /** Key of one signed-in session; deleting it ends the session. */
 export function sessionKey(sessionId: string): Deno.KvKey {
   return ["dashboard_sessions", sessionId];
+}
+
+/** Key of what a session's next page shows once (a new secret). */
+export function flashKey(sessionId: string): Deno.KvKey {
+  return ["dashboard_flash", sessionId];
 }

@@ -25,8 +25,10 @@ async function created(h: DashHarness, browser: Browser, name = "Web shop") {
     name,
     allow: "https://shop.example.com\ncom.example.shop.ios",
   });
-  assert.equal(res.status, 200);
-  const html = await res.text();
+  // Redirected, so that a reload creates nothing; the list shows the secret.
+  assert.equal(res.status, 303);
+  assert.equal(res.headers.get("location"), "/");
+  const html = await (await get(h.dash, browser, "/")).text();
   const id = /id="created-id">([^<]+)</.exec(html)![1]!;
   const secret = /id="created-secret" class="secret">([^<]+)</.exec(html)![1]!;
   return { id, secret, html };
@@ -222,8 +224,15 @@ Deno.test("rotating the secret shows the new one once and keeps the old for the 
     const res = await post(h.dash, browser, `/projects/${id}/settings/rotate`, {
       grace: "3600000",
     });
-    assert.equal(res.status, 200);
-    const html = await res.text();
+    assert.equal(res.status, 303);
+    assert.equal(
+      res.headers.get("location"),
+      `/projects/${id}/settings?done=rotate#secret`,
+    );
+    const html =
+      await (await get(h.dash, browser, `/projects/${id}/settings?done=rotate`))
+        .text();
+    assert.match(textOf(html), /Secret rotated\./);
     const shown = /id="new-secret" class="secret">([^<]+)</.exec(html)?.[1];
     const stored = await getProject(h.kv, id);
     assert.equal(shown, stored?.secret);

@@ -1,11 +1,12 @@
 /**
- * `GET /` lists the projects; `POST /projects` creates one and answers with
- * its id and secret, shown this once (never stored in a URL or a cookie).
+ * `GET /` lists the projects; `POST /projects` creates one and redirects to
+ * the list, which shows its id and secret this once (dashboard/flash.ts).
  *
  * @module
  */
 import { createProject, InvalidValueError } from "../../db/projects.ts";
 import { projectRows, unknownProjectCount } from "../data.ts";
+import { setFlash, takeFlash } from "../flash.ts";
 import { type ProjectsData, ProjectsPage } from "../pages/projects.tsx";
 import {
   type DashApp,
@@ -45,7 +46,19 @@ export function projectsRoutes(app: DashApp, deps: DashboardDeps): void {
 
   app.get(`${base}/`, async (c) => {
     const notice = doneNotice(c, { deleted: "Project deleted." });
-    return await showProjects(c, deps, notice ? { notice } : {});
+    const flash = await takeFlash(kv, c.get("session")!.id, "created");
+    return await showProjects(c, deps, {
+      ...(notice ? { notice } : {}),
+      ...(flash
+        ? {
+          created: {
+            id: flash.projectId,
+            name: flash.name,
+            secret: flash.secret,
+          },
+        }
+        : {}),
+    });
   });
 
   app.post(`${base}/projects`, async (c) => {
@@ -54,9 +67,14 @@ export function projectsRoutes(app: DashApp, deps: DashboardDeps): void {
     const allow = allowText.split(/[\s,]+/).filter((v) => v !== "");
     try {
       const project = await createProject(kv, { name, allow, now: deps.now });
-      return await showProjects(c, deps, {
-        created: { id: project.id, name: project.name, secret: project.secret },
+      // Redirected, so that a reload does not create it again.
+      await setFlash(kv, c.get("session")!.id, {
+        kind: "created",
+        projectId: project.id,
+        name: project.name,
+        secret: project.secret,
       });
+      return c.redirect(`${base}/`, 303);
     } catch (error) {
       if (!(error instanceof InvalidValueError)) throw error;
       return await showProjects(c, deps, {

@@ -3,7 +3,8 @@
  * change (allow, disallow, levels/add, levels/remove, retention, rotate,
  * delete). A change that works redirects back (a reload repeats nothing);
  * a refused value answers `400` with the page and the reason beside the
- * form; a rotation answers with the new secret, shown this once.
+ * form; after a rotation the page shows the new secret this once
+ * (dashboard/flash.ts).
  *
  * @module
  */
@@ -26,6 +27,7 @@ import {
   type SettingsData,
   SettingsPage,
 } from "../pages/settings.tsx";
+import { setFlash, takeFlash } from "../flash.ts";
 import {
   type DashApp,
   type DashboardDeps,
@@ -43,6 +45,7 @@ const DONE: Record<string, string> = {
   "level-add": "Level added.",
   "level-remove": "Level removed.",
   retention: "Retention saved.",
+  rotate: "Secret rotated.",
 };
 
 /** The 404 page of a project id that names no project. */
@@ -102,7 +105,16 @@ export function settingsRoutes(app: DashApp, deps: DashboardDeps): void {
     const project = await getProject(kv, idParam(c));
     if (project === null) return await projectNotFound(c, deps);
     const notice = doneNotice(c, DONE);
-    return await showSettings(c, deps, project, notice ? { notice } : {});
+    const flash = await takeFlash(
+      kv,
+      c.get("session")!.id,
+      "rotated",
+      project.id,
+    );
+    return await showSettings(c, deps, project, {
+      ...(notice ? { notice } : {}),
+      ...(flash ? { newSecret: flash.secret } : {}),
+    });
   });
 
   /** Runs one change; a refused value re-renders the page with its reason. */
@@ -168,10 +180,13 @@ export function settingsRoutes(app: DashApp, deps: DashboardDeps): void {
       graceMs: grace[1],
       now: deps.now,
     });
-    return await showSettings(c, deps, project, {
-      newSecret: project.secret,
-      notice: { kind: "ok", text: "Secret rotated." },
+    await setFlash(kv, c.get("session")!.id, {
+      kind: "rotated",
+      projectId: project.id,
+      name: project.name,
+      secret: project.secret,
     });
+    return c.redirect(back(id, "rotate", "secret"), 303);
   });
   change("delete", "confirm", "delete", async (id, value, c) => {
     const project = await getProject(kv, id);
