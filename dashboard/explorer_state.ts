@@ -39,13 +39,14 @@ export interface ExplorerState {
   open?: string;
   /** Id of the entry whose surroundings are shown. */
   around?: string;
-  /** Where the list starts (a cursor of the query functions). */
+  /** Where the list starts: a cursor of the query functions, opaque here. */
   cursor?: string;
   /** Live tail paused. */
   paused: boolean;
 }
 
 const ID = /^[0-9a-f]{28}$/;
+const CURSOR = /^[\w.~:-]{1,512}$/;
 const LEVEL = /^[a-z][a-z0-9_-]{0,31}$/;
 const TIME =
   /^(\d{4})-(\d{2})-(\d{2})(?:[T ](\d{2}):(\d{2})(?::(\d{2})(?:\.(\d{1,3}))?)?)?Z?$/;
@@ -123,10 +124,13 @@ export function readState(
     problems.push(`Cannot show a time range that ends before it starts`);
     delete state.until;
   }
-  for (const name of ["open", "around", "cursor"] as const) {
+  for (const name of ["open", "around"] as const) {
     const value = params.get(name);
     if (value !== null && ID.test(value)) state[name] = value;
   }
+  // Cursors are opaque to the dashboard: any short URL-safe text.
+  const cursor = params.get("cursor");
+  if (cursor !== null && CURSOR.test(cursor)) state.cursor = cursor;
   return { state, problems };
 }
 

@@ -1,6 +1,6 @@
 /**
  * Where the dashboard reads stored entries: the functions of the query
- * module's agreed interface that the dashboard calls (`queryLogs`,
+ * module's interface that the dashboard calls (`queryLogs`,
  * `aroundEntry`, `getEntry`, `histogram`, `tailLogs`, `parseQuery`,
  * `QuerySyntaxError`), with the same names, arguments and results.
  *

@@ -9,12 +9,11 @@
  */
 import type { LogRecord } from "../../db/logs.ts";
 import { type ExplorerState, formatUtc } from "../explorer_state.ts";
-import type { Histogram } from "../source.ts";
 import { EntryRow } from "./entry.tsx";
 import { LevelChips, TimeControls } from "./explorer_controls.tsx";
 import { entryLinks, EntryList, explorerHref } from "./explorer_list.tsx";
 import { link } from "./format.ts";
-import { HistogramChart } from "./histogram.tsx";
+import { type Histogram, HistogramChart } from "./histogram.tsx";
 import { Layout, Notice, type PageContext } from "./layout.tsx";
 
 /** Data of the explorer page. */

@@ -5,8 +5,11 @@
  *
  * @module
  */
-import type { Histogram } from "../source.ts";
+import type { histogram } from "../source.ts";
 import { formatDuration, formatTime, levelClass } from "./format.ts";
+
+/** What `histogram` of the query functions answers. */
+export type Histogram = Awaited<ReturnType<typeof histogram>>;
 
 /** Stacking order, bottom first; custom levels go on top. */
 const ORDER = ["info", "warning", "error", "critical"];
