@@ -7,6 +7,12 @@
  */
 import { createApp } from "./app.ts";
 import { type Config, loadConfig } from "./config.ts";
+import {
+  type DashboardConfig,
+  dashboardRequested,
+  loadDashboardConfig,
+} from "./dashboard/config.ts";
+import { DASHBOARD_BASE, mountDashboard } from "./dashboard/mount.ts";
 import { openKv } from "./db/open.ts";
 import { openSpaceGuard, type SpaceGuard } from "./db/space.ts";
 import { createPipeline } from "./queue/pipeline.ts";
@@ -53,6 +59,14 @@ async function openStorage(): Promise<
 }
 
 if (import.meta.main) {
+  const env = Deno.env.toObject();
+  let dashboard: DashboardConfig | null = null;
+  try {
+    dashboard = dashboardRequested(env) ? loadDashboardConfig(env) : null;
+  } catch (error) {
+    console.error(error instanceof Error ? error.message : String(error));
+    Deno.exit(1);
+  }
   const { config, kv, space } = await openStorage().catch((error) => {
     console.error(error instanceof Error ? error.message : String(error));
     Deno.exit(1);
@@ -101,15 +115,23 @@ if (import.meta.main) {
     bodies,
     errorLog,
   });
+  const service = (req: Request, info: Deno.ServeHandlerInfo<Deno.Addr>) =>
+    app.fetch(req, { remoteAddr: info.remoteAddr as Deno.NetAddr });
   const server = serveResilient({
     port: config.port,
     hostname: config.hostname,
-    onListen: ({ hostname, port }, again) =>
+    onListen: ({ hostname, port }, again) => {
       console.log(
         `Listening${
           again ? " again" : ""
         } on http://${hostname}:${port}/api/v1/logs`,
-      ),
+      );
+      if (dashboard && !again) {
+        console.log(
+          `Dashboard on http://${hostname}:${port}${DASHBOARD_BASE}/`,
+        );
+      }
+    },
     onFailure: (error) =>
       errorLog.report(error, "Cannot accept connections, listening again"),
     // Only what escapes the app (a failing response body): logged, capped.
@@ -117,7 +139,13 @@ if (import.meta.main) {
       errorLog.report(error);
       return new Response(null, { status: 500 });
     },
-    handler: (req, info) => app.fetch(req, { remoteAddr: info.remoteAddr }),
+    handler: dashboard
+      ? mountDashboard(service, {
+        kv,
+        password: dashboard.password,
+        trustProxy: config.trustProxy,
+      })
+      : service,
   });
   const shutdown = async () => {
     await server.shutdown();

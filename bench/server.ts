@@ -80,7 +80,11 @@ export async function startServer(
     stream: ReadableStream<Uint8Array>,
     isErr: boolean,
   ) => {
-    const reader = stream.pipeThrough(new TextDecoderStream()).getReader();
+    // The explicit type keeps this checking the same when a browser test's
+    // `lib="dom"` is in the same type-check run.
+    const decoder: TransformStream<Uint8Array, string> =
+      new TextDecoderStream() as unknown as TransformStream<Uint8Array, string>;
+    const reader = stream.pipeThrough(decoder).getReader();
     let rest = "";
     for (;;) {
       const { value, done } = await reader.read();

@@ -5,6 +5,7 @@
  *
  * @module
  */
+import { textDecoder } from "./_helpers.ts";
 
 const ROOT = new URL("..", import.meta.url).pathname;
 
@@ -125,12 +126,12 @@ export async function startServer(
   let errText = "";
   const errDone = (async () => {
     for await (
-      const text of child.stderr.pipeThrough(new TextDecoderStream())
+      const text of child.stderr.pipeThrough(textDecoder())
     ) {
       errText += text;
     }
   })();
-  const lines = child.stdout.pipeThrough(new TextDecoderStream()).getReader();
+  const lines = child.stdout.pipeThrough(textDecoder()).getReader();
   const server: Partial<Server> = { child, exited: false };
   const status = child.status.then(() => {
     server.exited = true;

@@ -435,3 +435,15 @@ export async function assertStoredOnce(
   }
   return logs[0]!;
 }
+
+/**
+ * A `TextDecoderStream` typed as the runtime's own, so that a test reading a
+ * child's output type-checks the same when a browser test's `lib="dom"` is
+ * part of the same check.
+ */
+export function textDecoder(): TransformStream<Uint8Array, string> {
+  return new TextDecoderStream() as unknown as TransformStream<
+    Uint8Array,
+    string
+  >;
+}

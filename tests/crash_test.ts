@@ -7,7 +7,7 @@ import assert from "node:assert/strict";
 import { pendingBatchesPrefix } from "../db/keys.ts";
 import { listLogs } from "../db/query/mod.ts";
 import { createProject } from "../db/projects.ts";
-import { withTimeout } from "./_helpers.ts";
+import { textDecoder, withTimeout } from "./_helpers.ts";
 
 const ROOT = new URL("..", import.meta.url).pathname;
 const ORIGIN = "https://app.example.com";
@@ -42,7 +42,7 @@ async function startServer(kvPath: string): Promise<Server> {
     stdout: "piped",
     stderr: "inherit",
   }).spawn();
-  const lines = child.stdout.pipeThrough(new TextDecoderStream()).getReader();
+  const lines = child.stdout.pipeThrough(textDecoder()).getReader();
   const listening = async (): Promise<Server> => {
     let seen = "";
     for (;;) {

@@ -6,7 +6,7 @@
  */
 import assert from "node:assert/strict";
 import { serveResilient } from "../server/serve.ts";
-import { randomEntry } from "./_helpers.ts";
+import { randomEntry, textDecoder } from "./_helpers.ts";
 import { within } from "./_timeout.ts";
 
 const ROOT = new URL("..", import.meta.url).pathname;
@@ -92,7 +92,7 @@ async function startLimitedServer(nofile: number) {
   }).spawn();
   let output = "";
   const collect = async (stream: ReadableStream<Uint8Array>) => {
-    for await (const text of stream.pipeThrough(new TextDecoderStream())) {
+    for await (const text of stream.pipeThrough(textDecoder())) {
       output += text;
     }
   };

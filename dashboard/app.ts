@@ -1,0 +1,201 @@
+/**
+ * The dashboard as one Hono app: sign-in, projects, settings, the log
+ * explorer, rejections and dead letters, with its assets. It opens nothing
+ * and reads no environment — KV, password and clock are passed in — so it
+ * runs standalone (`deno task dashboard`, dashboard/main.ts), mounted under
+ * `/dashboard/` by the main server, and in tests through `app.request`.
+ *
+ * Every answer carries the security headers and a fresh script nonce; a
+ * state-changing request from another origin is refused with `403` before
+ * anything else; every page but sign-in needs a session; every form post
+ * needs the session's CSRF token.
+ *
+ * @module
+ */
+import { Hono } from "hono";
+import { getCookie } from "hono/cookie";
+import { type Asset, assetResponse, assetUrls, loadAssets } from "./assets.ts";
+import { MessagePage } from "./pages/message.tsx";
+import { authRoutes, SESSION_COOKIE, signInFirst } from "./routes/auth.ts";
+import {
+  type DashApp,
+  type DashboardDeps,
+  type DashContext,
+  type DashEnv,
+  formField,
+  pageContext,
+  render,
+  type TailTiming,
+} from "./routes/common.ts";
+import { explorerRoutes } from "./routes/explorer.ts";
+import { projectsRoutes } from "./routes/projects.ts";
+import { settingsRoutes } from "./routes/settings.ts";
+import { statusRoutes } from "./routes/status.ts";
+import {
+  createNonce,
+  crossOriginRefusal,
+  isHttps,
+  LoginLimiter,
+  type LoginLimiterOptions,
+  securityHeaders,
+} from "./security.ts";
+import { SessionStore } from "./session.ts";
+
+/** Options of {@linkcode createDashboard}. */
+export interface DashboardOptions {
+  kv: Deno.Kv;
+  /** `ADMIN_PASSWORD`. */
+  password: string;
+  /** Clock. @default {Date.now} */
+  now?: () => number;
+  /** Path the app is mounted under, without a trailing slash. @default {""} */
+  base?: string;
+  /**
+   * The service's endpoint as seen from a request to the dashboard, for the
+   * snippets. @default the request's own origin + `/api/v1/logs`
+   */
+  endpoint?: (url: URL) => string;
+  /** Trusted proxy hops for the sign-in limit's client address. @default {0} */
+  trustProxy?: number;
+  /** Sign-in attempts per address. @default 5 at once, then one per 12 s */
+  loginLimit?: Omit<LoginLimiterOptions, "now">;
+  /** Session lifetime. @default 12 h */
+  sessionTtlMs?: number;
+  /** Live tail timing. @default 500 ms polls, 5 min streams, 15 s heartbeats */
+  tail?: Partial<TailTiming>;
+}
+
+/** Paths that need no session. */
+function isPublic(base: string, path: string): boolean {
+  return path === `${base}/login` || path.startsWith(`${base}/assets/`);
+}
+
+/**
+ * Builds the dashboard app.
+ *
+ * @example
+ * ```ts
+ * const app = createDashboard({ kv, password: "correct horse battery" });
+ * Deno.serve((req, info) => app.fetch(req, { remoteAddr: info.remoteAddr }));
+ * ```
+ */
+export function createDashboard(options: DashboardOptions): DashApp {
+  const base = (options.base ?? "").replace(/\/+$/, "");
+  const now = options.now ?? Date.now;
+  const assets: Map<string, Asset> = loadAssets();
+  const deps: DashboardDeps = {
+    kv: options.kv,
+    base,
+    now,
+    sessions: new SessionStore({
+      kv: options.kv,
+      password: options.password,
+      now,
+      ...(options.sessionTtlMs ? { ttlMs: options.sessionTtlMs } : {}),
+    }),
+    limiter: new LoginLimiter({ ...options.loginLimit, now }),
+    trustProxy: options.trustProxy ?? 0,
+    endpoint: options.endpoint ??
+      ((url) => `${url.origin}/api/v1/logs`),
+    assetUrls: assetUrls(base, assets),
+    tail: {
+      intervalMs: 500,
+      maxMs: 300_000,
+      heartbeatMs: 15_000,
+      ...options.tail,
+    },
+  };
+  const app = new Hono<DashEnv>();
+
+  app.use("*", async (c, next) => {
+    const nonce = createNonce();
+    c.set("nonce", nonce);
+    c.set("session", null);
+    const refusal = crossOriginRefusal(c.req.raw);
+    if (base !== "" && c.req.path === base) {
+      c.res = c.redirect(`${base}/`, 301);
+    } else if (refusal !== null) {
+      c.res = await forbidden(c, deps, refusal);
+    } else {
+      await next();
+    }
+    const headers = securityHeaders(nonce, isHttps(c.req.raw));
+    for (const [name, value] of Object.entries(headers)) {
+      c.res.headers.set(name, value);
+    }
+    if (!c.req.path.startsWith(`${base}/assets/`)) {
+      c.res.headers.set("Cache-Control", "no-store");
+    }
+  });
+
+  app.get(`${base}/assets/:name`, (c) => {
+    const asset = assets.get(c.req.param("name"));
+    if (!asset) return c.text("Not found", 404);
+    return assetResponse(
+      asset,
+      c.req.header("accept-encoding") ?? null,
+      c.req.query("v") === asset.hash,
+    );
+  });
+
+  app.use("*", async (c, next) => {
+    const session = await deps.sessions.verify(getCookie(c, SESSION_COOKIE));
+    c.set("session", session);
+    if (isPublic(base, c.req.path)) return await next();
+    if (session === null) return await signInFirst(c, deps);
+    if (c.req.method !== "GET" && c.req.method !== "HEAD") {
+      if (!deps.sessions.checkCsrf(session, await formField(c, "_csrf"))) {
+        return await forbidden(
+          c,
+          deps,
+          "Cannot accept this form: its token is missing or expired. Go back, reload the page and try again.",
+        );
+      }
+    }
+    await next();
+  });
+
+  authRoutes(app, deps);
+  projectsRoutes(app, deps);
+  settingsRoutes(app, deps);
+  explorerRoutes(app, deps);
+  statusRoutes(app, deps);
+
+  app.notFound(async (c) =>
+    await render(
+      c,
+      MessagePage({
+        ctx: pageContext(c, deps),
+        title: "Not found",
+        text: "There is no page at this address.",
+      }),
+      404,
+    )
+  );
+  app.onError(async (error, c) => {
+    console.error("Dashboard error:", error);
+    return await render(
+      c,
+      MessagePage({
+        ctx: pageContext(c, deps),
+        title: "Something went wrong",
+        text:
+          "The dashboard could not answer this request. Try again in a moment.",
+      }),
+      500,
+    );
+  });
+  return app;
+}
+
+async function forbidden(
+  c: DashContext,
+  deps: DashboardDeps,
+  text: string,
+): Promise<Response> {
+  return await render(
+    c,
+    MessagePage({ ctx: pageContext(c, deps), title: "Forbidden", text }),
+    403,
+  );
+}

@@ -1,0 +1,56 @@
+/**
+ * `deno task dashboard`: reads the dashboard's configuration, opens the
+ * service's KV and serves the dashboard on `DASHBOARD_HOSTNAME`:
+ * `DASHBOARD_PORT` (127.0.0.1:8001). Without `ADMIN_PASSWORD` it prints one
+ * line saying so and exits. Wiring only.
+ *
+ * @module
+ */
+import { loadConfig } from "../config.ts";
+import { openKv } from "../db/open.ts";
+import { createDashboard } from "./app.ts";
+import { DashboardConfigError, loadDashboardConfig } from "./config.ts";
+
+if (import.meta.main) {
+  const env = Deno.env.toObject();
+  let config;
+  try {
+    config = loadDashboardConfig(env);
+  } catch (error) {
+    if (!(error instanceof DashboardConfigError)) throw error;
+    console.error(error.message);
+    Deno.exit(1);
+  }
+  const kv = await openKv(config.kvPath);
+  const servicePort = config.servicePort;
+  const app = createDashboard({
+    kv,
+    password: config.password,
+    trustProxy: loadConfig(env).trustProxy,
+    endpoint: (url) => {
+      const service = new URL(url.origin);
+      service.port = String(servicePort);
+      return `${service.origin}/api/v1/logs`;
+    },
+  });
+  const server = Deno.serve(
+    {
+      port: config.port,
+      hostname: config.hostname,
+      onListen: ({ hostname, port }) =>
+        console.log(`Dashboard on http://${hostname}:${port}/`),
+    },
+    (req, info) =>
+      app.fetch(req, { remoteAddr: info.remoteAddr as Deno.NetAddr }),
+  );
+  const shutdown = async () => {
+    await server.shutdown();
+    kv.close();
+    Deno.exit(0);
+  };
+  for (const signal of ["SIGINT", "SIGTERM"] as const) {
+    try {
+      Deno.addSignalListener(signal, shutdown);
+    } catch { /* no signals on this platform */ }
+  }
+}

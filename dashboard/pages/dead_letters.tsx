@@ -1,0 +1,92 @@
+/**
+ * Dead letters (`/dead-letters`): batches whose processing failed again
+ * and again, set aside instead of lost. Each can be replayed — moved back to
+ * the pending batches, where a running server's sweeper processes it; an
+ * entry is never stored twice.
+ *
+ * @module
+ */
+import type { DeadLetter } from "../../queue/dead_letters.ts";
+import { formatTime, link } from "./format.ts";
+import { Csrf, Layout, Notice, type PageContext } from "./layout.tsx";
+
+/** Data of the dead letters page. */
+export interface DeadLettersData {
+  letters: DeadLetter[];
+  notice?: { kind: "ok" | "error"; text: string };
+}
+
+/** The dead letters page. */
+export function DeadLettersPage(
+  props: { ctx: PageContext; data: DeadLettersData },
+) {
+  const { ctx, data } = props;
+  return (
+    <Layout ctx={ctx} title="Dead letters" section="dead-letters">
+      <h1>Dead letters</h1>
+      {data.notice && (
+        <Notice kind={data.notice.kind}>{data.notice.text}</Notice>
+      )}
+      <p>
+        Batches of entries whose processing failed 5 times in a row. Replaying
+        one moves it back to the pending batches: a running server processes it
+        within seconds, and storing is idempotent, so no entry is stored twice.
+      </p>
+      {data.letters.length === 0
+        ? (
+          <p class="empty" id="no-letters">
+            No dead letters: every batch was processed.
+          </p>
+        )
+        : (
+          <>
+            <div class="scroll">
+              <table class="list letters">
+                <thead>
+                  <tr>
+                    <th scope="col">Batch</th>
+                    <th scope="col">Created (UTC)</th>
+                    <th scope="col" class="num">Entries</th>
+                    <th scope="col" class="num">Attempts</th>
+                    <th scope="col">Last error</th>
+                    <th scope="col">
+                      <span class="sr">Replay</span>
+                    </th>
+                  </tr>
+                </thead>
+                <tbody>
+                  {data.letters.map((letter) => (
+                    <tr>
+                      <td>
+                        <code class="small">{letter.id}</code>
+                      </td>
+                      <td>{formatTime(letter.createdAt, false)}</td>
+                      <td class="num">{letter.count}</td>
+                      <td class="num">{letter.attempts}</td>
+                      <td class="error-text">{letter.error ?? "—"}</td>
+                      <td>
+                        <form
+                          method="post"
+                          action={link(ctx.base, "/dead-letters/replay")}
+                          class="inline"
+                        >
+                          <Csrf ctx={ctx} />
+                          <input type="hidden" name="id" value={letter.id} />
+                          <button type="submit" class="small">Replay</button>
+                        </form>
+                      </td>
+                    </tr>
+                  ))}
+                </tbody>
+              </table>
+            </div>
+            <form method="post" action={link(ctx.base, "/dead-letters/replay")}>
+              <Csrf ctx={ctx} />
+              <input type="hidden" name="id" value="all" />
+              <button type="submit">Replay all</button>
+            </form>
+          </>
+        )}
+    </Layout>
+  );
+}

@@ -1,0 +1,233 @@
+/**
+ * The log explorer of one project: search box, time presets and absolute
+ * range, level chips, histogram, the list of entries newest first (with a
+ * link to older ones that the script follows as you scroll), the live-tail
+ * switch, and the "show in context" view. Everything links to a URL of the
+ * same page with another state, so it all works before the script loads.
+ *
+ * @module
+ */
+import type { LogRecord } from "../../domain/entry.ts";
+import { type ExplorerState, formatUtc } from "../explorer_state.ts";
+import { EntryRow } from "./entry.tsx";
+import { LevelChips, TimeControls } from "./explorer_controls.tsx";
+import { entryLinks, EntryList, explorerHref } from "./explorer_list.tsx";
+import { link } from "./format.ts";
+import { type Histogram, HistogramChart } from "./histogram.tsx";
+import { Layout, Notice, type PageContext } from "./layout.tsx";
+
+/** Data of the explorer page. */
+export interface ExplorerData {
+  project: { id: string; name: string; levels: string[] };
+  state: ExplorerState;
+  /** The window shown; `live` when it includes the newest entries. */
+  window: { since: number; until: number; live: boolean };
+  /** Problems with the URL or the query, shown above the list. */
+  problems: string[];
+  /** A malformed query: the message and the 1-based column. */
+  queryError?: { message: string; column: number };
+  /** The list, newest first. */
+  records: LogRecord[];
+  /** Cursor of the next (older) page, `null` at the end. */
+  cursor: string | null;
+  histogram: Histogram | null;
+  /** The "show in context" view, when `state.around` is set. */
+  context?: {
+    before: LogRecord[];
+    entry: LogRecord | null;
+    after: LogRecord[];
+  };
+  /** The expanded entry when it is not in the list (filtered out). */
+  pinned?: LogRecord | null;
+  /** Id the live tail continues after. */
+  tailAfter: string;
+}
+
+function ContextView(props: { ctx: PageContext; data: ExplorerData }) {
+  const { ctx, data } = props;
+  const view = data.context!;
+  const links = entryLinks(ctx.base, data.project.id, data.state);
+  const back: ExplorerState = { ...data.state };
+  delete back.around;
+  const rows = [...view.after].reverse();
+  return (
+    <section class="context">
+      <p class="context-head">
+        {view.entry
+          ? `Entries received around ${view.entry.id}, unfiltered, newest first.`
+          : "That entry no longer exists (it may have expired)."}{" "}
+        <a href={explorerHref(ctx.base, data.project.id, back)}>
+          Back to the list
+        </a>
+      </p>
+      <div id="entries" class="entries">
+        {rows.map((r) => (
+          <EntryRow
+            key={r.id}
+            record={r}
+            links={links}
+            open={r.id === data.state.open}
+          />
+        ))}
+        {view.entry && (
+          <EntryRow
+            record={view.entry}
+            links={links}
+            open
+            focus
+          />
+        )}
+        {[...view.before].reverse().map((r) => (
+          <EntryRow record={r} links={links} open={r.id === data.state.open} />
+        ))}
+      </div>
+    </section>
+  );
+}
+
+/** The explorer page. */
+export function ExplorerPage(props: { ctx: PageContext; data: ExplorerData }) {
+  const { ctx, data } = props;
+  const { state, project } = data;
+  const links = entryLinks(ctx.base, project.id, state);
+  const zoomBase: ExplorerState = { ...state };
+  delete zoomBase.cursor;
+  delete zoomBase.open;
+  delete zoomBase.around;
+  const tailState: ExplorerState = { ...state };
+  delete tailState.open;
+  return (
+    <Layout
+      ctx={ctx}
+      title={`${project.name} · Explorer`}
+      scripts={["explorer.js"]}
+      styles={["explorer.css"]}
+      section="projects"
+      project={{ id: project.id, name: project.name, current: "explorer" }}
+    >
+      <form
+        class="search"
+        method="get"
+        action={link(ctx.base, `/projects/${project.id}`)}
+      >
+        <input
+          type="search"
+          name="q"
+          id="q"
+          value={state.q}
+          placeholder='Search: words, "phrases", context.userId:42, -device.os:iOS, level>=warning'
+          aria-label="Query"
+          autocomplete="off"
+          spellcheck={false}
+        />
+        {state.levels.length > 0 && (
+          <input type="hidden" name="level" value={state.levels.join(",")} />
+        )}
+        {state.since !== undefined && (
+          <input type="hidden" name="since" value={formatUtc(state.since)} />
+        )}
+        {state.until !== undefined && (
+          <input type="hidden" name="until" value={formatUtc(state.until)} />
+        )}
+        {state.since === undefined && (
+          <input type="hidden" name="range" value={state.range} />
+        )}
+        {state.paused && <input type="hidden" name="live" value="off" />}
+        <button type="submit">Search</button>
+      </form>
+      <div class="toolbar">
+        <LevelChips ctx={ctx} project={project} state={state} />
+        <TimeControls
+          ctx={ctx}
+          projectId={project.id}
+          state={state}
+          since={data.window.since}
+        />
+        {data.window.live && !data.queryError && (
+          <div
+            class="live"
+            id="live"
+            data-tail={explorerHref(ctx.base, project.id, tailState, "/tail")}
+            data-after={data.tailAfter}
+            data-paused={state.paused ? "true" : "false"}
+          >
+            <span class="dot" aria-hidden="true"></span>
+            <span id="live-status">
+              {state.paused ? "Live tail paused" : "Live tail"}
+            </span>
+            <button type="button" id="live-toggle" hidden>
+              {state.paused ? "Resume" : "Pause"}
+            </button>
+          </div>
+        )}
+      </div>
+      {data.queryError && (
+        <div class="notice error" role="alert">
+          <p>{data.queryError.message}</p>
+          <pre class="caret">{`${state.q}\n${" ".repeat(Math.max(0, data.queryError.column - 1))}^`}</pre>
+        </div>
+      )}
+      {data.problems.map((p) => <Notice key={p} kind="error">{p}</Notice>)}
+      {data.histogram && (
+        <HistogramChart
+          histogram={data.histogram}
+          zoom={(start, end) =>
+            explorerHref(ctx.base, project.id, {
+              ...zoomBase,
+              since: start,
+              until: end,
+            })}
+        />
+      )}
+      {data.pinned && (
+        <section class="pinned">
+          <p class="hint">
+            The linked entry does not match this view; it is shown here on its
+            own.
+          </p>
+          <EntryRow record={data.pinned} links={links} open />
+        </section>
+      )}
+      {data.queryError
+        ? null
+        : data.context
+        ? <ContextView ctx={ctx} data={data} />
+        : (
+          <>
+            <div id="entries" class="entries" aria-live="polite">
+              <EntryList
+                ctx={ctx}
+                projectId={project.id}
+                state={state}
+                records={data.records}
+                cursor={data.cursor}
+              />
+            </div>
+            {data.records.length === 0 && !data.queryError && (
+              <p class="empty">
+                No entries match in this time range. New ones appear here as
+                they arrive; see{" "}
+                <a
+                  href={link(
+                    ctx.base,
+                    `/projects/${project.id}/settings#first-entry`,
+                  )}
+                >
+                  Send your first entry
+                </a>{" "}
+                or the{" "}
+                <a href={link(ctx.base, `/projects/${project.id}/rejections`)}>
+                  rejections
+                </a>.
+              </p>
+            )}
+          </>
+        )}
+      <p class="keys">
+        <kbd>j</kbd>/<kbd>k</kbd> move · <kbd>Enter</kbd> expand · <kbd>/</kbd>
+        {" "}
+        search
+      </p>
+    </Layout>
+  );
+}

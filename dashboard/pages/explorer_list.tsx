@@ -1,0 +1,101 @@
+/**
+ * The explorer's list of entries and its links: the URL of a view, the
+ * links of a row, the rows with the link to the next page (also the answer
+ * to a page request from the script), and one row as live tail sends it.
+ *
+ * @module
+ */
+import type { LogRecord } from "../../domain/entry.ts";
+import {
+  addTerm,
+  type ExplorerState,
+  fieldTerm,
+  stateQuery,
+} from "../explorer_state.ts";
+import { type EntryLinks, EntryRow } from "./entry.tsx";
+import { link } from "./format.ts";
+import type { PageContext } from "./layout.tsx";
+
+/** URL of the explorer of `projectId` showing `state`. */
+export function explorerHref(
+  base: string,
+  projectId: string,
+  state: ExplorerState,
+  suffix = "",
+): string {
+  return link(base, `/projects/${projectId}${suffix}`) + stateQuery(state);
+}
+
+/** The links of entry rows shown in `state`. */
+export function entryLinks(
+  base: string,
+  projectId: string,
+  state: ExplorerState,
+): EntryLinks {
+  const list: ExplorerState = { ...state };
+  delete list.open;
+  delete list.around;
+  delete list.cursor;
+  return {
+    filter: ({ path, value, exclude }) =>
+      explorerHref(base, projectId, {
+        ...list,
+        q: addTerm(state.q, fieldTerm(path, value, exclude)),
+      }),
+    around: (id) =>
+      explorerHref(base, projectId, { ...list, around: id, open: id }),
+    permalink: (id) => explorerHref(base, projectId, { ...state, open: id }),
+  };
+}
+
+/** One row as live tail sends it, with the links of the view it was asked for. */
+export function TailRow(
+  props: {
+    ctx: PageContext;
+    projectId: string;
+    state: ExplorerState;
+    record: LogRecord;
+  },
+) {
+  const links = entryLinks(props.ctx.base, props.projectId, props.state);
+  return <EntryRow record={props.record} links={links} />;
+}
+
+/** Rows of entries plus the link to the next page (also the fragment answer). */
+export function EntryList(
+  props: {
+    ctx: PageContext;
+    projectId: string;
+    state: ExplorerState;
+    records: LogRecord[];
+    cursor: string | null;
+  },
+) {
+  const { ctx, projectId, state } = props;
+  const links = entryLinks(ctx.base, projectId, state);
+  const next: ExplorerState = { ...state, cursor: props.cursor ?? undefined };
+  delete next.open;
+  return (
+    <>
+      {props.records.map((record) => (
+        <EntryRow
+          record={record}
+          links={links}
+          open={record.id === state.open}
+        />
+      ))}
+      {props.cursor !== null
+        ? (
+          <a
+            class="more"
+            id="more"
+            href={explorerHref(ctx.base, projectId, next)}
+            data-fragment={explorerHref(ctx.base, projectId, next, "/entries")}
+          >
+            Older entries
+          </a>
+        )
+        : <p class="end" id="more-end">No older entries in this range</p>}
+    </>
+  );
+}

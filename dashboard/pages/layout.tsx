@@ -1,0 +1,155 @@
+/**
+ * The frame of every page: head with the app's stylesheet and scripts (each
+ * script tag carries the answer's nonce), the top bar with navigation and
+ * sign-out, a project's tabs, and small shared pieces (copy button, notice).
+ *
+ * @module
+ */
+import type { Child } from "hono/jsx";
+import { link } from "./format.ts";
+
+/** What every page needs from its request. */
+export interface PageContext {
+  /** Base path: `""` standalone, `/dashboard` when mounted. */
+  base: string;
+  /** Nonce of this answer's scripts. */
+  nonce: string;
+  /** CSRF token for forms; `null` when signed out. */
+  csrf: string | null;
+  /** Cache-busting URLs of the assets, by file name. */
+  assets: Record<string, string>;
+}
+
+/** The project tabs, when a page belongs to a project. */
+export interface ProjectTabs {
+  id: string;
+  name: string;
+  current: "explorer" | "rejections" | "settings";
+}
+
+/** Props of {@linkcode Layout}. */
+export interface LayoutProps {
+  ctx: PageContext;
+  title: string;
+  /** Script files to load after the common one. */
+  scripts?: string[];
+  /** Stylesheets to load after the common one. */
+  styles?: string[];
+  /** Which top-level section is current. */
+  section?: "projects" | "dead-letters";
+  project?: ProjectTabs;
+  /** Extra class on `<body>`. */
+  bodyClass?: string;
+  children?: Child;
+}
+
+/** The hidden CSRF input of a form. */
+export function Csrf(props: { ctx: PageContext }) {
+  return props.ctx.csrf === null
+    ? null
+    : <input type="hidden" name="_csrf" value={props.ctx.csrf} />;
+}
+
+/** A button that copies the text of element `target` (an id). */
+export function CopyButton(props: { target: string; label?: string }) {
+  return (
+    <button type="button" class="copy" data-copy={props.target}>
+      {props.label ?? "Copy"}
+    </button>
+  );
+}
+
+/** A message box: `ok`, `error` or `info`. */
+export function Notice(
+  props: { kind: "ok" | "error" | "info"; children?: Child },
+) {
+  return (
+    <p
+      class={`notice ${props.kind}`}
+      role={props.kind === "error" ? "alert" : "status"}
+    >
+      {props.children}
+    </p>
+  );
+}
+
+/** The page frame. */
+export function Layout(props: LayoutProps) {
+  const { ctx, project } = props;
+  const scripts = ["app.js", ...(props.scripts ?? [])];
+  return (
+    <html lang="en">
+      <head>
+        <meta charset="utf-8" />
+        <meta name="viewport" content="width=device-width, initial-scale=1" />
+        <meta name="color-scheme" content="light dark" />
+        <link rel="icon" href="data:," />
+        <title>{props.title} · Logs</title>
+        {["app.css", "forms.css", ...(props.styles ?? [])].map((name) => (
+          <link rel="stylesheet" href={ctx.assets[name]} />
+        ))}
+        {scripts.map((name) => (
+          <script type="module" src={ctx.assets[name]} nonce={ctx.nonce}>
+          </script>
+        ))}
+      </head>
+      <body class={props.bodyClass}>
+        <header class="top">
+          <a class="brand" href={link(ctx.base, "/")}>Logs</a>
+          {ctx.csrf !== null && (
+            <nav class="main">
+              <a
+                href={link(ctx.base, "/")}
+                aria-current={props.section === "projects" ? "page" : undefined}
+              >
+                Projects
+              </a>
+              <a
+                href={link(ctx.base, "/dead-letters")}
+                aria-current={props.section === "dead-letters"
+                  ? "page"
+                  : undefined}
+              >
+                Dead letters
+              </a>
+              <form
+                method="post"
+                action={link(ctx.base, "/logout")}
+                class="inline"
+              >
+                <Csrf ctx={ctx} />
+                <button type="submit" class="link" id="logout">Sign out</button>
+              </form>
+            </nav>
+          )}
+        </header>
+        {project && (
+          <nav class="tabs" aria-label="Project">
+            <span class="project-name" title={project.id}>{project.name}</span>
+            <a
+              href={link(ctx.base, `/projects/${project.id}`)}
+              aria-current={project.current === "explorer" ? "page" : undefined}
+            >
+              Explorer
+            </a>
+            <a
+              href={link(ctx.base, `/projects/${project.id}/rejections`)}
+              aria-current={project.current === "rejections"
+                ? "page"
+                : undefined}
+            >
+              Rejections
+            </a>
+            <a
+              href={link(ctx.base, `/projects/${project.id}/settings`)}
+              aria-current={project.current === "settings" ? "page" : undefined}
+            >
+              Settings
+            </a>
+          </nav>
+        )}
+        <main>{props.children}</main>
+      </body>
+    </html>
+  );
+}

@@ -1,0 +1,206 @@
+/**
+ * The projects page (`/`): every project with its counters and the time of
+ * its last entry, the form that creates one, and — right after creating —
+ * the new project's id and secret, shown this once.
+ *
+ * @module
+ */
+import { formatAgo, formatTime, link } from "./format.ts";
+import {
+  CopyButton,
+  Csrf,
+  Layout,
+  Notice,
+  type PageContext,
+} from "./layout.tsx";
+
+const ALLOW_PLACEHOLDER = "https://shop.example.com\ncom.example.shop.ios";
+
+/** One row of the projects table. */
+export interface ProjectRow {
+  id: string;
+  name: string;
+  /** Entries stored since the project was created (counter). */
+  accepted: number;
+  /** Entries refused since the project was created (counters). */
+  rejected: number;
+  /** Receipt time of the newest stored entry, or `null`. */
+  lastEntryAt: number | null;
+}
+
+/** Data of the projects page. */
+export interface ProjectsData {
+  projects: ProjectRow[];
+  now: number;
+  /** Entries naming no existing project, all time. */
+  unknownProject: number;
+  /** A project just created: its secret is shown once. */
+  created?: { id: string; name: string; secret: string };
+  /** Outcome of the last action. */
+  notice?: { kind: "ok" | "error"; text: string };
+  /** Values of the create form to show again after a refusal. */
+  form?: { name: string; allow: string };
+}
+
+function Created(
+  props: { ctx: PageContext; created: NonNullable<ProjectsData["created"]> },
+) {
+  const { ctx, created } = props;
+  return (
+    <section class="card created" aria-labelledby="created-title">
+      <h2 id="created-title">Project “{created.name}” created</h2>
+      <dl class="pairs">
+        <dt>Project id</dt>
+        <dd>
+          <code id="created-id">{created.id}</code>{" "}
+          <CopyButton target="created-id" />
+        </dd>
+        <dt>Secret</dt>
+        <dd>
+          <code id="created-secret" class="secret">{created.secret}</code>{" "}
+          <CopyButton target="created-secret" />
+        </dd>
+      </dl>
+      <Notice kind="info">
+        Copy the secret now: it is shown only this once. Servers sign entries
+        with it; it never belongs in a browser or an app. You can rotate it in
+        the settings.
+      </Notice>
+      <p>
+        Next:{" "}
+        <a href={link(ctx.base, `/projects/${created.id}/settings`)}>
+          allow your origins and app ids, and send your first entry
+        </a>.
+      </p>
+    </section>
+  );
+}
+
+/** The projects page. */
+export function ProjectsPage(props: { ctx: PageContext; data: ProjectsData }) {
+  const { ctx, data } = props;
+  return (
+    <Layout ctx={ctx} title="Projects" section="projects">
+      <h1>Projects</h1>
+      {data.notice && (
+        <Notice kind={data.notice.kind}>{data.notice.text}</Notice>
+      )}
+      {data.created && <Created ctx={ctx} created={data.created} />}
+      {data.projects.length === 0
+        ? <p class="empty">No projects yet. Create the first one below.</p>
+        : (
+          <div class="scroll">
+            <table class="list projects">
+              <thead>
+                <tr>
+                  <th scope="col">Name</th>
+                  <th scope="col">Project id</th>
+                  <th
+                    scope="col"
+                    class="num"
+                    title="Counted since the project was created"
+                  >
+                    Stored (all time)
+                  </th>
+                  <th
+                    scope="col"
+                    class="num"
+                    title="Counted since the project was created"
+                  >
+                    Rejected (all time)
+                  </th>
+                  <th scope="col">Last entry</th>
+                  <th scope="col">
+                    <span class="sr">Links</span>
+                  </th>
+                </tr>
+              </thead>
+              <tbody>
+                {data.projects.map((p) => (
+                  <tr>
+                    <td>
+                      <a
+                        href={link(ctx.base, `/projects/${p.id}`)}
+                        class="strong"
+                      >
+                        {p.name}
+                      </a>
+                    </td>
+                    <td>
+                      <code>{p.id}</code>
+                    </td>
+                    <td class="num">{p.accepted.toLocaleString("en-US")}</td>
+                    <td class="num">
+                      {p.rejected > 0
+                        ? (
+                          <a
+                            href={link(
+                              ctx.base,
+                              `/projects/${p.id}/rejections`,
+                            )}
+                            class="warn"
+                          >
+                            {p.rejected.toLocaleString("en-US")}
+                          </a>
+                        )
+                        : "0"}
+                    </td>
+                    <td>
+                      {p.lastEntryAt === null ? "never" : (
+                        <time
+                          datetime={new Date(p.lastEntryAt).toISOString()}
+                          title={`${formatTime(p.lastEntryAt)} UTC`}
+                        >
+                          {formatAgo(p.lastEntryAt, data.now)}
+                        </time>
+                      )}
+                    </td>
+                    <td class="links">
+                      <a href={link(ctx.base, `/projects/${p.id}/settings`)}>
+                        Settings
+                      </a>
+                    </td>
+                  </tr>
+                ))}
+              </tbody>
+            </table>
+          </div>
+        )}
+      {data.unknownProject > 0 && (
+        <p class="hint">
+          {data.unknownProject.toLocaleString("en-US")}{" "}
+          entries named a project id that does not exist (all time); they are
+          counted apart and never stored.
+        </p>
+      )}
+      <section class="card" aria-labelledby="create-title">
+        <h2 id="create-title">Create a project</h2>
+        <form
+          method="post"
+          action={link(ctx.base, "/projects")}
+          class="stack"
+          id="create-form"
+        >
+          <Csrf ctx={ctx} />
+          <label>
+            Name
+            <input
+              name="name"
+              required
+              maxlength={200}
+              value={data.form?.name ?? ""}
+            />
+          </label>
+          <label>
+            Allowed origins and app ids{" "}
+            <span class="hint">(optional, one per line)</span>
+            <textarea name="allow" rows={2} placeholder={ALLOW_PLACEHOLDER}>
+              {data.form?.allow ?? ""}
+            </textarea>
+          </label>
+          <button type="submit" class="primary">Create project</button>
+        </form>
+      </section>
+    </Layout>
+  );
+}

@@ -1,0 +1,314 @@
+/**
+ * A project's settings (`/projects/:id/settings`): the allow-list of
+ * origins and app ids, custom levels, retention, secret rotation with a
+ * grace period (the new secret shown once), the "Send your first entry"
+ * snippets, and deletion behind a typed confirmation. A refused value is
+ * shown again beside its form with the reason.
+ *
+ * @module
+ */
+import { formatDuration, formatTime, link } from "./format.ts";
+import {
+  CopyButton,
+  Csrf,
+  Layout,
+  Notice,
+  type PageContext,
+} from "./layout.tsx";
+import { Snippets } from "./snippets.tsx";
+
+/** The project as the settings show it (never its secrets). */
+export interface SettingsProject {
+  id: string;
+  name: string;
+  allowedOrigin: string[];
+  levels: string[];
+  retentionDays: number;
+  createdAt: number;
+  /** Until when the previous secret still verifies, after a rotation. */
+  previousSecretExpiresAt?: number;
+}
+
+/** A refused value and why, shown beside its form. */
+export interface FieldError {
+  value: string;
+  message: string;
+}
+
+/** Data of the settings page. */
+export interface SettingsData {
+  project: SettingsProject;
+  now: number;
+  /** The service's `…/api/v1/logs`, for the snippets. */
+  endpoint: string;
+  notice?: { kind: "ok" | "error"; text: string };
+  errors?: {
+    allow?: FieldError;
+    level?: FieldError;
+    retention?: FieldError;
+    rotate?: FieldError;
+    delete?: FieldError;
+  };
+  /** Set right after a rotation: shown this once. */
+  newSecret?: string;
+}
+
+/** Grace periods offered when rotating, in ms. */
+export const GRACE_CHOICES: [string, number][] = [
+  ["none (the old secret stops at once)", 0],
+  ["1 hour", 3_600_000],
+  ["24 hours", 86_400_000],
+  ["7 days", 7 * 86_400_000],
+];
+
+function FieldErrorText(props: { error: FieldError | undefined }) {
+  return props.error
+    ? <p class="field-error" role="alert">{props.error.message}</p>
+    : null;
+}
+
+/** The settings page. */
+export function SettingsPage(props: { ctx: PageContext; data: SettingsData }) {
+  const { ctx, data } = props;
+  const { project, errors = {} } = data;
+  const action = (path: string) =>
+    link(ctx.base, `/projects/${project.id}/settings/${path}`);
+  const origin = project.allowedOrigin.find((v) => v.includes("://"));
+  return (
+    <Layout
+      ctx={ctx}
+      title={`${project.name} · Settings`}
+      section="projects"
+      project={{ id: project.id, name: project.name, current: "settings" }}
+    >
+      <h1>Settings</h1>
+      {data.notice && (
+        <Notice kind={data.notice.kind}>{data.notice.text}</Notice>
+      )}
+      <dl class="pairs">
+        <dt>Project id</dt>
+        <dd>
+          <code id="project-id">{project.id}</code>{" "}
+          <CopyButton target="project-id" />
+        </dd>
+        <dt>Created</dt>
+        <dd>{formatTime(project.createdAt, false)} UTC</dd>
+      </dl>
+
+      <div class="settings-grid">
+        <div class="column">
+          <section class="card" id="allow" aria-labelledby="allow-title">
+            <h2 id="allow-title">Allowed origins and app ids</h2>
+            <p class="hint">
+              A browser entry is stored when its Origin is listed here
+              (scheme://host[:port], no path, no wildcard); a mobile entry when
+              its appid is (reverse domain notation).
+            </p>
+            {project.allowedOrigin.length === 0
+              ? (
+                <p class="empty">
+                  Nothing allowed yet: only signed server calls are stored.
+                </p>
+              )
+              : (
+                <ul class="values" id="allow-list">
+                  {project.allowedOrigin.map((value) => (
+                    <li>
+                      <code>{value}</code>
+                      <form
+                        method="post"
+                        action={action("disallow")}
+                        class="inline"
+                      >
+                        <Csrf ctx={ctx} />
+                        <input type="hidden" name="value" value={value} />
+                        <button
+                          type="submit"
+                          class="link danger"
+                          aria-label={`Remove ${value}`}
+                        >
+                          Remove
+                        </button>
+                      </form>
+                    </li>
+                  ))}
+                </ul>
+              )}
+            <form
+              method="post"
+              action={action("allow")}
+              class="row"
+              id="allow-form"
+            >
+              <Csrf ctx={ctx} />
+              <input
+                name="value"
+                required
+                placeholder="https://shop.example.com or com.example.shop.ios"
+                aria-label="Origin or app id to allow"
+                value={errors.allow?.value ?? ""}
+                aria-invalid={errors.allow ? "true" : undefined}
+              />
+              <button type="submit">Allow</button>
+            </form>
+            <FieldErrorText error={errors.allow} />
+          </section>
+
+          <section class="card" id="levels" aria-labelledby="levels-title">
+            <h2 id="levels-title">Custom levels</h2>
+            <p class="hint">
+              Beside info, warning, error and critical, entries with these
+              levels are stored; any other level is refused as unknown_level.
+            </p>
+            {project.levels.length > 0 && (
+              <ul class="values">
+                {project.levels.map((level) => (
+                  <li>
+                    <code>{level}</code>
+                    <form
+                      method="post"
+                      action={action("levels/remove")}
+                      class="inline"
+                    >
+                      <Csrf ctx={ctx} />
+                      <input type="hidden" name="level" value={level} />
+                      <button
+                        type="submit"
+                        class="link danger"
+                        aria-label={`Remove level ${level}`}
+                      >
+                        Remove
+                      </button>
+                    </form>
+                  </li>
+                ))}
+              </ul>
+            )}
+            <form method="post" action={action("levels/add")} class="row">
+              <Csrf ctx={ctx} />
+              <input
+                name="level"
+                required
+                placeholder="audit"
+                aria-label="Level name"
+                value={errors.level?.value ?? ""}
+              />
+              <button type="submit">Add level</button>
+            </form>
+            <FieldErrorText error={errors.level} />
+          </section>
+
+          <section
+            class="card"
+            id="retention"
+            aria-labelledby="retention-title"
+          >
+            <h2 id="retention-title">Retention</h2>
+            <form method="post" action={action("retention")} class="row">
+              <Csrf ctx={ctx} />
+              <label>
+                Keep entries for{" "}
+                <input
+                  name="days"
+                  type="number"
+                  min={1}
+                  max={3650}
+                  required
+                  class="short"
+                  value={errors.retention?.value ??
+                    String(project.retentionDays)}
+                />{" "}
+                days
+              </label>
+              <button type="submit">Save</button>
+            </form>
+            <p class="hint">Applies to entries stored from now on.</p>
+            <FieldErrorText error={errors.retention} />
+          </section>
+
+          <section class="card" id="secret" aria-labelledby="secret-title">
+            <h2 id="secret-title">Secret</h2>
+            {data.newSecret && (
+              <div class="created">
+                <p>
+                  New secret:{" "}
+                  <code id="new-secret" class="secret">{data.newSecret}</code>
+                  {" "}
+                  <CopyButton target="new-secret" />
+                </p>
+                <Notice kind="info">
+                  Copy it now: it is shown only this once.
+                </Notice>
+              </div>
+            )}
+            {project.previousSecretExpiresAt !== undefined &&
+              project.previousSecretExpiresAt > data.now && (
+              <p class="hint">
+                The previous secret still verifies until{" "}
+                {formatTime(project.previousSecretExpiresAt, false)}{" "}
+                UTC ({formatDuration(
+                  project.previousSecretExpiresAt - data.now,
+                )} left).
+              </p>
+            )}
+            <form method="post" action={action("rotate")} class="row">
+              <Csrf ctx={ctx} />
+              <label>
+                Keep the old secret valid for{" "}
+                <select name="grace">
+                  {GRACE_CHOICES.map(([label, ms]) => (
+                    <option value={String(ms)} selected={ms === 86_400_000}>
+                      {label}
+                    </option>
+                  ))}
+                </select>
+              </label>
+              <button type="submit">Rotate secret</button>
+            </form>
+            <FieldErrorText error={errors.rotate} />
+          </section>
+        </div>
+        <div class="column">
+          <section class="card" id="first-entry" aria-labelledby="first-title">
+            <h2 id="first-title">Send your first entry</h2>
+            <Snippets
+              projectId={project.id}
+              endpoint={data.endpoint}
+              {...(origin ? { origin } : {})}
+            />
+          </section>
+        </div>
+      </div>
+
+      <section
+        class="card danger-zone"
+        id="delete"
+        aria-labelledby="delete-title"
+      >
+        <h2 id="delete-title">Delete this project</h2>
+        <p>
+          Deletes the project with all its stored entries, counters and recent
+          rejections. This cannot be undone. Type the project's name,{" "}
+          <strong>{project.name}</strong>, to confirm.
+        </p>
+        <form
+          method="post"
+          action={action("delete")}
+          class="row"
+          id="delete-form"
+        >
+          <Csrf ctx={ctx} />
+          <input
+            name="confirm"
+            required
+            autocomplete="off"
+            aria-label="Project name"
+            data-expect={project.name}
+          />
+          <button type="submit" class="danger">Delete project</button>
+        </form>
+        <FieldErrorText error={errors.delete} />
+      </section>
+    </Layout>
+  );
+}

@@ -1,0 +1,87 @@
+/**
+ * `GET /` lists the projects; `POST /projects` creates one and redirects to
+ * the list, which shows its id and secret this once (dashboard/flash.ts).
+ *
+ * @module
+ */
+import { createProject } from "../../db/projects.ts";
+import { InvalidValueError } from "../../db/validation.ts";
+import { projectRows, unknownProjectCount } from "../data.ts";
+import { setFlash, takeFlash } from "../flash.ts";
+import { type ProjectsData, ProjectsPage } from "../pages/projects.tsx";
+import {
+  type DashApp,
+  type DashboardDeps,
+  type DashContext,
+  doneNotice,
+  formField,
+  pageContext,
+  render,
+} from "./common.ts";
+
+async function projectsData(deps: DashboardDeps): Promise<ProjectsData> {
+  const [projects, unknownProject] = await Promise.all([
+    projectRows(deps.kv),
+    unknownProjectCount(deps.kv),
+  ]);
+  return { projects, unknownProject, now: deps.now() };
+}
+
+async function showProjects(
+  c: DashContext,
+  deps: DashboardDeps,
+  extra: Partial<ProjectsData>,
+  status: 200 | 400 = 200,
+): Promise<Response> {
+  const data = { ...await projectsData(deps), ...extra };
+  return await render(
+    c,
+    ProjectsPage({ ctx: pageContext(c, deps), data }),
+    status,
+  );
+}
+
+/** Adds the projects routes. */
+export function projectsRoutes(app: DashApp, deps: DashboardDeps): void {
+  const { base, kv } = deps;
+
+  app.get(`${base}/`, async (c) => {
+    const notice = doneNotice(c, { deleted: "Project deleted." });
+    const flash = await takeFlash(kv, c.get("session")!.id, "created");
+    return await showProjects(c, deps, {
+      ...(notice ? { notice } : {}),
+      ...(flash
+        ? {
+          created: {
+            id: flash.projectId,
+            name: flash.name,
+            secret: flash.secret,
+          },
+        }
+        : {}),
+    });
+  });
+
+  app.post(`${base}/projects`, async (c) => {
+    const name = await formField(c, "name");
+    const allowText = await formField(c, "allow");
+    const allow = allowText.split(/[\s,]+/).filter((v) => v !== "");
+    try {
+      const project = await createProject(kv, { name, allow, now: deps.now });
+      // Redirected, so that a reload does not create it again.
+      await setFlash(kv, c.get("session")!.id, {
+        kind: "created",
+        projectId: project.id,
+        name: project.name,
+        secret: project.secret,
+      });
+      return c.redirect(`${base}/`, 303);
+    } catch (error) {
+      if (!(error instanceof InvalidValueError)) throw error;
+      return await showProjects(c, deps, {
+        notice: { kind: "error", text: error.message },
+        form: { name, allow: allowText },
+      }, 400);
+    }
+  });
+}

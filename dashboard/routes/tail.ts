@@ -1,0 +1,104 @@
+/**
+ * Live tail as server-sent events. Every `intervalMs` the stream asks the
+ * query functions for the entries after the last one sent and sends each as
+ * an `entry` event whose `id` is the entry's id and whose data is its
+ * rendered row. A browser that reconnects sends that id back as
+ * `Last-Event-ID` and the stream resumes right after it: no entry missed,
+ * none sent twice. A stream ends after `maxMs` (the browser reconnects at
+ * once), so a signed-out session is noticed and no stream lives forever.
+ *
+ * @module
+ */
+import type { LogRecord } from "../../domain/entry.ts";
+import { type Filter, tailLogs } from "../source.ts";
+import type { TailTiming } from "./common.ts";
+
+/** Options of {@linkcode tailStream}. */
+export interface TailStreamOptions {
+  kv: Deno.Kv;
+  projectId: string;
+  filter: Filter;
+  /** Id of the last entry the browser shows. */
+  after: string;
+  now: () => number;
+  timing: TailTiming;
+  /** Renders one entry's row. */
+  row: (record: LogRecord) => string | Promise<string>;
+}
+
+const encoder = new TextEncoder();
+
+/**
+ * One SSE event; every line of `data` gets its own `data:` field.
+ *
+ * @example
+ * ```ts
+ * sseEvent("entry", "0193…", "<details>…</details>");
+ * ```
+ */
+export function sseEvent(event: string, id: string, data: string): string {
+  const lines = data.split(/\r\n|\r|\n/).map((line) => `data: ${line}`);
+  return `event: ${event}\nid: ${id}\n${lines.join("\n")}\n\n`;
+}
+
+/** The `text/event-stream` answer of a live tail. */
+export function tailStream(options: TailStreamOptions): Response {
+  const { kv, projectId, filter, timing } = options;
+  let after = options.after;
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  let closed = false;
+  const started = options.now();
+  let lastWrite = started;
+  const stream = new ReadableStream<Uint8Array>({
+    start(controller) {
+      const send = (text: string) => {
+        controller.enqueue(encoder.encode(text));
+        lastWrite = options.now();
+      };
+      const finish = () => {
+        if (closed) return;
+        closed = true;
+        controller.close();
+      };
+      const poll = async () => {
+        timer = undefined;
+        try {
+          const { records, lastId } = await tailLogs(kv, projectId, {
+            afterId: after,
+            filter,
+            limit: 200,
+            now: options.now(),
+          });
+          if (closed) return;
+          for (const record of records) {
+            send(sseEvent("entry", record.id, await options.row(record)));
+          }
+          after = records.at(-1)?.id ?? after;
+          // Entries that did not match move the start on too, unannounced.
+          if (lastId !== null && lastId > after) after = lastId;
+          const now = options.now();
+          if (now - lastWrite >= timing.heartbeatMs) send(": keep-alive\n\n");
+          if (now - started >= timing.maxMs) return finish();
+        } catch (error) {
+          if (closed) return;
+          console.error("Cannot read entries for live tail:", error);
+          return finish();
+        }
+        if (!closed) timer = setTimeout(poll, timing.intervalMs);
+      };
+      send("retry: 2000\n\n");
+      timer = setTimeout(poll, 0);
+    },
+    cancel() {
+      closed = true;
+      if (timer !== undefined) clearTimeout(timer);
+    },
+  });
+  return new Response(stream, {
+    headers: {
+      "Content-Type": "text/event-stream; charset=utf-8",
+      "Cache-Control": "no-store",
+      "X-Accel-Buffering": "no",
+    },
+  });
+}

@@ -1,0 +1,181 @@
+/**
+ * What every dashboard answer carries and every request passes: security
+ * headers with a Content-Security-Policy that runs only the scripts marked
+ * with this answer's nonce (and the modules they import); the refusal (`403`)
+ * of any state-changing request sent from another origin; and the
+ * per-address limit on sign-in attempts.
+ *
+ * @module
+ */
+
+/** Methods that change nothing, so they need no origin check. */
+const SAFE_METHODS = new Set(["GET", "HEAD", "OPTIONS"]);
+
+/**
+ * A fresh nonce for one answer's scripts.
+ *
+ * @example
+ * ```ts
+ * const nonce = createNonce(); // 22 URL-safe characters
+ * ```
+ */
+export function createNonce(): string {
+  const bytes = crypto.getRandomValues(new Uint8Array(16));
+  return btoa(String.fromCharCode(...bytes)).replace(/[+/=]/g, "");
+}
+
+/**
+ * The Content-Security-Policy of a page: scripts only from this answer's
+ * nonce (`'strict-dynamic'` lets them import the app's other modules), styles
+ * and images only from the app, no plugins, no framing, forms only to the app.
+ *
+ * @example
+ * ```ts
+ * contentSecurityPolicy("abc"); // "default-src 'none'; script-src 'nonce-abc' 'strict-dynamic'; ..."
+ * ```
+ */
+export function contentSecurityPolicy(nonce: string): string {
+  return [
+    "default-src 'none'",
+    `script-src 'nonce-${nonce}' 'strict-dynamic'`,
+    "style-src 'self'",
+    "img-src 'self' data:",
+    "connect-src 'self'",
+    "form-action 'self'",
+    "frame-ancestors 'none'",
+    "base-uri 'none'",
+    "object-src 'none'",
+  ].join("; ");
+}
+
+/** Headers added to every dashboard answer. */
+export function securityHeaders(
+  nonce: string,
+  https: boolean,
+): Record<string, string> {
+  return {
+    "Content-Security-Policy": contentSecurityPolicy(nonce),
+    "X-Content-Type-Options": "nosniff",
+    "X-Frame-Options": "DENY",
+    "Referrer-Policy": "same-origin",
+    "Cross-Origin-Opener-Policy": "same-origin",
+    "Cross-Origin-Resource-Policy": "same-origin",
+    "Permissions-Policy": "camera=(), microphone=(), geolocation=()",
+    ...(https ? { "Strict-Transport-Security": "max-age=31536000" } : {}),
+  };
+}
+
+/**
+ * Whether the request arrived over HTTPS, directly or through a proxy that
+ * says so (`X-Forwarded-Proto`): the session cookie is then `Secure`.
+ */
+export function isHttps(req: Request): boolean {
+  return new URL(req.url).protocol === "https:" ||
+    req.headers.get("x-forwarded-proto")?.split(",")[0]?.trim() === "https";
+}
+
+/**
+ * Why a request must be refused as coming from another origin, or `null`
+ * when it may proceed. Safe methods always proceed. Otherwise the browser's
+ * `Sec-Fetch-Site` must say `same-origin`, and an `Origin` header must name
+ * this host (the scheme is not compared, so that a TLS-terminating proxy in
+ * front works). A request with neither header comes from no browser; it
+ * still needs the form's CSRF token.
+ *
+ * @example
+ * ```ts
+ * crossOriginRefusal(new Request("http://a/x", { method: "POST", headers: { Origin: "http://b" } }));
+ * // "Cannot accept a change sent from \"http://b\": expected this dashboard's own origin"
+ * ```
+ */
+export function crossOriginRefusal(req: Request): string | null {
+  if (SAFE_METHODS.has(req.method)) return null;
+  const site = req.headers.get("sec-fetch-site");
+  if (site !== null && site !== "same-origin") {
+    return `Cannot accept a change sent from another site (Sec-Fetch-Site: ${site})`;
+  }
+  const origin = req.headers.get("origin");
+  if (origin !== null) {
+    const host = req.headers.get("host") ?? new URL(req.url).host;
+    let originHost: string | null = null;
+    try {
+      originHost = origin === "null" ? null : new URL(origin).host;
+    } catch { /* not a URL: refused below */ }
+    if (originHost !== host) {
+      return `Cannot accept a change sent from "${origin}": expected this dashboard's own origin`;
+    }
+  }
+  return null;
+}
+
+/** Options of {@linkcode LoginLimiter}. */
+export interface LoginLimiterOptions {
+  /** Attempts an address may make at once. @default {5} */
+  burst?: number;
+  /** Time for one more attempt to become available. @default {12000} */
+  refillMs?: number;
+  /** Addresses remembered at most; past it the oldest are forgotten. @default {10000} */
+  maxAddresses?: number;
+  /** Clock. @default {Date.now} */
+  now?: () => number;
+}
+
+/**
+ * Sign-in attempts per client address: a bucket of `burst` attempts that
+ * refills one every `refillMs` (GCRA form: one time per address, the moment
+ * its bucket will be full again). Kept in memory, per process.
+ */
+export class LoginLimiter {
+  #burst: number;
+  #refillMs: number;
+  #max: number;
+  #now: () => number;
+  #full = new Map<string, number>();
+
+  constructor(options: LoginLimiterOptions = {}) {
+    this.#burst = options.burst ?? 5;
+    this.#refillMs = options.refillMs ?? 12_000;
+    this.#max = options.maxAddresses ?? 10_000;
+    this.#now = options.now ?? Date.now;
+  }
+
+  /**
+   * Takes one attempt for `address`: `0` when allowed, else the seconds to
+   * wait before the next one.
+   */
+  take(address: string): number {
+    const now = this.#now();
+    const full = Math.max(this.#full.get(address) ?? now, now);
+    const next = full + this.#refillMs;
+    if (next - now > this.#burst * this.#refillMs) {
+      return Math.max(
+        1,
+        Math.ceil((next - now - this.#burst * this.#refillMs) / 1000),
+      );
+    }
+    this.#full.delete(address);
+    if (this.#full.size >= this.#max) {
+      this.#full.delete(this.#full.keys().next().value!);
+    }
+    this.#full.set(address, next);
+    return 0;
+  }
+}
+
+/**
+ * The address a sign-in attempt counts against: the socket's peer, or with
+ * `trustProxy` hops, the address the outermost trusted proxy saw.
+ */
+export function clientAddress(
+  req: Request,
+  peer: Deno.NetAddr | undefined,
+  trustProxy: number,
+): string {
+  if (trustProxy > 0) {
+    const hops = req.headers.get("x-forwarded-for")?.split(",")
+      .map((s) => s.trim()).filter((s) => s !== "");
+    const seen = hops?.at(-trustProxy) ?? hops?.[0];
+    if (seen) return seen;
+  }
+  return peer?.hostname ?? "unknown";
+}
