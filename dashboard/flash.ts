@@ -1,27 +1,35 @@
 /**
- * A secret shown once after a redirect. Creating a project or rotating its
- * secret redirects (so that reloading the page repeats nothing) and the page
- * it lands on shows the new secret: kept meanwhile under the session in KV
- * for a few minutes, as bytes, and deleted as it is read, so it is shown
- * once, and never appears in a URL.
+ * What a page shows once after a redirect. Creating a project, rotating its
+ * secret and replaying rejected entries redirect (so that reloading the page
+ * repeats nothing) and the page they land on shows the outcome: the new
+ * secret, or what became of each replayed entry. It is kept meanwhile under
+ * the session in KV for a few minutes, as bytes, and deleted as it is read,
+ * so it is shown once, and never appears in a URL.
  *
  * @module
  */
-import { flashKey } from "./keys.ts";
+import { dashboardFlashKey } from "../db/keys.ts";
+import { decodeJson, encodeJson } from "../db/kv.ts";
+import type { ReplayResult } from "../db/rejected.ts";
 
 /** How long a flash waits to be shown. */
 const FLASH_TTL_MS = 5 * 60_000;
 
-/** A new secret to show once. */
-export interface Flash {
-  kind: "created" | "rotated";
-  projectId: string;
-  name: string;
-  secret: string;
-}
-
-const encoder = new TextEncoder();
-const decoder = new TextDecoder();
+/** Something to show once. */
+export type Flash =
+  | {
+    /** A new secret: of a project just created, or rotated. */
+    kind: "created" | "rotated";
+    projectId: string;
+    name: string;
+    secret: string;
+  }
+  | {
+    /** The outcome of replaying kept rejected entries. */
+    kind: "replayed";
+    projectId: string;
+    results: ReplayResult[];
+  };
 
 /**
  * Keeps `flash` for the session's next page.
@@ -36,7 +44,7 @@ export async function setFlash(
   sessionId: string,
   flash: Flash,
 ): Promise<void> {
-  await kv.set(flashKey(sessionId), encoder.encode(JSON.stringify(flash)), {
+  await kv.set(dashboardFlashKey(sessionId), encodeJson(flash), {
     expireIn: FLASH_TTL_MS,
   });
 }
@@ -44,23 +52,27 @@ export async function setFlash(
 /**
  * Takes the session's flash of `kind` for `projectId`, if any: it is
  * deleted in the same atomic step, so two pages never both show it.
+ *
+ * @example
+ * ```ts
+ * const flash = await takeFlash(kv, session.id, "rotated", projectId);
+ * ```
  */
-export async function takeFlash(
+export async function takeFlash<K extends Flash["kind"]>(
   kv: Deno.Kv,
   sessionId: string,
-  kind: Flash["kind"],
+  kind: K,
   projectId?: string,
-): Promise<Flash | null> {
-  const entry = await kv.get<Uint8Array>(flashKey(sessionId));
-  if (!(entry.value instanceof Uint8Array)) return null;
-  const flash = JSON.parse(decoder.decode(entry.value)) as Flash;
+): Promise<Flash & { kind: K } | null> {
+  const key = dashboardFlashKey(sessionId);
+  const entry = await kv.get(key);
+  const flash = decodeJson<Flash>(entry.value);
   if (
-    flash.kind !== kind ||
+    flash === null || flash.kind !== kind ||
     (projectId !== undefined && flash.projectId !== projectId)
   ) {
     return null;
   }
-  const taken = await kv.atomic().check(entry).delete(flashKey(sessionId))
-    .commit();
-  return taken.ok ? flash : null;
+  const taken = await kv.atomic().check(entry).delete(key).commit();
+  return taken.ok ? flash as Flash & { kind: K } : null;
 }

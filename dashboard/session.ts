@@ -10,13 +10,11 @@
  * @module
  */
 import { createHash, createHmac, timingSafeEqual } from "node:crypto";
-import { dashboardSecretKey, sessionKey } from "./keys.ts";
+import { dashboardSecretKey, dashboardSessionKey } from "../db/keys.ts";
+import { decodeJson, encodeJson } from "../db/kv.ts";
 
 /** How long a session lasts after signing in. */
 export const SESSION_TTL_MS = 12 * 3_600_000;
-
-const encoder = new TextEncoder();
-const decoder = new TextDecoder();
 
 /** A valid session, as read from its cookie. */
 export interface Session {
@@ -132,8 +130,8 @@ export class SessionStore {
     const id = randomToken(16);
     const expiresAt = this.#now() + this.#ttlMs;
     await this.#kv.set(
-      sessionKey(id),
-      encoder.encode(JSON.stringify({ expiresAt })),
+      dashboardSessionKey(id),
+      encodeJson({ expiresAt }),
       { expireIn: this.#ttlMs },
     );
     const body = `${id}.${expiresAt.toString(36)}`;
@@ -155,12 +153,9 @@ export class SessionStore {
     if (!safeEqual(mac, await this.#mac(`${id}.${expiry}`))) return null;
     const expiresAt = parseInt(expiry, 36);
     if (!(expiresAt > this.#now())) return null;
-    const stored = await this.#kv.get<Uint8Array>(sessionKey(id));
-    if (!(stored.value instanceof Uint8Array)) return null;
-    const record = JSON.parse(decoder.decode(stored.value)) as {
-      expiresAt?: number;
-    };
-    if (record.expiresAt !== expiresAt) return null;
+    const stored = await this.#kv.get(dashboardSessionKey(id));
+    const record = decodeJson<{ expiresAt?: number }>(stored.value);
+    if (record?.expiresAt !== expiresAt) return null;
     return { id, expiresAt, csrf: await this.#mac(`csrf.${id}`) };
   }
 
@@ -171,6 +166,6 @@ export class SessionStore {
 
   /** Ends a session on the server: its cookie no longer signs in. */
   async revoke(sessionId: string): Promise<void> {
-    await this.#kv.delete(sessionKey(sessionId));
+    await this.#kv.delete(dashboardSessionKey(sessionId));
   }
 }

@@ -29,6 +29,9 @@
  * | `rejected_entries/<projectId>/<slot>` | content of one of the last 100 rejected entries |
  * | `global_rejected_entries/<slot>` | content of one of the last 100 entries naming no project |
  * | `rate_limits/<epoch>/<ip>` | `Deno.KvU64`, requests admitted while the address was busy |
+ * | `dashboard_secret` | 32 random bytes, mixed with `ADMIN_PASSWORD` into the dashboard's signing key |
+ * | `dashboard_sessions/<sessionId>` | one signed-in dashboard session, expiring with it |
+ * | `dashboard_flash/<sessionId>` | what a session's next page shows once (a new secret, replay results), expiring in minutes |
  *
  * @module
  */
@@ -291,6 +294,26 @@ export function rateLimitsPrefix(): Deno.KvKey {
 /** Prefix of one epoch's rate counters. */
 export function rateLimitEpochPrefix(epoch: number): Deno.KvKey {
   return ["rate_limits", epoch];
+}
+
+/** Key of the dashboard's random secret, mixed into its session signing key. */
+export function dashboardSecretKey(): Deno.KvKey {
+  return ["dashboard_secret"];
+}
+
+/** Key of one signed-in dashboard session; deleting it ends the session. */
+export function dashboardSessionKey(sessionId: string): Deno.KvKey {
+  return ["dashboard_sessions", sessionId];
+}
+
+/** Prefix of every dashboard session. */
+export function dashboardSessionsPrefix(): Deno.KvKey {
+  return ["dashboard_sessions"];
+}
+
+/** Key of what a dashboard session's next page shows once. */
+export function dashboardFlashKey(sessionId: string): Deno.KvKey {
+  return ["dashboard_flash", sessionId];
 }
 
 /** Thrown when a key does not have the layout its decoder expects. */

@@ -7,8 +7,8 @@
  */
 import assert from "node:assert/strict";
 import { createDashboard } from "../dashboard/app.ts";
-import { dashboardSecretKey } from "../dashboard/keys.ts";
 import { safeNext } from "../dashboard/routes/auth.ts";
+import { dashboardSecretKey, dashboardSessionsPrefix } from "../db/keys.ts";
 import { listProjects } from "../db/projects.ts";
 import {
   csrfOf,
@@ -205,7 +205,7 @@ Deno.test("the dashboard stores its secret and sessions as bytes", async () => {
     assert.ok(secret.value instanceof Uint8Array);
     assert.equal((secret.value as Uint8Array).length, 32);
     const sessions = await Array.fromAsync(
-      h.kv.list({ prefix: ["dashboard_sessions"] }),
+      h.kv.list({ prefix: dashboardSessionsPrefix() }),
     );
     assert.equal(sessions.length, 1);
     assert.ok(sessions[0]!.value instanceof Uint8Array);
