@@ -14,6 +14,7 @@
  * deno task bench:query                   # 1,000,000 entries
  * deno task bench:query --count 100000    # quicker
  * deno task bench:query --json            # machine-readable summary on stdout
+ * deno task bench:query --keep data/bench.sqlite   # keep the store (for bench/dashboard.ts)
  * ```
  *
  * Each query runs once on a freshly opened KV handle ("first") and then 5
@@ -91,6 +92,7 @@ async function main(): Promise<void> {
       count: { type: "string", default: "1000000" },
       seed: { type: "string", default: "42" },
       json: { type: "boolean", default: false },
+      keep: { type: "string" },
     },
   });
   const count = Number(values.count);
@@ -103,7 +105,9 @@ async function main(): Promise<void> {
   }
   const log = (line: string) => console.error(line);
   const dir = await Deno.makeTempDir({ prefix: "query-bench-" });
-  const path = `${dir}/kv.sqlite`;
+  // With --keep, the store is built where it is to stay.
+  if (values.keep !== undefined) await refuseExisting(values.keep);
+  const path = values.keep ?? `${dir}/kv.sqlite`;
   try {
     const start = Date.UTC(2026, 0, 5);
     const spanMs = 7 * DAY_MS;
@@ -320,9 +324,21 @@ async function main(): Promise<void> {
         } | ${s} | ${r.check} |`,
       );
     }
+    if (values.keep !== undefined) log(`Kept the store in ${values.keep}`);
   } finally {
     await Deno.remove(dir, { recursive: true });
   }
+}
+
+/** `--keep` never overwrites: the store is built fresh, in a file of its own. */
+async function refuseExisting(path: string): Promise<void> {
+  try {
+    await Deno.lstat(path);
+  } catch (error) {
+    if (error instanceof Deno.errors.NotFound) return;
+    throw error;
+  }
+  throw new Error(`Cannot keep the store in "${path}": expected no file there`);
 }
 
 if (import.meta.main) await main();
