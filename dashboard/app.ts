@@ -15,6 +15,7 @@
 import { Hono } from "hono";
 import { getCookie } from "hono/cookie";
 import { type Asset, assetResponse, assetUrls, loadAssets } from "./assets.ts";
+import { HISTOGRAM_BUDGET_MS } from "./histogram.ts";
 import { MessagePage } from "./pages/message.tsx";
 import { authRoutes, SESSION_COOKIE, signInFirst } from "./routes/auth.ts";
 import {
@@ -63,6 +64,12 @@ export interface DashboardOptions {
   sessionTtlMs?: number;
   /** Live tail timing. @default 500 ms polls, 5 min streams, 15 s heartbeats */
   tail?: Partial<TailTiming>;
+  /**
+   * Server time the histogram of a word or field query may take before
+   * older bars are left uncounted (dashboard/histogram.ts).
+   * @default {HISTOGRAM_BUDGET_MS}
+   */
+  histogramBudgetMs?: number;
 }
 
 /** Paths that need no session. */
@@ -104,6 +111,7 @@ export function createDashboard(options: DashboardOptions): DashApp {
       heartbeatMs: 15_000,
       ...options.tail,
     },
+    histogramBudgetMs: options.histogramBudgetMs ?? HISTOGRAM_BUDGET_MS,
   };
   const app = new Hono<DashEnv>();
 

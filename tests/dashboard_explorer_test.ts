@@ -37,6 +37,33 @@ Deno.test("the explorer lists entries newest first with a histogram and the live
   });
 });
 
+Deno.test("a word query's histogram past the page's time budget shows its older bars uncounted", async () => {
+  for (const [budgetMs, uncounted] of [[0, true], [60_000, false]] as const) {
+    await withDashboard(async (h) => {
+      const browser = await signIn(h.dash);
+      const project = await h.project();
+      // Three hours apart, the newer one in the newest bar.
+      const declined = { data: { title: "Card declined" } };
+      await store(h, project.id, [declined], 3 * 3_600_000);
+      await store(h, project.id, [declined], 0);
+      const html = await (await get(
+        h.dash,
+        browser,
+        `/projects/${project.id}?q=declined`,
+      )).text();
+      assert.equal(rowIds(html).length, 2);
+      const text = textOf(html);
+      if (uncounted) {
+        assert.match(html, /class="bucket uncounted"/);
+        assert.match(text, /1 entry since .* older bars not counted/);
+      } else {
+        assert.doesNotMatch(html, /uncounted/);
+        assert.match(text, /2 entries · 1 h per bar/);
+      }
+    }, { dashboard: { histogramBudgetMs: budgetMs } });
+  }
+});
+
 Deno.test("the search box, level chips and time range filter the list", async (t) => {
   await withDashboard(async (h) => {
     const browser = await signIn(h.dash);

@@ -149,6 +149,7 @@ Deno.test("the histogram stacks levels and each bar zooms to its interval", asyn
         { start: start + 60_000, counts: {} },
         { start: start + 120_000, counts: { critical: 2, audit: 1 } },
       ],
+      countedFrom: null,
     },
     zoom: (a, b) => `/zoom?${a}-${b}`,
   }));
@@ -156,6 +157,30 @@ Deno.test("the histogram stacks levels and each bar zooms to its interval", asyn
   assert.match(out, new RegExp(`href="/zoom\\?${start}-${start + 60_000}"`));
   assert.match(out, /class="bar lvl-custom"/);
   assert.match(textOf(out), /7 entries · 1 min per bar · peak 4/);
+  assert.doesNotMatch(out, /uncounted/);
+});
+
+Deno.test("the histogram draws bars it did not count apart and says so", async () => {
+  const start = Date.UTC(2026, 0, 15, 9);
+  const out = await html(HistogramChart({
+    histogram: {
+      intervalMs: 60_000,
+      buckets: [
+        { start, counts: {} },
+        { start: start + 60_000, counts: {} },
+        { start: start + 120_000, counts: { error: 2 } },
+      ],
+      countedFrom: start + 120_000,
+    },
+    zoom: (a, b) => `/zoom?${a}-${b}`,
+  }));
+  assert.equal(out.match(/class="bucket uncounted"/g)?.length, 2);
+  assert.equal(out.match(/<rect class="bar /g)?.length, 1);
+  assert.match(out, new RegExp(`href="/zoom\\?${start}-${start + 60_000}"`));
+  assert.match(
+    textOf(out),
+    /2 entries since 2026-01-15 09:02:00 · 1 min per bar · peak 2 · older bars not counted/,
+  );
 });
 
 Deno.test("the explorer's state round-trips through its URL in canonical order", () => {

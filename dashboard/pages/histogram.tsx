@@ -1,15 +1,17 @@
 /**
  * The explorer's histogram: counts of entries per interval, stacked by
  * level in the levels' colours, as an SVG whose bars are links that zoom
- * the view to their interval (so it works without JavaScript too).
+ * the view to their interval (so it works without JavaScript too). Bars
+ * older than what a word or field query could count in its time budget
+ * (dashboard/histogram.ts) are drawn hatched and said to be uncounted.
  *
  * @module
  */
-import type { histogram } from "../source.ts";
+import type { ExplorerHistogram } from "../histogram.ts";
 import { formatDuration, formatTime, levelClass } from "./format.ts";
 
-/** What `histogram` of the query functions answers. */
-export type Histogram = Awaited<ReturnType<typeof histogram>>;
+/** The counts the chart draws. */
+export type Histogram = ExplorerHistogram;
 
 /** Stacking order, bottom first; custom levels go on top. */
 const ORDER = ["info", "warning", "error", "critical"];
@@ -34,6 +36,9 @@ export function HistogramChart(props: HistogramProps) {
   const total = totals.reduce((n, c) => n + c, 0);
   const first = buckets[0];
   const last = buckets.at(-1);
+  const countedFrom = props.histogram.countedFrom;
+  const counted = (start: number) =>
+    countedFrom === null || start >= countedFrom;
   return (
     <figure class="histogram">
       <svg
@@ -49,6 +54,31 @@ export function HistogramChart(props: HistogramProps) {
           });
           let y = HEIGHT;
           const end = bucket.start + intervalMs;
+          if (!counted(bucket.start)) {
+            return (
+              <a href={props.zoom(bucket.start, end)} class="bucket uncounted">
+                <title>
+                  {`${
+                    formatTime(bucket.start, false)
+                  } · not counted: click to zoom in and count`}
+                </title>
+                <rect
+                  class="hit"
+                  x={i * BAR}
+                  y={0}
+                  width={BAR}
+                  height={HEIGHT}
+                />
+                <rect
+                  class="todo"
+                  x={i * BAR + 1}
+                  y={HEIGHT - 8}
+                  width={BAR - 2}
+                  height={8}
+                />
+              </a>
+            );
+          }
           const label =
             `${formatTime(bucket.start, false)} · ${totals[i]} entries` +
             levels.map((l) => `\n${l}: ${bucket.counts[l]}`).join("");
@@ -76,9 +106,17 @@ export function HistogramChart(props: HistogramProps) {
       <figcaption>
         <span>{first ? formatTime(first.start, false) : ""}</span>
         <span>
-          {total} {total === 1 ? "entry" : "entries"} ·{" "}
+          {total} {total === 1 ? "entry" : "entries"}
+          {countedFrom !== null && ` since ${formatTime(countedFrom, false)}`} ·
+          {" "}
           {formatDuration(intervalMs)} per bar · peak{" "}
           {max === 1 && total === 0 ? 0 : max}
+          {countedFrom !== null && (
+            <span class="uncounted-note">
+              {" "}· older bars not counted (too many matches to count at once:
+              click one to zoom in)
+            </span>
+          )}
         </span>
         <span>{last ? formatTime(last.start + intervalMs, false) : ""}</span>
       </figcaption>

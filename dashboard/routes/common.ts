@@ -45,6 +45,8 @@ export interface DashboardDeps {
   endpoint: (url: URL) => string;
   assetUrls: Record<string, string>;
   tail: TailTiming;
+  /** Server time the histogram of a word or field query may take. */
+  histogramBudgetMs: number;
 }
 
 /** The page context of a request. */

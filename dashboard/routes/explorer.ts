@@ -14,13 +14,13 @@ import {
   stateFilter,
   timeWindow,
 } from "../explorer_state.ts";
+import { explorerHistogram } from "../histogram.ts";
 import { type ExplorerData, ExplorerPage } from "../pages/explorer.tsx";
 import { EntryList, TailRow } from "../pages/explorer_list.tsx";
 import {
   aroundEntry,
   type Filter,
   getEntry,
-  histogram,
   queryLogs,
   QuerySyntaxError,
 } from "../source.ts";
@@ -101,18 +101,12 @@ export function explorerRoutes(app: DashApp, deps: DashboardDeps): void {
         CONTEXT_SIZE,
       );
     } else if (filter !== null) {
-      const [first, chart] = await Promise.all([
-        queryLogs(kv, project.id, {
-          filter,
-          limit: PAGE_SIZE,
-          ...(state.cursor ? { cursor: state.cursor } : {}),
-        }),
-        histogram(kv, project.id, {
-          since: window.since,
-          until: window.until,
-          filter,
-        }),
-      ]);
+      const began = performance.now();
+      const first = await queryLogs(kv, project.id, {
+        filter,
+        limit: PAGE_SIZE,
+        ...(state.cursor ? { cursor: state.cursor } : {}),
+      });
       const records: LogRecord[] = [...first.records];
       let cursor = first.cursor;
       const found = () => records.some((r) => r.id === state.open);
@@ -134,9 +128,16 @@ export function explorerRoutes(app: DashApp, deps: DashboardDeps): void {
       if (state.open !== undefined && !found()) {
         data.pinned = await getEntry(kv, project.id, state.open);
       }
+      // Last, in what is left of the page's time budget.
+      data.histogram = await explorerHistogram(kv, project.id, {
+        since: window.since,
+        until: window.until,
+        filter,
+        budgetMs: deps.histogramBudgetMs,
+        startedAt: began,
+      });
       data.records = records;
       data.cursor = cursor;
-      data.histogram = chart;
       if (records[0] && state.cursor === undefined) {
         data.tailAfter = records[0].id;
       }

@@ -1,12 +1,13 @@
 /**
- * A store of varied entries for the dashboard tests and screenshots: stored
- * pages written the way the consumer writes them (db/logs.ts), with receipt
- * times spread over a span ending at `now`, so histograms have bars.
+ * A store of varied entries for the dashboard tests and screenshots: pages
+ * and histogram counters written the way the consumer writes them
+ * (db/logs.ts `storeLogs`), with receipt times spread over a span ending at
+ * `now`, so histograms have bars.
  *
  * @module
  */
 import type { LogRecord } from "../../domain/entry.ts";
-import { paginate, setLogPage } from "../../db/logs.ts";
+import { storeLogs } from "../../db/logs.ts";
 import { createId } from "../../domain/ids.ts";
 
 const TITLES: [string, string, Record<string, unknown>][] = [
@@ -70,9 +71,13 @@ export async function seedEntries(
     });
   }
   records.sort((a, b) => a.id < b.id ? -1 : 1);
-  for (const page of paginate(records)) {
+  // In batches of 200, as the consumer commits them.
+  for (let i = 0; i < records.length; i += 200) {
     const op = kv.atomic();
-    setLogPage(op, projectId, page, 86_400_000 * 30);
+    storeLogs(op, projectId, records.slice(i, i + 200), {
+      now: options.now,
+      retentionMs: 30 * 86_400_000,
+    });
     await op.commit();
   }
   return records;
