@@ -78,6 +78,8 @@ Deno.test("sender-supplied text is inert in every place an entry is shown", asyn
       projects: [{
         id: "p1",
         name: HOSTILE,
+        entriesDay: 0,
+        rejectedDay: { count: 0, atLeast: false },
         accepted: 0,
         rejected: 0,
         lastEntryAt: null,
@@ -87,6 +89,32 @@ Deno.test("sender-supplied text is inert in every place an entry is shown", asyn
     },
   }));
   assert.doesNotMatch(projects, /<script>alert|<img src=x/);
+});
+
+Deno.test("the projects page marks a 24 h rejection count taken from a full ring as a lower bound", async () => {
+  const row = {
+    name: "Shop",
+    entriesDay: 12_345,
+    accepted: 99_000,
+    rejected: 4_321,
+    lastEntryAt: null,
+  };
+  const out = await html(ProjectsPage({
+    ctx,
+    data: {
+      projects: [
+        { ...row, id: "p1", rejectedDay: { count: 100, atLeast: true } },
+        { ...row, id: "p2", rejectedDay: { count: 7, atLeast: false } },
+      ],
+      now: 0,
+      unknownProject: 0,
+    },
+  }));
+  const text = textOf(out);
+  assert.match(text, /p1 12,345 ≥ 100 never 99,000 \/ 4,321/);
+  assert.match(text, /p2 12,345 7 never/);
+  assert.match(out, /href="\/dashboard\/projects\/p1\/rejections"/);
+  assert.match(text, /counted from the last 100 the service keeps per project/);
 });
 
 Deno.test("an entry row summarises the entry and lists its fields with filter links", async () => {

@@ -6,7 +6,9 @@
  * @module
  */
 import assert from "node:assert/strict";
+import { entriesLastDay, recentCount } from "../dashboard/data.ts";
 import { getProject, listProjects } from "../db/projects.ts";
+import { RECENT_REJECTIONS } from "../db/stats.ts";
 import { deadLetterKey, pendingBatchKey } from "../db/keys.ts";
 import { MAX_ATTEMPTS, recordFailure } from "../queue/dead_letters.ts";
 import { batchIdOf, pendingBatchesPrefix } from "../db/keys.ts";
@@ -17,6 +19,7 @@ import {
   get,
   post,
   signIn,
+  store,
   textOf,
   withDashboard,
 } from "./dashboard/_helpers.ts";
@@ -78,25 +81,75 @@ Deno.test("a project with a refused allow-list value is not created and the reas
   });
 });
 
-Deno.test("the projects page shows counters and the last entry's time", async () => {
+Deno.test("the projects page shows the last 24 h, all-time counters and the last entry's time", async () => {
   await withDashboard(async (h) => {
-    const browser = await signIn(h.dash);
     const project = await h.project();
-    await h.post(randomEntry({ projectId: project.id }), {
-      Origin: "https://app.example.com",
-    });
-    await h.post(randomEntry({ projectId: project.id }), {
-      Origin: "https://evil.example",
-    });
-    await h.post(randomEntry({ projectId: "nobody" }), {
-      Origin: "https://app.example.com",
-    });
+    const send = async (origin: string, projectId = project.id) =>
+      await h.post(randomEntry({ projectId }), { Origin: origin });
+    // A day and a half ago: stored and rejected, out of the last 24 h.
+    await send("https://app.example.com");
+    await send("https://evil.example");
+    await h.process();
+    h.clock.advance(36 * 3_600_000);
+    await send("https://app.example.com");
+    await send("https://app.example.com");
+    await send("https://evil.example");
+    await send("https://app.example.com", "nobody");
     await h.process();
     h.clock.advance(90_000);
+    const browser = await signIn(h.dash);
     const text = textOf(await (await get(h.dash, browser, "/")).text());
-    assert.match(text, /Stored \(all time\) Rejected \(all time\) Last entry/);
-    assert.match(text, new RegExp(`${project.id} 1 1 1 min ago`));
+    assert.match(
+      text,
+      /Entries, 24 h Rejected, 24 h Last entry All time: stored \/ rejected/,
+    );
+    assert.match(text, new RegExp(`${project.id} 2 1 1 min ago 3 / 2 `));
     assert.match(text, /1 entries named a project id that does not exist/);
+  });
+});
+
+Deno.test("rejections of the last 24 h are a lower bound when every kept one is that recent", () => {
+  const now = Date.UTC(2026, 0, 15);
+  const at = (hoursAgo: number) => ({
+    entryId: `e${hoursAgo}`,
+    at: now - hoursAgo * 3_600_000,
+    reason: "bad_origin" as const,
+    level: "info",
+  });
+  assert.deepEqual(recentCount([at(1), at(23.9), at(25)], now), {
+    count: 2,
+    atLeast: false,
+  });
+  const full = Array.from({ length: RECENT_REJECTIONS }, (_, i) => at(i / 10));
+  assert.deepEqual(recentCount(full, now), {
+    count: RECENT_REJECTIONS,
+    atLeast: true,
+  });
+  assert.deepEqual(recentCount([...full.slice(1), at(30)], now), {
+    count: RECENT_REJECTIONS - 1,
+    atLeast: false,
+  });
+});
+
+Deno.test("entries of the last 24 h are counted exactly, to the millisecond", async () => {
+  await withDashboard(async (h) => {
+    const project = await h.project();
+    const start = h.clock.now();
+    // One entry every 7 minutes and 13.5 s for 30 hours: partial minutes
+    // and hours at both ends of the day.
+    const step = 7 * 60_000 + 13_500;
+    const bodies = Array.from(
+      { length: Math.floor(30 * 3_600_000 / step) },
+      () => ({}),
+    );
+    const stored = await store(h, project.id, bodies, step);
+    for (const now of [h.clock.now(), start + 26 * 3_600_000 + 12_345]) {
+      const wanted = stored.filter((r) =>
+        r.receivedAt >= now - 86_400_000 && r.receivedAt <= now
+      ).length;
+      assert.ok(wanted > 150 && wanted < stored.length);
+      assert.equal(await entriesLastDay(h.kv, project.id, now), wanted);
+    }
   });
 });
 

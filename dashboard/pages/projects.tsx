@@ -1,7 +1,8 @@
 /**
- * The projects page (`/`): every project with its counters and the time of
- * its last entry, the form that creates one, and — right after creating —
- * the new project's id and secret, shown this once.
+ * The projects page (`/`): every project with its entries and rejections of
+ * the last 24 hours, its all-time counters and the time of its last entry,
+ * the form that creates one, and — right after creating — the new project's
+ * id and secret, shown this once.
  *
  * @module
  */
@@ -16,10 +17,24 @@ import {
 
 const ALLOW_PLACEHOLDER = "https://shop.example.com\ncom.example.shop.ios";
 
+/** Rejections of the last 24 hours, as far as the recent ones tell. */
+export interface RecentCount {
+  count: number;
+  /**
+   * Every kept recent rejection is that recent, and as many are kept as
+   * ever are: there may have been more (`≥ count`).
+   */
+  atLeast: boolean;
+}
+
 /** One row of the projects table. */
 export interface ProjectRow {
   id: string;
   name: string;
+  /** Entries received in the last 24 hours and stored (exact). */
+  entriesDay: number;
+  /** Rejections of the last 24 hours, among the recent ones kept. */
+  rejectedDay: RecentCount;
   /** Entries stored since the project was created (counter). */
   accepted: number;
   /** Entries refused since the project was created (counters). */
@@ -76,6 +91,25 @@ function Created(
   );
 }
 
+/** Rejections of the last 24 hours, linked to the rejections page. */
+function RejectedDay(props: { ctx: PageContext; row: ProjectRow }) {
+  const { ctx, row } = props;
+  const { count, atLeast } = row.rejectedDay;
+  if (count === 0) return <>0</>;
+  const text = `${atLeast ? "≥ " : ""}${count.toLocaleString("en-US")}`;
+  return (
+    <a
+      href={link(ctx.base, `/projects/${row.id}/rejections`)}
+      class="warn"
+      title={atLeast
+        ? "All of the last 100 rejections kept are from the last 24 hours: there may have been more"
+        : undefined}
+    >
+      {text}
+    </a>
+  );
+}
+
 /** The projects page. */
 export function ProjectsPage(props: { ctx: PageContext; data: ProjectsData }) {
   const { ctx, data } = props;
@@ -95,21 +129,22 @@ export function ProjectsPage(props: { ctx: PageContext; data: ProjectsData }) {
                 <tr>
                   <th scope="col">Name</th>
                   <th scope="col">Project id</th>
+                  <th scope="col" class="num">Entries, 24 h</th>
                   <th
                     scope="col"
                     class="num"
-                    title="Counted since the project was created"
+                    title="Counted from the last 100 rejections kept per project"
                   >
-                    Stored (all time)
-                  </th>
-                  <th
-                    scope="col"
-                    class="num"
-                    title="Counted since the project was created"
-                  >
-                    Rejected (all time)
+                    Rejected, 24 h
                   </th>
                   <th scope="col">Last entry</th>
+                  <th
+                    scope="col"
+                    class="num"
+                    title="Counted since the project was created"
+                  >
+                    All time: stored / rejected
+                  </th>
                   <th scope="col">
                     <span class="sr">Links</span>
                   </th>
@@ -129,21 +164,9 @@ export function ProjectsPage(props: { ctx: PageContext; data: ProjectsData }) {
                     <td>
                       <code>{p.id}</code>
                     </td>
-                    <td class="num">{p.accepted.toLocaleString("en-US")}</td>
+                    <td class="num">{p.entriesDay.toLocaleString("en-US")}</td>
                     <td class="num">
-                      {p.rejected > 0
-                        ? (
-                          <a
-                            href={link(
-                              ctx.base,
-                              `/projects/${p.id}/rejections`,
-                            )}
-                            class="warn"
-                          >
-                            {p.rejected.toLocaleString("en-US")}
-                          </a>
-                        )
-                        : "0"}
+                      <RejectedDay ctx={ctx} row={p} />
                     </td>
                     <td>
                       {p.lastEntryAt === null ? "never" : (
@@ -154,6 +177,10 @@ export function ProjectsPage(props: { ctx: PageContext; data: ProjectsData }) {
                           {formatAgo(p.lastEntryAt, data.now)}
                         </time>
                       )}
+                    </td>
+                    <td class="num">
+                      {p.accepted.toLocaleString("en-US")} /{" "}
+                      {p.rejected.toLocaleString("en-US")}
                     </td>
                     <td class="links">
                       <a href={link(ctx.base, `/projects/${p.id}/settings`)}>
@@ -166,6 +193,12 @@ export function ProjectsPage(props: { ctx: PageContext; data: ProjectsData }) {
             </table>
           </div>
         )}
+      {data.projects.length > 0 && (
+        <p class="hint">
+          Rejections of the last 24 h are counted from the last 100 the service
+          keeps per project: “≥ 100” means all of those are that recent.
+        </p>
+      )}
       {data.unknownProject > 0 && (
         <p class="hint">
           {data.unknownProject.toLocaleString("en-US")}{" "}

@@ -21,7 +21,7 @@ import {
 
 async function projectsData(deps: DashboardDeps): Promise<ProjectsData> {
   const [projects, unknownProject] = await Promise.all([
-    projectRows(deps.kv),
+    projectRows(deps.kv, deps.now()),
     unknownProjectCount(deps.kv),
   ]);
   return { projects, unknownProject, now: deps.now() };
