@@ -30,8 +30,9 @@ import {
 } from "./routes/common.ts";
 import { explorerRoutes } from "./routes/explorer.ts";
 import { projectsRoutes } from "./routes/projects.ts";
+import { rejectionsRoutes } from "./routes/rejections.ts";
 import { settingsRoutes } from "./routes/settings.ts";
-import { statusRoutes } from "./routes/status.ts";
+import { deadLettersRoutes } from "./routes/dead_letters.ts";
 import {
   createNonce,
   crossOriginRefusal,
@@ -167,7 +168,8 @@ export function createDashboard(options: DashboardOptions): DashApp {
   projectsRoutes(app, deps);
   settingsRoutes(app, deps);
   explorerRoutes(app, deps);
-  statusRoutes(app, deps);
+  rejectionsRoutes(app, deps);
+  deadLettersRoutes(app, deps);
 
   app.notFound(async (c) =>
     await render(

@@ -55,10 +55,30 @@ export async function entriesLastDay(
 }
 
 /**
+ * The rejections of the last 24 hours among a project's recent ones, by
+ * reason.
+ *
+ * @example
+ * ```ts
+ * lastDayByReason(stats.recent, Date.now()); // { bad_origin: 3 }
+ * ```
+ */
+export function lastDayByReason(
+  recent: Rejection[],
+  now: number,
+): Record<string, number> {
+  const counts: Record<string, number> = {};
+  for (const r of recent) {
+    if (r.at >= now - DAY_MS) counts[r.reason] = (counts[r.reason] ?? 0) + 1;
+  }
+  return counts;
+}
+
+/**
  * Counts the rejections of the last 24 hours among a project's recent ones
- * (the last {@linkcode RECENT_REJECTIONS}, newest first). There are no
- * rejection counters by time: when all of the recent ones are from the last
- * day, the count is a lower bound.
+ * (the last {@linkcode RECENT_REJECTIONS}). There are no rejection counters
+ * by time: when all of the recent ones are from the last day, the count is
+ * a lower bound.
  *
  * @example
  * ```ts
@@ -66,7 +86,8 @@ export async function entriesLastDay(
  * ```
  */
 export function recentCount(recent: Rejection[], now: number): RecentCount {
-  const count = recent.filter((r) => r.at >= now - DAY_MS).length;
+  const count = Object.values(lastDayByReason(recent, now))
+    .reduce((n, c) => n + c, 0);
   return {
     count,
     atLeast: count >= RECENT_REJECTIONS && count === recent.length,

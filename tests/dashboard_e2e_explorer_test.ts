@@ -216,7 +216,7 @@ Deno.test({
       if (SCREENSHOTS) {
         await t.step("screenshots for the README", async () => {
           await page.bringToFront();
-          await takeScreenshots(page, kv, home);
+          await takeScreenshots(page, kv, home, endpoint);
         });
       }
 

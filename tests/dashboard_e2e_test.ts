@@ -2,8 +2,9 @@
 /**
  * The dashboard end to end in headless Chromium, the operator's path:
  * signing in (a wrong password, then the right one), creating a project,
- * allowing an origin, a rejected entry shown with its reason, a change
- * posted from another origin refused, and signing out. The servers and
+ * allowing an origin, a rejected entry shown with its reason and content,
+ * allowed and replayed into the explorer, a change posted from another
+ * origin refused, and signing out. The servers and
  * the browser are set up by tests/dashboard/_e2e.ts. Skipped when
  * Chromium is not installed; every wait has a timeout.
  *
@@ -17,7 +18,7 @@ import { sendFrom, STEP_MS, withE2e } from "./dashboard/_e2e.ts";
 
 Deno.test({
   name:
-    "the dashboard in Chromium: sign-in, a project, an allowed origin, rejections, a cross-origin change, sign-out",
+    "the dashboard in Chromium: sign-in, a project, an allowed origin, rejections and replay, a cross-origin change, sign-out",
   ignore: !hasChromium(),
   async fn(t) {
     await withE2e(async (e) => {
@@ -113,34 +114,80 @@ Deno.test({
       );
 
       await t.step(
-        "an entry from an origin not allowed shows in the rejections with its reason",
+        "an entry from an origin not allowed shows in the rejections with its reason and content",
         async () => {
           await shop.goto(`${strangerOrigin}/`);
           assert.equal(
             await sendFrom(shop, endpoint, {
               level: "info",
               projectId,
-              data: { title: "Hello?" },
+              data: { title: "Hello from <b>elsewhere</b>" },
             }),
             200,
           );
           await page.goto(`${home}/projects/${projectId}/rejections`);
           const until = Date.now() + STEP_MS;
           while (
-            await page.$('#recent tr[data-reason="bad_origin"]') === null
+            await page.$('#kept details[data-reason="bad_origin"]') === null
           ) {
             assert.ok(Date.now() < until, "the rejection never appeared");
             await new Promise((resolve) => setTimeout(resolve, 200));
             await page.reload();
           }
+          const kept = await page.$eval(
+            '#kept details[data-reason="bad_origin"]',
+            (e) => e.textContent ?? "",
+          );
+          assert.match(kept, /bad_origin/);
+          assert.match(kept, new RegExp(strangerOrigin.replaceAll(".", "\\.")));
+          assert.match(kept, /"title": "Hello from <b>elsewhere<\/b>"/);
+          assert.equal(
+            await page.$("#kept b"),
+            null,
+            "the sender's markup is text",
+          );
           const row = await page.$eval(
             '#recent tr[data-reason="bad_origin"]',
             (e) => e.textContent ?? "",
           );
           assert.match(row, new RegExp(strangerOrigin.replaceAll(".", "\\.")));
+        },
+      );
+
+      await t.step(
+        "after allowing its origin, the rejected entry is replayed and stored",
+        async () => {
+          const entryId = await page.$eval(
+            '#kept details[data-reason="bad_origin"]',
+            (e) => (e as HTMLElement).dataset.id ?? "",
+          );
+          await Promise.all([
+            page.waitForNavigation(),
+            page.click(`#k-${entryId} form.inline button`),
+          ]);
           assert.match(
-            await page.$eval("#rejected-content", (e) => e.textContent ?? ""),
-            /Not available yet/,
+            await page.$eval(".notice.ok", (e) => e.textContent ?? ""),
+            /Added to the allow-list/,
+          );
+          await Promise.all([
+            page.waitForNavigation(),
+            page.click(`#k-${entryId} form.replay button`),
+          ]);
+          assert.match(
+            await page.$eval("#replay-results", (e) => e.textContent ?? ""),
+            /Replayed 1 entry: 1 stored, 0 not\..*stored \(authorized by origin\)/s,
+          );
+          assert.equal(await page.$(`#k-${entryId}`), null, "no longer kept");
+          await Promise.all([
+            page.waitForNavigation(),
+            page.click("#replay-results a"),
+          ]);
+          assert.deepEqual(
+            await page.$$eval(
+              "#entries details.entry.focus summary .msg",
+              (els) => els.map((e) => e.textContent),
+            ),
+            ["Hello from <b>elsewhere</b>"],
           );
         },
       );

@@ -298,28 +298,68 @@ Deno.test("snippets carry the project id and endpoint and never a secret", () =>
   assert.equal(JSON.stringify(JSON.parse(body)), body);
 });
 
-Deno.test("the rejections page keeps a separate place for rejected entries' content", async () => {
+Deno.test("the rejections page shows kept entries inert, and no replay button for one that cannot be replayed", async () => {
+  const base = { at: 0, projectId: "p1", level: "info" };
   const out = await html(RejectionsPage({
     ctx,
     data: {
       project: { id: "p1", name: "Shop", allowedOrigin: [] },
       accepted: 5,
-      rejected: { bad_signature: 2 },
+      replayed: 1,
+      rejected: { bad_signature: 2, replayed: 1 },
+      lastDay: { bad_signature: 2 },
+      lastDayAtLeast: false,
       recent: [{
         entryId: "e1",
         at: 0,
         reason: "bad_signature",
         level: "info",
       }],
+      kept: [
+        {
+          ...base,
+          entryId: "e1",
+          reason: "bad_signature",
+          entry: {
+            id: "e1",
+            receivedAt: 0,
+            level: "info",
+            projectId: "p1",
+            data: { title: HOSTILE },
+            signature: HOSTILE,
+            timestamp: "0",
+          },
+          expected: `p1{"level":"info","projectId":"p1","data":{"title":"x"}}0`,
+        },
+        { ...base, entryId: "e2", reason: "bad_origin", omittedBytes: 12_345 },
+        {
+          ...base,
+          entryId: "e3",
+          reason: "replayed",
+          entry: {
+            id: "e3",
+            receivedAt: 0,
+            level: "info",
+            projectId: "p1",
+            data: {},
+          },
+        },
+      ],
+      keptReplayable: 1,
     },
   }));
+  assert.doesNotMatch(out, /<script>alert|<img src=x/);
   const text = textOf(out);
-  assert.match(text, /bad_signature 2 The signature does not match/);
+  assert.match(text, /bad_signature 2 2 The signature does not match/);
+  assert.match(text, /5 1 of them by a replay/);
   assert.match(text, /Python's json\.dumps default separators add spaces/);
-  assert.match(out, /id="rejected-content"/);
   assert.match(
-    text,
-    /Content of rejected entries and replay Not available yet/,
+    out,
+    /<pre class="expected" id="expected-e1">p1\{&quot;level&quot;/,
   );
-  assert.doesNotMatch(out, /\/replay"/, "no replay button that does nothing");
+  assert.match(text, /content was not kept: it took 12345 bytes/);
+  assert.equal(out.match(/name="entry" value="e1"/g)?.length, 1);
+  assert.doesNotMatch(out, /name="entry" value="e2"/, "nothing to replay");
+  assert.doesNotMatch(out, /name="entry" value="e3"/, "its signature is used");
+  assert.match(text, /Replay all 1 kept entry/);
 });

@@ -1,88 +1,246 @@
 /**
  * "Why are my entries missing?" (`/projects/:id/rejections`): a project's
- * rejections counted by reason, its recent rejections (reason, time, level,
- * origin or app id), and for each reason what to do — with a one-click
- * "allow" for an origin or app id that was refused. The content of rejected
- * entries and their replay have their own section, which says plainly that
- * the service does not keep that content yet.
+ * rejections by reason (all time, and the last 24 hours among the recent
+ * ones), the rejected entries the service keeps with their content (for
+ * `bad_signature` the text it expected to be signed), what to do for each
+ * reason, Replay buttons for after the settings are fixed (one entry, or
+ * all), the outcome of the last replay, and the recent rejections (reason,
+ * time, level, origin or app id) with a one-click "allow".
  *
  * @module
  */
+import type { KeptEntry, ReplayResult } from "../../db/rejected.ts";
 import type { Rejection } from "../../db/stats.ts";
 import { formatTime, levelClass, link } from "./format.ts";
-import { Csrf, Layout, Notice, type PageContext } from "./layout.tsx";
+import { Layout, Notice, type PageContext } from "./layout.tsx";
+import { REASON_HELP } from "./reasons.ts";
+import {
+  KeptEntryItem,
+  QuickAllow,
+  ReplayForm,
+  ReplayResults,
+} from "./rejected_entry.tsx";
 
 /** Data of the rejections page. */
 export interface RejectionsData {
   project: { id: string; name: string; allowedOrigin: string[] };
   accepted: number;
+  /** Rejected entries later stored by a replay (counted in `accepted`). */
+  replayed: number;
   /** Counters by reason, all time. */
   rejected: Record<string, number>;
+  /** Rejections of the last 24 hours by reason, from the recent ones. */
+  lastDay: Record<string, number>;
+  /** Every recent one is from the last 24 hours: the counts are lower bounds. */
+  lastDayAtLeast: boolean;
   /** Recent rejections, newest first. */
   recent: Rejection[];
+  /** Kept rejected entries shown (of `reason` when set), newest first. */
+  kept: KeptEntry[];
+  /** Kept rejected entries that a replay of all would try. */
+  keptReplayable: number;
+  /** The reason the kept entries are narrowed to. */
+  reason?: string;
+  /** Outcome of the replay just done. */
+  results?: ReplayResult[];
   notice?: { kind: "ok" | "error"; text: string };
 }
 
-/** What a reason means and what to do about it. */
-export const REASON_HELP: Record<string, { meaning: string; fix: string }> = {
-  bad_origin: {
-    meaning: "The Origin header is not in the allow-list.",
-    fix:
-      "If the page is yours, allow its origin exactly as the browser sends it: scheme, host and port, no path, no trailing slash.",
-  },
-  unknown_appid: {
-    meaning: "The appid is not in the allow-list.",
-    fix:
-      "If the app is yours, allow its app id (reverse domain notation, e.g. com.example.shop.ios).",
-  },
-  bad_signature: {
-    meaning:
-      "The signature does not match the one computed with the project's secret.",
-    fix:
-      "Sign projectId + the compact JSON of level, projectId, device, context, data (in that order) + the timestamp, with HMAC-SHA256 and the current secret, in upper-case hex. Common slips: Python's json.dumps default separators add spaces, Go sorts map keys, json.Encoder adds a trailing newline, echo adds one where printf does not, and a secret rotated past its grace period.",
-  },
-  stale_timestamp: {
-    meaning:
-      "The signature matches but the timestamp is too far from the time of receipt.",
-    fix:
-      "Send the current Unix time in milliseconds (not seconds) and keep the server's clock in sync.",
-  },
-  replayed: {
-    meaning: "This signature was already used.",
-    fix:
-      "Sign every entry afresh with a new timestamp; do not resend a signed request as is.",
-  },
-  no_credentials: {
-    meaning: "The entry carried no Origin, no appid and no signature.",
-    fix:
-      "Browsers send Origin themselves; mobile apps must send appid; servers must sign.",
-  },
-  unknown_level: {
-    meaning:
-      "The level is not one of the four standard ones and the project does not declare it.",
-    fix:
-      "Declare the level under Custom levels in the settings, or send info, warning, error or critical.",
-  },
-};
-
-function QuickAllow(
-  props: { ctx: PageContext; data: RejectionsData; value: string | undefined },
-) {
-  const { ctx, data, value } = props;
-  if (value === undefined || data.project.allowedOrigin.includes(value)) {
-    return null;
-  }
+function Counts(props: { data: RejectionsData }) {
+  const { data } = props;
+  const reasons = Object.entries(data.rejected).filter(([, n]) => n > 0)
+    .sort(([, a], [, b]) => b - a);
+  const total = reasons.reduce((n, [, c]) => n + c, 0);
+  const day = (n: number | undefined) =>
+    `${data.lastDayAtLeast && n ? "≥ " : ""}${
+      (n ?? 0).toLocaleString("en-US")
+    }`;
+  const dayTotal = Object.values(data.lastDay).reduce((n, c) => n + c, 0);
   return (
-    <form
-      method="post"
-      action={link(ctx.base, `/projects/${data.project.id}/settings/allow`)}
-      class="inline"
-    >
-      <Csrf ctx={ctx} />
-      <input type="hidden" name="value" value={value} />
-      <input type="hidden" name="back" value="rejections" />
-      <button type="submit" class="small">Allow</button>
-    </form>
+    <section class="card" aria-labelledby="counts-title">
+      <h2 id="counts-title">By reason</h2>
+      <table class="list counts">
+        <thead>
+          <tr>
+            <th scope="col"></th>
+            <th scope="col" class="num">All time</th>
+            <th
+              scope="col"
+              class="num"
+              title="Counted from the last 100 rejections kept"
+            >
+              Last 24 h
+            </th>
+            <th scope="col"></th>
+          </tr>
+        </thead>
+        <tbody>
+          <tr>
+            <th scope="row">Stored</th>
+            <td class="num">{data.accepted.toLocaleString("en-US")}</td>
+            <td></td>
+            <td class="hint">
+              {data.replayed > 0 &&
+                `${data.replayed.toLocaleString("en-US")} of them by a replay`}
+            </td>
+          </tr>
+          <tr>
+            <th scope="row">Rejected</th>
+            <td class="num">{total.toLocaleString("en-US")}</td>
+            <td class="num">{day(dayTotal)}</td>
+            <td></td>
+          </tr>
+          {reasons.map(([reason, n]) => (
+            <tr class="reason" data-reason={reason}>
+              <th scope="row">
+                <code>{reason}</code>
+              </th>
+              <td class="num">{n.toLocaleString("en-US")}</td>
+              <td class="num">{day(data.lastDay[reason])}</td>
+              <td class="hint">{REASON_HELP[reason]?.meaning ?? ""}</td>
+            </tr>
+          ))}
+        </tbody>
+      </table>
+      <p class="hint">
+        There are no rejection counters by time: the last 24 h are counted from
+        the last 100 rejections the service keeps
+        {data.lastDayAtLeast
+          ? ", all of which are that recent, so there may have been more."
+          : "."}
+      </p>
+    </section>
+  );
+}
+
+function KeptEntries(props: { ctx: PageContext; data: RejectionsData }) {
+  const { ctx, data } = props;
+  const id = data.project.id;
+  const reasons = [...new Set(data.recent.map((r) => r.reason))].sort();
+  const here = link(ctx.base, `/projects/${id}/rejections`);
+  return (
+    <section class="card" id="rejected-content" aria-labelledby="kept-title">
+      <h2 id="kept-title">Rejected entries</h2>
+      <p>
+        The service keeps the last 100 rejected entries for 7 days, with what
+        was sent. Fix the settings (or the sender), then replay: each entry is
+        authenticated again on the current settings and stored once if it
+        passes; one that fails again stays here.
+      </p>
+      <div class="row">
+        {reasons.length > 1 && (
+          <nav class="chips" aria-label="Reason">
+            <a
+              class="chip"
+              href={`${here}#rejected-content`}
+              aria-pressed={data.reason === undefined ? "true" : "false"}
+            >
+              all
+            </a>
+            {reasons.map((reason) => (
+              <a
+                class="chip"
+                href={`${here}?reason=${reason}#rejected-content`}
+                aria-pressed={data.reason === reason ? "true" : "false"}
+              >
+                {reason}
+              </a>
+            ))}
+          </nav>
+        )}
+        {data.keptReplayable > 0 && (
+          <ReplayForm
+            ctx={ctx}
+            projectId={id}
+            entry="all"
+            label={`Replay all ${data.keptReplayable} kept ${
+              data.keptReplayable === 1 ? "entry" : "entries"
+            }`}
+          />
+        )}
+      </div>
+      {data.kept.length === 0
+        ? <p class="empty">No rejected entry kept.</p>
+        : (
+          <div class="kept-list" id="kept">
+            {data.kept.map((kept, i) => (
+              <KeptEntryItem
+                ctx={ctx}
+                projectId={id}
+                allowed={data.project.allowedOrigin}
+                kept={kept}
+                open={i === 0}
+              />
+            ))}
+          </div>
+        )}
+    </section>
+  );
+}
+
+function RecentTable(props: { ctx: PageContext; data: RejectionsData }) {
+  const { ctx, data } = props;
+  const allow = (value: string | undefined) => (
+    <QuickAllow
+      ctx={ctx}
+      projectId={data.project.id}
+      allowed={data.project.allowedOrigin}
+      value={value}
+    />
+  );
+  return (
+    <section class="card" aria-labelledby="recent-title">
+      <h2 id="recent-title">Recent rejections</h2>
+      {data.recent.length === 0
+        ? <p class="empty">No recent rejections.</p>
+        : (
+          <div class="scroll">
+            <table class="list recent" id="recent">
+              <thead>
+                <tr>
+                  <th scope="col">Time (UTC)</th>
+                  <th scope="col">Reason</th>
+                  <th scope="col">Level</th>
+                  <th scope="col">Origin / app id</th>
+                  <th scope="col">Entry id</th>
+                </tr>
+              </thead>
+              <tbody>
+                {data.recent.map((r) => (
+                  <tr data-reason={r.reason}>
+                    <td>
+                      <time datetime={new Date(r.at).toISOString()}>
+                        {formatTime(r.at, false)}
+                      </time>
+                    </td>
+                    <td>
+                      <code>{r.reason}</code>
+                    </td>
+                    <td>
+                      <span class={`lvl ${levelClass(r.level)}`}>
+                        {r.level}
+                      </span>
+                    </td>
+                    <td>
+                      {[r.origin, r.appid].filter((v) => v !== undefined)
+                        .join(" ") || "—"}{" "}
+                      {r.reason === "bad_origin" && allow(r.origin)}
+                      {r.reason === "unknown_appid" && allow(r.appid)}
+                    </td>
+                    <td>
+                      <code class="small">{r.entryId}</code>
+                    </td>
+                  </tr>
+                ))}
+              </tbody>
+            </table>
+          </div>
+        )}
+      <p class="hint">
+        The last 100 rejections are listed for 30 days, their content kept for
+        7.
+      </p>
+    </section>
   );
 }
 
@@ -91,9 +249,6 @@ export function RejectionsPage(
   props: { ctx: PageContext; data: RejectionsData },
 ) {
   const { ctx, data } = props;
-  const reasons = Object.entries(data.rejected).filter(([, n]) => n > 0)
-    .sort(([, a], [, b]) => b - a);
-  const total = reasons.reduce((n, [, c]) => n + c, 0);
   return (
     <Layout
       ctx={ctx}
@@ -114,85 +269,15 @@ export function RejectionsPage(
         before it checks credentials, so a refused entry still got{" "}
         <code>200</code>. Every refusal is counted here with its reason.
       </p>
-      <section class="card" aria-labelledby="counts-title">
-        <h2 id="counts-title">By reason (all time)</h2>
-        <table class="list counts">
-          <tbody>
-            <tr>
-              <th scope="row">Stored</th>
-              <td class="num">{data.accepted.toLocaleString("en-US")}</td>
-              <td></td>
-            </tr>
-            <tr>
-              <th scope="row">Rejected</th>
-              <td class="num">{total.toLocaleString("en-US")}</td>
-              <td></td>
-            </tr>
-            {reasons.map(([reason, n]) => (
-              <tr class="reason" data-reason={reason}>
-                <th scope="row">
-                  <code>{reason}</code>
-                </th>
-                <td class="num">{n.toLocaleString("en-US")}</td>
-                <td class="hint">{REASON_HELP[reason]?.meaning ?? ""}</td>
-              </tr>
-            ))}
-          </tbody>
-        </table>
-      </section>
-      <section class="card" aria-labelledby="recent-title">
-        <h2 id="recent-title">Recent rejections</h2>
-        {data.recent.length === 0
-          ? <p class="empty">No recent rejections.</p>
-          : (
-            <div class="scroll">
-              <table class="list recent" id="recent">
-                <thead>
-                  <tr>
-                    <th scope="col">Time (UTC)</th>
-                    <th scope="col">Reason</th>
-                    <th scope="col">Level</th>
-                    <th scope="col">Origin / app id</th>
-                    <th scope="col">Entry id</th>
-                  </tr>
-                </thead>
-                <tbody>
-                  {data.recent.map((r) => (
-                    <tr data-reason={r.reason}>
-                      <td>
-                        <time datetime={new Date(r.at).toISOString()}>
-                          {formatTime(r.at, false)}
-                        </time>
-                      </td>
-                      <td>
-                        <code>{r.reason}</code>
-                      </td>
-                      <td>
-                        <span class={`lvl ${levelClass(r.level)}`}>
-                          {r.level}
-                        </span>
-                      </td>
-                      <td>
-                        {[r.origin, r.appid].filter((v) => v !== undefined)
-                          .join(" ") || "—"}{" "}
-                        {r.reason === "bad_origin" && (
-                          <QuickAllow ctx={ctx} data={data} value={r.origin} />
-                        )}
-                        {r.reason === "unknown_appid" && (
-                          <QuickAllow ctx={ctx} data={data} value={r.appid} />
-                        )}
-                      </td>
-                      <td>
-                        <code class="small">{r.entryId}</code>
-                      </td>
-                    </tr>
-                  ))}
-                </tbody>
-              </table>
-            </div>
-          )}
-        <p class="hint">The last 100 rejections are kept, for 30 days.</p>
-      </section>
+      {data.results && (
+        <ReplayResults
+          ctx={ctx}
+          projectId={data.project.id}
+          results={data.results}
+        />
+      )}
+      <Counts data={data} />
+      <KeptEntries ctx={ctx} data={data} />
       <section class="card" aria-labelledby="fix-title">
         <h2 id="fix-title">What to do</h2>
         <dl class="reasons">
@@ -206,25 +291,14 @@ export function RejectionsPage(
           ))}
         </dl>
         <p class="hint">
-          Settings changes apply to entries processed after them. See the{" "}
+          Settings changes apply to the next entry processed after them. See the
+          {" "}
           <a href={link(ctx.base, `/projects/${data.project.id}/settings`)}>
             settings
           </a>.
         </p>
       </section>
-      <section
-        class="card unavailable"
-        id="rejected-content"
-        aria-labelledby="content-title"
-      >
-        <h2 id="content-title">Content of rejected entries and replay</h2>
-        <p>
-          Not available yet: this version of the service keeps the reason, time,
-          level and sender of each rejection, not the entry itself, so a
-          rejected entry cannot be shown here or replayed after the settings are
-          fixed. Until then, fix the settings and have the sender send again.
-        </p>
-      </section>
+      <RecentTable ctx={ctx} data={data} />
     </Layout>
   );
 }

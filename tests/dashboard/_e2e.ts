@@ -11,7 +11,9 @@
  */
 import type { Browser, Page } from "puppeteer-core";
 import { createDashboard } from "../../dashboard/app.ts";
+import { sign } from "../../auth/signature.ts";
 import { addLevel, createProject } from "../../db/projects.ts";
+import { listRejected } from "../../db/rejected.ts";
 import { launchBrowser } from "../_browser.ts";
 import { type Harness, harness } from "../_helpers.ts";
 import { PASSWORD } from "./_helpers.ts";
@@ -71,7 +73,7 @@ export async function withE2e(fn: (e: E2e) => Promise<void>): Promise<void> {
     const dashboard = createDashboard({
       kv,
       password: PASSWORD,
-      endpoint: () => endpoint,
+      endpoint: () => SNIPPET_ENDPOINT,
     });
     const dash = serve((req, info) =>
       dashboard.fetch(req, { remoteAddr: info.remoteAddr })
@@ -108,6 +110,12 @@ export async function withE2e(fn: (e: E2e) => Promise<void>): Promise<void> {
     kv.close();
   }
 }
+
+/**
+ * The endpoint the snippets show: a fixed one, so that no port of this run
+ * shows in the screenshots (entries are sent to the real one).
+ */
+export const SNIPPET_ENDPOINT = "https://logs.example.com/api/v1/logs";
 
 /** Signs in through the form. */
 export async function signInAs(page: Page, home: string): Promise<void> {
@@ -206,14 +214,72 @@ export function watchForProblems(page: Page): string[] {
 }
 
 /**
- * Writes the README's screenshots (explorer in light and dark, settings) at
- * 1280×800 into docs/images/, from a demo project of their own so that no
- * port of this run shows.
+ * Sends the demo project's rejected entries to the service as servers and
+ * pages would: a page of an origin not allowed, an app not allowed, and a
+ * server signing what Python's `json.dumps` writes by default (spaces after
+ * `,` and `:`), newest.
+ */
+async function sendRejected(
+  kv: Deno.Kv,
+  endpoint: string,
+  project: { id: string; secret: string },
+): Promise<void> {
+  // One at a time, each kept before the next is sent: two batches of one
+  // project processed at the same moment may take the same slot of the ring
+  // of recent rejections (docs/design.md#rejection-reasons).
+  let sent = 0;
+  const send = async (body: unknown, headers: Record<string, string>) => {
+    const res = await fetch(endpoint, {
+      method: "POST",
+      headers: { "Content-Type": "application/json", ...headers },
+      body: JSON.stringify(body),
+    });
+    await res.body?.cancel();
+    sent++;
+    const until = Date.now() + STEP_MS;
+    while ((await listRejected(kv, project.id)).length < sent) {
+      if (Date.now() > until) throw new Error("A demo rejection never came");
+      await new Promise((resolve) => setTimeout(resolve, 50));
+    }
+  };
+  await send({
+    level: "error",
+    projectId: project.id,
+    data: { title: "Checkout failed", orderId: 1234 },
+    context: { userId: "u-42" },
+  }, { Origin: "https://staging.shop.example.com" });
+  await send({
+    level: "warning",
+    projectId: project.id,
+    appid: "com.example.shop.android",
+    data: { title: "Slow response", ms: 2300 },
+  }, {});
+  const body = {
+    level: "info",
+    projectId: project.id,
+    data: { title: "Nightly export done", rows: 18_204 },
+  };
+  const timestamp = String(Date.now());
+  const python = JSON.stringify(body).replaceAll(",", ", ").replaceAll(
+    ":",
+    ": ",
+  );
+  await send(body, {
+    timestamp,
+    signature: sign(project.secret, `${project.id}${python}${timestamp}`),
+  });
+}
+
+/**
+ * Writes the README's screenshots (explorer in light and dark, settings,
+ * rejections) at 1280×800 into docs/images/, from a demo project of their
+ * own so that no port of this run shows.
  */
 export async function takeScreenshots(
   page: Page,
   kv: Deno.Kv,
   home: string,
+  endpoint: string,
 ): Promise<void> {
   const demo = await createProject(kv, {
     name: "Web shop",
@@ -261,5 +327,16 @@ export async function takeScreenshots(
   await page.screenshot({
     path: new URL("../../docs/images/dashboard-settings.png", import.meta.url)
       .pathname,
+  });
+  await sendRejected(kv, endpoint, demo);
+  await page.goto(`${home}/projects/${demo.id}/rejections`);
+  await page.evaluate(() =>
+    document.getElementById("kept-title")?.scrollIntoView()
+  );
+  await page.screenshot({
+    path: new URL(
+      "../../docs/images/dashboard-rejections.png",
+      import.meta.url,
+    ).pathname,
   });
 }

@@ -1,0 +1,281 @@
+/**
+ * Pieces of the rejections page about kept rejected entries: one entry
+ * (what was sent, for `bad_signature` the text the service expected to be
+ * signed, what to do, Replay and Allow buttons), the outcome of a replay,
+ * and the one-click "allow" of a refused origin or app id. Everything the
+ * sender supplied is JSX text, escaped by construction.
+ *
+ * @module
+ */
+import type { KeptEntry, ReplayResult } from "../../db/rejected.ts";
+import { formatTime, levelClass, link } from "./format.ts";
+import { CopyButton, Csrf, type PageContext } from "./layout.tsx";
+import { REASON_HELP } from "./reasons.ts";
+
+/** The members of a kept entry as its sender sent them. */
+export function sentBody(kept: KeptEntry): Record<string, unknown> | null {
+  const e = kept.entry;
+  if (e === undefined) return null;
+  return {
+    level: e.level,
+    projectId: e.projectId,
+    ...(e.device === undefined ? {} : { device: e.device }),
+    ...(e.context === undefined ? {} : { context: e.context }),
+    data: e.data,
+    ...(e.appid === undefined ? {} : { appid: e.appid }),
+  };
+}
+
+/** A short line saying what the entry was about: its title or message. */
+function gist(kept: KeptEntry): string {
+  const data = kept.entry?.data ?? {};
+  const text =
+    [data.title, data.message].filter((v) => typeof v === "string" && v !== "")
+      .join(" — ") || (kept.entry ? JSON.stringify(data) : "");
+  return text.length > 160 ? `${text.slice(0, 159)}…` : text;
+}
+
+/** Whether a replay can store this entry at all. */
+export function replayable(kept: KeptEntry): boolean {
+  return kept.entry !== undefined && kept.reason !== "replayed";
+}
+
+/** Props of {@linkcode QuickAllow}. */
+export interface QuickAllowProps {
+  ctx: PageContext;
+  projectId: string;
+  allowed: string[];
+  value: string | undefined;
+}
+
+/** "Allow" for an origin or app id that was refused and is not allowed yet. */
+export function QuickAllow(props: QuickAllowProps) {
+  const { ctx, value } = props;
+  if (value === undefined || props.allowed.includes(value)) return null;
+  return (
+    <form
+      method="post"
+      action={link(ctx.base, `/projects/${props.projectId}/settings/allow`)}
+      class="inline"
+    >
+      <Csrf ctx={ctx} />
+      <input type="hidden" name="value" value={value} />
+      <input type="hidden" name="back" value="rejections" />
+      <button type="submit" class="small">Allow</button>
+    </form>
+  );
+}
+
+/** A form that replays one kept entry, or all of them (`entry` = `all`). */
+export function ReplayForm(
+  props: { ctx: PageContext; projectId: string; entry: string; label: string },
+) {
+  const { ctx } = props;
+  return (
+    <form
+      method="post"
+      action={link(ctx.base, `/projects/${props.projectId}/rejections/replay`)}
+      class="inline replay"
+    >
+      <Csrf ctx={ctx} />
+      <input type="hidden" name="entry" value={props.entry} />
+      <button type="submit">{props.label}</button>
+    </form>
+  );
+}
+
+/** Props of {@linkcode KeptEntryItem}. */
+export interface KeptEntryProps {
+  ctx: PageContext;
+  projectId: string;
+  /** The project's allow-list, for the Allow button. */
+  allowed: string[];
+  kept: KeptEntry;
+  open?: boolean;
+}
+
+/** One kept rejected entry. */
+export function KeptEntryItem(props: KeptEntryProps) {
+  const { ctx, kept } = props;
+  const body = sentBody(kept);
+  const e = kept.entry;
+  const from = kept.origin ?? kept.appid ??
+    (e?.signature !== undefined ? "signed" : "—");
+  const id = kept.entryId;
+  return (
+    <details
+      class="kept"
+      id={`k-${id}`}
+      data-reason={kept.reason}
+      data-id={id}
+      open={props.open}
+    >
+      <summary>
+        <time datetime={new Date(kept.at).toISOString()}>
+          {formatTime(kept.at, false)}
+        </time>
+        <code class="reason">{kept.reason}</code>
+        <span class={`lvl ${levelClass(kept.level)}`}>{kept.level}</span>
+        <span class="src">{from}</span>
+        <span class="msg">{gist(kept)}</span>
+      </summary>
+      <div class="detail">
+        <dl class="pairs">
+          <dt>Entry id</dt>
+          <dd>
+            <code>{id}</code>
+          </dd>
+          {kept.origin !== undefined && (
+            <>
+              <dt>Origin</dt>
+              <dd>
+                <code>{kept.origin}</code>{" "}
+                {kept.reason === "bad_origin" && (
+                  <QuickAllow {...props} value={kept.origin} />
+                )}
+              </dd>
+            </>
+          )}
+          {kept.appid !== undefined && (
+            <>
+              <dt>App id</dt>
+              <dd>
+                <code>{kept.appid}</code>{" "}
+                {kept.reason === "unknown_appid" && (
+                  <QuickAllow {...props} value={kept.appid} />
+                )}
+              </dd>
+            </>
+          )}
+          {e?.signature !== undefined && (
+            <>
+              <dt>Signature</dt>
+              <dd>
+                <code class="wrap">{e.signature}</code>
+              </dd>
+            </>
+          )}
+          {e?.timestamp !== undefined && (
+            <>
+              <dt>Timestamp</dt>
+              <dd>
+                <code>{e.timestamp}</code>
+              </dd>
+            </>
+          )}
+        </dl>
+        {kept.expected !== undefined && (
+          <>
+            <h4>
+              Text the service expected to be signed{" "}
+              <CopyButton target={`expected-${id}`} />
+            </h4>
+            <pre class="expected" id={`expected-${id}`}>{kept.expected}</pre>
+            <p class="hint">
+              projectId, then the compact JSON of level, projectId, device,
+              context and data, then the timestamp: no spaces after separators,
+              keys in this order, no newline at the end. Sign exactly these
+              bytes.
+            </p>
+          </>
+        )}
+        {body === null
+          ? (
+            <p class="hint">
+              Its content was not kept: it took {kept.omittedBytes}{" "}
+              bytes, over the 10,000 kept per entry. It cannot be replayed.
+            </p>
+          )
+          : (
+            <>
+              <h4>
+                Entry as sent{" "}
+                <CopyButton target={`sent-${id}`} label="Copy JSON" />
+              </h4>
+              <pre class="sent" id={`sent-${id}`}>
+                {JSON.stringify(body, null, 2)}
+              </pre>
+            </>
+          )}
+        <p class="fix">{REASON_HELP[kept.reason]?.fix ?? ""}</p>
+        {replayable(kept) && (
+          <ReplayForm
+            ctx={ctx}
+            projectId={props.projectId}
+            entry={id}
+            label="Replay this entry"
+          />
+        )}
+      </div>
+    </details>
+  );
+}
+
+/** What a replay result says, in words. */
+export function resultText(result: ReplayResult): string {
+  switch (result.outcome) {
+    case "stored":
+      return `stored (authorized by ${result.auth})`;
+    case "rejected":
+      return `rejected again: ${result.reason} — ${
+        REASON_HELP[result.reason]?.meaning ?? ""
+      }`;
+    case "skipped":
+      return `not replayed: ${result.why}`;
+    case "missing":
+      return "not replayed: no longer kept (expired, already replayed, or never rejected)";
+  }
+}
+
+/** The outcome of the last replay. */
+export function ReplayResults(
+  props: { ctx: PageContext; projectId: string; results: ReplayResult[] },
+) {
+  const { ctx, results } = props;
+  const stored = results.filter((r) => r.outcome === "stored").length;
+  return (
+    <section
+      class="card"
+      id="replay-results"
+      aria-labelledby="replay-results-title"
+    >
+      <h2 id="replay-results-title">Replay</h2>
+      <p role="status">
+        {results.length === 0
+          ? "There was no kept entry to replay."
+          : `Replayed ${results.length} ${
+            results.length === 1 ? "entry" : "entries"
+          }: ${stored} stored, ${results.length - stored} not.`}
+      </p>
+      {results.length > 0 && (
+        <table class="list">
+          <tbody>
+            {results.map((r) => (
+              <tr data-outcome={r.outcome}>
+                <td>
+                  <code class="small">{r.entryId}</code>
+                </td>
+                <td>
+                  {resultText(r)}
+                  {r.outcome === "stored" && (
+                    <>
+                      {" "}
+                      <a
+                        href={link(
+                          ctx.base,
+                          `/projects/${props.projectId}?around=${r.entryId}&open=${r.entryId}`,
+                        )}
+                      >
+                        Show in the explorer
+                      </a>
+                    </>
+                  )}
+                </td>
+              </tr>
+            ))}
+          </tbody>
+        </table>
+      )}
+    </section>
+  );
+}

@@ -1,0 +1,108 @@
+/**
+ * "Why are my entries missing?": `GET /projects/:id/rejections` (counters,
+ * kept rejected entries, optionally of one `?reason=`, and the recent
+ * rejections) and `POST /projects/:id/rejections/replay` (`entry` = an
+ * entry id, or `all`), which authenticates kept entries again on the
+ * project's current settings with the consumer's own authentication, then
+ * redirects back; the page shows what became of each entry once
+ * (dashboard/flash.ts), so a reload replays nothing.
+ *
+ * @module
+ */
+import { authenticate } from "../../auth/authenticate.ts";
+import { getProject, ProjectNotFoundError } from "../../db/projects.ts";
+import { listRejected, replayRejected } from "../../db/rejected.ts";
+import { REJECT_REASONS, type RejectReason } from "../../domain/entry.ts";
+import { lastDayByReason, readStats, recentCount } from "../data.ts";
+import { setFlash, takeFlash } from "../flash.ts";
+import { replayable } from "../pages/rejected_entry.tsx";
+import { RejectionsPage } from "../pages/rejections.tsx";
+import {
+  type DashApp,
+  type DashboardDeps,
+  doneNotice,
+  formField,
+  idParam,
+  pageContext,
+  render,
+} from "./common.ts";
+import { projectNotFound } from "./settings.ts";
+
+function reasonParam(text: string | undefined): RejectReason | undefined {
+  return (REJECT_REASONS as readonly string[]).includes(text ?? "")
+    ? text as RejectReason
+    : undefined;
+}
+
+/** Adds the rejections routes. */
+export function rejectionsRoutes(app: DashApp, deps: DashboardDeps): void {
+  const { base, kv } = deps;
+
+  app.get(`${base}/projects/:id/rejections`, async (c) => {
+    const project = await getProject(kv, idParam(c));
+    if (project === null) return await projectNotFound(c, deps);
+    const now = deps.now();
+    const [stats, kept, flash] = await Promise.all([
+      readStats(kv, project.id),
+      listRejected(kv, project.id),
+      takeFlash(kv, c.get("session")!.id, "replayed", project.id),
+    ]);
+    const reason = reasonParam(c.req.query("reason"));
+    const notice = doneNotice(c, {
+      allow:
+        "Added to the allow-list: entries from there are stored from now on, and the kept ones can be replayed.",
+    });
+    return await render(
+      c,
+      RejectionsPage({
+        ctx: pageContext(c, deps),
+        data: {
+          project: {
+            id: project.id,
+            name: project.name,
+            allowedOrigin: project.settings.allowedOrigin,
+          },
+          accepted: stats.accepted,
+          replayed: stats.replayed,
+          rejected: stats.rejected,
+          lastDay: lastDayByReason(stats.recent, now),
+          lastDayAtLeast: recentCount(stats.recent, now).atLeast,
+          recent: stats.recent,
+          kept: reason === undefined
+            ? kept
+            : kept.filter((k) => k.reason === reason),
+          keptReplayable: kept.filter(replayable).length,
+          ...(reason === undefined ? {} : { reason }),
+          ...(flash ? { results: flash.results } : {}),
+          ...(notice ? { notice } : {}),
+        },
+      }),
+    );
+  });
+
+  app.post(`${base}/projects/:id/rejections/replay`, async (c) => {
+    const project = await getProject(kv, idParam(c));
+    if (project === null) return await projectNotFound(c, deps);
+    const entry = await formField(c, "entry");
+    try {
+      const results = await replayRejected(
+        kv,
+        project.id,
+        entry === "all" ? undefined : [entry],
+        { authenticate, now: deps.now },
+      );
+      await setFlash(kv, c.get("session")!.id, {
+        kind: "replayed",
+        projectId: project.id,
+        results,
+      });
+    } catch (error) {
+      if (!(error instanceof ProjectNotFoundError)) throw error;
+      return await projectNotFound(c, deps);
+    }
+    return c.redirect(
+      `${base}/projects/${project.id}/rejections#replay-results`,
+      303,
+    );
+  });
+}
