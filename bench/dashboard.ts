@@ -177,6 +177,10 @@ async function main(): Promise<void> {
       filter: { since: now - 86_400_000 },
       limit: 50,
     });
+    const fourth = (await queryLogs(kv, id, {
+      filter: { since: now - 86_400_000 },
+      limit: 190,
+    })).records.at(-1)!;
     if ((await getEntry(kv, id, older.id)) === null) {
       throw new Error("Cannot find the entry three days back");
     }
@@ -216,6 +220,7 @@ async function main(): Promise<void> {
       ],
       ["explorer: show in context", `${p}?around=${middle.id}`],
       ["explorer: permalink, newest page", `${p}?open=${newest.id}`],
+      ["explorer: permalink, 190 rows down", `${p}?open=${fourth.id}`],
       ["explorer: permalink, 3 days back", `${p}?range=7d&open=${older.id}`],
       [
         "explorer: next page (scrolling)",
@@ -226,6 +231,7 @@ async function main(): Promise<void> {
       ["dead letters", "/dead-letters"],
     ];
     const results: Timed[] = [];
+    const loadBefore = Deno.loadavg()[0]!;
     for (const [name, path] of cases) {
       const once = async () => {
         const began = performance.now();
@@ -260,11 +266,19 @@ async function main(): Promise<void> {
       });
       log(`  ${name}: ${first.ms.toFixed(1)} ms`);
     }
+    const load = [loadBefore, Deno.loadavg()[0]!];
     if (values.json) {
-      console.log(JSON.stringify({ now, projectId: id, results }, null, 2));
+      console.log(
+        JSON.stringify({ now, projectId: id, load, results }, null, 2),
+      );
       return;
     }
     const f = (n: number) => n.toFixed(1);
+    console.log(
+      `Load average (1 min) ${
+        load.map((n) => n.toFixed(2)).join(" → ")
+      }, ${navigator.hardwareConcurrency} cores, Deno ${Deno.version.deno}\n`,
+    );
     console.log(
       `| request | first | median of ${runs} | HTML | shown |\n|---|---|---|---|---|`,
     );

@@ -200,6 +200,37 @@ Deno.test("a permalink shows the same view with one entry expanded, even pages d
   });
 });
 
+Deno.test("a permalink to an entry more than 200 rows down shows it pinned above the first page", async () => {
+  await withDashboard(async (h) => {
+    const browser = await signIn(h.dash);
+    const project = await h.project();
+    const stored = await store(
+      h,
+      project.id,
+      Array.from({ length: 4 * PAGE_SIZE + 3 }, () => ({})),
+      100,
+    );
+    const far = stored[1]!; // row 4 × PAGE_SIZE + 2, newest first
+    const html = await (await get(
+      h.dash,
+      browser,
+      `/projects/${project.id}?open=${far.id}`,
+    )).text();
+    assert.deepEqual(openIds(html), [far.id]);
+    assert.equal(rowIds(html).length, PAGE_SIZE + 1, "one page and the entry");
+    assert.match(textOf(html), /The linked entry is too far down this list/);
+    const near = stored[3]!; // row 4 × PAGE_SIZE, the last listed
+    const listed = await (await get(
+      h.dash,
+      browser,
+      `/projects/${project.id}?open=${near.id}`,
+    )).text();
+    assert.equal(rowIds(listed).length, 4 * PAGE_SIZE);
+    assert.equal(rowIds(listed).at(-1), near.id);
+    assert.doesNotMatch(textOf(listed), /linked entry/);
+  });
+});
+
 Deno.test("older entries come as fragments by cursor, each entry once", async () => {
   await withDashboard(async (h) => {
     const browser = await signIn(h.dash);

@@ -37,8 +37,10 @@ export interface ExplorerData {
     entry: LogRecord | null;
     after: LogRecord[];
   };
-  /** The expanded entry when it is not in the list (filtered out). */
+  /** The expanded entry when it is not in the list (filtered out, or far down). */
   pinned?: LogRecord | null;
+  /** The pinned entry matches this view: it is only too far down the list. */
+  pinnedInView?: boolean;
   /** Id the live tail continues after. */
   tailAfter: string;
 }
@@ -182,8 +184,9 @@ export function ExplorerPage(props: { ctx: PageContext; data: ExplorerData }) {
       {data.pinned && (
         <section class="pinned">
           <p class="hint">
-            The linked entry does not match this view; it is shown here on its
-            own.
+            {data.pinnedInView
+              ? "The linked entry is too far down this list to list it in its place; it is shown here on its own."
+              : "The linked entry does not match this view; it is shown here on its own."}
           </p>
           <EntryRow record={data.pinned} links={links} open />
         </section>
