@@ -48,6 +48,36 @@ import { claimSignatures, type Reads } from "./claims.ts";
 const PROJECT_CHECKS = ATOMIC_MAX_CHECKS - 1;
 /** The same in a batch committed in rounds, which also checks its progress. */
 const ROUND_PROJECT_CHECKS = ATOMIC_MAX_CHECKS - 2;
+/** The lock name of the ring of rejections naming no existing project. */
+const GLOBAL_RING = "";
+
+/**
+ * Named locks held in arrival order: `hold(names, fn)` runs `fn` once every
+ * earlier holder of any of `names` has finished. Names are taken all at once,
+ * so two holders never wait for each other.
+ */
+class Locks {
+  #last = new Map<string, Promise<void>>();
+
+  async hold<T>(names: string[], fn: () => Promise<T>): Promise<T> {
+    if (names.length === 0) return await fn();
+    const unique = [...new Set(names)];
+    const before = unique.map((n) => this.#last.get(n));
+    let release!: () => void;
+    const mine = new Promise<void>((resolve) => release = resolve);
+    for (const name of unique) this.#last.set(name, mine);
+    await Promise.all(before);
+    try {
+      return await fn();
+    } finally {
+      release();
+      for (const name of unique) {
+        if (this.#last.get(name) === mine) this.#last.delete(name);
+      }
+    }
+  }
+}
+
 /** Times a batch is judged again on fresh project records before it fails. */
 const MAX_REJUDGEMENTS = 5;
 
@@ -98,6 +128,7 @@ export type ProcessOutcome = "processed" | "absent" | "conflict";
 
 /** Processes pending batches; safe to run in several processes at once. */
 export class Consumer {
+  #rings = new Locks();
   #kv: Deno.Kv;
   #projects: ProjectCache;
   #maxSkewMs: number;
@@ -182,13 +213,21 @@ export class Consumer {
       } else {
         op.set(progress.key, encodeJson([...progress.done, ...round]));
       }
-      await this.#addResults(
-        op,
-        entries.filter((e) => final || round.has(e.projectId)),
-        results.filter((_r, i) => final || round.has(entries[i]!.projectId)),
-        projects,
+      const taken = entries.filter((e) => final || round.has(e.projectId));
+      const verdicts = results.filter((_r, i) =>
+        final || round.has(entries[i]!.projectId)
       );
-      const result = await op.commit();
+      // The rings of recent rejections place entries by a running total read
+      // before the commit: one commit at a time per ring in this process.
+      const rings = taken.flatMap((e, i) =>
+        verdicts[i]!.ok
+          ? []
+          : [projects.get(e.projectId)!.project ? e.projectId : GLOBAL_RING]
+      );
+      const result = await this.#rings.hold(rings, async () => {
+        await this.#addResults(op, taken, verdicts, projects);
+        return await op.commit();
+      });
       if (result.ok && final) return "processed";
       if (result.ok) {
         for (const id of round) progress!.done.add(id);
