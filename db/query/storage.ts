@@ -38,9 +38,12 @@ export function storedLogKeys(projectId: string): Deno.KvKey[] {
   return [logCompactionKey(projectId)];
 }
 
+/** Counts tried before giving up while compactions keep committing. */
+const MAX_COUNT_ATTEMPTS = 20;
+
 /**
  * Counts a project's stored entries from page headers and chunk summaries,
- * without reading any entry.
+ * without reading any entry, exactly even while a compactor runs.
  *
  * @example
  * ```ts
@@ -51,16 +54,29 @@ export async function countStoredEntries(
   kv: Deno.Kv,
   projectId: string,
 ): Promise<number> {
-  let n = 0;
-  const pages = kv.list<StoredPage>({ prefix: logsPrefix(projectId) }, {
-    batchSize: 500,
-  });
-  for await (const page of pages) n += pageEntryCount(page.value);
-  const summaries = kv.list({ prefix: logSummariesPrefix(projectId) }, {
-    batchSize: 1000,
-  });
-  for await (const entry of summaries) {
-    n += decodeSummary(entry.value, logUnitId(entry.key)).count;
+  // Pages and summaries are two listings: a compaction committing between
+  // them would count its entries twice. Every compaction bumps the project's
+  // compaction counter in its commit, so a count during which it did not
+  // change saw no entry move.
+  for (let attempt = 1;; attempt++) {
+    const before = await kv.get(logCompactionKey(projectId));
+    let n = 0;
+    const pages = kv.list<StoredPage>({ prefix: logsPrefix(projectId) }, {
+      batchSize: 500,
+    });
+    for await (const page of pages) n += pageEntryCount(page.value);
+    const summaries = kv.list({ prefix: logSummariesPrefix(projectId) }, {
+      batchSize: 1000,
+    });
+    for await (const entry of summaries) {
+      n += decodeSummary(entry.value, logUnitId(entry.key)).count;
+    }
+    const after = await kv.get(logCompactionKey(projectId));
+    if (after.versionstamp === before.versionstamp) return n;
+    if (attempt >= MAX_COUNT_ATTEMPTS) {
+      throw new Error(
+        `Cannot count the entries of project "${projectId}": compactions kept moving them`,
+      );
+    }
   }
-  return n;
 }
