@@ -25,8 +25,12 @@ import {
 } from "./_disk.ts";
 
 const ORIGIN = "https://app.example.com";
-/** Size of the tmpfs: the database, the reserve, and room to fill. */
-const VOLUME_MB = 24;
+/**
+ * Size of the tmpfs: the database, the reserve, and room to fill. The filler
+ * takes what is left, so it must stay well above the reserve and the margin
+ * the server waits for once it is deleted, however much the load stored.
+ */
+const VOLUME_MB = 48;
 /** Expiring keys: 3 MB that Deno deletes on its own while the disk is full. */
 const EXPIRING_KEYS = 1000;
 const EXPIRING_VALUE_BYTES = 3000;
