@@ -225,6 +225,45 @@ export async function serverMemory(
 }
 
 /**
+ * CPU time a process has used, user plus system, in clock ticks, from the
+ * text of /proc/<pid>/stat (all its threads together).
+ *
+ * @example
+ * ```ts
+ * parseCpuTicks("42 (deno) S 1 42 42 0 -1 0 0 0 0 0 310 45 0 0"); // 355
+ * ```
+ */
+export function parseCpuTicks(text: string): number {
+  // The command name may hold spaces and parentheses: count after the last ")".
+  const fields = text.slice(text.lastIndexOf(")") + 2).split(" ");
+  // utime and stime are fields 14 and 15 of the line, 12 and 13 after it.
+  const utime = Number(fields[11]);
+  const stime = Number(fields[12]);
+  if (!Number.isFinite(utime) || !Number.isFinite(stime)) {
+    throw new SyntaxError(
+      `Cannot read CPU time in "${
+        text.slice(0, 80)
+      }": expected /proc/<pid>/stat`,
+    );
+  }
+  return utime + stime;
+}
+
+/**
+ * CPU time used so far by process `pid` (all its threads), in clock ticks.
+ *
+ * @example
+ * ```ts
+ * const before = await cpuTicks(pid);
+ * ```
+ */
+export async function cpuTicks(pid: number): Promise<number> {
+  const text = await readProc([`/proc/${pid}/stat`]);
+  if (text === null) throw new Error(`Cannot read CPU time of process ${pid}`);
+  return parseCpuTicks(text);
+}
+
+/**
  * The machine's load average, or "?" when /proc/loadavg cannot be read.
  *
  * @example
