@@ -117,6 +117,28 @@ export const VARIANTS: Record<string, (req: Request) => Promise<Response>> = {
     }
     return template.clone();
   },
+  /** The body read through its stream object, as `readBody` did. */
+  async "body-stream"(req) {
+    if (req.body === null) throw new Error("Cannot read a missing body");
+    await req.arrayBuffer();
+    return new Response(QUEUED, { status: 200, headers: JSON_TYPE });
+  },
+  /** Six request headers read, as the route reads them. */
+  async headers(req) {
+    const h = req.headers;
+    for (
+      const name of [
+        "content-type",
+        "content-encoding",
+        "content-length",
+        "origin",
+        "signature",
+        "x-forwarded-for",
+      ]
+    ) h.get(name);
+    await req.arrayBuffer();
+    return new Response(QUEUED, { status: 200, headers: JSON_TYPE });
+  },
   /** Hono routing with a plain answer, to price the framework alone. */
   hono: honoVariant(),
 };
