@@ -2,7 +2,8 @@
  * The producer side of the queue: a group commit. Requests hand in entries;
  * while one KV commit is in flight the next ones wait, and the following
  * commit carries all of them in one atomic operation, as batches written
- * under `pending_batches/<id>` plus one small wake-up message naming them.
+ * under `pending_batches/<id>`, plus a small wake-up message naming them when
+ * no commit of the last interval carried one (docs/design.md#group-commit).
  * A request's promise resolves only once its entry is committed.
  *
  * It must not read KV or process entries: that is the consumer's job.
@@ -78,7 +79,7 @@ export interface CommitRider {
 /** Options of {@linkcode GroupCommitter}. */
 export interface ProducerOptions {
   kv: Deno.Kv;
-  /** Enqueue a wake-up message with each commit. */
+  /** Enqueue wake-up messages (at most one per `wakeIntervalMs`). */
   queue: boolean;
   /** Requests that may wait for a commit before new ones are refused. */
   maxPending: number;
@@ -97,6 +98,14 @@ export interface ProducerOptions {
    * @default {2000}
    */
   wakeDelayMs?: number;
+  /**
+   * Least time between two commits that carry a wake-up message: the commits
+   * in between carry none, and their batches are found by the sweeper.
+   * Delivering and handling a message costs KV work per message, so one per
+   * commit cost about an eighth of the service's CPU under load.
+   * @default {1000}
+   */
+  wakeIntervalMs?: number;
   /** Other mutations to carry in each commit. */
   rider?: CommitRider;
 }
@@ -130,6 +139,8 @@ export class GroupCommitter {
   #inFlight: Promise<void> | null = null;
   #options: ProducerOptions;
   #now: () => number;
+  /** When the last commit carrying a wake-up message was built. */
+  #lastWakeAt = -Infinity;
 
   constructor(options: ProducerOptions) {
     this.#options = options;
@@ -202,17 +213,23 @@ export class GroupCommitter {
     let told: ((ok: boolean) => void) | undefined;
     let versionstamp: string | undefined;
     let failure: unknown;
+    let wakeAt: number | undefined;
     // Everything that could throw is inside: every request taken is answered.
     try {
       const op = kv.atomic();
-      batches = this.#addBatches(op, taken);
+      const now = this.#now();
+      batches = this.#addBatches(op, taken, now);
       let mutations = batches.reduce((n, b) => n + b.parts, 0);
-      if (queue && batches.length > 0) {
+      const interval = this.#options.wakeIntervalMs ?? 1000;
+      if (
+        queue && batches.length > 0 && now - this.#lastWakeAt >= interval
+      ) {
         const message = encodeWakeMessage({
           batches: batches.map((b) => b.id),
         });
         op.enqueue(message, { delay: this.#options.wakeDelayMs ?? 2000 });
         mutations++;
+        wakeAt = now;
       }
       told = this.#options.rider?.ride(op, MAX_COMMIT_MUTATIONS - mutations);
       const result = await op.commit();
@@ -222,6 +239,8 @@ export class GroupCommitter {
     }
     told?.(versionstamp !== undefined);
     if (versionstamp !== undefined) {
+      // A failed commit enqueued nothing: the next one carries the message.
+      if (wakeAt !== undefined) this.#lastWakeAt = wakeAt;
       for (const w of taken) w.resolve();
       if (batches.length > 0) {
         this.#options.onCommitted?.(batches.map(({ id, parts, items }) => ({
@@ -241,8 +260,11 @@ export class GroupCommitter {
   }
 
   /** Cuts the entries taken into batches and adds their mutations to `op`. */
-  #addBatches(op: Deno.AtomicOperation, taken: Waiting[]): Batch[] {
-    const now = this.#now();
+  #addBatches(
+    op: Deno.AtomicOperation,
+    taken: Waiting[],
+    now: number,
+  ): Batch[] {
     const batches: Batch[] = [];
     for (let from = 0; from < taken.length;) {
       let to = from + 1;
