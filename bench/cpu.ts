@@ -22,6 +22,7 @@
  * ```sh
  * deno run -A bench/cpu.ts                                 # service and bare, 3 turns of 5 s, 64 connections
  * deno run -A bench/cpu.ts --service . --service ../base   # two checkouts side by side
+ * deno run -A bench/cpu.ts --service .,QUEUE=off            # a checkout with variables of its own
  * deno run -A bench/cpu.ts --no-bare --variant cors-set --variant cors-init
  * ```
  *
@@ -151,7 +152,14 @@ async function main(): Promise<void> {
   );
   let body = "";
   try {
-    for (const [i, service] of services.entries()) {
+    for (const [i, spec] of services.entries()) {
+      // "<dir>[,NAME=value...]": a checkout and variables of its own.
+      const [service = ".", ...assignments] = spec.split(",");
+      const extraEnv = Object.fromEntries(
+        assignments.map((
+          a,
+        ) => [a.slice(0, a.indexOf("=")), a.slice(a.indexOf("=") + 1)]),
+      );
       const cwd = new URL(
         `${service.replace(/\/?$/, "/")}`,
         `file://${Deno.cwd()}/`,
@@ -168,7 +176,7 @@ async function main(): Promise<void> {
       kv.close();
       body = benchEntry(project.id);
       const port = freePort();
-      const label = services.length === 1 ? "service" : `service ${service}`;
+      const label = services.length === 1 ? "service" : `service ${spec}`;
       log(`Starting ${label} on 127.0.0.1:${port}`);
       const server = await startServer({
         name: label,
@@ -176,6 +184,7 @@ async function main(): Promise<void> {
         cwd,
         port,
         env: {
+          ...extraEnv,
           KV_PATH: kvPath,
           PORT: String(port),
           HOSTNAME: "127.0.0.1",
@@ -183,7 +192,7 @@ async function main(): Promise<void> {
         },
       });
       targets.push({
-        label: services.length === 1 ? "service" : `service#${i + 1}`,
+        label: services.length === 1 ? "service" : `service#${i + 1} ${spec}`,
         server,
         store: { kvPath, projectId: project.id },
       });
