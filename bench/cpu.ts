@@ -26,6 +26,12 @@
  * deno run -A bench/cpu.ts --no-bare --variant cors-set --variant cors-init
  * ```
  *
+ * With `--split`, only the server's main thread (the JavaScript) stays on
+ * `--server-cpu`; its other threads (KV's writer, the garbage collector's
+ * helpers) share `--wrk-cpu` with wrk, as on a machine where they run on
+ * another core. The main thread's CPU per request is then the cost that
+ * bounds requests per second.
+ *
  * Options: `--duration <s>` (5), `--turns <n>` (3), `--connections <n>` (64),
  * `--threads <n>` (2), `--server-cpu <list>` ("1"), `--wrk-cpu <list>` ("0"),
  * `--json`.
@@ -67,6 +73,8 @@ export interface CpuTurn {
   cpuMs: number;
   /** CPU µs per answered request. */
   usPerRequest: number;
+  /** CPU µs of the main thread (the JavaScript's) per answered request. */
+  mainUsPerRequest: number;
   drainMs?: number;
 }
 
@@ -99,19 +107,29 @@ async function clockTicksPerSecond(): Promise<number> {
   }
 }
 
-async function pin(pid: number, cpus: string): Promise<void> {
+async function taskset(args: string[]): Promise<void> {
   const out = await new Deno.Command("taskset", {
-    args: ["-a", "-p", "-c", cpus, String(pid)],
+    args,
     stdout: "null",
     stderr: "piped",
   }).output();
   if (!out.success) {
     throw new Error(
-      `Cannot pin process ${pid} to CPU ${cpus}: ${
+      `Cannot run taskset ${args.join(" ")}: ${
         new TextDecoder().decode(out.stderr)
       }`,
     );
   }
+}
+
+/**
+ * Pins every thread of `pid` to `cpus`; with `others`, every thread but the
+ * main one goes to `others` instead (KV's writer, the garbage collector's
+ * helpers), as they would run on another core than the JavaScript.
+ */
+async function pin(pid: number, cpus: string, others?: string): Promise<void> {
+  await taskset(["-a", "-p", "-c", others ?? cpus, String(pid)]);
+  if (others !== undefined) await taskset(["-p", "-c", cpus, String(pid)]);
 }
 
 async function main(): Promise<void> {
@@ -128,6 +146,7 @@ async function main(): Promise<void> {
       "server-cpu": { type: "string", default: "1" },
       "wrk-cpu": { type: "string", default: "0" },
       json: { type: "boolean", default: false },
+      split: { type: "boolean", default: false },
     },
     allowNegative: true,
   });
@@ -219,7 +238,11 @@ async function main(): Promise<void> {
       targets.push({ label: variant, server });
     }
     for (const t of targets) {
-      await pin(t.server.child.pid, values["server-cpu"]);
+      await pin(
+        t.server.child.pid,
+        values["server-cpu"],
+        values.split ? values["wrk-cpu"] : undefined,
+      );
     }
     const results: CpuTurn[] = [];
     const slice = Math.floor(ADDRESS_SPACE / (turns * targets.length));
@@ -229,6 +252,8 @@ async function main(): Promise<void> {
       for (const t of targets) {
         const pid = t.server.child.pid;
         const before = await cpuTicks(pid);
+        // The main thread's id is the process's: the JavaScript runs there.
+        const mainBefore = await cpuTicks(pid, pid);
         const { result } = await runWrk({
           url: `${t.server.url}${LOGS_PATH}`,
           connections,
@@ -250,6 +275,8 @@ async function main(): Promise<void> {
           drainMs = drain.drainMs;
         }
         const cpuMs = (await cpuTicks(pid) - before) * 1000 / ticksPerSecond;
+        const mainMs = (await cpuTicks(pid, pid) - mainBefore) * 1000 /
+          ticksPerSecond;
         const row: CpuTurn = {
           label: t.label,
           turn,
@@ -258,26 +285,34 @@ async function main(): Promise<void> {
           requestsPerSec: result.requestsPerSec,
           cpuMs,
           usPerRequest: cpuMs * 1000 / result.requests,
+          mainUsPerRequest: mainMs * 1000 / result.requests,
           ...(drainMs === undefined ? {} : { drainMs }),
         };
         results.push(row);
         log(
           `turn ${turn} ${t.label}: ${
             formatCount(result.requestsPerSec)
-          } req/s, ${row.usPerRequest.toFixed(2)} µs CPU/request${
-            result.non2xx ? `, ${result.non2xx} non-2xx` : ""
-          }`,
+          } req/s, ${row.usPerRequest.toFixed(2)} µs CPU/request (main thread ${
+            row.mainUsPerRequest.toFixed(2)
+          })${result.non2xx ? `, ${result.non2xx} non-2xx` : ""}`,
         );
       }
     }
     const labels = targets.map((t) => t.label);
+    const first = results.filter((r) => r.label === labels[0]);
     const summary = labels.map((label) => {
       const own = results.filter((r) => r.label === label);
       return {
         label,
         usPerRequest: median(own.map((r) => r.usPerRequest)),
+        mainUsPerRequest: median(own.map((r) => r.mainUsPerRequest)),
         requestsPerSec: median(own.map((r) => r.requestsPerSec)),
         all: own.map((r) => r.usPerRequest),
+        // Each turn against the first server's turn just before it: load
+        // that drifts between turns cancels out.
+        relative: median(
+          own.map((r, i) => r.usPerRequest / first[i]!.usPerRequest),
+        ),
       };
     });
     if (values.json) {
@@ -290,10 +325,19 @@ async function main(): Promise<void> {
       }, servers on CPU ${values["server-cpu"]}; load average ${load}\n`,
     );
     console.log(markdownTable(
-      ["server", "CPU µs/request (median)", "turns", "req/s (median)"],
+      [
+        "server",
+        "CPU µs/request (median)",
+        "main thread µs/request",
+        `against ${labels[0]} (median of turns)`,
+        "turns",
+        "req/s (median)",
+      ],
       summary.map((s) => [
         s.label,
         s.usPerRequest.toFixed(2),
+        s.mainUsPerRequest.toFixed(2),
+        s.relative.toFixed(3),
         s.all.map((v) => v.toFixed(2)).join(", "),
         formatCount(s.requestsPerSec),
       ]),

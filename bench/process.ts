@@ -250,15 +250,19 @@ export function parseCpuTicks(text: string): number {
 }
 
 /**
- * CPU time used so far by process `pid` (all its threads), in clock ticks.
+ * CPU time used so far by process `pid` (all its threads), or by its thread
+ * `tid` alone, in clock ticks.
  *
  * @example
  * ```ts
  * const before = await cpuTicks(pid);
+ * const mainThread = await cpuTicks(pid, pid);
  * ```
  */
-export async function cpuTicks(pid: number): Promise<number> {
-  const text = await readProc([`/proc/${pid}/stat`]);
+export async function cpuTicks(pid: number, tid?: number): Promise<number> {
+  const text = await readProc([
+    tid === undefined ? `/proc/${pid}/stat` : `/proc/${pid}/task/${tid}/stat`,
+  ]);
   if (text === null) throw new Error(`Cannot read CPU time of process ${pid}`);
   return parseCpuTicks(text);
 }

@@ -22,7 +22,10 @@ import { createProject } from "../db/projects.ts";
 import type { QueuedEntry } from "../domain/entry.ts";
 import { createId } from "../domain/ids.ts";
 import { scanJson } from "../domain/json.ts";
+import { projectKey } from "../db/keys.ts";
+import type { HandedBatch } from "../queue/batch.ts";
 import { Consumer } from "../queue/consumer.ts";
+import { createPipeline } from "../queue/pipeline.ts";
 import { GroupCommitter } from "../queue/producer.ts";
 import { BodyGuard } from "../routes/body_guard.ts";
 import { checkContentType, readBody } from "../routes/body.ts";
@@ -35,27 +38,78 @@ import { median } from "./cpu.ts";
 const ORIGIN = "https://bench.example";
 const ROUNDS = 7;
 
-/** One stage: `run(n)` does the stage's work `n` times. */
+/**
+ * One stage: `run(n)` does the stage's work `n` times, with what
+ * `prepare(n)` made (untimed).
+ */
 interface Stage {
   name: string;
-  run(n: number): void | Promise<void>;
+  prepare?(n: number): Promise<unknown>;
+  run(n: number, prepared?: unknown): void | Promise<void>;
   /** Iterations per round. @default {20000} */
   n?: number;
+  /** Rounds timed. @default {7} */
+  rounds?: number;
 }
 
 async function timeStage(stage: Stage): Promise<number> {
   const n = stage.n ?? 20_000;
-  await stage.run(Math.ceil(n / 4)); // warm-up: let the JIT settle
+  const warm = Math.ceil(n / 4);
+  // Warm-up: let the JIT settle.
+  await stage.run(warm, await stage.prepare?.(warm));
   const perOp: number[] = [];
-  for (let r = 0; r < ROUNDS; r++) {
+  for (let r = 0; r < (stage.rounds ?? ROUNDS); r++) {
+    const prepared = await stage.prepare?.(n);
     // CPU time of the process (all threads: KV's and the collector's too),
     // not wall time: time spent descheduled by other load does not count.
     const before = process.cpuUsage();
-    await stage.run(n);
+    await stage.run(n, prepared);
     const used = process.cpuUsage(before);
     perOp.push((used.user + used.system) / n);
   }
   return median(perOp);
+}
+
+/** Options of {@linkcode closedLoop}. */
+interface ClosedLoopOptions {
+  kvFile: string;
+  projectId: string;
+  entryOf: (i: number) => QueuedEntry;
+  /** Entries in flight at once, as connections would keep them. */
+  window: number;
+  /** Entries in all. */
+  n: number;
+}
+
+/**
+ * The queue as the server runs it (group commit, hand-over, consumer, queue
+ * listener) on a KV file, fed like wrk feeds the server: `window` entries in
+ * flight, each committed one followed at once by a new one, until `n` were
+ * committed; then until the consumer has stored them all.
+ */
+async function closedLoop(options: ClosedLoopOptions): Promise<void> {
+  const kv = await Deno.openKv(options.kvFile);
+  const pipeline = createPipeline({
+    kv,
+    config: {
+      queue: true,
+      consumerConcurrency: 4,
+      maxPendingRequests: 20_000,
+      projectCacheMs: 2000,
+      signatureMaxSkewMs: 300_000,
+    },
+    sweepIntervalMs: 60_000,
+  });
+  pipeline.start();
+  let sent = 0;
+  const lane = async () => {
+    while (sent < options.n) {
+      await pipeline.producer.submit(options.entryOf(sent++));
+    }
+  };
+  await Promise.all(Array.from({ length: options.window }, lane));
+  await pipeline.stop();
+  kv.close();
 }
 
 function post(body: Uint8Array<ArrayBuffer>, n: number): Request {
@@ -74,6 +128,14 @@ function post(body: Uint8Array<ArrayBuffer>, n: number): Request {
 async function main(filter: string[]): Promise<void> {
   const kv = await Deno.openKv(":memory:");
   const project = await createProject(kv, { name: "bench", allow: [ORIGIN] });
+  const dir = await Deno.makeTempDir({ prefix: "stages-" });
+  const kvFile = `${dir}/kv.sqlite`;
+  const fileKv = await Deno.openKv(kvFile);
+  await fileKv.set(
+    projectKey(project.id),
+    (await kv.get(projectKey(project.id))).value,
+  );
+  fileKv.close();
   const text = benchEntry(project.id);
   const bytes = new TextEncoder().encode(text);
   const parsed = JSON.parse(text);
@@ -166,42 +228,57 @@ async function main(filter: string[]): Promise<void> {
       },
       n: 20_000,
     },
-    ...[true, false].map((queue): Stage => ({
-      name: `producer submit + commit, 800 per commit, wake-up ${
-        queue ? "on" : "off"
-      }`,
+    {
+      name: "producer submit + commit, 200 per commit (KV in memory)",
       async run(n) {
-        const producer = new GroupCommitter({ kv, queue, maxPending: 1e6 });
-        for (let done = 0; done < n; done += 800) {
+        const producer = new GroupCommitter({
+          kv,
+          queue: false,
+          maxPending: 1e6,
+        });
+        for (let done = 0; done < n; done += 200) {
           const all = [];
-          for (let i = 0; i < 800; i++) all.push(producer.submit(entryOf(i)));
+          for (let i = 0; i < 200; i++) all.push(producer.submit(entryOf(i)));
           await Promise.all(all);
         }
       },
       n: 16_000,
-    })),
+    },
     {
-      name: "consumer, per entry of handed batches of 200",
-      async run(n) {
-        const consumer = new Consumer({
-          kv,
-          projects: new ProjectCache(kv, { ttlMs: 2000 }),
-          maxSkewMs: 300_000,
-        });
+      name: "consumer, per entry of handed batches of 200 (KV in memory)",
+      async prepare(n) {
+        const batches: HandedBatch[] = [];
         const producer = new GroupCommitter({
           kv,
           queue: false,
           maxPending: 1e6,
           onCommitted: (b) => batches.push(...b),
         });
-        const batches: Parameters<Consumer["process"]>[1][] = [];
         const all = [];
         for (let i = 0; i < n; i++) all.push(producer.submit(entryOf(i)));
         await Promise.all(all);
-        for (const batch of batches) await consumer.process(batch!.id, batch);
+        return batches;
+      },
+      async run(_n, batches) {
+        const consumer = new Consumer({
+          kv,
+          projects: new ProjectCache(kv, { ttlMs: 2000 }),
+          maxSkewMs: 300_000,
+        });
+        for (const batch of batches as HandedBatch[]) {
+          await consumer.process(batch.id, batch);
+        }
       },
       n: 4000,
     },
+    ...[16, 32, 64, 256].map((window): Stage => ({
+      name: `pipeline on a KV file, ${window} entries in flight (queue on)`,
+      async run(n) {
+        await closedLoop({ kvFile, projectId: project.id, entryOf, window, n });
+      },
+      n: 20_000,
+      rounds: 3,
+    })),
     {
       name: "whole route in process (app.fetch, commit stubbed)",
       async run(n) {
@@ -233,6 +310,7 @@ async function main(filter: string[]): Promise<void> {
   }
   void sink;
   kv.close();
+  await Deno.remove(dir, { recursive: true });
 }
 
 if (import.meta.main) await main(Deno.args);
