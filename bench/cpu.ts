@@ -42,7 +42,7 @@ import { parseArgs } from "node:util";
 import { createProject } from "../db/projects.ts";
 import { benchEntry } from "./ingest.ts";
 import { denoArgs, taskCommand } from "./options.ts";
-import { cpuTicks, loadAverage } from "./process.ts";
+import { cpuTicks, loadAverage, threadTicks } from "./process.ts";
 import { formatCount, markdownTable } from "./report.ts";
 import { freePort, type ServerProcess, startServer } from "./server.ts";
 import { waitForDrain } from "./store.ts";
@@ -75,6 +75,12 @@ export interface CpuTurn {
   usPerRequest: number;
   /** CPU µs of the main thread (the JavaScript's) per answered request. */
   mainUsPerRequest: number;
+  /**
+   * CPU µs per answered request of each kind of thread, by name: "deno"
+   * (the main thread), "sw-0" (KV's writer), "V8 DefaultWorke" (the
+   * garbage collector's helpers).
+   */
+  threads: Record<string, number>;
   drainMs?: number;
 }
 
@@ -254,6 +260,7 @@ async function main(): Promise<void> {
         const before = await cpuTicks(pid);
         // The main thread's id is the process's: the JavaScript runs there.
         const mainBefore = await cpuTicks(pid, pid);
+        const threadsBefore = await threadTicks(pid);
         const { result } = await runWrk({
           url: `${t.server.url}${LOGS_PATH}`,
           connections,
@@ -277,6 +284,13 @@ async function main(): Promise<void> {
         const cpuMs = (await cpuTicks(pid) - before) * 1000 / ticksPerSecond;
         const mainMs = (await cpuTicks(pid, pid) - mainBefore) * 1000 /
           ticksPerSecond;
+        const byThread: Record<string, number> = {};
+        for (const [name, ticks] of await threadTicks(pid)) {
+          const used = ticks - (threadsBefore.get(name) ?? 0);
+          if (used > 0) {
+            byThread[name] = used * 1e6 / ticksPerSecond / result.requests;
+          }
+        }
         const row: CpuTurn = {
           label: t.label,
           turn,
@@ -286,6 +300,7 @@ async function main(): Promise<void> {
           cpuMs,
           usPerRequest: cpuMs * 1000 / result.requests,
           mainUsPerRequest: mainMs * 1000 / result.requests,
+          threads: byThread,
           ...(drainMs === undefined ? {} : { drainMs }),
         };
         results.push(row);
@@ -306,6 +321,11 @@ async function main(): Promise<void> {
         label,
         usPerRequest: median(own.map((r) => r.usPerRequest)),
         mainUsPerRequest: median(own.map((r) => r.mainUsPerRequest)),
+        threads: Object.fromEntries(
+          [...new Set(own.flatMap((r) => Object.keys(r.threads)))].map((
+            name,
+          ) => [name, median(own.map((r) => r.threads[name] ?? 0))]),
+        ),
         requestsPerSec: median(own.map((r) => r.requestsPerSec)),
         all: own.map((r) => r.usPerRequest),
         // Each turn against the first server's turn just before it: load
@@ -329,6 +349,7 @@ async function main(): Promise<void> {
         "server",
         "CPU µs/request (median)",
         "main thread µs/request",
+        "by thread (medians)",
         `against ${labels[0]} (median of turns)`,
         "turns",
         "req/s (median)",
@@ -337,6 +358,9 @@ async function main(): Promise<void> {
         s.label,
         s.usPerRequest.toFixed(2),
         s.mainUsPerRequest.toFixed(2),
+        Object.entries(s.threads).sort((a, b) => b[1] - a[1])
+          .filter(([, us]) => us >= 0.05)
+          .map(([name, us]) => `${name} ${us.toFixed(1)}`).join(", "),
         s.relative.toFixed(3),
         s.all.map((v) => v.toFixed(2)).join(", "),
         formatCount(s.requestsPerSec),

@@ -268,6 +268,44 @@ export async function cpuTicks(pid: number, tid?: number): Promise<number> {
 }
 
 /**
+ * CPU time of each named kind of thread of a process, from the text of its
+ * /proc/<pid>/task/<tid>/stat files one after the other, in clock ticks:
+ * threads with the same name are added up.
+ *
+ * @example
+ * ```ts
+ * parseThreadTicks("7 (deno) S 1 7 7 0 -1 0 0 0 0 0 30 5 0 0\n9 (sw-0) S 1 7 7 0 -1 0 0 0 0 0 8 2 0 0\n");
+ * // Map { "deno" => 35, "sw-0" => 10 }
+ * ```
+ */
+export function parseThreadTicks(text: string): Map<string, number> {
+  const ticks = new Map<string, number>();
+  for (const line of text.split("\n")) {
+    if (line.trim() === "") continue;
+    const name = line.slice(line.indexOf("(") + 1, line.lastIndexOf(")"));
+    ticks.set(name, (ticks.get(name) ?? 0) + parseCpuTicks(line));
+  }
+  return ticks;
+}
+
+/**
+ * CPU time of each named kind of thread of process `pid`, in clock ticks.
+ *
+ * @example
+ * ```ts
+ * (await threadTicks(pid)).get("sw-0"); // KV's writer thread
+ * ```
+ */
+export async function threadTicks(pid: number): Promise<Map<string, number>> {
+  const out = await new Deno.Command("sh", {
+    args: ["-c", `cat /proc/${pid}/task/*/stat 2>/dev/null`],
+    stdout: "piped",
+    stderr: "null",
+  }).output();
+  return parseThreadTicks(new TextDecoder().decode(out.stdout));
+}
+
+/**
  * The machine's load average, or "?" when /proc/loadavg cannot be read.
  *
  * @example

@@ -88,7 +88,14 @@ interface ClosedLoopOptions {
  * committed; then until the consumer has stored them all.
  */
 async function closedLoop(options: ClosedLoopOptions): Promise<void> {
-  const kv = await Deno.openKv(options.kvFile);
+  // A file of its own: wake-up messages left by an earlier run are never
+  // delivered to this one.
+  const dir = await Deno.makeTempDir({ prefix: "stages-loop-" });
+  const kv = await Deno.openKv(`${dir}/kv.sqlite`);
+  const source = await Deno.openKv(options.kvFile);
+  const key = projectKey(options.projectId);
+  await kv.set(key, (await source.get(key)).value);
+  source.close();
   const pipeline = createPipeline({
     kv,
     config: {
@@ -110,6 +117,7 @@ async function closedLoop(options: ClosedLoopOptions): Promise<void> {
   await Promise.all(Array.from({ length: options.window }, lane));
   await pipeline.stop();
   kv.close();
+  await Deno.remove(dir, { recursive: true });
 }
 
 function post(body: Uint8Array<ArrayBuffer>, n: number): Request {

@@ -4,7 +4,7 @@
  */
 import assert from "node:assert/strict";
 import { median } from "../bench/cpu.ts";
-import { parseCpuTicks } from "../bench/process.ts";
+import { parseCpuTicks, parseThreadTicks } from "../bench/process.ts";
 import { VARIANTS } from "../bench/variants.ts";
 
 Deno.test("parseCpuTicks adds utime and stime after a command name holding spaces and parentheses", () => {
@@ -43,4 +43,18 @@ Deno.test("every variant of the bare server answers 200 queued, the cors ones wi
       name,
     );
   }
+});
+
+Deno.test("parseThreadTicks adds up the CPU time of threads of the same name", () => {
+  const text = [
+    "7 (deno) S 1 7 7 0 -1 0 0 0 0 0 30 5 0 0",
+    "8 (V8 DefaultWorke) S 1 7 7 0 -1 0 0 0 0 0 0 4 0 0",
+    "9 (sw-0) S 1 7 7 0 -1 0 0 0 0 0 8 2 0 0",
+    "10 (deno) S 1 7 7 0 -1 0 0 0 0 0 1 0 0 0",
+    "",
+  ].join("\n");
+  assert.deepEqual(
+    parseThreadTicks(text),
+    new Map([["deno", 36], ["V8 DefaultWorke", 4], ["sw-0", 10]]),
+  );
 });
