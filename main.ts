@@ -5,13 +5,14 @@
  *
  * @module
  */
-import { createApp } from "./app.ts";
+import { createApp, LOGS_PATH } from "./app.ts";
 import { loadConfig } from "./config.ts";
 import { openKv } from "./db/open.ts";
 import { createPipeline } from "./queue/pipeline.ts";
 import { RateLimiter } from "./routes/rate_limit/mod.ts";
 import { BodyGuard } from "./routes/body_guard.ts";
 import { ErrorLog } from "./routes/error_log.ts";
+import { logsFastPath } from "./routes/logs.ts";
 import { serveResilient } from "./server/serve.ts";
 
 /** How often the rate limiter reads other instances' counters. */
@@ -68,13 +69,14 @@ if (import.meta.main) {
   });
   bodies.start();
   timers.push(setInterval(() => errorLog.flush(), 1000));
-  const app = createApp({
+  const routeOptions = {
     producer: pipeline.producer,
     maxBodyBytes: config.maxBodyBytes,
     admission: limiter,
     bodies,
     errorLog,
-  });
+  };
+  const app = createApp(routeOptions);
   const server = serveResilient({
     port: config.port,
     hostname: config.hostname,
@@ -91,7 +93,11 @@ if (import.meta.main) {
       errorLog.report(error);
       return new Response(null, { status: 500 });
     },
-    handler: (req, info) => app.fetch(req, { remoteAddr: info.remoteAddr }),
+    // POST on the endpoint skips the router; the app serves the rest.
+    handler: logsFastPath(
+      { ...routeOptions, path: LOGS_PATH },
+      (req, info) => app.fetch(req, { remoteAddr: info.remoteAddr }),
+    ),
   });
   const shutdown = async () => {
     await server.shutdown();

@@ -22,23 +22,24 @@ const IPV6_PREFIX_GROUPS = 4;
  * The key a client is limited under: its IPv4 address, or the /64 prefix of
  * its IPv6 address. The peer address, unless `trustProxy` hops are trusted,
  * in which case the address those proxies saw, from `X-Forwarded-For`.
+ * `info.remoteAddr` is read only when the peer address is used: `Deno.serve`
+ * makes it on demand.
  *
  * @example
  * ```ts
- * const peer = { transport: "tcp" as const, hostname: "10.0.0.1", port: 1 };
+ * const remoteAddr = { transport: "tcp" as const, hostname: "10.0.0.1", port: 1 };
  * const req = new Request("http://x/", {
  *   headers: { "X-Forwarded-For": "198.51.100.1" },
  * });
- * clientKey(req, peer, 0); // "10.0.0.1"
- * clientKey(req, peer, 1); // "198.51.100.1"
+ * clientKey(req, { remoteAddr }, 0); // "10.0.0.1"
+ * clientKey(req, { remoteAddr }, 1); // "198.51.100.1"
  * ```
  */
 export function clientKey(
   req: Request,
-  peer: Deno.NetAddr | undefined,
+  info: { readonly remoteAddr?: Deno.NetAddr },
   trustProxy: number,
 ): string {
-  const address = peer?.hostname ?? "unknown";
   if (trustProxy > 0) {
     const header = req.headers.get("x-forwarded-for");
     if (header !== null) {
@@ -50,6 +51,7 @@ export function clientKey(
       if (key !== null) return key;
     }
   }
+  const address = info.remoteAddr?.hostname ?? "unknown";
   return ipKey(address) ?? address;
 }
 

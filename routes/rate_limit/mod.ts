@@ -103,7 +103,7 @@ export class RateLimiter implements CommitRider {
 
   /** The `Admission` of the route: takes a token or throws `429`. */
   admit(req: Request, info: { remoteAddr?: Deno.NetAddr }): void {
-    const key = clientKey(req, info.remoteAddr, this.#trustProxy);
+    const key = clientKey(req, info, this.#trustProxy);
     const wait = this.#buckets.take(key);
     if (wait > 0) throw rateLimited(wait, this.#burst);
   }
