@@ -5,7 +5,7 @@
  *
  * @module
  */
-import { createApp } from "./app.ts";
+import { createApp, LOGS_PATH } from "./app.ts";
 import { type Config, loadConfig } from "./config.ts";
 import {
   type DashboardConfig,
@@ -19,6 +19,7 @@ import { createPipeline } from "./queue/pipeline.ts";
 import { RateLimiter } from "./routes/rate_limit/mod.ts";
 import { BodyGuard } from "./routes/body_guard.ts";
 import { ErrorLog } from "./routes/error_log.ts";
+import { logsFastPath } from "./routes/logs.ts";
 import { serveResilient } from "./server/serve.ts";
 
 /** How often the rate limiter reads other instances' counters. */
@@ -108,15 +109,19 @@ if (import.meta.main) {
   });
   bodies.start();
   timers.push(setInterval(() => errorLog.flush(), 1000));
-  const app = createApp({
+  const routeOptions = {
     producer: pipeline.producer,
     maxBodyBytes: config.maxBodyBytes,
     admission: limiter,
     bodies,
     errorLog,
-  });
-  const service = (req: Request, info: Deno.ServeHandlerInfo<Deno.Addr>) =>
-    app.fetch(req, { remoteAddr: info.remoteAddr as Deno.NetAddr });
+  };
+  const app = createApp(routeOptions);
+  // POST on the endpoint skips the router; the app serves the rest.
+  const service = logsFastPath(
+    { ...routeOptions, path: LOGS_PATH },
+    (req, info) => app.fetch(req, { remoteAddr: info.remoteAddr }),
+  );
   const server = serveResilient({
     port: config.port,
     hostname: config.hostname,
@@ -140,7 +145,9 @@ if (import.meta.main) {
       return new Response(null, { status: 500 });
     },
     handler: dashboard
-      ? mountDashboard(service, {
+      ? mountDashboard((req, info) =>
+        // The server listens on TCP: its peers have network addresses.
+        service(req, info as Deno.ServeHandlerInfo<Deno.NetAddr>), {
         kv,
         password: dashboard.password,
         trustProxy: config.trustProxy,

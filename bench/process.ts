@@ -225,6 +225,87 @@ export async function serverMemory(
 }
 
 /**
+ * CPU time a process has used, user plus system, in clock ticks, from the
+ * text of /proc/<pid>/stat (all its threads together).
+ *
+ * @example
+ * ```ts
+ * parseCpuTicks("42 (deno) S 1 42 42 0 -1 0 0 0 0 0 310 45 0 0"); // 355
+ * ```
+ */
+export function parseCpuTicks(text: string): number {
+  // The command name may hold spaces and parentheses: count after the last ")".
+  const fields = text.slice(text.lastIndexOf(")") + 2).split(" ");
+  // utime and stime are fields 14 and 15 of the line, 12 and 13 after it.
+  const utime = Number(fields[11]);
+  const stime = Number(fields[12]);
+  if (!Number.isFinite(utime) || !Number.isFinite(stime)) {
+    throw new SyntaxError(
+      `Cannot read CPU time in "${
+        text.slice(0, 80)
+      }": expected /proc/<pid>/stat`,
+    );
+  }
+  return utime + stime;
+}
+
+/**
+ * CPU time used so far by process `pid` (all its threads), or by its thread
+ * `tid` alone, in clock ticks.
+ *
+ * @example
+ * ```ts
+ * const before = await cpuTicks(pid);
+ * const mainThread = await cpuTicks(pid, pid);
+ * ```
+ */
+export async function cpuTicks(pid: number, tid?: number): Promise<number> {
+  const text = await readProc([
+    tid === undefined ? `/proc/${pid}/stat` : `/proc/${pid}/task/${tid}/stat`,
+  ]);
+  if (text === null) throw new Error(`Cannot read CPU time of process ${pid}`);
+  return parseCpuTicks(text);
+}
+
+/**
+ * CPU time of each named kind of thread of a process, from the text of its
+ * /proc/<pid>/task/<tid>/stat files one after the other, in clock ticks:
+ * threads with the same name are added up.
+ *
+ * @example
+ * ```ts
+ * parseThreadTicks("7 (deno) S 1 7 7 0 -1 0 0 0 0 0 30 5 0 0\n9 (sw-0) S 1 7 7 0 -1 0 0 0 0 0 8 2 0 0\n");
+ * // Map { "deno" => 35, "sw-0" => 10 }
+ * ```
+ */
+export function parseThreadTicks(text: string): Map<string, number> {
+  const ticks = new Map<string, number>();
+  for (const line of text.split("\n")) {
+    if (line.trim() === "") continue;
+    const name = line.slice(line.indexOf("(") + 1, line.lastIndexOf(")"));
+    ticks.set(name, (ticks.get(name) ?? 0) + parseCpuTicks(line));
+  }
+  return ticks;
+}
+
+/**
+ * CPU time of each named kind of thread of process `pid`, in clock ticks.
+ *
+ * @example
+ * ```ts
+ * (await threadTicks(pid)).get("sw-0"); // KV's writer thread
+ * ```
+ */
+export async function threadTicks(pid: number): Promise<Map<string, number>> {
+  const out = await new Deno.Command("sh", {
+    args: ["-c", `cat /proc/${pid}/task/*/stat 2>/dev/null`],
+    stdout: "piped",
+    stderr: "null",
+  }).output();
+  return parseThreadTicks(new TextDecoder().decode(out.stdout));
+}
+
+/**
  * The machine's load average, or "?" when /proc/loadavg cannot be read.
  *
  * @example

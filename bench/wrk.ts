@@ -130,6 +130,8 @@ interface RunWrkOptions {
   addressOffset: number;
   /** Kills wrk when aborted. */
   signal?: AbortSignal;
+  /** CPUs wrk is pinned to (`taskset -c`), e.g. "0". @default none */
+  cpus?: string;
 }
 
 /**
@@ -181,8 +183,9 @@ export async function runWrk(
 ): Promise<{ result: WrkResult; command: string }> {
   const script = new URL("./post.lua", import.meta.url).pathname;
   const { args, shown } = wrkArgs(options, script);
-  const out = await new Deno.Command("wrk", {
-    args,
+  const pinned = options.cpus !== undefined;
+  const out = await new Deno.Command(pinned ? "taskset" : "wrk", {
+    args: pinned ? ["-c", options.cpus!, "wrk", ...args] : args,
     stdout: "piped",
     stderr: "piped",
     ...(options.signal ? { signal: options.signal } : {}),

@@ -233,7 +233,7 @@ export class GroupCommitter {
     // Everything that could throw is inside: every request taken is answered.
     try {
       const op = kv.atomic();
-      batches = this.#addBatches(op, taken);
+      batches = this.#addBatches(op, taken, this.#now());
       const mutations = batches.reduce((n, b) => n + b.parts, 0);
       told = this.#options.rider?.ride(op, MAX_COMMIT_MUTATIONS - mutations);
       const result = await op.commit();
@@ -263,8 +263,11 @@ export class GroupCommitter {
   }
 
   /** Cuts the entries taken into batches and adds their mutations to `op`. */
-  #addBatches(op: Deno.AtomicOperation, taken: Waiting[]): Batch[] {
-    const now = this.#now();
+  #addBatches(
+    op: Deno.AtomicOperation,
+    taken: Waiting[],
+    now: number,
+  ): Batch[] {
     const batches: Batch[] = [];
     for (let from = 0; from < taken.length;) {
       let to = from + 1;

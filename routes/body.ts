@@ -93,20 +93,22 @@ export async function readBody(
     await req.body?.cancel().catch(() => {});
     throw payloadTooLarge(limit);
   }
-  if (req.body === null) return new Uint8Array(0);
   // The server never delivers more than Content-Length bytes; a gzip body
-  // keeps its decompressed size, up to the limit.
+  // keeps its decompressed size, up to the limit. A sized body is read
+  // without touching `req.body`: on Deno 2.9 making the stream object costs
+  // about 4 µs of CPU per request, a third of the bare server's whole cost.
   const sized = !gzip && Number.isInteger(length);
+  if (!sized && req.body === null) return new Uint8Array(0);
   const held = guard?.reserve(sized ? length : limit);
   if (held === null) {
-    await req.body.cancel().catch(() => {});
+    await req.body?.cancel().catch(() => {});
     throw unavailable("Cannot read the body now: too many bodies are arriving");
   }
   let read: Promise<Uint8Array>;
   if (sized) {
     read = req.arrayBuffer().then((buffer) => new Uint8Array(buffer));
   } else {
-    let stream: ReadableStream<Uint8Array> = req.body;
+    let stream: ReadableStream<Uint8Array> = req.body!;
     if (gzip) {
       stream = stream.pipeThrough(limitStream(limit))
         .pipeThrough(

@@ -5,7 +5,8 @@
  *
  * @module
  */
-import { errorBody, type HttpError } from "./errors.ts";
+import type { ErrorLog } from "./error_log.ts";
+import { errorBody, HttpError } from "./errors.ts";
 
 /** Headers a browser may read on any answer of the endpoint. */
 const EXPOSED =
@@ -65,4 +66,34 @@ export function errorResponse(
     ...corsHeaders(origin),
     ...error.headers,
   });
+}
+
+/**
+ * The answer to any error thrown while serving the endpoint: an
+ * {@linkcode HttpError} as itself; anything else logged to `errorLog` and
+ * answered `503 unavailable` with `Retry-After: 1`, so that clients retry
+ * rather than drop the entry (docs/design.md#errors).
+ *
+ * @example
+ * ```ts
+ * app.onError((error, c) => answerError(error, c.req.header("origin") ?? null, errorLog));
+ * ```
+ */
+export function answerError(
+  error: unknown,
+  origin: string | null,
+  errorLog: ErrorLog,
+): Response {
+  if (error instanceof HttpError) return errorResponse(error, origin);
+  errorLog.report(error);
+  return errorResponse(
+    new HttpError(
+      503,
+      "unavailable",
+      "Cannot handle the request now",
+      undefined,
+      { "Retry-After": "1" },
+    ),
+    origin,
+  );
 }

@@ -139,7 +139,9 @@ Deno.test("ipKey normalizes IPv4, IPv6 and mapped addresses", () => {
 });
 
 Deno.test("X-Forwarded-For is used only for the trusted number of hops", () => {
-  const peer = { transport: "tcp" as const, hostname: "10.0.0.1", port: 1 };
+  const peer = {
+    remoteAddr: { transport: "tcp" as const, hostname: "10.0.0.1", port: 1 },
+  };
   const req = (xff?: string) =>
     new Request(
       "http://x/",
@@ -157,6 +159,23 @@ Deno.test("X-Forwarded-For is used only for the trusted number of hops", () => {
   );
   assert.equal(clientKey(req("forged"), peer, 1), "10.0.0.1");
   assert.equal(clientKey(req(), peer, 1), "10.0.0.1");
+});
+
+Deno.test("the peer address is read only when it is the one used", () => {
+  let reads = 0;
+  const info = {
+    get remoteAddr() {
+      reads++;
+      return { transport: "tcp" as const, hostname: "10.0.0.1", port: 1 };
+    },
+  };
+  const req = new Request("http://x/", {
+    headers: { "X-Forwarded-For": "198.51.100.1" },
+  });
+  assert.equal(clientKey(req, info, 1), "198.51.100.1");
+  assert.equal(reads, 0);
+  assert.equal(clientKey(req, info, 0), "10.0.0.1");
+  assert.equal(reads, 1);
 });
 
 Deno.test("idle buckets are dropped once full, so memory stays bounded", async (t) => {

@@ -21,6 +21,7 @@
  *
  * @module
  */
+import type { BucketKey } from "./address.ts";
 
 /** How often the older generation of buckets is dropped. */
 const GENERATION_MS = 500;
@@ -46,7 +47,7 @@ export interface BucketsOptions {
    * tokens in use; `inUse` counts the tokens in use before this request.
    * @default nothing
    */
-  onBusy?: (key: string, inUse: number, now: number) => void;
+  onBusy?: (key: BucketKey, inUse: number, now: number) => void;
 }
 
 /**
@@ -61,7 +62,7 @@ export interface BucketsOptions {
 export class Buckets {
   #now: () => number;
   #maxBuckets: number;
-  #onBusy: ((key: string, inUse: number, now: number) => void) | undefined;
+  #onBusy: ((key: BucketKey, inUse: number, now: number) => void) | undefined;
   /** Milliseconds per token. */
   #interval: number;
   /** How far ahead of now a TAT may be for a request to pass. */
@@ -74,8 +75,8 @@ export class Buckets {
    * addresses in it whose bucket is still refilling (TAT ahead of now) have
    * been carried into the current one: a full bucket is the same as none.
    */
-  #current = new Map<string, number>();
-  #previous = new Map<string, number>();
+  #current = new Map<BucketKey, number>();
+  #previous = new Map<BucketKey, number>();
   #generationStart: number;
 
   constructor(options: BucketsOptions) {
@@ -98,7 +99,7 @@ export class Buckets {
    * Takes a token for `key`: returns 0 when admitted, otherwise the whole
    * seconds (at least 1) until a token is available.
    */
-  take(key: string): number {
+  take(key: BucketKey): number {
     const now = this.#now();
     const tat = Math.max(this.#lookup(key, now) ?? now, now);
     const ahead = tat - now;
@@ -113,7 +114,7 @@ export class Buckets {
   }
 
   /** The TAT of `key`, or `undefined` when it has no bucket (a full one). */
-  peek(key: string): number | undefined {
+  peek(key: BucketKey): number | undefined {
     return this.#current.get(key) ?? this.#previous.get(key);
   }
 
@@ -121,7 +122,7 @@ export class Buckets {
    * Takes `tokens` from the bucket of `key`, for requests admitted
    * elsewhere; an address without a bucket is left alone.
    */
-  charge(key: string, tokens: number): void {
+  charge(key: BucketKey, tokens: number): void {
     const now = this.#now();
     const tat = this.#lookup(key, now);
     if (tat !== undefined) {
@@ -136,10 +137,10 @@ export class Buckets {
    * older generation is dropped whole, full or not: the price of bounded
    * memory.
    */
-  #lookup(key: string, now: number): number | undefined {
+  #lookup(key: BucketKey, now: number): number | undefined {
     const flooded = this.#current.size >= this.#maxBuckets / 2;
     if (flooded || now - this.#generationStart >= GENERATION_MS) {
-      const next = new Map<string, number>();
+      const next = new Map<BucketKey, number>();
       if (!flooded) {
         for (const [k, tat] of this.#previous) {
           if (tat > now) next.set(k, tat);

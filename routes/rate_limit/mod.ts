@@ -9,7 +9,7 @@
  */
 import type { CommitRider } from "../../queue/producer.ts";
 import { HttpError } from "../errors.ts";
-import { clientKey } from "./address.ts";
+import { bucketKey, clientBucket } from "./address.ts";
 import { Buckets } from "./buckets.ts";
 import { SharedCounters } from "./shared.ts";
 
@@ -103,8 +103,9 @@ export class RateLimiter implements CommitRider {
 
   /** The `Admission` of the route: takes a token or throws `429`. */
   admit(req: Request, info: { remoteAddr?: Deno.NetAddr }): void {
-    const key = clientKey(req, info.remoteAddr, this.#trustProxy);
-    const wait = this.#buckets.take(key);
+    const wait = this.#buckets.take(
+      clientBucket(req, info, this.#trustProxy),
+    );
     if (wait > 0) throw rateLimited(wait, this.#burst);
   }
 
@@ -113,7 +114,7 @@ export class RateLimiter implements CommitRider {
    * the whole seconds (at least 1) until a token is available.
    */
   take(key: string): number {
-    return this.#buckets.take(key);
+    return this.#buckets.take(bucketKey(key));
   }
 
   /** Whether counters wait for a commit. */

@@ -15,6 +15,7 @@
 import { rateLimitEpochPrefix, rateLimitKey } from "../../db/keys.ts";
 import { GET_MANY_MAX_KEYS } from "../../db/kv.ts";
 import type { CommitRider } from "../../queue/producer.ts";
+import { type BucketKey, bucketText } from "./address.ts";
 
 /** Length of a counter epoch, by default. */
 const DEFAULT_EPOCH_MS = 60_000;
@@ -31,9 +32,9 @@ const DELETES_PER_COMMIT = 500;
 /** What the counters need from this instance's buckets. */
 export interface BucketLedger {
   /** The TAT of an address, `undefined` when its bucket is full. */
-  peek(key: string): number | undefined;
+  peek(key: BucketKey): number | undefined;
   /** Takes `tokens` from an address's bucket, for requests admitted elsewhere. */
-  charge(key: string, tokens: number): void;
+  charge(key: BucketKey, tokens: number): void;
 }
 
 /** Options of {@linkcode SharedCounters}. */
@@ -79,9 +80,9 @@ export class SharedCounters implements CommitRider {
   #epochMs: number;
   #maxSyncKeys: number;
   /** Addresses whose requests are counted in KV this epoch. */
-  #shared = new Map<string, Shared>();
+  #shared = new Map<BucketKey, Shared>();
   /** Addresses with counts to send in the next commit. */
-  #unsent = new Set<string>();
+  #unsent = new Set<BucketKey>();
 
   constructor(options: SharedCountersOptions = {}) {
     this.#now = options.now ?? Date.now;
@@ -93,7 +94,7 @@ export class SharedCounters implements CommitRider {
    * Counts an admitted request of a busy address for the next commit;
    * `inUse` is the tokens its bucket had in use before this request.
    */
-  count(key: string, inUse: number, now: number): void {
+  count(key: BucketKey, inUse: number, now: number): void {
     const epoch = Math.floor(now / this.#epochMs);
     let shared = this.#shared.get(key);
     if (shared === undefined || shared.epoch !== epoch) {
@@ -112,14 +113,14 @@ export class SharedCounters implements CommitRider {
 
   /** Adds the waiting counters (at most `budget`) to a commit. */
   ride(op: Deno.AtomicOperation, budget: number): (ok: boolean) => void {
-    const riding: [string, Shared, number][] = [];
+    const riding: [BucketKey, Shared, number][] = [];
     for (const key of this.#unsent) {
       if (riding.length >= budget) break;
       this.#unsent.delete(key);
       const shared = this.#shared.get(key);
       if (shared === undefined || shared.unsent === 0) continue;
       const n = shared.unsent;
-      op.sum(rateLimitKey(shared.epoch, key), BigInt(n));
+      op.sum(rateLimitKey(shared.epoch, bucketText(key)), BigInt(n));
       shared.unsent = 0;
       shared.sending += n;
       riding.push([key, shared, n]);
@@ -142,7 +143,7 @@ export class SharedCounters implements CommitRider {
    */
   async sync(kv: Deno.Kv, buckets: BucketLedger): Promise<void> {
     const epoch = Math.floor(this.#now() / this.#epochMs);
-    const busy: [string, Shared, number][] = [];
+    const busy: [BucketKey, Shared, number][] = [];
     for (const [key, shared] of this.#shared) {
       const tat = buckets.peek(key);
       if (shared.epoch !== epoch || tat === undefined) {
@@ -159,7 +160,7 @@ export class SharedCounters implements CommitRider {
       const chunk = busy.slice(i, i + GET_MANY_MAX_KEYS);
       reads.push(
         kv.getMany<Deno.KvU64[]>(
-          chunk.map(([key]) => rateLimitKey(epoch, key)),
+          chunk.map(([key]) => rateLimitKey(epoch, bucketText(key))),
         ).then((entries) => {
           chunk.forEach(([key, shared], j) => {
             if (shared.epoch !== epoch) return;
