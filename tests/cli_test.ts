@@ -404,8 +404,9 @@ Deno.test("project ids never start with a dash or an underscore, and -- ends the
       "ids drawn with a leading - or _ are drawn again",
       async () => {
         // The first id drawn encodes to "-…", the second to "_…" (base64url of
-        // a first byte 0xf8 or 0xfc): only the third may be kept.
-        const forced = [0xf8, 0xfc];
+        // a first byte 0xf8 or 0xfc), the third to "A…" (0x00, so that it is
+        // never refused by chance): only the third may be kept.
+        const forced = [0xf8, 0xfc, 0x00];
         const idDraws: Uint8Array[] = [];
         const real = crypto.getRandomValues;
         crypto.getRandomValues = function <T extends ArrayBufferView | null>(
