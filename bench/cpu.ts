@@ -32,9 +32,16 @@
  * another core. The main thread's CPU per request is then the cost that
  * bounds requests per second.
  *
+ * Two processes of the same checkout differ: on this shared machine their
+ * medians over 8 to 10 turns came 8 to 19 % apart. Compare builds with two
+ * processes each (`--service a --service b --service a/ --service b/`) and
+ * trust only differences well beyond that; price small changes in process
+ * with `bench/stages.ts`.
+ *
  * Options: `--duration <s>` (5), `--turns <n>` (3), `--connections <n>` (64),
  * `--threads <n>` (2), `--server-cpu <list>` ("1"), `--wrk-cpu <list>` ("0"),
- * `--json`.
+ * `--drain-timeout <s>` (180: longest wait for a service to store what it
+ * accepted), `--json`.
  *
  * @module
  */
@@ -153,6 +160,7 @@ async function main(): Promise<void> {
       "wrk-cpu": { type: "string", default: "0" },
       json: { type: "boolean", default: false },
       split: { type: "boolean", default: false },
+      "drain-timeout": { type: "string", default: "180" },
     },
     allowNegative: true,
   });
@@ -255,7 +263,10 @@ async function main(): Promise<void> {
     let offset = 0;
     const load = await loadAverage();
     for (let turn = 1; turn <= turns; turn++) {
-      for (const t of targets) {
+      // Every other turn in reverse order, so that no server always runs
+      // after the same one.
+      const order = turn % 2 === 1 ? targets : [...targets].reverse();
+      for (const t of order) {
         const pid = t.server.child.pid;
         const before = await cpuTicks(pid);
         // The main thread's id is the process's: the JavaScript runs there.
@@ -277,7 +288,7 @@ async function main(): Promise<void> {
           const drain = await waitForDrain({
             ...t.store,
             loadEnded,
-            timeoutMs: 180_000,
+            timeoutMs: Number(values["drain-timeout"]) * 1000,
           });
           drainMs = drain.drainMs;
         }

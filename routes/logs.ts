@@ -103,8 +103,8 @@ export interface LogsFastPathOptions extends LogsRouteOptions {
  * A server handler that serves `POST` on the endpoint's exact path itself
  * and hands every other request to `fallback` (the app). It answers exactly
  * as the app does (the same handler, the same error answers) without the
- * router's work, which cost about 2.5 µs of server CPU a request, a tenth of
- * the endpoint's own cost before queueing (BENCHMARKS.md). The peer address
+ * router's work: Hono's routing and context cost 0.4-0.9 µs a request
+ * (BENCHMARKS.md). The peer address
  * is read only when the rate limiter needs it: behind a trusted proxy it
  * uses `X-Forwarded-For` instead.
  *
