@@ -9,7 +9,7 @@ import { Hono } from "hono";
 import { HttpError } from "./routes/errors.ts";
 import { type Env, logsRoute, type LogsRouteOptions } from "./routes/logs.ts";
 import { ErrorLog } from "./routes/error_log.ts";
-import { errorResponse } from "./routes/responses.ts";
+import { answerError, errorResponse } from "./routes/responses.ts";
 
 /** Path of the one endpoint. */
 export const LOGS_PATH = "/api/v1/logs";
@@ -47,20 +47,8 @@ export function createApp(options: AppOptions): Hono<Env> {
       null,
     )
   );
-  app.onError((error, c) => {
-    const origin = c.req.header("origin") ?? null;
-    if (error instanceof HttpError) return errorResponse(error, origin);
-    errorLog.report(error);
-    return errorResponse(
-      new HttpError(
-        503,
-        "unavailable",
-        "Cannot handle the request now",
-        undefined,
-        { "Retry-After": "1" },
-      ),
-      origin,
-    );
-  });
+  app.onError((error, c) =>
+    answerError(error, c.req.header("origin") ?? null, errorLog)
+  );
   return app;
 }

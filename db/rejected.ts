@@ -19,9 +19,9 @@
 import {
   type AuthMethod,
   DAY_MS,
-  type LogRecord,
   type QueuedEntry,
   type RejectReason,
+  toLogRecord,
 } from "../domain/entry.ts";
 import {
   acceptedCountKey,
@@ -322,17 +322,7 @@ async function replayOne(
       }
       op.check(seen).set(key, encodeJson(entryId), { expireIn: 2 * maxSkewMs });
     }
-    const stored: LogRecord = {
-      id: entry.id,
-      receivedAt: entry.receivedAt,
-      level: entry.level,
-      data: entry.data,
-      device: entry.device ?? {},
-      context: entry.context ?? {},
-      auth: verdict.method,
-    };
-    if (entry.appid !== undefined) stored.appid = entry.appid;
-    if (entry.origin !== undefined) stored.origin = entry.origin;
+    const stored = toLogRecord(entry, verdict.method);
     op.delete(slotKey);
     storeLogs(op, projectId, [stored], {
       now,

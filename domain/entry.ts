@@ -94,5 +94,29 @@ export interface LogRecord {
   auth: AuthMethod;
 }
 
+/**
+ * The record stored for an entry authorized by `auth`: the entry's members
+ * (`device` and `context` as `{}` when absent), not its credentials.
+ *
+ * @example
+ * ```ts
+ * const record = toLogRecord(entry, "origin");
+ * ```
+ */
+export function toLogRecord(entry: QueuedEntry, auth: AuthMethod): LogRecord {
+  const record: LogRecord = {
+    id: entry.id,
+    receivedAt: entry.receivedAt,
+    level: entry.level,
+    data: entry.data,
+    device: entry.device ?? {},
+    context: entry.context ?? {},
+    auth,
+  };
+  if (entry.appid !== undefined) record.appid = entry.appid;
+  if (entry.origin !== undefined) record.origin = entry.origin;
+  return record;
+}
+
 /** One day in milliseconds. */
 export const DAY_MS = 86_400_000;

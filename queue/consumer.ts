@@ -35,7 +35,12 @@ import { joinParts } from "../db/parts.ts";
 import type { Project } from "../db/projects.ts";
 import { encodeKeptEntry } from "../db/rejected.ts";
 import { addStats, StatsTally } from "../db/stats.ts";
-import { DAY_MS, type LogRecord, type QueuedEntry } from "../domain/entry.ts";
+import {
+  DAY_MS,
+  type LogRecord,
+  type QueuedEntry,
+  toLogRecord,
+} from "../domain/entry.ts";
 import {
   BatchFormatError,
   decodeBatchHeader,
@@ -328,17 +333,7 @@ export class Consumer {
       const result = results[i]!;
       const project = projects.get(entry.projectId) ?? null;
       if (result.ok && project) {
-        const record: LogRecord = {
-          id: entry.id,
-          receivedAt: entry.receivedAt,
-          level: entry.level,
-          data: entry.data,
-          device: entry.device ?? {},
-          context: entry.context ?? {},
-          auth: result.method,
-        };
-        if (entry.appid !== undefined) record.appid = entry.appid;
-        if (entry.origin !== undefined) record.origin = entry.origin;
+        const record = toLogRecord(entry, result.method);
         const list = accepted.get(project.id);
         if (list) list.push(record);
         else accepted.set(project.id, [record]);
