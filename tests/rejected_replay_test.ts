@@ -8,8 +8,6 @@
  */
 import assert from "node:assert/strict";
 import { authenticate } from "../auth/authenticate.ts";
-import { type CommandContext } from "../cli/command.ts";
-import { runCli } from "../cli/main.ts";
 import { logsPrefix, rejectedEntriesPrefix, statsPrefix } from "../db/keys.ts";
 import {
   allowValue,
@@ -19,7 +17,7 @@ import {
 } from "../db/projects.ts";
 import { listRejected, replayRejected } from "../db/rejected.ts";
 import { readStats } from "../db/stats.ts";
-import { cli } from "./_cli.ts";
+import { cli, type Run, type RunOptions } from "./_cli.ts";
 import {
   type Harness,
   postQueued,
@@ -33,23 +31,12 @@ const ORIGIN = "https://app.example.com";
 const OTHER = "https://shop.example.net";
 
 /** Runs `deno task rejected <args>` in-process. */
-async function rejected(
+function rejected(
   h: Harness,
   args: string[],
-  options: Partial<CommandContext> = {},
-): Promise<{ code: number; stdout: string; stderr: string }> {
-  let stdout = "";
-  let stderr = "";
-  const code = await runCli({
-    kv: h.kv,
-    args: ["rejected", ...args],
-    stdout: (text) => (stdout += text),
-    stderr: (text) => (stderr += text),
-    now: h.clock.now,
-    isTerminal: false,
-    ...options,
-  });
-  return { code, stdout, stderr };
+  options: RunOptions = {},
+): Promise<Run> {
+  return cli(h.kv, ["rejected", ...args], { now: h.clock.now, ...options });
 }
 
 function replayWith(h: Harness) {

@@ -10,8 +10,6 @@ import assert from "node:assert/strict";
 import { authenticate } from "../auth/authenticate.ts";
 import { ProjectCache } from "../auth/projects.ts";
 import { sign } from "../auth/signature.ts";
-import { type CommandContext } from "../cli/command.ts";
-import { runCli } from "../cli/main.ts";
 import {
   globalRejectedEntriesPrefix,
   rejectedEntriesPrefix,
@@ -35,28 +33,18 @@ import {
   stats,
   withHarness,
 } from "./_helpers.ts";
+import { cli, type Run, type RunOptions } from "./_cli.ts";
 
 const ORIGIN = "https://app.example.com";
 const OTHER = "https://shop.example.net";
 
 /** Runs `deno task rejected <args>` in-process. */
-async function rejected(
+function rejected(
   h: Harness,
   args: string[],
-  options: Partial<CommandContext> = {},
-): Promise<{ code: number; stdout: string; stderr: string }> {
-  let stdout = "";
-  let stderr = "";
-  const code = await runCli({
-    kv: h.kv,
-    args: ["rejected", ...args],
-    stdout: (text) => (stdout += text),
-    stderr: (text) => (stderr += text),
-    now: h.clock.now,
-    isTerminal: false,
-    ...options,
-  });
-  return { code, stdout, stderr };
+  options: RunOptions = {},
+): Promise<Run> {
+  return cli(h.kv, ["rejected", ...args], { now: h.clock.now, ...options });
 }
 
 function jsonLines(out: string): Record<string, unknown>[] {
