@@ -28,7 +28,7 @@
  *
  * With `--split`, only the server's main thread (the JavaScript) stays on
  * `--server-cpu`; its other threads (KV's writer, the garbage collector's
- * helpers) share `--wrk-cpu` with wrk, as on a machine where they run on
+ * worker threads) share `--wrk-cpu` with wrk, as on a machine where they run on
  * another core. The main thread's CPU per request is then the cost that
  * bounds requests per second.
  *
@@ -85,7 +85,7 @@ export interface CpuTurn {
   /**
    * CPU µs per answered request of each kind of thread, by name: "deno"
    * (the main thread), "sw-0" (KV's writer), "V8 DefaultWorke" (the
-   * garbage collector's helpers).
+   * garbage collector's worker threads).
    */
   threads: Record<string, number>;
   drainMs?: number;
@@ -138,7 +138,7 @@ async function taskset(args: string[]): Promise<void> {
 /**
  * Pins every thread of `pid` to `cpus`; with `others`, every thread but the
  * main one goes to `others` instead (KV's writer, the garbage collector's
- * helpers), as they would run on another core than the JavaScript.
+ * worker threads), as they would run on another core than the JavaScript.
  */
 async function pin(pid: number, cpus: string, others?: string): Promise<void> {
   await taskset(["-a", "-p", "-c", others ?? cpus, String(pid)]);
