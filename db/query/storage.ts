@@ -38,8 +38,14 @@ export function storedLogKeys(projectId: string): Deno.KvKey[] {
   return [logCompactionKey(projectId)];
 }
 
-/** Counts tried before giving up while compactions keep committing. */
-const MAX_COUNT_ATTEMPTS = 20;
+/**
+ * How long a count is tried again while compactions keep committing: a
+ * compaction round over a large backlog commits chunk after chunk, and
+ * rounds run every few seconds with quiet time between them.
+ */
+const COUNT_PATIENCE_MS = 120_000;
+/** Pause between two counts. */
+const COUNT_RETRY_MS = 100;
 
 /**
  * Counts a project's stored entries from page headers and chunk summaries,
@@ -58,7 +64,8 @@ export async function countStoredEntries(
   // them would count its entries twice. Every compaction bumps the project's
   // compaction counter in its commit, so a count during which it did not
   // change saw no entry move.
-  for (let attempt = 1;; attempt++) {
+  const deadline = Date.now() + COUNT_PATIENCE_MS;
+  for (;;) {
     const before = await kv.get(logCompactionKey(projectId));
     let n = 0;
     const pages = kv.list<StoredPage>({ prefix: logsPrefix(projectId) }, {
@@ -73,10 +80,11 @@ export async function countStoredEntries(
     }
     const after = await kv.get(logCompactionKey(projectId));
     if (after.versionstamp === before.versionstamp) return n;
-    if (attempt >= MAX_COUNT_ATTEMPTS) {
+    if (Date.now() > deadline) {
       throw new Error(
         `Cannot count the entries of project "${projectId}": compactions kept moving them`,
       );
     }
+    await new Promise((resolve) => setTimeout(resolve, COUNT_RETRY_MS));
   }
 }
