@@ -6,7 +6,7 @@
  */
 import type { CommandContext } from "../cli/command.ts";
 import { runCli } from "../cli/main.ts";
-import { type FakeClock, fakeClock } from "./_helpers.ts";
+import { type FakeClock, fakeClock, type Harness } from "./_helpers.ts";
 
 /** What a command printed and returned. */
 export interface Run {
@@ -39,4 +39,13 @@ export async function cli(
     ...options,
   });
   return { code, stdout, stderr };
+}
+
+/** Runs `deno task rejected <args>` in-process on a harness, at its clock. */
+export function rejected(
+  h: Harness,
+  args: string[],
+  options: RunOptions = {},
+): Promise<Run> {
+  return cli(h.kv, ["rejected", ...args], { now: h.clock.now, ...options });
 }

@@ -447,3 +447,22 @@ export function textDecoder(): TransformStream<Uint8Array, string> {
     string
   >;
 }
+
+/**
+ * POSTs `body` (a stream too) to the endpoint of `app` from one fixed client
+ * address, as a real server would hand the request over.
+ */
+export function postBody(
+  app: ReturnType<typeof createApp>,
+  body: BodyInit,
+  headers: Record<string, string> = {},
+): Promise<Response> {
+  return Promise.resolve(app.request("/api/v1/logs", {
+    method: "POST",
+    headers: { "Content-Type": "application/json", ...headers },
+    body,
+    duplex: "half",
+  } as RequestInit, {
+    remoteAddr: { transport: "tcp", hostname: "203.0.113.7", port: 40000 },
+  }));
+}

@@ -8,7 +8,13 @@ import assert from "node:assert/strict";
 import { createApp } from "../app.ts";
 import { BodyGuard } from "../routes/body_guard.ts";
 import { ErrorLog } from "../routes/error_log.ts";
-import { fakeClock, type Harness, harness, randomEntry } from "./_helpers.ts";
+import {
+  fakeClock,
+  type Harness,
+  harness,
+  postBody,
+  randomEntry,
+} from "./_helpers.ts";
 import { within } from "./_timeout.ts";
 
 const ORIGIN = "https://app.example.com";
@@ -49,21 +55,6 @@ function stalledBody(first: Uint8Array) {
   };
 }
 
-function post(
-  app: ReturnType<typeof createApp>,
-  body: BodyInit,
-  headers: Record<string, string> = {},
-): Promise<Response> {
-  return Promise.resolve(app.request("/api/v1/logs", {
-    method: "POST",
-    headers: { "Content-Type": "application/json", ...headers },
-    body,
-    duplex: "half",
-  } as RequestInit, {
-    remoteAddr: { transport: "tcp", hostname: "203.0.113.7", port: 40000 },
-  }));
-}
-
 // ---------------------------------------------------------------------------
 // Bodies cut short
 
@@ -80,7 +71,7 @@ Deno.test("a body cut short by the client answers 400 incomplete_body and logs n
     for (const length of ["100", null]) {
       await t.step(`Content-Length ${length}`, async () => {
         const body = stalledBody(encoder.encode('{"level":"info"'));
-        const answer = post(
+        const answer = postBody(
           app,
           body.stream,
           length ? { "Content-Length": length } : {},
@@ -202,7 +193,7 @@ Deno.test("a body that stalls answers 408 request_timeout once its deadline pass
   try {
     const body = stalledBody(encoder.encode('{"level":"info"'));
     let settled = false;
-    const answer = post(app, body.stream, { "Content-Length": "1000" })
+    const answer = postBody(app, body.stream, { "Content-Length": "1000" })
       .finally(() => settled = true);
     await new Promise((r) => setTimeout(r, 0));
     clock.advance(9_999);
@@ -239,12 +230,12 @@ Deno.test("past the body budget a request answers 503 with Retry-After before it
   const app = guardedApp(h, guard);
   try {
     const first = stalledBody(encoder.encode("{"));
-    const held = post(app, first.stream, { "Content-Length": "65536" });
+    const held = postBody(app, first.stream, { "Content-Length": "65536" });
     await new Promise((r) => setTimeout(r, 0));
     assert.equal(guard.reservedBytes, 65536);
 
     const second = stalledBody(encoder.encode("{"));
-    const refused = await post(app, second.stream, {
+    const refused = await postBody(app, second.stream, {
       "Content-Length": "65536",
       Origin: ORIGIN,
     });
@@ -255,7 +246,10 @@ Deno.test("past the body budget a request answers 503 with Retry-After before it
     assert.equal(second.pulls(), 0, "the refused body was read");
 
     // A body without Content-Length reserves the body limit.
-    const chunked = await post(app, stalledBody(encoder.encode("{")).stream);
+    const chunked = await postBody(
+      app,
+      stalledBody(encoder.encode("{")).stream,
+    );
     assert.equal(chunked.status, 503);
     await chunked.body?.cancel();
 
@@ -264,7 +258,7 @@ Deno.test("past the body budget a request answers 503 with Retry-After before it
     assert.equal(small.status, 200);
     await small.body?.cancel();
     const text = JSON.stringify(randomEntry());
-    const fits = await post(app, text, {
+    const fits = await postBody(app, text, {
       "Content-Length": String(encoder.encode(text).length),
     });
     assert.equal(fits.status, 200);

@@ -6,24 +6,15 @@
 import assert from "node:assert/strict";
 import { createApp } from "../app.ts";
 import { ErrorLog } from "../routes/error_log.ts";
-import { fakeClock, type Harness, harness, randomEntry } from "./_helpers.ts";
+import {
+  fakeClock,
+  type Harness,
+  harness,
+  postBody,
+  randomEntry,
+} from "./_helpers.ts";
 
 const ORIGIN = "https://app.example.com";
-
-function post(
-  app: ReturnType<typeof createApp>,
-  body: BodyInit,
-  headers: Record<string, string> = {},
-): Promise<Response> {
-  return Promise.resolve(app.request("/api/v1/logs", {
-    method: "POST",
-    headers: { "Content-Type": "application/json", ...headers },
-    body,
-    duplex: "half",
-  } as RequestInit, {
-    remoteAddr: { transport: "tcp", hostname: "203.0.113.7", port: 40000 },
-  }));
-}
 
 // ---------------------------------------------------------------------------
 // CORS and media types
@@ -130,7 +121,7 @@ Deno.test("unexpected errors are logged one line per interval, with a count, nev
   });
   try {
     for (let i = 0; i < 100; i++) {
-      const res = await post(app, JSON.stringify(randomEntry()));
+      const res = await postBody(app, JSON.stringify(randomEntry()));
       assert.equal(res.status, 503);
       await res.body?.cancel();
     }

@@ -17,7 +17,7 @@ import {
 } from "../db/projects.ts";
 import { listRejected, replayRejected } from "../db/rejected.ts";
 import { readStats } from "../db/stats.ts";
-import { cli, type Run, type RunOptions } from "./_cli.ts";
+import { cli, rejected } from "./_cli.ts";
 import {
   type Harness,
   postQueued,
@@ -29,15 +29,6 @@ import { holdCommits, within } from "./_hold.ts";
 
 const ORIGIN = "https://app.example.com";
 const OTHER = "https://shop.example.net";
-
-/** Runs `deno task rejected <args>` in-process. */
-function rejected(
-  h: Harness,
-  args: string[],
-  options: RunOptions = {},
-): Promise<Run> {
-  return cli(h.kv, ["rejected", ...args], { now: h.clock.now, ...options });
-}
 
 function replayWith(h: Harness) {
   return { authenticate, now: h.clock.now };

@@ -33,19 +33,10 @@ import {
   stats,
   withHarness,
 } from "./_helpers.ts";
-import { cli, type Run, type RunOptions } from "./_cli.ts";
+import { rejected } from "./_cli.ts";
 
 const ORIGIN = "https://app.example.com";
 const OTHER = "https://shop.example.net";
-
-/** Runs `deno task rejected <args>` in-process. */
-function rejected(
-  h: Harness,
-  args: string[],
-  options: RunOptions = {},
-): Promise<Run> {
-  return cli(h.kv, ["rejected", ...args], { now: h.clock.now, ...options });
-}
 
 function jsonLines(out: string): Record<string, unknown>[] {
   return out.trim().split("\n").filter((l) => l !== "").map((l) =>
