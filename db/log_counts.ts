@@ -10,6 +10,7 @@
  *
  * @module
  */
+import type { AtomicWriter } from "./atomic.ts";
 import {
   type CountResolution,
   decodeLogCountKey,
@@ -33,7 +34,7 @@ export const COUNT_BUCKET_MS: Record<CountResolution, number> = {
  * ```
  */
 export function addLogCounts(
-  op: Deno.AtomicOperation,
+  op: AtomicWriter,
   projectId: string,
   entries: readonly { receivedAt: number; level: string }[],
 ): number {

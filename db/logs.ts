@@ -19,6 +19,7 @@
  *
  * @module
  */
+import type { AtomicWriter } from "./atomic.ts";
 import type { LogRecord } from "../domain/entry.ts";
 import { idTime } from "../domain/ids.ts";
 import { concatBytes, joinBytes, splitBytes } from "./blob.ts";
@@ -132,7 +133,7 @@ export function paginate(records: LogRecord[]): LogRecord[][] {
  * {@linkcode paginate}), to `op`; returns how many.
  */
 export function setLogPage(
-  op: Deno.AtomicOperation,
+  op: AtomicWriter,
   projectId: string,
   records: LogRecord[],
   expireIn: number,
@@ -174,7 +175,7 @@ export interface StoreLogsOptions {
  * ```
  */
 export function storeLogs(
-  op: Deno.AtomicOperation,
+  op: AtomicWriter,
   projectId: string,
   records: LogRecord[],
   options: StoreLogsOptions,

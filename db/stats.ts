@@ -12,6 +12,7 @@
  *
  * @module
  */
+import type { AtomicWriter } from "./atomic.ts";
 import { DAY_MS, type RejectReason } from "../domain/entry.ts";
 import {
   acceptedCountKey,
@@ -117,7 +118,7 @@ export class StatsTally {
  */
 export async function addStats(
   kv: Deno.Kv,
-  op: Deno.AtomicOperation,
+  op: AtomicWriter,
   tally: StatsTally,
 ): Promise<void> {
   for (const [projectId, n] of tally.accepted) {

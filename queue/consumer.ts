@@ -18,6 +18,7 @@ import {
   expectedSignedText,
 } from "../auth/authenticate.ts";
 import type { ProjectCache } from "../auth/projects.ts";
+import { type AtomicWriter, RecordedAtomic } from "../db/atomic.ts";
 import {
   batchPartKey,
   batchProgressKey,
@@ -126,6 +127,13 @@ export interface ConsumerOptions {
   maxSkewMs: number;
   /** Clock. @default {Date.now} */
   now?: () => number;
+  /**
+   * Makes a result commit: the producer carries it in its next group commit
+   * (docs/design.md#one-commit-for-two). @default commits it alone
+   */
+  commit?: (
+    result: RecordedAtomic,
+  ) => Promise<Deno.KvCommitResult | Deno.KvCommitError>;
 }
 
 /** What {@linkcode Consumer.process} did. */
@@ -138,9 +146,13 @@ export class Consumer {
   #projects: ProjectCache;
   #maxSkewMs: number;
   #now: () => number;
+  #commit: (
+    result: RecordedAtomic,
+  ) => Promise<Deno.KvCommitResult | Deno.KvCommitError>;
 
   constructor(options: ConsumerOptions) {
     this.#kv = options.kv;
+    this.#commit = options.commit ?? ((result) => result.commit(this.#kv));
     this.#projects = options.projects;
     this.#maxSkewMs = options.maxSkewMs;
     this.#now = options.now ?? Date.now;
@@ -201,7 +213,7 @@ export class Consumer {
       const round = new Set(
         final ? owners : owners.slice(0, ROUND_PROJECT_CHECKS),
       );
-      const op = this.#kv.atomic().check(read.pending);
+      const op = new RecordedAtomic().check(read.pending);
       for (const id of round) {
         op.check({
           key: projectKey(id),
@@ -231,7 +243,7 @@ export class Consumer {
       );
       const result = await this.#rings.hold(rings, async () => {
         await this.#addResults(op, taken, verdicts, projects);
-        return await op.commit();
+        return await this.#commit(op);
       });
       if (result.ok && final) return "processed";
       if (result.ok) {
@@ -319,7 +331,7 @@ export class Consumer {
   }
 
   async #addResults(
-    op: Deno.AtomicOperation,
+    op: AtomicWriter,
     entries: QueuedEntry[],
     results: AuthResult[],
     reads: Reads,

@@ -17,7 +17,11 @@ import {
   type ConsumerOptions,
   type ProcessOutcome,
 } from "./consumer.ts";
-import { type CommitRider, GroupCommitter } from "./producer.ts";
+import {
+  type CommitRider,
+  GroupCommitter,
+  WritesHeldError,
+} from "./producer.ts";
 import { BatchWorker, SWEEP_INTERVAL_MS } from "./worker.ts";
 
 /** The settings the queue reads; the process configuration supplies them. */
@@ -94,6 +98,8 @@ class SpaceAwareConsumer extends Consumer {
     try {
       return await super.process(batchId, handed);
     } catch (error) {
+      // Held back by the producer's gate, or refused by the disk.
+      if (error instanceof WritesHeldError) return "conflict";
       if (!isDiskFullError(error)) throw error;
       this.#space.failed(error);
       return "conflict";
@@ -117,11 +123,23 @@ export function createPipeline(options: PipelineOptions): Pipeline {
     ((batchId: string, error: unknown) =>
       console.error(`Cannot process batch "${batchId}":`, error));
   const { space } = options;
+  const handOver = options.handOver ?? true;
+  // The worker is made below; the producer hands it batches only once the
+  // pipeline serves, and the consumer's results ride the producer's commits.
+  const producer = new GroupCommitter({
+    kv,
+    now,
+    maxPending: config.maxPendingRequests,
+    ...(options.rider ? { rider: options.rider } : {}),
+    ...(space ? { gate: space } : {}),
+    ...(handOver ? { onCommitted: (batches) => worker.hand(batches) } : {}),
+  });
   const consumerOptions: ConsumerOptions = {
     kv,
     now,
     maxSkewMs: config.signatureMaxSkewMs,
     projects: new ProjectCache(kv, { ttlMs: config.projectCacheMs, now }),
+    commit: (result) => producer.carry(result),
   };
   const consumer = space
     ? new SpaceAwareConsumer(consumerOptions, space)
@@ -133,15 +151,6 @@ export function createPipeline(options: PipelineOptions): Pipeline {
     concurrency: config.consumerConcurrency,
     sweepIntervalMs: options.sweepIntervalMs ?? SWEEP_INTERVAL_MS,
     onError,
-  });
-  const handOver = options.handOver ?? true;
-  const producer = new GroupCommitter({
-    kv,
-    now,
-    maxPending: config.maxPendingRequests,
-    ...(options.rider ? { rider: options.rider } : {}),
-    ...(space ? { gate: space } : {}),
-    ...(handOver ? { onCommitted: (batches) => worker.hand(batches) } : {}),
   });
   let compactor: { stop(): Promise<void> } | undefined;
   return {

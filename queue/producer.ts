@@ -9,6 +9,7 @@
  *
  * @module
  */
+import { keyBytes, type RecordedAtomic } from "../db/atomic.ts";
 import { batchPartKey, pendingBatchKey } from "../db/keys.ts";
 import { ATOMIC_MAX_MUTATIONS } from "../db/kv.ts";
 import { PART_BYTES, splitParts } from "../db/parts.ts";
@@ -19,6 +20,7 @@ import {
   encodeBatchHeader,
   type HandedBatch,
 } from "./batch.ts";
+import { CarriedResults, type CommitOutcome, type Riding } from "./carry.ts";
 
 /**
  * Mutations the consumer's result commit makes per entry at most: for a
@@ -120,6 +122,8 @@ export interface ProducerOptions {
 interface Batch {
   id: string;
   parts: number;
+  /** An upper bound of the bytes KV counts for its keys and values. */
+  bytes: number;
   items: Waiting[];
 }
 
@@ -142,6 +146,7 @@ interface Waiting {
 export class GroupCommitter {
   #waiting: Waiting[] = [];
   #waitingChars = 0;
+  #carried: CarriedResults;
   #inFlight: Promise<void> | null = null;
   #options: ProducerOptions;
   #now: () => number;
@@ -149,6 +154,10 @@ export class GroupCommitter {
   constructor(options: ProducerOptions) {
     this.#options = options;
     this.#now = options.now ?? Date.now;
+    this.#carried = new CarriedResults(
+      options.kv,
+      (error) => options.gate?.failed(error),
+    );
   }
 
   /** Requests waiting for a commit, the one in flight excluded. */
@@ -183,6 +192,23 @@ export class GroupCommitter {
     });
   }
 
+  /**
+   * Commits `result` (the consumer's result commit) with the next group
+   * commit, beside the entries queued then, or alone when nothing else is
+   * due or it does not fit; resolves with the outcome of the commit that
+   * carried it, as `result.commit(kv)` would. A commit that fails a check
+   * is one of the results': each of them is then committed alone, so one
+   * result's conflict is never another's.
+   */
+  carry(result: RecordedAtomic): Promise<CommitOutcome> {
+    if (this.#options.gate?.open() === false) {
+      return Promise.reject(new WritesHeldError());
+    }
+    const outcome = this.#carried.add(result);
+    this.#pump();
+    return outcome;
+  }
+
   /** Starts a commit for the rider's mutations alone, if nothing else is due. */
   poke(): void {
     this.#pump();
@@ -202,10 +228,14 @@ export class GroupCommitter {
       this.#waitingChars = 0;
       const error = new WritesHeldError();
       for (const w of refused) w.reject(error);
+      this.#carried.rejectAll(error);
       return;
     }
     const rider = this.#options.rider;
-    if (this.#waiting.length === 0 && !rider?.pending()) return;
+    if (
+      this.#waiting.length === 0 && this.#carried.size === 0 &&
+      !rider?.pending()
+    ) return;
     this.#inFlight = this.#commit().finally(() => {
       this.#inFlight = null;
       this.#pump();
@@ -227,22 +257,38 @@ export class GroupCommitter {
     const taken = this.#waiting.splice(0, count);
     this.#waitingChars -= chars;
     let batches: Batch[] = [];
+    let riding: Riding | undefined;
     let told: ((ok: boolean) => void) | undefined;
     let versionstamp: string | undefined;
+    let checkFailed = false;
     let failure: unknown;
     // Everything that could throw is inside: every request taken is answered.
     try {
       const op = kv.atomic();
       batches = this.#addBatches(op, taken, this.#now());
-      const mutations = batches.reduce((n, b) => n + b.parts, 0);
+      let mutations = batches.reduce((n, b) => n + b.parts, 0);
+      const bytes = batches.reduce((n, b) => n + b.bytes, 0);
+      riding = this.#carried.take(op, mutations, bytes, MAX_COMMIT_MUTATIONS);
+      mutations += riding.mutations;
       told = this.#options.rider?.ride(op, MAX_COMMIT_MUTATIONS - mutations);
       const result = await op.commit();
       if (result.ok) versionstamp = result.versionstamp;
+      else checkFailed = true;
     } catch (error) {
       failure = error;
       this.#options.gate?.failed(error);
     }
     told?.(versionstamp !== undefined);
+    if (checkFailed) {
+      // Only carried results hold checks: the entries go again at the head
+      // of the line, and each result is tried alone.
+      riding!.checkFailed();
+      this.#waiting.unshift(...taken);
+      this.#waitingChars += chars;
+      return;
+    }
+    if (versionstamp !== undefined) riding?.committed(versionstamp);
+    else riding?.failed(failure);
     if (versionstamp !== undefined) {
       for (const w of taken) w.resolve();
       if (batches.length > 0) {
@@ -291,9 +337,16 @@ export class GroupCommitter {
         parts: 1 + rest.length,
         attempts: 0,
       };
-      op.set(pendingBatchKey(id), encodeBatchHeader(header));
-      rest.forEach((part, i) => op.set(batchPartKey(id, i + 1), part));
-      batches.push({ id, parts: header.parts, items });
+      const value = encodeBatchHeader(header);
+      const key = pendingBatchKey(id);
+      op.set(key, value);
+      let bytes = keyBytes(key) + value.length;
+      rest.forEach((part, i) => {
+        const key = batchPartKey(id, i + 1);
+        op.set(key, part);
+        bytes += keyBytes(key) + part.length;
+      });
+      batches.push({ id, parts: header.parts, bytes, items });
       from = to;
     }
     return batches;

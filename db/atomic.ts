@@ -1,0 +1,127 @@
+/**
+ * Atomic writes recorded before they are made: the consumer builds its result
+ * commit as a {@linkcode RecordedAtomic}, which is then applied to an atomic
+ * operation of its own or to the producer's next group commit, where it rides
+ * beside the entries being queued (docs/design.md#one-commit-for-two). The
+ * recording knows its checks, mutations and bytes, so the commit it joins
+ * can stay under KV's limits.
+ *
+ * @module
+ */
+
+/** What results are written with: a `Deno.AtomicOperation`, or a recording. */
+export interface AtomicWriter {
+  check(...checks: Deno.AtomicCheck[]): unknown;
+  set(
+    key: Deno.KvKey,
+    value: unknown,
+    options?: { expireIn?: number },
+  ): unknown;
+  delete(key: Deno.KvKey): unknown;
+  sum(key: Deno.KvKey, n: bigint): unknown;
+}
+
+/** Bytes counted per key part beside its own, an upper bound of its encoding. */
+const KEY_PART_OVERHEAD = 10;
+/** Bytes counted for a value that is not bytes (a counter, a number). */
+const SCALAR_VALUE_BYTES = 16;
+
+/**
+ * An upper bound of the bytes KV counts for a key: every string part at 3
+ * bytes per UTF-16 unit, plus a fixed overhead per part.
+ */
+export function keyBytes(key: Deno.KvKey): number {
+  let bytes = 0;
+  for (const part of key) {
+    bytes += KEY_PART_OVERHEAD +
+      (typeof part === "string"
+        ? part.length * 3
+        : part instanceof Uint8Array
+        ? part.length
+        : 8);
+  }
+  return bytes;
+}
+
+function valueBytes(value: unknown): number {
+  if (value instanceof Uint8Array) return value.length;
+  if (typeof value === "string") return value.length * 3;
+  return SCALAR_VALUE_BYTES;
+}
+
+type Step = (op: Deno.AtomicOperation) => void;
+
+/**
+ * Checks and mutations recorded in order, applied later to one or more
+ * atomic operations.
+ *
+ * @example
+ * ```ts
+ * const result = new RecordedAtomic();
+ * result.check(pending).delete(pending.key);
+ * await result.commit(kv); // or result.applyTo(op) inside another commit
+ * ```
+ */
+export class RecordedAtomic implements AtomicWriter {
+  #steps: Step[] = [];
+  #checks = 0;
+  #mutations = 0;
+  #bytes = 0;
+
+  /** Checks recorded. */
+  get checks(): number {
+    return this.#checks;
+  }
+
+  /** Mutations recorded. */
+  get mutations(): number {
+    return this.#mutations;
+  }
+
+  /** An upper bound of the bytes KV counts for what is recorded. */
+  get bytes(): number {
+    return this.#bytes;
+  }
+
+  check(...checks: Deno.AtomicCheck[]): this {
+    for (const check of checks) {
+      this.#checks++;
+      this.#bytes += keyBytes(check.key) + 16;
+      this.#steps.push((op) => op.check(check));
+    }
+    return this;
+  }
+
+  set(key: Deno.KvKey, value: unknown, options?: { expireIn?: number }): this {
+    this.#mutations++;
+    this.#bytes += keyBytes(key) + valueBytes(value);
+    this.#steps.push((op) => op.set(key, value, options));
+    return this;
+  }
+
+  delete(key: Deno.KvKey): this {
+    this.#mutations++;
+    this.#bytes += keyBytes(key);
+    this.#steps.push((op) => op.delete(key));
+    return this;
+  }
+
+  sum(key: Deno.KvKey, n: bigint): this {
+    this.#mutations++;
+    this.#bytes += keyBytes(key) + SCALAR_VALUE_BYTES;
+    this.#steps.push((op) => op.sum(key, n));
+    return this;
+  }
+
+  /** Adds everything recorded to `op`, in the order recorded. */
+  applyTo(op: Deno.AtomicOperation): void {
+    for (const step of this.#steps) step(op);
+  }
+
+  /** Commits what is recorded as an atomic operation of its own. */
+  commit(kv: Deno.Kv): Promise<Deno.KvCommitResult | Deno.KvCommitError> {
+    const op = kv.atomic();
+    this.applyTo(op);
+    return op.commit();
+  }
+}
