@@ -20,7 +20,7 @@
  * @module
  */
 import type { AtomicWriter } from "./atomic.ts";
-import type { LogRecord } from "../domain/entry.ts";
+import type { AuthMethod, LogRecord, QueuedEntry } from "../domain/entry.ts";
 import { idTime } from "../domain/ids.ts";
 import { concatBytes, joinBytes, splitBytes } from "./blob.ts";
 import { logKey, logPartKey } from "./keys.ts";
@@ -75,6 +75,42 @@ export function encodeRecordLine(record: LogRecord): string {
   if (record.origin !== undefined) line.origin = record.origin;
   line.auth = record.auth;
   return JSON.stringify(line);
+}
+
+/**
+ * The line of an accepted entry cut from its queued JSON, the text the
+ * producer committed, instead of building the record and serializing it
+ * again. The route gives a queued entry its members in the line's order
+ * (`id`, `level`, `data`, `device`, `context`, `appid`, `origin`, then
+ * `receivedAt`, `projectId` and the signature's members), so the line is
+ * that text up to `receivedAt` with `auth` added: byte for byte what
+ * {@linkcode encodeRecordLine} makes of the record. `undefined` when the
+ * text is not in that form (an entry without `device` or `context`, whose
+ * line has them as `{}`; one read back from an older batch), and the
+ * caller encodes the record instead.
+ *
+ * @example
+ * ```ts
+ * const line = lineFromQueued(text, entry, "origin") ??
+ *   encodeRecordLine(toLogRecord(entry, "origin"));
+ * ```
+ */
+export function lineFromQueued(
+  text: string,
+  entry: QueuedEntry,
+  auth: AuthMethod,
+): string | undefined {
+  if (
+    entry.device === undefined || entry.context === undefined ||
+    entry.receivedAt !== idTime(entry.id) ||
+    !text.startsWith(`{"id":"${entry.id}","level":`)
+  ) return undefined;
+  // Every later member is a string or an object of strings, whose quotes
+  // are escaped: the last match is the top-level member.
+  const tail = `,"receivedAt":${entry.receivedAt},"projectId":`;
+  const at = text.lastIndexOf(tail);
+  if (at < 0) return undefined;
+  return `${text.slice(0, at)},"auth":${JSON.stringify(auth)}}`;
 }
 
 /** Parses a line of {@linkcode encodeRecordLine} back into the record. */
@@ -137,9 +173,10 @@ export function setLogPage(
   projectId: string,
   records: LogRecord[],
   expireIn: number,
+  lineOf: (record: LogRecord) => string = encodeRecordLine,
 ): number {
   const first = records[0]!.id;
-  const lines = encoder.encode(records.map(encodeRecordLine).join("\n"));
+  const lines = encoder.encode(records.map(lineOf).join("\n"));
   const { head, rest } = splitBytes(lines, PART_BYTES - PAGE_HEADER_BYTES);
   const count = records.length;
   const header = [PAGE_FORMAT, 1 + rest.length, count & 0xff, count >> 8];
@@ -160,6 +197,8 @@ export interface StoreLogsOptions {
   now: number;
   /** The project's retention. */
   retentionMs: number;
+  /** A record's line, when known already. @default {encodeRecordLine} */
+  lineOf?: (record: LogRecord) => string;
 }
 
 /**
@@ -188,6 +227,7 @@ export function storeLogs(
       projectId,
       page,
       Math.max(1000, expireAt - options.now),
+      options.lineOf,
     );
   }
   return mutations + addLogCounts(op, projectId, records);

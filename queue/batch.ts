@@ -39,6 +39,8 @@ export interface HandedBatch {
   /** Number of parts the batch was written in. */
   parts: number;
   entries: QueuedEntry[];
+  /** Each entry's JSON as committed, in the same order. */
+  texts?: string[];
 }
 
 /** Thrown for a batch whose stored form cannot be read. */

@@ -31,7 +31,7 @@ import {
   encodeJson,
   getManyChunked,
 } from "../db/kv.ts";
-import { storeLogs } from "../db/logs.ts";
+import { encodeRecordLine, lineFromQueued, storeLogs } from "../db/logs.ts";
 import { joinParts } from "../db/parts.ts";
 import type { Project } from "../db/projects.ts";
 import { encodeKeptEntry } from "../db/rejected.ts";
@@ -105,11 +105,13 @@ interface BatchRead {
   pending: { key: Deno.KvKey; versionstamp: string };
   parts: number;
   entries: QueuedEntry[];
+  /** Entries' JSON as committed, when handed over in memory. */
+  texts?: Map<QueuedEntry, string>;
 }
 
 /** A batch handed over in memory, in the form of one read from KV. */
 function handedBatch(batchId: string, handed: HandedBatch): BatchRead {
-  return {
+  const read: BatchRead = {
     pending: {
       key: pendingBatchKey(batchId),
       versionstamp: handed.versionstamp,
@@ -117,6 +119,11 @@ function handedBatch(batchId: string, handed: HandedBatch): BatchRead {
     parts: handed.parts,
     entries: handed.entries,
   };
+  const { texts } = handed;
+  if (texts?.length === handed.entries.length) {
+    read.texts = new Map(handed.entries.map((e, i) => [e, texts[i]!]));
+  }
+  return read;
 }
 
 /** Options of {@linkcode Consumer}. */
@@ -242,7 +249,7 @@ export class Consumer {
           : [projects.get(e.projectId)!.project ? e.projectId : GLOBAL_RING]
       );
       const result = await this.#rings.hold(rings, async () => {
-        await this.#addResults(op, taken, verdicts, projects);
+        await this.#addResults(op, taken, verdicts, projects, read.texts);
         return await this.#commit(op);
       });
       if (result.ok && final) return "processed";
@@ -335,17 +342,25 @@ export class Consumer {
     entries: QueuedEntry[],
     results: AuthResult[],
     reads: Reads,
+    texts?: Map<QueuedEntry, string>,
   ): Promise<void> {
     const projects = new Map<string, Project | null>();
     for (const [id, read] of reads) projects.set(id, read.project);
     const now = this.#now();
     const accepted = new Map<string, LogRecord[]>();
+    // Lines cut from the committed JSON (db/logs.ts, lineFromQueued).
+    const lines = new Map<LogRecord, string>();
     const tally = new StatsTally();
     entries.forEach((entry, i) => {
       const result = results[i]!;
       const project = projects.get(entry.projectId) ?? null;
       if (result.ok && project) {
         const record = toLogRecord(entry, result.method);
+        const text = texts?.get(entry);
+        const line = text === undefined
+          ? undefined
+          : lineFromQueued(text, entry, result.method);
+        if (line !== undefined) lines.set(record, line);
         const list = accepted.get(project.id);
         if (list) list.push(record);
         else accepted.set(project.id, [record]);
@@ -365,7 +380,11 @@ export class Consumer {
     for (const [projectId, records] of accepted) {
       const retentionMs = projects.get(projectId)!.retentionDays * DAY_MS;
       records.sort((a, b) => a.id < b.id ? -1 : a.id > b.id ? 1 : 0);
-      storeLogs(op, projectId, records, { now, retentionMs });
+      storeLogs(op, projectId, records, {
+        now,
+        retentionMs,
+        lineOf: (record) => lines.get(record) ?? encodeRecordLine(record),
+      });
       tally.accept(projectId, records.length);
     }
     await addStats(this.#kv, op, tally);

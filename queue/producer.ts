@@ -297,6 +297,7 @@ export class GroupCommitter {
           versionstamp,
           parts,
           entries: items.map((w) => w.entry),
+          texts: items.map((w) => w.json),
         })));
       }
     } else {

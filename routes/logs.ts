@@ -21,7 +21,7 @@ import { HttpError, invalidBody, invalidJson, unavailable } from "./errors.ts";
 import { scanJson } from "../domain/json.ts";
 import type { ErrorLog } from "./error_log.ts";
 import { answerError, corsHeaders, jsonResponse } from "./responses.ts";
-import { entrySchema, toIssues } from "./schema.ts";
+import { entrySchema, parseEntry, toIssues } from "./schema.ts";
 
 /** Deepest nesting accepted, the top-level object counting as 1. */
 export const MAX_DEPTH = 32;
@@ -120,15 +120,13 @@ export function logsFastPath(
 ): Deno.ServeHandler<Deno.NetAddr> {
   const post = postHandler(options);
   const { path, errorLog } = options;
-  return async (req, info) => {
+  return (req, info) => {
     if (req.method !== "POST" || pathOf(req.url) !== path) {
-      return await fallback(req, info);
+      return fallback(req, info);
     }
-    try {
-      return await post(req, info);
-    } catch (error) {
-      return answerError(error, req.headers.get("origin"), errorLog);
-    }
+    return post(req, info).catch((error) =>
+      answerError(error, req.headers.get("origin"), errorLog)
+    );
   };
 }
 
@@ -190,22 +188,24 @@ function postHandler(
         message: `Nesting is deeper than ${MAX_DEPTH} levels`,
       }]);
     }
-    const parsed = entrySchema.safeParse(body);
-    if (!parsed.success) throw invalidBody(toIssues(parsed.error));
-    const { level, projectId, data, device, context, appid } = parsed.data;
+    let valid = parseEntry(body as Record<string, unknown>);
+    if (valid === undefined) {
+      const parsed = entrySchema.safeParse(body);
+      if (!parsed.success) throw invalidBody(toIssues(parsed.error));
+      valid = parsed.data;
+    }
+    const { level, projectId, data, device, context, appid } = valid;
     const headers = req.headers;
-    const entry: QueuedEntry = {
-      id: createId(receivedAt),
-      receivedAt,
-      level,
-      projectId,
-      data,
-    };
+    const origin = headers.get("origin");
+    // Members in the stored line's order, the line first: the consumer cuts
+    // the line from this entry's JSON (db/logs.ts, lineFromQueued).
+    const entry = { id: createId(receivedAt), level, data } as QueuedEntry;
     if (device !== undefined) entry.device = device;
     if (context !== undefined) entry.context = context;
     if (appid != null) entry.appid = appid;
-    const origin = headers.get("origin");
     if (origin !== null) entry.origin = origin;
+    entry.receivedAt = receivedAt;
+    entry.projectId = projectId;
     const signature = headers.get("signature");
     if (signature !== null) {
       entry.signature = signature;

@@ -51,3 +51,43 @@ export function toIssues(error: z.ZodError): Issue[] {
     message: issue.message,
   }));
 }
+
+/** A body the schema accepts, as it returns it. */
+export type Entry = z.infer<typeof entrySchema>;
+
+/** A JSON object that zod's object schemas take as it is. */
+function isPlainObject(value: unknown): value is Record<string, unknown> {
+  return typeof value === "object" && value !== null &&
+    !Array.isArray(value) && !Object.hasOwn(value, "__proto__");
+}
+
+/**
+ * What {@linkcode entrySchema} makes of a parsed JSON object, without zod's
+ * work, for a body whose every member is plainly valid; `undefined` when
+ * zod must decide (a refusal, with its messages; or a member named
+ * `__proto__`, which zod's copy drops). Members are the body's own objects,
+ * not copies.
+ *
+ * @example
+ * ```ts
+ * const entry = parseEntry(body) ?? entrySchema.parse(body);
+ * ```
+ */
+export function parseEntry(body: Record<string, unknown>): Entry | undefined {
+  const { level, projectId, data, device, context, appid } = body;
+  if (
+    typeof level !== "string" || !LEVEL_PATTERN.test(level) ||
+    typeof projectId !== "string" || projectId.length < 1 ||
+    projectId.length > 128 || !isPlainObject(data) ||
+    (device !== undefined && typeof device !== "string" &&
+      !isPlainObject(device)) ||
+    (context !== undefined && !isPlainObject(context)) ||
+    (appid !== undefined && appid !== null &&
+      (typeof appid !== "string" || appid.length > 256))
+  ) return undefined;
+  const entry: Entry = { level, projectId, data };
+  if (device !== undefined) entry.device = device;
+  if (context !== undefined) entry.context = context;
+  if (appid !== undefined) entry.appid = appid;
+  return entry;
+}
