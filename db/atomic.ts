@@ -49,7 +49,12 @@ function valueBytes(value: unknown): number {
   return SCALAR_VALUE_BYTES;
 }
 
-type Step = (op: Deno.AtomicOperation) => void;
+/** One recorded check or mutation. */
+type AtomicStep =
+  | ["check", Deno.KvKey, string | null]
+  | ["set", Deno.KvKey, unknown, number | undefined]
+  | ["delete", Deno.KvKey]
+  | ["sum", Deno.KvKey, bigint];
 
 /**
  * Checks and mutations recorded in order, applied later to one or more
@@ -63,7 +68,7 @@ type Step = (op: Deno.AtomicOperation) => void;
  * ```
  */
 export class RecordedAtomic implements AtomicWriter {
-  #steps: Step[] = [];
+  #steps: AtomicStep[] = [];
   #checks = 0;
   #mutations = 0;
   #bytes = 0;
@@ -87,7 +92,7 @@ export class RecordedAtomic implements AtomicWriter {
     for (const check of checks) {
       this.#checks++;
       this.#bytes += keyBytes(check.key) + 16;
-      this.#steps.push((op) => op.check(check));
+      this.#steps.push(["check", check.key, check.versionstamp]);
     }
     return this;
   }
@@ -95,27 +100,42 @@ export class RecordedAtomic implements AtomicWriter {
   set(key: Deno.KvKey, value: unknown, options?: { expireIn?: number }): this {
     this.#mutations++;
     this.#bytes += keyBytes(key) + valueBytes(value);
-    this.#steps.push((op) => op.set(key, value, options));
+    this.#steps.push(["set", key, value, options?.expireIn]);
     return this;
   }
 
   delete(key: Deno.KvKey): this {
     this.#mutations++;
     this.#bytes += keyBytes(key);
-    this.#steps.push((op) => op.delete(key));
+    this.#steps.push(["delete", key]);
     return this;
   }
 
   sum(key: Deno.KvKey, n: bigint): this {
     this.#mutations++;
     this.#bytes += keyBytes(key) + SCALAR_VALUE_BYTES;
-    this.#steps.push((op) => op.sum(key, n));
+    this.#steps.push(["sum", key, n]);
     return this;
   }
 
   /** Adds everything recorded to `op`, in the order recorded. */
   applyTo(op: Deno.AtomicOperation): void {
-    for (const step of this.#steps) step(op);
+    for (const step of this.#steps) {
+      switch (step[0]) {
+        case "check":
+          op.check({ key: step[1], versionstamp: step[2] });
+          break;
+        case "set":
+          if (step[3] === undefined) op.set(step[1], step[2]);
+          else op.set(step[1], step[2], { expireIn: step[3] });
+          break;
+        case "delete":
+          op.delete(step[1]);
+          break;
+        case "sum":
+          op.sum(step[1], step[2]);
+      }
+    }
   }
 
   /** Commits what is recorded as an atomic operation of its own. */

@@ -8,6 +8,7 @@
  */
 import type { AuthResult } from "../auth/authenticate.ts";
 import type { ProjectCache, ProjectRead } from "../auth/projects.ts";
+import { RecordedAtomic } from "../db/atomic.ts";
 import { projectKey, seenSignatureKey } from "../db/keys.ts";
 import {
   ATOMIC_MAX_CHECKS,
@@ -32,6 +33,10 @@ export interface ClaimOptions {
   cache: ProjectCache;
   /** Accepted signature timestamp distance from receipt. */
   maxSkewMs: number;
+  /** Makes the claims' commit, as the consumer makes its result commit. */
+  commit?: (
+    op: RecordedAtomic,
+  ) => Promise<Deno.KvCommitResult | Deno.KvCommitError>;
 }
 
 /**
@@ -55,6 +60,7 @@ export async function claimSignatures(
   options: ClaimOptions,
 ): Promise<boolean> {
   const { kv, entries, results, projects, cache, maxSkewMs } = options;
+  const commit = options.commit ?? ((op: RecordedAtomic) => op.commit(kv));
   const todo = entries.flatMap((_entry, i) => {
     const r = results[i]!;
     return r.ok && r.method === "signature" ? [i] : [];
@@ -80,7 +86,7 @@ export async function claimSignatures(
       ...chunk.map((i) => keyOf(entries[i]!)),
       ...ids.map((id) => projectKey(id)),
     ]);
-    const op = kv.atomic();
+    const op = new RecordedAtomic();
     let current = true;
     ids.forEach((id, j) => {
       const fresh = seen[chunk.length + j]!;
@@ -110,7 +116,7 @@ export async function claimSignatures(
       });
       claiming.push(i);
     });
-    if (claiming.length > 0 && !(await op.commit()).ok) {
+    if (claiming.length > 0 && !(await commit(op)).ok) {
       // Another process claimed one of them, or a project changed,
       // meanwhile: read them again.
       for (const i of claiming) {

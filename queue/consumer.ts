@@ -206,6 +206,7 @@ export class Consumer {
         projects,
         cache: this.#projects,
         maxSkewMs: this.#maxSkewMs,
+        commit: this.#commit,
       });
       if (!current) continue;
       // The projects the results are stored or counted under, each checked.
