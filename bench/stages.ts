@@ -31,7 +31,7 @@ import { BodyGuard } from "../routes/body_guard.ts";
 import { checkContentType, readBody } from "../routes/body.ts";
 import { RateLimiter } from "../routes/rate_limit/mod.ts";
 import { corsHeaders, jsonResponse } from "../routes/responses.ts";
-import { entrySchema } from "../routes/schema.ts";
+import { entrySchema, parseEntry } from "../routes/schema.ts";
 import { benchEntry } from "./ingest.ts";
 import { median } from "./cpu.ts";
 
@@ -149,18 +149,19 @@ async function main(filter: string[]): Promise<void> {
   let sink: unknown;
   let address = 0;
 
+  // Members in the order the route gives them (the stored line's first).
   const entryOf = (i: number): QueuedEntry => {
-    const now = Date.now();
+    const now = Date.now() + (i & 1);
     const { level, projectId, data, device, context } = parsed;
     return {
-      id: createId(now + (i & 1)),
-      receivedAt: now,
+      id: createId(now),
       level,
-      projectId,
       data,
       device,
       context,
       origin: ORIGIN,
+      receivedAt: now,
+      projectId,
     };
   };
 
@@ -201,6 +202,14 @@ async function main(filter: string[]): Promise<void> {
       name: "zod safeParse",
       run(n) {
         for (let i = 0; i < n; i++) sink = entrySchema.safeParse(parsed);
+      },
+    },
+    {
+      name: "entry schema (parseEntry, zod only for the rest)",
+      run(n) {
+        for (let i = 0; i < n; i++) {
+          sink = parseEntry(parsed) ?? entrySchema.safeParse(parsed);
+        }
       },
     },
     {
