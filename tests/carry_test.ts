@@ -4,16 +4,29 @@
  * commit together with the entries queued meanwhile; a result whose check
  * fails costs neither those entries nor the other results of that commit;
  * one too large to share a commit is committed alone; nothing is carried
- * while the write gate is closed.
+ * while the write gate is closed, and a result caught waiting when it closes
+ * leaves its batch pending without counting a failed attempt.
  *
  * @module
  */
 import assert from "node:assert/strict";
 import { RecordedAtomic } from "../db/atomic.ts";
+import { createProject } from "../db/projects.ts";
+import type { SpaceGuard } from "../db/space.ts";
 import type { QueuedEntry } from "../domain/entry.ts";
+import { createId } from "../domain/ids.ts";
 import type { HandedBatch } from "../queue/batch.ts";
+import { createPipeline } from "../queue/pipeline.ts";
 import { GroupCommitter, WritesHeldError } from "../queue/producer.ts";
-import { EVENT_TIMEOUT_MS, withTimeout } from "./_helpers.ts";
+import {
+  EVENT_TIMEOUT_MS,
+  pendingBatches,
+  stats,
+  testConfig,
+  untilIdle,
+  withTimeout,
+} from "./_helpers.ts";
+import { holdCommits } from "./_hold.ts";
 
 /** Waits for `promises`, failing the test when they do not settle. */
 function settled<T>(promises: Promise<T>[]): Promise<T[]> {
@@ -164,6 +177,75 @@ Deno.test("a recorded operation counts what it holds and applies it in order", a
     assert.deepEqual(await recorded.commit(kv), { ok: false });
     assert.equal((await kv.get<Deno.KvU64>(["n"])).value?.value, 2n);
   } finally {
+    kv.close();
+  }
+});
+
+Deno.test("a result waiting for a commit when the disk fills leaves its batch pending, no attempt counted, and is stored once space returns", async () => {
+  const kv = await Deno.openKv(":memory:");
+  const held = holdCommits(kv);
+  let open = true;
+  const space = {
+    open: () => open,
+    failed: () => {},
+    start: () => {},
+    stop: () => Promise.resolve(),
+  } as unknown as SpaceGuard;
+  const errors: unknown[] = [];
+  const pipeline = createPipeline({
+    kv: held.kv,
+    config: testConfig(),
+    space,
+    compactIntervalMs: 0,
+    onError: (_id, error) => errors.push(error),
+  });
+  try {
+    const project = await createProject(kv, {
+      name: "p",
+      allow: ["https://app.example.com"],
+    });
+    const entry = (n: number): QueuedEntry => ({
+      id: createId(Date.now()),
+      level: "info",
+      data: { n },
+      device: {},
+      context: {},
+      origin: "https://app.example.com",
+      receivedAt: Date.now(),
+      projectId: project.id,
+    });
+    const { producer } = pipeline;
+    const carried = Promise.withResolvers<void>();
+    const carry = producer.carry.bind(producer);
+    producer.carry = (result) => {
+      const outcome = carry(result);
+      carried.resolve();
+      return outcome;
+    };
+    await settled([producer.submit(entry(1))]);
+    // The first batch's consumer is judging; the next commit is held.
+    const second = held.hold();
+    const queued = producer.submit(entry(2));
+    await withTimeout(second.reached, EVENT_TIMEOUT_MS, "the second commit");
+    await withTimeout(carried.promise, EVENT_TIMEOUT_MS, "the result");
+    open = false; // the disk fills while the result waits
+    second.release();
+    await settled([queued]);
+    await untilIdle(pipeline.worker);
+    assert.deepEqual(errors, []);
+    const pending = await pendingBatches(kv);
+    assert.equal(pending.length, 2);
+    assert.ok(pending.every((p) => p.header.attempts === 0));
+    open = true;
+    await pipeline.worker.sweep({ all: true });
+    await untilIdle(pipeline.worker);
+    assert.deepEqual(await pendingBatches(kv), []);
+    assert.deepEqual(await stats(kv, project.id), {
+      accepted: 2,
+      rejected: {},
+    });
+  } finally {
+    await pipeline.stop();
     kv.close();
   }
 });
