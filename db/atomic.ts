@@ -43,6 +43,17 @@ export function keyBytes(key: Deno.KvKey): number {
   return bytes;
 }
 
+/** A key as text, equal for equal keys and different for different ones. */
+function keyText(key: Deno.KvKey): string {
+  let text = "";
+  for (const part of key) {
+    text += part instanceof Uint8Array
+      ? `u${part.join(",")}\u0000`
+      : `${typeof part}:${String(part)}\u0000`;
+  }
+  return text;
+}
+
 function valueBytes(value: unknown): number {
   if (value instanceof Uint8Array) return value.length;
   if (typeof value === "string") return value.length * 3;
@@ -69,9 +80,26 @@ type AtomicStep =
  */
 export class RecordedAtomic implements AtomicWriter {
   #steps: AtomicStep[] = [];
+  #checked: string[] = [];
+  #written: string[] = [];
   #checks = 0;
   #mutations = 0;
   #bytes = 0;
+
+  /**
+   * Whether this and `other` cannot share one atomic operation: one checks a
+   * key the other sets or deletes. Together both checks would be made against
+   * the state before either write, and both would pass where one alone, made
+   * after the other, fails (the same batch judged twice, the same signature
+   * claimed twice).
+   */
+  conflictsWith(other: RecordedAtomic): boolean {
+    if (this.#checked.length === 0 && other.#checked.length === 0) return false;
+    const overlaps = (keys: string[], among: string[]) =>
+      keys.some((key) => among.includes(key));
+    return overlaps(this.#checked, other.#written) ||
+      overlaps(other.#checked, this.#written);
+  }
 
   /** Checks recorded. */
   get checks(): number {
@@ -91,6 +119,7 @@ export class RecordedAtomic implements AtomicWriter {
   check(...checks: Deno.AtomicCheck[]): this {
     for (const check of checks) {
       this.#checks++;
+      this.#checked.push(keyText(check.key));
       this.#bytes += keyBytes(check.key) + 16;
       this.#steps.push(["check", check.key, check.versionstamp]);
     }
@@ -99,6 +128,7 @@ export class RecordedAtomic implements AtomicWriter {
 
   set(key: Deno.KvKey, value: unknown, options?: { expireIn?: number }): this {
     this.#mutations++;
+    this.#written.push(keyText(key));
     this.#bytes += keyBytes(key) + valueBytes(value);
     this.#steps.push(["set", key, value, options?.expireIn]);
     return this;
@@ -106,6 +136,7 @@ export class RecordedAtomic implements AtomicWriter {
 
   delete(key: Deno.KvKey): this {
     this.#mutations++;
+    this.#written.push(keyText(key));
     this.#bytes += keyBytes(key);
     this.#steps.push(["delete", key]);
     return this;

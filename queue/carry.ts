@@ -3,7 +3,8 @@
  * a batch is carried by the next group commit, beside the entries queued
  * then, so one KV transaction does the work of two
  * (docs/design.md#one-commit-for-two). A result joins a commit only while
- * the commit stays under KV's limits; one that does not fit is committed
+ * the commit stays under KV's limits and no other result in it writes a key
+ * it checks (or checks one it writes); one that does not fit is committed
  * alone at once.
  *
  * @module
@@ -90,7 +91,8 @@ export class CarriedResults {
       if (
         checks + result.checks > ATOMIC_MAX_CHECKS ||
         mutations + added + result.mutations > maxMutations ||
-        bytes + result.bytes > MAX_CARRY_BYTES
+        bytes + result.bytes > MAX_CARRY_BYTES ||
+        joining.some((other) => other.result.conflictsWith(result))
       ) {
         this.#commitAlone(carried);
         continue;

@@ -52,6 +52,12 @@ const MAX_COMMIT_ENTRIES = 800;
 /** Mutations per commit, leaving room under KV's cap. */
 export const MAX_COMMIT_MUTATIONS = ATOMIC_MAX_MUTATIONS - 10;
 
+/**
+ * How long carried results wait for entries to ride with when none are
+ * waiting, instead of a commit of their own (docs/design.md#one-commit-for-two).
+ */
+export const RESULT_LINGER_MS = 2;
+
 /** Thrown by {@linkcode GroupCommitter.submit} when too many requests wait. */
 export class OverloadedError extends Error {
   override name = "OverloadedError";
@@ -148,6 +154,9 @@ export class GroupCommitter {
   #waitingChars = 0;
   #carried: CarriedResults;
   #inFlight: Promise<void> | null = null;
+  /** Set while carried results wait for entries; they then go alone. */
+  #linger: ReturnType<typeof setTimeout> | undefined;
+  #lingered = false;
   #options: ProducerOptions;
   #now: () => number;
 
@@ -216,7 +225,19 @@ export class GroupCommitter {
 
   /** Resolves when nothing waits and no commit is in flight. */
   async flush(): Promise<void> {
-    while (this.#inFlight) await this.#inFlight;
+    for (;;) {
+      if (this.#linger !== undefined) this.#endLinger();
+      if (!this.#inFlight) return;
+      await this.#inFlight;
+    }
+  }
+
+  /** Lets the carried results go without entries. */
+  #endLinger(): void {
+    clearTimeout(this.#linger);
+    this.#linger = undefined;
+    this.#lingered = true;
+    this.#pump();
   }
 
   #pump(): void {
@@ -232,10 +253,20 @@ export class GroupCommitter {
       return;
     }
     const rider = this.#options.rider;
-    if (
-      this.#waiting.length === 0 && this.#carried.size === 0 &&
-      !rider?.pending()
-    ) return;
+    const entries = this.#waiting.length > 0;
+    if (!entries && this.#carried.size === 0 && !rider?.pending()) return;
+    if (!entries && this.#carried.size > 0 && !this.#lingered) {
+      // Results alone wait a moment for entries to ride with: under load the
+      // next requests are being read now, and a commit of results alone would
+      // make two transactions again.
+      this.#linger ??= setTimeout(() => this.#endLinger(), RESULT_LINGER_MS);
+      return;
+    }
+    this.#lingered = false;
+    if (this.#linger !== undefined) {
+      clearTimeout(this.#linger);
+      this.#linger = undefined;
+    }
     this.#inFlight = this.#commit().finally(() => {
       this.#inFlight = null;
       this.#pump();

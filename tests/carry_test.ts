@@ -249,3 +249,43 @@ Deno.test("a result waiting for a commit when the disk fills leaves its batch pe
     kv.close();
   }
 });
+
+Deno.test("two results that check a key the other writes never share a commit: one of them fails its check", async () => {
+  await withProducer(async (kv, producer) => {
+    // The same claim twice (a signature seen in two batches at once), and
+    // the same batch's result twice: each checks what the other writes.
+    const claim = (value: number) =>
+      new RecordedAtomic()
+        .check({ key: ["claim"], versionstamp: null })
+        .set(["claim"], new Uint8Array([value]));
+    const first = producer.submit(entry(1));
+    const outcomes = [producer.carry(claim(1)), producer.carry(claim(2))];
+    const second = producer.submit(entry(2));
+    await settled([first, second]);
+    const ok = (await settled(outcomes)).filter((o) => o.ok);
+    assert.equal(ok.length, 1);
+    const stored = await kv.get<Uint8Array>(["claim"]);
+    assert.equal(
+      stored.versionstamp,
+      (ok[0] as Deno.KvCommitResult).versionstamp,
+    );
+  });
+});
+
+Deno.test("results checking the same key without writing it share a commit", async () => {
+  await withProducer(async (kv, producer, handed) => {
+    const project = await kv.set(["project"], new Uint8Array([1]));
+    const result = (name: string) =>
+      new RecordedAtomic()
+        .check({ key: ["project"], versionstamp: project.versionstamp })
+        .set(["result", name], new Uint8Array([1]));
+    const first = producer.submit(entry(1));
+    const outcomes = [producer.carry(result("a")), producer.carry(result("b"))];
+    const second = producer.submit(entry(2));
+    await settled([first, second]);
+    const [a, b] = (await settled(outcomes)) as Deno.KvCommitResult[];
+    assert.ok(a!.ok && b!.ok);
+    assert.equal(a!.versionstamp, b!.versionstamp);
+    assert.equal(a!.versionstamp, handed[1]!.versionstamp);
+  });
+});
