@@ -100,10 +100,12 @@ export function lineFromQueued(
   entry: QueuedEntry,
   auth: AuthMethod,
 ): string | undefined {
+  const { id } = entry;
   if (
     entry.device === undefined || entry.context === undefined ||
-    entry.receivedAt !== idTime(entry.id) ||
-    !text.startsWith(`{"id":"${entry.id}","level":`)
+    !text.startsWith('{"id":"') || !text.startsWith(id, 7) ||
+    !text.startsWith('","level":', 7 + id.length) ||
+    entry.receivedAt !== idTime(id)
   ) return undefined;
   // Every later member is a string or an object of strings, whose quotes
   // are escaped: the last match is the top-level member.

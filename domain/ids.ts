@@ -16,6 +16,9 @@ const tag = Array.from(
   (b) => b.toString(16).padStart(2, "0"),
 ).join("");
 let sequence = 0;
+/** The time part of the last id: requests of one millisecond share it. */
+let lastMs = -1;
+let lastTime = "";
 
 /**
  * Returns a new id for time `ms`.
@@ -27,7 +30,11 @@ let sequence = 0;
  */
 export function createId(ms: number): string {
   sequence = (sequence + 1) >>> 0;
-  return timeBound(ms) + sequence.toString(16).padStart(8, "0") + tag;
+  if (ms !== lastMs) {
+    lastMs = ms;
+    lastTime = timeBound(ms);
+  }
+  return lastTime + sequence.toString(16).padStart(8, "0") + tag;
 }
 
 /** Reads the time back out of an id made by {@linkcode createId}. */
