@@ -85,6 +85,38 @@ const decoder = new TextDecoder();
  * ```
  */
 export function buildChunk(lines: string[]): BuiltChunk {
+  const steps = chunkSteps(lines);
+  for (;;) {
+    const step = steps.next();
+    if (step.done) return step.value;
+  }
+}
+
+/**
+ * {@linkcode buildChunk}, awaiting `pause()` after each block (about
+ * {@linkcode BLOCK_RAW_BYTES} of lines, a few milliseconds of work), so that
+ * a chunk built while requests arrive does not hold the thread for the whole
+ * chunk.
+ *
+ * @example
+ * ```ts
+ * const chunk = await buildChunkPausing(lines, () => new Promise((r) => setTimeout(r, 0)));
+ * ```
+ */
+export async function buildChunkPausing(
+  lines: string[],
+  pause: () => Promise<void>,
+): Promise<BuiltChunk> {
+  const steps = chunkSteps(lines);
+  for (;;) {
+    const step = steps.next();
+    if (step.done) return step.value;
+    await pause();
+  }
+}
+
+/** The work of {@linkcode buildChunk}, one block between two yields. */
+function* chunkSteps(lines: string[]): Generator<void, BuiltChunk, void> {
   const levels: Record<string, number> = {};
   const blocks: string[][] = [];
   let raw = 0;
@@ -118,6 +150,7 @@ export function buildChunk(lines: string[]): BuiltChunk {
     for (const member of members) bloomAdd(bloom, bloomHash(member));
     blooms.push(bloom);
     deflated.push(deflateRawSync(encoder.encode(lines.join("\n"))));
+    yield;
   }
   // Block table: count, then each block's compressed size (32 bits).
   const table = new Uint8Array(1 + 4 * blocks.length);

@@ -48,11 +48,14 @@ import { decodeJson } from "../kv.ts";
 import { listProjects, type Project } from "../projects.ts";
 import { DAY_MS } from "../../domain/entry.ts";
 import {
-  buildChunk,
+  buildChunkPausing,
   CHUNK_MAX_BYTES,
   CHUNK_SPAN_MS,
   CHUNK_TARGET_BYTES,
 } from "./chunk.ts";
+
+/** Lets the event loop run: timers, arriving requests, finished commits. */
+const pause = () => new Promise<void>((resolve) => setTimeout(resolve, 0));
 
 /** Deletions (pages and their parts, and counters of old pages) per chunk. */
 export const PAGE_MUTATIONS = 900;
@@ -176,14 +179,16 @@ export async function compactProject(
   const commit = async (pages: SourcePage[]): Promise<void> => {
     const all = pages.flatMap((page) => page.lines);
     if (pages.length > 1) all.sort((a, b) => (lineId(a) < lineId(b) ? -1 : 1));
-    const chunk = buildChunk(all);
+    // Block by block, letting requests through in between.
+    const chunk = await buildChunkPausing(all, pause);
     if (chunk.compressedBytes > CHUNK_MAX_BYTES && pages.length > 1) {
       const half = Math.ceil(pages.length / 2);
       await commit(pages.slice(0, half));
       await commit(pages.slice(half));
       return;
     }
-    ratio = Math.max(0.02, chunk.compressedBytes / all.join("\n").length);
+    const raw = all.reduce((n, line) => n + line.length + 1, -1);
+    ratio = Math.max(0.02, chunk.compressedBytes / raw);
     const { firstId, lastId } = chunk.summary;
     const expireIn = Math.max(1000, idTime(firstId) + retentionMs - now);
     const op = kv.atomic()

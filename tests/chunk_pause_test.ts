@@ -1,0 +1,40 @@
+/**
+ * Chunks built block by block (db/query/chunk.ts, `buildChunkPausing`): the
+ * compactor lets requests through between blocks, and the chunk is the one
+ * built at once.
+ *
+ * @module
+ */
+import assert from "node:assert/strict";
+import { buildChunk, buildChunkPausing } from "../db/query/chunk.ts";
+import { encodeRecordLine } from "../db/logs.ts";
+import type { LogRecord } from "../domain/entry.ts";
+import { createId } from "../domain/ids.ts";
+
+function lines(n: number): string[] {
+  const t0 = Date.UTC(2026, 0, 1);
+  return Array.from({ length: n }, (_, i): LogRecord => ({
+    id: createId(t0 + i),
+    receivedAt: t0 + i,
+    level: i % 7 === 0 ? "error" : "info",
+    data: { title: `Entry ${i}`, message: `user-${i % 97} did thing ${i}` },
+    device: { os: "Linux" },
+    context: { route: `/r/${i % 13}` },
+    auth: "origin",
+  })).map(encodeRecordLine);
+}
+
+Deno.test("a chunk built block by block pauses between blocks and equals the chunk built at once", async () => {
+  const all = lines(4000);
+  let pauses = 0;
+  const paused = await buildChunkPausing(all, () => {
+    pauses++;
+    return Promise.resolve();
+  });
+  const direct = buildChunk(all);
+  assert.deepEqual(paused, direct);
+  // One pause after each block: the chunk's table counts its blocks.
+  const blocks = direct.head[2]!;
+  assert.ok(blocks > 1, `${blocks} blocks`);
+  assert.equal(pauses, blocks);
+});
