@@ -289,3 +289,25 @@ Deno.test("results checking the same key without writing it share a commit", asy
     assert.equal(a!.versionstamp, handed[1]!.versionstamp);
   });
 });
+
+Deno.test("a result with no entries waiting waits for the next ones to ride with, and flush sends it alone", async () => {
+  await withProducer(async (kv, producer, handed) => {
+    // Nothing waits: the result lingers instead of committing alone.
+    const rides = producer.carry(result("rides", new Uint8Array([1])));
+    const queued = producer.submit(entry(1));
+    await settled([queued]);
+    const carried = await settled([rides]);
+    assert.equal(
+      (carried[0] as Deno.KvCommitResult).versionstamp,
+      handed[0]!.versionstamp,
+    );
+    // With nothing to come, flush does not wait out the linger.
+    const alone = producer.carry(result("alone", new Uint8Array([2])));
+    await producer.flush();
+    assert.deepEqual(
+      (await kv.get(["result", "alone"])).value,
+      new Uint8Array([2]),
+    );
+    assert.ok((await settled([alone]))[0]!.ok);
+  });
+});

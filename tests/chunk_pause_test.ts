@@ -7,9 +7,11 @@
  */
 import assert from "node:assert/strict";
 import { buildChunk, buildChunkPausing } from "../db/query/chunk.ts";
+import { compactProject } from "../db/query/mod.ts";
 import { encodeRecordLine } from "../db/logs.ts";
 import type { LogRecord } from "../domain/entry.ts";
 import { createId } from "../domain/ids.ts";
+import { queryProject, recordAt, storeBatch, T0, withKv } from "./_query.ts";
 
 function lines(n: number): string[] {
   const t0 = Date.UTC(2026, 0, 1);
@@ -37,4 +39,30 @@ Deno.test("a chunk built block by block pauses between blocks and equals the chu
   const blocks = direct.head[2]!;
   assert.ok(blocks > 1, `${blocks} blocks`);
   assert.equal(pauses, blocks);
+});
+
+Deno.test("the compactor pauses between the blocks of each chunk it builds", async () => {
+  await withKv(async (kv) => {
+    const projectId = await queryProject(kv);
+    const records = Array.from(
+      { length: 4000 },
+      (_, i) => recordAt(T0 + i * 10, { data: { n: i, text: `entry ${i}` } }),
+    );
+    for (let i = 0; i < records.length; i += 200) {
+      await storeBatch(kv, projectId, records.slice(i, i + 200));
+    }
+    let pauses = 0;
+    const done = await compactProject(kv, projectId, {
+      now: T0 + 2 * 3_600_000,
+      pause: () => {
+        pauses++;
+        return Promise.resolve();
+      },
+    });
+    assert.equal(done.entries, records.length);
+    assert.ok(
+      pauses >= done.chunks * 2,
+      `${pauses} pauses, ${done.chunks} chunks`,
+    );
+  });
 });

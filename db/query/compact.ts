@@ -55,7 +55,7 @@ import {
 } from "./chunk.ts";
 
 /** Lets the event loop run: timers, arriving requests, finished commits. */
-const pause = () => new Promise<void>((resolve) => setTimeout(resolve, 0));
+const nextTurn = () => new Promise<void>((resolve) => setTimeout(resolve, 0));
 
 /** Deletions (pages and their parts, and counters of old pages) per chunk. */
 export const PAGE_MUTATIONS = 900;
@@ -76,6 +76,12 @@ export interface CompactOptions {
   maxChunks?: number;
   /** Asked before each chunk: stop when it says so (the process got busy). */
   shouldStop?: () => boolean;
+  /**
+   * Awaited between two blocks of a chunk being built, so that arriving
+   * requests are not held for the whole chunk. @default one turn of the
+   * event loop (`setTimeout` 0)
+   */
+  pause?: () => Promise<void>;
 }
 
 /** What a compaction did. */
@@ -180,7 +186,7 @@ export async function compactProject(
     const all = pages.flatMap((page) => page.lines);
     if (pages.length > 1) all.sort((a, b) => (lineId(a) < lineId(b) ? -1 : 1));
     // Block by block, letting requests through in between.
-    const chunk = await buildChunkPausing(all, pause);
+    const chunk = await buildChunkPausing(all, options.pause ?? nextTurn);
     if (chunk.compressedBytes > CHUNK_MAX_BYTES && pages.length > 1) {
       const half = Math.ceil(pages.length / 2);
       await commit(pages.slice(0, half));
