@@ -195,8 +195,17 @@ export function plantWord(entry: GeneratedEntry, word: string): GeneratedEntry {
   return entry;
 }
 
-/** mulberry32: 32 bits of state, period 2^32, a few integer operations. */
-function mulberry32(seed: number): () => number {
+/**
+ * Uniform numbers in [0, 1) from a seed (mulberry32: 32 bits of state,
+ * period 2^32, a few integer operations).
+ *
+ * @example
+ * ```ts
+ * const next = mulberry32(42);
+ * next(); // the same number for the same seed
+ * ```
+ */
+export function mulberry32(seed: number): () => number {
   let a = seed >>> 0;
   return () => {
     a = (a + 0x6d2b79f5) | 0;

@@ -20,7 +20,12 @@ import { createProject } from "../../db/projects.ts";
 import { compactProject } from "../../db/query/mod.ts";
 import { createPipeline } from "../../queue/pipeline.ts";
 import { createId } from "../../domain/ids.ts";
-import { createGenerator, type GeneratedEntry, plantWord } from "./generate.ts";
+import {
+  createGenerator,
+  type GeneratedEntry,
+  mulberry32,
+  plantWord,
+} from "./generate.ts";
 
 /** The browser origin of generated entries without an app id. */
 export const ORIGIN = "https://shop.example.com";
@@ -74,17 +79,6 @@ export interface BuiltStore {
   compactSeconds: number;
 }
 
-/** Uniform numbers in [0, 1) from a seed (mulberry32). */
-function random(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) | 0;
-    let t = Math.imul(a ^ (a >>> 15), 1 | a);
-    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
-    return ((t ^ (t >>> 14)) >>> 0) / 0x1_0000_0000;
-  };
-}
-
 /**
  * Generates, ingests and compacts `count` entries into a new project.
  *
@@ -117,7 +111,7 @@ export async function buildStore(
       console.error(`Cannot process batch "${batchId}":`, error),
   });
   const generator = createGenerator(options.seed);
-  const jitter = random(options.seed ^ 0x5eed);
+  const jitter = mulberry32(options.seed ^ 0x5eed);
   const compactEveryMs = options.compactEveryMs ?? 600_000;
   const built: BuiltStore = {
     projectId: project.id,
