@@ -90,6 +90,25 @@ export class ConfigError extends Error {
 }
 
 /**
+ * The variables of an environment record that are set: an empty variable
+ * counts as unset, so that its default applies.
+ *
+ * @example
+ * ```ts
+ * setVariables({ PORT: "8000", KV_PATH: "" }); // { PORT: "8000" }
+ * ```
+ */
+export function setVariables(
+  env: Record<string, string | undefined>,
+): Record<string, string> {
+  return Object.fromEntries(
+    Object.entries(env).filter((pair): pair is [string, string] =>
+      pair[1] !== undefined && pair[1] !== ""
+    ),
+  );
+}
+
+/**
  * Reads and validates the configuration from an environment record; an
  * empty variable counts as unset.
  *
@@ -99,12 +118,7 @@ export class ConfigError extends Error {
  * ```
  */
 export function loadConfig(env: Record<string, string | undefined>): Config {
-  const present = Object.fromEntries(
-    Object.entries(env).filter(([, value]) =>
-      value !== undefined && value !== ""
-    ),
-  );
-  const parsed = schema.safeParse(present);
+  const parsed = schema.safeParse(setVariables(env));
   if (!parsed.success) {
     const issue = parsed.error.issues[0]!;
     throw new ConfigError(

@@ -9,7 +9,7 @@
  * @module
  */
 import { z } from "zod";
-import { loadConfig } from "../config.ts";
+import { loadConfig, setVariables } from "../config.ts";
 
 /** Shortest accepted `ADMIN_PASSWORD`. */
 export const MIN_PASSWORD_LENGTH = 8;
@@ -54,12 +54,7 @@ export class DashboardConfigError extends Error {
 export function loadDashboardConfig(
   env: Record<string, string | undefined>,
 ): DashboardConfig {
-  const present = Object.fromEntries(
-    Object.entries(env).filter(([, value]) =>
-      value !== undefined && value !== ""
-    ),
-  );
-  const parsed = schema.safeParse(present);
+  const parsed = schema.safeParse(setVariables(env));
   if (!parsed.success) {
     const issue = parsed.error.issues[0]!;
     const name = String(issue.path[0]);

@@ -59,6 +59,20 @@ export function CopyButton(props: { target: string; label?: string }) {
   );
 }
 
+/** A value in `<code>` with a button that copies it. */
+export function CopyableCode(
+  props: { id: string; value: string; secret?: boolean },
+) {
+  return (
+    <>
+      <code id={props.id} {...(props.secret ? { class: "secret" } : {})}>
+        {props.value}
+      </code>{" "}
+      <CopyButton target={props.id} />
+    </>
+  );
+}
+
 /** A message box: `ok`, `error` or `info`. */
 export function Notice(
   props: { kind: "ok" | "error" | "info"; children?: Child },

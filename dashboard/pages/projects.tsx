@@ -8,7 +8,7 @@
  */
 import { formatAgo, formatTime, link } from "./format.ts";
 import {
-  CopyButton,
+  CopyableCode,
   Csrf,
   Layout,
   Notice,
@@ -67,13 +67,11 @@ function Created(
       <dl class="pairs">
         <dt>Project id</dt>
         <dd>
-          <code id="created-id">{created.id}</code>{" "}
-          <CopyButton target="created-id" />
+          <CopyableCode id="created-id" value={created.id} />
         </dd>
         <dt>Secret</dt>
         <dd>
-          <code id="created-secret" class="secret">{created.secret}</code>{" "}
-          <CopyButton target="created-secret" />
+          <CopyableCode id="created-secret" value={created.secret} secret />
         </dd>
       </dl>
       <Notice kind="info">

@@ -9,7 +9,7 @@
  */
 import { formatDuration, formatTime, link } from "./format.ts";
 import {
-  CopyButton,
+  CopyableCode,
   Csrf,
   Layout,
   Notice,
@@ -67,6 +67,44 @@ function FieldErrorText(props: { error: FieldError | undefined }) {
     : null;
 }
 
+/** Props of {@linkcode RemovableValues}. */
+interface RemovableValuesProps {
+  ctx: PageContext;
+  values: string[];
+  /** Where each Remove form posts. */
+  action: string;
+  /** Name of the hidden field that carries the value. */
+  field: string;
+  /** Accessible label of a value's Remove button. */
+  removeLabel: (value: string) => string;
+  id?: string;
+}
+
+/** A list of values, each with a Remove button posting it to `action`. */
+function RemovableValues(props: RemovableValuesProps) {
+  const { ctx, field } = props;
+  return (
+    <ul class="values" {...(props.id === undefined ? {} : { id: props.id })}>
+      {props.values.map((value) => (
+        <li>
+          <code>{value}</code>
+          <form method="post" action={props.action} class="inline">
+            <Csrf ctx={ctx} />
+            <input type="hidden" name={field} value={value} />
+            <button
+              type="submit"
+              class="link danger"
+              aria-label={props.removeLabel(value)}
+            >
+              Remove
+            </button>
+          </form>
+        </li>
+      ))}
+    </ul>
+  );
+}
+
 /** The settings page. */
 export function SettingsPage(props: { ctx: PageContext; data: SettingsData }) {
   const { ctx, data } = props;
@@ -88,8 +126,7 @@ export function SettingsPage(props: { ctx: PageContext; data: SettingsData }) {
       <dl class="pairs">
         <dt>Project id</dt>
         <dd>
-          <code id="project-id">{project.id}</code>{" "}
-          <CopyButton target="project-id" />
+          <CopyableCode id="project-id" value={project.id} />
         </dd>
         <dt>Created</dt>
         <dd>{formatTime(project.createdAt, false)} UTC</dd>
@@ -111,28 +148,14 @@ export function SettingsPage(props: { ctx: PageContext; data: SettingsData }) {
                 </p>
               )
               : (
-                <ul class="values" id="allow-list">
-                  {project.allowedOrigin.map((value) => (
-                    <li>
-                      <code>{value}</code>
-                      <form
-                        method="post"
-                        action={action("disallow")}
-                        class="inline"
-                      >
-                        <Csrf ctx={ctx} />
-                        <input type="hidden" name="value" value={value} />
-                        <button
-                          type="submit"
-                          class="link danger"
-                          aria-label={`Remove ${value}`}
-                        >
-                          Remove
-                        </button>
-                      </form>
-                    </li>
-                  ))}
-                </ul>
+                <RemovableValues
+                  ctx={ctx}
+                  id="allow-list"
+                  values={project.allowedOrigin}
+                  action={action("disallow")}
+                  field="value"
+                  removeLabel={(value) => `Remove ${value}`}
+                />
               )}
             <form
               method="post"
@@ -161,28 +184,13 @@ export function SettingsPage(props: { ctx: PageContext; data: SettingsData }) {
               levels are stored; any other level is refused as unknown_level.
             </p>
             {project.levels.length > 0 && (
-              <ul class="values">
-                {project.levels.map((level) => (
-                  <li>
-                    <code>{level}</code>
-                    <form
-                      method="post"
-                      action={action("levels/remove")}
-                      class="inline"
-                    >
-                      <Csrf ctx={ctx} />
-                      <input type="hidden" name="level" value={level} />
-                      <button
-                        type="submit"
-                        class="link danger"
-                        aria-label={`Remove level ${level}`}
-                      >
-                        Remove
-                      </button>
-                    </form>
-                  </li>
-                ))}
-              </ul>
+              <RemovableValues
+                ctx={ctx}
+                values={project.levels}
+                action={action("levels/remove")}
+                field="level"
+                removeLabel={(level) => `Remove level ${level}`}
+              />
             )}
             <form method="post" action={action("levels/add")} class="row">
               <Csrf ctx={ctx} />
@@ -232,9 +240,7 @@ export function SettingsPage(props: { ctx: PageContext; data: SettingsData }) {
               <div class="created">
                 <p>
                   New secret:{" "}
-                  <code id="new-secret" class="secret">{data.newSecret}</code>
-                  {" "}
-                  <CopyButton target="new-secret" />
+                  <CopyableCode id="new-secret" value={data.newSecret} secret />
                 </p>
                 <Notice kind="info">
                   Copy it now: it is shown only this once.
