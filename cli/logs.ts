@@ -22,9 +22,12 @@ import {
   QuerySyntaxError,
 } from "../db/query/mod.ts";
 import { getProject, ProjectNotFoundError } from "../db/projects.ts";
-import { STANDARD_LEVELS } from "../domain/entry.ts";
+import {
+  type LogRecord,
+  recordJson,
+  STANDARD_LEVELS,
+} from "../domain/entry.ts";
 import { idTime, timeBound } from "../domain/ids.ts";
-import type { LogRecord } from "../domain/entry.ts";
 import {
   booleanFlag,
   type CommandContext,
@@ -76,21 +79,6 @@ Options:
 export const DEFAULT_LIMIT = 100;
 /** How far behind the newest seen entry `--follow` looks for late ones. */
 const FOLLOW_LOOKBACK_MS = 15_000;
-
-/** The JSON form of an entry, as `logs --json` prints it (README, "logs"). */
-export function logJson(log: LogRecord): Record<string, unknown> {
-  return {
-    id: log.id,
-    receivedAt: new Date(log.receivedAt).toISOString(),
-    level: log.level,
-    auth: log.auth,
-    ...(log.origin === undefined ? {} : { origin: log.origin }),
-    ...(log.appid === undefined ? {} : { appid: log.appid }),
-    data: log.data,
-    context: log.context,
-    device: log.device,
-  };
-}
 
 /** The filter of the flags other than `--query`. */
 function flagFilter(
@@ -183,7 +171,9 @@ class LinePrinter {
 
   print(logs: LogRecord[]): void {
     if (this.#json) {
-      for (const log of logs) println(this.#ctx, JSON.stringify(logJson(log)));
+      for (const log of logs) {
+        println(this.#ctx, JSON.stringify(recordJson(log)));
+      }
       return;
     }
     for (const log of logs) {

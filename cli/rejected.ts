@@ -17,6 +17,7 @@ import {
   listUnknownProjectRejected,
   replayRejected,
   type ReplayResult,
+  sentBody,
 } from "../db/rejected.ts";
 import { REJECT_REASONS, type RejectReason } from "../domain/entry.ts";
 import {
@@ -62,20 +63,6 @@ Options:
   --json       One JSON object per line (replay: one summary object)
   -h, --help   Show this help`;
 
-/** The members of a kept entry as its sender sent them. */
-function bodyOf(kept: KeptEntry): Record<string, unknown> | undefined {
-  const e = kept.entry;
-  if (e === undefined) return undefined;
-  return {
-    level: e.level,
-    projectId: e.projectId,
-    ...(e.device === undefined ? {} : { device: e.device }),
-    ...(e.context === undefined ? {} : { context: e.context }),
-    data: e.data,
-    ...(e.appid === undefined ? {} : { appid: e.appid }),
-  };
-}
-
 function keptJson(kept: KeptEntry): Record<string, unknown> {
   const e = kept.entry;
   return {
@@ -86,7 +73,7 @@ function keptJson(kept: KeptEntry): Record<string, unknown> {
     level: kept.level,
     ...(kept.origin === undefined ? {} : { origin: kept.origin }),
     ...(kept.appid === undefined ? {} : { appid: kept.appid }),
-    ...(e === undefined ? {} : { body: bodyOf(kept) }),
+    ...(e === undefined ? {} : { body: sentBody(kept) }),
     ...(e?.signature === undefined ? {} : { signature: e.signature }),
     ...(e?.timestamp === undefined ? {} : { timestamp: e.timestamp }),
     ...(kept.expected === undefined ? {} : { expected: kept.expected }),
@@ -112,7 +99,7 @@ function keptLines(
   if (global) details.push(["project", inert(kept.projectId)]);
   if (kept.origin !== undefined) details.push(["origin", inert(kept.origin)]);
   if (kept.appid !== undefined) details.push(["appid", inert(kept.appid)]);
-  const body = bodyOf(kept);
+  const body = sentBody(kept);
   if (body === undefined) {
     details.push(["content", `not kept (${kept.omittedBytes} bytes)`]);
   } else {

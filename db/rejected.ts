@@ -76,6 +76,28 @@ export interface KeptEntry {
   omittedBytes?: number;
 }
 
+/**
+ * The members of a kept entry as its sender sent them (what a replay
+ * submits); `undefined` when the entry was too large to keep.
+ *
+ * @example
+ * ```ts
+ * JSON.stringify(sentBody(kept), null, 2);
+ * ```
+ */
+export function sentBody(kept: KeptEntry): Record<string, unknown> | undefined {
+  const e = kept.entry;
+  if (e === undefined) return undefined;
+  return {
+    level: e.level,
+    projectId: e.projectId,
+    ...(e.device === undefined ? {} : { device: e.device }),
+    ...(e.context === undefined ? {} : { context: e.context }),
+    data: e.data,
+    ...(e.appid === undefined ? {} : { appid: e.appid }),
+  };
+}
+
 /** Options of {@linkcode encodeKeptEntry}. */
 export interface KeepOptions {
   /** The text a `bad_signature` entry should have been signed over. */

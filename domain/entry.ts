@@ -118,5 +118,29 @@ export function toLogRecord(entry: QueuedEntry, auth: AuthMethod): LogRecord {
   return record;
 }
 
+/**
+ * A stored entry as the operator's views show it (the commands' `--json`,
+ * the dashboard's JSON view): receipt time in ISO 8601, the credential next,
+ * then the sender's members.
+ *
+ * @example
+ * ```ts
+ * JSON.stringify(recordJson(record)); // '{"id":"…","receivedAt":"2026-…",…}'
+ * ```
+ */
+export function recordJson(record: LogRecord): Record<string, unknown> {
+  return {
+    id: record.id,
+    receivedAt: new Date(record.receivedAt).toISOString(),
+    level: record.level,
+    auth: record.auth,
+    ...(record.origin === undefined ? {} : { origin: record.origin }),
+    ...(record.appid === undefined ? {} : { appid: record.appid }),
+    data: record.data,
+    context: record.context,
+    device: record.device,
+  };
+}
+
 /** One day in milliseconds. */
 export const DAY_MS = 86_400_000;

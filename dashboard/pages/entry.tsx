@@ -7,7 +7,7 @@
  *
  * @module
  */
-import type { LogRecord } from "../../domain/entry.ts";
+import { type LogRecord, recordJson } from "../../domain/entry.ts";
 import { formatTime, levelClass, sender, summary } from "./format.ts";
 import { CopyButton } from "./layout.tsx";
 
@@ -67,25 +67,6 @@ export function entryFields(
   visit("context", record.context, true, 0);
   visit("device", record.device, true, 0);
   return out;
-}
-
-/** The JSON form of an entry, as the operator commands print it. */
-export function entryJson(record: LogRecord): string {
-  return JSON.stringify(
-    {
-      id: record.id,
-      receivedAt: new Date(record.receivedAt).toISOString(),
-      level: record.level,
-      auth: record.auth,
-      ...(record.origin === undefined ? {} : { origin: record.origin }),
-      ...(record.appid === undefined ? {} : { appid: record.appid }),
-      data: record.data,
-      context: record.context,
-      device: record.device,
-    },
-    null,
-    2,
-  );
 }
 
 /** Props of {@linkcode EntryRow}. */
@@ -159,7 +140,10 @@ export function EntryRow(props: EntryRowProps) {
             ))}
           </tbody>
         </table>
-        <pre class="json" id={`json-${record.id}`}>{entryJson(record)}</pre>
+        <pre
+          class="json"
+          id={`json-${record.id}`}
+        >{JSON.stringify(recordJson(record), null, 2)}</pre>
       </div>
     </details>
   );

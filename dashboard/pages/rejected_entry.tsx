@@ -7,24 +7,14 @@
  *
  * @module
  */
-import type { KeptEntry, ReplayResult } from "../../db/rejected.ts";
+import {
+  type KeptEntry,
+  type ReplayResult,
+  sentBody,
+} from "../../db/rejected.ts";
 import { formatTime, levelClass, link } from "./format.ts";
 import { CopyButton, Csrf, type PageContext } from "./layout.tsx";
 import { REASON_HELP } from "./reasons.ts";
-
-/** The members of a kept entry as its sender sent them. */
-export function sentBody(kept: KeptEntry): Record<string, unknown> | null {
-  const e = kept.entry;
-  if (e === undefined) return null;
-  return {
-    level: e.level,
-    projectId: e.projectId,
-    ...(e.device === undefined ? {} : { device: e.device }),
-    ...(e.context === undefined ? {} : { context: e.context }),
-    data: e.data,
-    ...(e.appid === undefined ? {} : { appid: e.appid }),
-  };
-}
 
 /** A short line saying what the entry was about: its title or message. */
 function gist(kept: KeptEntry): string {
@@ -179,7 +169,7 @@ export function KeptEntryItem(props: KeptEntryProps) {
             </p>
           </>
         )}
-        {body === null
+        {body === undefined
           ? (
             <p class="hint">
               Its content was not kept: it took {kept.omittedBytes}{" "}
