@@ -29,6 +29,7 @@ import {
   pendingBatchIds,
   postQueued,
   randomEntry,
+  signedMembers,
   signEntry,
   stats,
   withHarness,
@@ -135,14 +136,8 @@ Deno.test("a bad_signature entry shows the exact text the service expected to be
       await withHarness(async (h) => {
         const project = await h.project([]);
         const body = randomEntry({ projectId: project.id });
-        const { level, projectId, device, context, data } = body;
-        const params = JSON.stringify({
-          level,
-          projectId,
-          device,
-          context,
-          data,
-        });
+        const projectId = project.id;
+        const params = JSON.stringify(signedMembers(body));
         const timestamp = String(h.clock.now());
         await postQueued(h, body, {
           timestamp,
