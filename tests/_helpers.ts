@@ -330,6 +330,7 @@ import {
 } from "../db/stats.ts";
 import { type BatchHeader, decodeBatchHeader } from "../queue/batch.ts";
 import { Consumer } from "../queue/consumer.ts";
+import { MAX_ATTEMPTS, recordFailure } from "../queue/dead_letters.ts";
 
 /** A project's counters, as `deno task stats` reports them. */
 export interface Stats {
@@ -389,6 +390,32 @@ export async function pendingBatches(
     });
   }
   return out;
+}
+
+/**
+ * Posts `body` from the project's allowed origin, then fails its batch with
+ * `error` until it is a dead letter; returns the batch's id.
+ *
+ * @example
+ * ```ts
+ * const batchId = await deadLetter(h, randomEntry({ projectId }));
+ * ```
+ */
+export async function deadLetter(
+  h: Harness,
+  body: Record<string, unknown>,
+  error = "disk full",
+): Promise<string> {
+  await h.post(body, { Origin: "https://app.example.com" });
+  await h.pipeline.producer.flush();
+  const ids = await pendingBatchIds(h.kv);
+  if (ids.length !== 1) {
+    throw new Error(`Expected one pending batch, found ${ids.length}`);
+  }
+  for (let i = 0; i < MAX_ATTEMPTS; i++) {
+    await recordFailure(h.kv, ids[0]!, new Error(error), h.clock.now());
+  }
+  return ids[0]!;
 }
 
 /**
