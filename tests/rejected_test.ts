@@ -35,6 +35,7 @@ import {
   withHarness,
 } from "./_helpers.ts";
 import { rejected } from "./_cli.ts";
+import { atomicView } from "./_hold.ts";
 
 const ORIGIN = "https://app.example.com";
 const OTHER = "https://shop.example.net";
@@ -240,24 +241,15 @@ Deno.test("kept entries are bounded: the newest 100 per project, each at most KE
     });
     await t.step("expiring after 7 days", async () => {
       const expiries: number[] = [];
-      const view = new Proxy(h.kv, {
-        get(target, prop) {
-          if (prop === "atomic") {
-            return () => {
-              const op = target.atomic();
-              const set = op.set.bind(op);
-              op.set = (key, value, options) => {
-                if (key[0] === rejectedEntriesPrefix("")[0]) {
-                  expiries.push(options?.expireIn ?? -1);
-                }
-                return set(key, value, options);
-              };
-              return op;
-            };
+      const view = atomicView(h.kv, (op) => {
+        const set = op.set.bind(op);
+        op.set = (key, value, options) => {
+          if (key[0] === rejectedEntriesPrefix("")[0]) {
+            expiries.push(options?.expireIn ?? -1);
           }
-          const value = Reflect.get(target, prop, target);
-          return typeof value === "function" ? value.bind(target) : value;
-        },
+          return set(key, value, options);
+        };
+        return op;
       });
       const consumer = new Consumer({
         kv: view,
