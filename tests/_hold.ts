@@ -6,21 +6,19 @@
  *
  * @module
  */
+import { withTimeout } from "./_helpers.ts";
 
-/** Fails when `promise` takes longer than `ms`, rather than hanging. */
-export async function within<T>(promise: Promise<T>, ms = 2000): Promise<T> {
-  let timer: ReturnType<typeof setTimeout> | undefined;
-  const timeout = new Promise<never>((_, reject) => {
-    timer = setTimeout(
-      () => reject(new Error(`Timed out after ${ms} ms`)),
-      ms,
-    );
-  });
-  try {
-    return await Promise.race([promise, timeout]);
-  } finally {
-    clearTimeout(timer);
-  }
+/**
+ * Fails when `promise` takes longer than `ms`, rather than hanging: a step
+ * of a hand-made interleaving that does not come.
+ *
+ * @example
+ * ```ts
+ * await within(gate.reached);
+ * ```
+ */
+export function within<T>(promise: Promise<T>, ms = 2000): Promise<T> {
+  return withTimeout(promise, ms, "the next step of the interleaving");
 }
 
 /**
