@@ -264,6 +264,22 @@ export async function harness(options: HarnessOptions = {}): Promise<Harness> {
 }
 
 /**
+ * The signed members of a body, `{level, projectId, device, context, data}`
+ * in that order, for a test to write as JSON the way a client would.
+ *
+ * @example
+ * ```ts
+ * const params = JSON.stringify(signedMembers(body), null, 1);
+ * ```
+ */
+export function signedMembers(
+  body: Record<string, unknown>,
+): Record<string, unknown> {
+  const { level, projectId, device, context, data } = body;
+  return { level, projectId, device, context, data };
+}
+
+/**
  * Signs a body the way a JavaScript server client does: compact JSON of
  * `{level, projectId, device, context, data}` in that order.
  */
@@ -272,12 +288,32 @@ export function signEntry(
   body: Record<string, unknown>,
   timestamp: number,
 ): { timestamp: string; signature: string } {
-  const { level, projectId, device, context, data } = body;
-  const params = JSON.stringify({ level, projectId, device, context, data });
+  const params = JSON.stringify(signedMembers(body));
   return {
     timestamp: String(timestamp),
-    signature: sign(secret, `${projectId}${params}${timestamp}`),
+    signature: sign(secret, `${body.projectId}${params}${timestamp}`),
   };
+}
+
+/**
+ * A new project with no allowed origin, an entry for it, and that entry's
+ * headers signed now.
+ *
+ * @example
+ * ```ts
+ * const { project, body, headers } = await signedEntry(h);
+ * await postQueued(h, body, headers);
+ * ```
+ */
+export async function signedEntry(h: Harness): Promise<{
+  project: Project;
+  body: Record<string, unknown>;
+  headers: { timestamp: string; signature: string };
+}> {
+  const project = await h.project([]);
+  const body = randomEntry({ projectId: project.id });
+  const headers = signEntry(project.secret, body, h.clock.now());
+  return { project, body, headers };
 }
 
 // ---------------------------------------------------------------------------
@@ -294,6 +330,7 @@ import {
 } from "../db/stats.ts";
 import { type BatchHeader, decodeBatchHeader } from "../queue/batch.ts";
 import { Consumer } from "../queue/consumer.ts";
+import { MAX_ATTEMPTS, recordFailure } from "../queue/dead_letters.ts";
 
 /** A project's counters, as `deno task stats` reports them. */
 export interface Stats {
@@ -353,6 +390,32 @@ export async function pendingBatches(
     });
   }
   return out;
+}
+
+/**
+ * Posts `body` from the project's allowed origin, then fails its batch with
+ * `error` until it is a dead letter; returns the batch's id.
+ *
+ * @example
+ * ```ts
+ * const batchId = await deadLetter(h, randomEntry({ projectId }));
+ * ```
+ */
+export async function deadLetter(
+  h: Harness,
+  body: Record<string, unknown>,
+  error = "disk full",
+): Promise<string> {
+  await h.post(body, { Origin: "https://app.example.com" });
+  await h.pipeline.producer.flush();
+  const ids = await pendingBatchIds(h.kv);
+  if (ids.length !== 1) {
+    throw new Error(`Expected one pending batch, found ${ids.length}`);
+  }
+  for (let i = 0; i < MAX_ATTEMPTS; i++) {
+    await recordFailure(h.kv, ids[0]!, new Error(error), h.clock.now());
+  }
+  return ids[0]!;
 }
 
 /**

@@ -1,25 +1,50 @@
 /**
- * Interleavings made by hand for the tests: a KV whose commits can be held
- * until released, and a timeout that fails a test rather than letting it
- * hang.
+ * Interleavings and faults made by hand for the tests: a view of a KV whose
+ * atomic operations a test may watch or alter, a KV whose commits can be
+ * held until released, and a timeout that fails a test rather than letting
+ * it hang.
  *
  * @module
  */
+import { withTimeout } from "./_helpers.ts";
 
-/** Fails when `promise` takes longer than `ms`, rather than hanging. */
-export async function within<T>(promise: Promise<T>, ms = 2000): Promise<T> {
-  let timer: ReturnType<typeof setTimeout> | undefined;
-  const timeout = new Promise<never>((_, reject) => {
-    timer = setTimeout(
-      () => reject(new Error(`Timed out after ${ms} ms`)),
-      ms,
-    );
+/**
+ * Fails when `promise` takes longer than `ms`, rather than hanging: a step
+ * of a hand-made interleaving that does not come.
+ *
+ * @example
+ * ```ts
+ * await within(gate.reached);
+ * ```
+ */
+export function within<T>(promise: Promise<T>, ms = 2000): Promise<T> {
+  return withTimeout(promise, ms, "the next step of the interleaving");
+}
+
+/**
+ * A view of `kv` whose `atomic()` hands each new operation to `change`, which
+ * may replace its methods (`set`, `commit`) or throw; everything else goes
+ * to `kv` itself.
+ *
+ * @example
+ * ```ts
+ * const view = atomicView(kv, (op) => {
+ *   op.commit = () => Promise.reject(new TypeError("database or disk is full"));
+ *   return op;
+ * });
+ * ```
+ */
+export function atomicView(
+  kv: Deno.Kv,
+  change: (op: Deno.AtomicOperation) => Deno.AtomicOperation,
+): Deno.Kv {
+  return new Proxy(kv, {
+    get(target, name) {
+      if (name === "atomic") return () => change(target.atomic());
+      const value = Reflect.get(target, name, target);
+      return typeof value === "function" ? value.bind(target) : value;
+    },
   });
-  try {
-    return await Promise.race([promise, timeout]);
-  } finally {
-    clearTimeout(timer);
-  }
 }
 
 /** A KV whose next commit can be held: it waits until released. */
@@ -68,15 +93,8 @@ export function holdCommits(kv: Deno.Kv): HeldKv {
     });
     return proxy;
   };
-  const proxy = new Proxy(kv, {
-    get(target, name) {
-      if (name === "atomic") return () => wrap(target.atomic());
-      const value = Reflect.get(target, name, target);
-      return typeof value === "function" ? value.bind(target) : value;
-    },
-  });
   return {
-    kv: proxy,
+    kv: atomicView(kv, wrap),
     hold() {
       let reached!: () => void;
       let release!: () => void;

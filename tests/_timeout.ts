@@ -4,32 +4,22 @@
  *
  * @module
  */
+import { withTimeout } from "./_helpers.ts";
 
 /**
- * Settles like `p`, or rejects after `ms` milliseconds naming `what`.
+ * Settles like `p`, or rejects after `ms` milliseconds naming `what`: the
+ * suite's {@linkcode withTimeout} with the bound and the name first, which
+ * reads better around a long expression.
  *
  * @example
  * ```ts
  * const res = await within(5000, "the answer", fetch(url));
  * ```
  */
-export async function within<T>(
+export function within<T>(
   ms: number,
   what: string,
   p: Promise<T>,
 ): Promise<T> {
-  let timer: ReturnType<typeof setTimeout> | undefined;
-  try {
-    return await Promise.race([
-      p,
-      new Promise<never>((_, reject) => {
-        timer = setTimeout(
-          () => reject(new Error(`Timed out after ${ms} ms: ${what}`)),
-          ms,
-        );
-      }),
-    ]);
-  } finally {
-    clearTimeout(timer);
-  }
+  return withTimeout(p, ms, what);
 }

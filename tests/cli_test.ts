@@ -8,11 +8,12 @@
 import assert from "node:assert/strict";
 import { takePositionals, UsageError } from "../cli/command.ts";
 import { formatTable, parseDuration, parseTimeFlag } from "../cli/format.ts";
-import { batchIdOf, pendingBatchesPrefix, rejectionKey } from "../db/keys.ts";
+import { pendingBatchesPrefix, rejectionKey } from "../db/keys.ts";
 import { getProject, listProjects } from "../db/projects.ts";
 import type { Rejection } from "../db/stats.ts";
-import { MAX_ATTEMPTS, recordFailure } from "../queue/dead_letters.ts";
+import { MAX_ATTEMPTS } from "../queue/dead_letters.ts";
 import {
+  deadLetter,
   EVENT_TIMEOUT_MS,
   type FakeClock,
   fakeClock,
@@ -1139,22 +1140,11 @@ Deno.test("stats --global counts the rejections of entries naming no project", a
 Deno.test("deadletters lists dead letters and replays them for the sweeper", async () => {
   await withHarness(async (h) => {
     const { projectId } = await create(h.kv, "https://app.example.com");
-    await h.post(randomEntry({ projectId }), {
-      Origin: "https://app.example.com",
-    });
-    await h.pipeline.producer.flush();
-    const [pending] = await Array.fromAsync(
-      h.kv.list({ prefix: pendingBatchesPrefix() }),
+    const batchId = await deadLetter(
+      h,
+      randomEntry({ projectId }),
+      "KV timed out",
     );
-    const batchId = batchIdOf(pending!.key);
-    for (let i = 0; i < MAX_ATTEMPTS; i++) {
-      await recordFailure(
-        h.kv,
-        batchId,
-        new Error("KV timed out"),
-        h.clock.now(),
-      );
-    }
 
     const listed = json(await cli(h.kv, ["deadletters", "list", "--json"]));
     assert.deepEqual(listed, [{

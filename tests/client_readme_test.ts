@@ -23,33 +23,29 @@ async function snippets(): Promise<Map<string, string>> {
   return found;
 }
 
-/** How each snippet is run, and the tools it needs. */
-const RUNNERS: Record<
-  string,
-  { tools: string[]; args: (file: string) => string[] }
-> = {
-  "send_log.ts": {
-    tools: [Deno.execPath()],
-    args: (file) => [
-      Deno.execPath(),
-      "run",
-      "--allow-env",
-      "--allow-net",
-      "--no-config",
-      file,
-    ],
-  },
-  "send.ts": {
-    tools: [Deno.execPath()],
-    args: (file) => [
-      Deno.execPath(),
-      "run",
-      "--allow-env",
-      "--allow-net",
-      "--no-config",
-      file,
-    ],
-  },
+/** How a snippet is run, and the tools it needs. */
+interface Runner {
+  tools: string[];
+  args: (file: string) => string[];
+}
+
+/** A TypeScript snippet, run by this Deno outside the repository's config. */
+const DENO_RUN: Runner = {
+  tools: [Deno.execPath()],
+  args: (file) => [
+    Deno.execPath(),
+    "run",
+    "--allow-env",
+    "--allow-net",
+    "--no-config",
+    file,
+  ],
+};
+
+/** How each snippet is run, by file name. */
+const RUNNERS: Record<string, Runner> = {
+  "send_log.ts": DENO_RUN,
+  "send.ts": DENO_RUN,
   "send_log.py": { tools: ["python3"], args: (file) => ["python3", file] },
   "send-log.mjs": { tools: ["node"], args: (file) => ["node", file] },
   "send_log.go": { tools: ["go"], args: (file) => ["go", "run", file] },

@@ -20,13 +20,9 @@ import {
   stats,
   withHarness,
 } from "./_helpers.ts";
-import {
-  fakeFetch,
-  fakeTime,
-  queued,
-  refused,
-  until,
-} from "./client/_fakes.ts";
+import { queued, refused, until } from "./client/_fakes.ts";
+import { fakeLogger } from "./client/_logger.ts";
+import { wallClock } from "./client/_server.ts";
 
 const SECRET = "s3cr3t-0123456789abcdef0123456789abcdef";
 
@@ -85,9 +81,6 @@ Deno.test("signEntry() signs projectId + the five members in order + the timesta
     });
   }
 });
-
-/** The wall clock, for tests where the logger's timers are real. */
-const wallClock = { now: Date.now, advance() {}, set() {} };
 
 /** A `fetch` that hands requests to the harness's app, from one address. */
 function appFetch(h: Harness): typeof fetch {
@@ -175,9 +168,8 @@ Deno.test("a retry after a lost answer cannot store a signed entry twice", async
 });
 
 Deno.test("a retried signed entry is resent unchanged, and signed again past 4 minutes", async () => {
-  const time = fakeTime();
-  const net = fakeFetch(
-    time.now,
+  const { time, net, logger } = fakeLogger(
+    { secret: SECRET },
     (_, i) =>
       i === 0
         ? refused(503, "unavailable", { "Retry-After": "1" })
@@ -185,15 +177,6 @@ Deno.test("a retried signed entry is resent unchanged, and signed again past 4 m
         ? refused(429, "rate_limited", { "Retry-After": "300" })
         : queued(),
   );
-  const logger = createLogger({
-    endpoint: "https://logs.example.com/api/v1/logs",
-    projectId: "p1",
-    secret: SECRET,
-    fetch: net.fetch,
-    now: time.now,
-    setTimeout: time.setTimeout,
-    clearTimeout: time.clearTimeout,
-  });
   // Signing runs outside the fake clock: wait for each request in turn.
   const start = time.now();
   logger.info("x");
@@ -227,17 +210,7 @@ Deno.test("a retried signed entry is resent unchanged, and signed again past 4 m
 });
 
 Deno.test("two equal entries in one millisecond get distinct timestamps and signatures", async () => {
-  const time = fakeTime();
-  const net = fakeFetch(time.now);
-  const logger = createLogger({
-    endpoint: "https://logs.example.com/api/v1/logs",
-    projectId: "p1",
-    secret: SECRET,
-    fetch: net.fetch,
-    now: time.now,
-    setTimeout: time.setTimeout,
-    clearTimeout: time.clearTimeout,
-  });
+  const { time, net, logger } = fakeLogger({ secret: SECRET });
   for (let i = 0; i < 3; i++) logger.error("Same");
   await time.advance(0);
   await until(() => net.calls.length === 3);

@@ -26,6 +26,7 @@ import {
   stats,
   withHarness,
 } from "./_helpers.ts";
+import { atomicView } from "./_hold.ts";
 
 const ORIGIN = "https://app.example.com";
 const APP_ID = "com.example.app.ios";
@@ -431,22 +432,13 @@ function recordExpiries(
   kv: Deno.Kv,
 ): { kv: Deno.Kv; expiries: Map<string, number | undefined> } {
   const expiries = new Map<string, number | undefined>();
-  const view = new Proxy(kv, {
-    get(target, prop) {
-      if (prop === "atomic") {
-        return () => {
-          const op = target.atomic();
-          const set = op.set.bind(op);
-          op.set = (key, value, options) => {
-            expiries.set(JSON.stringify(key), options?.expireIn);
-            return set(key, value, options);
-          };
-          return op;
-        };
-      }
-      const value = Reflect.get(target, prop, target);
-      return typeof value === "function" ? value.bind(target) : value;
-    },
+  const view = atomicView(kv, (op) => {
+    const set = op.set.bind(op);
+    op.set = (key, value, options) => {
+      expiries.set(JSON.stringify(key), options?.expireIn);
+      return set(key, value, options);
+    };
+    return op;
   });
   return { kv: view, expiries };
 }

@@ -10,9 +10,7 @@ import { entriesLastDay, recentCount } from "../dashboard/data.ts";
 import { getProject, listProjects } from "../db/projects.ts";
 import { RECENT_REJECTIONS } from "../db/stats.ts";
 import { deadLetterKey, pendingBatchKey } from "../db/keys.ts";
-import { MAX_ATTEMPTS, recordFailure } from "../queue/dead_letters.ts";
-import { batchIdOf, pendingBatchesPrefix } from "../db/keys.ts";
-import { randomEntry } from "./_helpers.ts";
+import { deadLetter, randomEntry } from "./_helpers.ts";
 import {
   type Browser,
   type DashHarness,
@@ -401,22 +399,11 @@ Deno.test("dead letters are listed and replayed", async () => {
     );
     assert.match(empty, /No dead letters/);
     const project = await h.project();
-    await h.post(randomEntry({ projectId: project.id }), {
-      Origin: "https://app.example.com",
-    });
-    await h.pipeline.producer.flush();
-    const [pending] = await Array.fromAsync(
-      h.kv.list({ prefix: pendingBatchesPrefix() }),
+    const batchId = await deadLetter(
+      h,
+      randomEntry({ projectId: project.id }),
+      "disk <full>",
     );
-    const batchId = batchIdOf(pending!.key);
-    for (let i = 0; i < MAX_ATTEMPTS; i++) {
-      await recordFailure(
-        h.kv,
-        batchId,
-        new Error("disk <full>"),
-        h.clock.now(),
-      );
-    }
     const html = await (await get(h.dash, browser, "/dead-letters")).text();
     assert.ok(html.includes(batchId));
     assert.match(html, /disk &lt;full&gt;/);

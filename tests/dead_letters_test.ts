@@ -5,44 +5,18 @@
  * @module
  */
 import assert from "node:assert/strict";
-import {
-  batchIdOf,
-  batchPartKey,
-  deadLetterKey,
-  pendingBatchesPrefix,
-  pendingBatchKey,
-} from "../db/keys.ts";
+import { batchPartKey, deadLetterKey, pendingBatchKey } from "../db/keys.ts";
 import { decodeBatchHeader, encodeBatchHeader } from "../queue/batch.ts";
-import { MAX_ATTEMPTS, recordFailure } from "../queue/dead_letters.ts";
 import {
   DeadLetterConflictError,
   DeadLetterNotFoundError,
   getDeadLetter,
   listDeadLetters,
+  MAX_ATTEMPTS,
   replayAllDeadLetters,
   replayDeadLetter,
 } from "../queue/dead_letters.ts";
-import { type Harness, randomEntry, withHarness } from "./_helpers.ts";
-
-const ORIGIN = { Origin: "https://app.example.com" };
-
-/** Posts `body`, then fails its batch until it is a dead letter; returns its id. */
-async function deadLetter(
-  h: Harness,
-  body: Record<string, unknown>,
-): Promise<string> {
-  await h.post(body, ORIGIN);
-  await h.pipeline.producer.flush();
-  const pending = await Array.fromAsync(
-    h.kv.list({ prefix: pendingBatchesPrefix() }),
-  );
-  assert.equal(pending.length, 1);
-  const batchId = batchIdOf(pending[0]!.key);
-  for (let i = 0; i < MAX_ATTEMPTS; i++) {
-    await recordFailure(h.kv, batchId, new Error("disk full"), h.clock.now());
-  }
-  return batchId;
-}
+import { deadLetter, randomEntry, withHarness } from "./_helpers.ts";
 
 Deno.test("listDeadLetters describes each batch that kept failing, oldest first", async () => {
   await withHarness(async (h) => {

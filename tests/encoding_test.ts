@@ -16,13 +16,13 @@ import {
 } from "../db/kv.ts";
 import { allowValue, getProject, listProjects } from "../db/projects.ts";
 import { compactProject } from "../db/query/compact.ts";
-import { sign } from "../auth/signature.ts";
 import { recordFailure } from "../queue/dead_letters.ts";
 import {
   assertStoredOnce,
   pendingBatches,
   postQueued,
   randomEntry,
+  signEntry,
   stats,
   withHarness,
 } from "./_helpers.ts";
@@ -64,18 +64,11 @@ Deno.test("every value a full flow stores is bytes or a counter", async () => {
       Origin: ORIGIN,
     });
     const signed = randomEntry({ projectId: project.id });
-    const params = JSON.stringify({
-      level: signed.level,
-      projectId: signed.projectId,
-      device: signed.device,
-      context: signed.context,
-      data: signed.data,
-    });
-    const timestamp = String(h.clock.now());
-    await postQueued(h, signed, {
-      timestamp,
-      signature: sign(project.secret, project.id + params + timestamp),
-    });
+    await postQueued(
+      h,
+      signed,
+      signEntry(project.secret, signed, h.clock.now()),
+    );
     await postQueued(h, randomEntry({ projectId: project.id }), {
       Origin: "https://evil.example.com",
     });

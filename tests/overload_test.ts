@@ -7,6 +7,7 @@ import {
   randomEntry,
   withTimeout,
 } from "./_helpers.ts";
+import { atomicView } from "./_hold.ts";
 
 /** A KV whose commits can be made to fail or to wait, for overload tests. */
 function faultyKv(real: Deno.Kv) {
@@ -18,30 +19,21 @@ function faultyKv(real: Deno.Kv) {
       for (const go of state.held.splice(0)) go();
     },
   };
-  const kv = new Proxy(real, {
-    get(target, name) {
-      if (name === "atomic") {
-        return () => {
-          if (state.mode === "throw") throw new TypeError("Value too large");
-          const op = target.atomic();
-          const commit = op.commit.bind(op);
-          op.commit = () => {
-            state.commits++;
-            if (state.mode === "fail") {
-              return Promise.reject(new Error("Database is unavailable"));
-            }
-            if (state.mode === "hold") {
-              return new Promise<void>((go) => state.held.push(go))
-                .then(commit);
-            }
-            return commit();
-          };
-          return op;
-        };
+  const kv = atomicView(real, (op) => {
+    if (state.mode === "throw") throw new TypeError("Value too large");
+    const commit = op.commit.bind(op);
+    op.commit = () => {
+      state.commits++;
+      if (state.mode === "fail") {
+        return Promise.reject(new Error("Database is unavailable"));
       }
-      const value = Reflect.get(target, name);
-      return typeof value === "function" ? value.bind(target) : value;
-    },
+      if (state.mode === "hold") {
+        return new Promise<void>((go) => state.held.push(go))
+          .then(commit);
+      }
+      return commit();
+    };
+    return op;
   });
   return { kv, state };
 }

@@ -5,7 +5,6 @@
  */
 import assert from "node:assert/strict";
 import { rateLimitsPrefix } from "../db/keys.ts";
-import { createPipeline } from "../queue/pipeline.ts";
 import {
   bucketKey,
   bucketText,
@@ -13,7 +12,8 @@ import {
   ipv4Number,
 } from "../routes/rate_limit/address.ts";
 import { RateLimiter } from "../routes/rate_limit/mod.ts";
-import { fakeClock, testConfig } from "./_helpers.ts";
+import { fakeClock } from "./_helpers.ts";
+import { withLimiterKv } from "./_rate_limit.ts";
 
 Deno.test("ipv4Number reads four decimal octets and refuses anything else", () => {
   assert.equal(ipv4Number("0.0.0.0"), 0);
@@ -91,23 +91,7 @@ Deno.test("take() by text and admit() by header draw on the same bucket", () => 
 });
 
 Deno.test("the counter of an IPv4 address is kept in KV under its dotted text", async () => {
-  const kv = await Deno.openKv(":memory:");
-  const clock = fakeClock();
-  const limiter = new RateLimiter({
-    rps: 20,
-    burst: 50,
-    trustProxy: 1,
-    now: clock.now,
-    writeThreshold: 1,
-  });
-  const pipeline = createPipeline({
-    kv,
-    config: testConfig(),
-    now: clock.now,
-    rider: limiter,
-    handOver: false,
-  });
-  try {
+  await withLimiterKv({ trustProxy: 1 }, async ({ kv, limiter, pipeline }) => {
     const req = new Request("http://x/", {
       headers: { "X-Forwarded-For": "198.51.100.1" },
     });
@@ -120,8 +104,5 @@ Deno.test("the counter of an IPv4 address is kept in KV under its dotted text", 
       keys.push(e.key.at(-1));
     }
     assert.deepEqual(keys, ["198.51.100.1"]);
-  } finally {
-    await pipeline.stop();
-    kv.close();
-  }
+  });
 });

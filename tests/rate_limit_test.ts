@@ -5,6 +5,7 @@ import { createPipeline } from "../queue/pipeline.ts";
 import { clientKey, ipKey } from "../routes/rate_limit/address.ts";
 import { RateLimiter } from "../routes/rate_limit/mod.ts";
 import { fakeClock, harness, randomEntry, testConfig } from "./_helpers.ts";
+import { withLimiterKv } from "./_rate_limit.ts";
 
 function limiterHarness(options: { trustProxy?: number } = {}) {
   const clock = fakeClock();
@@ -304,22 +305,7 @@ Deno.test("two instances on one KV file hold an address to 1.04 x its allowance 
 });
 
 Deno.test("old rate counters are deleted", async () => {
-  const kv = await Deno.openKv(":memory:");
-  const clock = fakeClock();
-  const limiter = new RateLimiter({
-    rps: 20,
-    burst: 50,
-    now: clock.now,
-    writeThreshold: 1,
-  });
-  const pipeline = createPipeline({
-    kv,
-    config: testConfig(),
-    now: clock.now,
-    rider: limiter,
-    handOver: false,
-  });
-  try {
+  await withLimiterKv({}, async ({ kv, clock, limiter, pipeline }) => {
     limiter.take("198.51.100.1");
     pipeline.producer.poke();
     await pipeline.producer.flush();
@@ -335,8 +321,5 @@ Deno.test("old rate counters are deleted", async () => {
     clock.advance(60_000);
     await limiter.cleanup(kv);
     assert.equal(await count(), 0);
-  } finally {
-    await pipeline.stop();
-    kv.close();
-  }
+  });
 });

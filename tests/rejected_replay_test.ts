@@ -22,6 +22,7 @@ import {
   type Harness,
   postQueued,
   randomEntry,
+  signedEntry,
   signEntry,
   withHarness,
 } from "./_helpers.ts";
@@ -152,9 +153,7 @@ Deno.test("replay of a signed entry verifies it on the fixed secret, within the 
 
 Deno.test("replay never stores a replayed signature", async () => {
   await withHarness(async (h) => {
-    const project = await h.project([]);
-    const body = randomEntry({ projectId: project.id });
-    const headers = signEntry(project.secret, body, h.clock.now());
+    const { project, body, headers } = await signedEntry(h);
     await postQueued(h, body, headers);
     await postQueued(h, body, headers);
     await h.process();

@@ -29,11 +29,13 @@ import {
   pendingBatchIds,
   postQueued,
   randomEntry,
+  signedMembers,
   signEntry,
   stats,
   withHarness,
 } from "./_helpers.ts";
 import { rejected } from "./_cli.ts";
+import { atomicView } from "./_hold.ts";
 
 const ORIGIN = "https://app.example.com";
 const OTHER = "https://shop.example.net";
@@ -135,14 +137,8 @@ Deno.test("a bad_signature entry shows the exact text the service expected to be
       await withHarness(async (h) => {
         const project = await h.project([]);
         const body = randomEntry({ projectId: project.id });
-        const { level, projectId, device, context, data } = body;
-        const params = JSON.stringify({
-          level,
-          projectId,
-          device,
-          context,
-          data,
-        });
+        const projectId = project.id;
+        const params = JSON.stringify(signedMembers(body));
         const timestamp = String(h.clock.now());
         await postQueued(h, body, {
           timestamp,
@@ -245,24 +241,15 @@ Deno.test("kept entries are bounded: the newest 100 per project, each at most KE
     });
     await t.step("expiring after 7 days", async () => {
       const expiries: number[] = [];
-      const view = new Proxy(h.kv, {
-        get(target, prop) {
-          if (prop === "atomic") {
-            return () => {
-              const op = target.atomic();
-              const set = op.set.bind(op);
-              op.set = (key, value, options) => {
-                if (key[0] === rejectedEntriesPrefix("")[0]) {
-                  expiries.push(options?.expireIn ?? -1);
-                }
-                return set(key, value, options);
-              };
-              return op;
-            };
+      const view = atomicView(h.kv, (op) => {
+        const set = op.set.bind(op);
+        op.set = (key, value, options) => {
+          if (key[0] === rejectedEntriesPrefix("")[0]) {
+            expiries.push(options?.expireIn ?? -1);
           }
-          const value = Reflect.get(target, prop, target);
-          return typeof value === "function" ? value.bind(target) : value;
-        },
+          return set(key, value, options);
+        };
+        return op;
       });
       const consumer = new Consumer({
         kv: view,

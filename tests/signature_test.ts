@@ -19,6 +19,8 @@ import {
   postQueued,
   randomEntry,
   recentRejections,
+  signedEntry,
+  signedMembers,
   signEntry,
   stats,
   untilIdle,
@@ -250,23 +252,11 @@ Deno.test("a signature that does not match is dropped as bad_signature", async (
         return { ...headers, signature: headers.signature.toLowerCase() };
       }],
       ["params with extra whitespace", (body) => {
-        const { level, projectId, device, context, data } = body;
-        const params = JSON.stringify(
-          { level, projectId, device, context, data },
-          null,
-          1,
-        );
+        const params = JSON.stringify(signedMembers(body), null, 1);
         return signedHeaders(project.secret, project.id, params, h.clock.now());
       }],
       ["params with a space after each colon and comma", (body) => {
-        const { level, projectId, device, context, data } = body;
-        const params = JSON.stringify({
-          level,
-          projectId,
-          device,
-          context,
-          data,
-        })
+        const params = JSON.stringify(signedMembers(body))
           .replaceAll('":', '": ').replaceAll(',"', ', "');
         return signedHeaders(project.secret, project.id, params, h.clock.now());
       }],
@@ -327,14 +317,7 @@ Deno.test("a non-integer timestamp is dropped as bad_signature even when it was 
     for (const timestamp of timestamps) {
       await t.step(`timestamp "${timestamp}"`, async () => {
         const body = randomEntry({ projectId: project.id });
-        const { level, projectId, device, context, data } = body;
-        const params = JSON.stringify({
-          level,
-          projectId,
-          device,
-          context,
-          data,
-        });
+        const params = JSON.stringify(signedMembers(body));
         await postQueued(
           h,
           body,
@@ -415,9 +398,7 @@ Deno.test("a timestamp further than SIGNATURE_MAX_SKEW_MS from receipt is droppe
 
 Deno.test("the same project and signature sent twice is stored once and the second is dropped as replayed", async () => {
   await withHarness(async (h) => {
-    const project = await h.project([]);
-    const body = randomEntry({ projectId: project.id });
-    const headers = signEntry(project.secret, body, h.clock.now());
+    const { project, body, headers } = await signedEntry(h);
     await postQueued(h, body, headers);
     await h.process();
     h.clock.advance(1000);
@@ -437,9 +418,7 @@ Deno.test("the same project and signature sent twice is stored once and the seco
 
 Deno.test("the same signature twice within one batch is stored once and dropped once as replayed", async () => {
   await withHarness(async (h) => {
-    const project = await h.project([]);
-    const body = randomEntry({ projectId: project.id });
-    const headers = signEntry(project.secret, body, h.clock.now());
+    const { project, body, headers } = await signedEntry(h);
     // The first request is committed alone; the two that wait meanwhile share
     // the next commit, hence one batch.
     await Promise.all([
@@ -475,9 +454,7 @@ Deno.test("the same signature in two batches processed at once is stored once", 
   for (const [name, processBoth] of cases) {
     await t.step(name, async () => {
       await withHarness(async (h) => {
-        const project = await h.project([]);
-        const body = randomEntry({ projectId: project.id });
-        const headers = signEntry(project.secret, body, h.clock.now());
+        const { project, body, headers } = await signedEntry(h);
         await postQueued(h, body, headers);
         await postQueued(h, body, headers);
         const ids = (await pendingBatches(h.kv)).map((b) => b.id);

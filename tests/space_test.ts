@@ -20,6 +20,7 @@ import {
   pendingBatches,
   randomEntry,
 } from "./_helpers.ts";
+import { atomicView } from "./_hold.ts";
 
 const MiB = 1024 * 1024;
 const RESERVE = 64 * 1024;
@@ -234,25 +235,16 @@ Deno.test("while the disk is full POST answers 503 at once and nothing is commit
 /** A KV whose next `n` commits fail as on a full disk. */
 function fullDiskKv(real: Deno.Kv) {
   const state = { failNext: 0 };
-  const kv = new Proxy(real, {
-    get(target, name) {
-      if (name === "atomic") {
-        return () => {
-          const op = target.atomic();
-          const commit = op.commit.bind(op);
-          op.commit = () => {
-            if (state.failNext > 0) {
-              state.failNext--;
-              return Promise.reject(new TypeError("database or disk is full"));
-            }
-            return commit();
-          };
-          return op;
-        };
+  const kv = atomicView(real, (op) => {
+    const commit = op.commit.bind(op);
+    op.commit = () => {
+      if (state.failNext > 0) {
+        state.failNext--;
+        return Promise.reject(new TypeError("database or disk is full"));
       }
-      const value = Reflect.get(target, name);
-      return typeof value === "function" ? value.bind(target) : value;
-    },
+      return commit();
+    };
+    return op;
   });
   return { kv, state };
 }
