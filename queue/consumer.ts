@@ -177,7 +177,8 @@ export class Consumer {
       ? handedBatch(batchId, handed)
       : await this.#read(batchId);
     if (read === null) return "absent";
-    const ids = new Set(read.entries.map((e) => e.projectId));
+    const ids = new Set<string>();
+    for (const entry of read.entries) ids.add(entry.projectId);
     // Decided by the batch's content alone, so every processor decides alike.
     const progress = ids.size > PROJECT_CHECKS
       ? await this.#readProgress(batchId)
@@ -210,13 +211,10 @@ export class Consumer {
       });
       if (!current) continue;
       // The projects the results are stored or counted under, each checked.
-      const owners = [
-        ...new Set(
-          entries.flatMap((e) =>
-            projects.get(e.projectId)!.project ? [e.projectId] : []
-          ),
-        ),
-      ];
+      const owners = [...ids].filter((id) =>
+        projects.get(id)!.project !== null &&
+        (!progress || !progress.done.has(id))
+      );
       const final = !progress || owners.length <= ROUND_PROJECT_CHECKS;
       const round = new Set(
         final ? owners : owners.slice(0, ROUND_PROJECT_CHECKS),
@@ -238,17 +236,20 @@ export class Consumer {
       } else {
         op.set(progress.key, encodeJson([...progress.done, ...round]));
       }
-      const taken = entries.filter((e) => final || round.has(e.projectId));
-      const verdicts = results.filter((_r, i) =>
-        final || round.has(entries[i]!.projectId)
-      );
+      const taken = final
+        ? entries
+        : entries.filter((e) => round.has(e.projectId));
+      const verdicts = final
+        ? results
+        : results.filter((_r, i) => round.has(entries[i]!.projectId));
       // The rings of recent rejections place entries by a running total read
       // before the commit: one commit at a time per ring in this process.
-      const rings = taken.flatMap((e, i) =>
-        verdicts[i]!.ok
-          ? []
-          : [projects.get(e.projectId)!.project ? e.projectId : GLOBAL_RING]
-      );
+      const rings: string[] = [];
+      verdicts.forEach((verdict, i) => {
+        if (verdict.ok) return;
+        const id = taken[i]!.projectId;
+        rings.push(projects.get(id)!.project ? id : GLOBAL_RING);
+      });
       const result = await this.#rings.hold(rings, async () => {
         await this.#addResults(op, taken, verdicts, projects, read.texts);
         return await this.#commit(op);
