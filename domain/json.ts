@@ -13,8 +13,11 @@ export interface Scan {
   duplicate?: string;
   /** The top-level member in which nesting first passes the limit, if any. */
   tooDeepIn?: string;
-  /** `[start, end)` of each top-level member's value text. */
-  spans: Map<string, [number, number]>;
+  /**
+   * `[start, end)` of each top-level member's value text, when asked for
+   * (only signature checks need them).
+   */
+  spans?: Map<string, [number, number]>;
 }
 
 const QUOTE = 34, BACKSLASH = 92, COMMA = 44, COLON = 58;
@@ -22,26 +25,34 @@ const OPEN_BRACE = 123,
   CLOSE_BRACE = 125,
   OPEN_BRACKET = 91,
   CLOSE_BRACKET = 93;
+/** Names compared one by one before a set takes over (an entry has ~6). */
+const FEW_NAMES = 16;
 
 /**
  * Scans `text`, a valid JSON object, with nesting limited to `maxDepth` (the
- * top-level object is depth 1).
+ * top-level object is depth 1); with `withSpans`, also records where each
+ * top-level member's value is.
  *
  * @example
  * ```ts
  * scanJson('{"a":1,"a":2}', 32).duplicate; // "a"
+ * scanJson('{"a":[1]}', 32, true).spans?.get("a"); // [5, 8]
  * ```
  */
-export function scanJson(text: string, maxDepth: number): Scan {
-  const spans = new Map<string, [number, number]>();
+export function scanJson(
+  text: string,
+  maxDepth: number,
+  withSpans = false,
+): Scan {
+  const spans = withSpans ? new Map<string, [number, number]>() : undefined;
+  // Allocation-free for the few names of an entry; a set past a few, so
+  // that a body of thousands of names is not compared pairwise.
+  const names: string[] = [];
+  let many: Set<string> | undefined;
   let depth = 0;
   let expectKey = false;
   let key = "";
   let valueStart = -1;
-  const end = (at: number) => {
-    if (valueStart >= 0) spans.set(key, [valueStart, at]);
-    valueStart = -1;
-  };
   for (let i = 0; i < text.length; i++) {
     const c = text.charCodeAt(i);
     if (c === QUOTE) {
@@ -51,25 +62,34 @@ export function scanJson(text: string, maxDepth: number): Scan {
       if (depth === 1 && expectKey) {
         const raw = text.slice(start + 1, i);
         key = raw.includes("\\") ? JSON.parse(text.slice(start, i + 1)) : raw;
-        if (spans.has(key)) return { duplicate: key, spans };
-        spans.set(key, [0, 0]);
+        if (many ? many.has(key) : names.includes(key)) {
+          return spans ? { duplicate: key, spans } : { duplicate: key };
+        }
+        if (many) many.add(key);
+        else if (names.push(key) > FEW_NAMES) many = new Set(names);
         expectKey = false;
       }
     } else if (c === OPEN_BRACE || c === OPEN_BRACKET) {
       depth++;
-      if (depth > maxDepth) return { tooDeepIn: key, spans };
+      if (depth > maxDepth) {
+        return spans ? { tooDeepIn: key, spans } : { tooDeepIn: key };
+      }
       if (depth === 1) expectKey = true;
     } else if (c === CLOSE_BRACE || c === CLOSE_BRACKET) {
-      if (depth === 1) end(i);
+      if (depth === 1 && valueStart >= 0) {
+        spans?.set(key, [valueStart, i]);
+        valueStart = -1;
+      }
       depth--;
     } else if (depth === 1) {
       if (c === COMMA) {
-        end(i);
+        if (valueStart >= 0) spans?.set(key, [valueStart, i]);
+        valueStart = -1;
         expectKey = true;
       } else if (c === COLON) valueStart = i + 1;
     }
   }
-  return { spans };
+  return spans ? { spans } : {};
 }
 
 /**

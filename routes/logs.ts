@@ -159,63 +159,9 @@ function postHandler(
       limit: options.maxBodyBytes,
       ...(options.bodies ? { guard: options.bodies } : {}),
     });
-    let text: string;
-    try {
-      text = decoder.decode(bytes);
-    } catch {
-      throw invalidJson("Cannot decode the body: not valid UTF-8");
-    }
-    let body: unknown;
-    try {
-      body = JSON.parse(text);
-    } catch (error) {
-      throw invalidJson(
-        `Cannot parse the body as JSON: ${(error as Error).message}`,
-      );
-    }
-    if (typeof body !== "object" || body === null || Array.isArray(body)) {
-      throw invalidJson("Cannot accept the body: expected a JSON object");
-    }
-    const scan = scanJson(text, MAX_DEPTH);
-    if (scan.duplicate !== undefined) {
-      throw invalidJson(
-        `Cannot accept the body: member "${scan.duplicate}" appears more than once`,
-      );
-    }
-    if (scan.tooDeepIn !== undefined) {
-      throw invalidBody([{
-        path: scan.tooDeepIn || "(body)",
-        message: `Nesting is deeper than ${MAX_DEPTH} levels`,
-      }]);
-    }
-    let valid = parseEntry(body as Record<string, unknown>);
-    if (valid === undefined) {
-      const parsed = entrySchema.safeParse(body);
-      if (!parsed.success) throw invalidBody(toIssues(parsed.error));
-      valid = parsed.data;
-    }
-    const { level, projectId, data, device, context, appid } = valid;
-    const headers = req.headers;
-    const origin = headers.get("origin");
-    // Members in the stored line's order, the line first: the consumer cuts
-    // the line from this entry's JSON (db/logs.ts, lineFromQueued).
-    const entry = { id: createId(receivedAt), level, data } as QueuedEntry;
-    if (device !== undefined) entry.device = device;
-    if (context !== undefined) entry.context = context;
-    if (appid != null) entry.appid = appid;
-    if (origin !== null) entry.origin = origin;
-    entry.receivedAt = receivedAt;
-    entry.projectId = projectId;
-    const signature = headers.get("signature");
-    if (signature !== null) {
-      entry.signature = signature;
-      entry.timestamp = headers.get("timestamp") ?? "";
-      entry.raw = {};
-      for (const name of SIGNED_MEMBERS) {
-        const span = scan.spans.get(name);
-        if (span) entry.raw[name] = text.slice(span[0], span[1]);
-      }
-    }
+    // Everything the checks build stays in this call: only the entry is
+    // kept while the request waits for its commit.
+    const entry = queuedEntry(bytes, req.headers, receivedAt);
     try {
       await options.producer.submit(entry);
     } catch (error) {
@@ -229,6 +175,75 @@ function postHandler(
       }
       throw error;
     }
-    return jsonResponse(QUEUED, 200, corsHeaders(origin));
+    return jsonResponse(QUEUED, 200, corsHeaders(entry.origin ?? null));
   };
+}
+
+/**
+ * The entry of a request whose body was read: checks 10-14 of
+ * docs/design.md#synchronous-checks, each throwing its {@linkcode HttpError}.
+ */
+function queuedEntry(
+  bytes: Uint8Array,
+  headers: Headers,
+  receivedAt: number,
+): QueuedEntry {
+  let text: string;
+  try {
+    text = decoder.decode(bytes);
+  } catch {
+    throw invalidJson("Cannot decode the body: not valid UTF-8");
+  }
+  let body: unknown;
+  try {
+    body = JSON.parse(text);
+  } catch (error) {
+    throw invalidJson(
+      `Cannot parse the body as JSON: ${(error as Error).message}`,
+    );
+  }
+  if (typeof body !== "object" || body === null || Array.isArray(body)) {
+    throw invalidJson("Cannot accept the body: expected a JSON object");
+  }
+  const signature = headers.get("signature");
+  // The members' own text is kept only for a signature check.
+  const scan = scanJson(text, MAX_DEPTH, signature !== null);
+  if (scan.duplicate !== undefined) {
+    throw invalidJson(
+      `Cannot accept the body: member "${scan.duplicate}" appears more than once`,
+    );
+  }
+  if (scan.tooDeepIn !== undefined) {
+    throw invalidBody([{
+      path: scan.tooDeepIn || "(body)",
+      message: `Nesting is deeper than ${MAX_DEPTH} levels`,
+    }]);
+  }
+  let valid = parseEntry(body as Record<string, unknown>);
+  if (valid === undefined) {
+    const parsed = entrySchema.safeParse(body);
+    if (!parsed.success) throw invalidBody(toIssues(parsed.error));
+    valid = parsed.data;
+  }
+  const { level, projectId, data, device, context, appid } = valid;
+  const origin = headers.get("origin");
+  // Members in the stored line's order, the line first: the consumer cuts
+  // the line from this entry's JSON (db/logs.ts, lineFromQueued).
+  const entry = { id: createId(receivedAt), level, data } as QueuedEntry;
+  if (device !== undefined) entry.device = device;
+  if (context !== undefined) entry.context = context;
+  if (appid != null) entry.appid = appid;
+  if (origin !== null) entry.origin = origin;
+  entry.receivedAt = receivedAt;
+  entry.projectId = projectId;
+  if (signature !== null) {
+    entry.signature = signature;
+    entry.timestamp = headers.get("timestamp") ?? "";
+    entry.raw = {};
+    for (const name of SIGNED_MEMBERS) {
+      const span = scan.spans!.get(name);
+      if (span) entry.raw[name] = text.slice(span[0], span[1]);
+    }
+  }
+  return entry;
 }

@@ -14,12 +14,12 @@ import { minifyJson, scanJson } from "../domain/json.ts";
  * order, each holding exactly the text `JSON.parse` reads as its value.
  */
 function assertSpans(text: string): void {
-  const scan = scanJson(text, 32);
+  const scan = scanJson(text, 32, true);
   assert.equal(scan.duplicate, undefined);
   assert.equal(scan.tooDeepIn, undefined);
   const parsed = JSON.parse(text);
-  assert.deepEqual([...scan.spans.keys()], Object.keys(parsed));
-  for (const [name, [start, end]] of scan.spans) {
+  assert.deepEqual([...scan.spans!.keys()], Object.keys(parsed));
+  for (const [name, [start, end]] of scan.spans!) {
     assert.deepEqual(JSON.parse(text.slice(start, end)), parsed[name], name);
   }
 }
@@ -60,6 +60,24 @@ Deno.test("scanJson finds a repeated name however it is spelled", async (t) => {
   await t.step("the same name in nested objects is not repeated", () => {
     assertSpans(`{"a":{"a":1},"b":[{"a":2}]}`);
   });
+  await t.step("among many names, early or late", () => {
+    const names = Array.from({ length: 40 }, (_, i) => `"n${i}":${i}`);
+    const cases: [number, number][] = [[0, 17], [3, 40], [16, 17], [39, 40]];
+    for (const [repeated, at] of cases) {
+      const text = `{${names.toSpliced(at, 0, `"n${repeated}":0`).join(",")}}`;
+      assert.equal(scanJson(text, 32).duplicate, `n${repeated}`, text);
+    }
+    assertSpans(`{${names.join(",")}}`);
+  });
+});
+
+Deno.test("scanJson records spans only when asked", () => {
+  const text = `{"a":[1],"b":{"c":2}}`;
+  assert.equal(scanJson(text, 32).spans, undefined);
+  assert.deepEqual([...scanJson(text, 32, true).spans!], [
+    ["a", [5, 8]],
+    ["b", [13, 20]],
+  ]);
 });
 
 Deno.test("scanJson counts depth on brackets outside strings only", async (t) => {
