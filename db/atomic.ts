@@ -8,6 +8,7 @@
  *
  * @module
  */
+import { commitRetryingLocked, type LockedRetryOptions } from "./kv.ts";
 
 /** What results are written with: a `Deno.AtomicOperation`, or a recording. */
 export interface AtomicWriter {
@@ -169,10 +170,16 @@ export class RecordedAtomic implements AtomicWriter {
     }
   }
 
-  /** Commits what is recorded as an atomic operation of its own. */
-  commit(kv: Deno.Kv): Promise<Deno.KvCommitResult | Deno.KvCommitError> {
+  /**
+   * Commits what is recorded as an atomic operation of its own, sent again
+   * while it is refused as locked ({@linkcode commitRetryingLocked}).
+   */
+  commit(
+    kv: Deno.Kv,
+    options: LockedRetryOptions = {},
+  ): Promise<Deno.KvCommitResult | Deno.KvCommitError> {
     const op = kv.atomic();
     this.applyTo(op);
-    return op.commit();
+    return commitRetryingLocked(() => op.commit(), options);
   }
 }

@@ -1,6 +1,8 @@
 /**
  * Deno KV's limits as named constants, reading many keys under the
- * `getMany` limit, and the value codec (docs/design.md#value-encoding).
+ * `getMany` limit, committing again a commit refused as locked
+ * (docs/design.md#group-commit), and the value codec
+ * (docs/design.md#value-encoding).
  *
  * Every value the service stores is bytes it encodes itself — UTF-8 JSON, or
  * a JSON header framed with a binary payload — or a `Deno.KvU64` counter.
@@ -22,6 +24,66 @@ export const ATOMIC_MAX_CHECKS = 10;
 export const VALUE_MAX_BYTES = 65_536;
 /** Bytes of one atomic operation at most. */
 export const ATOMIC_MAX_BYTES = 819_200;
+
+/**
+ * Waits before each new attempt of a commit refused as locked, in
+ * milliseconds: at most 5 attempts more, after waits of 155 ms in all.
+ */
+export const LOCKED_RETRY_DELAYS_MS: readonly number[] = [5, 10, 20, 40, 80];
+
+/**
+ * Whether `error` says that SQLite refused a commit as locked: another
+ * connection to the same file (an operator command, a second process) wrote
+ * while this one read, and the commit wrote nothing. Deno KV waits out plain
+ * busy locks itself, but not this one.
+ *
+ * @example
+ * ```ts
+ * isLockedError(new TypeError("database is locked")); // true
+ * ```
+ */
+export function isLockedError(error: unknown): boolean {
+  return error instanceof Error && /database is locked/i.test(error.message);
+}
+
+/** Options of {@linkcode commitRetryingLocked}. */
+export interface LockedRetryOptions {
+  /** Waits `ms` milliseconds. @default a `setTimeout` */
+  sleep?: (ms: number) => Promise<void>;
+}
+
+function timeout(ms: number): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, ms));
+}
+
+/**
+ * Calls `commit`, and calls it again after each of
+ * {@linkcode LOCKED_RETRY_DELAYS_MS} while it throws an error that
+ * {@linkcode isLockedError} recognizes: a commit refused that way wrote
+ * nothing, so sending the same operation again is safe. Any other error, or
+ * the last refusal, is thrown as it is.
+ *
+ * @example
+ * ```ts
+ * const op = kv.atomic().set(key, value);
+ * const result = await commitRetryingLocked(() => op.commit());
+ * ```
+ */
+export async function commitRetryingLocked<T>(
+  commit: () => Promise<T>,
+  options: LockedRetryOptions = {},
+): Promise<T> {
+  const sleep = options.sleep ?? timeout;
+  for (let attempt = 0;; attempt++) {
+    try {
+      return await commit();
+    } catch (error) {
+      const wait = LOCKED_RETRY_DELAYS_MS[attempt];
+      if (wait === undefined || !isLockedError(error)) throw error;
+      await sleep(wait);
+    }
+  }
+}
 
 const encoder = new TextEncoder();
 const decoder = new TextDecoder();

@@ -10,7 +10,11 @@
  * @module
  */
 import type { RecordedAtomic } from "../db/atomic.ts";
-import { ATOMIC_MAX_BYTES, ATOMIC_MAX_CHECKS } from "../db/kv.ts";
+import {
+  ATOMIC_MAX_BYTES,
+  ATOMIC_MAX_CHECKS,
+  type LockedRetryOptions,
+} from "../db/kv.ts";
 
 /**
  * Bytes of batches and carried results one commit holds at most before no
@@ -43,16 +47,20 @@ export interface Riding {
   failed(error: unknown): void;
 }
 
+/** Options of {@linkcode CarriedResults}. */
+export interface CarriedResultsOptions extends LockedRetryOptions {
+  kv: Deno.Kv;
+  /** Hears the error of every commit made here that threw. */
+  onError?: (error: unknown) => void;
+}
+
 /** The results waiting for the next commit. */
 export class CarriedResults {
   #waiting: Carried[] = [];
-  #kv: Deno.Kv;
-  #onError: (error: unknown) => void;
+  #options: CarriedResultsOptions;
 
-  /** `onError` hears the error of every commit made here that threw. */
-  constructor(kv: Deno.Kv, onError: (error: unknown) => void = () => {}) {
-    this.#kv = kv;
-    this.#onError = onError;
+  constructor(options: CarriedResultsOptions) {
+    this.#options = options;
   }
 
   /** Results waiting. */
@@ -117,10 +125,15 @@ export class CarriedResults {
     };
   }
 
+  /** Commits `carried` on its own; one refused as locked is sent again. */
   #commitAlone(carried: Carried): void {
-    carried.result.commit(this.#kv).then(carried.resolve, (error) => {
-      this.#onError(error);
-      carried.reject(error);
-    });
+    const options = this.#options;
+    carried.result.commit(options.kv, options).then(
+      carried.resolve,
+      (error) => {
+        options.onError?.(error);
+        carried.reject(error);
+      },
+    );
   }
 }

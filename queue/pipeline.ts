@@ -42,6 +42,11 @@ export interface PipelineOptions {
   config: QueueSettings;
   /** Clock. @default {Date.now} */
   now?: () => number;
+  /**
+   * Waits before a commit refused as locked is sent again
+   * (docs/design.md#group-commit). @default a `setTimeout`
+   */
+  sleep?: (ms: number) => Promise<void>;
   /** Mutations that ride each commit (the rate counters). */
   rider?: CommitRider;
   /** Hand committed batches straight to this process's consumer. @default {true} */
@@ -130,6 +135,7 @@ export function createPipeline(options: PipelineOptions): Pipeline {
     kv,
     now,
     maxPending: config.maxPendingRequests,
+    ...(options.sleep ? { sleep: options.sleep } : {}),
     ...(options.rider ? { rider: options.rider } : {}),
     ...(space ? { gate: space } : {}),
     ...(handOver ? { onCommitted: (batches) => worker.hand(batches) } : {}),

@@ -11,7 +11,7 @@
  */
 import { keyBytes, type RecordedAtomic } from "../db/atomic.ts";
 import { batchPartKey, pendingBatchKey } from "../db/keys.ts";
-import { ATOMIC_MAX_MUTATIONS } from "../db/kv.ts";
+import { ATOMIC_MAX_MUTATIONS, commitRetryingLocked } from "../db/kv.ts";
 import { PART_BYTES, splitParts } from "../db/parts.ts";
 import type { QueuedEntry } from "../domain/entry.ts";
 import { createId } from "../domain/ids.ts";
@@ -113,6 +113,11 @@ export interface ProducerOptions {
   maxPendingChars?: number;
   /** Clock. @default {Date.now} */
   now?: () => number;
+  /**
+   * Waits before a commit refused as locked is sent again
+   * (docs/design.md#group-commit). @default a `setTimeout`
+   */
+  sleep?: (ms: number) => Promise<void>;
   /** Given the batches of each successful commit. */
   onCommitted?: (batches: HandedBatch[]) => void;
   /** Other mutations to carry in each commit. */
@@ -163,10 +168,11 @@ export class GroupCommitter {
   constructor(options: ProducerOptions) {
     this.#options = options;
     this.#now = options.now ?? Date.now;
-    this.#carried = new CarriedResults(
-      options.kv,
-      (error) => options.gate?.failed(error),
-    );
+    this.#carried = new CarriedResults({
+      kv: options.kv,
+      onError: (error) => options.gate?.failed(error),
+      ...(options.sleep ? { sleep: options.sleep } : {}),
+    });
   }
 
   /** Requests waiting for a commit, the one in flight excluded. */
@@ -302,7 +308,11 @@ export class GroupCommitter {
       riding = this.#carried.take(op, mutations, bytes, MAX_COMMIT_MUTATIONS);
       mutations += riding.mutations;
       told = this.#options.rider?.ride(op, MAX_COMMIT_MUTATIONS - mutations);
-      const result = await op.commit();
+      // A commit refused as locked wrote nothing: the same one goes again.
+      const result = await commitRetryingLocked(
+        () => op.commit(),
+        this.#options,
+      );
       if (result.ok) versionstamp = result.versionstamp;
       else checkFailed = true;
     } catch (error) {
