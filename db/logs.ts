@@ -20,10 +20,16 @@
  * @module
  */
 import type { AtomicWriter } from "./atomic.ts";
-import type { AuthMethod, LogRecord, QueuedEntry } from "../domain/entry.ts";
+import {
+  type AuthMethod,
+  type LogRecord,
+  type QueuedEntry,
+  toLogRecord,
+} from "../domain/entry.ts";
 import { idTime } from "../domain/ids.ts";
 import { concatBytes, joinBytes, splitBytes } from "./blob.ts";
-import { logKey, logPartKey } from "./keys.ts";
+import { batchPartKey, logKey, logPartKey } from "./keys.ts";
+import { decodeJson, encodeJson } from "./kv.ts";
 import { addLogCounts } from "./log_counts.ts";
 import { joinParts, PART_BYTES } from "./parts.ts";
 
@@ -33,6 +39,8 @@ export const PAGE_SPAN_MS = 1000;
 export const PAGE_ENTRIES = 200;
 /** First byte of a page in the current format. */
 const PAGE_FORMAT = 1;
+/** A page whose entries are the bytes of the batch they were queued in. */
+const PAGE_REF_FORMAT = 2;
 /** Bytes before the lines of a page. */
 const PAGE_HEADER_BYTES = 4;
 
@@ -271,6 +279,7 @@ export async function readPageText(
     );
     return records.map(encodeRecordLine).join("\n");
   }
+  if (value[0] === PAGE_REF_FORMAT) return readRefText(kv, firstId, value);
   const parts = value[1]!;
   const bytes = parts <= 1
     ? value.subarray(PAGE_HEADER_BYTES)
@@ -280,4 +289,107 @@ export async function readPageText(
       Array.from({ length: parts - 1 }, (_, i) => partKey(i + 1)),
     );
   return decoder.decode(bytes);
+}
+
+/** The batch a page by reference reads its entries from. */
+export interface BatchRef {
+  batchId: string;
+  /** Parts of the batch's bytes, under `batch_parts/<batchId>/0` onwards. */
+  parts: number;
+}
+
+/** The stored form of a page by reference, after its 4-byte header. */
+interface StoredRef {
+  batch: string;
+  parts: number;
+  /** Each entry's method, or the one method of all. */
+  auth: AuthMethod | AuthMethod[];
+}
+
+/**
+ * Whether the entries of a batch (in the order queued) can make one page by
+ * reference: one project, ids rising, at most {@linkcode PAGE_ENTRIES}
+ * entries spanning less than {@linkcode PAGE_SPAN_MS}, as a page holds.
+ *
+ * @example
+ * ```ts
+ * canReferTo(batch.entries); // true for a batch of one busy project
+ * ```
+ */
+export function canReferTo(entries: readonly QueuedEntry[]): boolean {
+  const first = entries[0];
+  if (!first || entries.length > PAGE_ENTRIES) return false;
+  for (let i = 1; i < entries.length; i++) {
+    const entry = entries[i]!;
+    if (
+      entry.projectId !== first.projectId || entry.id <= entries[i - 1]!.id ||
+      entry.receivedAt - first.receivedAt >= PAGE_SPAN_MS
+    ) return false;
+  }
+  return true;
+}
+
+/**
+ * Adds the mutations that store `records` (sorted by id, the entries of
+ * batch `ref` in its order, see {@linkcode canReferTo}) as one page that
+ * refers to the batch's bytes instead of copying them, and their counters;
+ * returns how many. No expiry: the compactor makes it a chunk, which
+ * expires, and deletes the batch's bytes (docs/design.md#pages-by-reference).
+ */
+export function storeLogsByRef(
+  op: AtomicWriter,
+  projectId: string,
+  records: LogRecord[],
+  ref: BatchRef,
+): number {
+  const methods = records.map((r) => r.auth);
+  const stored: StoredRef = {
+    batch: ref.batchId,
+    parts: ref.parts,
+    auth: methods.every((m) => m === methods[0]) ? methods[0]! : methods,
+  };
+  const count = records.length;
+  op.set(
+    logKey(projectId, records[0]!.id),
+    concatBytes([
+      new Uint8Array([PAGE_REF_FORMAT, 1, count & 0xff, count >> 8]),
+      encodeJson(stored),
+    ]),
+  );
+  return 1 + addLogCounts(op, projectId, records);
+}
+
+/** The batch a stored page refers to, or `null` for a page of its own. */
+export function pageBatchRef(value: StoredPage): BatchRef | null {
+  if (isLegacyPage(value) || value[0] !== PAGE_REF_FORMAT) return null;
+  const stored = decodeJson<StoredRef>(value.subarray(PAGE_HEADER_BYTES))!;
+  return { batchId: stored.batch, parts: stored.parts };
+}
+
+/** The lines of a page by reference, read from its batch's bytes. */
+async function readRefText(
+  kv: Deno.Kv,
+  firstId: string,
+  value: Uint8Array,
+): Promise<string> {
+  const stored = decodeJson<StoredRef>(value.subarray(PAGE_HEADER_BYTES))!;
+  const head = (await kv.get(batchPartKey(stored.batch, 0))).value;
+  if (!(head instanceof Uint8Array)) {
+    throw new Error(
+      `Cannot read page "${firstId}": its batch "${stored.batch}" is gone`,
+    );
+  }
+  const entries = await joinParts<QueuedEntry[]>(
+    kv,
+    head,
+    stored.parts,
+    (n) => batchPartKey(stored.batch, n),
+  );
+  return entries.map((entry, i) => {
+    const auth = typeof stored.auth === "string"
+      ? stored.auth
+      : stored.auth[i]!;
+    return lineFromQueued(JSON.stringify(entry), entry, auth) ??
+      encodeRecordLine(toLogRecord(entry, auth));
+  }).join("\n");
 }

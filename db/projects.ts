@@ -25,6 +25,7 @@ import {
 } from "./keys.ts";
 import {
   countStoredEntries,
+  deleteReferredBatches,
   storedLogKeys,
   storedLogPrefixes,
 } from "./query/storage.ts";
@@ -301,7 +302,7 @@ export async function deleteProject(
   let logs = 0;
   for (let deleted = -1; deleted !== 0;) {
     logs += await countStoredEntries(kv, projectId);
-    deleted = 0;
+    deleted = await deleteReferredBatches(kv, projectId);
     for (
       const prefix of [
         ...storedLogPrefixes(projectId),

@@ -15,8 +15,17 @@ export interface BatchHeader {
   createdAt: number;
   /** Number of entries. */
   count: number;
-  /** First part of the JSON array of entries. */
+  /**
+   * First part of the JSON array of entries; empty when the batch is
+   * {@linkcode BatchHeader.apart}.
+   */
   head: Uint8Array;
+  /**
+   * The first part is stored apart, under `batch_parts/<batchId>/0`, so that
+   * a page may refer to the batch's bytes after the pending key is gone
+   * (docs/design.md#pages-by-reference). Absent in batches of older versions.
+   */
+  apart?: boolean;
   /** Number of parts, head included. */
   parts: number;
   /** Failed processing attempts so far. */
@@ -38,6 +47,8 @@ export interface HandedBatch {
   versionstamp: string;
   /** Number of parts the batch was written in. */
   parts: number;
+  /** The first part is stored apart ({@linkcode BatchHeader.apart}). */
+  apart?: boolean;
   entries: QueuedEntry[];
   /** Each entry's JSON as committed, in the same order. */
   texts?: string[];

@@ -31,7 +31,14 @@ import {
   encodeJson,
   getManyChunked,
 } from "../db/kv.ts";
-import { encodeRecordLine, lineFromQueued, storeLogs } from "../db/logs.ts";
+import {
+  type BatchRef,
+  canReferTo,
+  encodeRecordLine,
+  lineFromQueued,
+  storeLogs,
+  storeLogsByRef,
+} from "../db/logs.ts";
 import { joinParts } from "../db/parts.ts";
 import type { Project } from "../db/projects.ts";
 import { encodeKeptEntry } from "../db/rejected.ts";
@@ -49,6 +56,7 @@ import {
   isEntryList,
 } from "./batch.ts";
 import { claimSignatures, type Reads } from "./claims.ts";
+import { Locks } from "./locks.ts";
 
 /** Project records one result commit checks beside the pending key. */
 const PROJECT_CHECKS = ATOMIC_MAX_CHECKS - 1;
@@ -56,33 +64,6 @@ const PROJECT_CHECKS = ATOMIC_MAX_CHECKS - 1;
 const ROUND_PROJECT_CHECKS = ATOMIC_MAX_CHECKS - 2;
 /** The lock name of the ring of rejections naming no existing project. */
 const GLOBAL_RING = "";
-
-/**
- * Named locks held in arrival order: `hold(names, fn)` runs `fn` once every
- * earlier holder of any of `names` has finished. Names are taken all at once,
- * so two holders never wait for each other.
- */
-class Locks {
-  #last = new Map<string, Promise<void>>();
-
-  async hold<T>(names: string[], fn: () => Promise<T>): Promise<T> {
-    if (names.length === 0) return await fn();
-    const unique = [...new Set(names)];
-    const before = unique.map((n) => this.#last.get(n));
-    let release!: () => void;
-    const mine = new Promise<void>((resolve) => release = resolve);
-    for (const name of unique) this.#last.set(name, mine);
-    await Promise.all(before);
-    try {
-      return await fn();
-    } finally {
-      release();
-      for (const name of unique) {
-        if (this.#last.get(name) === mine) this.#last.delete(name);
-      }
-    }
-  }
-}
 
 /** Times a batch is judged again on fresh project records before it fails. */
 const MAX_REJUDGEMENTS = 5;
@@ -104,6 +85,8 @@ interface BatchRead {
   /** Key and versionstamp the result commit is guarded by. */
   pending: { key: Deno.KvKey; versionstamp: string };
   parts: number;
+  /** The first part is stored apart, under part number 0. */
+  apart: boolean;
   entries: QueuedEntry[];
   /** Entries' JSON as committed, when handed over in memory. */
   texts?: Map<QueuedEntry, string>;
@@ -117,6 +100,7 @@ function handedBatch(batchId: string, handed: HandedBatch): BatchRead {
       versionstamp: handed.versionstamp,
     },
     parts: handed.parts,
+    apart: handed.apart === true,
     entries: handed.entries,
   };
   const { texts } = handed;
@@ -227,9 +211,15 @@ export class Consumer {
         });
       }
       if (progress) op.check(progress);
+      // A batch whose entries all go to one page keeps its bytes: the page
+      // refers to them (docs/design.md#pages-by-reference).
+      const ref = final && !progress && read.apart && owners.length === 1 &&
+          results.every((r) => r.ok) && canReferTo(entries)
+        ? { batchId, parts: read.parts }
+        : undefined;
       if (final) {
         op.delete(pendingBatchKey(batchId));
-        for (let n = 1; n < read.parts; n++) {
+        for (let n = read.apart ? 0 : 1; !ref && n < read.parts; n++) {
           op.delete(batchPartKey(batchId, n));
         }
         if (progress) op.delete(progress.key);
@@ -251,7 +241,10 @@ export class Consumer {
         rings.push(projects.get(id)!.project ? id : GLOBAL_RING);
       });
       const result = await this.#rings.hold(rings, async () => {
-        await this.#addResults(op, taken, verdicts, projects, read.texts);
+        await this.#addResults(op, taken, verdicts, projects, {
+          ...(read.texts ? { texts: read.texts } : {}),
+          ...(ref ? { ref } : {}),
+        });
         return await this.#commit(op);
       });
       if (result.ok && final) return "processed";
@@ -308,11 +301,16 @@ export class Consumer {
     // Absent means no key: a key holding null is a batch that cannot be read.
     if (pending.versionstamp === null) return null;
     const header = decodeBatchHeader(pending.value);
+    const apart = header.apart === true;
     let entries: unknown;
     try {
+      const head = apart
+        ? (await this.#kv.get(batchPartKey(batchId, 0))).value
+        : header.head;
+      if (!(head instanceof Uint8Array)) throw new Error("its bytes are gone");
       entries = await joinParts(
         this.#kv,
-        header.head,
+        head,
         header.parts,
         (n) => batchPartKey(batchId, n),
       );
@@ -326,7 +324,7 @@ export class Consumer {
         `Cannot read batch "${batchId}": not a list of entries`,
       );
     }
-    return { pending, parts: header.parts, entries };
+    return { pending, parts: header.parts, apart, entries };
   }
 
   /** The kept form of a rejected entry (docs/design.md#kept-rejected-entries). */
@@ -344,7 +342,10 @@ export class Consumer {
     entries: QueuedEntry[],
     results: AuthResult[],
     reads: Reads,
-    texts?: Map<QueuedEntry, string>,
+    { texts, ref }: {
+      texts?: Map<QueuedEntry, string>;
+      ref?: BatchRef;
+    },
   ): Promise<void> {
     const projects = new Map<string, Project | null>();
     for (const [id, read] of reads) projects.set(id, read.project);
@@ -358,7 +359,7 @@ export class Consumer {
       const project = projects.get(entry.projectId) ?? null;
       if (result.ok && project) {
         const record = toLogRecord(entry, result.method);
-        const text = texts?.get(entry);
+        const text = ref ? undefined : texts?.get(entry);
         const line = text === undefined
           ? undefined
           : lineFromQueued(text, entry, result.method);
@@ -382,11 +383,14 @@ export class Consumer {
     for (const [projectId, records] of accepted) {
       const retentionMs = projects.get(projectId)!.retentionDays * DAY_MS;
       records.sort((a, b) => a.id < b.id ? -1 : a.id > b.id ? 1 : 0);
-      storeLogs(op, projectId, records, {
-        now,
-        retentionMs,
-        lineOf: (record) => lines.get(record) ?? encodeRecordLine(record),
-      });
+      if (ref) storeLogsByRef(op, projectId, records, ref);
+      else {
+        storeLogs(op, projectId, records, {
+          now,
+          retentionMs,
+          lineOf: (record) => lines.get(record) ?? encodeRecordLine(record),
+        });
+      }
       tally.accept(projectId, records.length);
     }
     await addStats(this.#kv, op, tally);

@@ -303,7 +303,7 @@ export class GroupCommitter {
     try {
       const op = kv.atomic();
       batches = this.#addBatches(op, taken, this.#now());
-      let mutations = batches.reduce((n, b) => n + b.parts, 0);
+      let mutations = batches.reduce((n, b) => n + 1 + b.parts, 0);
       const bytes = batches.reduce((n, b) => n + b.bytes, 0);
       riding = this.#carried.take(op, mutations, bytes, MAX_COMMIT_MUTATIONS);
       mutations += riding.mutations;
@@ -337,6 +337,7 @@ export class GroupCommitter {
           id,
           versionstamp,
           parts,
+          apart: true,
           entries: items.map((w) => w.entry),
           texts: items.map((w) => w.json),
         })));
@@ -372,19 +373,22 @@ export class GroupCommitter {
         `[${items.map((w) => w.json).join(",")}]`,
       );
       const id = createId(now);
+      // The bytes apart from the header: a page may refer to them once the
+      // batch is processed (docs/design.md#pages-by-reference).
       const header: BatchHeader = {
         createdAt: now,
         count: items.length,
-        head,
+        head: new Uint8Array(0),
         parts: 1 + rest.length,
         attempts: 0,
+        apart: true,
       };
       const value = encodeBatchHeader(header);
       const key = pendingBatchKey(id);
       op.set(key, value);
       let bytes = keyBytes(key) + value.length;
-      rest.forEach((part, i) => {
-        const key = batchPartKey(id, i + 1);
+      [head, ...rest].forEach((part, n) => {
+        const key = batchPartKey(id, n);
         op.set(key, part);
         bytes += keyBytes(key) + part.length;
       });

@@ -24,6 +24,7 @@
  */
 import { idTime, timeBound } from "../../domain/ids.ts";
 import {
+  batchPartKey,
   logBloomKey,
   logChunkKey,
   logChunkPartKey,
@@ -37,9 +38,11 @@ import {
 } from "../keys.ts";
 import { addLogCounts, deleteExpiredCounts } from "../log_counts.ts";
 import {
+  type BatchRef,
   decodeRecordLine,
   isLegacyPage,
   lineId,
+  pageBatchRef,
   pagePartCount,
   readPageText,
   type StoredPage,
@@ -97,6 +100,8 @@ export interface CompactResult {
 interface SourcePage {
   firstId: string;
   parts: number;
+  /** The batch whose bytes a page by reference reads, deleted with it. */
+  ref: BatchRef | null;
   lines: string[];
   /** Receipt times and levels of an old page's entries, to count them. */
   uncounted: { receivedAt: number; level: string }[];
@@ -113,7 +118,7 @@ class Group {
 
   /** Mutations `page` would add. */
   cost(page: SourcePage): number {
-    let n = page.parts;
+    let n = page.parts + (page.ref?.parts ?? 0);
     for (const { receivedAt, level } of page.uncounted) {
       for (const size of [60_000, 3_600_000]) {
         const id = `${size}:${Math.floor(receivedAt / size)}:${level}`;
@@ -205,6 +210,9 @@ export async function compactProject(
       for (let n = 1; n < page.parts; n++) {
         op.delete(logPartKey(projectId, page.firstId, n));
       }
+      for (let n = 0; n < (page.ref?.parts ?? 0); n++) {
+        op.delete(batchPartKey(page.ref!.batchId, n));
+      }
       addLogCounts(op, projectId, page.uncounted);
     }
     op.set(logChunkKey(projectId, lastId), chunk.head, { expireIn });
@@ -241,6 +249,7 @@ export async function compactProject(
       const page: SourcePage = {
         firstId,
         parts: pagePartCount(entry.value),
+        ref: pageBatchRef(entry.value),
         lines,
         uncounted: isLegacyPage(entry.value)
           ? lines.map((line) => decodeRecordLine(line))

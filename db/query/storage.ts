@@ -7,6 +7,7 @@
  * @module
  */
 import {
+  batchPartKey,
   logBloomsPrefix,
   logChunkPartsPrefix,
   logChunksPrefix,
@@ -17,7 +18,7 @@ import {
   logSummariesPrefix,
   logUnitId,
 } from "../keys.ts";
-import { pageEntryCount, type StoredPage } from "../logs.ts";
+import { pageBatchRef, pageEntryCount, type StoredPage } from "../logs.ts";
 import { decodeSummary } from "./chunk.ts";
 
 /** Prefixes of everything stored for a project's entries. */
@@ -87,4 +88,36 @@ export async function countStoredEntries(
     }
     await new Promise((resolve) => setTimeout(resolve, COUNT_RETRY_MS));
   }
+}
+
+/**
+ * Deletes the batch bytes that the project's pages by reference read
+ * (docs/design.md#pages-by-reference); returns how many keys it deleted. A
+ * project deletion calls it before deleting the pages themselves.
+ *
+ * @example
+ * ```ts
+ * await deleteReferredBatches(kv, projectId);
+ * ```
+ */
+export async function deleteReferredBatches(
+  kv: Deno.Kv,
+  projectId: string,
+): Promise<number> {
+  const keys: Deno.KvKey[] = [];
+  const pages = kv.list<StoredPage>({ prefix: logsPrefix(projectId) }, {
+    batchSize: 500,
+  });
+  for await (const page of pages) {
+    const ref = pageBatchRef(page.value);
+    for (let n = 0; ref && n < ref.parts; n++) {
+      keys.push(batchPartKey(ref.batchId, n));
+    }
+  }
+  for (let at = 0; at < keys.length; at += 500) {
+    const op = kv.atomic();
+    for (const key of keys.slice(at, at + 500)) op.delete(key);
+    await op.commit();
+  }
+  return keys.length;
 }
