@@ -243,7 +243,15 @@ export async function compactProject(
     for await (const entry of iter) {
       listed++;
       const firstId = logUnitId(entry.key);
-      const text = await readPageText(kv, projectId, firstId, entry.value);
+      let text: string;
+      try {
+        text = await readPageText(kv, projectId, firstId, entry.value);
+      } catch (error) {
+        // Another process compacted the page meanwhile: its round won.
+        const now = await kv.get(logCompactionKey(projectId));
+        if (now.versionstamp !== versionstamp) throw new ConflictError();
+        throw error;
+      }
       const lines = text === "" ? [] : text.split("\n");
       if (lines.length === 0) continue;
       const page: SourcePage = {

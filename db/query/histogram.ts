@@ -147,12 +147,7 @@ export async function histogram(
   const hour = COUNT_BUCKET_MS.h;
   const m1 = Math.ceil(since / minute) * minute;
   const m2 = Math.floor(until / minute) * minute;
-  // Scanning entries may be redone when a compaction moves them; counters
-  // are summed with the entries, so they need no such check.
-  const key = logCompactionKey(projectId);
-  for (let attempt = 1;; attempt++) {
-    for (const b of buckets) b.counts = {};
-    const before = await kv.get(key);
+  const countAll = async (): Promise<void> => {
     if (!levelsOnly(filter) || intervalMs < minute || m1 >= m2) {
       await countEntries(since, until);
     } else {
@@ -167,6 +162,21 @@ export async function histogram(
       } else {
         await countCounters("m", m1, m2);
       }
+    }
+  };
+  // Scanning entries may be redone when a compaction moves them; counters
+  // are summed with the entries, so they need no such check.
+  const key = logCompactionKey(projectId);
+  for (let attempt = 1;; attempt++) {
+    for (const b of buckets) b.counts = {};
+    const before = await kv.get(key);
+    try {
+      await countAll();
+    } catch (error) {
+      // A page a compaction deleted while it was being read: count again.
+      const after = await kv.get(key);
+      if (after.versionstamp !== before.versionstamp && attempt < 5) continue;
+      throw error;
     }
     const after = await kv.get(key);
     if (after.versionstamp === before.versionstamp || attempt >= 5) break;

@@ -54,7 +54,20 @@ async function consistent<T>(
   const key = logCompactionKey(projectId);
   for (let attempt = 1;; attempt++) {
     const before = await kv.get(key);
-    const result = await read();
+    let result: T;
+    try {
+      result = await read();
+    } catch (error) {
+      // A page whose parts (or the batch it refers to) a compaction deleted
+      // while it was being read: read again once the move is seen.
+      const after = await kv.get(key);
+      if (
+        after.versionstamp !== before.versionstamp && attempt < MAX_ATTEMPTS
+      ) {
+        continue;
+      }
+      throw error;
+    }
     const after = await kv.get(key);
     if (after.versionstamp === before.versionstamp || attempt >= MAX_ATTEMPTS) {
       return result;
