@@ -7,7 +7,12 @@
 import * as assert from "node:assert/strict";
 import { logKey, logsPrefix, pendingBatchKey } from "../db/keys.ts";
 import { encodeJson } from "../db/kv.ts";
-import { encodeRecordLine, pageBatchRef, readPageText } from "../db/logs.ts";
+import {
+  canReferTo,
+  encodeRecordLine,
+  pageBatchRef,
+  readPageText,
+} from "../db/logs.ts";
 import { deleteProject } from "../db/projects.ts";
 import { compactProject } from "../db/query/compact.ts";
 import { histogram, parseQuery, queryLogs } from "../db/query/mod.ts";
@@ -298,4 +303,28 @@ Deno.test("a reader that meets a page by reference being compacted reads again, 
       });
     });
   }
+});
+
+Deno.test("only a batch that is one page's worth can be referred to", async (t) => {
+  await withHarness(async (h) => {
+    const run = (n: number, step = 1) =>
+      Array.from({ length: n }, () => {
+        const entry = queued(h, "p");
+        h.clock.advance(step);
+        return entry;
+      });
+    const cases: [string, QueuedEntry[], boolean][] = [
+      ["one project, ids rising", run(3), true],
+      ["200 entries", run(200), true],
+      ["201 entries", run(201), false],
+      ["spanning under 1 s", run(2, 999), true],
+      ["spanning 1 s", run(2, 1000), false],
+      ["two projects", [queued(h, "p"), queued(h, "q")], false],
+      ["ids falling", run(2).reverse(), false],
+      ["no entry", [], false],
+    ];
+    for (const [name, entries, expected] of cases) {
+      await t.step(name, () => assert.equal(canReferTo(entries), expected));
+    }
+  });
 });
