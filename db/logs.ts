@@ -28,10 +28,10 @@ import {
 } from "../domain/entry.ts";
 import { idTime } from "../domain/ids.ts";
 import { concatBytes, joinBytes, splitBytes } from "./blob.ts";
-import { batchPartKey, logKey, logPartKey } from "./keys.ts";
+import { logKey, logPartKey } from "./keys.ts";
 import { decodeJson, encodeJson } from "./kv.ts";
 import { addLogCounts } from "./log_counts.ts";
-import { joinParts, PART_BYTES } from "./parts.ts";
+import { joinParts, PART_BYTES, readBatchApart } from "./parts.ts";
 
 /** Receipt time one page spans at most. */
 export const PAGE_SPAN_MS = 1000;
@@ -279,7 +279,7 @@ export async function readPageText(
     );
     return records.map(encodeRecordLine).join("\n");
   }
-  if (value[0] === PAGE_REF_FORMAT) return readRefText(kv, firstId, value);
+  if (value[0] === PAGE_REF_FORMAT) return readRefText(kv, value);
   const parts = value[1]!;
   const bytes = parts <= 1
     ? value.subarray(PAGE_HEADER_BYTES)
@@ -335,6 +335,11 @@ export function canReferTo(entries: readonly QueuedEntry[]): boolean {
  * refers to the batch's bytes instead of copying them, and their counters;
  * returns how many. No expiry: the compactor makes it a chunk, which
  * expires, and deletes the batch's bytes (docs/design.md#pages-by-reference).
+ *
+ * @example
+ * ```ts
+ * storeLogsByRef(op, projectId, records, { batchId, parts: 1 });
+ * ```
  */
 export function storeLogsByRef(
   op: AtomicWriter,
@@ -369,22 +374,14 @@ export function pageBatchRef(value: StoredPage): BatchRef | null {
 /** The lines of a page by reference, read from its batch's bytes. */
 async function readRefText(
   kv: Deno.Kv,
-  firstId: string,
   value: Uint8Array,
 ): Promise<string> {
   const stored = decodeJson<StoredRef>(value.subarray(PAGE_HEADER_BYTES))!;
-  const head = (await kv.get(batchPartKey(stored.batch, 0))).value;
-  if (!(head instanceof Uint8Array)) {
-    throw new Error(
-      `Cannot read page "${firstId}": its batch "${stored.batch}" is gone`,
-    );
-  }
-  const entries = await joinParts<QueuedEntry[]>(
+  const entries = await readBatchApart(
     kv,
-    head,
+    stored.batch,
     stored.parts,
-    (n) => batchPartKey(stored.batch, n),
-  );
+  ) as QueuedEntry[];
   return entries.map((entry, i) => {
     const auth = typeof stored.auth === "string"
       ? stored.auth

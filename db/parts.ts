@@ -2,10 +2,12 @@
  * Values larger than Deno KV's 64 KiB limit: JSON bytes split into a head
  * (stored in the main record) and further parts under their own keys.
  * Batches and stored entries both use it, so a body at `MAX_BODY_BYTES`
- * always fits.
+ * always fits. A batch's bytes may also be stored apart from its header,
+ * every part under its own key from 0 ({@linkcode readBatchApart}).
  *
  * @module
  */
+import { batchPartKey } from "./keys.ts";
 import { getManyChunked } from "./kv.ts";
 
 /** Bytes per stored part, leaving room for the record around the head. */
@@ -67,4 +69,26 @@ export async function joinParts<T>(
     at += chunk.length;
   }
   return JSON.parse(decoder.decode(whole));
+}
+
+/**
+ * Reads and parses the JSON of a batch stored apart from its header: `parts`
+ * parts under `batch_parts/<batchId>/0` onwards (docs/design.md#group-commit).
+ * Throws when its bytes are gone.
+ *
+ * @example
+ * ```ts
+ * const entries = await readBatchApart(kv, batchId, header.parts);
+ * ```
+ */
+export async function readBatchApart(
+  kv: Deno.Kv,
+  batchId: string,
+  parts: number,
+): Promise<unknown> {
+  const head = (await kv.get(batchPartKey(batchId, 0))).value;
+  if (!(head instanceof Uint8Array)) {
+    throw new Error(`Cannot read batch "${batchId}": its bytes are gone`);
+  }
+  return await joinParts(kv, head, parts, (n) => batchPartKey(batchId, n));
 }

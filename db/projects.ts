@@ -25,7 +25,7 @@ import {
 } from "./keys.ts";
 import {
   countStoredEntries,
-  deleteReferredBatches,
+  referredBatchKeys,
   storedLogKeys,
   storedLogPrefixes,
 } from "./query/storage.ts";
@@ -302,7 +302,7 @@ export async function deleteProject(
   let logs = 0;
   for (let deleted = -1; deleted !== 0;) {
     logs += await countStoredEntries(kv, projectId);
-    deleted = await deleteReferredBatches(kv, projectId);
+    deleted = await deleteKeys(kv, await referredBatchKeys(kv, projectId));
     for (
       const prefix of [
         ...storedLogPrefixes(projectId),
@@ -335,9 +335,16 @@ export async function deletePrefix(
       keys.push(entry.key);
     }
     if (keys.length === 0) return deleted;
-    const op = kv.atomic();
-    for (const key of keys) op.delete(key);
-    await op.commit();
-    deleted += keys.length;
+    deleted += await deleteKeys(kv, keys);
   }
+}
+
+/** Deletes `keys`, {@linkcode DELETE_CHUNK} per atomic operation; returns how many. */
+async function deleteKeys(kv: Deno.Kv, keys: Deno.KvKey[]): Promise<number> {
+  for (let at = 0; at < keys.length; at += DELETE_CHUNK) {
+    const op = kv.atomic();
+    for (const key of keys.slice(at, at + DELETE_CHUNK)) op.delete(key);
+    await op.commit();
+  }
+  return keys.length;
 }

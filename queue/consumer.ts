@@ -39,7 +39,7 @@ import {
   storeLogs,
   storeLogsByRef,
 } from "../db/logs.ts";
-import { joinParts } from "../db/parts.ts";
+import { joinParts, readBatchApart } from "../db/parts.ts";
 import type { Project } from "../db/projects.ts";
 import { encodeKeptEntry } from "../db/rejected.ts";
 import { addStats, StatsTally } from "../db/stats.ts";
@@ -88,8 +88,8 @@ interface BatchRead {
   /** The first part is stored apart, under part number 0. */
   apart: boolean;
   entries: QueuedEntry[];
-  /** Entries' JSON as committed, when handed over in memory. */
-  texts?: Map<QueuedEntry, string>;
+  /** Each entry's JSON as committed, when handed over in memory. */
+  texts?: string[];
 }
 
 /** A batch handed over in memory, in the form of one read from KV. */
@@ -103,11 +103,16 @@ function handedBatch(batchId: string, handed: HandedBatch): BatchRead {
     apart: handed.apart === true,
     entries: handed.entries,
   };
-  const { texts } = handed;
-  if (texts?.length === handed.entries.length) {
-    read.texts = new Map(handed.entries.map((e, i) => [e, texts[i]!]));
+  if (handed.texts?.length === handed.entries.length) {
+    read.texts = handed.texts;
   }
   return read;
+}
+
+/** Each entry's JSON as committed, by entry, when it was handed over. */
+function textsByEntry(read: BatchRead): Map<QueuedEntry, string> | undefined {
+  const { texts } = read;
+  return texts && new Map(read.entries.map((e, i) => [e, texts[i]!]));
 }
 
 /** Options of {@linkcode Consumer}. */
@@ -241,10 +246,9 @@ export class Consumer {
         rings.push(projects.get(id)!.project ? id : GLOBAL_RING);
       });
       const result = await this.#rings.hold(rings, async () => {
-        await this.#addResults(op, taken, verdicts, projects, {
-          ...(read.texts ? { texts: read.texts } : {}),
-          ...(ref ? { ref } : {}),
-        });
+        // Lines are cut from the committed JSON only for a copied page.
+        const lines = ref ? { ref } : { texts: textsByEntry(read) };
+        await this.#addResults(op, taken, verdicts, projects, lines);
         return await this.#commit(op);
       });
       if (result.ok && final) return "processed";
@@ -304,16 +308,14 @@ export class Consumer {
     const apart = header.apart === true;
     let entries: unknown;
     try {
-      const head = apart
-        ? (await this.#kv.get(batchPartKey(batchId, 0))).value
-        : header.head;
-      if (!(head instanceof Uint8Array)) throw new Error("its bytes are gone");
-      entries = await joinParts(
-        this.#kv,
-        head,
-        header.parts,
-        (n) => batchPartKey(batchId, n),
-      );
+      entries = apart
+        ? await readBatchApart(this.#kv, batchId, header.parts)
+        : await joinParts(
+          this.#kv,
+          header.head,
+          header.parts,
+          (n) => batchPartKey(batchId, n),
+        );
     } catch (error) {
       throw new BatchFormatError(`Cannot read batch "${batchId}"`, {
         cause: error,
@@ -343,7 +345,7 @@ export class Consumer {
     results: AuthResult[],
     reads: Reads,
     { texts, ref }: {
-      texts?: Map<QueuedEntry, string>;
+      texts?: Map<QueuedEntry, string> | undefined;
       ref?: BatchRef;
     },
   ): Promise<void> {
@@ -359,7 +361,7 @@ export class Consumer {
       const project = projects.get(entry.projectId) ?? null;
       if (result.ok && project) {
         const record = toLogRecord(entry, result.method);
-        const text = ref ? undefined : texts?.get(entry);
+        const text = texts?.get(entry);
         const line = text === undefined
           ? undefined
           : lineFromQueued(text, entry, result.method);

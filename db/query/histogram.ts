@@ -13,7 +13,7 @@ import { COUNT_BUCKET_MS, readLogCounts } from "../log_counts.ts";
 import { timeBound } from "../../domain/ids.ts";
 import { compileFilter, type Filter, InvalidQueryError } from "./filter.ts";
 import { scan } from "./scan.ts";
-import { logCompactionKey } from "../keys.ts";
+import { consistent } from "./consistent.ts";
 
 /** The intervals a histogram chooses from. */
 export const HISTOGRAM_INTERVALS_MS = [
@@ -166,20 +166,9 @@ export async function histogram(
   };
   // Scanning entries may be redone when a compaction moves them; counters
   // are summed with the entries, so they need no such check.
-  const key = logCompactionKey(projectId);
-  for (let attempt = 1;; attempt++) {
+  return await consistent(kv, projectId, async () => {
     for (const b of buckets) b.counts = {};
-    const before = await kv.get(key);
-    try {
-      await countAll();
-    } catch (error) {
-      // A page a compaction deleted while it was being read: count again.
-      const after = await kv.get(key);
-      if (after.versionstamp !== before.versionstamp && attempt < 5) continue;
-      throw error;
-    }
-    const after = await kv.get(key);
-    if (after.versionstamp === before.versionstamp || attempt >= 5) break;
-  }
-  return { intervalMs, buckets };
+    await countAll();
+    return { intervalMs, buckets };
+  });
 }

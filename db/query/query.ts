@@ -10,7 +10,7 @@
  */
 import type { LogRecord } from "../../domain/entry.ts";
 import { idTime, timeBound } from "../../domain/ids.ts";
-import { logCompactionKey } from "../keys.ts";
+import { consistent } from "./consistent.ts";
 import { compileFilter, type Filter, InvalidQueryError } from "./filter.ts";
 import { MAX_ID, type Order, scan, type ScanStats } from "./scan.ts";
 
@@ -18,8 +18,6 @@ import { MAX_ID, type Order, scan, type ScanStats } from "./scan.ts";
 export const DEFAULT_QUERY_LIMIT = 100;
 /** Most records of one page. */
 export const MAX_QUERY_LIMIT = 1000;
-/** Reads done again at most when compactions keep moving entries. */
-const MAX_ATTEMPTS = 5;
 const ID = /^[0-9a-f]{28}$/;
 
 /** Options of {@linkcode queryLogs}. */
@@ -40,39 +38,6 @@ export interface QueryPage {
   /** Pass it back for the next page; `null` when nothing more matches. */
   cursor: string | null;
   stats: ScanStats;
-}
-
-/**
- * Runs `read` until no compaction of the project committed while it ran
- * (at most {@linkcode MAX_ATTEMPTS} times).
- */
-async function consistent<T>(
-  kv: Deno.Kv,
-  projectId: string,
-  read: () => Promise<T>,
-): Promise<T> {
-  const key = logCompactionKey(projectId);
-  for (let attempt = 1;; attempt++) {
-    const before = await kv.get(key);
-    let result: T;
-    try {
-      result = await read();
-    } catch (error) {
-      // A page whose parts (or the batch it refers to) a compaction deleted
-      // while it was being read: read again once the move is seen.
-      const after = await kv.get(key);
-      if (
-        after.versionstamp !== before.versionstamp && attempt < MAX_ATTEMPTS
-      ) {
-        continue;
-      }
-      throw error;
-    }
-    const after = await kv.get(key);
-    if (after.versionstamp === before.versionstamp || attempt >= MAX_ATTEMPTS) {
-      return result;
-    }
-  }
 }
 
 function readCursor(cursor: string, order: Order): string {

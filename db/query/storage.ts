@@ -91,19 +91,19 @@ export async function countStoredEntries(
 }
 
 /**
- * Deletes the batch bytes that the project's pages by reference read
- * (docs/design.md#pages-by-reference); returns how many keys it deleted. A
- * project deletion calls it before deleting the pages themselves.
+ * The keys of the batch bytes that the project's pages by reference read
+ * (docs/design.md#pages-by-reference): a project's deletion deletes them
+ * before its pages.
  *
  * @example
  * ```ts
- * await deleteReferredBatches(kv, projectId);
+ * const keys = await referredBatchKeys(kv, projectId);
  * ```
  */
-export async function deleteReferredBatches(
+export async function referredBatchKeys(
   kv: Deno.Kv,
   projectId: string,
-): Promise<number> {
+): Promise<Deno.KvKey[]> {
   const keys: Deno.KvKey[] = [];
   const pages = kv.list<StoredPage>({ prefix: logsPrefix(projectId) }, {
     batchSize: 500,
@@ -114,10 +114,5 @@ export async function deleteReferredBatches(
       keys.push(batchPartKey(ref.batchId, n));
     }
   }
-  for (let at = 0; at < keys.length; at += 500) {
-    const op = kv.atomic();
-    for (const key of keys.slice(at, at + 500)) op.delete(key);
-    await op.commit();
-  }
-  return keys.length;
+  return keys;
 }

@@ -1,0 +1,49 @@
+/**
+ * Reads that stay exact while the compactor moves entries: a read is done
+ * again when a compaction of the project committed while it ran
+ * (docs/query.md#compaction).
+ *
+ * @module
+ */
+import { logCompactionKey } from "../keys.ts";
+
+/** Reads done again at most when compactions keep moving entries. */
+const MAX_ATTEMPTS = 5;
+
+/**
+ * Runs `read` until no compaction of the project committed while it ran
+ * (at most {@linkcode MAX_ATTEMPTS} times).
+ *
+ * @example
+ * ```ts
+ * const page = await consistent(kv, projectId, () => scanPage());
+ * ```
+ */
+export async function consistent<T>(
+  kv: Deno.Kv,
+  projectId: string,
+  read: () => Promise<T>,
+): Promise<T> {
+  const key = logCompactionKey(projectId);
+  for (let attempt = 1;; attempt++) {
+    const before = await kv.get(key);
+    let result: T;
+    try {
+      result = await read();
+    } catch (error) {
+      // A page whose parts (or the batch it refers to) a compaction deleted
+      // while it was being read: read again once the move is seen.
+      const after = await kv.get(key);
+      if (
+        after.versionstamp !== before.versionstamp && attempt < MAX_ATTEMPTS
+      ) {
+        continue;
+      }
+      throw error;
+    }
+    const after = await kv.get(key);
+    if (after.versionstamp === before.versionstamp || attempt >= MAX_ATTEMPTS) {
+      return result;
+    }
+  }
+}
