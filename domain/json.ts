@@ -63,7 +63,7 @@ export function scanJson(
         const raw = text.slice(start + 1, i);
         key = raw.includes("\\") ? JSON.parse(text.slice(start, i + 1)) : raw;
         if (many ? many.has(key) : names.includes(key)) {
-          return spans ? { duplicate: key, spans } : { duplicate: key };
+          return { duplicate: key, spans };
         }
         if (many) many.add(key);
         else if (names.push(key) > FEW_NAMES) many = new Set(names);
@@ -71,9 +71,7 @@ export function scanJson(
       }
     } else if (c === OPEN_BRACE || c === OPEN_BRACKET) {
       depth++;
-      if (depth > maxDepth) {
-        return spans ? { tooDeepIn: key, spans } : { tooDeepIn: key };
-      }
+      if (depth > maxDepth) return { tooDeepIn: key, spans };
       if (depth === 1) expectKey = true;
     } else if (c === CLOSE_BRACE || c === CLOSE_BRACKET) {
       if (depth === 1 && valueStart >= 0) {
@@ -89,7 +87,7 @@ export function scanJson(
       } else if (c === COLON) valueStart = i + 1;
     }
   }
-  return spans ? { spans } : {};
+  return { spans };
 }
 
 /**

@@ -36,9 +36,9 @@ export function corsHeaders(origin: string | null): Record<string, string> {
 }
 
 /**
- * A JSON response with `headers` added. Headers are set one by one after
- * construction: on Deno 2.9 that is four times cheaper than passing more than
- * one header to the constructor, and this runs on every request.
+ * A JSON response with `headers` added, set one by one after construction
+ * (giving them to the constructor measured no better: BENCHMARKS.md, fourth
+ * round).
  */
 export function jsonResponse(
   body: string | null,

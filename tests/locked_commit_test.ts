@@ -85,6 +85,14 @@ function refusingKv(kv: Deno.Kv): RefusingKv {
   return refusing;
 }
 
+/** A sleep that records each wait asked for and returns at once. */
+function recordingSleep(waits: number[]): (ms: number) => Promise<void> {
+  return (ms) => {
+    waits.push(ms);
+    return Promise.resolve();
+  };
+}
+
 /** A space guard that stays open and records what it is told. */
 function listeningGuard(failures: unknown[]): SpaceGuard {
   return {
@@ -116,10 +124,7 @@ async function withRefusingHarness(
   const h = await harness({
     kv: refusing.kv,
     pipeline: {
-      sleep: (ms) => {
-        waits.push(ms);
-        return Promise.resolve();
-      },
+      sleep: recordingSleep(waits),
       space: listeningGuard(failures),
     },
   });
@@ -201,11 +206,8 @@ Deno.test("a result committed alone and refused twice as locked is sent again", 
   const producer = new GroupCommitter({
     kv: refusing.kv,
     maxPending: 10,
-    sleep: (ms) => {
-      waits.push(ms);
-      return Promise.resolve();
-    },
-    gate: { open: () => true, failed: (error) => failures.push(error) },
+    sleep: recordingSleep(waits),
+    gate: listeningGuard(failures),
   });
   try {
     // Too large to share a commit: it is committed on its own.
