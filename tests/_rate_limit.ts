@@ -5,7 +5,10 @@
  * @module
  */
 import { createPipeline, type Pipeline } from "../queue/pipeline.ts";
-import { RateLimiter } from "../routes/rate_limit/mod.ts";
+import {
+  RateLimiter,
+  type RateLimiterOptions,
+} from "../routes/rate_limit/mod.ts";
 import { type FakeClock, fakeClock, testConfig } from "./_helpers.ts";
 
 /** What {@linkcode withLimiterKv} hands to a test. */
@@ -37,12 +40,33 @@ export async function withLimiterKv(
 ): Promise<void> {
   const kv = await Deno.openKv(":memory:");
   const clock = fakeClock();
+  const { limiter, pipeline } = limiterOnKv(kv, clock, {
+    ...options,
+    writeThreshold: 1,
+  });
+  try {
+    await fn({ kv, clock, limiter, pipeline });
+  } finally {
+    await pipeline.stop();
+    kv.close();
+  }
+}
+
+/**
+ * A limiter of 20 requests per second with a burst of 50 on `clock` (and
+ * `options`), riding a pipeline over `kv` that hands no batch to a consumer,
+ * as the server wires them.
+ */
+export function limiterOnKv(
+  kv: Deno.Kv,
+  clock: FakeClock,
+  options: Partial<RateLimiterOptions> = {},
+): { limiter: RateLimiter; pipeline: Pipeline } {
   const limiter = new RateLimiter({
     rps: 20,
     burst: 50,
     ...options,
     now: clock.now,
-    writeThreshold: 1,
   });
   const pipeline = createPipeline({
     kv,
@@ -51,10 +75,5 @@ export async function withLimiterKv(
     rider: limiter,
     handOver: false,
   });
-  try {
-    await fn({ kv, clock, limiter, pipeline });
-  } finally {
-    await pipeline.stop();
-    kv.close();
-  }
+  return { limiter, pipeline };
 }

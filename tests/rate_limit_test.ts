@@ -1,11 +1,11 @@
 import assert from "node:assert/strict";
 import { createApp } from "../app.ts";
 import { rateLimitsPrefix } from "../db/keys.ts";
-import { createPipeline } from "../queue/pipeline.ts";
+import type { Pipeline } from "../queue/pipeline.ts";
 import { clientKey, ipKey } from "../routes/rate_limit/address.ts";
 import { RateLimiter } from "../routes/rate_limit/mod.ts";
-import { fakeClock, harness, randomEntry, testConfig } from "./_helpers.ts";
-import { withLimiterKv } from "./_rate_limit.ts";
+import { fakeClock, harness, randomEntry } from "./_helpers.ts";
+import { limiterOnKv, withLimiterKv } from "./_rate_limit.ts";
 
 function limiterHarness(options: { trustProxy?: number } = {}) {
   const clock = fakeClock();
@@ -229,19 +229,12 @@ async function twoInstances(sync: boolean): Promise<number> {
   const instances: {
     kv: Deno.Kv;
     limiter: RateLimiter;
-    pipeline: ReturnType<typeof createPipeline>;
+    pipeline: Pipeline;
     app: ReturnType<typeof createApp>;
   }[] = [];
   for (let n = 0; n < 2; n++) {
     const kv = await Deno.openKv(path);
-    const limiter = new RateLimiter({ rps: 20, burst: 50, now: clock.now });
-    const pipeline = createPipeline({
-      kv,
-      config: testConfig(),
-      now: clock.now,
-      rider: limiter,
-      handOver: false,
-    });
+    const { limiter, pipeline } = limiterOnKv(kv, clock);
     const app = createApp({
       producer: pipeline.producer,
       maxBodyBytes: 65536,
