@@ -32,6 +32,7 @@ const schema = z.object({
   QUEUE: z.enum(["auto", "on", "off"]).default("auto"),
   CONSUMER_CONCURRENCY: integer(1, 64).default(4),
   MAX_PENDING_REQUESTS: integer(1, 1_000_000).default(20_000),
+  MAX_MERGE_BACKLOG: integer(10, 1_000_000).default(3000),
   PROJECT_CACHE_MS: integer(0, 5000).default(2000),
   BODY_TIMEOUT_MS: integer(100, 600_000).default(10_000),
   MAX_BODY_BUDGET_BYTES: integer(65536, 1 << 30).default(32 << 20),
@@ -69,6 +70,11 @@ const schema = z.object({
      * (`MAX_PENDING_REQUESTS`).
      */
     maxPendingRequests: v.MAX_PENDING_REQUESTS,
+    /**
+     * Open chunks (not yet merged into their final size) past which new
+     * entries are refused until the merger catches up (`MAX_MERGE_BACKLOG`).
+     */
+    maxMergeBacklog: v.MAX_MERGE_BACKLOG,
     /** How long a project record is cached by the consumer (`PROJECT_CACHE_MS`). */
     projectCacheMs: v.PROJECT_CACHE_MS,
     /** Time a request body has to arrive whole, else `408` (`BODY_TIMEOUT_MS`). */

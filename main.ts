@@ -101,6 +101,7 @@ if (import.meta.main) {
   // cron registered at the top of this module sweeps as well.
   cronSweep = async () => {
     await pipeline.worker.sweep();
+    await pipeline.merger?.round();
   };
   const errorLog = new ErrorLog();
   const bodies = new BodyGuard({

@@ -8,6 +8,7 @@
  *
  * @module
  */
+import { type BacklogPart, readBacklog } from "../db/backlog.ts";
 import { getProject, ProjectNotFoundError } from "../db/projects.ts";
 import {
   readStats,
@@ -37,7 +38,14 @@ bad_signature, stale_timestamp, replayed, no_credentials, unknown_level.
 
 Options:
   --global    Rejections of entries naming a project that does not exist
-  --json      Print {"accepted":N,"acceptedOnReplay":N,"rejected":{"<reason>":N},"recent":[...]}
+  --json      Print {"accepted":N,"acceptedOnReplay":N,"rejected":{"<reason>":N},
+              "recent":[...],"backlog":{"queued":{...},"unmerged":{...}}}
+
+Backlog: "queued" counts entries accepted by every project and not yet
+stored (pending batches); "unmerged" counts this project's entries stored in
+small chunks not yet merged into larger ones. Both are searchable or about to
+be; a backlog that keeps growing means storage is behind, and the endpoint
+then answers 503 until it catches up.
   -h, --help  Show this help`;
 
 function rejectionJson(r: Rejection): Record<string, unknown> {
@@ -49,6 +57,24 @@ function rejectionJson(r: Rejection): Record<string, unknown> {
     ...(r.origin === undefined ? {} : { origin: r.origin }),
     ...(r.appid === undefined ? {} : { appid: r.appid }),
   };
+}
+
+function backlogJson(part: BacklogPart, unit: string): Record<string, unknown> {
+  return {
+    [unit]: part.units,
+    entries: part.entries,
+    oldestAgeSeconds: part.oldestAgeMs === null
+      ? null
+      : Math.round(part.oldestAgeMs / 100) / 10,
+  };
+}
+
+function backlogText(part: BacklogPart): string {
+  if (part.entries === 0 && part.units === 0) return "0";
+  const age = part.oldestAgeMs === null
+    ? ""
+    : `, oldest ${(part.oldestAgeMs / 1000).toFixed(1)} s`;
+  return `${part.entries}${age}`;
 }
 
 function counterRows(counts: Record<string, number>): string[][] {
@@ -96,6 +122,7 @@ export function statsCommand(ctx: CommandContext): Promise<number> {
     const project = await getProject(ctx.kv, projectId);
     if (project === null) throw new ProjectNotFoundError(projectId);
     const stats = await readStats(ctx.kv, project.id);
+    const backlog = await readBacklog(ctx.kv, project.id, ctx.now());
     if (json) {
       println(
         ctx,
@@ -104,6 +131,10 @@ export function statsCommand(ctx: CommandContext): Promise<number> {
           acceptedOnReplay: stats.replayed,
           rejected: stats.rejected,
           recent: stats.recent.map(rejectionJson),
+          backlog: {
+            queued: backlogJson(backlog.queued, "batches"),
+            unmerged: backlogJson(backlog.unmerged, "chunks"),
+          },
         }),
       );
       return 0;
@@ -120,6 +151,8 @@ export function statsCommand(ctx: CommandContext): Promise<number> {
           : []),
         ["Rejected", String(total)],
         ...counterRows(stats.rejected),
+        ["Not yet stored (all projects)", backlogText(backlog.queued)],
+        ["Not yet merged", backlogText(backlog.unmerged)],
       ]),
     );
     println(ctx);

@@ -10,14 +10,12 @@
  * | `dead_letters/<batchId>` | batch header of a batch that kept failing |
  * | `batch_parts/<batchId>/<n>` | further parts of a large batch |
  * | `batch_progress/<batchId>` | projects whose results a batch spanning many projects has committed |
- * | `logs/<projectId>/<first entry id>` | a page of stored entries (JSON bytes, first part) |
- * | `log_parts/<projectId>/<first entry id>/<n>` | further parts of a large page |
- * | `log_chunks/<projectId>/<last entry id>` | a compacted chunk: deflated JSON lines |
+ * | `log_chunks/<projectId>/<last entry id>` | a chunk of stored entries: deflated JSON lines |
  * | `log_chunk_parts/<projectId>/<last entry id>/<n>` | further parts of a large chunk |
  * | `log_summaries/<projectId>/<last entry id>` | a chunk's summary: first id, count, levels |
  * | `log_blooms/<projectId>/<last entry id>` | the summary and the chunk's Bloom filter |
  * | `log_counts/<projectId>/<"m" or "h">/<start ms>/<level>` | `Deno.KvU64`, entries received in that minute or hour |
- * | `log_compactions/<projectId>` | `Deno.KvU64`, bumped by every compaction commit |
+ * | `log_compactions/<projectId>` | `Deno.KvU64`, bumped by every merge commit |
  * | `seen_signatures/<projectId>/<signature>` | id of the entry that used it |
  * | `stats/<projectId>/accepted` | `Deno.KvU64` |
  * | `stats/<projectId>/rejected/<reason>` | `Deno.KvU64` |
@@ -79,36 +77,12 @@ export function batchProgressKey(batchId: string): Deno.KvKey {
   return ["batch_progress", batchId];
 }
 
-/** Key of a page of stored entries, named by its first entry; ids sort by receipt time. */
-export function logKey(projectId: string, firstId: string): Deno.KvKey {
-  return ["logs", projectId, firstId];
-}
-
-/** Prefix of a project's stored entries. */
-export function logsPrefix(projectId: string): Deno.KvKey {
-  return ["logs", projectId];
-}
-
-/** Key of part `n` (from 1) of a page too large for one value. */
-export function logPartKey(
-  projectId: string,
-  firstId: string,
-  n: number,
-): Deno.KvKey {
-  return ["log_parts", projectId, firstId, n];
-}
-
-/** Prefix of the extra parts of a project's large pages. */
-export function logPartsPrefix(projectId: string): Deno.KvKey {
-  return ["log_parts", projectId];
-}
-
-/** Key of a compacted chunk, named by its last entry (see db/query/chunk.ts). */
+/** Key of a chunk of stored entries, named by its last entry (see db/query/chunk.ts). */
 export function logChunkKey(projectId: string, lastId: string): Deno.KvKey {
   return ["log_chunks", projectId, lastId];
 }
 
-/** Prefix of a project's compacted chunks. */
+/** Prefix of a project's chunks. */
 export function logChunksPrefix(projectId: string): Deno.KvKey {
   return ["log_chunks", projectId];
 }
@@ -177,14 +151,14 @@ export function decodeLogCountKey(
   return { start: Number(key[3]), level: String(key[4]) };
 }
 
-/** Counter bumped by every compaction of a project: readers detect a move. */
+/** Counter bumped by every merge of a project's chunks: readers detect a move. */
 export function logCompactionKey(projectId: string): Deno.KvKey {
   return ["log_compactions", projectId];
 }
 
 /**
- * The entry id a key of a page, chunk, summary or Bloom filter is named by
- * (`logs/<projectId>/<id>`, `log_chunks/<projectId>/<id>`, ...).
+ * The entry id a key of a chunk, summary or Bloom filter is named by
+ * (`log_chunks/<projectId>/<id>`, `log_summaries/<projectId>/<id>`, ...).
  */
 export function logUnitId(key: Deno.KvKey): string {
   return String(key[2]);
@@ -340,11 +314,6 @@ export function batchIdOf(key: Deno.KvKey): string {
       1,
     ),
   );
-}
-
-/** The first entry id of a `logs/<projectId>/<first id>` key. */
-export function logPageIdOf(key: Deno.KvKey): string {
-  return String(part(key, "logs", 2));
 }
 
 /**

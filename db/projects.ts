@@ -25,7 +25,6 @@ import {
 } from "./keys.ts";
 import {
   countStoredEntries,
-  referredBatchKeys,
   storedLogKeys,
   storedLogPrefixes,
 } from "./query/storage.ts";
@@ -302,7 +301,7 @@ export async function deleteProject(
   let logs = 0;
   for (let deleted = -1; deleted !== 0;) {
     logs += await countStoredEntries(kv, projectId);
-    deleted = await deleteKeys(kv, await referredBatchKeys(kv, projectId));
+    deleted = 0;
     for (
       const prefix of [
         ...storedLogPrefixes(projectId),

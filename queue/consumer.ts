@@ -31,14 +31,8 @@ import {
   encodeJson,
   getManyChunked,
 } from "../db/kv.ts";
-import {
-  type BatchRef,
-  canReferTo,
-  encodeRecordLine,
-  lineFromQueued,
-  storeLogs,
-  storeLogsByRef,
-} from "../db/logs.ts";
+import { encodeRecordLine, lineFromQueued } from "../db/lines.ts";
+import { storeLogs } from "../db/logs.ts";
 import { joinParts, readBatchApart } from "../db/parts.ts";
 import type { Project } from "../db/projects.ts";
 import { encodeKeptEntry } from "../db/rejected.ts";
@@ -216,15 +210,9 @@ export class Consumer {
         });
       }
       if (progress) op.check(progress);
-      // A batch whose entries all go to one page keeps its bytes: the page
-      // refers to them (docs/design.md#pages-by-reference).
-      const ref = final && !progress && read.apart && owners.length === 1 &&
-          results.every((r) => r.ok) && canReferTo(entries)
-        ? { batchId, parts: read.parts }
-        : undefined;
       if (final) {
         op.delete(pendingBatchKey(batchId));
-        for (let n = read.apart ? 0 : 1; !ref && n < read.parts; n++) {
+        for (let n = read.apart ? 0 : 1; n < read.parts; n++) {
           op.delete(batchPartKey(batchId, n));
         }
         if (progress) op.delete(progress.key);
@@ -246,9 +234,9 @@ export class Consumer {
         rings.push(projects.get(id)!.project ? id : GLOBAL_RING);
       });
       const result = await this.#rings.hold(rings, async () => {
-        // Lines are cut from the committed JSON only for a copied page.
-        const lines = ref ? { ref } : { texts: textsByEntry(read) };
-        await this.#addResults(op, taken, verdicts, projects, lines);
+        await this.#addResults(op, taken, verdicts, projects, {
+          texts: textsByEntry(read),
+        });
         return await this.#commit(op);
       });
       if (result.ok && final) return "processed";
@@ -317,6 +305,9 @@ export class Consumer {
           (n) => batchPartKey(batchId, n),
         );
     } catch (error) {
+      // Processed by another process between the two reads: nothing to do.
+      const again = await this.#kv.get(pendingBatchKey(batchId));
+      if (again.versionstamp !== pending.versionstamp) return null;
       throw new BatchFormatError(`Cannot read batch "${batchId}"`, {
         cause: error,
       });
@@ -344,16 +335,13 @@ export class Consumer {
     entries: QueuedEntry[],
     results: AuthResult[],
     reads: Reads,
-    { texts, ref }: {
-      texts?: Map<QueuedEntry, string> | undefined;
-      ref?: BatchRef;
-    },
+    { texts }: { texts?: Map<QueuedEntry, string> | undefined },
   ): Promise<void> {
     const projects = new Map<string, Project | null>();
     for (const [id, read] of reads) projects.set(id, read.project);
     const now = this.#now();
     const accepted = new Map<string, LogRecord[]>();
-    // Lines cut from the committed JSON (db/logs.ts, lineFromQueued).
+    // Lines cut from the committed JSON (db/lines.ts, lineFromQueued).
     const lines = new Map<LogRecord, string>();
     const tally = new StatsTally();
     entries.forEach((entry, i) => {
@@ -385,14 +373,11 @@ export class Consumer {
     for (const [projectId, records] of accepted) {
       const retentionMs = projects.get(projectId)!.retentionDays * DAY_MS;
       records.sort((a, b) => a.id < b.id ? -1 : a.id > b.id ? 1 : 0);
-      if (ref) storeLogsByRef(op, projectId, records, ref);
-      else {
-        storeLogs(op, projectId, records, {
-          now,
-          retentionMs,
-          lineOf: (record) => lines.get(record) ?? encodeRecordLine(record),
-        });
-      }
+      storeLogs(op, projectId, records, {
+        now,
+        retentionMs,
+        lineOf: (record) => lines.get(record) ?? encodeRecordLine(record),
+      });
       tally.accept(projectId, records.length);
     }
     await addStats(this.#kv, op, tally);

@@ -9,7 +9,7 @@
  */
 import { ProjectCache } from "../auth/projects.ts";
 import { isDiskFullError } from "../db/disk.ts";
-import { startCompactor } from "../db/query/compact.ts";
+import { type Merger, startMerger } from "./merger.ts";
 import type { SpaceGuard } from "../db/space.ts";
 import type { HandedBatch } from "./batch.ts";
 import {
@@ -34,7 +34,15 @@ export interface QueueSettings {
   projectCacheMs: number;
   /** Accepted distance between a signature's timestamp and receipt. */
   signatureMaxSkewMs: number;
+  /**
+   * Open chunks past which new entries are refused until the merger catches
+   * up. @default {3000}
+   */
+  maxMergeBacklog?: number;
 }
+
+/** Batches waiting for this process's consumer past which entries are refused. */
+const MAX_CONSUMER_BACKLOG = 2000;
 
 /** Options of {@linkcode createPipeline}. */
 export interface PipelineOptions {
@@ -54,10 +62,10 @@ export interface PipelineOptions {
   /** Period of the sweeper. @default {1000} */
   sweepIntervalMs?: number;
   /**
-   * Period of the compactor's rounds, which move settled pages into
-   * compressed chunks (0: no compactor). @default {10000}
+   * Pause of the merger between rounds that found nothing to merge (0: no
+   * merger). @default {1000}
    */
-  compactIntervalMs?: number;
+  mergeIntervalMs?: number;
   /** Told of failed processing attempts. @default logs to stderr */
   onError?: (batchId: string, error: unknown) => void;
   /**
@@ -73,7 +81,9 @@ export interface Pipeline {
   producer: GroupCommitter;
   consumer: Consumer;
   worker: BatchWorker;
-  /** Starts the sweeper, the compactor and the space guard. */
+  /** The merger, once started (and when one runs). */
+  readonly merger: Merger | undefined;
+  /** Starts the sweeper, the merger and the space guard. */
   start(): void;
   /** Commits what waits, finishes the work in hand and stops the timers. */
   stop(): Promise<void>;
@@ -139,7 +149,20 @@ export function createPipeline(options: PipelineOptions): Pipeline {
     ...(options.rider ? { rider: options.rider } : {}),
     ...(space ? { gate: space } : {}),
     ...(handOver ? { onCommitted: (batches) => worker.hand(batches) } : {}),
+    behind: () => behind(),
   });
+  // Intake waits for storage, never the other way round: past either bound
+  // entries are refused (503) until the backlog is half worked off.
+  const maxMergeBacklog = config.maxMergeBacklog ?? 3000;
+  let refusing = false;
+  const behind = () => {
+    const chunks = merger?.backlog.chunks ?? 0;
+    const batches = worker.backlog;
+    refusing = refusing
+      ? chunks > maxMergeBacklog / 2 || batches > MAX_CONSUMER_BACKLOG / 2
+      : chunks > maxMergeBacklog || batches > MAX_CONSUMER_BACKLOG;
+    return refusing;
+  };
   const consumerOptions: ConsumerOptions = {
     kv,
     now,
@@ -158,21 +181,23 @@ export function createPipeline(options: PipelineOptions): Pipeline {
     sweepIntervalMs: options.sweepIntervalMs ?? SWEEP_INTERVAL_MS,
     onError,
   });
-  let compactor: { stop(): Promise<void> } | undefined;
+  let merger: Merger | undefined;
   return {
     producer,
     consumer,
     worker,
+    get merger() {
+      return merger;
+    },
     start() {
       space?.start();
       worker.start();
-      const compactIntervalMs = options.compactIntervalMs ?? 10_000;
-      if (compactIntervalMs > 0) {
-        compactor = startCompactor({
+      const mergeIntervalMs = options.mergeIntervalMs ?? 1000;
+      if (mergeIntervalMs > 0) {
+        merger = startMerger({
           kv,
           now,
-          intervalMs: compactIntervalMs,
-          isBusy: () => worker.busy,
+          intervalMs: mergeIntervalMs,
           onError: (error) => onError("", error),
         });
       }
@@ -180,7 +205,7 @@ export function createPipeline(options: PipelineOptions): Pipeline {
     async stop() {
       await producer.flush();
       await worker.stop();
-      await compactor?.stop();
+      await merger?.stop();
       await space?.stop();
     },
   };

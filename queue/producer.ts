@@ -23,19 +23,12 @@ import {
 import { CarriedResults, type CommitOutcome, type Riding } from "./carry.ts";
 
 /**
- * Mutations the consumer's result commit makes per entry at most: for a
- * rejected entry its reason counter, the running total, its slot in the ring
- * of recent rejections and its kept content (4, when it is its project's
- * only rejection); for an accepted one its page (when alone on it) and its
- * project's counter, fewer than that. A batch committed in rounds
- * (docs/design.md#processing-exactly-once) spreads the same mutations over
- * its rounds.
+ * Mutations the consumer's result commit makes per entry at most: 4 for a
+ * rejected one (reason counter, running total, ring slot, kept content),
+ * fewer for an accepted one (its chunk's share and its counters).
  */
 export const RESULT_MUTATIONS_PER_ENTRY = 4;
-/**
- * Mutations of a result commit besides the entries': the pending key, its
- * parts, a batch's progress key and the global ring's running total.
- */
+/** A result commit's other mutations: pending key, parts, progress, totals. */
 const RESULT_OVERHEAD_MUTATIONS = 20;
 /** Entries per batch: keeps the consumer's result commit under KV's cap. */
 export const MAX_BATCH_ENTRIES = 200;
@@ -45,24 +38,22 @@ if (
 ) {
   throw new Error("MAX_BATCH_ENTRIES does not fit KV's mutation cap");
 }
-/** UTF-16 units per commit: at most ~750 KB of UTF-8, under KV's 800 KiB. */
+/** UTF-16 units (at most ~750 KB of UTF-8, under KV's 800 KiB) and entries per commit. */
 const MAX_COMMIT_CHARS = 250_000;
-/** Entries per commit. */
 const MAX_COMMIT_ENTRIES = 800;
 /** Mutations per commit, leaving room under KV's cap. */
 export const MAX_COMMIT_MUTATIONS = ATOMIC_MAX_MUTATIONS - 10;
 
-/**
- * How long carried results wait for entries to ride with when none are
- * waiting, instead of a commit of their own (docs/design.md#one-commit-for-two).
- */
+/** How long carried results wait for entries to ride with (docs/design.md#one-commit-for-two). */
 export const RESULT_LINGER_MS = 2;
 
 /** Thrown by {@linkcode GroupCommitter.submit} when too many requests wait. */
 export class OverloadedError extends Error {
   override name = "OverloadedError";
-  constructor() {
-    super("Cannot queue the entry now: too many requests are waiting");
+  constructor(
+    message = "Cannot queue the entry now: too many requests are waiting",
+  ) {
+    super(message);
   }
 }
 
@@ -120,6 +111,8 @@ export interface ProducerOptions {
   sleep?: (ms: number) => Promise<void>;
   /** Given the batches of each successful commit. */
   onCommitted?: (batches: HandedBatch[]) => void;
+  /** Whether storage is behind (docs/storage.md#backlog): entries are refused. */
+  behind?: () => boolean;
   /** Other mutations to carry in each commit. */
   rider?: CommitRider;
   /**
@@ -192,6 +185,13 @@ export class GroupCommitter {
     }
     if (this.#options.gate?.open() === false) {
       return Promise.reject(new WritesHeldError());
+    }
+    if (this.#options.behind?.()) {
+      return Promise.reject(
+        new OverloadedError(
+          "Cannot queue the entry now: storage is catching up with a backlog",
+        ),
+      );
     }
     const json = JSON.stringify(entry);
     const maxChars = this.#options.maxPendingChars ?? 16 * 1024 * 1024;

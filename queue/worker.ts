@@ -146,6 +146,11 @@ export class BatchWorker {
     await this.idle();
   }
 
+  /** Batches queued or running. */
+  get backlog(): number {
+    return this.#running + this.#queue.length;
+  }
+
   /** Whether batches are queued or running. */
   get busy(): boolean {
     return this.#running > 0 || this.#queue.length > 0;

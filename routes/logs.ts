@@ -165,11 +165,7 @@ function postHandler(
     try {
       await options.producer.submit(entry);
     } catch (error) {
-      if (error instanceof OverloadedError) {
-        throw unavailable(
-          "Cannot queue the entry now: too many requests are waiting",
-        );
-      }
+      if (error instanceof OverloadedError) throw unavailable(error.message);
       if (error instanceof CommitFailedError) {
         throw unavailable("Cannot queue the entry now: storage is unavailable");
       }

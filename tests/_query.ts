@@ -8,7 +8,7 @@
 import type { LogRecord } from "../domain/entry.ts";
 import { storeLogs } from "../db/logs.ts";
 import { createProject } from "../db/projects.ts";
-import { compactProject } from "../db/query/mod.ts";
+import { mergeProject } from "../db/query/mod.ts";
 import { createId } from "../domain/ids.ts";
 
 /** 2026-01-01T00:00:00Z. */
@@ -58,7 +58,7 @@ export async function queryProject(kv: Deno.Kv): Promise<string> {
 
 /** Compacts everything received before `now - 1 h` (and settled). */
 export function compactAt(kv: Deno.Kv, projectId: string, now: number) {
-  return compactProject(kv, projectId, { now });
+  return mergeProject(kv, projectId, { now });
 }
 
 /** Ids in time order. */

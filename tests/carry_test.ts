@@ -196,7 +196,7 @@ Deno.test("a result waiting for a commit when the disk fills leaves its batch pe
     kv: held.kv,
     config: testConfig(),
     space,
-    compactIntervalMs: 0,
+    mergeIntervalMs: 0,
     onError: (_id, error) => errors.push(error),
   });
   try {

@@ -7,8 +7,8 @@
  */
 import assert from "node:assert/strict";
 import { buildChunk, buildChunkPausing } from "../db/query/chunk.ts";
-import { compactProject } from "../db/query/mod.ts";
-import { encodeRecordLine } from "../db/logs.ts";
+import { mergeProject } from "../db/query/mod.ts";
+import { encodeRecordLine } from "../db/lines.ts";
 import type { LogRecord } from "../domain/entry.ts";
 import { createId } from "../domain/ids.ts";
 import { queryProject, recordAt, storeBatch, T0, withKv } from "./_query.ts";
@@ -41,7 +41,7 @@ Deno.test("a chunk built block by block pauses between blocks and equals the chu
   assert.equal(pauses, blocks);
 });
 
-Deno.test("the compactor pauses between the blocks of each chunk it builds", async () => {
+Deno.test("the merger pauses between the blocks of each chunk it builds", async () => {
   await withKv(async (kv) => {
     const projectId = await queryProject(kv);
     const records = Array.from(
@@ -52,7 +52,7 @@ Deno.test("the compactor pauses between the blocks of each chunk it builds", asy
       await storeBatch(kv, projectId, records.slice(i, i + 200));
     }
     let pauses = 0;
-    const done = await compactProject(kv, projectId, {
+    const done = await mergeProject(kv, projectId, {
       now: T0 + 2 * 3_600_000,
       pause: () => {
         pauses++;
@@ -61,8 +61,8 @@ Deno.test("the compactor pauses between the blocks of each chunk it builds", asy
     });
     assert.equal(done.entries, records.length);
     assert.ok(
-      pauses >= done.chunks * 2,
-      `${pauses} pauses, ${done.chunks} chunks`,
+      pauses >= done.merges * 2,
+      `${pauses} pauses, ${done.merges} merges`,
     );
   });
 });

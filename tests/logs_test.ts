@@ -1,10 +1,5 @@
 import assert from "node:assert/strict";
-import {
-  PAGE_ENTRIES,
-  PAGE_SPAN_MS,
-  paginate,
-  setLogPage,
-} from "../db/logs.ts";
+import { storeLogs } from "../db/logs.ts";
 import { listLogs } from "../db/query/mod.ts";
 import type { LogRecord } from "../domain/entry.ts";
 import { createId } from "../domain/ids.ts";
@@ -25,7 +20,7 @@ function record(ms: number, n = 0): LogRecord {
 
 async function store(kv: Deno.Kv, records: LogRecord[]): Promise<void> {
   const op = kv.atomic();
-  for (const page of paginate(records)) setLogPage(op, "p", page, 60_000);
+  storeLogs(op, "p", records, { now: T0, retentionMs: 60_000 });
   assert.ok((await op.commit()).ok);
 }
 
@@ -33,24 +28,10 @@ async function ids(kv: Deno.Kv, options = {}): Promise<string[]> {
   return (await Array.fromAsync(listLogs(kv, "p", options))).map((r) => r.id);
 }
 
-Deno.test("paginate cuts pages at the entry limit and at the time span", () => {
-  const many = Array.from(
-    { length: PAGE_ENTRIES + 5 },
-    (_, i) => record(T0 + i),
-  );
-  assert.deepEqual(paginate(many).map((p) => p.length), [PAGE_ENTRIES, 5]);
-  const spread = [
-    record(T0),
-    record(T0 + PAGE_SPAN_MS - 1),
-    record(T0 + PAGE_SPAN_MS),
-  ];
-  assert.deepEqual(paginate(spread).map((p) => p.length), [2, 1]);
-});
-
-Deno.test("entries from overlapping pages of two processes list in exact time order", async () => {
+Deno.test("entries from overlapping chunks of two processes list in exact time order", async () => {
   const kv = await Deno.openKv(":memory:");
   try {
-    // Two processes store pages covering the same second, interleaved.
+    // Two processes store chunks covering the same second, interleaved.
     const a = Array.from({ length: 50 }, (_, i) => record(T0 + 20 * i, i));
     const b = Array.from({ length: 50 }, (_, i) => record(T0 + 10 + 20 * i, i));
     const c = Array.from(

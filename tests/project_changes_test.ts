@@ -12,8 +12,8 @@ import { ProjectCache } from "../auth/projects.ts";
 import { runCli } from "../cli/main.ts";
 import {
   batchProgressKey,
-  logPartsPrefix,
-  logsPrefix,
+  logChunksPrefix,
+  logSummariesPrefix,
   projectKey,
   rejectedEntriesPrefix,
   rejectionsPrefix,
@@ -63,8 +63,8 @@ async function keysUnder(kv: Deno.Kv, projectId: string): Promise<string[]> {
   if (record.versionstamp !== null) keys.push(record.key.join("/"));
   for (
     const prefix of [
-      logsPrefix(projectId),
-      logPartsPrefix(projectId),
+      logChunksPrefix(projectId),
+      logSummariesPrefix(projectId),
       statsPrefix(projectId),
       rejectionsPrefix(projectId),
       rejectedEntriesPrefix(projectId),

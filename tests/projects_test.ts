@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import {
-  logsPrefix,
+  logChunksPrefix,
   rejectionKey,
   seenSignatureKey,
   statsPrefix,
@@ -30,10 +30,10 @@ Deno.test("deleteProject removes the project and everything under it, counting e
     await postQueued(h, randomEntry({ projectId: kept.id }), origin);
     await assertStoredOnce(h, kept.id, "origin");
     assert.equal((await h.logs(project.id)).length, 3);
-    const pages = await Array.fromAsync(
-      h.kv.list({ prefix: logsPrefix(project.id) }),
+    const chunks = await Array.fromAsync(
+      h.kv.list({ prefix: logChunksPrefix(project.id) }),
     );
-    assert.ok(pages.length < 3, "the entries share a page");
+    assert.ok(chunks.length < 3, "the entries share a chunk");
     await h.kv.set(seenSignatureKey(project.id, "A".repeat(64)), "e1");
 
     assert.equal(await deleteProject(h.kv, project.id), 3);

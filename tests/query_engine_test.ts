@@ -1,14 +1,14 @@
 import type { LogRecord } from "../domain/entry.ts";
 import assert from "node:assert/strict";
-import { logChunksPrefix, logsPrefix } from "../db/keys.ts";
+import { logChunksPrefix } from "../db/keys.ts";
 import { compileFilter } from "../db/query/filter.ts";
 import { scan } from "../db/query/scan.ts";
 import {
   aroundEntry,
-  compactProject,
   countStoredEntries,
   getEntry,
   listLogs,
+  mergeProject,
   type Order,
   parseQuery,
   queryLogs,
@@ -96,15 +96,13 @@ async function overlappingStore(kv: Deno.Kv, projectId: string) {
   return all;
 }
 
-Deno.test("entries of overlapping pages and chunks list in exact time order, every way", async (t) => {
+Deno.test("entries of overlapping chunks list in exact time order, every way", async (t) => {
   await withKv(async (kv) => {
     const projectId = await queryProject(kv);
     const all = await overlappingStore(kv, projectId);
     const ids = sortedIds(all);
     const chunks = await count(kv, logChunksPrefix(projectId));
-    const pages = await count(kv, logsPrefix(projectId));
     assert.ok(chunks >= 3, `${chunks} chunks`);
-    assert.ok(pages > 0, "some pages are still fresh");
     await t.step("all, newest and oldest first", async () => {
       assert.deepEqual(await pagedIds(kv, projectId, "oldest", 1000), ids);
       assert.deepEqual(
@@ -181,7 +179,6 @@ Deno.test("a chunk whose summary or Bloom filter rules it out is not read", asyn
     await storeBatch(kv, projectId, loud);
     await compactAt(kv, projectId, T0 + 5 * HOUR);
     assert.equal(await count(kv, logChunksPrefix(projectId)), 2);
-    assert.equal(await count(kv, logsPrefix(projectId)), 0);
 
     const errors = await queryLogs(kv, projectId, {
       filter: parseQuery("level:error"),
@@ -283,8 +280,8 @@ Deno.test("a cursor stays exact while new entries arrive and pages move into chu
 });
 
 /**
- * A KV handle on which "another process" compacts the project while a read
- * is between two batches of its page listing.
+ * A KV handle on which "another process" merges the project's chunks while
+ * a read is in the middle of its listing of summaries.
  */
 function racingKv(real: Deno.Kv, projectId: string) {
   const state = { compacted: false };
@@ -297,12 +294,12 @@ function racingKv(real: Deno.Kv, projectId: string) {
         ) => {
           const iter = target.list(selector, options);
           const from = "prefix" in selector ? selector.prefix : selector.start;
-          if (state.compacted || from?.[0] !== "logs") return iter;
+          if (state.compacted || from?.[0] !== "log_summaries") return iter;
           return (async function* () {
             for (let n = 0;; n++) {
-              if (n === 100 && !state.compacted) {
+              if (n === 3 && !state.compacted) {
                 state.compacted = true;
-                await compactProject(target, projectId, { now: T0 + 9 * HOUR });
+                await mergeProject(target, projectId, { now: T0 + 9 * HOUR });
               }
               const next = await iter.next();
               if (next.done) return;
@@ -318,7 +315,7 @@ function racingKv(real: Deno.Kv, projectId: string) {
   return { kv, state };
 }
 
-Deno.test("a read during which a compaction commits is done again, and stays exact", async () => {
+Deno.test("a read during which a merge commits is done again, and stays exact", async () => {
   await withKv(async (real) => {
     const store = async () => {
       const projectId = await queryProject(real);
@@ -346,12 +343,11 @@ Deno.test("a read during which a compaction commits is done again, and stays exa
     const racing = racingKv(real, guarded.projectId);
     const page = await queryLogs(racing.kv, guarded.projectId, { limit: 1000 });
     assert.ok(racing.state.compacted);
-    assert.equal(await count(real, logsPrefix(guarded.projectId)), 0);
     assert.deepEqual(page.records.map((r) => r.id), guarded.ids);
   });
 });
 
-Deno.test("two compactors racing on one project store each entry once", async () => {
+Deno.test("two mergers racing on one project store each entry once", async () => {
   await withKv(async (kv) => {
     const projectId = await queryProject(kv);
     const records = Array.from(
@@ -363,13 +359,12 @@ Deno.test("two compactors racing on one project store each entry once", async ()
     }
     const now = T0 + 5 * HOUR;
     const [a, b] = await Promise.all([
-      compactProject(kv, projectId, { now }),
-      compactProject(kv, projectId, { now }),
+      mergeProject(kv, projectId, { now }),
+      mergeProject(kv, projectId, { now }),
     ]);
-    assert.ok(a.chunks + b.chunks > 0);
-    const again = await compactProject(kv, projectId, { now });
+    assert.ok(a.merges + b.merges > 0);
+    const again = await mergeProject(kv, projectId, { now });
     assert.equal(a.entries + b.entries + again.entries, 2000);
-    assert.equal(await count(kv, logsPrefix(projectId)), 0);
     const listed = await Array.fromAsync(listLogs(kv, projectId));
     assert.deepEqual(listed.map((r) => r.id), sortedIds(records));
     assert.equal(await countStoredEntries(kv, projectId), 2000);

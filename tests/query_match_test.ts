@@ -10,7 +10,7 @@ import {
 import { buildChunk, decodeChunkIndex } from "../db/query/chunk.ts";
 import { compileFilter } from "../db/query/filter.ts";
 import { containsTerm, termTokens } from "../db/query/text.ts";
-import { encodeRecordLine } from "../db/logs.ts";
+import { encodeRecordLine } from "../db/lines.ts";
 import { createId } from "../domain/ids.ts";
 
 const T0 = Date.UTC(2026, 0, 1);

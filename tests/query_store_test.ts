@@ -1,31 +1,22 @@
 import type { LogRecord } from "../domain/entry.ts";
 import assert from "node:assert/strict";
-import {
-  logCountsPrefix,
-  logKey,
-  logPartKey,
-  logPartsPrefix,
-  logsPrefix,
-  logSummaryKey,
-} from "../db/keys.ts";
-import type { LegacyLogPage } from "../db/logs.ts";
+import { logCountsPrefix } from "../db/keys.ts";
 import { deleteProject } from "../db/projects.ts";
 import { decodeSummary } from "../db/query/chunk.ts";
 import {
   countStoredEntries,
   type Filter,
   histogram,
-  listLogs,
+  listSummaries,
   matches,
   parseQuery,
 } from "../db/query/mod.ts";
-import { idTime } from "../domain/ids.ts";
+import { idTime, timeBound } from "../domain/ids.ts";
 import {
   compactAt,
   queryProject,
   recordAt,
   RETENTION_MS,
-  sortedIds,
   storeBatch,
   T0,
   withKv,
@@ -159,7 +150,7 @@ Deno.test("histogram counts are exact over any range, from counters and entries"
   });
 });
 
-Deno.test("deleting a project removes its pages, chunks, summaries, Bloom filters and counters", async () => {
+Deno.test("deleting a project removes its chunks, summaries, Bloom filters and counters", async () => {
   await withKv(async (kv) => {
     const projectId = await queryProject(kv);
     const kept = await queryProject(kv);
@@ -171,10 +162,10 @@ Deno.test("deleting a project removes its pages, chunks, summaries, Bloom filter
     for await (const e of kv.list({ prefix: [] })) {
       if (e.key[1] === projectId) prefixes.add(String(e.key[0]));
     }
-    for (const p of ["logs", "log_chunks", "log_summaries", "log_blooms"]) {
+    for (const p of ["log_chunks", "log_summaries", "log_blooms"]) {
       assert.ok(prefixes.has(p), `stored under ${p}`);
     }
-    assert.ok(prefixes.has("log_counts") && prefixes.has("log_compactions"));
+    assert.ok(prefixes.has("log_counts"));
 
     assert.equal(await deleteProject(kv, projectId), records.length);
 
@@ -229,30 +220,19 @@ Deno.test("everything stored expires with its entries, and old counters are dele
     const { kv, sets } = recordingKv(real);
     const records = spread().slice(0, 500);
     await storeAll(kv, projectId, records);
-    // Pages expire with their first entry (committed with their batch).
+    // Chunks expire with their first entry, counted from their commit.
     const index = new Map(records.map((r, i) => [r.id, i]));
     assert.ok(sets.length > 0);
-    for (const set of sets) {
-      assert.equal(set.key[0], "logs");
-      const i = index.get(String(set.key[2]))!;
+    for (const set of sets.filter((s) => s.key[0] === "log_summaries")) {
+      const lastId = String(set.key[2]);
+      const summary = decodeSummary(set.value, lastId);
+      const i = index.get(lastId)!;
       const committed = records[Math.min(499, Math.floor(i / 100) * 100 + 99)]!;
-      assert.equal(
-        set.expireIn,
-        records[i]!.receivedAt + RETENTION_MS - committed.receivedAt,
-      );
-    }
-    sets.length = 0;
-    const now = T0 + DAY;
-    await compactAt(kv, projectId, now);
-    const chunks = sets.filter((s) => s.key[0] === "log_summaries");
-    assert.ok(chunks.length > 0);
-    for (const chunk of chunks) {
-      const lastId = String(chunk.key[2]);
-      const summary = decodeSummary(chunk.value, lastId);
-      const expected = idTime(summary.firstId) + RETENTION_MS - now;
-      const written = sets.filter((s) => s.key[2] === lastId);
+      const expected = idTime(summary.firstId) + RETENTION_MS -
+        committed.receivedAt;
       assert.deepEqual(
-        written.map((s) => [s.key[0], s.expireIn]).sort(),
+        sets.filter((s) => s.key[2] === lastId)
+          .map((s) => [s.key[0], s.expireIn]).sort(),
         [
           ["log_blooms", expected],
           ["log_chunks", expected],
@@ -265,83 +245,22 @@ Deno.test("everything stored expires with its entries, and old counters are dele
       (await Array.fromAsync(real.list({ prefix: logCountsPrefix(projectId) })))
         .map((e) => Number(e.key[3]));
     assert.ok((await counters()).some((start) => start < T0));
-    await compactAt(real, projectId, T0 + RETENTION_MS + 2 * HOUR);
+    const later = T0 + RETENTION_MS + 2 * HOUR;
+    const before = await listSummaries(real, projectId);
+    const done = await compactAt(real, projectId, later);
+    // Chunks whose newest entry is past the retention go, by the clock given.
+    const horizon = timeBound(later - RETENTION_MS);
+    assert.equal(
+      done.expired,
+      before.filter((s) => s.lastId < horizon).length,
+    );
+    assert.ok(done.expired > 0);
+    assert.deepEqual(
+      (await listSummaries(real, projectId)).map((s) => s.lastId),
+      before.filter((s) => s.lastId >= horizon).map((s) => s.lastId),
+    );
     const left = await counters();
     assert.ok(left.length > 0);
     assert.ok(left.every((start) => start >= T0 + HOUR), String(left[0]));
-  });
-});
-
-Deno.test("pages stored as objects before pages were bytes are still read, compacted and counted", async () => {
-  await withKv(async (kv) => {
-    const projectId = await queryProject(kv);
-    const encoder = new TextEncoder();
-    const legacy = async (records: LogRecord[], partBytes = Infinity) => {
-      const bytes = encoder.encode(JSON.stringify(records));
-      const first = records[0]!.id;
-      const head = bytes.slice(0, Math.min(bytes.length, partBytes));
-      const page: LegacyLogPage = {
-        head,
-        parts: bytes.length > partBytes ? 2 : 1,
-        count: records.length,
-        last: records.at(-1)!.id,
-      };
-      await kv.set(logKey(projectId, first), page);
-      if (bytes.length > partBytes) {
-        await kv.set(logPartKey(projectId, first, 1), bytes.slice(partBytes));
-      }
-    };
-    const old1 = [0, 200, 900].map((dt) =>
-      recordAt(T0 + dt, { level: "error" })
-    );
-    const old2 = [100, 5000].map((dt) =>
-      recordAt(T0 + 60_000 + dt, { data: { big: "x".repeat(500) } })
-    );
-    await legacy(old1);
-    await legacy(old2, 300);
-    const fresh = [500, 1500, 70_000].map((dt) => recordAt(T0 + dt));
-    await storeBatch(kv, projectId, fresh);
-    const all = [...old1, ...old2, ...fresh];
-    assert.deepEqual(
-      (await Array.fromAsync(listLogs(kv, projectId))).map((r) => r.id),
-      sortedIds(all),
-    );
-    assert.deepEqual(
-      await Array.fromAsync(listLogs(kv, projectId, { reverse: true })),
-      [...all].sort((a, b) => a.id < b.id ? 1 : -1),
-    );
-    assert.equal(await countStoredEntries(kv, projectId), all.length);
-    const total = async () => {
-      const h = await histogram(kv, projectId, {
-        since: T0 - HOUR,
-        until: T0 + HOUR,
-      });
-      return h.buckets.flatMap((b) => Object.values(b.counts))
-        .reduce((a, b) => a + b, 0);
-    };
-    // Counted only from whole minutes' counters, which old pages lack.
-    assert.equal(await total(), fresh.length);
-
-    await compactAt(kv, projectId, T0 + 3 * HOUR);
-    assert.deepEqual(
-      await Array.fromAsync(kv.list({ prefix: logsPrefix(projectId) })),
-      [],
-    );
-    assert.deepEqual(
-      await Array.fromAsync(kv.list({ prefix: logPartsPrefix(projectId) })),
-      [],
-    );
-    assert.equal(await total(), all.length);
-    assert.deepEqual(
-      await Array.fromAsync(listLogs(kv, projectId)),
-      [...all].sort((a, b) => a.id < b.id ? -1 : 1),
-    );
-    const summary = await kv.get(
-      logSummaryKey(projectId, sortedIds(all).at(-1)!),
-    );
-    assert.equal(
-      decodeSummary(summary.value, sortedIds(all).at(-1)!).count,
-      all.length,
-    );
   });
 });

@@ -8,7 +8,7 @@
  * @module
  */
 import assert from "node:assert/strict";
-import { encodeRecordLine, lineFromQueued } from "../db/logs.ts";
+import { encodeRecordLine, lineFromQueued } from "../db/lines.ts";
 import { type QueuedEntry, toLogRecord } from "../domain/entry.ts";
 import type { GroupCommitter } from "../queue/producer.ts";
 import { logsRoute } from "../routes/logs.ts";

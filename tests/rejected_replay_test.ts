@@ -8,7 +8,11 @@
  */
 import assert from "node:assert/strict";
 import { authenticate } from "../auth/authenticate.ts";
-import { logsPrefix, rejectedEntriesPrefix, statsPrefix } from "../db/keys.ts";
+import {
+  logChunksPrefix,
+  rejectedEntriesPrefix,
+  statsPrefix,
+} from "../db/keys.ts";
 import {
   allowValue,
   deleteProject,
@@ -192,7 +196,7 @@ Deno.test("replay stores nothing under a project deleted meanwhile", async () =>
     await assert.rejects(within(replay), ProjectNotFoundError);
     for (
       const prefix of [
-        logsPrefix(project.id),
+        logChunksPrefix(project.id),
         statsPrefix(project.id),
         rejectedEntriesPrefix(project.id),
       ]

@@ -17,7 +17,7 @@
  */
 import type { LogRecord, QueuedEntry } from "../../domain/entry.ts";
 import { createProject } from "../../db/projects.ts";
-import { compactProject } from "../../db/query/mod.ts";
+import { mergeProject } from "../../db/query/mod.ts";
 import { createPipeline } from "../../queue/pipeline.ts";
 import { createId } from "../../domain/ids.ts";
 import {
@@ -130,7 +130,7 @@ export async function buildStore(
     await pipeline.worker.idle();
     const began = performance.now();
     t = at;
-    await compactProject(kv, project.id, { now: at });
+    await mergeProject(kv, project.id, { now: at });
     compactSeconds += (performance.now() - began) / 1000;
   };
   const sampled = new Set(options.sample ?? []);

@@ -24,9 +24,10 @@
 import { deflateRawSync, inflateRawSync } from "node:zlib";
 import { concatBytes, joinBytes, splitBytes } from "../blob.ts";
 import { logChunkPartKey } from "../keys.ts";
-import { decodeRecordLine, lineId } from "../logs.ts";
+import { decodeRecordLine, lineId } from "../lines.ts";
 import { type Bloom, bloomAdd, bloomHash, createBloom } from "./bloom.ts";
 import { forEachPair, forEachText, forEachToken } from "./text.ts";
+import type { LogRecord } from "../../domain/entry.ts";
 
 /** Compressed bytes a chunk aims at, under KV's 64 KiB value limit. */
 export const CHUNK_TARGET_BYTES = 56_000;
@@ -37,6 +38,12 @@ export const CHUNK_SPAN_MS = 3_600_000;
 /** JSON bytes of one block of a chunk, about. */
 export const BLOCK_RAW_BYTES = 120_000;
 const FORMAT = 1;
+
+/**
+ * The tier of a chunk no merge takes any more: one written by an earlier
+ * version's compactor, or a merge whose output reached half the target size.
+ */
+export const FINAL_TIER = 15;
 
 /** What a query knows of a chunk without reading it. */
 export interface ChunkSummary {
@@ -50,6 +57,15 @@ export interface ChunkSummary {
   levels: Record<string, number>;
   /** Values the chunk is stored in, head included. */
   parts: number;
+  /**
+   * How many merges made it: 0 when the consumer wrote it, up to
+   * {@linkcode FINAL_TIER} for a chunk no merge takes any more.
+   */
+  tier: number;
+  /** Bytes of its JSON lines. */
+  raw: number;
+  /** Compressed bytes of its blocks. */
+  bytes: number;
 }
 
 /** A chunk's summary with the Bloom filters of its blocks. */
@@ -75,17 +91,30 @@ export interface BuiltChunk {
 const encoder = new TextEncoder();
 const decoder = new TextDecoder();
 
+/** Options of {@linkcode buildChunk}. */
+export interface BuildChunkOptions {
+  /** The chunk's tier. @default {0} */
+  tier?: number;
+  /** Compressed size from which the chunk is of {@linkcode FINAL_TIER}. */
+  finalAtBytes?: number;
+  /** The records of the lines, when at hand (else the lines are parsed). */
+  records?: readonly LogRecord[];
+}
+
 /**
  * Builds a chunk from lines of `encodeRecordLine`, sorted by id.
  *
  * @example
  * ```ts
  * const chunk = buildChunk(lines);
- * op.set(logChunkKey(projectId, chunk.summary.lastId), chunk.head);
+ * setChunk(op, projectId, chunk, { expireIn });
  * ```
  */
-export function buildChunk(lines: string[]): BuiltChunk {
-  const steps = chunkSteps(lines);
+export function buildChunk(
+  lines: string[],
+  options: BuildChunkOptions = {},
+): BuiltChunk {
+  const steps = chunkSteps(lines, options);
   for (;;) {
     const step = steps.next();
     if (step.done) return step.value;
@@ -106,8 +135,9 @@ export function buildChunk(lines: string[]): BuiltChunk {
 export async function buildChunkPausing(
   lines: string[],
   pause: () => Promise<void>,
+  options: BuildChunkOptions = {},
 ): Promise<BuiltChunk> {
-  const steps = chunkSteps(lines);
+  const steps = chunkSteps(lines, options);
   for (;;) {
     const step = steps.next();
     if (step.done) return step.value;
@@ -116,32 +146,40 @@ export async function buildChunkPausing(
 }
 
 /** The work of {@linkcode buildChunk}, one block between two yields. */
-function* chunkSteps(lines: string[]): Generator<void, BuiltChunk, void> {
+function* chunkSteps(
+  lines: string[],
+  options: BuildChunkOptions,
+): Generator<void, BuiltChunk, void> {
+  const { records } = options;
   const levels: Record<string, number> = {};
   const blocks: string[][] = [];
+  /** Index of each block's first line. */
+  const starts: number[] = [];
   let raw = 0;
   for (const line of lines) raw += line.length + 1;
   const perBlock = raw / Math.max(1, Math.round(raw / BLOCK_RAW_BYTES));
   let block: string[] = [];
   let size = 0;
-  for (const line of lines) {
+  starts.push(0);
+  lines.forEach((line, i) => {
     if (block.length > 0 && size + line.length / 2 > perBlock) {
       blocks.push(block);
+      starts.push(i);
       block = [];
       size = 0;
     }
     block.push(line);
     size += line.length + 1;
-  }
+  });
   blocks.push(block);
   const blooms: Bloom[] = [];
   const deflated: Uint8Array[] = [];
-  for (const lines of blocks) {
+  for (const [b, lines] of blocks.entries()) {
     const members = new Set<string>();
     const addToken = (token: string) => members.add(token);
     const addPair = (pair: string) => members.add(pair);
-    for (const line of lines) {
-      const record = decodeRecordLine(line);
+    for (const [i, line] of lines.entries()) {
+      const record = records?.[starts[b]! + i] ?? decodeRecordLine(line);
       levels[record.level] = (levels[record.level] ?? 0) + 1;
       forEachText(record, (t) => forEachToken(t.toLowerCase(), addToken));
       forEachPair(record, addPair);
@@ -165,12 +203,21 @@ function* chunkSteps(lines: string[]): Generator<void, BuiltChunk, void> {
     count: lines.length,
     levels,
     parts: 1 + rest.length,
+    tier: options.finalAtBytes !== undefined &&
+        body.length >= options.finalAtBytes
+      ? FINAL_TIER
+      : options.tier ?? 0,
+    raw: Math.max(0, raw - 1),
+    bytes: body.length,
   };
   const json = encoder.encode(JSON.stringify({
     f: summary.firstId,
     n: summary.count,
     lv: levels,
     p: summary.parts,
+    t: summary.tier,
+    r: summary.raw,
+    b: summary.bytes,
   }));
   // Bloom value: format, summary length (32 bits), summary, then per block
   // its probes (8 bits), its size in bytes (32 bits) and its bits.
@@ -198,12 +245,16 @@ function u32(n: number): Uint8Array {
 
 function parseSummary(json: Uint8Array, lastId: string): ChunkSummary {
   const raw = JSON.parse(decoder.decode(json));
+  // Chunks of an earlier version's compactor carry no tier: they are final.
   return {
     firstId: raw.f,
     lastId,
     count: raw.n,
     levels: raw.lv,
     parts: raw.p,
+    tier: raw.t ?? FINAL_TIER,
+    raw: raw.r ?? 0,
+    bytes: raw.b ?? 0,
   };
 }
 

@@ -2,7 +2,7 @@
  * The query module: the one way the operator commands and the dashboard read
  * stored entries. Filters and the query syntax, pages of entries with a
  * cursor, one entry, an entry in context, a live tail, histograms, and the
- * compactor that keeps stored entries small and skippable. See
+ * merger that keeps stored entries few and large. See
  * docs/query.md.
  *
  * @module
@@ -38,12 +38,12 @@ export {
   histogram,
   type HistogramOptions,
 } from "./histogram.ts";
+export { type Backlog, backlogOf } from "./tiers.ts";
 export {
-  compactAll,
-  type CompactOptions,
-  compactProject,
-  type CompactResult,
-  startCompactor,
-} from "./compact.ts";
-export { countStoredEntries } from "./storage.ts";
+  mergeAll,
+  type MergeOptions,
+  mergeProject,
+  type MergeResult,
+} from "./merge.ts";
+export { countStoredEntries, listSummaries } from "./storage.ts";
 export type { Order, ScanStats } from "./scan.ts";

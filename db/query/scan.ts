@@ -2,14 +2,13 @@
  * The reading engine: a project's entries in an id range, in time order
  * (newest or oldest first), filtered, reading only what may match.
  *
- * Entries live in two kinds of sorted runs: pages (fresh, keyed by their
- * first id, spanning at most `PAGE_SPAN_MS`) and chunks (compacted, known by
- * a summary keyed by their last id, spanning at most `CHUNK_SPAN_MS`). Runs
- * overlap in time (pages of several processes, late pages beside chunks),
- * so the engine merges them: it lists pages and summaries lazily in scan
- * order, keeps a bound for each listing — no entry still unlisted comes
- * before it — and hands out the first entry of the open runs only when it
- * comes before every bound and before every chunk listed but not yet read.
+ * Entries live in chunks, each a sorted run known by a summary keyed by its
+ * last id and spanning at most `CHUNK_SPAN_MS`. Chunks overlap in time
+ * (batches of several processes, a retried batch beside merged chunks), so
+ * the engine merges them: it lists summaries lazily in scan order, keeps a
+ * bound — no entry of a chunk still unlisted comes before it — and hands
+ * out the first entry of the open runs only when it comes before the bound
+ * and before every chunk listed but not yet read.
  * A chunk is read only when its turn comes and its summary (levels, id
  * span) and Bloom filters say it may hold a match, and then only its blocks
  * whose Bloom filter says so are inflated; lines are checked as text
@@ -23,19 +22,10 @@ import { idTime, timeBound } from "../../domain/ids.ts";
 import {
   logBloomsPrefix,
   logChunkKey,
-  logKey,
-  logsPrefix,
   logSummariesPrefix,
   logUnitId,
 } from "../keys.ts";
-import {
-  decodeRecordLine,
-  lineId,
-  lineLevel,
-  PAGE_SPAN_MS,
-  readPageText,
-  type StoredPage,
-} from "../logs.ts";
+import { decodeRecordLine, lineId, lineLevel } from "../lines.ts";
 import { GET_MANY_MAX } from "../blob.ts";
 import { bloomHas } from "./bloom.ts";
 import {
@@ -68,7 +58,7 @@ export interface ScanOptions {
 
 /** What a scan read and skipped. */
 export interface ScanStats {
-  /** Pages and chunks read. */
+  /** Chunks read. */
   pagesRead: number;
   /** Chunks not read because their summary showed they hold no match. */
   pagesSkipped: number;
@@ -84,7 +74,7 @@ export interface ScanResult {
   stats: ScanStats;
 }
 
-/** Candidate lines of a page or chunk, in scan order. */
+/** Candidate lines of a chunk, in scan order. */
 interface Run {
   ids: string[];
   lines: string[];
@@ -142,7 +132,7 @@ function linesWith(
 }
 
 /**
- * The lines of a page or chunk that may match, within [lo, hi), in scan
+ * The lines of a chunk that may match, within [lo, hi), in scan
  * order: checked as text only.
  */
 function selectLines(
@@ -227,13 +217,6 @@ export async function scan(
   /** Whether `a` comes before `b` in scan order. */
   const first = (a: string, b: string) => desc ? a > b : a < b;
 
-  const pagesPrefix = logsPrefix(projectId);
-  const pages = kv.list<StoredPage>({
-    start: lo === ""
-      ? pagesPrefix
-      : logKey(projectId, timeBound(idTime(lo) - PAGE_SPAN_MS)),
-    end: hi === MAX_ID ? [...pagesPrefix, MAX_ID] : logKey(projectId, hi),
-  }, { reverse: desc, batchSize: 100 });
   const useBloom = filter.probes.length > 0;
   const summaryPrefix = useBloom
     ? logBloomsPrefix(projectId)
@@ -245,9 +228,8 @@ export async function scan(
       : [...summaryPrefix, timeBound(idTime(hi) + CHUNK_SPAN_MS + 1)],
   }, { reverse: desc, batchSize: useBloom ? 100 : 500 });
 
-  // No entry of a page (chunk) still unlisted comes before these; null once
-  // the listing is done.
-  let pageBound: string | null = desc ? hi : lo;
+  // No entry of a chunk still unlisted comes before this; null once the
+  // listing is done.
   let chunkBound: string | null = desc ? hi : lo;
   // Chunks listed, not read: newest first by last id (their listing order),
   // oldest first by first id.
@@ -258,20 +240,6 @@ export async function scan(
   const runs = new Heap<Run>((a, b) => first(a.ids[a.pos]!, b.ids[b.pos]!));
   const records: LogRecord[] = [];
   let last = "";
-
-  const nextPage = async () => {
-    const next = await pages.next();
-    if (next.done) {
-      pageBound = null;
-      return;
-    }
-    const firstId = logUnitId(next.value.key);
-    pageBound = desc ? timeBound(idTime(firstId) + PAGE_SPAN_MS) : firstId;
-    const text = await readPageText(kv, projectId, firstId, next.value.value);
-    stats.pagesRead++;
-    const run = selectLines(text, filter, lo, hi, desc, stats);
-    if (run) runs.push(run);
-  };
 
   const nextSummary = async () => {
     const next = await summaries.next();
@@ -348,7 +316,6 @@ export async function scan(
         step = advance;
       }
     };
-    consider(pageBound, nextPage);
     consider(chunkBound, nextSummary);
     if (pending.length > 0) consider(pendingBound(pending[0]!), readChunk);
     const run = runs.peek();

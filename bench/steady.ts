@@ -1,0 +1,303 @@
+/**
+ * `deno task bench:steady`: the service in the steady state. A log service
+ * is never quiet, so this measures ingest, the background work it causes
+ * (storing, merging) and the operator's queries together, while traffic
+ * runs:
+ *
+ * 1. a burst: wrk at full speed (`--burst-connections`) for `--burst` seconds;
+ * 2. then each rate of `--rates` in turn, offered at a fixed rate (wrk with
+ *    a per-connection delay) for `--phase` seconds each.
+ *
+ * Every `--probe` seconds it reads, from its own handle on the database file
+ * (as the CLI would): the backlog (entries not yet stored, open chunks and
+ * the entries not yet merged), the five queries of the report (newest 100,
+ * `level:critical`, a rare word, an absent word, one user's entries) timed
+ * in process, the live bytes (SQLite pages in use) and the file's bytes per
+ * byte of JSON accepted, and the server's RSS. A rate is *sustainable* when
+ * every answer was 2xx and the backlog at the end of its phase is not above
+ * the backlog at its middle (plus a margin).
+ *
+ * Entries are varied (bench/query/generate.ts): 20,000 bodies cycled, one of
+ * which carries the rare word.
+ *
+ * @module
+ */
+import { DatabaseSync } from "node:sqlite";
+import { parseArgs } from "node:util";
+import { readBacklog } from "../db/backlog.ts";
+import { createProject } from "../db/projects.ts";
+import { parseQuery, queryLogs } from "../db/query/mod.ts";
+import { readStats } from "../db/stats.ts";
+import { createGenerator, plantWord } from "./query/generate.ts";
+import { denoArgs, taskCommand } from "./options.ts";
+import { serverMemory } from "./process.ts";
+import { freePort, startServer } from "./server.ts";
+import { parseWrk, type WrkResult } from "./wrk.ts";
+
+const ROOT = new URL("../", import.meta.url);
+const ORIGIN = "https://bench.example";
+const RARE = "zanzibarquokka";
+const BODIES = 20_000;
+
+const { values } = parseArgs({
+  args: Deno.args,
+  options: {
+    burst: { type: "string", default: "40" },
+    "burst-connections": { type: "string", default: "64" },
+    rates: { type: "string", default: "1000,2000,5000" },
+    phase: { type: "string", default: "300" },
+    probe: { type: "string", default: "15" },
+    json: { type: "boolean", default: false },
+  },
+});
+const burstSeconds = Number(values.burst);
+const burstConnections = Number(values["burst-connections"]);
+const rates = String(values.rates).split(",").map(Number).filter((n) => n > 0);
+const phaseSeconds = Number(values.phase);
+const probeSeconds = Number(values.probe);
+
+/** One probe's readings. */
+interface Probe {
+  /** Seconds since the start of the run. */
+  t: number;
+  phase: string;
+  accepted: number;
+  queuedEntries: number;
+  openChunks: number;
+  unmergedEntries: number;
+  oldestUnmergedS: number | null;
+  /** Query times, ms. */
+  queries: Record<string, number>;
+  liveBytesPerRaw: number;
+  fileBytesPerRaw: number;
+  rssMiB: number;
+}
+
+/** One phase's wrk result. */
+interface Phase {
+  name: string;
+  offered: number | null;
+  wrk: WrkResult;
+  seconds: number;
+  sustainable: boolean | null;
+}
+
+function writeLua(path: string, bodies: string[], delayMs: number): void {
+  const quoted = bodies.map((b) => `[==[${b}]==]`).join(",\n");
+  Deno.writeTextFileSync(
+    path,
+    `local bodies = {${quoted}}
+local n = #bodies
+local counter = 0
+local next_id = 0
+function setup(thread)
+  thread:set("id", next_id)
+  next_id = next_id + 1
+end
+function init(args)
+  offset = id * 1000003
+  headers = { ["Content-Type"] = "application/json", ["Origin"] = "${ORIGIN}" }
+end
+function delay()
+  return ${delayMs}
+end
+function request()
+  counter = counter + 1
+  local k = (offset + counter) % 16777216
+  headers["X-Forwarded-For"] = string.format("10.%d.%d.%d",
+    math.floor(k / 65536), math.floor(k / 256) % 256, k % 256)
+  return wrk.format("POST", nil, headers, bodies[(offset + counter) % n + 1])
+end
+`,
+  );
+}
+
+async function wrk(
+  url: string,
+  script: string,
+  connections: number,
+  seconds: number,
+): Promise<WrkResult> {
+  const out = await new Deno.Command("wrk", {
+    args: [
+      "-t2",
+      `-c${connections}`,
+      `-d${seconds}s`,
+      "--timeout",
+      "10s",
+      "--latency",
+      "-s",
+      script,
+      url,
+    ],
+    stdout: "piped",
+    stderr: "piped",
+  }).output();
+  const text = new TextDecoder().decode(out.stdout) +
+    new TextDecoder().decode(out.stderr);
+  if (!out.success) throw new Error(`Cannot run wrk:\n${text}`);
+  return parseWrk(text);
+}
+
+function pages(path: string): number {
+  const db = new DatabaseSync(path, { readOnly: true });
+  try {
+    const one = (sql: string) =>
+      Number(Object.values(db.prepare(sql).get() ?? {})[0] ?? 0);
+    return (one("PRAGMA page_count") - one("PRAGMA freelist_count")) *
+      one("PRAGMA page_size");
+  } finally {
+    db.close();
+  }
+}
+
+async function main() {
+  const dir = await Deno.makeTempDir({ prefix: "logs-steady-" });
+  const kvPath = `${dir}/kv.sqlite`;
+  const setup = await Deno.openKv(kvPath);
+  const project = await createProject(setup, {
+    name: "steady bench",
+    allow: [ORIGIN],
+  });
+  setup.close();
+
+  const generator = createGenerator(21);
+  const bodies: string[] = [];
+  let user = "";
+  for (let i = 0; i < BODIES; i++) {
+    let entry = generator.next();
+    if (i === BODIES / 2) entry = plantWord(entry, RARE);
+    if (i === 7) user = String(entry.context.userId);
+    bodies.push(JSON.stringify({ ...entry, projectId: project.id }));
+  }
+  const rawPerEntry = bodies.reduce((n, b) => n + b.length, 0) / BODIES;
+  const queries: Record<string, string> = {
+    newest: "",
+    "level:critical": "level:critical",
+    "rare word": RARE,
+    "absent word": "nowherefoundxyz",
+    "one user": `context.userId:${user}`,
+  };
+
+  const config = await Deno.readTextFile(new URL("deno.json", ROOT));
+  const port = freePort();
+  const server = await startServer({
+    name: "the service",
+    args: denoArgs(taskCommand(config, "start"), "main.ts"),
+    cwd: ROOT,
+    port,
+    env: {
+      PORT: String(port),
+      HOSTNAME: "127.0.0.1",
+      KV_PATH: kvPath,
+      TRUST_PROXY: "1",
+    },
+  });
+  const url = `${server.url}/api/v1/logs`;
+  const kv = await Deno.openKv(kvPath);
+  const began = performance.now();
+  const probes: Probe[] = [];
+  let phaseName = "burst";
+  let probing = true;
+
+  const probe = async () => {
+    const now = Date.now();
+    const [stats, backlog] = await Promise.all([
+      readStats(kv, project.id),
+      readBacklog(kv, project.id, now),
+    ]);
+    const times: Record<string, number> = {};
+    for (const [name, q] of Object.entries(queries)) {
+      const start = performance.now();
+      await queryLogs(kv, project.id, { filter: parseQuery(q), limit: 100 });
+      times[name] = Math.round(performance.now() - start);
+    }
+    const raw = Math.max(1, stats.accepted * rawPerEntry);
+    const file = (await Deno.stat(kvPath)).size;
+    const memory = await serverMemory(server.child.pid, "main.ts");
+    probes.push({
+      t: Math.round((performance.now() - began) / 1000),
+      phase: phaseName,
+      accepted: stats.accepted,
+      queuedEntries: backlog.queued.entries,
+      openChunks: backlog.openChunks,
+      unmergedEntries: backlog.unmerged.entries,
+      oldestUnmergedS: backlog.unmerged.oldestAgeMs === null
+        ? null
+        : Math.round(backlog.unmerged.oldestAgeMs / 100) / 10,
+      queries: times,
+      liveBytesPerRaw: Math.round(pages(kvPath) / raw * 1000) / 1000,
+      fileBytesPerRaw: Math.round(file / raw * 1000) / 1000,
+      rssMiB: Math.round((memory?.vmRssKiB ?? 0) / 102.4) / 10,
+    });
+    if (!values.json) console.error(JSON.stringify(probes.at(-1)));
+  };
+  const prober = (async () => {
+    while (probing) {
+      await new Promise((r) => setTimeout(r, probeSeconds * 1000));
+      if (probing) await probe().catch((e) => console.error(e));
+    }
+  })();
+
+  const phases: Phase[] = [];
+  try {
+    const burstScript = `${dir}/burst.lua`;
+    writeLua(burstScript, bodies, 0);
+    const t0 = performance.now();
+    const burst = await wrk(url, burstScript, burstConnections, burstSeconds);
+    phases.push({
+      name: "burst",
+      offered: null,
+      wrk: burst,
+      seconds: (performance.now() - t0) / 1000,
+      sustainable: null,
+    });
+    for (const rate of rates) {
+      phaseName = `${rate}/s`;
+      const connections = Math.max(4, Math.min(200, Math.round(rate / 40)));
+      const script = `${dir}/rate-${rate}.lua`;
+      writeLua(script, bodies, Math.round(connections * 1000 / rate));
+      const from = probes.length;
+      const t1 = performance.now();
+      const result = await wrk(url, script, connections, phaseSeconds);
+      const mine = probes.slice(from);
+      const middle = mine[Math.floor(mine.length / 2)];
+      const end = mine.at(-1);
+      const size = (p?: Probe) => p ? p.queuedEntries + p.unmergedEntries : 0;
+      phases.push({
+        name: phaseName,
+        offered: rate,
+        wrk: result,
+        seconds: (performance.now() - t1) / 1000,
+        sustainable: result.non2xx === 0 &&
+          size(end) <= size(middle) * 1.2 + 2 * rate,
+      });
+    }
+  } finally {
+    probing = false;
+    await prober;
+    const memory = await serverMemory(server.child.pid, "main.ts");
+    await server.stop();
+    kv.close();
+    const report = {
+      rawBytesPerEntry: Math.round(rawPerEntry),
+      peakRssMiB: Math.round((memory?.vmHwmKiB ?? 0) / 102.4) / 10,
+      phases: phases.map((p) => ({
+        name: p.name,
+        offered: p.offered,
+        accepted: Math.round(
+          (p.wrk.requests - p.wrk.non2xx) / p.seconds,
+        ),
+        non2xx: p.wrk.non2xx,
+        p50Ms: p.wrk.latencyMs.p50,
+        p99Ms: p.wrk.latencyMs.p99,
+        sustainable: p.sustainable,
+      })),
+      probes,
+    };
+    console.log(JSON.stringify(report, null, values.json ? 0 : 2));
+    await Deno.remove(dir, { recursive: true });
+  }
+}
+
+if (import.meta.main) await main();

@@ -1,0 +1,102 @@
+/**
+ * The line format of a stored entry: one JSON object per line, `id` first,
+ * then `level`, so that both are read without parsing. Chunks hold these
+ * lines (db/query/chunk.ts); the consumer makes them, the query engine reads
+ * them.
+ *
+ * @module
+ */
+import {
+  type AuthMethod,
+  type LogRecord,
+  type QueuedEntry,
+} from "../domain/entry.ts";
+import { idTime } from "../domain/ids.ts";
+
+/**
+ * One entry as a line of JSON: `id` first, then `level`, so that both can be
+ * read without parsing; `receivedAt` is left out when the id says it.
+ *
+ * @example
+ * ```ts
+ * encodeRecordLine(record); // '{"id":"0193…","level":"info","data":{…},…}'
+ * ```
+ */
+export function encodeRecordLine(record: LogRecord): string {
+  const line: Record<string, unknown> = { id: record.id, level: record.level };
+  if (record.receivedAt !== idTime(record.id)) {
+    line.receivedAt = record.receivedAt;
+  }
+  line.data = record.data;
+  line.device = record.device;
+  line.context = record.context;
+  if (record.appid !== undefined) line.appid = record.appid;
+  if (record.origin !== undefined) line.origin = record.origin;
+  line.auth = record.auth;
+  return JSON.stringify(line);
+}
+
+/**
+ * The line of an accepted entry cut from its queued JSON, the text the
+ * producer committed, instead of building the record and serializing it
+ * again. The route gives a queued entry its members in the line's order
+ * (`id`, `level`, `data`, `device`, `context`, `appid`, `origin`, then
+ * `receivedAt`, `projectId` and the signature's members), so the line is
+ * that text up to `receivedAt` with `auth` added: byte for byte what
+ * {@linkcode encodeRecordLine} makes of the record. `undefined` when the
+ * text is not in that form (an entry without `device` or `context`, whose
+ * line has them as `{}`), and the caller encodes the record instead.
+ *
+ * @example
+ * ```ts
+ * const line = lineFromQueued(text, entry, "origin") ??
+ *   encodeRecordLine(toLogRecord(entry, "origin"));
+ * ```
+ */
+export function lineFromQueued(
+  text: string,
+  entry: QueuedEntry,
+  auth: AuthMethod,
+): string | undefined {
+  const { id } = entry;
+  if (
+    entry.device === undefined || entry.context === undefined ||
+    !text.startsWith('{"id":"') || !text.startsWith(id, 7) ||
+    !text.startsWith('","level":', 7 + id.length) ||
+    entry.receivedAt !== idTime(id)
+  ) return undefined;
+  // Every later member is a string or an object of strings, whose quotes
+  // are escaped: the last match is the top-level member.
+  const tail = `,"receivedAt":${entry.receivedAt},"projectId":`;
+  const at = text.lastIndexOf(tail);
+  if (at < 0) return undefined;
+  return `${text.slice(0, at)},"auth":${JSON.stringify(auth)}}`;
+}
+
+/** Parses a line of {@linkcode encodeRecordLine} back into the record. */
+export function decodeRecordLine(line: string): LogRecord {
+  const raw = JSON.parse(line);
+  const record: LogRecord = {
+    id: raw.id,
+    receivedAt: raw.receivedAt ?? idTime(raw.id),
+    level: raw.level,
+    data: raw.data,
+    device: raw.device,
+    context: raw.context,
+    auth: raw.auth,
+  };
+  if (raw.appid !== undefined) record.appid = raw.appid;
+  if (raw.origin !== undefined) record.origin = raw.origin;
+  return record;
+}
+
+/** The id of a line of {@linkcode encodeRecordLine}, read without parsing. */
+export function lineId(line: string, from = 0): string {
+  return line.slice(from + 7, line.indexOf('"', from + 7));
+}
+
+/** The level of a line of {@linkcode encodeRecordLine}, read without parsing. */
+export function lineLevel(line: string, from = 0): string {
+  const at = line.indexOf('"', from + 7) + 11; // past `","level":"`
+  return line.slice(at, line.indexOf('"', at));
+}

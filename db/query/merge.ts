@@ -1,0 +1,319 @@
+/**
+ * The merger: combines a project's small chunks into larger ones and ends
+ * the chunks past the project's retention, while traffic goes on.
+ *
+ * The consumer writes every batch as a chunk of tier 0 (db/logs.ts): already
+ * compressed and searchable, but small when traffic is light, and small
+ * chunks compress worse and cost a listing each. A round lists a project's
+ * summaries and merges the groups db/query/tiers.ts picks.
+ *
+ * A merge is one atomic commit: delete the source chunks, write the merged
+ * chunk under the last id of the newest source, bump
+ * `log_compactions/<projectId>`, checked against that counter and the
+ * project record as read when the round started. Two processes merging the
+ * same project cannot both commit, a project deleted meanwhile is not
+ * written to again, and readers that saw the counter move read again
+ * (db/query/consistent.ts).
+ *
+ * Each round also deletes the chunks whose newest entry is past the
+ * project's retention, by the clock it is given (KV's own expiry is the
+ * backstop), and the histogram counters past it.
+ *
+ * @module
+ */
+import { idTime, timeBound } from "../../domain/ids.ts";
+import { DAY_MS } from "../../domain/entry.ts";
+import {
+  logChunkKey,
+  logCompactionKey,
+  logSummariesPrefix,
+  logUnitId,
+  projectKey,
+} from "../keys.ts";
+import { decodeJson, GET_MANY_MAX_KEYS } from "../kv.ts";
+import { chunkExpireIn, deleteChunk, setChunk } from "../logs.ts";
+import { lineId } from "../lines.ts";
+import { deleteExpiredCounts } from "../log_counts.ts";
+import { listProjects, type Project } from "../projects.ts";
+import {
+  buildChunkPausing,
+  CHUNK_MAX_BYTES,
+  CHUNK_TARGET_BYTES,
+  type ChunkSummary,
+  decodeSummary,
+  FINAL_TIER,
+  readChunkText,
+} from "./chunk.ts";
+import {
+  type Backlog,
+  backlogOf,
+  chooseGroups,
+  DEFAULT_SETTLE_MS,
+  emptyBacklog,
+  isOpen,
+} from "./tiers.ts";
+
+/** Chunks whose end of retention one commit deletes at most. */
+const EXPIRE_BATCH = 250;
+/** Summaries one round lists at most per project. */
+const MAX_LISTED = 50_000;
+/** JSON bytes a merged chunk holds at most, whatever the compression. */
+const MAX_RAW_BYTES = 4_000_000;
+
+/** Lets the event loop run: timers, arriving requests, finished commits. */
+const nextTurn = () => new Promise<void>((resolve) => setTimeout(resolve, 0));
+
+/** Options of {@linkcode mergeProject}. */
+export interface MergeOptions {
+  /** Clock reading, Unix ms. */
+  now: number;
+  /** Age after which a run of open chunks is merged whatever its size. @default {30000} */
+  settleMs?: number;
+  /** Stop after this many merges. @default {Infinity} */
+  maxMerges?: number;
+  /** Asked before each merge: stop when it says so. */
+  shouldStop?: () => boolean;
+  /**
+   * Awaited between two blocks of a chunk being built and between merges,
+   * so that arriving requests are not held. @default one turn of the event
+   * loop (`setTimeout` 0)
+   */
+  pause?: () => Promise<void>;
+}
+
+/** What a round did and saw. */
+export interface MergeResult {
+  /** Merge commits made. */
+  merges: number;
+  /** Source chunks they replaced. */
+  sources: number;
+  /** Entries they rewrote. */
+  entries: number;
+  /** Compressed bytes of the chunks written. */
+  bytes: number;
+  /** Chunks deleted past the retention. */
+  expired: number;
+  /** What was left unmerged after the round. */
+  backlog: Backlog;
+}
+
+/** Thrown inside a round when another writer changed the project. */
+class ConflictError extends Error {}
+
+/**
+ * One round over a project: deletes what is past its retention, then merges
+ * the groups {@linkcode chooseGroups} picks. Safe to run in several
+ * processes.
+ *
+ * @example
+ * ```ts
+ * const { merges, backlog } = await mergeProject(kv, projectId, { now: Date.now() });
+ * ```
+ */
+export async function mergeProject(
+  kv: Deno.Kv,
+  projectId: string,
+  options: MergeOptions,
+): Promise<MergeResult> {
+  const result: MergeResult = {
+    merges: 0,
+    sources: 0,
+    entries: 0,
+    bytes: 0,
+    expired: 0,
+    backlog: emptyBacklog(),
+  };
+  const [projectEntry, marker] = await kv.getMany<[unknown, Deno.KvU64]>([
+    projectKey(projectId),
+    logCompactionKey(projectId),
+  ]);
+  const project = decodeJson<Project>(projectEntry!.value);
+  if (project === null) return result;
+  const { now } = options;
+  const pause = options.pause ?? nextTurn;
+  const retentionMs = project.retentionDays * DAY_MS;
+  let versionstamp = marker!.versionstamp;
+  const guarded = () =>
+    kv.atomic()
+      .check(projectEntry!)
+      .check({ key: logCompactionKey(projectId), versionstamp })
+      .sum(logCompactionKey(projectId), 1n);
+  const commit = async (op: Deno.AtomicOperation) => {
+    const committed = await op.commit();
+    if (!committed.ok) throw new ConflictError();
+    versionstamp = committed.versionstamp;
+  };
+
+  // Summaries, oldest first.
+  const summaries: ChunkSummary[] = [];
+  const horizon = timeBound(now - retentionMs);
+  try {
+    let expired: ChunkSummary[] = [];
+    const flushExpired = async () => {
+      const op = guarded();
+      for (const s of expired) deleteChunk(op, projectId, s);
+      await commit(op);
+      result.expired += expired.length;
+      expired = [];
+    };
+    const iter = kv.list({ prefix: logSummariesPrefix(projectId) }, {
+      batchSize: 1000,
+      limit: MAX_LISTED,
+    });
+    for await (const entry of iter) {
+      const summary = decodeSummary(entry.value, logUnitId(entry.key));
+      if (summary.lastId < horizon) {
+        expired.push(summary);
+        if (expired.length >= EXPIRE_BATCH) await flushExpired();
+      } else summaries.push(summary);
+    }
+    if (expired.length > 0) await flushExpired();
+    await deleteExpiredCounts(kv, projectId, now - retentionMs);
+
+    const maxMerges = options.maxMerges ?? Infinity;
+    const runs: ChunkSummary[][] = [[]];
+    for (const s of summaries) {
+      if (isOpen(s)) runs.at(-1)!.push(s);
+      else if (runs.at(-1)!.length > 0) runs.push([]);
+    }
+    const merged = new Set<ChunkSummary>();
+    const written: ChunkSummary[] = [];
+
+    const merge = async (
+      group: ChunkSummary[],
+      rawLimit: number,
+    ): Promise<void> => {
+      const texts = await readSources(kv, projectId, group);
+      const lines = texts.flatMap((t) => (t === "" ? [] : t.split("\n")));
+      lines.sort((a, b) => (lineId(a) < lineId(b) ? -1 : 1));
+      const tier = Math.min(
+        FINAL_TIER - 1,
+        1 + Math.max(...group.map((s) => s.tier)),
+      );
+      const raw = lines.reduce((n, line) => n + line.length + 1, -1);
+      // Final once it holds half of what a chunk may: no merge takes it again.
+      const chunk = await buildChunkPausing(lines, pause, {
+        tier: raw >= rawLimit / 2 ? FINAL_TIER : tier,
+        finalAtBytes: CHUNK_TARGET_BYTES / 2,
+      });
+      if (chunk.compressedBytes > CHUNK_MAX_BYTES && group.length > 1) {
+        const half = Math.ceil(group.length / 2);
+        await merge(group.slice(0, half), rawLimit);
+        await merge(group.slice(half), rawLimit);
+        return;
+      }
+      // The newest source's key names the merged chunk too: written over.
+      const newest = group.reduce((a, b) => (a.lastId > b.lastId ? a : b));
+      const op = guarded();
+      for (const s of group) {
+        deleteChunk(
+          op,
+          projectId,
+          s,
+          s === newest ? { parts: chunk.summary.parts } : undefined,
+        );
+      }
+      setChunk(op, projectId, chunk, {
+        expireIn: chunkExpireIn(chunk.summary.firstId, retentionMs, now),
+      });
+      await commit(op);
+      for (const s of group) merged.add(s);
+      written.push(chunk.summary);
+      result.merges++;
+      result.sources += group.length;
+      result.entries += lines.length;
+      result.bytes += chunk.compressedBytes;
+    };
+
+    outer: for (const run of runs) {
+      // The run's own compression tells how much JSON a chunk holds.
+      const bytes = run.reduce((n, s) => n + s.bytes, 0);
+      const raw = run.reduce((n, s) => n + s.raw, 0);
+      const ratio = raw > 0 && bytes > 0 ? Math.max(0.02, bytes / raw) : 0.12;
+      const rawLimit = Math.min(MAX_RAW_BYTES, CHUNK_TARGET_BYTES / ratio);
+      const groups = chooseGroups(run, {
+        now,
+        settleMs: options.settleMs ?? DEFAULT_SETTLE_MS,
+        rawLimit,
+      });
+      for (const group of groups) {
+        if (result.merges >= maxMerges || options.shouldStop?.()) break outer;
+        await merge(group, rawLimit);
+        await pause();
+      }
+    }
+    result.backlog = backlogOf([
+      ...summaries.filter((s) => !merged.has(s)),
+      ...written,
+    ]);
+  } catch (error) {
+    if (!(error instanceof ConflictError)) throw error;
+    result.backlog = backlogOf(summaries);
+  }
+  return result;
+}
+
+/** The lines of each chunk of `group`, read from KV. */
+async function readSources(
+  kv: Deno.Kv,
+  projectId: string,
+  group: ChunkSummary[],
+): Promise<string[]> {
+  const texts: string[] = [];
+  for (let i = 0; i < group.length; i += GET_MANY_MAX_KEYS) {
+    const slice = group.slice(i, i + GET_MANY_MAX_KEYS);
+    const values = await kv.getMany(
+      slice.map((s) => logChunkKey(projectId, s.lastId)),
+    );
+    for (const [j, entry] of values.entries()) {
+      // Gone: another process merged it, or it expired; that round won.
+      if (entry.value === null) throw new ConflictError();
+      texts.push(
+        await readChunkText(kv, projectId, slice[j]!.lastId, entry.value),
+      );
+    }
+  }
+  return texts;
+}
+
+/**
+ * One round over every project (see {@linkcode mergeProject}); the backlogs
+ * are added up.
+ *
+ * @example
+ * ```ts
+ * await mergeAll(kv, { now: Date.now() });
+ * ```
+ */
+export async function mergeAll(
+  kv: Deno.Kv,
+  options: MergeOptions,
+): Promise<MergeResult> {
+  const total: MergeResult = {
+    merges: 0,
+    sources: 0,
+    entries: 0,
+    bytes: 0,
+    expired: 0,
+    backlog: emptyBacklog(),
+  };
+  for (const project of await listProjects(kv)) {
+    if (options.shouldStop?.()) break;
+    const done = await mergeProject(kv, project.id, options);
+    total.merges += done.merges;
+    total.sources += done.sources;
+    total.entries += done.entries;
+    total.bytes += done.bytes;
+    total.expired += done.expired;
+    const b = done.backlog;
+    total.backlog.chunks += b.chunks;
+    total.backlog.fresh += b.fresh;
+    total.backlog.freshEntries += b.freshEntries;
+    if (
+      b.oldestFresh !== null &&
+      (total.backlog.oldestFresh === null ||
+        b.oldestFresh < total.backlog.oldestFresh)
+    ) total.backlog.oldestFresh = b.oldestFresh;
+  }
+  return total;
+}

@@ -1,0 +1,105 @@
+/**
+ * Runs the merger (db/query/merge.ts) in the background of a server: rounds
+ * over every project, back to back while they find work, so that merging
+ * goes on under traffic instead of waiting for quiet.
+ *
+ * @module
+ */
+import { mergeAll, type MergeResult } from "../db/query/merge.ts";
+import type { Backlog } from "../db/query/tiers.ts";
+
+/** Options of {@linkcode startMerger}. */
+export interface MergerOptions {
+  kv: Deno.Kv;
+  /** Clock. @default {Date.now} */
+  now?: () => number;
+  /** Pause between rounds that merged nothing. @default {1000} */
+  intervalMs?: number;
+  /** Merges one round makes at most before the next listing. @default {32} */
+  mergesPerRound?: number;
+  /** Told of a failed round. */
+  onError?: (error: unknown) => void;
+}
+
+/** A running merger. */
+export interface Merger {
+  /** Open chunks as of the last round (every project). */
+  readonly backlog: Backlog;
+  /**
+   * Runs a round now (after the one in hand), at most `maxMerges` merges
+   * (@default the merger's `mergesPerRound`), and resolves with what it did;
+   * the cron of a platform without timers calls it.
+   */
+  round(options?: { maxMerges?: number }): Promise<MergeResult>;
+  /** Waits for the round in hand and stops. */
+  stop(): Promise<void>;
+}
+
+/**
+ * Runs {@linkcode mergeAll} in rounds: the next round at once while rounds
+ * find work, else after `intervalMs`. A round yields to the event loop
+ * between merges and between the blocks of a chunk, so it shares the thread
+ * with intake instead of waiting for quiet: under traffic it still runs.
+ * What keeps it from falling behind for good is the producer's gate on
+ * {@linkcode Merger.backlog} (docs/storage.md#backlog).
+ *
+ * @example
+ * ```ts
+ * const merger = startMerger({ kv });
+ * await merger.stop();
+ * ```
+ */
+export function startMerger(options: MergerOptions): Merger {
+  const now = options.now ?? Date.now;
+  let stopped = false;
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  let running: Promise<unknown> = Promise.resolve();
+  let backlog: Backlog = {
+    chunks: 0,
+    fresh: 0,
+    freshEntries: 0,
+    oldestFresh: null,
+  };
+  const run = async (maxMerges: number): Promise<MergeResult> => {
+    const done = await mergeAll(options.kv, {
+      now: now(),
+      maxMerges,
+      shouldStop: () => stopped,
+    });
+    backlog = done.backlog;
+    return done;
+  };
+  const tick = () => {
+    timer = undefined;
+    if (stopped) return;
+    running = running.then(async () => {
+      let busy = false;
+      try {
+        busy = (await run(options.mergesPerRound ?? 32)).merges > 0;
+      } catch (error) {
+        options.onError?.(error);
+      }
+      if (!stopped) {
+        timer = setTimeout(tick, busy ? 0 : options.intervalMs ?? 1000);
+      }
+    });
+  };
+  timer = setTimeout(tick, 0);
+  return {
+    get backlog() {
+      return backlog;
+    },
+    round(roundOptions = {}) {
+      const result = running.then(() =>
+        run(roundOptions.maxMerges ?? options.mergesPerRound ?? 32)
+      );
+      running = result.catch(() => {});
+      return result;
+    },
+    async stop() {
+      stopped = true;
+      clearTimeout(timer);
+      await running;
+    },
+  };
+}
