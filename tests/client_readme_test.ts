@@ -1,24 +1,31 @@
 /**
- * The README's "Sending from your app" snippets, taken from the README itself
- * (each code block after a `<!-- snippet: NAME -->` line, so the README cannot
- * drift from what is tested) and run against the real server: each must be
- * answered `200` and its entry stored with `auth: signature`. A snippet whose
- * tool is not installed (Go, often) is skipped with a message.
+ * The sending snippets of docs/clients.md (and of the README, should it carry
+ * one), taken from the pages themselves (each code block after a
+ * `<!-- snippet: NAME -->` line, so the documentation cannot drift from what
+ * is tested) and run against the real server: each must be answered `200` and
+ * its entry stored with `auth: signature`. A snippet whose tool is not
+ * installed (Go, often) is skipped with a message.
  */
 import assert from "node:assert/strict";
 import { stats } from "./_helpers.ts";
 import { type LiveServer, startServer } from "./client/_server.ts";
 
-const README = new URL("../README.md", import.meta.url);
+const PAGES = [
+  new URL("../README.md", import.meta.url),
+  new URL("../docs/clients.md", import.meta.url),
+];
 const CLIENT = new URL("../client/mod.ts", import.meta.url);
 
-/** The snippets of the README, by file name. */
+/** The snippets of the pages, by file name; a name given twice is refused. */
 async function snippets(): Promise<Map<string, string>> {
-  const text = await Deno.readTextFile(README);
   const found = new Map<string, string>();
   const pattern = /<!-- snippet: (\S+) -->\s*\n```\w*\n([\s\S]*?)\n```\n/g;
-  for (const [, name, code] of text.matchAll(pattern)) {
-    found.set(name!, code! + "\n");
+  for (const page of PAGES) {
+    const text = await Deno.readTextFile(page);
+    for (const [, name, code] of text.matchAll(pattern)) {
+      assert.ok(!found.has(name!), `Snippet ${name} appears twice`);
+      found.set(name!, code! + "\n");
+    }
   }
   return found;
 }
@@ -100,7 +107,7 @@ async function run(
   }
 }
 
-Deno.test("the README's sending snippets are answered 200 and stored as signed entries", async (t) => {
+Deno.test("the documented sending snippets are answered 200 and stored as signed entries", async (t) => {
   const found = await snippets();
   assert.deepEqual([...found.keys()].sort(), Object.keys(RUNNERS).sort());
   const server: LiveServer = await startServer({ rps: 1000, burst: 1000 });
@@ -145,7 +152,7 @@ Deno.test("the README's sending snippets are answered 200 and stored as signed e
           const log = logs.at(-1)!;
           assert.equal(log.auth, "signature");
           if (name === "send.ts") {
-            // The walkthrough's example under "Operating".
+            // The example with only fetch and WebCrypto.
             assert.equal(log.level, "critical");
             assert.equal(log.data.title, "Export crashed");
           } else {
