@@ -139,6 +139,11 @@ async function wrk(
   return parseWrk(text);
 }
 
+function median(values: number[]): number {
+  const sorted = [...values].sort((a, b) => a - b);
+  return sorted[Math.floor(sorted.length / 2)] ?? 0;
+}
+
 function pages(path: string): number {
   const db = new DatabaseSync(path, { readOnly: true });
   try {
@@ -256,10 +261,36 @@ async function main() {
       phaseName = `${rate}/s`;
       const connections = Math.max(4, Math.min(200, Math.round(rate / 40)));
       const script = `${dir}/rate-${rate}.lua`;
-      writeLua(script, bodies, Math.round(connections * 1000 / rate));
       const from = probes.length;
       const t1 = performance.now();
-      const result = await wrk(url, script, connections, phaseSeconds);
+      // Segments of one probe period each: wrk's delay is set again after
+      // each one from the rate it reached, so the offered rate holds.
+      const period = connections * 1000 / rate;
+      let delay = period;
+      const segments: WrkResult[] = [];
+      while ((performance.now() - t1) / 1000 < phaseSeconds - 1) {
+        writeLua(script, bodies, Math.max(0, Math.round(delay)));
+        const seconds = Math.min(
+          probeSeconds,
+          Math.ceil(phaseSeconds - (performance.now() - t1) / 1000),
+        );
+        const result = await wrk(url, script, connections, seconds);
+        segments.push(result);
+        const reached = result.requests / seconds;
+        if (reached > 0) {
+          delay = Math.max(0, period - (connections * 1000 / reached - delay));
+        }
+      }
+      const result: WrkResult = {
+        ...segments[0]!,
+        requests: segments.reduce((n, r) => n + r.requests, 0),
+        non2xx: segments.reduce((n, r) => n + r.non2xx, 0),
+        latencyMs: {
+          ...segments[0]!.latencyMs,
+          p50: median(segments.map((r) => r.latencyMs.p50)),
+          p99: Math.max(...segments.map((r) => r.latencyMs.p99)),
+        },
+      };
       const mine = probes.slice(from);
       const middle = mine[Math.floor(mine.length / 2)];
       const end = mine.at(-1);
