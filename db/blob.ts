@@ -1,20 +1,24 @@
 /**
- * Byte values larger than one KV value: a head stored under the main key and
- * further parts under keys of their own, read back with `getMany` (at most
- * {@linkcode GET_MANY_MAX} keys per call). Pages and chunks of stored
- * entries use it; the caller names the keys and records how many parts there
- * are.
+ * Values larger than Deno KV's 64 KiB limit, the one place that splits and
+ * joins them: a head stored under the main key and further parts of at most
+ * {@linkcode PART_BYTES} under keys of their own, read back with `getMany`.
+ * Batches (queue/batch.ts) and chunks of stored entries (db/query/chunk.ts)
+ * use it; the caller names the keys and records how many parts there are.
  *
  * @module
  */
-import { PART_BYTES } from "./parts.ts";
+import { getManyChunked } from "./kv.ts";
 
-/** Keys one `getMany` call takes at most. */
-export const GET_MANY_MAX = 10;
+/** Bytes per stored part, leaving room for the record around the head. */
+export const PART_BYTES = 60_000;
+
+const encoder = new TextEncoder();
+const decoder = new TextDecoder();
 
 /**
- * Cuts `bytes` into a head and further parts of at most `size` bytes. Parts
- * are copies, not views: KV would store a view with its whole buffer.
+ * Cuts `bytes` (or the UTF-8 of a text) into a head and further parts of at
+ * most `size` bytes. Parts are copies, not views: KV would store a view
+ * with its whole buffer.
  *
  * @example
  * ```ts
@@ -22,15 +26,16 @@ export const GET_MANY_MAX = 10;
  * ```
  */
 export function splitBytes(
-  bytes: Uint8Array,
+  bytes: Uint8Array | string,
   size = PART_BYTES,
 ): { head: Uint8Array; rest: Uint8Array[] } {
-  if (bytes.length <= size) return { head: bytes, rest: [] };
+  const all = typeof bytes === "string" ? encoder.encode(bytes) : bytes;
+  if (all.length <= size) return { head: all, rest: [] };
   const rest: Uint8Array[] = [];
-  for (let at = size; at < bytes.length; at += size) {
-    rest.push(bytes.slice(at, at + size));
+  for (let at = size; at < all.length; at += size) {
+    rest.push(all.slice(at, at + size));
   }
-  return { head: bytes.slice(0, size), rest };
+  return { head: all.slice(0, size), rest };
 }
 
 /** Concatenates byte arrays. */
@@ -51,7 +56,7 @@ export function concatBytes(chunks: Uint8Array[]): Uint8Array {
  *
  * @example
  * ```ts
- * const bytes = await joinBytes(kv, head, [logPartKey(projectId, id, 1)]);
+ * const bytes = await joinBytes(kv, head, [logChunkPartKey(projectId, id, 1)]);
  * ```
  */
 export async function joinBytes(
@@ -60,16 +65,30 @@ export async function joinBytes(
   keys: Deno.KvKey[],
 ): Promise<Uint8Array> {
   const chunks = [head];
-  for (let i = 0; i < keys.length; i += GET_MANY_MAX) {
-    const entries = await kv.getMany<Uint8Array[]>(
-      keys.slice(i, i + GET_MANY_MAX),
-    );
-    for (const entry of entries) {
-      if (!(entry.value instanceof Uint8Array)) {
-        throw new Error(`Cannot read "${entry.key.join("/")}": part missing`);
-      }
-      chunks.push(entry.value);
+  for (const entry of await getManyChunked<Uint8Array>(kv, keys)) {
+    if (!(entry.value instanceof Uint8Array)) {
+      throw new Error(`Cannot read "${entry.key.join("/")}": part missing`);
     }
+    chunks.push(entry.value);
   }
   return concatBytes(chunks);
+}
+
+/**
+ * Reads the `count - 1` parts after `head` (part `n` under `partKey(n)`)
+ * and parses the whole JSON document.
+ *
+ * @example
+ * ```ts
+ * const entries = await joinJson(kv, head, 3, (n) => batchPartKey(batchId, n));
+ * ```
+ */
+export async function joinJson<T>(
+  kv: Deno.Kv,
+  head: Uint8Array,
+  count: number,
+  partKey: (n: number) => Deno.KvKey,
+): Promise<T> {
+  const keys = Array.from({ length: count - 1 }, (_, i) => partKey(i + 1));
+  return JSON.parse(decoder.decode(await joinBytes(kv, head, keys)));
 }

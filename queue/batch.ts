@@ -6,6 +6,8 @@
  *
  * @module
  */
+import { joinJson } from "../db/blob.ts";
+import { batchPartKey } from "../db/keys.ts";
 import { decodeFramed, encodeFramed } from "../db/kv.ts";
 import type { QueuedEntry } from "../domain/entry.ts";
 
@@ -109,4 +111,26 @@ export function isEntryList(value: unknown): value is QueuedEntry[] {
       typeof entry.level === "string" && typeof entry.receivedAt === "number" &&
       typeof entry.data === "object" && entry.data !== null
     );
+}
+
+/**
+ * Reads and parses the JSON of a batch stored apart from its header: `parts`
+ * parts under `batch_parts/<batchId>/0` onwards (docs/design.md#group-commit).
+ * Throws when its bytes are gone.
+ *
+ * @example
+ * ```ts
+ * const entries = await readBatchApart(kv, batchId, header.parts);
+ * ```
+ */
+export async function readBatchApart(
+  kv: Deno.Kv,
+  batchId: string,
+  parts: number,
+): Promise<unknown> {
+  const head = (await kv.get(batchPartKey(batchId, 0))).value;
+  if (!(head instanceof Uint8Array)) {
+    throw new Error(`Cannot read batch "${batchId}": its bytes are gone`);
+  }
+  return await joinJson(kv, head, parts, (n) => batchPartKey(batchId, n));
 }

@@ -33,7 +33,7 @@ import {
 } from "../db/kv.ts";
 import { encodeRecordLine, lineFromQueued } from "../db/lines.ts";
 import { storeLogs } from "../db/logs.ts";
-import { joinParts, readBatchApart } from "../db/parts.ts";
+import { joinJson } from "../db/blob.ts";
 import type { Project } from "../db/projects.ts";
 import { encodeKeptEntry } from "../db/rejected.ts";
 import { addStats, StatsTally } from "../db/stats.ts";
@@ -48,6 +48,7 @@ import {
   decodeBatchHeader,
   type HandedBatch,
   isEntryList,
+  readBatchApart,
 } from "./batch.ts";
 import { claimSignatures, type Reads } from "./claims.ts";
 import { Locks } from "./locks.ts";
@@ -298,7 +299,7 @@ export class Consumer {
     try {
       entries = apart
         ? await readBatchApart(this.#kv, batchId, header.parts)
-        : await joinParts(
+        : await joinJson(
           this.#kv,
           header.head,
           header.parts,

@@ -12,7 +12,7 @@
 import { keyBytes, type RecordedAtomic } from "../db/atomic.ts";
 import { batchPartKey, pendingBatchKey } from "../db/keys.ts";
 import { ATOMIC_MAX_MUTATIONS, commitRetryingLocked } from "../db/kv.ts";
-import { PART_BYTES, splitParts } from "../db/parts.ts";
+import { PART_BYTES, splitBytes } from "../db/blob.ts";
 import type { QueuedEntry } from "../domain/entry.ts";
 import { createId } from "../domain/ids.ts";
 import {
@@ -369,7 +369,7 @@ export class GroupCommitter {
         to++;
       }
       const items = taken.slice(from, to);
-      const { head, rest } = splitParts(
+      const { head, rest } = splitBytes(
         `[${items.map((w) => w.json).join(",")}]`,
       );
       const id = createId(now);

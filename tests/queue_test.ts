@@ -10,7 +10,7 @@
 import assert from "node:assert/strict";
 import { ProjectCache } from "../auth/projects.ts";
 import { batchPartKey, deadLetterKey, pendingBatchKey } from "../db/keys.ts";
-import { joinParts } from "../db/parts.ts";
+import { joinJson } from "../db/blob.ts";
 import type { QueuedEntry } from "../domain/entry.ts";
 import {
   decodeBatchHeader,
@@ -342,7 +342,7 @@ Deno.test("a batch that keeps failing is retried with backoff and becomes a dead
       // The batch's bytes stay apart from its header, as when pending.
       assert.equal(header.apart, true);
       const head = (await h.kv.get<Uint8Array>(batchPartKey(id, 0))).value!;
-      const entries = await joinParts<QueuedEntry[]>(
+      const entries = await joinJson<QueuedEntry[]>(
         h.kv,
         head,
         header.parts,

@@ -26,7 +26,7 @@ import {
   logUnitId,
 } from "../keys.ts";
 import { decodeRecordLine, lineId, lineLevel } from "../lines.ts";
-import { GET_MANY_MAX } from "../blob.ts";
+import { GET_MANY_MAX_KEYS } from "../kv.ts";
 import { bloomHas } from "./bloom.ts";
 import {
   CHUNK_SPAN_MS,
@@ -283,7 +283,7 @@ export async function scan(
       // Fetch the following chunks too (they are likely next), more each time.
       const batch = [chunk, ...pending.filter((c) => !c.fetched)]
         .slice(0, fetchSize);
-      fetchSize = Math.min(GET_MANY_MAX, fetchSize * 2);
+      fetchSize = Math.min(GET_MANY_MAX_KEYS, fetchSize * 2);
       const values = await kv.getMany(
         batch.map((c) => logChunkKey(projectId, c.summary.lastId)),
       );
