@@ -182,3 +182,27 @@ Deno.test("a replay needs the form's token and the dashboard's origin", async ()
     assert.deepEqual(await h.logs(project.id), []);
   });
 });
+
+Deno.test("the rejections page shows the storage backlog: entries not yet stored and not yet merged, with the oldest's age", async () => {
+  await withDashboard(async (h) => {
+    const project = await h.project(["https://app.example.com"]);
+    await h.post(randomEntry({ projectId: project.id }), {
+      Origin: "https://app.example.com",
+    });
+    await h.process();
+    await h.post(randomEntry({ projectId: project.id }), {
+      Origin: "https://app.example.com",
+    });
+    await h.pipeline.producer.flush();
+    h.clock.advance(2500);
+    const browser = await signIn(h.dash);
+    const res = await get(
+      h.dash,
+      browser,
+      `/projects/${project.id}/rejections`,
+    );
+    const text = textOf(await res.text());
+    assert.match(text, /Not yet stored 1 oldest 2\.5 s/);
+    assert.match(text, /Not yet merged 1 oldest 2\.5 s/);
+  });
+});

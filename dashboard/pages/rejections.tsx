@@ -9,6 +9,7 @@
  *
  * @module
  */
+import type { BacklogPart, StorageBacklog } from "../../db/backlog.ts";
 import type { KeptEntry, ReplayResult } from "../../db/rejected.ts";
 import type { Rejection } from "../../db/stats.ts";
 import { formatTime, levelClass, link } from "./format.ts";
@@ -21,12 +22,33 @@ import {
   ReplayResults,
 } from "./rejected_entry.tsx";
 
+/** A row of the storage backlog: entries waiting and the oldest's age. */
+function BacklogRow(
+  props: { label: string; part: BacklogPart; hint: string },
+) {
+  const { part } = props;
+  return (
+    <tr class="backlog">
+      <th scope="row">{props.label}</th>
+      <td class="num">{part.entries.toLocaleString("en-US")}</td>
+      <td class="num">
+        {part.oldestAgeMs === null
+          ? ""
+          : `oldest ${(part.oldestAgeMs / 1000).toFixed(1)} s`}
+      </td>
+      <td class="hint">{props.hint}</td>
+    </tr>
+  );
+}
+
 /** Data of the rejections page. */
 export interface RejectionsData {
   project: { id: string; name: string; allowedOrigin: string[] };
   accepted: number;
   /** Rejected entries later stored by a replay (counted in `accepted`). */
   replayed: number;
+  /** What storage has not caught up with yet (docs/storage.md#backlog). */
+  backlog?: StorageBacklog;
   /** Counters by reason, all time. */
   rejected: Record<string, number>;
   /** Rejections of the last 24 hours by reason, from the recent ones. */
@@ -100,6 +122,20 @@ function Counts(props: { data: RejectionsData }) {
               <td class="hint">{REASON_HELP[reason]?.meaning ?? ""}</td>
             </tr>
           ))}
+          {data.backlog && (
+            <>
+              <BacklogRow
+                label="Not yet stored"
+                part={data.backlog.queued}
+                hint="Accepted, waiting for the consumer (all projects)"
+              />
+              <BacklogRow
+                label="Not yet merged"
+                part={data.backlog.unmerged}
+                hint="Stored and searchable, in small chunks the merger has not combined yet"
+              />
+            </>
+          )}
         </tbody>
       </table>
       <p class="hint">

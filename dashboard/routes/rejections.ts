@@ -9,6 +9,7 @@
  *
  * @module
  */
+import { readBacklog } from "../../db/backlog.ts";
 import { authenticate } from "../../auth/authenticate.ts";
 import { getProject, ProjectNotFoundError } from "../../db/projects.ts";
 import { listRejected, replayRejected } from "../../db/rejected.ts";
@@ -42,10 +43,11 @@ export function rejectionsRoutes(app: DashApp, deps: DashboardDeps): void {
     const project = await getProject(kv, idParam(c));
     if (project === null) return await projectNotFound(c, deps);
     const now = deps.now();
-    const [stats, kept, flash] = await Promise.all([
+    const [stats, kept, flash, backlog] = await Promise.all([
       readStats(kv, project.id),
       listRejected(kv, project.id),
       takeFlash(kv, c.get("session")!.id, "replayed", project.id),
+      readBacklog(kv, project.id, now),
     ]);
     const reason = reasonParam(c.req.query("reason"));
     const notice = doneNotice(c, {
@@ -64,6 +66,7 @@ export function rejectionsRoutes(app: DashApp, deps: DashboardDeps): void {
           },
           accepted: stats.accepted,
           replayed: stats.replayed,
+          backlog,
           rejected: stats.rejected,
           lastDay: lastDayByReason(stats.recent, now),
           lastDayAtLeast: recentCount(stats.recent, now).atLeast,
