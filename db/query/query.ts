@@ -12,12 +12,23 @@ import type { LogRecord } from "../../domain/entry.ts";
 import { idTime, timeBound } from "../../domain/ids.ts";
 import { consistent } from "./consistent.ts";
 import { compileFilter, type Filter, InvalidQueryError } from "./filter.ts";
-import { MAX_ID, type Order, scan, type ScanStats } from "./scan.ts";
+import {
+  MAX_ID,
+  type Order,
+  scan,
+  type ScanBudget,
+  type ScanStats,
+} from "./scan.ts";
 
 /** Default number of records of a page. */
 export const DEFAULT_QUERY_LIMIT = 100;
 /** Most records of one page. */
 export const MAX_QUERY_LIMIT = 1000;
+/**
+ * Time one page of a query may spend reading before it answers with what it
+ * found and a cursor to go on (docs/limits.md).
+ */
+export const QUERY_BUDGET_MS = 2000;
 const ID = /^[0-9a-f]{28}$/;
 
 /** Options of {@linkcode queryLogs}. */
@@ -30,6 +41,8 @@ export interface QueryOptions {
   limit?: number;
   /** From a previous page: continue after its last record. */
   cursor?: string;
+  /** Work the page may do. @default {{ ms: QUERY_BUDGET_MS }} */
+  budget?: ScanBudget;
 }
 
 /** One page of a query. */
@@ -38,16 +51,54 @@ export interface QueryPage {
   /** Pass it back for the next page; `null` when nothing more matches. */
   cursor: string | null;
   stats: ScanStats;
+  /**
+   * Set when the page ran out of its budget before it was full: entries
+   * were searched up to this receipt time (Unix ms, back to it newest
+   * first, from it oldest first); the cursor goes on from there.
+   */
+  searchedTo?: number;
 }
 
-function readCursor(cursor: string, order: Order): string {
-  const match = /^([no])([0-9a-f]{28})$/.exec(cursor);
-  if (!match || match[1] !== order[0]) {
+/**
+ * A cursor: `n`/`o` and the id of the last record handed out (continue
+ * after it), or `N`/`O` and the id where a page that ran out of budget
+ * stopped (continue from it, included).
+ */
+function readCursor(
+  cursor: string,
+  order: Order,
+): { id: string; included: boolean } {
+  const match = /^([noNO])([0-9a-f]{1,28})$/.exec(cursor);
+  if (!match || match[1]!.toLowerCase() !== order[0]) {
     throw new InvalidQueryError(
       `Cannot read cursor "${cursor}": expected a cursor of a previous page with order "${order}"`,
     );
   }
-  return match[2]!;
+  const included = match[1] === match[1]!.toUpperCase();
+  if (!included && match[2]!.length !== 28) {
+    throw new InvalidQueryError(
+      `Cannot read cursor "${cursor}": expected a cursor of a previous page with order "${order}"`,
+    );
+  }
+  return { id: match[2]!, included };
+}
+
+/** Narrows [lo, hi) to what follows `cursor` in scan order. */
+function afterCursor(
+  range: { lo: string; hi: string },
+  cursor: string,
+  order: Order,
+): { lo: string; hi: string } {
+  let { lo, hi } = range;
+  const { id, included } = readCursor(cursor, order);
+  if (order === "newest") {
+    const end = included ? id + "\0" : id;
+    if (end < hi) hi = end;
+  } else {
+    const start = included ? id : id + "\0";
+    if (start > lo) lo = start;
+  }
+  return { lo, hi };
 }
 
 /** The id range of a filter's time range. */
@@ -81,12 +132,10 @@ export async function queryLogs(
     Math.max(1, Math.floor(options.limit ?? DEFAULT_QUERY_LIMIT)),
   );
   const compiled = compileFilter(filter);
-  let { lo, hi } = timeRange(filter);
-  if (options.cursor !== undefined) {
-    const after = readCursor(options.cursor, order);
-    if (order === "newest" && after < hi) hi = after;
-    if (order === "oldest" && after + "\0" > lo) lo = after + "\0";
-  }
+  const range = options.cursor === undefined
+    ? timeRange(filter)
+    : afterCursor(timeRange(filter), options.cursor, order);
+  const { lo, hi } = range;
   return await consistent(kv, projectId, async () => {
     const result = await scan(kv, projectId, {
       order,
@@ -94,13 +143,21 @@ export async function queryLogs(
       hi,
       filter: compiled,
       limit,
+      budget: options.budget ?? { ms: QUERY_BUDGET_MS },
     });
     const last = result.records.at(-1);
-    return {
-      records: result.records,
+    const page: QueryPage = {
+      records: result.records.slice(0, limit),
       cursor: result.more && last ? order[0] + last.id : null,
       stats: result.stats,
     };
+    if (result.resume !== undefined) {
+      // Out of budget: go on from where it stopped, not after the last match.
+      const resume = result.resume.slice(0, 28);
+      page.cursor = order[0]!.toUpperCase() + resume;
+      page.searchedTo = idTime(resume.padEnd(12, "0"));
+    }
+    return page;
   });
 }
 

@@ -54,6 +54,22 @@ export interface ScanOptions {
   filter: CompiledFilter;
   /** Records wanted; one more is looked for, to tell whether more exist. */
   limit: number;
+  /**
+   * Work one call may do before it stops with what it found and where it
+   * stopped ({@linkcode ScanResult.resume}); at least one chunk is read.
+   * @default no bound
+   */
+  budget?: ScanBudget;
+}
+
+/** Bounds on the work of one scan. */
+export interface ScanBudget {
+  /** Chunks read at most. */
+  chunks?: number;
+  /** Milliseconds of `clock` at most. */
+  ms?: number;
+  /** @default {performance.now} */
+  clock?: () => number;
 }
 
 /** What a scan read and skipped. */
@@ -72,6 +88,12 @@ export interface ScanResult {
   /** Whether a further match exists beyond `limit`. */
   more: boolean;
   stats: ScanStats;
+  /**
+   * Set when the budget ran out first: every entry before this id in scan
+   * order was examined (`records` are all the matches among them); a scan
+   * continues from it, this id included.
+   */
+  resume?: string;
 }
 
 /** Candidate lines of a chunk, in scan order. */
@@ -306,6 +328,14 @@ export async function scan(
     if (run) runs.push(run);
   };
 
+  const clock = options.budget?.clock ?? (() => performance.now());
+  const deadline = options.budget?.ms === undefined
+    ? Infinity
+    : clock() + options.budget.ms;
+  const spent = () =>
+    stats.pagesRead > 0 &&
+    (stats.pagesRead >= (options.budget?.chunks ?? Infinity) ||
+      clock() >= deadline);
   while (records.length <= limit) {
     // The listing or pending chunk whose bound comes first blocks the rest.
     let bound: string | null = null;
@@ -331,6 +361,9 @@ export async function scan(
       continue;
     }
     if (step === null) break;
+    if (step === readChunk && spent()) {
+      return { records, more: true, stats, resume: bound! };
+    }
     await (step as () => Promise<void>)();
   }
   return {
