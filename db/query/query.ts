@@ -1,16 +1,13 @@
 /**
  * The query functions the operator commands and the dashboard call:
  * filtered pages of entries with a cursor, one entry, an entry in its
- * context, and a live tail. Each read is checked against compaction: the
- * compactor bumps `log_compactions/<projectId>` in every commit that moves
- * pages into a chunk, and a read during which it changed is done again, so
- * that no entry is missed or seen twice while it moves.
+ * context, and a live tail. Each read stays exact while merges move entries
+ * (db/query/scan.ts says how).
  *
  * @module
  */
 import type { LogRecord } from "../../domain/entry.ts";
 import { idTime, timeBound } from "../../domain/ids.ts";
-import { consistent } from "./consistent.ts";
 import { compileFilter, type Filter, InvalidQueryError } from "./filter.ts";
 import {
   MAX_ID,
@@ -136,29 +133,27 @@ export async function queryLogs(
     ? timeRange(filter)
     : afterCursor(timeRange(filter), options.cursor, order);
   const { lo, hi } = range;
-  return await consistent(kv, projectId, async () => {
-    const result = await scan(kv, projectId, {
-      order,
-      lo,
-      hi,
-      filter: compiled,
-      limit,
-      budget: options.budget ?? { ms: QUERY_BUDGET_MS },
-    });
-    const last = result.records.at(-1);
-    const page: QueryPage = {
-      records: result.records.slice(0, limit),
-      cursor: result.more && last ? order[0] + last.id : null,
-      stats: result.stats,
-    };
-    if (result.resume !== undefined) {
-      // Out of budget: go on from where it stopped, not after the last match.
-      const resume = result.resume.slice(0, 28);
-      page.cursor = order[0]!.toUpperCase() + resume;
-      page.searchedTo = idTime(resume.padEnd(12, "0"));
-    }
-    return page;
+  const result = await scan(kv, projectId, {
+    order,
+    lo,
+    hi,
+    filter: compiled,
+    limit,
+    budget: options.budget ?? { ms: QUERY_BUDGET_MS },
   });
+  const last = result.records.at(-1);
+  const page: QueryPage = {
+    records: result.records.slice(0, limit),
+    cursor: result.more && last ? order[0] + last.id : null,
+    stats: result.stats,
+  };
+  if (result.resume !== undefined) {
+    // Out of budget: go on from where it stopped, not after the last match.
+    const resume = result.resume.slice(0, 28);
+    page.cursor = order[0]!.toUpperCase() + resume;
+    page.searchedTo = idTime(resume.padEnd(12, "0"));
+  }
+  return page;
 }
 
 /**
@@ -178,11 +173,11 @@ export async function getEntry(
   const filter = compileFilter({
     fields: [{ path: "id", op: "eq", value: id }],
   });
-  const { records } = await consistent(
-    kv,
-    projectId,
-    () => scan(kv, projectId, { order: "oldest", filter, limit: 1 }),
-  );
+  const { records } = await scan(kv, projectId, {
+    order: "oldest",
+    filter,
+    limit: 1,
+  });
   return records[0] ?? null;
 }
 
@@ -196,7 +191,7 @@ export async function getEntry(
  * const { before, entry, after } = await aroundEntry(kv, projectId, id, 20);
  * ```
  */
-export function aroundEntry(
+export async function aroundEntry(
   kv: Deno.Kv,
   projectId: string,
   id: string,
@@ -211,28 +206,26 @@ export function aroundEntry(
     );
   }
   const all = compileFilter({});
-  return consistent(kv, projectId, async () => {
-    const [entry, before, after] = await Promise.all([
-      getEntry(kv, projectId, id),
-      limit === 0 ? null : scan(kv, projectId, {
-        order: "newest",
-        hi: id,
-        filter: all,
-        limit,
-      }),
-      limit === 0 ? null : scan(kv, projectId, {
-        order: "oldest",
-        lo: id + "\0",
-        filter: all,
-        limit,
-      }),
-    ]);
-    return {
-      before: (before?.records ?? []).reverse(),
-      entry,
-      after: after?.records ?? [],
-    };
-  });
+  const [entry, before, after] = await Promise.all([
+    getEntry(kv, projectId, id),
+    limit === 0 ? null : scan(kv, projectId, {
+      order: "newest",
+      hi: id,
+      filter: all,
+      limit,
+    }),
+    limit === 0 ? null : scan(kv, projectId, {
+      order: "oldest",
+      lo: id + "\0",
+      filter: all,
+      limit,
+    }),
+  ]);
+  return {
+    before: (before?.records ?? []).reverse(),
+    entry,
+    after: after?.records ?? [],
+  };
 }
 
 /** Options of {@linkcode tailLogs}. */
@@ -282,18 +275,13 @@ export async function tailLogs(
     ? range.lo
     : afterId + "\0";
   if (lo >= hi) return { records: [], lastId: afterId };
-  const result = await consistent(
-    kv,
-    projectId,
-    () =>
-      scan(kv, projectId, {
-        order: "oldest",
-        lo,
-        hi,
-        filter: compileFilter(filter),
-        limit,
-      }),
-  );
+  const result = await scan(kv, projectId, {
+    order: "oldest",
+    lo,
+    hi,
+    filter: compileFilter(filter),
+    limit,
+  });
   if (result.more) {
     return { records: result.records, lastId: result.records.at(-1)!.id };
   }
@@ -339,11 +327,7 @@ export async function* listLogs(
   let hi = options.endId ?? MAX_ID;
   while (left > 0) {
     const limit = Math.min(MAX_QUERY_LIMIT, left);
-    const page = await consistent(
-      kv,
-      projectId,
-      () => scan(kv, projectId, { order, lo, hi, filter, limit }),
-    );
+    const page = await scan(kv, projectId, { order, lo, hi, filter, limit });
     for (const record of page.records) yield record;
     left -= page.records.length;
     const last = page.records.at(-1);

@@ -109,6 +109,7 @@ interface PendingChunk {
   /** The blocks that may hold a match; undefined: all of them. */
   blocks: number[] | undefined;
   value?: unknown;
+  versionstamp?: string | null;
   fetched: boolean;
 }
 
@@ -209,10 +210,18 @@ function selectLines(
   return { ids, lines, pos: 0 };
 }
 
+/** Times a scan is done again when a merge moved what it read. */
+const MAX_ATTEMPTS = 5;
+
 /**
  * Reads a project's entries in [lo, hi) in time order, filtered, up to
- * `limit` (and whether more exist). It does not guard against a compaction
- * moving entries meanwhile: `queryLogs` does (db/query/query.ts).
+ * `limit` (and whether more exist), exactly even while merges move entries:
+ * a merge writes its chunk under the newest source's key and deletes the
+ * other sources, so a scan can only miss entries when a chunk it listed is
+ * gone when its value is read, or when a chunk value it read was replaced
+ * before the scan ended. It checks both (the versionstamps of what it read,
+ * at the end) and is done again then, at most 5 times; entries a reader
+ * meets twice are handed out once.
  *
  * @example
  * ```ts
@@ -225,6 +234,61 @@ export async function scan(
   kv: Deno.Kv,
   projectId: string,
   options: ScanOptions,
+): Promise<ScanResult> {
+  for (let attempt = 1;; attempt++) {
+    const { result, read, moved } = await scanOnce(kv, projectId, options);
+    if (attempt >= MAX_ATTEMPTS) return result;
+    if (moved) continue;
+    const now = await getManyVersions(kv, read.map((r) => r.key));
+    if (now.every((v, i) => v === read[i]!.versionstamp)) return result;
+  }
+}
+
+/** The versionstamps of `keys` now. */
+async function getManyVersions(
+  kv: Deno.Kv,
+  keys: Deno.KvKey[],
+): Promise<(string | null)[]> {
+  const out: (string | null)[] = [];
+  for (let i = 0; i < keys.length; i += GET_MANY_MAX_KEYS) {
+    const entries = await kv.getMany(keys.slice(i, i + GET_MANY_MAX_KEYS));
+    out.push(...entries.map((e) => e.versionstamp));
+  }
+  return out;
+}
+
+/**
+ * One attempt of {@linkcode scan}: its result, the chunk values it read
+ * with their versionstamps, and whether a chunk it listed was gone.
+ */
+async function scanOnce(
+  kv: Deno.Kv,
+  projectId: string,
+  options: ScanOptions,
+): Promise<{
+  result: ScanResult;
+  read: { key: Deno.KvKey; versionstamp: string }[];
+  moved: boolean;
+}> {
+  const read: { key: Deno.KvKey; versionstamp: string }[] = [];
+  let moved = false;
+  const result = await scanBody(kv, projectId, options, {
+    onRead: (key, versionstamp) => read.push({ key, versionstamp }),
+    onGone: () => {
+      moved = true;
+    },
+  });
+  return { result, read, moved };
+}
+
+async function scanBody(
+  kv: Deno.Kv,
+  projectId: string,
+  options: ScanOptions,
+  seen: {
+    onRead(key: Deno.KvKey, versionstamp: string): void;
+    onGone(): void;
+  },
 ): Promise<ScanResult> {
   const { filter, limit } = options;
   const desc = options.order === "newest";
@@ -312,10 +376,18 @@ export async function scan(
       batch.forEach((c, i) => {
         c.fetched = true;
         c.value = values[i]!.value;
+        c.versionstamp = values[i]!.versionstamp;
       });
     }
-    // Absent: expired, or moved by a compaction that the caller detects.
-    if (chunk.value === null) return;
+    // Absent: expired, or merged into a chunk since it was listed.
+    if (chunk.value === null) {
+      seen.onGone();
+      return;
+    }
+    seen.onRead(
+      logChunkKey(projectId, chunk.summary.lastId),
+      chunk.versionstamp!,
+    );
     const text = await readChunkText(
       kv,
       projectId,
@@ -354,7 +426,9 @@ export async function scan(
       const line = run.lines[run.pos]!;
       if (++run.pos >= run.ids.length) runs.pop();
       else runs.fix();
-      if (id === last) continue; // the same entry in two runs
+      // The same entry in two runs (a chunk read before and after a merge):
+      // handed out once, since entries are handed out in scan order.
+      if (last !== "" && !first(last, id)) continue;
       last = id;
       const record = decodeRecordLine(line);
       if (filter.test(record)) records.push(record);
