@@ -36,6 +36,7 @@
  * | `alert_state/<projectId>/<ruleId>` | a rule's evaluation state: cursor, window counts, what waits for the next delivery |
  * | `alert_outbox/<due ms>/<deliveryId>` | a delivery waiting to be sent (or being sent, due when its lease ends) |
  * | `alert_history/<projectId>/<ruleId>/<attemptId>` | one delivery attempt of a rule; the last 50 are kept |
+ * | `health_probe` | never written: the health check reads it to see that KV answers |
  *
  * @module
  */
@@ -360,6 +361,11 @@ export function alertHistoryPrefix(
   ruleId: string,
 ): Deno.KvKey {
   return ["alert_history", projectId, ruleId];
+}
+
+/** Key the health check reads (never written) to see that KV answers. */
+export function healthProbeKey(): Deno.KvKey {
+  return ["health_probe"];
 }
 
 /** Prefix of every project's counters (`stats/<projectId>/...`). */
