@@ -19,11 +19,7 @@ import {
   getAlertRule,
   recordAlertAttempt,
 } from "../db/alerts.ts";
-import {
-  alertOutboxKey,
-  alertOutboxOf,
-  alertOutboxPrefix,
-} from "../db/keys.ts";
+import { alertOutboxKey } from "../db/keys.ts";
 import { decodeJson, encodeJson } from "../db/kv.ts";
 import { createId } from "../domain/ids.ts";
 import { checkResolvedTarget, type Resolver } from "./targets.ts";
@@ -179,11 +175,11 @@ async function sendOne(
   const { kv } = options;
   const now = options.now ?? Date.now;
   const delivery = decodeJson<Delivery>(entry.value);
-  const { deliveryId } = alertOutboxOf(entry.key);
   if (delivery === null) {
     await kv.atomic().check(entry).delete(entry.key).commit();
     return null;
   }
+  const deliveryId = delivery.id;
   const claimed: Delivery = { ...delivery, attempts: delivery.attempts + 1 };
   const leaseKey = alertOutboxKey(now() + LEASE_MS, deliveryId);
   const claim = await kv.atomic().check(entry).delete(entry.key)
@@ -240,7 +236,7 @@ export async function sendDueDeliveries(
   const now = (options.now ?? Date.now)();
   const due: Deno.KvEntry<unknown>[] = [];
   const iter = options.kv.list({
-    start: alertOutboxPrefix(),
+    start: alertOutboxKey(),
     end: alertOutboxKey(now + 1, ""),
   }, { limit: SWEEP_LIMIT });
   for await (const entry of iter) due.push(entry);

@@ -11,13 +11,7 @@
  *
  * @module
  */
-import {
-  alertHistoryKey,
-  alertHistoryPrefix,
-  alertRuleKey,
-  alertRulesPrefix,
-  alertStateKey,
-} from "./keys.ts";
+import { alertHistoryKey, alertRuleKey, alertStateKey } from "./keys.ts";
 import { decodeJson, encodeJson } from "./kv.ts";
 import { timeBound } from "../domain/ids.ts";
 
@@ -140,7 +134,13 @@ export async function listAlertRules(
   projectId?: string,
 ): Promise<AlertRule[]> {
   const rules: AlertRule[] = [];
-  for await (const entry of kv.list({ prefix: alertRulesPrefix(projectId) })) {
+  for await (
+    const entry of kv.list({
+      prefix: projectId === undefined
+        ? alertRuleKey()
+        : alertRuleKey(projectId),
+    })
+  ) {
     const rule = decodeJson<AlertRule>(entry.value);
     if (rule) rules.push(rule);
   }
@@ -162,7 +162,7 @@ export async function deleteAlertRule(
   const op = kv.atomic().check(entry).delete(key)
     .delete(alertStateKey(projectId, ruleId));
   for await (
-    const h of kv.list({ prefix: alertHistoryPrefix(projectId, ruleId) })
+    const h of kv.list({ prefix: alertHistoryKey(projectId, ruleId) })
   ) {
     op.delete(h.key);
   }
@@ -184,7 +184,7 @@ export async function readAlertHistory(
   ruleId: string,
 ): Promise<DeliveryAttempt[]> {
   const out: DeliveryAttempt[] = [];
-  const iter = kv.list({ prefix: alertHistoryPrefix(projectId, ruleId) }, {
+  const iter = kv.list({ prefix: alertHistoryKey(projectId, ruleId) }, {
     reverse: true,
     limit: ALERT_HISTORY_SIZE,
   });
@@ -210,7 +210,7 @@ export async function recordAlertAttempt(
     alertHistoryKey(projectId, ruleId, attemptId),
     encodeJson(attempt),
   );
-  const old = kv.list({ prefix: alertHistoryPrefix(projectId, ruleId) }, {
+  const old = kv.list({ prefix: alertHistoryKey(projectId, ruleId) }, {
     reverse: true,
   });
   let n = 0;

@@ -321,14 +321,11 @@ export function dashboardFlashKey(sessionId: string): Deno.KvKey {
   return ["dashboard_flash", sessionId];
 }
 
-/** Key of an alert rule. */
-export function alertRuleKey(projectId: string, ruleId: string): Deno.KvKey {
-  return ["alert_rules", projectId, ruleId];
-}
-
-/** Prefix of a project's alert rules (every project's without an id). */
-export function alertRulesPrefix(projectId?: string): Deno.KvKey {
-  return projectId === undefined ? ["alert_rules"] : ["alert_rules", projectId];
+/** Key of an alert rule; fewer ids give the prefix of a project's or of all rules. */
+export function alertRuleKey(
+  ...ids: [] | [string] | [string, string]
+): Deno.KvKey {
+  return ["alert_rules", ...ids];
 }
 
 /** Key of an alert rule's evaluation state. */
@@ -336,75 +333,21 @@ export function alertStateKey(projectId: string, ruleId: string): Deno.KvKey {
   return ["alert_state", projectId, ruleId];
 }
 
-/** Key of a delivery waiting in the outbox until `due` (Unix ms). */
-export function alertOutboxKey(due: number, deliveryId: string): Deno.KvKey {
-  return ["alert_outbox", due, deliveryId];
+/** Key of a delivery due at `due` (Unix ms); no arguments give the outbox's prefix. */
+export function alertOutboxKey(...at: [] | [number, string]): Deno.KvKey {
+  return ["alert_outbox", ...at];
 }
 
-/** Prefix of the alert outbox, in order of due time. */
-export function alertOutboxPrefix(): Deno.KvKey {
-  return ["alert_outbox"];
-}
-
-/** Key of one delivery attempt in a rule's history. */
+/** Key of one delivery attempt of a rule; without the attempt, its history's prefix. */
 export function alertHistoryKey(
-  projectId: string,
-  ruleId: string,
-  attemptId: string,
+  ...ids: [string, string] | [string, string, string]
 ): Deno.KvKey {
-  return ["alert_history", projectId, ruleId, attemptId];
-}
-
-/** Prefix of a rule's delivery history, oldest attempt first. */
-export function alertHistoryPrefix(
-  projectId: string,
-  ruleId: string,
-): Deno.KvKey {
-  return ["alert_history", projectId, ruleId];
+  return ["alert_history", ...ids];
 }
 
 /** Key the health check reads (never written) to see that KV answers. */
 export function healthProbeKey(): Deno.KvKey {
   return ["health_probe"];
-}
-
-/** Prefix of every project's counters (`stats/<projectId>/...`). */
-export function allStatsPrefix(): Deno.KvKey {
-  return ["stats"];
-}
-
-/** A counter of {@linkcode allStatsPrefix}, read back from its key. */
-export type StatsCounter =
-  | { projectId: string; kind: "accepted" | "rejected_total" | "replayed" }
-  | { projectId: string; kind: "rejected"; reason: string };
-
-/**
- * Reads a `stats/<projectId>/accepted`, `…/rejected/<reason>`,
- * `…/rejected_total` or `…/replayed` key; `null` for any other.
- */
-export function decodeStatsKey(key: Deno.KvKey): StatsCounter | null {
-  const [prefix, projectId, kind, reason] = key;
-  if (prefix !== "stats" || typeof projectId !== "string") return null;
-  if (kind === "rejected" && typeof reason === "string") {
-    return { projectId, kind, reason };
-  }
-  if (
-    key.length === 3 &&
-    (kind === "accepted" || kind === "rejected_total" || kind === "replayed")
-  ) {
-    return { projectId, kind };
-  }
-  return null;
-}
-
-/** The due time and id of an `alert_outbox/<due>/<deliveryId>` key. */
-export function alertOutboxOf(
-  key: Deno.KvKey,
-): { due: number; deliveryId: string } {
-  return {
-    due: Number(part(key, "alert_outbox", 1)),
-    deliveryId: String(part(key, "alert_outbox", 2)),
-  };
 }
 
 /** Thrown when a key does not have the layout its decoder expects. */

@@ -8,13 +8,15 @@
  * @module
  */
 import {
-  alertOutboxPrefix,
-  allStatsPrefix,
+  acceptedCountKey,
+  alertOutboxKey,
   batchIdOf,
+  counterNameOf,
   deadLettersPrefix,
-  decodeStatsKey,
   pendingBatchesPrefix,
+  rejectedCountsPrefix,
 } from "./keys.ts";
+import { listProjects } from "./projects.ts";
 import { readUnknownProjectRejections } from "./stats.ts";
 import { idTime } from "../domain/ids.ts";
 
@@ -71,22 +73,22 @@ export async function readTotals(
 ): Promise<ServiceTotals> {
   const accepted = new Map<string, number>();
   const rejected = new Map<string, Map<string, number>>();
-  for await (const entry of kv.list<Deno.KvU64>({ prefix: allStatsPrefix() })) {
-    const counter = decodeStatsKey(entry.key);
-    if (counter === null || !(entry.value instanceof Deno.KvU64)) continue;
-    const n = Number(entry.value.value);
-    if (counter.kind === "accepted") accepted.set(counter.projectId, n);
-    if (counter.kind === "rejected") {
-      const reasons = rejected.get(counter.projectId) ?? new Map();
-      reasons.set(counter.reason, n);
-      rejected.set(counter.projectId, reasons);
+  // Two reads per project: the counters of deleted projects are left out.
+  await Promise.all((await listProjects(kv)).map(async ({ id }) => {
+    const count = await kv.get<Deno.KvU64>(acceptedCountKey(id));
+    accepted.set(id, Number(count.value?.value ?? 0n));
+    const reasons = new Map<string, number>();
+    const prefix = rejectedCountsPrefix(id);
+    for await (const entry of kv.list<Deno.KvU64>({ prefix })) {
+      reasons.set(counterNameOf(entry.key), Number(entry.value.value));
     }
-  }
+    if (reasons.size > 0) rejected.set(id, reasons);
+  }));
   const [global, pending, dead, outbox] = await Promise.all([
     readUnknownProjectRejections(kv),
     countKeys(kv, pendingBatchesPrefix()),
     countKeys(kv, deadLettersPrefix()),
-    countKeys(kv, alertOutboxPrefix()),
+    countKeys(kv, alertOutboxKey()),
   ]);
   return {
     accepted,

@@ -7,7 +7,7 @@
  */
 import assert from "node:assert/strict";
 import { readAlertHistory } from "../../db/alerts.ts";
-import { alertOutboxPrefix } from "../../db/keys.ts";
+import { alertOutboxKey } from "../../db/keys.ts";
 import { addAlertRule } from "../../alerts/rules.ts";
 import {
   RETRY_DELAYS_MS,
@@ -213,7 +213,7 @@ Deno.test("a failing receiver gets retries with backoff, then the delivery succe
       [[3, 200, "delivered"], [2, 503, "retrying"], [1, 500, "retrying"]],
     );
     const left = await Array.fromAsync(
-      h.kv.list({ prefix: alertOutboxPrefix() }),
+      h.kv.list({ prefix: alertOutboxKey() }),
     );
     assert.equal(left.length, 0, "the outbox is empty");
   });
