@@ -33,6 +33,11 @@ export const SAMPLE_ENTRIES = 5;
 const PAGE = 1000;
 /** Pages one rule reads per evaluation; the rest waits for the next one. */
 const MAX_PAGES = 20;
+/**
+ * Time the first match of a delivery waits for others, so that a burst
+ * arriving within it goes out as one delivery.
+ */
+export const GROUP_MS = 2000;
 /** Buckets a threshold window is counted in. */
 const WINDOW_BUCKETS = 30;
 /** Bytes the samples of a state or a delivery take at most. */
@@ -135,6 +140,11 @@ function advance(
     cursor: found.cursor,
     buckets: state.buckets,
     pendingCount: state.pendingCount + found.count,
+    firstPendingAt: state.pendingCount > 0
+      ? state.firstPendingAt ?? null
+      : found.count > 0
+      ? times[0] ?? null
+      : null,
     samples: fitSamples([...state.samples, ...found.samples]),
     lastDeliveryAt: state.lastDeliveryAt,
   };
@@ -159,7 +169,10 @@ function advance(
   }
   const due = state.lastDeliveryAt === null ||
     now - state.lastDeliveryAt >= rule.everyMs;
-  const fires = next.pendingCount > 0 && due &&
+  const grouped = next.firstPendingAt === null ||
+    next.firstPendingAt === undefined ||
+    now - next.firstPendingAt >= GROUP_MS;
+  const fires = next.pendingCount > 0 && due && grouped &&
     (rule.threshold === undefined || windowCount > rule.threshold);
   if (!fires) return { state: next, count: null };
   const count = rule.threshold === undefined ? next.pendingCount : windowCount;
@@ -236,6 +249,7 @@ export async function evaluateRule(
       createdAt: now,
     };
     next.pendingCount = 0;
+    next.firstPendingAt = null;
     next.samples = [];
     next.lastDeliveryAt = now;
     op.set(alertOutboxKey(now, id), encodeJson(delivery));

@@ -46,6 +46,8 @@ export interface AlertState {
   buckets: [number, number][];
   /** Matches since the last delivery, to be reported by the next one. */
   pendingCount: number;
+  /** Receipt time of the first of those matches, Unix milliseconds. */
+  firstPendingAt?: number | null;
   /** The first of those matches (recordJson), up to five. */
   samples: Record<string, unknown>[];
   /** When the last delivery was queued, Unix milliseconds. */
@@ -91,6 +93,7 @@ export function initialAlertState(rule: AlertRule): AlertState {
     cursor: timeBound(rule.createdAt),
     buckets: [],
     pendingCount: 0,
+    firstPendingAt: null,
     samples: [],
     lastDeliveryAt: null,
   };

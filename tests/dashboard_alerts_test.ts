@@ -110,7 +110,7 @@ Deno.test("the alerts page shows a rule's deliveries, and removing the rule dele
       });
       assert.equal(added.status, 303);
       await store(h, project.id, [{ level: "critical" }]);
-      h.clock.advance(1500);
+      h.clock.advance(3000);
       const loop = createAlertLoop({
         kv: h.kv,
         now: h.clock.now,

@@ -15,12 +15,16 @@ import {
   verifyDelivery,
 } from "../../alerts/deliver.ts";
 import { createAlertLoop } from "../../alerts/mod.ts";
+import { GROUP_MS } from "../../alerts/evaluate.ts";
 import { type Harness, harness, randomEntry } from "../_helpers.ts";
 import { type Receiver, startReceiver } from "./_receiver.ts";
 
 const ORIGIN = "https://app.example.com";
-/** Past the query API's settling time, so that stored entries are seen. */
-const SETTLE_MS = 1500;
+/**
+ * Past the query API's settling time (entries younger than 1 s wait) and
+ * the grouping time of a delivery's first match.
+ */
+const SETTLE_MS = 1000 + GROUP_MS;
 
 interface Setup {
   h: Harness;
@@ -129,6 +133,24 @@ Deno.test("a burst of 20 critical entries within one window is one delivery with
     await loop.tick();
     assert.deepEqual(bodies(receiver).map((b) => b.count), [20]);
     assert.equal((bodies(receiver)[0]!.entries as unknown[]).length, 5);
+  });
+});
+
+Deno.test("a burst seen over two ticks within the grouping time is one delivery", async () => {
+  await withAlerts([], async ({ h, projectId, receiver, loop }) => {
+    await addAlertRule(h.kv, {
+      projectId,
+      query: "level:critical",
+      webhook: receiver.url,
+    }, { allowPrivate: true, now: h.clock.now });
+    await send(h, projectId, 10, "critical");
+    h.clock.advance(1100);
+    const first = await loop.tick();
+    assert.deepEqual(first.queued, [], "the first ten wait for the rest");
+    await send(h, projectId, 10, "critical");
+    h.clock.advance(SETTLE_MS);
+    await loop.tick();
+    assert.deepEqual(bodies(receiver).map((b) => b.count), [20]);
   });
 });
 

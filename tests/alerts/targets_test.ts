@@ -173,7 +173,7 @@ Deno.test("a host name resolving to a private address is refused at delivery", a
         );
         await res.body?.cancel();
         await h.process();
-        h.clock.advance(1500);
+        h.clock.advance(3000);
         assert.deepEqual((await loop.tick()).attempts, ["failed"]);
         assert.equal(fetched, 0);
         const [attempt] = await readAlertHistory(h.kv, project.id, rule.id);
