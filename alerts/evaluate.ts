@@ -16,6 +16,7 @@ import {
   type AlertRule,
   type AlertState,
   decodeAlertState,
+  deleteAlertRule,
   type Delivery,
   listAlertRules,
 } from "../db/alerts.ts";
@@ -194,7 +195,11 @@ export async function evaluateRule(
   ]);
   if (ruleEntry.versionstamp === null) return null;
   const project = await getProject(kv, rule.projectId);
-  if (project === null) return null;
+  if (project === null) {
+    // The project was deleted: its rules go with it.
+    await deleteAlertRule(kv, rule.projectId, rule.id);
+    return null;
+  }
   const state = decodeAlertState(rule, stateEntry.value);
   const filter = parseQuery(rule.query);
   let cursor = state.cursor;

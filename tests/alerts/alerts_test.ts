@@ -6,7 +6,8 @@
  * @module
  */
 import assert from "node:assert/strict";
-import { readAlertHistory } from "../../db/alerts.ts";
+import { listAlertRules, readAlertHistory } from "../../db/alerts.ts";
+import { deleteProject } from "../../db/projects.ts";
 import { alertOutboxKey } from "../../db/keys.ts";
 import { addAlertRule } from "../../alerts/rules.ts";
 import {
@@ -262,6 +263,20 @@ Deno.test("a delivery is given up after its last retry and recorded as failed", 
     const history = await readAlertHistory(h.kv, projectId, rule.id);
     assert.equal(history[0]!.outcome, "failed");
     assert.equal(history.length, RETRY_DELAYS_MS.length + 1);
+  });
+});
+
+Deno.test("the rules of a deleted project are deleted by the next tick", async () => {
+  await withAlerts([], async ({ h, projectId, receiver, loop }) => {
+    await addAlertRule(h.kv, {
+      projectId,
+      query: "level:critical",
+      webhook: receiver.url,
+    }, { allowPrivate: true, now: h.clock.now });
+    await deleteProject(h.kv, projectId);
+    await loop.tick();
+    assert.deepEqual(await listAlertRules(h.kv), []);
+    assert.equal(receiver.received.length, 0);
   });
 });
 
