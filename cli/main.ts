@@ -51,7 +51,7 @@ Every command takes --help and --json.
 
 Environment (the same as the server's):
   KV_PATH               Database: a file (default ./data/kv.sqlite) or a
-                        KV Connect URL (https://api.deno.com/databases/<id>/connect)
+                        KV Connect URL of a self-hosted denokv (docs/deploy.md)
   DENO_KV_ACCESS_TOKEN  Access token of a KV Connect database
   NO_COLOR              Set to print levels without colour`;
 
