@@ -121,9 +121,9 @@ export function AlertsPage(props: { ctx: PageContext; data: AlertsData }) {
       {data.rules.length === 0
         ? <p class="empty" id="no-rules">No alert rules yet.</p>
         : (
-          <ul class="rules" id="rules">
+          <div class="rules" id="rules">
             {data.rules.map(({ rule, history }) => (
-              <li class="card" id={`rule-${rule.id}`}>
+              <section class="card" id={`rule-${rule.id}`}>
                 <h2>
                   <code>{rule.query}</code>
                 </h2>
@@ -150,16 +150,21 @@ export function AlertsPage(props: { ctx: PageContext; data: AlertsData }) {
                   <input type="hidden" name="rule" value={rule.id} />
                   <button type="submit" class="small">Remove rule</button>
                 </form>
-              </li>
+              </section>
             ))}
-          </ul>
+          </div>
         )}
       <section class="card" id="add" aria-labelledby="add-title">
         <h2 id="add-title">Add a rule</h2>
-        <form method="post" action={action("add")} id="add-form">
+        <form
+          method="post"
+          action={action("add")}
+          id="add-form"
+          class="stack"
+        >
           <Csrf ctx={ctx} />
           <label>
-            Query{" "}
+            Query
             <input
               name="query"
               required
@@ -168,7 +173,7 @@ export function AlertsPage(props: { ctx: PageContext; data: AlertsData }) {
             />
           </label>
           <label>
-            Webhook URL{" "}
+            Webhook URL
             <input
               name="webhook"
               type="url"
@@ -177,33 +182,36 @@ export function AlertsPage(props: { ctx: PageContext; data: AlertsData }) {
               value={form.webhook}
             />
           </label>
-          <label>
-            Only above{" "}
-            <input
-              name="threshold"
-              type="number"
-              min={0}
-              class="short"
-              value={form.threshold}
-            />{" "}
-            matches within{" "}
-            <input
-              name="window"
-              class="short"
-              placeholder="5m"
-              value={form.window}
-            />{" "}
-            (optional)
-          </label>
-          <label>
-            At most one message every{" "}
-            <input
-              name="every"
-              class="short"
-              placeholder="1m"
-              value={form.every}
-            />
-          </label>
+          <div class="row">
+            <label>
+              Only above N matches (optional)
+              <input
+                name="threshold"
+                type="number"
+                min={0}
+                class="short"
+                value={form.threshold}
+              />
+            </label>
+            <label>
+              within
+              <input
+                name="window"
+                class="short"
+                placeholder="5m"
+                value={form.window}
+              />
+            </label>
+            <label>
+              At most one message every
+              <input
+                name="every"
+                class="short"
+                placeholder="1m"
+                value={form.every}
+              />
+            </label>
+          </div>
           <button type="submit">Add rule</button>
         </form>
       </section>
