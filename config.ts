@@ -37,6 +37,11 @@ const schema = z.object({
   BODY_TIMEOUT_MS: integer(100, 600_000).default(10_000),
   MAX_BODY_BUDGET_BYTES: integer(65536, 1 << 30).default(32 << 20),
   DENO_DEPLOYMENT_ID: z.string().optional(),
+  METRICS_PORT: integer(0, 65535).optional(),
+  METRICS_HOSTNAME: z.string().min(1).default("127.0.0.1"),
+  METRICS_TOKEN: z.string().min(16, "expected at least 16 characters")
+    .optional(),
+  ALERT_PRIVATE_TARGETS: z.enum(["allow", "deny"]).default("deny"),
 }).transform((v) => {
   const onDeploy = v.DENO_DEPLOYMENT_ID !== undefined;
   const kvPath = v.KV_PATH ?? (onDeploy ? undefined : DEFAULT_KV_PATH);
@@ -84,6 +89,20 @@ const schema = z.object({
      * (`MAX_BODY_BUDGET_BYTES`).
      */
     maxBodyBudgetBytes: v.MAX_BODY_BUDGET_BYTES,
+    /**
+     * Port of the metrics and health server (`METRICS_PORT`); `undefined`
+     * (unset) serves none. Never the ingest port.
+     */
+    metricsPort: v.METRICS_PORT,
+    /** Interface of the metrics server (`METRICS_HOSTNAME`). */
+    metricsHostname: v.METRICS_HOSTNAME,
+    /** Bearer token of `GET /metrics` (`METRICS_TOKEN`); unset answers 503. */
+    metricsToken: v.METRICS_TOKEN,
+    /**
+     * Whether alert webhooks may point at loopback and private addresses
+     * (`ALERT_PRIVATE_TARGETS=allow`).
+     */
+    alertPrivateTargets: v.ALERT_PRIVATE_TARGETS === "allow",
   };
 });
 

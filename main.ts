@@ -21,6 +21,13 @@ import { BodyGuard } from "./routes/body_guard.ts";
 import { ErrorLog } from "./routes/error_log.ts";
 import { logsFastPath } from "./routes/logs.ts";
 import { serveResilient } from "./server/serve.ts";
+import { createAlertLoop } from "./alerts/mod.ts";
+import {
+  Heartbeat,
+  measured,
+  metricsHandler,
+  RequestMetrics,
+} from "./server/metrics.ts";
 
 /** How often the rate limiter reads other instances' counters. */
 const RATE_SYNC_MS = 250;
@@ -29,6 +36,10 @@ const RATE_CLEANUP_MS = 60_000;
 
 /** What the cron below runs; set once the pipeline exists, where no queue runs. */
 let cronSweep: (() => Promise<void>) | undefined;
+/** What the alerts cron runs; set once the alert loop exists. */
+let cronAlerts: (() => Promise<unknown>) | undefined;
+/** How often the consumer's heartbeat (for /healthz) is taken. */
+const HEARTBEAT_MS = 5000;
 
 // Deno Deploy registers crons only while the entry module is first
 // evaluated, before any `await`: this stays at top level, synchronous.
@@ -39,6 +50,15 @@ if (import.meta.main && "cron" in Deno) {
       await cronSweep?.();
     });
   } catch { /* cron unavailable: the interval sweeper still runs */ }
+}
+// Alerts are evaluated by an interval too; the cron keeps them going where
+// intervals may not run between requests (docs/alerts.md).
+if (import.meta.main && "cron" in Deno) {
+  try {
+    Deno.cron("evaluate alerts", "* * * * *", async () => {
+      await cronAlerts?.();
+    });
+  } catch { /* cron unavailable: the alert interval still runs */ }
 }
 
 /**
@@ -99,10 +119,41 @@ if (import.meta.main) {
   ];
   // Where intervals may not run while no request comes (Deno Deploy), the
   // cron registered at the top of this module sweeps as well.
+  const heartbeat = new Heartbeat(Date.now());
   cronSweep = async () => {
     await pipeline.worker.sweep();
+    heartbeat.beat(Date.now());
     await pipeline.merger?.round();
   };
+  // Alerts and metrics (docs/alerts.md, docs/metrics.md): beside the ingest
+  // path, never in it.
+  const alerts = createAlertLoop({
+    kv,
+    allowPrivate: config.alertPrivateTargets,
+  });
+  alerts.start();
+  cronAlerts = () => alerts.tick();
+  timers.push(setInterval(() => {
+    pipeline.worker.sweep().then(
+      () => heartbeat.beat(Date.now()),
+      (e) => console.error("Cannot sweep pending batches:", e),
+    );
+  }, HEARTBEAT_MS));
+  const requests = new RequestMetrics();
+  const metricsServer = config.metricsPort === undefined ? null : Deno.serve(
+    {
+      port: config.metricsPort,
+      hostname: config.metricsHostname,
+      onListen: ({ hostname, port }) =>
+        console.log(`Metrics and health on http://${hostname}:${port}/`),
+    },
+    metricsHandler({
+      kv,
+      requests,
+      heartbeat,
+      token: config.metricsToken,
+    }),
+  );
   const errorLog = new ErrorLog();
   const bodies = new BodyGuard({
     budgetBytes: config.maxBodyBudgetBytes,
@@ -119,10 +170,12 @@ if (import.meta.main) {
   };
   const app = createApp(routeOptions);
   // POST on the endpoint skips the router; the app serves the rest.
-  const service = logsFastPath(
+  const fastPath = logsFastPath(
     { ...routeOptions, path: LOGS_PATH },
     (req, info) => app.fetch(req, { remoteAddr: info.remoteAddr }),
   );
+  // Requests are observed for /metrics only when it is served.
+  const service = metricsServer ? measured(fastPath, requests) : fastPath;
   const server = serveResilient({
     port: config.port,
     hostname: config.hostname,
@@ -152,11 +205,14 @@ if (import.meta.main) {
         kv,
         password: dashboard.password,
         trustProxy: config.trustProxy,
+        allowPrivateTargets: config.alertPrivateTargets,
       })
       : service,
   });
   const shutdown = async () => {
     await server.shutdown();
+    await metricsServer?.shutdown();
+    await alerts.stop();
     bodies.stop();
     timers.forEach(clearInterval);
     await pipeline.stop();

@@ -41,6 +41,8 @@ export interface CommandContext {
   sleep?: (ms: number, signal?: AbortSignal) => Promise<void>;
   /** Reads one line of standard input, `null` at its end (for confirmations). @default end of input */
   readLine?: () => Promise<string | null>;
+  /** `ALERT_PRIVATE_TARGETS=allow`: webhooks on private addresses permitted. @default {false} */
+  allowPrivateTargets?: boolean;
 }
 
 /** A command: returns the process's exit code. */

@@ -18,6 +18,7 @@ import {
   EXIT_USAGE,
   println,
 } from "./command.ts";
+import { alertCommand } from "./alert.ts";
 import { deadLettersCommand } from "./deadletters.ts";
 import { logsCommand } from "./logs.ts";
 import { projectCommand } from "./project.ts";
@@ -31,6 +32,7 @@ export const COMMANDS: Record<string, Command> = {
   stats: statsCommand,
   deadletters: deadLettersCommand,
   rejected: rejectedCommand,
+  alert: alertCommand,
 };
 
 const USAGE = `Operator commands of the log ingestion service.
@@ -42,12 +44,14 @@ Usage:
   deno task deadletters list|replay [ID]
                                     Batches whose processing kept failing
   deno task rejected [replay] ID    Recent rejected entries: why, and replay
+  deno task alert add|list|remove|history PROJECT ...
+                                    Alert rules and their deliveries
 
 Every command takes --help and --json.
 
 Environment (the same as the server's):
   KV_PATH               Database: a file (default ./data/kv.sqlite) or a
-                        KV Connect URL (https://api.deno.com/databases/<id>/connect)
+                        KV Connect URL of a self-hosted denokv (docs/deploy.md)
   DENO_KV_ACCESS_TOKEN  Access token of a KV Connect database
   NO_COLOR              Set to print levels without colour`;
 
@@ -83,6 +87,7 @@ function onlyHelp(argv: string[]): boolean {
   const flags = end < 0 ? argv : argv.slice(0, end);
   return argv.length === 0 || !(argv[0]! in COMMANDS) ||
     (argv[0] === "project" && argv.length === 1) ||
+    (argv[0] === "alert" && argv.length === 1) ||
     flags.includes("--help") || flags.includes("-h");
 }
 
@@ -136,6 +141,7 @@ if (import.meta.main) {
         noColor,
         signal: controller.signal,
         readLine,
+        allowPrivateTargets: config.alertPrivateTargets,
       });
     } finally {
       if (following) Deno.removeSignalListener("SIGINT", onInterrupt);

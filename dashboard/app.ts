@@ -33,6 +33,7 @@ import { projectsRoutes } from "./routes/projects.ts";
 import { rejectionsRoutes } from "./routes/rejections.ts";
 import { settingsRoutes } from "./routes/settings.ts";
 import { deadLettersRoutes } from "./routes/dead_letters.ts";
+import { alertsRoutes } from "./routes/alerts.ts";
 import {
   createNonce,
   crossOriginRefusal,
@@ -71,6 +72,8 @@ export interface DashboardOptions {
    * @default {HISTOGRAM_BUDGET_MS}
    */
   histogramBudgetMs?: number;
+  /** `ALERT_PRIVATE_TARGETS=allow`: alert webhooks on private addresses. @default {false} */
+  allowPrivateTargets?: boolean;
 }
 
 /** Paths that need no session. */
@@ -170,6 +173,9 @@ export function createDashboard(options: DashboardOptions): DashApp {
   explorerRoutes(app, deps);
   rejectionsRoutes(app, deps);
   deadLettersRoutes(app, deps);
+  alertsRoutes(app, deps, {
+    allowPrivate: options.allowPrivateTargets ?? false,
+  });
 
   app.notFound(async (c) =>
     await render(

@@ -25,6 +25,13 @@ export type Flash =
     secret: string;
   }
   | {
+    /** A new alert rule's signing secret. */
+    kind: "alert";
+    projectId: string;
+    ruleId: string;
+    secret: string;
+  }
+  | {
     /** The outcome of replaying kept rejected entries. */
     kind: "replayed";
     projectId: string;

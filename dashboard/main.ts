@@ -27,6 +27,7 @@ if (import.meta.main) {
     kv,
     password: config.password,
     trustProxy: loadConfig(env).trustProxy,
+    allowPrivateTargets: loadConfig(env).alertPrivateTargets,
     endpoint: (url) => {
       const service = new URL(url.origin);
       service.port = String(servicePort);

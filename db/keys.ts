@@ -30,6 +30,11 @@
  * | `dashboard_secret` | 32 random bytes, mixed with `ADMIN_PASSWORD` into the dashboard's signing key |
  * | `dashboard_sessions/<sessionId>` | one signed-in dashboard session, expiring with it |
  * | `dashboard_flash/<sessionId>` | what a session's next page shows once (a new secret, replay results), expiring in minutes |
+ * | `alert_rules/<projectId>/<ruleId>` | an alert rule (query, threshold, webhook, signing secret) |
+ * | `alert_state/<projectId>/<ruleId>` | a rule's evaluation state: cursor, window counts, what waits for the next delivery |
+ * | `alert_outbox/<due ms>/<deliveryId>` | a delivery waiting to be sent (or being sent, due when its lease ends) |
+ * | `alert_history/<projectId>/<ruleId>/<attemptId>` | one delivery attempt of a rule; the last 50 are kept |
+ * | `health_probe` | never written: the health check reads it to see that KV answers |
  *
  * @module
  */
@@ -288,6 +293,35 @@ export function dashboardSessionsPrefix(): Deno.KvKey {
 /** Key of what a dashboard session's next page shows once. */
 export function dashboardFlashKey(sessionId: string): Deno.KvKey {
   return ["dashboard_flash", sessionId];
+}
+
+/** Key of an alert rule; fewer ids give the prefix of a project's or of all rules. */
+export function alertRuleKey(
+  ...ids: [] | [string] | [string, string]
+): Deno.KvKey {
+  return ["alert_rules", ...ids];
+}
+
+/** Key of an alert rule's evaluation state. */
+export function alertStateKey(projectId: string, ruleId: string): Deno.KvKey {
+  return ["alert_state", projectId, ruleId];
+}
+
+/** Key of a delivery due at `due` (Unix ms); no arguments give the outbox's prefix. */
+export function alertOutboxKey(...at: [] | [number, string]): Deno.KvKey {
+  return ["alert_outbox", ...at];
+}
+
+/** Key of one delivery attempt of a rule; without the attempt, its history's prefix. */
+export function alertHistoryKey(
+  ...ids: [string, string] | [string, string, string]
+): Deno.KvKey {
+  return ["alert_history", ...ids];
+}
+
+/** Key the health check reads (never written) to see that KV answers. */
+export function healthProbeKey(): Deno.KvKey {
+  return ["health_probe"];
 }
 
 /** Thrown when a key does not have the layout its decoder expects. */

@@ -24,7 +24,7 @@ export interface PageContext {
 export interface ProjectTabs {
   id: string;
   name: string;
-  current: "explorer" | "rejections" | "settings";
+  current: "explorer" | "rejections" | "settings" | "alerts";
 }
 
 /** Props of {@linkcode Layout}. */
@@ -153,6 +153,12 @@ export function Layout(props: LayoutProps) {
                 : undefined}
             >
               Rejections
+            </a>
+            <a
+              href={link(ctx.base, `/projects/${project.id}/alerts`)}
+              aria-current={project.current === "alerts" ? "page" : undefined}
+            >
+              Alerts
             </a>
             <a
               href={link(ctx.base, `/projects/${project.id}/settings`)}

@@ -21,7 +21,7 @@
  *
  * @module
  */
-import { idTime, timeBound } from "../../domain/ids.ts";
+import { timeBound } from "../../domain/ids.ts";
 import { DAY_MS } from "../../domain/entry.ts";
 import {
   logChunkKey,

@@ -1,0 +1,286 @@
+/**
+ * Evaluating alert rules: for each rule, read the entries stored since its
+ * cursor through the public query API (`tailLogs`), count the matches, and
+ * when the rule fires put one delivery in the outbox (docs/alerts.md).
+ *
+ * It runs beside the ingest path, never in it: a loop reads what the
+ * consumer has stored, so it works with or without a KV queue. A rule's
+ * new state and its delivery are committed in one atomic operation checked
+ * on the versionstamps of the rule and the state it read; an instance that
+ * loses the race commits nothing, so two instances never queue the same
+ * delivery twice.
+ *
+ * @module
+ */
+import {
+  type AlertRule,
+  type AlertState,
+  decodeAlertState,
+  deleteAlertRule,
+  type Delivery,
+  listAlertRules,
+} from "../db/alerts.ts";
+import { alertOutboxKey, alertRuleKey, alertStateKey } from "../db/keys.ts";
+import { encodeJson, VALUE_MAX_BYTES } from "../db/kv.ts";
+import { getProject, type Project } from "../db/projects.ts";
+import { parseQuery, tailLogs } from "../db/query/mod.ts";
+import { recordJson } from "../domain/entry.ts";
+import { createId } from "../domain/ids.ts";
+import { formatAlertDuration } from "./rules.ts";
+
+/** Entries sent with a delivery at most. */
+export const SAMPLE_ENTRIES = 5;
+/** Entries one rule reads per call of the query API. */
+const PAGE = 1000;
+/** Pages one rule reads per evaluation; the rest waits for the next one. */
+const MAX_PAGES = 20;
+/**
+ * Time the first match of a delivery waits for others, so that a burst
+ * arriving within it goes out as one delivery.
+ */
+export const GROUP_MS = 2000;
+/** Buckets a threshold window is counted in. */
+const WINDOW_BUCKETS = 30;
+/** Bytes the samples of a state or a delivery take at most. */
+const SAMPLE_BUDGET_BYTES = VALUE_MAX_BYTES - 8192;
+
+/** Options of {@linkcode evaluateRules}. */
+export interface EvaluateOptions {
+  kv: Deno.Kv;
+  /** Clock. @default {Date.now} */
+  now?: () => number;
+  /** Told of a rule whose evaluation failed; the others go on. */
+  onError?: (rule: AlertRule, error: unknown) => void;
+}
+
+/** Size of one counting bucket of a threshold window. */
+function bucketMs(windowMs: number): number {
+  return Math.max(1000, Math.ceil(windowMs / WINDOW_BUCKETS / 1000) * 1000);
+}
+
+/** Keeps the first samples that fit in the byte budget. */
+function fitSamples(
+  samples: Record<string, unknown>[],
+): Record<string, unknown>[] {
+  const out: Record<string, unknown>[] = [];
+  let bytes = 0;
+  for (const sample of samples.slice(0, SAMPLE_ENTRIES)) {
+    bytes += JSON.stringify(sample).length * 3;
+    if (bytes > SAMPLE_BUDGET_BYTES) break;
+    out.push(sample);
+  }
+  return out;
+}
+
+/** Slack shows `&`, `<` and `>` as markup: escaped, the text stays text. */
+function slackEscape(text: string): string {
+  return text.replaceAll("&", "&amp;").replaceAll("<", "&lt;")
+    .replaceAll(">", "&gt;");
+}
+
+/** The text line of a delivery, for chat tools that read only `text`. */
+function deliveryText(
+  project: Project,
+  rule: AlertRule,
+  count: number,
+): string {
+  const matches = `${count} ${count === 1 ? "entry" : "entries"}`;
+  const scope = rule.threshold === undefined
+    ? `${matches} matched`
+    : `${matches} matched within ${
+      formatAlertDuration(rule.windowMs ?? 0)
+    } (threshold: more than ${rule.threshold})`;
+  return slackEscape(
+    `[${project.name}] Alert "${rule.query}": ${scope}`,
+  );
+}
+
+/**
+ * The JSON body of a delivery. `text` is what Slack-compatible receivers
+ * show; the rest is for programs.
+ */
+export function deliveryBody(
+  options: {
+    id: string;
+    project: Project;
+    rule: AlertRule;
+    count: number;
+    entries: Record<string, unknown>[];
+    now: number;
+  },
+): string {
+  const { id, project, rule, count, entries, now } = options;
+  return JSON.stringify({
+    text: deliveryText(project, rule, count),
+    deliveryId: id,
+    createdAt: new Date(now).toISOString(),
+    project: { id: project.id, name: project.name },
+    rule: {
+      id: rule.id,
+      query: rule.query,
+      ...(rule.threshold === undefined ? {} : {
+        threshold: rule.threshold,
+        window: formatAlertDuration(rule.windowMs ?? 0),
+      }),
+      every: formatAlertDuration(rule.everyMs),
+    },
+    count,
+    entries,
+  });
+}
+
+/** The state after new matches, and the delivery they make due (if any). */
+function advance(
+  rule: AlertRule,
+  state: AlertState,
+  found: { cursor: string; count: number; samples: Record<string, unknown>[] },
+  times: number[],
+  now: number,
+): { state: AlertState; count: number | null } {
+  const next: AlertState = {
+    cursor: found.cursor,
+    buckets: state.buckets,
+    pendingCount: state.pendingCount + found.count,
+    firstPendingAt: state.pendingCount > 0
+      ? state.firstPendingAt ?? null
+      : found.count > 0
+      ? times[0] ?? null
+      : null,
+    samples: fitSamples([...state.samples, ...found.samples]),
+    lastDeliveryAt: state.lastDeliveryAt,
+  };
+  let windowCount = 0;
+  if (rule.threshold !== undefined && rule.windowMs !== undefined) {
+    const from = now - rule.windowMs;
+    // A threshold reports the entries of its window, not older ones.
+    next.samples = fitSamples(
+      [...state.samples, ...found.samples].filter((s) =>
+        Date.parse(String(s.receivedAt)) > from
+      ),
+    );
+    const size = bucketMs(rule.windowMs);
+    const counts = new Map(state.buckets);
+    for (const t of times) {
+      const start = Math.floor(t / size) * size;
+      counts.set(start, (counts.get(start) ?? 0) + 1);
+    }
+    next.buckets = [...counts].filter(([start]) => start + size > from)
+      .sort((a, b) => a[0] - b[0]);
+    windowCount = next.buckets.reduce((sum, [, n]) => sum + n, 0);
+  }
+  const due = state.lastDeliveryAt === null ||
+    now - state.lastDeliveryAt >= rule.everyMs;
+  const grouped = next.firstPendingAt === null ||
+    next.firstPendingAt === undefined ||
+    now - next.firstPendingAt >= GROUP_MS;
+  const fires = next.pendingCount > 0 && due && grouped &&
+    (rule.threshold === undefined || windowCount > rule.threshold);
+  if (!fires) return { state: next, count: null };
+  const count = rule.threshold === undefined ? next.pendingCount : windowCount;
+  return { state: next, count };
+}
+
+/**
+ * Evaluates one rule at `now`; returns the delivery it queued, or `null`
+ * (nothing due, or another instance committed first).
+ */
+export async function evaluateRule(
+  kv: Deno.Kv,
+  rule: AlertRule,
+  now: number,
+): Promise<Delivery | null> {
+  const [ruleEntry, stateEntry] = await kv.getMany([
+    alertRuleKey(rule.projectId, rule.id),
+    alertStateKey(rule.projectId, rule.id),
+  ]);
+  if (ruleEntry.versionstamp === null) return null;
+  const project = await getProject(kv, rule.projectId);
+  if (project === null) {
+    // The project was deleted: its rules go with it.
+    await deleteAlertRule(kv, rule.projectId, rule.id);
+    return null;
+  }
+  const state = decodeAlertState(rule, stateEntry.value);
+  const filter = parseQuery(rule.query);
+  let cursor = state.cursor;
+  let count = 0;
+  const samples: Record<string, unknown>[] = [];
+  const times: number[] = [];
+  for (let page = 0; page < MAX_PAGES; page++) {
+    const { records, lastId } = await tailLogs(kv, rule.projectId, {
+      afterId: cursor,
+      filter,
+      now,
+      limit: PAGE,
+    });
+    count += records.length;
+    for (const record of records) {
+      times.push(record.receivedAt);
+      if (samples.length < SAMPLE_ENTRIES) {
+        samples.push(recordJson(record));
+      }
+    }
+    if (lastId !== null) cursor = lastId;
+    if (records.length < PAGE) break;
+  }
+  const { state: next, count: fired } = advance(
+    rule,
+    state,
+    { cursor, count, samples },
+    times,
+    now,
+  );
+  if (next.cursor === state.cursor && fired === null && count === 0) {
+    return null;
+  }
+  let delivery: Delivery | null = null;
+  const op = kv.atomic().check(ruleEntry).check(stateEntry);
+  if (fired !== null) {
+    const id = createId(now);
+    delivery = {
+      id,
+      projectId: rule.projectId,
+      ruleId: rule.id,
+      body: deliveryBody({
+        id,
+        project,
+        rule,
+        count: fired,
+        entries: next.samples,
+        now,
+      }),
+      count: fired,
+      attempts: 0,
+      createdAt: now,
+    };
+    next.pendingCount = 0;
+    next.firstPendingAt = null;
+    next.samples = [];
+    next.lastDeliveryAt = now;
+    op.set(alertOutboxKey(now, id), encodeJson(delivery));
+  }
+  op.set(alertStateKey(rule.projectId, rule.id), encodeJson(next));
+  const result = await op.commit();
+  return result.ok ? delivery : null;
+}
+
+/**
+ * Evaluates every rule of every project once; returns the deliveries
+ * queued. A rule that fails is reported and skipped.
+ */
+export async function evaluateRules(
+  options: EvaluateOptions,
+): Promise<Delivery[]> {
+  const { kv } = options;
+  const now = (options.now ?? Date.now)();
+  const queued: Delivery[] = [];
+  for (const rule of await listAlertRules(kv)) {
+    try {
+      const delivery = await evaluateRule(kv, rule, now);
+      if (delivery) queued.push(delivery);
+    } catch (error) {
+      options.onError?.(rule, error);
+    }
+  }
+  return queued;
+}

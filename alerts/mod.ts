@@ -1,0 +1,88 @@
+/**
+ * The alert loop of one process: each tick evaluates every rule
+ * (alerts/evaluate.ts) and sends the deliveries that are due
+ * (alerts/deliver.ts). `main.ts` starts it on an interval and calls
+ * {@linkcode AlertLoop.tick} from its cron as well, since intervals may not
+ * run between requests on Deno Deploy; tests call `tick` by hand. Ticks do
+ * not overlap: a tick asked for while one runs joins it.
+ *
+ * @module
+ */
+import type { AttemptOutcome, Delivery } from "../db/alerts.ts";
+import { type EvaluateOptions, evaluateRules } from "./evaluate.ts";
+import { sendDueDeliveries, type SendOptions } from "./deliver.ts";
+
+/** Period of the alert loop. */
+export const ALERT_INTERVAL_MS = 2000;
+
+/** Options of {@linkcode createAlertLoop}. */
+export interface AlertLoopOptions extends SendOptions {
+  /** Told of a failure; the loop goes on. @default logs to stderr */
+  onError?: (error: unknown) => void;
+  /** @default {ALERT_INTERVAL_MS} */
+  intervalMs?: number;
+}
+
+/** What one tick did. */
+export interface TickResult {
+  queued: Delivery[];
+  attempts: AttemptOutcome[];
+}
+
+/** The running alert loop. */
+export interface AlertLoop {
+  /** Evaluates the rules once, then sends what is due. */
+  tick(): Promise<TickResult>;
+  /** Ticks every `intervalMs` until stopped. */
+  start(): void;
+  /** Stops the interval and waits for the tick in progress. */
+  stop(): Promise<void>;
+}
+
+/**
+ * Builds the alert loop of a process.
+ *
+ * @example
+ * ```ts
+ * const alerts = createAlertLoop({ kv, allowPrivate: false });
+ * alerts.start();
+ * ```
+ */
+export function createAlertLoop(options: AlertLoopOptions): AlertLoop {
+  const onError = options.onError ??
+    ((error: unknown) => console.error("Alerts:", error));
+  let running: Promise<TickResult> | null = null;
+  let timer: ReturnType<typeof setInterval> | undefined;
+  const evaluate: EvaluateOptions = {
+    kv: options.kv,
+    ...(options.now ? { now: options.now } : {}),
+    onError: (rule, error) =>
+      onError(
+        new Error(`Cannot evaluate alert rule "${rule.id}"`, { cause: error }),
+      ),
+  };
+  const run = async (): Promise<TickResult> => {
+    const queued = await evaluateRules(evaluate);
+    const attempts = await sendDueDeliveries(options);
+    return { queued, attempts };
+  };
+  const tick = () => {
+    running ??= run().finally(() => {
+      running = null;
+    });
+    return running;
+  };
+  return {
+    tick,
+    start() {
+      timer = setInterval(() => {
+        tick().catch(onError);
+      }, options.intervalMs ?? ALERT_INTERVAL_MS);
+    },
+    async stop() {
+      clearInterval(timer);
+      timer = undefined;
+      await running?.catch(() => {});
+    },
+  };
+}

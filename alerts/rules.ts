@@ -1,0 +1,195 @@
+/**
+ * Adding an alert rule: every value is checked here, once, for the CLI and
+ * the dashboard alike — the query parses, the webhook is an http(s) URL on a
+ * permitted host, the durations and the threshold are in range — and the
+ * rule gets a random id and signing secret (docs/alerts.md).
+ *
+ * @module
+ */
+import { type AlertRule, putNewAlertRule } from "../db/alerts.ts";
+import { getProject, ProjectNotFoundError } from "../db/projects.ts";
+import { parseQuery, QuerySyntaxError } from "../db/query/mod.ts";
+import { InvalidValueError } from "../db/validation.ts";
+import { checkWebhookUrl } from "./targets.ts";
+
+/** Time between deliveries of a rule without a threshold, by default. */
+export const DEFAULT_EVERY_MS = 60_000;
+/** Window of a threshold given without one. */
+export const DEFAULT_WINDOW_MS = 5 * 60_000;
+/** Shortest threshold window. */
+export const MIN_WINDOW_MS = 10_000;
+/** Longest window or time between deliveries. */
+export const MAX_DURATION_MS = 7 * 86_400_000;
+/** Longest query of a rule. */
+const MAX_QUERY_CHARS = 1000;
+/** Largest threshold. */
+const MAX_THRESHOLD = 1_000_000_000;
+
+/** Thrown when a rule id names no rule of the project. */
+export class AlertRuleNotFoundError extends Error {
+  override name = "AlertRuleNotFoundError";
+  constructor(projectId: string, ruleId: string) {
+    super(`Cannot find alert rule "${ruleId}" of project "${projectId}"`);
+  }
+}
+
+/** What an operator gives to add a rule. */
+export interface AlertRuleInput {
+  projectId: string;
+  query: string;
+  webhook: string;
+  /** Fire only above this many matches within `windowMs`. */
+  threshold?: number;
+  /** @default {DEFAULT_WINDOW_MS} with a threshold */
+  windowMs?: number;
+  /** @default the window with a threshold, else {DEFAULT_EVERY_MS} */
+  everyMs?: number;
+}
+
+/** Options of {@linkcode addAlertRule}. */
+export interface AddAlertRuleOptions {
+  /** `ALERT_PRIVATE_TARGETS=allow`: loopback and private webhooks permitted. */
+  allowPrivate: boolean;
+  /** Clock. @default {Date.now} */
+  now?: () => number;
+}
+
+const UNIT_MS: Record<string, number> = {
+  s: 1000,
+  m: 60_000,
+  h: 3_600_000,
+  d: 86_400_000,
+};
+
+/**
+ * Reads a duration of whole seconds, minutes, hours or days (`30s`, `5m`,
+ * `1h30m`, `0`); `undefined` when `text` is not one.
+ *
+ * @example
+ * ```ts
+ * parseAlertDuration("5m"); // 300000
+ * ```
+ */
+export function parseAlertDuration(text: string): number | undefined {
+  if (text === "0") return 0;
+  if (!/^(?:\d{1,6}[smhd])+$/.test(text)) return undefined;
+  let total = 0;
+  for (const [, n, unit] of text.matchAll(/(\d+)([smhd])/g)) {
+    total += Number(n) * UNIT_MS[unit!]!;
+  }
+  return total;
+}
+
+/**
+ * Writes a duration the way {@linkcode parseAlertDuration} reads it.
+ *
+ * @example
+ * ```ts
+ * formatAlertDuration(5400000); // "1h30m"
+ * ```
+ */
+export function formatAlertDuration(ms: number): string {
+  if (ms === 0) return "0";
+  let left = Math.round(ms / 1000) * 1000;
+  let text = "";
+  for (const unit of ["d", "h", "m", "s"]) {
+    const size = UNIT_MS[unit]!;
+    if (left >= size) {
+      text += `${Math.floor(left / size)}${unit}`;
+      left %= size;
+    }
+  }
+  return text || "0";
+}
+
+function randomHex(bytes: number): string {
+  return Array.from(
+    crypto.getRandomValues(new Uint8Array(bytes)),
+    (b) => b.toString(16).padStart(2, "0"),
+  ).join("");
+}
+
+function checkDuration(name: string, ms: number, min: number): number {
+  if (!Number.isInteger(ms) || ms < min || ms > MAX_DURATION_MS) {
+    throw new InvalidValueError(
+      `Cannot use ${name} "${formatAlertDuration(ms)}": expected from ${
+        formatAlertDuration(min)
+      } to 7d`,
+    );
+  }
+  return ms;
+}
+
+/**
+ * Checks `input` and stores the rule; the returned rule carries its signing
+ * secret, which is shown this once. Throws {@linkcode ProjectNotFoundError}
+ * or an {@linkcode InvalidValueError} naming the value at fault.
+ *
+ * @example
+ * ```ts
+ * const rule = await addAlertRule(kv, {
+ *   projectId, query: "level:critical", webhook: "https://hooks.example.com/x",
+ * }, { allowPrivate: false });
+ * ```
+ */
+export async function addAlertRule(
+  kv: Deno.Kv,
+  input: AlertRuleInput,
+  options: AddAlertRuleOptions,
+): Promise<AlertRule> {
+  const project = await getProject(kv, input.projectId);
+  if (project === null) throw new ProjectNotFoundError(input.projectId);
+  const query = input.query.trim();
+  if (query.length > MAX_QUERY_CHARS) {
+    throw new InvalidValueError(
+      `Cannot use a query over ${MAX_QUERY_CHARS} characters`,
+    );
+  }
+  try {
+    parseQuery(query);
+  } catch (error) {
+    if (!(error instanceof QuerySyntaxError)) throw error;
+    throw new InvalidValueError(
+      `Cannot use query "${query}": ${error.message}`,
+    );
+  }
+  const webhook = checkWebhookUrl(input.webhook.trim(), options);
+  const threshold = input.threshold;
+  if (
+    threshold !== undefined &&
+    (!Number.isInteger(threshold) || threshold < 0 ||
+      threshold > MAX_THRESHOLD)
+  ) {
+    throw new InvalidValueError(
+      `Cannot use threshold "${threshold}": expected a whole number of matches from 0`,
+    );
+  }
+  if (threshold === undefined && input.windowMs !== undefined) {
+    throw new InvalidValueError(
+      `Cannot use a window without a threshold: give both (more than N matches within the window)`,
+    );
+  }
+  const windowMs = threshold === undefined ? undefined : checkDuration(
+    "window",
+    input.windowMs ?? DEFAULT_WINDOW_MS,
+    MIN_WINDOW_MS,
+  );
+  const everyMs = checkDuration(
+    "every",
+    input.everyMs ?? windowMs ?? DEFAULT_EVERY_MS,
+    0,
+  );
+  for (;;) {
+    const rule: AlertRule = {
+      id: randomHex(8),
+      projectId: project.id,
+      query,
+      ...(threshold === undefined ? {} : { threshold, windowMs }),
+      everyMs,
+      webhook,
+      secret: `whsec_${randomHex(32)}`,
+      createdAt: (options.now ?? Date.now)(),
+    };
+    if (await putNewAlertRule(kv, rule)) return rule;
+  }
+}

@@ -1,0 +1,221 @@
+/**
+ * Where a webhook may point (server-side request forgery): a delivery must
+ * not reach the service's own machine or its private network unless the
+ * operator allows it with `ALERT_PRIVATE_TARGETS=allow`. The URL's host is
+ * checked when a rule is added, and the addresses its name resolves to are
+ * checked again before each delivery (docs/alerts.md#webhook-targets).
+ *
+ * @module
+ */
+import { InvalidValueError } from "../db/validation.ts";
+
+/** Thrown when a webhook URL is malformed or points at a refused address. */
+export class WebhookTargetError extends InvalidValueError {
+  override name = "WebhookTargetError";
+}
+
+/** Resolves a host name to addresses of one record type. */
+export type Resolver = (
+  host: string,
+  type: "A" | "AAAA",
+) => Promise<string[]>;
+
+/** Longest webhook URL accepted. */
+const MAX_URL_CHARS = 2048;
+
+/** IPv4 ranges refused, as [first octets, prefix length]. */
+const PRIVATE_V4: [number[], number][] = [
+  [[0], 8], // "this network", 0.0.0.0
+  [[10], 8], // private
+  [[100, 64], 10], // carrier-grade NAT
+  [[127], 8], // loopback
+  [[169, 254], 16], // link-local (cloud metadata)
+  [[172, 16], 12], // private
+  [[192, 0, 0], 24], // IETF protocol assignments
+  [[192, 168], 16], // private
+  [[198, 18], 15], // benchmarking
+  [[224], 4], // multicast
+  [[240], 4], // reserved, broadcast
+];
+
+function parseV4(host: string): number[] | null {
+  const parts = host.split(".");
+  if (parts.length !== 4) return null;
+  const octets = parts.map((p) => /^\d{1,3}$/.test(p) ? Number(p) : NaN);
+  return octets.every((o) => o >= 0 && o <= 255) ? octets : null;
+}
+
+function v4InRange(octets: number[], base: number[], bits: number): boolean {
+  const value = (octets[0]! << 24 | octets[1]! << 16 | octets[2]! << 8 |
+    octets[3]!) >>> 0;
+  const start = ((base[0] ?? 0) << 24 | (base[1] ?? 0) << 16 |
+    (base[2] ?? 0) << 8) >>> 0;
+  const mask = bits === 0 ? 0 : (~0 << (32 - bits)) >>> 0;
+  return ((value & mask) >>> 0) === ((start & mask) >>> 0);
+}
+
+/** The 8 groups of an IPv6 address, or `null` when it is not one. */
+function parseV6(host: string): number[] | null {
+  let text = host.replace(/^\[|\]$/g, "").toLowerCase();
+  const zone = text.indexOf("%");
+  if (zone >= 0) text = text.slice(0, zone);
+  if (!text.includes(":")) return null;
+  // A trailing dotted IPv4 part (::ffff:127.0.0.1) becomes two groups.
+  const dotted = /(\d+\.\d+\.\d+\.\d+)$/.exec(text);
+  if (dotted) {
+    const v4 = parseV4(dotted[1]!);
+    if (!v4) return null;
+    text = text.slice(0, dotted.index) +
+      ((v4[0]! << 8) | v4[1]!).toString(16) + ":" +
+      ((v4[2]! << 8) | v4[3]!).toString(16);
+  }
+  const halves = text.split("::");
+  if (halves.length > 2) return null;
+  const read = (s: string) => s === "" ? [] : s.split(":");
+  const head = read(halves[0]!);
+  const tail = halves.length === 2 ? read(halves[1]!) : [];
+  const missing = 8 - head.length - tail.length;
+  if (halves.length === 1 ? missing !== 0 : missing < 1) return null;
+  const groups = [
+    ...head,
+    ...Array(halves.length === 2 ? missing : 0)
+      .fill("0"),
+    ...tail,
+  ];
+  const values = groups.map((g) =>
+    /^[0-9a-f]{1,4}$/.test(g) ? parseInt(g, 16) : NaN
+  );
+  return values.every((v) => !Number.isNaN(v)) ? values : null;
+}
+
+function isPrivateV4(octets: number[]): boolean {
+  return PRIVATE_V4.some(([base, bits]) => v4InRange(octets, base, bits));
+}
+
+function isPrivateV6(g: number[]): boolean {
+  const zeroUntil = (n: number) => g.slice(0, n).every((x) => x === 0);
+  if (zeroUntil(7) && (g[7] === 0 || g[7] === 1)) return true; // :: and ::1
+  const embedded = [g[6]! >> 8, g[6]! & 255, g[7]! >> 8, g[7]! & 255];
+  // IPv4-mapped (::ffff:a.b.c.d), IPv4-compatible and NAT64 (64:ff9b::/96).
+  if (zeroUntil(5) && g[5] === 0xffff) return isPrivateV4(embedded);
+  if (zeroUntil(6)) return isPrivateV4(embedded);
+  if (g[0] === 0x64 && g[1] === 0xff9b && g.slice(2, 6).every((x) => x === 0)) {
+    return isPrivateV4(embedded);
+  }
+  const first = g[0]!;
+  return (first & 0xfe00) === 0xfc00 || // unique local fc00::/7
+    (first & 0xffc0) === 0xfe80 || // link-local fe80::/10
+    (first & 0xffc0) === 0xfec0 || // site-local (deprecated) fec0::/10
+    (first & 0xff00) === 0xff00; // multicast ff00::/8
+}
+
+/**
+ * Whether `address` (IPv4 or IPv6, brackets allowed) is loopback, private,
+ * link-local, carrier-grade NAT, multicast, reserved or unspecified; `null`
+ * when it is not an IP address at all.
+ *
+ * @example
+ * ```ts
+ * isPrivateAddress("10.1.2.3"); // true
+ * isPrivateAddress("[::ffff:127.0.0.1]"); // true
+ * isPrivateAddress("93.184.215.14"); // false
+ * isPrivateAddress("example.com"); // null
+ * ```
+ */
+export function isPrivateAddress(address: string): boolean | null {
+  const v4 = parseV4(address);
+  if (v4) return isPrivateV4(v4);
+  const v6 = parseV6(address);
+  if (v6) return isPrivateV6(v6);
+  return null;
+}
+
+/**
+ * Checks a webhook URL when a rule is added: `http` or `https`, and unless
+ * `allowPrivate`, a host that is neither a refused address nor a name of
+ * this machine (`localhost`). Returns the URL as normalized by the URL
+ * parser (which turns `0x7f.1` into `127.0.0.1` before it is checked).
+ *
+ * @example
+ * ```ts
+ * checkWebhookUrl("https://hooks.slack.com/services/T/B/X", { allowPrivate: false });
+ * checkWebhookUrl("http://127.0.0.1:9000/", { allowPrivate: false }); // throws
+ * ```
+ */
+export function checkWebhookUrl(
+  url: string,
+  options: { allowPrivate: boolean },
+): string {
+  let parsed: URL;
+  try {
+    parsed = new URL(url);
+  } catch {
+    throw new WebhookTargetError(
+      `Cannot use webhook "${url}": expected an absolute http or https URL`,
+    );
+  }
+  if (parsed.protocol !== "http:" && parsed.protocol !== "https:") {
+    throw new WebhookTargetError(
+      `Cannot use webhook "${url}": expected an http or https URL`,
+    );
+  }
+  if (parsed.href.length > MAX_URL_CHARS) {
+    throw new WebhookTargetError(
+      `Cannot use a webhook URL over ${MAX_URL_CHARS} characters`,
+    );
+  }
+  if (!options.allowPrivate) {
+    const host = parsed.hostname.toLowerCase().replace(/\.$/, "");
+    if (
+      isPrivateAddress(host) === true || host === "localhost" ||
+      host.endsWith(".localhost")
+    ) {
+      throw new WebhookTargetError(
+        `Cannot use webhook "${url}": "${parsed.hostname}" is a loopback, private or reserved address (set ALERT_PRIVATE_TARGETS=allow to permit it)`,
+      );
+    }
+  }
+  return parsed.href;
+}
+
+/** The runtime's resolver; a record type with no answer gives no address. */
+export const resolveDns: Resolver = async (host, type) => {
+  try {
+    return await Deno.resolveDns(host, type);
+  } catch (error) {
+    if (error instanceof Deno.errors.NotFound) return [];
+    throw error;
+  }
+};
+
+/**
+ * Checks where a delivery is about to go: unless `allowPrivate`, every
+ * address the host resolves to must be public (a name that resolves to a
+ * private address is refused, as is one that resolves to nothing).
+ */
+export async function checkResolvedTarget(
+  url: string,
+  options: { allowPrivate: boolean; resolve?: Resolver },
+): Promise<void> {
+  const href = checkWebhookUrl(url, options);
+  if (options.allowPrivate) return;
+  const host = new URL(href).hostname;
+  if (isPrivateAddress(host) !== null) return; // a literal, checked above
+  const resolve = options.resolve ?? resolveDns;
+  const settled = await Promise.allSettled([
+    resolve(host, "A"),
+    resolve(host, "AAAA"),
+  ]);
+  const addresses = settled.flatMap((r) =>
+    r.status === "fulfilled" ? r.value : []
+  );
+  if (addresses.length === 0) {
+    throw new WebhookTargetError(`Cannot resolve webhook host "${host}"`);
+  }
+  const refused = addresses.find((a) => isPrivateAddress(a) !== false);
+  if (refused !== undefined) {
+    throw new WebhookTargetError(
+      `Cannot deliver to "${host}": it resolves to ${refused}, a loopback, private or reserved address (set ALERT_PRIVATE_TARGETS=allow to permit it)`,
+    );
+  }
+}

@@ -1,0 +1,326 @@
+/**
+ * `deno task alert …`: adding, listing and removing a project's alert rules
+ * and reading a rule's delivery history (docs/alerts.md). Built on
+ * alerts/rules.ts and db/alerts.ts; this module only parses arguments and
+ * prints. A rule's signing secret is printed by `add` only.
+ *
+ * @module
+ */
+import {
+  type AlertRule,
+  deleteAlertRule,
+  type DeliveryAttempt,
+  getAlertRule,
+  listAlertRules,
+  readAlertHistory,
+} from "../db/alerts.ts";
+import { getProject, ProjectNotFoundError } from "../db/projects.ts";
+import {
+  addAlertRule,
+  AlertRuleNotFoundError,
+  formatAlertDuration,
+  parseAlertDuration,
+} from "../alerts/rules.ts";
+import {
+  booleanFlag,
+  type CommandContext,
+  EXIT_FAILURE,
+  EXIT_USAGE,
+  guard,
+  type Parsed,
+  parseFlags,
+  println,
+  stringFlag,
+  takePositionals,
+  UsageError,
+} from "./command.ts";
+import { formatTable, formatTime, inert } from "./format.ts";
+
+const USAGE: Record<string, string> = {
+  "": `Alert rules: a query, an optional threshold and a webhook.
+
+Usage:
+  deno task alert add PROJECT --query Q --webhook URL [--threshold N --window 5m]
+                      [--every 5m] [--json]
+  deno task alert list PROJECT [--json]
+  deno task alert remove PROJECT RULE_ID
+  deno task alert history PROJECT RULE_ID [--json]
+
+See docs/alerts.md for the delivery format and how to verify its signature.`,
+  add: `Add an alert rule to a project.
+
+Usage: deno task alert add PROJECT --query Q --webhook URL
+                           [--threshold N --window 5m] [--every 5m] [--json]
+
+A delivery is POSTed to the webhook when new entries match the query (the
+explorer's syntax, e.g. "level:critical" or "payment declined"). With
+--threshold, only when more than N entries match within --window (default 5m).
+At most one delivery per --every (default 1m, or the window with a
+threshold); what matches meanwhile is counted in the next one.
+
+The rule's signing secret is printed this once: receivers verify the
+X-Logs-Signature header with it. Webhooks on loopback or private addresses
+are refused unless ALERT_PRIVATE_TARGETS=allow.
+
+Options:
+  --query Q        Entries to alert on (required)
+  --webhook URL    http or https URL to POST to (required)
+  --threshold N    Fire only above N matches within the window
+  --window D       The threshold's window: 30s, 5m, 1h (default 5m)
+  --every D        At most one delivery per this long
+  --json           Print the rule as one JSON object, secret included
+  -h, --help       Show this help`,
+  list: `List a project's alert rules.
+
+Usage: deno task alert list PROJECT [--json]`,
+  remove: `Remove an alert rule and its history.
+
+Usage: deno task alert remove PROJECT RULE_ID`,
+  history: `Show a rule's last 50 delivery attempts, newest first.
+
+Usage: deno task alert history PROJECT RULE_ID [--json]`,
+};
+
+function ruleJson(
+  rule: AlertRule,
+  withSecret = false,
+): Record<string, unknown> {
+  return {
+    id: rule.id,
+    projectId: rule.projectId,
+    query: rule.query,
+    ...(rule.threshold === undefined ? {} : {
+      threshold: rule.threshold,
+      window: formatAlertDuration(rule.windowMs ?? 0),
+    }),
+    every: formatAlertDuration(rule.everyMs),
+    webhook: rule.webhook,
+    createdAt: new Date(rule.createdAt).toISOString(),
+    ...(withSecret ? { secret: rule.secret } : {}),
+  };
+}
+
+function attemptJson(a: DeliveryAttempt): Record<string, unknown> {
+  return { ...a, at: new Date(a.at).toISOString() };
+}
+
+function durationFlag(parsed: Parsed, name: string): number | undefined {
+  const text = stringFlag(parsed, name);
+  if (text === undefined) return undefined;
+  const ms = parseAlertDuration(text);
+  if (ms === undefined) {
+    throw new UsageError(
+      `Cannot read --${name} "${text}": expected a duration such as "30s", "5m" or "1h"`,
+    );
+  }
+  return ms;
+}
+
+function required(parsed: Parsed, name: string, value: string): string {
+  const text = stringFlag(parsed, name);
+  if (text === undefined) {
+    throw new UsageError(
+      `Cannot run "alert add": missing --${name} ${value} (see --help)`,
+    );
+  }
+  return text;
+}
+
+async function requireProject(kv: Deno.Kv, id: string): Promise<void> {
+  if (await getProject(kv, id) === null) throw new ProjectNotFoundError(id);
+}
+
+function describeScope(rule: AlertRule): string {
+  return rule.threshold === undefined
+    ? "every match"
+    : `> ${rule.threshold} in ${formatAlertDuration(rule.windowMs ?? 0)}`;
+}
+
+type Subcommand = (ctx: CommandContext, parsed: Parsed) => Promise<number>;
+
+const SUBCOMMANDS: Record<string, {
+  options: Parameters<typeof parseFlags>[2];
+  run: Subcommand;
+}> = {
+  add: {
+    options: {
+      json: { type: "boolean" },
+      query: { type: "string" },
+      webhook: { type: "string" },
+      threshold: { type: "string" },
+      window: { type: "string" },
+      every: { type: "string" },
+    },
+    async run(ctx, parsed) {
+      const [projectId] = takePositionals("alert add", parsed.positionals, [
+        "PROJECT",
+      ]);
+      const query = required(parsed, "query", "Q");
+      const webhook = required(parsed, "webhook", "URL");
+      const thresholdText = stringFlag(parsed, "threshold");
+      if (thresholdText !== undefined && !/^\d{1,10}$/.test(thresholdText)) {
+        throw new UsageError(
+          `Cannot read --threshold "${thresholdText}": expected a whole number`,
+        );
+      }
+      const windowMs = durationFlag(parsed, "window");
+      const everyMs = durationFlag(parsed, "every");
+      const rule = await addAlertRule(ctx.kv, {
+        projectId,
+        query,
+        webhook,
+        ...(thresholdText === undefined
+          ? {}
+          : { threshold: Number(thresholdText) }),
+        ...(windowMs === undefined ? {} : { windowMs }),
+        ...(everyMs === undefined ? {} : { everyMs }),
+      }, { allowPrivate: ctx.allowPrivateTargets ?? false, now: ctx.now });
+      if (booleanFlag(parsed, "json")) {
+        println(ctx, JSON.stringify(ruleJson(rule, true)));
+        return 0;
+      }
+      println(ctx, `Added alert rule ${rule.id}`);
+      println(
+        ctx,
+        formatTable([
+          ["Query", inert(rule.query)],
+          ["Fires on", describeScope(rule)],
+          ["At most every", formatAlertDuration(rule.everyMs)],
+          ["Webhook", inert(rule.webhook)],
+          ["Secret", rule.secret],
+        ]),
+      );
+      println(ctx);
+      println(
+        ctx,
+        "The secret signs each delivery (X-Logs-Signature); it is not shown again.",
+      );
+      return 0;
+    },
+  },
+  list: {
+    options: { json: { type: "boolean" } },
+    async run(ctx, parsed) {
+      const [projectId] = takePositionals("alert list", parsed.positionals, [
+        "PROJECT",
+      ]);
+      await requireProject(ctx.kv, projectId);
+      const rules = await listAlertRules(ctx.kv, projectId);
+      if (booleanFlag(parsed, "json")) {
+        println(ctx, JSON.stringify(rules.map((r) => ruleJson(r))));
+        return 0;
+      }
+      if (rules.length === 0) {
+        println(ctx, "No alert rules");
+        return 0;
+      }
+      println(
+        ctx,
+        formatTable([
+          ["ID", "QUERY", "FIRES ON", "EVERY", "WEBHOOK"],
+          ...rules.map((r) => [
+            r.id,
+            inert(r.query),
+            describeScope(r),
+            formatAlertDuration(r.everyMs),
+            inert(r.webhook),
+          ]),
+        ]),
+      );
+      return 0;
+    },
+  },
+  remove: {
+    options: {},
+    async run(ctx, parsed) {
+      const [projectId, ruleId] = takePositionals(
+        "alert remove",
+        parsed.positionals,
+        ["PROJECT", "RULE_ID"],
+      );
+      await requireProject(ctx.kv, projectId);
+      if (!await deleteAlertRule(ctx.kv, projectId, ruleId)) {
+        throw new AlertRuleNotFoundError(projectId, ruleId);
+      }
+      println(ctx, `Removed alert rule ${ruleId}`);
+      return 0;
+    },
+  },
+  history: {
+    options: { json: { type: "boolean" } },
+    async run(ctx, parsed) {
+      const [projectId, ruleId] = takePositionals(
+        "alert history",
+        parsed.positionals,
+        ["PROJECT", "RULE_ID"],
+      );
+      await requireProject(ctx.kv, projectId);
+      if (await getAlertRule(ctx.kv, projectId, ruleId) === null) {
+        throw new AlertRuleNotFoundError(projectId, ruleId);
+      }
+      const history = await readAlertHistory(ctx.kv, projectId, ruleId);
+      if (booleanFlag(parsed, "json")) {
+        println(ctx, JSON.stringify(history.map(attemptJson)));
+        return 0;
+      }
+      if (history.length === 0) {
+        println(ctx, "No deliveries yet");
+        return 0;
+      }
+      println(
+        ctx,
+        formatTable([
+          ["TIME", "ATTEMPT", "COUNT", "RESULT", "OUTCOME"],
+          ...history.map((a) => [
+            formatTime(a.at),
+            String(a.attempt),
+            String(a.count),
+            a.status === undefined ? inert(a.error ?? "-") : String(a.status),
+            a.outcome,
+          ]),
+        ]),
+      );
+      return 0;
+    },
+  },
+};
+
+/**
+ * `deno task alert …`.
+ *
+ * @example
+ * ```ts
+ * const code = await alertCommand({ ...ctx, args: ["list", projectId, "--json"] });
+ * ```
+ */
+export function alertCommand(ctx: CommandContext): Promise<number> {
+  return guard(ctx, async () => {
+    const [name = "", ...rest] = ctx.args;
+    if (name === "") {
+      ctx.stderr(USAGE[""]! + "\n");
+      return EXIT_USAGE;
+    }
+    if (name === "--help" || name === "-h" || name === "help") {
+      println(ctx, USAGE[""]!);
+      return 0;
+    }
+    const sub = SUBCOMMANDS[name];
+    if (sub === undefined) {
+      throw new UsageError(
+        `Cannot run "alert ${name}": unknown command (see "deno task alert --help")`,
+      );
+    }
+    const parsed = parseFlags(`alert ${name}`, rest, sub.options);
+    if (booleanFlag(parsed, "help")) {
+      println(ctx, USAGE[name]!);
+      return 0;
+    }
+    try {
+      return await sub.run({ ...ctx, args: rest }, parsed);
+    } catch (error) {
+      if (!(error instanceof AlertRuleNotFoundError)) throw error;
+      ctx.stderr(error.message + "\n");
+      return EXIT_FAILURE;
+    }
+  });
+}

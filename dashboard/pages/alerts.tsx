@@ -1,0 +1,220 @@
+/**
+ * A project's alert rules (`/projects/:id/alerts`): each rule with its
+ * query, threshold, pace and webhook, a button to remove it and its
+ * delivery history; a form to add one. A new rule's signing secret is shown
+ * once, after the redirect that follows adding it (dashboard/flash.ts).
+ *
+ * @module
+ */
+import type { AlertRule, DeliveryAttempt } from "../../db/alerts.ts";
+import { formatAlertDuration } from "../../alerts/rules.ts";
+import { formatTime, link } from "./format.ts";
+import {
+  CopyableCode,
+  Csrf,
+  Layout,
+  Notice,
+  type PageContext,
+} from "./layout.tsx";
+
+/** Form values sent back with a refusal. */
+export interface AlertForm {
+  query: string;
+  webhook: string;
+  threshold: string;
+  window: string;
+  every: string;
+}
+
+/** Data of the alerts page. */
+export interface AlertsData {
+  project: { id: string; name: string };
+  rules: { rule: AlertRule; history: DeliveryAttempt[] }[];
+  notice?: { kind: "ok" | "error"; text: string };
+  /** A rule just added, with its secret, shown this once. */
+  created?: { ruleId: string; secret: string };
+  /** The add form as sent, when it was refused. */
+  form?: AlertForm;
+}
+
+function scope(rule: AlertRule): string {
+  return rule.threshold === undefined
+    ? "every match"
+    : `more than ${rule.threshold} within ${
+      formatAlertDuration(rule.windowMs ?? 0)
+    }`;
+}
+
+function History(props: { history: DeliveryAttempt[] }) {
+  if (props.history.length === 0) {
+    return <p class="empty">No deliveries yet.</p>;
+  }
+  return (
+    <div class="scroll">
+      <table class="list history">
+        <thead>
+          <tr>
+            <th scope="col">Time (UTC)</th>
+            <th scope="col" class="num">Attempt</th>
+            <th scope="col" class="num">Count</th>
+            <th scope="col">Answer</th>
+            <th scope="col">Outcome</th>
+          </tr>
+        </thead>
+        <tbody>
+          {props.history.map((a) => (
+            <tr>
+              <td>{formatTime(a.at, false)}</td>
+              <td class="num">{a.attempt}</td>
+              <td class="num">{a.count}</td>
+              <td class={a.status === undefined ? "error-text" : undefined}>
+                {a.status === undefined ? a.error ?? "—" : `HTTP ${a.status}`}
+              </td>
+              <td>{a.outcome}</td>
+            </tr>
+          ))}
+        </tbody>
+      </table>
+    </div>
+  );
+}
+
+/** The alerts page. */
+export function AlertsPage(props: { ctx: PageContext; data: AlertsData }) {
+  const { ctx, data } = props;
+  const { project } = data;
+  const form = data.form ??
+    { query: "", webhook: "", threshold: "", window: "", every: "" };
+  const action = (path: string) =>
+    link(ctx.base, `/projects/${project.id}/alerts/${path}`);
+  return (
+    <Layout
+      ctx={ctx}
+      title={`${project.name} · Alerts`}
+      section="projects"
+      project={{ id: project.id, name: project.name, current: "alerts" }}
+    >
+      <h1>Alerts</h1>
+      {data.notice && (
+        <Notice kind={data.notice.kind}>{data.notice.text}</Notice>
+      )}
+      {data.created && (
+        <div class="created" id="created-rule">
+          <p>
+            Rule <code>{data.created.ruleId}</code>{" "}
+            added. Its signing secret, shown this once:{" "}
+            <CopyableCode id="rule-secret" value={data.created.secret} secret />
+          </p>
+          <p class="hint">
+            Each delivery carries X-Logs-Signature: t=&lt;ms&gt;,v1=&lt;hex&gt;,
+            the HMAC-SHA256 of "&lt;t&gt;.&lt;body&gt;" with this secret.
+          </p>
+        </div>
+      )}
+      <p>
+        When new entries match a rule's query, a JSON message is POSTed to its
+        webhook (Slack-compatible: it has a <code>text</code>{" "}
+        field), at most once per the rule's pace; what matches meanwhile is
+        counted in the next message. Failed deliveries are retried after 1 s, 5
+        s, 30 s, 2 min and 10 min.
+      </p>
+      {data.rules.length === 0
+        ? <p class="empty" id="no-rules">No alert rules yet.</p>
+        : (
+          <div class="rules" id="rules">
+            {data.rules.map(({ rule, history }) => (
+              <section class="card" id={`rule-${rule.id}`}>
+                <h2>
+                  <code>{rule.query}</code>
+                </h2>
+                <dl class="pairs">
+                  <dt>Rule id</dt>
+                  <dd>
+                    <code>{rule.id}</code>
+                  </dd>
+                  <dt>Fires on</dt>
+                  <dd>{scope(rule)}</dd>
+                  <dt>At most every</dt>
+                  <dd>{formatAlertDuration(rule.everyMs)}</dd>
+                  <dt>Webhook</dt>
+                  <dd>
+                    <code>{rule.webhook}</code>
+                  </dd>
+                </dl>
+                <details>
+                  <summary>Deliveries ({history.length})</summary>
+                  <History history={history} />
+                </details>
+                <form method="post" action={action("remove")} class="inline">
+                  <Csrf ctx={ctx} />
+                  <input type="hidden" name="rule" value={rule.id} />
+                  <button type="submit" class="small">Remove rule</button>
+                </form>
+              </section>
+            ))}
+          </div>
+        )}
+      <section class="card" id="add" aria-labelledby="add-title">
+        <h2 id="add-title">Add a rule</h2>
+        <form
+          method="post"
+          action={action("add")}
+          id="add-form"
+          class="stack"
+        >
+          <Csrf ctx={ctx} />
+          <label>
+            Query
+            <input
+              name="query"
+              required
+              placeholder='level:critical or "payment declined"'
+              value={form.query}
+            />
+          </label>
+          <label>
+            Webhook URL
+            <input
+              name="webhook"
+              type="url"
+              required
+              placeholder="https://hooks.slack.com/services/…"
+              value={form.webhook}
+            />
+          </label>
+          <div class="row">
+            <label>
+              Only above N matches (optional)
+              <input
+                name="threshold"
+                type="number"
+                min={0}
+                class="short"
+                value={form.threshold}
+              />
+            </label>
+            <label>
+              within
+              <input
+                name="window"
+                class="short"
+                placeholder="5m"
+                value={form.window}
+              />
+            </label>
+            <label>
+              At most one message every
+              <input
+                name="every"
+                class="short"
+                placeholder="1m"
+                value={form.every}
+              />
+            </label>
+          </div>
+          <button type="submit">Add rule</button>
+        </form>
+      </section>
+    </Layout>
+  );
+}

@@ -1,0 +1,165 @@
+/**
+ * A project's alert rules: `GET /projects/:id/alerts`,
+ * `POST /projects/:id/alerts/add` and `POST /projects/:id/alerts/remove`.
+ * Adding redirects to the page, which shows the new rule's secret once; a
+ * refused value answers `400` with the page, the form as sent and the
+ * reason (docs/alerts.md).
+ *
+ * @module
+ */
+import {
+  deleteAlertRule,
+  listAlertRules,
+  readAlertHistory,
+} from "../../db/alerts.ts";
+import { getProject, type Project } from "../../db/projects.ts";
+import { InvalidValueError } from "../../db/validation.ts";
+import { addAlertRule, parseAlertDuration } from "../../alerts/rules.ts";
+import {
+  type AlertForm,
+  type AlertsData,
+  AlertsPage,
+} from "../pages/alerts.tsx";
+import { setFlash, takeFlash } from "../flash.ts";
+import {
+  type DashApp,
+  type DashboardDeps,
+  type DashContext,
+  doneNotice,
+  formField,
+  idParam,
+  pageContext,
+  render,
+} from "./common.ts";
+import { projectNotFound } from "./settings.ts";
+
+const DONE: Record<string, string> = {
+  added: "Alert rule added.",
+  removed: "Alert rule removed.",
+};
+
+async function showAlerts(
+  c: DashContext,
+  deps: DashboardDeps,
+  project: Project,
+  extra: Partial<AlertsData> = {},
+  status: 200 | 400 | 404 = 200,
+): Promise<Response> {
+  const rules = await Promise.all(
+    (await listAlertRules(deps.kv, project.id)).map(async (rule) => ({
+      rule,
+      history: await readAlertHistory(deps.kv, project.id, rule.id),
+    })),
+  );
+  return await render(
+    c,
+    AlertsPage({
+      ctx: pageContext(c, deps),
+      data: {
+        project: { id: project.id, name: project.name },
+        rules,
+        ...extra,
+      },
+    }),
+    status,
+  );
+}
+
+function duration(name: string, text: string): number | undefined {
+  if (text === "") return undefined;
+  const ms = parseAlertDuration(text);
+  if (ms === undefined) {
+    throw new InvalidValueError(
+      `Cannot read ${name} "${text}": expected a duration such as "30s", "5m" or "1h"`,
+    );
+  }
+  return ms;
+}
+
+/** Adds the alerts routes. */
+export function alertsRoutes(
+  app: DashApp,
+  deps: DashboardDeps,
+  options: { allowPrivate: boolean },
+): void {
+  const { base, kv } = deps;
+  const path = `${base}/projects/:id/alerts`;
+
+  app.get(path, async (c) => {
+    const project = await getProject(kv, idParam(c));
+    if (project === null) return await projectNotFound(c, deps);
+    const notice = doneNotice(c, DONE);
+    const flash = await takeFlash(
+      kv,
+      c.get("session")!.id,
+      "alert",
+      project.id,
+    );
+    return await showAlerts(c, deps, project, {
+      ...(notice ? { notice } : {}),
+      ...(flash
+        ? { created: { ruleId: flash.ruleId, secret: flash.secret } }
+        : {}),
+    });
+  });
+
+  app.post(`${path}/add`, async (c) => {
+    const project = await getProject(kv, idParam(c));
+    if (project === null) return await projectNotFound(c, deps);
+    const form: AlertForm = {
+      query: (await formField(c, "query")).trim(),
+      webhook: (await formField(c, "webhook")).trim(),
+      threshold: (await formField(c, "threshold")).trim(),
+      window: (await formField(c, "window")).trim(),
+      every: (await formField(c, "every")).trim(),
+    };
+    try {
+      if (form.threshold !== "" && !/^\d{1,10}$/.test(form.threshold)) {
+        throw new InvalidValueError(
+          `Cannot use threshold "${form.threshold}": expected a whole number`,
+        );
+      }
+      const windowMs = duration("window", form.window);
+      const everyMs = duration("every", form.every);
+      const rule = await addAlertRule(kv, {
+        projectId: project.id,
+        query: form.query,
+        webhook: form.webhook,
+        ...(form.threshold === "" ? {} : { threshold: Number(form.threshold) }),
+        ...(windowMs === undefined ? {} : { windowMs }),
+        ...(everyMs === undefined ? {} : { everyMs }),
+      }, { allowPrivate: options.allowPrivate, now: deps.now });
+      await setFlash(kv, c.get("session")!.id, {
+        kind: "alert",
+        projectId: project.id,
+        ruleId: rule.id,
+        secret: rule.secret,
+      });
+      return c.redirect(
+        `${base}/projects/${project.id}/alerts?done=added`,
+        303,
+      );
+    } catch (error) {
+      if (!(error instanceof InvalidValueError)) throw error;
+      return await showAlerts(c, deps, project, {
+        form,
+        notice: { kind: "error", text: error.message },
+      }, 400);
+    }
+  });
+
+  app.post(`${path}/remove`, async (c) => {
+    const project = await getProject(kv, idParam(c));
+    if (project === null) return await projectNotFound(c, deps);
+    const ruleId = await formField(c, "rule");
+    if (!await deleteAlertRule(kv, project.id, ruleId)) {
+      return await showAlerts(c, deps, project, {
+        notice: { kind: "error", text: `Cannot find alert rule "${ruleId}"` },
+      }, 404);
+    }
+    return c.redirect(
+      `${base}/projects/${project.id}/alerts?done=removed`,
+      303,
+    );
+  });
+}

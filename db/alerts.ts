@@ -1,0 +1,229 @@
+/**
+ * Alert rules, their evaluation state, the outbox of deliveries and each
+ * rule's delivery history, as stored in KV (docs/alerts.md). This module
+ * reads and writes records; what a rule means (evaluating it, sending a
+ * delivery) lives in alerts/.
+ *
+ * Every record is JSON bytes (db/kv.ts). A rule's state and its outbox
+ * entries are changed only by atomic operations checked on the
+ * versionstamp read, so two instances evaluating or sending at once never
+ * both win.
+ *
+ * @module
+ */
+import { alertHistoryKey, alertRuleKey, alertStateKey } from "./keys.ts";
+import { decodeJson, encodeJson } from "./kv.ts";
+import { timeBound } from "../domain/ids.ts";
+
+/** Delivery attempts kept per rule. */
+export const ALERT_HISTORY_SIZE = 50;
+
+/** An alert rule as stored. */
+export interface AlertRule {
+  id: string;
+  projectId: string;
+  /** The explorer's query syntax (db/query/parse.ts). */
+  query: string;
+  /** Fire only when more than this many entries match within `windowMs`. */
+  threshold?: number;
+  /** The threshold's window, in milliseconds (set with `threshold`). */
+  windowMs?: number;
+  /** At most one delivery per this many milliseconds. */
+  everyMs: number;
+  /** Where deliveries are POSTed. */
+  webhook: string;
+  /** HMAC-SHA256 key of the deliveries' signature; shown once at creation. */
+  secret: string;
+  /** Creation time, Unix milliseconds; entries before it never match. */
+  createdAt: number;
+}
+
+/** A rule's evaluation state. */
+export interface AlertState {
+  /** The last entry id examined (tailLogs' `afterId`). */
+  cursor: string;
+  /** Matches per time bucket `[start ms, count]` within the threshold's window. */
+  buckets: [number, number][];
+  /** Matches since the last delivery, to be reported by the next one. */
+  pendingCount: number;
+  /** Receipt time of the first of those matches, Unix milliseconds. */
+  firstPendingAt?: number | null;
+  /** The first of those matches (recordJson), up to five. */
+  samples: Record<string, unknown>[];
+  /** When the last delivery was queued, Unix milliseconds. */
+  lastDeliveryAt: number | null;
+}
+
+/** A delivery waiting in the outbox. */
+export interface Delivery {
+  id: string;
+  projectId: string;
+  ruleId: string;
+  /** The JSON body, as it will be signed and sent. */
+  body: string;
+  /** The count it reports. */
+  count: number;
+  /** Attempts made so far. */
+  attempts: number;
+  /** When it was queued, Unix milliseconds. */
+  createdAt: number;
+}
+
+/** How an attempt ended. */
+export type AttemptOutcome = "delivered" | "retrying" | "failed";
+
+/** One delivery attempt, as a rule's history shows it. */
+export interface DeliveryAttempt {
+  deliveryId: string;
+  /** When the attempt ended, Unix milliseconds. */
+  at: number;
+  /** 1 for the first attempt. */
+  attempt: number;
+  count: number;
+  /** The receiver's HTTP status, when it answered. */
+  status?: number;
+  /** Why the attempt failed without an answer (timeout, refused address). */
+  error?: string;
+  outcome: AttemptOutcome;
+}
+
+/** The state of a rule that has not been evaluated yet: it starts at its creation. */
+export function initialAlertState(rule: AlertRule): AlertState {
+  return {
+    cursor: timeBound(rule.createdAt),
+    buckets: [],
+    pendingCount: 0,
+    firstPendingAt: null,
+    samples: [],
+    lastDeliveryAt: null,
+  };
+}
+
+/**
+ * Stores a new rule with its initial state; `false` when a rule with its
+ * id exists.
+ */
+export async function putNewAlertRule(
+  kv: Deno.Kv,
+  rule: AlertRule,
+): Promise<boolean> {
+  const key = alertRuleKey(rule.projectId, rule.id);
+  const result = await kv.atomic()
+    .check({ key, versionstamp: null })
+    .set(key, encodeJson(rule))
+    .set(
+      alertStateKey(rule.projectId, rule.id),
+      encodeJson(initialAlertState(rule)),
+    )
+    .commit();
+  return result.ok;
+}
+
+/** Reads a rule, or `null`. */
+export async function getAlertRule(
+  kv: Deno.Kv,
+  projectId: string,
+  ruleId: string,
+): Promise<AlertRule | null> {
+  if (projectId === "" || ruleId === "") return null;
+  return decodeJson<AlertRule>(
+    (await kv.get(alertRuleKey(projectId, ruleId))).value,
+  );
+}
+
+/** A project's rules (every project's without an id), ordered by id. */
+export async function listAlertRules(
+  kv: Deno.Kv,
+  projectId?: string,
+): Promise<AlertRule[]> {
+  const rules: AlertRule[] = [];
+  for await (
+    const entry of kv.list({
+      prefix: projectId === undefined
+        ? alertRuleKey()
+        : alertRuleKey(projectId),
+    })
+  ) {
+    const rule = decodeJson<AlertRule>(entry.value);
+    if (rule) rules.push(rule);
+  }
+  return rules;
+}
+
+/**
+ * Deletes a rule, its state and its history; `false` when there was no such
+ * rule. Deliveries already in the outbox find no rule and are dropped.
+ */
+export async function deleteAlertRule(
+  kv: Deno.Kv,
+  projectId: string,
+  ruleId: string,
+): Promise<boolean> {
+  const key = alertRuleKey(projectId, ruleId);
+  const entry = await kv.get(key);
+  if (entry.versionstamp === null) return false;
+  const op = kv.atomic().check(entry).delete(key)
+    .delete(alertStateKey(projectId, ruleId));
+  for await (
+    const h of kv.list({ prefix: alertHistoryKey(projectId, ruleId) })
+  ) {
+    op.delete(h.key);
+  }
+  return (await op.commit()).ok;
+}
+
+/** Decodes a rule's state, or the initial state when none is stored. */
+export function decodeAlertState(
+  rule: AlertRule,
+  value: unknown,
+): AlertState {
+  return decodeJson<AlertState>(value) ?? initialAlertState(rule);
+}
+
+/** A rule's delivery history, newest first. */
+export async function readAlertHistory(
+  kv: Deno.Kv,
+  projectId: string,
+  ruleId: string,
+): Promise<DeliveryAttempt[]> {
+  const out: DeliveryAttempt[] = [];
+  const iter = kv.list({ prefix: alertHistoryKey(projectId, ruleId) }, {
+    reverse: true,
+    limit: ALERT_HISTORY_SIZE,
+  });
+  for await (const entry of iter) {
+    const attempt = decodeJson<DeliveryAttempt>(entry.value);
+    if (attempt) out.push(attempt);
+  }
+  return out;
+}
+
+/**
+ * Adds one attempt to a rule's history and deletes what falls past the
+ * last {@linkcode ALERT_HISTORY_SIZE}. `attemptId` sorts by time.
+ */
+export async function recordAlertAttempt(
+  kv: Deno.Kv,
+  projectId: string,
+  ruleId: string,
+  attemptId: string,
+  attempt: DeliveryAttempt,
+): Promise<void> {
+  await kv.set(
+    alertHistoryKey(projectId, ruleId, attemptId),
+    encodeJson(attempt),
+  );
+  const old = kv.list({ prefix: alertHistoryKey(projectId, ruleId) }, {
+    reverse: true,
+  });
+  let n = 0;
+  const stale: Deno.KvKey[] = [];
+  for await (const entry of old) {
+    if (++n > ALERT_HISTORY_SIZE) stale.push(entry.key);
+  }
+  for (let i = 0; i < stale.length; i += 100) {
+    const op = kv.atomic();
+    for (const key of stale.slice(i, i + 100)) op.delete(key);
+    await op.commit();
+  }
+}

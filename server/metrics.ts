@@ -1,0 +1,338 @@
+/**
+ * Metrics and health on a port of their own (`METRICS_PORT`), never the
+ * ingest port, which keeps exactly one endpoint (docs/metrics.md):
+ *
+ * - `GET /healthz`, no token: `200 {"status":"ok"}` while KV answers a read
+ *   and the consumer's heartbeat is recent, `503 {"status":"unavailable"}`
+ *   otherwise.
+ * - `GET /metrics`, `Authorization: Bearer $METRICS_TOKEN`: Prometheus text
+ *   with this process's requests (by status, and their latency) and the
+ *   service's totals kept in KV (db/totals.ts), the same from every instance.
+ *   Without a token configured it answers `503` saying to set one.
+ *
+ * @module
+ */
+import { createHash, timingSafeEqual } from "node:crypto";
+import { healthProbeKey } from "../db/keys.ts";
+import { readTotals, type ServiceTotals } from "../db/totals.ts";
+
+/** Upper bounds of the latency histogram's buckets, in seconds. */
+export const LATENCY_BUCKETS_S: readonly number[] = [
+  0.001,
+  0.0025,
+  0.005,
+  0.01,
+  0.025,
+  0.05,
+  0.1,
+  0.25,
+  0.5,
+  1,
+  2.5,
+  5,
+  10,
+];
+/** Age of the consumer's last heartbeat past which it counts as dead. */
+export const HEARTBEAT_MAX_AGE_MS = 30_000;
+/** Time the health check's KV read may take. */
+const KV_PROBE_TIMEOUT_MS = 2000;
+
+/**
+ * This process's requests on the ingest port: a counter per status and a
+ * latency histogram. `observe` is all the request path calls (two map
+ * updates and a short loop), so it can stay on the hot path.
+ */
+export class RequestMetrics {
+  readonly byStatus = new Map<number, number>();
+  /** Counts per bucket of {@linkcode LATENCY_BUCKETS_S}, not cumulative; the last is +Inf. */
+  readonly buckets: number[] = Array(LATENCY_BUCKETS_S.length + 1).fill(0);
+  sumSeconds = 0;
+  count = 0;
+
+  /** Records one answered request: its status and its time in milliseconds. */
+  observe(status: number, ms: number): void {
+    this.byStatus.set(status, (this.byStatus.get(status) ?? 0) + 1);
+    const seconds = ms / 1000;
+    let i = 0;
+    while (i < LATENCY_BUCKETS_S.length && seconds > LATENCY_BUCKETS_S[i]!) i++;
+    this.buckets[i]!++;
+    this.sumSeconds += seconds;
+    this.count++;
+  }
+}
+
+/**
+ * Wraps a `Deno.serve` handler so that each answer is observed.
+ *
+ * @example
+ * ```ts
+ * const handler = measured(service, metrics);
+ * ```
+ */
+export function measured<A extends Deno.Addr>(
+  handler: Deno.ServeHandler<A>,
+  metrics: RequestMetrics,
+  clock: () => number = () => performance.now(),
+): Deno.ServeHandler<A> {
+  return async (req, info) => {
+    const start = clock();
+    try {
+      const res = await handler(req, info);
+      metrics.observe(res.status, clock() - start);
+      return res;
+    } catch (error) {
+      metrics.observe(500, clock() - start);
+      throw error;
+    }
+  };
+}
+
+/** When the consumer last showed it is alive. */
+export class Heartbeat {
+  #last: number;
+  constructor(now: number) {
+    this.#last = now;
+  }
+  /** Records a sign of life at `now`. */
+  beat(now: number): void {
+    this.#last = Math.max(this.#last, now);
+  }
+  /** Milliseconds since the last sign of life. */
+  age(now: number): number {
+    return Math.max(0, now - this.#last);
+  }
+}
+
+/** Escapes a label value of the Prometheus text format. */
+function label(value: string): string {
+  return value.replaceAll("\\", "\\\\").replaceAll('"', '\\"')
+    .replaceAll("\n", "\\n");
+}
+
+function labels(pairs: Record<string, string>): string {
+  const text = Object.entries(pairs).map(([k, v]) => `${k}="${label(v)}"`)
+    .join(",");
+  return text === "" ? "" : `{${text}}`;
+}
+
+/** One metric family: its help, type and samples. */
+function family(
+  name: string,
+  type: "counter" | "gauge" | "histogram",
+  help: string,
+  samples: [string, Record<string, string>, number][],
+): string {
+  const lines = [`# HELP ${name} ${help}`, `# TYPE ${name} ${type}`];
+  for (const [suffix, pairs, value] of samples) {
+    lines.push(`${name}${suffix}${labels(pairs)} ${value}`);
+  }
+  return lines.join("\n");
+}
+
+/**
+ * The Prometheus text of this process's requests and the service's totals.
+ */
+export function renderMetrics(
+  requests: RequestMetrics,
+  totals: ServiceTotals,
+  heartbeatAgeMs: number,
+): string {
+  const sorted = <V>(m: Map<string, V>) =>
+    [...m].sort(([a], [b]) => a < b ? -1 : a > b ? 1 : 0);
+  const histogram: [string, Record<string, string>, number][] = [];
+  let cumulative = 0;
+  LATENCY_BUCKETS_S.forEach((le, i) => {
+    cumulative += requests.buckets[i]!;
+    histogram.push(["_bucket", { le: String(le) }, cumulative]);
+  });
+  histogram.push(["_bucket", { le: "+Inf" }, requests.count]);
+  histogram.push(["_sum", {}, requests.sumSeconds]);
+  histogram.push(["_count", {}, requests.count]);
+  const rejected: [string, Record<string, string>, number][] = [];
+  for (const [project, reasons] of sorted(totals.rejected)) {
+    for (const [reason, n] of sorted(reasons)) {
+      rejected.push(["", { project, reason }, n]);
+    }
+  }
+  for (const [reason, n] of sorted(totals.rejectedGlobal)) {
+    rejected.push(["", { reason }, n]);
+  }
+  return [
+    family(
+      "logs_http_requests_total",
+      "counter",
+      "Requests this process answered on the ingest port, by status.",
+      [...requests.byStatus].sort(([a], [b]) => a - b)
+        .map(([status, n]) => ["", { status: String(status) }, n]),
+    ),
+    family(
+      "logs_http_request_duration_seconds",
+      "histogram",
+      "Time this process took to answer a request on the ingest port.",
+      histogram,
+    ),
+    family(
+      "logs_entries_accepted_total",
+      "counter",
+      "Entries stored, by project (the whole service).",
+      sorted(totals.accepted).map(([project, n]) => ["", { project }, n]),
+    ),
+    family(
+      "logs_entries_rejected_total",
+      "counter",
+      "Entries dropped, by project and reason; without a project label for entries naming no existing project (the whole service).",
+      rejected,
+    ),
+    family(
+      "logs_queue_pending_batches",
+      "gauge",
+      "Batches committed and not yet processed (counted up to 1000).",
+      [["", {}, totals.pendingBatches]],
+    ),
+    family(
+      "logs_queue_oldest_age_seconds",
+      "gauge",
+      "Age of the oldest pending batch; 0 when none waits.",
+      [["", {}, totals.oldestPendingAgeMs / 1000]],
+    ),
+    family(
+      "logs_dead_letters",
+      "gauge",
+      "Batches moved aside after repeated failures (counted up to 1000).",
+      [["", {}, totals.deadLetters]],
+    ),
+    family(
+      "logs_alert_deliveries_pending",
+      "gauge",
+      "Alert deliveries waiting to be sent or retried (counted up to 1000).",
+      [["", {}, totals.alertOutbox]],
+    ),
+    family(
+      "logs_consumer_heartbeat_age_seconds",
+      "gauge",
+      "Time since this process's consumer last swept for pending batches.",
+      [["", {}, heartbeatAgeMs / 1000]],
+    ),
+  ].join("\n") + "\n";
+}
+
+/** Options of {@linkcode metricsHandler}. */
+export interface MetricsServerOptions {
+  kv: Deno.Kv;
+  requests: RequestMetrics;
+  heartbeat: Heartbeat;
+  /** `METRICS_TOKEN`; without one `/metrics` answers 503. */
+  token: string | undefined;
+  /** Clock, Unix ms. @default {Date.now} */
+  now?: () => number;
+  /** @default {HEARTBEAT_MAX_AGE_MS} */
+  heartbeatMaxAgeMs?: number;
+}
+
+function digest(text: string): Uint8Array {
+  return createHash("sha256").update(text).digest();
+}
+
+/** Whether the request carries `Authorization: Bearer <token>`, compared in constant time. */
+function authorized(req: Request, token: string): boolean {
+  const match = /^Bearer\s+(\S+)\s*$/i.exec(
+    req.headers.get("authorization") ?? "",
+  );
+  return match !== null && timingSafeEqual(digest(match[1]!), digest(token));
+}
+
+function json(body: unknown, status: number, headers = {}): Response {
+  return new Response(JSON.stringify(body), {
+    status,
+    headers: { "Content-Type": "application/json", ...headers },
+  });
+}
+
+async function probeKv(kv: Deno.Kv): Promise<string | null> {
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const timeout = new Promise<string>((resolve) => {
+    timer = setTimeout(
+      () => resolve(`no answer within ${KV_PROBE_TIMEOUT_MS} ms`),
+      KV_PROBE_TIMEOUT_MS,
+    );
+  });
+  try {
+    return await Promise.race([
+      kv.get(healthProbeKey()).then(() => null, () => "read failed"),
+      timeout,
+    ]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+/**
+ * The handler of the metrics port.
+ *
+ * @example
+ * ```ts
+ * Deno.serve({ port: 9464, hostname: "127.0.0.1" }, metricsHandler({ kv, requests, heartbeat, token }));
+ * ```
+ */
+export function metricsHandler(
+  options: MetricsServerOptions,
+): (req: Request) => Promise<Response> {
+  const now = options.now ?? Date.now;
+  const maxAge = options.heartbeatMaxAgeMs ?? HEARTBEAT_MAX_AGE_MS;
+  return async (req) => {
+    const path = new URL(req.url).pathname;
+    if (path !== "/healthz" && path !== "/metrics") {
+      return json({ status: "error", message: "Not found" }, 404);
+    }
+    if (req.method !== "GET" && req.method !== "HEAD") {
+      return json({ status: "error", message: "Method not allowed" }, 405, {
+        Allow: "GET, HEAD",
+      });
+    }
+    if (path === "/healthz") {
+      const kvProblem = await probeKv(options.kv);
+      const age = options.heartbeat.age(now());
+      const consumer = age <= maxAge
+        ? "ok"
+        : `no sweep for ${Math.round(age / 1000)} s`;
+      const ok = kvProblem === null && consumer === "ok";
+      return json(
+        {
+          status: ok ? "ok" : "unavailable",
+          kv: kvProblem ?? "ok",
+          consumer,
+        },
+        ok ? 200 : 503,
+        { "Cache-Control": "no-store" },
+      );
+    }
+    if (options.token === undefined) {
+      return json({
+        status: "error",
+        message:
+          "Cannot serve metrics: set METRICS_TOKEN and scrape with Authorization: Bearer <token>",
+      }, 503);
+    }
+    if (!authorized(req, options.token)) {
+      return json(
+        {
+          status: "error",
+          message: "Cannot serve metrics: bad or missing bearer token",
+        },
+        401,
+        { "WWW-Authenticate": 'Bearer realm="metrics"' },
+      );
+    }
+    const at = now();
+    const totals = await readTotals(options.kv, at);
+    return new Response(
+      renderMetrics(options.requests, totals, options.heartbeat.age(at)),
+      {
+        headers: {
+          "Content-Type": "text/plain; version=0.0.4; charset=utf-8",
+          "Cache-Control": "no-store",
+        },
+      },
+    );
+  };
+}

@@ -1,0 +1,43 @@
+/**
+ * A webhook receiver on 127.0.0.1 for the alert suites: it records every
+ * request (headers and body) and answers with the statuses it is given,
+ * one per request, then 200.
+ *
+ * @module
+ */
+
+/** One request the receiver got. */
+export interface Received {
+  path: string;
+  headers: Headers;
+  body: string;
+}
+
+/** A running receiver. */
+export interface Receiver {
+  url: string;
+  received: Received[];
+  close(): Promise<void>;
+}
+
+/** Starts a receiver; `statuses` are answered in order, then 200. */
+export function startReceiver(statuses: number[] = []): Receiver {
+  const received: Received[] = [];
+  const left = [...statuses];
+  const server = Deno.serve(
+    { hostname: "127.0.0.1", port: 0, onListen: () => {} },
+    async (req) => {
+      received.push({
+        path: new URL(req.url).pathname,
+        headers: req.headers,
+        body: await req.text(),
+      });
+      return new Response("ok", { status: left.shift() ?? 200 });
+    },
+  );
+  return {
+    url: `http://127.0.0.1:${server.addr.port}/hook`,
+    received,
+    close: () => server.shutdown(),
+  };
+}

@@ -1,0 +1,186 @@
+/**
+ * Where a webhook may point: private, loopback and reserved addresses are
+ * refused when a rule is added and again, after resolution, when a
+ * delivery is sent, unless ALERT_PRIVATE_TARGETS=allow.
+ *
+ * @module
+ */
+import assert from "node:assert/strict";
+import { listAlertRules, readAlertHistory } from "../../db/alerts.ts";
+import { addAlertRule } from "../../alerts/rules.ts";
+import {
+  checkResolvedTarget,
+  checkWebhookUrl,
+  isPrivateAddress,
+  type Resolver,
+  WebhookTargetError,
+} from "../../alerts/targets.ts";
+import { createAlertLoop } from "../../alerts/mod.ts";
+import { harness, randomEntry } from "../_helpers.ts";
+
+Deno.test("isPrivateAddress knows the refused ranges", async (t) => {
+  const cases: [string, boolean | null][] = [
+    ["127.0.0.1", true],
+    ["127.255.0.9", true],
+    ["10.0.0.1", true],
+    ["172.16.0.1", true],
+    ["172.31.255.255", true],
+    ["172.32.0.1", false],
+    ["192.168.1.1", true],
+    ["169.254.169.254", true],
+    ["100.64.0.1", true],
+    ["100.128.0.1", false],
+    ["0.0.0.0", true],
+    ["224.0.0.1", true],
+    ["255.255.255.255", true],
+    ["8.8.8.8", false],
+    ["93.184.215.14", false],
+    ["::", true],
+    ["::1", true],
+    ["[::1]", true],
+    ["fc00::1", true],
+    ["fd12:3456::1", true],
+    ["fe80::1", true],
+    ["ff02::1", true],
+    ["::ffff:127.0.0.1", true],
+    ["::ffff:7f00:1", true],
+    ["::ffff:8.8.8.8", false],
+    ["64:ff9b::a00:1", true],
+    ["2001:4860:4860::8888", false],
+    ["example.com", null],
+  ];
+  for (const [address, expected] of cases) {
+    await t.step(`${address} → ${expected}`, () => {
+      assert.equal(isPrivateAddress(address), expected);
+    });
+  }
+});
+
+Deno.test("a webhook on a private or loopback host is refused without ALERT_PRIVATE_TARGETS", async (t) => {
+  for (
+    const url of [
+      "http://127.0.0.1:9000/hook",
+      "http://localhost/hook",
+      "http://api.localhost/hook",
+      "http://[::1]:8080/",
+      "http://0x7f.1/",
+      "http://2130706433/",
+      "http://169.254.169.254/latest/meta-data",
+      "http://10.1.2.3/",
+      "http://[fd00::1]/",
+    ]
+  ) {
+    await t.step(url, () => {
+      assert.throws(
+        () => checkWebhookUrl(url, { allowPrivate: false }),
+        WebhookTargetError,
+      );
+      assert.ok(checkWebhookUrl(url, { allowPrivate: true }));
+    });
+  }
+  await t.step("other schemes are refused either way", () => {
+    assert.throws(
+      () => checkWebhookUrl("ftp://example.com/", { allowPrivate: true }),
+      /expected an http or https URL/,
+    );
+    assert.throws(
+      () => checkWebhookUrl("not a url", { allowPrivate: true }),
+      /expected an absolute http or https URL/,
+    );
+  });
+  await t.step("a public host passes", () => {
+    assert.equal(
+      checkWebhookUrl("https://hooks.example.com/a", { allowPrivate: false }),
+      "https://hooks.example.com/a",
+    );
+  });
+});
+
+Deno.test("adding a rule with a private webhook stores nothing", async () => {
+  const h = await harness();
+  try {
+    const project = await h.project();
+    await assert.rejects(
+      addAlertRule(h.kv, {
+        projectId: project.id,
+        query: "level:critical",
+        webhook: "http://192.168.0.10/hook",
+      }, { allowPrivate: false }),
+      /ALERT_PRIVATE_TARGETS=allow/,
+    );
+    assert.deepEqual(await listAlertRules(h.kv, project.id), []);
+  } finally {
+    await h.close();
+  }
+});
+
+Deno.test("a host name resolving to a private address is refused at delivery", async (t) => {
+  const resolver = (map: Record<string, string[]>): Resolver => (host, type) =>
+    Promise.resolve(
+      (map[host] ?? []).filter((a) =>
+        type === "A" ? !a.includes(":") : a.includes(":")
+      ),
+    );
+  await t.step("any private answer refuses", async () => {
+    await assert.rejects(
+      checkResolvedTarget("https://hooks.example.com/x", {
+        allowPrivate: false,
+        resolve: resolver({ "hooks.example.com": ["93.184.215.14", "::1"] }),
+      }),
+      /resolves to ::1/,
+    );
+  });
+  await t.step("no answer refuses", async () => {
+    await assert.rejects(
+      checkResolvedTarget("https://nowhere.example.com/x", {
+        allowPrivate: false,
+        resolve: resolver({}),
+      }),
+      /Cannot resolve webhook host "nowhere.example.com"/,
+    );
+  });
+  await t.step("public answers pass", async () => {
+    await checkResolvedTarget("https://hooks.example.com/x", {
+      allowPrivate: false,
+      resolve: resolver({ "hooks.example.com": ["93.184.215.14"] }),
+    });
+  });
+  await t.step(
+    "the delivery is not sent and its failure is recorded",
+    async () => {
+      const h = await harness();
+      try {
+        const project = await h.project(["https://app.example.com"]);
+        const rule = await addAlertRule(h.kv, {
+          projectId: project.id,
+          query: "level:critical",
+          webhook: "https://hooks.example.com/x",
+        }, { allowPrivate: false, now: h.clock.now });
+        let fetched = 0;
+        const loop = createAlertLoop({
+          kv: h.kv,
+          now: h.clock.now,
+          allowPrivate: false,
+          resolve: resolver({ "hooks.example.com": ["10.0.0.5"] }),
+          fetch: () => {
+            fetched++;
+            return Promise.resolve(new Response("ok"));
+          },
+        });
+        const res = await h.post(
+          randomEntry({ projectId: project.id, level: "critical" }),
+          { Origin: "https://app.example.com" },
+        );
+        await res.body?.cancel();
+        await h.process();
+        h.clock.advance(3000);
+        assert.deepEqual((await loop.tick()).attempts, ["failed"]);
+        assert.equal(fetched, 0);
+        const [attempt] = await readAlertHistory(h.kv, project.id, rule.id);
+        assert.match(attempt!.error!, /resolves to 10\.0\.0\.5/);
+      } finally {
+        await h.close();
+      }
+    },
+  );
+});
