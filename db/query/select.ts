@@ -8,7 +8,6 @@
  */
 import { lineId, lineLevel } from "../lines.ts";
 import type { CompiledFilter } from "./filter.ts";
-import type { ScanStats } from "./scan.ts";
 
 /** Candidate lines of a chunk, in scan order. */
 export interface Run {
@@ -68,7 +67,7 @@ export function selectLines(
   lo: string,
   hi: string,
   desc: boolean,
-  stats: ScanStats,
+  stats: { entriesScanned: number },
 ): Run | null {
   if (text === "") return null;
   const starts = lineStarts(text);
