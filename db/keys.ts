@@ -11,6 +11,7 @@
  * | `batch_parts/<batchId>/<n>` | further parts of a large batch |
  * | `batch_progress/<batchId>` | projects whose results a batch spanning many projects has committed |
  * | `log_chunks/<projectId>/<last entry id>` | a chunk of stored entries: deflated JSON lines |
+ * | `logs/<projectId>/<first entry id>` (+ `log_parts/…/<n>`) | a page of an earlier version, read once and made a chunk |
  * | `log_chunk_parts/<projectId>/<last entry id>/<n>` | further parts of a large chunk |
  * | `log_summaries/<projectId>/<last entry id>` | a chunk's summary: first id, count, levels |
  * | `log_blooms/<projectId>/<last entry id>` | the summary and the chunk's Bloom filter |
@@ -80,6 +81,25 @@ export function batchPartKey(batchId: string, n: number): Deno.KvKey {
  */
 export function batchProgressKey(batchId: string): Deno.KvKey {
   return ["batch_progress", batchId];
+}
+
+/** Key of a page stored by an earlier version (db/query/upgrade.ts). */
+export function legacyPageKey(projectId: string, firstId: string): Deno.KvKey {
+  return ["logs", projectId, firstId];
+}
+
+/** Prefixes of a project's pages of an earlier version and of their parts. */
+export function legacyPagePrefixes(projectId: string): Deno.KvKey[] {
+  return [["logs", projectId], ["log_parts", projectId]];
+}
+
+/** Key of part `n` (from 1) of a page of an earlier version. */
+export function legacyPagePartKey(
+  projectId: string,
+  firstId: string,
+  n: number,
+): Deno.KvKey {
+  return ["log_parts", projectId, firstId, n];
 }
 
 /** Key of a chunk of stored entries, named by its last entry (see db/query/chunk.ts). */

@@ -44,6 +44,7 @@ import {
   FINAL_TIER,
   readChunkText,
 } from "./chunk.ts";
+import { upgradePages } from "./upgrade.ts";
 import {
   type Backlog,
   backlogOf,
@@ -169,6 +170,11 @@ export async function mergeProject(
     }
     if (expired.length > 0) await flushExpired();
     await deleteExpiredCounts(kv, projectId, now - retentionMs);
+    await upgradePages(kv, projectId, {
+      now,
+      retentionMs,
+      project: projectEntry!,
+    });
 
     const maxMerges = options.maxMerges ?? Infinity;
     const runs: ChunkSummary[][] = [[]];

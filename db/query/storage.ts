@@ -7,6 +7,7 @@
  * @module
  */
 import {
+  legacyPagePrefixes,
   logBloomsPrefix,
   logChunkPartsPrefix,
   logChunksPrefix,
@@ -26,6 +27,7 @@ export function storedLogPrefixes(projectId: string): Deno.KvKey[] {
     logChunksPrefix(projectId),
     logChunkPartsPrefix(projectId),
     logCountsPrefix(projectId),
+    ...legacyPagePrefixes(projectId),
   ];
 }
 
