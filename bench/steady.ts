@@ -35,6 +35,19 @@ import { freePort, startServer } from "./server.ts";
 import { parseWrk, type WrkResult } from "./wrk.ts";
 
 const ROOT = new URL("../", import.meta.url);
+/** The checkout whose service runs: this one, or `--service DIR` (another build, side by side). */
+const SERVICE = serviceDir();
+
+function serviceDir(): URL {
+  const dir = parseArgs({
+    args: Deno.args,
+    options: { service: { type: "string" } },
+    strict: false,
+  }).values.service;
+  return typeof dir === "string"
+    ? new URL(`file://${Deno.realPathSync(dir)}/`)
+    : ROOT;
+}
 const ORIGIN = "https://bench.example";
 const RARE = "zanzibarquokka";
 const BODIES = 20_000;
@@ -47,6 +60,7 @@ const { values } = parseArgs({
     rates: { type: "string", default: "1000,2000,5000" },
     phase: { type: "string", default: "300" },
     probe: { type: "string", default: "15" },
+    service: { type: "string" },
     json: { type: "boolean", default: false },
   },
 });
@@ -184,12 +198,12 @@ async function main() {
     "one user": `context.userId:${user}`,
   };
 
-  const config = await Deno.readTextFile(new URL("deno.json", ROOT));
+  const config = await Deno.readTextFile(new URL("deno.json", SERVICE));
   const port = freePort();
   const server = await startServer({
     name: "the service",
     args: denoArgs(taskCommand(config, "start"), "main.ts"),
-    cwd: ROOT,
+    cwd: SERVICE,
     port,
     env: {
       PORT: String(port),
