@@ -1058,8 +1058,16 @@ Deno.test("stats --json counts accepted and rejected entries and lists recent re
       "acceptedOnReplay",
       "rejected",
       "recent",
+      "backlog",
     ]);
     assert.equal(out.accepted, 3);
+    const backlog = out.backlog as Record<string, Record<string, unknown>>;
+    assert.deepEqual(backlog.queued, {
+      batches: 0,
+      entries: 0,
+      oldestAgeSeconds: null,
+    });
+    assert.equal(backlog.unmerged!.entries, 3);
     assert.deepEqual(out.rejected, {
       bad_origin: 2,
       no_credentials: 1,
