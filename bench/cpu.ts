@@ -14,16 +14,13 @@
  *
  * Servers: the service of one or more checkouts (`--service <dir>`, default
  * this one; each runs as its deno.json `start` task runs it, with its own KV
- * file and the bench project), the bare server (`bench/bare.ts`), and
- * variants of the bare server that add one piece of the service's answer
- * (`--variant <name>`, see `bench/variants.ts`). They are driven in turns,
- * one server after the other, `--turns` times.
+ * file and the bench project) and the bare server (`bench/bare.ts`). They are
+ * driven in turns, one server after the other, `--turns` times.
  *
  * ```sh
  * deno run -A bench/cpu.ts                                 # service and bare, 3 turns of 5 s, 64 connections
  * deno run -A bench/cpu.ts --service . --service ../base   # two checkouts side by side
  * deno run -A bench/cpu.ts --service .,QUEUE=off            # a checkout with variables of its own
- * deno run -A bench/cpu.ts --no-bare --variant cors-set --variant cors-init
  * ```
  *
  * With `--split`, only the server's main thread (the JavaScript) stays on
@@ -35,8 +32,7 @@
  * Two processes of the same checkout differ: on this shared machine their
  * medians over 8 to 10 turns came 8 to 19 % apart. Compare builds with two
  * processes each (`--service a --service b --service a/ --service b/`) and
- * trust only differences well beyond that; price small changes in process
- * with `bench/stages.ts`.
+ * trust only differences well beyond that.
  *
  * Options: `--duration <s>` (5), `--turns <n>` (3), `--connections <n>` (64),
  * `--threads <n>` (2), `--server-cpu <list>` ("1"), `--wrk-cpu <list>` ("0"),
@@ -155,7 +151,6 @@ async function main(): Promise<void> {
       threads: { type: "string", default: "2" },
       service: { type: "string", multiple: true },
       bare: { type: "boolean", default: true },
-      variant: { type: "string", multiple: true, default: [] },
       "server-cpu": { type: "string", default: "1" },
       "wrk-cpu": { type: "string", default: "0" },
       json: { type: "boolean", default: false },
@@ -230,26 +225,15 @@ async function main(): Promise<void> {
         store: { kvPath, projectId: project.id },
       });
     }
-    const variants = values.bare ? ["bare", ...values.variant] : values.variant;
-    for (const variant of variants) {
+    if (values.bare) {
       const port = freePort();
       const server = await startServer({
-        name: variant,
-        args: variant === "bare"
-          ? ["run", "--allow-net", "bench/bare.ts", "--port", String(port)]
-          : [
-            "run",
-            "--allow-net",
-            "bench/variants.ts",
-            "--variant",
-            variant,
-            "--port",
-            String(port),
-          ],
+        name: "bare",
+        args: ["run", "--allow-net", "bench/bare.ts", "--port", String(port)],
         cwd: ROOT,
         port,
       });
-      targets.push({ label: variant, server });
+      targets.push({ label: "bare", server });
     }
     for (const t of targets) {
       await pin(
