@@ -32,6 +32,10 @@
  * | `dashboard_secret` | 32 random bytes, mixed with `ADMIN_PASSWORD` into the dashboard's signing key |
  * | `dashboard_sessions/<sessionId>` | one signed-in dashboard session, expiring with it |
  * | `dashboard_flash/<sessionId>` | what a session's next page shows once (a new secret, replay results), expiring in minutes |
+ * | `users/<email>` | a dashboard account: role, projects, scrypt hash of its password |
+ * | `read_tokens/<projectId>/<tokenId>` | a read token's name and SHA-256 hash (never the token) |
+ * | `read_token_hashes/<sha256 hex>` | the project and id of the read token with that hash |
+ * | `audit/<projectId or "">/<eventId>` | one audit event of a project (`""`: of the service), expiring |
  *
  * @module
  */
@@ -314,6 +318,41 @@ export function dashboardSessionsPrefix(): Deno.KvKey {
 /** Key of what a dashboard session's next page shows once. */
 export function dashboardFlashKey(sessionId: string): Deno.KvKey {
   return ["dashboard_flash", sessionId];
+}
+
+/** Key of a dashboard account, by its email (lower case). */
+export function userKey(email: string): Deno.KvKey {
+  return ["users", email];
+}
+
+/** Prefix of every dashboard account, ordered by email. */
+export function usersPrefix(): Deno.KvKey {
+  return ["users"];
+}
+
+/** Key of a project's read token (its name and hash). */
+export function readTokenKey(projectId: string, tokenId: string): Deno.KvKey {
+  return ["read_tokens", projectId, tokenId];
+}
+
+/** Prefix of a project's read tokens. */
+export function readTokensPrefix(projectId: string): Deno.KvKey {
+  return ["read_tokens", projectId];
+}
+
+/** Key that finds a read token by the SHA-256 (hex) of the token. */
+export function readTokenHashKey(hash: string): Deno.KvKey {
+  return ["read_token_hashes", hash];
+}
+
+/** Key of one audit event; `scope` is a project id, or `""` for the service. */
+export function auditKey(scope: string, eventId: string): Deno.KvKey {
+  return ["audit", scope, eventId];
+}
+
+/** Prefix of the audit events of a project (or `""`, the service's). */
+export function auditPrefix(scope: string): Deno.KvKey {
+  return ["audit", scope];
 }
 
 /** Thrown when a key does not have the layout its decoder expects. */
