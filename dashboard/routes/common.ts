@@ -56,6 +56,14 @@ export function pageContext(c: DashContext, deps: DashboardDeps): PageContext {
     nonce: c.get("nonce"),
     csrf: c.get("session")?.csrf ?? null,
     assets: deps.assetUrls,
+    ...(c.get("session")
+      ? {
+        account: {
+          email: c.get("session")!.account.email,
+          role: c.get("session")!.account.role,
+        },
+      }
+      : {}),
   };
 }
 
@@ -75,7 +83,7 @@ export interface Renderable {
 export async function render(
   c: DashContext,
   page: Renderable,
-  status: 200 | 400 | 401 | 403 | 404 | 409 | 429 | 500 = 200,
+  status: 200 | 201 | 400 | 401 | 403 | 404 | 409 | 429 | 500 = 200,
 ): Promise<Response> {
   return c.html(`<!DOCTYPE html>${await page.toString()}`, status);
 }
