@@ -274,3 +274,49 @@ Deno.test("the audit log keeps the newest 500 events of a project", async () => 
     );
   });
 });
+
+Deno.test("project commands write their changes to the project's audit log, never the secret", async () => {
+  await withDashboard(async (h) => {
+    const created = await cli(h.kv, [
+      "project",
+      "create",
+      "--name",
+      "web",
+      "--json",
+    ]);
+    assert.equal(created.code, 0, created.stderr);
+    const { projectId, secret } = JSON.parse(created.stdout);
+    await cli(h.kv, [
+      "project",
+      "allow",
+      projectId,
+      "https://shop.example.com",
+    ]);
+    const rotated = await cli(h.kv, [
+      "project",
+      "rotate-secret",
+      projectId,
+      "--json",
+    ]);
+    assert.equal(rotated.code, 0, rotated.stderr);
+    const run = await cli(h.kv, ["audit", projectId, "--json"]);
+    assert.equal(run.code, 0, run.stderr);
+    assert.deepEqual(
+      run.stdout.trim().split("\n").map((l) => {
+        const e = JSON.parse(l);
+        return [e.actor, e.action, e.detail];
+      }),
+      [
+        ["cli", "secret.rotate", "86400000"],
+        ["cli", "settings.allow", "https://shop.example.com"],
+        ["cli", "project.create", "web"],
+      ],
+    );
+    const text = await everything(h.kv);
+    const audit = text.split("\n").filter((l) => l.includes('"action"'));
+    assert.ok(audit.every((l) => !l.includes(secret)));
+    assert.ok(
+      audit.every((l) => !l.includes(JSON.parse(rotated.stdout).secret)),
+    );
+  });
+});

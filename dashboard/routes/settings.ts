@@ -9,7 +9,7 @@
  * @module
  */
 import { recordAudit } from "../../db/audit.ts";
-import { listReadTokens } from "../../db/tokens.ts";
+import { deleteReadTokens, listReadTokens } from "../../db/tokens.ts";
 import { InvalidValueError } from "../../db/validation.ts";
 import {
   addLevel,
@@ -221,6 +221,7 @@ export function settingsRoutes(app: DashApp, deps: DashboardDeps): void {
       );
     }
     await deleteProject(kv, id);
+    await deleteReadTokens(kv, id);
     return c.redirect(`${base}/?done=deleted`, 303);
   });
 }
