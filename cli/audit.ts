@@ -1,15 +1,27 @@
 /**
  * `deno task audit [PROJECT]`: who changed what, and when, newest first —
- * a project's audit log, or without PROJECT the service's (accounts).
+ * a project's audit log, or without PROJECT the service's (accounts). Also
+ * what writes the changes of `deno task project …` to that log.
  *
  * @module
  */
-import { listAudit, MAX_AUDIT_EVENTS } from "../db/audit.ts";
-import { getProject, ProjectNotFoundError } from "../db/projects.ts";
+import {
+  deleteAudit,
+  listAudit,
+  MAX_AUDIT_EVENTS,
+  recordAudit,
+} from "../db/audit.ts";
+import {
+  getProject,
+  listProjects,
+  ProjectNotFoundError,
+} from "../db/projects.ts";
+import { deleteReadTokens } from "../db/tokens.ts";
 import {
   booleanFlag,
   type CommandContext,
   guard,
+  type Parsed,
   parseFlags,
   println,
   stringFlag,
@@ -92,4 +104,52 @@ export function auditCommand(ctx: CommandContext): Promise<number> {
     println(ctx, formatTable(rows));
     return 0;
   });
+}
+
+/**
+ * Runs `deno task project NAME …` (`run`) and, when it succeeded, writes
+ * its change to the project's audit log as done by `cli`; deleting a
+ * project also revokes its read tokens (and is logged for the service).
+ */
+export async function auditedProjectCommand(
+  ctx: CommandContext,
+  name: string,
+  parsed: Parsed,
+  run: () => Promise<number>,
+): Promise<number> {
+  const [id = "", a, b] = parsed.positionals;
+  const before = name === "create"
+    ? new Set((await listProjects(ctx.kv)).map((p) => p.id))
+    : null;
+  const deleted = name === "delete" ? await getProject(ctx.kv, id) : null;
+  const code = await run();
+  if (code !== 0 || booleanFlag(parsed, "help")) return code;
+  const record = (projectId: string | null, action: string, detail: string) =>
+    recordAudit(ctx.kv, {
+      projectId,
+      actor: "cli",
+      action,
+      detail,
+      now: ctx.now,
+    });
+  if (before !== null) {
+    for (const project of await listProjects(ctx.kv)) {
+      if (!before.has(project.id)) {
+        await record(project.id, "project.create", project.name);
+      }
+    }
+  } else if (deleted !== null) {
+    await deleteReadTokens(ctx.kv, deleted.id);
+    await deleteAudit(ctx.kv, deleted.id);
+    await record(null, "project.delete", `${deleted.name} (${deleted.id})`);
+  } else if (name === "allow" || name === "disallow") {
+    await record(id, `settings.${name}`, a ?? "");
+  } else if (name === "rotate-secret") {
+    await record(id, "secret.rotate", stringFlag(parsed, "grace") ?? "24h");
+  } else if (name === "levels" && (a === "add" || a === "remove")) {
+    await record(id, `settings.levels.${a}`, b ?? "");
+  } else if (name === "retention") {
+    await record(id, "settings.retention", a ?? "");
+  }
+  return code;
 }

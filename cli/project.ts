@@ -21,8 +21,6 @@ import {
   rotateSecret,
   setRetention,
 } from "../db/projects.ts";
-import { recordAudit } from "../db/audit.ts";
-import { deleteReadTokens } from "../db/tokens.ts";
 import { InvalidValueError } from "../db/validation.ts";
 import { STANDARD_LEVELS } from "../domain/entry.ts";
 import {
@@ -53,22 +51,7 @@ import {
   projectJson,
 } from "./project_format.ts";
 import { USAGE } from "./project_usage.ts";
-
-/** Writes a change made by these commands to the project's audit log. */
-async function audit(
-  ctx: CommandContext,
-  projectId: string | null,
-  action: string,
-  detail: string,
-): Promise<void> {
-  await recordAudit(ctx.kv, {
-    projectId,
-    actor: "cli",
-    action,
-    detail,
-    now: ctx.now,
-  });
-}
+import { auditedProjectCommand } from "./audit.ts";
 
 async function requireProject(kv: Deno.Kv, id: string): Promise<Project> {
   const project = await getProject(kv, id);
@@ -103,7 +86,6 @@ const SUBCOMMANDS: Record<string, {
         allow: stringFlags(parsed, "allow"),
         now: ctx.now,
       });
-      await audit(ctx, project.id, "project.create", project.name);
       if (booleanFlag(parsed, "json")) {
         println(ctx, JSON.stringify(projectJson(project, { secret: true })));
         return 0;
@@ -187,7 +169,6 @@ const SUBCOMMANDS: Record<string, {
         ["ID", "VALUE"],
       );
       const project = await allowValue(ctx.kv, id, value);
-      await audit(ctx, id, "settings.allow", value);
       printProject(
         ctx,
         parsed,
@@ -206,7 +187,6 @@ const SUBCOMMANDS: Record<string, {
         ["ID", "VALUE"],
       );
       const project = await disallowValue(ctx.kv, id, value);
-      await audit(ctx, id, "settings.disallow", value);
       printProject(
         ctx,
         parsed,
@@ -235,7 +215,6 @@ const SUBCOMMANDS: Record<string, {
         graceMs,
         now: ctx.now,
       });
-      await audit(ctx, id, "secret.rotate", String(graceMs));
       const expires = project.previousSecretExpiresAt;
       if (booleanFlag(parsed, "json")) {
         println(
@@ -285,11 +264,9 @@ const SUBCOMMANDS: Record<string, {
         );
       } else if (action === "add") {
         project = await addLevel(ctx.kv, id, level);
-        await audit(ctx, id, "settings.levels.add", level);
         headline = `Added level "${level}" to project "${id}"`;
       } else {
         project = await removeLevel(ctx.kv, id, level);
-        await audit(ctx, id, "settings.levels.remove", level);
         headline = `Removed level "${level}" from project "${id}"`;
       }
       if (booleanFlag(parsed, "json")) {
@@ -330,7 +307,6 @@ const SUBCOMMANDS: Record<string, {
         );
       }
       const project = await setRetention(ctx.kv, id, Number(days));
-      await audit(ctx, id, "settings.retention", days);
       printProject(
         ctx,
         parsed,
@@ -364,13 +340,6 @@ const SUBCOMMANDS: Record<string, {
         }
       }
       const logs = await deleteProject(ctx.kv, project.id);
-      await deleteReadTokens(ctx.kv, project.id);
-      await audit(
-        ctx,
-        null,
-        "project.delete",
-        `${project.name} (${project.id})`,
-      );
       if (booleanFlag(parsed, "json")) {
         println(
           ctx,
@@ -419,6 +388,7 @@ export function projectCommand(ctx: CommandContext): Promise<number> {
       println(ctx, USAGE[name]!);
       return 0;
     }
-    return await sub.run({ ...ctx, args: rest }, parsed);
+    const run = () => sub.run({ ...ctx, args: rest }, parsed);
+    return await auditedProjectCommand(ctx, name, parsed, run);
   });
 }

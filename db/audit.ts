@@ -8,8 +8,9 @@
  * @module
  */
 import { createId } from "../domain/ids.ts";
-import { auditKey, auditPrefix } from "./keys.ts";
+import { auditKey } from "./keys.ts";
 import { decodeJson, encodeJson } from "./kv.ts";
+import { deletePrefix } from "./projects.ts";
 
 /** Events kept per project (and for the service). */
 export const MAX_AUDIT_EVENTS = 500;
@@ -71,7 +72,7 @@ export async function recordAudit(
   const extra: Deno.KvKey[] = [];
   let seen = 0;
   for await (
-    const entry of kv.list({ prefix: auditPrefix(scope) }, {
+    const entry of kv.list({ prefix: auditKey(scope) }, {
       reverse: true,
       limit: MAX_AUDIT_EVENTS + TRIM_BATCH,
     })
@@ -111,7 +112,7 @@ export async function listAudit(
 ): Promise<AuditEvent[]> {
   const events: AuditEvent[] = [];
   for await (
-    const entry of kv.list({ prefix: auditPrefix(projectId ?? "") }, {
+    const entry of kv.list({ prefix: auditKey(projectId ?? "") }, {
       reverse: true,
       limit,
     })
@@ -120,4 +121,12 @@ export async function listAudit(
     if (event !== null) events.push(event);
   }
   return events;
+}
+
+/** Deletes a project's audit log (with the project; the service's log keeps the deletion). */
+export async function deleteAudit(
+  kv: Deno.Kv,
+  projectId: string,
+): Promise<number> {
+  return await deletePrefix(kv, auditKey(projectId));
 }

@@ -320,14 +320,9 @@ export function dashboardFlashKey(sessionId: string): Deno.KvKey {
   return ["dashboard_flash", sessionId];
 }
 
-/** Key of a dashboard account, by its email (lower case). */
-export function userKey(email: string): Deno.KvKey {
-  return ["users", email];
-}
-
-/** Prefix of every dashboard account, ordered by email. */
-export function usersPrefix(): Deno.KvKey {
-  return ["users"];
+/** Key of a dashboard account by email; without one, the prefix of all. */
+export function userKey(email?: string): Deno.KvKey {
+  return email === undefined ? ["users"] : ["users", email];
 }
 
 /** Key of a project's read token (its name and hash). */
@@ -345,14 +340,12 @@ export function readTokenHashKey(hash: string): Deno.KvKey {
   return ["read_token_hashes", hash];
 }
 
-/** Key of one audit event; `scope` is a project id, or `""` for the service. */
-export function auditKey(scope: string, eventId: string): Deno.KvKey {
-  return ["audit", scope, eventId];
-}
-
-/** Prefix of the audit events of a project (or `""`, the service's). */
-export function auditPrefix(scope: string): Deno.KvKey {
-  return ["audit", scope];
+/**
+ * Key of an audit event of `scope` (a project id, or `""` for the service);
+ * without an event id, the prefix of the scope's events.
+ */
+export function auditKey(scope: string, eventId?: string): Deno.KvKey {
+  return eventId === undefined ? ["audit", scope] : ["audit", scope, eventId];
 }
 
 /** Thrown when a key does not have the layout its decoder expects. */

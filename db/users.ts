@@ -12,7 +12,7 @@
  */
 import { scrypt, timingSafeEqual } from "node:crypto";
 import { decodeJson, encodeJson } from "./kv.ts";
-import { userKey, usersPrefix } from "./keys.ts";
+import { userKey } from "./keys.ts";
 import { getProject, ProjectNotFoundError } from "./projects.ts";
 import { InvalidValueError } from "./validation.ts";
 
@@ -276,7 +276,7 @@ export async function getUser(
 /** Every stored account, by email. */
 export async function listUsers(kv: Deno.Kv): Promise<User[]> {
   const users: User[] = [];
-  for await (const entry of kv.list({ prefix: usersPrefix() })) {
+  for await (const entry of kv.list({ prefix: userKey() })) {
     const user = decodeJson<User>(entry.value);
     if (user !== null) users.push(user);
   }

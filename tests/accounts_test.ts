@@ -307,7 +307,7 @@ Deno.test("project commands write their changes to the project's audit log, neve
         return [e.actor, e.action, e.detail];
       }),
       [
-        ["cli", "secret.rotate", "86400000"],
+        ["cli", "secret.rotate", "24h"],
         ["cli", "settings.allow", "https://shop.example.com"],
         ["cli", "project.create", "web"],
       ],

@@ -425,3 +425,17 @@ Deno.test("the settings page creates a token shown once and revokes it", async (
     assert.match(audit, /admin token\.create export/);
   });
 });
+
+Deno.test("deleting a project revokes its read tokens", async () => {
+  await withDashboard(async (h) => {
+    const project = await h.project();
+    const token = await createToken(h, project.id);
+    const run = await cli(h.kv, ["project", "delete", project.id, "--yes"]);
+    assert.equal(run.code, 0, run.stderr);
+    const stored = await everything(h.kv);
+    assert.ok(!stored.includes(project.id + '"'), "nothing left of it");
+    const res = await api(h, `/api/v1/projects/${project.id}/logs`, token);
+    assert.equal(res.status, 401);
+    await res.body?.cancel();
+  });
+});

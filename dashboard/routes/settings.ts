@@ -8,7 +8,7 @@
  *
  * @module
  */
-import { recordAudit } from "../../db/audit.ts";
+import { deleteAudit, recordAudit } from "../../db/audit.ts";
 import { deleteReadTokens, listReadTokens } from "../../db/tokens.ts";
 import { InvalidValueError } from "../../db/validation.ts";
 import {
@@ -222,6 +222,7 @@ export function settingsRoutes(app: DashApp, deps: DashboardDeps): void {
     }
     await deleteProject(kv, id);
     await deleteReadTokens(kv, id);
+    await deleteAudit(kv, id);
     return c.redirect(`${base}/?done=deleted`, 303);
   });
 }
