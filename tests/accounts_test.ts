@@ -12,7 +12,7 @@ import { listAudit, MAX_AUDIT_EVENTS, recordAudit } from "../db/audit.ts";
 import { userKey } from "../db/keys.ts";
 import { decodeJson } from "../db/kv.ts";
 import { createProject } from "../db/projects.ts";
-import type { User } from "../db/users.ts";
+import { hashPassword, type User, verifyPassword } from "../db/users.ts";
 import { cli } from "./_cli.ts";
 import { textDecoder } from "./_helpers.ts";
 import {
@@ -319,4 +319,36 @@ Deno.test("project commands write their changes to the project's audit log, neve
       audit.every((l) => !l.includes(JSON.parse(rotated.stdout).secret)),
     );
   });
+});
+
+Deno.test("eight password checks at once stay within +150 MB of RSS (scrypt runs two at a time)", async () => {
+  const hash = await hashPassword("the right password");
+  const before = Deno.memoryUsage().rss;
+  let peak = before;
+  const sampler = setInterval(() => {
+    peak = Math.max(peak, Deno.memoryUsage().rss);
+  }, 5);
+  try {
+    const results = await Promise.all(
+      Array.from(
+        { length: 8 },
+        (_, i) =>
+          verifyPassword(i === 0 ? "the right password" : `wrong ${i}`, hash),
+      ),
+    );
+    assert.deepEqual(results, [
+      true,
+      false,
+      false,
+      false,
+      false,
+      false,
+      false,
+      false,
+    ]);
+  } finally {
+    clearInterval(sampler);
+  }
+  const grown = peak - before;
+  assert.ok(grown < 150 * 1024 * 1024, `RSS grew ${grown} bytes`);
 });
