@@ -9,6 +9,7 @@
  */
 import assert from "node:assert/strict";
 import { createProject } from "../db/projects.ts";
+import { randomEntry } from "./_helpers.ts";
 import {
   ACCOUNT_PASSWORD,
   addAccount,
@@ -286,5 +287,24 @@ Deno.test("a role taken away applies to the account's next request", async () =>
       (await get(h.dash, member, `/projects/${own.id}`)).status,
       200,
     );
+  });
+});
+
+Deno.test("a viewer's rejections page offers no Allow and no Replay, an admin's does", async () => {
+  await withDashboard(async (h) => {
+    const project = await h.project(["https://app.example.com"]);
+    await h.post(randomEntry({ projectId: project.id }), {
+      Origin: "https://stranger.example.com",
+    });
+    await h.process();
+    await addAccount(h.kv, "viewer@example.com", "viewer", [project.id]);
+    const path = `/projects/${project.id}/rejections`;
+    const admin = await (await get(h.dash, await signIn(h.dash), path)).text();
+    assert.match(admin, /\/rejections\/replay"/);
+    assert.match(admin, /\/settings\/allow"/);
+    const viewer = await signInAs(h.dash, "viewer@example.com");
+    const page = await (await get(h.dash, viewer, path)).text();
+    assert.match(textOf(page), /stranger\.example\.com/);
+    assert.doesNotMatch(page, /\/rejections\/replay"|\/settings\/allow"/);
   });
 });
