@@ -98,8 +98,11 @@ export async function createReadToken(
   for (;;) {
     const token = TOKEN_PREFIX +
       base64url(crypto.getRandomValues(new Uint8Array(32)));
+    const id = base64url(crypto.getRandomValues(new Uint8Array(6)));
+    // An id starting with "-" would read as an option on a command line.
+    if (!/^[A-Za-z0-9]/.test(id)) continue;
     const record: ReadToken = {
-      id: base64url(crypto.getRandomValues(new Uint8Array(6))),
+      id,
       projectId: options.projectId,
       name,
       hash: tokenHash(token),
