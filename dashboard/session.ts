@@ -22,8 +22,8 @@ import {
   BUILTIN_ACCOUNT,
   BUILTIN_ADMIN,
   getUser,
-  verifyPassword,
 } from "../db/users.ts";
+import { verifyPassword } from "../db/passwords.ts";
 
 /** How long a session lasts after signing in. */
 export const SESSION_TTL_MS = 12 * 3_600_000;

@@ -12,7 +12,8 @@ import { listAudit, MAX_AUDIT_EVENTS, recordAudit } from "../db/audit.ts";
 import { userKey } from "../db/keys.ts";
 import { decodeJson } from "../db/kv.ts";
 import { createProject } from "../db/projects.ts";
-import { hashPassword, type User, verifyPassword } from "../db/users.ts";
+import { hashPassword, verifyPassword } from "../db/passwords.ts";
+import type { User } from "../db/users.ts";
 import { cli } from "./_cli.ts";
 import { textDecoder } from "./_helpers.ts";
 import {
