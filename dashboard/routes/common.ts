@@ -83,7 +83,7 @@ export interface Renderable {
 export async function render(
   c: DashContext,
   page: Renderable,
-  status: 200 | 201 | 400 | 401 | 403 | 404 | 409 | 429 | 500 = 200,
+  status: 200 | 400 | 401 | 403 | 404 | 409 | 429 | 500 = 200,
 ): Promise<Response> {
   return c.html(`<!DOCTYPE html>${await page.toString()}`, status);
 }
