@@ -24,6 +24,9 @@ import { logsCommand } from "./logs.ts";
 import { projectCommand } from "./project.ts";
 import { rejectedCommand } from "./rejected.ts";
 import { statsCommand } from "./stats.ts";
+import { auditCommand } from "./audit.ts";
+import { tokenCommand } from "./token.ts";
+import { userCommand } from "./user.ts";
 
 /** The commands, by their first word. */
 export const COMMANDS: Record<string, Command> = {
@@ -33,6 +36,9 @@ export const COMMANDS: Record<string, Command> = {
   deadletters: deadLettersCommand,
   rejected: rejectedCommand,
   alert: alertCommand,
+  user: userCommand,
+  token: tokenCommand,
+  audit: auditCommand,
 };
 
 const USAGE = `Operator commands of the log ingestion service.
@@ -46,6 +52,11 @@ Usage:
   deno task rejected [replay] ID    Recent rejected entries: why, and replay
   deno task alert add|list|remove|history PROJECT ...
                                     Alert rules and their deliveries
+  deno task user add|list|set|passwd|remove ...
+                                    Dashboard accounts and their roles
+  deno task token create|list|revoke PROJECT ...
+                                    Read tokens of the read API
+  deno task audit [PROJECT]         Who changed what, and when
 
 Every command takes --help and --json.
 
@@ -86,8 +97,8 @@ function onlyHelp(argv: string[]): boolean {
   const end = argv.indexOf("--");
   const flags = end < 0 ? argv : argv.slice(0, end);
   return argv.length === 0 || !(argv[0]! in COMMANDS) ||
-    (argv[0] === "project" && argv.length === 1) ||
-    (argv[0] === "alert" && argv.length === 1) ||
+    (["project", "user", "token", "alert"].includes(argv[0]!) &&
+      argv.length === 1) ||
     flags.includes("--help") || flags.includes("-h");
 }
 

@@ -51,6 +51,7 @@ import {
   projectJson,
 } from "./project_format.ts";
 import { USAGE } from "./project_usage.ts";
+import { auditedProjectCommand } from "./audit.ts";
 
 async function requireProject(kv: Deno.Kv, id: string): Promise<Project> {
   const project = await getProject(kv, id);
@@ -387,6 +388,7 @@ export function projectCommand(ctx: CommandContext): Promise<number> {
       println(ctx, USAGE[name]!);
       return 0;
     }
-    return await sub.run({ ...ctx, args: rest }, parsed);
+    const run = () => sub.run({ ...ctx, args: rest }, parsed);
+    return await auditedProjectCommand(ctx, name, parsed, run);
   });
 }

@@ -14,6 +14,7 @@
  */
 import { Hono } from "hono";
 import { getCookie } from "hono/cookie";
+import { accessRefusal } from "./access.ts";
 import { type Asset, assetResponse, assetUrls, loadAssets } from "./assets.ts";
 import { HISTOGRAM_BUDGET_MS } from "./histogram.ts";
 import { MessagePage } from "./pages/message.tsx";
@@ -34,6 +35,10 @@ import { rejectionsRoutes } from "./routes/rejections.ts";
 import { settingsRoutes } from "./routes/settings.ts";
 import { deadLettersRoutes } from "./routes/dead_letters.ts";
 import { alertsRoutes } from "./routes/alerts.ts";
+import { apiRoutes } from "./routes/api.ts";
+import { auditRoutes } from "./routes/audit.ts";
+import { tokensRoutes } from "./routes/tokens.ts";
+import { usersRoutes } from "./routes/users.ts";
 import {
   createNonce,
   crossOriginRefusal,
@@ -76,9 +81,10 @@ export interface DashboardOptions {
   allowPrivateTargets?: boolean;
 }
 
-/** Paths that need no session. */
+/** Paths that need no session (the read API checks its own credentials). */
 function isPublic(base: string, path: string): boolean {
-  return path === `${base}/login` || path.startsWith(`${base}/assets/`);
+  return path === `${base}/login` || path.startsWith(`${base}/assets/`) ||
+    path.startsWith(`${base}/api/`);
 }
 
 /**
@@ -164,6 +170,13 @@ export function createDashboard(options: DashboardOptions): DashApp {
         );
       }
     }
+    const refusal = await accessRefusal(
+      c,
+      deps,
+      session,
+      c.req.path.slice(base.length),
+    );
+    if (refusal !== null) return refusal;
     await next();
   });
 
@@ -176,6 +189,10 @@ export function createDashboard(options: DashboardOptions): DashApp {
   alertsRoutes(app, deps, {
     allowPrivate: options.allowPrivateTargets ?? false,
   });
+  usersRoutes(app, deps);
+  tokensRoutes(app, deps);
+  auditRoutes(app, deps);
+  apiRoutes(app, deps);
 
   app.notFound(async (c) =>
     await render(

@@ -110,10 +110,14 @@ export function crossOriginRefusal(req: Request): string | null {
 
 /** Options of {@linkcode LoginLimiter}. */
 export interface LoginLimiterOptions {
-  /** Attempts an address may make at once. @default {5} */
+  /** Attempts an address (an IPv6 /64) may make at once. @default {5} */
   burst?: number;
-  /** Time for one more attempt to become available. @default {12000} */
+  /** Time for one more attempt of an address to become available. @default {12000} */
   refillMs?: number;
+  /** Attempts all addresses together may make at once. @default {60} */
+  totalBurst?: number;
+  /** Time for one more attempt of all addresses together. @default {1000} */
+  totalRefillMs?: number;
   /** Addresses remembered at most; past it the oldest are forgotten. @default {10000} */
   maxAddresses?: number;
   /** Clock. @default {Date.now} */
@@ -121,22 +125,70 @@ export interface LoginLimiterOptions {
 }
 
 /**
- * Sign-in attempts per client address: a bucket of `burst` attempts that
- * refills one every `refillMs` (GCRA form: one time per address, the moment
- * its bucket will be full again). Kept in memory, per process.
+ * What one sign-in address counts as: an IPv4 address itself (also when
+ * written IPv4-mapped, `::ffff:a.b.c.d`), an IPv6 address its /64 (the
+ * block one subscriber holds, so that rotating through it gains nothing).
+ *
+ * @example
+ * ```ts
+ * addressBucket("2001:db8:1:2::99"); // "2001:db8:1:2::/64"
+ * addressBucket("198.51.100.9"); // "198.51.100.9"
+ * ```
+ */
+export function addressBucket(address: string): string {
+  const plain = address.replace(/^\[|\]$/g, "").replace(/%.*$/, "");
+  if (!plain.includes(":")) return plain;
+  const mapped = /^(?:0{0,4}:){0,5}(?:0{0,4}:)?ffff:(\d+\.\d+\.\d+\.\d+)$/i
+    .exec(plain);
+  if (mapped) return mapped[1]!;
+  const [head = "", tail = ""] = plain.toLowerCase().split("::");
+  const left = head === "" ? [] : head.split(":");
+  const right = plain.includes("::")
+    ? (tail === "" ? [] : tail.split(":"))
+    : [];
+  const groups = plain.includes("::")
+    ? [
+      ...left,
+      ...Array(Math.max(0, 8 - left.length - right.length)).fill("0"),
+      ...right,
+    ]
+    : left;
+  const prefix = groups.slice(0, 4).map((g) => g.replace(/^0+(?=.)/, ""));
+  while (prefix.length < 4) prefix.push("0");
+  return `${prefix.join(":")}::/64`;
+}
+
+/**
+ * Sign-in attempts: per client address (an IPv6 /64, see
+ * {@linkcode addressBucket}) a bucket of `burst` attempts that refills one
+ * every `refillMs`, and one bucket for all addresses together (`totalBurst`,
+ * `totalRefillMs`), the ceiling that bounds the hashing a spread-out guesser
+ * can cause. GCRA form: one time per bucket, the moment it will be full
+ * again. Kept in memory, per process; at most `maxAddresses` addresses are
+ * remembered (the oldest are forgotten first).
  */
 export class LoginLimiter {
   #burst: number;
   #refillMs: number;
+  #totalBurst: number;
+  #totalRefillMs: number;
   #max: number;
   #now: () => number;
   #full = new Map<string, number>();
+  #totalFull = 0;
 
   constructor(options: LoginLimiterOptions = {}) {
     this.#burst = options.burst ?? 5;
     this.#refillMs = options.refillMs ?? 12_000;
+    this.#totalBurst = options.totalBurst ?? 60;
+    this.#totalRefillMs = options.totalRefillMs ?? 1_000;
     this.#max = options.maxAddresses ?? 10_000;
     this.#now = options.now ?? Date.now;
+  }
+
+  /** Addresses remembered now. */
+  get size(): number {
+    return this.#full.size;
   }
 
   /**
@@ -145,21 +197,29 @@ export class LoginLimiter {
    */
   take(address: string): number {
     const now = this.#now();
-    const full = Math.max(this.#full.get(address) ?? now, now);
+    const bucket = addressBucket(address);
+    const full = Math.max(this.#full.get(bucket) ?? now, now);
     const next = full + this.#refillMs;
-    if (next - now > this.#burst * this.#refillMs) {
-      return Math.max(
-        1,
-        Math.ceil((next - now - this.#burst * this.#refillMs) / 1000),
-      );
-    }
-    this.#full.delete(address);
+    const wait = waitSeconds(next - now, this.#burst * this.#refillMs);
+    const totalNext = Math.max(this.#totalFull, now) + this.#totalRefillMs;
+    const totalWait = waitSeconds(
+      totalNext - now,
+      this.#totalBurst * this.#totalRefillMs,
+    );
+    if (wait > 0 || totalWait > 0) return Math.max(wait, totalWait);
+    this.#totalFull = totalNext;
+    this.#full.delete(bucket);
     if (this.#full.size >= this.#max) {
       this.#full.delete(this.#full.keys().next().value!);
     }
-    this.#full.set(address, next);
+    this.#full.set(bucket, next);
     return 0;
   }
+}
+
+/** Seconds to wait for a bucket `ahead` ms from full whose size is `span` ms. */
+function waitSeconds(ahead: number, span: number): number {
+  return ahead > span ? Math.max(1, Math.ceil((ahead - span) / 1000)) : 0;
 }
 
 /**

@@ -1,17 +1,29 @@
 /**
- * Sessions of the one administrator. A session is a random id kept in KV
- * (so that signing out ends it on the server, whoever still holds the
- * cookie) and a cookie `<id>.<expiry>.<mac>` signed with HMAC-SHA256 under a
- * key derived from `ADMIN_PASSWORD` and a random secret stored once per
- * database: changing the password ends every session, and a leaked database
- * alone cannot forge one. Forms carry a CSRF token that is the same kind of
- * MAC over the session id. Every comparison of a secret runs in constant time.
+ * Sessions of the dashboard's accounts: the built-in `admin` (signing in
+ * with `ADMIN_PASSWORD`) and the stored ones (db/users.ts). A session is a
+ * random id kept in KV with its account's email and stamp (so that signing
+ * out, a new password or removing the account ends it on the server,
+ * whoever still holds the cookie) and a cookie `<id>.<expiry>.<mac>` signed
+ * with HMAC-SHA256 under a key derived from `ADMIN_PASSWORD` and a random
+ * secret stored once per database: changing that password ends every
+ * session, and a leaked database alone cannot forge one. Every check of a
+ * session reads its account again, so a new role or project list applies to
+ * the next request. Forms carry a CSRF token that is the same kind of MAC
+ * over the session id. Every comparison of a secret runs in constant time.
  *
  * @module
  */
 import { createHash, createHmac, timingSafeEqual } from "node:crypto";
 import { dashboardSecretKey, dashboardSessionKey } from "../db/keys.ts";
 import { decodeJson, encodeJson } from "../db/kv.ts";
+import {
+  type Account,
+  accountOf,
+  BUILTIN_ACCOUNT,
+  BUILTIN_ADMIN,
+  getUser,
+} from "../db/users.ts";
+import { verifyPassword } from "../db/passwords.ts";
 
 /** How long a session lasts after signing in. */
 export const SESSION_TTL_MS = 12 * 3_600_000;
@@ -23,6 +35,16 @@ export interface Session {
   expiresAt: number;
   /** The token forms must carry. */
   csrf: string;
+  /** Who is signed in, as stored now. */
+  account: Account;
+}
+
+/** What KV keeps of a session. */
+interface SessionRecord {
+  expiresAt: number;
+  /** Absent in sessions of the built-in account made before accounts. */
+  email?: string;
+  stamp?: string;
 }
 
 function base64url(bytes: Uint8Array): string {
@@ -102,9 +124,33 @@ export class SessionStore {
     return this.#ttlMs;
   }
 
-  /** Whether `given` is the administrator password (constant time). */
-  checkPassword(given: string): boolean {
-    return safeEqual(given, this.#password);
+  /**
+   * The account that `email` and `password` sign in as, or `null`. The
+   * email `admin` (or none) is the built-in account of `ADMIN_PASSWORD`;
+   * any other is looked up and its scrypt hash checked, and an unknown
+   * email costs the same hashing as a wrong password.
+   */
+  async signIn(email: string, password: string): Promise<Account | null> {
+    const name = email.trim().toLowerCase();
+    if (name === "" || name === BUILTIN_ADMIN) {
+      return safeEqual(password, this.#password) ? BUILTIN_ACCOUNT : null;
+    }
+    const user = await getUser(this.#kv, name);
+    const ok = await verifyPassword(password, user?.passwordHash ?? null);
+    return ok && user !== null ? accountOf(user) : null;
+  }
+
+  /** The account a stored session belongs to now, or `null` if it ended. */
+  async #account(record: SessionRecord): Promise<Account | null> {
+    const email = record.email ?? BUILTIN_ADMIN;
+    if (email === BUILTIN_ADMIN) {
+      return (record.stamp ?? BUILTIN_ACCOUNT.stamp) === BUILTIN_ACCOUNT.stamp
+        ? BUILTIN_ACCOUNT
+        : null;
+    }
+    const user = await getUser(this.#kv, email);
+    if (user === null || record.stamp === undefined) return null;
+    return safeEqual(record.stamp, user.stamp) ? accountOf(user) : null;
   }
 
   #signingKey(): Promise<Uint8Array> {
@@ -125,25 +171,34 @@ export class SessionStore {
     return base64url(createHmac("sha256", key).update(text).digest());
   }
 
-  /** Starts a session; returns the cookie value and the session. */
-  async create(): Promise<{ cookie: string; session: Session }> {
+  /**
+   * Starts a session of `account` (the built-in one by default); returns
+   * the cookie value and the session.
+   */
+  async create(
+    account: Account = BUILTIN_ACCOUNT,
+  ): Promise<{ cookie: string; session: Session }> {
     const id = randomToken(16);
     const expiresAt = this.#now() + this.#ttlMs;
-    await this.#kv.set(
-      dashboardSessionKey(id),
-      encodeJson({ expiresAt }),
-      { expireIn: this.#ttlMs },
-    );
+    const record: SessionRecord = {
+      expiresAt,
+      email: account.email,
+      stamp: account.stamp,
+    };
+    await this.#kv.set(dashboardSessionKey(id), encodeJson(record), {
+      expireIn: this.#ttlMs,
+    });
     const body = `${id}.${expiresAt.toString(36)}`;
     return {
       cookie: `${body}.${await this.#mac(body)}`,
-      session: { id, expiresAt, csrf: await this.#mac(`csrf.${id}`) },
+      session: { id, expiresAt, csrf: await this.#mac(`csrf.${id}`), account },
     };
   }
 
   /**
-   * Checks a cookie value: its MAC, its expiry, and that the session was not
-   * ended. Returns the session or `null`.
+   * Checks a cookie value: its MAC, its expiry, that the session was not
+   * ended, and that its account still exists with the same password.
+   * Returns the session or `null`.
    */
   async verify(cookie: string | undefined): Promise<Session | null> {
     if (cookie === undefined) return null;
@@ -154,9 +209,11 @@ export class SessionStore {
     const expiresAt = parseInt(expiry, 36);
     if (!(expiresAt > this.#now())) return null;
     const stored = await this.#kv.get(dashboardSessionKey(id));
-    const record = decodeJson<{ expiresAt?: number }>(stored.value);
-    if (record?.expiresAt !== expiresAt) return null;
-    return { id, expiresAt, csrf: await this.#mac(`csrf.${id}`) };
+    const record = decodeJson<SessionRecord>(stored.value);
+    if (record === null || record.expiresAt !== expiresAt) return null;
+    const account = await this.#account(record);
+    if (account === null) return null;
+    return { id, expiresAt, csrf: await this.#mac(`csrf.${id}`), account };
   }
 
   /** Whether `token` is the CSRF token of `session` (constant time). */

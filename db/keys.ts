@@ -36,6 +36,10 @@
  * | `alert_outbox/<due ms>/<deliveryId>` | a delivery waiting to be sent (or being sent, due when its lease ends) |
  * | `alert_history/<projectId>/<ruleId>/<attemptId>` | one delivery attempt of a rule; the last 50 are kept |
  * | `health_probe` | never written: the health check reads it to see that KV answers |
+ * | `users/<email>` | a dashboard account: role, projects, scrypt hash of its password |
+ * | `read_tokens/<projectId>/<tokenId>` | a read token's name and SHA-256 hash (never the token) |
+ * | `read_token_hashes/<sha256 hex>` | the project and id of the read token with that hash |
+ * | `audit/<projectId or "">/<eventId>` | one audit event of a project (`""`: of the service), expiring |
  *
  * @module
  */
@@ -342,6 +346,34 @@ export function alertHistoryKey(
 /** Key the health check reads (never written) to see that KV answers. */
 export function healthProbeKey(): Deno.KvKey {
   return ["health_probe"];
+}
+
+/** Key of a dashboard account by email; without one, the prefix of all. */
+export function userKey(email?: string): Deno.KvKey {
+  return email === undefined ? ["users"] : ["users", email];
+}
+
+/** Key of a project's read token (its name and hash). */
+export function readTokenKey(projectId: string, tokenId: string): Deno.KvKey {
+  return ["read_tokens", projectId, tokenId];
+}
+
+/** Prefix of a project's read tokens. */
+export function readTokensPrefix(projectId: string): Deno.KvKey {
+  return ["read_tokens", projectId];
+}
+
+/** Key that finds a read token by the SHA-256 (hex) of the token. */
+export function readTokenHashKey(hash: string): Deno.KvKey {
+  return ["read_token_hashes", hash];
+}
+
+/**
+ * Key of an audit event of `scope` (a project id, or `""` for the service);
+ * without an event id, the prefix of the scope's events.
+ */
+export function auditKey(scope: string, eventId?: string): Deno.KvKey {
+  return eventId === undefined ? ["audit", scope] : ["audit", scope, eventId];
 }
 
 /** Thrown when a key does not have the layout its decoder expects. */

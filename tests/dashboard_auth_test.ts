@@ -50,7 +50,7 @@ Deno.test("a wrong password is refused with 401 and sets no session", async () =
   await withDashboard(async (h) => {
     const res = await submitLogin(h.dash, "wrong password");
     assert.equal(res.status, 401);
-    assert.match(textOf(await res.text()), /Wrong password/);
+    assert.match(textOf(await res.text()), /Wrong email or password/);
     assert.equal(setCookies(res)["dash_session"], undefined);
   });
 });

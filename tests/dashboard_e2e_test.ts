@@ -38,8 +38,9 @@ Deno.test({
           ]);
           assert.match(
             await page.$eval(".notice.error", (e) => e.textContent ?? ""),
-            /Wrong password/,
+            /Wrong email or password/,
           );
+          await page.type("#email", "admin");
           await page.type("#password", PASSWORD);
           await Promise.all([
             page.waitForNavigation(),

@@ -10,6 +10,7 @@
 import type { LogRecord } from "../../domain/entry.ts";
 import { type ExplorerState, formatUtc } from "../explorer_state.ts";
 import { EntryRow } from "./entry.tsx";
+import { ExportLinks } from "./export_links.tsx";
 import { LevelChips, TimeControls } from "./explorer_controls.tsx";
 import { entryLinks, EntryList, explorerHref } from "./explorer_list.tsx";
 import { link } from "./format.ts";
@@ -145,6 +146,14 @@ export function ExplorerPage(props: { ctx: PageContext; data: ExplorerData }) {
           state={state}
           since={data.window.since}
         />
+        {!data.queryError && (
+          <ExportLinks
+            ctx={ctx}
+            projectId={project.id}
+            state={state}
+            window={data.window}
+          />
+        )}
         {data.window.live && !data.queryError && (
           <div
             class="live"

@@ -18,13 +18,15 @@ export interface PageContext {
   csrf: string | null;
   /** Cache-busting URLs of the assets, by file name. */
   assets: Record<string, string>;
+  /** Who is signed in; absent when signed out. */
+  account?: { email: string; role: "admin" | "member" | "viewer" };
 }
 
 /** The project tabs, when a page belongs to a project. */
 export interface ProjectTabs {
   id: string;
   name: string;
-  current: "explorer" | "rejections" | "settings" | "alerts";
+  current: "explorer" | "rejections" | "settings" | "alerts" | "audit";
 }
 
 /** Props of {@linkcode Layout}. */
@@ -36,7 +38,7 @@ export interface LayoutProps {
   /** Stylesheets to load after the common one. */
   styles?: string[];
   /** Which top-level section is current. */
-  section?: "projects" | "dead-letters";
+  section?: "projects" | "dead-letters" | "users";
   project?: ProjectTabs;
   /** Extra class on `<body>`. */
   bodyClass?: string;
@@ -118,14 +120,30 @@ export function Layout(props: LayoutProps) {
               >
                 Projects
               </a>
-              <a
-                href={link(ctx.base, "/dead-letters")}
-                aria-current={props.section === "dead-letters"
-                  ? "page"
-                  : undefined}
-              >
-                Dead letters
-              </a>
+              {ctx.account?.role !== "viewer" &&
+                ctx.account?.role !== "member" && (
+                <a
+                  href={link(ctx.base, "/dead-letters")}
+                  aria-current={props.section === "dead-letters"
+                    ? "page"
+                    : undefined}
+                >
+                  Dead letters
+                </a>
+              )}
+              {ctx.account?.role === "admin" && (
+                <a
+                  href={link(ctx.base, "/users")}
+                  aria-current={props.section === "users" ? "page" : undefined}
+                >
+                  Users
+                </a>
+              )}
+              {ctx.account && (
+                <span class="account" id="account">
+                  {ctx.account.email} ({ctx.account.role})
+                </span>
+              )}
               <form
                 method="post"
                 action={link(ctx.base, "/logout")}
@@ -154,6 +172,16 @@ export function Layout(props: LayoutProps) {
             >
               Rejections
             </a>
+            {ctx.account?.role !== "viewer" && (
+              <a
+                href={link(ctx.base, `/projects/${project.id}/settings`)}
+                aria-current={project.current === "settings"
+                  ? "page"
+                  : undefined}
+              >
+                Settings
+              </a>
+            )}
             <a
               href={link(ctx.base, `/projects/${project.id}/alerts`)}
               aria-current={project.current === "alerts" ? "page" : undefined}
@@ -161,10 +189,10 @@ export function Layout(props: LayoutProps) {
               Alerts
             </a>
             <a
-              href={link(ctx.base, `/projects/${project.id}/settings`)}
-              aria-current={project.current === "settings" ? "page" : undefined}
+              href={link(ctx.base, `/projects/${project.id}/audit`)}
+              aria-current={project.current === "audit" ? "page" : undefined}
             >
-              Settings
+              Audit
             </a>
           </nav>
         )}

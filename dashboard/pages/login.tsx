@@ -1,5 +1,5 @@
 /**
- * The sign-in page: one password field. A wrong password or too many
+ * The sign-in page: an email (or `admin`) and a password. A wrong password or too many
  * attempts are said plainly; the form carries its own CSRF token (the
  * double-submit of a cookie set with the page).
  *
@@ -16,6 +16,8 @@ export interface LoginData {
   token: string;
   error?: string;
   info?: string;
+  /** The email of a refused attempt, shown again. */
+  email?: string;
 }
 
 /** The sign-in page. */
@@ -36,19 +38,33 @@ export function LoginPage(props: { ctx: PageContext; data: LoginData }) {
           <input type="hidden" name="_csrf" value={data.token} />
           <input type="hidden" name="next" value={data.next} />
           <label>
+            Email
+            <input
+              type="text"
+              name="email"
+              id="email"
+              value={data.email ?? ""}
+              autofocus
+              autocomplete="username"
+              maxlength={254}
+            />
+          </label>
+          <label>
             Password
             <input
               type="password"
               name="password"
               id="password"
               required
-              autofocus
               autocomplete="current-password"
             />
           </label>
           <button type="submit" class="primary">Sign in</button>
         </form>
-        <p class="hint">The password is the server's ADMIN_PASSWORD.</p>
+        <p class="hint">
+          Your account's email, or <code>admin</code>{" "}
+          with the server's ADMIN_PASSWORD.
+        </p>
       </section>
     </Layout>
   );

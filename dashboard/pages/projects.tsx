@@ -119,7 +119,13 @@ export function ProjectsPage(props: { ctx: PageContext; data: ProjectsData }) {
       )}
       {data.created && <Created ctx={ctx} created={data.created} />}
       {data.projects.length === 0
-        ? <p class="empty">No projects yet. Create the first one below.</p>
+        ? (
+          <p class="empty">
+            {ctx.account?.role === "member" || ctx.account?.role === "viewer"
+              ? "No project is given to your account yet: ask an administrator."
+              : "No projects yet. Create the first one below."}
+          </p>
+        )
         : (
           <div class="scroll">
             <table class="list projects">
@@ -204,34 +210,36 @@ export function ProjectsPage(props: { ctx: PageContext; data: ProjectsData }) {
           counted apart and never stored.
         </p>
       )}
-      <section class="card" aria-labelledby="create-title">
-        <h2 id="create-title">Create a project</h2>
-        <form
-          method="post"
-          action={link(ctx.base, "/projects")}
-          class="stack"
-          id="create-form"
-        >
-          <Csrf ctx={ctx} />
-          <label>
-            Name
-            <input
-              name="name"
-              required
-              maxlength={200}
-              value={data.form?.name ?? ""}
-            />
-          </label>
-          <label>
-            Allowed origins and app ids{" "}
-            <span class="hint">(optional, one per line)</span>
-            <textarea name="allow" rows={2} placeholder={ALLOW_PLACEHOLDER}>
-              {data.form?.allow ?? ""}
-            </textarea>
-          </label>
-          <button type="submit" class="primary">Create project</button>
-        </form>
-      </section>
+      {ctx.account?.role !== "member" && ctx.account?.role !== "viewer" && (
+        <section class="card" aria-labelledby="create-title">
+          <h2 id="create-title">Create a project</h2>
+          <form
+            method="post"
+            action={link(ctx.base, "/projects")}
+            class="stack"
+            id="create-form"
+          >
+            <Csrf ctx={ctx} />
+            <label>
+              Name
+              <input
+                name="name"
+                required
+                maxlength={200}
+                value={data.form?.name ?? ""}
+              />
+            </label>
+            <label>
+              Allowed origins and app ids{" "}
+              <span class="hint">(optional, one per line)</span>
+              <textarea name="allow" rows={2} placeholder={ALLOW_PLACEHOLDER}>
+                {data.form?.allow ?? ""}
+              </textarea>
+            </label>
+            <button type="submit" class="primary">Create project</button>
+          </form>
+        </section>
+      )}
     </Layout>
   );
 }

@@ -42,6 +42,7 @@ export interface QuickAllowProps {
 export function QuickAllow(props: QuickAllowProps) {
   const { ctx, value } = props;
   if (value === undefined || props.allowed.includes(value)) return null;
+  if (ctx.account?.role === "viewer") return null; // it may not change settings
   return (
     <form
       method="post"
@@ -61,6 +62,7 @@ export function ReplayForm(
   props: { ctx: PageContext; projectId: string; entry: string; label: string },
 ) {
   const { ctx } = props;
+  if (ctx.account?.role === "viewer") return null; // it may not replay
   return (
     <form
       method="post"

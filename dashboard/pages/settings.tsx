@@ -16,6 +16,7 @@ import {
   type PageContext,
 } from "./layout.tsx";
 import { Snippets } from "./snippets.tsx";
+import { type TokenRow, TokensSection } from "./tokens.tsx";
 
 /** The project as the settings show it (never its secrets). */
 export interface SettingsProject {
@@ -48,7 +49,12 @@ export interface SettingsData {
     retention?: FieldError;
     rotate?: FieldError;
     delete?: FieldError;
+    token?: FieldError;
   };
+  /** The project's read tokens (never the tokens themselves). */
+  tokens?: TokenRow[];
+  /** Set right after creating a read token: shown this once. */
+  newToken?: { name: string; token: string };
   /** Set right after a rotation: shown this once. */
   newSecret?: string;
 }
@@ -283,38 +289,47 @@ export function SettingsPage(props: { ctx: PageContext; data: SettingsData }) {
               {...(origin ? { origin } : {})}
             />
           </section>
+          <TokensSection
+            ctx={ctx}
+            projectId={project.id}
+            tokens={data.tokens ?? []}
+            {...(data.newToken ? { newToken: data.newToken } : {})}
+            {...(errors.token ? { error: errors.token } : {})}
+          />
         </div>
       </div>
 
-      <section
-        class="card danger-zone"
-        id="delete"
-        aria-labelledby="delete-title"
-      >
-        <h2 id="delete-title">Delete this project</h2>
-        <p>
-          Deletes the project with all its stored entries, counters and recent
-          rejections. This cannot be undone. Type the project's name,{" "}
-          <strong>{project.name}</strong>, to confirm.
-        </p>
-        <form
-          method="post"
-          action={action("delete")}
-          class="row"
-          id="delete-form"
+      {ctx.account?.role !== "member" && (
+        <section
+          class="card danger-zone"
+          id="delete"
+          aria-labelledby="delete-title"
         >
-          <Csrf ctx={ctx} />
-          <input
-            name="confirm"
-            required
-            autocomplete="off"
-            aria-label="Project name"
-            data-expect={project.name}
-          />
-          <button type="submit" class="danger">Delete project</button>
-        </form>
-        <FieldErrorText error={errors.delete} />
-      </section>
+          <h2 id="delete-title">Delete this project</h2>
+          <p>
+            Deletes the project with all its stored entries, counters and recent
+            rejections. This cannot be undone. Type the project's name,{" "}
+            <strong>{project.name}</strong>, to confirm.
+          </p>
+          <form
+            method="post"
+            action={action("delete")}
+            class="row"
+            id="delete-form"
+          >
+            <Csrf ctx={ctx} />
+            <input
+              name="confirm"
+              required
+              autocomplete="off"
+              aria-label="Project name"
+              data-expect={project.name}
+            />
+            <button type="submit" class="danger">Delete project</button>
+          </form>
+          <FieldErrorText error={errors.delete} />
+        </section>
+      )}
     </Layout>
   );
 }

@@ -1,8 +1,10 @@
 /**
  * Signing in and out. `GET /login` shows the form with a fresh token (also
  * set as a short-lived cookie: the form must send both); `POST /login`
- * counts the attempt against the client's address, checks the token and the
- * password in constant time, and sets the signed session cookie
+ * counts the attempt against the client's address (an IPv6 /64) and against
+ * all addresses together, checks the token, then the email and password
+ * (`admin` or no email: the built-in account of `ADMIN_PASSWORD`; any other:
+ * an account's scrypt hash), and sets the signed session cookie
  * (`HttpOnly`, `SameSite=Strict`, `Secure` over HTTPS, expiring with the
  * session); `POST /logout` ends the session on the server and clears it.
  *
@@ -46,7 +48,7 @@ async function loginForm(
   deps: DashboardDeps,
   next: string,
   status: 200 | 401 | 403 | 429,
-  message?: { error?: string; info?: string },
+  message?: { error?: string; info?: string; email?: string },
 ): Promise<Response> {
   // Reused while it lasts, so that two tabs (or a stray request for an
   // icon) showing the form do not invalidate each other.
@@ -105,10 +107,18 @@ export function authRoutes(app: DashApp, deps: DashboardDeps): void {
         error: "The form expired: enter the password again",
       });
     }
-    if (!sessions.checkPassword(await formField(c, "password"))) {
-      return await loginForm(c, deps, next, 401, { error: "Wrong password" });
+    const email = (await formField(c, "email")).slice(0, 254);
+    const account = await sessions.signIn(
+      email,
+      await formField(c, "password"),
+    );
+    if (account === null) {
+      return await loginForm(c, deps, next, 401, {
+        error: "Wrong email or password",
+        email,
+      });
     }
-    const { cookie } = await sessions.create();
+    const { cookie } = await sessions.create(account);
     deleteCookie(c, LOGIN_COOKIE, { path: `${base}/login` });
     setCookie(c, SESSION_COOKIE, cookie, {
       httpOnly: true,

@@ -56,6 +56,14 @@ export function pageContext(c: DashContext, deps: DashboardDeps): PageContext {
     nonce: c.get("nonce"),
     csrf: c.get("session")?.csrf ?? null,
     assets: deps.assetUrls,
+    ...(c.get("session")
+      ? {
+        account: {
+          email: c.get("session")!.account.email,
+          role: c.get("session")!.account.role,
+        },
+      }
+      : {}),
   };
 }
 

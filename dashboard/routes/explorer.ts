@@ -6,7 +6,9 @@
  *
  * @module
  */
+import { getCookie } from "hono/cookie";
 import type { LogRecord } from "../../domain/entry.ts";
+import { mayRead } from "../access.ts";
 import { getProject } from "../../db/projects.ts";
 import {
   type ExplorerState,
@@ -35,6 +37,7 @@ import {
 } from "./common.ts";
 import { projectNotFound } from "./settings.ts";
 import { tailStream } from "./tail.ts";
+import { SESSION_COOKIE } from "./auth.ts";
 
 /** Entries per page of the list. */
 export const PAGE_SIZE = 50;
@@ -189,6 +192,11 @@ export function explorerRoutes(app: DashApp, deps: DashboardDeps): void {
       after,
       now: deps.now,
       timing: deps.tail,
+      alive: async () =>
+        mayRead(
+          await deps.sessions.verify(getCookie(c, SESSION_COOKIE)),
+          project.id,
+        ),
       row: (record) =>
         TailRow({
           ctx: pageContext(c, deps),

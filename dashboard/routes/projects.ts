@@ -4,7 +4,9 @@
  *
  * @module
  */
+import { recordAudit } from "../../db/audit.ts";
 import { createProject } from "../../db/projects.ts";
+import { canRead } from "../../db/users.ts";
 import { InvalidValueError } from "../../db/validation.ts";
 import { projectRows, unknownProjectCount } from "../data.ts";
 import { setFlash, takeFlash } from "../flash.ts";
@@ -19,12 +21,22 @@ import {
   render,
 } from "./common.ts";
 
-async function projectsData(deps: DashboardDeps): Promise<ProjectsData> {
-  const [projects, unknownProject] = await Promise.all([
+async function projectsData(
+  c: DashContext,
+  deps: DashboardDeps,
+): Promise<ProjectsData> {
+  const [rows, unknownProject] = await Promise.all([
     projectRows(deps.kv, deps.now()),
     unknownProjectCount(deps.kv),
   ]);
-  return { projects, unknownProject, now: deps.now() };
+  // Only the projects the account may read are listed.
+  const account = c.get("session")!.account;
+  const projects = rows.filter((row) => canRead(account, row.id));
+  return {
+    projects,
+    unknownProject: account.role === "admin" ? unknownProject : 0,
+    now: deps.now(),
+  };
 }
 
 async function showProjects(
@@ -33,7 +45,7 @@ async function showProjects(
   extra: Partial<ProjectsData>,
   status: 200 | 400 = 200,
 ): Promise<Response> {
-  const data = { ...await projectsData(deps), ...extra };
+  const data = { ...await projectsData(c, deps), ...extra };
   return await render(
     c,
     ProjectsPage({ ctx: pageContext(c, deps), data }),
@@ -68,6 +80,13 @@ export function projectsRoutes(app: DashApp, deps: DashboardDeps): void {
     const allow = allowText.split(/[\s,]+/).filter((v) => v !== "");
     try {
       const project = await createProject(kv, { name, allow, now: deps.now });
+      await recordAudit(kv, {
+        projectId: project.id,
+        actor: c.get("session")!.account.email,
+        action: "project.create",
+        detail: project.name,
+        now: deps.now,
+      });
       // Redirected, so that a reload does not create it again.
       await setFlash(kv, c.get("session")!.id, {
         kind: "created",

@@ -8,6 +8,8 @@
  *
  * @module
  */
+import { deleteAudit, recordAudit } from "../../db/audit.ts";
+import { deleteReadTokens, listReadTokens } from "../../db/tokens.ts";
 import { InvalidValueError } from "../../db/validation.ts";
 import {
   addLevel,
@@ -46,6 +48,7 @@ const DONE: Record<string, string> = {
   "level-remove": "Level removed.",
   retention: "Retention saved.",
   rotate: "Secret rotated.",
+  "token-revoke": "Token revoked: it no longer reads this project.",
 };
 
 /** The 404 page of a project id that names no project. */
@@ -64,13 +67,15 @@ export async function projectNotFound(
   );
 }
 
-async function showSettings(
+/** Renders a project's settings page (with its read tokens). */
+export async function showSettings(
   c: DashContext,
   deps: DashboardDeps,
   project: Project,
   extra: Partial<SettingsData> = {},
   status: 200 | 400 = 200,
 ): Promise<Response> {
+  const tokens = await listReadTokens(deps.kv, project.id);
   const data: SettingsData = {
     project: {
       id: project.id,
@@ -85,6 +90,12 @@ async function showSettings(
     },
     now: deps.now(),
     endpoint: deps.endpoint(new URL(c.req.url)),
+    tokens: tokens.map((t) => ({
+      id: t.id,
+      name: t.name,
+      createdAt: t.createdAt,
+      createdBy: t.createdBy,
+    })),
     ...extra,
   };
   return await render(
@@ -128,7 +139,20 @@ export function settingsRoutes(app: DashApp, deps: DashboardDeps): void {
       const id = idParam(c);
       const value = (await formField(c, field)).trim();
       try {
-        return await apply(id, value, c);
+        const answer = await apply(id, value, c);
+        const deleted = action === "delete";
+        await recordAudit(kv, {
+          projectId: deleted ? null : id,
+          actor: c.get("session")!.account.email,
+          action: deleted
+            ? "project.delete"
+            : action === "rotate"
+            ? "secret.rotate"
+            : `settings.${action.replace("/", ".")}`,
+          detail: deleted ? `${value} (${id})` : value,
+          now: deps.now,
+        });
+        return answer;
       } catch (error) {
         if (error instanceof ProjectNotFoundError) {
           return await projectNotFound(c, deps);
@@ -197,6 +221,8 @@ export function settingsRoutes(app: DashApp, deps: DashboardDeps): void {
       );
     }
     await deleteProject(kv, id);
+    await deleteReadTokens(kv, id);
+    await deleteAudit(kv, id);
     return c.redirect(`${base}/?done=deleted`, 303);
   });
 }

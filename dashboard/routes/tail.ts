@@ -24,6 +24,11 @@ export interface TailStreamOptions {
   timing: TailTiming;
   /** Renders one entry's row. */
   row: (record: LogRecord) => string | Promise<string>;
+  /**
+   * Asked before every poll: `false` ends the stream (the session was
+   * signed out, expired or removed, or lost the project). @default always
+   */
+  alive?: () => Promise<boolean>;
 }
 
 const encoder = new TextEncoder();
@@ -63,6 +68,8 @@ export function tailStream(options: TailStreamOptions): Response {
       const poll = async () => {
         timer = undefined;
         try {
+          if (options.alive && !(await options.alive())) return finish();
+          if (closed) return;
           const { records, lastId } = await tailLogs(kv, projectId, {
             afterId: after,
             filter,

@@ -1,0 +1,155 @@
+/**
+ * `deno task audit [PROJECT]`: who changed what, and when, newest first —
+ * a project's audit log, or without PROJECT the service's (accounts). Also
+ * what writes the changes of `deno task project …` to that log.
+ *
+ * @module
+ */
+import {
+  deleteAudit,
+  listAudit,
+  MAX_AUDIT_EVENTS,
+  recordAudit,
+} from "../db/audit.ts";
+import {
+  getProject,
+  listProjects,
+  ProjectNotFoundError,
+} from "../db/projects.ts";
+import { deleteReadTokens } from "../db/tokens.ts";
+import {
+  booleanFlag,
+  type CommandContext,
+  guard,
+  type Parsed,
+  parseFlags,
+  println,
+  stringFlag,
+  takePositionals,
+  UsageError,
+} from "./command.ts";
+import { formatTable, formatTime, inert } from "./format.ts";
+
+const USAGE = `Print an audit log, newest first.
+
+Usage: deno task audit [PROJECT] [--limit N] [--json]
+
+Without PROJECT: the service's log (accounts added, changed, removed).
+
+Options:
+  --limit N   How many events (default and most: ${MAX_AUDIT_EVENTS})
+  --json      One JSON object per line: at, actor, action, detail`;
+
+/**
+ * `deno task audit …`.
+ *
+ * @example
+ * ```ts
+ * await auditCommand({ ...ctx, args: [projectId, "--json"] });
+ * ```
+ */
+export function auditCommand(ctx: CommandContext): Promise<number> {
+  return guard(ctx, async () => {
+    const parsed = parseFlags("audit", ctx.args, {
+      json: { type: "boolean" },
+      limit: { type: "string" },
+    });
+    if (booleanFlag(parsed, "help")) {
+      println(ctx, USAGE);
+      return 0;
+    }
+    const [projectId] = takePositionals("audit", parsed.positionals, [
+      "PROJECT?",
+    ]);
+    const limitText = stringFlag(parsed, "limit") ?? String(MAX_AUDIT_EVENTS);
+    const limit = Number(limitText);
+    if (!/^\d+$/.test(limitText) || limit < 1 || limit > MAX_AUDIT_EVENTS) {
+      throw new UsageError(
+        `Cannot read --limit "${limitText}": expected a whole number from 1 to ${MAX_AUDIT_EVENTS}`,
+      );
+    }
+    if (
+      projectId !== undefined && await getProject(ctx.kv, projectId) === null
+    ) {
+      throw new ProjectNotFoundError(projectId);
+    }
+    const events = await listAudit(ctx.kv, projectId ?? null, limit);
+    if (booleanFlag(parsed, "json")) {
+      for (const event of events) {
+        println(
+          ctx,
+          JSON.stringify({
+            at: new Date(event.at).toISOString(),
+            actor: event.actor,
+            action: event.action,
+            ...(event.detail === undefined ? {} : { detail: event.detail }),
+          }),
+        );
+      }
+      return 0;
+    }
+    if (events.length === 0) {
+      println(ctx, "Nothing recorded yet.");
+      return 0;
+    }
+    const rows = [["WHEN", "WHO", "WHAT", "DETAIL"]];
+    for (const e of events) {
+      rows.push([
+        formatTime(e.at),
+        inert(e.actor),
+        e.action,
+        inert(e.detail ?? ""),
+      ]);
+    }
+    println(ctx, formatTable(rows));
+    return 0;
+  });
+}
+
+/**
+ * Runs `deno task project NAME …` (`run`) and, when it succeeded, writes
+ * its change to the project's audit log as done by `cli`; deleting a
+ * project also revokes its read tokens (and is logged for the service).
+ */
+export async function auditedProjectCommand(
+  ctx: CommandContext,
+  name: string,
+  parsed: Parsed,
+  run: () => Promise<number>,
+): Promise<number> {
+  const [id = "", a, b] = parsed.positionals;
+  const before = name === "create"
+    ? new Set((await listProjects(ctx.kv)).map((p) => p.id))
+    : null;
+  const deleted = name === "delete" ? await getProject(ctx.kv, id) : null;
+  const code = await run();
+  if (code !== 0 || booleanFlag(parsed, "help")) return code;
+  const record = (projectId: string | null, action: string, detail: string) =>
+    recordAudit(ctx.kv, {
+      projectId,
+      actor: "cli",
+      action,
+      detail,
+      now: ctx.now,
+    });
+  if (before !== null) {
+    for (const project of await listProjects(ctx.kv)) {
+      if (!before.has(project.id)) {
+        await record(project.id, "project.create", project.name);
+      }
+    }
+  } else if (deleted !== null) {
+    await deleteReadTokens(ctx.kv, deleted.id);
+    await deleteAudit(ctx.kv, deleted.id);
+    await record(null, "project.delete", `${deleted.name} (${deleted.id})`);
+  } else if (name === "allow" || name === "disallow") {
+    await record(id, `settings.${name}`, a ?? "");
+  } else if (name === "rotate-secret") {
+    await record(id, "secret.rotate", stringFlag(parsed, "grace") ?? "24h");
+  } else if (name === "levels" && (a === "add" || a === "remove")) {
+    await record(id, `settings.levels.${a}`, b ?? "");
+  } else if (name === "retention") {
+    await record(id, "settings.retention", a ?? "");
+  }
+  return code;
+}

@@ -1,0 +1,201 @@
+/**
+ * `deno task token …`: a project's read tokens (db/tokens.ts). `create`
+ * prints the token once; only its hash is stored, so it cannot be shown
+ * again (revoke it and create another). Every change goes to the project's
+ * audit log, as done by `cli`.
+ *
+ * @module
+ */
+import { recordAudit } from "../db/audit.ts";
+import { getProject, ProjectNotFoundError } from "../db/projects.ts";
+import {
+  createReadToken,
+  listReadTokens,
+  type ReadToken,
+  revokeReadToken,
+  TokenNotFoundError,
+} from "../db/tokens.ts";
+import {
+  booleanFlag,
+  type CommandContext,
+  println,
+  stringFlag,
+  takePositionals,
+  UsageError,
+} from "./command.ts";
+import { formatTable, formatTime, inert } from "./format.ts";
+import {
+  CLI_ACTOR,
+  dispatch,
+  guardAccounts,
+  type Subcommands,
+} from "./user.ts";
+
+const USAGE: Record<string, string> = {
+  "": `Manage a project's read tokens (for GET /api/v1/projects/ID/logs).
+
+Usage: deno task token <command> [options]
+
+Commands:
+  create PROJECT --name NAME       Create a token; prints it this once
+  list PROJECT                     List the project's tokens (names, ids)
+  revoke PROJECT NAME_OR_ID        Revoke a token: it stops working at once
+
+Every command takes --json (machine output) and --help.`,
+  create: `Create a read token of a project and print it, this once.
+
+Usage: deno task token create PROJECT --name NAME [--json]
+
+Options:
+  --name NAME   Unique within the project, 1 to 64 characters
+  --json        Print one JSON object: id, name, projectId, token, createdAt`,
+  list: `List a project's read tokens (never the tokens themselves).
+
+Usage: deno task token list PROJECT [--json]`,
+  revoke: `Revoke a read token by its name or id.
+
+Usage: deno task token revoke PROJECT NAME_OR_ID [--json]`,
+};
+
+/** A token as printed by `--json` (never the token, never its hash). */
+export function tokenJson(token: ReadToken): Record<string, unknown> {
+  return {
+    id: token.id,
+    name: token.name,
+    projectId: token.projectId,
+    createdBy: token.createdBy,
+    createdAt: new Date(token.createdAt).toISOString(),
+  };
+}
+
+const JSON_FLAG = { json: { type: "boolean" } } as const;
+
+const SUBCOMMANDS: Subcommands = {
+  create: {
+    options: { ...JSON_FLAG, name: { type: "string" } },
+    async run(ctx, parsed) {
+      const [projectId] = takePositionals(
+        "token create",
+        parsed.positionals,
+        ["PROJECT"],
+      );
+      const name = stringFlag(parsed, "name");
+      if (name === undefined) {
+        throw new UsageError(
+          `Cannot run "token create": missing --name NAME (see --help)`,
+        );
+      }
+      const { token, record } = await createReadToken(ctx.kv, {
+        projectId,
+        name,
+        createdBy: CLI_ACTOR,
+        now: ctx.now,
+      });
+      await recordAudit(ctx.kv, {
+        projectId,
+        actor: CLI_ACTOR,
+        action: "token.create",
+        detail: `${record.name} (${record.id})`,
+        now: ctx.now,
+      });
+      if (booleanFlag(parsed, "json")) {
+        println(ctx, JSON.stringify({ ...tokenJson(record), token }));
+        return 0;
+      }
+      println(
+        ctx,
+        `Created read token "${
+          inert(record.name)
+        }" (${record.id}) of project "${projectId}":`,
+      );
+      println(ctx);
+      println(ctx, `  ${token}`);
+      println(ctx);
+      println(
+        ctx,
+        "Keep it somewhere safe: it is shown now and never again (only its hash is stored).",
+      );
+      return 0;
+    },
+  },
+  list: {
+    options: JSON_FLAG,
+    async run(ctx, parsed) {
+      const [projectId] = takePositionals("token list", parsed.positionals, [
+        "PROJECT",
+      ]);
+      if (await getProject(ctx.kv, projectId) === null) {
+        throw new ProjectNotFoundError(projectId);
+      }
+      const tokens = await listReadTokens(ctx.kv, projectId);
+      if (booleanFlag(parsed, "json")) {
+        println(ctx, JSON.stringify(tokens.map(tokenJson)));
+        return 0;
+      }
+      if (tokens.length === 0) {
+        println(
+          ctx,
+          `No read tokens: create one with "deno task token create ${projectId} --name NAME"`,
+        );
+        return 0;
+      }
+      const rows = [["ID", "NAME", "CREATED BY", "CREATED"]];
+      for (const t of tokens) {
+        rows.push([
+          t.id,
+          inert(t.name),
+          inert(t.createdBy),
+          formatTime(t.createdAt),
+        ]);
+      }
+      println(ctx, formatTable(rows));
+      return 0;
+    },
+  },
+  revoke: {
+    options: JSON_FLAG,
+    async run(ctx, parsed) {
+      const [projectId, which] = takePositionals(
+        "token revoke",
+        parsed.positionals,
+        ["PROJECT", "NAME_OR_ID"],
+      );
+      if (await getProject(ctx.kv, projectId) === null) {
+        throw new ProjectNotFoundError(projectId);
+      }
+      const record = await revokeReadToken(ctx.kv, projectId, which);
+      await recordAudit(ctx.kv, {
+        projectId,
+        actor: CLI_ACTOR,
+        action: "token.revoke",
+        detail: `${record.name} (${record.id})`,
+        now: ctx.now,
+      });
+      if (booleanFlag(parsed, "json")) {
+        println(ctx, JSON.stringify({ ...tokenJson(record), revoked: true }));
+      } else {
+        println(
+          ctx,
+          `Revoked read token "${inert(record.name)}" (${record.id})`,
+        );
+      }
+      return 0;
+    },
+  },
+};
+
+/**
+ * `deno task token <command> …`.
+ *
+ * @example
+ * ```ts
+ * await tokenCommand({ ...ctx, args: ["create", projectId, "--name", "ci", "--json"] });
+ * ```
+ */
+export function tokenCommand(ctx: CommandContext): Promise<number> {
+  return guardAccounts(
+    ctx,
+    [TokenNotFoundError],
+    () => dispatch(ctx, "token", USAGE, SUBCOMMANDS),
+  );
+}

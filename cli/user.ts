@@ -1,0 +1,379 @@
+/**
+ * `deno task user …`: the dashboard's accounts (db/users.ts). `add` and
+ * `passwd` read the password from standard input (`--password-stdin`), so
+ * that it appears in no shell history or process list; `remove` ends the
+ * account's sessions and live tails at once (every request and every poll
+ * of a tail reads the account again). Every change goes to the audit log of
+ * the service and of each project concerned, as done by `cli`.
+ *
+ * @module
+ */
+import { recordAuditIn } from "../db/audit.ts";
+import {
+  addUser,
+  getUser,
+  listUsers,
+  parseRole,
+  removeUser,
+  ROLES,
+  setPassword,
+  updateUser,
+  type User,
+  UserExistsError,
+  UserNotFoundError,
+} from "../db/users.ts";
+import {
+  booleanFlag,
+  type CommandContext,
+  EXIT_FAILURE,
+  EXIT_USAGE,
+  guard,
+  type Parsed,
+  parseFlags,
+  println,
+  stringFlag,
+  stringFlags,
+  takePositionals,
+  UsageError,
+} from "./command.ts";
+import { formatTable, formatTime, inert } from "./format.ts";
+
+/** Who the audit log names for a change made with these commands. */
+export const CLI_ACTOR = "cli";
+
+const USAGE: Record<string, string> = {
+  "": `Manage the dashboard's accounts.
+
+Usage: deno task user <command> [options]
+
+Commands:
+  add EMAIL --role ROLE [--project ID]... --password-stdin
+                                   Add an account (ROLE: ${ROLES.join(", ")})
+  list [--json]                    List the accounts
+  set EMAIL [--role ROLE] [--project ID]...
+                                   Change an account's role or projects
+  passwd EMAIL --password-stdin    Set a new password; ends its sessions
+  remove EMAIL                     Remove an account; ends its sessions and
+                                   live tails at once
+
+The built-in account "admin" signs in with ADMIN_PASSWORD and is not listed.
+Every command takes --json (machine output) and --help.`,
+  add: `Add a dashboard account.
+
+Usage: echo PASSWORD | deno task user add EMAIL --role ROLE [--project ID]... --password-stdin
+
+Options:
+  --role ROLE        admin (everything, accounts included), member (reads and
+                     configures its projects) or viewer (reads its projects)
+  --project ID       A project the account may use; repeatable (admins have all)
+  --password-stdin   Read the password (8 to 1024 characters) from the first
+                     line of standard input
+  --json             Print the account as one JSON object
+  -h, --help         Show this help`,
+  list: `List the dashboard's accounts (no password hashes).
+
+Usage: deno task user list [--json]`,
+  set: `Change an account's role or projects; applies to its next request.
+
+Usage: deno task user set EMAIL [--role ROLE] [--project ID]... [--json]
+
+With --project, the account's projects become exactly those given.`,
+  passwd: `Set an account's password; its sessions end.
+
+Usage: echo PASSWORD | deno task user passwd EMAIL --password-stdin [--json]`,
+  remove: `Remove an account; its sessions and live tails end at once.
+
+Usage: deno task user remove EMAIL [--json]`,
+};
+
+/** An account as printed by `--json` (no hash, no stamp). */
+export function userJson(user: User): Record<string, unknown> {
+  return {
+    email: user.email,
+    role: user.role,
+    projects: user.projects,
+    createdAt: new Date(user.createdAt).toISOString(),
+    updatedAt: new Date(user.updatedAt).toISOString(),
+  };
+}
+
+async function readPassword(
+  ctx: CommandContext,
+  parsed: Parsed,
+  command: string,
+): Promise<string> {
+  if (!booleanFlag(parsed, "password-stdin")) {
+    throw new UsageError(
+      `Cannot run "${command}": pass --password-stdin and the password on standard input`,
+    );
+  }
+  const line = await (ctx.readLine?.() ?? Promise.resolve(null));
+  if (line === null) {
+    throw new UsageError(
+      `Cannot run "${command}": standard input ended before a password`,
+    );
+  }
+  return line.replace(/\r$/, "");
+}
+
+function printUser(
+  ctx: CommandContext,
+  parsed: Parsed,
+  user: User,
+  headline: string,
+): void {
+  if (booleanFlag(parsed, "json")) {
+    println(ctx, JSON.stringify(userJson(user)));
+  } else {
+    println(ctx, headline);
+  }
+}
+
+const JSON_FLAG = { json: { type: "boolean" } } as const;
+
+type Subcommand = (ctx: CommandContext, parsed: Parsed) => Promise<number>;
+
+const SUBCOMMANDS: Record<string, {
+  options: Parameters<typeof parseFlags>[2];
+  run: Subcommand;
+}> = {
+  add: {
+    options: {
+      ...JSON_FLAG,
+      role: { type: "string" },
+      project: { type: "string", multiple: true },
+      "password-stdin": { type: "boolean" },
+    },
+    async run(ctx, parsed) {
+      const [email] = takePositionals("user add", parsed.positionals, [
+        "EMAIL",
+      ]);
+      const role = stringFlag(parsed, "role");
+      if (role === undefined) {
+        throw new UsageError(
+          `Cannot run "user add": missing --role ${
+            ROLES.join("|")
+          } (see --help)`,
+        );
+      }
+      const password = await readPassword(ctx, parsed, "user add");
+      const user = await addUser(ctx.kv, {
+        email,
+        role: parseRole(role),
+        projects: stringFlags(parsed, "project"),
+        password,
+        now: ctx.now,
+      });
+      await recordAuditIn(ctx.kv, [null, ...user.projects], {
+        actor: CLI_ACTOR,
+        action: "user.add",
+        detail: `${user.email} as ${user.role}`,
+        now: ctx.now,
+      });
+      printUser(
+        ctx,
+        parsed,
+        user,
+        `Added ${user.role} "${inert(user.email)}"${
+          user.role === "admin"
+            ? ""
+            : ` with ${user.projects.length} project(s)`
+        }`,
+      );
+      return 0;
+    },
+  },
+  list: {
+    options: JSON_FLAG,
+    async run(ctx, parsed) {
+      takePositionals("user list", parsed.positionals, []);
+      const users = await listUsers(ctx.kv);
+      if (booleanFlag(parsed, "json")) {
+        println(ctx, JSON.stringify(users.map(userJson)));
+        return 0;
+      }
+      if (users.length === 0) {
+        println(
+          ctx,
+          `No accounts besides the built-in "admin": add one with "deno task user add EMAIL --role viewer --project ID --password-stdin"`,
+        );
+        return 0;
+      }
+      const rows = [["EMAIL", "ROLE", "PROJECTS", "ADDED"]];
+      for (const u of users) {
+        rows.push([
+          inert(u.email),
+          u.role,
+          u.role === "admin" ? "(all)" : u.projects.join(", ") || "-",
+          formatTime(u.createdAt),
+        ]);
+      }
+      println(ctx, formatTable(rows));
+      return 0;
+    },
+  },
+  set: {
+    options: {
+      ...JSON_FLAG,
+      role: { type: "string" },
+      project: { type: "string", multiple: true },
+    },
+    async run(ctx, parsed) {
+      const [email] = takePositionals("user set", parsed.positionals, [
+        "EMAIL",
+      ]);
+      const before = await getUser(ctx.kv, email);
+      if (before === null) throw new UserNotFoundError(email);
+      const role = stringFlag(parsed, "role");
+      const projects = stringFlags(parsed, "project");
+      const user = await updateUser(ctx.kv, email, {
+        ...(role === undefined ? {} : { role: parseRole(role) }),
+        ...(projects.length === 0 ? {} : { projects }),
+        now: ctx.now,
+      });
+      await recordAuditIn(
+        ctx.kv,
+        [null, ...before.projects, ...user.projects],
+        {
+          actor: CLI_ACTOR,
+          action: "user.update",
+          detail:
+            `${user.email} as ${user.role} of ${user.projects.length} project(s)`,
+          now: ctx.now,
+        },
+      );
+      printUser(
+        ctx,
+        parsed,
+        user,
+        `Saved "${inert(user.email)}": ${user.role}, projects ${
+          user.projects.join(", ") || "-"
+        }`,
+      );
+      return 0;
+    },
+  },
+  passwd: {
+    options: { ...JSON_FLAG, "password-stdin": { type: "boolean" } },
+    async run(ctx, parsed) {
+      const [email] = takePositionals("user passwd", parsed.positionals, [
+        "EMAIL",
+      ]);
+      if (await getUser(ctx.kv, email) === null) {
+        throw new UserNotFoundError(email);
+      }
+      const password = await readPassword(ctx, parsed, "user passwd");
+      const user = await setPassword(ctx.kv, email, password, ctx.now);
+      await recordAuditIn(ctx.kv, [null, ...user.projects], {
+        actor: CLI_ACTOR,
+        action: "user.passwd",
+        detail: user.email,
+        now: ctx.now,
+      });
+      printUser(
+        ctx,
+        parsed,
+        user,
+        `New password set for "${inert(user.email)}": its sessions have ended`,
+      );
+      return 0;
+    },
+  },
+  remove: {
+    options: JSON_FLAG,
+    async run(ctx, parsed) {
+      const [email] = takePositionals("user remove", parsed.positionals, [
+        "EMAIL",
+      ]);
+      const user = await removeUser(ctx.kv, email);
+      await recordAuditIn(ctx.kv, [null, ...user.projects], {
+        actor: CLI_ACTOR,
+        action: "user.remove",
+        detail: user.email,
+        now: ctx.now,
+      });
+      if (booleanFlag(parsed, "json")) {
+        println(ctx, JSON.stringify({ email: user.email, removed: true }));
+      } else {
+        println(
+          ctx,
+          `Removed "${
+            inert(user.email)
+          }": its sessions and live tails have ended`,
+        );
+      }
+      return 0;
+    },
+  },
+};
+
+/**
+ * Runs `body` as {@linkcode guard} does, also turning a missing or taken
+ * account into one line and {@linkcode EXIT_FAILURE}.
+ */
+export function guardAccounts(
+  ctx: CommandContext,
+  errors: (new (...args: never[]) => Error)[],
+  body: () => Promise<number>,
+): Promise<number> {
+  return guard(ctx, async () => {
+    try {
+      return await body();
+    } catch (error) {
+      if (errors.some((kind) => error instanceof kind)) {
+        ctx.stderr((error as Error).message + "\n");
+        return EXIT_FAILURE;
+      }
+      throw error;
+    }
+  });
+}
+
+/** Dispatches `name` among `subcommands`, with help. */
+export async function dispatch(
+  ctx: CommandContext,
+  command: string,
+  usage: Record<string, string>,
+  subcommands: typeof SUBCOMMANDS,
+): Promise<number> {
+  const [name = "", ...rest] = ctx.args;
+  if (name === "") {
+    ctx.stderr(usage[""]! + "\n");
+    return EXIT_USAGE;
+  }
+  if (name === "--help" || name === "-h" || name === "help") {
+    println(ctx, usage[""]!);
+    return 0;
+  }
+  const sub = subcommands[name];
+  if (sub === undefined) {
+    throw new UsageError(
+      `Cannot run "${command} ${name}": unknown command (see "deno task ${command} --help")`,
+    );
+  }
+  const parsed = parseFlags(`${command} ${name}`, rest, sub.options);
+  if (booleanFlag(parsed, "help")) {
+    println(ctx, usage[name]!);
+    return 0;
+  }
+  return await sub.run({ ...ctx, args: rest }, parsed);
+}
+
+/** The shape of a subcommand table, for {@linkcode dispatch}. */
+export type Subcommands = typeof SUBCOMMANDS;
+
+/**
+ * `deno task user <command> …`.
+ *
+ * @example
+ * ```ts
+ * await userCommand({ ...ctx, args: ["add", "ana@example.com", "--role", "viewer", "--project", id, "--password-stdin"], readLine });
+ * ```
+ */
+export function userCommand(ctx: CommandContext): Promise<number> {
+  return guardAccounts(
+    ctx,
+    [UserNotFoundError, UserExistsError],
+    () => dispatch(ctx, "user", USAGE, SUBCOMMANDS),
+  );
+}

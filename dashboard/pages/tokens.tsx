@@ -1,0 +1,98 @@
+/**
+ * The read tokens section of a project's settings: the tokens by name (never
+ * the tokens themselves), a form that creates one — shown in full on the
+ * answer to that form, this once — and a Revoke button each.
+ *
+ * @module
+ */
+import { formatTime, link } from "./format.ts";
+import { CopyableCode, Csrf, Notice, type PageContext } from "./layout.tsx";
+
+/** A read token as listed. */
+export interface TokenRow {
+  id: string;
+  name: string;
+  createdAt: number;
+  createdBy: string;
+}
+
+/** Props of {@linkcode TokensSection}. */
+export interface TokensSectionProps {
+  ctx: PageContext;
+  projectId: string;
+  tokens: TokenRow[];
+  /** A token just created, shown this once. */
+  newToken?: { name: string; token: string };
+  error?: { value: string; message: string };
+}
+
+/** The read tokens card. */
+export function TokensSection(props: TokensSectionProps) {
+  const { ctx, projectId } = props;
+  const action = (path: string) =>
+    link(ctx.base, `/projects/${projectId}/settings/${path}`);
+  return (
+    <section class="card" id="tokens" aria-labelledby="tokens-title">
+      <h2 id="tokens-title">Read tokens</h2>
+      <p class="hint">
+        A read token lets a script read this project's entries through{" "}
+        <code>GET {link(ctx.base, `/api/v1/projects/${projectId}/logs`)}</code>
+        {" "}
+        with <code>Authorization: Bearer TOKEN</code>.
+      </p>
+      {props.newToken && (
+        <div class="created" id="new-token">
+          <Notice kind="ok">
+            Token “{props.newToken.name}” created. Copy it now: it is shown this
+            once and stored only as a hash.
+          </Notice>
+          <CopyableCode id="token-value" value={props.newToken.token} secret />
+        </div>
+      )}
+      {props.tokens.length === 0
+        ? <p class="empty">No read tokens.</p>
+        : (
+          <ul class="values" id="token-list">
+            {props.tokens.map((t) => (
+              <li>
+                <code>{t.name}</code>{" "}
+                <span class="hint">
+                  {t.id}, by {t.createdBy}, {formatTime(t.createdAt, false)} UTC
+                </span>
+                <form
+                  method="post"
+                  action={action("tokens/revoke")}
+                  class="inline"
+                >
+                  <Csrf ctx={ctx} />
+                  <input type="hidden" name="token" value={t.id} />
+                  <button
+                    type="submit"
+                    class="link danger"
+                    aria-label={`Revoke token ${t.name}`}
+                  >
+                    Revoke
+                  </button>
+                </form>
+              </li>
+            ))}
+          </ul>
+        )}
+      <form method="post" action={action("tokens")} class="row" id="token-form">
+        <Csrf ctx={ctx} />
+        <input
+          name="name"
+          required
+          maxlength={64}
+          placeholder="Name, such as ci-export"
+          aria-label="Token name"
+          value={props.error?.value ?? ""}
+        />
+        <button type="submit">Create token</button>
+      </form>
+      {props.error && (
+        <p class="field-error" role="alert">{props.error.message}</p>
+      )}
+    </section>
+  );
+}

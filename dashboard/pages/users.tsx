@@ -1,0 +1,196 @@
+/**
+ * The accounts page (`/users`, administrators only): every account with its
+ * role and projects, a form per account that sets them, a Remove button,
+ * the form that adds one, and the service's audit log of accounts.
+ *
+ * @module
+ */
+import type { AuditEvent } from "../../db/audit.ts";
+import { ROLES } from "../../db/users.ts";
+import { AuditTable } from "./audit.tsx";
+import { formatTime, link } from "./format.ts";
+import { Csrf, Layout, Notice, type PageContext } from "./layout.tsx";
+
+/** An account as listed (no hash). */
+export interface UserRow {
+  email: string;
+  role: string;
+  projects: string[];
+  createdAt: number;
+}
+
+/** Data of the users page. */
+export interface UsersData {
+  users: UserRow[];
+  /** Every project, for the project choices. */
+  projects: { id: string; name: string }[];
+  events: AuditEvent[];
+  notice?: { kind: "ok" | "error"; text: string };
+  /** Values of the add form to show again after a refusal. */
+  form?: { email: string; role: string };
+}
+
+function RoleSelect(props: { selected: string; id?: string }) {
+  return (
+    <select
+      name="role"
+      aria-label="Role"
+      {...(props.id ? { id: props.id } : {})}
+    >
+      {ROLES.map((role) => (
+        <option value={role} selected={role === props.selected}>{role}</option>
+      ))}
+    </select>
+  );
+}
+
+function ProjectChoices(
+  props: { projects: UsersData["projects"]; chosen: string[] },
+) {
+  if (props.projects.length === 0) {
+    return <span class="hint">No projects yet.</span>;
+  }
+  return (
+    <span class="choices">
+      {props.projects.map((p) => (
+        <label class="inline">
+          <input
+            type="checkbox"
+            name={`project_${p.id}`}
+            value="on"
+            checked={props.chosen.includes(p.id)}
+          />{" "}
+          {p.name}
+        </label>
+      ))}
+    </span>
+  );
+}
+
+/** The users page. */
+export function UsersPage(props: { ctx: PageContext; data: UsersData }) {
+  const { ctx, data } = props;
+  const names = new Map(data.projects.map((p) => [p.id, p.name]));
+  return (
+    <Layout ctx={ctx} title="Users" section="users">
+      <h1>Users</h1>
+      {data.notice && (
+        <Notice kind={data.notice.kind}>{data.notice.text}</Notice>
+      )}
+      <p class="hint">
+        <strong>admin</strong>: everything, users included;{" "}
+        <strong>member</strong>: reads and configures the projects given;{" "}
+        <strong>viewer</strong>: reads the projects given, sees no secret. The
+        built-in account <code>admin</code> signs in with ADMIN_PASSWORD.
+      </p>
+      {data.users.length === 0
+        ? <p class="empty" id="no-users">No accounts besides admin yet.</p>
+        : (
+          <div class="scroll">
+            <table class="list users" id="users">
+              <thead>
+                <tr>
+                  <th scope="col">Email</th>
+                  <th scope="col">Role and projects</th>
+                  <th scope="col">Added (UTC)</th>
+                  <th scope="col">
+                    <span class="sr">Remove</span>
+                  </th>
+                </tr>
+              </thead>
+              <tbody>
+                {data.users.map((user) => (
+                  <tr>
+                    <td>{user.email}</td>
+                    <td>
+                      <form
+                        method="post"
+                        action={link(ctx.base, "/users/update")}
+                        class="row"
+                      >
+                        <Csrf ctx={ctx} />
+                        <input type="hidden" name="email" value={user.email} />
+                        <RoleSelect selected={user.role} />
+                        <ProjectChoices
+                          projects={data.projects}
+                          chosen={user.projects}
+                        />
+                        <button type="submit" class="small">Save</button>
+                      </form>
+                      <span class="hint">
+                        {user.role === "admin"
+                          ? "all projects"
+                          : user.projects.map((id) => names.get(id) ?? id)
+                            .join(", ") || "no projects"}
+                      </span>
+                    </td>
+                    <td>{formatTime(user.createdAt, false)}</td>
+                    <td>
+                      <form
+                        method="post"
+                        action={link(ctx.base, "/users/remove")}
+                        class="inline"
+                      >
+                        <Csrf ctx={ctx} />
+                        <input type="hidden" name="email" value={user.email} />
+                        <button
+                          type="submit"
+                          class="link danger"
+                          aria-label={`Remove ${user.email}`}
+                        >
+                          Remove
+                        </button>
+                      </form>
+                    </td>
+                  </tr>
+                ))}
+              </tbody>
+            </table>
+          </div>
+        )}
+      <section class="card" aria-labelledby="add-title">
+        <h2 id="add-title">Add a user</h2>
+        <form
+          method="post"
+          action={link(ctx.base, "/users")}
+          class="stack"
+          id="add-user-form"
+        >
+          <Csrf ctx={ctx} />
+          <label>
+            Email
+            <input
+              name="email"
+              required
+              maxlength={254}
+              autocomplete="off"
+              value={data.form?.email ?? ""}
+            />
+          </label>
+          <label>
+            Role <RoleSelect selected={data.form?.role ?? "viewer"} />
+          </label>
+          <fieldset>
+            <legend>Projects</legend>
+            <ProjectChoices projects={data.projects} chosen={[]} />
+          </fieldset>
+          <label>
+            Password <span class="hint">(at least 8 characters)</span>
+            <input
+              type="password"
+              name="password"
+              required
+              minlength={8}
+              autocomplete="new-password"
+            />
+          </label>
+          <button type="submit" class="primary">Add user</button>
+        </form>
+      </section>
+      <section class="card" aria-labelledby="audit-title">
+        <h2 id="audit-title">Changes to accounts</h2>
+        <AuditTable events={data.events} />
+      </section>
+    </Layout>
+  );
+}

@@ -1,0 +1,312 @@
+/**
+ * The read API, served by the dashboard (never by the ingest port, which
+ * keeps its one endpoint): `GET /api/v1/projects/:id/logs` answers a page
+ * of a project's entries, newest first, as NDJSON (one object per line, the
+ * fields of `deno task logs --json`) or with `format=csv` as CSV with a
+ * header row; the next page's address is in `Link: <…>; rel="next"`.
+ *
+ * Credentials: `Authorization: Bearer <read token>` (db/tokens.ts), or a
+ * dashboard session that may read the project (the explorer's download
+ * button). A missing or bad token answers `401`, a project the token or the
+ * account is not for `404`, a malformed parameter `400`; errors are JSON
+ * `{"error": "…"}`. Parameters: `q` (the explorer's query syntax,
+ * docs/query.md), `level` (comma-separated, any of them), `since` and
+ * `until` (a duration back from now such as `15m`, or an ISO 8601 time;
+ * `until` inclusive, as in `deno task logs`), `limit` (1 to 1000, default
+ * 100), `cursor` (from a `Link`), `format` (`ndjson` or `csv`). Reads go
+ * through the query module's public functions only (db/query/mod.ts).
+ *
+ * @module
+ */
+import { getProject } from "../../db/projects.ts";
+import {
+  andFilters,
+  DEFAULT_QUERY_LIMIT,
+  type Filter,
+  InvalidQueryError,
+  MAX_QUERY_LIMIT,
+  parseQuery,
+  queryLogs,
+  QuerySyntaxError,
+} from "../../db/query/mod.ts";
+import { findReadToken } from "../../db/tokens.ts";
+import { canRead } from "../../db/users.ts";
+import { type LogRecord, recordJson } from "../../domain/entry.ts";
+import type { DashApp, DashboardDeps, DashContext } from "./common.ts";
+
+/** Thrown for a parameter the API cannot read; answered with `400`. */
+export class ApiParameterError extends Error {
+  override name = "ApiParameterError";
+}
+
+const DURATION = /^(\d{1,9})(ms|s|m|h|d|w)$/;
+const UNIT_MS: Record<string, number> = {
+  ms: 1,
+  s: 1000,
+  m: 60_000,
+  h: 3_600_000,
+  d: 86_400_000,
+  w: 7 * 86_400_000,
+};
+
+/**
+ * Reads `since` or `until`: a duration back from `now` (`15m`, `2h`, `7d`)
+ * or an ISO 8601 time.
+ *
+ * @example
+ * ```ts
+ * readTime("since", "15m", Date.UTC(2026, 0, 1)); // 15 minutes earlier
+ * ```
+ */
+export function readTime(name: string, text: string, now: number): number {
+  const duration = DURATION.exec(text);
+  if (duration) return now - Number(duration[1]) * UNIT_MS[duration[2]!]!;
+  if (/^\d{4}-\d{2}-\d{2}/.test(text)) {
+    const ms = Date.parse(text);
+    if (!Number.isNaN(ms)) return ms;
+  }
+  throw new ApiParameterError(
+    `Cannot read "${name}" "${
+      text.slice(0, 100)
+    }": expected a duration such as "15m" or an ISO 8601 time such as "2026-01-01T10:00:00Z"`,
+  );
+}
+
+/** The CSV columns, in order. */
+export const CSV_COLUMNS = [
+  "id",
+  "receivedAt",
+  "level",
+  "title",
+  "message",
+  "data",
+  "context",
+  "device",
+  "appid",
+  "auth",
+] as const;
+
+/**
+ * One CSV cell (RFC 4180): quoted when it holds a comma, a quote or a line
+ * break, quotes doubled; a cell a spreadsheet would read as a formula
+ * (starting with `=`, `+`, `-`, `@`, a tab or a carriage return) gets a
+ * leading `'` so that it stays text.
+ *
+ * @example
+ * ```ts
+ * csvCell('=HYPERLINK("x")'); // "\"'=HYPERLINK(\"\"x\"\")\""
+ * ```
+ */
+export function csvCell(value: string): string {
+  const safe = /^[=+\-@\t\r]/.test(value) ? `'${value}` : value;
+  return /[",\r\n]/.test(safe) ? `"${safe.replaceAll('"', '""')}"` : safe;
+}
+
+function textOf(value: unknown): string {
+  if (value === undefined || value === null) return "";
+  return typeof value === "string" ? value : JSON.stringify(value);
+}
+
+/** The CSV row of one record (CRLF-terminated). */
+export function csvRow(record: LogRecord): string {
+  const cells = [
+    record.id,
+    new Date(record.receivedAt).toISOString(),
+    record.level,
+    textOf(record.data.title),
+    textOf(record.data.message),
+    JSON.stringify(record.data),
+    JSON.stringify(record.context),
+    JSON.stringify(record.device),
+    record.appid ?? "",
+    record.auth,
+  ];
+  return cells.map(csvCell).join(",") + "\r\n";
+}
+
+function apiError(
+  c: DashContext,
+  status: 400 | 401 | 404,
+  message: string,
+): Response {
+  if (status === 401) c.header("WWW-Authenticate", 'Bearer realm="logs"');
+  return c.json({ error: message }, status);
+}
+
+/** The filter and page options of a request's parameters. */
+function readParams(url: URL, now: number): {
+  filter: Filter;
+  limit: number;
+  cursor?: string;
+  format: "ndjson" | "csv";
+  since?: number;
+  until?: number;
+} {
+  const params = url.searchParams;
+  const q = params.get("q") ?? "";
+  if (q.length > 4096) {
+    throw new ApiParameterError(`Cannot read "q": longer than 4096 characters`);
+  }
+  let filter: Filter;
+  try {
+    filter = parseQuery(q);
+  } catch (error) {
+    if (!(error instanceof QuerySyntaxError)) throw error;
+    throw new ApiParameterError(
+      `Cannot parse "q" at column ${error.column}: ${error.detail}`,
+    );
+  }
+  const extra: Filter = {};
+  const levels = (params.get("level") ?? "").split(",").map((l) => l.trim())
+    .filter((l) => l !== "");
+  if (levels.length > 0) extra.levels = levels;
+  const sinceText = params.get("since");
+  const untilText = params.get("until");
+  const since = sinceText ? readTime("since", sinceText, now) : undefined;
+  const until = untilText ? readTime("until", untilText, now) : undefined;
+  if (since !== undefined) extra.since = since;
+  // Inclusive, as `deno task logs --until`; a filter's until is not.
+  if (until !== undefined) extra.until = until + 1;
+  const limitText = params.get("limit");
+  const limit = limitText === null ? DEFAULT_QUERY_LIMIT : Number(limitText);
+  if (
+    !/^\d{1,4}$/.test(limitText ?? "1") || limit < 1 || limit > MAX_QUERY_LIMIT
+  ) {
+    throw new ApiParameterError(
+      `Cannot read "limit" "${
+        (limitText ?? "").slice(0, 20)
+      }": expected a whole number from 1 to ${MAX_QUERY_LIMIT}`,
+    );
+  }
+  const format = params.get("format") ?? "ndjson";
+  if (format !== "ndjson" && format !== "csv") {
+    throw new ApiParameterError(
+      `Cannot read "format" "${
+        format.slice(0, 20)
+      }": expected "ndjson" or "csv"`,
+    );
+  }
+  const cursor = params.get("cursor") ?? undefined;
+  if (cursor !== undefined && !/^[no][0-9a-f]{28}$/.test(cursor)) {
+    throw new ApiParameterError(
+      `Cannot read "cursor" "${
+        cursor.slice(0, 40)
+      }": expected the cursor of a previous page's Link`,
+    );
+  }
+  return {
+    filter: andFilters(filter, extra),
+    limit,
+    format,
+    ...(cursor === undefined ? {} : { cursor }),
+    ...(since === undefined ? {} : { since }),
+    ...(until === undefined ? {} : { until }),
+  };
+}
+
+/**
+ * The address of the next page: the same parameters with the cursor, and
+ * relative times fixed to the instants this page used, so that every page
+ * reads the same window.
+ */
+function nextLink(
+  url: URL,
+  cursor: string,
+  since: number | undefined,
+  until: number | undefined,
+): string {
+  const next = new URL(url);
+  next.searchParams.set("cursor", cursor);
+  if (since !== undefined) {
+    next.searchParams.set("since", new Date(since).toISOString());
+  }
+  if (until !== undefined) {
+    next.searchParams.set("until", new Date(until).toISOString());
+  }
+  return `${next.pathname}${next.search}`;
+}
+
+/** Adds the read API. */
+export function apiRoutes(app: DashApp, deps: DashboardDeps): void {
+  const { base, kv } = deps;
+
+  app.get(`${base}/api/v1/projects/:id/logs`, async (c) => {
+    const projectId = c.req.param("id");
+    const authorization = c.req.header("authorization");
+    let browser = false;
+    if (authorization !== undefined) {
+      const bearer = /^Bearer[ ]+([^\s]+)[ ]*$/i.exec(authorization);
+      const token = bearer ? await findReadToken(kv, bearer[1]!) : null;
+      if (token === null) {
+        return apiError(
+          c,
+          401,
+          "Cannot read: the bearer token is malformed, unknown or revoked",
+        );
+      }
+      if (token.projectId !== projectId) {
+        return apiError(c, 404, `Cannot find project "${projectId}"`);
+      }
+    } else {
+      const session = c.get("session");
+      if (session === null) {
+        return apiError(
+          c,
+          401,
+          'Cannot read: send "Authorization: Bearer <read token>"',
+        );
+      }
+      if (!canRead(session.account, projectId)) {
+        return apiError(c, 404, `Cannot find project "${projectId}"`);
+      }
+      browser = true;
+    }
+    if (await getProject(kv, projectId) === null) {
+      return apiError(c, 404, `Cannot find project "${projectId}"`);
+    }
+    const url = new URL(c.req.url);
+    let params;
+    let page;
+    try {
+      params = readParams(url, deps.now());
+      page = await queryLogs(kv, projectId, {
+        filter: params.filter,
+        limit: params.limit,
+        ...(params.cursor === undefined ? {} : { cursor: params.cursor }),
+      });
+    } catch (error) {
+      if (
+        error instanceof ApiParameterError || error instanceof InvalidQueryError
+      ) {
+        return apiError(c, 400, error.message);
+      }
+      throw error;
+    }
+    const headers: Record<string, string> = {};
+    if (page.cursor !== null) {
+      headers["Link"] = `<${
+        nextLink(url, page.cursor, params.since, params.until)
+      }>; rel="next"`;
+    }
+    const csv = params.format === "csv";
+    if (browser) {
+      headers["Content-Disposition"] = `attachment; filename="logs-${
+        projectId.replace(/[^\w-]/g, "")
+      }.${csv ? "csv" : "ndjson"}"`;
+    }
+    if (csv) {
+      const body = CSV_COLUMNS.join(",") + "\r\n" +
+        page.records.map(csvRow).join("");
+      return c.body(body, 200, {
+        ...headers,
+        "Content-Type": "text/csv; charset=utf-8; header=present",
+      });
+    }
+    const body = page.records.map((r) => JSON.stringify(recordJson(r)) + "\n")
+      .join("");
+    return c.body(body, 200, {
+      ...headers,
+      "Content-Type": "application/x-ndjson; charset=utf-8",
+    });
+  });
+}

@@ -1,0 +1,33 @@
+/**
+ * `GET /projects/:id/audit`: the project's audit log, for every account
+ * that may read the project (dashboard/access.ts).
+ *
+ * @module
+ */
+import { listAudit } from "../../db/audit.ts";
+import { getProject } from "../../db/projects.ts";
+import { AuditPage } from "../pages/audit.tsx";
+import {
+  type DashApp,
+  type DashboardDeps,
+  idParam,
+  pageContext,
+  render,
+} from "./common.ts";
+import { projectNotFound } from "./settings.ts";
+
+/** Adds the audit route. */
+export function auditRoutes(app: DashApp, deps: DashboardDeps): void {
+  app.get(`${deps.base}/projects/:id/audit`, async (c) => {
+    const project = await getProject(deps.kv, idParam(c));
+    if (project === null) return await projectNotFound(c, deps);
+    const events = await listAudit(deps.kv, project.id);
+    return await render(
+      c,
+      AuditPage({
+        ctx: pageContext(c, deps),
+        data: { project: { id: project.id, name: project.name }, events },
+      }),
+    );
+  });
+}

@@ -1,0 +1,86 @@
+/**
+ * A project's read tokens on its settings page:
+ * `POST /projects/:id/settings/tokens` creates one and answers the page
+ * with the token shown this once (it is not kept anywhere to show later,
+ * so the answer is not a redirect); `POST /projects/:id/settings/tokens/revoke`
+ * revokes one by id or name and redirects back. Both need configure access
+ * to the project (dashboard/access.ts) and are written to its audit log.
+ *
+ * @module
+ */
+import { recordAudit } from "../../db/audit.ts";
+import { getProject } from "../../db/projects.ts";
+import {
+  createReadToken,
+  revokeReadToken,
+  TokenNotFoundError,
+} from "../../db/tokens.ts";
+import { InvalidValueError } from "../../db/validation.ts";
+import {
+  type DashApp,
+  type DashboardDeps,
+  formField,
+  idParam,
+} from "./common.ts";
+import { projectNotFound, showSettings } from "./settings.ts";
+
+/** Adds the read token routes. */
+export function tokensRoutes(app: DashApp, deps: DashboardDeps): void {
+  const { base, kv } = deps;
+  const path = `${base}/projects/:id/settings/tokens`;
+
+  app.post(path, async (c) => {
+    const project = await getProject(kv, idParam(c));
+    if (project === null) return await projectNotFound(c, deps);
+    const name = (await formField(c, "name")).trim();
+    const actor = c.get("session")!.account.email;
+    try {
+      const { token, record } = await createReadToken(kv, {
+        projectId: project.id,
+        name,
+        createdBy: actor,
+        now: deps.now,
+      });
+      await recordAudit(kv, {
+        projectId: project.id,
+        actor,
+        action: "token.create",
+        detail: `${record.name} (${record.id})`,
+        now: deps.now,
+      });
+      return await showSettings(c, deps, project, {
+        newToken: { name: record.name, token },
+      });
+    } catch (error) {
+      if (!(error instanceof InvalidValueError)) throw error;
+      return await showSettings(c, deps, project, {
+        errors: { token: { value: name, message: error.message } },
+      }, 400);
+    }
+  });
+
+  app.post(`${path}/revoke`, async (c) => {
+    const project = await getProject(kv, idParam(c));
+    if (project === null) return await projectNotFound(c, deps);
+    const which = await formField(c, "token");
+    try {
+      const record = await revokeReadToken(kv, project.id, which);
+      await recordAudit(kv, {
+        projectId: project.id,
+        actor: c.get("session")!.account.email,
+        action: "token.revoke",
+        detail: `${record.name} (${record.id})`,
+        now: deps.now,
+      });
+    } catch (error) {
+      if (!(error instanceof TokenNotFoundError)) throw error;
+      return await showSettings(c, deps, project, {
+        errors: { token: { value: "", message: error.message } },
+      }, 400);
+    }
+    return c.redirect(
+      `${base}/projects/${project.id}/settings?done=token-revoke#tokens`,
+      303,
+    );
+  });
+}

@@ -1,0 +1,200 @@
+/**
+ * Read tokens: a script's key to one project's entries through the read API
+ * (dashboard/routes/api.ts). A token is `lgr_` and 256 random bits; only its
+ * SHA-256 is stored, under the project (with its name) and as a key that
+ * finds it again, so the token itself is shown once, when created, and is
+ * never stored or logged.
+ *
+ * @module
+ */
+import { createHash, timingSafeEqual } from "node:crypto";
+import { decodeJson, encodeJson } from "./kv.ts";
+import { readTokenHashKey, readTokenKey, readTokensPrefix } from "./keys.ts";
+import { getProject, ProjectNotFoundError } from "./projects.ts";
+import { InvalidValueError } from "./validation.ts";
+
+/** What every read token starts with (so that scanners recognise one). */
+export const TOKEN_PREFIX = "lgr_";
+/** Read tokens one project may have. */
+export const MAX_TOKENS_PER_PROJECT = 100;
+const TOKEN_SHAPE = /^lgr_[A-Za-z0-9_-]{43}$/;
+
+/** A read token as stored (never the token). */
+export interface ReadToken {
+  id: string;
+  projectId: string;
+  name: string;
+  /** SHA-256 of the token, hex. */
+  hash: string;
+  /** Who created it. */
+  createdBy: string;
+  createdAt: number;
+}
+
+/** Thrown when a name or id names no token of the project. */
+export class TokenNotFoundError extends Error {
+  override name = "TokenNotFoundError";
+  constructor(projectId: string, nameOrId: string) {
+    super(`Cannot find token "${nameOrId}" of project "${projectId}"`);
+  }
+}
+
+function base64url(bytes: Uint8Array): string {
+  return btoa(String.fromCharCode(...bytes))
+    .replaceAll("+", "-").replaceAll("/", "_").replace(/=+$/, "");
+}
+
+/** SHA-256 of a token, hex: how it is stored and found. */
+export function tokenHash(token: string): string {
+  return createHash("sha256").update(token).digest("hex");
+}
+
+/** Options of {@linkcode createReadToken}. */
+export interface CreateReadTokenOptions {
+  projectId: string;
+  /** Unique within the project: 1 to 64 characters. */
+  name: string;
+  /** Who creates it, for the list and the audit log. */
+  createdBy: string;
+  now?: () => number;
+}
+
+/**
+ * Creates a read token of a project; returns the token (this is the only
+ * time it exists outside the caller) and what is stored.
+ *
+ * @example
+ * ```ts
+ * const { token } = await createReadToken(kv, { projectId, name: "ci", createdBy: "cli" });
+ * ```
+ */
+export async function createReadToken(
+  kv: Deno.Kv,
+  options: CreateReadTokenOptions,
+): Promise<{ token: string; record: ReadToken }> {
+  const name = options.name.trim();
+  const control = [...name].some((ch) =>
+    ch.charCodeAt(0) < 32 || ch.charCodeAt(0) === 127
+  );
+  if (name === "" || name.length > 64 || control) {
+    throw new InvalidValueError(
+      `Cannot name a token "${options.name}": expected 1 to 64 characters`,
+    );
+  }
+  if (await getProject(kv, options.projectId) === null) {
+    throw new ProjectNotFoundError(options.projectId);
+  }
+  const existing = await listReadTokens(kv, options.projectId);
+  if (existing.some((t) => t.name === name)) {
+    throw new InvalidValueError(
+      `Cannot create token "${name}": the project has a token of this name`,
+    );
+  }
+  if (existing.length >= MAX_TOKENS_PER_PROJECT) {
+    throw new InvalidValueError(
+      `Cannot create token "${name}": the project has ${MAX_TOKENS_PER_PROJECT} tokens, revoke one first`,
+    );
+  }
+  for (;;) {
+    const token = TOKEN_PREFIX +
+      base64url(crypto.getRandomValues(new Uint8Array(32)));
+    const id = base64url(crypto.getRandomValues(new Uint8Array(6)));
+    // An id starting with "-" would read as an option on a command line.
+    if (!/^[A-Za-z0-9]/.test(id)) continue;
+    const record: ReadToken = {
+      id,
+      projectId: options.projectId,
+      name,
+      hash: tokenHash(token),
+      createdBy: options.createdBy,
+      createdAt: (options.now ?? Date.now)(),
+    };
+    const result = await kv.atomic()
+      .check({ key: readTokenHashKey(record.hash), versionstamp: null })
+      .check({
+        key: readTokenKey(record.projectId, record.id),
+        versionstamp: null,
+      })
+      .set(readTokenKey(record.projectId, record.id), encodeJson(record))
+      .set(
+        readTokenHashKey(record.hash),
+        encodeJson({ projectId: record.projectId, id: record.id }),
+      )
+      .commit();
+    if (result.ok) return { token, record };
+  }
+}
+
+/** A project's read tokens, oldest first. */
+export async function listReadTokens(
+  kv: Deno.Kv,
+  projectId: string,
+): Promise<ReadToken[]> {
+  const tokens: ReadToken[] = [];
+  for await (const entry of kv.list({ prefix: readTokensPrefix(projectId) })) {
+    const token = decodeJson<ReadToken>(entry.value);
+    if (token !== null) tokens.push(token);
+  }
+  return tokens.sort((a, b) => a.createdAt - b.createdAt);
+}
+
+/**
+ * Revokes a project's token named `nameOrId` (its name, or its id): it
+ * stops working at once. Returns what was stored.
+ */
+export async function revokeReadToken(
+  kv: Deno.Kv,
+  projectId: string,
+  nameOrId: string,
+): Promise<ReadToken> {
+  const tokens = await listReadTokens(kv, projectId);
+  const token = tokens.find((t) => t.id === nameOrId) ??
+    tokens.find((t) => t.name === nameOrId.trim());
+  if (token === undefined) throw new TokenNotFoundError(projectId, nameOrId);
+  await kv.atomic()
+    .delete(readTokenKey(projectId, token.id))
+    .delete(readTokenHashKey(token.hash))
+    .commit();
+  return token;
+}
+
+/**
+ * The stored token that `token` is, or `null` (malformed, unknown or
+ * revoked). Found by its hash; the stored hash is compared again in
+ * constant time.
+ */
+export async function findReadToken(
+  kv: Deno.Kv,
+  token: string,
+): Promise<ReadToken | null> {
+  if (!TOKEN_SHAPE.test(token)) return null;
+  const hash = tokenHash(token);
+  const ref = decodeJson<{ projectId: string; id: string }>(
+    (await kv.get(readTokenHashKey(hash))).value,
+  );
+  if (ref === null) return null;
+  const record = decodeJson<ReadToken>(
+    (await kv.get(readTokenKey(ref.projectId, ref.id))).value,
+  );
+  if (record === null) return null;
+  const same = timingSafeEqual(
+    new TextEncoder().encode(record.hash.padEnd(64)).subarray(0, 64),
+    new TextEncoder().encode(hash),
+  );
+  return same ? record : null;
+}
+
+/** Deletes every read token of a project (when the project is deleted). */
+export async function deleteReadTokens(
+  kv: Deno.Kv,
+  projectId: string,
+): Promise<number> {
+  const tokens = await listReadTokens(kv, projectId);
+  for (const token of tokens) {
+    await kv.atomic()
+      .delete(readTokenKey(projectId, token.id))
+      .delete(readTokenHashKey(token.hash))
+      .commit();
+  }
+  return tokens.length;
+}
