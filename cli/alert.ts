@@ -6,6 +6,8 @@
  *
  * @module
  */
+import { recordAudit } from "../db/audit.ts";
+import { CLI_ACTOR } from "./user.ts";
 import {
   type AlertRule,
   deleteAlertRule,
@@ -175,6 +177,13 @@ const SUBCOMMANDS: Record<string, {
         ...(windowMs === undefined ? {} : { windowMs }),
         ...(everyMs === undefined ? {} : { everyMs }),
       }, { allowPrivate: ctx.allowPrivateTargets ?? false, now: ctx.now });
+      await recordAudit(ctx.kv, {
+        projectId,
+        actor: CLI_ACTOR,
+        action: "alert.add",
+        detail: `${rule.id}: ${query} -> ${new URL(webhook).host}`,
+        now: ctx.now,
+      });
       if (booleanFlag(parsed, "json")) {
         println(ctx, JSON.stringify(ruleJson(rule, true)));
         return 0;
@@ -242,6 +251,13 @@ const SUBCOMMANDS: Record<string, {
       if (!await deleteAlertRule(ctx.kv, projectId, ruleId)) {
         throw new AlertRuleNotFoundError(projectId, ruleId);
       }
+      await recordAudit(ctx.kv, {
+        projectId,
+        actor: CLI_ACTOR,
+        action: "alert.remove",
+        detail: ruleId,
+        now: ctx.now,
+      });
       println(ctx, `Removed alert rule ${ruleId}`);
       return 0;
     },

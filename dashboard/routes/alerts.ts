@@ -7,6 +7,7 @@
  *
  * @module
  */
+import { recordAudit } from "../../db/audit.ts";
 import {
   deleteAlertRule,
   listAlertRules,
@@ -129,6 +130,13 @@ export function alertsRoutes(
         ...(windowMs === undefined ? {} : { windowMs }),
         ...(everyMs === undefined ? {} : { everyMs }),
       }, { allowPrivate: options.allowPrivate, now: deps.now });
+      await recordAudit(kv, {
+        projectId: project.id,
+        actor: c.get("session")!.account.email,
+        action: "alert.add",
+        detail: `${rule.id}: ${form.query} -> ${new URL(form.webhook).host}`,
+        now: deps.now,
+      });
       await setFlash(kv, c.get("session")!.id, {
         kind: "alert",
         projectId: project.id,
@@ -157,6 +165,13 @@ export function alertsRoutes(
         notice: { kind: "error", text: `Cannot find alert rule "${ruleId}"` },
       }, 404);
     }
+    await recordAudit(kv, {
+      projectId: project.id,
+      actor: c.get("session")!.account.email,
+      action: "alert.remove",
+      detail: ruleId,
+      now: deps.now,
+    });
     return c.redirect(
       `${base}/projects/${project.id}/alerts?done=removed`,
       303,
