@@ -28,6 +28,7 @@ import {
   render,
   type TailTiming,
 } from "./routes/common.ts";
+import { errorsRoutes } from "./routes/errors.ts";
 import { explorerRoutes } from "./routes/explorer.ts";
 import { projectsRoutes } from "./routes/projects.ts";
 import { rejectionsRoutes } from "./routes/rejections.ts";
@@ -169,6 +170,7 @@ export function createDashboard(options: DashboardOptions): DashApp {
   settingsRoutes(app, deps);
   explorerRoutes(app, deps);
   rejectionsRoutes(app, deps);
+  errorsRoutes(app, deps);
   deadLettersRoutes(app, deps);
 
   app.notFound(async (c) =>

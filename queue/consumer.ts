@@ -19,6 +19,7 @@ import {
 } from "../auth/authenticate.ts";
 import type { ProjectCache } from "../auth/projects.ts";
 import { type AtomicWriter, RecordedAtomic } from "../db/atomic.ts";
+import { addErrorGroups } from "../db/error_groups.ts";
 import {
   batchPartKey,
   batchProgressKey,
@@ -40,7 +41,6 @@ import {
   storeLogsByRef,
 } from "../db/logs.ts";
 import { joinParts, readBatchApart } from "../db/parts.ts";
-import type { Project } from "../db/projects.ts";
 import { encodeKeptEntry } from "../db/rejected.ts";
 import { addStats, StatsTally } from "../db/stats.ts";
 import {
@@ -349,8 +349,7 @@ export class Consumer {
       ref?: BatchRef;
     },
   ): Promise<void> {
-    const projects = new Map<string, Project | null>();
-    for (const [id, read] of reads) projects.set(id, read.project);
+    const projects = new Map([...reads].map(([id, r]) => [id, r.project]));
     const now = this.#now();
     const accepted = new Map<string, LogRecord[]>();
     // Lines cut from the committed JSON (db/logs.ts, lineFromQueued).
@@ -393,6 +392,7 @@ export class Consumer {
           lineOf: (record) => lines.get(record) ?? encodeRecordLine(record),
         });
       }
+      addErrorGroups(op, projectId, records);
       tally.accept(projectId, records.length);
     }
     await addStats(this.#kv, op, tally);

@@ -24,7 +24,7 @@ export interface PageContext {
 export interface ProjectTabs {
   id: string;
   name: string;
-  current: "explorer" | "rejections" | "settings";
+  current: "explorer" | "errors" | "rejections" | "settings";
 }
 
 /** Props of {@linkcode Layout}. */
@@ -145,6 +145,12 @@ export function Layout(props: LayoutProps) {
               aria-current={project.current === "explorer" ? "page" : undefined}
             >
               Explorer
+            </a>
+            <a
+              href={link(ctx.base, `/projects/${project.id}/errors`)}
+              aria-current={project.current === "errors" ? "page" : undefined}
+            >
+              Errors
             </a>
             <a
               href={link(ctx.base, `/projects/${project.id}/rejections`)}
