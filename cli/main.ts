@@ -19,6 +19,7 @@ import {
   println,
 } from "./command.ts";
 import { deadLettersCommand } from "./deadletters.ts";
+import { errorsCommand } from "./errors.ts";
 import { logsCommand } from "./logs.ts";
 import { projectCommand } from "./project.ts";
 import { rejectedCommand } from "./rejected.ts";
@@ -31,6 +32,7 @@ export const COMMANDS: Record<string, Command> = {
   stats: statsCommand,
   deadletters: deadLettersCommand,
   rejected: rejectedCommand,
+  errors: errorsCommand,
 };
 
 const USAGE = `Operator commands of the log ingestion service.
@@ -42,6 +44,9 @@ Usage:
   deno task deadletters list|replay [ID]
                                     Batches whose processing kept failing
   deno task rejected [replay] ID    Recent rejected entries: why, and replay
+  deno task errors PROJECT          Errors grouped: count, first and last seen
+
+A project is named by its id or its name wherever a command takes one.
 
 Every command takes --help and --json.
 

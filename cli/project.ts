@@ -51,6 +51,8 @@ import {
   projectJson,
 } from "./project_format.ts";
 import { USAGE } from "./project_usage.ts";
+import { resolveProject } from "./resolve.ts";
+import { deleteErrorGroups } from "../db/error_groups.ts";
 
 async function requireProject(kv: Deno.Kv, id: string): Promise<Project> {
   const project = await getProject(kv, id);
@@ -137,7 +139,7 @@ const SUBCOMMANDS: Record<string, {
           p.id,
           inert(p.name),
           inert(p.settings.allowedOrigin.join(", ")) || "-",
-          p.levels.join(", ") || "-",
+          [...STANDARD_LEVELS, ...p.levels].join(", "),
           `${p.retentionDays}d`,
           formatTime(p.createdAt),
         ]);
@@ -339,6 +341,7 @@ const SUBCOMMANDS: Record<string, {
         }
       }
       const logs = await deleteProject(ctx.kv, project.id);
+      await deleteErrorGroups(ctx.kv, project.id);
       if (booleanFlag(parsed, "json")) {
         println(
           ctx,
@@ -386,6 +389,11 @@ export function projectCommand(ctx: CommandContext): Promise<number> {
     if (booleanFlag(parsed, "help")) {
       println(ctx, USAGE[name]!);
       return 0;
+    }
+    // The ID of every subcommand but these may be a name (cli/resolve.ts).
+    const named = parsed.positionals[0];
+    if (name !== "create" && name !== "list" && named !== undefined) {
+      parsed.positionals[0] = (await resolveProject(ctx.kv, named)).id;
     }
     return await sub.run({ ...ctx, args: rest }, parsed);
   });

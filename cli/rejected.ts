@@ -10,7 +10,6 @@
  * @module
  */
 import { authenticate } from "../auth/authenticate.ts";
-import { getProject, ProjectNotFoundError } from "../db/projects.ts";
 import {
   type KeptEntry,
   listRejected,
@@ -34,12 +33,15 @@ import {
   useColor,
 } from "./command.ts";
 import { formatLevel, formatTable, formatTime, inert } from "./format.ts";
+import { resolveProject } from "./resolve.ts";
 
 const USAGE = `Show a project's recent rejected entries, and replay them.
 
 Usage: deno task rejected ID [--reason R] [--limit N] [--json]
        deno task rejected --global [--limit N] [--json]
        deno task rejected replay ID [--entry ENTRY_ID]... [--json]
+
+ID is a project's id or its name.
 
 The service keeps the last 100 rejected entries of each project for 7 days,
 each with its content when it takes at most 10,000 bytes. For bad_signature it
@@ -162,8 +164,7 @@ async function replay(ctx: CommandContext, args: string[]): Promise<number> {
   const [projectId] = takePositionals("rejected replay", parsed.positionals, [
     "ID",
   ]);
-  const project = await getProject(ctx.kv, projectId!);
-  if (project === null) throw new ProjectNotFoundError(projectId!);
+  const project = await resolveProject(ctx.kv, projectId!);
   const named = stringFlags(parsed, "entry");
   const results = await replayRejected(
     ctx.kv,
@@ -247,8 +248,7 @@ export function rejectedCommand(ctx: CommandContext): Promise<number> {
       const [projectId] = takePositionals("rejected", parsed.positionals, [
         "ID",
       ]);
-      const project = await getProject(ctx.kv, projectId!);
-      if (project === null) throw new ProjectNotFoundError(projectId!);
+      const project = await resolveProject(ctx.kv, projectId!);
       kept = await listRejected(ctx.kv, project.id, {
         ...(reason === undefined ? {} : { reason }),
         ...(limit === undefined ? {} : { limit }),

@@ -54,7 +54,7 @@ const UUID =
   /\b[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\b/gi;
 /** Hex runs of 8 or more that hold a digit (so that "deadbeef" words stay). */
 const HEX = /\b(?:0x)?(?=[0-9a-f]*\d)[0-9a-f]{8,}\b/gi;
-const NUMBER = /(?<![A-Za-z_])[-+]?\d+(?:[.,:]\d+)*(?![A-Za-z_])/g;
+const NUMBER = /(?<![A-Za-z_\d])[-+]?\d+(?:[.,:]\d+)*(?![A-Za-z_\d])/g;
 
 /**
  * A title with its varying parts replaced: quoted strings by `"…"`, UUIDs by
