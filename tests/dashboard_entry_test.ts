@@ -96,3 +96,41 @@ Deno.test("the explorer shows a stack string or frame array as lines in a pre, t
     assert.match(textOf(html), /error https:\/\/app\.example\.com Frames/);
   });
 });
+
+Deno.test("the histogram's y-axis tops at a round number over the peak, with its half, and its times are labelled UTC", async () => {
+  const { niceMax, HistogramChart } = await import(
+    "../dashboard/pages/histogram.tsx"
+  );
+  assert.deepEqual([0, 1, 3, 10, 11, 37, 180, 501].map(niceMax), [
+    1,
+    1,
+    5,
+    10,
+    20,
+    50,
+    200,
+    1000,
+  ]);
+  const start = Date.UTC(2026, 0, 15, 9);
+  const html = await HistogramChart({
+    histogram: {
+      intervalMs: 60_000,
+      countedFrom: null,
+      buckets: [
+        { start, counts: { info: 30, error: 7 } },
+        { start: start + 60_000, counts: {} },
+      ],
+    },
+    zoom: () => "#",
+  })!.toString();
+  assert.match(html, /data-tick="max">50</);
+  assert.match(html, /data-tick="half">25</);
+  assert.match(
+    html,
+    /data-start="1768467600000" data-counts="\{&quot;info&quot;:30,&quot;error&quot;:7\}"/,
+  );
+  assert.match(
+    textOf(html),
+    /2026-01-15 09:00:00 UTC 37 entries · 1 min per bar · peak 37 2026-01-15 09:02:00 UTC/,
+  );
+});

@@ -93,7 +93,10 @@ export function EntryRow(props: EntryRowProps) {
       open={props.open}
     >
       <summary>
-        <time datetime={new Date(record.receivedAt).toISOString()}>
+        <time
+          datetime={new Date(record.receivedAt).toISOString()}
+          data-format="ms"
+        >
           {formatTime(record.receivedAt)}
         </time>
         <span class={`lvl ${level}`}>{record.level}</span>

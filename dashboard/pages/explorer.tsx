@@ -145,6 +145,12 @@ export function ExplorerPage(props: { ctx: PageContext; data: ExplorerData }) {
           state={state}
           since={data.window.since}
         />
+        <span class="zone">
+          Times in <span class="tz-label">UTC</span>{" "}
+          <button type="button" class="tz-toggle link" hidden>
+            Show local time
+          </button>
+        </span>
         {data.window.live && !data.queryError && (
           <div
             class="live"
