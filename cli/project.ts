@@ -52,7 +52,6 @@ import {
 } from "./project_format.ts";
 import { USAGE } from "./project_usage.ts";
 import { resolveProject } from "./resolve.ts";
-import { deleteErrorGroups } from "../db/error_groups.ts";
 
 async function requireProject(kv: Deno.Kv, id: string): Promise<Project> {
   const project = await getProject(kv, id);
@@ -341,7 +340,6 @@ const SUBCOMMANDS: Record<string, {
         }
       }
       const logs = await deleteProject(ctx.kv, project.id);
-      await deleteErrorGroups(ctx.kv, project.id);
       if (booleanFlag(parsed, "json")) {
         println(
           ctx,

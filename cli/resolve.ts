@@ -12,7 +12,6 @@ import {
   type Project,
   ProjectNotFoundError,
 } from "../db/projects.ts";
-import { inert } from "./format.ts";
 
 /** Thrown when a name is shared by several projects. */
 export class AmbiguousProjectError extends Error {
@@ -21,9 +20,8 @@ export class AmbiguousProjectError extends Error {
   ids: string[];
   constructor(name: string, ids: string[]) {
     super(
-      `Cannot tell which project "${
-        inert(name)
-      }" is: ${ids.length} projects have that name (${
+      // The name is the operator's own argument, printed as typed.
+      `Cannot tell which project "${name}" is: ${ids.length} projects have that name (${
         ids.join(", ")
       }); give the id instead`,
     );

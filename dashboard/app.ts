@@ -29,6 +29,7 @@ import {
   type TailTiming,
 } from "./routes/common.ts";
 import { errorsRoutes } from "./routes/errors.ts";
+import { viewsRoutes } from "./routes/views.ts";
 import { explorerRoutes } from "./routes/explorer.ts";
 import { projectsRoutes } from "./routes/projects.ts";
 import { rejectionsRoutes } from "./routes/rejections.ts";
@@ -171,6 +172,7 @@ export function createDashboard(options: DashboardOptions): DashApp {
   explorerRoutes(app, deps);
   rejectionsRoutes(app, deps);
   errorsRoutes(app, deps);
+  viewsRoutes(app, deps);
   deadLettersRoutes(app, deps);
 
   app.notFound(async (c) =>

@@ -290,34 +290,3 @@ export async function pruneErrorGroupHours(
   }
   return keys.length;
 }
-
-/**
- * Deletes every error group of a project (when the project is deleted).
- *
- * @example
- * ```ts
- * await deleteErrorGroups(kv, projectId);
- * ```
- */
-export async function deleteErrorGroups(
-  kv: Deno.Kv,
-  projectId: string,
-): Promise<void> {
-  const prefixes = [
-    ...(["record", "count", "first", "last", "hours"] as const).map((part) =>
-      errorGroupKey(part, projectId)
-    ),
-  ];
-  for (const prefix of prefixes) {
-    let op = kv.atomic();
-    let n = 0;
-    for await (const entry of kv.list({ prefix })) {
-      op.delete(entry.key);
-      if (++n % 500 === 0) {
-        await op.commit();
-        op = kv.atomic();
-      }
-    }
-    await op.commit();
-  }
-}

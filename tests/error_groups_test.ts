@@ -9,13 +9,14 @@ import assert from "node:assert/strict";
 import { RecordedAtomic } from "../db/atomic.ts";
 import {
   addErrorGroups,
-  deleteErrorGroups,
   listGroups,
   MAX_GROUPS_PER_BATCH,
   pruneErrorGroupHours,
   SPARK_HOURS,
 } from "../db/error_groups.ts";
 import { errorGroupKey } from "../db/keys.ts";
+import { deleteProject } from "../db/projects.ts";
+import { listViews, saveView } from "../db/views.ts";
 import { parseQuery, queryLogs } from "../db/query/mod.ts";
 import type { LogRecord } from "../domain/entry.ts";
 import { fingerprintOf } from "../domain/fingerprint.ts";
@@ -145,12 +146,24 @@ Deno.test("a fingerprint query lists the entries of one group only", async () =>
   });
 });
 
-Deno.test("deleting a project's error groups leaves none", async () => {
+Deno.test("deleting a project deletes its error groups and saved views", async () => {
   await withHarness(async (h) => {
+    const project = await h.project();
     const op = h.kv.atomic();
-    addErrorGroups(op, "p1", [record(h.clock.now(), "error", { title: "A" })]);
+    addErrorGroups(op, project.id, [
+      record(h.clock.now(), "error", { title: "A" }),
+    ]);
     await op.commit();
-    await deleteErrorGroups(h.kv, "p1");
-    assert.deepEqual(await listGroups(h.kv, "p1", h.clock.now()), []);
+    await saveView(h.kv, project.id, { name: "Errors", query: "?level=error" });
+    assert.equal((await listGroups(h.kv, project.id, h.clock.now())).length, 1);
+    await deleteProject(h.kv, project.id);
+    assert.deepEqual(await listGroups(h.kv, project.id, h.clock.now()), []);
+    assert.deepEqual(await listViews(h.kv, project.id), []);
+    for (const part of ["count", "first", "last", "hours"] as const) {
+      const left = await Array.fromAsync(
+        h.kv.list({ prefix: errorGroupKey(part, project.id) }),
+      );
+      assert.equal(left.length, 0, part);
+    }
   });
 });

@@ -8,6 +8,7 @@
  */
 import type { LogRecord } from "../../domain/entry.ts";
 import { getProject } from "../../db/projects.ts";
+import { listViews } from "../../db/views.ts";
 import {
   type ExplorerState,
   readState,
@@ -97,6 +98,7 @@ export function explorerRoutes(app: DashApp, deps: DashboardDeps): void {
       cursor: null,
       histogram: null,
       tailAfter: idAt(now - 60_000),
+      views: await listViews(kv, project.id),
     };
     if (filter !== null && state.around !== undefined) {
       data.context = await aroundEntry(

@@ -6,6 +6,7 @@
  */
 import { createProject } from "../../db/projects.ts";
 import { InvalidValueError } from "../../db/validation.ts";
+import { listViews } from "../../db/views.ts";
 import { projectRows, unknownProjectCount } from "../data.ts";
 import { setFlash, takeFlash } from "../flash.ts";
 import { type ProjectsData, ProjectsPage } from "../pages/projects.tsx";
@@ -24,7 +25,12 @@ async function projectsData(deps: DashboardDeps): Promise<ProjectsData> {
     projectRows(deps.kv, deps.now()),
     unknownProjectCount(deps.kv),
   ]);
-  return { projects, unknownProject, now: deps.now() };
+  const views = Object.fromEntries(
+    await Promise.all(
+      projects.map(async (p) => [p.id, await listViews(deps.kv, p.id)]),
+    ),
+  );
+  return { projects, unknownProject, now: deps.now(), views };
 }
 
 async function showProjects(
