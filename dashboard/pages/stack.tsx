@@ -40,7 +40,7 @@ export function StackView(props: { stack: unknown }) {
   const shown = lines.slice(0, STACK_SHOWN);
   const rest = lines.slice(STACK_SHOWN);
   return (
-    <section class="stack">
+    <section class="stack-trace">
       <h4>Stack</h4>
       <pre class="stack-top">{shown.join("\n")}</pre>
       {rest.length > 0 && (
