@@ -154,3 +154,27 @@ Deno.test("every deno task has a description", async () => {
   }
   assert.match(config.tasks.errors.command, /cli\/main\.ts errors$/);
 });
+
+Deno.test("rejected shows a bad signature's members as sent beside the expected text", async () => {
+  await withHarness(async (h) => {
+    const project = await createProject(h.kv, { name: "web", allow: [] });
+    const body =
+      `{"level": "info", "projectId": "${project.id}", "data": {"a": 1}}`;
+    const res = await h.post(body, {
+      timestamp: String(h.clock.now()),
+      signature: "A".repeat(64),
+    });
+    await res.body?.cancel();
+    await h.process();
+    const text = await cli(h.kv, ["rejected", "web"], { now: h.clock.now });
+    assert.equal(text.code, 0, text.stderr);
+    const sent =
+      `${project.id}{"level": "info","projectId": "${project.id}","data": {"a": 1}}${h.clock.now()}`;
+    assert.ok(text.stdout.includes(`sent       ${sent}`), text.stdout);
+    assert.match(text.stdout, /expected +\S+\{"level":"info","projectId"/);
+    const json = await cli(h.kv, ["rejected", "web", "--json"], {
+      now: h.clock.now,
+    });
+    assert.equal(JSON.parse(json.stdout.trim()).sent, sent);
+  });
+});

@@ -11,8 +11,8 @@ import {
   type KeptEntry,
   type ReplayResult,
   sentBody,
+  sentSignedText,
 } from "../../db/rejected.ts";
-import { SIGNED_MEMBERS } from "../../domain/entry.ts";
 import { entryTitle } from "../../domain/fingerprint.ts";
 import { formatTime, levelClass, link } from "./format.ts";
 import { CopyButton, Csrf, type PageContext } from "./layout.tsx";
@@ -47,22 +47,6 @@ const CURABLE: readonly string[] = [
 /** Whether a replay can store this entry at all. */
 export function replayable(kept: KeptEntry): boolean {
   return kept.entry !== undefined && CURABLE.includes(kept.reason);
-}
-
-/**
- * The text a signed entry's members give in signing order, each member's
- * value exactly as the sender wrote it (separators between members
- * compact), with the project id before and the timestamp after: what the
- * sender signed if it signed the bytes it sent. `undefined` when the
- * sender's own text was not kept.
- */
-export function sentSignedText(kept: KeptEntry): string | undefined {
-  const e = kept.entry;
-  const raw = e?.raw;
-  if (!e || !raw?.level || !raw.projectId || !raw.data) return undefined;
-  const members = SIGNED_MEMBERS.filter((name) => raw[name] !== undefined)
-    .map((name) => `"${name}":${raw[name]}`);
-  return `${e.projectId}{${members.join(",")}}${e.timestamp ?? ""}`;
 }
 
 /** Index of the first character where `a` and `b` differ; -1 when equal. */
