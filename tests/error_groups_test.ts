@@ -15,7 +15,9 @@ import {
   SPARK_HOURS,
 } from "../db/error_groups.ts";
 import { errorGroupKey } from "../db/keys.ts";
-import { deleteProject } from "../db/projects.ts";
+import { allowValue, deleteProject } from "../db/projects.ts";
+import { replayRejected } from "../db/rejected.ts";
+import { authenticate } from "../auth/authenticate.ts";
 import { listViews, saveView } from "../db/views.ts";
 import { parseQuery, queryLogs } from "../db/query/mod.ts";
 import type { LogRecord } from "../domain/entry.ts";
@@ -165,5 +167,31 @@ Deno.test("deleting a project deletes its error groups and saved views", async (
       );
       assert.equal(left.length, 0, part);
     }
+  });
+});
+
+Deno.test("an error entry stored by a replay joins its group", async () => {
+  await withHarness(async (h) => {
+    const project = await h.project([]);
+    await postQueued(
+      h,
+      randomEntry({
+        projectId: project.id,
+        level: "error",
+        data: { title: "Checkout 7 failed" },
+      }),
+      { Origin: ORIGIN },
+    );
+    await h.process();
+    assert.deepEqual(await listGroups(h.kv, project.id, h.clock.now()), []);
+    await allowValue(h.kv, project.id, ORIGIN);
+    const [result] = await replayRejected(h.kv, project.id, undefined, {
+      authenticate,
+      now: h.clock.now,
+    });
+    assert.equal(result!.outcome, "stored");
+    const [group] = await listGroups(h.kv, project.id, h.clock.now());
+    assert.equal(group!.title, "Checkout <n> failed");
+    assert.equal(group!.count, 1);
   });
 });
