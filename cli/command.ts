@@ -11,6 +11,7 @@
  */
 import { parseArgs, type ParseArgsOptionsConfig } from "node:util";
 import { ProjectNotFoundError } from "../db/projects.ts";
+import { AmbiguousProjectError } from "./resolve.ts";
 import { InvalidValueError } from "../db/validation.ts";
 import {
   DeadLetterConflictError,
@@ -307,6 +308,7 @@ export async function guard(
     }
     if (
       error instanceof ProjectNotFoundError ||
+      error instanceof AmbiguousProjectError ||
       error instanceof InvalidValueError ||
       error instanceof DeadLetterNotFoundError ||
       error instanceof DeadLetterConflictError

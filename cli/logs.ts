@@ -21,7 +21,6 @@ import {
   queryLogs,
   QuerySyntaxError,
 } from "../db/query/mod.ts";
-import { getProject, ProjectNotFoundError } from "../db/projects.ts";
 import {
   type LogRecord,
   recordJson,
@@ -47,10 +46,13 @@ import {
   inert,
   parseTimeFlag,
 } from "./format.ts";
+import { resolveProject } from "./resolve.ts";
 
 const USAGE = `Print a project's newest entries, oldest first.
 
 Usage: deno task logs ID [options]
+
+ID is a project's id or its name.
 
 Options:
   -q, --query Q      Only entries matching the query Q, such as
@@ -244,7 +246,7 @@ export function logsCommand(ctx: CommandContext): Promise<number> {
       println(ctx, USAGE);
       return 0;
     }
-    const [projectId] = takePositionals("logs", parsed.positionals, ["ID"]);
+    const [named] = takePositionals("logs", parsed.positionals, ["ID"]);
     const filter = readFilter(parsed, ctx.now);
     const limitText = stringFlag(parsed, "limit") ?? String(DEFAULT_LIMIT);
     const limit = Number(limitText);
@@ -258,8 +260,8 @@ export function logsCommand(ctx: CommandContext): Promise<number> {
       throw new UsageError(`Cannot use --until with --follow`);
     }
     const json = booleanFlag(parsed, "json");
-    const project = await getProject(ctx.kv, projectId);
-    if (project === null) throw new ProjectNotFoundError(projectId);
+    const project = await resolveProject(ctx.kv, named);
+    const projectId = project.id;
 
     // Newest matching entries first, up to the limit; printed oldest first.
     const found: LogRecord[] = [];

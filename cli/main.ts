@@ -20,6 +20,7 @@ import {
 } from "./command.ts";
 import { alertCommand } from "./alert.ts";
 import { deadLettersCommand } from "./deadletters.ts";
+import { errorsCommand } from "./errors.ts";
 import { logsCommand } from "./logs.ts";
 import { projectCommand } from "./project.ts";
 import { rejectedCommand } from "./rejected.ts";
@@ -39,6 +40,7 @@ export const COMMANDS: Record<string, Command> = {
   user: userCommand,
   token: tokenCommand,
   audit: auditCommand,
+  errors: errorsCommand,
 };
 
 const USAGE = `Operator commands of the log ingestion service.
@@ -57,6 +59,9 @@ Usage:
   deno task token create|list|revoke PROJECT ...
                                     Read tokens of the read API
   deno task audit [PROJECT]         Who changed what, and when
+  deno task errors PROJECT          Errors grouped: count, first and last seen
+
+A project is named by its id or its name wherever a command takes one.
 
 Every command takes --help and --json.
 

@@ -52,6 +52,7 @@ import {
 } from "./project_format.ts";
 import { USAGE } from "./project_usage.ts";
 import { auditedProjectCommand } from "./audit.ts";
+import { resolveProject } from "./resolve.ts";
 
 async function requireProject(kv: Deno.Kv, id: string): Promise<Project> {
   const project = await getProject(kv, id);
@@ -138,7 +139,7 @@ const SUBCOMMANDS: Record<string, {
           p.id,
           inert(p.name),
           inert(p.settings.allowedOrigin.join(", ")) || "-",
-          p.levels.join(", ") || "-",
+          [...STANDARD_LEVELS, ...p.levels].join(", "),
           `${p.retentionDays}d`,
           formatTime(p.createdAt),
         ]);
@@ -387,6 +388,11 @@ export function projectCommand(ctx: CommandContext): Promise<number> {
     if (booleanFlag(parsed, "help")) {
       println(ctx, USAGE[name]!);
       return 0;
+    }
+    // The ID of every subcommand but these may be a name (cli/resolve.ts).
+    const named = parsed.positionals[0];
+    if (name !== "create" && name !== "list" && named !== undefined) {
+      parsed.positionals[0] = (await resolveProject(ctx.kv, named)).id;
     }
     const run = () => sub.run({ ...ctx, args: rest }, parsed);
     return await auditedProjectCommand(ctx, name, parsed, run);

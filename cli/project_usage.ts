@@ -21,6 +21,7 @@ Commands:
   retention ID DAYS                      Keep new entries DAYS days
   delete ID [--yes]                      Delete the project and its logs
 
+ID is a project's id or its name (a name several projects share is refused).
 Every command takes --json (machine output) and --help.`,
   create: `Create a project and print it, secret included.
 

@@ -10,7 +10,6 @@
  * @module
  */
 import { authenticate } from "../auth/authenticate.ts";
-import { getProject, ProjectNotFoundError } from "../db/projects.ts";
 import {
   type KeptEntry,
   listRejected,
@@ -18,6 +17,7 @@ import {
   replayRejected,
   type ReplayResult,
   sentBody,
+  sentSignedText,
 } from "../db/rejected.ts";
 import { REJECT_REASONS, type RejectReason } from "../domain/entry.ts";
 import {
@@ -34,6 +34,7 @@ import {
   useColor,
 } from "./command.ts";
 import { formatLevel, formatTable, formatTime, inert } from "./format.ts";
+import { resolveProject } from "./resolve.ts";
 
 const USAGE = `Show a project's recent rejected entries, and replay them.
 
@@ -41,9 +42,12 @@ Usage: deno task rejected ID [--reason R] [--limit N] [--json]
        deno task rejected --global [--limit N] [--json]
        deno task rejected replay ID [--entry ENTRY_ID]... [--json]
 
+ID is a project's id or its name.
+
 The service keeps the last 100 rejected entries of each project for 7 days,
 each with its content when it takes at most 10,000 bytes. For bad_signature it
-also shows the exact text it expected to be signed: projectId + params +
+also shows the text as sent (each signed member as the sender wrote it, in
+signing order) and the exact text it expected to be signed: projectId + params +
 timestamp, where params is the compact JSON of level, projectId, device,
 context and data in that order. Compare it with what your client signs:
 spaces after separators, sorted keys, a trailing newline, echo instead of
@@ -76,6 +80,9 @@ function keptJson(kept: KeptEntry): Record<string, unknown> {
     ...(e === undefined ? {} : { body: sentBody(kept) }),
     ...(e?.signature === undefined ? {} : { signature: e.signature }),
     ...(e?.timestamp === undefined ? {} : { timestamp: e.timestamp }),
+    ...(sentSignedText(kept) === undefined
+      ? {}
+      : { sent: sentSignedText(kept) }),
     ...(kept.expected === undefined ? {} : { expected: kept.expected }),
     ...(kept.omittedBytes === undefined
       ? {}
@@ -108,6 +115,10 @@ function keptLines(
   const { signature, timestamp } = kept.entry ?? {};
   if (signature !== undefined) details.push(["signature", inert(signature)]);
   if (timestamp !== undefined) details.push(["timestamp", inert(timestamp)]);
+  const sent = sentSignedText(kept);
+  if (sent !== undefined && kept.expected !== undefined) {
+    details.push(["sent", inert(sent)]);
+  }
   if (kept.expected !== undefined) {
     details.push(["expected", inert(kept.expected)]);
   }
@@ -162,8 +173,7 @@ async function replay(ctx: CommandContext, args: string[]): Promise<number> {
   const [projectId] = takePositionals("rejected replay", parsed.positionals, [
     "ID",
   ]);
-  const project = await getProject(ctx.kv, projectId!);
-  if (project === null) throw new ProjectNotFoundError(projectId!);
+  const project = await resolveProject(ctx.kv, projectId!);
   const named = stringFlags(parsed, "entry");
   const results = await replayRejected(
     ctx.kv,
@@ -247,8 +257,7 @@ export function rejectedCommand(ctx: CommandContext): Promise<number> {
       const [projectId] = takePositionals("rejected", parsed.positionals, [
         "ID",
       ]);
-      const project = await getProject(ctx.kv, projectId!);
-      if (project === null) throw new ProjectNotFoundError(projectId!);
+      const project = await resolveProject(ctx.kv, projectId!);
       kept = await listRejected(ctx.kv, project.id, {
         ...(reason === undefined ? {} : { reason }),
         ...(limit === undefined ? {} : { limit }),

@@ -18,6 +18,7 @@
  * @module
  */
 import { captureErrors, type CaptureOptions } from "./capture.ts";
+import { deviceOf } from "./context.ts";
 import {
   createSender,
   type DeliveryError,
@@ -39,8 +40,15 @@ export interface LoggerOptions extends DeliveryOptions {
   secret?: string;
   /** Sent with every entry. */
   context?: Record<string, unknown>;
-  /** Sent with every entry. */
+  /** Sent with every entry, over what `deviceContext` adds. */
   device?: Record<string, unknown> | string;
+  /**
+   * Add to `device` where the logger runs: in a browser the user agent,
+   * platform, language, viewport and page URL (no query or fragment); on a
+   * server the runtime, OS and host name (client/context.ts).
+   * @default {true}
+   */
+  deviceContext?: boolean;
   /** Age past which a retried signed entry is signed again. @default {240000} */
   resignAfterMs?: number;
   /** Send what is queued by beacon when the page is hidden or left. @default {true} in a browser without `secret` */
@@ -116,6 +124,11 @@ export function createLogger(options: LoggerOptions): Logger {
       ? "text/plain;charset=UTF-8"
       : "application/json",
   };
+  const device = deviceOf(
+    globalThis,
+    options.deviceContext ?? true,
+    options.device,
+  );
   let lastStamp = 0;
   const sender = createSender({
     ...options,
@@ -146,7 +159,7 @@ export function createLogger(options: LoggerOptions): Logger {
     const entry: Entry = {
       level,
       projectId,
-      device: options.device,
+      device: device(),
       context: options.context,
       data,
       appid: options.appid,

@@ -29,6 +29,8 @@ import {
   render,
   type TailTiming,
 } from "./routes/common.ts";
+import { errorsRoutes } from "./routes/errors.ts";
+import { viewsRoutes } from "./routes/views.ts";
 import { explorerRoutes } from "./routes/explorer.ts";
 import { projectsRoutes } from "./routes/projects.ts";
 import { rejectionsRoutes } from "./routes/rejections.ts";
@@ -185,6 +187,8 @@ export function createDashboard(options: DashboardOptions): DashApp {
   settingsRoutes(app, deps);
   explorerRoutes(app, deps);
   rejectionsRoutes(app, deps);
+  errorsRoutes(app, deps);
+  viewsRoutes(app, deps);
   deadLettersRoutes(app, deps);
   alertsRoutes(app, deps, {
     allowPrivate: options.allowPrivateTargets ?? false,

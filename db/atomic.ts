@@ -20,6 +20,8 @@ export interface AtomicWriter {
   ): unknown;
   delete(key: Deno.KvKey): unknown;
   sum(key: Deno.KvKey, n: bigint): unknown;
+  min(key: Deno.KvKey, n: bigint): unknown;
+  max(key: Deno.KvKey, n: bigint): unknown;
 }
 
 /** Bytes counted per key part beside its own, an upper bound of its encoding. */
@@ -66,7 +68,7 @@ type AtomicStep =
   | ["check", Deno.KvKey, string | null]
   | ["set", Deno.KvKey, unknown, number | undefined]
   | ["delete", Deno.KvKey]
-  | ["sum", Deno.KvKey, bigint];
+  | ["sum" | "min" | "max", Deno.KvKey, bigint];
 
 /**
  * Checks and mutations recorded in order, applied later to one or more
@@ -144,9 +146,21 @@ export class RecordedAtomic implements AtomicWriter {
   }
 
   sum(key: Deno.KvKey, n: bigint): this {
+    return this.#counter("sum", key, n);
+  }
+
+  min(key: Deno.KvKey, n: bigint): this {
+    return this.#counter("min", key, n);
+  }
+
+  max(key: Deno.KvKey, n: bigint): this {
+    return this.#counter("max", key, n);
+  }
+
+  #counter(kind: "sum" | "min" | "max", key: Deno.KvKey, n: bigint): this {
     this.#mutations++;
     this.#bytes += keyBytes(key) + SCALAR_VALUE_BYTES;
-    this.#steps.push(["sum", key, n]);
+    this.#steps.push([kind, key, n]);
     return this;
   }
 
@@ -166,6 +180,12 @@ export class RecordedAtomic implements AtomicWriter {
           break;
         case "sum":
           op.sum(step[1], step[2]);
+          break;
+        case "min":
+          op.min(step[1], step[2]);
+          break;
+        case "max":
+          op.max(step[1], step[2]);
       }
     }
   }

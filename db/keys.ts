@@ -40,6 +40,10 @@
  * | `read_tokens/<projectId>/<tokenId>` | a read token's name and SHA-256 hash (never the token) |
  * | `read_token_hashes/<sha256 hex>` | the project and id of the read token with that hash |
  * | `audit/<projectId or "">/<eventId>` | one audit event of a project (`""`: of the service), expiring |
+ * | `error_groups/<projectId>/<fingerprint>` | an error group: title, top frame, a sample entry id (db/error_groups.ts) |
+ * | `error_group_{count,first,last}/<projectId>/<fingerprint>` | `Deno.KvU64`: its entries, first and last receipt ms |
+ * | `error_group_hours/<projectId>/<hour start ms>/<fingerprint>` | `Deno.KvU64`, its entries received in that hour |
+ * | `saved_views/<projectId>/<viewId>` | a named query and time range (db/views.ts) |
  *
  * @module
  */
@@ -374,6 +378,36 @@ export function readTokenHashKey(hash: string): Deno.KvKey {
  */
 export function auditKey(scope: string, eventId?: string): Deno.KvKey {
   return eventId === undefined ? ["audit", scope] : ["audit", scope, eventId];
+}
+
+/** Which value of an error group a key holds (db/error_groups.ts). */
+export type ErrorGroupPart = "record" | "count" | "first" | "last" | "hours";
+
+/**
+ * Key of a value of a project's error group (`hours`: of the hour starting
+ * at `hour`); without a fingerprint, the prefix of that value of every group.
+ */
+export function errorGroupKey(
+  part: ErrorGroupPart,
+  projectId: string,
+  fingerprint?: string,
+  hour?: number,
+): Deno.KvKey {
+  const name = part === "record" ? "error_groups" : `error_group_${part}`;
+  const rest = [hour, fingerprint].filter((p) => p !== undefined);
+  return [name, projectId, ...rest];
+}
+
+/** The fingerprint and (of an `hours` key) the hour of an error group key. */
+export function decodeErrorGroupKey(
+  key: Deno.KvKey,
+): { fingerprint: string; hour: number } {
+  return { fingerprint: String(key.at(-1)), hour: Number(key[2]) };
+}
+
+/** Key of a saved view of a project's explorer, or (without id) their prefix. */
+export function savedViewKey(projectId: string, viewId?: string): Deno.KvKey {
+  return ["saved_views", projectId, ...(viewId === undefined ? [] : [viewId])];
 }
 
 /** Thrown when a key does not have the layout its decoder expects. */

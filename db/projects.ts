@@ -16,10 +16,12 @@ import {
   validateLevel,
 } from "./validation.ts";
 import {
+  errorGroupKey,
   projectKey,
   projectsPrefix,
   rejectedEntriesPrefix,
   rejectionsPrefix,
+  savedViewKey,
   seenSignaturesPrefix,
   statsPrefix,
 } from "./keys.ts";
@@ -309,6 +311,10 @@ export async function deleteProject(
         rejectionsPrefix(projectId),
         rejectedEntriesPrefix(projectId),
         seenSignaturesPrefix(projectId),
+        savedViewKey(projectId),
+        ...(["record", "count", "first", "last", "hours"] as const).map((
+          part,
+        ) => errorGroupKey(part, projectId)),
       ]
     ) {
       deleted += await deletePrefix(kv, prefix);

@@ -21,6 +21,7 @@ import {
   DAY_MS,
   type QueuedEntry,
   type RejectReason,
+  SIGNED_MEMBERS,
   toLogRecord,
 } from "../domain/entry.ts";
 import {
@@ -32,6 +33,7 @@ import {
   seenSignatureKey,
 } from "./keys.ts";
 import { decodeJson, encodeJson } from "./kv.ts";
+import { addErrorGroups } from "./error_groups.ts";
 import { storeLogs } from "./logs.ts";
 import { type Project, ProjectNotFoundError } from "./projects.ts";
 
@@ -96,6 +98,27 @@ export function sentBody(kept: KeptEntry): Record<string, unknown> | undefined {
     data: e.data,
     ...(e.appid === undefined ? {} : { appid: e.appid }),
   };
+}
+
+/**
+ * The text a signed entry's members give in signing order, each member's
+ * value exactly as the sender wrote it (separators between members
+ * compact), with the project id before and the timestamp after: what the
+ * sender signed if it signed the bytes it sent. `undefined` when the
+ * sender's own text was not kept.
+ *
+ * @example
+ * ```ts
+ * sentSignedText(kept); // 'p1{"level": "info","projectId":"p1","data":{"a": 1}}1767225600000'
+ * ```
+ */
+export function sentSignedText(kept: KeptEntry): string | undefined {
+  const e = kept.entry;
+  const raw = e?.raw;
+  if (!e || !raw?.level || !raw.projectId || !raw.data) return undefined;
+  const members = SIGNED_MEMBERS.filter((name) => raw[name] !== undefined)
+    .map((name) => `"${name}":${raw[name]}`);
+  return `${e.projectId}{${members.join(",")}}${e.timestamp ?? ""}`;
 }
 
 /** Options of {@linkcode encodeKeptEntry}. */
@@ -352,6 +375,7 @@ async function replayOne(
     });
     op.sum(acceptedCountKey(projectId), 1n);
     op.sum(replayedCountKey(projectId), 1n);
+    addErrorGroups(op, projectId, [stored]);
     if ((await op.commit()).ok) {
       return { entryId, outcome: "stored", auth: verdict.method };
     }

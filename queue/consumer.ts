@@ -19,6 +19,7 @@ import {
 } from "../auth/authenticate.ts";
 import type { ProjectCache } from "../auth/projects.ts";
 import { type AtomicWriter, RecordedAtomic } from "../db/atomic.ts";
+import { addErrorGroups } from "../db/error_groups.ts";
 import {
   batchPartKey,
   batchProgressKey,
@@ -34,7 +35,6 @@ import {
 import { encodeRecordLine, lineFromQueued } from "../db/lines.ts";
 import { storeLogs } from "../db/logs.ts";
 import { joinJson } from "../db/blob.ts";
-import type { Project } from "../db/projects.ts";
 import { encodeKeptEntry } from "../db/rejected.ts";
 import { addStats, StatsTally } from "../db/stats.ts";
 import {
@@ -338,8 +338,7 @@ export class Consumer {
     reads: Reads,
     { texts }: { texts?: Map<QueuedEntry, string> | undefined },
   ): Promise<void> {
-    const projects = new Map<string, Project | null>();
-    for (const [id, read] of reads) projects.set(id, read.project);
+    const projects = new Map([...reads].map(([id, r]) => [id, r.project]));
     const now = this.#now();
     const accepted = new Map<string, LogRecord[]>();
     // Lines cut from the committed JSON (db/lines.ts, lineFromQueued).
@@ -379,6 +378,7 @@ export class Consumer {
         retentionMs,
         lineOf: (record) => lines.get(record) ?? encodeRecordLine(record),
       });
+      addErrorGroups(op, projectId, records);
       tally.accept(projectId, records.length);
     }
     await addStats(this.#kv, op, tally);

@@ -10,9 +10,11 @@ import { textDecoder } from "./_helpers.ts";
 const ROOT = new URL("..", import.meta.url).pathname;
 
 /** The arguments of `deno task start` after `deno`: the server as operators run it. */
-const START_ARGS: string[] = JSON.parse(
+const START_TASK = JSON.parse(
   await Deno.readTextFile(`${ROOT}deno.json`),
-).tasks.start.split(/\s+/).slice(1);
+).tasks.start;
+const START_ARGS: string[] = (START_TASK.command ?? START_TASK).split(/\s+/)
+  .slice(1);
 
 /** Resolves after `ms`. */
 export function delay(ms: number): Promise<void> {

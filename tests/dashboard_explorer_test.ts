@@ -29,7 +29,7 @@ Deno.test("the explorer lists entries newest first with a histogram and the live
     const html = await (await get(h.dash, browser, `/projects/${project.id}`))
       .text();
     assert.deepEqual(rowIds(html), stored.map((r) => r.id).reverse());
-    assert.match(html, /<figure class="histogram">/);
+    assert.match(html, /<figure class="histogram"/);
     assert.match(textOf(html), /3 entries · 1 h per bar/);
     assert.match(html, new RegExp(`data-tail="/projects/${project.id}/tail"`));
     assert.match(html, new RegExp(`data-after="${stored[2]!.id}"`));

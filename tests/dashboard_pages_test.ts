@@ -358,7 +358,11 @@ Deno.test("the rejections page shows kept entries inert, and no replay button fo
     /<pre class="expected" id="expected-e1">p1\{&quot;level&quot;/,
   );
   assert.match(text, /content was not kept: it took 12345 bytes/);
-  assert.equal(out.match(/name="entry" value="e1"/g)?.length, 1);
+  assert.doesNotMatch(
+    out,
+    /name="entry" value="e1"/,
+    "a replay cannot cure a bad signature",
+  );
   assert.doesNotMatch(out, /name="entry" value="e2"/, "nothing to replay");
   assert.doesNotMatch(out, /name="entry" value="e3"/, "its signature is used");
   assert.match(text, /Replay all 1 kept entry/);

@@ -75,7 +75,8 @@ Deno.test("the rejections page shows kept entries with reason and content, inert
     );
     assert.match(text, /Python's json\.dumps default separators add spaces/);
     assert.match(text, /Origin https:\/\/shop\.example\.net Allow/);
-    assert.match(text, /Replay all 2 kept entries/);
+    // A bad signature cannot be cured by a replay: only the origin's entry.
+    assert.match(text, /Replay all 1 kept entry/);
     assert.doesNotMatch(text, /Not available yet/);
 
     const narrowed = textOf(
@@ -204,5 +205,69 @@ Deno.test("the rejections page shows the storage backlog: entries not yet stored
     const text = textOf(await res.text());
     assert.match(text, /Not yet stored 1 oldest 2\.5 s/);
     assert.match(text, /Not yet merged 1 oldest 2\.5 s/);
+  });
+});
+
+Deno.test("a bad signature shows the members as sent, byte for byte, beside the expected text, and offers no replay", async () => {
+  await withDashboard(async (h) => {
+    const project = await h.project(["https://app.example.com"]);
+    const body = {
+      level: "error",
+      projectId: project.id,
+      data: { title: "<b>Payment</b> failed", orderId: 1234 },
+    };
+    // Sent as Python writes it, and signed with a wrong secret.
+    const python = JSON.stringify(body).replaceAll(",", ", ")
+      .replaceAll(":", ": ");
+    const timestamp = String(h.clock.now());
+    const signature = sign(
+      "not the secret",
+      `${project.id}${python}${timestamp}`,
+    );
+    const res = await h.post(python, { timestamp, signature });
+    assert.equal(res.status, 200);
+    await res.body?.cancel();
+    await h.process();
+    const [kept] = await listRejected(h.kv, project.id);
+    assert.equal(kept!.reason, "bad_signature");
+    const browser = await signIn(h.dash);
+    const html = await (await get(
+      h.dash,
+      browser,
+      `/projects/${project.id}/rejections`,
+    )).text();
+    const sent =
+      /<pre class="sent-text" id="sent-text-[0-9a-f]{28}">(.*?)<\/pre>/s
+        .exec(html);
+    assert.ok(sent, "the text as sent is shown in a <pre>");
+    assert.doesNotMatch(sent[1]!, /<b>/, "escaped for the page");
+    assert.equal(
+      textOf(sent[1]!.replace(/<\/?mark>/g, "")),
+      `${project.id}{"level": "error","projectId": "${project.id}","data": {"title": "<b>Payment</b> failed", "orderId": 1234}}${timestamp}`,
+    );
+    // The first difference, the space after the first colon, is marked.
+    assert.match(
+      sent[1]!,
+      /\{&quot;level&quot;:<mark> <\/mark>&quot;error/,
+    );
+    assert.match(textOf(html), /They differ from character \d+ on/);
+    assert.doesNotMatch(html, /name="entry" value="[0-9a-f]{28}"/);
+    assert.doesNotMatch(textOf(html), /Replay all/);
+    // Replaying "all" by hand replays nothing that cannot be stored.
+    const replay = await post(
+      h.dash,
+      browser,
+      `/projects/${project.id}/rejections/replay`,
+      { entry: "all" },
+    );
+    assert.equal(replay.status, 303);
+    const after = textOf(
+      await (await get(
+        h.dash,
+        browser,
+        `/projects/${project.id}/rejections`,
+      )).text(),
+    );
+    assert.match(after, /There was no kept entry to replay/);
   });
 });

@@ -61,6 +61,21 @@ const ROWS: Row[] = [
   },
   { method: "GET", route: "/projects/:id/audit", rule: "read", ok: 200 },
   { method: "GET", route: "/projects/:id/alerts", rule: "read", ok: 200 },
+  { method: "GET", route: "/projects/:id/errors", rule: "read", ok: 200 },
+  {
+    method: "POST",
+    route: "/projects/:id/views",
+    rule: "configure",
+    ok: 400,
+    form: { name: "" },
+  },
+  {
+    method: "POST",
+    route: "/projects/:id/views/delete",
+    rule: "configure",
+    ok: 303,
+    form: { view: "nope" },
+  },
   {
     method: "POST",
     route: "/projects/:id/alerts/add",

@@ -48,6 +48,126 @@ if (list) {
   if (opened) opened.scrollIntoView({ block: "center" });
 }
 
+// The histogram: the live tail adds each entry it shows to its bar, adding
+// bars (and dropping the oldest) as time moves past the last one; the bars
+// are then laid out again on the y-axis (dashboard/pages/histogram.tsx).
+const chart = document.getElementById("histogram");
+const SVG = "http://www.w3.org/2000/svg";
+const BAR = 10;
+const HEIGHT = 60;
+const STACK = ["info", "warning", "error", "critical"];
+
+function niceMax(max) {
+  if (max <= 1) return 1;
+  const power = 10 ** Math.floor(Math.log10(max));
+  for (const step of [1, 2, 5, 10]) {
+    if (step * power >= max) return step * power;
+  }
+  return 10 * power;
+}
+
+function utcText(ms) {
+  const iso = new Date(ms).toISOString();
+  return `${iso.slice(0, 10)} ${iso.slice(11, 19)}`;
+}
+
+const countsOf = (bar) => JSON.parse(bar.dataset.counts ?? "{}");
+const totalOf = (counts) => Object.values(counts).reduce((a, b) => a + b, 0);
+
+function layoutHistogram() {
+  const svg = chart.querySelector("svg");
+  const bars = [...svg.querySelectorAll("a.bucket")];
+  const interval = Number(chart.dataset.interval);
+  const totals = bars.map((bar) => totalOf(countsOf(bar)));
+  const peak = Math.max(1, ...totals);
+  const max = niceMax(peak);
+  bars.forEach((bar, i) => {
+    bar.querySelector("rect.hit")?.setAttribute("x", String(i * BAR));
+    bar.querySelector("rect.todo")?.setAttribute("x", String(i * BAR + 1));
+    if (bar.dataset.counts === undefined) return;
+    for (const rect of bar.querySelectorAll("rect.bar")) rect.remove();
+    const counts = countsOf(bar);
+    const levels = Object.keys(counts).sort((a, b) =>
+      ((STACK.indexOf(a) + 10) % 10) - ((STACK.indexOf(b) + 10) % 10)
+    );
+    let y = HEIGHT;
+    for (const level of levels) {
+      const h = (counts[level] / max) * HEIGHT;
+      y -= h;
+      const rect = document.createElementNS(SVG, "rect");
+      const kind = STACK.includes(level) ? level : "custom";
+      rect.setAttribute("class", `bar lvl-${kind}`);
+      rect.setAttribute("x", String(i * BAR + 1));
+      rect.setAttribute("y", String(y));
+      rect.setAttribute("width", String(BAR - 2));
+      rect.setAttribute("height", String(h));
+      bar.append(rect);
+    }
+    const title = bar.querySelector("title");
+    if (title) {
+      title.textContent =
+        `${utcText(Number(bar.dataset.start))} · ${totals[i]} entries` +
+        levels.map((l) => `\n${l}: ${counts[l]}`).join("");
+    }
+  });
+  svg.setAttribute("viewBox", `0 0 ${bars.length * BAR} ${HEIGHT}`);
+  for (const line of svg.querySelectorAll("line.grid")) {
+    line.setAttribute("x2", String(bars.length * BAR));
+  }
+  chart.querySelector("[data-tick=max]").textContent = String(max);
+  chart.querySelector("[data-tick=half]").textContent = String(max / 2);
+  document.getElementById("histogram-total").textContent = String(
+    totals.reduce((a, b) => a + b, 0),
+  );
+  document.getElementById("histogram-peak").textContent = String(peak);
+  const last = bars.at(-1);
+  const end = chart.querySelector("figcaption > span:last-child time");
+  if (last?.dataset.start && end) {
+    const ms = Number(last.dataset.start) + interval;
+    end.setAttribute("datetime", new Date(ms).toISOString());
+    end.dataset.utc = utcText(ms);
+    end.textContent = utcText(ms);
+  }
+}
+
+/** Adds the entry of `row` to its bar of the histogram. */
+function countInHistogram(row) {
+  if (!chart) return;
+  const at = Date.parse(row.querySelector("time")?.getAttribute("datetime"));
+  const level = row.querySelector(".lvl")?.textContent?.trim();
+  const interval = Number(chart.dataset.interval);
+  const svg = chart.querySelector("svg");
+  if (Number.isNaN(at) || !level || !svg) return;
+  let bars = [...svg.querySelectorAll("a.bucket")];
+  let last = bars.at(-1);
+  if (!last?.dataset.start) return;
+  // Time moved past the last bar: new bars, the window keeps its width.
+  for (let n = 0; at >= Number(last.dataset.start) + interval; n++) {
+    if (n >= bars.length) return;
+    const next = last.cloneNode(true);
+    const start = Number(last.dataset.start) + interval;
+    next.dataset.start = String(start);
+    next.dataset.counts = "{}";
+    const href = new URL(next.getAttribute("href"), location.href);
+    href.searchParams.set("since", new Date(start).toISOString());
+    href.searchParams.set("until", new Date(start + interval).toISOString());
+    next.setAttribute("href", href.pathname + href.search);
+    svg.append(next);
+    bars[0].remove();
+    bars = [...bars.slice(1), next];
+    last = next;
+  }
+  const bar = bars.find((b) =>
+    b.dataset.start !== undefined && Number(b.dataset.start) <= at &&
+    at < Number(b.dataset.start) + interval
+  );
+  if (!bar || bar.dataset.counts === undefined) return;
+  const counts = countsOf(bar);
+  counts[level] = (counts[level] ?? 0) + 1;
+  bar.dataset.counts = JSON.stringify(counts);
+  layoutHistogram();
+}
+
 // Live tail.
 if (live && list) {
   const status = document.getElementById("live-status");
@@ -68,6 +188,7 @@ if (live && list) {
       const rows = parseRows(event.data);
       for (const row of rows.querySelectorAll("details.entry")) {
         row.classList.add("new");
+        countInHistogram(row);
       }
       list.prepend(rows);
       document.querySelector(".empty")?.remove();

@@ -10,6 +10,7 @@
 import { type LogRecord, recordJson } from "../../domain/entry.ts";
 import { formatTime, levelClass, sender, summary } from "./format.ts";
 import { CopyButton } from "./layout.tsx";
+import { StackView } from "./stack.tsx";
 
 /** Links an entry row needs, built by the page from its state. */
 export interface EntryLinks {
@@ -92,7 +93,10 @@ export function EntryRow(props: EntryRowProps) {
       open={props.open}
     >
       <summary>
-        <time datetime={new Date(record.receivedAt).toISOString()}>
+        <time
+          datetime={new Date(record.receivedAt).toISOString()}
+          data-format="ms"
+        >
           {formatTime(record.receivedAt)}
         </time>
         <span class={`lvl ${level}`}>{record.level}</span>
@@ -107,6 +111,7 @@ export function EntryRow(props: EntryRowProps) {
             Link to this entry
           </a>
         </div>
+        <StackView stack={record.data.stack} />
         <table class="fields">
           <tbody>
             {entryFields(record).map((field) => (

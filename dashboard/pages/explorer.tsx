@@ -16,6 +16,8 @@ import { entryLinks, EntryList, explorerHref } from "./explorer_list.tsx";
 import { link } from "./format.ts";
 import { type Histogram, HistogramChart } from "./histogram.tsx";
 import { Layout, Notice, type PageContext } from "./layout.tsx";
+import { SavedViewList, SaveViewForm } from "./views.tsx";
+import type { SavedView } from "../../db/views.ts";
 
 /** Data of the explorer page. */
 export interface ExplorerData {
@@ -44,6 +46,8 @@ export interface ExplorerData {
   pinnedInView?: boolean;
   /** Id the live tail continues after. */
   tailAfter: string;
+  /** The project's saved views. */
+  views?: SavedView[];
 }
 
 function ContextView(props: { ctx: PageContext; data: ExplorerData }) {
@@ -154,6 +158,12 @@ export function ExplorerPage(props: { ctx: PageContext; data: ExplorerData }) {
             window={data.window}
           />
         )}
+        <span class="zone">
+          Times in <span class="tz-label">UTC</span>{" "}
+          <button type="button" class="tz-toggle link" hidden>
+            Show local time
+          </button>
+        </span>
         {data.window.live && !data.queryError && (
           <div
             class="live"
@@ -171,6 +181,16 @@ export function ExplorerPage(props: { ctx: PageContext; data: ExplorerData }) {
             </button>
           </div>
         )}
+      </div>
+      <div class="saved-views">
+        <SavedViewList
+          ctx={ctx}
+          projectId={project.id}
+          views={data.views ?? []}
+          removable
+          back="explorer"
+        />
+        <SaveViewForm ctx={ctx} projectId={project.id} state={state} />
       </div>
       {data.queryError && (
         <div class="notice error" role="alert">

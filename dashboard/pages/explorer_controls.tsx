@@ -51,7 +51,10 @@ export function TimeControls(
         })}
       </div>
       <details class="absolute" open={absolute}>
-        <summary>{absolute ? "Custom range (UTC)" : "Custom…"}</summary>
+        <summary>
+          {absolute ? "Custom range" : "Custom…"}{" "}
+          (<span class="tz-label">UTC</span>)
+        </summary>
         <form method="get" action={link(ctx.base, `/projects/${projectId}`)}>
           {state.q !== "" && <input type="hidden" name="q" value={state.q} />}
           {state.levels.length > 0 && (
@@ -61,6 +64,8 @@ export function TimeControls(
             From{" "}
             <input
               name="since"
+              type="datetime-local"
+              data-time-input
               placeholder="2026-01-15T09:30"
               value={formatUtc(props.since).slice(0, 16)}
               size={16}
@@ -70,6 +75,8 @@ export function TimeControls(
             to{" "}
             <input
               name="until"
+              type="datetime-local"
+              data-time-input
               placeholder="now"
               value={state.until === undefined
                 ? ""

@@ -14,6 +14,7 @@
  * ```
  */
 import { type LogRecord, STANDARD_LEVELS } from "../../domain/entry.ts";
+import { entryTitle } from "../../domain/fingerprint.ts";
 export function link(base: string, path: string): string {
   return `${base}${path}`;
 }
@@ -64,7 +65,8 @@ export function sender(record: LogRecord): string {
 
 /**
  * An entry's one-line summary: `data.title` and `data.message` when they
- * are text, else its data as compact JSON; at most 300 characters.
+ * are text, else its first string field, else its data as compact JSON; at
+ * most 300 characters.
  */
 export function summary(record: LogRecord): string {
   const { title, message } = record.data;
@@ -73,6 +75,6 @@ export function summary(record: LogRecord): string {
   );
   const text = parts.length > 0
     ? parts.join(" — ")
-    : JSON.stringify(record.data);
+    : entryTitle(record.data) || JSON.stringify(record.data);
   return text.length > 300 ? `${text.slice(0, 299)}…` : text;
 }

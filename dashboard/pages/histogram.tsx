@@ -4,6 +4,10 @@
  * the view to their interval (so it works without JavaScript too). Bars
  * older than what a word or field query could count in its time budget
  * (dashboard/histogram.ts) are drawn hatched and said to be uncounted.
+ * A y-axis gives the counts; each bar carries its start and counts, so that
+ * the live tail's script adds the entries it shows to their bar
+ * (dashboard/assets/explorer.js). Times are UTC, labelled so; the page's
+ * script can show them in local time.
  *
  * @module
  */
@@ -26,13 +30,44 @@ export interface HistogramProps {
 const BAR = 10;
 const HEIGHT = 60;
 
+/**
+ * The top of the y-axis: the smallest of 1, 2 or 5 times a power of ten at
+ * or above `max`, so that the ticks read as round numbers.
+ *
+ * @example
+ * ```ts
+ * niceMax(37); // 50
+ * ```
+ */
+export function niceMax(max: number): number {
+  if (max <= 1) return 1;
+  const power = 10 ** Math.floor(Math.log10(max));
+  for (const step of [1, 2, 5, 10]) {
+    if (step * power >= max) return step * power;
+  }
+  return 10 * power;
+}
+
+/** A time with its zone label, as the captions show it. */
+function Stamp(props: { ms: number }) {
+  return (
+    <>
+      <time datetime={new Date(props.ms).toISOString()} data-format="s">
+        {formatTime(props.ms, false)}
+      </time>{" "}
+      <span class="tz-label">UTC</span>
+    </>
+  );
+}
+
 /** The stacked bar chart. */
 export function HistogramChart(props: HistogramProps) {
   const { buckets, intervalMs } = props.histogram;
   const totals = buckets.map((b) =>
     Object.values(b.counts).reduce((n, c) => n + c, 0)
   );
-  const max = Math.max(1, ...totals);
+  const peak = Math.max(1, ...totals);
+  const max = niceMax(peak);
   const total = totals.reduce((n, c) => n + c, 0);
   const first = buckets[0];
   const last = buckets.at(-1);
@@ -40,28 +75,80 @@ export function HistogramChart(props: HistogramProps) {
   const counted = (start: number) =>
     countedFrom === null || start >= countedFrom;
   return (
-    <figure class="histogram">
-      <svg
-        viewBox={`0 0 ${Math.max(1, buckets.length) * BAR} ${HEIGHT}`}
-        preserveAspectRatio="none"
-        role="img"
-        aria-label={`${total} entries, per ${formatDuration(intervalMs)}`}
-      >
-        {buckets.map((bucket, i) => {
-          const levels = Object.keys(bucket.counts).sort((a, b) => {
-            const ra = ORDER.indexOf(a), rb = ORDER.indexOf(b);
-            return (ra < 0 ? 9 : ra) - (rb < 0 ? 9 : rb) || (a < b ? -1 : 1);
-          });
-          let y = HEIGHT;
-          const end = bucket.start + intervalMs;
-          if (!counted(bucket.start)) {
+    <figure
+      class="histogram"
+      id="histogram"
+      data-interval={intervalMs}
+      data-counted-from={countedFrom ?? ""}
+    >
+      <div class="plot">
+        <div class="y-axis" aria-hidden="true">
+          <span class="tick" data-tick="max">{max}</span>
+          <span class="tick" data-tick="half">{max / 2}</span>
+          <span class="tick">0</span>
+        </div>
+        <svg
+          viewBox={`0 0 ${Math.max(1, buckets.length) * BAR} ${HEIGHT}`}
+          preserveAspectRatio="none"
+          role="img"
+          aria-label={`${total} entries, per ${formatDuration(intervalMs)}`}
+        >
+          {[0, HEIGHT / 2].map((y) => (
+            <line
+              class="grid"
+              x1={0}
+              x2={Math.max(1, buckets.length) * BAR}
+              y1={y + 0.5}
+              y2={y + 0.5}
+              vector-effect="non-scaling-stroke"
+            />
+          ))}
+          {buckets.map((bucket, i) => {
+            const levels = Object.keys(bucket.counts).sort((a, b) => {
+              const ra = ORDER.indexOf(a), rb = ORDER.indexOf(b);
+              return (ra < 0 ? 9 : ra) - (rb < 0 ? 9 : rb) || (a < b ? -1 : 1);
+            });
+            let y = HEIGHT;
+            const end = bucket.start + intervalMs;
+            if (!counted(bucket.start)) {
+              return (
+                <a
+                  href={props.zoom(bucket.start, end)}
+                  class="bucket uncounted"
+                >
+                  <title>
+                    {`${
+                      formatTime(bucket.start, false)
+                    } · not counted: click to zoom in and count`}
+                  </title>
+                  <rect
+                    class="hit"
+                    x={i * BAR}
+                    y={0}
+                    width={BAR}
+                    height={HEIGHT}
+                  />
+                  <rect
+                    class="todo"
+                    x={i * BAR + 1}
+                    y={HEIGHT - 8}
+                    width={BAR - 2}
+                    height={8}
+                  />
+                </a>
+              );
+            }
+            const label =
+              `${formatTime(bucket.start, false)} · ${totals[i]} entries` +
+              levels.map((l) => `\n${l}: ${bucket.counts[l]}`).join("");
             return (
-              <a href={props.zoom(bucket.start, end)} class="bucket uncounted">
-                <title>
-                  {`${
-                    formatTime(bucket.start, false)
-                  } · not counted: click to zoom in and count`}
-                </title>
+              <a
+                href={props.zoom(bucket.start, end)}
+                class="bucket"
+                data-start={bucket.start}
+                data-counts={JSON.stringify(bucket.counts)}
+              >
+                <title>{label}</title>
                 <rect
                   class="hit"
                   x={i * BAR}
@@ -69,48 +156,33 @@ export function HistogramChart(props: HistogramProps) {
                   width={BAR}
                   height={HEIGHT}
                 />
-                <rect
-                  class="todo"
-                  x={i * BAR + 1}
-                  y={HEIGHT - 8}
-                  width={BAR - 2}
-                  height={8}
-                />
+                {levels.map((level) => {
+                  const h = (bucket.counts[level]! / max) * HEIGHT;
+                  y -= h;
+                  return (
+                    <rect
+                      class={`bar ${levelClass(level)}`}
+                      x={i * BAR + 1}
+                      y={y}
+                      width={BAR - 2}
+                      height={h}
+                    />
+                  );
+                })}
               </a>
             );
-          }
-          const label =
-            `${formatTime(bucket.start, false)} · ${totals[i]} entries` +
-            levels.map((l) => `\n${l}: ${bucket.counts[l]}`).join("");
-          return (
-            <a href={props.zoom(bucket.start, end)} class="bucket">
-              <title>{label}</title>
-              <rect class="hit" x={i * BAR} y={0} width={BAR} height={HEIGHT} />
-              {levels.map((level) => {
-                const h = (bucket.counts[level]! / max) * (HEIGHT - 2);
-                y -= h;
-                return (
-                  <rect
-                    class={`bar ${levelClass(level)}`}
-                    x={i * BAR + 1}
-                    y={y}
-                    width={BAR - 2}
-                    height={h}
-                  />
-                );
-              })}
-            </a>
-          );
-        })}
-      </svg>
+          })}
+        </svg>
+      </div>
       <figcaption>
-        <span>{first ? formatTime(first.start, false) : ""}</span>
+        <span>{first ? <Stamp ms={first.start} /> : ""}</span>
         <span>
-          {total} {total === 1 ? "entry" : "entries"}
+          <span id="histogram-total">{total}</span>{" "}
+          {total === 1 ? "entry" : "entries"}
           {countedFrom !== null && ` since ${formatTime(countedFrom, false)}`} ·
           {" "}
           {formatDuration(intervalMs)} per bar · peak{" "}
-          {max === 1 && total === 0 ? 0 : max}
+          <span id="histogram-peak">{total === 0 ? 0 : peak}</span>
           {countedFrom !== null && (
             <span class="uncounted-note">
               {" "}· older bars not counted (too many matches to count at once:
@@ -118,7 +190,7 @@ export function HistogramChart(props: HistogramProps) {
             </span>
           )}
         </span>
-        <span>{last ? formatTime(last.start + intervalMs, false) : ""}</span>
+        <span>{last ? <Stamp ms={last.start + intervalMs} /> : ""}</span>
       </figcaption>
     </figure>
   );

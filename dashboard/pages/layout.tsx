@@ -26,7 +26,13 @@ export interface PageContext {
 export interface ProjectTabs {
   id: string;
   name: string;
-  current: "explorer" | "rejections" | "settings" | "alerts" | "audit";
+  current:
+    | "explorer"
+    | "errors"
+    | "rejections"
+    | "settings"
+    | "alerts"
+    | "audit";
 }
 
 /** Props of {@linkcode Layout}. */
@@ -163,6 +169,12 @@ export function Layout(props: LayoutProps) {
               aria-current={project.current === "explorer" ? "page" : undefined}
             >
               Explorer
+            </a>
+            <a
+              href={link(ctx.base, `/projects/${project.id}/errors`)}
+              aria-current={project.current === "errors" ? "page" : undefined}
+            >
+              Errors
             </a>
             <a
               href={link(ctx.base, `/projects/${project.id}/rejections`)}

@@ -6,7 +6,9 @@
  *
  * @module
  */
+import type { SavedView } from "../../db/views.ts";
 import { formatAgo, formatTime, link } from "./format.ts";
+import { SavedViewList } from "./views.tsx";
 import {
   CopyableCode,
   Csrf,
@@ -55,6 +57,8 @@ export interface ProjectsData {
   notice?: { kind: "ok" | "error"; text: string };
   /** Values of the create form to show again after a refusal. */
   form?: { name: string; allow: string };
+  /** Saved views, by project id. */
+  views?: Record<string, SavedView[]>;
 }
 
 function Created(
@@ -164,6 +168,13 @@ export function ProjectsPage(props: { ctx: PageContext; data: ProjectsData }) {
                       >
                         {p.name}
                       </a>
+                      <SavedViewList
+                        ctx={ctx}
+                        projectId={p.id}
+                        views={data.views?.[p.id] ?? []}
+                        removable
+                        back="projects"
+                      />
                     </td>
                     <td>
                       <code>{p.id}</code>

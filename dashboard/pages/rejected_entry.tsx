@@ -11,23 +11,87 @@ import {
   type KeptEntry,
   type ReplayResult,
   sentBody,
+  sentSignedText,
 } from "../../db/rejected.ts";
+import { entryTitle } from "../../domain/fingerprint.ts";
 import { formatTime, levelClass, link } from "./format.ts";
 import { CopyButton, Csrf, type PageContext } from "./layout.tsx";
 import { REASON_HELP } from "./reasons.ts";
 
-/** A short line saying what the entry was about: its title or message. */
+/**
+ * A short line saying what the entry was about: its title or message, else
+ * its first string field.
+ */
 function gist(kept: KeptEntry): string {
   const data = kept.entry?.data ?? {};
   const text =
     [data.title, data.message].filter((v) => typeof v === "string" && v !== "")
-      .join(" — ") || (kept.entry ? JSON.stringify(data) : "");
+      .join(" — ") ||
+    entryTitle(data) ||
+    (kept.entry ? JSON.stringify(data) : "");
   return text.length > 160 ? `${text.slice(0, 159)}…` : text;
 }
 
+/**
+ * Reasons a replay can cure once the settings are fixed: allow the origin or
+ * app id, create the project, declare the level. A bad signature, a stale
+ * timestamp, a replayed signature or missing credentials stay so.
+ */
+const CURABLE: readonly string[] = [
+  "bad_origin",
+  "unknown_appid",
+  "unknown_project",
+  "unknown_level",
+];
+
 /** Whether a replay can store this entry at all. */
 export function replayable(kept: KeptEntry): boolean {
-  return kept.entry !== undefined && kept.reason !== "replayed";
+  return kept.entry !== undefined && CURABLE.includes(kept.reason);
+}
+
+/** Index of the first character where `a` and `b` differ; -1 when equal. */
+export function firstDifference(a: string, b: string): number {
+  const n = Math.min(a.length, b.length);
+  for (let i = 0; i < n; i++) if (a[i] !== b[i]) return i;
+  return a.length === b.length ? -1 : n;
+}
+
+/** The sent text beside the expected one, the first difference marked. */
+function SignedTexts(props: { id: string; sent: string; expected: string }) {
+  const { id, sent, expected } = props;
+  const at = firstDifference(sent, expected);
+  const mark = (text: string) =>
+    at < 0 ? text : (
+      <>
+        {text.slice(0, at)}
+        <mark>{text.slice(at, at + 1) || "⏎"}</mark>
+        {text.slice(at + 1)}
+      </>
+    );
+  return (
+    <div class="signed-texts">
+      <div>
+        <h4>
+          Text as sent <CopyButton target={`sent-text-${id}`} />
+        </h4>
+        <pre class="sent-text" id={`sent-text-${id}`}>{mark(sent)}</pre>
+      </div>
+      <div>
+        <h4>
+          Text the service expected to be signed{" "}
+          <CopyButton target={`expected-${id}`} />
+        </h4>
+        <pre class="expected" id={`expected-${id}`}>{mark(expected)}</pre>
+      </div>
+      <p class="hint difference">
+        {at < 0
+          ? "The members as sent give exactly the expected text: the signature was made over other bytes than the ones sent (JSON written again after signing), with another secret, or with another timestamp."
+          : `They differ from character ${
+            at + 1
+          } on (marked): sign the compact JSON of the members, as expected.`}
+      </p>
+    </div>
+  );
 }
 
 /** Props of {@linkcode QuickAllow}. */
@@ -156,20 +220,28 @@ export function KeptEntryItem(props: KeptEntryProps) {
             </>
           )}
         </dl>
-        {kept.expected !== undefined && (
+        {kept.expected !== undefined && sentSignedText(kept) !== undefined && (
+          <SignedTexts
+            id={id}
+            sent={sentSignedText(kept)!}
+            expected={kept.expected}
+          />
+        )}
+        {kept.expected !== undefined && sentSignedText(kept) === undefined && (
           <>
             <h4>
               Text the service expected to be signed{" "}
               <CopyButton target={`expected-${id}`} />
             </h4>
             <pre class="expected" id={`expected-${id}`}>{kept.expected}</pre>
-            <p class="hint">
-              projectId, then the compact JSON of level, projectId, device,
-              context and data, then the timestamp: no spaces after separators,
-              keys in this order, no newline at the end. Sign exactly these
-              bytes.
-            </p>
           </>
+        )}
+        {kept.expected !== undefined && (
+          <p class="hint">
+            projectId, then the compact JSON of level, projectId, device,
+            context and data, then the timestamp: no spaces after separators,
+            keys in this order, no newline at the end. Sign exactly these bytes.
+          </p>
         )}
         {body === undefined
           ? (
@@ -181,7 +253,7 @@ export function KeptEntryItem(props: KeptEntryProps) {
           : (
             <>
               <h4>
-                Entry as sent{" "}
+                Entry as received{" "}
                 <CopyButton target={`sent-${id}`} label="Copy JSON" />
               </h4>
               <pre class="sent" id={`sent-${id}`}>

@@ -10,6 +10,7 @@ import { getCookie } from "hono/cookie";
 import type { LogRecord } from "../../domain/entry.ts";
 import { mayRead } from "../access.ts";
 import { getProject } from "../../db/projects.ts";
+import { listViews } from "../../db/views.ts";
 import {
   type ExplorerState,
   readState,
@@ -100,6 +101,7 @@ export function explorerRoutes(app: DashApp, deps: DashboardDeps): void {
       cursor: null,
       histogram: null,
       tailAfter: idAt(now - 60_000),
+      views: await listViews(kv, project.id),
     };
     if (filter !== null && state.around !== undefined) {
       data.context = await aroundEntry(

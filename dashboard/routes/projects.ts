@@ -8,6 +8,7 @@ import { recordAudit } from "../../db/audit.ts";
 import { createProject } from "../../db/projects.ts";
 import { canRead } from "../../db/users.ts";
 import { InvalidValueError } from "../../db/validation.ts";
+import { listViews } from "../../db/views.ts";
 import { projectRows, unknownProjectCount } from "../data.ts";
 import { setFlash, takeFlash } from "../flash.ts";
 import { type ProjectsData, ProjectsPage } from "../pages/projects.tsx";
@@ -32,10 +33,16 @@ async function projectsData(
   // Only the projects the account may read are listed.
   const account = c.get("session")!.account;
   const projects = rows.filter((row) => canRead(account, row.id));
+  const views = Object.fromEntries(
+    await Promise.all(
+      projects.map(async (p) => [p.id, await listViews(deps.kv, p.id)]),
+    ),
+  );
   return {
     projects,
     unknownProject: account.role === "admin" ? unknownProject : 0,
     now: deps.now(),
+    views,
   };
 }
 

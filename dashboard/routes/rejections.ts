@@ -88,10 +88,15 @@ export function rejectionsRoutes(app: DashApp, deps: DashboardDeps): void {
     if (project === null) return await projectNotFound(c, deps);
     const entry = await formField(c, "entry");
     try {
+      // "all" replays only the entries a replay can store.
+      const ids = entry === "all"
+        ? (await listRejected(kv, project.id)).filter(replayable)
+          .map((k) => k.entryId)
+        : [entry];
       const results = await replayRejected(
         kv,
         project.id,
-        entry === "all" ? undefined : [entry],
+        ids,
         { authenticate, now: deps.now },
       );
       await setFlash(kv, c.get("session")!.id, {

@@ -10,6 +10,7 @@
  * @module
  */
 import { type LogRecord, STANDARD_LEVELS } from "../../domain/entry.ts";
+import { fingerprintOf } from "../../domain/fingerprint.ts";
 import { type BloomHash, bloomHash } from "./bloom.ts";
 import type { ChunkSummary } from "./chunk.ts";
 import {
@@ -148,7 +149,10 @@ function compileLevels(
 }
 
 function testField(record: LogRecord, term: FieldTerm): boolean {
-  const text = fieldText(resolvePath(record, term.path));
+  // `fingerprint` is computed, not stored (domain/fingerprint.ts).
+  const text = term.path === "fingerprint"
+    ? fingerprintOf(record).fingerprint
+    : fieldText(resolvePath(record, term.path));
   switch (term.op) {
     case "eq":
       return text === term.value;
@@ -183,7 +187,7 @@ export function compileFilter(filter: Filter): CompiledFilter {
   }
   let id: string | undefined;
   for (const term of fields) {
-    if (term.op !== "eq") continue;
+    if (term.op !== "eq" || term.path === "fingerprint") continue;
     if (term.path === "id") id = term.value;
     const inner = jsonInner(term.value);
     needles.push({

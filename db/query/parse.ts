@@ -14,7 +14,8 @@
  * | `level>=warning` | this standard level or a more severe one |
  * | `AND` | ignored: terms always combine with AND |
  *
- * Fields are `level`, `auth`, `origin`, `appid`, `id`, and paths under
+ * Fields are `level`, `auth`, `origin`, `appid`, `id`, `fingerprint` (of
+ * an error group, domain/fingerprint.ts), and paths under
  * `data`, `context` and `device`. A word whose text before `:` names no field
  * is refused unless it is a URL (`https://…`); quote it to search for it.
  * Errors are {@linkcode QuerySyntaxError}s naming the 1-based column.
@@ -38,7 +39,14 @@ export class QuerySyntaxError extends Error {
 }
 
 const FIELD = /^[A-Za-z_][A-Za-z0-9_]*(?:\.[^\s.:"><=,]+)*/;
-const TOP_FIELDS = new Set(["level", "auth", "origin", "appid", "id"]);
+const TOP_FIELDS = new Set([
+  "level",
+  "auth",
+  "origin",
+  "appid",
+  "id",
+  "fingerprint",
+]);
 const ROOTS = new Set(["data", "context", "device"]);
 
 function isSpace(c: string | undefined): boolean {

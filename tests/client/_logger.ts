@@ -41,6 +41,9 @@ export function fakeLogger(
     clearTimeout: time.clearTimeout,
     random: () => 0,
     onError: (error) => errors.push(error),
+    // Delivery is tested on the bodies as given; client_context_test.ts
+    // tests what the logger adds.
+    deviceContext: false,
     ...options,
   });
   const start = time.now();

@@ -1,0 +1,176 @@
+/**
+ * The error groups of a project (`/projects/:id/errors`): its `error` and
+ * `critical` entries grouped by fingerprint (domain/fingerprint.ts), the
+ * most recently seen first, each with its count, first and last seen, a
+ * sparkline of the last 24 hours and a link to the explorer showing its
+ * entries; groups first seen in the last 24 hours are marked new.
+ *
+ * @module
+ */
+import type { ErrorGroup } from "../../db/error_groups.ts";
+import { DEFAULT_RANGE, type ExplorerState } from "../explorer_state.ts";
+import { explorerHref } from "./explorer_list.tsx";
+import { formatAgo, formatTime, levelClass } from "./format.ts";
+import { Layout, type PageContext } from "./layout.tsx";
+
+/** Data of the errors page. */
+export interface ErrorsData {
+  project: { id: string; name: string };
+  groups: ErrorGroup[];
+  now: number;
+}
+
+/** The explorer query that lists one group's entries. */
+export function groupQuery(fingerprint: string): string {
+  return `level>=error fingerprint:${fingerprint}`;
+}
+
+/** The explorer view of one group's entries, from its first one on. */
+export function groupState(group: ErrorGroup): ExplorerState {
+  return {
+    q: groupQuery(group.fingerprint),
+    levels: [],
+    range: DEFAULT_RANGE,
+    since: Math.floor(group.firstSeen / 60_000) * 60_000,
+    paused: false,
+  };
+}
+
+const SPARK_BAR = 4;
+const SPARK_HEIGHT = 20;
+
+/** Hourly counts as a small bar chart (inline SVG), oldest hour first. */
+export function Sparkline(props: { hourly: number[]; now: number }) {
+  const { hourly } = props;
+  const max = Math.max(1, ...hourly);
+  const total = hourly.reduce((a, b) => a + b, 0);
+  return (
+    <svg
+      class="spark"
+      width={hourly.length * SPARK_BAR}
+      height={SPARK_HEIGHT}
+      viewBox={`0 0 ${hourly.length * SPARK_BAR} ${SPARK_HEIGHT}`}
+      role="img"
+      aria-label={`${total} in the last 24 hours`}
+      data-hourly={hourly.join(",")}
+    >
+      <title>{`${total} in the last 24 hours (per hour, oldest first)`}</title>
+      {hourly.map((count, i) => {
+        const h = count === 0 ? 0 : Math.max(1, (count / max) * SPARK_HEIGHT);
+        return (
+          <rect
+            x={i * SPARK_BAR}
+            y={SPARK_HEIGHT - h}
+            width={SPARK_BAR - 1}
+            height={h}
+          />
+        );
+      })}
+    </svg>
+  );
+}
+
+/** The errors page. */
+export function ErrorsPage(props: { ctx: PageContext; data: ErrorsData }) {
+  const { ctx, data } = props;
+  const { project } = data;
+  const fresh = data.groups.filter((g) => g.isNew).length;
+  return (
+    <Layout
+      ctx={ctx}
+      title={`${project.name} · Errors`}
+      section="projects"
+      project={{ id: project.id, name: project.name, current: "errors" }}
+    >
+      <h1>Errors</h1>
+      <p class="hint">
+        Entries of level error and critical, grouped by their title (numbers,
+        ids and quoted text set aside) and the top frame of their stack. Times
+        in UTC.
+      </p>
+      {data.groups.length === 0
+        ? <p class="empty" id="no-groups">No errors yet.</p>
+        : (
+          <>
+            <p id="groups-summary">
+              {data.groups.length}{" "}
+              {data.groups.length === 1 ? "group" : "groups"}
+              {fresh > 0 && `, ${fresh} new in the last 24 hours`}.
+            </p>
+            <div class="scroll">
+              <table class="list errors" id="groups">
+                <thead>
+                  <tr>
+                    <th scope="col">Error</th>
+                    <th scope="col" class="num">Count</th>
+                    <th scope="col">Last 24 h</th>
+                    <th scope="col">First seen</th>
+                    <th scope="col">Last seen</th>
+                  </tr>
+                </thead>
+                <tbody>
+                  {data.groups.map((group) => (
+                    <tr
+                      data-fingerprint={group.fingerprint}
+                      class={group.isNew ? "new" : undefined}
+                    >
+                      <td>
+                        <span class={`lvl ${levelClass(group.level)}`}>
+                          {group.level}
+                        </span>{" "}
+                        {group.isNew && <span class="badge new">new</span>}{" "}
+                        <a
+                          class="group-link strong"
+                          href={explorerHref(
+                            ctx.base,
+                            project.id,
+                            groupState(group),
+                          )}
+                          title="Show this group's entries in the explorer"
+                        >
+                          {group.title || "(no title)"}
+                        </a>
+                        {group.topFrame !== null && (
+                          <div>
+                            <code class="frame">{group.topFrame}</code>
+                          </div>
+                        )}
+                        {group.sampleTitle !== "" &&
+                          group.sampleTitle !== group.title && (
+                          <div class="hint sample">
+                            Latest: {group.sampleTitle}
+                          </div>
+                        )}
+                      </td>
+                      <td class="num count">
+                        {group.count.toLocaleString("en-US")}
+                      </td>
+                      <td>
+                        <Sparkline hourly={group.hourly} now={data.now} />
+                      </td>
+                      <td>
+                        <time
+                          datetime={new Date(group.firstSeen).toISOString()}
+                          title={`${formatTime(group.firstSeen)} UTC`}
+                        >
+                          {formatAgo(group.firstSeen, data.now)}
+                        </time>
+                      </td>
+                      <td>
+                        <time
+                          datetime={new Date(group.lastSeen).toISOString()}
+                          title={`${formatTime(group.lastSeen)} UTC`}
+                        >
+                          {formatAgo(group.lastSeen, data.now)}
+                        </time>
+                      </td>
+                    </tr>
+                  ))}
+                </tbody>
+              </table>
+            </div>
+          </>
+        )}
+    </Layout>
+  );
+}

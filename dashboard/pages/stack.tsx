@@ -1,0 +1,56 @@
+/**
+ * A `data.stack` as the lines of a `<pre>`, the top frames first: a string
+ * is split at its newlines, an array of frames or strings gives one line
+ * each (domain/fingerprint.ts `stackLines`), and a Python traceback, which
+ * lists the top frame last, is turned around. Past the first lines, the
+ * rest is folded in a `<details>`.
+ *
+ * @module
+ */
+import { stackLines } from "../../domain/fingerprint.ts";
+
+/** Lines shown before the rest is folded. */
+export const STACK_SHOWN = 8;
+
+const PYTHON = /^Traceback \(most recent call last\):/;
+
+/**
+ * The lines of a stack, top frames first; `[]` when it is none.
+ *
+ * @example
+ * ```ts
+ * orderedStack("Error: x\n    at f (a.js:1:2)"); // ["Error: x", "    at f (a.js:1:2)"]
+ * ```
+ */
+export function orderedStack(stack: unknown): string[] {
+  const lines = stackLines(stack);
+  if (lines.length > 1 && PYTHON.test(lines[0]!)) {
+    // Header, frames oldest first, then the exception: exception first,
+    // then the frames newest first.
+    const frames = lines.slice(1, -1).reverse();
+    return [lines.at(-1)!, ...frames];
+  }
+  return lines;
+}
+
+/** The stack of an entry; nothing when `data.stack` is no stack. */
+export function StackView(props: { stack: unknown }) {
+  const lines = orderedStack(props.stack);
+  if (lines.length === 0) return null;
+  const shown = lines.slice(0, STACK_SHOWN);
+  const rest = lines.slice(STACK_SHOWN);
+  return (
+    <section class="stack-trace">
+      <h4>Stack</h4>
+      <pre class="stack-top">{shown.join("\n")}</pre>
+      {rest.length > 0 && (
+        <details class="stack-rest">
+          <summary>
+            {rest.length} more {rest.length === 1 ? "line" : "lines"}
+          </summary>
+          <pre>{rest.join("\n")}</pre>
+        </details>
+      )}
+    </section>
+  );
+}

@@ -1,0 +1,40 @@
+/**
+ * `GET /projects/:id/errors`: the project's error groups, read from the
+ * counters the consumer writes (db/error_groups.ts), never by scanning
+ * entries. Reading also deletes hourly counters older than the sparkline.
+ *
+ * @module
+ */
+import { listGroups, pruneErrorGroupHours } from "../../db/error_groups.ts";
+import { getProject } from "../../db/projects.ts";
+import { ErrorsPage } from "../pages/errors.tsx";
+import {
+  type DashApp,
+  type DashboardDeps,
+  idParam,
+  pageContext,
+  render,
+} from "./common.ts";
+import { projectNotFound } from "./settings.ts";
+
+/** Groups shown at most, the most recently seen first. */
+const MAX_GROUPS = 500;
+
+/** Adds the errors route. */
+export function errorsRoutes(app: DashApp, deps: DashboardDeps): void {
+  const { base, kv } = deps;
+  app.get(`${base}/projects/:id/errors`, async (c) => {
+    const project = await getProject(kv, idParam(c));
+    if (project === null) return await projectNotFound(c, deps);
+    const now = deps.now();
+    const groups = await listGroups(kv, project.id, now, { limit: MAX_GROUPS });
+    await pruneErrorGroupHours(kv, project.id, now);
+    return await render(
+      c,
+      ErrorsPage({
+        ctx: pageContext(c, deps),
+        data: { project: { id: project.id, name: project.name }, groups, now },
+      }),
+    );
+  });
+}

@@ -1,0 +1,71 @@
+/**
+ * Saved views: `POST /projects/:id/views` saves the query and range of the
+ * form's explorer state under a name, then opens it;
+ * `POST /projects/:id/views/delete` removes one (`view` = its id) and goes
+ * back to the explorer, or to the projects page with `back=projects`.
+ *
+ * @module
+ */
+import { getProject } from "../../db/projects.ts";
+import { InvalidValueError } from "../../db/validation.ts";
+import { deleteView, saveView } from "../../db/views.ts";
+import { readState, stateQuery } from "../explorer_state.ts";
+import { MessagePage } from "../pages/message.tsx";
+import {
+  type DashApp,
+  type DashboardDeps,
+  formField,
+  idParam,
+  pageContext,
+  render,
+} from "./common.ts";
+import { projectNotFound } from "./settings.ts";
+
+/** Adds the saved views routes. */
+export function viewsRoutes(app: DashApp, deps: DashboardDeps): void {
+  const { base, kv } = deps;
+
+  app.post(`${base}/projects/:id/views`, async (c) => {
+    const project = await getProject(kv, idParam(c));
+    if (project === null) return await projectNotFound(c, deps);
+    const params = new URLSearchParams();
+    for (const name of ["q", "level", "range", "since", "until"]) {
+      const value = await formField(c, name);
+      if (value !== "") params.set(name, value);
+    }
+    // Read and written again: only what the explorer understands is kept.
+    const { state } = readState(params);
+    const query = stateQuery({ ...state, paused: false });
+    try {
+      await saveView(kv, project.id, {
+        name: await formField(c, "name"),
+        query,
+        now: deps.now,
+      });
+    } catch (error) {
+      if (!(error instanceof InvalidValueError)) throw error;
+      return await render(
+        c,
+        MessagePage({
+          ctx: pageContext(c, deps),
+          title: "Cannot save the view",
+          text: error.message,
+        }),
+        400,
+      );
+    }
+    return c.redirect(`${base}/projects/${project.id}${query}`, 303);
+  });
+
+  app.post(`${base}/projects/:id/views/delete`, async (c) => {
+    const project = await getProject(kv, idParam(c));
+    if (project === null) return await projectNotFound(c, deps);
+    await deleteView(kv, project.id, await formField(c, "view"));
+    return c.redirect(
+      (await formField(c, "back")) === "projects"
+        ? `${base}/`
+        : `${base}/projects/${project.id}`,
+      303,
+    );
+  });
+}

@@ -1,0 +1,121 @@
+/**
+ * Saved views of a project's explorer: a name for a query and time range,
+ * stored as the explorer's own query string (dashboard/explorer_state.ts
+ * writes and reads it), so a saved view opens exactly as it was saved.
+ * At most {@linkcode MAX_VIEWS} per project, names of 1 to 100 characters.
+ *
+ * @module
+ */
+import { createId } from "../domain/ids.ts";
+import { savedViewKey } from "./keys.ts";
+import { decodeJson, encodeJson } from "./kv.ts";
+import { InvalidValueError } from "./validation.ts";
+
+/** Saved views one project holds at most. */
+export const MAX_VIEWS = 50;
+/** Longest name of a view, in characters. */
+export const MAX_VIEW_NAME = 100;
+/** Longest query string of a view, in characters. */
+const MAX_VIEW_QUERY = 3000;
+
+/** One saved view. */
+export interface SavedView {
+  /** Time-sortable id (domain/ids.ts). */
+  id: string;
+  name: string;
+  /** The explorer's query string, `?q=…&range=1h`, or `""` for the default view. */
+  query: string;
+  /** Unix ms. */
+  createdAt: number;
+}
+
+/**
+ * A project's saved views, oldest first.
+ *
+ * @example
+ * ```ts
+ * for (const view of await listViews(kv, projectId)) console.log(view.name);
+ * ```
+ */
+export async function listViews(
+  kv: Deno.Kv,
+  projectId: string,
+): Promise<SavedView[]> {
+  const views: SavedView[] = [];
+  for await (const entry of kv.list({ prefix: savedViewKey(projectId) })) {
+    const view = decodeJson<SavedView>(entry.value);
+    if (view) views.push(view);
+  }
+  return views;
+}
+
+/** Options of {@linkcode saveView}. */
+export interface SaveViewOptions {
+  name: string;
+  /** The explorer's query string (`?…` or `""`). */
+  query: string;
+  /** Clock. @default {Date.now} */
+  now?: () => number;
+}
+
+/**
+ * Saves a view; throws {@linkcode InvalidValueError} for an empty or long
+ * name, a query string that is not one, or a project that holds
+ * {@linkcode MAX_VIEWS} already.
+ *
+ * @example
+ * ```ts
+ * await saveView(kv, projectId, { name: "Checkout errors", query: "?q=checkout&level=error" });
+ * ```
+ */
+export async function saveView(
+  kv: Deno.Kv,
+  projectId: string,
+  options: SaveViewOptions,
+): Promise<SavedView> {
+  const name = options.name.trim();
+  if (name === "" || name.length > MAX_VIEW_NAME) {
+    throw new InvalidValueError(
+      `Cannot save a view named "${
+        name.slice(0, 40)
+      }": expected 1 to ${MAX_VIEW_NAME} characters`,
+    );
+  }
+  const { query } = options;
+  if (
+    query.length > MAX_VIEW_QUERY || (query !== "" && !query.startsWith("?"))
+  ) {
+    throw new InvalidValueError(
+      `Cannot save view "${name}": its query string is not one`,
+    );
+  }
+  if ((await listViews(kv, projectId)).length >= MAX_VIEWS) {
+    throw new InvalidValueError(
+      `Cannot save view "${name}": a project keeps at most ${MAX_VIEWS} views, remove one first`,
+    );
+  }
+  const createdAt = (options.now ?? Date.now)();
+  const view: SavedView = { id: createId(createdAt), name, query, createdAt };
+  await kv.set(savedViewKey(projectId, view.id), encodeJson(view));
+  return view;
+}
+
+/**
+ * Removes a saved view; `false` when there was none of that id.
+ *
+ * @example
+ * ```ts
+ * await deleteView(kv, projectId, view.id);
+ * ```
+ */
+export async function deleteView(
+  kv: Deno.Kv,
+  projectId: string,
+  viewId: string,
+): Promise<boolean> {
+  const key = savedViewKey(projectId, viewId);
+  const found = await kv.get(key);
+  if (found.versionstamp === null) return false;
+  await kv.delete(key);
+  return true;
+}

@@ -1,0 +1,219 @@
+/**
+ * The fingerprint of an error: what makes two `error` or `critical` entries
+ * "the same error" for the error groups (docs/explorer.md#error-groups).
+ * Pure and synchronous, so the consumer computes it at write time and the
+ * query module can match `fingerprint:<hash>` on any entry.
+ *
+ * The fingerprint covers the entry's title (`data.title`, else
+ * `data.message`, else its first string field) with the parts that vary
+ * from one occurrence to the next normalised — quoted strings, UUIDs, hex
+ * ids and numbers — plus the top frame of `data.stack` when there is one,
+ * as `file:function` without line or column (a rebuild moves lines, not
+ * errors).
+ *
+ * @module
+ */
+
+/** What an entry's fingerprint is made of. */
+export interface Fingerprint {
+  /** 16 lower-case hex digits. */
+  fingerprint: string;
+  /** The normalised title the fingerprint covers. */
+  title: string;
+  /** `file:function` of the top stack frame; `null` when there is none. */
+  topFrame: string | null;
+}
+
+/** Longest normalised title kept, in characters. */
+const MAX_TITLE = 200;
+/** Longest top frame kept, in characters. */
+const MAX_FRAME = 200;
+
+/**
+ * An entry's one-line text: `data.title`, else `data.message`, else the
+ * first non-empty string member of `data`; `""` when there is none.
+ *
+ * @example
+ * ```ts
+ * entryTitle({ message: "boom", code: "E1" }); // "boom"
+ * ```
+ */
+export function entryTitle(data: Record<string, unknown>): string {
+  for (const name of ["title", "message"]) {
+    const value = data[name];
+    if (typeof value === "string" && value.trim() !== "") return value;
+  }
+  for (const value of Object.values(data)) {
+    if (typeof value === "string" && value.trim() !== "") return value;
+  }
+  return "";
+}
+
+const QUOTED = /"(?:[^"\\\n]|\\.)*"|'(?:[^'\\\n]|\\.)*'|`[^`\n]*`/g;
+const UUID =
+  /\b[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\b/gi;
+/** Hex runs of 8 or more that hold a digit (so that "deadbeef" words stay). */
+const HEX = /\b(?:0x)?(?=[0-9a-f]*\d)[0-9a-f]{8,}\b/gi;
+const NUMBER = /(?<![A-Za-z_\d])[-+]?\d+(?:[.,:]\d+)*(?![A-Za-z_\d])/g;
+
+/**
+ * A title with its varying parts replaced: quoted strings by `"…"`, UUIDs by
+ * `<uuid>`, hex ids by `<hex>`, numbers by `<n>`; whitespace collapsed.
+ *
+ * @example
+ * ```ts
+ * normaliseTitle('User 42 not found: "bob"'); // 'User <n> not found: "…"'
+ * ```
+ */
+export function normaliseTitle(title: string): string {
+  const text = title
+    .replace(QUOTED, (q) => `${q[0]}…${q[0]}`)
+    .replace(UUID, "<uuid>")
+    .replace(HEX, "<hex>")
+    .replace(NUMBER, "<n>")
+    .replace(/\s+/g, " ")
+    .trim();
+  return text.length > MAX_TITLE ? text.slice(0, MAX_TITLE) : text;
+}
+
+/**
+ * The lines of a `data.stack`: a string split at its newlines, or an array
+ * whose strings are taken as they are and whose objects are written as
+ * `function (file:line:column)`. `[]` for anything else.
+ *
+ * @example
+ * ```ts
+ * stackLines("Error: x\n    at f (a.js:1:2)"); // ["Error: x", "    at f (a.js:1:2)"]
+ * ```
+ */
+export function stackLines(stack: unknown): string[] {
+  if (typeof stack === "string") {
+    return stack.split(/\r\n|\r|\n/).filter((line) => line.trim() !== "");
+  }
+  if (!Array.isArray(stack)) return [];
+  const lines: string[] = [];
+  for (const frame of stack) {
+    if (typeof frame === "string") {
+      if (frame.trim() !== "") lines.push(frame);
+    } else if (typeof frame === "object" && frame !== null) {
+      const f = frameParts(frame as Record<string, unknown>);
+      if (f === null) continue;
+      const where = [f.file, f.line, f.column].filter((p) => p !== "")
+        .join(":");
+      lines.push(
+        f.fn === "" ? `at ${where}` : `at ${f.fn} (${where || "?"})`,
+      );
+    }
+  }
+  return lines;
+}
+
+function text(value: unknown): string {
+  return typeof value === "string"
+    ? value
+    : typeof value === "number"
+    ? String(value)
+    : "";
+}
+
+/** Function, file, line and column of a frame object (Sentry's and others' names). */
+function frameParts(
+  frame: Record<string, unknown>,
+): { fn: string; file: string; line: string; column: string } | null {
+  const fn = text(
+    frame.function ?? frame.functionName ?? frame.fn ?? frame.method,
+  );
+  const file = text(
+    frame.file ?? frame.fileName ?? frame.filename ?? frame.url ??
+      frame.abs_path,
+  );
+  if (fn === "" && file === "") return null;
+  return {
+    fn,
+    file,
+    line: text(frame.line ?? frame.lineNumber ?? frame.lineno),
+    column: text(frame.column ?? frame.columnNumber ?? frame.colno),
+  };
+}
+
+// `at fn (file:1:2)`, `at file:1:2`, `fn@file:1:2` (Firefox, Safari).
+const V8_CALL = /^\s*at\s+(?:async\s+)?(.*?)\s+\((.*)\)\s*$/;
+const V8_BARE = /^\s*at\s+(?:async\s+)?(\S+)\s*$/;
+const GECKO = /^\s*([^@\s]*)@(\S+)\s*$/;
+
+/** A location without `:line:column`, query or fragment. */
+function fileOf(location: string): string {
+  return location.replace(/[?#][^:]*/, "").replace(/(?::\d+){1,2}$/, "");
+}
+
+/** `file:function` of one stack line; `null` when it is no frame. */
+function frameOfLine(line: string): string | null {
+  let m = V8_CALL.exec(line);
+  if (m) return `${fileOf(m[2]!)}:${m[1]}`;
+  m = V8_BARE.exec(line);
+  if (m) return `${fileOf(m[1]!)}:`;
+  m = GECKO.exec(line);
+  if (m) return `${fileOf(m[2]!)}:${m[1]}`;
+  return null;
+}
+
+/**
+ * The top frame of a `data.stack` as `file:function`, without line and
+ * column; `null` when it has no recognisable frame.
+ *
+ * @example
+ * ```ts
+ * topFrame("TypeError: x\n    at pay (https://shop/app.js:10:5)"); // "https://shop/app.js:pay"
+ * ```
+ */
+export function topFrame(stack: unknown): string | null {
+  if (Array.isArray(stack)) {
+    for (const frame of stack) {
+      if (typeof frame === "object" && frame !== null) {
+        const f = frameParts(frame as Record<string, unknown>);
+        if (f !== null) return `${fileOf(f.file)}:${f.fn}`.slice(0, MAX_FRAME);
+      } else if (typeof frame === "string") {
+        const found = frameOfLine(frame);
+        if (found !== null) return found.slice(0, MAX_FRAME);
+      }
+    }
+    return null;
+  }
+  for (const line of stackLines(stack)) {
+    const found = frameOfLine(line);
+    if (found !== null) return found.slice(0, MAX_FRAME);
+  }
+  return null;
+}
+
+/** 64-bit FNV-1a of `text`'s UTF-16 units, as 16 hex digits. */
+function fnv1a64(text: string): string {
+  let h = 0xcbf29ce484222325n;
+  const prime = 0x100000001b3n;
+  const mask = 0xffffffffffffffffn;
+  for (let i = 0; i < text.length; i++) {
+    h ^= BigInt(text.charCodeAt(i));
+    h = (h * prime) & mask;
+  }
+  return h.toString(16).padStart(16, "0");
+}
+
+/**
+ * The fingerprint of an entry from its `data`.
+ *
+ * @example
+ * ```ts
+ * fingerprintOf({ data: { title: "Order 1234 failed" } }).title; // "Order <n> failed"
+ * ```
+ */
+export function fingerprintOf(
+  record: { data: Record<string, unknown> },
+): Fingerprint {
+  const title = normaliseTitle(entryTitle(record.data));
+  const frame = topFrame(record.data.stack);
+  return {
+    fingerprint: fnv1a64(`${title}\n${frame ?? ""}`),
+    title,
+    topFrame: frame,
+  };
+}
