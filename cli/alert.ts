@@ -6,6 +6,7 @@
  *
  * @module
  */
+import { projectIdOf } from "./resolve.ts";
 import { recordAudit } from "../db/audit.ts";
 import { CLI_ACTOR } from "./user.ts";
 import {
@@ -16,7 +17,6 @@ import {
   listAlertRules,
   readAlertHistory,
 } from "../db/alerts.ts";
-import { getProject, ProjectNotFoundError } from "../db/projects.ts";
 import {
   addAlertRule,
   AlertRuleNotFoundError,
@@ -128,8 +128,8 @@ function required(parsed: Parsed, name: string, value: string): string {
   return text;
 }
 
-async function requireProject(kv: Deno.Kv, id: string): Promise<void> {
-  if (await getProject(kv, id) === null) throw new ProjectNotFoundError(id);
+async function requireProject(kv: Deno.Kv, id: string): Promise<string> {
+  return await projectIdOf(kv, id);
 }
 
 function describeScope(rule: AlertRule): string {
@@ -154,9 +154,10 @@ const SUBCOMMANDS: Record<string, {
       every: { type: "string" },
     },
     async run(ctx, parsed) {
-      const [projectId] = takePositionals("alert add", parsed.positionals, [
+      const [named] = takePositionals("alert add", parsed.positionals, [
         "PROJECT",
       ]);
+      const projectId = await requireProject(ctx.kv, named!);
       const query = required(parsed, "query", "Q");
       const webhook = required(parsed, "webhook", "URL");
       const thresholdText = stringFlag(parsed, "threshold");
@@ -210,10 +211,10 @@ const SUBCOMMANDS: Record<string, {
   list: {
     options: { json: { type: "boolean" } },
     async run(ctx, parsed) {
-      const [projectId] = takePositionals("alert list", parsed.positionals, [
+      const [named] = takePositionals("alert list", parsed.positionals, [
         "PROJECT",
       ]);
-      await requireProject(ctx.kv, projectId);
+      const projectId = await requireProject(ctx.kv, named!);
       const rules = await listAlertRules(ctx.kv, projectId);
       if (booleanFlag(parsed, "json")) {
         println(ctx, JSON.stringify(rules.map((r) => ruleJson(r))));
@@ -242,12 +243,12 @@ const SUBCOMMANDS: Record<string, {
   remove: {
     options: {},
     async run(ctx, parsed) {
-      const [projectId, ruleId] = takePositionals(
+      const [named, ruleId] = takePositionals(
         "alert remove",
         parsed.positionals,
         ["PROJECT", "RULE_ID"],
       );
-      await requireProject(ctx.kv, projectId);
+      const projectId = await requireProject(ctx.kv, named!);
       if (!await deleteAlertRule(ctx.kv, projectId, ruleId)) {
         throw new AlertRuleNotFoundError(projectId, ruleId);
       }
@@ -265,12 +266,12 @@ const SUBCOMMANDS: Record<string, {
   history: {
     options: { json: { type: "boolean" } },
     async run(ctx, parsed) {
-      const [projectId, ruleId] = takePositionals(
+      const [named, ruleId] = takePositionals(
         "alert history",
         parsed.positionals,
         ["PROJECT", "RULE_ID"],
       );
-      await requireProject(ctx.kv, projectId);
+      const projectId = await requireProject(ctx.kv, named!);
       if (await getAlertRule(ctx.kv, projectId, ruleId) === null) {
         throw new AlertRuleNotFoundError(projectId, ruleId);
       }

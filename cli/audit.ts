@@ -5,17 +5,14 @@
  *
  * @module
  */
+import { projectIdOf } from "./resolve.ts";
 import {
   deleteAudit,
   listAudit,
   MAX_AUDIT_EVENTS,
   recordAudit,
 } from "../db/audit.ts";
-import {
-  getProject,
-  listProjects,
-  ProjectNotFoundError,
-} from "../db/projects.ts";
+import { getProject, listProjects } from "../db/projects.ts";
 import { deleteReadTokens } from "../db/tokens.ts";
 import {
   booleanFlag,
@@ -58,20 +55,18 @@ export function auditCommand(ctx: CommandContext): Promise<number> {
       println(ctx, USAGE);
       return 0;
     }
-    const [projectId] = takePositionals("audit", parsed.positionals, [
+    const [named] = takePositionals("audit", parsed.positionals, [
       "PROJECT?",
     ]);
+    const projectId = named === undefined
+      ? undefined
+      : await projectIdOf(ctx.kv, named);
     const limitText = stringFlag(parsed, "limit") ?? String(MAX_AUDIT_EVENTS);
     const limit = Number(limitText);
     if (!/^\d+$/.test(limitText) || limit < 1 || limit > MAX_AUDIT_EVENTS) {
       throw new UsageError(
         `Cannot read --limit "${limitText}": expected a whole number from 1 to ${MAX_AUDIT_EVENTS}`,
       );
-    }
-    if (
-      projectId !== undefined && await getProject(ctx.kv, projectId) === null
-    ) {
-      throw new ProjectNotFoundError(projectId);
     }
     const events = await listAudit(ctx.kv, projectId ?? null, limit);
     if (booleanFlag(parsed, "json")) {

@@ -60,3 +60,18 @@ export async function resolveProject(
   }
   throw new ProjectNotFoundError(idOrName);
 }
+
+/**
+ * The id of the project named `idOrName` (see {@linkcode resolveProject}).
+ *
+ * @example
+ * ```ts
+ * const projectId = await projectIdOf(ctx.kv, "Web shop");
+ * ```
+ */
+export async function projectIdOf(
+  kv: Deno.Kv,
+  idOrName: string,
+): Promise<string> {
+  return (await resolveProject(kv, idOrName)).id;
+}

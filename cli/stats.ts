@@ -8,8 +8,8 @@
  *
  * @module
  */
+import { resolveProject } from "./resolve.ts";
 import { type BacklogPart, readBacklog } from "../db/backlog.ts";
-import { getProject, ProjectNotFoundError } from "../db/projects.ts";
 import {
   readStats,
   readUnknownProjectRejections,
@@ -118,9 +118,8 @@ export function statsCommand(ctx: CommandContext): Promise<number> {
       }
       return 0;
     }
-    const [projectId] = takePositionals("stats", parsed.positionals, ["ID"]);
-    const project = await getProject(ctx.kv, projectId);
-    if (project === null) throw new ProjectNotFoundError(projectId);
+    const [named] = takePositionals("stats", parsed.positionals, ["ID"]);
+    const project = await resolveProject(ctx.kv, named!);
     const stats = await readStats(ctx.kv, project.id);
     const backlog = await readBacklog(ctx.kv, project.id, ctx.now());
     if (json) {

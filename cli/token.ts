@@ -6,8 +6,8 @@
  *
  * @module
  */
+import { projectIdOf } from "./resolve.ts";
 import { recordAudit } from "../db/audit.ts";
-import { getProject, ProjectNotFoundError } from "../db/projects.ts";
 import {
   createReadToken,
   listReadTokens,
@@ -74,11 +74,12 @@ const SUBCOMMANDS: Subcommands = {
   create: {
     options: { ...JSON_FLAG, name: { type: "string" } },
     async run(ctx, parsed) {
-      const [projectId] = takePositionals(
+      const [named] = takePositionals(
         "token create",
         parsed.positionals,
         ["PROJECT"],
       );
+      const projectId = await projectIdOf(ctx.kv, named!);
       const name = stringFlag(parsed, "name");
       if (name === undefined) {
         throw new UsageError(
@@ -121,12 +122,10 @@ const SUBCOMMANDS: Subcommands = {
   list: {
     options: JSON_FLAG,
     async run(ctx, parsed) {
-      const [projectId] = takePositionals("token list", parsed.positionals, [
+      const [named] = takePositionals("token list", parsed.positionals, [
         "PROJECT",
       ]);
-      if (await getProject(ctx.kv, projectId) === null) {
-        throw new ProjectNotFoundError(projectId);
-      }
+      const projectId = await projectIdOf(ctx.kv, named!);
       const tokens = await listReadTokens(ctx.kv, projectId);
       if (booleanFlag(parsed, "json")) {
         println(ctx, JSON.stringify(tokens.map(tokenJson)));
@@ -155,14 +154,12 @@ const SUBCOMMANDS: Subcommands = {
   revoke: {
     options: JSON_FLAG,
     async run(ctx, parsed) {
-      const [projectId, which] = takePositionals(
+      const [named, which] = takePositionals(
         "token revoke",
         parsed.positionals,
         ["PROJECT", "NAME_OR_ID"],
       );
-      if (await getProject(ctx.kv, projectId) === null) {
-        throw new ProjectNotFoundError(projectId);
-      }
+      const projectId = await projectIdOf(ctx.kv, named!);
       const record = await revokeReadToken(ctx.kv, projectId, which);
       await recordAudit(ctx.kv, {
         projectId,

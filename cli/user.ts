@@ -8,6 +8,7 @@
  *
  * @module
  */
+import { projectIdOf } from "./resolve.ts";
 import { recordAuditIn } from "../db/audit.ts";
 import {
   addUser,
@@ -160,7 +161,9 @@ const SUBCOMMANDS: Record<string, {
       const user = await addUser(ctx.kv, {
         email,
         role: parseRole(role),
-        projects: stringFlags(parsed, "project"),
+        projects: await Promise.all(
+          stringFlags(parsed, "project").map((p) => projectIdOf(ctx.kv, p)),
+        ),
         password,
         now: ctx.now,
       });
@@ -225,7 +228,9 @@ const SUBCOMMANDS: Record<string, {
       const before = await getUser(ctx.kv, email);
       if (before === null) throw new UserNotFoundError(email);
       const role = stringFlag(parsed, "role");
-      const projects = stringFlags(parsed, "project");
+      const projects = await Promise.all(
+        stringFlags(parsed, "project").map((p) => projectIdOf(ctx.kv, p)),
+      );
       const user = await updateUser(ctx.kv, email, {
         ...(role === undefined ? {} : { role: parseRole(role) }),
         ...(projects.length === 0 ? {} : { projects }),

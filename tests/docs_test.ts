@@ -13,12 +13,7 @@ const ROOT = new URL("../", import.meta.url);
  * are merged, this list is emptied and their links are checked like the rest.
  */
 const PENDING_PAGES = new Set([
-  "docs/accounts.md",
-  "docs/alerts.md",
-  "docs/deploy.md",
-  "docs/explorer.md",
   "docs/limits.md",
-  "docs/metrics.md",
 ]);
 
 /** The number of lines of a file of the repository. */
