@@ -36,9 +36,12 @@ import { deadLettersRoutes } from "./routes/dead_letters.ts";
 import {
   createNonce,
   crossOriginRefusal,
+  hostName,
+  hostRefusal,
   isHttps,
   LoginLimiter,
   type LoginLimiterOptions,
+  readBodyWithin,
   securityHeaders,
 } from "./security.ts";
 import { SessionStore } from "./session.ts";
@@ -71,7 +74,23 @@ export interface DashboardOptions {
    * @default {HISTOGRAM_BUDGET_MS}
    */
   histogramBudgetMs?: number;
+  /**
+   * Host names served besides loopback ones (`DASHBOARD_PUBLIC_HOST`); any
+   * other `Host` is answered `421`.
+   * @default {[]}
+   */
+  publicHosts?: string[];
+  /** Largest form body accepted; past it, `413`. @default {FORM_LIMIT_BYTES} */
+  formLimitBytes?: number;
+  /** Live tails open at once, per session and in all. @default 4 and 64 */
+  tailLimits?: { perSession?: number; total?: number };
 }
+
+/** Largest form body accepted by default: the forms are a few fields. */
+export const FORM_LIMIT_BYTES = 64 * 1024;
+
+/** Methods whose requests carry no form to read. */
+const BODILESS = new Set(["GET", "HEAD", "OPTIONS"]);
 
 /** Paths that need no session. */
 function isPublic(base: string, path: string): boolean {
@@ -114,17 +133,31 @@ export function createDashboard(options: DashboardOptions): DashApp {
     },
     histogramBudgetMs: options.histogramBudgetMs ?? HISTOGRAM_BUDGET_MS,
   };
+  const publicHosts = (options.publicHosts ?? [])
+    .map(hostName).filter((h) => h !== null);
+  const formLimit = options.formLimitBytes ?? FORM_LIMIT_BYTES;
   const app = new Hono<DashEnv>();
 
   app.use("*", async (c, next) => {
     const nonce = createNonce();
     c.set("nonce", nonce);
     c.set("session", null);
-    const refusal = crossOriginRefusal(c.req.raw);
-    if (base !== "" && c.req.path === base) {
+    const misdirected = hostRefusal(c.req.raw, publicHosts);
+    const refusal = misdirected ?? crossOriginRefusal(c.req.raw);
+    if (misdirected !== null) {
+      c.res = await message(c, deps, "Misdirected request", misdirected, 421);
+    } else if (base !== "" && c.req.path === base) {
       c.res = c.redirect(`${base}/`, 301);
     } else if (refusal !== null) {
       c.res = await forbidden(c, deps, refusal);
+    } else if (!BODILESS.has(c.req.method) && !await takeForm(c, formLimit)) {
+      c.res = await message(
+        c,
+        deps,
+        "Form too large",
+        `Cannot accept a form of more than ${formLimit} bytes`,
+        413,
+      );
     } else {
       await next();
     }
@@ -208,4 +241,32 @@ async function forbidden(
     MessagePage({ ctx: pageContext(c, deps), title: "Forbidden", text }),
     403,
   );
+}
+
+/** A message page with a status `render` does not list. */
+async function message(
+  c: DashContext,
+  deps: DashboardDeps,
+  title: string,
+  text: string,
+  status: 413 | 421,
+): Promise<Response> {
+  const page = MessagePage({ ctx: pageContext(c, deps), title, text });
+  return c.html(`<!DOCTYPE html>${await page.toString()}`, status);
+}
+
+/**
+ * Reads the request's form within `limit` bytes and puts it back as the
+ * request every route reads; `false` when it is larger (never read whole).
+ */
+async function takeForm(c: DashContext, limit: number): Promise<boolean> {
+  const raw = c.req.raw;
+  const bytes = await readBodyWithin(raw, limit);
+  if (bytes === null) return false;
+  c.req.raw = new Request(raw.url, {
+    method: raw.method,
+    headers: raw.headers,
+    body: bytes,
+  });
+  return true;
 }
