@@ -89,6 +89,9 @@ export interface DashboardOptions {
 /** Largest form body accepted by default: the forms are a few fields. */
 export const FORM_LIMIT_BYTES = 64 * 1024;
 
+/** What a project id may look like (db/projects.ts makes 22 characters). */
+const PROJECT_ID = /^[\w-]{1,128}$/;
+
 /** Methods whose requests carry no form to read. */
 const BODILESS = new Set(["GET", "HEAD", "OPTIONS"]);
 
@@ -196,6 +199,23 @@ export function createDashboard(options: DashboardOptions): DashApp {
     }
     await next();
   });
+
+  // A project id is short URL-safe text: anything else names no project,
+  // and is never made into a database key (whose size is limited).
+  for (const path of [`${base}/projects/:id`, `${base}/projects/:id/*`]) {
+    app.use(path, async (c, next) => {
+      if (PROJECT_ID.test(c.req.param("id") ?? "")) return await next();
+      return await render(
+        c,
+        MessagePage({
+          ctx: pageContext(c, deps),
+          title: "Not found",
+          text: "There is no project at this address.",
+        }),
+        404,
+      );
+    });
+  }
 
   authRoutes(app, deps);
   projectsRoutes(app, deps);

@@ -10,6 +10,7 @@ import type { LogRecord } from "../../domain/entry.ts";
 import { getProject } from "../../db/projects.ts";
 import {
   type ExplorerState,
+  isEntryId,
   readState,
   stateFilter,
   timeWindow,
@@ -21,6 +22,7 @@ import {
   aroundEntry,
   type Filter,
   getEntry,
+  InvalidQueryError,
   matches,
   queryLogs,
   QuerySyntaxError,
@@ -64,6 +66,13 @@ function readView(
   queryError?: { message: string; column: number };
 } {
   const { state, problems } = readState(new URL(c.req.url).searchParams);
+  const window = timeWindow(state, now);
+  if (state.since !== undefined && window.since >= window.until) {
+    problems.push(
+      `Cannot show a time range that starts after it ends: "since" is later than now`,
+    );
+    delete state.since;
+  }
   try {
     return { state, problems, filter: stateFilter(state, now) };
   } catch (error) {
@@ -77,6 +86,40 @@ function readView(
   }
 }
 
+/**
+ * The first page of a view; with a permalink to an entry further down, the
+ * rows down to it, in one more read.
+ */
+async function listDownTo(
+  kv: Deno.Kv,
+  projectId: string,
+  filter: Filter,
+  state: ExplorerState,
+): Promise<{ records: LogRecord[]; cursor: string | null }> {
+  const first = await queryLogs(kv, projectId, {
+    filter,
+    limit: PAGE_SIZE,
+    ...(state.cursor ? { cursor: state.cursor } : {}),
+  });
+  const records: LogRecord[] = [...first.records];
+  let cursor = first.cursor;
+  if (
+    state.open !== undefined && cursor !== null &&
+    !records.some((r) => r.id === state.open)
+  ) {
+    const next = await queryLogs(kv, projectId, {
+      filter,
+      limit: MAX_ROWS_TO_OPEN - records.length,
+      cursor,
+    });
+    if (next.records.some((r) => r.id === state.open)) {
+      records.push(...next.records);
+      cursor = next.cursor;
+    }
+  }
+  return { records, cursor };
+}
+
 /** Adds the explorer routes. */
 export function explorerRoutes(app: DashApp, deps: DashboardDeps): void {
   const { base, kv } = deps;
@@ -87,6 +130,7 @@ export function explorerRoutes(app: DashApp, deps: DashboardDeps): void {
     const now = deps.now();
     const { state, problems, filter, queryError } = readView(c, now);
     const window = timeWindow(state, now);
+    let status: 200 | 400 = 200;
     const data: ExplorerData = {
       project: { id: project.id, name: project.name, levels: project.levels },
       state,
@@ -107,47 +151,50 @@ export function explorerRoutes(app: DashApp, deps: DashboardDeps): void {
       );
     } else if (filter !== null) {
       const began = performance.now();
-      const first = await queryLogs(kv, project.id, {
-        filter,
-        limit: PAGE_SIZE,
-        ...(state.cursor ? { cursor: state.cursor } : {}),
-      });
-      const records: LogRecord[] = [...first.records];
-      let cursor = first.cursor;
-      const found = () => records.some((r) => r.id === state.open);
-      // A permalink to an entry further down: the rows down to it, in one
-      // more read.
-      if (state.open !== undefined && !found() && cursor !== null) {
-        const next = await queryLogs(kv, project.id, {
-          filter,
-          limit: MAX_ROWS_TO_OPEN - records.length,
-          cursor,
-        });
-        if (next.records.some((r) => r.id === state.open)) {
-          records.push(...next.records);
-          cursor = next.cursor;
-        }
+      let listed: { records: LogRecord[]; cursor: string | null };
+      try {
+        listed = await listDownTo(kv, project.id, filter, state);
+      } catch (error) {
+        // A cursor the query functions cannot read (made up, or of another
+        // order): said on the page, and the list starts from the top.
+        if (!(error instanceof InvalidQueryError)) throw error;
+        problems.push(error.message);
+        status = 400;
+        delete state.cursor;
+        listed = await listDownTo(kv, project.id, filter, state);
       }
-      if (state.open !== undefined && !found()) {
+      const { records, cursor } = listed;
+      if (
+        state.open !== undefined && !records.some((r) => r.id === state.open)
+      ) {
         data.pinned = await getEntry(kv, project.id, state.open);
         data.pinnedInView = data.pinned !== null &&
           matches(data.pinned, filter);
       }
       // Last, in what is left of the page's time budget.
-      data.histogram = await explorerHistogram(kv, project.id, {
-        since: window.since,
-        until: window.until,
-        filter,
-        budgetMs: deps.histogramBudgetMs,
-        startedAt: began,
-      });
+      try {
+        data.histogram = await explorerHistogram(kv, project.id, {
+          since: window.since,
+          until: window.until,
+          filter,
+          budgetMs: deps.histogramBudgetMs,
+          startedAt: began,
+        });
+      } catch (error) {
+        if (!(error instanceof InvalidQueryError)) throw error;
+        problems.push(`Cannot chart this time range: ${error.message}`);
+      }
       data.records = records;
       data.cursor = cursor;
       if (records[0] && state.cursor === undefined) {
         data.tailAfter = records[0].id;
       }
     }
-    return await render(c, ExplorerPage({ ctx: pageContext(c, deps), data }));
+    return await render(
+      c,
+      ExplorerPage({ ctx: pageContext(c, deps), data }),
+      status,
+    );
   });
 
   app.get(`${base}/projects/:id/entries`, async (c) => {
@@ -155,11 +202,17 @@ export function explorerRoutes(app: DashApp, deps: DashboardDeps): void {
     if (project === null) return c.text("No such project", 404);
     const { state, filter, queryError } = readView(c, deps.now());
     if (filter === null) return c.text(queryError!.message, 400);
-    const page = await queryLogs(kv, project.id, {
-      filter,
-      limit: PAGE_SIZE,
-      ...(state.cursor ? { cursor: state.cursor } : {}),
-    });
+    let page;
+    try {
+      page = await queryLogs(kv, project.id, {
+        filter,
+        limit: PAGE_SIZE,
+        ...(state.cursor ? { cursor: state.cursor } : {}),
+      });
+    } catch (error) {
+      if (!(error instanceof InvalidQueryError)) throw error;
+      return c.text(error.message, 400);
+    }
     const html = await EntryList({
       ctx: pageContext(c, deps),
       projectId: project.id,
@@ -175,11 +228,10 @@ export function explorerRoutes(app: DashApp, deps: DashboardDeps): void {
     if (project === null) return c.text("No such project", 404);
     const { state, filter, queryError } = readView(c, deps.now());
     if (filter === null) return c.text(queryError!.message, 400);
-    const ID = /^[0-9a-f]{28}$/;
     const resumed = c.req.header("last-event-id");
-    const after = resumed !== undefined && ID.test(resumed)
+    const after = resumed !== undefined && isEntryId(resumed)
       ? resumed
-      : ID.test(c.req.query("after") ?? "")
+      : isEntryId(c.req.query("after") ?? "")
       ? c.req.query("after")!
       : idAt(deps.now() - 60_000);
     return tailStream({
