@@ -220,7 +220,9 @@ export function createDashboard(options: DashboardOptions): DashApp {
   authRoutes(app, deps);
   projectsRoutes(app, deps);
   settingsRoutes(app, deps);
-  explorerRoutes(app, deps);
+  explorerRoutes(app, deps, {
+    ...(options.tailLimits ? { tailLimits: options.tailLimits } : {}),
+  });
   rejectionsRoutes(app, deps);
   deadLettersRoutes(app, deps);
 

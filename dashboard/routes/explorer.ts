@@ -36,7 +36,7 @@ import {
   render,
 } from "./common.ts";
 import { projectNotFound } from "./settings.ts";
-import { tailStream } from "./tail.ts";
+import { TailSlots, type TailSlotsOptions, tailStream } from "./tail.ts";
 
 /** Entries per page of the list. */
 export const PAGE_SIZE = 50;
@@ -120,9 +120,20 @@ async function listDownTo(
   return { records, cursor };
 }
 
+/** Options of {@linkcode explorerRoutes}. */
+export interface ExplorerRoutesOptions {
+  /** Live tails open at once. @default 4 per session, 64 in all */
+  tailLimits?: TailSlotsOptions;
+}
+
 /** Adds the explorer routes. */
-export function explorerRoutes(app: DashApp, deps: DashboardDeps): void {
+export function explorerRoutes(
+  app: DashApp,
+  deps: DashboardDeps,
+  options: ExplorerRoutesOptions = {},
+): void {
   const { base, kv } = deps;
+  const tails = new TailSlots(options.tailLimits);
 
   app.get(`${base}/projects/:id`, async (c) => {
     const project = await getProject(kv, idParam(c));
@@ -234,7 +245,13 @@ export function explorerRoutes(app: DashApp, deps: DashboardDeps): void {
       : isEntryId(c.req.query("after") ?? "")
       ? c.req.query("after")!
       : idAt(deps.now() - 60_000);
+    const slot = tails.take(c.get("session")!.id);
+    if (typeof slot === "string") {
+      c.header("Retry-After", "60");
+      return c.text(slot, 429);
+    }
     return tailStream({
+      onClose: slot,
       kv,
       projectId: project.id,
       filter,
