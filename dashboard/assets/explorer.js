@@ -157,6 +157,27 @@ if (list && "IntersectionObserver" in globalThis) {
   if (more) observer.observe(more);
 }
 
+// A cut preview: the full entry fetched in its place (the link works on its
+// own too, to a page of the entry).
+document.addEventListener("click", async (event) => {
+  const link = event.target instanceof Element
+    ? event.target.closest("a.full-entry[data-fragment]")
+    : null;
+  const detail = link?.closest(".detail");
+  if (!link || !detail) return;
+  event.preventDefault();
+  link.textContent = "Loading the full entry…";
+  try {
+    const response = await fetch(link.dataset.fragment, {
+      headers: { Accept: "text/html" },
+    });
+    if (!response.ok) throw new Error(`${response.status}`);
+    detail.replaceChildren(parseRows(await response.text()));
+  } catch {
+    location.assign(link.href);
+  }
+});
+
 // Keyboard: j/k move, Enter expands (native on <summary>), / searches.
 function rows() {
   return [...document.querySelectorAll("details.entry")];

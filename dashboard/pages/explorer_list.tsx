@@ -12,7 +12,12 @@ import {
   fieldTerm,
   stateQuery,
 } from "../explorer_state.ts";
-import { type EntryLinks, EntryRow } from "./entry.tsx";
+import {
+  type EntryLinks,
+  EntryRow,
+  pageBudget,
+  type PreviewBudget,
+} from "./entry.tsx";
 import { link } from "./format.ts";
 import type { PageContext } from "./layout.tsx";
 
@@ -45,6 +50,13 @@ export function entryLinks(
     around: (id) =>
       explorerHref(base, projectId, { ...list, around: id, open: id }),
     permalink: (id) => explorerHref(base, projectId, { ...state, open: id }),
+    entry: (id) => {
+      const page = explorerHref(base, projectId, list, `/entries/${id}`);
+      return {
+        page,
+        detail: `${page}${page.includes("?") ? "&" : "?"}part=detail`,
+      };
+    },
   };
 }
 
@@ -69,10 +81,13 @@ export function EntryList(
     state: ExplorerState;
     records: LogRecord[];
     cursor: string | null;
+    /** The page's preview budget. @default a fresh one */
+    budget?: PreviewBudget;
   },
 ) {
   const { ctx, projectId, state } = props;
   const links = entryLinks(ctx.base, projectId, state);
+  const budget = props.budget ?? pageBudget();
   const next: ExplorerState = { ...state, cursor: props.cursor ?? undefined };
   delete next.open;
   return (
@@ -82,6 +97,7 @@ export function EntryList(
           record={record}
           links={links}
           open={record.id === state.open}
+          budget={budget}
         />
       ))}
       {props.cursor !== null

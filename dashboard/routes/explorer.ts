@@ -17,7 +17,9 @@ import {
 } from "../explorer_state.ts";
 import { explorerHistogram } from "../histogram.ts";
 import { type ExplorerData, ExplorerPage } from "../pages/explorer.tsx";
-import { EntryList, TailRow } from "../pages/explorer_list.tsx";
+import { EntryDetail } from "../pages/entry.tsx";
+import { ExplorerEntryPage } from "../pages/explorer_entry.tsx";
+import { entryLinks, EntryList, TailRow } from "../pages/explorer_list.tsx";
 import {
   aroundEntry,
   type Filter,
@@ -36,6 +38,7 @@ import {
   render,
 } from "./common.ts";
 import { projectNotFound } from "./settings.ts";
+import { MessagePage } from "../pages/message.tsx";
 import { TailSlots, type TailSlotsOptions, tailStream } from "./tail.ts";
 
 /** Entries per page of the list. */
@@ -232,6 +235,47 @@ export function explorerRoutes(
       cursor: page.cursor,
     }).toString();
     return c.html(html);
+  });
+
+  // One entry in full: a page, or with `part=detail` the detail the script
+  // puts in place of a cut preview.
+  app.get(`${base}/projects/:id/entries/:entryId`, async (c) => {
+    const project = await getProject(kv, idParam(c));
+    if (project === null) return await projectNotFound(c, deps);
+    const entryId = c.req.param("entryId");
+    const record = isEntryId(entryId)
+      ? await getEntry(kv, project.id, entryId)
+      : null;
+    const detail = c.req.query("part") === "detail";
+    if (record === null) {
+      if (detail) return c.text("No such entry: it may have expired", 404);
+      return await render(
+        c,
+        MessagePage({
+          ctx: pageContext(c, deps),
+          title: "No such entry",
+          text: "This project has no entry with this id. It may have expired.",
+        }),
+        404,
+      );
+    }
+    const { state } = readState(new URL(c.req.url).searchParams);
+    const ctx = pageContext(c, deps);
+    if (detail) {
+      const links = entryLinks(ctx.base, project.id, state);
+      return c.html(
+        await EntryDetail({ record, links, full: true }).toString(),
+      );
+    }
+    return await render(
+      c,
+      ExplorerEntryPage({
+        ctx,
+        project: { id: project.id, name: project.name },
+        state,
+        record,
+      }),
+    );
   });
 
   app.get(`${base}/projects/:id/tail`, async (c) => {
