@@ -10,6 +10,7 @@ import assert from "node:assert/strict";
 import process from "node:process";
 import { jsonStart } from "../dashboard/pages/entry.tsx";
 import { signIn, store, withDashboard } from "./dashboard/_helpers.ts";
+import { wideData } from "./dashboard/_seed.ts";
 
 /** Members of each entry's `data`. */
 const KEYS = 5600;
@@ -23,13 +24,6 @@ const PAGE_CPU_MS = 2000;
 /** Wall time, against stalls: generous, the machine may be shared. */
 const PAGE_WALL_MS = 10_000;
 const PAGE_RSS = 100 * 1024 * 1024;
-
-/** `data` of ~50 KB: `{"k0":0,"k1":1,…}` with keys in base 36. */
-export function wideData(n: number): Record<string, number> {
-  const data: Record<string, number> = {};
-  for (let i = 0; i < n; i++) data[`k${i.toString(36)}`] = i;
-  return data;
-}
 
 Deno.test("a page of 50 entries of 5,600 members each stays within 2 MB, 2 s of CPU and 100 MB, and each full entry is one request away", async () => {
   await withDashboard(async (h) => {

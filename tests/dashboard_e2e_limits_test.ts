@@ -1,14 +1,17 @@
 /// <reference lib="dom" />
 /**
- * The explorer's bounds in headless Chromium: a tab past the session's
- * share of live tails says why its tail stopped, and resumes once another
- * tab lets one go. Skipped when Chromium is not installed; every wait has a
+ * The explorer's bounds in headless Chromium: a page of entries with
+ * thousands of members each shows previews and fetches a full entry in
+ * place; a tab past the session's share of live tails says why its tail
+ * stopped, and resumes once another tab lets one go. Skipped when Chromium is not installed; every wait has a
  * timeout.
  *
  * @module
  */
 import assert from "node:assert/strict";
 import { createProject } from "../db/projects.ts";
+import { queryLogs } from "../db/query/mod.ts";
+import { wideData } from "./dashboard/_seed.ts";
 import { hasChromium } from "./_browser.ts";
 import {
   signInAs,
@@ -67,5 +70,87 @@ Deno.test({
       assert.deepEqual(e.problems, []);
       assert.deepEqual(thirdProblems, []);
     }, { dashboard: { tailLimits: { perSession: 2 } } });
+  },
+});
+
+Deno.test({
+  name:
+    "a page of 50 entries of 5,600 members each loads small in Chromium, and a cut preview fetches its full entry in place",
+  ignore: !hasChromium(),
+  async fn() {
+    await withE2e(async (e) => {
+      const { kv, page, home, endpoint } = e;
+      const origin = "https://shop.example.com";
+      const projectId = (await createProject(kv, {
+        name: "Web shop",
+        allow: [origin],
+      })).id;
+      for (let i = 0; i < 50; i++) {
+        const res = await fetch(endpoint, {
+          method: "POST",
+          headers: { "Content-Type": "application/json", Origin: origin },
+          body: JSON.stringify({
+            level: "info",
+            projectId,
+            data: { title: `Wide ${i}`, ...wideData(5600) },
+          }),
+        });
+        assert.equal(res.status, 200, await res.text());
+      }
+      const until = Date.now() + STEP_MS;
+      while (
+        (await queryLogs(kv, projectId, { limit: 50 })).records.length < 50
+      ) {
+        if (Date.now() > until) throw new Error("The entries were not stored");
+        await new Promise((resolve) => setTimeout(resolve, 100));
+      }
+      await signInAs(page, home);
+      const began = Date.now();
+      const res = await page.goto(`${home}/projects/${projectId}?live=off`);
+      const bytes = (await res!.buffer()).length;
+      await page.waitForSelector("#entries details.entry");
+      const ms = Date.now() - began;
+      console.log(
+        `explorer in Chromium: ${
+          (bytes / 1024).toFixed(0)
+        } KiB, loaded in ${ms} ms`,
+      );
+      assert.ok(bytes <= 2 * 1024 * 1024, `${bytes} bytes`);
+      assert.equal(
+        await page.$$eval("#entries details.entry", (rows) => rows.length),
+        50,
+      );
+      const row = "#entries details.entry:first-of-type";
+      await page.click(`${row} > summary`);
+      assert.match(
+        await page.$eval(`${row} .preview-note`, (el) => el.textContent ?? ""),
+        /^Preview: \d+ of 56\d\d fields, the JSON cut short\./,
+      );
+      assert.equal(
+        await page.$(`${row} button[data-copy]`),
+        null,
+        "no copy of a cut JSON",
+      );
+      await page.click(`${row} a.full-entry`);
+      await page.waitForFunction(
+        (selector) =>
+          document.querySelector(`${selector} pre.json`)?.textContent?.includes(
+            '"k4bj": 5599',
+          ),
+        { timeout: STEP_MS, polling: 100 },
+        row,
+      );
+      assert.equal(await page.$(`${row} .preview-note a.full-entry`), null);
+      assert.ok(
+        await page.$(`${row} button[data-copy]`),
+        "the full JSON can be copied",
+      );
+      assert.equal(
+        new URL(page.url()).pathname,
+        `/projects/${projectId}`,
+        "fetched in place, no navigation",
+      );
+      assert.deepEqual(e.problems, []);
+    });
   },
 });
