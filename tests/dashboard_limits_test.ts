@@ -238,3 +238,41 @@ Deno.test("a form declaring a length past the limit is refused unread, and one w
     }
   });
 });
+
+Deno.test("the mounted dashboard refuses a 200 MB form with 413 while the endpoint beside it keeps answering", async () => {
+  await withDashboard(async (h) => {
+    const project = await h.project(["https://app.example.com"]);
+    const handler = mountDashboard(
+      (req, info) =>
+        h.app.fetch(req, { remoteAddr: info.remoteAddr as Deno.NetAddr }),
+      { kv: h.kv, password: PASSWORD, now: h.clock.now },
+    );
+    const server = serve(handler);
+    const port = server.addr.port;
+    try {
+      const form = postChunked(port, "/dashboard/login", {
+        totalBytes: 200 * 1024 * 1024,
+        headers: { origin: `http://127.0.0.1:${port}` },
+      });
+      const entry = await fetch(`http://127.0.0.1:${port}/api/v1/logs`, {
+        method: "POST",
+        headers: {
+          "Content-Type": "application/json",
+          Origin: "https://app.example.com",
+        },
+        body: JSON.stringify(randomEntry({ projectId: project.id })),
+      });
+      assert.equal(entry.status, 200);
+      await entry.body?.cancel();
+      const result = await form;
+      assert.equal(result.status, 413);
+      assert.ok(result.sent < 32 * 1024 * 1024, `${result.sent} bytes sent`);
+      assert.ok(
+        result.rssGrowth <= FORM_RSS_BUDGET,
+        `RSS +${result.rssGrowth}`,
+      );
+    } finally {
+      await server.shutdown();
+    }
+  });
+});
