@@ -6,9 +6,11 @@
  * `/dashboard/` by the main server, and in tests through `app.request`.
  *
  * Every answer carries the security headers and a fresh script nonce; a
- * state-changing request from another origin is refused with `403` before
- * anything else; every page but sign-in needs a session; every form post
- * needs the session's CSRF token.
+ * request naming a host the dashboard does not serve (DNS rebinding) is
+ * refused with `421`, and a state-changing request from another origin with
+ * `403`, before anything else; a form is read only up to the form limit
+ * (`413` past it); every page but sign-in needs a session; every form post
+ * needs the session's CSRF token. The bounds are listed in docs/limits.md.
  *
  * @module
  */

@@ -2,8 +2,9 @@
  * What every dashboard answer carries and every request passes: security
  * headers with a Content-Security-Policy that runs only the scripts marked
  * with this answer's nonce (and the modules they import); the refusal (`403`)
- * of any state-changing request sent from another origin; and the
- * per-address limit on sign-in attempts.
+ * of any state-changing request sent from another origin; the refusal of a
+ * `Host` the dashboard does not serve; a body read only up to a limit; and
+ * the per-address limit on sign-in attempts.
  *
  * @module
  */

@@ -1,8 +1,11 @@
 /**
  * The explorer's routes: `GET /projects/:id` (the page), `…/entries` (the
- * rows of a further page, as an HTML fragment) and `…/tail` (live tail as
- * server-sent events). All three read the view's state from the query
- * string and entries only through dashboard/source.ts.
+ * rows of a further page, as an HTML fragment), `…/entries/:entryId` (one
+ * entry in full: a page, or with `part=detail` the fragment that replaces a
+ * cut preview) and `…/tail` (live tail as server-sent events, bounded per
+ * session and in all). All read the view's state from the query string and
+ * entries only through dashboard/source.ts; a cursor the query functions
+ * cannot read is answered `400` with the reason.
  *
  * @module
  */
