@@ -8,7 +8,7 @@
  */
 import assert from "node:assert/strict";
 import process from "node:process";
-import { jsonStart } from "../dashboard/pages/entry.tsx";
+import { jsonStart } from "../dashboard/pages/entry_fields.ts";
 import { signIn, store, withDashboard } from "./dashboard/_helpers.ts";
 import { wideData } from "./dashboard/_seed.ts";
 
