@@ -8,6 +8,7 @@
 import { createApp, LOGS_PATH } from "./app.ts";
 import { type Config, loadConfig } from "./config.ts";
 import {
+  dashboardBounds,
   type DashboardConfig,
   dashboardRequested,
   loadDashboardConfig,
@@ -204,6 +205,7 @@ if (import.meta.main) {
         service(req, info as Deno.ServeHandlerInfo<Deno.NetAddr>), {
         kv,
         password: dashboard.password,
+        ...dashboardBounds(dashboard),
         trustProxy: config.trustProxy,
         allowPrivateTargets: config.alertPrivateTargets,
       })

@@ -6,12 +6,15 @@
  * `/dashboard/` by the main server, and in tests through `app.request`.
  *
  * Every answer carries the security headers and a fresh script nonce; a
- * state-changing request from another origin is refused with `403` before
- * anything else; every page but sign-in needs a session; every form post
- * needs the session's CSRF token.
+ * request naming a host the dashboard does not serve (DNS rebinding) is
+ * refused with `421`, and a state-changing request from another origin with
+ * `403`, before anything else; a form is read only up to the form limit
+ * (`413` past it); every page but sign-in needs a session; every form post
+ * needs the session's CSRF token. The bounds are listed in docs/limits.md.
  *
  * @module
  */
+import type { ScanBudget } from "../db/query/scan.ts";
 import { Hono } from "hono";
 import { getCookie } from "hono/cookie";
 import { accessRefusal } from "./access.ts";
@@ -44,9 +47,12 @@ import { usersRoutes } from "./routes/users.ts";
 import {
   createNonce,
   crossOriginRefusal,
+  hostName,
+  hostRefusal,
   isHttps,
   LoginLimiter,
   type LoginLimiterOptions,
+  readBodyWithin,
   securityHeaders,
 } from "./security.ts";
 import { SessionStore } from "./session.ts";
@@ -79,9 +85,30 @@ export interface DashboardOptions {
    * @default {HISTOGRAM_BUDGET_MS}
    */
   histogramBudgetMs?: number;
+  /** Work one page of entries may do. @default 2 s of time */
+  queryBudget?: ScanBudget;
   /** `ALERT_PRIVATE_TARGETS=allow`: alert webhooks on private addresses. @default {false} */
   allowPrivateTargets?: boolean;
+  /**
+   * Host names served besides loopback ones (`DASHBOARD_PUBLIC_HOST`); any
+   * other `Host` is answered `421`.
+   * @default {[]}
+   */
+  publicHosts?: string[];
+  /** Largest form body accepted; past it, `413`. @default {FORM_LIMIT_BYTES} */
+  formLimitBytes?: number;
+  /** Live tails open at once, per session and in all. @default 4 and 64 */
+  tailLimits?: { perSession?: number; total?: number };
 }
+
+/** Largest form body accepted by default: the forms are a few fields. */
+export const FORM_LIMIT_BYTES = 64 * 1024;
+
+/** What a project id may look like (db/projects.ts makes 22 characters). */
+const PROJECT_ID = /^[\w-]{1,128}$/;
+
+/** Methods whose requests carry no form to read. */
+const BODILESS = new Set(["GET", "HEAD", "OPTIONS"]);
 
 /** Paths that need no session (the read API checks its own credentials). */
 function isPublic(base: string, path: string): boolean {
@@ -124,18 +151,33 @@ export function createDashboard(options: DashboardOptions): DashApp {
       ...options.tail,
     },
     histogramBudgetMs: options.histogramBudgetMs ?? HISTOGRAM_BUDGET_MS,
+    ...(options.queryBudget ? { queryBudget: options.queryBudget } : {}),
   };
+  const publicHosts = (options.publicHosts ?? [])
+    .map(hostName).filter((h) => h !== null);
+  const formLimit = options.formLimitBytes ?? FORM_LIMIT_BYTES;
   const app = new Hono<DashEnv>();
 
   app.use("*", async (c, next) => {
     const nonce = createNonce();
     c.set("nonce", nonce);
     c.set("session", null);
-    const refusal = crossOriginRefusal(c.req.raw);
-    if (base !== "" && c.req.path === base) {
+    const misdirected = hostRefusal(c.req.raw, publicHosts);
+    const refusal = misdirected ?? crossOriginRefusal(c.req.raw);
+    if (misdirected !== null) {
+      c.res = await message(c, deps, "Misdirected request", misdirected, 421);
+    } else if (base !== "" && c.req.path === base) {
       c.res = c.redirect(`${base}/`, 301);
     } else if (refusal !== null) {
       c.res = await forbidden(c, deps, refusal);
+    } else if (!BODILESS.has(c.req.method) && !await takeForm(c, formLimit)) {
+      c.res = await message(
+        c,
+        deps,
+        "Form too large",
+        `Cannot accept a form of more than ${formLimit} bytes`,
+        413,
+      );
     } else {
       await next();
     }
@@ -182,10 +224,29 @@ export function createDashboard(options: DashboardOptions): DashApp {
     await next();
   });
 
+  // A project id is short URL-safe text: anything else names no project,
+  // and is never made into a database key (whose size is limited).
+  for (const path of [`${base}/projects/:id`, `${base}/projects/:id/*`]) {
+    app.use(path, async (c, next) => {
+      if (PROJECT_ID.test(c.req.param("id") ?? "")) return await next();
+      return await render(
+        c,
+        MessagePage({
+          ctx: pageContext(c, deps),
+          title: "Not found",
+          text: "There is no project at this address.",
+        }),
+        404,
+      );
+    });
+  }
+
   authRoutes(app, deps);
   projectsRoutes(app, deps);
   settingsRoutes(app, deps);
-  explorerRoutes(app, deps);
+  explorerRoutes(app, deps, {
+    ...(options.tailLimits ? { tailLimits: options.tailLimits } : {}),
+  });
   rejectionsRoutes(app, deps);
   errorsRoutes(app, deps);
   viewsRoutes(app, deps);
@@ -235,4 +296,32 @@ async function forbidden(
     MessagePage({ ctx: pageContext(c, deps), title: "Forbidden", text }),
     403,
   );
+}
+
+/** A message page with a status `render` does not list. */
+async function message(
+  c: DashContext,
+  deps: DashboardDeps,
+  title: string,
+  text: string,
+  status: 413 | 421,
+): Promise<Response> {
+  const page = MessagePage({ ctx: pageContext(c, deps), title, text });
+  return c.html(`<!DOCTYPE html>${await page.toString()}`, status);
+}
+
+/**
+ * Reads the request's form within `limit` bytes and puts it back as the
+ * request every route reads; `false` when it is larger (never read whole).
+ */
+async function takeForm(c: DashContext, limit: number): Promise<boolean> {
+  const raw = c.req.raw;
+  const bytes = await readBodyWithin(raw, limit);
+  if (bytes === null) return false;
+  c.req.raw = new Request(raw.url, {
+    method: raw.method,
+    headers: raw.headers,
+    body: bytes,
+  });
+  return true;
 }

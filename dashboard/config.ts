@@ -1,6 +1,8 @@
 /**
  * The dashboard's configuration: its own variables (`DASHBOARD`,
- * `DASHBOARD_HOSTNAME`, `DASHBOARD_PORT`, `ADMIN_PASSWORD`), validated with
+ * `DASHBOARD_HOSTNAME`, `DASHBOARD_PORT`, `ADMIN_PASSWORD`, and the bounds
+ * of docs/limits.md: `DASHBOARD_PUBLIC_HOST`, `DASHBOARD_FORM_BYTES`,
+ * `DASHBOARD_TAILS`, `DASHBOARD_TAILS_PER_SESSION`), validated with
  * their own zod schema, and the database the service uses (`KV_PATH`, read
  * by the service's own configuration so that both meet in one database).
  * There is no default password: without `ADMIN_PASSWORD` the dashboard does
@@ -19,6 +21,15 @@ const schema = z.object({
   DASHBOARD_HOSTNAME: z.string().min(1).default("127.0.0.1"),
   DASHBOARD_PORT: z.coerce.number().int().min(0).max(65535).default(8001),
   ADMIN_PASSWORD: z.string().min(MIN_PASSWORD_LENGTH).optional(),
+  DASHBOARD_PUBLIC_HOST: z.string().regex(
+    /^[A-Za-z0-9.\-\[\]:,\s]*$/,
+    "expected host names separated by commas, such as logs.example.com",
+  ).default(""),
+  DASHBOARD_FORM_BYTES: z.coerce.number().int().min(1024).max(16 << 20)
+    .default(64 * 1024),
+  DASHBOARD_TAILS: z.coerce.number().int().min(1).max(10_000).default(64),
+  DASHBOARD_TAILS_PER_SESSION: z.coerce.number().int().min(1).max(1000)
+    .default(4),
 });
 
 /** The validated configuration of the dashboard. */
@@ -35,6 +46,15 @@ export interface DashboardConfig {
   kvPath: string | undefined;
   /** The service's own port, to show the endpoint in snippets. @default {8000} */
   servicePort: number;
+  /**
+   * Host names served besides loopback ones (`DASHBOARD_PUBLIC_HOST`,
+   * separated by commas). @default {[]}
+   */
+  publicHosts: string[];
+  /** Largest form body (`DASHBOARD_FORM_BYTES`). @default {65536} */
+  formLimitBytes: number;
+  /** Live tails open at once (`DASHBOARD_TAILS`, `DASHBOARD_TAILS_PER_SESSION`). @default 64 and 4 */
+  tailLimits: { total: number; perSession: number };
 }
 
 /** Thrown when a variable is missing or malformed; its message is one line. */
@@ -82,6 +102,32 @@ export function loadDashboardConfig(
     password: v.ADMIN_PASSWORD,
     kvPath: service.kvPath,
     servicePort: service.port,
+    publicHosts: v.DASHBOARD_PUBLIC_HOST.split(",").map((h) => h.trim())
+      .filter((h) => h !== ""),
+    formLimitBytes: v.DASHBOARD_FORM_BYTES,
+    tailLimits: {
+      total: v.DASHBOARD_TAILS,
+      perSession: v.DASHBOARD_TAILS_PER_SESSION,
+    },
+  };
+}
+
+/**
+ * The bounds of a configuration, as options of `createDashboard` (and
+ * `mountDashboard`).
+ *
+ * @example
+ * ```ts
+ * createDashboard({ kv, password: config.password, ...dashboardBounds(config) });
+ * ```
+ */
+export function dashboardBounds(
+  config: DashboardConfig,
+): Pick<DashboardConfig, "publicHosts" | "formLimitBytes" | "tailLimits"> {
+  return {
+    publicHosts: config.publicHosts,
+    formLimitBytes: config.formLimitBytes,
+    tailLimits: config.tailLimits,
   };
 }
 

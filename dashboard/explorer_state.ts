@@ -46,6 +46,8 @@ export interface ExplorerState {
 }
 
 const ID = /^[0-9a-f]{28}$/;
+/** Latest time a URL may name: the end of year 9999. */
+const MAX_TIME = Date.UTC(9999, 11, 31, 23, 59, 59, 999);
 const CURSOR = /^[\w.~:-]{1,512}$/;
 const LEVEL = /^[a-z][a-z0-9_-]{0,31}$/;
 const TIME =
@@ -66,7 +68,32 @@ export function parseUtc(text: string): number | null {
   if (!m) return null;
   const [, y, mo, d, h = "0", mi = "0", s = "0", ms = "0"] = m;
   const value = Date.UTC(+y!, +mo! - 1, +d!, +h, +mi, +s, +ms.padEnd(3, "0"));
-  return Number.isFinite(value) ? value : null;
+  // Date.UTC moves a 13th month or a 31st of April on, and years below 100
+  // to the 1900s: only a time that reads back the same is one.
+  if (
+    !Number.isFinite(value) || value < 0 ||
+    new Date(value).toISOString().slice(0, 19) !==
+      `${y}-${mo}-${d}T${h.padStart(2, "0")}:${mi.padStart(2, "0")}:${
+        s.padStart(2, "0")
+      }`
+  ) {
+    return null;
+  }
+  return value;
+}
+
+/**
+ * Whether `text` is an entry id a query can look for: 28 hex digits whose
+ * time is no later than the year 9999.
+ *
+ * @example
+ * ```ts
+ * isEntryId("0193a1b2c3d4" + "0".repeat(16)); // true
+ * isEntryId("f".repeat(28)); // false
+ * ```
+ */
+export function isEntryId(text: string): boolean {
+  return ID.test(text) && parseInt(text.slice(0, 12), 16) <= MAX_TIME;
 }
 
 /** A time as written in URLs and UTC inputs: `2026-01-15T09:30:00.000Z`. */
@@ -100,7 +127,7 @@ export function readState(
   }
   const range = params.get("range");
   if (range !== null && range !== "") {
-    if (range in RANGES) state.range = range as RangeName;
+    if (Object.hasOwn(RANGES, range)) state.range = range as RangeName;
     else {problems.push(
         `Cannot use time range "${range}": expected 15m, 1h, 24h or 7d`,
       );}
@@ -126,7 +153,7 @@ export function readState(
   }
   for (const name of ["open", "around"] as const) {
     const value = params.get(name);
-    if (value !== null && ID.test(value)) state[name] = value;
+    if (value !== null && isEntryId(value)) state[name] = value;
   }
   // Cursors are opaque to the dashboard: any short URL-safe text.
   const cursor = params.get("cursor");

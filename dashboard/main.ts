@@ -9,7 +9,11 @@
 import { loadConfig } from "../config.ts";
 import { openKv } from "../db/open.ts";
 import { createDashboard } from "./app.ts";
-import { DashboardConfigError, loadDashboardConfig } from "./config.ts";
+import {
+  dashboardBounds,
+  DashboardConfigError,
+  loadDashboardConfig,
+} from "./config.ts";
 
 if (import.meta.main) {
   const env = Deno.env.toObject();
@@ -26,6 +30,7 @@ if (import.meta.main) {
   const app = createDashboard({
     kv,
     password: config.password,
+    ...dashboardBounds(config),
     trustProxy: loadConfig(env).trustProxy,
     allowPrivateTargets: loadConfig(env).alertPrivateTargets,
     endpoint: (url) => {

@@ -2,8 +2,9 @@
  * What every dashboard answer carries and every request passes: security
  * headers with a Content-Security-Policy that runs only the scripts marked
  * with this answer's nonce (and the modules they import); the refusal (`403`)
- * of any state-changing request sent from another origin; and the
- * per-address limit on sign-in attempts.
+ * of any state-changing request sent from another origin; the refusal of a
+ * `Host` the dashboard does not serve; a body read only up to a limit; and
+ * the per-address limit on sign-in attempts.
  *
  * @module
  */
@@ -238,4 +239,97 @@ export function clientAddress(
     if (seen) return seen;
   }
   return peer?.hostname ?? "unknown";
+}
+
+/** Host names every dashboard answers at, whatever its settings: loopback. */
+const LOOPBACK_HOSTS = new Set(["localhost", "127.0.0.1", "[::1]"]);
+
+/**
+ * The host name of a `Host` header (or URL host), lower case, without its
+ * port; `null` when it is not a plausible host.
+ *
+ * @example
+ * ```ts
+ * hostName("LocalHost:8001"); // "localhost"
+ * hostName("[::1]:8001"); // "[::1]"
+ * ```
+ */
+export function hostName(host: string): string | null {
+  const text = host.trim().toLowerCase();
+  const match = /^(\[[0-9a-f:.]+\]|[a-z0-9._-]+)(?::\d{1,5})?$/.exec(text);
+  return match ? match[1]!.replace(/\.$/, "") : null;
+}
+
+/**
+ * Why a request must be refused as addressed to a host this dashboard does
+ * not serve, or `null` when it may proceed. A page of another site whose
+ * name was made to resolve to this machine (DNS rebinding) sends its own
+ * name as `Host`; only loopback names (any port) and the configured public
+ * hosts (`DASHBOARD_PUBLIC_HOST`) are served.
+ *
+ * @example
+ * ```ts
+ * hostRefusal(new Request("http://evil.example/"), []);
+ * // "Cannot serve \"evil.example\": this dashboard answers at localhost, 127.0.0.1, [::1] only"
+ * ```
+ */
+export function hostRefusal(
+  req: Request,
+  publicHosts: readonly string[],
+): string | null {
+  const header = req.headers.get("host") ?? new URL(req.url).host;
+  const name = hostName(header);
+  if (
+    name !== null && (LOOPBACK_HOSTS.has(name) || publicHosts.includes(name))
+  ) {
+    return null;
+  }
+  const served = [...LOOPBACK_HOSTS, ...publicHosts].join(", ");
+  return `Cannot serve "${
+    header.slice(0, 100)
+  }": this dashboard answers at ${served} only (set DASHBOARD_PUBLIC_HOST to add its public name)`;
+}
+
+/**
+ * Reads a request's body, at most `limit` bytes: the bytes, or `null` as
+ * soon as the body declares or turns out to be longer (the rest is never
+ * read, and the stream is cancelled). Forms are small; a 200 MB body posted
+ * to a form must cost no more than its first `limit` bytes.
+ *
+ * @example
+ * ```ts
+ * const bytes = await readBodyWithin(req, 64 * 1024);
+ * if (bytes === null) return new Response("Too large", { status: 413 });
+ * ```
+ */
+export async function readBodyWithin(
+  req: Request,
+  limit: number,
+): Promise<Uint8Array<ArrayBuffer> | null> {
+  const declared = req.headers.get("content-length");
+  if (declared !== null && !(Number(declared) <= limit)) {
+    await req.body?.cancel().catch(() => {});
+    return null;
+  }
+  if (req.body === null) return new Uint8Array(0);
+  const reader = req.body.getReader();
+  const chunks: Uint8Array[] = [];
+  let size = 0;
+  for (;;) {
+    const { value, done } = await reader.read();
+    if (done) break;
+    size += value.byteLength;
+    if (size > limit) {
+      await reader.cancel().catch(() => {});
+      return null;
+    }
+    chunks.push(value);
+  }
+  const bytes = new Uint8Array(size);
+  let at = 0;
+  for (const chunk of chunks) {
+    bytes.set(chunk, at);
+    at += chunk.byteLength;
+  }
+  return bytes;
 }

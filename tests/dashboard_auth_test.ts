@@ -103,7 +103,7 @@ Deno.test("the session cookie is Secure over HTTPS", async () => {
       res.headers.get("strict-transport-security"),
       "max-age=31536000",
     );
-  });
+  }, { dashboard: { publicHosts: ["dash.example.com"] } });
 });
 
 Deno.test("sign-in without the form's token is refused", async () => {

@@ -9,6 +9,7 @@ import assert from "node:assert/strict";
 import { gunzipSync } from "node:zlib";
 import { ASSET_FILES, loadAssets } from "../dashboard/assets.ts";
 import {
+  dashboardBounds,
   DashboardConfigError,
   dashboardRequested,
   loadDashboardConfig,
@@ -27,6 +28,9 @@ Deno.test("loadDashboardConfig gives the documented defaults and reads KV_PATH a
     password: "long enough",
     kvPath: "./data/kv.sqlite",
     servicePort: 8000,
+    publicHosts: [],
+    formLimitBytes: 65536,
+    tailLimits: { total: 64, perSession: 4 },
   });
   const custom = loadDashboardConfig({
     ADMIN_PASSWORD: "long enough",
@@ -43,6 +47,37 @@ Deno.test("loadDashboardConfig gives the documented defaults and reads KV_PATH a
   assert.equal(custom.servicePort, 9000);
   assert.equal(dashboardRequested({ DASHBOARD: "on" }), true);
   assert.equal(dashboardRequested({}), false);
+});
+
+Deno.test("loadDashboardConfig reads the dashboard's bounds and names a malformed one", () => {
+  const config = loadDashboardConfig({
+    ADMIN_PASSWORD: "long enough",
+    DASHBOARD_PUBLIC_HOST: "logs.example.com, ops.example.com:8443",
+    DASHBOARD_FORM_BYTES: "8192",
+    DASHBOARD_TAILS: "10",
+    DASHBOARD_TAILS_PER_SESSION: "2",
+  });
+  assert.deepEqual(dashboardBounds(config), {
+    publicHosts: ["logs.example.com", "ops.example.com:8443"],
+    formLimitBytes: 8192,
+    tailLimits: { total: 10, perSession: 2 },
+  });
+  for (
+    const [name, value] of [
+      ["DASHBOARD_PUBLIC_HOST", "https://logs.example.com/"],
+      ["DASHBOARD_FORM_BYTES", "12"],
+      ["DASHBOARD_TAILS", "0"],
+      ["DASHBOARD_TAILS_PER_SESSION", "many"],
+    ]
+  ) {
+    assert.throws(
+      () =>
+        loadDashboardConfig({ ADMIN_PASSWORD: "long enough", [name!]: value }),
+      (error) =>
+        error instanceof DashboardConfigError &&
+        error.message.startsWith(`Cannot read "${name}"`),
+    );
+  }
 });
 
 Deno.test("without ADMIN_PASSWORD the dashboard refuses to start, in one line", () => {

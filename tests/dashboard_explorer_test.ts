@@ -7,6 +7,7 @@
  */
 import assert from "node:assert/strict";
 import { PAGE_SIZE } from "../dashboard/routes/explorer.ts";
+import { randomEntry } from "./_helpers.ts";
 import {
   get,
   openIds,
@@ -281,4 +282,42 @@ Deno.test("show in context lists the neighbours of an entry, unfiltered", async 
     );
     assert.match(textOf(html), /Back to the list/);
   });
+});
+
+Deno.test("a search that runs out of its budget says how far back it searched, and its link goes on from there", async () => {
+  await withDashboard(async (h) => {
+    const project = await h.project(["https://app.example.com"]);
+    for (let i = 0; i < 6; i++) {
+      await h.post(randomEntry({ projectId: project.id }), {
+        Origin: "https://app.example.com",
+      });
+      await h.process();
+      h.clock.advance(60_000);
+    }
+    const browser = await signIn(h.dash);
+    const q = encodeURIComponent("data.nowhere:*");
+    const res = await get(
+      h.dash,
+      browser,
+      `/projects/${project.id}?q=${q}&range=24h`,
+    );
+    assert.equal(res.status, 200);
+    const html = await res.text();
+    assert.match(
+      textOf(html),
+      /Searched back to \d{4}-\d\d-\d\d \d\d:\d\d:\d\dZ? UTC in the time one page may take/,
+    );
+    const next = /id="more" href="([^"]+)"/.exec(html)?.[1]?.replaceAll(
+      "&amp;",
+      "&",
+    );
+    assert.ok(next, "a link goes on");
+    assert.match(next, /cursor=N[0-9a-f]{28}/);
+    const again = await get(
+      h.dash,
+      browser,
+      next.replace(/^.*?\/projects/, "/projects"),
+    );
+    assert.equal(again.status, 200);
+  }, { dashboard: { queryBudget: { chunks: 2 } } });
 });

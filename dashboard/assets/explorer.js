@@ -193,18 +193,40 @@ if (live && list) {
       list.prepend(rows);
       document.querySelector(".empty")?.remove();
     });
-    source.addEventListener("error", () => {
-      if (source.readyState === EventSource.CLOSED) {
-        live.classList.remove("on");
-        status.textContent =
-          "Live tail stopped: reload the page (you may need to sign in again)";
-      } else {
+    const opened = source;
+    source.addEventListener("error", async () => {
+      if (opened.readyState !== EventSource.CLOSED) {
         status.textContent = "Reconnecting…";
+        return;
       }
+      if (source === opened) source = null;
+      live.classList.remove("on");
+      toggle.textContent = "Resume";
+      status.textContent = await stoppedBecause(url);
     });
     source.addEventListener("open", () => {
       status.textContent = "Live tail";
     });
+  };
+  // EventSource does not say why it was refused: ask once more with fetch
+  // and show the server's sentence (too many live tails, signed out).
+  const stoppedBecause = async (url) => {
+    const fallback =
+      "Live tail stopped: reload the page (you may need to sign in again)";
+    const controller = new AbortController();
+    try {
+      const response = await fetch(url, { signal: controller.signal });
+      if (response.status === 429) {
+        return `Live tail stopped: ${(await response.text()).slice(0, 300)}`;
+      }
+      if (response.status === 401) return "Live tail stopped: sign in again";
+      return fallback;
+    } catch {
+      return fallback;
+    } finally {
+      // A stream that opened after all is not kept.
+      controller.abort();
+    }
   };
   const stop = () => {
     source?.close();
@@ -255,6 +277,27 @@ if (list && "IntersectionObserver" in globalThis) {
   const more = document.getElementById("more");
   if (more) observer.observe(more);
 }
+
+// A cut preview: the full entry fetched in its place (the link works on its
+// own too, to a page of the entry).
+document.addEventListener("click", async (event) => {
+  const link = event.target instanceof Element
+    ? event.target.closest("a.full-entry[data-fragment]")
+    : null;
+  const detail = link?.closest(".detail");
+  if (!link || !detail) return;
+  event.preventDefault();
+  link.textContent = "Loading the full entry…";
+  try {
+    const response = await fetch(link.dataset.fragment, {
+      headers: { Accept: "text/html" },
+    });
+    if (!response.ok) throw new Error(`${response.status}`);
+    detail.replaceChildren(parseRows(await response.text()));
+  } catch {
+    location.assign(link.href);
+  }
+});
 
 // Keyboard: j/k move, Enter expands (native on <summary>), / searches.
 function rows() {

@@ -1,16 +1,57 @@
 /**
  * One entry in the explorer's list: a `<details>` row (time, level, sender,
  * summary) that expands to the entry's fields — each value a link that
- * filters by it or excludes it — and its full JSON with a copy button.
+ * filters by it or excludes it — and its JSON with a copy button.
  * The same component renders the first page, further pages and the rows
  * live tail sends, so all three look and behave alike.
+ *
+ * In a list an entry shows a preview: its first fields and the start of its
+ * JSON, within a budget per entry and one shared by the page, so that a page
+ * of entries with thousands of members each stays small (50 such entries
+ * once made 114 MB of HTML). A cut preview says so and links to the full
+ * entry (`…/entries/:entryId`), which the script fetches in place.
  *
  * @module
  */
 import { type LogRecord, recordJson } from "../../domain/entry.ts";
 import { formatTime, levelClass, sender, summary } from "./format.ts";
+import { jsonStart, walkFields } from "./entry_fields.ts";
 import { CopyButton } from "./layout.tsx";
 import { StackView } from "./stack.tsx";
+
+export { entryFields, jsonStart, walkFields } from "./entry_fields.ts";
+
+/** Bytes of fields and JSON one entry's preview may take in a list. */
+export const ENTRY_PREVIEW_BYTES = 16 * 1024;
+/** Bytes of fields and JSON all previews of one page may take together. */
+export const PAGE_PREVIEW_BYTES = 768 * 1024;
+/** Fields a preview lists at most. */
+const PREVIEW_FIELDS = 40;
+/** Characters of one field's value in a preview. */
+const PREVIEW_VALUE_CHARS = 300;
+/** Characters of JSON in a preview. */
+const PREVIEW_JSON_CHARS = 4096;
+/** Fields the full entry lists at most; its JSON has them all. */
+export const FULL_FIELDS = 1000;
+/** Markup around one field's row, counted against the budget. */
+const FIELD_MARKUP_BYTES = 300;
+
+/** What is left of a page's preview budget, shared by its rows. */
+export interface PreviewBudget {
+  left: number;
+}
+
+/**
+ * A fresh budget for the previews of one page.
+ *
+ * @example
+ * ```ts
+ * const budget = pageBudget(); // { left: PAGE_PREVIEW_BYTES }
+ * ```
+ */
+export function pageBudget(): PreviewBudget {
+  return { left: PAGE_PREVIEW_BYTES };
+}
 
 /** Links an entry row needs, built by the page from its state. */
 export interface EntryLinks {
@@ -20,54 +61,8 @@ export interface EntryLinks {
   around(id: string): string;
   /** The view with this entry expanded. */
   permalink(id: string): string;
-}
-
-const PATH_PART = /^[A-Za-z_$][\w$-]*$/;
-
-/** The leaves of an entry that can be filtered on: path and text value. */
-export function entryFields(
-  record: LogRecord,
-): { path: string; value: string; linkable: boolean }[] {
-  const out: { path: string; value: string; linkable: boolean }[] = [];
-  const visit = (
-    path: string,
-    value: unknown,
-    linkable: boolean,
-    depth: number,
-  ) => {
-    if (
-      typeof value === "object" && value !== null && !Array.isArray(value) &&
-      depth < 6
-    ) {
-      for (const [key, inner] of Object.entries(value)) {
-        visit(
-          `${path}.${key}`,
-          inner,
-          linkable && PATH_PART.test(key),
-          depth + 1,
-        );
-      }
-      return;
-    }
-    if (value === undefined) return;
-    out.push({
-      path,
-      value: typeof value === "string" ? value : JSON.stringify(value),
-      linkable,
-    });
-  };
-  out.push({ path: "level", value: record.level, linkable: true });
-  out.push({ path: "auth", value: record.auth, linkable: true });
-  if (record.origin !== undefined) {
-    out.push({ path: "origin", value: record.origin, linkable: true });
-  }
-  if (record.appid !== undefined) {
-    out.push({ path: "appid", value: record.appid, linkable: true });
-  }
-  visit("data", record.data, true, 0);
-  visit("context", record.context, true, 0);
-  visit("device", record.device, true, 0);
-  return out;
+  /** The page of this entry in full; with `part=detail`, its detail alone. */
+  entry(id: string): { page: string; detail: string };
 }
 
 /** Props of {@linkcode EntryRow}. */
@@ -77,11 +72,15 @@ export interface EntryRowProps {
   open?: boolean;
   /** Marks the entry a context view is centred on. */
   focus?: boolean;
+  /** Every field (up to {@linkcode FULL_FIELDS}) and all the JSON. @default {false} */
+  full?: boolean;
+  /** The page's preview budget, shared by its rows. @default one row's own */
+  budget?: PreviewBudget;
 }
 
 /** One entry row. */
 export function EntryRow(props: EntryRowProps) {
-  const { record, links } = props;
+  const { record } = props;
   const level = levelClass(record.level);
   const classes = ["entry", level, props.focus ? "focus" : ""]
     .filter((c) => c !== "").join(" ");
@@ -104,26 +103,145 @@ export function EntryRow(props: EntryRowProps) {
         <span class="msg">{summary(record)}</span>
       </summary>
       <div class="detail">
-        <div class="actions">
+        <EntryDetail
+          record={record}
+          links={props.links}
+          full={props.full ?? false}
+          {...(props.budget ? { budget: props.budget } : {})}
+        />
+      </div>
+    </details>
+  );
+}
+
+interface ShownField {
+  path: string;
+  value: string;
+  linkable: boolean;
+  /** The value is cut short. */
+  cut: boolean;
+  /** Links by value and without it, when linkable. */
+  hrefs: { only: string; without: string } | null;
+}
+
+/** What of an entry its detail shows. */
+function chooseShown(
+  record: LogRecord,
+  links: EntryLinks,
+  full: boolean,
+  budget: PreviewBudget | undefined,
+): { fields: ShownField[]; total: number; json: string; jsonCut: boolean } {
+  const hrefs = (field: { path: string; value: string }) => ({
+    only: links.filter({ ...field, exclude: false }),
+    without: links.filter({ ...field, exclude: true }),
+  });
+  if (full) {
+    const { fields, total } = walkFields(record, FULL_FIELDS);
+    return {
+      fields: fields.map((f) => ({
+        ...f,
+        cut: false,
+        hrefs: f.linkable ? hrefs(f) : null,
+      })),
+      total,
+      json: JSON.stringify(recordJson(record), null, 2),
+      jsonCut: false,
+    };
+  }
+  const start = Math.min(ENTRY_PREVIEW_BYTES, budget?.left ?? Infinity);
+  if (start <= 0) return { fields: [], total: 0, json: "", jsonCut: true };
+  let left = start;
+  const { fields: all, total } = walkFields(record, PREVIEW_FIELDS);
+  const fields: ShownField[] = [];
+  for (const field of all) {
+    if (left <= 0) break;
+    const cut = field.value.length > PREVIEW_VALUE_CHARS;
+    const value = cut
+      ? `${field.value.slice(0, PREVIEW_VALUE_CHARS - 1)}…`
+      : field.value;
+    // A cut value filters by nothing shown: no links for it here.
+    const linked = field.linkable && !cut ? hrefs(field) : null;
+    const cost = FIELD_MARKUP_BYTES + field.path.length + value.length +
+      (linked ? linked.only.length + linked.without.length : 0);
+    if (cost > left) break;
+    left -= cost;
+    fields.push({
+      path: field.path,
+      value,
+      linkable: linked !== null,
+      cut,
+      hrefs: linked,
+    });
+  }
+  const json = jsonStart(
+    recordJson(record),
+    Math.max(0, Math.min(PREVIEW_JSON_CHARS, left)),
+  );
+  left -= json.text.length;
+  if (budget) budget.left -= start - left;
+  return { fields, total, json: json.text, jsonCut: json.cut };
+}
+
+/**
+ * The detail of an entry: its actions, fields and JSON, as a preview or in
+ * full. Also the answer to the script's request for the full entry.
+ */
+export function EntryDetail(
+  props: {
+    record: LogRecord;
+    links: EntryLinks;
+    full: boolean;
+    budget?: PreviewBudget;
+  },
+) {
+  const { record, links } = props;
+  const shown = chooseShown(record, links, props.full, props.budget);
+  const jsonCut = shown.jsonCut;
+  const cut = jsonCut || shown.fields.length < shown.total ||
+    shown.fields.some((f) => f.cut);
+  const entry = links.entry(record.id);
+  return (
+    <>
+      <div class="actions">
+        {!jsonCut && (
           <CopyButton target={`json-${record.id}`} label="Copy JSON" />
-          <a href={links.around(record.id)}>Show in context</a>
-          <a href={links.permalink(record.id)} class="permalink">
-            Link to this entry
+        )}
+        <a href={links.around(record.id)}>Show in context</a>
+        <a href={links.permalink(record.id)} class="permalink">
+          Link to this entry
+        </a>
+      </div>
+      {cut && !props.full && (
+        <p class="preview-note">
+          {shown.fields.length === 0 && shown.json === ""
+            ? "Not previewed: this page has shown as much as it may."
+            : `Preview: ${shown.fields.length} of ${shown.total} fields${
+              jsonCut ? ", the JSON cut short" : ""
+            }.`}{" "}
+          <a class="full-entry" href={entry.page} data-fragment={entry.detail}>
+            Show the full entry
           </a>
-        </div>
-        <StackView stack={record.data.stack} />
+        </p>
+      )}
+      {props.full && shown.fields.length < shown.total && (
+        <p class="preview-note">
+          {`The first ${shown.fields.length} of ${shown.total} fields; the JSON below has them all.`}
+        </p>
+      )}
+      <StackView stack={record.data.stack} />
+      {shown.fields.length > 0 && (
         <table class="fields">
           <tbody>
-            {entryFields(record).map((field) => (
+            {shown.fields.map((field) => (
               <tr data-path={field.path}>
                 <th scope="row">{field.path}</th>
                 <td>
-                  {field.linkable
+                  {field.hrefs
                     ? (
                       <a
                         class="value"
                         title={`Show only entries with ${field.path} = this value`}
-                        href={links.filter({ ...field, exclude: false })}
+                        href={field.hrefs.only}
                       >
                         {field.value}
                       </a>
@@ -131,11 +249,11 @@ export function EntryRow(props: EntryRowProps) {
                     : <span class="value">{field.value}</span>}
                 </td>
                 <td class="exclude">
-                  {field.linkable && (
+                  {field.hrefs && (
                     <a
                       title={`Hide entries with ${field.path} = this value`}
                       aria-label={`Exclude ${field.path}`}
-                      href={links.filter({ ...field, exclude: true })}
+                      href={field.hrefs.without}
                     >
                       −
                     </a>
@@ -145,11 +263,12 @@ export function EntryRow(props: EntryRowProps) {
             ))}
           </tbody>
         </table>
-        <pre
-          class="json"
-          id={`json-${record.id}`}
-        >{JSON.stringify(recordJson(record), null, 2)}</pre>
-      </div>
-    </details>
+      )}
+      {shown.json !== "" && (
+        <pre class="json" id={`json-${record.id}`}>
+          {jsonCut ? `${shown.json}\n…` : shown.json}
+        </pre>
+      )}
+    </>
   );
 }

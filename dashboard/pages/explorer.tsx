@@ -9,7 +9,7 @@
  */
 import type { LogRecord } from "../../domain/entry.ts";
 import { type ExplorerState, formatUtc } from "../explorer_state.ts";
-import { EntryRow } from "./entry.tsx";
+import { EntryRow, pageBudget, type PreviewBudget } from "./entry.tsx";
 import { ExportLinks } from "./export_links.tsx";
 import { LevelChips, TimeControls } from "./explorer_controls.tsx";
 import { entryLinks, EntryList, explorerHref } from "./explorer_list.tsx";
@@ -33,6 +33,8 @@ export interface ExplorerData {
   records: LogRecord[];
   /** Cursor of the next (older) page, `null` at the end. */
   cursor: string | null;
+  /** The page ran out of its time budget: searched back to this time. */
+  searchedTo?: number;
   histogram: Histogram | null;
   /** The "show in context" view, when `state.around` is set. */
   context?: {
@@ -50,8 +52,10 @@ export interface ExplorerData {
   views?: SavedView[];
 }
 
-function ContextView(props: { ctx: PageContext; data: ExplorerData }) {
-  const { ctx, data } = props;
+function ContextView(
+  props: { ctx: PageContext; data: ExplorerData; budget: PreviewBudget },
+) {
+  const { ctx, data, budget } = props;
   const view = data.context!;
   const links = entryLinks(ctx.base, data.project.id, data.state);
   const back: ExplorerState = { ...data.state };
@@ -74,6 +78,7 @@ function ContextView(props: { ctx: PageContext; data: ExplorerData }) {
             record={r}
             links={links}
             open={r.id === data.state.open}
+            budget={budget}
           />
         ))}
         {view.entry && (
@@ -82,10 +87,16 @@ function ContextView(props: { ctx: PageContext; data: ExplorerData }) {
             links={links}
             open
             focus
+            budget={budget}
           />
         )}
         {[...view.before].reverse().map((r) => (
-          <EntryRow record={r} links={links} open={r.id === data.state.open} />
+          <EntryRow
+            record={r}
+            links={links}
+            open={r.id === data.state.open}
+            budget={budget}
+          />
         ))}
       </div>
     </section>
@@ -103,6 +114,8 @@ export function ExplorerPage(props: { ctx: PageContext; data: ExplorerData }) {
   delete zoomBase.around;
   const tailState: ExplorerState = { ...state };
   delete tailState.open;
+  // One preview budget for every entry this page shows.
+  const budget = pageBudget();
   return (
     <Layout
       ctx={ctx}
@@ -217,13 +230,18 @@ export function ExplorerPage(props: { ctx: PageContext; data: ExplorerData }) {
               ? "The linked entry is too far down this list to list it in its place; it is shown here on its own."
               : "The linked entry does not match this view; it is shown here on its own."}
           </p>
-          <EntryRow record={data.pinned} links={links} open />
+          <EntryRow
+            record={data.pinned}
+            links={links}
+            open
+            budget={budget}
+          />
         </section>
       )}
       {data.queryError
         ? null
         : data.context
-        ? <ContextView ctx={ctx} data={data} />
+        ? <ContextView ctx={ctx} data={data} budget={budget} />
         : (
           <>
             <div id="entries" class="entries" aria-live="polite">
@@ -233,6 +251,10 @@ export function ExplorerPage(props: { ctx: PageContext; data: ExplorerData }) {
                 state={state}
                 records={data.records}
                 cursor={data.cursor}
+                {...(data.searchedTo === undefined
+                  ? {}
+                  : { searchedTo: data.searchedTo })}
+                budget={budget}
               />
             </div>
             {data.records.length === 0 && !data.queryError && (

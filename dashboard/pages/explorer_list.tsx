@@ -5,6 +5,7 @@
  *
  * @module
  */
+import { formatTime } from "./format.ts";
 import type { LogRecord } from "../../domain/entry.ts";
 import {
   addTerm,
@@ -12,7 +13,12 @@ import {
   fieldTerm,
   stateQuery,
 } from "../explorer_state.ts";
-import { type EntryLinks, EntryRow } from "./entry.tsx";
+import {
+  type EntryLinks,
+  EntryRow,
+  pageBudget,
+  type PreviewBudget,
+} from "./entry.tsx";
 import { link } from "./format.ts";
 import type { PageContext } from "./layout.tsx";
 
@@ -45,6 +51,13 @@ export function entryLinks(
     around: (id) =>
       explorerHref(base, projectId, { ...list, around: id, open: id }),
     permalink: (id) => explorerHref(base, projectId, { ...state, open: id }),
+    entry: (id) => {
+      const page = explorerHref(base, projectId, list, `/entries/${id}`);
+      return {
+        page,
+        detail: `${page}${page.includes("?") ? "&" : "?"}part=detail`,
+      };
+    },
   };
 }
 
@@ -69,10 +82,18 @@ export function EntryList(
     state: ExplorerState;
     records: LogRecord[];
     cursor: string | null;
+    /**
+     * Set when the search ran out of the time a page may take
+     * (db/query/query.ts): it searched back to this receipt time.
+     */
+    searchedTo?: number;
+    /** The page's preview budget. @default a fresh one */
+    budget?: PreviewBudget;
   },
 ) {
   const { ctx, projectId, state } = props;
   const links = entryLinks(ctx.base, projectId, state);
+  const budget = props.budget ?? pageBudget();
   const next: ExplorerState = { ...state, cursor: props.cursor ?? undefined };
   delete next.open;
   return (
@@ -82,8 +103,16 @@ export function EntryList(
           record={record}
           links={links}
           open={record.id === state.open}
+          budget={budget}
         />
       ))}
+      {props.searchedTo !== undefined && (
+        <p class="partial" id="partial">
+          {`Searched back to ${
+            formatTime(props.searchedTo, false)
+          } UTC in the time one page may take; older entries are searched when you go on.`}
+        </p>
+      )}
       {props.cursor !== null
         ? (
           <a

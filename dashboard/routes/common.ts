@@ -5,6 +5,7 @@
  *
  * @module
  */
+import type { ScanBudget } from "../../db/query/scan.ts";
 import type { Context, Hono } from "hono";
 import type { PageContext } from "../pages/layout.tsx";
 import type { LoginLimiter } from "../security.ts";
@@ -47,6 +48,8 @@ export interface DashboardDeps {
   tail: TailTiming;
   /** Server time the histogram of a word or field query may take. */
   histogramBudgetMs: number;
+  /** Work one page of entries may do (db/query/query.ts). @default 2 s */
+  queryBudget?: ScanBudget;
 }
 
 /** The page context of a request. */

@@ -45,6 +45,8 @@ export function deadLettersRoutes(app: DashApp, deps: DashboardDeps): void {
   app.post(`${base}/dead-letters/replay`, async (c) => {
     const id = await formField(c, "id");
     try {
+      // No batch id is this long; as a database key it could not be read.
+      if (id.length > 512) throw new DeadLetterNotFoundError(id.slice(0, 40));
       const replayed = id === "all"
         ? (await replayAllDeadLetters(kv)).length
         : (await replayDeadLetter(kv, id), 1);

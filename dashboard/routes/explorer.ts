@@ -1,11 +1,15 @@
 /**
  * The explorer's routes: `GET /projects/:id` (the page), `…/entries` (the
- * rows of a further page, as an HTML fragment) and `…/tail` (live tail as
- * server-sent events). All three read the view's state from the query
- * string and entries only through dashboard/source.ts.
+ * rows of a further page, as an HTML fragment), `…/entries/:entryId` (one
+ * entry in full: a page, or with `part=detail` the fragment that replaces a
+ * cut preview) and `…/tail` (live tail as server-sent events, bounded per
+ * session and in all). All read the view's state from the query string and
+ * entries only through dashboard/source.ts; a cursor the query functions
+ * cannot read is answered `400` with the reason.
  *
  * @module
  */
+import type { ScanBudget } from "../../db/query/scan.ts";
 import { getCookie } from "hono/cookie";
 import type { LogRecord } from "../../domain/entry.ts";
 import { mayRead } from "../access.ts";
@@ -13,17 +17,21 @@ import { getProject } from "../../db/projects.ts";
 import { listViews } from "../../db/views.ts";
 import {
   type ExplorerState,
+  isEntryId,
   readState,
   stateFilter,
   timeWindow,
 } from "../explorer_state.ts";
 import { explorerHistogram } from "../histogram.ts";
 import { type ExplorerData, ExplorerPage } from "../pages/explorer.tsx";
-import { EntryList, TailRow } from "../pages/explorer_list.tsx";
+import { EntryDetail } from "../pages/entry.tsx";
+import { ExplorerEntryPage } from "../pages/explorer_entry.tsx";
+import { entryLinks, EntryList, TailRow } from "../pages/explorer_list.tsx";
 import {
   aroundEntry,
   type Filter,
   getEntry,
+  InvalidQueryError,
   matches,
   queryLogs,
   QuerySyntaxError,
@@ -37,7 +45,8 @@ import {
   render,
 } from "./common.ts";
 import { projectNotFound } from "./settings.ts";
-import { tailStream } from "./tail.ts";
+import { MessagePage } from "../pages/message.tsx";
+import { TailSlots, type TailSlotsOptions, tailStream } from "./tail.ts";
 import { SESSION_COOKIE } from "./auth.ts";
 
 /** Entries per page of the list. */
@@ -68,6 +77,13 @@ function readView(
   queryError?: { message: string; column: number };
 } {
   const { state, problems } = readState(new URL(c.req.url).searchParams);
+  const window = timeWindow(state, now);
+  if (state.since !== undefined && window.since >= window.until) {
+    problems.push(
+      `Cannot show a time range that starts after it ends: "since" is later than now`,
+    );
+    delete state.since;
+  }
   try {
     return { state, problems, filter: stateFilter(state, now) };
   } catch (error) {
@@ -81,9 +97,60 @@ function readView(
   }
 }
 
+/**
+ * The first page of a view; with a permalink to an entry further down, the
+ * rows down to it, in one more read.
+ */
+async function listDownTo(
+  kv: Deno.Kv,
+  projectId: string,
+  filter: Filter,
+  state: ExplorerState,
+  budget?: ScanBudget,
+): Promise<
+  { records: LogRecord[]; cursor: string | null; searchedTo?: number }
+> {
+  const first = await queryLogs(kv, projectId, {
+    filter,
+    limit: PAGE_SIZE,
+    ...(state.cursor ? { cursor: state.cursor } : {}),
+    ...(budget ? { budget } : {}),
+  });
+  const records: LogRecord[] = [...first.records];
+  let cursor = first.cursor;
+  if (
+    state.open !== undefined && cursor !== null &&
+    !records.some((r) => r.id === state.open)
+  ) {
+    const next = await queryLogs(kv, projectId, {
+      filter,
+      limit: MAX_ROWS_TO_OPEN - records.length,
+      cursor,
+    });
+    if (next.records.some((r) => r.id === state.open)) {
+      records.push(...next.records);
+      cursor = next.cursor;
+    }
+  }
+  return first.searchedTo === undefined || cursor !== first.cursor
+    ? { records, cursor }
+    : { records, cursor, searchedTo: first.searchedTo };
+}
+
+/** Options of {@linkcode explorerRoutes}. */
+export interface ExplorerRoutesOptions {
+  /** Live tails open at once. @default 4 per session, 64 in all */
+  tailLimits?: TailSlotsOptions;
+}
+
 /** Adds the explorer routes. */
-export function explorerRoutes(app: DashApp, deps: DashboardDeps): void {
+export function explorerRoutes(
+  app: DashApp,
+  deps: DashboardDeps,
+  options: ExplorerRoutesOptions = {},
+): void {
   const { base, kv } = deps;
+  const tails = new TailSlots(options.tailLimits);
 
   app.get(`${base}/projects/:id`, async (c) => {
     const project = await getProject(kv, idParam(c));
@@ -91,6 +158,7 @@ export function explorerRoutes(app: DashApp, deps: DashboardDeps): void {
     const now = deps.now();
     const { state, problems, filter, queryError } = readView(c, now);
     const window = timeWindow(state, now);
+    let status: 200 | 400 = 200;
     const data: ExplorerData = {
       project: { id: project.id, name: project.name, levels: project.levels },
       state,
@@ -112,47 +180,63 @@ export function explorerRoutes(app: DashApp, deps: DashboardDeps): void {
       );
     } else if (filter !== null) {
       const began = performance.now();
-      const first = await queryLogs(kv, project.id, {
-        filter,
-        limit: PAGE_SIZE,
-        ...(state.cursor ? { cursor: state.cursor } : {}),
-      });
-      const records: LogRecord[] = [...first.records];
-      let cursor = first.cursor;
-      const found = () => records.some((r) => r.id === state.open);
-      // A permalink to an entry further down: the rows down to it, in one
-      // more read.
-      if (state.open !== undefined && !found() && cursor !== null) {
-        const next = await queryLogs(kv, project.id, {
+      let listed: Awaited<ReturnType<typeof listDownTo>>;
+      try {
+        listed = await listDownTo(
+          kv,
+          project.id,
           filter,
-          limit: MAX_ROWS_TO_OPEN - records.length,
-          cursor,
-        });
-        if (next.records.some((r) => r.id === state.open)) {
-          records.push(...next.records);
-          cursor = next.cursor;
-        }
+          state,
+          deps.queryBudget,
+        );
+      } catch (error) {
+        // A cursor the query functions cannot read (made up, or of another
+        // order): said on the page, and the list starts from the top.
+        if (!(error instanceof InvalidQueryError)) throw error;
+        problems.push(error.message);
+        status = 400;
+        delete state.cursor;
+        listed = await listDownTo(
+          kv,
+          project.id,
+          filter,
+          state,
+          deps.queryBudget,
+        );
       }
-      if (state.open !== undefined && !found()) {
+      const { records, cursor } = listed;
+      if (
+        state.open !== undefined && !records.some((r) => r.id === state.open)
+      ) {
         data.pinned = await getEntry(kv, project.id, state.open);
         data.pinnedInView = data.pinned !== null &&
           matches(data.pinned, filter);
       }
       // Last, in what is left of the page's time budget.
-      data.histogram = await explorerHistogram(kv, project.id, {
-        since: window.since,
-        until: window.until,
-        filter,
-        budgetMs: deps.histogramBudgetMs,
-        startedAt: began,
-      });
+      try {
+        data.histogram = await explorerHistogram(kv, project.id, {
+          since: window.since,
+          until: window.until,
+          filter,
+          budgetMs: deps.histogramBudgetMs,
+          startedAt: began,
+        });
+      } catch (error) {
+        if (!(error instanceof InvalidQueryError)) throw error;
+        problems.push(`Cannot chart this time range: ${error.message}`);
+      }
       data.records = records;
       data.cursor = cursor;
+      if (listed.searchedTo !== undefined) data.searchedTo = listed.searchedTo;
       if (records[0] && state.cursor === undefined) {
         data.tailAfter = records[0].id;
       }
     }
-    return await render(c, ExplorerPage({ ctx: pageContext(c, deps), data }));
+    return await render(
+      c,
+      ExplorerPage({ ctx: pageContext(c, deps), data }),
+      status,
+    );
   });
 
   app.get(`${base}/projects/:id/entries`, async (c) => {
@@ -160,19 +244,68 @@ export function explorerRoutes(app: DashApp, deps: DashboardDeps): void {
     if (project === null) return c.text("No such project", 404);
     const { state, filter, queryError } = readView(c, deps.now());
     if (filter === null) return c.text(queryError!.message, 400);
-    const page = await queryLogs(kv, project.id, {
-      filter,
-      limit: PAGE_SIZE,
-      ...(state.cursor ? { cursor: state.cursor } : {}),
-    });
+    let page;
+    try {
+      page = await queryLogs(kv, project.id, {
+        filter,
+        limit: PAGE_SIZE,
+        ...(state.cursor ? { cursor: state.cursor } : {}),
+        ...(deps.queryBudget ? { budget: deps.queryBudget } : {}),
+      });
+    } catch (error) {
+      if (!(error instanceof InvalidQueryError)) throw error;
+      return c.text(error.message, 400);
+    }
     const html = await EntryList({
       ctx: pageContext(c, deps),
       projectId: project.id,
       state,
       records: page.records,
       cursor: page.cursor,
+      ...(page.searchedTo === undefined ? {} : { searchedTo: page.searchedTo }),
     }).toString();
     return c.html(html);
+  });
+
+  // One entry in full: a page, or with `part=detail` the detail the script
+  // puts in place of a cut preview.
+  app.get(`${base}/projects/:id/entries/:entryId`, async (c) => {
+    const project = await getProject(kv, idParam(c));
+    if (project === null) return await projectNotFound(c, deps);
+    const entryId = c.req.param("entryId");
+    const record = isEntryId(entryId)
+      ? await getEntry(kv, project.id, entryId)
+      : null;
+    const detail = c.req.query("part") === "detail";
+    if (record === null) {
+      if (detail) return c.text("No such entry: it may have expired", 404);
+      return await render(
+        c,
+        MessagePage({
+          ctx: pageContext(c, deps),
+          title: "No such entry",
+          text: "This project has no entry with this id. It may have expired.",
+        }),
+        404,
+      );
+    }
+    const { state } = readState(new URL(c.req.url).searchParams);
+    const ctx = pageContext(c, deps);
+    if (detail) {
+      const links = entryLinks(ctx.base, project.id, state);
+      return c.html(
+        await EntryDetail({ record, links, full: true }).toString(),
+      );
+    }
+    return await render(
+      c,
+      ExplorerEntryPage({
+        ctx,
+        project: { id: project.id, name: project.name },
+        state,
+        record,
+      }),
+    );
   });
 
   app.get(`${base}/projects/:id/tail`, async (c) => {
@@ -180,14 +313,19 @@ export function explorerRoutes(app: DashApp, deps: DashboardDeps): void {
     if (project === null) return c.text("No such project", 404);
     const { state, filter, queryError } = readView(c, deps.now());
     if (filter === null) return c.text(queryError!.message, 400);
-    const ID = /^[0-9a-f]{28}$/;
     const resumed = c.req.header("last-event-id");
-    const after = resumed !== undefined && ID.test(resumed)
+    const after = resumed !== undefined && isEntryId(resumed)
       ? resumed
-      : ID.test(c.req.query("after") ?? "")
+      : isEntryId(c.req.query("after") ?? "")
       ? c.req.query("after")!
       : idAt(deps.now() - 60_000);
+    const slot = tails.take(c.get("session")!.id);
+    if (typeof slot === "string") {
+      c.header("Retry-After", "60");
+      return c.text(slot, 429);
+    }
     return tailStream({
+      onClose: slot,
       kv,
       projectId: project.id,
       filter,

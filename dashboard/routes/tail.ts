@@ -7,6 +7,10 @@
  * none sent twice. A stream ends after `maxMs` (the browser reconnects at
  * once), so a signed-out session is noticed and no stream lives forever.
  *
+ * Every open stream polls the database, so their number is bounded per
+ * session and in all ({@linkcode TailSlots}); past either bound the answer
+ * is `429` with a sentence the page shows.
+ *
  * @module
  */
 import type { LogRecord } from "../../domain/entry.ts";
@@ -29,6 +33,70 @@ export interface TailStreamOptions {
    * signed out, expired or removed, or lost the project). @default always
    */
   alive?: () => Promise<boolean>;
+  /** Called once when the stream ends, however it ends. */
+  onClose?: () => void;
+}
+
+/** Options of {@linkcode TailSlots}. */
+export interface TailSlotsOptions {
+  /** Streams one session may hold open at once. @default {4} */
+  perSession?: number;
+  /** Streams open at once in all. @default {64} */
+  total?: number;
+}
+
+/**
+ * The live tails open at once, per session and in all, kept in memory (a
+ * stream belongs to this process).
+ *
+ * @example
+ * ```ts
+ * const slots = new TailSlots({ perSession: 4, total: 64 });
+ * const slot = slots.take(session.id);
+ * if (typeof slot === "string") return c.text(slot, 429);
+ * return tailStream({ ...options, onClose: slot });
+ * ```
+ */
+export class TailSlots {
+  readonly perSession: number;
+  readonly total: number;
+  #open = 0;
+  #bySession = new Map<string, number>();
+
+  constructor(options: TailSlotsOptions = {}) {
+    this.perSession = options.perSession ?? 4;
+    this.total = options.total ?? 64;
+  }
+
+  /** Streams open now. */
+  get open(): number {
+    return this.#open;
+  }
+
+  /**
+   * Takes a slot for `sessionId`: the function that gives it back (once,
+   * however often it is called), or why there is none.
+   */
+  take(sessionId: string): (() => void) | string {
+    const held = this.#bySession.get(sessionId) ?? 0;
+    if (held >= this.perSession) {
+      return `Cannot open more than ${this.perSession} live tails at once in one session: pause the live tail in another tab`;
+    }
+    if (this.#open >= this.total) {
+      return `Cannot open more than ${this.total} live tails at once on this dashboard: try again in a minute`;
+    }
+    this.#open++;
+    this.#bySession.set(sessionId, held + 1);
+    let released = false;
+    return () => {
+      if (released) return;
+      released = true;
+      this.#open--;
+      const left = (this.#bySession.get(sessionId) ?? 1) - 1;
+      if (left > 0) this.#bySession.set(sessionId, left);
+      else this.#bySession.delete(sessionId);
+    };
+  }
 }
 
 const encoder = new TextEncoder();
@@ -63,6 +131,7 @@ export function tailStream(options: TailStreamOptions): Response {
       const finish = () => {
         if (closed) return;
         closed = true;
+        options.onClose?.();
         controller.close();
       };
       const poll = async () => {
@@ -98,6 +167,7 @@ export function tailStream(options: TailStreamOptions): Response {
     },
     cancel() {
       closed = true;
+      options.onClose?.();
       if (timer !== undefined) clearTimeout(timer);
     },
   });

@@ -10,7 +10,7 @@
  * @module
  */
 import type { Browser, Page } from "puppeteer-core";
-import { createDashboard } from "../../dashboard/app.ts";
+import { createDashboard, type DashboardOptions } from "../../dashboard/app.ts";
 import { sign } from "../../auth/signature.ts";
 import { addLevel, createProject } from "../../db/projects.ts";
 import { listRejected } from "../../db/rejected.ts";
@@ -47,7 +47,10 @@ export interface E2e {
  * Starts the servers and the browser, runs `fn`, and stops everything,
  * failing if the whole run takes longer than {@linkcode RUN_MS}.
  */
-export async function withE2e(fn: (e: E2e) => Promise<void>): Promise<void> {
+export async function withE2e(
+  fn: (e: E2e) => Promise<void>,
+  options: { dashboard?: Partial<DashboardOptions> } = {},
+): Promise<void> {
   const kv = await Deno.openKv(":memory:");
   let h: Harness | undefined;
   let browser: Browser | undefined;
@@ -74,6 +77,7 @@ export async function withE2e(fn: (e: E2e) => Promise<void>): Promise<void> {
       kv,
       password: PASSWORD,
       endpoint: () => SNIPPET_ENDPOINT,
+      ...options.dashboard,
     });
     const dash = serve((req, info) =>
       dashboard.fetch(req, { remoteAddr: info.remoteAddr })

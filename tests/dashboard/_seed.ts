@@ -82,3 +82,13 @@ export async function seedEntries(
   }
   return records;
 }
+
+/**
+ * `data` of `n` members, `{"k0":0,"k1":1,…}` with keys in base 36: 5,600 of
+ * them make about 50 KB, within the endpoint's default body limit.
+ */
+export function wideData(n: number): Record<string, number> {
+  const data: Record<string, number> = {};
+  for (let i = 0; i < n; i++) data[`k${i.toString(36)}`] = i;
+  return data;
+}

@@ -1,0 +1,46 @@
+/**
+ * One entry of the explorer on a page of its own, in full: where "Show the
+ * full entry" of a cut preview leads when the script does not fetch it in
+ * place.
+ *
+ * @module
+ */
+import type { LogRecord } from "../../domain/entry.ts";
+import type { ExplorerState } from "../explorer_state.ts";
+import { EntryRow } from "./entry.tsx";
+import { entryLinks, explorerHref } from "./explorer_list.tsx";
+import { Layout, type PageContext } from "./layout.tsx";
+
+/** The full entry page. */
+export function ExplorerEntryPage(
+  props: {
+    ctx: PageContext;
+    project: { id: string; name: string };
+    state: ExplorerState;
+    record: LogRecord;
+  },
+) {
+  const { ctx, project, state, record } = props;
+  const back: ExplorerState = { ...state, open: record.id };
+  return (
+    <Layout
+      ctx={ctx}
+      title={`${project.name} · Entry ${record.id}`}
+      styles={["explorer.css"]}
+      section="projects"
+      project={{ id: project.id, name: project.name, current: "explorer" }}
+    >
+      <p class="context-head">
+        <a href={explorerHref(ctx.base, project.id, back)}>Back to the list</a>
+      </p>
+      <div class="entries">
+        <EntryRow
+          record={record}
+          links={entryLinks(ctx.base, project.id, state)}
+          open
+          full
+        />
+      </div>
+    </Layout>
+  );
+}
