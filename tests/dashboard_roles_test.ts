@@ -63,6 +63,12 @@ const ROWS: Row[] = [
   { method: "GET", route: "/projects/:id/alerts", rule: "read", ok: 200 },
   { method: "GET", route: "/projects/:id/errors", rule: "read", ok: 200 },
   {
+    method: "GET",
+    route: "/projects/:id/entries/:entryId",
+    rule: "read",
+    ok: 404,
+  },
+  {
     method: "POST",
     route: "/projects/:id/views",
     rule: "configure",
