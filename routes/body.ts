@@ -5,11 +5,13 @@
  *
  * @module
  */
+import { gunzipSync } from "node:zlib";
 import type { BodyGuard } from "./body_guard.ts";
 import {
   HttpError,
   incompleteBody,
   invalidJson,
+  malformedBody,
   payloadTooLarge,
   unavailable,
   unsupportedMediaType,
@@ -108,25 +110,45 @@ export async function readBody(
   if (sized) {
     read = req.arrayBuffer().then((buffer) => new Uint8Array(buffer));
   } else {
-    let stream: ReadableStream<Uint8Array> = req.body!;
-    if (gzip) {
-      stream = stream.pipeThrough(limitStream(limit))
-        .pipeThrough(
-          new DecompressionStream("gzip") as TransformStream<
-            Uint8Array,
-            Uint8Array
-          >,
-        );
-    }
-    read = collect(stream.getReader(), limit, gzip);
+    // A gzip body is read compressed (at most `limit` bytes) and inflated
+    // afterwards, into at most `limit` bytes: a bomb stops there, instead
+    // of being inflated whole by a decompression stream.
+    read = collect(req.body!.getReader(), limit);
+    if (gzip) read = read.then((compressed) => gunzip(compressed, limit));
   }
   try {
     return await (held ? guard!.within(held, read) : read);
   } catch (error) {
     if (error instanceof HttpError) throw error;
     if (isCutShort(error)) throw incompleteBody();
+    if (isMalformed(error)) throw malformedBody();
     throw error;
   }
+}
+
+/**
+ * Inflates a gzip body into at most `limit` bytes: `payload_too_large` as
+ * soon as more would come out, `invalid_json` when it is not gzip.
+ */
+function gunzip(compressed: Uint8Array, limit: number): Uint8Array {
+  try {
+    return gunzipSync(compressed, { maxOutputLength: limit });
+  } catch (error) {
+    if ((error as { code?: string }).code === "ERR_BUFFER_TOO_LARGE") {
+      throw payloadTooLarge(limit);
+    }
+    throw invalidJson(`Cannot decompress the body: not valid gzip data`);
+  }
+}
+
+/**
+ * Whether `error`, thrown while reading a request body, is the runtime's
+ * refusal of the body's framing: a chunk size line or chunk extension it
+ * will not parse (measured on Deno 2.9: a plain `Error` whose message
+ * starts "invalid HTTP", for a chunk extension of 5 KB or more).
+ */
+function isMalformed(error: unknown): boolean {
+  return error instanceof Error && /^invalid HTTP/i.test(error.message);
 }
 
 /**
@@ -147,43 +169,22 @@ function isCutShort(error: unknown): boolean {
     error instanceof errors.Http;
 }
 
-class TooLarge extends Error {}
-
-function limitStream(limit: number): TransformStream<Uint8Array, Uint8Array> {
-  let seen = 0;
-  return new TransformStream({
-    transform(chunk, controller) {
-      seen += chunk.length;
-      if (seen > limit) throw new TooLarge();
-      controller.enqueue(chunk);
-    },
-  });
-}
-
+/** Reads `reader` to its end, `payload_too_large` past `limit` bytes. */
 async function collect(
   reader: ReadableStreamDefaultReader<Uint8Array>,
   limit: number,
-  gzip: boolean,
 ): Promise<Uint8Array> {
   const chunks: Uint8Array[] = [];
   let size = 0;
-  try {
-    for (;;) {
-      const { done, value } = await reader.read();
-      if (done) break;
-      size += value.length;
-      if (size > limit) {
-        await reader.cancel().catch(() => {});
-        throw payloadTooLarge(limit);
-      }
-      chunks.push(value);
+  for (;;) {
+    const { done, value } = await reader.read();
+    if (done) break;
+    size += value.length;
+    if (size > limit) {
+      await reader.cancel().catch(() => {});
+      throw payloadTooLarge(limit);
     }
-  } catch (error) {
-    if (error instanceof TooLarge) throw payloadTooLarge(limit);
-    if (gzip && error instanceof TypeError) {
-      throw invalidJson(`Cannot decompress the body: not valid gzip data`);
-    }
-    throw error;
+    chunks.push(value);
   }
   if (chunks.length === 1) return chunks[0]!;
   const body = new Uint8Array(size);
