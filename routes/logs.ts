@@ -21,10 +21,17 @@ import { HttpError, invalidBody, invalidJson, unavailable } from "./errors.ts";
 import { scanJson } from "../domain/json.ts";
 import type { ErrorLog } from "./error_log.ts";
 import { answerError, corsHeaders, jsonResponse } from "./responses.ts";
-import { entrySchema, parseEntry, toIssues } from "./schema.ts";
+import { validateEntry } from "./schema.ts";
 
 /** Deepest nesting accepted, the top-level object counting as 1. */
 export const MAX_DEPTH = 32;
+
+/** The members stored as the sender wrote them, checked for exactness. */
+const STORED_AS_SENT: ReadonlySet<string> = new Set([
+  "data",
+  "context",
+  "device",
+]);
 
 const QUEUED = '{"status":"queued"}';
 const decoder = new TextDecoder("utf-8", { fatal: true });
@@ -207,7 +214,7 @@ function queuedEntry(
   }
   const signature = headers.get("signature");
   // The members' own text is kept only for a signature check.
-  const scan = scanJson(text, MAX_DEPTH, signature !== null);
+  const scan = scanJson(text, MAX_DEPTH, signature !== null, STORED_AS_SENT);
   if (scan.duplicate !== undefined) {
     throw invalidJson(
       `Cannot accept the body: member "${scan.duplicate}" appears more than once`,
@@ -219,11 +226,13 @@ function queuedEntry(
       message: `Nesting is deeper than ${MAX_DEPTH} levels`,
     }]);
   }
-  let valid = parseEntry(body as Record<string, unknown>);
-  if (valid === undefined) {
-    const parsed = entrySchema.safeParse(body);
-    if (!parsed.success) throw invalidBody(toIssues(parsed.error));
-    valid = parsed.data;
+  const valid = validateEntry(body as Record<string, unknown>);
+  // A 200 stores what was sent: what a parse would change is refused too.
+  if (Array.isArray(valid) || scan.inexact !== undefined) {
+    throw invalidBody([
+      ...(Array.isArray(valid) ? valid : []),
+      ...(scan.inexact ?? []),
+    ]);
   }
   const { level, projectId, data, device, context, appid } = valid;
   const origin = headers.get("origin");
