@@ -5,7 +5,7 @@
  *
  * @module
  */
-import { createApp, LOGS_PATH } from "./app.ts";
+import { createApp } from "./app.ts";
 import { type Config, loadConfig } from "./config.ts";
 import {
   type DashboardConfig,
@@ -19,7 +19,6 @@ import { createPipeline } from "./queue/pipeline.ts";
 import { RateLimiter } from "./routes/rate_limit/mod.ts";
 import { BodyGuard } from "./routes/body_guard.ts";
 import { ErrorLog } from "./routes/error_log.ts";
-import { logsFastPath } from "./routes/logs.ts";
 import { serveResilient } from "./server/serve.ts";
 
 /** How often the rate limiter reads other instances' counters. */
@@ -117,11 +116,13 @@ if (import.meta.main) {
     errorLog,
   };
   const app = createApp(routeOptions);
-  // POST on the endpoint skips the router; the app serves the rest.
-  const service = logsFastPath(
-    { ...routeOptions, path: LOGS_PATH },
-    (req, info) => app.fetch(req, { remoteAddr: info.remoteAddr }),
-  );
+  if (dashboard) {
+    mountDashboard(app, {
+      kv,
+      password: dashboard.password,
+      trustProxy: config.trustProxy,
+    });
+  }
   const server = serveResilient({
     port: config.port,
     hostname: config.hostname,
@@ -144,15 +145,8 @@ if (import.meta.main) {
       errorLog.report(error);
       return new Response(null, { status: 500 });
     },
-    handler: dashboard
-      ? mountDashboard((req, info) =>
-        // The server listens on TCP: its peers have network addresses.
-        service(req, info as Deno.ServeHandlerInfo<Deno.NetAddr>), {
-        kv,
-        password: dashboard.password,
-        trustProxy: config.trustProxy,
-      })
-      : service,
+    // The peer address is made on demand: \`info\` is passed as it is.
+    handler: (req, info) => app.fetch(req, info),
   });
   const shutdown = async () => {
     await server.shutdown();

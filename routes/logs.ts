@@ -19,8 +19,7 @@ import { checkContentType, readBody } from "./body.ts";
 import type { BodyGuard } from "./body_guard.ts";
 import { HttpError, invalidBody, invalidJson, unavailable } from "./errors.ts";
 import { scanJson } from "../domain/json.ts";
-import type { ErrorLog } from "./error_log.ts";
-import { answerError, corsHeaders, jsonResponse } from "./responses.ts";
+import { corsHeaders, jsonResponse } from "./responses.ts";
 import { validateEntry } from "./schema.ts";
 
 /** Deepest nesting accepted, the top-level object counting as 1. */
@@ -98,61 +97,10 @@ export function logsRoute(options: LogsRouteOptions): Hono<Env> {
   return app;
 }
 
-/** Options of {@linkcode logsFastPath}. */
-export interface LogsFastPathOptions extends LogsRouteOptions {
-  /** The endpoint's path, as the app mounts {@linkcode logsRoute}. */
-  path: string;
-  /** Where unexpected errors are logged, as the app logs them. */
-  errorLog: ErrorLog;
-}
-
-/**
- * A server handler that serves `POST` on the endpoint's exact path itself
- * and hands every other request to `fallback` (the app). It answers exactly
- * as the app does (the same handler, the same error answers) without the
- * router's work: Hono's routing and context cost 0.4-0.9 µs a request
- * (BENCHMARKS.md). The peer address
- * is read only when the rate limiter needs it: behind a trusted proxy it
- * uses `X-Forwarded-For` instead.
- *
- * @example
- * ```ts
- * Deno.serve(logsFastPath({ ...options, path: "/api/v1/logs", errorLog },
- *   (req, info) => app.fetch(req, { remoteAddr: info.remoteAddr })));
- * ```
- */
-export function logsFastPath(
-  options: LogsFastPathOptions,
-  fallback: Deno.ServeHandler<Deno.NetAddr>,
-): Deno.ServeHandler<Deno.NetAddr> {
-  const post = postHandler(options);
-  const { path, errorLog } = options;
-  return (req, info) => {
-    if (req.method !== "POST" || pathOf(req.url) !== path) {
-      return fallback(req, info);
-    }
-    return post(req, info).catch((error) =>
-      answerError(error, req.headers.get("origin"), errorLog)
-    );
-  };
-}
-
-/**
- * The path of an absolute URL as the server gives it, query excluded, as
- * written (percent-escapes are not decoded: such a path goes to the app's
- * router, which decodes it).
- */
-function pathOf(url: string): string {
-  const start = url.indexOf("/", url.indexOf("//") + 2);
-  if (start < 0) return "/";
-  const query = url.indexOf("?", start);
-  return query < 0 ? url.slice(start) : url.slice(start, query);
-}
-
 /**
  * `POST /api/v1/logs` itself: the synchronous checks, then the group
- * commit. Throws an {@linkcode HttpError} for every refusal; the caller
- * answers it (the app's error handler, or {@linkcode logsFastPath}).
+ * commit. Throws an {@linkcode HttpError} for every refusal; the app's
+ * error handler answers it.
  */
 function postHandler(
   options: LogsRouteOptions,
