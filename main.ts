@@ -49,7 +49,7 @@ async function openStorage(): Promise<
   { config: Config; kv: Deno.Kv; space: SpaceGuard | null }
 > {
   const config = loadConfig(Deno.env.toObject());
-  const kv = await openKv(config.kvPath);
+  const kv = await openKv(config.kvPath, { probeWrite: true });
   try {
     return { config, kv, space: await openSpaceGuard(config.kvPath) };
   } catch (error) {

@@ -32,6 +32,7 @@
  * | `dashboard_secret` | 32 random bytes, mixed with `ADMIN_PASSWORD` into the dashboard's signing key |
  * | `dashboard_sessions/<sessionId>` | one signed-in dashboard session, expiring with it |
  * | `dashboard_flash/<sessionId>` | what a session's next page shows once (a new secret, replay results), expiring in minutes |
+ * | `write_probe` | one byte written and deleted at start-up, to find a database that cannot be written |
  *
  * @module
  */
@@ -363,4 +364,9 @@ export function rejectedSlotOf(key: Deno.KvKey): number {
   return key[0] === "global_rejected_entries"
     ? Number(part(key, "global_rejected_entries", 1))
     : Number(part(key, "rejected_entries", 2));
+}
+
+/** Key the server writes and deletes at start-up to prove the database writable. */
+export function writeProbeKey(): Deno.KvKey {
+  return ["write_probe"];
 }
