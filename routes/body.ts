@@ -17,6 +17,15 @@ import {
   unsupportedMediaType,
 } from "./errors.ts";
 
+/**
+ * What one body still arriving holds besides its bytes, reserved from the
+ * guard's budget at least: the runtime reads a request body into a buffer
+ * of 64 KiB per read, and a read that waits for a stalled client keeps it
+ * (measured on Deno 2.9: about 140 KB of RSS per connection whose body
+ * stalled while being read, whatever its size).
+ */
+export const READ_COST = 128 * 1024;
+
 /** The media types a body may have, as the 415 message names them. */
 const ACCEPTED = `"application/json" or "text/plain"`;
 
@@ -101,7 +110,7 @@ export async function readBody(
   // about 4 µs of CPU per request, a third of the bare server's whole cost.
   const sized = !gzip && Number.isInteger(length);
   if (!sized && req.body === null) return new Uint8Array(0);
-  const held = guard?.reserve(sized ? length : limit);
+  const held = guard?.reserve(Math.max(sized ? length : limit, READ_COST));
   if (held === null) {
     await req.body?.cancel().catch(() => {});
     throw unavailable("Cannot read the body now: too many bodies are arriving");
@@ -169,29 +178,44 @@ function isCutShort(error: unknown): boolean {
     error instanceof errors.Http;
 }
 
-/** Reads `reader` to its end, `payload_too_large` past `limit` bytes. */
+/**
+ * Reads `reader` to its end, `payload_too_large` past `limit` bytes. Each
+ * chunk is copied out: the runtime hands chunks over as views of a 64 KiB
+ * buffer each, so a body trickled one byte per chunk would otherwise keep
+ * 64 KiB per byte (measured on Deno 2.9: 2,000 one-byte chunks on each of
+ * 4 connections held 379 MB).
+ */
 async function collect(
   reader: ReadableStreamDefaultReader<Uint8Array>,
   limit: number,
 ): Promise<Uint8Array> {
-  const chunks: Uint8Array[] = [];
+  let body: Uint8Array = new Uint8Array(0);
   let size = 0;
   for (;;) {
     const { done, value } = await reader.read();
     if (done) break;
-    size += value.length;
-    if (size > limit) {
+    if (size + value.length > limit) {
       await reader.cancel().catch(() => {});
       throw payloadTooLarge(limit);
     }
-    chunks.push(value);
+    if (size === 0 && body.length === 0) {
+      // The first chunk is often the whole body: kept only if it fills its
+      // buffer, else copied.
+      body = value.byteLength === value.buffer.byteLength
+        ? value
+        : value.slice();
+      size = value.length;
+      continue;
+    }
+    if (size + value.length > body.length) {
+      const grown = new Uint8Array(
+        Math.min(limit, Math.max(2 * body.length, size + value.length)),
+      );
+      grown.set(body.subarray(0, size));
+      body = grown;
+    }
+    body.set(value, size);
+    size += value.length;
   }
-  if (chunks.length === 1) return chunks[0]!;
-  const body = new Uint8Array(size);
-  let at = 0;
-  for (const chunk of chunks) {
-    body.set(chunk, at);
-    at += chunk.length;
-  }
-  return body;
+  return body.subarray(0, size);
 }
