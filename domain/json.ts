@@ -27,7 +27,7 @@ export interface Scan {
   spans?: Map<string, [number, number]>;
   /**
    * Values inside the members checked for exactness that a parse and a
-   * write would change (at most {@linkcode MAX_INEXACT}), if any.
+   * write would change (a repeated name included) (at most {@linkcode MAX_INEXACT}), if any.
    */
   inexact?: Inexact[];
 }
@@ -57,7 +57,8 @@ const PROTO_TEXT_MAX = 9 * 6;
  * top-level object is depth 1); with `withSpans`, also records where each
  * top-level member's value is. Inside the top-level members named in
  * `exactIn`, it also finds what `JSON.parse` and `JSON.stringify` would not
- * keep as sent: a member named `__proto__`, an integer beyond ±(2^53 - 1),
+ * keep as sent: a member named `__proto__` or one repeated in its object,
+ * an integer beyond ±(2^53 - 1),
  * a number that overflows a double, and any number whose decimal value a
  * double cannot hold exactly (`1.0`, `1e2` or `0.1` keep their value).
  *
@@ -91,6 +92,9 @@ export function scanJson(
   const isArray: boolean[] = [];
   const nameAt: number[] = [];
   const indexAt: number[] = [];
+  // The names of each object open below the top level, to find a repeated
+  // one (`JSON.parse` would keep only its last value).
+  const namesAt: (string[] | Set<string>)[] = [];
   let inexact: Inexact[] | undefined;
   const report = (path: string, message: string) => {
     inexact ??= [];
@@ -126,12 +130,28 @@ export function scanJson(
       } else if (checking) {
         nameAt[depth] = start;
         if (isProto(text, start, i)) {
+          const path = pathTo(depth - 1, "__proto__");
           report(
-            pathTo(depth - 1, "__proto__"),
-            `"${pathTo(depth - 1, "__proto__")}" cannot be stored: ` +
+            path,
+            `"${path}" cannot be stored: ` +
               `a member named "__proto__" is dropped by JavaScript; rename it`,
           );
         }
+        const raw = text.slice(start + 1, i);
+        const name = raw.includes("\\")
+          ? JSON.parse(text.slice(start, i + 1)) as string
+          : raw;
+        const seen = namesAt[depth]!;
+        if (Array.isArray(seen) ? seen.includes(name) : seen.has(name)) {
+          const path = pathTo(depth - 1, name);
+          report(
+            path,
+            `"${path}" appears more than once in its object: ` +
+              `only one value would be kept; send each name once`,
+          );
+        } else if (Array.isArray(seen)) {
+          if (seen.push(name) > FEW_NAMES) namesAt[depth] = new Set(seen);
+        } else seen.add(name);
       }
     } else if (c === OPEN_BRACE || c === OPEN_BRACKET) {
       depth++;
@@ -140,6 +160,7 @@ export function scanJson(
       if (checking) {
         isArray[depth] = c === OPEN_BRACKET;
         indexAt[depth] = 0;
+        if (c === OPEN_BRACE) namesAt[depth] = [];
       }
     } else if (c === CLOSE_BRACE || c === CLOSE_BRACKET) {
       if (depth === 1 && valueStart >= 0) {

@@ -1,8 +1,8 @@
 /**
  * A 200 never alters data: inside `data`, `context` and `device`, whatever
  * `JSON.parse` and `JSON.stringify` would not keep as sent (a member named
- * `__proto__`, an integer beyond ±(2^53 - 1), a number that overflows, a
- * number a double cannot hold exactly) is refused with a 400 naming its
+ * `__proto__`, a name repeated in its object, an integer beyond ±(2^53 - 1),
+ * a number that overflows, a number a double cannot hold exactly) is refused with a 400 naming its
  * path, and everything accepted is stored with the value it was sent with.
  *
  * @module
@@ -66,6 +66,18 @@ Deno.test("a value a parse would change answers 400 invalid_body naming its path
         "data.list.1.__proto__",
         /__proto__/,
       ],
+      [
+        "a name repeated in an object",
+        `{"a":{"x":1,"y":2,"x":3}}`,
+        "data.a.x",
+        /more than once/,
+      ],
+      [
+        "a name repeated once decoded",
+        String.raw`{"a":1,"\u0061":2}`,
+        "data.a",
+        /more than once/,
+      ],
     ];
     for (const [name, data, path, why] of cases) {
       await t.step(name, async () => {
@@ -101,6 +113,19 @@ Deno.test("a value a parse would change answers 400 invalid_body naming its path
       },
     );
     await t.step(
+      "the same name in different objects is no repetition",
+      async () => {
+        const res = await h.post(
+          bodyWith(
+            project.id,
+            `{"a":{"x":1},"b":{"x":2},"l":[{"x":1},{"x":2}]}`,
+          ),
+          { Origin: ORIGIN },
+        );
+        assert.equal(res.status, 200);
+      },
+    );
+    await t.step(
       "a member outside the stored ones is not checked",
       async () => {
         const res = await h.post(
@@ -112,8 +137,13 @@ Deno.test("a value a parse would change answers 400 invalid_body naming its path
     );
     await h.process();
     const stored = await h.logs(project.id);
-    assert.equal(stored.length, 1, "only the last body was accepted");
-    assert.deepEqual(stored[0]!.data, {});
+    assert.equal(stored.length, 2, "only the last two bodies were accepted");
+    assert.deepEqual(stored[0]!.data, {
+      a: { x: 1 },
+      b: { x: 2 },
+      l: [{ x: 1 }, { x: 2 }],
+    });
+    assert.deepEqual(stored[1]!.data, {});
   } finally {
     await h.close();
   }
