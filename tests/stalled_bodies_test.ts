@@ -12,10 +12,13 @@ import { harness } from "./_helpers.ts";
 
 const encoder = new TextEncoder();
 
-/** The resident memory of process `pid`, in MiB. */
-function rssOf(pid: number): number {
-  const status = Deno.readTextFileSync(`/proc/${pid}/status`);
-  return Number(/VmRSS:\s+(\d+)/.exec(status)![1]) / 1024;
+/** The resident memory of process `pid`, in MiB, as `ps` reads it. */
+async function rssOf(pid: number): Promise<number> {
+  const { stdout } = await new Deno.Command("ps", {
+    args: ["-o", "rss=", "-p", String(pid)],
+    stdout: "piped",
+  }).output();
+  return Number(new TextDecoder().decode(stdout).trim()) / 1024;
 }
 
 function sleep(ms: number): Promise<void> {
@@ -46,7 +49,7 @@ Deno.test({
         await res.body?.cancel();
       }
       await sleep(300);
-      const before = rssOf(pid);
+      const before = await rssOf(pid);
       const { port } = new URL(server.url);
       const head = encoder.encode(
         "POST /api/v1/logs HTTP/1.1\r\nHost: 127.0.0.1\r\n" +
@@ -71,7 +74,7 @@ Deno.test({
       let peak = 0;
       for (let i = 0; i < 12; i++) {
         await sleep(250);
-        peak = Math.max(peak, rssOf(pid));
+        peak = Math.max(peak, await rssOf(pid));
       }
       const grew = peak - before;
       console.log(
