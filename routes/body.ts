@@ -154,7 +154,7 @@ function gunzip(compressed: Uint8Array, limit: number): Uint8Array {
  * Whether `error`, thrown while reading a request body, is the runtime's
  * refusal of the body's framing: a chunk size line or chunk extension it
  * will not parse (measured on Deno 2.9: a plain `Error` whose message
- * starts "invalid HTTP", for a chunk extension of 5 KB or more).
+ * starts "invalid HTTP", for a chunk line of more than about 4 KB).
  */
 function isMalformed(error: unknown): boolean {
   return error instanceof Error && /^invalid HTTP/i.test(error.message);
