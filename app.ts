@@ -30,7 +30,7 @@ export interface AppOptions extends LogsRouteOptions {
  * @example
  * ```ts
  * const app = createApp({ producer, maxBodyBytes: 65536 });
- * Deno.serve((req, info) => app.fetch(req, { remoteAddr: info.remoteAddr }));
+ * Deno.serve((req, info) => app.fetch(req, info));
  * ```
  */
 export function createApp(options: AppOptions): Hono<Env> {

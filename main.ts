@@ -5,7 +5,7 @@
  *
  * @module
  */
-import { createApp, LOGS_PATH } from "./app.ts";
+import { createApp } from "./app.ts";
 import { type Config, loadConfig } from "./config.ts";
 import {
   dashboardBounds,
@@ -20,7 +20,6 @@ import { createPipeline } from "./queue/pipeline.ts";
 import { RateLimiter } from "./routes/rate_limit/mod.ts";
 import { BodyGuard } from "./routes/body_guard.ts";
 import { ErrorLog } from "./routes/error_log.ts";
-import { logsFastPath } from "./routes/logs.ts";
 import { serveResilient } from "./server/serve.ts";
 import { createAlertLoop } from "./alerts/mod.ts";
 import {
@@ -71,7 +70,7 @@ async function openStorage(): Promise<
   { config: Config; kv: Deno.Kv; space: SpaceGuard | null }
 > {
   const config = loadConfig(Deno.env.toObject());
-  const kv = await openKv(config.kvPath);
+  const kv = await openKv(config.kvPath, { probeWrite: true });
   try {
     return { config, kv, space: await openSpaceGuard(config.kvPath) };
   } catch (error) {
@@ -170,13 +169,19 @@ if (import.meta.main) {
     errorLog,
   };
   const app = createApp(routeOptions);
-  // POST on the endpoint skips the router; the app serves the rest.
-  const fastPath = logsFastPath(
-    { ...routeOptions, path: LOGS_PATH },
-    (req, info) => app.fetch(req, { remoteAddr: info.remoteAddr }),
-  );
+  if (dashboard) {
+    mountDashboard(app, {
+      kv,
+      password: dashboard.password,
+      ...dashboardBounds(dashboard),
+      trustProxy: config.trustProxy,
+      allowPrivateTargets: config.alertPrivateTargets,
+    });
+  }
+  const serve: Deno.ServeHandler<Deno.Addr> = (req, info) =>
+    app.fetch(req, info);
   // Requests are observed for /metrics only when it is served.
-  const service = metricsServer ? measured(fastPath, requests) : fastPath;
+  const service = metricsServer ? measured(serve, requests) : serve;
   const server = serveResilient({
     port: config.port,
     hostname: config.hostname,
@@ -199,17 +204,8 @@ if (import.meta.main) {
       errorLog.report(error);
       return new Response(null, { status: 500 });
     },
-    handler: dashboard
-      ? mountDashboard((req, info) =>
-        // The server listens on TCP: its peers have network addresses.
-        service(req, info as Deno.ServeHandlerInfo<Deno.NetAddr>), {
-        kv,
-        password: dashboard.password,
-        ...dashboardBounds(dashboard),
-        trustProxy: config.trustProxy,
-        allowPrivateTargets: config.alertPrivateTargets,
-      })
-      : service,
+    // The peer address is made on demand: `info` is passed as it is.
+    handler: service,
   });
   const shutdown = async () => {
     await server.shutdown();

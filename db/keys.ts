@@ -44,6 +44,7 @@
  * | `error_group_{count,first,last}/<projectId>/<fingerprint>` | `Deno.KvU64`: its entries, first and last receipt ms |
  * | `error_group_hours/<projectId>/<hour start ms>/<fingerprint>` | `Deno.KvU64`, its entries received in that hour |
  * | `saved_views/<projectId>/<viewId>` | a named query and time range (db/views.ts) |
+ * | `write_probe` | one byte written and deleted at start-up, to find a database that cannot be written |
  *
  * @module
  */
@@ -452,4 +453,9 @@ export function rejectedSlotOf(key: Deno.KvKey): number {
   return key[0] === "global_rejected_entries"
     ? Number(part(key, "global_rejected_entries", 1))
     : Number(part(key, "rejected_entries", 2));
+}
+
+/** Key the server writes and deletes at start-up to prove the database writable. */
+export function writeProbeKey(): Deno.KvKey {
+  return ["write_probe"];
 }

@@ -8,6 +8,7 @@
  *
  * @module
  */
+import { writeProbeKey } from "./keys.ts";
 
 /** Thrown when the database named by `KV_PATH` cannot be opened or written. */
 export class KvOpenError extends Error {
@@ -45,26 +46,54 @@ export function folderOf(path: string): string {
   return slash > 0 ? path.slice(0, slash) : slash === 0 ? "/" : ".";
 }
 
+/** Options of {@linkcode openKv}. */
+export interface OpenKvOptions {
+  /**
+   * Write (and delete) a probe key once opened, so that a database file
+   * that opens but cannot be written is found at once. SQLite opens a file
+   * on a read-only disk whose `-wal` and `-shm` files exist (left by a
+   * process that was killed) and fails only at the first commit. Only for
+   * a file on this machine's disk. @default {false}
+   */
+  probeWrite?: boolean;
+}
+
 /**
  * Opens the database at `path`. Throws {@linkcode KvOpenError} when it
- * cannot.
+ * cannot, or, with `probeWrite`, when it cannot be written.
  *
  * @example
  * ```ts
- * const kv = await openKv("./data/kv.sqlite");
+ * const kv = await openKv("./data/kv.sqlite", { probeWrite: true });
  * ```
  */
-export async function openKv(path: string | undefined): Promise<Deno.Kv> {
+export async function openKv(
+  path: string | undefined,
+  options: OpenKvOptions = {},
+): Promise<Deno.Kv> {
+  let kv: Deno.Kv;
   try {
     if (isLocalFile(path)) {
       await Deno.mkdir(folderOf(path), { recursive: true });
     }
-    return await Deno.openKv(path);
+    kv = await Deno.openKv(path);
   } catch (error) {
-    throw new KvOpenError(
-      path,
-      error instanceof Error ? error.message : String(error),
-      { cause: error },
-    );
+    throw new KvOpenError(path, reasonOf(error), { cause: error });
   }
+  if (options.probeWrite && isLocalFile(path)) {
+    try {
+      await kv.set(writeProbeKey(), new Uint8Array([1]));
+      await kv.delete(writeProbeKey());
+    } catch (error) {
+      kv.close();
+      throw new KvOpenError(path, `cannot write to it: ${reasonOf(error)}`, {
+        cause: error,
+      });
+    }
+  }
+  return kv;
+}
+
+function reasonOf(error: unknown): string {
+  return error instanceof Error ? error.message : String(error);
 }

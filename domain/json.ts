@@ -7,6 +7,13 @@
  * @module
  */
 
+/** A value that would not be stored as it was sent, and why. */
+export interface Inexact {
+  /** The member's path, names and indexes joined by dots (`data.a.0`). */
+  path: string;
+  message: string;
+}
+
 /** What {@linkcode scanJson} found. */
 export interface Scan {
   /** A top-level member name that appears twice, if any. */
@@ -18,31 +25,56 @@ export interface Scan {
    * (only signature checks need them).
    */
   spans?: Map<string, [number, number]>;
+  /**
+   * Values inside the members checked for exactness that a parse and a
+   * write would change (a repeated name included) (at most {@linkcode MAX_INEXACT}), if any.
+   */
+  inexact?: Inexact[];
 }
 
-const QUOTE = 34, BACKSLASH = 92, COMMA = 44, COLON = 58;
+/** Inexact values reported at most, so that an answer stays small. */
+export const MAX_INEXACT = 20;
+
+const QUOTE = 34, BACKSLASH = 92, COMMA = 44, COLON = 58, MINUS = 45;
+const DOT = 46, LOWER_E = 101, UPPER_E = 69, ZERO = 48, NINE = 57;
 const OPEN_BRACE = 123,
   CLOSE_BRACE = 125,
   OPEN_BRACKET = 91,
   CLOSE_BRACKET = 93;
 /** Names compared one by one before a set takes over (an entry has ~6). */
 const FEW_NAMES = 16;
+/**
+ * Digits a number without an exponent may have and always be read exactly:
+ * a double holds any decimal of 15 significant digits, and 15 digits keep
+ * an integer within ±2^53.
+ */
+const EXACT_DIGITS = 15;
+/** Longest text of the name `__proto__`, every character escaped. */
+const PROTO_TEXT_MAX = 9 * 6;
 
 /**
  * Scans `text`, a valid JSON object, with nesting limited to `maxDepth` (the
  * top-level object is depth 1); with `withSpans`, also records where each
- * top-level member's value is.
+ * top-level member's value is. Inside the top-level members named in
+ * `exactIn`, it also finds what `JSON.parse` and `JSON.stringify` would not
+ * keep as sent: a member named `__proto__` or one repeated in its object,
+ * an integer beyond ±(2^53 - 1),
+ * a number that overflows a double, and any number whose decimal value a
+ * double cannot hold exactly (`1.0`, `1e2` or `0.1` keep their value).
  *
  * @example
  * ```ts
  * scanJson('{"a":1,"a":2}', 32).duplicate; // "a"
  * scanJson('{"a":[1]}', 32, true).spans?.get("a"); // [5, 8]
+ * scanJson('{"data":{"n":1e999}}', 32, false, new Set(["data"])).inexact;
+ * // [{ path: "data.n", message: "…" }]
  * ```
  */
 export function scanJson(
   text: string,
   maxDepth: number,
   withSpans = false,
+  exactIn?: ReadonlySet<string>,
 ): Scan {
   const spans = withSpans ? new Map<string, [number, number]>() : undefined;
   // Allocation-free for the few names of an entry; a set past a few, so
@@ -53,13 +85,40 @@ export function scanJson(
   let expectKey = false;
   let key = "";
   let valueStart = -1;
+  // Below the top level, inside a member checked for exactness: per depth,
+  // whether it is an array, and the last name's text or the index reached,
+  // so that a finding can name its path.
+  let checking = false;
+  const isArray: boolean[] = [];
+  const nameAt: number[] = [];
+  const indexAt: number[] = [];
+  // The names of each object open below the top level, to find a repeated
+  // one (`JSON.parse` would keep only its last value).
+  const namesAt: (string[] | Set<string>)[] = [];
+  let inexact: Inexact[] | undefined;
+  const report = (path: string, message: string) => {
+    inexact ??= [];
+    if (inexact.length < MAX_INEXACT) inexact.push({ path, message });
+  };
+  const pathTo = (until: number, name?: string) => {
+    const parts = [key];
+    for (let d = 2; d <= until; d++) {
+      parts.push(
+        isArray[d] ? String(indexAt[d]) : readName(text, nameAt[d]!),
+      );
+    }
+    if (name !== undefined) parts.push(name);
+    return parts.join(".");
+  };
   for (let i = 0; i < text.length; i++) {
     const c = text.charCodeAt(i);
     if (c === QUOTE) {
       // Jump to the closing quote natively: most of a body is string text.
       const start = i;
       i = closingQuote(text, i);
-      if (depth === 1 && expectKey) {
+      if (!expectKey) continue;
+      expectKey = false;
+      if (depth === 1) {
         const raw = text.slice(start + 1, i);
         key = raw.includes("\\") ? JSON.parse(text.slice(start, i + 1)) : raw;
         if (many ? many.has(key) : names.includes(key)) {
@@ -67,27 +126,164 @@ export function scanJson(
         }
         if (many) many.add(key);
         else if (names.push(key) > FEW_NAMES) many = new Set(names);
-        expectKey = false;
+        checking = exactIn?.has(key) ?? false;
+      } else if (checking) {
+        nameAt[depth] = start;
+        if (isProto(text, start, i)) {
+          const path = pathTo(depth - 1, "__proto__");
+          report(
+            path,
+            `"${path}" cannot be stored: ` +
+              `a member named "__proto__" is dropped by JavaScript; rename it`,
+          );
+        }
+        const raw = text.slice(start + 1, i);
+        const name = raw.includes("\\")
+          ? JSON.parse(text.slice(start, i + 1)) as string
+          : raw;
+        const seen = namesAt[depth]!;
+        if (Array.isArray(seen) ? seen.includes(name) : seen.has(name)) {
+          const path = pathTo(depth - 1, name);
+          report(
+            path,
+            `"${path}" appears more than once in its object: ` +
+              `only one value would be kept; send each name once`,
+          );
+        } else if (Array.isArray(seen)) {
+          if (seen.push(name) > FEW_NAMES) namesAt[depth] = new Set(seen);
+        } else seen.add(name);
       }
     } else if (c === OPEN_BRACE || c === OPEN_BRACKET) {
       depth++;
       if (depth > maxDepth) return { tooDeepIn: key, spans };
-      if (depth === 1) expectKey = true;
+      expectKey = c === OPEN_BRACE;
+      if (checking) {
+        isArray[depth] = c === OPEN_BRACKET;
+        indexAt[depth] = 0;
+        if (c === OPEN_BRACE) namesAt[depth] = [];
+      }
     } else if (c === CLOSE_BRACE || c === CLOSE_BRACKET) {
       if (depth === 1 && valueStart >= 0) {
         spans?.set(key, [valueStart, i]);
         valueStart = -1;
       }
       depth--;
+      expectKey = false;
     } else if (depth === 1) {
       if (c === COMMA) {
         if (valueStart >= 0) spans?.set(key, [valueStart, i]);
         valueStart = -1;
         expectKey = true;
+        checking = false;
       } else if (c === COLON) valueStart = i + 1;
+    } else if (!checking) continue;
+    else if (c === COMMA) {
+      if (isArray[depth]) indexAt[depth]!++;
+      else expectKey = true;
+    } else if (c === MINUS || (c >= ZERO && c <= NINE)) {
+      const end = numberEnd(text, i);
+      const why = numberProblem(text, i, end);
+      if (why !== null) {
+        const path = pathTo(depth);
+        report(path, `"${path}" ${why}: send it as a string`);
+      }
+      i = end - 1;
     }
   }
-  return { spans };
+  return inexact ? { spans, inexact } : { spans };
+}
+
+/** The name whose text opens with the quote at `open`, decoded. */
+function readName(text: string, open: number): string {
+  const close = closingQuote(text, open);
+  const raw = text.slice(open + 1, close);
+  return raw.includes("\\") ? JSON.parse(text.slice(open, close + 1)) : raw;
+}
+
+/** Whether the string between the quotes at `open` and `close` is `__proto__`. */
+function isProto(text: string, open: number, close: number): boolean {
+  const length = close - open - 1;
+  if (length === 9) return text.startsWith("__proto__", open + 1);
+  if (length < 9 || length > PROTO_TEXT_MAX) return false;
+  return text.slice(open + 1, close).includes("\\") &&
+    JSON.parse(text.slice(open, close + 1)) === "__proto__";
+}
+
+/** Index just past the number that starts at `start`. */
+function numberEnd(text: string, start: number): number {
+  let i = start + 1;
+  for (; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    if (
+      !((c >= ZERO && c <= NINE) || c === DOT || c === LOWER_E ||
+        c === UPPER_E || c === MINUS || c === 43)
+    ) break;
+  }
+  return i;
+}
+
+/**
+ * Why the number `text[start, end)` would not be stored as sent, or `null`
+ * when a double holds its value exactly.
+ */
+function numberProblem(
+  text: string,
+  start: number,
+  end: number,
+): string | null {
+  let digits = 0;
+  let integer = true;
+  for (let i = start; i < end; i++) {
+    const c = text.charCodeAt(i);
+    if (c >= ZERO && c <= NINE) digits++;
+    else if (c === DOT) integer = false;
+    else if (c === LOWER_E || c === UPPER_E) {
+      integer = false;
+      digits = EXACT_DIGITS + 1; // an exponent takes the long way
+      break;
+    }
+  }
+  if (digits <= EXACT_DIGITS) return null;
+  const token = text.slice(start, end);
+  const value = Number(token);
+  if (!Number.isFinite(value)) {
+    return "is a number too large for a 64-bit float";
+  }
+  if (integer && !Number.isSafeInteger(value)) {
+    return "is an integer beyond ±(2^53 - 1), which a JSON number cannot carry exactly";
+  }
+  if (decimalValue(token) !== decimalValue(String(value))) {
+    return "is a number that a 64-bit float cannot hold exactly";
+  }
+  return null;
+}
+
+/**
+ * The value of a decimal number text as significant digits and a power of
+ * ten (`"-1.50e3"` → `"-15e2"`, every zero `"0"`), so that two texts of one
+ * value compare equal.
+ */
+function decimalValue(number: string): string {
+  let text = number;
+  const negative = text.startsWith("-");
+  if (negative) text = text.slice(1);
+  let exponent = 0;
+  const e = text.search(/[eE]/);
+  if (e >= 0) {
+    exponent = Number(text.slice(e + 1));
+    text = text.slice(0, e);
+  }
+  const dot = text.indexOf(".");
+  if (dot >= 0) {
+    exponent -= text.length - dot - 1;
+    text = text.slice(0, dot) + text.slice(dot + 1);
+  }
+  text = text.replace(/^0+/, "");
+  if (text === "") return "0";
+  const trailing = text.length - text.replace(/0+$/, "").length;
+  return `${negative ? "-" : ""}${text.slice(0, text.length - trailing)}e${
+    exponent + trailing
+  }`;
 }
 
 /**

@@ -5,15 +5,26 @@
  *
  * @module
  */
+import { gunzipSync } from "node:zlib";
 import type { BodyGuard } from "./body_guard.ts";
 import {
   HttpError,
   incompleteBody,
   invalidJson,
+  malformedBody,
   payloadTooLarge,
   unavailable,
   unsupportedMediaType,
 } from "./errors.ts";
+
+/**
+ * What one body still arriving holds besides its bytes, reserved from the
+ * guard's budget at least: the runtime reads a request body into a buffer
+ * of 64 KiB per read, and a read that waits for a stalled client keeps it
+ * (measured on Deno 2.9: about 140 KB of RSS per connection whose body
+ * stalled while being read, whatever its size).
+ */
+export const READ_COST = 128 * 1024;
 
 /** The media types a body may have, as the 415 message names them. */
 const ACCEPTED = `"application/json" or "text/plain"`;
@@ -99,7 +110,7 @@ export async function readBody(
   // about 4 µs of CPU per request, a third of the bare server's whole cost.
   const sized = !gzip && Number.isInteger(length);
   if (!sized && req.body === null) return new Uint8Array(0);
-  const held = guard?.reserve(sized ? length : limit);
+  const held = guard?.reserve(Math.max(sized ? length : limit, READ_COST));
   if (held === null) {
     await req.body?.cancel().catch(() => {});
     throw unavailable("Cannot read the body now: too many bodies are arriving");
@@ -108,25 +119,45 @@ export async function readBody(
   if (sized) {
     read = req.arrayBuffer().then((buffer) => new Uint8Array(buffer));
   } else {
-    let stream: ReadableStream<Uint8Array> = req.body!;
-    if (gzip) {
-      stream = stream.pipeThrough(limitStream(limit))
-        .pipeThrough(
-          new DecompressionStream("gzip") as TransformStream<
-            Uint8Array,
-            Uint8Array
-          >,
-        );
-    }
-    read = collect(stream.getReader(), limit, gzip);
+    // A gzip body is read compressed (at most `limit` bytes) and inflated
+    // afterwards, into at most `limit` bytes: a bomb stops there, instead
+    // of being inflated whole by a decompression stream.
+    read = collect(req.body!.getReader(), limit);
+    if (gzip) read = read.then((compressed) => gunzip(compressed, limit));
   }
   try {
     return await (held ? guard!.within(held, read) : read);
   } catch (error) {
     if (error instanceof HttpError) throw error;
     if (isCutShort(error)) throw incompleteBody();
+    if (isMalformed(error)) throw malformedBody();
     throw error;
   }
+}
+
+/**
+ * Inflates a gzip body into at most `limit` bytes: `payload_too_large` as
+ * soon as more would come out, `invalid_json` when it is not gzip.
+ */
+function gunzip(compressed: Uint8Array, limit: number): Uint8Array {
+  try {
+    return gunzipSync(compressed, { maxOutputLength: limit });
+  } catch (error) {
+    if ((error as { code?: string }).code === "ERR_BUFFER_TOO_LARGE") {
+      throw payloadTooLarge(limit);
+    }
+    throw invalidJson(`Cannot decompress the body: not valid gzip data`);
+  }
+}
+
+/**
+ * Whether `error`, thrown while reading a request body, is the runtime's
+ * refusal of the body's framing: a chunk size line or chunk extension it
+ * will not parse (measured on Deno 2.9: a plain `Error` whose message
+ * starts "invalid HTTP", for a chunk line of more than about 4 KB).
+ */
+function isMalformed(error: unknown): boolean {
+  return error instanceof Error && /^invalid HTTP/i.test(error.message);
 }
 
 /**
@@ -147,50 +178,44 @@ function isCutShort(error: unknown): boolean {
     error instanceof errors.Http;
 }
 
-class TooLarge extends Error {}
-
-function limitStream(limit: number): TransformStream<Uint8Array, Uint8Array> {
-  let seen = 0;
-  return new TransformStream({
-    transform(chunk, controller) {
-      seen += chunk.length;
-      if (seen > limit) throw new TooLarge();
-      controller.enqueue(chunk);
-    },
-  });
-}
-
+/**
+ * Reads `reader` to its end, `payload_too_large` past `limit` bytes. Each
+ * chunk is copied out: the runtime hands chunks over as views of a 64 KiB
+ * buffer each, so a body trickled one byte per chunk would otherwise keep
+ * 64 KiB per byte (measured on Deno 2.9: 2,000 one-byte chunks on each of
+ * 4 connections held 379 MB).
+ */
 async function collect(
   reader: ReadableStreamDefaultReader<Uint8Array>,
   limit: number,
-  gzip: boolean,
 ): Promise<Uint8Array> {
-  const chunks: Uint8Array[] = [];
+  let body: Uint8Array = new Uint8Array(0);
   let size = 0;
-  try {
-    for (;;) {
-      const { done, value } = await reader.read();
-      if (done) break;
-      size += value.length;
-      if (size > limit) {
-        await reader.cancel().catch(() => {});
-        throw payloadTooLarge(limit);
-      }
-      chunks.push(value);
+  for (;;) {
+    const { done, value } = await reader.read();
+    if (done) break;
+    if (size + value.length > limit) {
+      await reader.cancel().catch(() => {});
+      throw payloadTooLarge(limit);
     }
-  } catch (error) {
-    if (error instanceof TooLarge) throw payloadTooLarge(limit);
-    if (gzip && error instanceof TypeError) {
-      throw invalidJson(`Cannot decompress the body: not valid gzip data`);
+    if (size === 0 && body.length === 0) {
+      // The first chunk is often the whole body: kept only if it fills its
+      // buffer, else copied.
+      body = value.byteLength === value.buffer.byteLength
+        ? value
+        : value.slice();
+      size = value.length;
+      continue;
     }
-    throw error;
+    if (size + value.length > body.length) {
+      const grown = new Uint8Array(
+        Math.min(limit, Math.max(2 * body.length, size + value.length)),
+      );
+      grown.set(body.subarray(0, size));
+      body = grown;
+    }
+    body.set(value, size);
+    size += value.length;
   }
-  if (chunks.length === 1) return chunks[0]!;
-  const body = new Uint8Array(size);
-  let at = 0;
-  for (const chunk of chunks) {
-    body.set(chunk, at);
-    at += chunk.length;
-  }
-  return body;
+  return body.subarray(0, size);
 }

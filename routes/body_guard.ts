@@ -5,7 +5,8 @@
  *
  * A request reserves its bytes before it reads anything: the declared
  * `Content-Length`, or the body limit when it declares none or is gzip (its
- * decompressed size is what is kept). Past the budget it is refused at once,
+ * decompressed size is what is kept), and at least what the runtime's read
+ * holds while it waits (routes/body.ts, `READ_COST`). Past the budget it is refused at once,
  * so a flood of stalled bodies holds at most the budget, not a body per
  * connection. A read still unfinished at its deadline is answered `408
  * request_timeout`, but its bytes stay reserved until the read itself ends:

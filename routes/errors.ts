@@ -54,6 +54,23 @@ export function incompleteBody(): HttpError {
   );
 }
 
+/**
+ * `400 invalid_body` for a body whose framing the runtime refused (a chunk
+ * size line or chunk extension it will not parse): the client's fault.
+ */
+export function malformedBody(): HttpError {
+  return new HttpError(
+    400,
+    "invalid_body",
+    "Cannot read the body: its chunked framing is malformed",
+    [{
+      path: "(body)",
+      message:
+        "A chunk size line is malformed or too long (a chunk extension of kilobytes is refused)",
+    }],
+  );
+}
+
 /** `408 request_timeout`: the body did not arrive within `timeoutMs`. */
 export function requestTimeout(timeoutMs: number): HttpError {
   return new HttpError(

@@ -19,12 +19,18 @@ import { checkContentType, readBody } from "./body.ts";
 import type { BodyGuard } from "./body_guard.ts";
 import { HttpError, invalidBody, invalidJson, unavailable } from "./errors.ts";
 import { scanJson } from "../domain/json.ts";
-import type { ErrorLog } from "./error_log.ts";
-import { answerError, corsHeaders, jsonResponse } from "./responses.ts";
-import { entrySchema, parseEntry, toIssues } from "./schema.ts";
+import { corsHeaders, jsonResponse } from "./responses.ts";
+import { validateEntry } from "./schema.ts";
 
 /** Deepest nesting accepted, the top-level object counting as 1. */
 export const MAX_DEPTH = 32;
+
+/** The members stored as the sender wrote them, checked for exactness. */
+const STORED_AS_SENT: ReadonlySet<string> = new Set([
+  "data",
+  "context",
+  "device",
+]);
 
 const QUEUED = '{"status":"queued"}';
 const decoder = new TextDecoder("utf-8", { fatal: true });
@@ -91,61 +97,10 @@ export function logsRoute(options: LogsRouteOptions): Hono<Env> {
   return app;
 }
 
-/** Options of {@linkcode logsFastPath}. */
-export interface LogsFastPathOptions extends LogsRouteOptions {
-  /** The endpoint's path, as the app mounts {@linkcode logsRoute}. */
-  path: string;
-  /** Where unexpected errors are logged, as the app logs them. */
-  errorLog: ErrorLog;
-}
-
-/**
- * A server handler that serves `POST` on the endpoint's exact path itself
- * and hands every other request to `fallback` (the app). It answers exactly
- * as the app does (the same handler, the same error answers) without the
- * router's work: Hono's routing and context cost 0.4-0.9 µs a request
- * (BENCHMARKS.md). The peer address
- * is read only when the rate limiter needs it: behind a trusted proxy it
- * uses `X-Forwarded-For` instead.
- *
- * @example
- * ```ts
- * Deno.serve(logsFastPath({ ...options, path: "/api/v1/logs", errorLog },
- *   (req, info) => app.fetch(req, { remoteAddr: info.remoteAddr })));
- * ```
- */
-export function logsFastPath(
-  options: LogsFastPathOptions,
-  fallback: Deno.ServeHandler<Deno.NetAddr>,
-): Deno.ServeHandler<Deno.NetAddr> {
-  const post = postHandler(options);
-  const { path, errorLog } = options;
-  return (req, info) => {
-    if (req.method !== "POST" || pathOf(req.url) !== path) {
-      return fallback(req, info);
-    }
-    return post(req, info).catch((error) =>
-      answerError(error, req.headers.get("origin"), errorLog)
-    );
-  };
-}
-
-/**
- * The path of an absolute URL as the server gives it, query excluded, as
- * written (percent-escapes are not decoded: such a path goes to the app's
- * router, which decodes it).
- */
-function pathOf(url: string): string {
-  const start = url.indexOf("/", url.indexOf("//") + 2);
-  if (start < 0) return "/";
-  const query = url.indexOf("?", start);
-  return query < 0 ? url.slice(start) : url.slice(start, query);
-}
-
 /**
  * `POST /api/v1/logs` itself: the synchronous checks, then the group
- * commit. Throws an {@linkcode HttpError} for every refusal; the caller
- * answers it (the app's error handler, or {@linkcode logsFastPath}).
+ * commit. Throws an {@linkcode HttpError} for every refusal; the app's
+ * error handler answers it.
  */
 function postHandler(
   options: LogsRouteOptions,
@@ -203,7 +158,7 @@ function queuedEntry(
   }
   const signature = headers.get("signature");
   // The members' own text is kept only for a signature check.
-  const scan = scanJson(text, MAX_DEPTH, signature !== null);
+  const scan = scanJson(text, MAX_DEPTH, signature !== null, STORED_AS_SENT);
   if (scan.duplicate !== undefined) {
     throw invalidJson(
       `Cannot accept the body: member "${scan.duplicate}" appears more than once`,
@@ -215,11 +170,13 @@ function queuedEntry(
       message: `Nesting is deeper than ${MAX_DEPTH} levels`,
     }]);
   }
-  let valid = parseEntry(body as Record<string, unknown>);
-  if (valid === undefined) {
-    const parsed = entrySchema.safeParse(body);
-    if (!parsed.success) throw invalidBody(toIssues(parsed.error));
-    valid = parsed.data;
+  const valid = validateEntry(body as Record<string, unknown>);
+  // A 200 stores what was sent: what a parse would change is refused too.
+  if (Array.isArray(valid) || scan.inexact !== undefined) {
+    throw invalidBody([
+      ...(Array.isArray(valid) ? valid : []),
+      ...(scan.inexact ?? []),
+    ]);
   }
   const { level, projectId, data, device, context, appid } = valid;
   const origin = headers.get("origin");

@@ -1,93 +1,86 @@
 /**
- * The zod schema of a submitted log entry (docs/design.md#synchronous-checks).
- * Unknown top-level members are dropped by `z.object`.
+ * The shape of a submitted log entry (docs/design.md#synchronous-checks),
+ * checked by hand in one pass: each member's check and its message, in the
+ * order the members are listed. Unknown top-level members are dropped.
  *
  * @module
  */
-import { z } from "zod";
 import { LEVEL_PATTERN } from "../domain/entry.ts";
 import type { Issue } from "./errors.ts";
 
-const object = (name: string) =>
-  z.looseObject({}, {
-    error: (issue) =>
-      issue.input === undefined
-        ? `"${name}" is required`
-        : `"${name}" must be an object`,
-  });
-
-/** Schema of the request body of `POST /api/v1/logs`. */
-export const entrySchema = z.object({
-  level: z.string({
-    error: (issue) =>
-      issue.input === undefined
-        ? `"level" is required`
-        : `"level" must be a string`,
-  }).regex(LEVEL_PATTERN, {
-    error:
-      `"level" must be one of info, warning, error, critical, or a custom level matching ${LEVEL_PATTERN.source}`,
-  }),
-  projectId: z.string({
-    error: (issue) =>
-      issue.input === undefined
-        ? `"projectId" is required`
-        : `"projectId" must be a string`,
-  }).min(1, { error: `"projectId" must not be empty` })
-    .max(128, { error: `"projectId" must be at most 128 characters` }),
-  data: object("data"),
-  device: z.union([z.looseObject({}), z.string()], {
-    error: `"device" must be an object or a string`,
-  }).optional(),
-  context: object("context").optional(),
-  appid: z.string({ error: `"appid" must be a string` })
-    .max(256, { error: `"appid" must be at most 256 characters` })
-    .nullable().optional(),
-});
-
-/** Turns zod issues into the `issues` of the error body. */
-export function toIssues(error: z.ZodError): Issue[] {
-  return error.issues.map((issue) => ({
-    path: issue.path.map(String).join(".") || "(body)",
-    message: issue.message,
-  }));
+/** A body that {@linkcode validateEntry} accepts, as it returns it. */
+export interface Entry {
+  level: string;
+  projectId: string;
+  data: Record<string, unknown>;
+  device?: Record<string, unknown> | string;
+  context?: Record<string, unknown>;
+  appid?: string | null;
 }
 
-/** A body the schema accepts, as it returns it. */
-export type Entry = z.infer<typeof entrySchema>;
+const LEVEL_MESSAGE =
+  `"level" must be one of info, warning, error, critical, or a custom level matching ${LEVEL_PATTERN.source}`;
 
-/** A JSON object that zod's object schemas take as it is. */
-function isPlainObject(value: unknown): value is Record<string, unknown> {
-  return typeof value === "object" && value !== null &&
-    !Array.isArray(value) && !Object.hasOwn(value, "__proto__");
+/** A JSON object (not an array, not `null`). */
+function isObject(value: unknown): value is Record<string, unknown> {
+  return typeof value === "object" && value !== null && !Array.isArray(value);
+}
+
+/** The message of a required member that is absent or of the wrong type. */
+function wrongType(name: string, value: unknown, type: string): string {
+  return value === undefined
+    ? `"${name}" is required`
+    : `"${name}" must be ${type}`;
 }
 
 /**
- * What {@linkcode entrySchema} makes of a parsed JSON object, without zod's
- * work, for a body whose every member is plainly valid; `undefined` when
- * zod must decide (a refusal, with its messages; or a member named
- * `__proto__`, which zod's copy drops). Members are the body's own objects,
- * not copies.
+ * The entry of a parsed JSON object, or the issues that refuse it, one per
+ * failing member. Members are the body's own objects, not copies.
  *
  * @example
  * ```ts
- * const entry = parseEntry(body) ?? entrySchema.parse(body);
+ * const checked = validateEntry(body);
+ * if (Array.isArray(checked)) throw invalidBody(checked);
  * ```
  */
-export function parseEntry(body: Record<string, unknown>): Entry | undefined {
+export function validateEntry(
+  body: Record<string, unknown>,
+): Entry | Issue[] {
   const { level, projectId, data, device, context, appid } = body;
-  if (
-    typeof level !== "string" || !LEVEL_PATTERN.test(level) ||
-    typeof projectId !== "string" || projectId.length < 1 ||
-    projectId.length > 128 || !isPlainObject(data) ||
-    (device !== undefined && typeof device !== "string" &&
-      !isPlainObject(device)) ||
-    (context !== undefined && !isPlainObject(context)) ||
-    (appid !== undefined && appid !== null &&
-      (typeof appid !== "string" || appid.length > 256))
-  ) return undefined;
-  const entry: Entry = { level, projectId, data };
-  if (device !== undefined) entry.device = device;
-  if (context !== undefined) entry.context = context;
-  if (appid !== undefined) entry.appid = appid;
+  const issues: Issue[] = [];
+  const refuse = (path: string, message: string) =>
+    issues.push({ path, message });
+  if (typeof level !== "string") {
+    refuse("level", wrongType("level", level, "a string"));
+  } else if (!LEVEL_PATTERN.test(level)) refuse("level", LEVEL_MESSAGE);
+  if (typeof projectId !== "string") {
+    refuse("projectId", wrongType("projectId", projectId, "a string"));
+  } else if (projectId.length < 1) {
+    refuse("projectId", `"projectId" must not be empty`);
+  } else if (projectId.length > 128) {
+    refuse("projectId", `"projectId" must be at most 128 characters`);
+  }
+  if (!isObject(data)) refuse("data", wrongType("data", data, "an object"));
+  if (device !== undefined && typeof device !== "string" && !isObject(device)) {
+    refuse("device", `"device" must be an object or a string`);
+  }
+  if (context !== undefined && !isObject(context)) {
+    refuse("context", `"context" must be an object`);
+  }
+  if (appid !== undefined && appid !== null) {
+    if (typeof appid !== "string") refuse("appid", `"appid" must be a string`);
+    else if (appid.length > 256) {
+      refuse("appid", `"appid" must be at most 256 characters`);
+    }
+  }
+  if (issues.length > 0) return issues;
+  const entry: Entry = {
+    level: level as string,
+    projectId: projectId as string,
+    data: data as Record<string, unknown>,
+  };
+  if (device !== undefined) entry.device = device as Entry["device"];
+  if (context !== undefined) entry.context = context as Entry["context"];
+  if (appid !== undefined) entry.appid = appid as Entry["appid"];
   return entry;
 }

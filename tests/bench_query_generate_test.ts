@@ -12,7 +12,7 @@ import {
   USERS,
   WORDS,
 } from "../bench/query/generate.ts";
-import { entrySchema } from "../routes/schema.ts";
+import { validateEntry } from "../routes/schema.ts";
 
 function take(seed: number, n: number): GeneratedEntry[] {
   const generator = createGenerator(seed);
@@ -94,8 +94,8 @@ Deno.test("entries are accepted by the endpoint's schema once the caller sets pr
   for (const entry of take(5, 2000)) {
     assert.equal(entry.projectId, undefined);
     const body = { ...entry, projectId: "AAAAAAAAAAAAAAAAAAAAAA" };
-    const parsed = entrySchema.safeParse(JSON.parse(JSON.stringify(body)));
-    assert.ok(parsed.success, JSON.stringify(body));
+    const checked = validateEntry(JSON.parse(JSON.stringify(body)));
+    assert.ok(!Array.isArray(checked), JSON.stringify(body));
   }
 });
 

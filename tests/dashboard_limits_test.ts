@@ -80,12 +80,8 @@ Deno.test("a Host the dashboard does not serve is refused with 421, loopback nam
 Deno.test("the mounted dashboard refuses a foreign Host with 421 while the endpoint beside it accepts entries from any Host", async () => {
   await withDashboard(async (h) => {
     const project = await h.project(["https://app.example.com"]);
-    const handler = mountDashboard(
-      (req, info) =>
-        h.app.fetch(req, { remoteAddr: info.remoteAddr as Deno.NetAddr }),
-      { kv: h.kv, password: PASSWORD, now: h.clock.now },
-    );
-    const server = serve(handler);
+    mountDashboard(h.app, { kv: h.kv, password: PASSWORD, now: h.clock.now });
+    const server = serve((req, info) => h.app.fetch(req, info));
     const port = server.addr.port;
     try {
       const page = await rawGet(port, "/dashboard/login", "evil.example");
@@ -242,12 +238,8 @@ Deno.test("a form declaring a length past the limit is refused unread, and one w
 Deno.test("the mounted dashboard refuses a 200 MB form with 413 while the endpoint beside it keeps answering", async () => {
   await withDashboard(async (h) => {
     const project = await h.project(["https://app.example.com"]);
-    const handler = mountDashboard(
-      (req, info) =>
-        h.app.fetch(req, { remoteAddr: info.remoteAddr as Deno.NetAddr }),
-      { kv: h.kv, password: PASSWORD, now: h.clock.now },
-    );
-    const server = serve(handler);
+    mountDashboard(h.app, { kv: h.kv, password: PASSWORD, now: h.clock.now });
+    const server = serve((req, info) => h.app.fetch(req, info));
     const port = server.addr.port;
     try {
       const form = postChunked(port, "/dashboard/login", {

@@ -134,8 +134,10 @@ export class Buckets {
    * Finds the TAT of `key`, moving it into the current generation. Starts a
    * new generation every {@linkcode GENERATION_MS}, or early when the current
    * one holds `maxBuckets / 2` addresses; under such a flood of addresses the
-   * older generation is dropped whole, full or not: the price of bounded
-   * memory.
+   * older generation is dropped but for its buckets with more than
+   * `busyTokens` in use (at most `maxBuckets / 4` of them): memory stays
+   * bounded, and a client that floods new addresses does not reset its own
+   * bucket.
    */
   #lookup(key: BucketKey, now: number): number | undefined {
     const flooded = this.#current.size >= this.#maxBuckets / 2;
@@ -144,6 +146,16 @@ export class Buckets {
       if (!flooded) {
         for (const [k, tat] of this.#previous) {
           if (tat > now) next.set(k, tat);
+        }
+      } else {
+        // The fullest buckets go first: those still well in use (the
+        // clients the limit is for) are carried over, up to a quarter of
+        // the cap, so that flooding new addresses resets no one's bucket.
+        const busy = now + this.#busyAt;
+        const room = this.#maxBuckets / 4;
+        for (const [k, tat] of this.#previous) {
+          if (next.size >= room) break;
+          if (tat > busy) next.set(k, tat);
         }
       }
       this.#previous = this.#current;

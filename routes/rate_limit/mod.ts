@@ -31,6 +31,8 @@ export interface RateLimiterOptions {
   maxBuckets?: number;
   /** IPs whose counters one sync reads at most. @default {1000} */
   maxSyncKeys?: number;
+  /** Busy IPs counted in KV at once at most. @default {20000} */
+  maxCounted?: number;
 }
 
 /**
@@ -84,6 +86,7 @@ export class RateLimiter implements CommitRider {
       now: options.now,
       epochMs: options.epochMs,
       maxSyncKeys: options.maxSyncKeys,
+      maxCounted: options.maxCounted,
     });
     this.#counters = counters;
     this.#buckets = new Buckets({
@@ -99,6 +102,11 @@ export class RateLimiter implements CommitRider {
   /** Buckets held in memory. */
   get size(): number {
     return this.#buckets.size;
+  }
+
+  /** Busy addresses whose requests are counted for other instances. */
+  get countedSize(): number {
+    return this.#counters.size;
   }
 
   /** The `Admission` of the route: takes a token or throws `429`. */

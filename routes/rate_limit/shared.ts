@@ -21,6 +21,8 @@ import { type BucketKey, bucketText } from "./address.ts";
 const DEFAULT_EPOCH_MS = 60_000;
 /** Addresses whose counters one sync reads at most, by default. */
 const DEFAULT_MAX_SYNC_KEYS = 1000;
+/** Busy addresses counted at once at most, by default. */
+const DEFAULT_MAX_COUNTED = 20_000;
 /**
  * Epochs whose counters are kept: the current one, and the one before,
  * which commits still in flight may add to.
@@ -45,6 +47,11 @@ export interface SharedCountersOptions {
   epochMs?: number;
   /** Addresses whose counters one sync reads at most. @default {1000} */
   maxSyncKeys?: number;
+  /**
+   * Busy addresses counted at once at most; past it a new busy address is
+   * limited by this instance's bucket alone until room is made. @default {20000}
+   */
+  maxCounted?: number;
 }
 
 /** The KV-counted state of an address that uses its bucket, for one epoch. */
@@ -79,6 +86,7 @@ export class SharedCounters implements CommitRider {
   #now: () => number;
   #epochMs: number;
   #maxSyncKeys: number;
+  #maxCounted: number;
   /** Addresses whose requests are counted in KV this epoch. */
   #shared = new Map<BucketKey, Shared>();
   /** Addresses with counts to send in the next commit. */
@@ -88,6 +96,12 @@ export class SharedCounters implements CommitRider {
     this.#now = options.now ?? Date.now;
     this.#epochMs = options.epochMs ?? DEFAULT_EPOCH_MS;
     this.#maxSyncKeys = options.maxSyncKeys ?? DEFAULT_MAX_SYNC_KEYS;
+    this.#maxCounted = options.maxCounted ?? DEFAULT_MAX_COUNTED;
+  }
+
+  /** Busy addresses counted now. */
+  get size(): number {
+    return this.#shared.size;
   }
 
   /**
@@ -98,6 +112,11 @@ export class SharedCounters implements CommitRider {
     const epoch = Math.floor(now / this.#epochMs);
     let shared = this.#shared.get(key);
     if (shared === undefined || shared.epoch !== epoch) {
+      // A flood of busy addresses is not counted past the cap: memory stays
+      // bounded, and each bucket still limits its address here.
+      if (shared === undefined && this.#shared.size >= this.#maxCounted) {
+        return;
+      }
       // Becoming busy: count the tokens already in use with this request.
       shared = { epoch, unsent: inUse, sending: 0, sent: 0, others: 0 };
       this.#shared.set(key, shared);
