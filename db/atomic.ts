@@ -1,10 +1,9 @@
 /**
  * Atomic writes recorded before they are made: the consumer builds its result
- * commit as a {@linkcode RecordedAtomic}, which is then applied to an atomic
- * operation of its own or to the producer's next group commit, where it rides
- * beside the entries being queued (docs/design.md#one-commit-for-two). The
- * recording knows its checks, mutations and bytes, so the commit it joins
- * can stay under KV's limits.
+ * commit as a {@linkcode RecordedAtomic} while it holds the locks of the
+ * rejection rings, and commits it (sent again while refused as locked,
+ * docs/design.md#one-writer-per-commit). The recording knows its checks,
+ * mutations and bytes, which the tests read.
  *
  * @module
  */

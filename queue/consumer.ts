@@ -119,8 +119,8 @@ export interface ConsumerOptions {
   /** Clock. @default {Date.now} */
   now?: () => number;
   /**
-   * Makes a result commit: the producer carries it in its next group commit
-   * (docs/design.md#one-commit-for-two). @default commits it alone
+   * Makes a result commit (docs/design.md#one-writer-per-commit).
+   * @default `result.commit(kv)`, sent again while refused as locked
    */
   commit?: (
     result: RecordedAtomic,

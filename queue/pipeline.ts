@@ -168,7 +168,8 @@ export function createPipeline(options: PipelineOptions): Pipeline {
     now,
     maxSkewMs: config.signatureMaxSkewMs,
     projects: new ProjectCache(kv, { ttlMs: config.projectCacheMs, now }),
-    commit: (result) => producer.carry(result),
+    commit: (result) =>
+      result.commit(kv, options.sleep ? { sleep: options.sleep } : {}),
   };
   const consumer = space
     ? new SpaceAwareConsumer(consumerOptions, space)

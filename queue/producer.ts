@@ -9,7 +9,7 @@
  *
  * @module
  */
-import { keyBytes, type RecordedAtomic } from "../db/atomic.ts";
+import { keyBytes } from "../db/atomic.ts";
 import { batchPartKey, pendingBatchKey } from "../db/keys.ts";
 import { ATOMIC_MAX_MUTATIONS, commitRetryingLocked } from "../db/kv.ts";
 import { PART_BYTES, splitBytes } from "../db/blob.ts";
@@ -20,7 +20,6 @@ import {
   encodeBatchHeader,
   type HandedBatch,
 } from "./batch.ts";
-import { CarriedResults, type CommitOutcome, type Riding } from "./carry.ts";
 
 /**
  * Mutations the consumer's result commit makes per entry at most: 4 for a
@@ -43,9 +42,6 @@ const MAX_COMMIT_CHARS = 250_000;
 const MAX_COMMIT_ENTRIES = 800;
 /** Mutations per commit, leaving room under KV's cap. */
 export const MAX_COMMIT_MUTATIONS = ATOMIC_MAX_MUTATIONS - 10;
-
-/** How long carried results wait for entries to ride with (docs/design.md#one-commit-for-two). */
-export const RESULT_LINGER_MS = 2;
 
 /** Thrown by {@linkcode GroupCommitter.submit} when too many requests wait. */
 export class OverloadedError extends Error {
@@ -113,7 +109,7 @@ export interface ProducerOptions {
   onCommitted?: (batches: HandedBatch[]) => void;
   /** Whether storage is behind (docs/storage.md#backlog): entries are refused. */
   behind?: () => boolean;
-  /** Other mutations to carry in each commit. */
+  /** Other mutations each commit takes along (the rate counters). */
   rider?: CommitRider;
   /**
    * While closed, entries are refused at once and nothing is committed, the
@@ -150,22 +146,13 @@ interface Waiting {
 export class GroupCommitter {
   #waiting: Waiting[] = [];
   #waitingChars = 0;
-  #carried: CarriedResults;
   #inFlight: Promise<void> | null = null;
-  /** Set while carried results wait for entries; they then go alone. */
-  #linger: ReturnType<typeof setTimeout> | undefined;
-  #lingered = false;
   #options: ProducerOptions;
   #now: () => number;
 
   constructor(options: ProducerOptions) {
     this.#options = options;
     this.#now = options.now ?? Date.now;
-    this.#carried = new CarriedResults({
-      kv: options.kv,
-      onError: (error) => options.gate?.failed(error),
-      ...(options.sleep ? { sleep: options.sleep } : {}),
-    });
   }
 
   /** Requests waiting for a commit, the one in flight excluded. */
@@ -207,23 +194,6 @@ export class GroupCommitter {
     });
   }
 
-  /**
-   * Commits `result` (the consumer's result commit) with the next group
-   * commit, beside the entries queued then, or alone when nothing else is
-   * due or it does not fit; resolves with the outcome of the commit that
-   * carried it, as `result.commit(kv)` would. A commit that fails a check
-   * is one of the results': each of them is then committed alone, so one
-   * result's conflict is never another's.
-   */
-  carry(result: RecordedAtomic): Promise<CommitOutcome> {
-    if (this.#options.gate?.open() === false) {
-      return Promise.reject(new WritesHeldError());
-    }
-    const outcome = this.#carried.add(result);
-    this.#pump();
-    return outcome;
-  }
-
   /** Starts a commit for the rider's mutations alone, if nothing else is due. */
   poke(): void {
     this.#pump();
@@ -231,19 +201,7 @@ export class GroupCommitter {
 
   /** Resolves when nothing waits and no commit is in flight. */
   async flush(): Promise<void> {
-    for (;;) {
-      if (this.#linger !== undefined) this.#endLinger();
-      if (!this.#inFlight) return;
-      await this.#inFlight;
-    }
-  }
-
-  /** Lets the carried results go without entries. */
-  #endLinger(): void {
-    clearTimeout(this.#linger);
-    this.#linger = undefined;
-    this.#lingered = true;
-    this.#pump();
+    while (this.#inFlight) await this.#inFlight;
   }
 
   #pump(): void {
@@ -255,24 +213,10 @@ export class GroupCommitter {
       this.#waitingChars = 0;
       const error = new WritesHeldError();
       for (const w of refused) w.reject(error);
-      this.#carried.rejectAll(error);
       return;
     }
     const rider = this.#options.rider;
-    const entries = this.#waiting.length > 0;
-    if (!entries && this.#carried.size === 0 && !rider?.pending()) return;
-    if (!entries && this.#carried.size > 0 && !this.#lingered) {
-      // Results alone wait a moment for entries to ride with: under load the
-      // next requests are being read now, and a commit of results alone would
-      // make two transactions again.
-      this.#linger ??= setTimeout(() => this.#endLinger(), RESULT_LINGER_MS);
-      return;
-    }
-    this.#lingered = false;
-    if (this.#linger !== undefined) {
-      clearTimeout(this.#linger);
-      this.#linger = undefined;
-    }
+    if (this.#waiting.length === 0 && !rider?.pending()) return;
     this.#inFlight = this.#commit().finally(() => {
       this.#inFlight = null;
       this.#pump();
@@ -294,42 +238,27 @@ export class GroupCommitter {
     const taken = this.#waiting.splice(0, count);
     this.#waitingChars -= chars;
     let batches: Batch[] = [];
-    let riding: Riding | undefined;
     let told: ((ok: boolean) => void) | undefined;
     let versionstamp: string | undefined;
-    let checkFailed = false;
     let failure: unknown;
     // Everything that could throw is inside: every request taken is answered.
     try {
       const op = kv.atomic();
       batches = this.#addBatches(op, taken, this.#now());
-      let mutations = batches.reduce((n, b) => n + 1 + b.parts, 0);
-      const bytes = batches.reduce((n, b) => n + b.bytes, 0);
-      riding = this.#carried.take(op, mutations, bytes, MAX_COMMIT_MUTATIONS);
-      mutations += riding.mutations;
+      const mutations = batches.reduce((n, b) => n + 1 + b.parts, 0);
       told = this.#options.rider?.ride(op, MAX_COMMIT_MUTATIONS - mutations);
       // A commit refused as locked wrote nothing: the same one goes again.
       const result = await commitRetryingLocked(
         () => op.commit(),
         this.#options,
       );
+      // The operation checks nothing: it commits, or throws.
       if (result.ok) versionstamp = result.versionstamp;
-      else checkFailed = true;
     } catch (error) {
       failure = error;
       this.#options.gate?.failed(error);
     }
     told?.(versionstamp !== undefined);
-    if (checkFailed) {
-      // Only carried results hold checks: the entries go again at the head
-      // of the line, and each result is tried alone.
-      riding!.checkFailed();
-      this.#waiting.unshift(...taken);
-      this.#waitingChars += chars;
-      return;
-    }
-    if (versionstamp !== undefined) riding?.committed(versionstamp);
-    else riding?.failed(failure);
     if (versionstamp !== undefined) {
       for (const w of taken) w.resolve();
       if (batches.length > 0) {

@@ -198,39 +198,29 @@ Deno.test("a consumer's result refused twice as locked is sent again: the batch 
   );
 });
 
-Deno.test("a result committed alone and refused twice as locked is sent again", async () => {
+Deno.test("a result commit refused twice as locked is sent again", async () => {
   const kv = await Deno.openKv(":memory:");
   const refusing = refusingKv(kv);
   const waits: number[] = [];
-  const failures: unknown[] = [];
-  const producer = new GroupCommitter({
-    kv: refusing.kv,
-    maxPending: 10,
-    sleep: recordingSleep(waits),
-    gate: listeningGuard(failures),
-  });
   try {
-    // Too large to share a commit: it is committed on its own.
     const large = new RecordedAtomic();
     for (let i = 0; i < 8; i++) {
       large.set(["result", "large", i], new Uint8Array(60_000));
     }
     refusing.refuse([locked(), locked()], (t) => t.has("set:result"));
     const carried = await withTimeout(
-      producer.carry(large),
+      large.commit(refusing.kv, { sleep: recordingSleep(waits) }),
       EVENT_TIMEOUT_MS,
       "the result",
     );
     assert.ok(carried.ok);
     assert.equal(refusing.attempts, 3);
     assert.deepEqual(waits, [5, 10]);
-    assert.deepEqual(failures, []);
     assert.equal(
       (await kv.get(["result", "large", 7])).versionstamp,
       carried.versionstamp,
     );
   } finally {
-    await producer.flush();
     kv.close();
   }
 });
