@@ -134,7 +134,7 @@ export function storeLogs(
       end < records.length && idTime(records[end]!.id) - first < CHUNK_SPAN_MS
     ) end++;
     const run = records.slice(start, end);
-    const chunk = buildChunk(run.map(lineOf), { records: run });
+    const chunk = buildChunk(run.map(lineOf), { records: run, fast: true });
     const expireIn = chunkExpireIn(
       run[0]!.id,
       options.retentionMs,

@@ -174,13 +174,13 @@ Deno.test("the endpoint answers 503 while the merge backlog is past its bound, a
     const project = await h.project();
     const post = () =>
       h.post(randomEntry({ projectId: project.id }), { Origin: ORIGIN });
-    for (let i = 0; i < 12; i++) {
+    for (let i = 0; i < MERGE_FANIN + 4; i++) {
       assert.equal((await post()).status, 200);
       await h.process();
     }
-    // A round that merges nothing sees 12 open chunks: past the bound of 10.
+    // A round that merges nothing sees them all open: past the bound of 10.
     const seen = await merger.round({ maxMerges: 0 });
-    assert.equal(seen.backlog.chunks, 12);
+    assert.equal(seen.backlog.chunks, MERGE_FANIN + 4);
     const refused = await post();
     assert.equal(refused.status, 503);
     assert.equal(refused.headers.get("retry-after"), "1");
@@ -188,7 +188,7 @@ Deno.test("the endpoint answers 503 while the merge backlog is past its bound, a
     assert.equal(body.error.code, "unavailable");
     assert.match(body.error.message, /catching up with a backlog/);
     const backlog = await readBacklog(h.kv, project.id, h.clock.now());
-    assert.equal(backlog.unmerged.entries, 12);
+    assert.equal(backlog.unmerged.entries, MERGE_FANIN + 4);
     assert.equal(backlog.unmerged.oldestAgeMs, 0);
     // The merger catches up; intake resumes.
     const done = await merger.round();

@@ -58,6 +58,62 @@ export function bloomHash(member: string): BloomHash {
   return { h1: mix(a), h2: (mix(b) | 1) >>> 0 };
 }
 
+/**
+ * The members of a filter being built, each hashed once as it is added:
+ * a token is given as a range of a text, so no string is made for it, and
+ * a member added again is skipped (it is known by 53 bits of its two
+ * hashes). {@linkcode BloomMembers.build} sizes the filter for them.
+ *
+ * @example
+ * ```ts
+ * const members = new BloomMembers();
+ * members.addRange("db timeout", 3, 10); // "timeout"
+ * bloomHas(members.build(), bloomHash("timeout")); // true
+ * ```
+ */
+export class BloomMembers {
+  #h1: number[] = [];
+  #h2: number[] = [];
+  #seen = new Set<number>();
+
+  /** Members added (each once). */
+  get size(): number {
+    return this.#h1.length;
+  }
+
+  /** Adds `text.slice(start, end)`, hashed as {@linkcode bloomHash} does. */
+  addRange(text: string, start: number, end: number): void {
+    let a = 0x811c9dc5;
+    let b = 0x01000193 ^ (end - start);
+    for (let i = start; i < end; i++) {
+      const c = text.charCodeAt(i);
+      a = Math.imul(a ^ c, 0x01000193);
+      b = Math.imul(b ^ c, 0x5bd1e995);
+    }
+    const h1 = mix(a);
+    const h2 = (mix(b) | 1) >>> 0;
+    const key = h1 * 2_097_152 + (h2 & 0x1fffff);
+    if (this.#seen.has(key)) return;
+    this.#seen.add(key);
+    this.#h1.push(h1);
+    this.#h2.push(h2);
+  }
+
+  /** Adds a whole string. */
+  add(member: string): void {
+    this.addRange(member, 0, member.length);
+  }
+
+  /** A filter sized for the members, holding them all. */
+  build(): Bloom {
+    const bloom = createBloom(this.size);
+    for (let i = 0; i < this.#h1.length; i++) {
+      bloomAdd(bloom, { h1: this.#h1[i]!, h2: this.#h2[i]! });
+    }
+    return bloom;
+  }
+}
+
 /** An empty filter sized for `members` members. */
 export function createBloom(members: number): Bloom {
   const bytes = Math.min(

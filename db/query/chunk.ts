@@ -25,8 +25,8 @@ import { deflateRawSync, inflateRawSync } from "node:zlib";
 import { concatBytes, joinBytes, splitBytes } from "../blob.ts";
 import { logChunkPartKey } from "../keys.ts";
 import { decodeRecordLine, lineId } from "../lines.ts";
-import { type Bloom, bloomAdd, bloomHash, createBloom } from "./bloom.ts";
-import { forEachPair, forEachText, forEachToken } from "./text.ts";
+import { type Bloom, BloomMembers } from "./bloom.ts";
+import { forEachPair, forEachText, forEachTokenRange } from "./text.ts";
 import type { LogRecord } from "../../domain/entry.ts";
 
 /** Compressed bytes a chunk aims at, under KV's 64 KiB value limit. */
@@ -97,6 +97,11 @@ export interface BuildChunkOptions {
   tier?: number;
   /** Compressed size from which the chunk is of {@linkcode FINAL_TIER}. */
   finalAtBytes?: number;
+  /**
+   * Deflate at the fastest level: for a chunk the merger rewrites soon (the
+   * consumer's), compressed again then. @default {false}
+   */
+  fast?: boolean;
   /** The records of the lines, when at hand (else the lines are parsed). */
   records?: readonly LogRecord[];
 }
@@ -175,19 +180,28 @@ function* chunkSteps(
   const blooms: Bloom[] = [];
   const deflated: Uint8Array[] = [];
   for (const [b, lines] of blocks.entries()) {
-    const members = new Set<string>();
-    const addToken = (token: string) => members.add(token);
+    const members = new BloomMembers();
+    const addText = (text: string) => {
+      const lower = text.toLowerCase();
+      forEachTokenRange(
+        lower,
+        (start, end) => members.addRange(lower, start, end),
+      );
+    };
     const addPair = (pair: string) => members.add(pair);
     for (const [i, line] of lines.entries()) {
       const record = records?.[starts[b]! + i] ?? decodeRecordLine(line);
       levels[record.level] = (levels[record.level] ?? 0) + 1;
-      forEachText(record, (t) => forEachToken(t.toLowerCase(), addToken));
+      forEachText(record, addText);
       forEachPair(record, addPair);
     }
-    const bloom = createBloom(members.size);
-    for (const member of members) bloomAdd(bloom, bloomHash(member));
-    blooms.push(bloom);
-    deflated.push(deflateRawSync(encoder.encode(lines.join("\n"))));
+    blooms.push(members.build());
+    deflated.push(
+      deflateRawSync(
+        encoder.encode(lines.join("\n")),
+        options.fast ? { level: 1 } : {},
+      ),
+    );
     yield;
   }
   // Block table: count, then each block's compressed size (32 bits).

@@ -77,6 +77,17 @@ function wordBefore(text: string, i: number): boolean {
  * ```
  */
 export function forEachToken(lower: string, fn: (token: string) => void) {
+  forEachTokenRange(lower, (start, end) => fn(lower.slice(start, end)));
+}
+
+/**
+ * Calls `fn` with the start and end of every token of `lower`: the tokens
+ * of {@linkcode forEachToken} without making a string of each.
+ */
+export function forEachTokenRange(
+  lower: string,
+  fn: (start: number, end: number) => void,
+) {
   let start = -1;
   for (let i = 0; i < lower.length; i++) {
     const c = lower.charCodeAt(i);
@@ -93,12 +104,12 @@ export function forEachToken(lower: string, fn: (token: string) => void) {
     if (word) {
       if (start < 0) start = i;
     } else if (start >= 0) {
-      fn(lower.slice(start, i));
+      fn(start, i);
       start = -1;
     }
     i += width - 1;
   }
-  if (start >= 0) fn(lower.slice(start));
+  if (start >= 0) fn(start, lower.length);
 }
 
 /** The tokens of a term (lower-cased first). */

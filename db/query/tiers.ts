@@ -24,7 +24,7 @@ import {
 } from "./chunk.ts";
 
 /** Chunks of like size that are merged as soon as they are this many. */
-export const MERGE_FANIN = 8;
+export const MERGE_FANIN = 16;
 /** Default age of a run's newest chunk after which the run is merged. */
 export const DEFAULT_SETTLE_MS = 30_000;
 /** Source chunks one merge takes at most. */
