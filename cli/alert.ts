@@ -26,16 +26,18 @@ import {
 import {
   booleanFlag,
   type CommandContext,
-  EXIT_FAILURE,
-  EXIT_USAGE,
-  guard,
   type Parsed,
-  parseFlags,
   println,
   stringFlag,
   takePositionals,
   UsageError,
 } from "./command.ts";
+import {
+  dispatch,
+  guardFailures,
+  JSON_FLAG,
+  type Subcommands,
+} from "./subcommands.ts";
 import { formatTable, formatTime, inert } from "./format.ts";
 
 const USAGE: Record<string, string> = {
@@ -138,15 +140,10 @@ function describeScope(rule: AlertRule): string {
     : `> ${rule.threshold} in ${formatAlertDuration(rule.windowMs ?? 0)}`;
 }
 
-type Subcommand = (ctx: CommandContext, parsed: Parsed) => Promise<number>;
-
-const SUBCOMMANDS: Record<string, {
-  options: Parameters<typeof parseFlags>[2];
-  run: Subcommand;
-}> = {
+const SUBCOMMANDS: Subcommands = {
   add: {
     options: {
-      json: { type: "boolean" },
+      ...JSON_FLAG,
       query: { type: "string" },
       webhook: { type: "string" },
       threshold: { type: "string" },
@@ -209,7 +206,7 @@ const SUBCOMMANDS: Record<string, {
     },
   },
   list: {
-    options: { json: { type: "boolean" } },
+    options: JSON_FLAG,
     async run(ctx, parsed) {
       const [named] = takePositionals("alert list", parsed.positionals, [
         "PROJECT",
@@ -264,7 +261,7 @@ const SUBCOMMANDS: Record<string, {
     },
   },
   history: {
-    options: { json: { type: "boolean" } },
+    options: JSON_FLAG,
     async run(ctx, parsed) {
       const [named, ruleId] = takePositionals(
         "alert history",
@@ -311,33 +308,14 @@ const SUBCOMMANDS: Record<string, {
  * ```
  */
 export function alertCommand(ctx: CommandContext): Promise<number> {
-  return guard(ctx, async () => {
-    const [name = "", ...rest] = ctx.args;
-    if (name === "") {
-      ctx.stderr(USAGE[""]! + "\n");
-      return EXIT_USAGE;
-    }
-    if (name === "--help" || name === "-h" || name === "help") {
-      println(ctx, USAGE[""]!);
-      return 0;
-    }
-    const sub = SUBCOMMANDS[name];
-    if (sub === undefined) {
-      throw new UsageError(
-        `Cannot run "alert ${name}": unknown command (see "deno task alert --help")`,
-      );
-    }
-    const parsed = parseFlags(`alert ${name}`, rest, sub.options);
-    if (booleanFlag(parsed, "help")) {
-      println(ctx, USAGE[name]!);
-      return 0;
-    }
-    try {
-      return await sub.run({ ...ctx, args: rest }, parsed);
-    } catch (error) {
-      if (!(error instanceof AlertRuleNotFoundError)) throw error;
-      ctx.stderr(error.message + "\n");
-      return EXIT_FAILURE;
-    }
-  });
+  return guardFailures(
+    ctx,
+    [AlertRuleNotFoundError],
+    () =>
+      dispatch(ctx, {
+        command: "alert",
+        usage: USAGE,
+        subcommands: SUBCOMMANDS,
+      }),
+  );
 }

@@ -27,10 +27,7 @@ import {
   booleanFlag,
   type CommandContext,
   EXIT_FAILURE,
-  EXIT_USAGE,
   guard,
-  type Parsed,
-  parseFlags,
   println,
   stringFlag,
   stringFlags,
@@ -38,6 +35,7 @@ import {
   UsageError,
   useColor,
 } from "./command.ts";
+import { dispatch, JSON_FLAG, type Subcommands } from "./subcommands.ts";
 import {
   formatLevel,
   formatTable,
@@ -60,14 +58,7 @@ async function requireProject(kv: Deno.Kv, id: string): Promise<Project> {
   return project;
 }
 
-const JSON_FLAG = { json: { type: "boolean" } } as const;
-
-type Subcommand = (ctx: CommandContext, parsed: Parsed) => Promise<number>;
-
-const SUBCOMMANDS: Record<string, {
-  options: Parameters<typeof parseFlags>[2];
-  run: Subcommand;
-}> = {
+const SUBCOMMANDS: Subcommands = {
   create: {
     options: {
       ...JSON_FLAG,
@@ -368,33 +359,18 @@ const SUBCOMMANDS: Record<string, {
  * ```
  */
 export function projectCommand(ctx: CommandContext): Promise<number> {
-  return guard(ctx, async () => {
-    const [name = "", ...rest] = ctx.args;
-    if (name === "") {
-      ctx.stderr(USAGE[""]! + "\n");
-      return EXIT_USAGE;
-    }
-    if (name === "--help" || name === "-h" || name === "help") {
-      println(ctx, USAGE[""]!);
-      return 0;
-    }
-    const sub = SUBCOMMANDS[name];
-    if (sub === undefined) {
-      throw new UsageError(
-        `Cannot run "project ${name}": unknown command (see "deno task project --help")`,
-      );
-    }
-    const parsed = parseFlags(`project ${name}`, rest, sub.options);
-    if (booleanFlag(parsed, "help")) {
-      println(ctx, USAGE[name]!);
-      return 0;
-    }
-    // The ID of every subcommand but these may be a name (cli/resolve.ts).
-    const named = parsed.positionals[0];
-    if (name !== "create" && name !== "list" && named !== undefined) {
-      parsed.positionals[0] = (await resolveProject(ctx.kv, named)).id;
-    }
-    const run = () => sub.run({ ...ctx, args: rest }, parsed);
-    return await auditedProjectCommand(ctx, name, parsed, run);
-  });
+  return guard(ctx, () =>
+    dispatch(ctx, {
+      command: "project",
+      usage: USAGE,
+      subcommands: SUBCOMMANDS,
+      async around(name, parsed, run) {
+        // The ID of every subcommand but these may be a name (cli/resolve.ts).
+        const named = parsed.positionals[0];
+        if (name !== "create" && name !== "list" && named !== undefined) {
+          parsed.positionals[0] = (await resolveProject(ctx.kv, named)).id;
+        }
+        return await auditedProjectCommand(ctx, name, parsed, run);
+      },
+    }));
 }

@@ -23,13 +23,14 @@ import {
   takePositionals,
   UsageError,
 } from "./command.ts";
-import { formatTable, formatTime, inert } from "./format.ts";
 import {
-  CLI_ACTOR,
   dispatch,
-  guardAccounts,
+  guardFailures,
+  JSON_FLAG,
   type Subcommands,
-} from "./user.ts";
+} from "./subcommands.ts";
+import { formatTable, formatTime, inert } from "./format.ts";
+import { CLI_ACTOR } from "./user.ts";
 
 const USAGE: Record<string, string> = {
   "": `Manage a project's read tokens (for GET /api/v1/projects/ID/logs).
@@ -67,8 +68,6 @@ export function tokenJson(token: ReadToken): Record<string, unknown> {
     createdAt: new Date(token.createdAt).toISOString(),
   };
 }
-
-const JSON_FLAG = { json: { type: "boolean" } } as const;
 
 const SUBCOMMANDS: Subcommands = {
   create: {
@@ -190,9 +189,14 @@ const SUBCOMMANDS: Subcommands = {
  * ```
  */
 export function tokenCommand(ctx: CommandContext): Promise<number> {
-  return guardAccounts(
+  return guardFailures(
     ctx,
     [TokenNotFoundError],
-    () => dispatch(ctx, "token", USAGE, SUBCOMMANDS),
+    () =>
+      dispatch(ctx, {
+        command: "token",
+        usage: USAGE,
+        subcommands: SUBCOMMANDS,
+      }),
   );
 }
