@@ -32,13 +32,8 @@ import {
   takePositionals,
   UsageError,
 } from "./command.ts";
-import {
-  dispatch,
-  guardFailures,
-  JSON_FLAG,
-  type Subcommands,
-} from "./subcommands.ts";
-import { formatTable, formatTime, inert } from "./format.ts";
+import { dispatch, JSON_FLAG, type Subcommands } from "./subcommands.ts";
+import { formatList, formatTable, formatTime, inert } from "./format.ts";
 
 const USAGE: Record<string, string> = {
   "": `Alert rules: a query, an optional threshold and a webhook.
@@ -213,26 +208,21 @@ const SUBCOMMANDS: Subcommands = {
       ]);
       const projectId = await requireProject(ctx.kv, named!);
       const rules = await listAlertRules(ctx.kv, projectId);
-      if (booleanFlag(parsed, "json")) {
-        println(ctx, JSON.stringify(rules.map((r) => ruleJson(r))));
-        return 0;
-      }
-      if (rules.length === 0) {
-        println(ctx, "No alert rules");
-        return 0;
-      }
       println(
         ctx,
-        formatTable([
-          ["ID", "QUERY", "FIRES ON", "EVERY", "WEBHOOK"],
-          ...rules.map((r) => [
+        formatList(rules, {
+          json: booleanFlag(parsed, "json"),
+          toJson: (r) => ruleJson(r),
+          empty: "No alert rules",
+          header: ["ID", "QUERY", "FIRES ON", "EVERY", "WEBHOOK"],
+          row: (r) => [
             r.id,
             inert(r.query),
             describeScope(r),
             formatAlertDuration(r.everyMs),
             inert(r.webhook),
-          ]),
-        ]),
+          ],
+        }),
       );
       return 0;
     },
@@ -273,26 +263,21 @@ const SUBCOMMANDS: Subcommands = {
         throw new AlertRuleNotFoundError(projectId, ruleId);
       }
       const history = await readAlertHistory(ctx.kv, projectId, ruleId);
-      if (booleanFlag(parsed, "json")) {
-        println(ctx, JSON.stringify(history.map(attemptJson)));
-        return 0;
-      }
-      if (history.length === 0) {
-        println(ctx, "No deliveries yet");
-        return 0;
-      }
       println(
         ctx,
-        formatTable([
-          ["TIME", "ATTEMPT", "COUNT", "RESULT", "OUTCOME"],
-          ...history.map((a) => [
+        formatList(history, {
+          json: booleanFlag(parsed, "json"),
+          toJson: attemptJson,
+          empty: "No deliveries yet",
+          header: ["TIME", "ATTEMPT", "COUNT", "RESULT", "OUTCOME"],
+          row: (a) => [
             formatTime(a.at),
             String(a.attempt),
             String(a.count),
             a.status === undefined ? inert(a.error ?? "-") : String(a.status),
             a.outcome,
-          ]),
-        ]),
+          ],
+        }),
       );
       return 0;
     },
@@ -308,14 +293,10 @@ const SUBCOMMANDS: Subcommands = {
  * ```
  */
 export function alertCommand(ctx: CommandContext): Promise<number> {
-  return guardFailures(
-    ctx,
-    [AlertRuleNotFoundError],
-    () =>
-      dispatch(ctx, {
-        command: "alert",
-        usage: USAGE,
-        subcommands: SUBCOMMANDS,
-      }),
-  );
+  return dispatch(ctx, {
+    command: "alert",
+    usage: USAGE,
+    subcommands: SUBCOMMANDS,
+    failures: [AlertRuleNotFoundError],
+  });
 }

@@ -92,6 +92,35 @@ export function formatTable(rows: string[][]): string {
   ).join("\n");
 }
 
+/** How {@linkcode formatList} shows a list of records. */
+export interface ListView<T> {
+  /** Whether to print one JSON array instead of a table. */
+  json: boolean;
+  /** A record as an element of that array. */
+  toJson: (item: T) => unknown;
+  /** What is said when there is no record. */
+  empty: string;
+  /** The table's header row. */
+  header: string[];
+  /** A record as a table row. */
+  row: (item: T) => string[];
+}
+
+/**
+ * A list of records as a `--json` array, as the sentence saying there is
+ * none, or as a table under its header: how every `list` command answers.
+ *
+ * @example
+ * ```ts
+ * formatList([], { json: false, toJson: String, empty: "No rules", header: ["ID"], row: (r) => [r] }); // "No rules"
+ * ```
+ */
+export function formatList<T>(items: readonly T[], view: ListView<T>): string {
+  if (view.json) return JSON.stringify(items.map((item) => view.toJson(item)));
+  if (items.length === 0) return view.empty;
+  return formatTable([view.header, ...items.map((item) => view.row(item))]);
+}
+
 /**
  * A time as `2026-01-01 12:00:05Z` (UTC), with milliseconds when asked.
  *

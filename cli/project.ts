@@ -27,7 +27,6 @@ import {
   booleanFlag,
   type CommandContext,
   EXIT_FAILURE,
-  guard,
   println,
   stringFlag,
   stringFlags,
@@ -38,6 +37,7 @@ import {
 import { dispatch, JSON_FLAG, type Subcommands } from "./subcommands.ts";
 import {
   formatLevel,
+  formatList,
   formatTable,
   formatTime,
   inert,
@@ -102,40 +102,25 @@ const SUBCOMMANDS: Subcommands = {
       const projects = (await listProjects(ctx.kv)).sort((a, b) =>
         a.name < b.name ? -1 : a.name > b.name ? 1 : a.createdAt - b.createdAt
       );
-      if (booleanFlag(parsed, "json")) {
-        const now = ctx.now();
-        println(
-          ctx,
-          JSON.stringify(projects.map((p) => projectJson(p, { now }))),
-        );
-        return 0;
-      }
-      if (projects.length === 0) {
-        println(
-          ctx,
-          `No projects yet: create one with "deno task project create --name NAME"`,
-        );
-        return 0;
-      }
-      const rows = [[
-        "ID",
-        "NAME",
-        "ALLOWED",
-        "LEVELS",
-        "RETENTION",
-        "CREATED",
-      ]];
-      for (const p of projects) {
-        rows.push([
-          p.id,
-          inert(p.name),
-          inert(p.settings.allowedOrigin.join(", ")) || "-",
-          [...STANDARD_LEVELS, ...p.levels].join(", "),
-          `${p.retentionDays}d`,
-          formatTime(p.createdAt),
-        ]);
-      }
-      println(ctx, formatTable(rows));
+      const now = ctx.now();
+      println(
+        ctx,
+        formatList(projects, {
+          json: booleanFlag(parsed, "json"),
+          toJson: (p) => projectJson(p, { now }),
+          empty:
+            `No projects yet: create one with "deno task project create --name NAME"`,
+          header: ["ID", "NAME", "ALLOWED", "LEVELS", "RETENTION", "CREATED"],
+          row: (p) => [
+            p.id,
+            inert(p.name),
+            inert(p.settings.allowedOrigin.join(", ")) || "-",
+            [...STANDARD_LEVELS, ...p.levels].join(", "),
+            `${p.retentionDays}d`,
+            formatTime(p.createdAt),
+          ],
+        }),
+      );
       return 0;
     },
   },
@@ -359,18 +344,17 @@ const SUBCOMMANDS: Subcommands = {
  * ```
  */
 export function projectCommand(ctx: CommandContext): Promise<number> {
-  return guard(ctx, () =>
-    dispatch(ctx, {
-      command: "project",
-      usage: USAGE,
-      subcommands: SUBCOMMANDS,
-      async around(name, parsed, run) {
-        // The ID of every subcommand but these may be a name (cli/resolve.ts).
-        const named = parsed.positionals[0];
-        if (name !== "create" && name !== "list" && named !== undefined) {
-          parsed.positionals[0] = (await resolveProject(ctx.kv, named)).id;
-        }
-        return await auditedProjectCommand(ctx, name, parsed, run);
-      },
-    }));
+  return dispatch(ctx, {
+    command: "project",
+    usage: USAGE,
+    subcommands: SUBCOMMANDS,
+    async around(name, parsed, run) {
+      // The ID of every subcommand but these may be a name (cli/resolve.ts).
+      const named = parsed.positionals[0];
+      if (name !== "create" && name !== "list" && named !== undefined) {
+        parsed.positionals[0] = (await resolveProject(ctx.kv, named)).id;
+      }
+      return await auditedProjectCommand(ctx, name, parsed, run);
+    },
+  });
 }

@@ -38,6 +38,12 @@ export interface DispatchOptions {
   usage: Record<string, string>;
   subcommands: Subcommands;
   /**
+   * Errors told in one line with {@linkcode EXIT_FAILURE}, besides those
+   * of {@linkcode guard} (a missing account, rule or token).
+   * @default none
+   */
+  failures?: (new (...args: never[]) => Error)[];
+  /**
    * Wraps the run of a subcommand whose arguments have been read (to
    * resolve a name, or to audit what it changed).
    * @default runs it
@@ -51,15 +57,23 @@ export interface DispatchOptions {
 
 /**
  * Runs the subcommand named by the first argument, answering `--help` at
- * either level; without a subcommand the help goes to stderr with
- * {@linkcode EXIT_USAGE}.
+ * either level (without a subcommand the help goes to stderr with
+ * {@linkcode EXIT_USAGE}), and turns its failures into one line as
+ * {@linkcode guard} does.
  *
  * @example
  * ```ts
- * return guard(ctx, () => dispatch(ctx, { command: "token", usage, subcommands }));
+ * return dispatch(ctx, { command: "token", usage, subcommands });
  * ```
  */
-export async function dispatch(
+export function dispatch(
+  ctx: CommandContext,
+  options: DispatchOptions,
+): Promise<number> {
+  return guardFailures(ctx, options.failures ?? [], () => run(ctx, options));
+}
+
+async function run(
   ctx: CommandContext,
   options: DispatchOptions,
 ): Promise<number> {
@@ -90,10 +104,9 @@ export async function dispatch(
 
 /**
  * Runs `body` as {@linkcode guard} does, also turning an error of one of
- * `kinds` (a missing account, rule or token) into one line and
- * {@linkcode EXIT_FAILURE}.
+ * `kinds` into one line and {@linkcode EXIT_FAILURE}.
  */
-export function guardFailures(
+function guardFailures(
   ctx: CommandContext,
   kinds: (new (...args: never[]) => Error)[],
   body: () => Promise<number>,

@@ -23,13 +23,8 @@ import {
   takePositionals,
   UsageError,
 } from "./command.ts";
-import {
-  dispatch,
-  guardFailures,
-  JSON_FLAG,
-  type Subcommands,
-} from "./subcommands.ts";
-import { formatTable, formatTime, inert } from "./format.ts";
+import { dispatch, JSON_FLAG, type Subcommands } from "./subcommands.ts";
+import { formatList, formatTime, inert } from "./format.ts";
 import { CLI_ACTOR } from "./user.ts";
 
 const USAGE: Record<string, string> = {
@@ -126,27 +121,22 @@ const SUBCOMMANDS: Subcommands = {
       ]);
       const projectId = await projectIdOf(ctx.kv, named!);
       const tokens = await listReadTokens(ctx.kv, projectId);
-      if (booleanFlag(parsed, "json")) {
-        println(ctx, JSON.stringify(tokens.map(tokenJson)));
-        return 0;
-      }
-      if (tokens.length === 0) {
-        println(
-          ctx,
-          `No read tokens: create one with "deno task token create ${projectId} --name NAME"`,
-        );
-        return 0;
-      }
-      const rows = [["ID", "NAME", "CREATED BY", "CREATED"]];
-      for (const t of tokens) {
-        rows.push([
-          t.id,
-          inert(t.name),
-          inert(t.createdBy),
-          formatTime(t.createdAt),
-        ]);
-      }
-      println(ctx, formatTable(rows));
+      println(
+        ctx,
+        formatList(tokens, {
+          json: booleanFlag(parsed, "json"),
+          toJson: tokenJson,
+          empty:
+            `No read tokens: create one with "deno task token create ${projectId} --name NAME"`,
+          header: ["ID", "NAME", "CREATED BY", "CREATED"],
+          row: (t) => [
+            t.id,
+            inert(t.name),
+            inert(t.createdBy),
+            formatTime(t.createdAt),
+          ],
+        }),
+      );
       return 0;
     },
   },
@@ -189,14 +179,10 @@ const SUBCOMMANDS: Subcommands = {
  * ```
  */
 export function tokenCommand(ctx: CommandContext): Promise<number> {
-  return guardFailures(
-    ctx,
-    [TokenNotFoundError],
-    () =>
-      dispatch(ctx, {
-        command: "token",
-        usage: USAGE,
-        subcommands: SUBCOMMANDS,
-      }),
-  );
+  return dispatch(ctx, {
+    command: "token",
+    usage: USAGE,
+    subcommands: SUBCOMMANDS,
+    failures: [TokenNotFoundError],
+  });
 }

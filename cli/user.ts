@@ -33,13 +33,8 @@ import {
   takePositionals,
   UsageError,
 } from "./command.ts";
-import {
-  dispatch,
-  guardFailures,
-  JSON_FLAG,
-  type Subcommands,
-} from "./subcommands.ts";
-import { formatTable, formatTime, inert } from "./format.ts";
+import { dispatch, JSON_FLAG, type Subcommands } from "./subcommands.ts";
+import { formatList, formatTime, inert } from "./format.ts";
 
 /** Who the audit log names for a change made with these commands. */
 export const CLI_ACTOR = "cli";
@@ -186,27 +181,22 @@ const SUBCOMMANDS: Subcommands = {
     async run(ctx, parsed) {
       takePositionals("user list", parsed.positionals, []);
       const users = await listUsers(ctx.kv);
-      if (booleanFlag(parsed, "json")) {
-        println(ctx, JSON.stringify(users.map(userJson)));
-        return 0;
-      }
-      if (users.length === 0) {
-        println(
-          ctx,
-          `No accounts besides the built-in "admin": add one with "deno task user add EMAIL --role viewer --project ID --password-stdin"`,
-        );
-        return 0;
-      }
-      const rows = [["EMAIL", "ROLE", "PROJECTS", "ADDED"]];
-      for (const u of users) {
-        rows.push([
-          inert(u.email),
-          u.role,
-          u.role === "admin" ? "(all)" : u.projects.join(", ") || "-",
-          formatTime(u.createdAt),
-        ]);
-      }
-      println(ctx, formatTable(rows));
+      println(
+        ctx,
+        formatList(users, {
+          json: booleanFlag(parsed, "json"),
+          toJson: userJson,
+          empty:
+            `No accounts besides the built-in "admin": add one with "deno task user add EMAIL --role viewer --project ID --password-stdin"`,
+          header: ["EMAIL", "ROLE", "PROJECTS", "ADDED"],
+          row: (u) => [
+            inert(u.email),
+            u.role,
+            u.role === "admin" ? "(all)" : u.projects.join(", ") || "-",
+            formatTime(u.createdAt),
+          ],
+        }),
+      );
       return 0;
     },
   },
@@ -316,14 +306,10 @@ const SUBCOMMANDS: Subcommands = {
  * ```
  */
 export function userCommand(ctx: CommandContext): Promise<number> {
-  return guardFailures(
-    ctx,
-    [UserNotFoundError, UserExistsError],
-    () =>
-      dispatch(ctx, {
-        command: "user",
-        usage: USAGE,
-        subcommands: SUBCOMMANDS,
-      }),
-  );
+  return dispatch(ctx, {
+    command: "user",
+    usage: USAGE,
+    subcommands: SUBCOMMANDS,
+    failures: [UserNotFoundError, UserExistsError],
+  });
 }
