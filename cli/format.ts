@@ -6,6 +6,7 @@
  * @module
  */
 import { UsageError } from "./command.ts";
+import { DURATION_UNIT_MS } from "../domain/duration.ts";
 
 // deno-lint-ignore no-control-regex -- matching the escape character is the point
 const ANSI = /\x1b\[[0-9;]*m/g;
@@ -134,14 +135,6 @@ export function formatTime(ms: number, withMs = false): string {
   return iso.slice(0, 10) + " " + iso.slice(11, withMs ? 23 : 19) + "Z";
 }
 
-const UNIT_MS: Record<string, number> = {
-  ms: 1,
-  s: 1000,
-  m: 60_000,
-  h: 3_600_000,
-  d: 86_400_000,
-  w: 7 * 86_400_000,
-};
 const DURATION = /^(?:\d+(?:\.\d+)?(?:ms|s|m|h|d|w))+$/;
 
 /**
@@ -158,7 +151,7 @@ export function parseDuration(text: string): number | undefined {
   if (!DURATION.test(text)) return undefined;
   let total = 0;
   for (const [, n, unit] of text.matchAll(/(\d+(?:\.\d+)?)(ms|s|m|h|d|w)/g)) {
-    total += Number(n) * UNIT_MS[unit!]!;
+    total += Number(n) * DURATION_UNIT_MS[unit!]!;
   }
   return Math.round(total);
 }

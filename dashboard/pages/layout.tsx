@@ -35,6 +35,31 @@ export interface ProjectTabs {
     | "audit";
 }
 
+/** The project tabs in their order; a viewer sees no settings. */
+const PROJECT_TABS: {
+  tab: ProjectTabs["current"];
+  path: string;
+  label: string;
+}[] = [
+  { tab: "explorer", path: "", label: "Explorer" },
+  { tab: "errors", path: "/errors", label: "Errors" },
+  { tab: "rejections", path: "/rejections", label: "Rejections" },
+  { tab: "settings", path: "/settings", label: "Settings" },
+  { tab: "alerts", path: "/alerts", label: "Alerts" },
+  { tab: "audit", path: "/audit", label: "Audit" },
+];
+
+/** A link of the navigation, marked when it leads to the current page. */
+function NavLink(
+  props: { href: string; current: boolean; children: string },
+) {
+  return (
+    <a href={props.href} aria-current={props.current ? "page" : undefined}>
+      {props.children}
+    </a>
+  );
+}
+
 /** Props of {@linkcode Layout}. */
 export interface LayoutProps {
   ctx: PageContext;
@@ -120,30 +145,28 @@ export function Layout(props: LayoutProps) {
           <a class="brand" href={link(ctx.base, "/")}>Logs</a>
           {ctx.csrf !== null && (
             <nav class="main">
-              <a
+              <NavLink
                 href={link(ctx.base, "/")}
-                aria-current={props.section === "projects" ? "page" : undefined}
+                current={props.section === "projects"}
               >
                 Projects
-              </a>
+              </NavLink>
               {ctx.account?.role !== "viewer" &&
                 ctx.account?.role !== "member" && (
-                <a
+                <NavLink
                   href={link(ctx.base, "/dead-letters")}
-                  aria-current={props.section === "dead-letters"
-                    ? "page"
-                    : undefined}
+                  current={props.section === "dead-letters"}
                 >
                   Dead letters
-                </a>
+                </NavLink>
               )}
               {ctx.account?.role === "admin" && (
-                <a
+                <NavLink
                   href={link(ctx.base, "/users")}
-                  aria-current={props.section === "users" ? "page" : undefined}
+                  current={props.section === "users"}
                 >
                   Users
-                </a>
+                </NavLink>
               )}
               {ctx.account && (
                 <span class="account" id="account">
@@ -164,48 +187,16 @@ export function Layout(props: LayoutProps) {
         {project && (
           <nav class="tabs" aria-label="Project">
             <span class="project-name" title={project.id}>{project.name}</span>
-            <a
-              href={link(ctx.base, `/projects/${project.id}`)}
-              aria-current={project.current === "explorer" ? "page" : undefined}
-            >
-              Explorer
-            </a>
-            <a
-              href={link(ctx.base, `/projects/${project.id}/errors`)}
-              aria-current={project.current === "errors" ? "page" : undefined}
-            >
-              Errors
-            </a>
-            <a
-              href={link(ctx.base, `/projects/${project.id}/rejections`)}
-              aria-current={project.current === "rejections"
-                ? "page"
-                : undefined}
-            >
-              Rejections
-            </a>
-            {ctx.account?.role !== "viewer" && (
-              <a
-                href={link(ctx.base, `/projects/${project.id}/settings`)}
-                aria-current={project.current === "settings"
-                  ? "page"
-                  : undefined}
+            {PROJECT_TABS.filter((t) =>
+              t.tab !== "settings" || ctx.account?.role !== "viewer"
+            ).map((t) => (
+              <NavLink
+                href={link(ctx.base, `/projects/${project.id}${t.path}`)}
+                current={project.current === t.tab}
               >
-                Settings
-              </a>
-            )}
-            <a
-              href={link(ctx.base, `/projects/${project.id}/alerts`)}
-              aria-current={project.current === "alerts" ? "page" : undefined}
-            >
-              Alerts
-            </a>
-            <a
-              href={link(ctx.base, `/projects/${project.id}/audit`)}
-              aria-current={project.current === "audit" ? "page" : undefined}
-            >
-              Audit
-            </a>
+                {t.label}
+              </NavLink>
+            ))}
           </nav>
         )}
         <main>{props.children}</main>
