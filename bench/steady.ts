@@ -32,7 +32,7 @@ import { createGenerator, plantWord } from "./query/generate.ts";
 import { denoArgs, taskCommand } from "./options.ts";
 import { serverMemory } from "./process.ts";
 import { freePort, startServer } from "./server.ts";
-import { parseWrk, type WrkResult } from "./wrk.ts";
+import { runWrkScript, type WrkResult } from "./wrk.ts";
 
 const ROOT = new URL("../", import.meta.url);
 /** The checkout whose service runs: this one, or `--service DIR` (another build, side by side). */
@@ -126,31 +126,20 @@ end
   );
 }
 
-async function wrk(
+/** wrk for `seconds` with the script at `script` (two threads). */
+function wrk(
   url: string,
   script: string,
   connections: number,
   seconds: number,
 ): Promise<WrkResult> {
-  const out = await new Deno.Command("wrk", {
-    args: [
-      "-t2",
-      `-c${connections}`,
-      `-d${seconds}s`,
-      "--timeout",
-      "10s",
-      "--latency",
-      "-s",
-      script,
-      url,
-    ],
-    stdout: "piped",
-    stderr: "piped",
-  }).output();
-  const text = new TextDecoder().decode(out.stdout) +
-    new TextDecoder().decode(out.stderr);
-  if (!out.success) throw new Error(`Cannot run wrk:\n${text}`);
-  return parseWrk(text);
+  return runWrkScript({
+    url,
+    script,
+    connections,
+    threads: 2,
+    durationSeconds: seconds,
+  });
 }
 
 function median(values: number[]): number {
