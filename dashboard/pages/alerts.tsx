@@ -12,9 +12,9 @@ import { formatTime, link } from "./format.ts";
 import {
   CopyableCode,
   Csrf,
-  Layout,
-  Notice,
+  FlashNotice,
   type PageContext,
+  ProjectLayout,
 } from "./layout.tsx";
 
 /** Form values sent back with a refusal. */
@@ -88,16 +88,9 @@ export function AlertsPage(props: { ctx: PageContext; data: AlertsData }) {
   const action = (path: string) =>
     link(ctx.base, `/projects/${project.id}/alerts/${path}`);
   return (
-    <Layout
-      ctx={ctx}
-      title={`${project.name} · Alerts`}
-      section="projects"
-      project={{ id: project.id, name: project.name, current: "alerts" }}
-    >
+    <ProjectLayout ctx={ctx} project={project} tab="alerts">
       <h1>Alerts</h1>
-      {data.notice && (
-        <Notice kind={data.notice.kind}>{data.notice.text}</Notice>
-      )}
+      <FlashNotice notice={data.notice} />
       {data.created && (
         <div class="created" id="created-rule">
           <p>
@@ -215,6 +208,6 @@ export function AlertsPage(props: { ctx: PageContext; data: AlertsData }) {
           <button type="submit">Add rule</button>
         </form>
       </section>
-    </Layout>
+    </ProjectLayout>
   );
 }

@@ -7,7 +7,7 @@
  */
 import type { AuditEvent } from "../../db/audit.ts";
 import { formatTime } from "./format.ts";
-import { Layout, type PageContext } from "./layout.tsx";
+import { type PageContext, ProjectLayout } from "./layout.tsx";
 
 /** The events as a table, or a line saying there are none. */
 export function AuditTable(props: { events: AuditEvent[] }) {
@@ -52,18 +52,13 @@ export interface AuditData {
 export function AuditPage(props: { ctx: PageContext; data: AuditData }) {
   const { ctx, data } = props;
   return (
-    <Layout
-      ctx={ctx}
-      title={`${data.project.name} · Audit`}
-      section="projects"
-      project={{ ...data.project, current: "audit" }}
-    >
+    <ProjectLayout ctx={ctx} project={data.project} tab="audit">
       <h1>Audit log</h1>
       <p class="hint">
         Changes to this project's settings, secret, read tokens, alerts and
         accounts, newest first (the last 500, at most 180 days).
       </p>
       <AuditTable events={data.events} />
-    </Layout>
+    </ProjectLayout>
   );
 }

@@ -8,7 +8,7 @@
  */
 import type { DeadLetter } from "../../queue/dead_letters.ts";
 import { formatTime, link } from "./format.ts";
-import { Csrf, Layout, Notice, type PageContext } from "./layout.tsx";
+import { Csrf, FlashNotice, Layout, type PageContext } from "./layout.tsx";
 
 /** Data of the dead letters page. */
 export interface DeadLettersData {
@@ -24,9 +24,7 @@ export function DeadLettersPage(
   return (
     <Layout ctx={ctx} title="Dead letters" section="dead-letters">
       <h1>Dead letters</h1>
-      {data.notice && (
-        <Notice kind={data.notice.kind}>{data.notice.text}</Notice>
-      )}
+      <FlashNotice notice={data.notice} />
       <p>
         Batches of entries whose processing failed 5 times in a row. Replaying
         one moves it back to the pending batches: a running server processes it

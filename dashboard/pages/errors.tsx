@@ -11,7 +11,7 @@ import type { ErrorGroup } from "../../db/error_groups.ts";
 import { DEFAULT_RANGE, type ExplorerState } from "../explorer_state.ts";
 import { explorerHref } from "./explorer_list.tsx";
 import { formatAgo, formatTime, levelClass } from "./format.ts";
-import { Layout, type PageContext } from "./layout.tsx";
+import { type PageContext, ProjectLayout } from "./layout.tsx";
 
 /** Data of the errors page. */
 export interface ErrorsData {
@@ -76,12 +76,7 @@ export function ErrorsPage(props: { ctx: PageContext; data: ErrorsData }) {
   const { project } = data;
   const fresh = data.groups.filter((g) => g.isNew).length;
   return (
-    <Layout
-      ctx={ctx}
-      title={`${project.name} · Errors`}
-      section="projects"
-      project={{ id: project.id, name: project.name, current: "errors" }}
-    >
+    <ProjectLayout ctx={ctx} project={project} tab="errors">
       <h1>Errors</h1>
       <p class="hint">
         Entries of level error and critical, grouped by their title (numbers,
@@ -171,6 +166,6 @@ export function ErrorsPage(props: { ctx: PageContext; data: ErrorsData }) {
             </div>
           </>
         )}
-    </Layout>
+    </ProjectLayout>
   );
 }

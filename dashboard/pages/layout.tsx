@@ -76,6 +76,30 @@ export interface LayoutProps {
   children?: Child;
 }
 
+/** Props of {@linkcode ProjectLayout}. */
+export interface ProjectLayoutProps
+  extends Omit<LayoutProps, "title" | "section" | "project"> {
+  project: { id: string; name: string };
+  /** The project tab the page belongs to. */
+  tab: ProjectTabs["current"];
+  /** What the title says after the project's name. @default the tab's name */
+  title?: string;
+}
+
+/** The layout of a page of a project: its name in the title, its tabs. */
+export function ProjectLayout(props: ProjectLayoutProps) {
+  const { project, tab, title, ...rest } = props;
+  const label = PROJECT_TABS.find((t) => t.tab === tab)!.label;
+  return (
+    <Layout
+      {...rest}
+      title={`${project.name} · ${title ?? label}`}
+      section="projects"
+      project={{ id: project.id, name: project.name, current: tab }}
+    />
+  );
+}
+
 /** The hidden CSRF input of a form. */
 export function Csrf(props: { ctx: PageContext }) {
   return props.ctx.csrf === null
@@ -104,6 +128,15 @@ export function CopyableCode(
       <CopyButton target={props.id} />
     </>
   );
+}
+
+/** The notice a form's answer left for the page, if any. */
+export function FlashNotice(
+  props: { notice?: { kind: "ok" | "error"; text: string } },
+) {
+  return props.notice
+    ? <Notice kind={props.notice.kind}>{props.notice.text}</Notice>
+    : null;
 }
 
 /** A message box: `ok`, `error` or `info`. */

@@ -12,6 +12,7 @@ import { SavedViewList } from "./views.tsx";
 import {
   CopyableCode,
   Csrf,
+  FlashNotice,
   Layout,
   Notice,
   type PageContext,
@@ -118,9 +119,7 @@ export function ProjectsPage(props: { ctx: PageContext; data: ProjectsData }) {
   return (
     <Layout ctx={ctx} title="Projects" section="projects">
       <h1>Projects</h1>
-      {data.notice && (
-        <Notice kind={data.notice.kind}>{data.notice.text}</Notice>
-      )}
+      <FlashNotice notice={data.notice} />
       {data.created && <Created ctx={ctx} created={data.created} />}
       {data.projects.length === 0
         ? (

@@ -13,7 +13,7 @@ import type { BacklogPart, StorageBacklog } from "../../db/backlog.ts";
 import type { KeptEntry, ReplayResult } from "../../db/rejected.ts";
 import type { Rejection } from "../../db/stats.ts";
 import { formatTime, levelClass, link } from "./format.ts";
-import { Layout, Notice, type PageContext } from "./layout.tsx";
+import { FlashNotice, type PageContext, ProjectLayout } from "./layout.tsx";
 import { REASON_HELP } from "./reasons.ts";
 import {
   KeptEntryItem,
@@ -286,20 +286,9 @@ export function RejectionsPage(
 ) {
   const { ctx, data } = props;
   return (
-    <Layout
-      ctx={ctx}
-      title={`${data.project.name} · Rejections`}
-      section="projects"
-      project={{
-        id: data.project.id,
-        name: data.project.name,
-        current: "rejections",
-      }}
-    >
+    <ProjectLayout ctx={ctx} project={data.project} tab="rejections">
       <h1>Why are my entries missing?</h1>
-      {data.notice && (
-        <Notice kind={data.notice.kind}>{data.notice.text}</Notice>
-      )}
+      <FlashNotice notice={data.notice} />
       <p>
         The endpoint answers <code>queued</code>{" "}
         before it checks credentials, so a refused entry still got{" "}
@@ -335,6 +324,6 @@ export function RejectionsPage(
         </p>
       </section>
       <RecentTable ctx={ctx} data={data} />
-    </Layout>
+    </ProjectLayout>
   );
 }

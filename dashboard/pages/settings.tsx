@@ -11,9 +11,10 @@ import { formatDuration, formatTime, link } from "./format.ts";
 import {
   CopyableCode,
   Csrf,
-  Layout,
+  FlashNotice,
   Notice,
   type PageContext,
+  ProjectLayout,
 } from "./layout.tsx";
 import { Snippets } from "./snippets.tsx";
 import { type TokenRow, TokensSection } from "./tokens.tsx";
@@ -119,16 +120,9 @@ export function SettingsPage(props: { ctx: PageContext; data: SettingsData }) {
     link(ctx.base, `/projects/${project.id}/settings/${path}`);
   const origin = project.allowedOrigin.find((v) => v.includes("://"));
   return (
-    <Layout
-      ctx={ctx}
-      title={`${project.name} · Settings`}
-      section="projects"
-      project={{ id: project.id, name: project.name, current: "settings" }}
-    >
+    <ProjectLayout ctx={ctx} project={project} tab="settings">
       <h1>Settings</h1>
-      {data.notice && (
-        <Notice kind={data.notice.kind}>{data.notice.text}</Notice>
-      )}
+      <FlashNotice notice={data.notice} />
       <dl class="pairs">
         <dt>Project id</dt>
         <dd>
@@ -330,6 +324,6 @@ export function SettingsPage(props: { ctx: PageContext; data: SettingsData }) {
           <FieldErrorText error={errors.delete} />
         </section>
       )}
-    </Layout>
+    </ProjectLayout>
   );
 }

@@ -9,7 +9,7 @@ import type { AuditEvent } from "../../db/audit.ts";
 import { ROLES } from "../../db/users.ts";
 import { AuditTable } from "./audit.tsx";
 import { formatTime, link } from "./format.ts";
-import { Csrf, Layout, Notice, type PageContext } from "./layout.tsx";
+import { Csrf, FlashNotice, Layout, type PageContext } from "./layout.tsx";
 
 /** An account as listed (no hash). */
 export interface UserRow {
@@ -74,9 +74,7 @@ export function UsersPage(props: { ctx: PageContext; data: UsersData }) {
   return (
     <Layout ctx={ctx} title="Users" section="users">
       <h1>Users</h1>
-      {data.notice && (
-        <Notice kind={data.notice.kind}>{data.notice.text}</Notice>
-      )}
+      <FlashNotice notice={data.notice} />
       <p class="hint">
         <strong>admin</strong>: everything, users included;{" "}
         <strong>member</strong>: reads and configures the projects given;{" "}
