@@ -11,9 +11,9 @@ import { formatAlertDuration } from "../../alerts/rules.ts";
 import { formatTime, link } from "./format.ts";
 import {
   CopyableCode,
-  Csrf,
   FlashNotice,
   type PageContext,
+  PostForm,
   ProjectLayout,
 } from "./layout.tsx";
 
@@ -138,24 +138,17 @@ export function AlertsPage(props: { ctx: PageContext; data: AlertsData }) {
                   <summary>Deliveries ({history.length})</summary>
                   <History history={history} />
                 </details>
-                <form method="post" action={action("remove")} class="inline">
-                  <Csrf ctx={ctx} />
+                <PostForm ctx={ctx} action={action("remove")} class="inline">
                   <input type="hidden" name="rule" value={rule.id} />
                   <button type="submit" class="small">Remove rule</button>
-                </form>
+                </PostForm>
               </section>
             ))}
           </div>
         )}
       <section class="card" id="add" aria-labelledby="add-title">
         <h2 id="add-title">Add a rule</h2>
-        <form
-          method="post"
-          action={action("add")}
-          id="add-form"
-          class="stack"
-        >
-          <Csrf ctx={ctx} />
+        <PostForm ctx={ctx} action={action("add")} id="add-form" class="stack">
           <label>
             Query
             <input
@@ -206,7 +199,7 @@ export function AlertsPage(props: { ctx: PageContext; data: AlertsData }) {
             </label>
           </div>
           <button type="submit">Add rule</button>
-        </form>
+        </PostForm>
       </section>
     </ProjectLayout>
   );

@@ -8,7 +8,7 @@
  */
 import type { DeadLetter } from "../../queue/dead_letters.ts";
 import { formatTime, link } from "./format.ts";
-import { Csrf, FlashNotice, Layout, type PageContext } from "./layout.tsx";
+import { FlashNotice, Layout, type PageContext, PostForm } from "./layout.tsx";
 
 /** Data of the dead letters page. */
 export interface DeadLettersData {
@@ -63,26 +63,24 @@ export function DeadLettersPage(
                       <td class="num">{letter.attempts}</td>
                       <td class="error-text">{letter.error ?? "—"}</td>
                       <td>
-                        <form
-                          method="post"
+                        <PostForm
+                          ctx={ctx}
                           action={link(ctx.base, "/dead-letters/replay")}
                           class="inline"
                         >
-                          <Csrf ctx={ctx} />
                           <input type="hidden" name="id" value={letter.id} />
                           <button type="submit" class="small">Replay</button>
-                        </form>
+                        </PostForm>
                       </td>
                     </tr>
                   ))}
                 </tbody>
               </table>
             </div>
-            <form method="post" action={link(ctx.base, "/dead-letters/replay")}>
-              <Csrf ctx={ctx} />
+            <PostForm ctx={ctx} action={link(ctx.base, "/dead-letters/replay")}>
               <input type="hidden" name="id" value="all" />
               <button type="submit">Replay all</button>
-            </form>
+            </PostForm>
           </>
         )}
     </Layout>

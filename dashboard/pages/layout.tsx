@@ -107,6 +107,25 @@ export function Csrf(props: { ctx: PageContext }) {
     : <input type="hidden" name="_csrf" value={props.ctx.csrf} />;
 }
 
+/** A form that POSTs to `action`, with the CSRF token. */
+export function PostForm(
+  props: {
+    ctx: PageContext;
+    action: string;
+    class?: string;
+    id?: string;
+    children?: Child;
+  },
+) {
+  const { ctx, action, children, ...attributes } = props;
+  return (
+    <form method="post" action={action} {...attributes}>
+      <Csrf ctx={ctx} />
+      {children}
+    </form>
+  );
+}
+
 /** A button that copies the text of element `target` (an id). */
 export function CopyButton(props: { target: string; label?: string }) {
   return (
@@ -206,14 +225,13 @@ export function Layout(props: LayoutProps) {
                   {ctx.account.email} ({ctx.account.role})
                 </span>
               )}
-              <form
-                method="post"
+              <PostForm
+                ctx={ctx}
                 action={link(ctx.base, "/logout")}
                 class="inline"
               >
-                <Csrf ctx={ctx} />
                 <button type="submit" class="link" id="logout">Sign out</button>
-              </form>
+              </PostForm>
             </nav>
           )}
         </header>

@@ -11,11 +11,11 @@ import { formatAgo, formatTime, link } from "./format.ts";
 import { SavedViewList } from "./views.tsx";
 import {
   CopyableCode,
-  Csrf,
   FlashNotice,
   Layout,
   Notice,
   type PageContext,
+  PostForm,
 } from "./layout.tsx";
 
 const ALLOW_PLACEHOLDER = "https://shop.example.com\ncom.example.shop.ios";
@@ -223,13 +223,12 @@ export function ProjectsPage(props: { ctx: PageContext; data: ProjectsData }) {
       {ctx.account?.role !== "member" && ctx.account?.role !== "viewer" && (
         <section class="card" aria-labelledby="create-title">
           <h2 id="create-title">Create a project</h2>
-          <form
-            method="post"
+          <PostForm
+            ctx={ctx}
             action={link(ctx.base, "/projects")}
             class="stack"
             id="create-form"
           >
-            <Csrf ctx={ctx} />
             <label>
               Name
               <input
@@ -247,7 +246,7 @@ export function ProjectsPage(props: { ctx: PageContext; data: ProjectsData }) {
               </textarea>
             </label>
             <button type="submit" class="primary">Create project</button>
-          </form>
+          </PostForm>
         </section>
       )}
     </Layout>

@@ -10,10 +10,10 @@
 import { formatDuration, formatTime, link } from "./format.ts";
 import {
   CopyableCode,
-  Csrf,
   FlashNotice,
   Notice,
   type PageContext,
+  PostForm,
   ProjectLayout,
 } from "./layout.tsx";
 import { Snippets } from "./snippets.tsx";
@@ -95,8 +95,7 @@ function RemovableValues(props: RemovableValuesProps) {
       {props.values.map((value) => (
         <li>
           <code>{value}</code>
-          <form method="post" action={props.action} class="inline">
-            <Csrf ctx={ctx} />
+          <PostForm ctx={ctx} action={props.action} class="inline">
             <input type="hidden" name={field} value={value} />
             <button
               type="submit"
@@ -105,7 +104,7 @@ function RemovableValues(props: RemovableValuesProps) {
             >
               Remove
             </button>
-          </form>
+          </PostForm>
         </li>
       ))}
     </ul>
@@ -157,13 +156,12 @@ export function SettingsPage(props: { ctx: PageContext; data: SettingsData }) {
                   removeLabel={(value) => `Remove ${value}`}
                 />
               )}
-            <form
-              method="post"
+            <PostForm
+              ctx={ctx}
               action={action("allow")}
               class="row"
               id="allow-form"
             >
-              <Csrf ctx={ctx} />
               <input
                 name="value"
                 required
@@ -173,7 +171,7 @@ export function SettingsPage(props: { ctx: PageContext; data: SettingsData }) {
                 aria-invalid={errors.allow ? "true" : undefined}
               />
               <button type="submit">Allow</button>
-            </form>
+            </PostForm>
             <FieldErrorText error={errors.allow} />
           </section>
 
@@ -192,8 +190,7 @@ export function SettingsPage(props: { ctx: PageContext; data: SettingsData }) {
                 removeLabel={(level) => `Remove level ${level}`}
               />
             )}
-            <form method="post" action={action("levels/add")} class="row">
-              <Csrf ctx={ctx} />
+            <PostForm ctx={ctx} action={action("levels/add")} class="row">
               <input
                 name="level"
                 required
@@ -202,7 +199,7 @@ export function SettingsPage(props: { ctx: PageContext; data: SettingsData }) {
                 value={errors.level?.value ?? ""}
               />
               <button type="submit">Add level</button>
-            </form>
+            </PostForm>
             <FieldErrorText error={errors.level} />
           </section>
 
@@ -212,8 +209,7 @@ export function SettingsPage(props: { ctx: PageContext; data: SettingsData }) {
             aria-labelledby="retention-title"
           >
             <h2 id="retention-title">Retention</h2>
-            <form method="post" action={action("retention")} class="row">
-              <Csrf ctx={ctx} />
+            <PostForm ctx={ctx} action={action("retention")} class="row">
               <label>
                 Keep entries for{" "}
                 <input
@@ -229,7 +225,7 @@ export function SettingsPage(props: { ctx: PageContext; data: SettingsData }) {
                 days
               </label>
               <button type="submit">Save</button>
-            </form>
+            </PostForm>
             <p class="hint">Applies to entries stored from now on.</p>
             <FieldErrorText error={errors.retention} />
           </section>
@@ -257,8 +253,7 @@ export function SettingsPage(props: { ctx: PageContext; data: SettingsData }) {
                 )} left).
               </p>
             )}
-            <form method="post" action={action("rotate")} class="row">
-              <Csrf ctx={ctx} />
+            <PostForm ctx={ctx} action={action("rotate")} class="row">
               <label>
                 Keep the old secret valid for{" "}
                 <select name="grace">
@@ -270,7 +265,7 @@ export function SettingsPage(props: { ctx: PageContext; data: SettingsData }) {
                 </select>
               </label>
               <button type="submit">Rotate secret</button>
-            </form>
+            </PostForm>
             <FieldErrorText error={errors.rotate} />
           </section>
         </div>
@@ -305,13 +300,12 @@ export function SettingsPage(props: { ctx: PageContext; data: SettingsData }) {
             rejections. This cannot be undone. Type the project's name,{" "}
             <strong>{project.name}</strong>, to confirm.
           </p>
-          <form
-            method="post"
+          <PostForm
+            ctx={ctx}
             action={action("delete")}
             class="row"
             id="delete-form"
           >
-            <Csrf ctx={ctx} />
             <input
               name="confirm"
               required
@@ -320,7 +314,7 @@ export function SettingsPage(props: { ctx: PageContext; data: SettingsData }) {
               data-expect={project.name}
             />
             <button type="submit" class="danger">Delete project</button>
-          </form>
+          </PostForm>
           <FieldErrorText error={errors.delete} />
         </section>
       )}

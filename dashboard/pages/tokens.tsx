@@ -6,7 +6,7 @@
  * @module
  */
 import { formatTime, link } from "./format.ts";
-import { CopyableCode, Csrf, Notice, type PageContext } from "./layout.tsx";
+import { CopyableCode, Notice, type PageContext, PostForm } from "./layout.tsx";
 
 /** A read token as listed. */
 export interface TokenRow {
@@ -59,12 +59,11 @@ export function TokensSection(props: TokensSectionProps) {
                 <span class="hint">
                   {t.id}, by {t.createdBy}, {formatTime(t.createdAt, false)} UTC
                 </span>
-                <form
-                  method="post"
+                <PostForm
+                  ctx={ctx}
                   action={action("tokens/revoke")}
                   class="inline"
                 >
-                  <Csrf ctx={ctx} />
                   <input type="hidden" name="token" value={t.id} />
                   <button
                     type="submit"
@@ -73,13 +72,12 @@ export function TokensSection(props: TokensSectionProps) {
                   >
                     Revoke
                   </button>
-                </form>
+                </PostForm>
               </li>
             ))}
           </ul>
         )}
-      <form method="post" action={action("tokens")} class="row" id="token-form">
-        <Csrf ctx={ctx} />
+      <PostForm ctx={ctx} action={action("tokens")} class="row" id="token-form">
         <input
           name="name"
           required
@@ -89,7 +87,7 @@ export function TokensSection(props: TokensSectionProps) {
           value={props.error?.value ?? ""}
         />
         <button type="submit">Create token</button>
-      </form>
+      </PostForm>
       {props.error && (
         <p class="field-error" role="alert">{props.error.message}</p>
       )}

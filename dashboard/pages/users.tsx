@@ -9,7 +9,7 @@ import type { AuditEvent } from "../../db/audit.ts";
 import { ROLES } from "../../db/users.ts";
 import { AuditTable } from "./audit.tsx";
 import { formatTime, link } from "./format.ts";
-import { Csrf, FlashNotice, Layout, type PageContext } from "./layout.tsx";
+import { FlashNotice, Layout, type PageContext, PostForm } from "./layout.tsx";
 
 /** An account as listed (no hash). */
 export interface UserRow {
@@ -101,12 +101,11 @@ export function UsersPage(props: { ctx: PageContext; data: UsersData }) {
                   <tr>
                     <td>{user.email}</td>
                     <td>
-                      <form
-                        method="post"
+                      <PostForm
+                        ctx={ctx}
                         action={link(ctx.base, "/users/update")}
                         class="row"
                       >
-                        <Csrf ctx={ctx} />
                         <input type="hidden" name="email" value={user.email} />
                         <RoleSelect selected={user.role} />
                         <ProjectChoices
@@ -114,7 +113,7 @@ export function UsersPage(props: { ctx: PageContext; data: UsersData }) {
                           chosen={user.projects}
                         />
                         <button type="submit" class="small">Save</button>
-                      </form>
+                      </PostForm>
                       <span class="hint">
                         {user.role === "admin"
                           ? "all projects"
@@ -124,12 +123,11 @@ export function UsersPage(props: { ctx: PageContext; data: UsersData }) {
                     </td>
                     <td>{formatTime(user.createdAt, false)}</td>
                     <td>
-                      <form
-                        method="post"
+                      <PostForm
+                        ctx={ctx}
                         action={link(ctx.base, "/users/remove")}
                         class="inline"
                       >
-                        <Csrf ctx={ctx} />
                         <input type="hidden" name="email" value={user.email} />
                         <button
                           type="submit"
@@ -138,7 +136,7 @@ export function UsersPage(props: { ctx: PageContext; data: UsersData }) {
                         >
                           Remove
                         </button>
-                      </form>
+                      </PostForm>
                     </td>
                   </tr>
                 ))}
@@ -148,13 +146,12 @@ export function UsersPage(props: { ctx: PageContext; data: UsersData }) {
         )}
       <section class="card" aria-labelledby="add-title">
         <h2 id="add-title">Add a user</h2>
-        <form
-          method="post"
+        <PostForm
+          ctx={ctx}
           action={link(ctx.base, "/users")}
           class="stack"
           id="add-user-form"
         >
-          <Csrf ctx={ctx} />
           <label>
             Email
             <input
@@ -183,7 +180,7 @@ export function UsersPage(props: { ctx: PageContext; data: UsersData }) {
             />
           </label>
           <button type="submit" class="primary">Add user</button>
-        </form>
+        </PostForm>
       </section>
       <section class="card" aria-labelledby="audit-title">
         <h2 id="audit-title">Changes to accounts</h2>
