@@ -96,6 +96,27 @@ export function formatAlertDuration(ms: number): string {
   return text || "0";
 }
 
+/**
+ * When a rule fires, as its deliveries and `alert list --json` tell it: the
+ * threshold and its window when it has one, and the pace of deliveries.
+ *
+ * @example
+ * ```ts
+ * ruleTrigger(rule); // { threshold: 10, window: "5m", every: "5m" }
+ * ```
+ */
+export function ruleTrigger(
+  rule: AlertRule,
+): { threshold?: number; window?: string; every: string } {
+  return {
+    ...(rule.threshold === undefined ? {} : {
+      threshold: rule.threshold,
+      window: formatAlertDuration(rule.windowMs ?? 0),
+    }),
+    every: formatAlertDuration(rule.everyMs),
+  };
+}
+
 function randomHex(bytes: number): string {
   return Array.from(
     crypto.getRandomValues(new Uint8Array(bytes)),

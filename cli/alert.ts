@@ -22,6 +22,7 @@ import {
   AlertRuleNotFoundError,
   formatAlertDuration,
   parseAlertDuration,
+  ruleTrigger,
 } from "../alerts/rules.ts";
 import {
   booleanFlag,
@@ -88,11 +89,7 @@ function ruleJson(
     id: rule.id,
     projectId: rule.projectId,
     query: rule.query,
-    ...(rule.threshold === undefined ? {} : {
-      threshold: rule.threshold,
-      window: formatAlertDuration(rule.windowMs ?? 0),
-    }),
-    every: formatAlertDuration(rule.everyMs),
+    ...ruleTrigger(rule),
     webhook: rule.webhook,
     createdAt: new Date(rule.createdAt).toISOString(),
     ...(withSecret ? { secret: rule.secret } : {}),
