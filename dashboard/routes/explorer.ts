@@ -13,7 +13,7 @@ import type { ScanBudget } from "../../db/query/scan.ts";
 import { getCookie } from "hono/cookie";
 import type { LogRecord } from "../../domain/entry.ts";
 import { mayRead } from "../access.ts";
-import { getProject } from "../../db/projects.ts";
+import { getProject, type Project } from "../../db/projects.ts";
 import { listViews } from "../../db/views.ts";
 import {
   type ExplorerState,
@@ -95,6 +95,24 @@ function readView(
       queryError: { message: error.message, column: error.column },
     };
   }
+}
+
+/**
+ * The project and the view of a request the explorer's script makes (a
+ * page of entries, the tail), or the plain-text answer refusing it.
+ */
+async function readScriptRequest(
+  c: DashContext,
+  kv: Deno.Kv,
+  now: number,
+): Promise<
+  { project: Project; state: ExplorerState; filter: Filter } | Response
+> {
+  const project = await getProject(kv, idParam(c));
+  if (project === null) return c.text("No such project", 404);
+  const { state, filter, queryError } = readView(c, now);
+  if (filter === null) return c.text(queryError!.message, 400);
+  return { project, state, filter };
 }
 
 /**
@@ -240,10 +258,9 @@ export function explorerRoutes(
   });
 
   app.get(`${base}/projects/:id/entries`, async (c) => {
-    const project = await getProject(kv, idParam(c));
-    if (project === null) return c.text("No such project", 404);
-    const { state, filter, queryError } = readView(c, deps.now());
-    if (filter === null) return c.text(queryError!.message, 400);
+    const read = await readScriptRequest(c, kv, deps.now());
+    if (read instanceof Response) return read;
+    const { project, state, filter } = read;
     let page;
     try {
       page = await queryLogs(kv, project.id, {
@@ -309,10 +326,9 @@ export function explorerRoutes(
   });
 
   app.get(`${base}/projects/:id/tail`, async (c) => {
-    const project = await getProject(kv, idParam(c));
-    if (project === null) return c.text("No such project", 404);
-    const { state, filter, queryError } = readView(c, deps.now());
-    if (filter === null) return c.text(queryError!.message, 400);
+    const read = await readScriptRequest(c, kv, deps.now());
+    if (read instanceof Response) return read;
+    const { project, state, filter } = read;
     const resumed = c.req.header("last-event-id");
     const after = resumed !== undefined && isEntryId(resumed)
       ? resumed
