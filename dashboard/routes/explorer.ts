@@ -53,8 +53,9 @@ import { SESSION_COOKIE } from "./auth.ts";
 export const PAGE_SIZE = 50;
 /**
  * Rows listed at most to reach the expanded entry of a permalink in its
- * place; further down, it is shown pinned above the list. (At 500 the page
- * weighed 4 MB and took 300–500 ms on the benchmark store.)
+ * place; further down, it is shown pinned above the list, since listing
+ * every row above a deep entry makes a page too heavy to send and to draw
+ * (BENCHMARKS.md#dashboard has the measured pages).
  */
 const MAX_ROWS_TO_OPEN = 4 * PAGE_SIZE;
 /** Entries shown on each side in "show in context". */
