@@ -10,6 +10,7 @@ import type { AlertRule, DeliveryAttempt } from "../../db/alerts.ts";
 import { formatAlertDuration } from "../../alerts/rules.ts";
 import { formatTime, link } from "./format.ts";
 import {
+  Card,
   CopyableCode,
   FlashNotice,
   type PageContext,
@@ -146,8 +147,7 @@ export function AlertsPage(props: { ctx: PageContext; data: AlertsData }) {
             ))}
           </div>
         )}
-      <section class="card" id="add" aria-labelledby="add-title">
-        <h2 id="add-title">Add a rule</h2>
+      <Card id="add" titleId="add-title" title="Add a rule">
         <PostForm ctx={ctx} action={action("add")} id="add-form" class="stack">
           <label>
             Query
@@ -200,7 +200,7 @@ export function AlertsPage(props: { ctx: PageContext; data: AlertsData }) {
           </div>
           <button type="submit">Add rule</button>
         </PostForm>
-      </section>
+      </Card>
     </ProjectLayout>
   );
 }

@@ -126,6 +126,31 @@ export function PostForm(
   );
 }
 
+/** A card of a page, headed by its title (which names the section). */
+export function Card(
+  props: {
+    /** The title's id, which labels the section. */
+    titleId: string;
+    title: Child;
+    id?: string;
+    /** Classes besides `card`. */
+    class?: string;
+    children?: Child;
+  },
+) {
+  const attributes = {
+    class: props.class ? `card ${props.class}` : "card",
+    ...(props.id === undefined ? {} : { id: props.id }),
+    "aria-labelledby": props.titleId,
+  };
+  return (
+    <section {...attributes}>
+      <h2 id={props.titleId}>{props.title}</h2>
+      {props.children}
+    </section>
+  );
+}
+
 /** A button that copies the text of element `target` (an id). */
 export function CopyButton(props: { target: string; label?: string }) {
   return (

@@ -10,6 +10,7 @@ import type { SavedView } from "../../db/views.ts";
 import { formatAgo, formatTime, link } from "./format.ts";
 import { SavedViewList } from "./views.tsx";
 import {
+  Card,
   CopyableCode,
   FlashNotice,
   Layout,
@@ -67,8 +68,11 @@ function Created(
 ) {
   const { ctx, created } = props;
   return (
-    <section class="card created" aria-labelledby="created-title">
-      <h2 id="created-title">Project “{created.name}” created</h2>
+    <Card
+      class="created"
+      titleId="created-title"
+      title={<>Project “{created.name}” created</>}
+    >
       <dl class="pairs">
         <dt>Project id</dt>
         <dd>
@@ -90,7 +94,7 @@ function Created(
           allow your origins and app ids, and send your first entry
         </a>.
       </p>
-    </section>
+    </Card>
   );
 }
 
@@ -221,8 +225,7 @@ export function ProjectsPage(props: { ctx: PageContext; data: ProjectsData }) {
         </p>
       )}
       {ctx.account?.role !== "member" && ctx.account?.role !== "viewer" && (
-        <section class="card" aria-labelledby="create-title">
-          <h2 id="create-title">Create a project</h2>
+        <Card titleId="create-title" title="Create a project">
           <PostForm
             ctx={ctx}
             action={link(ctx.base, "/projects")}
@@ -247,7 +250,7 @@ export function ProjectsPage(props: { ctx: PageContext; data: ProjectsData }) {
             </label>
             <button type="submit" class="primary">Create project</button>
           </PostForm>
-        </section>
+        </Card>
       )}
     </Layout>
   );

@@ -15,7 +15,7 @@ import {
 } from "../../db/rejected.ts";
 import { entryTitle } from "../../domain/fingerprint.ts";
 import { formatTime, levelClass, link } from "./format.ts";
-import { CopyButton, type PageContext, PostForm } from "./layout.tsx";
+import { Card, CopyButton, type PageContext, PostForm } from "./layout.tsx";
 import { REASON_HELP } from "./reasons.ts";
 
 /**
@@ -296,12 +296,7 @@ export function ReplayResults(
   const { ctx, results } = props;
   const stored = results.filter((r) => r.outcome === "stored").length;
   return (
-    <section
-      class="card"
-      id="replay-results"
-      aria-labelledby="replay-results-title"
-    >
-      <h2 id="replay-results-title">Replay</h2>
+    <Card id="replay-results" titleId="replay-results-title" title="Replay">
       <p role="status">
         {results.length === 0
           ? "There was no kept entry to replay."
@@ -338,6 +333,6 @@ export function ReplayResults(
           </tbody>
         </table>
       )}
-    </section>
+    </Card>
   );
 }

@@ -13,7 +13,12 @@ import type { BacklogPart, StorageBacklog } from "../../db/backlog.ts";
 import type { KeptEntry, ReplayResult } from "../../db/rejected.ts";
 import type { Rejection } from "../../db/stats.ts";
 import { formatTime, levelClass, link } from "./format.ts";
-import { FlashNotice, type PageContext, ProjectLayout } from "./layout.tsx";
+import {
+  Card,
+  FlashNotice,
+  type PageContext,
+  ProjectLayout,
+} from "./layout.tsx";
 import { REASON_HELP } from "./reasons.ts";
 import {
   KeptEntryItem,
@@ -79,8 +84,7 @@ function Counts(props: { data: RejectionsData }) {
     }`;
   const dayTotal = Object.values(data.lastDay).reduce((n, c) => n + c, 0);
   return (
-    <section class="card" aria-labelledby="counts-title">
-      <h2 id="counts-title">By reason</h2>
+    <Card titleId="counts-title" title="By reason">
       <table class="list counts">
         <thead>
           <tr>
@@ -145,7 +149,7 @@ function Counts(props: { data: RejectionsData }) {
           ? ", all of which are that recent, so there may have been more."
           : "."}
       </p>
-    </section>
+    </Card>
   );
 }
 
@@ -155,8 +159,7 @@ function KeptEntries(props: { ctx: PageContext; data: RejectionsData }) {
   const reasons = [...new Set(data.recent.map((r) => r.reason))].sort();
   const here = link(ctx.base, `/projects/${id}/rejections`);
   return (
-    <section class="card" id="rejected-content" aria-labelledby="kept-title">
-      <h2 id="kept-title">Rejected entries</h2>
+    <Card id="rejected-content" titleId="kept-title" title="Rejected entries">
       <p>
         The service keeps the last 100 rejected entries for 7 days, with what
         was sent. Fix the settings (or the sender), then replay: each entry is
@@ -210,7 +213,7 @@ function KeptEntries(props: { ctx: PageContext; data: RejectionsData }) {
             ))}
           </div>
         )}
-    </section>
+    </Card>
   );
 }
 
@@ -225,8 +228,7 @@ function RecentTable(props: { ctx: PageContext; data: RejectionsData }) {
     />
   );
   return (
-    <section class="card" aria-labelledby="recent-title">
-      <h2 id="recent-title">Recent rejections</h2>
+    <Card titleId="recent-title" title="Recent rejections">
       {data.recent.length === 0
         ? <p class="empty">No recent rejections.</p>
         : (
@@ -276,7 +278,7 @@ function RecentTable(props: { ctx: PageContext; data: RejectionsData }) {
         The last 100 rejections are listed for 30 days, their content kept for
         7.
       </p>
-    </section>
+    </Card>
   );
 }
 
@@ -303,8 +305,7 @@ export function RejectionsPage(
       )}
       <Counts data={data} />
       <KeptEntries ctx={ctx} data={data} />
-      <section class="card" aria-labelledby="fix-title">
-        <h2 id="fix-title">What to do</h2>
+      <Card titleId="fix-title" title="What to do">
         <dl class="reasons">
           {Object.entries(REASON_HELP).map(([reason, help]) => (
             <>
@@ -322,7 +323,7 @@ export function RejectionsPage(
             settings
           </a>.
         </p>
-      </section>
+      </Card>
       <RecentTable ctx={ctx} data={data} />
     </ProjectLayout>
   );

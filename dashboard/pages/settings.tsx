@@ -9,6 +9,7 @@
  */
 import { formatDuration, formatTime, link } from "./format.ts";
 import {
+  Card,
   CopyableCode,
   FlashNotice,
   Notice,
@@ -124,8 +125,7 @@ function AllowListSection(props: SectionProps) {
   const { ctx, action } = props;
   const { project, errors = {} } = props.data;
   return (
-    <section class="card" id="allow" aria-labelledby="allow-title">
-      <h2 id="allow-title">Allowed origins and app ids</h2>
+    <Card id="allow" titleId="allow-title" title="Allowed origins and app ids">
       <p class="hint">
         A browser entry is stored when its Origin is listed here
         (scheme://host[:port], no path, no wildcard); a mobile entry when its
@@ -164,7 +164,7 @@ function AllowListSection(props: SectionProps) {
         <button type="submit">Allow</button>
       </PostForm>
       <FieldErrorText error={errors.allow} />
-    </section>
+    </Card>
   );
 }
 
@@ -173,8 +173,7 @@ function LevelsSection(props: SectionProps) {
   const { ctx, action } = props;
   const { project, errors = {} } = props.data;
   return (
-    <section class="card" id="levels" aria-labelledby="levels-title">
-      <h2 id="levels-title">Custom levels</h2>
+    <Card id="levels" titleId="levels-title" title="Custom levels">
       <p class="hint">
         Beside info, warning, error and critical, entries with these levels are
         stored; any other level is refused as unknown_level.
@@ -199,7 +198,7 @@ function LevelsSection(props: SectionProps) {
         <button type="submit">Add level</button>
       </PostForm>
       <FieldErrorText error={errors.level} />
-    </section>
+    </Card>
   );
 }
 
@@ -208,12 +207,7 @@ function RetentionSection(props: SectionProps) {
   const { ctx, action } = props;
   const { project, errors = {} } = props.data;
   return (
-    <section
-      class="card"
-      id="retention"
-      aria-labelledby="retention-title"
-    >
-      <h2 id="retention-title">Retention</h2>
+    <Card id="retention" titleId="retention-title" title="Retention">
       <PostForm ctx={ctx} action={action("retention")} class="row">
         <label>
           Keep entries for{" "}
@@ -233,7 +227,7 @@ function RetentionSection(props: SectionProps) {
       </PostForm>
       <p class="hint">Applies to entries stored from now on.</p>
       <FieldErrorText error={errors.retention} />
-    </section>
+    </Card>
   );
 }
 
@@ -242,8 +236,7 @@ function SecretSection(props: SectionProps) {
   const { ctx, data, action } = props;
   const { project, errors = {} } = data;
   return (
-    <section class="card" id="secret" aria-labelledby="secret-title">
-      <h2 id="secret-title">Secret</h2>
+    <Card id="secret" titleId="secret-title" title="Secret">
       {data.newSecret && (
         <div class="created">
           <p>
@@ -279,7 +272,7 @@ function SecretSection(props: SectionProps) {
         <button type="submit">Rotate secret</button>
       </PostForm>
       <FieldErrorText error={errors.rotate} />
-    </section>
+    </Card>
   );
 }
 
@@ -288,12 +281,12 @@ function DeleteSection(props: SectionProps) {
   const { ctx, action } = props;
   const { project, errors = {} } = props.data;
   return (
-    <section
-      class="card danger-zone"
+    <Card
       id="delete"
-      aria-labelledby="delete-title"
+      class="danger-zone"
+      titleId="delete-title"
+      title="Delete this project"
     >
-      <h2 id="delete-title">Delete this project</h2>
       <p>
         Deletes the project with all its stored entries, counters and recent
         rejections. This cannot be undone. Type the project's name,{" "}
@@ -315,7 +308,7 @@ function DeleteSection(props: SectionProps) {
         <button type="submit" class="danger">Delete project</button>
       </PostForm>
       <FieldErrorText error={errors.delete} />
-    </section>
+    </Card>
   );
 }
 
@@ -348,14 +341,17 @@ export function SettingsPage(props: { ctx: PageContext; data: SettingsData }) {
           <SecretSection {...parts} />
         </div>
         <div class="column">
-          <section class="card" id="first-entry" aria-labelledby="first-title">
-            <h2 id="first-title">Send your first entry</h2>
+          <Card
+            id="first-entry"
+            titleId="first-title"
+            title="Send your first entry"
+          >
             <Snippets
               projectId={project.id}
               endpoint={data.endpoint}
               {...(origin ? { origin } : {})}
             />
-          </section>
+          </Card>
           <TokensSection
             ctx={ctx}
             projectId={project.id}

@@ -6,7 +6,13 @@
  * @module
  */
 import { formatTime, link } from "./format.ts";
-import { CopyableCode, Notice, type PageContext, PostForm } from "./layout.tsx";
+import {
+  Card,
+  CopyableCode,
+  Notice,
+  type PageContext,
+  PostForm,
+} from "./layout.tsx";
 
 /** A read token as listed. */
 export interface TokenRow {
@@ -32,8 +38,7 @@ export function TokensSection(props: TokensSectionProps) {
   const action = (path: string) =>
     link(ctx.base, `/projects/${projectId}/settings/${path}`);
   return (
-    <section class="card" id="tokens" aria-labelledby="tokens-title">
-      <h2 id="tokens-title">Read tokens</h2>
+    <Card id="tokens" titleId="tokens-title" title="Read tokens">
       <p class="hint">
         A read token lets a script read this project's entries through{" "}
         <code>GET {link(ctx.base, `/api/v1/projects/${projectId}/logs`)}</code>
@@ -91,6 +96,6 @@ export function TokensSection(props: TokensSectionProps) {
       {props.error && (
         <p class="field-error" role="alert">{props.error.message}</p>
       )}
-    </section>
+    </Card>
   );
 }

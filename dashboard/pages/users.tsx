@@ -9,7 +9,13 @@ import type { AuditEvent } from "../../db/audit.ts";
 import { ROLES } from "../../db/users.ts";
 import { AuditTable } from "./audit.tsx";
 import { formatTime, link } from "./format.ts";
-import { FlashNotice, Layout, type PageContext, PostForm } from "./layout.tsx";
+import {
+  Card,
+  FlashNotice,
+  Layout,
+  type PageContext,
+  PostForm,
+} from "./layout.tsx";
 
 /** An account as listed (no hash). */
 export interface UserRow {
@@ -144,8 +150,7 @@ export function UsersPage(props: { ctx: PageContext; data: UsersData }) {
             </table>
           </div>
         )}
-      <section class="card" aria-labelledby="add-title">
-        <h2 id="add-title">Add a user</h2>
+      <Card titleId="add-title" title="Add a user">
         <PostForm
           ctx={ctx}
           action={link(ctx.base, "/users")}
@@ -181,11 +186,10 @@ export function UsersPage(props: { ctx: PageContext; data: UsersData }) {
           </label>
           <button type="submit" class="primary">Add user</button>
         </PostForm>
-      </section>
-      <section class="card" aria-labelledby="audit-title">
-        <h2 id="audit-title">Changes to accounts</h2>
+      </Card>
+      <Card titleId="audit-title" title="Changes to accounts">
         <AuditTable events={data.events} />
-      </section>
+      </Card>
     </Layout>
   );
 }
