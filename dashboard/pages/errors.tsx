@@ -10,8 +10,8 @@
 import type { ErrorGroup } from "../../db/error_groups.ts";
 import { DEFAULT_RANGE, type ExplorerState } from "../explorer_state.ts";
 import { explorerHref } from "./explorer_list.tsx";
-import { formatAgo, formatTime, levelClass } from "./format.ts";
-import { type PageContext, ProjectLayout } from "./layout.tsx";
+import { levelClass } from "./format.ts";
+import { type PageContext, ProjectLayout, TimeAgo } from "./layout.tsx";
 
 /** Data of the errors page. */
 export interface ErrorsData {
@@ -144,20 +144,10 @@ export function ErrorsPage(props: { ctx: PageContext; data: ErrorsData }) {
                         <Sparkline hourly={group.hourly} now={data.now} />
                       </td>
                       <td>
-                        <time
-                          datetime={new Date(group.firstSeen).toISOString()}
-                          title={`${formatTime(group.firstSeen)} UTC`}
-                        >
-                          {formatAgo(group.firstSeen, data.now)}
-                        </time>
+                        <TimeAgo at={group.firstSeen} now={data.now} />
                       </td>
                       <td>
-                        <time
-                          datetime={new Date(group.lastSeen).toISOString()}
-                          title={`${formatTime(group.lastSeen)} UTC`}
-                        >
-                          {formatAgo(group.lastSeen, data.now)}
-                        </time>
+                        <TimeAgo at={group.lastSeen} now={data.now} />
                       </td>
                     </tr>
                   ))}

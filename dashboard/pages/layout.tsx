@@ -6,7 +6,7 @@
  * @module
  */
 import type { Child } from "hono/jsx";
-import { link } from "./format.ts";
+import { formatAgo, formatTime, link } from "./format.ts";
 
 /** What every page needs from its request. */
 export interface PageContext {
@@ -148,6 +148,18 @@ export function Card(
       <h2 id={props.titleId}>{props.title}</h2>
       {props.children}
     </section>
+  );
+}
+
+/** A past time as "5 min ago", with its exact time in UTC on hover. */
+export function TimeAgo(props: { at: number; now: number }) {
+  return (
+    <time
+      datetime={new Date(props.at).toISOString()}
+      title={`${formatTime(props.at)} UTC`}
+    >
+      {formatAgo(props.at, props.now)}
+    </time>
   );
 }
 

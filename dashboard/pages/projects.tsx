@@ -7,7 +7,7 @@
  * @module
  */
 import type { SavedView } from "../../db/views.ts";
-import { formatAgo, formatTime, link } from "./format.ts";
+import { link } from "./format.ts";
 import { SavedViewList } from "./views.tsx";
 import {
   Card,
@@ -17,6 +17,7 @@ import {
   Notice,
   type PageContext,
   PostForm,
+  TimeAgo,
 } from "./layout.tsx";
 
 const ALLOW_PLACEHOLDER = "https://shop.example.com\ncom.example.shop.ios";
@@ -187,14 +188,9 @@ export function ProjectsPage(props: { ctx: PageContext; data: ProjectsData }) {
                       <RejectedDay ctx={ctx} row={p} />
                     </td>
                     <td>
-                      {p.lastEntryAt === null ? "never" : (
-                        <time
-                          datetime={new Date(p.lastEntryAt).toISOString()}
-                          title={`${formatTime(p.lastEntryAt)} UTC`}
-                        >
-                          {formatAgo(p.lastEntryAt, data.now)}
-                        </time>
-                      )}
+                      {p.lastEntryAt === null
+                        ? "never"
+                        : <TimeAgo at={p.lastEntryAt} now={data.now} />}
                     </td>
                     <td class="num">
                       {p.accepted.toLocaleString("en-US")} /{" "}
