@@ -13,6 +13,7 @@ import {
   Card,
   CopyableCode,
   FlashNotice,
+  ListTable,
   type PageContext,
   PostForm,
   ProjectLayout,
@@ -51,32 +52,28 @@ function History(props: { history: DeliveryAttempt[] }) {
     return <p class="empty">No deliveries yet.</p>;
   }
   return (
-    <div class="scroll">
-      <table class="list history">
-        <thead>
-          <tr>
-            <th scope="col">Time (UTC)</th>
-            <th scope="col" class="num">Attempt</th>
-            <th scope="col" class="num">Count</th>
-            <th scope="col">Answer</th>
-            <th scope="col">Outcome</th>
-          </tr>
-        </thead>
-        <tbody>
-          {props.history.map((a) => (
-            <tr>
-              <td>{formatTime(a.at, false)}</td>
-              <td class="num">{a.attempt}</td>
-              <td class="num">{a.count}</td>
-              <td class={a.status === undefined ? "error-text" : undefined}>
-                {a.status === undefined ? a.error ?? "—" : `HTTP ${a.status}`}
-              </td>
-              <td>{a.outcome}</td>
-            </tr>
-          ))}
-        </tbody>
-      </table>
-    </div>
+    <ListTable
+      class="history"
+      columns={[
+        "Time (UTC)",
+        { label: "Attempt", class: "num" },
+        { label: "Count", class: "num" },
+        "Answer",
+        "Outcome",
+      ]}
+    >
+      {props.history.map((a) => (
+        <tr>
+          <td>{formatTime(a.at, false)}</td>
+          <td class="num">{a.attempt}</td>
+          <td class="num">{a.count}</td>
+          <td class={a.status === undefined ? "error-text" : undefined}>
+            {a.status === undefined ? a.error ?? "—" : `HTTP ${a.status}`}
+          </td>
+          <td>{a.outcome}</td>
+        </tr>
+      ))}
+    </ListTable>
   );
 }
 

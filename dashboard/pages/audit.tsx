@@ -7,7 +7,7 @@
  */
 import type { AuditEvent } from "../../db/audit.ts";
 import { formatTime } from "./format.ts";
-import { type PageContext, ProjectLayout } from "./layout.tsx";
+import { ListTable, type PageContext, ProjectLayout } from "./layout.tsx";
 
 /** The events as a table, or a line saying there are none. */
 export function AuditTable(props: { events: AuditEvent[] }) {
@@ -15,30 +15,22 @@ export function AuditTable(props: { events: AuditEvent[] }) {
     return <p class="empty" id="no-audit">Nothing recorded yet.</p>;
   }
   return (
-    <div class="scroll">
-      <table class="list audit" id="audit">
-        <thead>
-          <tr>
-            <th scope="col">When (UTC)</th>
-            <th scope="col">Who</th>
-            <th scope="col">What</th>
-            <th scope="col">Detail</th>
-          </tr>
-        </thead>
-        <tbody>
-          {props.events.map((event) => (
-            <tr>
-              <td>{formatTime(event.at, false)}</td>
-              <td>{event.actor}</td>
-              <td>
-                <code>{event.action}</code>
-              </td>
-              <td>{event.detail ?? ""}</td>
-            </tr>
-          ))}
-        </tbody>
-      </table>
-    </div>
+    <ListTable
+      class="audit"
+      id="audit"
+      columns={["When (UTC)", "Who", "What", "Detail"]}
+    >
+      {props.events.map((event) => (
+        <tr>
+          <td>{formatTime(event.at, false)}</td>
+          <td>{event.actor}</td>
+          <td>
+            <code>{event.action}</code>
+          </td>
+          <td>{event.detail ?? ""}</td>
+        </tr>
+      ))}
+    </ListTable>
   );
 }
 

@@ -151,6 +151,50 @@ export function Card(
   );
 }
 
+/** A column of a {@linkcode ListTable}: its heading, or that and more. */
+export type Column = string | {
+  label: Child;
+  /** `num` for a column of numbers. */
+  class?: string;
+  /** What the heading means, on hover. */
+  title?: string;
+};
+
+/** The heading of a column. */
+function Heading(props: { column: Column }) {
+  const { label, ...rest } = typeof props.column === "string"
+    ? { label: props.column }
+    : props.column;
+  return <th {...{ scope: "col", ...rest }}>{label}</th>;
+}
+
+/**
+ * A table of records under column headings, scrolling sideways on a
+ * narrow screen; `children` are its rows.
+ */
+export function ListTable(
+  props: { class: string; id?: string; columns: Column[]; children?: Child },
+) {
+  const table = {
+    class: `list ${props.class}`,
+    ...(props.id === undefined ? {} : { id: props.id }),
+  };
+  return (
+    <div class="scroll">
+      <table {...table}>
+        <thead>
+          <tr>
+            {props.columns.map((column, i) => (
+              <Heading key={i} column={column} />
+            ))}
+          </tr>
+        </thead>
+        <tbody>{props.children}</tbody>
+      </table>
+    </div>
+  );
+}
+
 /** A past time as "5 min ago", with its exact time in UTC on hover. */
 export function TimeAgo(props: { at: number; now: number }) {
   return (

@@ -14,6 +14,7 @@ import {
   CopyableCode,
   FlashNotice,
   Layout,
+  ListTable,
   Notice,
   type PageContext,
   PostForm,
@@ -135,77 +136,69 @@ export function ProjectsPage(props: { ctx: PageContext; data: ProjectsData }) {
           </p>
         )
         : (
-          <div class="scroll">
-            <table class="list projects">
-              <thead>
-                <tr>
-                  <th scope="col">Name</th>
-                  <th scope="col">Project id</th>
-                  <th scope="col" class="num">Entries, 24 h</th>
-                  <th
-                    scope="col"
-                    class="num"
-                    title="Counted from the last 100 rejections kept per project"
+          <ListTable
+            class="projects"
+            columns={[
+              "Name",
+              "Project id",
+              { label: "Entries, 24 h", class: "num" },
+              {
+                label: "Rejected, 24 h",
+                class: "num",
+                title: "Counted from the last 100 rejections kept per project",
+              },
+              "Last entry",
+              {
+                label: "All time: stored / rejected",
+                class: "num",
+                title: "Counted since the project was created",
+              },
+              {
+                label: <span class="sr">Links</span>,
+              },
+            ]}
+          >
+            {data.projects.map((p) => (
+              <tr>
+                <td>
+                  <a
+                    href={link(ctx.base, `/projects/${p.id}`)}
+                    class="strong"
                   >
-                    Rejected, 24 h
-                  </th>
-                  <th scope="col">Last entry</th>
-                  <th
-                    scope="col"
-                    class="num"
-                    title="Counted since the project was created"
-                  >
-                    All time: stored / rejected
-                  </th>
-                  <th scope="col">
-                    <span class="sr">Links</span>
-                  </th>
-                </tr>
-              </thead>
-              <tbody>
-                {data.projects.map((p) => (
-                  <tr>
-                    <td>
-                      <a
-                        href={link(ctx.base, `/projects/${p.id}`)}
-                        class="strong"
-                      >
-                        {p.name}
-                      </a>
-                      <SavedViewList
-                        ctx={ctx}
-                        projectId={p.id}
-                        views={data.views?.[p.id] ?? []}
-                        removable
-                        back="projects"
-                      />
-                    </td>
-                    <td>
-                      <code>{p.id}</code>
-                    </td>
-                    <td class="num">{p.entriesDay.toLocaleString("en-US")}</td>
-                    <td class="num">
-                      <RejectedDay ctx={ctx} row={p} />
-                    </td>
-                    <td>
-                      {p.lastEntryAt === null
-                        ? "never"
-                        : <TimeAgo at={p.lastEntryAt} now={data.now} />}
-                    </td>
-                    <td class="num">
-                      {p.accepted.toLocaleString("en-US")} /{" "}
-                      {p.rejected.toLocaleString("en-US")}
-                    </td>
-                    <td class="links">
-                      <a href={link(ctx.base, `/projects/${p.id}/settings`)}>
-                        Settings
-                      </a>
-                    </td>
-                  </tr>
-                ))}
-              </tbody>
-            </table>
-          </div>
+                    {p.name}
+                  </a>
+                  <SavedViewList
+                    ctx={ctx}
+                    projectId={p.id}
+                    views={data.views?.[p.id] ?? []}
+                    removable
+                    back="projects"
+                  />
+                </td>
+                <td>
+                  <code>{p.id}</code>
+                </td>
+                <td class="num">{p.entriesDay.toLocaleString("en-US")}</td>
+                <td class="num">
+                  <RejectedDay ctx={ctx} row={p} />
+                </td>
+                <td>
+                  {p.lastEntryAt === null
+                    ? "never"
+                    : <TimeAgo at={p.lastEntryAt} now={data.now} />}
+                </td>
+                <td class="num">
+                  {p.accepted.toLocaleString("en-US")} /{" "}
+                  {p.rejected.toLocaleString("en-US")}
+                </td>
+                <td class="links">
+                  <a href={link(ctx.base, `/projects/${p.id}/settings`)}>
+                    Settings
+                  </a>
+                </td>
+              </tr>
+            ))}
+          </ListTable>
         )}
       {data.projects.length > 0 && (
         <p class="hint">

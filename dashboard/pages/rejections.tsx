@@ -16,6 +16,7 @@ import { formatTime, levelClass, link } from "./format.ts";
 import {
   Card,
   FlashNotice,
+  ListTable,
   type PageContext,
   ProjectLayout,
 } from "./layout.tsx";
@@ -232,47 +233,44 @@ function RecentTable(props: { ctx: PageContext; data: RejectionsData }) {
       {data.recent.length === 0
         ? <p class="empty">No recent rejections.</p>
         : (
-          <div class="scroll">
-            <table class="list recent" id="recent">
-              <thead>
-                <tr>
-                  <th scope="col">Time (UTC)</th>
-                  <th scope="col">Reason</th>
-                  <th scope="col">Level</th>
-                  <th scope="col">Origin / app id</th>
-                  <th scope="col">Entry id</th>
-                </tr>
-              </thead>
-              <tbody>
-                {data.recent.map((r) => (
-                  <tr data-reason={r.reason}>
-                    <td>
-                      <time datetime={new Date(r.at).toISOString()}>
-                        {formatTime(r.at, false)}
-                      </time>
-                    </td>
-                    <td>
-                      <code>{r.reason}</code>
-                    </td>
-                    <td>
-                      <span class={`lvl ${levelClass(r.level)}`}>
-                        {r.level}
-                      </span>
-                    </td>
-                    <td>
-                      {[r.origin, r.appid].filter((v) => v !== undefined)
-                        .join(" ") || "—"}{" "}
-                      {r.reason === "bad_origin" && allow(r.origin)}
-                      {r.reason === "unknown_appid" && allow(r.appid)}
-                    </td>
-                    <td>
-                      <code class="small">{r.entryId}</code>
-                    </td>
-                  </tr>
-                ))}
-              </tbody>
-            </table>
-          </div>
+          <ListTable
+            class="recent"
+            id="recent"
+            columns={[
+              "Time (UTC)",
+              "Reason",
+              "Level",
+              "Origin / app id",
+              "Entry id",
+            ]}
+          >
+            {data.recent.map((r) => (
+              <tr data-reason={r.reason}>
+                <td>
+                  <time datetime={new Date(r.at).toISOString()}>
+                    {formatTime(r.at, false)}
+                  </time>
+                </td>
+                <td>
+                  <code>{r.reason}</code>
+                </td>
+                <td>
+                  <span class={`lvl ${levelClass(r.level)}`}>
+                    {r.level}
+                  </span>
+                </td>
+                <td>
+                  {[r.origin, r.appid].filter((v) => v !== undefined)
+                    .join(" ") || "—"}{" "}
+                  {r.reason === "bad_origin" && allow(r.origin)}
+                  {r.reason === "unknown_appid" && allow(r.appid)}
+                </td>
+                <td>
+                  <code class="small">{r.entryId}</code>
+                </td>
+              </tr>
+            ))}
+          </ListTable>
         )}
       <p class="hint">
         The last 100 rejections are listed for 30 days, their content kept for

@@ -13,6 +13,7 @@ import {
   Card,
   FlashNotice,
   Layout,
+  ListTable,
   type PageContext,
   PostForm,
 } from "./layout.tsx";
@@ -90,65 +91,57 @@ export function UsersPage(props: { ctx: PageContext; data: UsersData }) {
       {data.users.length === 0
         ? <p class="empty" id="no-users">No accounts besides admin yet.</p>
         : (
-          <div class="scroll">
-            <table class="list users" id="users">
-              <thead>
-                <tr>
-                  <th scope="col">Email</th>
-                  <th scope="col">Role and projects</th>
-                  <th scope="col">Added (UTC)</th>
-                  <th scope="col">
-                    <span class="sr">Remove</span>
-                  </th>
-                </tr>
-              </thead>
-              <tbody>
-                {data.users.map((user) => (
-                  <tr>
-                    <td>{user.email}</td>
-                    <td>
-                      <PostForm
-                        ctx={ctx}
-                        action={link(ctx.base, "/users/update")}
-                        class="row"
-                      >
-                        <input type="hidden" name="email" value={user.email} />
-                        <RoleSelect selected={user.role} />
-                        <ProjectChoices
-                          projects={data.projects}
-                          chosen={user.projects}
-                        />
-                        <button type="submit" class="small">Save</button>
-                      </PostForm>
-                      <span class="hint">
-                        {user.role === "admin"
-                          ? "all projects"
-                          : user.projects.map((id) => names.get(id) ?? id)
-                            .join(", ") || "no projects"}
-                      </span>
-                    </td>
-                    <td>{formatTime(user.createdAt, false)}</td>
-                    <td>
-                      <PostForm
-                        ctx={ctx}
-                        action={link(ctx.base, "/users/remove")}
-                        class="inline"
-                      >
-                        <input type="hidden" name="email" value={user.email} />
-                        <button
-                          type="submit"
-                          class="link danger"
-                          aria-label={`Remove ${user.email}`}
-                        >
-                          Remove
-                        </button>
-                      </PostForm>
-                    </td>
-                  </tr>
-                ))}
-              </tbody>
-            </table>
-          </div>
+          <ListTable
+            class="users"
+            id="users"
+            columns={["Email", "Role and projects", "Added (UTC)", {
+              label: <span class="sr">Remove</span>,
+            }]}
+          >
+            {data.users.map((user) => (
+              <tr>
+                <td>{user.email}</td>
+                <td>
+                  <PostForm
+                    ctx={ctx}
+                    action={link(ctx.base, "/users/update")}
+                    class="row"
+                  >
+                    <input type="hidden" name="email" value={user.email} />
+                    <RoleSelect selected={user.role} />
+                    <ProjectChoices
+                      projects={data.projects}
+                      chosen={user.projects}
+                    />
+                    <button type="submit" class="small">Save</button>
+                  </PostForm>
+                  <span class="hint">
+                    {user.role === "admin"
+                      ? "all projects"
+                      : user.projects.map((id) => names.get(id) ?? id)
+                        .join(", ") || "no projects"}
+                  </span>
+                </td>
+                <td>{formatTime(user.createdAt, false)}</td>
+                <td>
+                  <PostForm
+                    ctx={ctx}
+                    action={link(ctx.base, "/users/remove")}
+                    class="inline"
+                  >
+                    <input type="hidden" name="email" value={user.email} />
+                    <button
+                      type="submit"
+                      class="link danger"
+                      aria-label={`Remove ${user.email}`}
+                    >
+                      Remove
+                    </button>
+                  </PostForm>
+                </td>
+              </tr>
+            ))}
+          </ListTable>
         )}
       <Card titleId="add-title" title="Add a user">
         <PostForm
