@@ -7,8 +7,7 @@
  * @module
  */
 import { projectIdOf } from "./resolve.ts";
-import { recordAudit } from "../db/audit.ts";
-import { CLI_ACTOR } from "./user.ts";
+import { recordCliChange } from "./audit.ts";
 import {
   type AlertRule,
   deleteAlertRule,
@@ -167,12 +166,10 @@ const SUBCOMMANDS: Subcommands = {
         ...(windowMs === undefined ? {} : { windowMs }),
         ...(everyMs === undefined ? {} : { everyMs }),
       }, { allowPrivate: ctx.allowPrivateTargets ?? false, now: ctx.now });
-      await recordAudit(ctx.kv, {
+      await recordCliChange(ctx, {
         projectId,
-        actor: CLI_ACTOR,
         action: "alert.add",
         detail: `${rule.id}: ${query} -> ${new URL(webhook).host}`,
-        now: ctx.now,
       });
       if (booleanFlag(parsed, "json")) {
         println(ctx, JSON.stringify(ruleJson(rule, true)));
@@ -236,12 +233,10 @@ const SUBCOMMANDS: Subcommands = {
       if (!await deleteAlertRule(ctx.kv, projectId, ruleId)) {
         throw new AlertRuleNotFoundError(projectId, ruleId);
       }
-      await recordAudit(ctx.kv, {
+      await recordCliChange(ctx, {
         projectId,
-        actor: CLI_ACTOR,
         action: "alert.remove",
         detail: ruleId,
-        now: ctx.now,
       });
       println(ctx, `Removed alert rule ${ruleId}`);
       return 0;

@@ -7,7 +7,7 @@
  * @module
  */
 import { projectIdOf } from "./resolve.ts";
-import { recordAudit } from "../db/audit.ts";
+import { recordCliChange } from "./audit.ts";
 import {
   createReadToken,
   listReadTokens,
@@ -86,12 +86,10 @@ const SUBCOMMANDS: Subcommands = {
         createdBy: CLI_ACTOR,
         now: ctx.now,
       });
-      await recordAudit(ctx.kv, {
+      await recordCliChange(ctx, {
         projectId,
-        actor: CLI_ACTOR,
         action: "token.create",
         detail: `${record.name} (${record.id})`,
-        now: ctx.now,
       });
       if (booleanFlag(parsed, "json")) {
         println(ctx, JSON.stringify({ ...tokenJson(record), token }));
@@ -150,12 +148,10 @@ const SUBCOMMANDS: Subcommands = {
       );
       const projectId = await projectIdOf(ctx.kv, named!);
       const record = await revokeReadToken(ctx.kv, projectId, which);
-      await recordAudit(ctx.kv, {
+      await recordCliChange(ctx, {
         projectId,
-        actor: CLI_ACTOR,
         action: "token.revoke",
         detail: `${record.name} (${record.id})`,
-        now: ctx.now,
       });
       if (booleanFlag(parsed, "json")) {
         println(ctx, JSON.stringify({ ...tokenJson(record), revoked: true }));
