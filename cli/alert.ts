@@ -121,8 +121,18 @@ function required(parsed: Parsed, name: string, value: string): string {
   return text;
 }
 
-async function requireProject(kv: Deno.Kv, id: string): Promise<string> {
-  return await projectIdOf(kv, id);
+/** The project and the rule the arguments of `alert remove|history` name. */
+async function takeRule(
+  ctx: CommandContext,
+  parsed: Parsed,
+  command: string,
+): Promise<{ projectId: string; ruleId: string }> {
+  const [named, ruleId] = takePositionals(
+    `alert ${command}`,
+    parsed.positionals,
+    ["PROJECT", "RULE_ID"],
+  );
+  return { projectId: await projectIdOf(ctx.kv, named), ruleId };
 }
 
 function describeScope(rule: AlertRule): string {
@@ -145,7 +155,7 @@ const SUBCOMMANDS: Subcommands = {
       const [named] = takePositionals("alert add", parsed.positionals, [
         "PROJECT",
       ]);
-      const projectId = await requireProject(ctx.kv, named!);
+      const projectId = await projectIdOf(ctx.kv, named);
       const query = required(parsed, "query", "Q");
       const webhook = required(parsed, "webhook", "URL");
       const thresholdText = stringFlag(parsed, "threshold");
@@ -200,7 +210,7 @@ const SUBCOMMANDS: Subcommands = {
       const [named] = takePositionals("alert list", parsed.positionals, [
         "PROJECT",
       ]);
-      const projectId = await requireProject(ctx.kv, named!);
+      const projectId = await projectIdOf(ctx.kv, named);
       const rules = await listAlertRules(ctx.kv, projectId);
       println(
         ctx,
@@ -224,12 +234,7 @@ const SUBCOMMANDS: Subcommands = {
   remove: {
     options: {},
     async run(ctx, parsed) {
-      const [named, ruleId] = takePositionals(
-        "alert remove",
-        parsed.positionals,
-        ["PROJECT", "RULE_ID"],
-      );
-      const projectId = await requireProject(ctx.kv, named!);
+      const { projectId, ruleId } = await takeRule(ctx, parsed, "remove");
       if (!await deleteAlertRule(ctx.kv, projectId, ruleId)) {
         throw new AlertRuleNotFoundError(projectId, ruleId);
       }
@@ -245,12 +250,7 @@ const SUBCOMMANDS: Subcommands = {
   history: {
     options: JSON_FLAG,
     async run(ctx, parsed) {
-      const [named, ruleId] = takePositionals(
-        "alert history",
-        parsed.positionals,
-        ["PROJECT", "RULE_ID"],
-      );
-      const projectId = await requireProject(ctx.kv, named!);
+      const { projectId, ruleId } = await takeRule(ctx, parsed, "history");
       if (await getAlertRule(ctx.kv, projectId, ruleId) === null) {
         throw new AlertRuleNotFoundError(projectId, ruleId);
       }
