@@ -34,7 +34,12 @@ import {
   UsageError,
   useColor,
 } from "./command.ts";
-import { dispatch, JSON_FLAG, type Subcommands } from "./subcommands.ts";
+import {
+  dispatch,
+  JSON_FLAG,
+  type Subcommand,
+  type Subcommands,
+} from "./subcommands.ts";
 import {
   formatLevel,
   formatList,
@@ -56,6 +61,27 @@ async function requireProject(kv: Deno.Kv, id: string): Promise<Project> {
   const project = await getProject(kv, id);
   if (project === null) throw new ProjectNotFoundError(id);
   return project;
+}
+
+/** `project allow|disallow ID VALUE`: a change to the allow-list. */
+function allowListCommand(
+  name: string,
+  change: typeof allowValue,
+  headline: (id: string, value: string) => string,
+): Subcommand {
+  return {
+    options: JSON_FLAG,
+    async run(ctx, parsed) {
+      const [id, value] = takePositionals(
+        `project ${name}`,
+        parsed.positionals,
+        ["ID", "VALUE"],
+      );
+      const project = await change(ctx.kv, id, value);
+      printProject(ctx, parsed, project, headline(id, value));
+      return 0;
+    },
+  };
 }
 
 const SUBCOMMANDS: Subcommands = {
@@ -137,42 +163,16 @@ const SUBCOMMANDS: Subcommands = {
       return 0;
     },
   },
-  allow: {
-    options: JSON_FLAG,
-    async run(ctx, parsed) {
-      const [id, value] = takePositionals(
-        "project allow",
-        parsed.positionals,
-        ["ID", "VALUE"],
-      );
-      const project = await allowValue(ctx.kv, id, value);
-      printProject(
-        ctx,
-        parsed,
-        project,
-        `Allowed "${value}" in project "${id}"`,
-      );
-      return 0;
-    },
-  },
-  disallow: {
-    options: JSON_FLAG,
-    async run(ctx, parsed) {
-      const [id, value] = takePositionals(
-        "project disallow",
-        parsed.positionals,
-        ["ID", "VALUE"],
-      );
-      const project = await disallowValue(ctx.kv, id, value);
-      printProject(
-        ctx,
-        parsed,
-        project,
-        `Removed "${value}" from the allow-list of project "${id}"`,
-      );
-      return 0;
-    },
-  },
+  allow: allowListCommand(
+    "allow",
+    allowValue,
+    (id, value) => `Allowed "${value}" in project "${id}"`,
+  ),
+  disallow: allowListCommand(
+    "disallow",
+    disallowValue,
+    (id, value) => `Removed "${value}" from the allow-list of project "${id}"`,
+  ),
   "rotate-secret": {
     options: { ...JSON_FLAG, grace: { type: "string" } },
     async run(ctx, parsed) {
