@@ -199,15 +199,11 @@ export function explorerRoutes(
       );
     } else if (filter !== null) {
       const began = performance.now();
+      const list = () =>
+        listDownTo(kv, project.id, filter, state, deps.queryBudget);
       let listed: Awaited<ReturnType<typeof listDownTo>>;
       try {
-        listed = await listDownTo(
-          kv,
-          project.id,
-          filter,
-          state,
-          deps.queryBudget,
-        );
+        listed = await list();
       } catch (error) {
         // A cursor the query functions cannot read (made up, or of another
         // order): said on the page, and the list starts from the top.
@@ -215,13 +211,7 @@ export function explorerRoutes(
         problems.push(error.message);
         status = 400;
         delete state.cursor;
-        listed = await listDownTo(
-          kv,
-          project.id,
-          filter,
-          state,
-          deps.queryBudget,
-        );
+        listed = await list();
       }
       const { records, cursor } = listed;
       if (
