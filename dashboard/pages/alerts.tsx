@@ -77,6 +77,111 @@ function History(props: { history: DeliveryAttempt[] }) {
   );
 }
 
+/** A rule: its query, when it fires, its webhook, its deliveries. */
+function RuleCard(
+  props: {
+    ctx: PageContext;
+    rule: AlertRule;
+    history: DeliveryAttempt[];
+    /** Where its remove form posts. */
+    remove: string;
+  },
+) {
+  const { ctx, rule, history } = props;
+  return (
+    <section class="card" id={`rule-${rule.id}`}>
+      <h2>
+        <code>{rule.query}</code>
+      </h2>
+      <dl class="pairs">
+        <dt>Rule id</dt>
+        <dd>
+          <code>{rule.id}</code>
+        </dd>
+        <dt>Fires on</dt>
+        <dd>{scope(rule)}</dd>
+        <dt>At most every</dt>
+        <dd>{formatAlertDuration(rule.everyMs)}</dd>
+        <dt>Webhook</dt>
+        <dd>
+          <code>{rule.webhook}</code>
+        </dd>
+      </dl>
+      <details>
+        <summary>Deliveries ({history.length})</summary>
+        <History history={history} />
+      </details>
+      <PostForm ctx={ctx} action={props.remove} class="inline">
+        <input type="hidden" name="rule" value={rule.id} />
+        <button type="submit" class="small">Remove rule</button>
+      </PostForm>
+    </section>
+  );
+}
+
+/** The form that adds a rule, filled again with what was refused. */
+function AddRuleCard(
+  props: { ctx: PageContext; form: AlertForm; add: string },
+) {
+  const { ctx, form } = props;
+  return (
+    <Card id="add" titleId="add-title" title="Add a rule">
+      <PostForm ctx={ctx} action={props.add} id="add-form" class="stack">
+        <label>
+          Query
+          <input
+            name="query"
+            required
+            placeholder='level:critical or "payment declined"'
+            value={form.query}
+          />
+        </label>
+        <label>
+          Webhook URL
+          <input
+            name="webhook"
+            type="url"
+            required
+            placeholder="https://hooks.slack.com/services/…"
+            value={form.webhook}
+          />
+        </label>
+        <div class="row">
+          <label>
+            Only above N matches (optional)
+            <input
+              name="threshold"
+              type="number"
+              min={0}
+              class="short"
+              value={form.threshold}
+            />
+          </label>
+          <label>
+            within
+            <input
+              name="window"
+              class="short"
+              placeholder="5m"
+              value={form.window}
+            />
+          </label>
+          <label>
+            At most one message every
+            <input
+              name="every"
+              class="short"
+              placeholder="1m"
+              value={form.every}
+            />
+          </label>
+        </div>
+        <button type="submit">Add rule</button>
+      </PostForm>
+    </Card>
+  );
+}
+
 /** The alerts page. */
 export function AlertsPage(props: { ctx: PageContext; data: AlertsData }) {
   const { ctx, data } = props;
@@ -114,90 +219,16 @@ export function AlertsPage(props: { ctx: PageContext; data: AlertsData }) {
         : (
           <div class="rules" id="rules">
             {data.rules.map(({ rule, history }) => (
-              <section class="card" id={`rule-${rule.id}`}>
-                <h2>
-                  <code>{rule.query}</code>
-                </h2>
-                <dl class="pairs">
-                  <dt>Rule id</dt>
-                  <dd>
-                    <code>{rule.id}</code>
-                  </dd>
-                  <dt>Fires on</dt>
-                  <dd>{scope(rule)}</dd>
-                  <dt>At most every</dt>
-                  <dd>{formatAlertDuration(rule.everyMs)}</dd>
-                  <dt>Webhook</dt>
-                  <dd>
-                    <code>{rule.webhook}</code>
-                  </dd>
-                </dl>
-                <details>
-                  <summary>Deliveries ({history.length})</summary>
-                  <History history={history} />
-                </details>
-                <PostForm ctx={ctx} action={action("remove")} class="inline">
-                  <input type="hidden" name="rule" value={rule.id} />
-                  <button type="submit" class="small">Remove rule</button>
-                </PostForm>
-              </section>
+              <RuleCard
+                ctx={ctx}
+                rule={rule}
+                history={history}
+                remove={action("remove")}
+              />
             ))}
           </div>
         )}
-      <Card id="add" titleId="add-title" title="Add a rule">
-        <PostForm ctx={ctx} action={action("add")} id="add-form" class="stack">
-          <label>
-            Query
-            <input
-              name="query"
-              required
-              placeholder='level:critical or "payment declined"'
-              value={form.query}
-            />
-          </label>
-          <label>
-            Webhook URL
-            <input
-              name="webhook"
-              type="url"
-              required
-              placeholder="https://hooks.slack.com/services/…"
-              value={form.webhook}
-            />
-          </label>
-          <div class="row">
-            <label>
-              Only above N matches (optional)
-              <input
-                name="threshold"
-                type="number"
-                min={0}
-                class="short"
-                value={form.threshold}
-              />
-            </label>
-            <label>
-              within
-              <input
-                name="window"
-                class="short"
-                placeholder="5m"
-                value={form.window}
-              />
-            </label>
-            <label>
-              At most one message every
-              <input
-                name="every"
-                class="short"
-                placeholder="1m"
-                value={form.every}
-              />
-            </label>
-          </div>
-          <button type="submit">Add rule</button>
-        </PostForm>
-      </Card>
+      <AddRuleCard ctx={ctx} form={form} add={action("add")} />
     </ProjectLayout>
   );
 }
