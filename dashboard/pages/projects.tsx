@@ -119,6 +119,93 @@ function RejectedDay(props: { ctx: PageContext; row: ProjectRow }) {
   );
 }
 
+/** A project's row: its name and saved views, its counts, its last entry. */
+function ProjectTableRow(
+  props: {
+    ctx: PageContext;
+    row: ProjectRow;
+    views: SavedView[];
+    now: number;
+  },
+) {
+  const { ctx, row: p, views, now } = props;
+  return (
+    <tr>
+      <td>
+        <a
+          href={link(ctx.base, `/projects/${p.id}`)}
+          class="strong"
+        >
+          {p.name}
+        </a>
+        <SavedViewList
+          ctx={ctx}
+          projectId={p.id}
+          views={views}
+          removable
+          back="projects"
+        />
+      </td>
+      <td>
+        <code>{p.id}</code>
+      </td>
+      <td class="num">{p.entriesDay.toLocaleString("en-US")}</td>
+      <td class="num">
+        <RejectedDay ctx={ctx} row={p} />
+      </td>
+      <td>
+        {p.lastEntryAt === null
+          ? "never"
+          : <TimeAgo at={p.lastEntryAt} now={now} />}
+      </td>
+      <td class="num">
+        {p.accepted.toLocaleString("en-US")} /{" "}
+        {p.rejected.toLocaleString("en-US")}
+      </td>
+      <td class="links">
+        <a href={link(ctx.base, `/projects/${p.id}/settings`)}>
+          Settings
+        </a>
+      </td>
+    </tr>
+  );
+}
+
+/** The form that creates a project, filled again with what was refused. */
+function CreateProjectCard(
+  props: { ctx: PageContext; form: ProjectsData["form"] },
+) {
+  const { ctx, form } = props;
+  return (
+    <Card titleId="create-title" title="Create a project">
+      <PostForm
+        ctx={ctx}
+        action={link(ctx.base, "/projects")}
+        class="stack"
+        id="create-form"
+      >
+        <label>
+          Name
+          <input
+            name="name"
+            required
+            maxlength={200}
+            value={form?.name ?? ""}
+          />
+        </label>
+        <label>
+          Allowed origins and app ids{" "}
+          <span class="hint">(optional, one per line)</span>
+          <textarea name="allow" rows={2} placeholder={ALLOW_PLACEHOLDER}>
+            {form?.allow ?? ""}
+          </textarea>
+        </label>
+        <button type="submit" class="primary">Create project</button>
+      </PostForm>
+    </Card>
+  );
+}
+
 /** The projects page. */
 export function ProjectsPage(props: { ctx: PageContext; data: ProjectsData }) {
   const { ctx, data } = props;
@@ -159,44 +246,12 @@ export function ProjectsPage(props: { ctx: PageContext; data: ProjectsData }) {
             ]}
           >
             {data.projects.map((p) => (
-              <tr>
-                <td>
-                  <a
-                    href={link(ctx.base, `/projects/${p.id}`)}
-                    class="strong"
-                  >
-                    {p.name}
-                  </a>
-                  <SavedViewList
-                    ctx={ctx}
-                    projectId={p.id}
-                    views={data.views?.[p.id] ?? []}
-                    removable
-                    back="projects"
-                  />
-                </td>
-                <td>
-                  <code>{p.id}</code>
-                </td>
-                <td class="num">{p.entriesDay.toLocaleString("en-US")}</td>
-                <td class="num">
-                  <RejectedDay ctx={ctx} row={p} />
-                </td>
-                <td>
-                  {p.lastEntryAt === null
-                    ? "never"
-                    : <TimeAgo at={p.lastEntryAt} now={data.now} />}
-                </td>
-                <td class="num">
-                  {p.accepted.toLocaleString("en-US")} /{" "}
-                  {p.rejected.toLocaleString("en-US")}
-                </td>
-                <td class="links">
-                  <a href={link(ctx.base, `/projects/${p.id}/settings`)}>
-                    Settings
-                  </a>
-                </td>
-              </tr>
+              <ProjectTableRow
+                ctx={ctx}
+                row={p}
+                views={data.views?.[p.id] ?? []}
+                now={data.now}
+              />
             ))}
           </ListTable>
         )}
@@ -214,32 +269,7 @@ export function ProjectsPage(props: { ctx: PageContext; data: ProjectsData }) {
         </p>
       )}
       {ctx.account?.role !== "member" && ctx.account?.role !== "viewer" && (
-        <Card titleId="create-title" title="Create a project">
-          <PostForm
-            ctx={ctx}
-            action={link(ctx.base, "/projects")}
-            class="stack"
-            id="create-form"
-          >
-            <label>
-              Name
-              <input
-                name="name"
-                required
-                maxlength={200}
-                value={data.form?.name ?? ""}
-              />
-            </label>
-            <label>
-              Allowed origins and app ids{" "}
-              <span class="hint">(optional, one per line)</span>
-              <textarea name="allow" rows={2} placeholder={ALLOW_PLACEHOLDER}>
-                {data.form?.allow ?? ""}
-              </textarea>
-            </label>
-            <button type="submit" class="primary">Create project</button>
-          </PostForm>
-        </Card>
+        <CreateProjectCard ctx={ctx} form={data.form} />
       )}
     </Layout>
   );
