@@ -26,7 +26,7 @@ import { getProject, type Project } from "../db/projects.ts";
 import { parseQuery, tailLogs } from "../db/query/mod.ts";
 import { recordJson } from "../domain/entry.ts";
 import { createId } from "../domain/ids.ts";
-import { formatAlertDuration } from "./rules.ts";
+import { formatAlertDuration, ruleTrigger } from "./rules.ts";
 
 /** Entries sent with a delivery at most. */
 export const SAMPLE_ENTRIES = 5;
@@ -115,15 +115,7 @@ export function deliveryBody(
     deliveryId: id,
     createdAt: new Date(now).toISOString(),
     project: { id: project.id, name: project.name },
-    rule: {
-      id: rule.id,
-      query: rule.query,
-      ...(rule.threshold === undefined ? {} : {
-        threshold: rule.threshold,
-        window: formatAlertDuration(rule.windowMs ?? 0),
-      }),
-      every: formatAlertDuration(rule.everyMs),
-    },
+    rule: { id: rule.id, query: rule.query, ...ruleTrigger(rule) },
     count,
     entries,
   });

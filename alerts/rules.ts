@@ -11,6 +11,7 @@ import { getProject, ProjectNotFoundError } from "../db/projects.ts";
 import { parseQuery, QuerySyntaxError } from "../db/query/mod.ts";
 import { InvalidValueError } from "../db/validation.ts";
 import { checkWebhookUrl } from "./targets.ts";
+import { DURATION_UNIT_MS } from "../domain/duration.ts";
 
 /** Time between deliveries of a rule without a threshold, by default. */
 export const DEFAULT_EVERY_MS = 60_000;
@@ -54,13 +55,6 @@ export interface AddAlertRuleOptions {
   now?: () => number;
 }
 
-const UNIT_MS: Record<string, number> = {
-  s: 1000,
-  m: 60_000,
-  h: 3_600_000,
-  d: 86_400_000,
-};
-
 /**
  * Reads a duration of whole seconds, minutes, hours or days (`30s`, `5m`,
  * `1h30m`, `0`); `undefined` when `text` is not one.
@@ -75,7 +69,7 @@ export function parseAlertDuration(text: string): number | undefined {
   if (!/^(?:\d{1,6}[smhd])+$/.test(text)) return undefined;
   let total = 0;
   for (const [, n, unit] of text.matchAll(/(\d+)([smhd])/g)) {
-    total += Number(n) * UNIT_MS[unit!]!;
+    total += Number(n) * DURATION_UNIT_MS[unit!]!;
   }
   return total;
 }
@@ -93,13 +87,34 @@ export function formatAlertDuration(ms: number): string {
   let left = Math.round(ms / 1000) * 1000;
   let text = "";
   for (const unit of ["d", "h", "m", "s"]) {
-    const size = UNIT_MS[unit]!;
+    const size = DURATION_UNIT_MS[unit]!;
     if (left >= size) {
       text += `${Math.floor(left / size)}${unit}`;
       left %= size;
     }
   }
   return text || "0";
+}
+
+/**
+ * When a rule fires, as its deliveries and `alert list --json` tell it: the
+ * threshold and its window when it has one, and the pace of deliveries.
+ *
+ * @example
+ * ```ts
+ * ruleTrigger(rule); // { threshold: 10, window: "5m", every: "5m" }
+ * ```
+ */
+export function ruleTrigger(
+  rule: AlertRule,
+): { threshold?: number; window?: string; every: string } {
+  return {
+    ...(rule.threshold === undefined ? {} : {
+      threshold: rule.threshold,
+      window: formatAlertDuration(rule.windowMs ?? 0),
+    }),
+    every: formatAlertDuration(rule.everyMs),
+  };
 }
 
 function randomHex(bytes: number): string {

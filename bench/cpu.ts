@@ -42,17 +42,15 @@
  * @module
  */
 import { parseArgs } from "node:util";
-import { createProject } from "../db/projects.ts";
 import { benchEntry } from "./ingest.ts";
 import { denoArgs, taskCommand } from "./options.ts";
 import { cpuTicks, loadAverage, threadTicks } from "./process.ts";
 import { formatCount, markdownTable } from "./report.ts";
 import { freePort, type ServerProcess, startServer } from "./server.ts";
-import { waitForDrain } from "./store.ts";
+import { createBenchProject, waitForDrain } from "./store.ts";
 import { runWrk } from "./wrk.ts";
 
 const ROOT = new URL("../", import.meta.url);
-const ENTRY_ORIGIN = "https://bench.example";
 const LOGS_PATH = "/api/v1/logs";
 /** Address numbers available to X-Forwarded-For (10.x.y.z). */
 const ADDRESS_SPACE = 2 ** 24;
@@ -196,12 +194,7 @@ async function main(): Promise<void> {
       const dir = await Deno.makeTempDir({ prefix: "cpu-bench-" });
       dirs.push(dir);
       const kvPath = `${dir}/kv.sqlite`;
-      const kv = await Deno.openKv(kvPath);
-      const project = await createProject(kv, {
-        name: "bench",
-        allow: [ENTRY_ORIGIN],
-      });
-      kv.close();
+      const project = await createBenchProject(kvPath, "bench");
       body = benchEntry(project.id);
       const port = freePort();
       const label = services.length === 1 ? "service" : `service ${spec}`;

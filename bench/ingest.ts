@@ -33,7 +33,6 @@
  *
  * @module
  */
-import { createProject } from "../db/projects.ts";
 import {
   type BenchOptions,
   denoArgs,
@@ -50,11 +49,10 @@ import {
   type TurnResult,
 } from "./report.ts";
 import { freePort, type ServerProcess, startServer } from "./server.ts";
-import { countStore, waitForDrain } from "./store.ts";
+import { countStore, createBenchProject, waitForDrain } from "./store.ts";
 import { hasWrk, runWrk } from "./wrk.ts";
 
 const ROOT = new URL("../", import.meta.url);
-const ENTRY_ORIGIN = "https://bench.example";
 const LOGS_PATH = "/api/v1/logs";
 /** Address numbers available to X-Forwarded-For (10.x.y.z). */
 const ADDRESS_SPACE = 2 ** 24;
@@ -126,12 +124,7 @@ async function runBench(
   };
   Deno.addSignalListener("SIGINT", onSignal);
   try {
-    const kv = await Deno.openKv(kvPath);
-    const project = await createProject(kv, {
-      name: "bench",
-      allow: [ENTRY_ORIGIN],
-    });
-    kv.close();
+    const project = await createBenchProject(kvPath, "bench");
     const body = benchEntry(project.id);
 
     const servicePort = freePort();

@@ -25,14 +25,14 @@
 import { DatabaseSync } from "node:sqlite";
 import { parseArgs } from "node:util";
 import { readBacklog } from "../db/backlog.ts";
-import { createProject } from "../db/projects.ts";
 import { parseQuery, queryLogs } from "../db/query/mod.ts";
 import { readStats } from "../db/stats.ts";
 import { createGenerator, plantWord } from "./query/generate.ts";
 import { denoArgs, taskCommand } from "./options.ts";
 import { serverMemory } from "./process.ts";
 import { freePort, startServer } from "./server.ts";
-import { parseWrk, type WrkResult } from "./wrk.ts";
+import { BENCH_ORIGIN, createBenchProject } from "./store.ts";
+import { runWrkScript, type WrkResult } from "./wrk.ts";
 
 const ROOT = new URL("../", import.meta.url);
 /** The checkout whose service runs: this one, or `--service DIR` (another build, side by side). */
@@ -48,7 +48,6 @@ function serviceDir(): URL {
     ? new URL(`file://${Deno.realPathSync(dir)}/`)
     : ROOT;
 }
-const ORIGIN = "https://bench.example";
 const RARE = "zanzibarquokka";
 const BODIES = 20_000;
 
@@ -110,7 +109,7 @@ function setup(thread)
 end
 function init(args)
   offset = id * 1000003
-  headers = { ["Content-Type"] = "application/json", ["Origin"] = "${ORIGIN}" }
+  headers = { ["Content-Type"] = "application/json", ["Origin"] = "${BENCH_ORIGIN}" }
 end
 function delay()
   return ${delayMs}
@@ -126,31 +125,20 @@ end
   );
 }
 
-async function wrk(
+/** wrk for `seconds` with the script at `script` (two threads). */
+function wrk(
   url: string,
   script: string,
   connections: number,
   seconds: number,
 ): Promise<WrkResult> {
-  const out = await new Deno.Command("wrk", {
-    args: [
-      "-t2",
-      `-c${connections}`,
-      `-d${seconds}s`,
-      "--timeout",
-      "10s",
-      "--latency",
-      "-s",
-      script,
-      url,
-    ],
-    stdout: "piped",
-    stderr: "piped",
-  }).output();
-  const text = new TextDecoder().decode(out.stdout) +
-    new TextDecoder().decode(out.stderr);
-  if (!out.success) throw new Error(`Cannot run wrk:\n${text}`);
-  return parseWrk(text);
+  return runWrkScript({
+    url,
+    script,
+    connections,
+    threads: 2,
+    durationSeconds: seconds,
+  });
 }
 
 function median(values: number[]): number {
@@ -173,12 +161,7 @@ function pages(path: string): number {
 async function main() {
   const dir = await Deno.makeTempDir({ prefix: "logs-steady-" });
   const kvPath = `${dir}/kv.sqlite`;
-  const setup = await Deno.openKv(kvPath);
-  const project = await createProject(setup, {
-    name: "steady bench",
-    allow: [ORIGIN],
-  });
-  setup.close();
+  const project = await createBenchProject(kvPath, "steady bench");
 
   const generator = createGenerator(21);
   const bodies: string[] = [];

@@ -1,10 +1,11 @@
 /**
- * What the service's KV file holds during and after the load: waiting until
- * no batch is pending (the drain), and counting stored entries, the accepted
- * counter, pending batches and dead letters at the end.
+ * What the service's KV file holds before, during and after the load: the
+ * bench project, created before the service starts; waiting until no batch
+ * is pending (the drain); and counting stored entries, the accepted counter,
+ * pending batches and dead letters at the end.
  *
- * It opens the KV file the service writes, from another process, and only
- * reads it.
+ * Once the service runs, it opens the KV file the service writes, from
+ * another process, and only reads it.
  *
  * @module
  */
@@ -13,7 +14,32 @@ import {
   deadLettersPrefix,
   pendingBatchesPrefix,
 } from "../db/keys.ts";
+import { createProject, type Project } from "../db/projects.ts";
 import { countStoredEntries } from "../db/query/mod.ts";
+
+/** The Origin of the bench entries (bench/post.lua sends it too). */
+export const BENCH_ORIGIN = "https://bench.example";
+
+/**
+ * Creates the bench project, which allows {@linkcode BENCH_ORIGIN}, in the
+ * KV file at `kvPath`, before the service opens it.
+ *
+ * @example
+ * ```ts
+ * const project = await createBenchProject(`${dir}/kv.sqlite`, "bench");
+ * ```
+ */
+export async function createBenchProject(
+  kvPath: string,
+  name: string,
+): Promise<Project> {
+  const kv = await Deno.openKv(kvPath);
+  try {
+    return await createProject(kv, { name, allow: [BENCH_ORIGIN] });
+  } finally {
+    kv.close();
+  }
+}
 
 /** Batches counted at the first poll of a drain, at most. */
 const FIRST_POLL_LIMIT = 10_000;

@@ -119,19 +119,43 @@ export async function hasWrk(): Promise<boolean> {
   }
 }
 
-/** Options of {@linkcode runWrk}. */
-interface RunWrkOptions {
+/** One wrk run of a Lua script, for {@linkcode runWrkScript}. */
+export interface WrkScriptRun {
   url: string;
   connections: number;
   threads: number;
   durationSeconds: number;
-  body: string;
-  /** First X-Forwarded-For address number of this run. */
-  addressOffset: number;
+  /** Path of the Lua script. */
+  script: string;
+  /** What the script reads after `--`. @default none */
+  scriptArgs?: string[];
   /** Kills wrk when aborted. */
   signal?: AbortSignal;
   /** CPUs wrk is pinned to (`taskset -c`), e.g. "0". @default none */
   cpus?: string;
+}
+
+/** Options of {@linkcode runWrk}. */
+interface RunWrkOptions extends Omit<WrkScriptRun, "script" | "scriptArgs"> {
+  body: string;
+  /** First X-Forwarded-For address number of this run. */
+  addressOffset: number;
+}
+
+/** The wrk arguments of `run`: with `--latency`, so that it can be parsed. */
+function scriptArgs(run: WrkScriptRun): string[] {
+  return [
+    `-t${run.threads}`,
+    `-c${run.connections}`,
+    `-d${run.durationSeconds}s`,
+    "--timeout",
+    "10s",
+    "--latency",
+    "-s",
+    run.script,
+    run.url,
+    ...(run.scriptArgs ? ["--", ...run.scriptArgs] : []),
+  ];
 }
 
 /**
@@ -149,25 +173,20 @@ export function wrkArgs(
   options: RunWrkOptions,
   script: string,
 ): { args: string[]; shown: string } {
-  const args = [
-    `-t${options.threads}`,
-    `-c${options.connections}`,
-    `-d${options.durationSeconds}s`,
-    "--timeout",
-    "10s",
-    "--latency",
-    "-s",
-    script,
-    options.url,
-    "--",
-    options.body,
-    String(options.addressOffset),
-    String(options.threads),
-  ];
+  const args = scriptArgs(postRun(options, script));
   const shown = args.map((a) =>
     a === options.body ? "'<entry>'" : a === script ? "bench/post.lua" : a
   );
   return { args, shown: `wrk ${shown.join(" ")}` };
+}
+
+function postRun(options: RunWrkOptions, script: string): WrkScriptRun {
+  const { body, addressOffset, ...run } = options;
+  return {
+    ...run,
+    script,
+    scriptArgs: [body, String(addressOffset), String(options.threads)],
+  };
 }
 
 /**
@@ -182,18 +201,34 @@ export async function runWrk(
   options: RunWrkOptions,
 ): Promise<{ result: WrkResult; command: string }> {
   const script = new URL("./post.lua", import.meta.url).pathname;
-  const { args, shown } = wrkArgs(options, script);
-  const pinned = options.cpus !== undefined;
+  const { shown } = wrkArgs(options, script);
+  return {
+    result: await runWrkScript(postRun(options, script)),
+    command: shown,
+  };
+}
+
+/**
+ * Runs wrk once with any Lua script and parses what it printed.
+ *
+ * @example
+ * ```ts
+ * const result = await runWrkScript({ url, connections: 64, threads: 2, durationSeconds: 3, script });
+ * ```
+ */
+export async function runWrkScript(run: WrkScriptRun): Promise<WrkResult> {
+  const args = scriptArgs(run);
+  const pinned = run.cpus !== undefined;
   const out = await new Deno.Command(pinned ? "taskset" : "wrk", {
-    args: pinned ? ["-c", options.cpus!, "wrk", ...args] : args,
+    args: pinned ? ["-c", run.cpus!, "wrk", ...args] : args,
     stdout: "piped",
     stderr: "piped",
-    ...(options.signal ? { signal: options.signal } : {}),
+    ...(run.signal ? { signal: run.signal } : {}),
   }).output();
   const output = new TextDecoder().decode(out.stdout) +
     new TextDecoder().decode(out.stderr);
   if (!out.success) {
     throw new Error(`Cannot run wrk (exit code ${out.code}):\n${output}`);
   }
-  return { result: parseWrk(output), command: shown };
+  return parseWrk(output);
 }

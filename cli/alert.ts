@@ -7,8 +7,7 @@
  * @module
  */
 import { projectIdOf } from "./resolve.ts";
-import { recordAudit } from "../db/audit.ts";
-import { CLI_ACTOR } from "./user.ts";
+import { recordCliChange } from "./audit.ts";
 import {
   type AlertRule,
   deleteAlertRule,
@@ -22,21 +21,19 @@ import {
   AlertRuleNotFoundError,
   formatAlertDuration,
   parseAlertDuration,
+  ruleTrigger,
 } from "../alerts/rules.ts";
 import {
   booleanFlag,
   type CommandContext,
-  EXIT_FAILURE,
-  EXIT_USAGE,
-  guard,
   type Parsed,
-  parseFlags,
   println,
   stringFlag,
   takePositionals,
   UsageError,
 } from "./command.ts";
-import { formatTable, formatTime, inert } from "./format.ts";
+import { dispatch, JSON_FLAG, type Subcommands } from "./subcommands.ts";
+import { formatList, formatTable, formatTime, inert } from "./format.ts";
 
 const USAGE: Record<string, string> = {
   "": `Alert rules: a query, an optional threshold and a webhook.
@@ -91,11 +88,7 @@ function ruleJson(
     id: rule.id,
     projectId: rule.projectId,
     query: rule.query,
-    ...(rule.threshold === undefined ? {} : {
-      threshold: rule.threshold,
-      window: formatAlertDuration(rule.windowMs ?? 0),
-    }),
-    every: formatAlertDuration(rule.everyMs),
+    ...ruleTrigger(rule),
     webhook: rule.webhook,
     createdAt: new Date(rule.createdAt).toISOString(),
     ...(withSecret ? { secret: rule.secret } : {}),
@@ -128,8 +121,18 @@ function required(parsed: Parsed, name: string, value: string): string {
   return text;
 }
 
-async function requireProject(kv: Deno.Kv, id: string): Promise<string> {
-  return await projectIdOf(kv, id);
+/** The project and the rule the arguments of `alert remove|history` name. */
+async function takeRule(
+  ctx: CommandContext,
+  parsed: Parsed,
+  command: string,
+): Promise<{ projectId: string; ruleId: string }> {
+  const [named, ruleId] = takePositionals(
+    `alert ${command}`,
+    parsed.positionals,
+    ["PROJECT", "RULE_ID"],
+  );
+  return { projectId: await projectIdOf(ctx.kv, named), ruleId };
 }
 
 function describeScope(rule: AlertRule): string {
@@ -138,15 +141,10 @@ function describeScope(rule: AlertRule): string {
     : `> ${rule.threshold} in ${formatAlertDuration(rule.windowMs ?? 0)}`;
 }
 
-type Subcommand = (ctx: CommandContext, parsed: Parsed) => Promise<number>;
-
-const SUBCOMMANDS: Record<string, {
-  options: Parameters<typeof parseFlags>[2];
-  run: Subcommand;
-}> = {
+const SUBCOMMANDS: Subcommands = {
   add: {
     options: {
-      json: { type: "boolean" },
+      ...JSON_FLAG,
       query: { type: "string" },
       webhook: { type: "string" },
       threshold: { type: "string" },
@@ -157,7 +155,7 @@ const SUBCOMMANDS: Record<string, {
       const [named] = takePositionals("alert add", parsed.positionals, [
         "PROJECT",
       ]);
-      const projectId = await requireProject(ctx.kv, named!);
+      const projectId = await projectIdOf(ctx.kv, named);
       const query = required(parsed, "query", "Q");
       const webhook = required(parsed, "webhook", "URL");
       const thresholdText = stringFlag(parsed, "threshold");
@@ -178,12 +176,10 @@ const SUBCOMMANDS: Record<string, {
         ...(windowMs === undefined ? {} : { windowMs }),
         ...(everyMs === undefined ? {} : { everyMs }),
       }, { allowPrivate: ctx.allowPrivateTargets ?? false, now: ctx.now });
-      await recordAudit(ctx.kv, {
+      await recordCliChange(ctx, {
         projectId,
-        actor: CLI_ACTOR,
         action: "alert.add",
         detail: `${rule.id}: ${query} -> ${new URL(webhook).host}`,
-        now: ctx.now,
       });
       if (booleanFlag(parsed, "json")) {
         println(ctx, JSON.stringify(ruleJson(rule, true)));
@@ -209,33 +205,28 @@ const SUBCOMMANDS: Record<string, {
     },
   },
   list: {
-    options: { json: { type: "boolean" } },
+    options: JSON_FLAG,
     async run(ctx, parsed) {
       const [named] = takePositionals("alert list", parsed.positionals, [
         "PROJECT",
       ]);
-      const projectId = await requireProject(ctx.kv, named!);
+      const projectId = await projectIdOf(ctx.kv, named);
       const rules = await listAlertRules(ctx.kv, projectId);
-      if (booleanFlag(parsed, "json")) {
-        println(ctx, JSON.stringify(rules.map((r) => ruleJson(r))));
-        return 0;
-      }
-      if (rules.length === 0) {
-        println(ctx, "No alert rules");
-        return 0;
-      }
       println(
         ctx,
-        formatTable([
-          ["ID", "QUERY", "FIRES ON", "EVERY", "WEBHOOK"],
-          ...rules.map((r) => [
+        formatList(rules, {
+          json: booleanFlag(parsed, "json"),
+          toJson: (r) => ruleJson(r),
+          empty: "No alert rules",
+          header: ["ID", "QUERY", "FIRES ON", "EVERY", "WEBHOOK"],
+          row: (r) => [
             r.id,
             inert(r.query),
             describeScope(r),
             formatAlertDuration(r.everyMs),
             inert(r.webhook),
-          ]),
-        ]),
+          ],
+        }),
       );
       return 0;
     },
@@ -243,59 +234,42 @@ const SUBCOMMANDS: Record<string, {
   remove: {
     options: {},
     async run(ctx, parsed) {
-      const [named, ruleId] = takePositionals(
-        "alert remove",
-        parsed.positionals,
-        ["PROJECT", "RULE_ID"],
-      );
-      const projectId = await requireProject(ctx.kv, named!);
+      const { projectId, ruleId } = await takeRule(ctx, parsed, "remove");
       if (!await deleteAlertRule(ctx.kv, projectId, ruleId)) {
         throw new AlertRuleNotFoundError(projectId, ruleId);
       }
-      await recordAudit(ctx.kv, {
+      await recordCliChange(ctx, {
         projectId,
-        actor: CLI_ACTOR,
         action: "alert.remove",
         detail: ruleId,
-        now: ctx.now,
       });
       println(ctx, `Removed alert rule ${ruleId}`);
       return 0;
     },
   },
   history: {
-    options: { json: { type: "boolean" } },
+    options: JSON_FLAG,
     async run(ctx, parsed) {
-      const [named, ruleId] = takePositionals(
-        "alert history",
-        parsed.positionals,
-        ["PROJECT", "RULE_ID"],
-      );
-      const projectId = await requireProject(ctx.kv, named!);
+      const { projectId, ruleId } = await takeRule(ctx, parsed, "history");
       if (await getAlertRule(ctx.kv, projectId, ruleId) === null) {
         throw new AlertRuleNotFoundError(projectId, ruleId);
       }
       const history = await readAlertHistory(ctx.kv, projectId, ruleId);
-      if (booleanFlag(parsed, "json")) {
-        println(ctx, JSON.stringify(history.map(attemptJson)));
-        return 0;
-      }
-      if (history.length === 0) {
-        println(ctx, "No deliveries yet");
-        return 0;
-      }
       println(
         ctx,
-        formatTable([
-          ["TIME", "ATTEMPT", "COUNT", "RESULT", "OUTCOME"],
-          ...history.map((a) => [
+        formatList(history, {
+          json: booleanFlag(parsed, "json"),
+          toJson: attemptJson,
+          empty: "No deliveries yet",
+          header: ["TIME", "ATTEMPT", "COUNT", "RESULT", "OUTCOME"],
+          row: (a) => [
             formatTime(a.at),
             String(a.attempt),
             String(a.count),
             a.status === undefined ? inert(a.error ?? "-") : String(a.status),
             a.outcome,
-          ]),
-        ]),
+          ],
+        }),
       );
       return 0;
     },
@@ -311,33 +285,10 @@ const SUBCOMMANDS: Record<string, {
  * ```
  */
 export function alertCommand(ctx: CommandContext): Promise<number> {
-  return guard(ctx, async () => {
-    const [name = "", ...rest] = ctx.args;
-    if (name === "") {
-      ctx.stderr(USAGE[""]! + "\n");
-      return EXIT_USAGE;
-    }
-    if (name === "--help" || name === "-h" || name === "help") {
-      println(ctx, USAGE[""]!);
-      return 0;
-    }
-    const sub = SUBCOMMANDS[name];
-    if (sub === undefined) {
-      throw new UsageError(
-        `Cannot run "alert ${name}": unknown command (see "deno task alert --help")`,
-      );
-    }
-    const parsed = parseFlags(`alert ${name}`, rest, sub.options);
-    if (booleanFlag(parsed, "help")) {
-      println(ctx, USAGE[name]!);
-      return 0;
-    }
-    try {
-      return await sub.run({ ...ctx, args: rest }, parsed);
-    } catch (error) {
-      if (!(error instanceof AlertRuleNotFoundError)) throw error;
-      ctx.stderr(error.message + "\n");
-      return EXIT_FAILURE;
-    }
+  return dispatch(ctx, {
+    command: "alert",
+    usage: USAGE,
+    subcommands: SUBCOMMANDS,
+    failures: [AlertRuleNotFoundError],
   });
 }

@@ -26,6 +26,7 @@ import {
   UsageError,
 } from "./command.ts";
 import { formatTable, formatTime, inert } from "./format.ts";
+import { CLI_ACTOR } from "./user.ts";
 
 const USAGE = `Print an audit log, newest first.
 
@@ -101,6 +102,23 @@ export function auditCommand(ctx: CommandContext): Promise<number> {
   });
 }
 
+/** A change made with these commands, for {@linkcode recordCliChange}. */
+export interface CliChange {
+  /** Whose log: a project's, or the service's with `null`. */
+  projectId: string | null;
+  /** What changed, as `area.verb` (`token.create`). */
+  action: string;
+  detail: string;
+}
+
+/** Writes a change made with these commands to an audit log, as done by `cli`. */
+export async function recordCliChange(
+  ctx: CommandContext,
+  change: CliChange,
+): Promise<void> {
+  await recordAudit(ctx.kv, { ...change, actor: CLI_ACTOR, now: ctx.now });
+}
+
 /**
  * Runs `deno task project NAME …` (`run`) and, when it succeeded, writes
  * its change to the project's audit log as done by `cli`; deleting a
@@ -120,13 +138,7 @@ export async function auditedProjectCommand(
   const code = await run();
   if (code !== 0 || booleanFlag(parsed, "help")) return code;
   const record = (projectId: string | null, action: string, detail: string) =>
-    recordAudit(ctx.kv, {
-      projectId,
-      actor: "cli",
-      action,
-      detail,
-      now: ctx.now,
-    });
+    recordCliChange(ctx, { projectId, action, detail });
   if (before !== null) {
     for (const project of await listProjects(ctx.kv)) {
       if (!before.has(project.id)) {

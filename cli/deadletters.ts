@@ -22,7 +22,7 @@ import {
   takePositionals,
   UsageError,
 } from "./command.ts";
-import { formatTable, formatTime, inert } from "./format.ts";
+import { formatList, formatTime, inert } from "./format.ts";
 
 const USAGE =
   `List dead letters (batches whose processing kept failing) or replay them.
@@ -79,25 +79,22 @@ export function deadLettersCommand(ctx: CommandContext): Promise<number> {
         if (letter === null) throw new DeadLetterNotFoundError(id);
         letters = [letter];
       }
-      if (json) {
-        println(ctx, JSON.stringify(letters.map(deadLetterJson)));
-      } else if (letters.length === 0) {
-        println(ctx, "No dead letters");
-      } else {
-        println(
-          ctx,
-          formatTable([
-            ["BATCH", "CREATED", "ENTRIES", "ATTEMPTS", "ERROR"],
-            ...letters.map((l) => [
-              l.id,
-              formatTime(l.createdAt),
-              String(l.count),
-              String(l.attempts),
-              inert(l.error ?? "-"),
-            ]),
-          ]),
-        );
-      }
+      println(
+        ctx,
+        formatList(letters, {
+          json,
+          toJson: deadLetterJson,
+          empty: "No dead letters",
+          header: ["BATCH", "CREATED", "ENTRIES", "ATTEMPTS", "ERROR"],
+          row: (l) => [
+            l.id,
+            formatTime(l.createdAt),
+            String(l.count),
+            String(l.attempts),
+            inert(l.error ?? "-"),
+          ],
+        }),
+      );
       return 0;
     }
     if (action === "replay") {

@@ -6,6 +6,7 @@
  * @module
  */
 import { UsageError } from "./command.ts";
+import { DURATION_UNIT_MS } from "../domain/duration.ts";
 
 // deno-lint-ignore no-control-regex -- matching the escape character is the point
 const ANSI = /\x1b\[[0-9;]*m/g;
@@ -92,6 +93,35 @@ export function formatTable(rows: string[][]): string {
   ).join("\n");
 }
 
+/** How {@linkcode formatList} shows a list of records. */
+export interface ListView<T> {
+  /** Whether to print one JSON array instead of a table. */
+  json: boolean;
+  /** A record as an element of that array. */
+  toJson: (item: T) => unknown;
+  /** What is said when there is no record. */
+  empty: string;
+  /** The table's header row. */
+  header: string[];
+  /** A record as a table row. */
+  row: (item: T) => string[];
+}
+
+/**
+ * A list of records as a `--json` array, as the sentence saying there is
+ * none, or as a table under its header: how every `list` command answers.
+ *
+ * @example
+ * ```ts
+ * formatList([], { json: false, toJson: String, empty: "No rules", header: ["ID"], row: (r) => [r] }); // "No rules"
+ * ```
+ */
+export function formatList<T>(items: readonly T[], view: ListView<T>): string {
+  if (view.json) return JSON.stringify(items.map((item) => view.toJson(item)));
+  if (items.length === 0) return view.empty;
+  return formatTable([view.header, ...items.map((item) => view.row(item))]);
+}
+
 /**
  * A time as `2026-01-01 12:00:05Z` (UTC), with milliseconds when asked.
  *
@@ -105,14 +135,6 @@ export function formatTime(ms: number, withMs = false): string {
   return iso.slice(0, 10) + " " + iso.slice(11, withMs ? 23 : 19) + "Z";
 }
 
-const UNIT_MS: Record<string, number> = {
-  ms: 1,
-  s: 1000,
-  m: 60_000,
-  h: 3_600_000,
-  d: 86_400_000,
-  w: 7 * 86_400_000,
-};
 const DURATION = /^(?:\d+(?:\.\d+)?(?:ms|s|m|h|d|w))+$/;
 
 /**
@@ -129,7 +151,7 @@ export function parseDuration(text: string): number | undefined {
   if (!DURATION.test(text)) return undefined;
   let total = 0;
   for (const [, n, unit] of text.matchAll(/(\d+(?:\.\d+)?)(ms|s|m|h|d|w)/g)) {
-    total += Number(n) * UNIT_MS[unit!]!;
+    total += Number(n) * DURATION_UNIT_MS[unit!]!;
   }
   return Math.round(total);
 }

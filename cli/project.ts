@@ -27,10 +27,6 @@ import {
   booleanFlag,
   type CommandContext,
   EXIT_FAILURE,
-  EXIT_USAGE,
-  guard,
-  type Parsed,
-  parseFlags,
   println,
   stringFlag,
   stringFlags,
@@ -39,7 +35,14 @@ import {
   useColor,
 } from "./command.ts";
 import {
+  dispatch,
+  JSON_FLAG,
+  type Subcommand,
+  type Subcommands,
+} from "./subcommands.ts";
+import {
   formatLevel,
+  formatList,
   formatTable,
   formatTime,
   inert,
@@ -60,14 +63,28 @@ async function requireProject(kv: Deno.Kv, id: string): Promise<Project> {
   return project;
 }
 
-const JSON_FLAG = { json: { type: "boolean" } } as const;
+/** `project allow|disallow ID VALUE`: a change to the allow-list. */
+function allowListCommand(
+  name: string,
+  change: typeof allowValue,
+  headline: (id: string, value: string) => string,
+): Subcommand {
+  return {
+    options: JSON_FLAG,
+    async run(ctx, parsed) {
+      const [id, value] = takePositionals(
+        `project ${name}`,
+        parsed.positionals,
+        ["ID", "VALUE"],
+      );
+      const project = await change(ctx.kv, id, value);
+      printProject(ctx, parsed, project, headline(id, value));
+      return 0;
+    },
+  };
+}
 
-type Subcommand = (ctx: CommandContext, parsed: Parsed) => Promise<number>;
-
-const SUBCOMMANDS: Record<string, {
-  options: Parameters<typeof parseFlags>[2];
-  run: Subcommand;
-}> = {
+const SUBCOMMANDS: Subcommands = {
   create: {
     options: {
       ...JSON_FLAG,
@@ -111,40 +128,25 @@ const SUBCOMMANDS: Record<string, {
       const projects = (await listProjects(ctx.kv)).sort((a, b) =>
         a.name < b.name ? -1 : a.name > b.name ? 1 : a.createdAt - b.createdAt
       );
-      if (booleanFlag(parsed, "json")) {
-        const now = ctx.now();
-        println(
-          ctx,
-          JSON.stringify(projects.map((p) => projectJson(p, { now }))),
-        );
-        return 0;
-      }
-      if (projects.length === 0) {
-        println(
-          ctx,
-          `No projects yet: create one with "deno task project create --name NAME"`,
-        );
-        return 0;
-      }
-      const rows = [[
-        "ID",
-        "NAME",
-        "ALLOWED",
-        "LEVELS",
-        "RETENTION",
-        "CREATED",
-      ]];
-      for (const p of projects) {
-        rows.push([
-          p.id,
-          inert(p.name),
-          inert(p.settings.allowedOrigin.join(", ")) || "-",
-          [...STANDARD_LEVELS, ...p.levels].join(", "),
-          `${p.retentionDays}d`,
-          formatTime(p.createdAt),
-        ]);
-      }
-      println(ctx, formatTable(rows));
+      const now = ctx.now();
+      println(
+        ctx,
+        formatList(projects, {
+          json: booleanFlag(parsed, "json"),
+          toJson: (p) => projectJson(p, { now }),
+          empty:
+            `No projects yet: create one with "deno task project create --name NAME"`,
+          header: ["ID", "NAME", "ALLOWED", "LEVELS", "RETENTION", "CREATED"],
+          row: (p) => [
+            p.id,
+            inert(p.name),
+            inert(p.settings.allowedOrigin.join(", ")) || "-",
+            [...STANDARD_LEVELS, ...p.levels].join(", "),
+            `${p.retentionDays}d`,
+            formatTime(p.createdAt),
+          ],
+        }),
+      );
       return 0;
     },
   },
@@ -161,42 +163,16 @@ const SUBCOMMANDS: Record<string, {
       return 0;
     },
   },
-  allow: {
-    options: JSON_FLAG,
-    async run(ctx, parsed) {
-      const [id, value] = takePositionals(
-        "project allow",
-        parsed.positionals,
-        ["ID", "VALUE"],
-      );
-      const project = await allowValue(ctx.kv, id, value);
-      printProject(
-        ctx,
-        parsed,
-        project,
-        `Allowed "${value}" in project "${id}"`,
-      );
-      return 0;
-    },
-  },
-  disallow: {
-    options: JSON_FLAG,
-    async run(ctx, parsed) {
-      const [id, value] = takePositionals(
-        "project disallow",
-        parsed.positionals,
-        ["ID", "VALUE"],
-      );
-      const project = await disallowValue(ctx.kv, id, value);
-      printProject(
-        ctx,
-        parsed,
-        project,
-        `Removed "${value}" from the allow-list of project "${id}"`,
-      );
-      return 0;
-    },
-  },
+  allow: allowListCommand(
+    "allow",
+    allowValue,
+    (id, value) => `Allowed "${value}" in project "${id}"`,
+  ),
+  disallow: allowListCommand(
+    "disallow",
+    disallowValue,
+    (id, value) => `Removed "${value}" from the allow-list of project "${id}"`,
+  ),
   "rotate-secret": {
     options: { ...JSON_FLAG, grace: { type: "string" } },
     async run(ctx, parsed) {
@@ -368,33 +344,17 @@ const SUBCOMMANDS: Record<string, {
  * ```
  */
 export function projectCommand(ctx: CommandContext): Promise<number> {
-  return guard(ctx, async () => {
-    const [name = "", ...rest] = ctx.args;
-    if (name === "") {
-      ctx.stderr(USAGE[""]! + "\n");
-      return EXIT_USAGE;
-    }
-    if (name === "--help" || name === "-h" || name === "help") {
-      println(ctx, USAGE[""]!);
-      return 0;
-    }
-    const sub = SUBCOMMANDS[name];
-    if (sub === undefined) {
-      throw new UsageError(
-        `Cannot run "project ${name}": unknown command (see "deno task project --help")`,
-      );
-    }
-    const parsed = parseFlags(`project ${name}`, rest, sub.options);
-    if (booleanFlag(parsed, "help")) {
-      println(ctx, USAGE[name]!);
-      return 0;
-    }
-    // The ID of every subcommand but these may be a name (cli/resolve.ts).
-    const named = parsed.positionals[0];
-    if (name !== "create" && name !== "list" && named !== undefined) {
-      parsed.positionals[0] = (await resolveProject(ctx.kv, named)).id;
-    }
-    const run = () => sub.run({ ...ctx, args: rest }, parsed);
-    return await auditedProjectCommand(ctx, name, parsed, run);
+  return dispatch(ctx, {
+    command: "project",
+    usage: USAGE,
+    subcommands: SUBCOMMANDS,
+    async around(name, parsed, run) {
+      // The ID of every subcommand but these may be a name (cli/resolve.ts).
+      const named = parsed.positionals[0];
+      if (name !== "create" && name !== "list" && named !== undefined) {
+        parsed.positionals[0] = (await resolveProject(ctx.kv, named)).id;
+      }
+      return await auditedProjectCommand(ctx, name, parsed, run);
+    },
   });
 }

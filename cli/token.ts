@@ -7,7 +7,7 @@
  * @module
  */
 import { projectIdOf } from "./resolve.ts";
-import { recordAudit } from "../db/audit.ts";
+import { recordCliChange } from "./audit.ts";
 import {
   createReadToken,
   listReadTokens,
@@ -23,13 +23,9 @@ import {
   takePositionals,
   UsageError,
 } from "./command.ts";
-import { formatTable, formatTime, inert } from "./format.ts";
-import {
-  CLI_ACTOR,
-  dispatch,
-  guardAccounts,
-  type Subcommands,
-} from "./user.ts";
+import { dispatch, JSON_FLAG, type Subcommands } from "./subcommands.ts";
+import { formatList, formatTime, inert } from "./format.ts";
+import { CLI_ACTOR } from "./user.ts";
 
 const USAGE: Record<string, string> = {
   "": `Manage a project's read tokens (for GET /api/v1/projects/ID/logs).
@@ -68,8 +64,6 @@ export function tokenJson(token: ReadToken): Record<string, unknown> {
   };
 }
 
-const JSON_FLAG = { json: { type: "boolean" } } as const;
-
 const SUBCOMMANDS: Subcommands = {
   create: {
     options: { ...JSON_FLAG, name: { type: "string" } },
@@ -92,12 +86,10 @@ const SUBCOMMANDS: Subcommands = {
         createdBy: CLI_ACTOR,
         now: ctx.now,
       });
-      await recordAudit(ctx.kv, {
+      await recordCliChange(ctx, {
         projectId,
-        actor: CLI_ACTOR,
         action: "token.create",
         detail: `${record.name} (${record.id})`,
-        now: ctx.now,
       });
       if (booleanFlag(parsed, "json")) {
         println(ctx, JSON.stringify({ ...tokenJson(record), token }));
@@ -127,27 +119,22 @@ const SUBCOMMANDS: Subcommands = {
       ]);
       const projectId = await projectIdOf(ctx.kv, named!);
       const tokens = await listReadTokens(ctx.kv, projectId);
-      if (booleanFlag(parsed, "json")) {
-        println(ctx, JSON.stringify(tokens.map(tokenJson)));
-        return 0;
-      }
-      if (tokens.length === 0) {
-        println(
-          ctx,
-          `No read tokens: create one with "deno task token create ${projectId} --name NAME"`,
-        );
-        return 0;
-      }
-      const rows = [["ID", "NAME", "CREATED BY", "CREATED"]];
-      for (const t of tokens) {
-        rows.push([
-          t.id,
-          inert(t.name),
-          inert(t.createdBy),
-          formatTime(t.createdAt),
-        ]);
-      }
-      println(ctx, formatTable(rows));
+      println(
+        ctx,
+        formatList(tokens, {
+          json: booleanFlag(parsed, "json"),
+          toJson: tokenJson,
+          empty:
+            `No read tokens: create one with "deno task token create ${projectId} --name NAME"`,
+          header: ["ID", "NAME", "CREATED BY", "CREATED"],
+          row: (t) => [
+            t.id,
+            inert(t.name),
+            inert(t.createdBy),
+            formatTime(t.createdAt),
+          ],
+        }),
+      );
       return 0;
     },
   },
@@ -161,12 +148,10 @@ const SUBCOMMANDS: Subcommands = {
       );
       const projectId = await projectIdOf(ctx.kv, named!);
       const record = await revokeReadToken(ctx.kv, projectId, which);
-      await recordAudit(ctx.kv, {
+      await recordCliChange(ctx, {
         projectId,
-        actor: CLI_ACTOR,
         action: "token.revoke",
         detail: `${record.name} (${record.id})`,
-        now: ctx.now,
       });
       if (booleanFlag(parsed, "json")) {
         println(ctx, JSON.stringify({ ...tokenJson(record), revoked: true }));
@@ -190,9 +175,10 @@ const SUBCOMMANDS: Subcommands = {
  * ```
  */
 export function tokenCommand(ctx: CommandContext): Promise<number> {
-  return guardAccounts(
-    ctx,
-    [TokenNotFoundError],
-    () => dispatch(ctx, "token", USAGE, SUBCOMMANDS),
-  );
+  return dispatch(ctx, {
+    command: "token",
+    usage: USAGE,
+    subcommands: SUBCOMMANDS,
+    failures: [TokenNotFoundError],
+  });
 }

@@ -26,18 +26,15 @@ import {
 import {
   booleanFlag,
   type CommandContext,
-  EXIT_FAILURE,
-  EXIT_USAGE,
-  guard,
   type Parsed,
-  parseFlags,
   println,
   stringFlag,
   stringFlags,
   takePositionals,
   UsageError,
 } from "./command.ts";
-import { formatTable, formatTime, inert } from "./format.ts";
+import { dispatch, JSON_FLAG, type Subcommands } from "./subcommands.ts";
+import { formatList, formatTime, inert } from "./format.ts";
 
 /** Who the audit log names for a change made with these commands. */
 export const CLI_ACTOR = "cli";
@@ -130,14 +127,7 @@ function printUser(
   }
 }
 
-const JSON_FLAG = { json: { type: "boolean" } } as const;
-
-type Subcommand = (ctx: CommandContext, parsed: Parsed) => Promise<number>;
-
-const SUBCOMMANDS: Record<string, {
-  options: Parameters<typeof parseFlags>[2];
-  run: Subcommand;
-}> = {
+const SUBCOMMANDS: Subcommands = {
   add: {
     options: {
       ...JSON_FLAG,
@@ -191,27 +181,22 @@ const SUBCOMMANDS: Record<string, {
     async run(ctx, parsed) {
       takePositionals("user list", parsed.positionals, []);
       const users = await listUsers(ctx.kv);
-      if (booleanFlag(parsed, "json")) {
-        println(ctx, JSON.stringify(users.map(userJson)));
-        return 0;
-      }
-      if (users.length === 0) {
-        println(
-          ctx,
-          `No accounts besides the built-in "admin": add one with "deno task user add EMAIL --role viewer --project ID --password-stdin"`,
-        );
-        return 0;
-      }
-      const rows = [["EMAIL", "ROLE", "PROJECTS", "ADDED"]];
-      for (const u of users) {
-        rows.push([
-          inert(u.email),
-          u.role,
-          u.role === "admin" ? "(all)" : u.projects.join(", ") || "-",
-          formatTime(u.createdAt),
-        ]);
-      }
-      println(ctx, formatTable(rows));
+      println(
+        ctx,
+        formatList(users, {
+          json: booleanFlag(parsed, "json"),
+          toJson: userJson,
+          empty:
+            `No accounts besides the built-in "admin": add one with "deno task user add EMAIL --role viewer --project ID --password-stdin"`,
+          header: ["EMAIL", "ROLE", "PROJECTS", "ADDED"],
+          row: (u) => [
+            inert(u.email),
+            u.role,
+            u.role === "admin" ? "(all)" : u.projects.join(", ") || "-",
+            formatTime(u.createdAt),
+          ],
+        }),
+      );
       return 0;
     },
   },
@@ -313,61 +298,6 @@ const SUBCOMMANDS: Record<string, {
 };
 
 /**
- * Runs `body` as {@linkcode guard} does, also turning a missing or taken
- * account into one line and {@linkcode EXIT_FAILURE}.
- */
-export function guardAccounts(
-  ctx: CommandContext,
-  errors: (new (...args: never[]) => Error)[],
-  body: () => Promise<number>,
-): Promise<number> {
-  return guard(ctx, async () => {
-    try {
-      return await body();
-    } catch (error) {
-      if (errors.some((kind) => error instanceof kind)) {
-        ctx.stderr((error as Error).message + "\n");
-        return EXIT_FAILURE;
-      }
-      throw error;
-    }
-  });
-}
-
-/** Dispatches `name` among `subcommands`, with help. */
-export async function dispatch(
-  ctx: CommandContext,
-  command: string,
-  usage: Record<string, string>,
-  subcommands: typeof SUBCOMMANDS,
-): Promise<number> {
-  const [name = "", ...rest] = ctx.args;
-  if (name === "") {
-    ctx.stderr(usage[""]! + "\n");
-    return EXIT_USAGE;
-  }
-  if (name === "--help" || name === "-h" || name === "help") {
-    println(ctx, usage[""]!);
-    return 0;
-  }
-  const sub = subcommands[name];
-  if (sub === undefined) {
-    throw new UsageError(
-      `Cannot run "${command} ${name}": unknown command (see "deno task ${command} --help")`,
-    );
-  }
-  const parsed = parseFlags(`${command} ${name}`, rest, sub.options);
-  if (booleanFlag(parsed, "help")) {
-    println(ctx, usage[name]!);
-    return 0;
-  }
-  return await sub.run({ ...ctx, args: rest }, parsed);
-}
-
-/** The shape of a subcommand table, for {@linkcode dispatch}. */
-export type Subcommands = typeof SUBCOMMANDS;
-
-/**
  * `deno task user <command> …`.
  *
  * @example
@@ -376,9 +306,10 @@ export type Subcommands = typeof SUBCOMMANDS;
  * ```
  */
 export function userCommand(ctx: CommandContext): Promise<number> {
-  return guardAccounts(
-    ctx,
-    [UserNotFoundError, UserExistsError],
-    () => dispatch(ctx, "user", USAGE, SUBCOMMANDS),
-  );
+  return dispatch(ctx, {
+    command: "user",
+    usage: USAGE,
+    subcommands: SUBCOMMANDS,
+    failures: [UserNotFoundError, UserExistsError],
+  });
 }

@@ -20,6 +20,7 @@
  *
  * @module
  */
+import { createPace } from "./pace.ts";
 import type { Entry } from "./sign.ts";
 
 /** Bytes a page may have in flight in `keepalive` requests and beacons. */
@@ -137,6 +138,28 @@ export interface Sender {
   stats(): DeliveryStats;
 }
 
+/** The error told to `onError` for a job given up on. */
+function deliveryError(
+  job: Job,
+  status: number,
+  error?: Partial<DeliveryError>,
+): DeliveryError {
+  return {
+    status,
+    code: error?.code ?? (status ? "http_error" : "network_error"),
+    message: error?.message ?? `Cannot send the entry: answered ${status}`,
+    ...(error?.issues ? { issues: error.issues } : {}),
+    entry: job.entry,
+  };
+}
+
+/** A `Retry-After` header (seconds or an HTTP date) as a wait from `now`. */
+function retryAfterMs(header: string | null, now: () => number): number {
+  return header
+    ? Math.max(0, +header * 1000 || Date.parse(header) - now() || 0)
+    : 0;
+}
+
 /**
  * Builds a sender. Nothing runs until a job is pushed, and nothing is left
  * scheduled once the queue is empty, so an idle sender keeps no process alive.
@@ -151,21 +174,13 @@ export interface Sender {
  */
 export function createSender(options: SenderOptions): Sender {
   const maxQueue = options.maxQueue ?? 1000;
-  const rate = options.rate ?? 20;
-  /** The bucket for a service burst of `limit`: a tenth kept in reserve. */
-  const capacity = (limit: number) =>
-    Math.max(1, limit - Math.ceil(limit / 10));
-  let burst = capacity(options.burst ?? 50);
   const concurrency = options.concurrency ?? 4;
   const maxRetries = options.maxRetries ?? 10;
-  const baseMs = options.retryBaseMs ?? 500;
-  const maxMs = options.retryMaxMs ?? 30000;
   const timeoutMs = options.timeoutMs ?? 10000;
   const doFetch = options.fetch ?? fetch;
   const now = options.now ?? Date.now;
   const set = options.setTimeout ?? setTimeout;
   const clear = (options.clearTimeout ?? clearTimeout) as (id: unknown) => void;
-  const random = options.random ?? Math.random;
   const onError = options.onError ?? (() => {});
 
   const queue: Job[] = [];
@@ -179,11 +194,7 @@ export function createSender(options: SenderOptions): Sender {
     failed: 0,
     beaconed: 0,
   };
-  let tokens = burst;
-  let filledAt = now();
-  let pausedUntil = 0;
-  let failures = 0;
-  let lastFailureAt = -Infinity;
+  const pace = createPace({ ...options, now });
   let keepaliveBytes = 0;
   let timer: unknown;
   let sealed = false;
@@ -200,17 +211,13 @@ export function createSender(options: SenderOptions): Sender {
       timer === undefined && !stopped && queue.length > 0 &&
       stats.inFlight < concurrency
     ) {
-      const t = now();
-      tokens = Math.min(burst, tokens + (t - filledAt) * rate / 1000);
-      filledAt = t;
-      const wait = Math.max(pausedUntil - t, (1 - tokens) * 1000 / rate);
+      const wait = pace.take();
       if (wait > 0) {
         timer = set(() => {
           timer = undefined;
           pump();
         }, Math.ceil(wait));
       } else {
-        tokens--;
         send(queue.shift()!);
       }
     }
@@ -219,13 +226,7 @@ export function createSender(options: SenderOptions): Sender {
 
   function fail(job: Job, status: number, error?: Partial<DeliveryError>) {
     stats.failed++;
-    onError({
-      status,
-      code: error?.code ?? (status ? "http_error" : "network_error"),
-      message: error?.message ?? `Cannot send the entry: answered ${status}`,
-      ...(error?.issues ? { issues: error.issues } : {}),
-      entry: job.entry,
-    });
+    onError(deliveryError(job, status, error));
   }
 
   async function send(job: Job): Promise<void> {
@@ -253,16 +254,8 @@ export function createSender(options: SenderOptions): Sender {
       } else {
         // A 429 tells the service's burst for this address: keep under it.
         const limit = +res.headers.get("ratelimit-limit")!;
-        if (status === 429 && limit > 0) {
-          burst = Math.min(burst, capacity(limit));
-        }
-        const after = res.headers.get("retry-after");
-        if (after) {
-          retryAfter = Math.max(
-            0,
-            +after * 1000 || Date.parse(after) - now() || 0,
-          );
-        }
+        if (status === 429 && limit > 0) pace.fit(limit);
+        retryAfter = retryAfterMs(res.headers.get("retry-after"), now);
         error = (await res.json()).error;
       }
     } catch (e) {
@@ -275,25 +268,14 @@ export function createSender(options: SenderOptions): Sender {
     if (keepalive) keepaliveBytes -= job.bytes;
     if (status === 200) {
       stats.sent++;
-      failures = 0;
+      pace.succeed();
     } else if (status && status < 500 && status !== 429) {
       fail(job, status, error);
     } else if (++job.attempts > maxRetries || stopped) {
       fail(job, status, error);
     } else {
       stats.retried++;
-      const t = now();
-      if (sentAt > lastFailureAt) failures++;
-      lastFailureAt = t;
-      const backoff = Math.min(maxMs, baseMs * 2 ** (failures - 1));
-      pausedUntil = Math.max(
-        pausedUntil,
-        t + Math.max(retryAfter, backoff / 2 + random() * backoff / 2),
-      );
-      // Resume at the steady rate, with no burst: the bucket holds one token
-      // when the pause ends.
-      tokens = 1;
-      filledAt = pausedUntil;
+      pace.pause(sentAt, retryAfter);
       queue.unshift(job);
     }
     pump();

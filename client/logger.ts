@@ -58,24 +58,23 @@ export interface LoggerOptions extends DeliveryOptions {
 /** A message: a string, or an error whose message and stack are sent. */
 export type Message = string | Error;
 
+/** Logs an entry of one standard level: a title, a message, more data. */
+export type LevelMethod = (
+  title: string,
+  message?: Message,
+  data?: Record<string, unknown>,
+) => void;
+
 /** The logger returned by {@linkcode createLogger}. */
 export interface Logger {
   /** General events and user actions. */
-  info(title: string, message?: Message, data?: Record<string, unknown>): void;
+  info: LevelMethod;
   /** Potential issues that do not stop execution. */
-  warning(
-    title: string,
-    message?: Message,
-    data?: Record<string, unknown>,
-  ): void;
+  warning: LevelMethod;
   /** Runtime errors and failed operations. */
-  error(title: string, message?: Message, data?: Record<string, unknown>): void;
+  error: LevelMethod;
   /** System failures, data corruption, security breaches. */
-  critical(
-    title: string,
-    message?: Message,
-    data?: Record<string, unknown>,
-  ): void;
+  critical: LevelMethod;
   /** An entry at any level, custom levels included. */
   log(level: string, data: Record<string, unknown>): void;
   /** Resolves `true` once every entry queued was answered, `false` after `timeoutMs`. */

@@ -33,6 +33,7 @@ export {
   type DeliveryError,
   type DeliveryOptions,
   type DeliveryStats,
+  type LevelMethod,
   type Logger,
   type LoggerOptions,
   type Message,

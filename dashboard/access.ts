@@ -126,7 +126,8 @@ export async function accessRefusal(
   return null;
 }
 
-async function forbidden(
+/** The page of a request its account may not make, with `403`. */
+export async function forbidden(
   c: DashContext,
   deps: DashboardDeps,
   text: string,

@@ -17,7 +17,7 @@
 import type { ScanBudget } from "../db/query/scan.ts";
 import { Hono } from "hono";
 import { getCookie } from "hono/cookie";
-import { accessRefusal } from "./access.ts";
+import { accessRefusal, forbidden } from "./access.ts";
 import { type Asset, assetResponse, assetUrls, loadAssets } from "./assets.ts";
 import { HISTOGRAM_BUDGET_MS } from "./histogram.ts";
 import { MessagePage } from "./pages/message.tsx";
@@ -284,18 +284,6 @@ export function createDashboard(options: DashboardOptions): DashApp {
     );
   });
   return app;
-}
-
-async function forbidden(
-  c: DashContext,
-  deps: DashboardDeps,
-  text: string,
-): Promise<Response> {
-  return await render(
-    c,
-    MessagePage({ ctx: pageContext(c, deps), title: "Forbidden", text }),
-    403,
-  );
 }
 
 /** A message page with a status `render` does not list. */

@@ -12,7 +12,7 @@
  * @module
  */
 import { alertHistoryKey, alertRuleKey, alertStateKey } from "./keys.ts";
-import { decodeJson, encodeJson } from "./kv.ts";
+import { decodeJson, encodeJson, listJson } from "./kv.ts";
 import { timeBound } from "../domain/ids.ts";
 
 /** Delivery attempts kept per rule. */
@@ -136,18 +136,10 @@ export async function listAlertRules(
   kv: Deno.Kv,
   projectId?: string,
 ): Promise<AlertRule[]> {
-  const rules: AlertRule[] = [];
-  for await (
-    const entry of kv.list({
-      prefix: projectId === undefined
-        ? alertRuleKey()
-        : alertRuleKey(projectId),
-    })
-  ) {
-    const rule = decodeJson<AlertRule>(entry.value);
-    if (rule) rules.push(rule);
-  }
-  return rules;
+  return await listJson<AlertRule>(
+    kv,
+    projectId === undefined ? alertRuleKey() : alertRuleKey(projectId),
+  );
 }
 
 /**
@@ -186,16 +178,11 @@ export async function readAlertHistory(
   projectId: string,
   ruleId: string,
 ): Promise<DeliveryAttempt[]> {
-  const out: DeliveryAttempt[] = [];
-  const iter = kv.list({ prefix: alertHistoryKey(projectId, ruleId) }, {
-    reverse: true,
-    limit: ALERT_HISTORY_SIZE,
-  });
-  for await (const entry of iter) {
-    const attempt = decodeJson<DeliveryAttempt>(entry.value);
-    if (attempt) out.push(attempt);
-  }
-  return out;
+  return await listJson<DeliveryAttempt>(
+    kv,
+    alertHistoryKey(projectId, ruleId),
+    { reverse: true, limit: ALERT_HISTORY_SIZE },
+  );
 }
 
 /**

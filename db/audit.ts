@@ -9,7 +9,7 @@
  */
 import { createId } from "../domain/ids.ts";
 import { auditKey } from "./keys.ts";
-import { decodeJson, encodeJson } from "./kv.ts";
+import { encodeJson, listJson } from "./kv.ts";
 import { deletePrefix } from "./projects.ts";
 
 /** Events kept per project (and for the service). */
@@ -110,17 +110,10 @@ export async function listAudit(
   projectId: string | null,
   limit = MAX_AUDIT_EVENTS,
 ): Promise<AuditEvent[]> {
-  const events: AuditEvent[] = [];
-  for await (
-    const entry of kv.list({ prefix: auditKey(projectId ?? "") }, {
-      reverse: true,
-      limit,
-    })
-  ) {
-    const event = decodeJson<AuditEvent>(entry.value);
-    if (event !== null) events.push(event);
-  }
-  return events;
+  return await listJson<AuditEvent>(kv, auditKey(projectId ?? ""), {
+    reverse: true,
+    limit,
+  });
 }
 
 /** Deletes a project's audit log (with the project; the service's log keeps the deletion). */

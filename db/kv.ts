@@ -137,6 +137,28 @@ export function decodeJson<T>(value: unknown): T | null {
   return value as T;
 }
 
+/**
+ * The values under `prefix`, decoded as {@linkcode decodeJson} does, in the
+ * order `kv.list` gives them; an empty value is left out.
+ *
+ * @example
+ * ```ts
+ * const newest = await listJson<AuditEvent>(kv, auditKey(projectId), { reverse: true, limit: 50 });
+ * ```
+ */
+export async function listJson<T>(
+  kv: Deno.Kv,
+  prefix: Deno.KvKey,
+  options?: Deno.KvListOptions,
+): Promise<T[]> {
+  const values: T[] = [];
+  for await (const entry of kv.list({ prefix }, options)) {
+    const value = decodeJson<T>(entry.value);
+    if (value !== null) values.push(value);
+  }
+  return values;
+}
+
 /** Bytes of the header length at the start of a framed value. */
 const FRAME_LENGTH_BYTES = 4;
 

@@ -9,7 +9,7 @@
  * @module
  */
 import { DAY_MS } from "../domain/entry.ts";
-import { decodeJson, encodeJson } from "./kv.ts";
+import { decodeJson, encodeJson, listJson } from "./kv.ts";
 import {
   InvalidValueError,
   validateAllowValue,
@@ -137,12 +137,7 @@ export async function getProject(
 
 /** Lists every project, ordered by id. */
 export async function listProjects(kv: Deno.Kv): Promise<Project[]> {
-  const projects: Project[] = [];
-  for await (const entry of kv.list({ prefix: projectsPrefix() })) {
-    const project = decodeJson<Project>(entry.value);
-    if (project) projects.push(project);
-  }
-  return projects;
+  return await listJson<Project>(kv, projectsPrefix());
 }
 
 /**

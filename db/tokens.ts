@@ -8,7 +8,7 @@
  * @module
  */
 import { createHash, timingSafeEqual } from "node:crypto";
-import { decodeJson, encodeJson } from "./kv.ts";
+import { decodeJson, encodeJson, listJson } from "./kv.ts";
 import { readTokenHashKey, readTokenKey, readTokensPrefix } from "./keys.ts";
 import { getProject, ProjectNotFoundError } from "./projects.ts";
 import { InvalidValueError } from "./validation.ts";
@@ -130,11 +130,7 @@ export async function listReadTokens(
   kv: Deno.Kv,
   projectId: string,
 ): Promise<ReadToken[]> {
-  const tokens: ReadToken[] = [];
-  for await (const entry of kv.list({ prefix: readTokensPrefix(projectId) })) {
-    const token = decodeJson<ReadToken>(entry.value);
-    if (token !== null) tokens.push(token);
-  }
+  const tokens = await listJson<ReadToken>(kv, readTokensPrefix(projectId));
   return tokens.sort((a, b) => a.createdAt - b.createdAt);
 }
 

@@ -10,7 +10,7 @@
  *
  * @module
  */
-import { decodeJson, encodeJson } from "./kv.ts";
+import { decodeJson, encodeJson, listJson } from "./kv.ts";
 import { userKey } from "./keys.ts";
 import { getProject, ProjectNotFoundError } from "./projects.ts";
 import { InvalidValueError } from "./validation.ts";
@@ -197,12 +197,7 @@ export async function getUser(
 
 /** Every stored account, by email. */
 export async function listUsers(kv: Deno.Kv): Promise<User[]> {
-  const users: User[] = [];
-  for await (const entry of kv.list({ prefix: userKey() })) {
-    const user = decodeJson<User>(entry.value);
-    if (user !== null) users.push(user);
-  }
-  return users;
+  return await listJson<User>(kv, userKey());
 }
 
 /** Changes an account by compare-and-swap; returns it as stored. */

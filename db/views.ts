@@ -8,7 +8,7 @@
  */
 import { createId } from "../domain/ids.ts";
 import { savedViewKey } from "./keys.ts";
-import { decodeJson, encodeJson } from "./kv.ts";
+import { encodeJson, listJson } from "./kv.ts";
 import { InvalidValueError } from "./validation.ts";
 
 /** Saved views one project holds at most. */
@@ -41,12 +41,7 @@ export async function listViews(
   kv: Deno.Kv,
   projectId: string,
 ): Promise<SavedView[]> {
-  const views: SavedView[] = [];
-  for await (const entry of kv.list({ prefix: savedViewKey(projectId) })) {
-    const view = decodeJson<SavedView>(entry.value);
-    if (view) views.push(view);
-  }
-  return views;
+  return await listJson<SavedView>(kv, savedViewKey(projectId));
 }
 
 /** Options of {@linkcode saveView}. */

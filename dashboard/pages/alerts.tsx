@@ -10,11 +10,13 @@ import type { AlertRule, DeliveryAttempt } from "../../db/alerts.ts";
 import { formatAlertDuration } from "../../alerts/rules.ts";
 import { formatTime, link } from "./format.ts";
 import {
+  Card,
   CopyableCode,
-  Csrf,
-  Layout,
-  Notice,
+  FlashNotice,
+  ListTable,
   type PageContext,
+  PostForm,
+  ProjectLayout,
 } from "./layout.tsx";
 
 /** Form values sent back with a refusal. */
@@ -50,32 +52,133 @@ function History(props: { history: DeliveryAttempt[] }) {
     return <p class="empty">No deliveries yet.</p>;
   }
   return (
-    <div class="scroll">
-      <table class="list history">
-        <thead>
-          <tr>
-            <th scope="col">Time (UTC)</th>
-            <th scope="col" class="num">Attempt</th>
-            <th scope="col" class="num">Count</th>
-            <th scope="col">Answer</th>
-            <th scope="col">Outcome</th>
-          </tr>
-        </thead>
-        <tbody>
-          {props.history.map((a) => (
-            <tr>
-              <td>{formatTime(a.at, false)}</td>
-              <td class="num">{a.attempt}</td>
-              <td class="num">{a.count}</td>
-              <td class={a.status === undefined ? "error-text" : undefined}>
-                {a.status === undefined ? a.error ?? "—" : `HTTP ${a.status}`}
-              </td>
-              <td>{a.outcome}</td>
-            </tr>
-          ))}
-        </tbody>
-      </table>
-    </div>
+    <ListTable
+      class="history"
+      columns={[
+        "Time (UTC)",
+        { label: "Attempt", class: "num" },
+        { label: "Count", class: "num" },
+        "Answer",
+        "Outcome",
+      ]}
+    >
+      {props.history.map((a) => (
+        <tr>
+          <td>{formatTime(a.at, false)}</td>
+          <td class="num">{a.attempt}</td>
+          <td class="num">{a.count}</td>
+          <td class={a.status === undefined ? "error-text" : undefined}>
+            {a.status === undefined ? a.error ?? "—" : `HTTP ${a.status}`}
+          </td>
+          <td>{a.outcome}</td>
+        </tr>
+      ))}
+    </ListTable>
+  );
+}
+
+/** A rule: its query, when it fires, its webhook, its deliveries. */
+function RuleCard(
+  props: {
+    ctx: PageContext;
+    rule: AlertRule;
+    history: DeliveryAttempt[];
+    /** Where its remove form posts. */
+    remove: string;
+  },
+) {
+  const { ctx, rule, history } = props;
+  return (
+    <section class="card" id={`rule-${rule.id}`}>
+      <h2>
+        <code>{rule.query}</code>
+      </h2>
+      <dl class="pairs">
+        <dt>Rule id</dt>
+        <dd>
+          <code>{rule.id}</code>
+        </dd>
+        <dt>Fires on</dt>
+        <dd>{scope(rule)}</dd>
+        <dt>At most every</dt>
+        <dd>{formatAlertDuration(rule.everyMs)}</dd>
+        <dt>Webhook</dt>
+        <dd>
+          <code>{rule.webhook}</code>
+        </dd>
+      </dl>
+      <details>
+        <summary>Deliveries ({history.length})</summary>
+        <History history={history} />
+      </details>
+      <PostForm ctx={ctx} action={props.remove} class="inline">
+        <input type="hidden" name="rule" value={rule.id} />
+        <button type="submit" class="small">Remove rule</button>
+      </PostForm>
+    </section>
+  );
+}
+
+/** The form that adds a rule, filled again with what was refused. */
+function AddRuleCard(
+  props: { ctx: PageContext; form: AlertForm; add: string },
+) {
+  const { ctx, form } = props;
+  return (
+    <Card id="add" titleId="add-title" title="Add a rule">
+      <PostForm ctx={ctx} action={props.add} id="add-form" class="stack">
+        <label>
+          Query
+          <input
+            name="query"
+            required
+            placeholder='level:critical or "payment declined"'
+            value={form.query}
+          />
+        </label>
+        <label>
+          Webhook URL
+          <input
+            name="webhook"
+            type="url"
+            required
+            placeholder="https://hooks.slack.com/services/…"
+            value={form.webhook}
+          />
+        </label>
+        <div class="row">
+          <label>
+            Only above N matches (optional)
+            <input
+              name="threshold"
+              type="number"
+              min={0}
+              class="short"
+              value={form.threshold}
+            />
+          </label>
+          <label>
+            within
+            <input
+              name="window"
+              class="short"
+              placeholder="5m"
+              value={form.window}
+            />
+          </label>
+          <label>
+            At most one message every
+            <input
+              name="every"
+              class="short"
+              placeholder="1m"
+              value={form.every}
+            />
+          </label>
+        </div>
+        <button type="submit">Add rule</button>
+      </PostForm>
+    </Card>
   );
 }
 
@@ -88,16 +191,9 @@ export function AlertsPage(props: { ctx: PageContext; data: AlertsData }) {
   const action = (path: string) =>
     link(ctx.base, `/projects/${project.id}/alerts/${path}`);
   return (
-    <Layout
-      ctx={ctx}
-      title={`${project.name} · Alerts`}
-      section="projects"
-      project={{ id: project.id, name: project.name, current: "alerts" }}
-    >
+    <ProjectLayout ctx={ctx} project={project} tab="alerts">
       <h1>Alerts</h1>
-      {data.notice && (
-        <Notice kind={data.notice.kind}>{data.notice.text}</Notice>
-      )}
+      <FlashNotice notice={data.notice} />
       {data.created && (
         <div class="created" id="created-rule">
           <p>
@@ -123,98 +219,16 @@ export function AlertsPage(props: { ctx: PageContext; data: AlertsData }) {
         : (
           <div class="rules" id="rules">
             {data.rules.map(({ rule, history }) => (
-              <section class="card" id={`rule-${rule.id}`}>
-                <h2>
-                  <code>{rule.query}</code>
-                </h2>
-                <dl class="pairs">
-                  <dt>Rule id</dt>
-                  <dd>
-                    <code>{rule.id}</code>
-                  </dd>
-                  <dt>Fires on</dt>
-                  <dd>{scope(rule)}</dd>
-                  <dt>At most every</dt>
-                  <dd>{formatAlertDuration(rule.everyMs)}</dd>
-                  <dt>Webhook</dt>
-                  <dd>
-                    <code>{rule.webhook}</code>
-                  </dd>
-                </dl>
-                <details>
-                  <summary>Deliveries ({history.length})</summary>
-                  <History history={history} />
-                </details>
-                <form method="post" action={action("remove")} class="inline">
-                  <Csrf ctx={ctx} />
-                  <input type="hidden" name="rule" value={rule.id} />
-                  <button type="submit" class="small">Remove rule</button>
-                </form>
-              </section>
+              <RuleCard
+                ctx={ctx}
+                rule={rule}
+                history={history}
+                remove={action("remove")}
+              />
             ))}
           </div>
         )}
-      <section class="card" id="add" aria-labelledby="add-title">
-        <h2 id="add-title">Add a rule</h2>
-        <form
-          method="post"
-          action={action("add")}
-          id="add-form"
-          class="stack"
-        >
-          <Csrf ctx={ctx} />
-          <label>
-            Query
-            <input
-              name="query"
-              required
-              placeholder='level:critical or "payment declined"'
-              value={form.query}
-            />
-          </label>
-          <label>
-            Webhook URL
-            <input
-              name="webhook"
-              type="url"
-              required
-              placeholder="https://hooks.slack.com/services/…"
-              value={form.webhook}
-            />
-          </label>
-          <div class="row">
-            <label>
-              Only above N matches (optional)
-              <input
-                name="threshold"
-                type="number"
-                min={0}
-                class="short"
-                value={form.threshold}
-              />
-            </label>
-            <label>
-              within
-              <input
-                name="window"
-                class="short"
-                placeholder="5m"
-                value={form.window}
-              />
-            </label>
-            <label>
-              At most one message every
-              <input
-                name="every"
-                class="short"
-                placeholder="1m"
-                value={form.every}
-              />
-            </label>
-          </div>
-          <button type="submit">Add rule</button>
-        </form>
-      </section>
-    </Layout>
+      <AddRuleCard ctx={ctx} form={form} add={action("add")} />
+    </ProjectLayout>
   );
 }

@@ -7,7 +7,7 @@
  */
 import type { AuditEvent } from "../../db/audit.ts";
 import { formatTime } from "./format.ts";
-import { Layout, type PageContext } from "./layout.tsx";
+import { ListTable, type PageContext, ProjectLayout } from "./layout.tsx";
 
 /** The events as a table, or a line saying there are none. */
 export function AuditTable(props: { events: AuditEvent[] }) {
@@ -15,30 +15,22 @@ export function AuditTable(props: { events: AuditEvent[] }) {
     return <p class="empty" id="no-audit">Nothing recorded yet.</p>;
   }
   return (
-    <div class="scroll">
-      <table class="list audit" id="audit">
-        <thead>
-          <tr>
-            <th scope="col">When (UTC)</th>
-            <th scope="col">Who</th>
-            <th scope="col">What</th>
-            <th scope="col">Detail</th>
-          </tr>
-        </thead>
-        <tbody>
-          {props.events.map((event) => (
-            <tr>
-              <td>{formatTime(event.at, false)}</td>
-              <td>{event.actor}</td>
-              <td>
-                <code>{event.action}</code>
-              </td>
-              <td>{event.detail ?? ""}</td>
-            </tr>
-          ))}
-        </tbody>
-      </table>
-    </div>
+    <ListTable
+      class="audit"
+      id="audit"
+      columns={["When (UTC)", "Who", "What", "Detail"]}
+    >
+      {props.events.map((event) => (
+        <tr>
+          <td>{formatTime(event.at, false)}</td>
+          <td>{event.actor}</td>
+          <td>
+            <code>{event.action}</code>
+          </td>
+          <td>{event.detail ?? ""}</td>
+        </tr>
+      ))}
+    </ListTable>
   );
 }
 
@@ -52,18 +44,13 @@ export interface AuditData {
 export function AuditPage(props: { ctx: PageContext; data: AuditData }) {
   const { ctx, data } = props;
   return (
-    <Layout
-      ctx={ctx}
-      title={`${data.project.name} · Audit`}
-      section="projects"
-      project={{ ...data.project, current: "audit" }}
-    >
+    <ProjectLayout ctx={ctx} project={data.project} tab="audit">
       <h1>Audit log</h1>
       <p class="hint">
         Changes to this project's settings, secret, read tokens, alerts and
         accounts, newest first (the last 500, at most 180 days).
       </p>
       <AuditTable events={data.events} />
-    </Layout>
+    </ProjectLayout>
   );
 }

@@ -8,7 +8,13 @@
  */
 import type { DeadLetter } from "../../queue/dead_letters.ts";
 import { formatTime, link } from "./format.ts";
-import { Csrf, Layout, Notice, type PageContext } from "./layout.tsx";
+import {
+  FlashNotice,
+  Layout,
+  ListTable,
+  type PageContext,
+  PostForm,
+} from "./layout.tsx";
 
 /** Data of the dead letters page. */
 export interface DeadLettersData {
@@ -24,9 +30,7 @@ export function DeadLettersPage(
   return (
     <Layout ctx={ctx} title="Dead letters" section="dead-letters">
       <h1>Dead letters</h1>
-      {data.notice && (
-        <Notice kind={data.notice.kind}>{data.notice.text}</Notice>
-      )}
+      <FlashNotice notice={data.notice} />
       <p>
         Batches of entries whose processing failed 5 times in a row. Replaying
         one moves it back to the pending batches: a running server processes it
@@ -40,51 +44,45 @@ export function DeadLettersPage(
         )
         : (
           <>
-            <div class="scroll">
-              <table class="list letters">
-                <thead>
-                  <tr>
-                    <th scope="col">Batch</th>
-                    <th scope="col">Created (UTC)</th>
-                    <th scope="col" class="num">Entries</th>
-                    <th scope="col" class="num">Attempts</th>
-                    <th scope="col">Last error</th>
-                    <th scope="col">
-                      <span class="sr">Replay</span>
-                    </th>
-                  </tr>
-                </thead>
-                <tbody>
-                  {data.letters.map((letter) => (
-                    <tr>
-                      <td>
-                        <code class="small">{letter.id}</code>
-                      </td>
-                      <td>{formatTime(letter.createdAt, false)}</td>
-                      <td class="num">{letter.count}</td>
-                      <td class="num">{letter.attempts}</td>
-                      <td class="error-text">{letter.error ?? "—"}</td>
-                      <td>
-                        <form
-                          method="post"
-                          action={link(ctx.base, "/dead-letters/replay")}
-                          class="inline"
-                        >
-                          <Csrf ctx={ctx} />
-                          <input type="hidden" name="id" value={letter.id} />
-                          <button type="submit" class="small">Replay</button>
-                        </form>
-                      </td>
-                    </tr>
-                  ))}
-                </tbody>
-              </table>
-            </div>
-            <form method="post" action={link(ctx.base, "/dead-letters/replay")}>
-              <Csrf ctx={ctx} />
+            <ListTable
+              class="letters"
+              columns={[
+                "Batch",
+                "Created (UTC)",
+                { label: "Entries", class: "num" },
+                { label: "Attempts", class: "num" },
+                "Last error",
+                {
+                  label: <span class="sr">Replay</span>,
+                },
+              ]}
+            >
+              {data.letters.map((letter) => (
+                <tr>
+                  <td>
+                    <code class="small">{letter.id}</code>
+                  </td>
+                  <td>{formatTime(letter.createdAt, false)}</td>
+                  <td class="num">{letter.count}</td>
+                  <td class="num">{letter.attempts}</td>
+                  <td class="error-text">{letter.error ?? "—"}</td>
+                  <td>
+                    <PostForm
+                      ctx={ctx}
+                      action={link(ctx.base, "/dead-letters/replay")}
+                      class="inline"
+                    >
+                      <input type="hidden" name="id" value={letter.id} />
+                      <button type="submit" class="small">Replay</button>
+                    </PostForm>
+                  </td>
+                </tr>
+              ))}
+            </ListTable>
+            <PostForm ctx={ctx} action={link(ctx.base, "/dead-letters/replay")}>
               <input type="hidden" name="id" value="all" />
               <button type="submit">Replay all</button>
-            </form>
+            </PostForm>
           </>
         )}
     </Layout>

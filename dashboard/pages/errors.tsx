@@ -10,8 +10,13 @@
 import type { ErrorGroup } from "../../db/error_groups.ts";
 import { DEFAULT_RANGE, type ExplorerState } from "../explorer_state.ts";
 import { explorerHref } from "./explorer_list.tsx";
-import { formatAgo, formatTime, levelClass } from "./format.ts";
-import { Layout, type PageContext } from "./layout.tsx";
+import { levelClass } from "./format.ts";
+import {
+  ListTable,
+  type PageContext,
+  ProjectLayout,
+  TimeAgo,
+} from "./layout.tsx";
 
 /** Data of the errors page. */
 export interface ErrorsData {
@@ -76,12 +81,7 @@ export function ErrorsPage(props: { ctx: PageContext; data: ErrorsData }) {
   const { project } = data;
   const fresh = data.groups.filter((g) => g.isNew).length;
   return (
-    <Layout
-      ctx={ctx}
-      title={`${project.name} · Errors`}
-      section="projects"
-      project={{ id: project.id, name: project.name, current: "errors" }}
-    >
+    <ProjectLayout ctx={ctx} project={project} tab="errors">
       <h1>Errors</h1>
       <p class="hint">
         Entries of level error and critical, grouped by their title (numbers,
@@ -97,80 +97,67 @@ export function ErrorsPage(props: { ctx: PageContext; data: ErrorsData }) {
               {data.groups.length === 1 ? "group" : "groups"}
               {fresh > 0 && `, ${fresh} new in the last 24 hours`}.
             </p>
-            <div class="scroll">
-              <table class="list errors" id="groups">
-                <thead>
-                  <tr>
-                    <th scope="col">Error</th>
-                    <th scope="col" class="num">Count</th>
-                    <th scope="col">Last 24 h</th>
-                    <th scope="col">First seen</th>
-                    <th scope="col">Last seen</th>
-                  </tr>
-                </thead>
-                <tbody>
-                  {data.groups.map((group) => (
-                    <tr
-                      data-fingerprint={group.fingerprint}
-                      class={group.isNew ? "new" : undefined}
+            <ListTable
+              class="errors"
+              id="groups"
+              columns={[
+                "Error",
+                { label: "Count", class: "num" },
+                "Last 24 h",
+                "First seen",
+                "Last seen",
+              ]}
+            >
+              {data.groups.map((group) => (
+                <tr
+                  data-fingerprint={group.fingerprint}
+                  class={group.isNew ? "new" : undefined}
+                >
+                  <td>
+                    <span class={`lvl ${levelClass(group.level)}`}>
+                      {group.level}
+                    </span>{" "}
+                    {group.isNew && <span class="badge new">new</span>}{" "}
+                    <a
+                      class="group-link strong"
+                      href={explorerHref(
+                        ctx.base,
+                        project.id,
+                        groupState(group),
+                      )}
+                      title="Show this group's entries in the explorer"
                     >
-                      <td>
-                        <span class={`lvl ${levelClass(group.level)}`}>
-                          {group.level}
-                        </span>{" "}
-                        {group.isNew && <span class="badge new">new</span>}{" "}
-                        <a
-                          class="group-link strong"
-                          href={explorerHref(
-                            ctx.base,
-                            project.id,
-                            groupState(group),
-                          )}
-                          title="Show this group's entries in the explorer"
-                        >
-                          {group.title || "(no title)"}
-                        </a>
-                        {group.topFrame !== null && (
-                          <div>
-                            <code class="frame">{group.topFrame}</code>
-                          </div>
-                        )}
-                        {group.sampleTitle !== "" &&
-                          group.sampleTitle !== group.title && (
-                          <div class="hint sample">
-                            Latest: {group.sampleTitle}
-                          </div>
-                        )}
-                      </td>
-                      <td class="num count">
-                        {group.count.toLocaleString("en-US")}
-                      </td>
-                      <td>
-                        <Sparkline hourly={group.hourly} now={data.now} />
-                      </td>
-                      <td>
-                        <time
-                          datetime={new Date(group.firstSeen).toISOString()}
-                          title={`${formatTime(group.firstSeen)} UTC`}
-                        >
-                          {formatAgo(group.firstSeen, data.now)}
-                        </time>
-                      </td>
-                      <td>
-                        <time
-                          datetime={new Date(group.lastSeen).toISOString()}
-                          title={`${formatTime(group.lastSeen)} UTC`}
-                        >
-                          {formatAgo(group.lastSeen, data.now)}
-                        </time>
-                      </td>
-                    </tr>
-                  ))}
-                </tbody>
-              </table>
-            </div>
+                      {group.title || "(no title)"}
+                    </a>
+                    {group.topFrame !== null && (
+                      <div>
+                        <code class="frame">{group.topFrame}</code>
+                      </div>
+                    )}
+                    {group.sampleTitle !== "" &&
+                      group.sampleTitle !== group.title && (
+                      <div class="hint sample">
+                        Latest: {group.sampleTitle}
+                      </div>
+                    )}
+                  </td>
+                  <td class="num count">
+                    {group.count.toLocaleString("en-US")}
+                  </td>
+                  <td>
+                    <Sparkline hourly={group.hourly} now={data.now} />
+                  </td>
+                  <td>
+                    <TimeAgo at={group.firstSeen} now={data.now} />
+                  </td>
+                  <td>
+                    <TimeAgo at={group.lastSeen} now={data.now} />
+                  </td>
+                </tr>
+              ))}
+            </ListTable>
           </>
         )}
-    </Layout>
+    </ProjectLayout>
   );
 }

@@ -15,7 +15,7 @@ import { LevelChips, TimeControls } from "./explorer_controls.tsx";
 import { entryLinks, EntryList, explorerHref } from "./explorer_list.tsx";
 import { link } from "./format.ts";
 import { type Histogram, HistogramChart } from "./histogram.tsx";
-import { Layout, Notice, type PageContext } from "./layout.tsx";
+import { Notice, type PageContext, ProjectLayout } from "./layout.tsx";
 import { SavedViewList, SaveViewForm } from "./views.tsx";
 import type { SavedView } from "../../db/views.ts";
 
@@ -117,13 +117,12 @@ export function ExplorerPage(props: { ctx: PageContext; data: ExplorerData }) {
   // One preview budget for every entry this page shows.
   const budget = pageBudget();
   return (
-    <Layout
+    <ProjectLayout
       ctx={ctx}
-      title={`${project.name} · Explorer`}
+      project={project}
+      tab="explorer"
       scripts={["explorer.js"]}
       styles={["explorer.css"]}
-      section="projects"
-      project={{ id: project.id, name: project.name, current: "explorer" }}
     >
       <form
         class="search"
@@ -282,6 +281,6 @@ export function ExplorerPage(props: { ctx: PageContext; data: ExplorerData }) {
         {" "}
         search
       </p>
-    </Layout>
+    </ProjectLayout>
   );
 }

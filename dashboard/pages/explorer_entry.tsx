@@ -9,7 +9,7 @@ import type { LogRecord } from "../../domain/entry.ts";
 import type { ExplorerState } from "../explorer_state.ts";
 import { EntryRow } from "./entry.tsx";
 import { entryLinks, explorerHref } from "./explorer_list.tsx";
-import { Layout, type PageContext } from "./layout.tsx";
+import { type PageContext, ProjectLayout } from "./layout.tsx";
 
 /** The full entry page. */
 export function ExplorerEntryPage(
@@ -23,12 +23,12 @@ export function ExplorerEntryPage(
   const { ctx, project, state, record } = props;
   const back: ExplorerState = { ...state, open: record.id };
   return (
-    <Layout
+    <ProjectLayout
       ctx={ctx}
-      title={`${project.name} · Entry ${record.id}`}
+      project={project}
+      tab="explorer"
+      title={`Entry ${record.id}`}
       styles={["explorer.css"]}
-      section="projects"
-      project={{ id: project.id, name: project.name, current: "explorer" }}
     >
       <p class="context-head">
         <a href={explorerHref(ctx.base, project.id, back)}>Back to the list</a>
@@ -41,6 +41,6 @@ export function ExplorerEntryPage(
           full
         />
       </div>
-    </Layout>
+    </ProjectLayout>
   );
 }

@@ -30,6 +30,13 @@ export interface HistogramProps {
 const BAR = 10;
 const HEIGHT = 60;
 
+/** The full height of bucket `index`: what a click on the bucket hits. */
+function HitArea(props: { index: number }) {
+  return (
+    <rect class="hit" x={props.index * BAR} y={0} width={BAR} height={HEIGHT} />
+  );
+}
+
 /**
  * The top of the y-axis: the smallest of 1, 2 or 5 times a power of ten at
  * or above `max`, so that the ticks read as round numbers.
@@ -121,13 +128,7 @@ export function HistogramChart(props: HistogramProps) {
                       formatTime(bucket.start, false)
                     } · not counted: click to zoom in and count`}
                   </title>
-                  <rect
-                    class="hit"
-                    x={i * BAR}
-                    y={0}
-                    width={BAR}
-                    height={HEIGHT}
-                  />
+                  <HitArea index={i} />
                   <rect
                     class="todo"
                     x={i * BAR + 1}
@@ -149,13 +150,7 @@ export function HistogramChart(props: HistogramProps) {
                 data-counts={JSON.stringify(bucket.counts)}
               >
                 <title>{label}</title>
-                <rect
-                  class="hit"
-                  x={i * BAR}
-                  y={0}
-                  width={BAR}
-                  height={HEIGHT}
-                />
+                <HitArea index={i} />
                 {levels.map((level) => {
                   const h = (bucket.counts[level]! / max) * HEIGHT;
                   y -= h;

@@ -6,7 +6,7 @@
  * @module
  */
 import type { Child } from "hono/jsx";
-import { link } from "./format.ts";
+import { formatAgo, formatTime, link } from "./format.ts";
 
 /** What every page needs from its request. */
 export interface PageContext {
@@ -35,6 +35,31 @@ export interface ProjectTabs {
     | "audit";
 }
 
+/** The project tabs in their order; a viewer sees no settings. */
+const PROJECT_TABS: {
+  tab: ProjectTabs["current"];
+  path: string;
+  label: string;
+}[] = [
+  { tab: "explorer", path: "", label: "Explorer" },
+  { tab: "errors", path: "/errors", label: "Errors" },
+  { tab: "rejections", path: "/rejections", label: "Rejections" },
+  { tab: "settings", path: "/settings", label: "Settings" },
+  { tab: "alerts", path: "/alerts", label: "Alerts" },
+  { tab: "audit", path: "/audit", label: "Audit" },
+];
+
+/** A link of the navigation, marked when it leads to the current page. */
+function NavLink(
+  props: { href: string; current: boolean; children: string },
+) {
+  return (
+    <a href={props.href} aria-current={props.current ? "page" : undefined}>
+      {props.children}
+    </a>
+  );
+}
+
 /** Props of {@linkcode Layout}. */
 export interface LayoutProps {
   ctx: PageContext;
@@ -51,11 +76,135 @@ export interface LayoutProps {
   children?: Child;
 }
 
+/** Props of {@linkcode ProjectLayout}. */
+export interface ProjectLayoutProps
+  extends Omit<LayoutProps, "title" | "section" | "project"> {
+  project: { id: string; name: string };
+  /** The project tab the page belongs to. */
+  tab: ProjectTabs["current"];
+  /** What the title says after the project's name. @default the tab's name */
+  title?: string;
+}
+
+/** The layout of a page of a project: its name in the title, its tabs. */
+export function ProjectLayout(props: ProjectLayoutProps) {
+  const { project, tab, title, ...rest } = props;
+  const label = PROJECT_TABS.find((t) => t.tab === tab)!.label;
+  return (
+    <Layout
+      {...rest}
+      title={`${project.name} · ${title ?? label}`}
+      section="projects"
+      project={{ id: project.id, name: project.name, current: tab }}
+    />
+  );
+}
+
 /** The hidden CSRF input of a form. */
 export function Csrf(props: { ctx: PageContext }) {
   return props.ctx.csrf === null
     ? null
     : <input type="hidden" name="_csrf" value={props.ctx.csrf} />;
+}
+
+/** A form that POSTs to `action`, with the CSRF token. */
+export function PostForm(
+  props: {
+    ctx: PageContext;
+    action: string;
+    class?: string;
+    id?: string;
+    children?: Child;
+  },
+) {
+  const { ctx, action, children, ...attributes } = props;
+  return (
+    <form method="post" action={action} {...attributes}>
+      <Csrf ctx={ctx} />
+      {children}
+    </form>
+  );
+}
+
+/** A card of a page, headed by its title (which names the section). */
+export function Card(
+  props: {
+    /** The title's id, which labels the section. */
+    titleId: string;
+    title: Child;
+    id?: string;
+    /** Classes besides `card`. */
+    class?: string;
+    children?: Child;
+  },
+) {
+  const attributes = {
+    class: props.class ? `card ${props.class}` : "card",
+    ...(props.id === undefined ? {} : { id: props.id }),
+    "aria-labelledby": props.titleId,
+  };
+  return (
+    <section {...attributes}>
+      <h2 id={props.titleId}>{props.title}</h2>
+      {props.children}
+    </section>
+  );
+}
+
+/** A column of a {@linkcode ListTable}: its heading, or that and more. */
+export type Column = string | {
+  label: Child;
+  /** `num` for a column of numbers. */
+  class?: string;
+  /** What the heading means, on hover. */
+  title?: string;
+};
+
+/** The heading of a column. */
+function Heading(props: { column: Column }) {
+  const { label, ...rest } = typeof props.column === "string"
+    ? { label: props.column }
+    : props.column;
+  return <th {...{ scope: "col", ...rest }}>{label}</th>;
+}
+
+/**
+ * A table of records under column headings, scrolling sideways on a
+ * narrow screen; `children` are its rows.
+ */
+export function ListTable(
+  props: { class: string; id?: string; columns: Column[]; children?: Child },
+) {
+  const table = {
+    class: `list ${props.class}`,
+    ...(props.id === undefined ? {} : { id: props.id }),
+  };
+  return (
+    <div class="scroll">
+      <table {...table}>
+        <thead>
+          <tr>
+            {props.columns.map((column, i) => (
+              <Heading key={i} column={column} />
+            ))}
+          </tr>
+        </thead>
+        <tbody>{props.children}</tbody>
+      </table>
+    </div>
+  );
+}
+
+/** A past time as "5 min ago", with its exact time in UTC on hover. */
+export function TimeAgo(props: { at: number; now: number }) {
+  return (
+    <time
+      datetime={new Date(props.at).toISOString()}
+      title={`${formatTime(props.at)} UTC`}
+    >
+      {formatAgo(props.at, props.now)}
+    </time>
+  );
 }
 
 /** A button that copies the text of element `target` (an id). */
@@ -79,6 +228,15 @@ export function CopyableCode(
       <CopyButton target={props.id} />
     </>
   );
+}
+
+/** The notice a form's answer left for the page, if any. */
+export function FlashNotice(
+  props: { notice?: { kind: "ok" | "error"; text: string } },
+) {
+  return props.notice
+    ? <Notice kind={props.notice.kind}>{props.notice.text}</Notice>
+    : null;
 }
 
 /** A message box: `ok`, `error` or `info`. */
@@ -120,92 +278,57 @@ export function Layout(props: LayoutProps) {
           <a class="brand" href={link(ctx.base, "/")}>Logs</a>
           {ctx.csrf !== null && (
             <nav class="main">
-              <a
+              <NavLink
                 href={link(ctx.base, "/")}
-                aria-current={props.section === "projects" ? "page" : undefined}
+                current={props.section === "projects"}
               >
                 Projects
-              </a>
+              </NavLink>
               {ctx.account?.role !== "viewer" &&
                 ctx.account?.role !== "member" && (
-                <a
+                <NavLink
                   href={link(ctx.base, "/dead-letters")}
-                  aria-current={props.section === "dead-letters"
-                    ? "page"
-                    : undefined}
+                  current={props.section === "dead-letters"}
                 >
                   Dead letters
-                </a>
+                </NavLink>
               )}
               {ctx.account?.role === "admin" && (
-                <a
+                <NavLink
                   href={link(ctx.base, "/users")}
-                  aria-current={props.section === "users" ? "page" : undefined}
+                  current={props.section === "users"}
                 >
                   Users
-                </a>
+                </NavLink>
               )}
               {ctx.account && (
                 <span class="account" id="account">
                   {ctx.account.email} ({ctx.account.role})
                 </span>
               )}
-              <form
-                method="post"
+              <PostForm
+                ctx={ctx}
                 action={link(ctx.base, "/logout")}
                 class="inline"
               >
-                <Csrf ctx={ctx} />
                 <button type="submit" class="link" id="logout">Sign out</button>
-              </form>
+              </PostForm>
             </nav>
           )}
         </header>
         {project && (
           <nav class="tabs" aria-label="Project">
             <span class="project-name" title={project.id}>{project.name}</span>
-            <a
-              href={link(ctx.base, `/projects/${project.id}`)}
-              aria-current={project.current === "explorer" ? "page" : undefined}
-            >
-              Explorer
-            </a>
-            <a
-              href={link(ctx.base, `/projects/${project.id}/errors`)}
-              aria-current={project.current === "errors" ? "page" : undefined}
-            >
-              Errors
-            </a>
-            <a
-              href={link(ctx.base, `/projects/${project.id}/rejections`)}
-              aria-current={project.current === "rejections"
-                ? "page"
-                : undefined}
-            >
-              Rejections
-            </a>
-            {ctx.account?.role !== "viewer" && (
-              <a
-                href={link(ctx.base, `/projects/${project.id}/settings`)}
-                aria-current={project.current === "settings"
-                  ? "page"
-                  : undefined}
+            {PROJECT_TABS.filter((t) =>
+              t.tab !== "settings" || ctx.account?.role !== "viewer"
+            ).map((t) => (
+              <NavLink
+                href={link(ctx.base, `/projects/${project.id}${t.path}`)}
+                current={project.current === t.tab}
               >
-                Settings
-              </a>
-            )}
-            <a
-              href={link(ctx.base, `/projects/${project.id}/alerts`)}
-              aria-current={project.current === "alerts" ? "page" : undefined}
-            >
-              Alerts
-            </a>
-            <a
-              href={link(ctx.base, `/projects/${project.id}/audit`)}
-              aria-current={project.current === "audit" ? "page" : undefined}
-            >
-              Audit
-            </a>
+                {t.label}
+              </NavLink>
+            ))}
           </nav>
         )}
         <main>{props.children}</main>

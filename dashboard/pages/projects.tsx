@@ -7,14 +7,18 @@
  * @module
  */
 import type { SavedView } from "../../db/views.ts";
-import { formatAgo, formatTime, link } from "./format.ts";
+import { link } from "./format.ts";
 import { SavedViewList } from "./views.tsx";
 import {
+  Card,
   CopyableCode,
-  Csrf,
+  FlashNotice,
   Layout,
+  ListTable,
   Notice,
   type PageContext,
+  PostForm,
+  TimeAgo,
 } from "./layout.tsx";
 
 const ALLOW_PLACEHOLDER = "https://shop.example.com\ncom.example.shop.ios";
@@ -66,8 +70,11 @@ function Created(
 ) {
   const { ctx, created } = props;
   return (
-    <section class="card created" aria-labelledby="created-title">
-      <h2 id="created-title">Project “{created.name}” created</h2>
+    <Card
+      class="created"
+      titleId="created-title"
+      title={<>Project “{created.name}” created</>}
+    >
       <dl class="pairs">
         <dt>Project id</dt>
         <dd>
@@ -89,7 +96,7 @@ function Created(
           allow your origins and app ids, and send your first entry
         </a>.
       </p>
-    </section>
+    </Card>
   );
 }
 
@@ -112,15 +119,100 @@ function RejectedDay(props: { ctx: PageContext; row: ProjectRow }) {
   );
 }
 
+/** A project's row: its name and saved views, its counts, its last entry. */
+function ProjectTableRow(
+  props: {
+    ctx: PageContext;
+    row: ProjectRow;
+    views: SavedView[];
+    now: number;
+  },
+) {
+  const { ctx, row: p, views, now } = props;
+  return (
+    <tr>
+      <td>
+        <a
+          href={link(ctx.base, `/projects/${p.id}`)}
+          class="strong"
+        >
+          {p.name}
+        </a>
+        <SavedViewList
+          ctx={ctx}
+          projectId={p.id}
+          views={views}
+          removable
+          back="projects"
+        />
+      </td>
+      <td>
+        <code>{p.id}</code>
+      </td>
+      <td class="num">{p.entriesDay.toLocaleString("en-US")}</td>
+      <td class="num">
+        <RejectedDay ctx={ctx} row={p} />
+      </td>
+      <td>
+        {p.lastEntryAt === null
+          ? "never"
+          : <TimeAgo at={p.lastEntryAt} now={now} />}
+      </td>
+      <td class="num">
+        {p.accepted.toLocaleString("en-US")} /{" "}
+        {p.rejected.toLocaleString("en-US")}
+      </td>
+      <td class="links">
+        <a href={link(ctx.base, `/projects/${p.id}/settings`)}>
+          Settings
+        </a>
+      </td>
+    </tr>
+  );
+}
+
+/** The form that creates a project, filled again with what was refused. */
+function CreateProjectCard(
+  props: { ctx: PageContext; form: ProjectsData["form"] },
+) {
+  const { ctx, form } = props;
+  return (
+    <Card titleId="create-title" title="Create a project">
+      <PostForm
+        ctx={ctx}
+        action={link(ctx.base, "/projects")}
+        class="stack"
+        id="create-form"
+      >
+        <label>
+          Name
+          <input
+            name="name"
+            required
+            maxlength={200}
+            value={form?.name ?? ""}
+          />
+        </label>
+        <label>
+          Allowed origins and app ids{" "}
+          <span class="hint">(optional, one per line)</span>
+          <textarea name="allow" rows={2} placeholder={ALLOW_PLACEHOLDER}>
+            {form?.allow ?? ""}
+          </textarea>
+        </label>
+        <button type="submit" class="primary">Create project</button>
+      </PostForm>
+    </Card>
+  );
+}
+
 /** The projects page. */
 export function ProjectsPage(props: { ctx: PageContext; data: ProjectsData }) {
   const { ctx, data } = props;
   return (
     <Layout ctx={ctx} title="Projects" section="projects">
       <h1>Projects</h1>
-      {data.notice && (
-        <Notice kind={data.notice.kind}>{data.notice.text}</Notice>
-      )}
+      <FlashNotice notice={data.notice} />
       {data.created && <Created ctx={ctx} created={data.created} />}
       {data.projects.length === 0
         ? (
@@ -131,82 +223,37 @@ export function ProjectsPage(props: { ctx: PageContext; data: ProjectsData }) {
           </p>
         )
         : (
-          <div class="scroll">
-            <table class="list projects">
-              <thead>
-                <tr>
-                  <th scope="col">Name</th>
-                  <th scope="col">Project id</th>
-                  <th scope="col" class="num">Entries, 24 h</th>
-                  <th
-                    scope="col"
-                    class="num"
-                    title="Counted from the last 100 rejections kept per project"
-                  >
-                    Rejected, 24 h
-                  </th>
-                  <th scope="col">Last entry</th>
-                  <th
-                    scope="col"
-                    class="num"
-                    title="Counted since the project was created"
-                  >
-                    All time: stored / rejected
-                  </th>
-                  <th scope="col">
-                    <span class="sr">Links</span>
-                  </th>
-                </tr>
-              </thead>
-              <tbody>
-                {data.projects.map((p) => (
-                  <tr>
-                    <td>
-                      <a
-                        href={link(ctx.base, `/projects/${p.id}`)}
-                        class="strong"
-                      >
-                        {p.name}
-                      </a>
-                      <SavedViewList
-                        ctx={ctx}
-                        projectId={p.id}
-                        views={data.views?.[p.id] ?? []}
-                        removable
-                        back="projects"
-                      />
-                    </td>
-                    <td>
-                      <code>{p.id}</code>
-                    </td>
-                    <td class="num">{p.entriesDay.toLocaleString("en-US")}</td>
-                    <td class="num">
-                      <RejectedDay ctx={ctx} row={p} />
-                    </td>
-                    <td>
-                      {p.lastEntryAt === null ? "never" : (
-                        <time
-                          datetime={new Date(p.lastEntryAt).toISOString()}
-                          title={`${formatTime(p.lastEntryAt)} UTC`}
-                        >
-                          {formatAgo(p.lastEntryAt, data.now)}
-                        </time>
-                      )}
-                    </td>
-                    <td class="num">
-                      {p.accepted.toLocaleString("en-US")} /{" "}
-                      {p.rejected.toLocaleString("en-US")}
-                    </td>
-                    <td class="links">
-                      <a href={link(ctx.base, `/projects/${p.id}/settings`)}>
-                        Settings
-                      </a>
-                    </td>
-                  </tr>
-                ))}
-              </tbody>
-            </table>
-          </div>
+          <ListTable
+            class="projects"
+            columns={[
+              "Name",
+              "Project id",
+              { label: "Entries, 24 h", class: "num" },
+              {
+                label: "Rejected, 24 h",
+                class: "num",
+                title: "Counted from the last 100 rejections kept per project",
+              },
+              "Last entry",
+              {
+                label: "All time: stored / rejected",
+                class: "num",
+                title: "Counted since the project was created",
+              },
+              {
+                label: <span class="sr">Links</span>,
+              },
+            ]}
+          >
+            {data.projects.map((p) => (
+              <ProjectTableRow
+                ctx={ctx}
+                row={p}
+                views={data.views?.[p.id] ?? []}
+                now={data.now}
+              />
+            ))}
+          </ListTable>
         )}
       {data.projects.length > 0 && (
         <p class="hint">
@@ -222,34 +269,7 @@ export function ProjectsPage(props: { ctx: PageContext; data: ProjectsData }) {
         </p>
       )}
       {ctx.account?.role !== "member" && ctx.account?.role !== "viewer" && (
-        <section class="card" aria-labelledby="create-title">
-          <h2 id="create-title">Create a project</h2>
-          <form
-            method="post"
-            action={link(ctx.base, "/projects")}
-            class="stack"
-            id="create-form"
-          >
-            <Csrf ctx={ctx} />
-            <label>
-              Name
-              <input
-                name="name"
-                required
-                maxlength={200}
-                value={data.form?.name ?? ""}
-              />
-            </label>
-            <label>
-              Allowed origins and app ids{" "}
-              <span class="hint">(optional, one per line)</span>
-              <textarea name="allow" rows={2} placeholder={ALLOW_PLACEHOLDER}>
-                {data.form?.allow ?? ""}
-              </textarea>
-            </label>
-            <button type="submit" class="primary">Create project</button>
-          </form>
-        </section>
+        <CreateProjectCard ctx={ctx} form={data.form} />
       )}
     </Layout>
   );

@@ -15,7 +15,7 @@ import {
 } from "../../db/rejected.ts";
 import { entryTitle } from "../../domain/fingerprint.ts";
 import { formatTime, levelClass, link } from "./format.ts";
-import { CopyButton, Csrf, type PageContext } from "./layout.tsx";
+import { Card, CopyButton, type PageContext, PostForm } from "./layout.tsx";
 import { REASON_HELP } from "./reasons.ts";
 
 /**
@@ -108,16 +108,15 @@ export function QuickAllow(props: QuickAllowProps) {
   if (value === undefined || props.allowed.includes(value)) return null;
   if (ctx.account?.role === "viewer") return null; // it may not change settings
   return (
-    <form
-      method="post"
+    <PostForm
+      ctx={ctx}
       action={link(ctx.base, `/projects/${props.projectId}/settings/allow`)}
       class="inline"
     >
-      <Csrf ctx={ctx} />
       <input type="hidden" name="value" value={value} />
       <input type="hidden" name="back" value="rejections" />
       <button type="submit" class="small">Allow</button>
-    </form>
+    </PostForm>
   );
 }
 
@@ -128,15 +127,14 @@ export function ReplayForm(
   const { ctx } = props;
   if (ctx.account?.role === "viewer") return null; // it may not replay
   return (
-    <form
-      method="post"
+    <PostForm
+      ctx={ctx}
       action={link(ctx.base, `/projects/${props.projectId}/rejections/replay`)}
       class="inline replay"
     >
-      <Csrf ctx={ctx} />
       <input type="hidden" name="entry" value={props.entry} />
       <button type="submit">{props.label}</button>
-    </form>
+    </PostForm>
   );
 }
 
@@ -298,12 +296,7 @@ export function ReplayResults(
   const { ctx, results } = props;
   const stored = results.filter((r) => r.outcome === "stored").length;
   return (
-    <section
-      class="card"
-      id="replay-results"
-      aria-labelledby="replay-results-title"
-    >
-      <h2 id="replay-results-title">Replay</h2>
+    <Card id="replay-results" titleId="replay-results-title" title="Replay">
       <p role="status">
         {results.length === 0
           ? "There was no kept entry to replay."
@@ -340,6 +333,6 @@ export function ReplayResults(
           </tbody>
         </table>
       )}
-    </section>
+    </Card>
   );
 }

@@ -13,7 +13,13 @@ import type { BacklogPart, StorageBacklog } from "../../db/backlog.ts";
 import type { KeptEntry, ReplayResult } from "../../db/rejected.ts";
 import type { Rejection } from "../../db/stats.ts";
 import { formatTime, levelClass, link } from "./format.ts";
-import { Layout, Notice, type PageContext } from "./layout.tsx";
+import {
+  Card,
+  FlashNotice,
+  ListTable,
+  type PageContext,
+  ProjectLayout,
+} from "./layout.tsx";
 import { REASON_HELP } from "./reasons.ts";
 import {
   KeptEntryItem,
@@ -79,8 +85,7 @@ function Counts(props: { data: RejectionsData }) {
     }`;
   const dayTotal = Object.values(data.lastDay).reduce((n, c) => n + c, 0);
   return (
-    <section class="card" aria-labelledby="counts-title">
-      <h2 id="counts-title">By reason</h2>
+    <Card titleId="counts-title" title="By reason">
       <table class="list counts">
         <thead>
           <tr>
@@ -145,7 +150,7 @@ function Counts(props: { data: RejectionsData }) {
           ? ", all of which are that recent, so there may have been more."
           : "."}
       </p>
-    </section>
+    </Card>
   );
 }
 
@@ -155,8 +160,7 @@ function KeptEntries(props: { ctx: PageContext; data: RejectionsData }) {
   const reasons = [...new Set(data.recent.map((r) => r.reason))].sort();
   const here = link(ctx.base, `/projects/${id}/rejections`);
   return (
-    <section class="card" id="rejected-content" aria-labelledby="kept-title">
-      <h2 id="kept-title">Rejected entries</h2>
+    <Card id="rejected-content" titleId="kept-title" title="Rejected entries">
       <p>
         The service keeps the last 100 rejected entries for 7 days, with what
         was sent. Fix the settings (or the sender), then replay: each entry is
@@ -210,7 +214,7 @@ function KeptEntries(props: { ctx: PageContext; data: RejectionsData }) {
             ))}
           </div>
         )}
-    </section>
+    </Card>
   );
 }
 
@@ -225,58 +229,54 @@ function RecentTable(props: { ctx: PageContext; data: RejectionsData }) {
     />
   );
   return (
-    <section class="card" aria-labelledby="recent-title">
-      <h2 id="recent-title">Recent rejections</h2>
+    <Card titleId="recent-title" title="Recent rejections">
       {data.recent.length === 0
         ? <p class="empty">No recent rejections.</p>
         : (
-          <div class="scroll">
-            <table class="list recent" id="recent">
-              <thead>
-                <tr>
-                  <th scope="col">Time (UTC)</th>
-                  <th scope="col">Reason</th>
-                  <th scope="col">Level</th>
-                  <th scope="col">Origin / app id</th>
-                  <th scope="col">Entry id</th>
-                </tr>
-              </thead>
-              <tbody>
-                {data.recent.map((r) => (
-                  <tr data-reason={r.reason}>
-                    <td>
-                      <time datetime={new Date(r.at).toISOString()}>
-                        {formatTime(r.at, false)}
-                      </time>
-                    </td>
-                    <td>
-                      <code>{r.reason}</code>
-                    </td>
-                    <td>
-                      <span class={`lvl ${levelClass(r.level)}`}>
-                        {r.level}
-                      </span>
-                    </td>
-                    <td>
-                      {[r.origin, r.appid].filter((v) => v !== undefined)
-                        .join(" ") || "—"}{" "}
-                      {r.reason === "bad_origin" && allow(r.origin)}
-                      {r.reason === "unknown_appid" && allow(r.appid)}
-                    </td>
-                    <td>
-                      <code class="small">{r.entryId}</code>
-                    </td>
-                  </tr>
-                ))}
-              </tbody>
-            </table>
-          </div>
+          <ListTable
+            class="recent"
+            id="recent"
+            columns={[
+              "Time (UTC)",
+              "Reason",
+              "Level",
+              "Origin / app id",
+              "Entry id",
+            ]}
+          >
+            {data.recent.map((r) => (
+              <tr data-reason={r.reason}>
+                <td>
+                  <time datetime={new Date(r.at).toISOString()}>
+                    {formatTime(r.at, false)}
+                  </time>
+                </td>
+                <td>
+                  <code>{r.reason}</code>
+                </td>
+                <td>
+                  <span class={`lvl ${levelClass(r.level)}`}>
+                    {r.level}
+                  </span>
+                </td>
+                <td>
+                  {[r.origin, r.appid].filter((v) => v !== undefined)
+                    .join(" ") || "—"}{" "}
+                  {r.reason === "bad_origin" && allow(r.origin)}
+                  {r.reason === "unknown_appid" && allow(r.appid)}
+                </td>
+                <td>
+                  <code class="small">{r.entryId}</code>
+                </td>
+              </tr>
+            ))}
+          </ListTable>
         )}
       <p class="hint">
         The last 100 rejections are listed for 30 days, their content kept for
         7.
       </p>
-    </section>
+    </Card>
   );
 }
 
@@ -286,20 +286,9 @@ export function RejectionsPage(
 ) {
   const { ctx, data } = props;
   return (
-    <Layout
-      ctx={ctx}
-      title={`${data.project.name} · Rejections`}
-      section="projects"
-      project={{
-        id: data.project.id,
-        name: data.project.name,
-        current: "rejections",
-      }}
-    >
+    <ProjectLayout ctx={ctx} project={data.project} tab="rejections">
       <h1>Why are my entries missing?</h1>
-      {data.notice && (
-        <Notice kind={data.notice.kind}>{data.notice.text}</Notice>
-      )}
+      <FlashNotice notice={data.notice} />
       <p>
         The endpoint answers <code>queued</code>{" "}
         before it checks credentials, so a refused entry still got{" "}
@@ -314,8 +303,7 @@ export function RejectionsPage(
       )}
       <Counts data={data} />
       <KeptEntries ctx={ctx} data={data} />
-      <section class="card" aria-labelledby="fix-title">
-        <h2 id="fix-title">What to do</h2>
+      <Card titleId="fix-title" title="What to do">
         <dl class="reasons">
           {Object.entries(REASON_HELP).map(([reason, help]) => (
             <>
@@ -333,8 +321,8 @@ export function RejectionsPage(
             settings
           </a>.
         </p>
-      </section>
+      </Card>
       <RecentTable ctx={ctx} data={data} />
-    </Layout>
+    </ProjectLayout>
   );
 }

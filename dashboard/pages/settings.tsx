@@ -9,11 +9,13 @@
  */
 import { formatDuration, formatTime, link } from "./format.ts";
 import {
+  Card,
   CopyableCode,
-  Csrf,
-  Layout,
+  FlashNotice,
   Notice,
   type PageContext,
+  PostForm,
+  ProjectLayout,
 } from "./layout.tsx";
 import { Snippets } from "./snippets.tsx";
 import { type TokenRow, TokensSection } from "./tokens.tsx";
@@ -94,8 +96,7 @@ function RemovableValues(props: RemovableValuesProps) {
       {props.values.map((value) => (
         <li>
           <code>{value}</code>
-          <form method="post" action={props.action} class="inline">
-            <Csrf ctx={ctx} />
+          <PostForm ctx={ctx} action={props.action} class="inline">
             <input type="hidden" name={field} value={value} />
             <button
               type="submit"
@@ -104,10 +105,210 @@ function RemovableValues(props: RemovableValuesProps) {
             >
               Remove
             </button>
-          </form>
+          </PostForm>
         </li>
       ))}
     </ul>
+  );
+}
+
+/** What each section of the settings page reads. */
+interface SectionProps {
+  ctx: PageContext;
+  data: SettingsData;
+  /** The URL of a settings form, by its path under `settings/`. */
+  action: (path: string) => string;
+}
+
+/** The allow-list: the origins and app ids whose entries are stored. */
+function AllowListSection(props: SectionProps) {
+  const { ctx, action } = props;
+  const { project, errors = {} } = props.data;
+  return (
+    <Card id="allow" titleId="allow-title" title="Allowed origins and app ids">
+      <p class="hint">
+        A browser entry is stored when its Origin is listed here
+        (scheme://host[:port], no path, no wildcard); a mobile entry when its
+        appid is (reverse domain notation).
+      </p>
+      {project.allowedOrigin.length === 0
+        ? (
+          <p class="empty">
+            Nothing allowed yet: only signed server calls are stored.
+          </p>
+        )
+        : (
+          <RemovableValues
+            ctx={ctx}
+            id="allow-list"
+            values={project.allowedOrigin}
+            action={action("disallow")}
+            field="value"
+            removeLabel={(value) => `Remove ${value}`}
+          />
+        )}
+      <PostForm
+        ctx={ctx}
+        action={action("allow")}
+        class="row"
+        id="allow-form"
+      >
+        <input
+          name="value"
+          required
+          placeholder="https://shop.example.com or com.example.shop.ios"
+          aria-label="Origin or app id to allow"
+          value={errors.allow?.value ?? ""}
+          aria-invalid={errors.allow ? "true" : undefined}
+        />
+        <button type="submit">Allow</button>
+      </PostForm>
+      <FieldErrorText error={errors.allow} />
+    </Card>
+  );
+}
+
+/** The custom levels stored beside the standard ones. */
+function LevelsSection(props: SectionProps) {
+  const { ctx, action } = props;
+  const { project, errors = {} } = props.data;
+  return (
+    <Card id="levels" titleId="levels-title" title="Custom levels">
+      <p class="hint">
+        Beside info, warning, error and critical, entries with these levels are
+        stored; any other level is refused as unknown_level.
+      </p>
+      {project.levels.length > 0 && (
+        <RemovableValues
+          ctx={ctx}
+          values={project.levels}
+          action={action("levels/remove")}
+          field="level"
+          removeLabel={(level) => `Remove level ${level}`}
+        />
+      )}
+      <PostForm ctx={ctx} action={action("levels/add")} class="row">
+        <input
+          name="level"
+          required
+          placeholder="audit"
+          aria-label="Level name"
+          value={errors.level?.value ?? ""}
+        />
+        <button type="submit">Add level</button>
+      </PostForm>
+      <FieldErrorText error={errors.level} />
+    </Card>
+  );
+}
+
+/** How long entries stored from now on are kept. */
+function RetentionSection(props: SectionProps) {
+  const { ctx, action } = props;
+  const { project, errors = {} } = props.data;
+  return (
+    <Card id="retention" titleId="retention-title" title="Retention">
+      <PostForm ctx={ctx} action={action("retention")} class="row">
+        <label>
+          Keep entries for{" "}
+          <input
+            name="days"
+            type="number"
+            min={1}
+            max={3650}
+            required
+            class="short"
+            value={errors.retention?.value ??
+              String(project.retentionDays)}
+          />{" "}
+          days
+        </label>
+        <button type="submit">Save</button>
+      </PostForm>
+      <p class="hint">Applies to entries stored from now on.</p>
+      <FieldErrorText error={errors.retention} />
+    </Card>
+  );
+}
+
+/** Rotating the secret, with the new one shown once and the old one's grace. */
+function SecretSection(props: SectionProps) {
+  const { ctx, data, action } = props;
+  const { project, errors = {} } = data;
+  return (
+    <Card id="secret" titleId="secret-title" title="Secret">
+      {data.newSecret && (
+        <div class="created">
+          <p>
+            New secret:{" "}
+            <CopyableCode id="new-secret" value={data.newSecret} secret />
+          </p>
+          <Notice kind="info">
+            Copy it now: it is shown only this once.
+          </Notice>
+        </div>
+      )}
+      {project.previousSecretExpiresAt !== undefined &&
+        project.previousSecretExpiresAt > data.now && (
+        <p class="hint">
+          The previous secret still verifies until{" "}
+          {formatTime(project.previousSecretExpiresAt, false)}{" "}
+          UTC ({formatDuration(
+            project.previousSecretExpiresAt - data.now,
+          )} left).
+        </p>
+      )}
+      <PostForm ctx={ctx} action={action("rotate")} class="row">
+        <label>
+          Keep the old secret valid for{" "}
+          <select name="grace">
+            {GRACE_CHOICES.map(([label, ms]) => (
+              <option value={String(ms)} selected={ms === 86_400_000}>
+                {label}
+              </option>
+            ))}
+          </select>
+        </label>
+        <button type="submit">Rotate secret</button>
+      </PostForm>
+      <FieldErrorText error={errors.rotate} />
+    </Card>
+  );
+}
+
+/** Deleting the project, behind its typed name. */
+function DeleteSection(props: SectionProps) {
+  const { ctx, action } = props;
+  const { project, errors = {} } = props.data;
+  return (
+    <Card
+      id="delete"
+      class="danger-zone"
+      titleId="delete-title"
+      title="Delete this project"
+    >
+      <p>
+        Deletes the project with all its stored entries, counters and recent
+        rejections. This cannot be undone. Type the project's name,{" "}
+        <strong>{project.name}</strong>, to confirm.
+      </p>
+      <PostForm
+        ctx={ctx}
+        action={action("delete")}
+        class="row"
+        id="delete-form"
+      >
+        <input
+          name="confirm"
+          required
+          autocomplete="off"
+          aria-label="Project name"
+          data-expect={project.name}
+        />
+        <button type="submit" class="danger">Delete project</button>
+      </PostForm>
+      <FieldErrorText error={errors.delete} />
+    </Card>
   );
 }
 
@@ -118,17 +319,11 @@ export function SettingsPage(props: { ctx: PageContext; data: SettingsData }) {
   const action = (path: string) =>
     link(ctx.base, `/projects/${project.id}/settings/${path}`);
   const origin = project.allowedOrigin.find((v) => v.includes("://"));
+  const parts: SectionProps = { ctx, data, action };
   return (
-    <Layout
-      ctx={ctx}
-      title={`${project.name} · Settings`}
-      section="projects"
-      project={{ id: project.id, name: project.name, current: "settings" }}
-    >
+    <ProjectLayout ctx={ctx} project={project} tab="settings">
       <h1>Settings</h1>
-      {data.notice && (
-        <Notice kind={data.notice.kind}>{data.notice.text}</Notice>
-      )}
+      <FlashNotice notice={data.notice} />
       <dl class="pairs">
         <dt>Project id</dt>
         <dd>
@@ -140,155 +335,23 @@ export function SettingsPage(props: { ctx: PageContext; data: SettingsData }) {
 
       <div class="settings-grid">
         <div class="column">
-          <section class="card" id="allow" aria-labelledby="allow-title">
-            <h2 id="allow-title">Allowed origins and app ids</h2>
-            <p class="hint">
-              A browser entry is stored when its Origin is listed here
-              (scheme://host[:port], no path, no wildcard); a mobile entry when
-              its appid is (reverse domain notation).
-            </p>
-            {project.allowedOrigin.length === 0
-              ? (
-                <p class="empty">
-                  Nothing allowed yet: only signed server calls are stored.
-                </p>
-              )
-              : (
-                <RemovableValues
-                  ctx={ctx}
-                  id="allow-list"
-                  values={project.allowedOrigin}
-                  action={action("disallow")}
-                  field="value"
-                  removeLabel={(value) => `Remove ${value}`}
-                />
-              )}
-            <form
-              method="post"
-              action={action("allow")}
-              class="row"
-              id="allow-form"
-            >
-              <Csrf ctx={ctx} />
-              <input
-                name="value"
-                required
-                placeholder="https://shop.example.com or com.example.shop.ios"
-                aria-label="Origin or app id to allow"
-                value={errors.allow?.value ?? ""}
-                aria-invalid={errors.allow ? "true" : undefined}
-              />
-              <button type="submit">Allow</button>
-            </form>
-            <FieldErrorText error={errors.allow} />
-          </section>
-
-          <section class="card" id="levels" aria-labelledby="levels-title">
-            <h2 id="levels-title">Custom levels</h2>
-            <p class="hint">
-              Beside info, warning, error and critical, entries with these
-              levels are stored; any other level is refused as unknown_level.
-            </p>
-            {project.levels.length > 0 && (
-              <RemovableValues
-                ctx={ctx}
-                values={project.levels}
-                action={action("levels/remove")}
-                field="level"
-                removeLabel={(level) => `Remove level ${level}`}
-              />
-            )}
-            <form method="post" action={action("levels/add")} class="row">
-              <Csrf ctx={ctx} />
-              <input
-                name="level"
-                required
-                placeholder="audit"
-                aria-label="Level name"
-                value={errors.level?.value ?? ""}
-              />
-              <button type="submit">Add level</button>
-            </form>
-            <FieldErrorText error={errors.level} />
-          </section>
-
-          <section
-            class="card"
-            id="retention"
-            aria-labelledby="retention-title"
-          >
-            <h2 id="retention-title">Retention</h2>
-            <form method="post" action={action("retention")} class="row">
-              <Csrf ctx={ctx} />
-              <label>
-                Keep entries for{" "}
-                <input
-                  name="days"
-                  type="number"
-                  min={1}
-                  max={3650}
-                  required
-                  class="short"
-                  value={errors.retention?.value ??
-                    String(project.retentionDays)}
-                />{" "}
-                days
-              </label>
-              <button type="submit">Save</button>
-            </form>
-            <p class="hint">Applies to entries stored from now on.</p>
-            <FieldErrorText error={errors.retention} />
-          </section>
-
-          <section class="card" id="secret" aria-labelledby="secret-title">
-            <h2 id="secret-title">Secret</h2>
-            {data.newSecret && (
-              <div class="created">
-                <p>
-                  New secret:{" "}
-                  <CopyableCode id="new-secret" value={data.newSecret} secret />
-                </p>
-                <Notice kind="info">
-                  Copy it now: it is shown only this once.
-                </Notice>
-              </div>
-            )}
-            {project.previousSecretExpiresAt !== undefined &&
-              project.previousSecretExpiresAt > data.now && (
-              <p class="hint">
-                The previous secret still verifies until{" "}
-                {formatTime(project.previousSecretExpiresAt, false)}{" "}
-                UTC ({formatDuration(
-                  project.previousSecretExpiresAt - data.now,
-                )} left).
-              </p>
-            )}
-            <form method="post" action={action("rotate")} class="row">
-              <Csrf ctx={ctx} />
-              <label>
-                Keep the old secret valid for{" "}
-                <select name="grace">
-                  {GRACE_CHOICES.map(([label, ms]) => (
-                    <option value={String(ms)} selected={ms === 86_400_000}>
-                      {label}
-                    </option>
-                  ))}
-                </select>
-              </label>
-              <button type="submit">Rotate secret</button>
-            </form>
-            <FieldErrorText error={errors.rotate} />
-          </section>
+          <AllowListSection {...parts} />
+          <LevelsSection {...parts} />
+          <RetentionSection {...parts} />
+          <SecretSection {...parts} />
         </div>
         <div class="column">
-          <section class="card" id="first-entry" aria-labelledby="first-title">
-            <h2 id="first-title">Send your first entry</h2>
+          <Card
+            id="first-entry"
+            titleId="first-title"
+            title="Send your first entry"
+          >
             <Snippets
               projectId={project.id}
               endpoint={data.endpoint}
               {...(origin ? { origin } : {})}
             />
-          </section>
+          </Card>
           <TokensSection
             ctx={ctx}
             projectId={project.id}
@@ -299,37 +362,7 @@ export function SettingsPage(props: { ctx: PageContext; data: SettingsData }) {
         </div>
       </div>
 
-      {ctx.account?.role !== "member" && (
-        <section
-          class="card danger-zone"
-          id="delete"
-          aria-labelledby="delete-title"
-        >
-          <h2 id="delete-title">Delete this project</h2>
-          <p>
-            Deletes the project with all its stored entries, counters and recent
-            rejections. This cannot be undone. Type the project's name,{" "}
-            <strong>{project.name}</strong>, to confirm.
-          </p>
-          <form
-            method="post"
-            action={action("delete")}
-            class="row"
-            id="delete-form"
-          >
-            <Csrf ctx={ctx} />
-            <input
-              name="confirm"
-              required
-              autocomplete="off"
-              aria-label="Project name"
-              data-expect={project.name}
-            />
-            <button type="submit" class="danger">Delete project</button>
-          </form>
-          <FieldErrorText error={errors.delete} />
-        </section>
-      )}
-    </Layout>
+      {ctx.account?.role !== "member" && <DeleteSection {...parts} />}
+    </ProjectLayout>
   );
 }

@@ -6,7 +6,13 @@
  * @module
  */
 import { formatTime, link } from "./format.ts";
-import { CopyableCode, Csrf, Notice, type PageContext } from "./layout.tsx";
+import {
+  Card,
+  CopyableCode,
+  Notice,
+  type PageContext,
+  PostForm,
+} from "./layout.tsx";
 
 /** A read token as listed. */
 export interface TokenRow {
@@ -32,8 +38,7 @@ export function TokensSection(props: TokensSectionProps) {
   const action = (path: string) =>
     link(ctx.base, `/projects/${projectId}/settings/${path}`);
   return (
-    <section class="card" id="tokens" aria-labelledby="tokens-title">
-      <h2 id="tokens-title">Read tokens</h2>
+    <Card id="tokens" titleId="tokens-title" title="Read tokens">
       <p class="hint">
         A read token lets a script read this project's entries through{" "}
         <code>GET {link(ctx.base, `/api/v1/projects/${projectId}/logs`)}</code>
@@ -59,12 +64,11 @@ export function TokensSection(props: TokensSectionProps) {
                 <span class="hint">
                   {t.id}, by {t.createdBy}, {formatTime(t.createdAt, false)} UTC
                 </span>
-                <form
-                  method="post"
+                <PostForm
+                  ctx={ctx}
                   action={action("tokens/revoke")}
                   class="inline"
                 >
-                  <Csrf ctx={ctx} />
                   <input type="hidden" name="token" value={t.id} />
                   <button
                     type="submit"
@@ -73,13 +77,12 @@ export function TokensSection(props: TokensSectionProps) {
                   >
                     Revoke
                   </button>
-                </form>
+                </PostForm>
               </li>
             ))}
           </ul>
         )}
-      <form method="post" action={action("tokens")} class="row" id="token-form">
-        <Csrf ctx={ctx} />
+      <PostForm ctx={ctx} action={action("tokens")} class="row" id="token-form">
         <input
           name="name"
           required
@@ -89,10 +92,10 @@ export function TokensSection(props: TokensSectionProps) {
           value={props.error?.value ?? ""}
         />
         <button type="submit">Create token</button>
-      </form>
+      </PostForm>
       {props.error && (
         <p class="field-error" role="alert">{props.error.message}</p>
       )}
-    </section>
+    </Card>
   );
 }

@@ -9,7 +9,14 @@ import type { AuditEvent } from "../../db/audit.ts";
 import { ROLES } from "../../db/users.ts";
 import { AuditTable } from "./audit.tsx";
 import { formatTime, link } from "./format.ts";
-import { Csrf, Layout, Notice, type PageContext } from "./layout.tsx";
+import {
+  Card,
+  FlashNotice,
+  Layout,
+  ListTable,
+  type PageContext,
+  PostForm,
+} from "./layout.tsx";
 
 /** An account as listed (no hash). */
 export interface UserRow {
@@ -74,9 +81,7 @@ export function UsersPage(props: { ctx: PageContext; data: UsersData }) {
   return (
     <Layout ctx={ctx} title="Users" section="users">
       <h1>Users</h1>
-      {data.notice && (
-        <Notice kind={data.notice.kind}>{data.notice.text}</Notice>
-      )}
+      <FlashNotice notice={data.notice} />
       <p class="hint">
         <strong>admin</strong>: everything, users included;{" "}
         <strong>member</strong>: reads and configures the projects given;{" "}
@@ -86,77 +91,65 @@ export function UsersPage(props: { ctx: PageContext; data: UsersData }) {
       {data.users.length === 0
         ? <p class="empty" id="no-users">No accounts besides admin yet.</p>
         : (
-          <div class="scroll">
-            <table class="list users" id="users">
-              <thead>
-                <tr>
-                  <th scope="col">Email</th>
-                  <th scope="col">Role and projects</th>
-                  <th scope="col">Added (UTC)</th>
-                  <th scope="col">
-                    <span class="sr">Remove</span>
-                  </th>
-                </tr>
-              </thead>
-              <tbody>
-                {data.users.map((user) => (
-                  <tr>
-                    <td>{user.email}</td>
-                    <td>
-                      <form
-                        method="post"
-                        action={link(ctx.base, "/users/update")}
-                        class="row"
-                      >
-                        <Csrf ctx={ctx} />
-                        <input type="hidden" name="email" value={user.email} />
-                        <RoleSelect selected={user.role} />
-                        <ProjectChoices
-                          projects={data.projects}
-                          chosen={user.projects}
-                        />
-                        <button type="submit" class="small">Save</button>
-                      </form>
-                      <span class="hint">
-                        {user.role === "admin"
-                          ? "all projects"
-                          : user.projects.map((id) => names.get(id) ?? id)
-                            .join(", ") || "no projects"}
-                      </span>
-                    </td>
-                    <td>{formatTime(user.createdAt, false)}</td>
-                    <td>
-                      <form
-                        method="post"
-                        action={link(ctx.base, "/users/remove")}
-                        class="inline"
-                      >
-                        <Csrf ctx={ctx} />
-                        <input type="hidden" name="email" value={user.email} />
-                        <button
-                          type="submit"
-                          class="link danger"
-                          aria-label={`Remove ${user.email}`}
-                        >
-                          Remove
-                        </button>
-                      </form>
-                    </td>
-                  </tr>
-                ))}
-              </tbody>
-            </table>
-          </div>
+          <ListTable
+            class="users"
+            id="users"
+            columns={["Email", "Role and projects", "Added (UTC)", {
+              label: <span class="sr">Remove</span>,
+            }]}
+          >
+            {data.users.map((user) => (
+              <tr>
+                <td>{user.email}</td>
+                <td>
+                  <PostForm
+                    ctx={ctx}
+                    action={link(ctx.base, "/users/update")}
+                    class="row"
+                  >
+                    <input type="hidden" name="email" value={user.email} />
+                    <RoleSelect selected={user.role} />
+                    <ProjectChoices
+                      projects={data.projects}
+                      chosen={user.projects}
+                    />
+                    <button type="submit" class="small">Save</button>
+                  </PostForm>
+                  <span class="hint">
+                    {user.role === "admin"
+                      ? "all projects"
+                      : user.projects.map((id) => names.get(id) ?? id)
+                        .join(", ") || "no projects"}
+                  </span>
+                </td>
+                <td>{formatTime(user.createdAt, false)}</td>
+                <td>
+                  <PostForm
+                    ctx={ctx}
+                    action={link(ctx.base, "/users/remove")}
+                    class="inline"
+                  >
+                    <input type="hidden" name="email" value={user.email} />
+                    <button
+                      type="submit"
+                      class="link danger"
+                      aria-label={`Remove ${user.email}`}
+                    >
+                      Remove
+                    </button>
+                  </PostForm>
+                </td>
+              </tr>
+            ))}
+          </ListTable>
         )}
-      <section class="card" aria-labelledby="add-title">
-        <h2 id="add-title">Add a user</h2>
-        <form
-          method="post"
+      <Card titleId="add-title" title="Add a user">
+        <PostForm
+          ctx={ctx}
           action={link(ctx.base, "/users")}
           class="stack"
           id="add-user-form"
         >
-          <Csrf ctx={ctx} />
           <label>
             Email
             <input
@@ -185,12 +178,11 @@ export function UsersPage(props: { ctx: PageContext; data: UsersData }) {
             />
           </label>
           <button type="submit" class="primary">Add user</button>
-        </form>
-      </section>
-      <section class="card" aria-labelledby="audit-title">
-        <h2 id="audit-title">Changes to accounts</h2>
+        </PostForm>
+      </Card>
+      <Card titleId="audit-title" title="Changes to accounts">
         <AuditTable events={data.events} />
-      </section>
+      </Card>
     </Layout>
   );
 }

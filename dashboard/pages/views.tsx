@@ -9,7 +9,7 @@
 import type { SavedView } from "../../db/views.ts";
 import { type ExplorerState, formatUtc } from "../explorer_state.ts";
 import { link } from "./format.ts";
-import { Csrf, type PageContext } from "./layout.tsx";
+import { type PageContext, PostForm } from "./layout.tsx";
 
 /** Link to a saved view. */
 export function viewHref(base: string, projectId: string, view: SavedView) {
@@ -37,12 +37,11 @@ export function SavedViewList(
             {view.name}
           </a>
           {props.removable && (
-            <form
-              method="post"
+            <PostForm
+              ctx={ctx}
               action={link(ctx.base, `/projects/${projectId}/views/delete`)}
               class="inline"
             >
-              <Csrf ctx={ctx} />
               <input type="hidden" name="view" value={view.id} />
               <input type="hidden" name="back" value={props.back ?? ""} />
               <button
@@ -53,7 +52,7 @@ export function SavedViewList(
               >
                 ×
               </button>
-            </form>
+            </PostForm>
           )}
         </li>
       ))}
@@ -69,12 +68,11 @@ export function SaveViewForm(
   return (
     <details class="save-view">
       <summary>Save view…</summary>
-      <form
-        method="post"
+      <PostForm
+        ctx={ctx}
         action={link(ctx.base, `/projects/${props.projectId}/views`)}
         id="save-view-form"
       >
-        <Csrf ctx={ctx} />
         {state.q !== "" && <input type="hidden" name="q" value={state.q} />}
         {state.levels.length > 0 && (
           <input type="hidden" name="level" value={state.levels.join(",")} />
@@ -96,7 +94,7 @@ export function SaveViewForm(
           />
         </label>{" "}
         <button type="submit">Save</button>
-      </form>
+      </PostForm>
     </details>
   );
 }

@@ -33,6 +33,7 @@ import { findReadToken } from "../../db/tokens.ts";
 import { canRead } from "../../db/users.ts";
 import { type LogRecord, recordJson } from "../../domain/entry.ts";
 import type { DashApp, DashboardDeps, DashContext } from "./common.ts";
+import { DURATION_UNIT_MS } from "../../domain/duration.ts";
 
 /** Thrown for a parameter the API cannot read; answered with `400`. */
 export class ApiParameterError extends Error {
@@ -40,14 +41,6 @@ export class ApiParameterError extends Error {
 }
 
 const DURATION = /^(\d{1,9})(ms|s|m|h|d|w)$/;
-const UNIT_MS: Record<string, number> = {
-  ms: 1,
-  s: 1000,
-  m: 60_000,
-  h: 3_600_000,
-  d: 86_400_000,
-  w: 7 * 86_400_000,
-};
 
 /**
  * Reads `since` or `until`: a duration back from `now` (`15m`, `2h`, `7d`)
@@ -60,7 +53,9 @@ const UNIT_MS: Record<string, number> = {
  */
 export function readTime(name: string, text: string, now: number): number {
   const duration = DURATION.exec(text);
-  if (duration) return now - Number(duration[1]) * UNIT_MS[duration[2]!]!;
+  if (duration) {
+    return now - Number(duration[1]) * DURATION_UNIT_MS[duration[2]!]!;
+  }
   if (/^\d{4}-\d{2}-\d{2}/.test(text)) {
     const ms = Date.parse(text);
     if (!Number.isNaN(ms)) return ms;

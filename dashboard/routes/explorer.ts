@@ -13,7 +13,7 @@ import type { ScanBudget } from "../../db/query/scan.ts";
 import { getCookie } from "hono/cookie";
 import type { LogRecord } from "../../domain/entry.ts";
 import { mayRead } from "../access.ts";
-import { getProject } from "../../db/projects.ts";
+import { getProject, type Project } from "../../db/projects.ts";
 import { listViews } from "../../db/views.ts";
 import {
   type ExplorerState,
@@ -53,8 +53,9 @@ import { SESSION_COOKIE } from "./auth.ts";
 export const PAGE_SIZE = 50;
 /**
  * Rows listed at most to reach the expanded entry of a permalink in its
- * place; further down, it is shown pinned above the list. (At 500 the page
- * weighed 4 MB and took 300–500 ms on the benchmark store.)
+ * place; further down, it is shown pinned above the list, since listing
+ * every row above a deep entry makes a page too heavy to send and to draw
+ * (BENCHMARKS.md#dashboard has the measured pages).
  */
 const MAX_ROWS_TO_OPEN = 4 * PAGE_SIZE;
 /** Entries shown on each side in "show in context". */
@@ -98,6 +99,24 @@ function readView(
 }
 
 /**
+ * The project and the view of a request the explorer's script makes (a
+ * page of entries, the tail), or the plain-text answer refusing it.
+ */
+async function readScriptRequest(
+  c: DashContext,
+  kv: Deno.Kv,
+  now: number,
+): Promise<
+  { project: Project; state: ExplorerState; filter: Filter } | Response
+> {
+  const project = await getProject(kv, idParam(c));
+  if (project === null) return c.text("No such project", 404);
+  const { state, filter, queryError } = readView(c, now);
+  if (filter === null) return c.text(queryError!.message, 400);
+  return { project, state, filter };
+}
+
+/**
  * The first page of a view; with a permalink to an entry further down, the
  * rows down to it, in one more read.
  */
@@ -137,6 +156,134 @@ async function listDownTo(
     : { records, cursor, searchedTo: first.searchedTo };
 }
 
+/**
+ * The explorer of a project: the page of entries the view lists (or those
+ * around one), the entry of a permalink pinned when it is further down, and
+ * the histogram, in what is left of the page's time budget.
+ */
+async function explorerPage(
+  c: DashContext,
+  deps: DashboardDeps,
+  project: Project,
+): Promise<Response> {
+  const { kv } = deps;
+  const now = deps.now();
+  const { state, problems, filter, queryError } = readView(c, now);
+  const window = timeWindow(state, now);
+  let status: 200 | 400 = 200;
+  const data: ExplorerData = {
+    project: { id: project.id, name: project.name, levels: project.levels },
+    state,
+    window,
+    problems,
+    ...(queryError ? { queryError } : {}),
+    records: [],
+    cursor: null,
+    histogram: null,
+    tailAfter: idAt(now - 60_000),
+    views: await listViews(kv, project.id),
+  };
+  if (filter !== null && state.around !== undefined) {
+    data.context = await aroundEntry(
+      kv,
+      project.id,
+      state.around,
+      CONTEXT_SIZE,
+    );
+  } else if (filter !== null) {
+    const began = performance.now();
+    const list = () =>
+      listDownTo(kv, project.id, filter, state, deps.queryBudget);
+    let listed: Awaited<ReturnType<typeof listDownTo>>;
+    try {
+      listed = await list();
+    } catch (error) {
+      // A cursor the query functions cannot read (made up, or of another
+      // order): said on the page, and the list starts from the top.
+      if (!(error instanceof InvalidQueryError)) throw error;
+      problems.push(error.message);
+      status = 400;
+      delete state.cursor;
+      listed = await list();
+    }
+    const { records, cursor } = listed;
+    if (
+      state.open !== undefined && !records.some((r) => r.id === state.open)
+    ) {
+      data.pinned = await getEntry(kv, project.id, state.open);
+      data.pinnedInView = data.pinned !== null &&
+        matches(data.pinned, filter);
+    }
+    // Last, in what is left of the page's time budget.
+    try {
+      data.histogram = await explorerHistogram(kv, project.id, {
+        since: window.since,
+        until: window.until,
+        filter,
+        budgetMs: deps.histogramBudgetMs,
+        startedAt: began,
+      });
+    } catch (error) {
+      if (!(error instanceof InvalidQueryError)) throw error;
+      problems.push(`Cannot chart this time range: ${error.message}`);
+    }
+    data.records = records;
+    data.cursor = cursor;
+    if (listed.searchedTo !== undefined) data.searchedTo = listed.searchedTo;
+    if (records[0] && state.cursor === undefined) {
+      data.tailAfter = records[0].id;
+    }
+  }
+  return await render(
+    c,
+    ExplorerPage({ ctx: pageContext(c, deps), data }),
+    status,
+  );
+}
+
+/** One entry in full: a page, or with `part=detail` its detail alone. */
+async function entryPage(
+  c: DashContext,
+  deps: DashboardDeps,
+  project: Project,
+): Promise<Response> {
+  const { kv } = deps;
+  const entryId = c.req.param("entryId") ?? "";
+  const record = isEntryId(entryId)
+    ? await getEntry(kv, project.id, entryId)
+    : null;
+  const detail = c.req.query("part") === "detail";
+  if (record === null) {
+    if (detail) return c.text("No such entry: it may have expired", 404);
+    return await render(
+      c,
+      MessagePage({
+        ctx: pageContext(c, deps),
+        title: "No such entry",
+        text: "This project has no entry with this id. It may have expired.",
+      }),
+      404,
+    );
+  }
+  const { state } = readState(new URL(c.req.url).searchParams);
+  const ctx = pageContext(c, deps);
+  if (detail) {
+    const links = entryLinks(ctx.base, project.id, state);
+    return c.html(
+      await EntryDetail({ record, links, full: true }).toString(),
+    );
+  }
+  return await render(
+    c,
+    ExplorerEntryPage({
+      ctx,
+      project: { id: project.id, name: project.name },
+      state,
+      record,
+    }),
+  );
+}
+
 /** Options of {@linkcode explorerRoutes}. */
 export interface ExplorerRoutesOptions {
   /** Live tails open at once. @default 4 per session, 64 in all */
@@ -155,95 +302,13 @@ export function explorerRoutes(
   app.get(`${base}/projects/:id`, async (c) => {
     const project = await getProject(kv, idParam(c));
     if (project === null) return await projectNotFound(c, deps);
-    const now = deps.now();
-    const { state, problems, filter, queryError } = readView(c, now);
-    const window = timeWindow(state, now);
-    let status: 200 | 400 = 200;
-    const data: ExplorerData = {
-      project: { id: project.id, name: project.name, levels: project.levels },
-      state,
-      window,
-      problems,
-      ...(queryError ? { queryError } : {}),
-      records: [],
-      cursor: null,
-      histogram: null,
-      tailAfter: idAt(now - 60_000),
-      views: await listViews(kv, project.id),
-    };
-    if (filter !== null && state.around !== undefined) {
-      data.context = await aroundEntry(
-        kv,
-        project.id,
-        state.around,
-        CONTEXT_SIZE,
-      );
-    } else if (filter !== null) {
-      const began = performance.now();
-      let listed: Awaited<ReturnType<typeof listDownTo>>;
-      try {
-        listed = await listDownTo(
-          kv,
-          project.id,
-          filter,
-          state,
-          deps.queryBudget,
-        );
-      } catch (error) {
-        // A cursor the query functions cannot read (made up, or of another
-        // order): said on the page, and the list starts from the top.
-        if (!(error instanceof InvalidQueryError)) throw error;
-        problems.push(error.message);
-        status = 400;
-        delete state.cursor;
-        listed = await listDownTo(
-          kv,
-          project.id,
-          filter,
-          state,
-          deps.queryBudget,
-        );
-      }
-      const { records, cursor } = listed;
-      if (
-        state.open !== undefined && !records.some((r) => r.id === state.open)
-      ) {
-        data.pinned = await getEntry(kv, project.id, state.open);
-        data.pinnedInView = data.pinned !== null &&
-          matches(data.pinned, filter);
-      }
-      // Last, in what is left of the page's time budget.
-      try {
-        data.histogram = await explorerHistogram(kv, project.id, {
-          since: window.since,
-          until: window.until,
-          filter,
-          budgetMs: deps.histogramBudgetMs,
-          startedAt: began,
-        });
-      } catch (error) {
-        if (!(error instanceof InvalidQueryError)) throw error;
-        problems.push(`Cannot chart this time range: ${error.message}`);
-      }
-      data.records = records;
-      data.cursor = cursor;
-      if (listed.searchedTo !== undefined) data.searchedTo = listed.searchedTo;
-      if (records[0] && state.cursor === undefined) {
-        data.tailAfter = records[0].id;
-      }
-    }
-    return await render(
-      c,
-      ExplorerPage({ ctx: pageContext(c, deps), data }),
-      status,
-    );
+    return await explorerPage(c, deps, project);
   });
 
   app.get(`${base}/projects/:id/entries`, async (c) => {
-    const project = await getProject(kv, idParam(c));
-    if (project === null) return c.text("No such project", 404);
-    const { state, filter, queryError } = readView(c, deps.now());
-    if (filter === null) return c.text(queryError!.message, 400);
+    const read = await readScriptRequest(c, kv, deps.now());
+    if (read instanceof Response) return read;
+    const { project, state, filter } = read;
     let page;
     try {
       page = await queryLogs(kv, project.id, {
@@ -272,47 +337,13 @@ export function explorerRoutes(
   app.get(`${base}/projects/:id/entries/:entryId`, async (c) => {
     const project = await getProject(kv, idParam(c));
     if (project === null) return await projectNotFound(c, deps);
-    const entryId = c.req.param("entryId");
-    const record = isEntryId(entryId)
-      ? await getEntry(kv, project.id, entryId)
-      : null;
-    const detail = c.req.query("part") === "detail";
-    if (record === null) {
-      if (detail) return c.text("No such entry: it may have expired", 404);
-      return await render(
-        c,
-        MessagePage({
-          ctx: pageContext(c, deps),
-          title: "No such entry",
-          text: "This project has no entry with this id. It may have expired.",
-        }),
-        404,
-      );
-    }
-    const { state } = readState(new URL(c.req.url).searchParams);
-    const ctx = pageContext(c, deps);
-    if (detail) {
-      const links = entryLinks(ctx.base, project.id, state);
-      return c.html(
-        await EntryDetail({ record, links, full: true }).toString(),
-      );
-    }
-    return await render(
-      c,
-      ExplorerEntryPage({
-        ctx,
-        project: { id: project.id, name: project.name },
-        state,
-        record,
-      }),
-    );
+    return await entryPage(c, deps, project);
   });
 
   app.get(`${base}/projects/:id/tail`, async (c) => {
-    const project = await getProject(kv, idParam(c));
-    if (project === null) return c.text("No such project", 404);
-    const { state, filter, queryError } = readView(c, deps.now());
-    if (filter === null) return c.text(queryError!.message, 400);
+    const read = await readScriptRequest(c, kv, deps.now());
+    if (read instanceof Response) return read;
+    const { project, state, filter } = read;
     const resumed = c.req.header("last-event-id");
     const after = resumed !== undefined && isEntryId(resumed)
       ? resumed

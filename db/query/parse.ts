@@ -102,6 +102,15 @@ function checkLevel(level: string, column: number): string {
   return level;
 }
 
+/** What the terms read so far add up to. */
+interface Terms {
+  filter: Filter;
+  fields: FieldTerm[];
+  text: string[];
+  notText: string[];
+  levels?: string[];
+}
+
 /**
  * Parses the query syntax into a filter. Throws {@linkcode QuerySyntaxError}
  * on malformed input.
@@ -112,159 +121,183 @@ function checkLevel(level: string, column: number): string {
  * ```
  */
 export function parseQuery(query: string): Filter {
-  const filter: Filter = {};
-  const fields: FieldTerm[] = [];
-  const text: string[] = [];
-  const notText: string[] = [];
-  let levels: string[] | undefined;
+  const terms: Terms = { filter: {}, fields: [], text: [], notText: [] };
   let at = 0;
   while (at < query.length) {
-    if (isSpace(query[at])) {
-      at++;
-      continue;
-    }
-    const start = at;
-    const c = query[at]!;
-    if (c === "(" || c === ")") {
-      throw new QuerySyntaxError(at + 1, "parentheses are not supported");
-    }
-    const bare = /^[A-Z]+/.exec(query.slice(at, at + 4))?.[0];
-    const bareEnd = at + (bare?.length ?? 0);
-    if (bare && (bareEnd === query.length || isSpace(query[bareEnd]))) {
-      if (bare === "AND") {
-        at += 3;
-        continue;
-      }
-      if (bare === "OR" || bare === "NOT") {
-        throw new QuerySyntaxError(
-          at + 1,
-          bare === "OR"
-            ? "OR is not supported: terms combine with AND"
-            : "NOT is not supported: write -term",
-        );
-      }
-    }
-    let negated = false;
-    if (c === "-") {
-      negated = true;
-      at++;
-      if (at >= query.length || isSpace(query[at])) {
-        throw new QuerySyntaxError(start + 1, "expected a term after -");
-      }
-    }
-    if (query[at] === '"') {
-      const { text: phrase, end } = readQuoted(query, at);
-      if (phrase.trim() === "") {
-        throw new QuerySyntaxError(at + 1, "the quoted phrase is empty");
-      }
-      (negated ? notText : text).push(phrase.toLowerCase());
-      at = end;
-      continue;
-    }
-    const field = FIELD.exec(query.slice(at))?.[0];
-    const after = field === undefined ? "" : query.slice(at + field.length);
-    const operator = /^(?::|>=|<=|>|<|=)/.exec(after)?.[0];
-    const badPath = field !== undefined && after.startsWith(".") &&
-      ROOTS.has(field.split(".")[0]!) && /^\.\S*:/.test(after);
-    if (!badPath && (field === undefined || operator === undefined)) {
-      const { text: word, end } = readWord(query, at);
-      (negated ? notText : text).push(word.toLowerCase());
-      at = end;
-      continue;
-    }
-    if (badPath || operator === undefined) {
-      throw new QuerySyntaxError(
-        at + field.length + 1,
-        `expected a name after "${field}."`,
-      );
-    }
-    const root = field.split(".")[0]!;
-    if (!TOP_FIELDS.has(field) && !ROOTS.has(root)) {
-      // A URL, a time of day or "a=b" is a word, not a field.
-      if (operator !== ":" || /^:(\/\/|\d)/.test(after)) {
-        const { text: word, end } = readWord(query, at);
-        (negated ? notText : text).push(word.toLowerCase());
-        at = end;
-        continue;
-      }
-      throw new QuerySyntaxError(
-        at + 1,
-        `unknown field "${field}" (expected level, auth, origin, appid, id, or a path under data., context. or device; quote text that contains ":")`,
-      );
-    }
-    const valueAt = at + field.length + operator.length;
-    if (operator !== ":") {
-      if (operator === "=") {
-        throw new QuerySyntaxError(
-          at + field.length + 1,
-          `expected "${field}:VALUE" ("=" does not compare)`,
-        );
-      }
-      if (field !== "level" || operator !== ">=") {
-        throw new QuerySyntaxError(
-          at + field.length + 1,
-          `"${operator}" is not supported here: only level>=LEVEL compares`,
-        );
-      }
-      if (negated) {
-        throw new QuerySyntaxError(start + 1, "level>= cannot be negated");
-      }
-      const { text: level, end } = readWord(query, valueAt);
-      if (!(STANDARD_LEVELS as readonly string[]).includes(level)) {
-        throw new QuerySyntaxError(
-          valueAt + 1,
-          `expected one of ${STANDARD_LEVELS.join(", ")} after level>=`,
-        );
-      }
-      if (
-        filter.minLevel === undefined ||
-        levelRank(level) > levelRank(filter.minLevel)
-      ) filter.minLevel = level;
-      at = end;
-      continue;
-    }
-    if (valueAt >= query.length || isSpace(query[valueAt])) {
-      throw new QuerySyntaxError(
-        valueAt + 1,
-        `expected a value after "${field}:" (use ${field}:* for presence)`,
-      );
-    }
-    const quoted = query[valueAt] === '"';
-    const { text: value, end } = quoted
-      ? readQuoted(query, valueAt)
-      : readWord(query, valueAt);
-    at = end;
-    if (!quoted && value === "*") {
-      fields.push({ path: field, op: negated ? "missing" : "exists" });
-      continue;
-    }
-    if (field === "level" && !quoted && !negated) {
-      let column = valueAt + 1;
-      const list = value.split(",").map((level) => {
-        const checked = checkLevel(level, column);
-        column += level.length + 1;
-        return checked;
-      });
-      levels = levels ? levels.filter((l) => list.includes(l)) : list;
-      continue;
-    }
-    if (field === "level") {
-      let column = valueAt + 1;
-      for (const level of quoted ? [value] : value.split(",")) {
-        fields.push({
-          path: "level",
-          op: negated ? "neq" : "eq",
-          value: checkLevel(level, column),
-        });
-        column += level.length + 1;
-      }
-      continue;
-    }
-    fields.push({ path: field, op: negated ? "neq" : "eq", value });
+    at = isSpace(query[at]) ? at + 1 : readTerm(query, at, terms);
   }
+  const { filter, levels, text, notText, fields } = terms;
   if (levels) filter.levels = levels;
   if (text.length > 0) filter.text = text;
   if (notText.length > 0) filter.notText = notText;
   if (fields.length > 0) filter.fields = fields;
   return filter;
+}
+
+/** Reads the term starting at `at` into `terms`; returns where it ends. */
+function readTerm(query: string, at: number, terms: Terms): number {
+  const start = at;
+  const c = query[at]!;
+  if (c === "(" || c === ")") {
+    throw new QuerySyntaxError(at + 1, "parentheses are not supported");
+  }
+  const keywordEnd = readKeyword(query, at);
+  if (keywordEnd !== undefined) return keywordEnd;
+  let negated = false;
+  if (c === "-") {
+    negated = true;
+    at++;
+    if (at >= query.length || isSpace(query[at])) {
+      throw new QuerySyntaxError(start + 1, "expected a term after -");
+    }
+  }
+  if (query[at] === '"') {
+    const { text: phrase, end } = readQuoted(query, at);
+    if (phrase.trim() === "") {
+      throw new QuerySyntaxError(at + 1, "the quoted phrase is empty");
+    }
+    (negated ? terms.notText : terms.text).push(phrase.toLowerCase());
+    return end;
+  }
+  const field = FIELD.exec(query.slice(at))?.[0];
+  const after = field === undefined ? "" : query.slice(at + field.length);
+  const operator = /^(?::|>=|<=|>|<|=)/.exec(after)?.[0];
+  const badPath = field !== undefined && after.startsWith(".") &&
+    ROOTS.has(field.split(".")[0]!) && /^\.\S*:/.test(after);
+  if (!badPath && (field === undefined || operator === undefined)) {
+    return readTextWord(query, at, negated, terms);
+  }
+  if (badPath || operator === undefined) {
+    throw new QuerySyntaxError(
+      at + field.length + 1,
+      `expected a name after "${field}."`,
+    );
+  }
+  const root = field.split(".")[0]!;
+  if (!TOP_FIELDS.has(field) && !ROOTS.has(root)) {
+    // A URL, a time of day or "a=b" is a word, not a field.
+    if (operator !== ":" || /^:(\/\/|\d)/.test(after)) {
+      return readTextWord(query, at, negated, terms);
+    }
+    throw new QuerySyntaxError(
+      at + 1,
+      `unknown field "${field}" (expected level, auth, origin, appid, id, or a path under data., context. or device; quote text that contains ":")`,
+    );
+  }
+  const term = { field, negated, valueAt: at + field.length + operator.length };
+  if (operator === ":") return readFieldValue(query, term, terms);
+  if (operator === "=") {
+    throw new QuerySyntaxError(
+      at + field.length + 1,
+      `expected "${field}:VALUE" ("=" does not compare)`,
+    );
+  }
+  if (field !== "level" || operator !== ">=") {
+    throw new QuerySyntaxError(
+      at + field.length + 1,
+      `"${operator}" is not supported here: only level>=LEVEL compares`,
+    );
+  }
+  if (negated) {
+    throw new QuerySyntaxError(start + 1, "level>= cannot be negated");
+  }
+  return readMinLevel(query, term.valueAt, terms.filter);
+}
+
+/**
+ * Reads a bare `AND` (ignored: returns its end), refuses `OR` and `NOT`;
+ * `undefined` when the term at `at` is none of them.
+ */
+function readKeyword(query: string, at: number): number | undefined {
+  const bare = /^[A-Z]+/.exec(query.slice(at, at + 4))?.[0];
+  const bareEnd = at + (bare?.length ?? 0);
+  if (!bare || (bareEnd !== query.length && !isSpace(query[bareEnd]))) {
+    return undefined;
+  }
+  if (bare === "AND") return at + 3;
+  if (bare === "OR" || bare === "NOT") {
+    throw new QuerySyntaxError(
+      at + 1,
+      bare === "OR"
+        ? "OR is not supported: terms combine with AND"
+        : "NOT is not supported: write -term",
+    );
+  }
+  return undefined;
+}
+
+/** Reads a full-text word; returns its end. */
+function readTextWord(
+  query: string,
+  at: number,
+  negated: boolean,
+  terms: Terms,
+): number {
+  const { text: word, end } = readWord(query, at);
+  (negated ? terms.notText : terms.text).push(word.toLowerCase());
+  return end;
+}
+
+/** Reads the level after `level>=` at `valueAt`; the most severe one wins. */
+function readMinLevel(query: string, valueAt: number, filter: Filter): number {
+  const { text: level, end } = readWord(query, valueAt);
+  if (!(STANDARD_LEVELS as readonly string[]).includes(level)) {
+    throw new QuerySyntaxError(
+      valueAt + 1,
+      `expected one of ${STANDARD_LEVELS.join(", ")} after level>=`,
+    );
+  }
+  if (
+    filter.minLevel === undefined ||
+    levelRank(level) > levelRank(filter.minLevel)
+  ) filter.minLevel = level;
+  return end;
+}
+
+/**
+ * Reads the value of `field:` at `valueAt`: `*` for presence, a list of
+ * levels (which narrow each other), or a value to equal; returns its end.
+ */
+function readFieldValue(
+  query: string,
+  term: { field: string; negated: boolean; valueAt: number },
+  terms: Terms,
+): number {
+  const { field, negated, valueAt } = term;
+  if (valueAt >= query.length || isSpace(query[valueAt])) {
+    throw new QuerySyntaxError(
+      valueAt + 1,
+      `expected a value after "${field}:" (use ${field}:* for presence)`,
+    );
+  }
+  const quoted = query[valueAt] === '"';
+  const { text: value, end } = quoted
+    ? readQuoted(query, valueAt)
+    : readWord(query, valueAt);
+  if (!quoted && value === "*") {
+    terms.fields.push({ path: field, op: negated ? "missing" : "exists" });
+  } else if (field === "level" && !quoted && !negated) {
+    let column = valueAt + 1;
+    const list = value.split(",").map((level) => {
+      const checked = checkLevel(level, column);
+      column += level.length + 1;
+      return checked;
+    });
+    terms.levels = terms.levels
+      ? terms.levels.filter((l) => list.includes(l))
+      : list;
+  } else if (field === "level") {
+    let column = valueAt + 1;
+    for (const level of quoted ? [value] : value.split(",")) {
+      terms.fields.push({
+        path: "level",
+        op: negated ? "neq" : "eq",
+        value: checkLevel(level, column),
+      });
+      column += level.length + 1;
+    }
+  } else {
+    terms.fields.push({ path: field, op: negated ? "neq" : "eq", value });
+  }
+  return end;
 }

@@ -1,0 +1,125 @@
+/**
+ * Commands made of subcommands (`deno task project create …`): the table
+ * of their flags and runs, and the dispatch on the first argument that
+ * answers `--help` at either level.
+ *
+ * @module
+ */
+import type { ParseArgsOptionsConfig } from "node:util";
+import {
+  booleanFlag,
+  type CommandContext,
+  EXIT_FAILURE,
+  EXIT_USAGE,
+  guard,
+  type Parsed,
+  parseFlags,
+  println,
+  UsageError,
+} from "./command.ts";
+
+/** `--json`, the option of most subcommands. */
+export const JSON_FLAG = { json: { type: "boolean" } } as const;
+
+/** A subcommand's flags and what runs it, for {@linkcode dispatch}. */
+export interface Subcommand {
+  options: ParseArgsOptionsConfig;
+  run: (ctx: CommandContext, parsed: Parsed) => Promise<number>;
+}
+
+/** The subcommands of a command, by their word. */
+export type Subcommands = Record<string, Subcommand>;
+
+/** Options of {@linkcode dispatch}. */
+export interface DispatchOptions {
+  /** The command's word, as in `deno task project`. */
+  command: string;
+  /** Help texts: `""` for the command, and one per subcommand. */
+  usage: Record<string, string>;
+  subcommands: Subcommands;
+  /**
+   * Errors told in one line with {@linkcode EXIT_FAILURE}, besides those
+   * of {@linkcode guard} (a missing account, rule or token).
+   * @default none
+   */
+  failures?: (new (...args: never[]) => Error)[];
+  /**
+   * Wraps the run of a subcommand whose arguments have been read (to
+   * resolve a name, or to audit what it changed).
+   * @default runs it
+   */
+  around?: (
+    name: string,
+    parsed: Parsed,
+    run: () => Promise<number>,
+  ) => Promise<number>;
+}
+
+/**
+ * Runs the subcommand named by the first argument, answering `--help` at
+ * either level (without a subcommand the help goes to stderr with
+ * {@linkcode EXIT_USAGE}), and turns its failures into one line as
+ * {@linkcode guard} does.
+ *
+ * @example
+ * ```ts
+ * return dispatch(ctx, { command: "token", usage, subcommands });
+ * ```
+ */
+export function dispatch(
+  ctx: CommandContext,
+  options: DispatchOptions,
+): Promise<number> {
+  return guardFailures(ctx, options.failures ?? [], () => run(ctx, options));
+}
+
+async function run(
+  ctx: CommandContext,
+  options: DispatchOptions,
+): Promise<number> {
+  const { command, usage, subcommands } = options;
+  const [name = "", ...rest] = ctx.args;
+  if (name === "") {
+    ctx.stderr(usage[""]! + "\n");
+    return EXIT_USAGE;
+  }
+  if (name === "--help" || name === "-h" || name === "help") {
+    println(ctx, usage[""]!);
+    return 0;
+  }
+  const sub = subcommands[name];
+  if (sub === undefined) {
+    throw new UsageError(
+      `Cannot run "${command} ${name}": unknown command (see "deno task ${command} --help")`,
+    );
+  }
+  const parsed = parseFlags(`${command} ${name}`, rest, sub.options);
+  if (booleanFlag(parsed, "help")) {
+    println(ctx, usage[name]!);
+    return 0;
+  }
+  const run = () => sub.run({ ...ctx, args: rest }, parsed);
+  return await (options.around?.(name, parsed, run) ?? run());
+}
+
+/**
+ * Runs `body` as {@linkcode guard} does, also turning an error of one of
+ * `kinds` into one line and {@linkcode EXIT_FAILURE}.
+ */
+function guardFailures(
+  ctx: CommandContext,
+  kinds: (new (...args: never[]) => Error)[],
+  body: () => Promise<number>,
+): Promise<number> {
+  return guard(ctx, async () => {
+    try {
+      return await body();
+    } catch (error) {
+      if (kinds.some((kind) => error instanceof kind)) {
+        ctx.stderr((error as Error).message + "\n");
+        return EXIT_FAILURE;
+      }
+      throw error;
+    }
+  });
+}
