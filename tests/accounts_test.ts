@@ -14,15 +14,15 @@ import { decodeJson } from "../db/kv.ts";
 import { createProject } from "../db/projects.ts";
 import { hashPassword, verifyPassword } from "../db/passwords.ts";
 import type { User } from "../db/users.ts";
-import { cli } from "./_cli.ts";
-import { textDecoder } from "./_helpers.ts";
+import { cli } from "./_helpers/cli.ts";
+import { textDecoder } from "./_helpers/harness.ts";
 import {
   ACCOUNT_PASSWORD,
   addAccount,
   signInAs,
   submitAs,
-} from "./dashboard/_accounts.ts";
-import { get, post, signIn, withDashboard } from "./dashboard/_helpers.ts";
+} from "./_helpers/dashboard_accounts.ts";
+import { get, post, signIn, withDashboard } from "./_helpers/dashboard.ts";
 
 const stdin = (line: string | null) => () => Promise.resolve(line);
 

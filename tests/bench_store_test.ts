@@ -9,7 +9,7 @@ import assert from "node:assert/strict";
 import { benchEntry } from "../bench/ingest.ts";
 import { countStore, waitForDrain } from "../bench/store.ts";
 import { createProject } from "../db/projects.ts";
-import { postQueued, withHarness } from "./_helpers.ts";
+import { postQueued, withHarness } from "./_helpers/harness.ts";
 
 const ENTRIES = 3;
 

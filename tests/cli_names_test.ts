@@ -7,8 +7,8 @@
  */
 import assert from "node:assert/strict";
 import { addLevel, createProject } from "../db/projects.ts";
-import { cli } from "./_cli.ts";
-import { postQueued, randomEntry, withHarness } from "./_helpers.ts";
+import { cli } from "./_helpers/cli.ts";
+import { postQueued, randomEntry, withHarness } from "./_helpers/harness.ts";
 
 const ORIGIN = "https://app.example.com";
 

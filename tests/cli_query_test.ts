@@ -6,7 +6,13 @@
  */
 import assert from "node:assert/strict";
 import { runCli } from "../cli/main.ts";
-import { queryProject, recordAt, storeBatch, T0, withKv } from "./_query.ts";
+import {
+  queryProject,
+  recordAt,
+  storeBatch,
+  T0,
+  withKv,
+} from "./_helpers/query.ts";
 
 async function logs(kv: Deno.Kv, args: string[]) {
   let stdout = "";

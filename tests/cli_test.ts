@@ -22,8 +22,8 @@ import {
   signEntry,
   withHarness,
   withTimeout,
-} from "./_helpers.ts";
-import { cli, type Run, type RunOptions } from "./_cli.ts";
+} from "./_helpers/harness.ts";
+import { cli, type Run, type RunOptions } from "./_helpers/cli.ts";
 
 /** Parses the one JSON document a command printed. */
 function json(run: Run): Record<string, unknown> {

@@ -10,8 +10,12 @@
  */
 import assert from "node:assert/strict";
 import type { Page } from "puppeteer-core";
-import { chromiumPath, hasChromium, launchBrowser } from "./_browser.ts";
-import { type LiveServer, startServer } from "./client/_server.ts";
+import {
+  chromiumPath,
+  hasChromium,
+  launchBrowser,
+} from "./_helpers/browser.ts";
+import { type LiveServer, startServer } from "./_helpers/client_server.ts";
 
 const ESM_BUILD = new URL("../client/dist/logger.js", import.meta.url);
 

@@ -8,9 +8,9 @@
  */
 import assert from "node:assert/strict";
 import { browserContext, deviceOf, serverContext } from "../client/context.ts";
-import { hasChromium, launchBrowser } from "./_browser.ts";
-import { fakeLogger } from "./client/_logger.ts";
-import { startServer } from "./client/_server.ts";
+import { hasChromium, launchBrowser } from "./_helpers/browser.ts";
+import { fakeLogger } from "./_helpers/client_logger.ts";
+import { startServer } from "./_helpers/client_server.ts";
 
 const BROWSER = {
   document: {},

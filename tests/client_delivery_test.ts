@@ -4,8 +4,8 @@
  * (Retries: client_retry_test.ts.)
  */
 import assert from "node:assert/strict";
-import { queued, refused } from "./client/_fakes.ts";
-import { ENDPOINT, fakeLogger as setup } from "./client/_logger.ts";
+import { queued, refused } from "./_helpers/client_fakes.ts";
+import { ENDPOINT, fakeLogger as setup } from "./_helpers/client_logger.ts";
 
 Deno.test("entries are sent as the service expects them, one request each", async () => {
   const { time, net, logger } = setup({

@@ -12,7 +12,7 @@ import {
   type SenderOptions,
 } from "../client/delivery.ts";
 import { watchPage } from "../client/page.ts";
-import { fakeFetch, fakeTime } from "./client/_fakes.ts";
+import { fakeFetch, fakeTime } from "./_helpers/client_fakes.ts";
 
 /** A job whose body is `bytes` long. */
 function job(title: string, bytes = 1000): Job {

@@ -7,8 +7,8 @@
  * installed (Go, often) is skipped with a message.
  */
 import assert from "node:assert/strict";
-import { stats } from "./_helpers.ts";
-import { type LiveServer, startServer } from "./client/_server.ts";
+import { stats } from "./_helpers/harness.ts";
+import { type LiveServer, startServer } from "./_helpers/client_server.ts";
 
 const PAGES = [
   new URL("../README.md", import.meta.url),

@@ -4,8 +4,8 @@
  * `Retry-After`, other `4xx` handed to `onError`, timeouts.
  */
 import assert from "node:assert/strict";
-import { queued, refused } from "./client/_fakes.ts";
-import { fakeLogger as setup } from "./client/_logger.ts";
+import { queued, refused } from "./_helpers/client_fakes.ts";
+import { fakeLogger as setup } from "./_helpers/client_logger.ts";
 
 Deno.test("a 429 pauses every request for its Retry-After, then the entry is resent", async () => {
   const { time, net, logger, times, titles } = setup(

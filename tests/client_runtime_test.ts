@@ -7,7 +7,7 @@
  */
 import assert from "node:assert/strict";
 import type { LogRecord } from "../domain/entry.ts";
-import { type LiveServer, startServer } from "./client/_server.ts";
+import { type LiveServer, startServer } from "./_helpers/client_server.ts";
 
 const MODES = ["throw", "reject", "end"] as const;
 type Mode = typeof MODES[number];

@@ -6,8 +6,8 @@
  */
 import assert from "node:assert/strict";
 import { createLogger } from "../client/mod.ts";
-import { stats } from "./_helpers.ts";
-import { startServer } from "./client/_server.ts";
+import { stats } from "./_helpers/harness.ts";
+import { startServer } from "./_helpers/client_server.ts";
 
 /** A `fetch` that counts the answers by status. */
 function countingFetch() {

@@ -19,10 +19,10 @@ import {
   signEntry as serverSignEntry,
   stats,
   withHarness,
-} from "./_helpers.ts";
-import { queued, refused, until } from "./client/_fakes.ts";
-import { fakeLogger } from "./client/_logger.ts";
-import { wallClock } from "./client/_server.ts";
+} from "./_helpers/harness.ts";
+import { queued, refused, until } from "./_helpers/client_fakes.ts";
+import { fakeLogger } from "./_helpers/client_logger.ts";
+import { wallClock } from "./_helpers/client_server.ts";
 
 const SECRET = "s3cr3t-0123456789abcdef0123456789abcdef";
 

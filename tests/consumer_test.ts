@@ -25,8 +25,8 @@ import {
   signEntry,
   stats,
   withHarness,
-} from "./_helpers.ts";
-import { atomicView } from "./_hold.ts";
+} from "./_helpers/harness.ts";
+import { atomicView } from "./_helpers/hold.ts";
 
 const ORIGIN = "https://app.example.com";
 const APP_ID = "com.example.app.ios";

@@ -7,7 +7,7 @@ import assert from "node:assert/strict";
 import { pendingBatchesPrefix } from "../db/keys.ts";
 import { listLogs } from "../db/query/mod.ts";
 import { createProject } from "../db/projects.ts";
-import { textDecoder, withTimeout } from "./_helpers.ts";
+import { textDecoder, withTimeout } from "./_helpers/harness.ts";
 
 const ROOT = new URL("..", import.meta.url).pathname;
 const ORIGIN = "https://app.example.com";

@@ -15,8 +15,8 @@ import {
   store,
   textOf,
   withDashboard,
-} from "./dashboard/_helpers.ts";
-import { startReceiver } from "./alerts/_receiver.ts";
+} from "./_helpers/dashboard.ts";
+import { startReceiver } from "./_helpers/webhook_receiver.ts";
 
 Deno.test("adding an alert rule on the dashboard stores it and shows its secret once", async () => {
   await withDashboard(async (h) => {

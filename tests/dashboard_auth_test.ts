@@ -21,7 +21,7 @@ import {
   submitLogin,
   textOf,
   withDashboard,
-} from "./dashboard/_helpers.ts";
+} from "./_helpers/dashboard.ts";
 
 Deno.test("every page but sign-in sends a signed-out browser to /login", async () => {
   await withDashboard(async (h) => {

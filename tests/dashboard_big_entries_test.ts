@@ -9,8 +9,8 @@
 import assert from "node:assert/strict";
 import process from "node:process";
 import { jsonStart } from "../dashboard/pages/entry_fields.ts";
-import { signIn, store, withDashboard } from "./dashboard/_helpers.ts";
-import { wideData } from "./dashboard/_seed.ts";
+import { signIn, store, withDashboard } from "./_helpers/dashboard.ts";
+import { wideData } from "./_helpers/dashboard_seed.ts";
 
 /** Members of each entry's `data`. */
 const KEYS = 5600;

@@ -14,7 +14,7 @@ import {
   dashboardRequested,
   loadDashboardConfig,
 } from "../dashboard/config.ts";
-import { get, signIn, withDashboard } from "./dashboard/_helpers.ts";
+import { get, signIn, withDashboard } from "./_helpers/dashboard.ts";
 
 /** What the pages may send at most, scripts and stylesheet gzipped together. */
 const BUDGET_BYTES = 50 * 1024;

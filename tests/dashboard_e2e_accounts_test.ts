@@ -11,8 +11,8 @@
 import assert from "node:assert/strict";
 import { createProject } from "../db/projects.ts";
 import { getUser } from "../db/users.ts";
-import { hasChromium } from "./_browser.ts";
-import { signInAs, withE2e } from "./dashboard/_e2e.ts";
+import { hasChromium } from "./_helpers/browser.ts";
+import { signInAs, withE2e } from "./_helpers/dashboard_browser.ts";
 
 const VIEWER = "viewer@example.com";
 const VIEWER_PASSWORD = "a viewer's passphrase";

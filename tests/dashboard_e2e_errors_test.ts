@@ -11,14 +11,14 @@
  */
 import assert from "node:assert/strict";
 import { createProject } from "../db/projects.ts";
-import { hasChromium } from "./_browser.ts";
+import { hasChromium } from "./_helpers/browser.ts";
 import {
   rowTexts,
   sendFrom,
   signInAs,
   STEP_MS,
   withE2e,
-} from "./dashboard/_e2e.ts";
+} from "./_helpers/dashboard_browser.ts";
 
 const STACK =
   "TypeError: Cannot read properties of undefined (reading 'total')\n" +

@@ -11,7 +11,7 @@
  */
 import assert from "node:assert/strict";
 import { createProject } from "../db/projects.ts";
-import { hasChromium } from "./_browser.ts";
+import { hasChromium } from "./_helpers/browser.ts";
 import {
   rowIds,
   rowTexts,
@@ -20,7 +20,7 @@ import {
   STEP_MS,
   takeScreenshots,
   withE2e,
-} from "./dashboard/_e2e.ts";
+} from "./_helpers/dashboard_browser.ts";
 
 const SCREENSHOTS = Deno.env.get("UPDATE_SCREENSHOTS") === "1";
 

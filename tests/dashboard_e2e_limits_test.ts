@@ -11,14 +11,14 @@
 import assert from "node:assert/strict";
 import { createProject } from "../db/projects.ts";
 import { queryLogs } from "../db/query/mod.ts";
-import { wideData } from "./dashboard/_seed.ts";
-import { hasChromium } from "./_browser.ts";
+import { wideData } from "./_helpers/dashboard_seed.ts";
+import { hasChromium } from "./_helpers/browser.ts";
 import {
   signInAs,
   STEP_MS,
   watchForProblems,
   withE2e,
-} from "./dashboard/_e2e.ts";
+} from "./_helpers/dashboard_browser.ts";
 
 Deno.test({
   name:

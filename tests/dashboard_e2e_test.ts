@@ -12,9 +12,9 @@
  */
 import assert from "node:assert/strict";
 import { listProjects } from "../db/projects.ts";
-import { hasChromium } from "./_browser.ts";
-import { PASSWORD } from "./dashboard/_helpers.ts";
-import { sendFrom, STEP_MS, withE2e } from "./dashboard/_e2e.ts";
+import { hasChromium } from "./_helpers/browser.ts";
+import { PASSWORD } from "./_helpers/dashboard.ts";
+import { sendFrom, STEP_MS, withE2e } from "./_helpers/dashboard_browser.ts";
 
 Deno.test({
   name:

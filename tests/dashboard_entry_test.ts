@@ -13,7 +13,7 @@ import {
   store,
   textOf,
   withDashboard,
-} from "./dashboard/_helpers.ts";
+} from "./_helpers/dashboard.ts";
 import type { LogRecord } from "../domain/entry.ts";
 
 function record(data: Record<string, unknown>): LogRecord {

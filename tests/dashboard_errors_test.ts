@@ -13,7 +13,7 @@ import {
   store,
   textOf,
   withDashboard,
-} from "./dashboard/_helpers.ts";
+} from "./_helpers/dashboard.ts";
 
 const HOUR = 3_600_000;
 const HOSTILE = `<script>alert(1)</script>`;

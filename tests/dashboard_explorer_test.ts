@@ -7,7 +7,7 @@
  */
 import assert from "node:assert/strict";
 import { PAGE_SIZE } from "../dashboard/routes/explorer.ts";
-import { randomEntry } from "./_helpers.ts";
+import { randomEntry } from "./_helpers/harness.ts";
 import {
   get,
   openIds,
@@ -16,7 +16,7 @@ import {
   store,
   textOf,
   withDashboard,
-} from "./dashboard/_helpers.ts";
+} from "./_helpers/dashboard.ts";
 
 Deno.test("the explorer lists entries newest first with a histogram and the live tail switch", async () => {
   await withDashboard(async (h) => {

@@ -14,7 +14,7 @@ import {
   signIn,
   store,
   withDashboard,
-} from "./dashboard/_helpers.ts";
+} from "./_helpers/dashboard.ts";
 
 /** Values that broke or might break a parser. */
 const NASTY: string[] = [

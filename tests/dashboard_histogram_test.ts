@@ -12,7 +12,7 @@ import {
 } from "../dashboard/histogram.ts";
 import { histogram, parseQuery } from "../dashboard/source.ts";
 import type { LogRecord } from "../domain/entry.ts";
-import { seedEntries } from "./dashboard/_seed.ts";
+import { seedEntries } from "./_helpers/dashboard_seed.ts";
 
 const NOW = Date.UTC(2026, 0, 15, 12);
 const SPAN = 6 * 3_600_000;

@@ -9,9 +9,9 @@
 import assert from "node:assert/strict";
 import { createDashboard } from "../dashboard/app.ts";
 import { mountDashboard } from "../dashboard/mount.ts";
-import { randomEntry } from "./_helpers.ts";
-import { PASSWORD, signIn, withDashboard } from "./dashboard/_helpers.ts";
-import { postChunked, rawGet } from "./dashboard/_raw.ts";
+import { randomEntry } from "./_helpers/harness.ts";
+import { PASSWORD, signIn, withDashboard } from "./_helpers/dashboard.ts";
+import { postChunked, rawGet } from "./_helpers/raw_http.ts";
 
 /** Serves `handler` on a free port of 127.0.0.1. */
 function serve(

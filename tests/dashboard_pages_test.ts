@@ -23,7 +23,7 @@ import { ProjectsPage } from "../dashboard/pages/projects.tsx";
 import { RejectionsPage } from "../dashboard/pages/rejections.tsx";
 import { snippetTexts } from "../dashboard/pages/snippets.tsx";
 import { parseQuery } from "../dashboard/source.ts";
-import { textOf } from "./dashboard/_helpers.ts";
+import { textOf } from "./_helpers/dashboard.ts";
 
 const ctx: PageContext = {
   base: "/dashboard",

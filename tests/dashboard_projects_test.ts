@@ -10,7 +10,7 @@ import { entriesLastDay, recentCount } from "../dashboard/data.ts";
 import { getProject, listProjects } from "../db/projects.ts";
 import { RECENT_REJECTIONS } from "../db/stats.ts";
 import { deadLetterKey, pendingBatchKey } from "../db/keys.ts";
-import { deadLetter, randomEntry } from "./_helpers.ts";
+import { deadLetter, randomEntry } from "./_helpers/harness.ts";
 import {
   type Browser,
   type DashHarness,
@@ -20,7 +20,7 @@ import {
   store,
   textOf,
   withDashboard,
-} from "./dashboard/_helpers.ts";
+} from "./_helpers/dashboard.ts";
 
 async function created(h: DashHarness, browser: Browser, name = "Web shop") {
   const res = await post(h.dash, browser, "/projects", {

@@ -10,14 +10,14 @@ import assert from "node:assert/strict";
 import { listRejected } from "../db/rejected.ts";
 import { readStats } from "../db/stats.ts";
 import { sign } from "../auth/signature.ts";
-import { randomEntry } from "./_helpers.ts";
+import { randomEntry } from "./_helpers/harness.ts";
 import {
   get,
   post,
   signIn,
   textOf,
   withDashboard,
-} from "./dashboard/_helpers.ts";
+} from "./_helpers/dashboard.ts";
 
 const HOSTILE = `<script>alert(1)</script><img src=x onerror=alert(2)>"'`;
 

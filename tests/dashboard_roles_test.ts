@@ -9,12 +9,12 @@
  */
 import assert from "node:assert/strict";
 import { createProject } from "../db/projects.ts";
-import { randomEntry } from "./_helpers.ts";
+import { randomEntry } from "./_helpers/harness.ts";
 import {
   ACCOUNT_PASSWORD,
   addAccount,
   signInAs,
-} from "./dashboard/_accounts.ts";
+} from "./_helpers/dashboard_accounts.ts";
 import {
   type Browser,
   get,
@@ -22,7 +22,7 @@ import {
   signIn,
   textOf,
   withDashboard,
-} from "./dashboard/_helpers.ts";
+} from "./_helpers/dashboard.ts";
 
 /** Who may pass, for the table. */
 type Rule = "any" | "read" | "configure" | "admin-project" | "admin";

@@ -8,14 +8,14 @@
  */
 import assert from "node:assert/strict";
 import { createDashboard } from "../dashboard/app.ts";
-import { randomEntry } from "./_helpers.ts";
+import { randomEntry } from "./_helpers/harness.ts";
 import {
   type Browser,
   get,
   PASSWORD,
   signIn,
   withDashboard,
-} from "./dashboard/_helpers.ts";
+} from "./_helpers/dashboard.ts";
 
 Deno.test("a session holds at most its share of live tails and the dashboard its total; past either, 429 says which", async () => {
   await withDashboard(async (h) => {

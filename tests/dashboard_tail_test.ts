@@ -6,7 +6,7 @@
  *
  * @module
  */
-import { textDecoder } from "./_helpers.ts";
+import { textDecoder } from "./_helpers/harness.ts";
 import assert from "node:assert/strict";
 import { Hono } from "hono";
 import { mountDashboard } from "../dashboard/mount.ts";
@@ -21,7 +21,7 @@ import {
   store,
   submitLogin,
   withDashboard,
-} from "./dashboard/_helpers.ts";
+} from "./_helpers/dashboard.ts";
 
 /** Entry events of a live tail answer, collected as they come. */
 function collect(res: Response) {

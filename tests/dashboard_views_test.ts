@@ -13,7 +13,7 @@ import {
   signIn,
   textOf,
   withDashboard,
-} from "./dashboard/_helpers.ts";
+} from "./_helpers/dashboard.ts";
 
 Deno.test("a view saved from the explorer opens as saved and is listed in the explorer and on the projects page", async () => {
   await withDashboard(async (h) => {

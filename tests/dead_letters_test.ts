@@ -16,7 +16,7 @@ import {
   replayAllDeadLetters,
   replayDeadLetter,
 } from "../queue/dead_letters.ts";
-import { deadLetter, randomEntry, withHarness } from "./_helpers.ts";
+import { deadLetter, randomEntry, withHarness } from "./_helpers/harness.ts";
 
 Deno.test("listDeadLetters describes each batch that kept failing, oldest first", async () => {
   await withHarness(async (h) => {

@@ -22,7 +22,7 @@ import {
   startServer,
   stopServer,
   unmount,
-} from "./_disk.ts";
+} from "./_helpers/disk.ts";
 
 const ORIGIN = "https://app.example.com";
 /**

@@ -25,7 +25,7 @@ import {
   signEntry,
   stats,
   withHarness,
-} from "./_helpers.ts";
+} from "./_helpers/harness.ts";
 
 const ORIGIN = "https://app.example.com";
 

@@ -23,7 +23,7 @@ import { parseQuery, queryLogs } from "../db/query/mod.ts";
 import type { LogRecord } from "../domain/entry.ts";
 import { fingerprintOf } from "../domain/fingerprint.ts";
 import { createId } from "../domain/ids.ts";
-import { postQueued, randomEntry, withHarness } from "./_helpers.ts";
+import { postQueued, randomEntry, withHarness } from "./_helpers/harness.ts";
 
 const ORIGIN = "https://app.example.com";
 const HOUR = 3_600_000;

@@ -9,7 +9,7 @@
  */
 import assert from "node:assert/strict";
 import { scanJson } from "../domain/json.ts";
-import { harness } from "./_helpers.ts";
+import { harness } from "./_helpers/harness.ts";
 
 const ORIGIN = "https://app.example.com";
 

@@ -15,8 +15,8 @@ import {
   harness,
   postBody,
   randomEntry,
-} from "./_helpers.ts";
-import { within } from "./_timeout.ts";
+} from "./_helpers/harness.ts";
+import { within } from "./_helpers/timeout.ts";
 
 const ORIGIN = "https://app.example.com";
 const encoder = new TextEncoder();

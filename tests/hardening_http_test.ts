@@ -12,7 +12,7 @@ import {
   harness,
   postBody,
   randomEntry,
-} from "./_helpers.ts";
+} from "./_helpers/harness.ts";
 
 const ORIGIN = "https://app.example.com";
 

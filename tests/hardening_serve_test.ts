@@ -6,8 +6,8 @@
  */
 import assert from "node:assert/strict";
 import { serveResilient } from "../server/serve.ts";
-import { randomEntry, textDecoder } from "./_helpers.ts";
-import { within } from "./_timeout.ts";
+import { randomEntry, textDecoder } from "./_helpers/harness.ts";
+import { within } from "./_helpers/timeout.ts";
 
 const ROOT = new URL("..", import.meta.url).pathname;
 

@@ -21,8 +21,8 @@ import {
   randomEntry,
   stats,
   withTimeout,
-} from "./_helpers.ts";
-import { atomicView } from "./_hold.ts";
+} from "./_helpers/harness.ts";
+import { atomicView } from "./_helpers/hold.ts";
 
 const ORIGIN = { Origin: "https://app.example.com" };
 

@@ -7,9 +7,9 @@
  */
 import assert from "node:assert/strict";
 import { addressBucket, LoginLimiter } from "../dashboard/security.ts";
-import { fakeClock } from "./_helpers.ts";
-import { submitAs } from "./dashboard/_accounts.ts";
-import { PASSWORD, textOf, withDashboard } from "./dashboard/_helpers.ts";
+import { fakeClock } from "./_helpers/harness.ts";
+import { submitAs } from "./_helpers/dashboard_accounts.ts";
+import { PASSWORD, textOf, withDashboard } from "./_helpers/dashboard.ts";
 
 function peer(hostname: string) {
   return { remoteAddr: { transport: "tcp" as const, hostname, port: 40000 } };

@@ -6,7 +6,7 @@
  * @module
  */
 import assert from "node:assert/strict";
-import { startServer, stopServer } from "./_disk.ts";
+import { startServer, stopServer } from "./_helpers/disk.ts";
 
 Deno.test("main.ts routes the endpoint, the mounted dashboard and its assets through one app", async () => {
   const dir = await Deno.makeTempDir();

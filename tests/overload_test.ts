@@ -6,8 +6,8 @@ import {
   pendingBatches,
   randomEntry,
   withTimeout,
-} from "./_helpers.ts";
-import { atomicView } from "./_hold.ts";
+} from "./_helpers/harness.ts";
+import { atomicView } from "./_helpers/hold.ts";
 
 /** A KV whose commits can be made to fail or to wait, for overload tests. */
 function faultyKv(real: Deno.Kv) {

@@ -38,8 +38,8 @@ import {
   randomEntry,
   signEntry,
   stats,
-} from "./_helpers.ts";
-import { holdCommits, within } from "./_hold.ts";
+} from "./_helpers/harness.ts";
+import { holdCommits, within } from "./_helpers/hold.ts";
 
 const ORIGIN = "https://app.example.com";
 const NEW_ORIGIN = "https://new.example.com";

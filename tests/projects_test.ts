@@ -11,7 +11,7 @@ import {
   postQueued,
   randomEntry,
   withHarness,
-} from "./_helpers.ts";
+} from "./_helpers/harness.ts";
 
 Deno.test("deleteProject removes the project and everything under it, counting entries not pages", async () => {
   await withHarness(async (h) => {

@@ -14,7 +14,7 @@ import {
   storeBatch,
   T0,
   withKv,
-} from "./_query.ts";
+} from "./_helpers/query.ts";
 
 Deno.test("countStoredEntries is exact when a compaction commits in the middle of it", async () => {
   await withKv(async (kv) => {

@@ -23,7 +23,7 @@ import {
   storeBatch,
   T0,
   withKv,
-} from "./_query.ts";
+} from "./_helpers/query.ts";
 
 const HOUR = 3_600_000;
 

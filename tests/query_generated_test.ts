@@ -11,7 +11,7 @@ import {
   parseQuery,
   queryLogs,
 } from "../db/query/mod.ts";
-import { T0 } from "./_query.ts";
+import { T0 } from "./_helpers/query.ts";
 
 const DAY = 86_400_000;
 const COUNT = 20_000;

@@ -20,7 +20,7 @@ import {
   storeBatch,
   T0,
   withKv,
-} from "./_query.ts";
+} from "./_helpers/query.ts";
 
 const HOUR = 3_600_000;
 const DAY = 86_400_000;

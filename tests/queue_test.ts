@@ -35,7 +35,7 @@ import {
   stats,
   untilIdle,
   withHarness,
-} from "./_helpers.ts";
+} from "./_helpers/harness.ts";
 
 const ORIGIN = "https://app.example.com";
 

@@ -12,8 +12,8 @@ import {
   ipv4Number,
 } from "../routes/rate_limit/address.ts";
 import { RateLimiter } from "../routes/rate_limit/mod.ts";
-import { fakeClock } from "./_helpers.ts";
-import { withLimiterKv } from "./_rate_limit.ts";
+import { fakeClock } from "./_helpers/harness.ts";
+import { withLimiterKv } from "./_helpers/rate_limit.ts";
 
 Deno.test("ipv4Number reads four decimal octets and refuses anything else", () => {
   assert.equal(ipv4Number("0.0.0.0"), 0);

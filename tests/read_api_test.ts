@@ -10,9 +10,9 @@
  * @module
  */
 import assert from "node:assert/strict";
-import { addAccount, signInAs } from "./dashboard/_accounts.ts";
+import { addAccount, signInAs } from "./_helpers/dashboard_accounts.ts";
 import { csvCell } from "../dashboard/routes/api.ts";
-import { cli } from "./_cli.ts";
+import { cli } from "./_helpers/cli.ts";
 import {
   type DashHarness,
   get,
@@ -22,7 +22,7 @@ import {
   store,
   textOf,
   withDashboard,
-} from "./dashboard/_helpers.ts";
+} from "./_helpers/dashboard.ts";
 
 /** Every stored key and value as text, to look for a secret in. */
 async function everything(kv: Deno.Kv): Promise<string> {

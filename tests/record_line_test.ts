@@ -12,7 +12,7 @@ import { encodeRecordLine, lineFromQueued } from "../db/lines.ts";
 import { type QueuedEntry, toLogRecord } from "../domain/entry.ts";
 import type { GroupCommitter } from "../queue/producer.ts";
 import { logsRoute } from "../routes/logs.ts";
-import { randomEntry, signEntry } from "./_helpers.ts";
+import { randomEntry, signEntry } from "./_helpers/harness.ts";
 
 /** The entries the route submits for `bodies`, as the producer gets them. */
 async function routed(

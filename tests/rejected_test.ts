@@ -33,9 +33,9 @@ import {
   signEntry,
   stats,
   withHarness,
-} from "./_helpers.ts";
-import { rejected } from "./_cli.ts";
-import { atomicView } from "./_hold.ts";
+} from "./_helpers/harness.ts";
+import { rejected } from "./_helpers/cli.ts";
+import { atomicView } from "./_helpers/hold.ts";
 
 const ORIGIN = "https://app.example.com";
 const OTHER = "https://shop.example.net";

@@ -14,7 +14,7 @@ import {
   postQueued,
   randomEntry,
   withHarness,
-} from "./_helpers.ts";
+} from "./_helpers/harness.ts";
 
 Deno.test("rejections of one project in batches processed at once are all kept", async () => {
   await withHarness(async (h) => {

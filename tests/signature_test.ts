@@ -25,7 +25,7 @@ import {
   stats,
   untilIdle,
   withHarness,
-} from "./_helpers.ts";
+} from "./_helpers/harness.ts";
 
 /** Headers carrying `signature` over `params` as given, and `timestamp`. */
 function signedHeaders(

@@ -19,8 +19,8 @@ import {
   harness,
   pendingBatches,
   randomEntry,
-} from "./_helpers.ts";
-import { atomicView } from "./_hold.ts";
+} from "./_helpers/harness.ts";
+import { atomicView } from "./_helpers/hold.ts";
 
 const MiB = 1024 * 1024;
 const RESERVE = 64 * 1024;

@@ -7,8 +7,8 @@
  */
 import assert from "node:assert/strict";
 import { createApp } from "../app.ts";
-import { startServer, stopServer } from "./_disk.ts";
-import { harness } from "./_helpers.ts";
+import { startServer, stopServer } from "./_helpers/disk.ts";
+import { harness } from "./_helpers/harness.ts";
 
 const encoder = new TextEncoder();
 

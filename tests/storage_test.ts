@@ -19,7 +19,7 @@ import { FINAL_TIER } from "../db/query/chunk.ts";
 import { MERGE_FANIN } from "../db/query/tiers.ts";
 import { idTime, timeBound } from "../domain/ids.ts";
 import type { LogRecord } from "../domain/entry.ts";
-import { randomEntry, withHarness } from "./_helpers.ts";
+import { randomEntry, withHarness } from "./_helpers/harness.ts";
 import {
   queryProject,
   recordAt,
@@ -27,7 +27,7 @@ import {
   storeBatch,
   T0,
   withKv,
-} from "./_query.ts";
+} from "./_helpers/query.ts";
 
 const ORIGIN = "https://app.example.com";
 const HOUR = 3_600_000;

@@ -9,8 +9,8 @@
 import assert from "node:assert/strict";
 import { inert } from "../cli/format.ts";
 import { createProject } from "../db/projects.ts";
-import { cli } from "./_cli.ts";
-import { postQueued, randomEntry, withHarness } from "./_helpers.ts";
+import { cli } from "./_helpers/cli.ts";
+import { postQueued, randomEntry, withHarness } from "./_helpers/harness.ts";
 
 /** Retitles and clears a terminal when printed raw. */
 const TITLE_AND_CLEAR = "\u001b]0;PWNED\u0007\u001b[2J";

@@ -20,7 +20,13 @@ import {
   mergeProject,
 } from "../db/query/mod.ts";
 import type { LogRecord, QueuedEntry } from "../domain/entry.ts";
-import { queryProject, recordAt, sortedIds, T0, withKv } from "./_query.ts";
+import {
+  queryProject,
+  recordAt,
+  sortedIds,
+  T0,
+  withKv,
+} from "./_helpers/query.ts";
 
 const HOUR = 3_600_000;
 const encoder = new TextEncoder();

@@ -17,8 +17,8 @@ import {
 } from "../../alerts/deliver.ts";
 import { createAlertLoop } from "../../alerts/mod.ts";
 import { GROUP_MS } from "../../alerts/evaluate.ts";
-import { type Harness, harness, randomEntry } from "../_helpers.ts";
-import { type Receiver, startReceiver } from "./_receiver.ts";
+import { type Harness, harness, randomEntry } from "../_helpers/harness.ts";
+import { type Receiver, startReceiver } from "../_helpers/webhook_receiver.ts";
 
 const ORIGIN = "https://app.example.com";
 /**

@@ -7,8 +7,8 @@
 import assert from "node:assert/strict";
 import { getAlertRule, listAlertRules } from "../../db/alerts.ts";
 import { createProject } from "../../db/projects.ts";
-import { cli } from "../_cli.ts";
-import { fakeClock } from "../_helpers.ts";
+import { cli } from "../_helpers/cli.ts";
+import { fakeClock } from "../_helpers/harness.ts";
 
 async function withProject(
   body: (kv: Deno.Kv, projectId: string) => Promise<void>,

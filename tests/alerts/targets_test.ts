@@ -16,7 +16,7 @@ import {
   WebhookTargetError,
 } from "../../alerts/targets.ts";
 import { createAlertLoop } from "../../alerts/mod.ts";
-import { harness, randomEntry } from "../_helpers.ts";
+import { harness, randomEntry } from "../_helpers/harness.ts";
 
 Deno.test("isPrivateAddress knows the refused ranges", async (t) => {
   const cases: [string, boolean | null][] = [

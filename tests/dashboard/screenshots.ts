@@ -15,7 +15,11 @@ import { storeLogs } from "../../db/logs.ts";
 import { listProjects } from "../../db/projects.ts";
 import type { LogRecord } from "../../domain/entry.ts";
 import { createId } from "../../domain/ids.ts";
-import { signInAs, takeScreenshots, withE2e } from "./_e2e.ts";
+import {
+  signInAs,
+  takeScreenshots,
+  withE2e,
+} from "../_helpers/dashboard_browser.ts";
 
 const IMAGES = new URL("../../docs/images/", import.meta.url);
 

@@ -13,7 +13,7 @@ import {
   metricsHandler,
   RequestMetrics,
 } from "../../server/metrics.ts";
-import { harness, randomEntry } from "../_helpers.ts";
+import { harness, randomEntry } from "../_helpers/harness.ts";
 
 const TOKEN = "0123456789abcdef-metrics";
 

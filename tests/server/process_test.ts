@@ -9,8 +9,8 @@
 import assert from "node:assert/strict";
 import { addAlertRule } from "../../alerts/rules.ts";
 import { createProject } from "../../db/projects.ts";
-import { textDecoder, withTimeout } from "../_helpers.ts";
-import { startReceiver } from "../alerts/_receiver.ts";
+import { textDecoder, withTimeout } from "../_helpers/harness.ts";
+import { startReceiver } from "../_helpers/webhook_receiver.ts";
 
 const ROOT = new URL("../..", import.meta.url).pathname;
 const ORIGIN = "https://app.example.com";

@@ -4,18 +4,18 @@
  *
  * @module
  */
-import { createApp } from "../app.ts";
-import { type Config, loadConfig } from "../config.ts";
-import { listLogs } from "../db/query/mod.ts";
-import type { LogRecord, RejectReason } from "../domain/entry.ts";
-import { createProject, type Project } from "../db/projects.ts";
-import { sign } from "../auth/signature.ts";
+import { createApp } from "../../app.ts";
+import { type Config, loadConfig } from "../../config.ts";
+import { listLogs } from "../../db/query/mod.ts";
+import type { LogRecord, RejectReason } from "../../domain/entry.ts";
+import { createProject, type Project } from "../../db/projects.ts";
+import { sign } from "../../auth/signature.ts";
 import {
   createPipeline,
   type Pipeline,
   type PipelineOptions,
-} from "../queue/pipeline.ts";
-import type { Admission } from "../routes/logs.ts";
+} from "../../queue/pipeline.ts";
+import type { Admission } from "../../routes/logs.ts";
 
 /** A clock that moves only when told to. */
 export interface FakeClock {
@@ -321,16 +321,16 @@ export async function signedEntry(h: Harness): Promise<{
 // second consumer, all read through the key builders of db/keys.ts. (The
 // imports sit here so that these additions stay at the end of the file.)
 
-import { ProjectCache } from "../auth/projects.ts";
-import { batchIdOf, pendingBatchesPrefix } from "../db/keys.ts";
+import { ProjectCache } from "../../auth/projects.ts";
+import { batchIdOf, pendingBatchesPrefix } from "../../db/keys.ts";
 import {
   readStats,
   readUnknownProjectRejections,
   type Rejection,
-} from "../db/stats.ts";
-import { type BatchHeader, decodeBatchHeader } from "../queue/batch.ts";
-import { Consumer } from "../queue/consumer.ts";
-import { MAX_ATTEMPTS, recordFailure } from "../queue/dead_letters.ts";
+} from "../../db/stats.ts";
+import { type BatchHeader, decodeBatchHeader } from "../../queue/batch.ts";
+import { Consumer } from "../../queue/consumer.ts";
+import { MAX_ATTEMPTS, recordFailure } from "../../queue/dead_letters.ts";
 
 /** A project's counters, as `deno task stats` reports them. */
 export interface Stats {

@@ -4,12 +4,12 @@
  *
  * @module
  */
-import { createPipeline, type Pipeline } from "../queue/pipeline.ts";
+import { createPipeline, type Pipeline } from "../../queue/pipeline.ts";
 import {
   RateLimiter,
   type RateLimiterOptions,
-} from "../routes/rate_limit/mod.ts";
-import { type FakeClock, fakeClock, testConfig } from "./_helpers.ts";
+} from "../../routes/rate_limit/mod.ts";
+import { type FakeClock, fakeClock, testConfig } from "./harness.ts";
 
 /** What {@linkcode withLimiterKv} hands to a test. */
 export interface LimiterKv {

@@ -5,9 +5,9 @@
  *
  * @module
  */
-import { textDecoder } from "./_helpers.ts";
+import { textDecoder } from "./harness.ts";
 
-const ROOT = new URL("..", import.meta.url).pathname;
+const ROOT = new URL("../..", import.meta.url).pathname;
 
 /** The arguments of `deno task start` after `deno`: the server as operators run it. */
 const START_TASK = JSON.parse(

@@ -7,7 +7,7 @@
  */
 import type { LogRecord } from "../../domain/entry.ts";
 import { RateLimiter } from "../../routes/rate_limit/mod.ts";
-import { type Harness, harness } from "../_helpers.ts";
+import { type Harness, harness } from "./harness.ts";
 
 /** A server listening on a local port. */
 export interface LiveServer {

@@ -6,7 +6,7 @@
  * @module
  */
 import assert from "node:assert/strict";
-import { pendingBatchKey } from "../db/keys.ts";
+import { pendingBatchKey } from "../../db/keys.ts";
 import {
   type Harness,
   pendingBatches,
@@ -15,7 +15,7 @@ import {
   untilIdle,
   withHarness,
   withTimeout,
-} from "./_helpers.ts";
+} from "./harness.ts";
 
 Deno.test("withTimeout rejects, naming what was awaited, when the event never comes", async () => {
   const never = new Promise<void>(() => {});

@@ -14,10 +14,10 @@ import { createDashboard, type DashboardOptions } from "../../dashboard/app.ts";
 import { sign } from "../../auth/signature.ts";
 import { addLevel, createProject } from "../../db/projects.ts";
 import { listRejected } from "../../db/rejected.ts";
-import { launchBrowser } from "../_browser.ts";
-import { type Harness, harness } from "../_helpers.ts";
-import { PASSWORD } from "./_helpers.ts";
-import { seedEntries } from "./_seed.ts";
+import { launchBrowser } from "./browser.ts";
+import { type Harness, harness } from "./harness.ts";
+import { PASSWORD } from "./dashboard.ts";
+import { seedEntries } from "./dashboard_seed.ts";
 
 /** Longest wait for any one thing in the browser. */
 export const STEP_MS = 15_000;

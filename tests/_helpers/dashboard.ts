@@ -14,7 +14,7 @@ import {
   harness,
   type HarnessOptions,
   randomEntry,
-} from "../_helpers.ts";
+} from "./harness.ts";
 
 /** The administrator password of the tests. */
 export const PASSWORD = "correct horse battery";

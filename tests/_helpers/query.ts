@@ -5,11 +5,11 @@
  *
  * @module
  */
-import type { LogRecord } from "../domain/entry.ts";
-import { storeLogs } from "../db/logs.ts";
-import { createProject } from "../db/projects.ts";
-import { mergeProject } from "../db/query/mod.ts";
-import { createId } from "../domain/ids.ts";
+import type { LogRecord } from "../../domain/entry.ts";
+import { storeLogs } from "../../db/logs.ts";
+import { createProject } from "../../db/projects.ts";
+import { mergeProject } from "../../db/query/mod.ts";
+import { createId } from "../../domain/ids.ts";
 
 /** 2026-01-01T00:00:00Z. */
 export const T0 = Date.UTC(2026, 0, 1);

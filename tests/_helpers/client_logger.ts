@@ -9,7 +9,7 @@ import {
   type DeliveryError,
   type LoggerOptions,
 } from "../../client/mod.ts";
-import { type Answer, type Call, fakeFetch, fakeTime } from "./_fakes.ts";
+import { type Answer, type Call, fakeFetch, fakeTime } from "./client_fakes.ts";
 
 /** The endpoint the fake loggers send to. */
 export const ENDPOINT = "https://logs.example.com/api/v1/logs";

@@ -6,7 +6,7 @@
  *
  * @module
  */
-import { withTimeout } from "./_helpers.ts";
+import { withTimeout } from "./harness.ts";
 
 /**
  * Fails when `promise` takes longer than `ms`, rather than hanging: a step

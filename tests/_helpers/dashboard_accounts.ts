@@ -7,7 +7,7 @@
  */
 import { addUser, type Role } from "../../db/users.ts";
 import type { DashApp } from "../../dashboard/routes/common.ts";
-import { type Browser, csrfOf, PEER, setCookies } from "./_helpers.ts";
+import { type Browser, csrfOf, PEER, setCookies } from "./dashboard.ts";
 
 /** The password of every test account. */
 export const ACCOUNT_PASSWORD = "staple battery horse";

@@ -4,9 +4,9 @@
  *
  * @module
  */
-import type { CommandContext } from "../cli/command.ts";
-import { runCli } from "../cli/main.ts";
-import { type FakeClock, fakeClock, type Harness } from "./_helpers.ts";
+import type { CommandContext } from "../../cli/command.ts";
+import { runCli } from "../../cli/main.ts";
+import { type FakeClock, fakeClock, type Harness } from "./harness.ts";
 
 /** What a command printed and returned. */
 export interface Run {

@@ -4,7 +4,7 @@
  *
  * @module
  */
-import { withTimeout } from "./_helpers.ts";
+import { withTimeout } from "./harness.ts";
 
 /**
  * Settles like `p`, or rejects after `ms` milliseconds naming `what`: the
