@@ -8,13 +8,13 @@
  * @module
  */
 import assert from "node:assert/strict";
-import { ProjectCache } from "../auth/projects.ts";
-import { logChunkKey, statsPrefix } from "../db/keys.ts";
-import { addLevel, setRetention } from "../db/projects.ts";
-import type { QueuedEntry } from "../domain/entry.ts";
-import { Consumer } from "../queue/consumer.ts";
-import { RECENT_REJECTIONS } from "../db/stats.ts";
-import { createId } from "../domain/ids.ts";
+import { ProjectCache } from "../../auth/projects.ts";
+import { logChunkKey, statsPrefix } from "../../db/keys.ts";
+import { addLevel, setRetention } from "../../db/projects.ts";
+import type { QueuedEntry } from "../../domain/entry.ts";
+import { Consumer } from "../../queue/consumer.ts";
+import { RECENT_REJECTIONS } from "../../db/stats.ts";
+import { createId } from "../../domain/ids.ts";
 import {
   assertStoredOnce,
   globalRejected,
@@ -25,8 +25,8 @@ import {
   signEntry,
   stats,
   withHarness,
-} from "./_helpers/harness.ts";
-import { atomicView } from "./_helpers/hold.ts";
+} from "../_helpers/harness.ts";
+import { atomicView } from "../_helpers/hold.ts";
 
 const ORIGIN = "https://app.example.com";
 const APP_ID = "com.example.app.ios";

@@ -1,13 +1,13 @@
 import assert from "node:assert/strict";
-import { GroupCommitter, OverloadedError } from "../queue/producer.ts";
+import { GroupCommitter, OverloadedError } from "../../queue/producer.ts";
 import {
   EVENT_TIMEOUT_MS,
   harness,
   pendingBatches,
   randomEntry,
   withTimeout,
-} from "./_helpers/harness.ts";
-import { atomicView } from "./_helpers/hold.ts";
+} from "../_helpers/harness.ts";
+import { atomicView } from "../_helpers/hold.ts";
 
 /** A KV whose commits can be made to fail or to wait, for overload tests. */
 function faultyKv(real: Deno.Kv) {

@@ -1,8 +1,8 @@
-import type { LogRecord } from "../domain/entry.ts";
+import type { LogRecord } from "../../../domain/entry.ts";
 import assert from "node:assert/strict";
-import { logCountsPrefix } from "../db/keys.ts";
-import { deleteProject } from "../db/projects.ts";
-import { decodeSummary } from "../db/query/chunk.ts";
+import { logCountsPrefix } from "../../../db/keys.ts";
+import { deleteProject } from "../../../db/projects.ts";
+import { decodeSummary } from "../../../db/query/chunk.ts";
 import {
   countStoredEntries,
   type Filter,
@@ -10,8 +10,8 @@ import {
   listSummaries,
   matches,
   parseQuery,
-} from "../db/query/mod.ts";
-import { idTime, timeBound } from "../domain/ids.ts";
+} from "../../../db/query/mod.ts";
+import { idTime, timeBound } from "../../../domain/ids.ts";
 import {
   compactAt,
   queryProject,
@@ -20,7 +20,7 @@ import {
   storeBatch,
   T0,
   withKv,
-} from "./_helpers/query.ts";
+} from "../../_helpers/query.ts";
 
 const HOUR = 3_600_000;
 const DAY = 86_400_000;

@@ -8,20 +8,20 @@
  * @module
  */
 import assert from "node:assert/strict";
-import { ProjectCache } from "../auth/projects.ts";
-import { batchPartKey, deadLetterKey, pendingBatchKey } from "../db/keys.ts";
-import { joinJson } from "../db/blob.ts";
-import type { QueuedEntry } from "../domain/entry.ts";
+import { ProjectCache } from "../../auth/projects.ts";
+import { batchPartKey, deadLetterKey, pendingBatchKey } from "../../db/keys.ts";
+import { joinJson } from "../../db/blob.ts";
+import type { QueuedEntry } from "../../domain/entry.ts";
 import {
   decodeBatchHeader,
   encodeBatchHeader,
   type HandedBatch,
-} from "../queue/batch.ts";
-import { decodeJson } from "../db/kv.ts";
-import { GroupCommitter } from "../queue/producer.ts";
-import { Consumer, type ProcessOutcome } from "../queue/consumer.ts";
-import { MAX_ATTEMPTS } from "../queue/dead_letters.ts";
-import { BatchWorker } from "../queue/worker.ts";
+} from "../../queue/batch.ts";
+import { decodeJson } from "../../db/kv.ts";
+import { GroupCommitter } from "../../queue/producer.ts";
+import { Consumer, type ProcessOutcome } from "../../queue/consumer.ts";
+import { MAX_ATTEMPTS } from "../../queue/dead_letters.ts";
+import { BatchWorker } from "../../queue/worker.ts";
 import {
   type Harness,
   harness,
@@ -35,7 +35,7 @@ import {
   stats,
   untilIdle,
   withHarness,
-} from "./_helpers/harness.ts";
+} from "../_helpers/harness.ts";
 
 const ORIGIN = "https://app.example.com";
 

@@ -6,17 +6,17 @@
  * @module
  */
 import assert from "node:assert/strict";
-import { pendingBatchKey, projectKey } from "../db/keys.ts";
+import { pendingBatchKey, projectKey } from "../../db/keys.ts";
 import {
   decodeFramed,
   decodeJson,
   encodeFramed,
   encodeJson,
   getManyChunked,
-} from "../db/kv.ts";
-import { allowValue, getProject, listProjects } from "../db/projects.ts";
-import { mergeProject } from "../db/query/merge.ts";
-import { recordFailure } from "../queue/dead_letters.ts";
+} from "../../db/kv.ts";
+import { allowValue, getProject, listProjects } from "../../db/projects.ts";
+import { mergeProject } from "../../db/query/merge.ts";
+import { recordFailure } from "../../queue/dead_letters.ts";
 import {
   assertStoredOnce,
   pendingBatches,
@@ -25,7 +25,7 @@ import {
   signEntry,
   stats,
   withHarness,
-} from "./_helpers/harness.ts";
+} from "../_helpers/harness.ts";
 
 const ORIGIN = "https://app.example.com";
 

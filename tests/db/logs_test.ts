@@ -1,8 +1,8 @@
 import assert from "node:assert/strict";
-import { storeLogs } from "../db/logs.ts";
-import { listLogs } from "../db/query/mod.ts";
-import type { LogRecord } from "../domain/entry.ts";
-import { createId } from "../domain/ids.ts";
+import { storeLogs } from "../../db/logs.ts";
+import { listLogs } from "../../db/query/mod.ts";
+import type { LogRecord } from "../../domain/entry.ts";
+import { createId } from "../../domain/ids.ts";
 
 const T0 = Date.UTC(2026, 0, 1);
 

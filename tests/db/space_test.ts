@@ -4,23 +4,23 @@
  * released and written back, and what the pipeline does while it is closed.
  */
 import assert from "node:assert/strict";
-import { KvOpenError, openKv } from "../db/open.ts";
-import { isDiskFullError } from "../db/disk.ts";
+import { KvOpenError, openKv } from "../../db/open.ts";
+import { isDiskFullError } from "../../db/disk.ts";
 import {
   openSpaceGuard,
   RESUME_MARGIN_BYTES,
   SETTLE_MS,
   SpaceGuard,
-} from "../db/space.ts";
-import { WritesHeldError } from "../queue/producer.ts";
+} from "../../db/space.ts";
+import { WritesHeldError } from "../../queue/producer.ts";
 import {
   type FakeClock,
   fakeClock,
   harness,
   pendingBatches,
   randomEntry,
-} from "./_helpers/harness.ts";
-import { atomicView } from "./_helpers/hold.ts";
+} from "../_helpers/harness.ts";
+import { atomicView } from "../_helpers/hold.ts";
 
 const MiB = 1024 * 1024;
 const RESERVE = 64 * 1024;

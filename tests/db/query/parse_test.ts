@@ -4,7 +4,7 @@ import {
   type Filter,
   parseQuery,
   QuerySyntaxError,
-} from "../db/query/mod.ts";
+} from "../../../db/query/mod.ts";
 
 Deno.test("parseQuery reads every form of the syntax", async (t) => {
   const cases: [string, Filter][] = [

@@ -6,18 +6,18 @@
  * @module
  */
 import assert from "node:assert/strict";
-import { buildChunk, buildChunkPausing } from "../db/query/chunk.ts";
-import { mergeProject } from "../db/query/mod.ts";
-import { encodeRecordLine } from "../db/lines.ts";
-import type { LogRecord } from "../domain/entry.ts";
-import { createId } from "../domain/ids.ts";
+import { buildChunk, buildChunkPausing } from "../../../db/query/chunk.ts";
+import { mergeProject } from "../../../db/query/mod.ts";
+import { encodeRecordLine } from "../../../db/lines.ts";
+import type { LogRecord } from "../../../domain/entry.ts";
+import { createId } from "../../../domain/ids.ts";
 import {
   queryProject,
   recordAt,
   storeBatch,
   T0,
   withKv,
-} from "./_helpers/query.ts";
+} from "../../_helpers/query.ts";
 
 function lines(n: number): string[] {
   const t0 = Date.UTC(2026, 0, 1);

@@ -1,8 +1,8 @@
-import type { LogRecord } from "../domain/entry.ts";
+import type { LogRecord } from "../../../domain/entry.ts";
 import assert from "node:assert/strict";
-import { logChunksPrefix } from "../db/keys.ts";
-import { compileFilter } from "../db/query/filter.ts";
-import { scan } from "../db/query/scan.ts";
+import { logChunksPrefix } from "../../../db/keys.ts";
+import { compileFilter } from "../../../db/query/filter.ts";
+import { scan } from "../../../db/query/scan.ts";
 import {
   aroundEntry,
   countStoredEntries,
@@ -13,7 +13,7 @@ import {
   parseQuery,
   queryLogs,
   tailLogs,
-} from "../db/query/mod.ts";
+} from "../../../db/query/mod.ts";
 import {
   compactAt,
   noise,
@@ -23,7 +23,7 @@ import {
   storeBatch,
   T0,
   withKv,
-} from "./_helpers/query.ts";
+} from "../../_helpers/query.ts";
 
 const HOUR = 3_600_000;
 

@@ -8,11 +8,11 @@
  * @module
  */
 import assert from "node:assert/strict";
-import { encodeRecordLine, lineFromQueued } from "../db/lines.ts";
-import { type QueuedEntry, toLogRecord } from "../domain/entry.ts";
-import type { GroupCommitter } from "../queue/producer.ts";
-import { logsRoute } from "../routes/logs.ts";
-import { randomEntry, signEntry } from "./_helpers/harness.ts";
+import { encodeRecordLine, lineFromQueued } from "../../db/lines.ts";
+import { type QueuedEntry, toLogRecord } from "../../domain/entry.ts";
+import type { GroupCommitter } from "../../queue/producer.ts";
+import { logsRoute } from "../../routes/logs.ts";
+import { randomEntry, signEntry } from "../_helpers/harness.ts";
 
 /** The entries the route submits for `bodies`, as the producer gets them. */
 async function routed(

@@ -9,8 +9,8 @@
  * @module
  */
 import assert from "node:assert/strict";
-import { sign } from "../auth/signature.ts";
-import { rotateSecret } from "../db/projects.ts";
+import { sign } from "../../auth/signature.ts";
+import { rotateSecret } from "../../db/projects.ts";
 import {
   assertStoredOnce,
   type Harness,
@@ -25,7 +25,7 @@ import {
   stats,
   untilIdle,
   withHarness,
-} from "./_helpers/harness.ts";
+} from "../_helpers/harness.ts";
 
 /** Headers carrying `signature` over `params` as given, and `timestamp`. */
 function signedHeaders(

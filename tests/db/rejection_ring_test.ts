@@ -7,14 +7,14 @@
  * @module
  */
 import assert from "node:assert/strict";
-import { listRejected, listUnknownProjectRejected } from "../db/rejected.ts";
-import { readStats } from "../db/stats.ts";
+import { listRejected, listUnknownProjectRejected } from "../../db/rejected.ts";
+import { readStats } from "../../db/stats.ts";
 import {
   pendingBatches,
   postQueued,
   randomEntry,
   withHarness,
-} from "./_helpers/harness.ts";
+} from "../_helpers/harness.ts";
 
 Deno.test("rejections of one project in batches processed at once are all kept", async () => {
   await withHarness(async (h) => {

@@ -10,7 +10,7 @@ import {
   normaliseTitle,
   stackLines,
   topFrame,
-} from "../domain/fingerprint.ts";
+} from "../../domain/fingerprint.ts";
 
 Deno.test("titles differing only in numbers, ids, hex and quoted text share a fingerprint", () => {
   const a = fingerprintOf({

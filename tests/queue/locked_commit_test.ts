@@ -9,10 +9,10 @@
  * @module
  */
 import assert from "node:assert/strict";
-import { RecordedAtomic } from "../db/atomic.ts";
-import { LOCKED_RETRY_DELAYS_MS } from "../db/kv.ts";
-import type { SpaceGuard } from "../db/space.ts";
-import { CommitFailedError, GroupCommitter } from "../queue/producer.ts";
+import { RecordedAtomic } from "../../db/atomic.ts";
+import { LOCKED_RETRY_DELAYS_MS } from "../../db/kv.ts";
+import type { SpaceGuard } from "../../db/space.ts";
+import { CommitFailedError, GroupCommitter } from "../../queue/producer.ts";
 import {
   EVENT_TIMEOUT_MS,
   type Harness,
@@ -21,8 +21,8 @@ import {
   randomEntry,
   stats,
   withTimeout,
-} from "./_helpers/harness.ts";
-import { atomicView } from "./_helpers/hold.ts";
+} from "../_helpers/harness.ts";
+import { atomicView } from "../_helpers/hold.ts";
 
 const ORIGIN = { Origin: "https://app.example.com" };
 

@@ -7,21 +7,21 @@
  * @module
  */
 import assert from "node:assert/strict";
-import { authenticate } from "../auth/authenticate.ts";
+import { authenticate } from "../../auth/authenticate.ts";
 import {
   logChunksPrefix,
   rejectedEntriesPrefix,
   statsPrefix,
-} from "../db/keys.ts";
+} from "../../db/keys.ts";
 import {
   allowValue,
   deleteProject,
   ProjectNotFoundError,
   updateProject,
-} from "../db/projects.ts";
-import { listRejected, replayRejected } from "../db/rejected.ts";
-import { readStats } from "../db/stats.ts";
-import { cli, rejected } from "./_helpers/cli.ts";
+} from "../../db/projects.ts";
+import { listRejected, replayRejected } from "../../db/rejected.ts";
+import { readStats } from "../../db/stats.ts";
+import { cli, rejected } from "../_helpers/cli.ts";
 import {
   type Harness,
   postQueued,
@@ -29,8 +29,8 @@ import {
   signedEntry,
   signEntry,
   withHarness,
-} from "./_helpers/harness.ts";
-import { holdCommits, within } from "./_helpers/hold.ts";
+} from "../_helpers/harness.ts";
+import { holdCommits, within } from "../_helpers/hold.ts";
 
 const ORIGIN = "https://app.example.com";
 const OTHER = "https://shop.example.net";

@@ -7,7 +7,7 @@
  * @module
  */
 import assert from "node:assert/strict";
-import { minifyJson, scanJson } from "../domain/json.ts";
+import { minifyJson, scanJson } from "../../domain/json.ts";
 
 /**
  * Scans `text` and checks that the spans name every top-level member, in

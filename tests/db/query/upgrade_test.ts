@@ -10,23 +10,23 @@ import {
   legacyPageKey,
   legacyPagePartKey,
   legacyPagePrefixes,
-} from "../db/keys.ts";
-import { encodeJson } from "../db/kv.ts";
-import { encodeRecordLine } from "../db/lines.ts";
+} from "../../../db/keys.ts";
+import { encodeJson } from "../../../db/kv.ts";
+import { encodeRecordLine } from "../../../db/lines.ts";
 import {
   countStoredEntries,
   histogram,
   listLogs,
   mergeProject,
-} from "../db/query/mod.ts";
-import type { LogRecord, QueuedEntry } from "../domain/entry.ts";
+} from "../../../db/query/mod.ts";
+import type { LogRecord, QueuedEntry } from "../../../domain/entry.ts";
 import {
   queryProject,
   recordAt,
   sortedIds,
   T0,
   withKv,
-} from "./_helpers/query.ts";
+} from "../../_helpers/query.ts";
 
 const HOUR = 3_600_000;
 const encoder = new TextEncoder();

@@ -5,16 +5,16 @@
  * the cursors still gives the exact answer.
  */
 import assert from "node:assert/strict";
-import { parseQuery, queryLogs } from "../db/query/mod.ts";
-import type { LogRecord } from "../domain/entry.ts";
-import { idTime } from "../domain/ids.ts";
+import { parseQuery, queryLogs } from "../../../db/query/mod.ts";
+import type { LogRecord } from "../../../domain/entry.ts";
+import { idTime } from "../../../domain/ids.ts";
 import {
   queryProject,
   recordAt,
   storeBatch,
   T0,
   withKv,
-} from "./_helpers/query.ts";
+} from "../../_helpers/query.ts";
 
 async function store(kv: Deno.Kv, projectId: string): Promise<LogRecord[]> {
   const all: LogRecord[] = [];

@@ -1,6 +1,6 @@
-import type { LogRecord } from "../domain/entry.ts";
+import type { LogRecord } from "../../../domain/entry.ts";
 import assert from "node:assert/strict";
-import { buildStore } from "../bench/query/ingest.ts";
+import { buildStore } from "../../../bench/query/ingest.ts";
 import {
   aroundEntry,
   type Filter,
@@ -10,8 +10,8 @@ import {
   matches,
   parseQuery,
   queryLogs,
-} from "../db/query/mod.ts";
-import { T0 } from "./_helpers/query.ts";
+} from "../../../db/query/mod.ts";
+import { T0 } from "../../_helpers/query.ts";
 
 const DAY = 86_400_000;
 const COUNT = 20_000;

@@ -5,21 +5,21 @@
  * intake waits for storage when the merge backlog passes its bound.
  */
 import assert from "node:assert/strict";
-import { logCompactionKey } from "../db/keys.ts";
-import { deleteProject, setRetention } from "../db/projects.ts";
-import { readBacklog } from "../db/backlog.ts";
+import { logCompactionKey } from "../../../db/keys.ts";
+import { deleteProject, setRetention } from "../../../db/projects.ts";
+import { readBacklog } from "../../../db/backlog.ts";
 import {
   listLogs,
   listSummaries,
   mergeProject,
   parseQuery,
   queryLogs,
-} from "../db/query/mod.ts";
-import { FINAL_TIER } from "../db/query/chunk.ts";
-import { MERGE_FANIN } from "../db/query/tiers.ts";
-import { idTime, timeBound } from "../domain/ids.ts";
-import type { LogRecord } from "../domain/entry.ts";
-import { randomEntry, withHarness } from "./_helpers/harness.ts";
+} from "../../../db/query/mod.ts";
+import { FINAL_TIER } from "../../../db/query/chunk.ts";
+import { MERGE_FANIN } from "../../../db/query/tiers.ts";
+import { idTime, timeBound } from "../../../domain/ids.ts";
+import type { LogRecord } from "../../../domain/entry.ts";
+import { randomEntry, withHarness } from "../../_helpers/harness.ts";
 import {
   queryProject,
   recordAt,
@@ -27,7 +27,7 @@ import {
   storeBatch,
   T0,
   withKv,
-} from "./_helpers/query.ts";
+} from "../../_helpers/query.ts";
 
 const ORIGIN = "https://app.example.com";
 const HOUR = 3_600_000;

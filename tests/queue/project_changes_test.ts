@@ -8,8 +8,8 @@
  * @module
  */
 import assert from "node:assert/strict";
-import { ProjectCache } from "../auth/projects.ts";
-import { runCli } from "../cli/main.ts";
+import { ProjectCache } from "../../auth/projects.ts";
+import { runCli } from "../../cli/main.ts";
 import {
   batchProgressKey,
   logChunksPrefix,
@@ -19,7 +19,7 @@ import {
   rejectionsPrefix,
   seenSignaturesPrefix,
   statsPrefix,
-} from "../db/keys.ts";
+} from "../../db/keys.ts";
 import {
   addLevel,
   allowValue,
@@ -27,8 +27,8 @@ import {
   disallowValue,
   getProject,
   rotateSecret,
-} from "../db/projects.ts";
-import { Consumer } from "../queue/consumer.ts";
+} from "../../db/projects.ts";
+import { Consumer } from "../../queue/consumer.ts";
 import {
   globalRejected,
   type Harness,
@@ -38,8 +38,8 @@ import {
   randomEntry,
   signEntry,
   stats,
-} from "./_helpers/harness.ts";
-import { holdCommits, within } from "./_helpers/hold.ts";
+} from "../_helpers/harness.ts";
+import { holdCommits, within } from "../_helpers/hold.ts";
 
 const ORIGIN = "https://app.example.com";
 const NEW_ORIGIN = "https://new.example.com";

@@ -5,8 +5,8 @@
  * @module
  */
 import assert from "node:assert/strict";
-import { logSummariesPrefix } from "../db/keys.ts";
-import { countStoredEntries } from "../db/query/mod.ts";
+import { logSummariesPrefix } from "../../../db/keys.ts";
+import { countStoredEntries } from "../../../db/query/mod.ts";
 import {
   compactAt,
   queryProject,
@@ -14,7 +14,7 @@ import {
   storeBatch,
   T0,
   withKv,
-} from "./_helpers/query.ts";
+} from "../../_helpers/query.ts";
 
 Deno.test("countStoredEntries is exact when a compaction commits in the middle of it", async () => {
   await withKv(async (kv) => {

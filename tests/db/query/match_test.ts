@@ -1,17 +1,17 @@
-import type { LogRecord } from "../domain/entry.ts";
+import type { LogRecord } from "../../../domain/entry.ts";
 import assert from "node:assert/strict";
-import { matches, parseQuery } from "../db/query/mod.ts";
+import { matches, parseQuery } from "../../../db/query/mod.ts";
 import {
   bloomAdd,
   bloomHas,
   bloomHash,
   createBloom,
-} from "../db/query/bloom.ts";
-import { buildChunk, decodeChunkIndex } from "../db/query/chunk.ts";
-import { compileFilter } from "../db/query/filter.ts";
-import { containsTerm, termTokens } from "../db/query/text.ts";
-import { encodeRecordLine } from "../db/lines.ts";
-import { createId } from "../domain/ids.ts";
+} from "../../../db/query/bloom.ts";
+import { buildChunk, decodeChunkIndex } from "../../../db/query/chunk.ts";
+import { compileFilter } from "../../../db/query/filter.ts";
+import { containsTerm, termTokens } from "../../../db/query/text.ts";
+import { encodeRecordLine } from "../../../db/lines.ts";
+import { createId } from "../../../domain/ids.ts";
 
 const T0 = Date.UTC(2026, 0, 1);
 

@@ -5,8 +5,8 @@
  * @module
  */
 import assert from "node:assert/strict";
-import { batchPartKey, deadLetterKey, pendingBatchKey } from "../db/keys.ts";
-import { decodeBatchHeader, encodeBatchHeader } from "../queue/batch.ts";
+import { batchPartKey, deadLetterKey, pendingBatchKey } from "../../db/keys.ts";
+import { decodeBatchHeader, encodeBatchHeader } from "../../queue/batch.ts";
 import {
   DeadLetterConflictError,
   DeadLetterNotFoundError,
@@ -15,8 +15,8 @@ import {
   MAX_ATTEMPTS,
   replayAllDeadLetters,
   replayDeadLetter,
-} from "../queue/dead_letters.ts";
-import { deadLetter, randomEntry, withHarness } from "./_helpers/harness.ts";
+} from "../../queue/dead_letters.ts";
+import { deadLetter, randomEntry, withHarness } from "../_helpers/harness.ts";
 
 Deno.test("listDeadLetters describes each batch that kept failing, oldest first", async () => {
   await withHarness(async (h) => {

@@ -6,24 +6,24 @@
  * @module
  */
 import assert from "node:assert/strict";
-import { RecordedAtomic } from "../db/atomic.ts";
+import { RecordedAtomic } from "../../db/atomic.ts";
 import {
   addErrorGroups,
   listGroups,
   MAX_GROUPS_PER_BATCH,
   pruneErrorGroupHours,
   SPARK_HOURS,
-} from "../db/error_groups.ts";
-import { errorGroupKey } from "../db/keys.ts";
-import { allowValue, deleteProject } from "../db/projects.ts";
-import { replayRejected } from "../db/rejected.ts";
-import { authenticate } from "../auth/authenticate.ts";
-import { listViews, saveView } from "../db/views.ts";
-import { parseQuery, queryLogs } from "../db/query/mod.ts";
-import type { LogRecord } from "../domain/entry.ts";
-import { fingerprintOf } from "../domain/fingerprint.ts";
-import { createId } from "../domain/ids.ts";
-import { postQueued, randomEntry, withHarness } from "./_helpers/harness.ts";
+} from "../../db/error_groups.ts";
+import { errorGroupKey } from "../../db/keys.ts";
+import { allowValue, deleteProject } from "../../db/projects.ts";
+import { replayRejected } from "../../db/rejected.ts";
+import { authenticate } from "../../auth/authenticate.ts";
+import { listViews, saveView } from "../../db/views.ts";
+import { parseQuery, queryLogs } from "../../db/query/mod.ts";
+import type { LogRecord } from "../../domain/entry.ts";
+import { fingerprintOf } from "../../domain/fingerprint.ts";
+import { createId } from "../../domain/ids.ts";
+import { postQueued, randomEntry, withHarness } from "../_helpers/harness.ts";
 
 const ORIGIN = "https://app.example.com";
 const HOUR = 3_600_000;

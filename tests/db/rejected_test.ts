@@ -7,22 +7,22 @@
  * @module
  */
 import assert from "node:assert/strict";
-import { authenticate } from "../auth/authenticate.ts";
-import { ProjectCache } from "../auth/projects.ts";
-import { sign } from "../auth/signature.ts";
+import { authenticate } from "../../auth/authenticate.ts";
+import { ProjectCache } from "../../auth/projects.ts";
+import { sign } from "../../auth/signature.ts";
 import {
   globalRejectedEntriesPrefix,
   rejectedEntriesPrefix,
   statsPrefix,
-} from "../db/keys.ts";
-import { allowValue } from "../db/projects.ts";
+} from "../../db/keys.ts";
+import { allowValue } from "../../db/projects.ts";
 import {
   KEPT_MAX_BYTES,
   KEPT_TTL_MS,
   listRejected,
   replayRejected,
-} from "../db/rejected.ts";
-import { Consumer } from "../queue/consumer.ts";
+} from "../../db/rejected.ts";
+import { Consumer } from "../../queue/consumer.ts";
 import {
   globalRejected,
   type Harness,
@@ -33,9 +33,9 @@ import {
   signEntry,
   stats,
   withHarness,
-} from "./_helpers/harness.ts";
-import { rejected } from "./_helpers/cli.ts";
-import { atomicView } from "./_helpers/hold.ts";
+} from "../_helpers/harness.ts";
+import { rejected } from "../_helpers/cli.ts";
+import { atomicView } from "../_helpers/hold.ts";
 
 const ORIGIN = "https://app.example.com";
 const OTHER = "https://shop.example.net";

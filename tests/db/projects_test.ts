@@ -4,14 +4,14 @@ import {
   rejectionKey,
   seenSignatureKey,
   statsPrefix,
-} from "../db/keys.ts";
-import { deleteProject, getProject } from "../db/projects.ts";
+} from "../../db/keys.ts";
+import { deleteProject, getProject } from "../../db/projects.ts";
 import {
   assertStoredOnce,
   postQueued,
   randomEntry,
   withHarness,
-} from "./_helpers/harness.ts";
+} from "../_helpers/harness.ts";
 
 Deno.test("deleteProject removes the project and everything under it, counting entries not pages", async () => {
   await withHarness(async (h) => {
