@@ -5,18 +5,18 @@
  * sockets where only the runtime shows the behaviour.
  */
 import assert from "node:assert/strict";
-import { createApp } from "../app.ts";
-import { READ_COST } from "../routes/body.ts";
-import { BodyGuard } from "../routes/body_guard.ts";
-import { ErrorLog } from "../routes/error_log.ts";
+import { createApp } from "../../app.ts";
+import { READ_COST } from "../../routes/body.ts";
+import { BodyGuard } from "../../routes/body_guard.ts";
+import { ErrorLog } from "../../routes/error_log.ts";
 import {
   fakeClock,
   type Harness,
   harness,
   postBody,
   randomEntry,
-} from "./_helpers/harness.ts";
-import { within } from "./_helpers/timeout.ts";
+} from "../_helpers/harness.ts";
+import { within } from "../_helpers/timeout.ts";
 
 const ORIGIN = "https://app.example.com";
 const encoder = new TextEncoder();

@@ -7,9 +7,9 @@
  * Skipped when Chromium is not installed (`CHROMIUM_PATH`).
  */
 import assert from "node:assert/strict";
-import { hasChromium, launchBrowser } from "./_helpers/browser.ts";
-import { harness } from "./_helpers/harness.ts";
-import { within } from "./_helpers/timeout.ts";
+import { hasChromium, launchBrowser } from "../_helpers/browser.ts";
+import { harness } from "../_helpers/harness.ts";
+import { within } from "../_helpers/timeout.ts";
 
 Deno.test({
   name:

@@ -7,9 +7,9 @@
  * @module
  */
 import assert from "node:assert/strict";
-import { createApp } from "../app.ts";
-import { RateLimiter } from "../routes/rate_limit/mod.ts";
-import { fakeClock, harness } from "./_helpers/harness.ts";
+import { createApp } from "../../../app.ts";
+import { RateLimiter } from "../../../routes/rate_limit/mod.ts";
+import { fakeClock, harness } from "../../_helpers/harness.ts";
 
 const ACTIVE = "198.51.100.1";
 

@@ -5,11 +5,11 @@
  * it.
  */
 import assert from "node:assert/strict";
-import { serveResilient } from "../server/serve.ts";
-import { randomEntry, textDecoder } from "./_helpers/harness.ts";
-import { within } from "./_helpers/timeout.ts";
+import { serveResilient } from "../../server/serve.ts";
+import { randomEntry, textDecoder } from "../_helpers/harness.ts";
+import { within } from "../_helpers/timeout.ts";
 
-const ROOT = new URL("..", import.meta.url).pathname;
+const ROOT = new URL("../..", import.meta.url).pathname;
 
 // ---------------------------------------------------------------------------
 // Running out of file descriptors, on the real server

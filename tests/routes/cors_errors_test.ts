@@ -4,15 +4,15 @@
  * operator's log.
  */
 import assert from "node:assert/strict";
-import { createApp } from "../app.ts";
-import { ErrorLog } from "../routes/error_log.ts";
+import { createApp } from "../../app.ts";
+import { ErrorLog } from "../../routes/error_log.ts";
 import {
   fakeClock,
   type Harness,
   harness,
   postBody,
   randomEntry,
-} from "./_helpers/harness.ts";
+} from "../_helpers/harness.ts";
 
 const ORIGIN = "https://app.example.com";
 

@@ -14,7 +14,7 @@ import {
   runMain,
   startServer,
   unmount,
-} from "./_helpers/disk.ts";
+} from "../_helpers/disk.ts";
 
 Deno.test({
   name:

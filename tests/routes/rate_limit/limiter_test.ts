@@ -1,11 +1,11 @@
 import assert from "node:assert/strict";
-import { createApp } from "../app.ts";
-import { rateLimitsPrefix } from "../db/keys.ts";
-import type { Pipeline } from "../queue/pipeline.ts";
-import { clientKey, ipKey } from "../routes/rate_limit/address.ts";
-import { RateLimiter } from "../routes/rate_limit/mod.ts";
-import { fakeClock, harness, randomEntry } from "./_helpers/harness.ts";
-import { limiterOnKv, withLimiterKv } from "./_helpers/rate_limit.ts";
+import { createApp } from "../../../app.ts";
+import { rateLimitsPrefix } from "../../../db/keys.ts";
+import type { Pipeline } from "../../../queue/pipeline.ts";
+import { clientKey, ipKey } from "../../../routes/rate_limit/address.ts";
+import { RateLimiter } from "../../../routes/rate_limit/mod.ts";
+import { fakeClock, harness, randomEntry } from "../../_helpers/harness.ts";
+import { limiterOnKv, withLimiterKv } from "../../_helpers/rate_limit.ts";
 
 function limiterHarness(options: { trustProxy?: number } = {}) {
   const clock = fakeClock();

@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { harness, randomEntry, signEntry } from "./_helpers/harness.ts";
+import { harness, randomEntry, signEntry } from "../_helpers/harness.ts";
 
 const ORIGIN = "https://app.example.com";
 

@@ -6,9 +6,9 @@
  * @module
  */
 import assert from "node:assert/strict";
-import { createApp } from "../app.ts";
-import { startServer, stopServer } from "./_helpers/disk.ts";
-import { harness } from "./_helpers/harness.ts";
+import { createApp } from "../../app.ts";
+import { startServer, stopServer } from "../_helpers/disk.ts";
+import { harness } from "../_helpers/harness.ts";
 
 const encoder = new TextEncoder();
 

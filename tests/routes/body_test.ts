@@ -14,7 +14,7 @@ import {
   randomEntry,
   withHarness,
   withTimeout,
-} from "./_helpers/harness.ts";
+} from "../_helpers/harness.ts";
 
 const ORIGIN = "https://app.example.com";
 const LIMIT = 4096;

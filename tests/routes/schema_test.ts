@@ -10,8 +10,8 @@
  */
 import assert from "node:assert/strict";
 import { z } from "zod";
-import { LEVEL_PATTERN } from "../domain/entry.ts";
-import { validateEntry } from "../routes/schema.ts";
+import { LEVEL_PATTERN } from "../../domain/entry.ts";
+import { validateEntry } from "../../routes/schema.ts";
 
 const object = (name: string) =>
   z.looseObject({}, {

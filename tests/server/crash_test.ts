@@ -4,12 +4,12 @@
  * and every entry that was answered 200 found stored exactly once.
  */
 import assert from "node:assert/strict";
-import { pendingBatchesPrefix } from "../db/keys.ts";
-import { listLogs } from "../db/query/mod.ts";
-import { createProject } from "../db/projects.ts";
-import { textDecoder, withTimeout } from "./_helpers/harness.ts";
+import { pendingBatchesPrefix } from "../../db/keys.ts";
+import { listLogs } from "../../db/query/mod.ts";
+import { createProject } from "../../db/projects.ts";
+import { textDecoder, withTimeout } from "../_helpers/harness.ts";
 
-const ROOT = new URL("..", import.meta.url).pathname;
+const ROOT = new URL("../..", import.meta.url).pathname;
 const ORIGIN = "https://app.example.com";
 /** How long a server process may take to start, stop or answer the load. */
 const PROCESS_TIMEOUT_MS = 30_000;

@@ -8,8 +8,8 @@
  * @module
  */
 import assert from "node:assert/strict";
-import { scanJson } from "../domain/json.ts";
-import { harness } from "./_helpers/harness.ts";
+import { scanJson } from "../../domain/json.ts";
+import { harness } from "../_helpers/harness.ts";
 
 const ORIGIN = "https://app.example.com";
 

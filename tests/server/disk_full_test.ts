@@ -8,8 +8,8 @@
  * are ignored otherwise.
  */
 import assert from "node:assert/strict";
-import { listLogs } from "../db/query/mod.ts";
-import { createProject } from "../db/projects.ts";
+import { listLogs } from "../../db/query/mod.ts";
+import { createProject } from "../../db/projects.ts";
 import {
   CAN_MOUNT,
   delay,
@@ -22,7 +22,7 @@ import {
   startServer,
   stopServer,
   unmount,
-} from "./_helpers/disk.ts";
+} from "../_helpers/disk.ts";
 
 const ORIGIN = "https://app.example.com";
 /**

@@ -9,10 +9,10 @@
  */
 import assert from "node:assert/strict";
 import { cpuUsage } from "node:process";
-import { createApp } from "../app.ts";
-import { ErrorLog } from "../routes/error_log.ts";
-import { type Harness, harness } from "./_helpers/harness.ts";
-import { within } from "./_helpers/timeout.ts";
+import { createApp } from "../../app.ts";
+import { ErrorLog } from "../../routes/error_log.ts";
+import { type Harness, harness } from "../_helpers/harness.ts";
+import { within } from "../_helpers/timeout.ts";
 
 const encoder = new TextEncoder();
 const LIMIT = 65536;

@@ -4,16 +4,16 @@
  * one bucket and in one counter in KV.
  */
 import assert from "node:assert/strict";
-import { rateLimitsPrefix } from "../db/keys.ts";
+import { rateLimitsPrefix } from "../../../db/keys.ts";
 import {
   bucketKey,
   bucketText,
   clientBucket,
   ipv4Number,
-} from "../routes/rate_limit/address.ts";
-import { RateLimiter } from "../routes/rate_limit/mod.ts";
-import { fakeClock } from "./_helpers/harness.ts";
-import { withLimiterKv } from "./_helpers/rate_limit.ts";
+} from "../../../routes/rate_limit/address.ts";
+import { RateLimiter } from "../../../routes/rate_limit/mod.ts";
+import { fakeClock } from "../../_helpers/harness.ts";
+import { withLimiterKv } from "../../_helpers/rate_limit.ts";
 
 Deno.test("ipv4Number reads four decimal octets and refuses anything else", () => {
   assert.equal(ipv4Number("0.0.0.0"), 0);
