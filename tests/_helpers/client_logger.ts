@@ -41,7 +41,7 @@ export function fakeLogger(
     clearTimeout: time.clearTimeout,
     random: () => 0,
     onError: (error) => errors.push(error),
-    // Delivery is tested on the bodies as given; client_context_test.ts
+    // Delivery is tested on the bodies as given; tests/client/context_test.ts
     // tests what the logger adds.
     deviceContext: false,
     ...options,

@@ -1,7 +1,7 @@
 /**
  * The client library's delivery, on a fake `fetch` and a fake clock: the
  * entries it builds, the bounded queue, pacing, `flush()` and `close()`.
- * (Retries: client_retry_test.ts.)
+ * (Retries: tests/client/retry_test.ts.)
  */
 import assert from "node:assert/strict";
 import { queued, refused } from "../_helpers/client_fakes.ts";

@@ -2,7 +2,7 @@
  * Leaving a page, without a browser: `watchPage` on a stand-in window sends
  * what is queued by beacon, oldest first, within the 64 KiB keepalive budget;
  * and requests in flight use `keepalive` while they fit that budget. (The
- * same in headless Chromium: client_browser_test.ts.)
+ * same in headless Chromium: tests/client/browser_test.ts.)
  */
 import assert from "node:assert/strict";
 import {

@@ -5,7 +5,7 @@
  * allowing an origin, a rejected entry shown with its reason and content,
  * allowed and replayed into the explorer, a change posted from another
  * origin refused, and signing out. The servers and
- * the browser are set up by tests/dashboard/_e2e.ts. Skipped when
+ * the browser are set up by tests/_helpers/dashboard_browser.ts. Skipped when
  * Chromium is not installed; every wait has a timeout.
  *
  * @module

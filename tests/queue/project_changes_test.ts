@@ -3,7 +3,7 @@
  * the next entry even while the consumer holds the record in its cache, and a
  * deleted project keeps nothing in KV, however its deletion interleaves with
  * the processing of entries that keep arriving. The interleavings are made
- * by hand: a KV whose commits can be held until released (tests/_hold.ts).
+ * by hand: a KV whose commits can be held until released (tests/_helpers/hold.ts).
  *
  * @module
  */

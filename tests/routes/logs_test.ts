@@ -136,7 +136,7 @@ Deno.test("POST /api/v1/logs answers 413 past the body limit", async (t) => {
     const bytes = new TextEncoder().encode(big);
     // A Request built in process carries no Content-Length: that framing,
     // and bodies arriving in pieces, are tested on a real server in
-    // body_test.ts.
+    // tests/routes/body_test.ts.
     const request = (body: BodyInit) =>
       new Request("http://localhost/api/v1/logs", {
         method: "POST",

@@ -4,7 +4,7 @@
  * every combination of member values below, both accept the same bodies,
  * return equal entries, and refuse with the same issues, in the same order,
  * with the same messages. (A member named `__proto__` inside `data`, which
- * zod's copy dropped, is refused before validation: tests/exact_values_test.ts.)
+ * zod's copy dropped, is refused before validation: tests/routes/exact_values_test.ts.)
  *
  * @module
  */
