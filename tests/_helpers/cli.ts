@@ -4,9 +4,20 @@
  *
  * @module
  */
+import assert from "node:assert/strict";
 import type { CommandContext } from "../../cli/command.ts";
 import { runCli } from "../../cli/main.ts";
-import { type FakeClock, fakeClock, type Harness } from "./harness.ts";
+import {
+  EVENT_TIMEOUT_MS,
+  type FakeClock,
+  fakeClock,
+  type Harness,
+  randomEntry,
+  signEntry,
+  withTimeout,
+} from "./harness.ts";
+
+export { withKv } from "./harness.ts";
 
 /** What a command printed and returned. */
 export interface Run {
@@ -48,4 +59,99 @@ export function rejected(
   options: RunOptions = {},
 ): Promise<Run> {
   return cli(h.kv, ["rejected", ...args], { now: h.clock.now, ...options });
+}
+
+/** Parses the one JSON document a command printed. */
+export function json(run: Run): Record<string, unknown> {
+  assert.equal(run.code, 0, run.stderr);
+  return JSON.parse(run.stdout);
+}
+
+/** Parses the JSON lines a command printed. */
+export function jsonLines(run: Run): Record<string, unknown>[] {
+  assert.equal(run.code, 0, run.stderr);
+  return run.stdout.trim().split("\n").filter((l) => l !== "").map((l) =>
+    JSON.parse(l)
+  );
+}
+
+/** Asserts a one-line refusal on stderr, nothing on stdout, a non-zero exit. */
+export function assertRefused(run: Run, message: string | RegExp): void {
+  assert.notEqual(run.code, 0);
+  assert.equal(run.stdout, "");
+  assert.equal(run.stderr.trimEnd().split("\n").length, 1, run.stderr);
+  if (typeof message === "string") assert.equal(run.stderr, message + "\n");
+  else assert.match(run.stderr, message);
+}
+
+/**
+ * Runs `logs --follow` until the test aborts `controller` (from its `sleep`),
+ * failing, and stopping the command, if it still runs after
+ * {@linkcode EVENT_TIMEOUT_MS}.
+ */
+export async function follow(
+  kv: Deno.Kv,
+  args: string[],
+  controller: AbortController,
+  options: RunOptions & { clock?: FakeClock } = {},
+): Promise<Run> {
+  try {
+    return await withTimeout(
+      cli(kv, args, { ...options, signal: controller.signal }),
+      EVENT_TIMEOUT_MS,
+      `"${args.join(" ")}" to stop when aborted`,
+    );
+  } finally {
+    controller.abort();
+  }
+}
+
+/** Creates a project through the CLI and returns it as printed. */
+export async function create(kv: Deno.Kv, ...allow: string[]) {
+  const run = await cli(kv, [
+    "project",
+    "create",
+    "--name",
+    "web",
+    ...allow.flatMap((a) => ["--allow", a]),
+    "--json",
+  ]);
+  return json(run) as {
+    projectId: string;
+    name: string;
+    secret: string;
+    settings: { allowedOrigin: string[] };
+  };
+}
+
+/** Stores one entry of each client kind, a second apart. */
+export async function storeThreeKinds(
+  h: Harness,
+  project: { projectId: string; secret: string },
+) {
+  const { projectId, secret } = project;
+  await h.post(
+    randomEntry({ projectId, level: "info", data: { title: "from browser" } }),
+    { Origin: "https://app.example.com" },
+  );
+  h.clock.advance(1000);
+  await h.post(
+    randomEntry({
+      projectId,
+      level: "warning",
+      appid: "com.example.app.ios",
+      data: { title: "from app" },
+      context: { environment: "production", build: 42 },
+    }),
+  );
+  h.clock.advance(1000);
+  const body = randomEntry({
+    projectId,
+    level: "error",
+    data: { title: "from server" },
+    device: "api-1",
+  });
+  const { timestamp, signature } = signEntry(secret, body, h.clock.now());
+  await h.post(body, { timestamp, signature });
+  await h.process();
 }

@@ -529,3 +529,13 @@ export function postBody(
     remoteAddr: { transport: "tcp", hostname: "203.0.113.7", port: 40000 },
   }));
 }
+
+/** Runs `fn` with an in-memory KV and closes it. */
+export async function withKv(fn: (kv: Deno.Kv) => Promise<void>) {
+  const kv = await Deno.openKv(":memory:");
+  try {
+    await fn(kv);
+  } finally {
+    kv.close();
+  }
+}

@@ -11,6 +11,8 @@ import { createProject } from "../../db/projects.ts";
 import { mergeProject } from "../../db/query/mod.ts";
 import { createId } from "../../domain/ids.ts";
 
+export { withKv } from "./harness.ts";
+
 /** 2026-01-01T00:00:00Z. */
 export const T0 = Date.UTC(2026, 0, 1);
 /** 30 days, the default retention. */
@@ -64,16 +66,6 @@ export function compactAt(kv: Deno.Kv, projectId: string, now: number) {
 /** Ids in time order. */
 export function sortedIds(records: LogRecord[]): string[] {
   return records.map((r) => r.id).sort();
-}
-
-/** Runs `fn` with an in-memory KV and closes it. */
-export async function withKv(fn: (kv: Deno.Kv) => Promise<void>) {
-  const kv = await Deno.openKv(":memory:");
-  try {
-    await fn(kv);
-  } finally {
-    kv.close();
-  }
 }
 
 /** Text that compresses poorly, so that chunks hold few entries. */
