@@ -15,7 +15,7 @@ import { sign } from "../../auth/signature.ts";
 import { addLevel, createProject } from "../../db/projects.ts";
 import { listRejected } from "../../db/rejected.ts";
 import { launchBrowser } from "./browser.ts";
-import { type Harness, harness } from "./harness.ts";
+import { type Harness, harness, serve } from "./harness.ts";
 import { PASSWORD } from "./dashboard.ts";
 import { seedEntries } from "./dashboard_seed.ts";
 
@@ -148,19 +148,6 @@ export const realClock = {
 /** A page of another origin: the entries it sends carry its Origin. */
 export const SENDER_PAGE = `<!DOCTYPE html><html><head><meta charset="utf-8">
 <title>Shop</title></head><body><h1>A shop on another origin</h1></body></html>`;
-
-/** Serves `handler` on a free port of 127.0.0.1. */
-export function serve(
-  handler: (
-    req: Request,
-    info: Deno.ServeHandlerInfo<Deno.NetAddr>,
-  ) => Response | Promise<Response>,
-): Deno.HttpServer<Deno.NetAddr> {
-  return Deno.serve(
-    { port: 0, hostname: "127.0.0.1", onListen: () => {} },
-    handler,
-  );
-}
 
 /** Sends an entry from the browser page `page` with `fetch`; returns the status. */
 export async function sendFrom(

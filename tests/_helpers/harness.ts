@@ -539,3 +539,30 @@ export async function withKv(fn: (kv: Deno.Kv) => Promise<void>) {
     kv.close();
   }
 }
+
+/** Serves `handler` on a free port of 127.0.0.1. */
+export function serve(
+  handler: (
+    req: Request,
+    info: Deno.ServeHandlerInfo<Deno.NetAddr>,
+  ) => Response | Promise<Response>,
+): Deno.HttpServer<Deno.NetAddr> {
+  return Deno.serve(
+    { port: 0, hostname: "127.0.0.1", onListen: () => {} },
+    handler,
+  );
+}
+
+/** Every stored key and value as text, to look for a secret in. */
+export async function everything(kv: Deno.Kv): Promise<string> {
+  const parts: string[] = [];
+  for await (const entry of kv.list({ prefix: [] })) {
+    parts.push(JSON.stringify(entry.key));
+    parts.push(
+      entry.value instanceof Uint8Array
+        ? new TextDecoder().decode(entry.value)
+        : JSON.stringify(entry.value),
+    );
+  }
+  return parts.join("\n");
+}

@@ -15,7 +15,7 @@ import { createProject } from "../../db/projects.ts";
 import { hashPassword, verifyPassword } from "../../db/passwords.ts";
 import type { User } from "../../db/users.ts";
 import { cli } from "../_helpers/cli.ts";
-import { textDecoder } from "../_helpers/harness.ts";
+import { everything, textDecoder } from "../_helpers/harness.ts";
 import {
   ACCOUNT_PASSWORD,
   addAccount,
@@ -25,20 +25,6 @@ import {
 import { get, post, signIn, withDashboard } from "../_helpers/dashboard.ts";
 
 const stdin = (line: string | null) => () => Promise.resolve(line);
-
-/** Every stored value as text, to look for a secret in. */
-async function everything(kv: Deno.Kv): Promise<string> {
-  const parts: string[] = [];
-  for await (const entry of kv.list({ prefix: [] })) {
-    parts.push(JSON.stringify(entry.key));
-    parts.push(
-      entry.value instanceof Uint8Array
-        ? new TextDecoder().decode(entry.value)
-        : JSON.stringify(entry.value),
-    );
-  }
-  return parts.join("\n");
-}
 
 /** Resolves `true` when the stream ends within `ms`, `false` otherwise. */
 async function endsWithin(res: Response, ms: number): Promise<boolean> {

@@ -9,22 +9,9 @@
 import assert from "node:assert/strict";
 import { createDashboard } from "../../dashboard/app.ts";
 import { mountDashboard } from "../../dashboard/mount.ts";
-import { randomEntry } from "../_helpers/harness.ts";
+import { randomEntry, serve } from "../_helpers/harness.ts";
 import { PASSWORD, signIn, withDashboard } from "../_helpers/dashboard.ts";
 import { postChunked, rawGet } from "../_helpers/raw_http.ts";
-
-/** Serves `handler` on a free port of 127.0.0.1. */
-function serve(
-  handler: (
-    req: Request,
-    info: Deno.ServeHandlerInfo<Deno.NetAddr>,
-  ) => Response | Promise<Response>,
-): Deno.HttpServer<Deno.NetAddr> {
-  return Deno.serve(
-    { port: 0, hostname: "127.0.0.1", onListen: () => {} },
-    handler,
-  );
-}
 
 Deno.test("a Host the dashboard does not serve is refused with 421, loopback names and the public host are served", async () => {
   await withDashboard(async (h) => {

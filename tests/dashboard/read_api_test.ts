@@ -13,6 +13,7 @@ import assert from "node:assert/strict";
 import { addAccount, signInAs } from "../_helpers/dashboard_accounts.ts";
 import { csvCell } from "../../dashboard/routes/api.ts";
 import { cli } from "../_helpers/cli.ts";
+import { everything } from "../_helpers/harness.ts";
 import {
   type DashHarness,
   get,
@@ -23,20 +24,6 @@ import {
   textOf,
   withDashboard,
 } from "../_helpers/dashboard.ts";
-
-/** Every stored key and value as text, to look for a secret in. */
-async function everything(kv: Deno.Kv): Promise<string> {
-  const parts: string[] = [];
-  for await (const entry of kv.list({ prefix: [] })) {
-    parts.push(JSON.stringify(entry.key));
-    parts.push(
-      entry.value instanceof Uint8Array
-        ? new TextDecoder().decode(entry.value)
-        : JSON.stringify(entry.value),
-    );
-  }
-  return parts.join("\n");
-}
 
 async function createToken(
   h: DashHarness,

@@ -7,87 +7,32 @@ import assert from "node:assert/strict";
 import { pendingBatchesPrefix } from "../../db/keys.ts";
 import { listLogs } from "../../db/query/mod.ts";
 import { createProject } from "../../db/projects.ts";
-import { textDecoder, withTimeout } from "../_helpers/harness.ts";
+import { withTimeout } from "../_helpers/harness.ts";
+import {
+  PROCESS_TIMEOUT_MS,
+  type SpawnedServer,
+  spawnServer,
+  stopSpawned,
+} from "../_helpers/server_process.ts";
 
-const ROOT = new URL("../..", import.meta.url).pathname;
 const ORIGIN = "https://app.example.com";
-/** How long a server process may take to start, stop or answer the load. */
-const PROCESS_TIMEOUT_MS = 30_000;
 
-interface Server {
-  child: Deno.ChildProcess;
+interface Server extends SpawnedServer {
   url: string;
-  output: Promise<void>;
 }
 
 async function startServer(kvPath: string): Promise<Server> {
-  const child = new Deno.Command(Deno.execPath(), {
-    args: [
-      "run",
-      "--allow-net",
-      "--allow-env",
-      "--allow-read",
-      "--allow-write",
-      "--allow-sys=statfs",
-      "main.ts",
-    ],
-    cwd: ROOT,
-    env: {
+  const server = await spawnServer(
+    {
       KV_PATH: kvPath,
       PORT: "0",
       HOSTNAME: "127.0.0.1",
       RATE_LIMIT_RPS: "1000000",
       RATE_LIMIT_BURST: "1000000",
     },
-    stdout: "piped",
-    stderr: "inherit",
-  }).spawn();
-  const lines = child.stdout.pipeThrough(textDecoder()).getReader();
-  const listening = async (): Promise<Server> => {
-    let seen = "";
-    for (;;) {
-      const { value, done } = await lines.read();
-      if (done) throw new Error(`Server exited before listening: ${seen}`);
-      seen += value;
-      const match = /Listening on (http:\/\/[^/\s]+)/.exec(seen);
-      if (match) {
-        const output = (async () => {
-          while (!(await lines.read()).done) { /* drain */ }
-        })();
-        return { child, url: match[1]!, output };
-      }
-    }
-  };
-  try {
-    return await withTimeout(
-      listening(),
-      PROCESS_TIMEOUT_MS,
-      "the server to listen",
-    );
-  } catch (error) {
-    child.kill("SIGKILL");
-    await child.status;
-    throw error;
-  }
-}
-
-async function stopServer(server: Server, signal: Deno.Signal): Promise<void> {
-  try {
-    server.child.kill(signal);
-  } catch { /* already gone */ }
-  try {
-    await withTimeout(
-      server.child.status,
-      PROCESS_TIMEOUT_MS,
-      `the server to exit on ${signal}`,
-    );
-  } catch (error) {
-    server.child.kill("SIGKILL");
-    await server.child.status;
-    throw error;
-  } finally {
-    await server.output;
-  }
+    [/Listening on (http:\/\/[^/\s]+)/],
+  );
+  return { ...server, url: server.urls[0]! };
 }
 
 Deno.test("entries answered 200 survive a SIGKILL and are stored exactly once after restart", async () => {
@@ -128,7 +73,7 @@ Deno.test("entries answered 200 survive a SIGKILL and are stored exactly once af
       PROCESS_TIMEOUT_MS,
       "the load to be answered or cut by the kill",
     );
-    await stopServer(server, "SIGKILL");
+    await stopSpawned(server, "SIGKILL");
     assert.ok(accepted.size >= killAfter - 64, `accepted ${accepted.size}`);
     assert.ok(accepted.size < total, "the kill must interrupt the run");
 
@@ -164,7 +109,7 @@ Deno.test("entries answered 200 survive a SIGKILL and are stored exactly once af
         `all stored ${Date.now() - restartedAt} ms after restart`,
     );
   } finally {
-    await stopServer(server, "SIGTERM");
+    await stopSpawned(server, "SIGTERM");
     kv.close();
     await Deno.remove(dir, { recursive: true });
   }

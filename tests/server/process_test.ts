@@ -9,78 +9,35 @@
 import assert from "node:assert/strict";
 import { addAlertRule } from "../../alerts/rules.ts";
 import { createProject } from "../../db/projects.ts";
-import { textDecoder, withTimeout } from "../_helpers/harness.ts";
+import { withTimeout } from "../_helpers/harness.ts";
+import {
+  PROCESS_TIMEOUT_MS,
+  type SpawnedServer,
+  spawnServer,
+  stopSpawned,
+} from "../_helpers/server_process.ts";
 import { startReceiver } from "../_helpers/webhook_receiver.ts";
 
-const ROOT = new URL("../..", import.meta.url).pathname;
 const ORIGIN = "https://app.example.com";
 const TOKEN = "metrics-token-of-the-process-test";
-/** How long the process may take to start, export or stop. */
-const PROCESS_TIMEOUT_MS = 30_000;
 
-interface Server {
-  child: Deno.ChildProcess;
+interface Server extends SpawnedServer {
   ingest: string;
   metrics: string;
-  output: Promise<void>;
 }
 
 async function startServer(
   env: Record<string, string>,
 ): Promise<Server> {
-  const child = new Deno.Command(Deno.execPath(), {
-    args: [
-      "run",
-      "--allow-net",
-      "--allow-env",
-      "--allow-read",
-      "--allow-write",
-      "--allow-sys=statfs",
-      "--unstable-cron",
-      "main.ts",
+  const server = await spawnServer(
+    { PORT: "0", HOSTNAME: "127.0.0.1", METRICS_PORT: "0", ...env },
+    [
+      /Listening on (http:\/\/[^/\s]+)/,
+      /Metrics and health on (http:\/\/[^/\s]+)/,
     ],
-    cwd: ROOT,
-    env: { PORT: "0", HOSTNAME: "127.0.0.1", METRICS_PORT: "0", ...env },
-    stdout: "piped",
-    stderr: "inherit",
-  }).spawn();
-  const lines = child.stdout.pipeThrough(textDecoder()).getReader();
-  const listening = async (): Promise<Server> => {
-    let seen = "";
-    for (;;) {
-      const { value, done } = await lines.read();
-      if (done) throw new Error(`Server exited before listening: ${seen}`);
-      seen += value;
-      const ingest = /Listening on (http:\/\/[^/\s]+)/.exec(seen);
-      const metrics = /Metrics and health on (http:\/\/[^/\s]+)/.exec(seen);
-      if (ingest && metrics) {
-        const output = (async () => {
-          while (!(await lines.read()).done) { /* drain */ }
-        })();
-        return { child, ingest: ingest[1]!, metrics: metrics[1]!, output };
-      }
-    }
-  };
-  try {
-    return await withTimeout(listening(), PROCESS_TIMEOUT_MS, "the server");
-  } catch (error) {
-    child.kill("SIGKILL");
-    await child.status;
-    throw error;
-  }
-}
-
-async function stopServer(server: Server): Promise<void> {
-  server.child.kill("SIGTERM");
-  try {
-    await withTimeout(server.child.status, PROCESS_TIMEOUT_MS, "the exit");
-  } catch (error) {
-    server.child.kill("SIGKILL");
-    await server.child.status;
-    throw error;
-  } finally {
-    await server.output;
-  }
+    ["--unstable-cron"],
+  );
+  return { ...server, ingest: server.urls[0]!, metrics: server.urls[1]! };
 }
 
 /** Polls `check` every 100 ms until it holds, failing after the timeout. */
@@ -179,7 +136,7 @@ Deno.test("the server serves health and metrics on their own port, alerts a webh
       ),
     );
   } finally {
-    if (server) await stopServer(server);
+    if (server) await stopSpawned(server);
     kv.close();
     await otlp.close();
     await webhook.close();
