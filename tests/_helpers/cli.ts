@@ -124,11 +124,17 @@ export async function create(kv: Deno.Kv, ...allow: string[]) {
   };
 }
 
-/** Stores one entry of each client kind, a second apart. */
-export async function storeThreeKinds(
-  h: Harness,
-  project: { projectId: string; secret: string },
-) {
+/**
+ * Creates a project through the CLI that allows a browser origin and an app
+ * id, stores one entry of each client kind, a second apart, and returns the
+ * project as printed.
+ */
+export async function storeThreeKinds(h: Harness) {
+  const project = await create(
+    h.kv,
+    "https://app.example.com",
+    "com.example.app.ios",
+  );
   const { projectId, secret } = project;
   await h.post(
     randomEntry({ projectId, level: "info", data: { title: "from browser" } }),
@@ -154,4 +160,5 @@ export async function storeThreeKinds(
   const { timestamp, signature } = signEntry(secret, body, h.clock.now());
   await h.post(body, { timestamp, signature });
   await h.process();
+  return project;
 }

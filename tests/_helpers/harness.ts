@@ -566,3 +566,16 @@ export async function everything(kv: Deno.Kv): Promise<string> {
   }
   return parts.join("\n");
 }
+
+/** Serves `handler` on a free port of 127.0.0.1 while `fn` runs with the port. */
+export async function withServed(
+  handler: Parameters<typeof serve>[0],
+  fn: (port: number) => Promise<void>,
+): Promise<void> {
+  const server = serve(handler);
+  try {
+    await fn(server.addr.port);
+  } finally {
+    await server.shutdown();
+  }
+}

@@ -32,6 +32,10 @@ interface Setup {
   projectId: string;
   receiver: Receiver;
   loop: ReturnType<typeof createAlertLoop>;
+  /** Adds a rule for critical entries to the receiver, with `changes`. */
+  addRule: (
+    changes?: Partial<Parameters<typeof addAlertRule>[1]>,
+  ) => ReturnType<typeof addAlertRule>;
 }
 
 async function withAlerts(
@@ -47,7 +51,14 @@ async function withAlerts(
       now: h.clock.now,
       allowPrivate: true,
     });
-    await body({ h, projectId: project.id, receiver, loop });
+    const addRule: Setup["addRule"] = (changes = {}) =>
+      addAlertRule(h.kv, {
+        projectId: project.id,
+        query: "level:critical",
+        webhook: receiver.url,
+        ...changes,
+      }, { allowPrivate: true, now: h.clock.now });
+    await body({ h, projectId: project.id, receiver, loop, addRule });
   } finally {
     await receiver.close();
     await h.close();
@@ -71,12 +82,8 @@ function bodies(receiver: Receiver): Record<string, unknown>[] {
 }
 
 Deno.test("a critical entry produces one signed delivery with the entry in it", async () => {
-  await withAlerts([], async ({ h, projectId, receiver, loop }) => {
-    const rule = await addAlertRule(h.kv, {
-      projectId,
-      query: "level:critical",
-      webhook: receiver.url,
-    }, { allowPrivate: true, now: h.clock.now });
+  await withAlerts([], async ({ h, projectId, receiver, loop, addRule }) => {
+    const rule = await addRule();
     await send(h, projectId, 1, "info");
     await send(h, projectId, 1, "critical");
     h.clock.advance(SETTLE_MS);
@@ -122,13 +129,8 @@ Deno.test("a critical entry produces one signed delivery with the entry in it", 
 });
 
 Deno.test("a burst of 20 critical entries within one window is one delivery with count 20", async () => {
-  await withAlerts([], async ({ h, projectId, receiver, loop }) => {
-    await addAlertRule(h.kv, {
-      projectId,
-      query: "level:critical",
-      webhook: receiver.url,
-      everyMs: 300_000,
-    }, { allowPrivate: true, now: h.clock.now });
+  await withAlerts([], async ({ h, projectId, receiver, loop, addRule }) => {
+    await addRule({ everyMs: 300_000 });
     await send(h, projectId, 20, "critical");
     h.clock.advance(SETTLE_MS);
     await loop.tick();
@@ -138,12 +140,8 @@ Deno.test("a burst of 20 critical entries within one window is one delivery with
 });
 
 Deno.test("a burst seen over two ticks within the grouping time is one delivery", async () => {
-  await withAlerts([], async ({ h, projectId, receiver, loop }) => {
-    await addAlertRule(h.kv, {
-      projectId,
-      query: "level:critical",
-      webhook: receiver.url,
-    }, { allowPrivate: true, now: h.clock.now });
+  await withAlerts([], async ({ h, projectId, receiver, loop, addRule }) => {
+    await addRule();
     await send(h, projectId, 10, "critical");
     h.clock.advance(1100);
     const first = await loop.tick();
@@ -156,13 +154,8 @@ Deno.test("a burst seen over two ticks within the grouping time is one delivery"
 });
 
 Deno.test("entries arriving within --every are counted in the next delivery", async () => {
-  await withAlerts([], async ({ h, projectId, receiver, loop }) => {
-    await addAlertRule(h.kv, {
-      projectId,
-      query: "level:critical",
-      webhook: receiver.url,
-      everyMs: 300_000,
-    }, { allowPrivate: true, now: h.clock.now });
+  await withAlerts([], async ({ h, projectId, receiver, loop, addRule }) => {
+    await addRule({ everyMs: 300_000 });
     await send(h, projectId, 1, "critical");
     h.clock.advance(SETTLE_MS);
     await loop.tick();
@@ -179,14 +172,8 @@ Deno.test("entries arriving within --every are counted in the next delivery", as
 });
 
 Deno.test("a threshold rule fires only above N matches within its window", async () => {
-  await withAlerts([], async ({ h, projectId, receiver, loop }) => {
-    await addAlertRule(h.kv, {
-      projectId,
-      query: "level:error",
-      webhook: receiver.url,
-      threshold: 5,
-      windowMs: 300_000,
-    }, { allowPrivate: true, now: h.clock.now });
+  await withAlerts([], async ({ h, projectId, receiver, loop, addRule }) => {
+    await addRule({ query: "level:error", threshold: 5, windowMs: 300_000 });
     await send(h, projectId, 5, "error");
     h.clock.advance(SETTLE_MS);
     await loop.tick();
@@ -207,72 +194,66 @@ Deno.test("a threshold rule fires only above N matches within its window", async
 });
 
 Deno.test("a failing receiver gets retries with backoff, then the delivery succeeds", async () => {
-  await withAlerts([500, 503], async ({ h, projectId, receiver, loop }) => {
-    const rule = await addAlertRule(h.kv, {
-      projectId,
-      query: "level:critical",
-      webhook: receiver.url,
-    }, { allowPrivate: true, now: h.clock.now });
-    await send(h, projectId, 1, "critical");
-    h.clock.advance(SETTLE_MS);
-    assert.deepEqual((await loop.tick()).attempts, ["retrying"]);
-    // Not due before its backoff.
-    h.clock.advance(RETRY_DELAYS_MS[0]! - 1);
-    assert.deepEqual((await loop.tick()).attempts, []);
-    h.clock.advance(1);
-    assert.deepEqual((await loop.tick()).attempts, ["retrying"]);
-    h.clock.advance(RETRY_DELAYS_MS[1]!);
-    assert.deepEqual((await loop.tick()).attempts, ["delivered"]);
-    assert.equal(receiver.received.length, 3);
-    assert.equal(
-      new Set(receiver.received.map((r) => r.headers.get("x-logs-delivery")))
-        .size,
-      1,
-      "the same delivery each time",
-    );
-    const history = await readAlertHistory(h.kv, projectId, rule.id);
-    assert.deepEqual(
-      history.map((a) => [a.attempt, a.status, a.outcome]),
-      [[3, 200, "delivered"], [2, 503, "retrying"], [1, 500, "retrying"]],
-    );
-    const left = await Array.fromAsync(
-      h.kv.list({ prefix: alertOutboxKey() }),
-    );
-    assert.equal(left.length, 0, "the outbox is empty");
-  });
+  await withAlerts(
+    [500, 503],
+    async ({ h, projectId, receiver, loop, addRule }) => {
+      const rule = await addRule();
+      await send(h, projectId, 1, "critical");
+      h.clock.advance(SETTLE_MS);
+      assert.deepEqual((await loop.tick()).attempts, ["retrying"]);
+      // Not due before its backoff.
+      h.clock.advance(RETRY_DELAYS_MS[0]! - 1);
+      assert.deepEqual((await loop.tick()).attempts, []);
+      h.clock.advance(1);
+      assert.deepEqual((await loop.tick()).attempts, ["retrying"]);
+      h.clock.advance(RETRY_DELAYS_MS[1]!);
+      assert.deepEqual((await loop.tick()).attempts, ["delivered"]);
+      assert.equal(receiver.received.length, 3);
+      assert.equal(
+        new Set(receiver.received.map((r) => r.headers.get("x-logs-delivery")))
+          .size,
+        1,
+        "the same delivery each time",
+      );
+      const history = await readAlertHistory(h.kv, projectId, rule.id);
+      assert.deepEqual(
+        history.map((a) => [a.attempt, a.status, a.outcome]),
+        [[3, 200, "delivered"], [2, 503, "retrying"], [1, 500, "retrying"]],
+      );
+      const left = await Array.fromAsync(
+        h.kv.list({ prefix: alertOutboxKey() }),
+      );
+      assert.equal(left.length, 0, "the outbox is empty");
+    },
+  );
 });
 
 Deno.test("a delivery is given up after its last retry and recorded as failed", async () => {
   const statuses = Array(RETRY_DELAYS_MS.length + 1).fill(500);
-  await withAlerts(statuses, async ({ h, projectId, receiver, loop }) => {
-    const rule = await addAlertRule(h.kv, {
-      projectId,
-      query: "level:critical",
-      webhook: receiver.url,
-    }, { allowPrivate: true, now: h.clock.now });
-    await send(h, projectId, 1, "critical");
-    h.clock.advance(SETTLE_MS);
-    await loop.tick();
-    for (const delay of RETRY_DELAYS_MS) {
-      h.clock.advance(delay);
+  await withAlerts(
+    statuses,
+    async ({ h, projectId, receiver, loop, addRule }) => {
+      const rule = await addRule();
+      await send(h, projectId, 1, "critical");
+      h.clock.advance(SETTLE_MS);
       await loop.tick();
-    }
-    h.clock.advance(3_600_000);
-    await loop.tick();
-    assert.equal(receiver.received.length, RETRY_DELAYS_MS.length + 1);
-    const history = await readAlertHistory(h.kv, projectId, rule.id);
-    assert.equal(history[0]!.outcome, "failed");
-    assert.equal(history.length, RETRY_DELAYS_MS.length + 1);
-  });
+      for (const delay of RETRY_DELAYS_MS) {
+        h.clock.advance(delay);
+        await loop.tick();
+      }
+      h.clock.advance(3_600_000);
+      await loop.tick();
+      assert.equal(receiver.received.length, RETRY_DELAYS_MS.length + 1);
+      const history = await readAlertHistory(h.kv, projectId, rule.id);
+      assert.equal(history[0]!.outcome, "failed");
+      assert.equal(history.length, RETRY_DELAYS_MS.length + 1);
+    },
+  );
 });
 
 Deno.test("the rules of a deleted project are deleted by the next tick", async () => {
-  await withAlerts([], async ({ h, projectId, receiver, loop }) => {
-    await addAlertRule(h.kv, {
-      projectId,
-      query: "level:critical",
-      webhook: receiver.url,
-    }, { allowPrivate: true, now: h.clock.now });
+  await withAlerts([], async ({ h, projectId, receiver, loop, addRule }) => {
+    await addRule();
     await deleteProject(h.kv, projectId);
     await loop.tick();
     assert.deepEqual(await listAlertRules(h.kv), []);
@@ -281,17 +262,13 @@ Deno.test("the rules of a deleted project are deleted by the next tick", async (
 });
 
 Deno.test("two loops on one KV deliver each alert once", async () => {
-  await withAlerts([], async ({ h, projectId, receiver, loop }) => {
+  await withAlerts([], async ({ h, projectId, receiver, loop, addRule }) => {
     const other = createAlertLoop({
       kv: h.kv,
       now: h.clock.now,
       allowPrivate: true,
     });
-    await addAlertRule(h.kv, {
-      projectId,
-      query: "level:critical",
-      webhook: receiver.url,
-    }, { allowPrivate: true, now: h.clock.now });
+    await addRule();
     await send(h, projectId, 3, "critical");
     h.clock.advance(SETTLE_MS);
     await Promise.all([loop.tick(), other.tick()]);

@@ -19,12 +19,7 @@ import {
 
 Deno.test("logs --json prints one object per entry with its id, level, members, receipt time and authentication", async () => {
   await withHarness(async (h) => {
-    const project = await create(
-      h.kv,
-      "https://app.example.com",
-      "com.example.app.ios",
-    );
-    await storeThreeKinds(h, project);
+    const project = await storeThreeKinds(h);
     const lines = jsonLines(
       await cli(h.kv, ["logs", project.projectId, "--json"], {
         clock: h.clock,
@@ -119,12 +114,7 @@ Deno.test("logs --since and --until take durations back from now and ISO times",
 
 Deno.test("logs filters by level, minimum level, text and field values", async (t) => {
   await withHarness(async (h) => {
-    const project = await create(
-      h.kv,
-      "https://app.example.com",
-      "com.example.app.ios",
-    );
-    await storeThreeKinds(h, project);
+    const project = await storeThreeKinds(h);
     const titles = async (...args: string[]) =>
       jsonLines(await cli(h.kv, ["logs", project.projectId, "--json", ...args]))
         .map((l) => (l.data as { title: string }).title);
@@ -176,12 +166,7 @@ Deno.test("logs filters by level, minimum level, text and field values", async (
 
 Deno.test("logs prints aligned columns for humans, levels coloured only on a terminal without NO_COLOR", async (t) => {
   await withHarness(async (h) => {
-    const project = await create(
-      h.kv,
-      "https://app.example.com",
-      "com.example.app.ios",
-    );
-    await storeThreeKinds(h, project);
+    const project = await storeThreeKinds(h);
     await t.step("plain when not a terminal", async () => {
       const run = await cli(h.kv, ["logs", project.projectId]);
       assert.equal(run.code, 0, run.stderr);

@@ -13,13 +13,8 @@ import { cli, create, json, storeThreeKinds, withKv } from "../_helpers/cli.ts";
 
 Deno.test("stats --json counts accepted and rejected entries and lists recent rejections newest first", async () => {
   await withHarness(async (h) => {
-    const project = await create(
-      h.kv,
-      "https://app.example.com",
-      "com.example.app.ios",
-    );
+    const project = await storeThreeKinds(h);
     const { projectId } = project;
-    await storeThreeKinds(h, project);
     h.clock.advance(1000);
     await h.post(randomEntry({ projectId }), {
       Origin: "https://evil.example.com",
