@@ -23,6 +23,33 @@ export const PASSWORD = "correct horse battery";
 export interface Browser {
   cookie: string;
   csrf: string;
+  /** GETs a path of the dashboard it signed in to, as {@linkcode get}. */
+  get(path: string, headers?: Record<string, string>): Promise<Response>;
+  /** POSTs a form to the dashboard it signed in to, as {@linkcode post}. */
+  post(
+    path: string,
+    form: Record<string, string>,
+    headers?: Record<string, string>,
+  ): Promise<Response>;
+}
+
+/** The session cookie and forms' token of a browser. */
+export type Session = Pick<Browser, "cookie" | "csrf">;
+
+/**
+ * A browser signed in to `app` with `session`; its methods send what the
+ * object holds when called, so a copy with another `csrf` sends that one.
+ */
+export function browserOn(app: DashApp, session: Session): Browser {
+  return {
+    ...session,
+    get(path, headers = {}) {
+      return get(app, this, path, headers);
+    },
+    post(path, form, headers = {}) {
+      return post(app, this, path, form, headers);
+    },
+  };
 }
 
 /** The service harness plus a dashboard on the same KV and clock. */
@@ -118,13 +145,13 @@ export async function signIn(app: DashApp, base = ""): Promise<Browser> {
   }
   const cookie = `dash_session=${setCookies(res)["dash_session"]}`;
   const home = await app.request(`${base}/`, { headers: { cookie } }, PEER);
-  return { cookie, csrf: csrfOf(await home.text()) };
+  return browserOn(app, { cookie, csrf: csrfOf(await home.text()) });
 }
 
 /** GETs a dashboard path as the signed-in browser. */
 export async function get(
   app: DashApp,
-  browser: Browser,
+  browser: Session,
   path: string,
   headers: Record<string, string> = {},
 ): Promise<Response> {
@@ -136,7 +163,7 @@ export async function get(
 /** POSTs a form (with the CSRF token) as the signed-in browser, same origin. */
 export async function post(
   app: DashApp,
-  browser: Browser,
+  browser: Session,
   path: string,
   form: Record<string, string>,
   headers: Record<string, string> = {},

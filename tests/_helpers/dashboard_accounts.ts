@@ -7,7 +7,13 @@
  */
 import { addUser, type Role } from "../../db/users.ts";
 import type { DashApp } from "../../dashboard/routes/common.ts";
-import { type Browser, csrfOf, PEER, setCookies } from "./dashboard.ts";
+import {
+  type Browser,
+  browserOn,
+  csrfOf,
+  PEER,
+  setCookies,
+} from "./dashboard.ts";
 
 /** The password of every test account. */
 export const ACCOUNT_PASSWORD = "staple battery horse";
@@ -64,5 +70,5 @@ export async function signInAs(
   }
   const cookie = `dash_session=${setCookies(res)["dash_session"]}`;
   const home = await app.request("/", { headers: { cookie } }, PEER);
-  return { cookie, csrf: csrfOf(await home.text()) };
+  return browserOn(app, { cookie, csrf: csrfOf(await home.text()) });
 }

@@ -22,7 +22,7 @@ import {
   signInAs,
   submitAs,
 } from "../_helpers/dashboard_accounts.ts";
-import { get, post, signIn, withDashboard } from "../_helpers/dashboard.ts";
+import { get, signIn, withDashboard } from "../_helpers/dashboard.ts";
 
 const stdin = (line: string | null) => () => Promise.resolve(line);
 
@@ -167,14 +167,14 @@ Deno.test("user passwd ends the account's sessions; the new password signs in", 
   await withDashboard(async (h) => {
     await addAccount(h.kv, "ana@example.com", "admin");
     const browser = await signInAs(h.dash, "ana@example.com");
-    assert.equal((await get(h.dash, browser, "/users")).status, 200);
+    assert.equal((await browser.get("/users")).status, 200);
     const run = await cli(
       h.kv,
       ["user", "passwd", "ana@example.com", "--password-stdin"],
       { readLine: stdin("another long password") },
     );
     assert.equal(run.code, 0, run.stderr);
-    assert.equal((await get(h.dash, browser, "/users")).status, 303);
+    assert.equal((await browser.get("/users")).status, 303);
     await signInAs(h.dash, "ana@example.com", "another long password");
   });
 });
@@ -189,7 +189,7 @@ Deno.test("user remove ends the account's sessions and its live tail within seco
     assert.equal(run.code, 0, run.stderr);
     assert.match(run.stdout, /sessions and live tails have ended/);
     assert.equal(await endsWithin(tail, 2000), true, "the tail ended");
-    const home = await get(h.dash, browser, "/");
+    const home = await browser.get("/");
     assert.equal(home.status, 303);
     const audit = await listAudit(h.kv, project.id);
     assert.deepEqual(
@@ -213,7 +213,7 @@ Deno.test("signing out ends the session's live tail within seconds", async () =>
     const project = await createProject(h.kv, { name: "web" });
     const browser = await signIn(h.dash);
     const tail = await tailOpen(h.dash, browser, project.id);
-    const out = await post(h.dash, browser, "/logout", {});
+    const out = await browser.post("/logout", {});
     assert.equal(out.status, 303);
     assert.equal(await endsWithin(tail, 2000), true);
   });

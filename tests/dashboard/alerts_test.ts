@@ -9,7 +9,6 @@ import assert from "node:assert/strict";
 import { listAlertRules } from "../../db/alerts.ts";
 import { createAlertLoop } from "../../alerts/mod.ts";
 import {
-  get,
   post,
   signIn,
   store,
@@ -23,9 +22,9 @@ Deno.test("adding an alert rule on the dashboard stores it and shows its secret 
     const browser = await signIn(h.dash);
     const project = await h.project();
     const path = `/projects/${project.id}/alerts`;
-    const empty = await (await get(h.dash, browser, path)).text();
+    const empty = await (await browser.get(path)).text();
     assert.ok(empty.includes('id="no-rules"'));
-    const res = await post(h.dash, browser, `${path}/add`, {
+    const res = await browser.post(`${path}/add`, {
       query: "level:critical",
       webhook: "https://hooks.example.com/a",
       threshold: "3",
@@ -37,11 +36,11 @@ Deno.test("adding an alert rule on the dashboard stores it and shows its secret 
     const [rule] = await listAlertRules(h.kv, project.id);
     assert.equal(rule?.threshold, 3);
     assert.equal(rule?.windowMs, 600_000);
-    const page = await (await get(h.dash, browser, `${path}?done=added`))
+    const page = await (await browser.get(`${path}?done=added`))
       .text();
     assert.ok(page.includes(rule!.secret), "the secret is shown");
     assert.ok(textOf(page).includes("more than 3 within 10m"));
-    const again = await (await get(h.dash, browser, path)).text();
+    const again = await (await browser.get(path)).text();
     assert.ok(!again.includes(rule!.secret), "and only once");
     assert.ok(again.includes(`id="rule-${rule!.id}"`));
   });
@@ -52,7 +51,7 @@ Deno.test("a refused alert rule answers 400 with the reason and the form as sent
     const browser = await signIn(h.dash);
     const project = await h.project();
     const path = `/projects/${project.id}/alerts`;
-    const res = await post(h.dash, browser, `${path}/add`, {
+    const res = await browser.post(`${path}/add`, {
       query: "level:critical",
       webhook: "http://10.0.0.8/hook",
       threshold: "",
@@ -63,7 +62,7 @@ Deno.test("a refused alert rule answers 400 with the reason and the form as sent
     const text = textOf(await res.text());
     assert.match(text, /ALERT_PRIVATE_TARGETS=allow/);
     assert.deepEqual(await listAlertRules(h.kv, project.id), []);
-    const bad = await post(h.dash, browser, `${path}/add`, {
+    const bad = await browser.post(`${path}/add`, {
       query: "x",
       webhook: "https://hooks.example.com/",
       threshold: "2",
@@ -101,7 +100,7 @@ Deno.test("the alerts page shows a rule's deliveries, and removing the rule dele
       const browser = await signIn(h.dash);
       const project = await h.project(["https://app.example.com"]);
       const path = `/projects/${project.id}/alerts`;
-      const added = await post(h.dash, browser, `${path}/add`, {
+      const added = await browser.post(`${path}/add`, {
         query: "level:critical",
         webhook: receiver.url,
         threshold: "",
@@ -118,11 +117,11 @@ Deno.test("the alerts page shows a rule's deliveries, and removing the rule dele
       });
       await loop.tick();
       assert.equal(receiver.received.length, 1);
-      const page = textOf(await (await get(h.dash, browser, path)).text());
+      const page = textOf(await (await browser.get(path)).text());
       assert.match(page, /Deliveries \(1\)/);
       assert.match(page, /HTTP 200/);
       const [rule] = await listAlertRules(h.kv, project.id);
-      const removed = await post(h.dash, browser, `${path}/remove`, {
+      const removed = await browser.post(`${path}/remove`, {
         rule: rule!.id,
       });
       assert.equal(removed.status, 303);

@@ -156,9 +156,9 @@ Deno.test("a tampered or expired session cookie signs nobody in", async () => {
       (await h.dash.request("/", { headers: { cookie: forged } }, PEER)).status,
       303,
     );
-    assert.equal((await get(h.dash, browser, "/")).status, 200);
+    assert.equal((await browser.get("/")).status, 200);
     h.clock.advance(12 * 3_600_000);
-    assert.equal((await get(h.dash, browser, "/")).status, 303);
+    assert.equal((await browser.get("/")).status, 303);
   });
 });
 
@@ -166,7 +166,7 @@ Deno.test("signing out ends the session on the server, whoever holds the cookie"
   await withDashboard(async (h) => {
     const browser = await signIn(h.dash);
     const other = await signIn(h.dash);
-    const res = await post(h.dash, browser, "/logout", {});
+    const res = await browser.post("/logout", {});
     assert.equal(res.status, 303);
     assert.equal(res.headers.get("location"), "/login?done=out");
     assert.match(
@@ -174,12 +174,12 @@ Deno.test("signing out ends the session on the server, whoever holds the cookie"
       /dash_session=; Max-Age=0/,
     );
     assert.equal(
-      (await get(h.dash, browser, "/")).status,
+      (await browser.get("/")).status,
       303,
       "old cookie refused",
     );
     assert.equal(
-      (await get(h.dash, other, "/")).status,
+      (await other.get("/")).status,
       200,
       "other sessions go on",
     );
@@ -252,7 +252,7 @@ Deno.test("a change sent from another origin is refused with 403 and changes not
     assert.equal(logout.status, 403);
     assert.deepEqual(await listProjects(h.kv), []);
     assert.equal(
-      (await get(h.dash, browser, "/")).status,
+      (await browser.get("/")).status,
       200,
       "still signed in",
     );
@@ -280,7 +280,7 @@ Deno.test("every page carries a CSP whose nonce is on each script, fresh per ans
     for (const path of ["/login", "/", "/dead-letters", "/nowhere"]) {
       const res = path === "/login"
         ? await h.dash.request(path, {}, PEER)
-        : await get(h.dash, browser, path);
+        : await browser.get(path);
       const csp = res.headers.get("content-security-policy")!;
       const nonce = /script-src 'nonce-([^']+)' 'strict-dynamic'/.exec(csp)
         ?.[1];

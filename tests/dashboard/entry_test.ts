@@ -7,13 +7,7 @@
 import assert from "node:assert/strict";
 import { orderedStack, STACK_SHOWN } from "../../dashboard/pages/stack.tsx";
 import { summary } from "../../dashboard/pages/format.ts";
-import {
-  get,
-  signIn,
-  store,
-  textOf,
-  withDashboard,
-} from "../_helpers/dashboard.ts";
+import { signIn, store, textOf, withDashboard } from "../_helpers/dashboard.ts";
 import type { LogRecord } from "../../domain/entry.ts";
 
 function record(data: Record<string, unknown>): LogRecord {
@@ -73,11 +67,9 @@ Deno.test("the explorer shows a stack string or frame array as lines in a pre, t
       },
     ]);
     const browser = await signIn(h.dash);
-    const html = await (await get(
-      h.dash,
-      browser,
-      `/projects/${project.id}?open=${long!.id}`,
-    )).text();
+    const html =
+      await (await browser.get(`/projects/${project.id}?open=${long!.id}`))
+        .text();
     const top = /<pre class="stack-top">([^<]*)<\/pre>/.exec(
       html.slice(html.indexOf(`id="e-${long!.id}"`)),
     );

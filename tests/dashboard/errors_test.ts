@@ -7,7 +7,6 @@
  */
 import assert from "node:assert/strict";
 import {
-  get,
   rowIds,
   signIn,
   store,
@@ -36,7 +35,7 @@ Deno.test("the errors page lists groups with count, sparkline, new mark and a li
     ]);
     h.clock.advance(HOUR);
     const browser = await signIn(h.dash);
-    const res = await get(h.dash, browser, `/projects/${project.id}/errors`);
+    const res = await browser.get(`/projects/${project.id}/errors`);
     assert.equal(res.status, 200);
     const html = await res.text();
     assert.doesNotMatch(html, /<script>alert/);
@@ -61,7 +60,7 @@ Deno.test("the errors page lists groups with count, sparkline, new mark and a li
       html,
     )![1]!.replaceAll("&amp;", "&");
     assert.match(decodeURIComponent(href), /fingerprint:[0-9a-f]{16}/);
-    const explorer = await (await get(h.dash, browser, href)).text();
+    const explorer = await (await browser.get(href)).text();
     assert.deepEqual(
       rowIds(explorer).sort(),
       [stored[0]!.id, stored[1]!.id].sort(),
@@ -74,9 +73,9 @@ Deno.test("the errors page says so when there are none, and an unknown project a
     const project = await h.project(["https://app.example.com"]);
     await store(h, project.id, [{ level: "warning", data: { title: "Slow" } }]);
     const browser = await signIn(h.dash);
-    const res = await get(h.dash, browser, `/projects/${project.id}/errors`);
+    const res = await browser.get(`/projects/${project.id}/errors`);
     assert.match(textOf(await res.text()), /No errors yet/);
-    const missing = await get(h.dash, browser, `/projects/nope/errors`);
+    const missing = await browser.get(`/projects/nope/errors`);
     assert.equal(missing.status, 404);
     await missing.body?.cancel();
   });
@@ -89,11 +88,8 @@ Deno.test("a group first seen more than a day ago is not marked new", async () =
     h.clock.advance(25 * HOUR);
     await store(h, project.id, [{ level: "error", data: { title: "Fresh" } }]);
     const browser = await signIn(h.dash);
-    const html = await (await get(
-      h.dash,
-      browser,
-      `/projects/${project.id}/errors`,
-    )).text();
+    const html = await (await browser.get(`/projects/${project.id}/errors`))
+      .text();
     assert.match(textOf(html), /2 groups, 1 new/);
     assert.match(textOf(html), /error new Fresh/);
     assert.doesNotMatch(textOf(html), /new Old/);

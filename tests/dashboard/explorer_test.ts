@@ -9,7 +9,6 @@ import assert from "node:assert/strict";
 import { PAGE_SIZE } from "../../dashboard/routes/explorer.ts";
 import { randomEntry } from "../_helpers/harness.ts";
 import {
-  get,
   openIds,
   rowIds,
   signIn,
@@ -27,7 +26,7 @@ Deno.test("the explorer lists entries newest first with a histogram and the live
     }, {
       level: "warning",
     }]);
-    const html = await (await get(h.dash, browser, `/projects/${project.id}`))
+    const html = await (await browser.get(`/projects/${project.id}`))
       .text();
     assert.deepEqual(rowIds(html), stored.map((r) => r.id).reverse());
     assert.match(html, /<figure class="histogram"/);
@@ -47,11 +46,8 @@ Deno.test("a word query's histogram past the page's time budget shows its older 
       const declined = { data: { title: "Card declined" } };
       await store(h, project.id, [declined], 3 * 3_600_000);
       await store(h, project.id, [declined], 0);
-      const html = await (await get(
-        h.dash,
-        browser,
-        `/projects/${project.id}?q=declined`,
-      )).text();
+      const html =
+        await (await browser.get(`/projects/${project.id}?q=declined`)).text();
       assert.equal(rowIds(html).length, 2);
       const text = textOf(html);
       if (uncounted) {
@@ -80,7 +76,7 @@ Deno.test("the search box, level chips and time range filter the list", async (t
     ], 20 * 60_000);
     const list = async (query: string) =>
       rowIds(
-        await (await get(h.dash, browser, `/projects/${project.id}${query}`))
+        await (await browser.get(`/projects/${project.id}${query}`))
           .text(),
       );
     await t.step("level chip", async () => {
@@ -112,9 +108,7 @@ Deno.test("the search box, level chips and time range filter the list", async (t
     await t.step("absolute range, which turns live tail off", async () => {
       const since = new Date(stored[1]!.receivedAt).toISOString();
       const until = new Date(stored[2]!.receivedAt).toISOString();
-      const html = await (await get(
-        h.dash,
-        browser,
+      const html = await (await browser.get(
         `/projects/${project.id}?since=${since}&until=${until}`,
       )).text();
       assert.deepEqual(rowIds(html), [stored[1]!.id]);
@@ -128,9 +122,8 @@ Deno.test("a field value in an expanded entry links to the view filtered by it, 
     const browser = await signIn(h.dash);
     const project = await h.project();
     await store(h, project.id, [{ context: { userId: "u 42", team: "a" } }]);
-    const html =
-      await (await get(h.dash, browser, `/projects/${project.id}?level=info`))
-        .text();
+    const html = await (await browser.get(`/projects/${project.id}?level=info`))
+      .text();
     const row = /<tr data-path="context.userId">(.*?)<\/tr>/.exec(html)![1]!;
     const [keep, drop] = [...row.matchAll(/href="([^"]+)"/g)].map((m) =>
       new URL(m[1]!.replaceAll("&amp;", "&"), "http://localhost")
@@ -142,11 +135,11 @@ Deno.test("a field value in an expanded entry links to the view filtered by it, 
       "the rest of the state is kept",
     );
     assert.equal(drop!.searchParams.get("q"), '-context.userId:"u 42"');
-    const filtered =
-      await (await get(h.dash, browser, keep!.pathname + keep!.search)).text();
+    const filtered = await (await browser.get(keep!.pathname + keep!.search))
+      .text();
     assert.equal(rowIds(filtered).length, 1);
-    const excluded =
-      await (await get(h.dash, browser, drop!.pathname + drop!.search)).text();
+    const excluded = await (await browser.get(drop!.pathname + drop!.search))
+      .text();
     assert.equal(rowIds(excluded).length, 0);
   });
 });
@@ -156,9 +149,7 @@ Deno.test("a malformed query is explained with its column, and lists nothing", a
     const browser = await signIn(h.dash);
     const project = await h.project();
     await store(h, project.id, [{}]);
-    const res = await get(
-      h.dash,
-      browser,
+    const res = await browser.get(
       `/projects/${project.id}?q=${encodeURIComponent('ok "open')}`,
     );
     assert.equal(res.status, 200);
@@ -184,16 +175,12 @@ Deno.test("a permalink shows the same view with one entry expanded, even pages d
       100,
     );
     const deep = stored[2]!; // on the second page, newest first
-    const html = await (await get(
-      h.dash,
-      browser,
-      `/projects/${project.id}?open=${deep.id}`,
-    )).text();
+    const html =
+      await (await browser.get(`/projects/${project.id}?open=${deep.id}`))
+        .text();
     assert.deepEqual(openIds(html), [deep.id]);
     assert.ok(rowIds(html).length > PAGE_SIZE, "the list reaches the entry");
-    const other = await (await get(
-      h.dash,
-      browser,
+    const other = await (await browser.get(
       `/projects/${project.id}?level=error&open=${deep.id}`,
     )).text();
     assert.match(textOf(other), /The linked entry does not match this view/);
@@ -212,20 +199,16 @@ Deno.test("a permalink to an entry more than 200 rows down shows it pinned above
       100,
     );
     const far = stored[1]!; // row 4 × PAGE_SIZE + 2, newest first
-    const html = await (await get(
-      h.dash,
-      browser,
-      `/projects/${project.id}?open=${far.id}`,
-    )).text();
+    const html =
+      await (await browser.get(`/projects/${project.id}?open=${far.id}`))
+        .text();
     assert.deepEqual(openIds(html), [far.id]);
     assert.equal(rowIds(html).length, PAGE_SIZE + 1, "one page and the entry");
     assert.match(textOf(html), /The linked entry is too far down this list/);
     const near = stored[3]!; // row 4 × PAGE_SIZE, the last listed
-    const listed = await (await get(
-      h.dash,
-      browser,
-      `/projects/${project.id}?open=${near.id}`,
-    )).text();
+    const listed =
+      await (await browser.get(`/projects/${project.id}?open=${near.id}`))
+        .text();
     assert.equal(rowIds(listed).length, 4 * PAGE_SIZE);
     assert.equal(rowIds(listed).at(-1), near.id);
     assert.doesNotMatch(textOf(listed), /linked entry/);
@@ -243,13 +226,13 @@ Deno.test("older entries come as fragments by cursor, each entry once", async ()
       10,
     );
     const seen: string[] = [];
-    let html = await (await get(h.dash, browser, `/projects/${project.id}`))
+    let html = await (await browser.get(`/projects/${project.id}`))
       .text();
     for (let i = 0; i < 5; i++) {
       seen.push(...rowIds(html));
       const next = /data-fragment="([^"]+)"/.exec(html)?.[1];
       if (!next) break;
-      const res = await get(h.dash, browser, next.replaceAll("&amp;", "&"));
+      const res = await browser.get(next.replaceAll("&amp;", "&"));
       assert.equal(res.status, 200);
       html = await res.text();
       assert.doesNotMatch(html, /<html/, "a fragment, not a page");
@@ -270,9 +253,7 @@ Deno.test("show in context lists the neighbours of an entry, unfiltered", async 
       { level: "info" },
     ]);
     const target = stored[2]!;
-    const html = await (await get(
-      h.dash,
-      browser,
+    const html = await (await browser.get(
       `/projects/${project.id}?level=error&around=${target.id}&open=${target.id}`,
     )).text();
     assert.deepEqual(rowIds(html), stored.map((r) => r.id).reverse());
@@ -296,11 +277,7 @@ Deno.test("a search that runs out of its budget says how far back it searched, a
     }
     const browser = await signIn(h.dash);
     const q = encodeURIComponent("data.nowhere:*");
-    const res = await get(
-      h.dash,
-      browser,
-      `/projects/${project.id}?q=${q}&range=24h`,
-    );
+    const res = await browser.get(`/projects/${project.id}?q=${q}&range=24h`);
     assert.equal(res.status, 200);
     const html = await res.text();
     assert.match(
@@ -313,9 +290,7 @@ Deno.test("a search that runs out of its budget says how far back it searched, a
     );
     assert.ok(next, "a link goes on");
     assert.match(next, /cursor=N[0-9a-f]{28}/);
-    const again = await get(
-      h.dash,
-      browser,
+    const again = await browser.get(
       next.replace(/^.*?\/projects/, "/projects"),
     );
     assert.equal(again.status, 200);

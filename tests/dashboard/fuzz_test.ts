@@ -8,13 +8,7 @@
  * @module
  */
 import assert from "node:assert/strict";
-import {
-  get,
-  post,
-  signIn,
-  store,
-  withDashboard,
-} from "../_helpers/dashboard.ts";
+import { signIn, store, withDashboard } from "../_helpers/dashboard.ts";
 
 /** Values that broke or might break a parser. */
 const NASTY: string[] = [
@@ -137,7 +131,7 @@ Deno.test("every parameter of every page, given nasty values, answers the page o
           ];
           for (const value of values) {
             const url = `${path}?${query(name, value)}`;
-            const res = await get(h.dash, browser, url);
+            const res = await browser.get(url);
             const text = await bodyOf(res);
             requests++;
             if (!ACCEPTABLE.has(res.status) || /\bat .+\.tsx?:\d+/.test(text)) {
@@ -160,7 +154,7 @@ Deno.test("every parameter of every page, given nasty values, answers the page o
             `/assets/${id}`,
           ]
         ) {
-          const res = await get(h.dash, browser, path);
+          const res = await browser.get(path);
           await bodyOf(res);
           requests++;
           if (!ACCEPTABLE.has(res.status)) {
@@ -198,7 +192,7 @@ Deno.test("every field of every form, given nasty values, answers the page or a 
       for (const [path, names] of forms) {
         for (const name of names) {
           for (const value of NASTY) {
-            const res = await post(h.dash, browser, path, { [name]: value });
+            const res = await browser.post(path, { [name]: value });
             const text = await res.text();
             if (!ACCEPTABLE.has(res.status) || /\bat .+\.tsx?:\d+/.test(text)) {
               failures.push(
@@ -237,23 +231,19 @@ Deno.test("a cursor the explorer cannot read answers 400 saying so, and lists fr
     const p = `/projects/${project.id}`;
     const logged = await capturingErrors(async () => {
       for (const cursor of ["abc", "9".repeat(400)]) {
-        const page = await get(h.dash, browser, `${p}?cursor=${cursor}`);
+        const page = await browser.get(`${p}?cursor=${cursor}`);
         assert.equal(page.status, 400);
         const html = await page.text();
         assert.match(html, /Cannot read cursor &quot;/);
         assert.match(html, /kept/, "the list from the top");
-        const rows = await get(
-          h.dash,
-          browser,
-          `${p}/entries?cursor=${cursor}`,
-        );
+        const rows = await browser.get(`${p}/entries?cursor=${cursor}`);
         assert.equal(rows.status, 400);
         assert.match(await rows.text(), /^Cannot read cursor "/);
       }
-      const open = await get(h.dash, browser, `${p}?open=${"f".repeat(28)}`);
+      const open = await browser.get(`${p}?open=${"f".repeat(28)}`);
       assert.equal(open.status, 200, "an id no entry can have is ignored");
       await open.text();
-      const since = await get(h.dash, browser, `${p}?since=2026-02-30`);
+      const since = await browser.get(`${p}?since=2026-02-30`);
       assert.equal(since.status, 200);
       assert.match(await since.text(), /Cannot read &quot;since&quot; time/);
     });

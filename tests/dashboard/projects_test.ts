@@ -13,24 +13,21 @@ import { deadLetterKey, pendingBatchKey } from "../../db/keys.ts";
 import { deadLetter, randomEntry } from "../_helpers/harness.ts";
 import {
   type Browser,
-  type DashHarness,
-  get,
-  post,
   signIn,
   store,
   textOf,
   withDashboard,
 } from "../_helpers/dashboard.ts";
 
-async function created(h: DashHarness, browser: Browser, name = "Web shop") {
-  const res = await post(h.dash, browser, "/projects", {
+async function created(browser: Browser, name = "Web shop") {
+  const res = await browser.post("/projects", {
     name,
     allow: "https://shop.example.com\ncom.example.shop.ios",
   });
   // Redirected, so that a reload creates nothing; the list shows the secret.
   assert.equal(res.status, 303);
   assert.equal(res.headers.get("location"), "/");
-  const html = await (await get(h.dash, browser, "/")).text();
+  const html = await (await browser.get("/")).text();
   const id = /id="created-id">([^<]+)</.exec(html)![1]!;
   const secret = /id="created-secret" class="secret">([^<]+)</.exec(html)![1]!;
   return { id, secret, html };
@@ -39,7 +36,7 @@ async function created(h: DashHarness, browser: Browser, name = "Web shop") {
 Deno.test("creating a project stores it and shows its secret once", async () => {
   await withDashboard(async (h) => {
     const browser = await signIn(h.dash);
-    const { id, secret } = await created(h, browser);
+    const { id, secret } = await created(browser);
     const stored = await getProject(h.kv, id);
     assert.equal(stored?.name, "Web shop");
     assert.equal(stored?.secret, secret);
@@ -47,7 +44,7 @@ Deno.test("creating a project stores it and shows its secret once", async () => 
       "https://shop.example.com",
       "com.example.shop.ios",
     ]);
-    const list = await (await get(h.dash, browser, "/")).text();
+    const list = await (await browser.get("/")).text();
     assert.ok(list.includes(id));
     assert.ok(!list.includes(secret), "the list never shows a secret");
   });
@@ -56,7 +53,7 @@ Deno.test("creating a project stores it and shows its secret once", async () => 
 Deno.test("a project with a refused allow-list value is not created and the reason is shown", async () => {
   await withDashboard(async (h) => {
     const browser = await signIn(h.dash);
-    const res = await post(h.dash, browser, "/projects", {
+    const res = await browser.post("/projects", {
       name: "Shop",
       allow: "https://shop.example.com/",
     });
@@ -96,7 +93,7 @@ Deno.test("the projects page shows the last 24 h, all-time counters and the last
     await h.process();
     h.clock.advance(90_000);
     const browser = await signIn(h.dash);
-    const text = textOf(await (await get(h.dash, browser, "/")).text());
+    const text = textOf(await (await browser.get("/")).text());
     assert.match(
       text,
       /Entries, 24 h Rejected, 24 h Last entry All time: stored \/ rejected/,
@@ -154,10 +151,10 @@ Deno.test("entries of the last 24 h are counted exactly, to the millisecond", as
 Deno.test("the allow-list is edited as the CLI does, with the reason for a refusal", async (t) => {
   await withDashboard(async (h) => {
     const browser = await signIn(h.dash);
-    const { id } = await created(h, browser);
+    const { id } = await created(browser);
     const path = `/projects/${id}/settings`;
     await t.step("a wildcard is refused with the CLI's message", async () => {
-      const res = await post(h.dash, browser, `${path}/allow`, {
+      const res = await browser.post(`${path}/allow`, {
         value: "https://*.example.com",
       });
       assert.equal(res.status, 400);
@@ -174,13 +171,13 @@ Deno.test("the allow-list is edited as the CLI does, with the reason for a refus
       );
     });
     await t.step("a valid origin is added", async () => {
-      const res = await post(h.dash, browser, `${path}/allow`, {
+      const res = await browser.post(`${path}/allow`, {
         value: " https://new.example.com ",
       });
       assert.equal(res.status, 303);
       assert.equal(res.headers.get("location"), `${path}?done=allow#allow`);
       const page = textOf(
-        await (await get(h.dash, browser, `${path}?done=allow`)).text(),
+        await (await browser.get(`${path}?done=allow`)).text(),
       );
       assert.match(page, /Added to the allow-list\./);
       assert.deepEqual((await getProject(h.kv, id))?.settings.allowedOrigin, [
@@ -191,12 +188,12 @@ Deno.test("the allow-list is edited as the CLI does, with the reason for a refus
     });
     await t.step("one is removed; removing it again is refused", async () => {
       assert.equal(
-        (await post(h.dash, browser, `${path}/disallow`, {
+        (await browser.post(`${path}/disallow`, {
           value: "com.example.shop.ios",
         })).status,
         303,
       );
-      const again = await post(h.dash, browser, `${path}/disallow`, {
+      const again = await browser.post(`${path}/disallow`, {
         value: "com.example.shop.ios",
       });
       assert.equal(again.status, 400);
@@ -209,7 +206,7 @@ Deno.test("the allow-list is edited as the CLI does, with the reason for a refus
     await t.step(
       "the rejections page's quick allow returns there",
       async () => {
-        const res = await post(h.dash, browser, `${path}/allow`, {
+        const res = await browser.post(`${path}/allow`, {
           value: "https://shop.example.net",
           back: "rejections",
         });
@@ -225,14 +222,14 @@ Deno.test("the allow-list is edited as the CLI does, with the reason for a refus
 Deno.test("custom levels and retention are set, with refusals explained", async () => {
   await withDashboard(async (h) => {
     const browser = await signIn(h.dash);
-    const { id } = await created(h, browser);
+    const { id } = await created(browser);
     const path = `/projects/${id}/settings`;
     assert.equal(
-      (await post(h.dash, browser, `${path}/levels/add`, { level: "audit" }))
+      (await browser.post(`${path}/levels/add`, { level: "audit" }))
         .status,
       303,
     );
-    const bad = await post(h.dash, browser, `${path}/levels/add`, {
+    const bad = await browser.post(`${path}/levels/add`, {
       level: "Audit Log",
     });
     assert.equal(bad.status, 400);
@@ -240,25 +237,25 @@ Deno.test("custom levels and retention are set, with refusals explained", async 
       textOf(await bad.text()),
       /Cannot use level "Audit Log": expected a lower-case name/,
     );
-    const standard = await post(h.dash, browser, `${path}/levels/add`, {
+    const standard = await browser.post(`${path}/levels/add`, {
       level: "error",
     });
     assert.match(textOf(await standard.text()), /it is a standard level/);
     assert.deepEqual((await getProject(h.kv, id))?.levels, ["audit"]);
     assert.equal(
-      (await post(h.dash, browser, `${path}/levels/remove`, { level: "audit" }))
+      (await browser.post(`${path}/levels/remove`, { level: "audit" }))
         .status,
       303,
     );
     assert.deepEqual((await getProject(h.kv, id))?.levels, []);
 
     assert.equal(
-      (await post(h.dash, browser, `${path}/retention`, { days: "90" })).status,
+      (await browser.post(`${path}/retention`, { days: "90" })).status,
       303,
     );
     assert.equal((await getProject(h.kv, id))?.retentionDays, 90);
     for (const days of ["0", "4000", "1.5", "soon"]) {
-      const res = await post(h.dash, browser, `${path}/retention`, { days });
+      const res = await browser.post(`${path}/retention`, { days });
       assert.equal(res.status, 400, days);
       assert.match(
         textOf(await res.text()),
@@ -272,8 +269,8 @@ Deno.test("custom levels and retention are set, with refusals explained", async 
 Deno.test("rotating the secret shows the new one once and keeps the old for the grace period", async () => {
   await withDashboard(async (h) => {
     const browser = await signIn(h.dash);
-    const { id, secret } = await created(h, browser);
-    const res = await post(h.dash, browser, `/projects/${id}/settings/rotate`, {
+    const { id, secret } = await created(browser);
+    const res = await browser.post(`/projects/${id}/settings/rotate`, {
       grace: "3600000",
     });
     assert.equal(res.status, 303);
@@ -282,7 +279,7 @@ Deno.test("rotating the secret shows the new one once and keeps the old for the 
       `/projects/${id}/settings?done=rotate#secret`,
     );
     const html =
-      await (await get(h.dash, browser, `/projects/${id}/settings?done=rotate`))
+      await (await browser.get(`/projects/${id}/settings?done=rotate`))
         .text();
     assert.match(textOf(html), /Secret rotated\./);
     const shown = /id="new-secret" class="secret">([^<]+)</.exec(html)?.[1];
@@ -295,10 +292,10 @@ Deno.test("rotating the secret shows the new one once and keeps the old for the 
       textOf(html),
       /The previous secret still verifies until .* \(1 h left\)/,
     );
-    const later = await (await get(h.dash, browser, `/projects/${id}/settings`))
+    const later = await (await browser.get(`/projects/${id}/settings`))
       .text();
     assert.ok(!later.includes(shown!), "shown only once");
-    const odd = await post(h.dash, browser, `/projects/${id}/settings/rotate`, {
+    const odd = await browser.post(`/projects/${id}/settings/rotate`, {
       grace: "5",
     });
     assert.equal(odd.status, 400);
@@ -309,38 +306,29 @@ Deno.test("rotating the secret shows the new one once and keeps the old for the 
 Deno.test("deleting a project needs its name typed exactly", async () => {
   await withDashboard(async (h) => {
     const browser = await signIn(h.dash);
-    const { id } = await created(h, browser);
-    const wrong = await post(
-      h.dash,
-      browser,
-      `/projects/${id}/settings/delete`,
-      { confirm: "web shop" },
-    );
+    const { id } = await created(browser);
+    const wrong = await browser.post(`/projects/${id}/settings/delete`, {
+      confirm: "web shop",
+    });
     assert.equal(wrong.status, 400);
     assert.match(
       textOf(await wrong.text()),
       /type the project's name "Web shop" exactly/,
     );
     assert.notEqual(await getProject(h.kv, id), null);
-    const right = await post(
-      h.dash,
-      browser,
-      `/projects/${id}/settings/delete`,
-      { confirm: "Web shop" },
-    );
+    const right = await browser.post(`/projects/${id}/settings/delete`, {
+      confirm: "Web shop",
+    });
     assert.equal(right.status, 303);
     assert.equal(right.headers.get("location"), "/?done=deleted");
     assert.equal(await getProject(h.kv, id), null);
     assert.equal(
-      (await get(h.dash, browser, `/projects/${id}/settings`)).status,
+      (await browser.get(`/projects/${id}/settings`)).status,
       404,
     );
-    const again = await post(
-      h.dash,
-      browser,
-      `/projects/${id}/settings/allow`,
-      { value: "https://a.example" },
-    );
+    const again = await browser.post(`/projects/${id}/settings/allow`, {
+      value: "https://a.example",
+    });
     assert.equal(again.status, 404);
   });
 });
@@ -348,8 +336,8 @@ Deno.test("deleting a project needs its name typed exactly", async () => {
 Deno.test("the settings page gives snippets with the project's id and the service's endpoint", async () => {
   await withDashboard(async (h) => {
     const browser = await signIn(h.dash);
-    const { id, secret } = await created(h, browser);
-    const html = await (await get(h.dash, browser, `/projects/${id}/settings`))
+    const { id, secret } = await created(browser);
+    const html = await (await browser.get(`/projects/${id}/settings`))
       .text();
     const text = textOf(html);
     assert.match(text, new RegExp(`curl -sS 'http://localhost/api/v1/logs'`));
@@ -375,9 +363,8 @@ Deno.test("the rejections page shows counts, recent rejections and what to do", 
       Origin: "https://app.example.com",
     });
     await h.process();
-    const html =
-      await (await get(h.dash, browser, `/projects/${project.id}/rejections`))
-        .text();
+    const html = await (await browser.get(`/projects/${project.id}/rejections`))
+      .text();
     const text = textOf(html);
     assert.match(text, /Stored 1 Rejected 2 2/);
     assert.match(
@@ -395,7 +382,7 @@ Deno.test("dead letters are listed and replayed", async () => {
   await withDashboard(async (h) => {
     const browser = await signIn(h.dash);
     const empty = textOf(
-      await (await get(h.dash, browser, "/dead-letters")).text(),
+      await (await browser.get("/dead-letters")).text(),
     );
     assert.match(empty, /No dead letters/);
     const project = await h.project();
@@ -404,10 +391,10 @@ Deno.test("dead letters are listed and replayed", async () => {
       randomEntry({ projectId: project.id }),
       "disk <full>",
     );
-    const html = await (await get(h.dash, browser, "/dead-letters")).text();
+    const html = await (await browser.get("/dead-letters")).text();
     assert.ok(html.includes(batchId));
     assert.match(html, /disk &lt;full&gt;/);
-    const res = await post(h.dash, browser, "/dead-letters/replay", {
+    const res = await browser.post("/dead-letters/replay", {
       id: batchId,
     });
     assert.equal(res.status, 303);
@@ -417,12 +404,12 @@ Deno.test("dead letters are listed and replayed", async () => {
     );
     assert.equal((await h.kv.get(deadLetterKey(batchId))).value, null);
     assert.notEqual((await h.kv.get(pendingBatchKey(batchId))).value, null);
-    const missing = await post(h.dash, browser, "/dead-letters/replay", {
+    const missing = await browser.post("/dead-letters/replay", {
       id: batchId,
     });
     assert.equal(missing.status, 404);
     assert.match(textOf(await missing.text()), /Cannot find dead letter/);
-    const all = await post(h.dash, browser, "/dead-letters/replay", {
+    const all = await browser.post("/dead-letters/replay", {
       id: "all",
     });
     assert.equal(

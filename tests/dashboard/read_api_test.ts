@@ -16,9 +16,7 @@ import { cli } from "../_helpers/cli.ts";
 import { everything } from "../_helpers/harness.ts";
 import {
   type DashHarness,
-  get,
   PEER,
-  post,
   signIn,
   store,
   textOf,
@@ -331,11 +329,8 @@ Deno.test("a session reads through the API as its role allows, and the explorer 
     const other = await h.project();
     await addAccount(h.kv, "viewer@example.com", "viewer", [project.id]);
     const viewer = await signInAs(h.dash, "viewer@example.com");
-    const page = await (await get(
-      h.dash,
-      viewer,
-      `/projects/${project.id}?q=level:error`,
-    )).text();
+    const page =
+      await (await viewer.get(`/projects/${project.id}?q=level:error`)).text();
     const href =
       /id="export-csv"[^>]*href="([^"]+)"|href="([^"]+)"[^>]*id="export-csv"/
         .exec(page);
@@ -343,16 +338,12 @@ Deno.test("a session reads through the API as its role allows, and the explorer 
     const url = (href[1] ?? href[2]!).replaceAll("&amp;", "&");
     assert.match(url, /format=csv/);
     assert.match(url, /q=level%3Aerror/);
-    const csv = await get(h.dash, viewer, url);
+    const csv = await viewer.get(url);
     assert.equal(csv.status, 200);
     assert.match(csv.headers.get("content-disposition")!, /^attachment/);
     const rows = parseCsv(await csv.text());
     assert.equal(rows.length - 1, 1, "the one error entry of five");
-    const denied = await get(
-      h.dash,
-      viewer,
-      `/api/v1/projects/${other.id}/logs`,
-    );
+    const denied = await viewer.get(`/api/v1/projects/${other.id}/logs`);
     assert.equal(denied.status, 404);
     await denied.body?.cancel();
   });
@@ -374,9 +365,7 @@ Deno.test("the settings page creates a token shown once and revokes it", async (
   await withDashboard(async (h) => {
     const project = await h.project();
     const admin = await signIn(h.dash);
-    const created = await post(
-      h.dash,
-      admin,
+    const created = await admin.post(
       `/projects/${project.id}/settings/tokens`,
       { name: "export" },
     );
@@ -389,15 +378,12 @@ Deno.test("the settings page creates a token shown once and revokes it", async (
       (await api(h, `/api/v1/projects/${project.id}/logs`, token)).status,
       200,
     );
-    const again =
-      await (await get(h.dash, admin, `/projects/${project.id}/settings`))
-        .text();
+    const again = await (await admin.get(`/projects/${project.id}/settings`))
+      .text();
     assert.ok(!again.includes(token), "shown once");
     assert.match(textOf(again), /export/);
     const id = /name="token" value="([^"]+)"/.exec(again)![1]!;
-    const revoked = await post(
-      h.dash,
-      admin,
+    const revoked = await admin.post(
       `/projects/${project.id}/settings/tokens/revoke`,
       { token: id },
     );
@@ -406,7 +392,7 @@ Deno.test("the settings page creates a token shown once and revokes it", async (
     assert.equal(res.status, 401);
     await res.body?.cancel();
     const audit = textOf(
-      await (await get(h.dash, admin, `/projects/${project.id}/audit`)).text(),
+      await (await admin.get(`/projects/${project.id}/audit`)).text(),
     );
     assert.match(audit, /admin token\.revoke export/);
     assert.match(audit, /admin token\.create export/);

@@ -11,13 +11,7 @@ import { listRejected } from "../../db/rejected.ts";
 import { readStats } from "../../db/stats.ts";
 import { sign } from "../../auth/signature.ts";
 import { randomEntry } from "../_helpers/harness.ts";
-import {
-  get,
-  post,
-  signIn,
-  textOf,
-  withDashboard,
-} from "../_helpers/dashboard.ts";
+import { post, signIn, textOf, withDashboard } from "../_helpers/dashboard.ts";
 
 const HOSTILE = `<script>alert(1)</script><img src=x onerror=alert(2)>"'`;
 
@@ -46,11 +40,7 @@ Deno.test("the rejections page shows kept entries with reason and content, inert
     await h.process();
 
     const browser = await signIn(h.dash);
-    const res = await get(
-      h.dash,
-      browser,
-      `/projects/${project.id}/rejections`,
-    );
+    const res = await browser.get(`/projects/${project.id}/rejections`);
     assert.equal(res.status, 200);
     const html = await res.text();
     assert.doesNotMatch(html, /<script>alert|<img src=x/);
@@ -80,9 +70,7 @@ Deno.test("the rejections page shows kept entries with reason and content, inert
     assert.doesNotMatch(text, /Not available yet/);
 
     const narrowed = textOf(
-      await (await get(
-        h.dash,
-        browser,
+      await (await browser.get(
         `/projects/${project.id}/rejections?reason=bad_signature`,
       )).text(),
     );
@@ -105,13 +93,13 @@ Deno.test("replaying after allowing the origin stores the entry once and shows w
     const path = `/projects/${project.id}`;
 
     assert.equal(
-      (await post(h.dash, browser, `${path}/settings/allow`, {
+      (await browser.post(`${path}/settings/allow`, {
         value: "https://shop.example.net",
         back: "rejections",
       })).status,
       303,
     );
-    const res = await post(h.dash, browser, `${path}/rejections/replay`, {
+    const res = await browser.post(`${path}/rejections/replay`, {
       entry: "all",
     });
     assert.equal(res.status, 303);
@@ -119,7 +107,7 @@ Deno.test("replaying after allowing the origin stores the entry once and shows w
       res.headers.get("location"),
       `${path}/rejections#replay-results`,
     );
-    const html = await (await get(h.dash, browser, `${path}/rejections`))
+    const html = await (await browser.get(`${path}/rejections`))
       .text();
     const text = textOf(html);
     assert.match(text, /Replayed 2 entries: 1 stored, 1 not\./);
@@ -139,14 +127,14 @@ Deno.test("replaying after allowing the origin stores the entry once and shows w
     );
 
     const again = textOf(
-      await (await get(h.dash, browser, `${path}/rejections`)).text(),
+      await (await browser.get(`${path}/rejections`)).text(),
     );
     assert.doesNotMatch(again, /Replayed 2 entries/, "shown once");
-    await post(h.dash, browser, `${path}/rejections/replay`, {
+    await browser.post(`${path}/rejections/replay`, {
       entry: origin.entryId,
     });
     const twice = textOf(
-      await (await get(h.dash, browser, `${path}/rejections`)).text(),
+      await (await browser.get(`${path}/rejections`)).text(),
     );
     assert.match(
       twice,
@@ -164,7 +152,7 @@ Deno.test("a replay needs the form's token and the dashboard's origin", async ()
     });
     await h.process();
     const browser = await signIn(h.dash);
-    await post(h.dash, browser, `/projects/${project.id}/settings/allow`, {
+    await browser.post(`/projects/${project.id}/settings/allow`, {
       value: "https://shop.example.net",
     });
     const path = `/projects/${project.id}/rejections/replay`;
@@ -173,7 +161,7 @@ Deno.test("a replay needs the form's token and the dashboard's origin", async ()
     });
     assert.equal(forged.status, 403);
     await forged.body?.cancel();
-    const foreign = await post(h.dash, browser, path, { entry: "all" }, {
+    const foreign = await browser.post(path, { entry: "all" }, {
       origin: "https://evil.example",
       "sec-fetch-site": "cross-site",
     });
@@ -197,11 +185,7 @@ Deno.test("the rejections page shows the storage backlog: entries not yet stored
     await h.pipeline.producer.flush();
     h.clock.advance(2500);
     const browser = await signIn(h.dash);
-    const res = await get(
-      h.dash,
-      browser,
-      `/projects/${project.id}/rejections`,
-    );
+    const res = await browser.get(`/projects/${project.id}/rejections`);
     const text = textOf(await res.text());
     assert.match(text, /Not yet stored 1 oldest 2\.5 s/);
     assert.match(text, /Not yet merged 1 oldest 2\.5 s/);
@@ -231,11 +215,8 @@ Deno.test("a bad signature shows the members as sent, byte for byte, beside the 
     const [kept] = await listRejected(h.kv, project.id);
     assert.equal(kept!.reason, "bad_signature");
     const browser = await signIn(h.dash);
-    const html = await (await get(
-      h.dash,
-      browser,
-      `/projects/${project.id}/rejections`,
-    )).text();
+    const html = await (await browser.get(`/projects/${project.id}/rejections`))
+      .text();
     const sent =
       /<pre class="sent-text" id="sent-text-[0-9a-f]{28}">(.*?)<\/pre>/s
         .exec(html);
@@ -254,19 +235,13 @@ Deno.test("a bad signature shows the members as sent, byte for byte, beside the 
     assert.doesNotMatch(html, /name="entry" value="[0-9a-f]{28}"/);
     assert.doesNotMatch(textOf(html), /Replay all/);
     // Replaying "all" by hand replays nothing that cannot be stored.
-    const replay = await post(
-      h.dash,
-      browser,
+    const replay = await browser.post(
       `/projects/${project.id}/rejections/replay`,
       { entry: "all" },
     );
     assert.equal(replay.status, 303);
     const after = textOf(
-      await (await get(
-        h.dash,
-        browser,
-        `/projects/${project.id}/rejections`,
-      )).text(),
+      await (await browser.get(`/projects/${project.id}/rejections`)).text(),
     );
     assert.match(after, /There was no kept entry to replay/);
   });

@@ -266,12 +266,12 @@ Deno.test("a viewer sees only its projects, no settings link and no create form"
     await createProject(h.kv, { name: "hidden-project" });
     await addAccount(h.kv, "viewer@example.com", "viewer", [own.id]);
     const viewer = await signInAs(h.dash, "viewer@example.com");
-    const home = textOf(await (await get(h.dash, viewer, "/")).text());
+    const home = textOf(await (await viewer.get("/")).text());
     assert.match(home, /own-project/);
     assert.doesNotMatch(home, /hidden-project/);
     assert.doesNotMatch(home, /Create a project/);
     assert.doesNotMatch(home, /Dead letters|Users/);
-    const explorer = await (await get(h.dash, viewer, `/projects/${own.id}`))
+    const explorer = await (await viewer.get(`/projects/${own.id}`))
       .text();
     assert.doesNotMatch(explorer, /\/settings"/);
     assert.match(explorer, /\/audit"/);
@@ -283,15 +283,12 @@ Deno.test("a member's change is written to the project's audit log with its emai
     const own = await createProject(h.kv, { name: "own" });
     await addAccount(h.kv, "member@example.com", "member", [own.id]);
     const member = await signInAs(h.dash, "member@example.com");
-    const res = await post(
-      h.dash,
-      member,
-      `/projects/${own.id}/settings/allow`,
-      { value: "https://shop.example.com" },
-    );
+    const res = await member.post(`/projects/${own.id}/settings/allow`, {
+      value: "https://shop.example.com",
+    });
     assert.equal(res.status, 303);
     const audit = textOf(
-      await (await get(h.dash, member, `/projects/${own.id}/audit`)).text(),
+      await (await member.get(`/projects/${own.id}/audit`)).text(),
     );
     assert.match(
       audit,
@@ -310,17 +307,17 @@ Deno.test("a role taken away applies to the account's next request", async () =>
       ACCOUNT_PASSWORD,
     );
     const settings = `/projects/${own.id}/settings`;
-    assert.equal((await get(h.dash, member, settings)).status, 200);
+    assert.equal((await member.get(settings)).status, 200);
     const admin = await signIn(h.dash);
-    const res = await post(h.dash, admin, "/users/update", {
+    const res = await admin.post("/users/update", {
       email: "member@example.com",
       role: "viewer",
       [`project_${own.id}`]: "on",
     });
     assert.equal(res.status, 303);
-    assert.equal((await get(h.dash, member, settings)).status, 403);
+    assert.equal((await member.get(settings)).status, 403);
     assert.equal(
-      (await get(h.dash, member, `/projects/${own.id}`)).status,
+      (await member.get(`/projects/${own.id}`)).status,
       200,
     );
   });
@@ -339,7 +336,7 @@ Deno.test("a viewer's rejections page offers no Allow and no Replay, an admin's 
     assert.match(admin, /\/rejections\/replay"/);
     assert.match(admin, /\/settings\/allow"/);
     const viewer = await signInAs(h.dash, "viewer@example.com");
-    const page = await (await get(h.dash, viewer, path)).text();
+    const page = await (await viewer.get(path)).text();
     assert.match(textOf(page), /stranger\.example\.com/);
     assert.doesNotMatch(page, /\/rejections\/replay"|\/settings\/allow"/);
   });

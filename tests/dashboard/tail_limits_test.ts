@@ -11,7 +11,6 @@ import { createDashboard } from "../../dashboard/app.ts";
 import { randomEntry } from "../_helpers/harness.ts";
 import {
   type Browser,
-  get,
   PASSWORD,
   signIn,
   withDashboard,
@@ -25,11 +24,11 @@ Deno.test("a session holds at most its share of live tails and the dashboard its
     const b = await signIn(h.dash);
     const open: Response[] = [];
     for (let i = 0; i < 4; i++) {
-      const res = await get(h.dash, a, tail);
+      const res = await a.get(tail);
       assert.equal(res.status, 200);
       open.push(res);
     }
-    const fifth = await get(h.dash, a, tail);
+    const fifth = await a.get(tail);
     assert.equal(fifth.status, 429);
     assert.equal(fifth.headers.get("retry-after"), "60");
     assert.equal(
@@ -37,11 +36,11 @@ Deno.test("a session holds at most its share of live tails and the dashboard its
       "Cannot open more than 4 live tails at once in one session: pause the live tail in another tab",
     );
     for (let i = 0; i < 2; i++) {
-      const res = await get(h.dash, b, tail);
+      const res = await b.get(tail);
       assert.equal(res.status, 200);
       open.push(res);
     }
-    const over = await get(h.dash, b, tail);
+    const over = await b.get(tail);
     assert.equal(over.status, 429);
     assert.match(
       await over.text(),
@@ -49,14 +48,14 @@ Deno.test("a session holds at most its share of live tails and the dashboard its
     );
     // A stream the browser closes gives its place back.
     await open.shift()!.body!.cancel();
-    const again = await get(h.dash, b, tail);
+    const again = await b.get(tail);
     assert.equal(again.status, 200);
     open.push(again);
     // So does a stream that ends at its time cap.
     h.clock.advance(61_000);
     const ended = await open.shift()!.text();
     assert.match(ended, /^retry: 2000/);
-    const after = await get(h.dash, a, tail);
+    const after = await a.get(tail);
     assert.equal(after.status, 200);
     open.push(after);
     for (const res of open) await res.body!.cancel();

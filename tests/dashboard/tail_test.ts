@@ -12,7 +12,6 @@ import { Hono } from "hono";
 import { mountDashboard } from "../../dashboard/mount.ts";
 import {
   type Browser,
-  get,
   PASSWORD,
   PEER,
   rowIds,
@@ -87,7 +86,7 @@ Deno.test("live tail sends each settled entry once, with its id, and resumes aft
     }]);
     h.clock.advance(2000);
     const tail = `/projects/${project.id}/tail?after=${stored[0]!.id}`;
-    const res = await get(h.dash, browser, tail);
+    const res = await browser.get(tail);
     assert.equal(
       res.headers.get("content-type"),
       "text/event-stream; charset=utf-8",
@@ -112,16 +111,14 @@ Deno.test("live tail sends each settled entry once, with its id, and resumes aft
       "the data is the rendered row",
     );
 
-    const resumed = await get(h.dash, browser, tail, {
+    const resumed = await browser.get(tail, {
       "last-event-id": stored[2]!.id,
     });
     assert.deepEqual((await readEvents(resumed, 1)).map((e) => e.id), [
       stored[3]!.id,
     ]);
 
-    const errors = await get(
-      h.dash,
-      browser,
+    const errors = await browser.get(
       `/projects/${project.id}/tail?level=error&after=${stored[0]!.id}`,
     );
     assert.deepEqual((await readEvents(errors, 2)).map((e) => e.id), [
@@ -138,9 +135,7 @@ Deno.test("live tail holds back an entry until it is settled", async () => {
     const [first] = await store(h, project.id, [{}], 0);
     h.clock.advance(2000);
     const [, young] = await store(h, project.id, [{}], 0);
-    const res = await get(
-      h.dash,
-      browser,
+    const res = await browser.get(
       `/projects/${project.id}/tail?after=${first!.id}`,
     );
     const stream = collect(res);

@@ -7,26 +7,18 @@
  */
 import assert from "node:assert/strict";
 import { listViews, MAX_VIEWS, saveView } from "../../db/views.ts";
-import {
-  get,
-  post,
-  signIn,
-  textOf,
-  withDashboard,
-} from "../_helpers/dashboard.ts";
+import { signIn, textOf, withDashboard } from "../_helpers/dashboard.ts";
 
 Deno.test("a view saved from the explorer opens as saved and is listed in the explorer and on the projects page", async () => {
   await withDashboard(async (h) => {
     const project = await h.project(["https://app.example.com"]);
     const browser = await signIn(h.dash);
-    const explorer = await (await get(
-      h.dash,
-      browser,
+    const explorer = await (await browser.get(
       `/projects/${project.id}?q=checkout&level=error&range=1h`,
     )).text();
     assert.match(explorer, /id="save-view-form"/);
     // What the form carries: the state shown, and a name.
-    const res = await post(h.dash, browser, `/projects/${project.id}/views`, {
+    const res = await browser.post(`/projects/${project.id}/views`, {
       name: "Checkout <errors>",
       q: "checkout",
       level: "error",
@@ -39,7 +31,7 @@ Deno.test("a view saved from the explorer opens as saved and is listed in the ex
     );
     const [view] = await listViews(h.kv, project.id);
     assert.equal(view!.name, "Checkout <errors>");
-    const page = await (await get(h.dash, browser, `/projects/${project.id}`))
+    const page = await (await browser.get(`/projects/${project.id}`))
       .text();
     assert.doesNotMatch(page, /Checkout <errors>/, "escaped");
     assert.match(
@@ -48,15 +40,13 @@ Deno.test("a view saved from the explorer opens as saved and is listed in the ex
         `<a class="chip view" href="/projects/${project.id}\\?q=checkout&amp;level=error&amp;range=1h">Checkout &lt;errors&gt;</a>`,
       ),
     );
-    const projects = await (await get(h.dash, browser, "/")).text();
+    const projects = await (await browser.get("/")).text();
     assert.match(textOf(projects), /Checkout <errors>/);
     // Removed from the projects page, it goes back there.
-    const removed = await post(
-      h.dash,
-      browser,
-      `/projects/${project.id}/views/delete`,
-      { view: view!.id, back: "projects" },
-    );
+    const removed = await browser.post(`/projects/${project.id}/views/delete`, {
+      view: view!.id,
+      back: "projects",
+    });
     assert.equal(removed.status, 303);
     assert.equal(removed.headers.get("location"), "/");
     assert.deepEqual(await listViews(h.kv, project.id), []);
@@ -67,7 +57,7 @@ Deno.test("a view with an absolute range keeps it, and a view without a name is 
   await withDashboard(async (h) => {
     const project = await h.project(["https://app.example.com"]);
     const browser = await signIn(h.dash);
-    const res = await post(h.dash, browser, `/projects/${project.id}/views`, {
+    const res = await browser.post(`/projects/${project.id}/views`, {
       name: "Incident",
       since: "2026-01-15T09:30",
       until: "2026-01-15T10:00",
@@ -79,12 +69,9 @@ Deno.test("a view with an absolute range keeps it, and a view without a name is 
       view!.query,
       "?since=2026-01-15T09%3A30%3A00.000Z&until=2026-01-15T10%3A00%3A00.000Z",
     );
-    const refused = await post(
-      h.dash,
-      browser,
-      `/projects/${project.id}/views`,
-      { name: "  " },
-    );
+    const refused = await browser.post(`/projects/${project.id}/views`, {
+      name: "  ",
+    });
     assert.equal(refused.status, 400);
     assert.match(
       textOf(await refused.text()),
