@@ -19,6 +19,7 @@ import {
   harness,
   pendingBatches,
   randomEntry,
+  withHarness,
 } from "../_helpers/harness.ts";
 import { atomicView } from "../_helpers/hold.ts";
 
@@ -198,8 +199,7 @@ Deno.test("while the disk is full POST answers 503 at once and nothing is commit
   await withDisk(async (disk) => {
     const guard = disk.guard();
     await guard.prepare();
-    const h = await harness({ clock: disk.clock, pipeline: { space: guard } });
-    try {
+    await withHarness(async (h) => {
       const project = await h.project();
       const body = () => randomEntry({ projectId: project.id });
       assert.equal((await h.post(body(), { Origin: ORIGIN })).status, 200);
@@ -226,9 +226,7 @@ Deno.test("while the disk is full POST answers 503 at once and nothing is commit
       assert.equal(await guard.check(), true);
       assert.equal((await h.post(body(), { Origin: ORIGIN })).status, 200);
       assert.equal((await pendingBatches(h.kv)).length, 2);
-    } finally {
-      await h.close();
-    }
+    }, { clock: disk.clock, pipeline: { space: guard } });
   });
 });
 

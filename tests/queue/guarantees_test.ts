@@ -24,7 +24,6 @@ import { MAX_ATTEMPTS } from "../../queue/dead_letters.ts";
 import { BatchWorker } from "../../queue/worker.ts";
 import {
   type Harness,
-  harness,
   otherConsumer,
   pendingBatches,
   pendingBatchIds,
@@ -419,8 +418,7 @@ Deno.test("a pending batch overwritten with a value that is not a header still e
 });
 
 Deno.test("a batch handed over in memory that another process committed first is stored once", async () => {
-  const h = await harness();
-  try {
+  await withHarness(async (h) => {
     const project = await h.project();
     const handed: HandedBatch[] = [];
     const producer = new GroupCommitter({
@@ -452,7 +450,5 @@ Deno.test("a batch handed over in memory that another process committed first is
       accepted: 2,
       rejected: {},
     });
-  } finally {
-    await h.close();
-  }
+  });
 });

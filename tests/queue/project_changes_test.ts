@@ -32,12 +32,12 @@ import { Consumer } from "../../queue/consumer.ts";
 import {
   globalRejected,
   type Harness,
-  harness,
   pendingBatches,
   postQueued,
   randomEntry,
   signEntry,
   stats,
+  withHarness,
 } from "../_helpers/harness.ts";
 import { holdCommits, within } from "../_helpers/hold.ts";
 
@@ -48,12 +48,9 @@ const CACHE_MS = 2000;
 
 /** Runs `fn` on a harness whose consumer caches project records. */
 async function withCache(fn: (h: Harness) => Promise<void>): Promise<void> {
-  const h = await harness({ config: { projectCacheMs: CACHE_MS } });
-  try {
+  await withHarness(async (h) => {
     await fn(h);
-  } finally {
-    await h.close();
-  }
+  }, { config: { projectCacheMs: CACHE_MS } });
 }
 
 /** Every key left under a project's id, in every prefix that holds one. */

@@ -11,7 +11,7 @@ import assert from "node:assert/strict";
 import { cpuUsage } from "node:process";
 import { createApp } from "../../app.ts";
 import { ErrorLog } from "../../routes/error_log.ts";
-import { type Harness, harness } from "../_helpers/harness.ts";
+import { type Harness, withHarness } from "../_helpers/harness.ts";
 import { within } from "../_helpers/timeout.ts";
 
 const encoder = new TextEncoder();
@@ -129,8 +129,7 @@ async function peakRss<T>(work: () => Promise<T>): Promise<[T, number]> {
 Deno.test("a gzip bomb answers 413 and is inflated only up to the body limit: under 30 ms of CPU each, 16 at once under +64 MB", async () => {
   const bomb = await gzipBomb();
   assert.ok(bomb.length < LIMIT, `the bomb is ${bomb.length} bytes gzipped`);
-  const h = await harness({ config: { maxBodyBytes: LIMIT } });
-  try {
+  await withHarness(async (h) => {
     await serving(h, async (port, logged) => {
       const send = () =>
         exchange(
@@ -165,14 +164,11 @@ Deno.test("a gzip bomb answers 413 and is inflated only up to the body limit: un
       assert.ok(grew <= 64, `RSS grew by ${grew.toFixed(1)} MB`);
       assert.deepEqual(logged, []);
     });
-  } finally {
-    await h.close();
-  }
+  }, { config: { maxBodyBytes: LIMIT } });
 });
 
 Deno.test("a chunk extension of 100 KB answers 400 invalid_body, not 503, and logs nothing", async (t) => {
-  const h = await harness();
-  try {
+  await withHarness(async (h) => {
     await serving(h, async (port, logged) => {
       for (const size of [5_000, 100_000]) {
         await t.step(`${size} bytes of extension`, async () => {
@@ -206,7 +202,5 @@ Deno.test("a chunk extension of 100 KB answers 400 invalid_body, not 503, and lo
       });
       assert.deepEqual(logged, []);
     });
-  } finally {
-    await h.close();
-  }
+  });
 });

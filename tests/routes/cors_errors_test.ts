@@ -12,6 +12,7 @@ import {
   harness,
   postBody,
   randomEntry,
+  withHarness,
 } from "../_helpers/harness.ts";
 
 const ORIGIN = "https://app.example.com";
@@ -20,8 +21,7 @@ const ORIGIN = "https://app.example.com";
 // CORS and media types
 
 Deno.test("answers and preflights allow credentials beside the echoed origin, never with *", async (t) => {
-  const h = await harness();
-  try {
+  await withHarness(async (h) => {
     await t.step("on a 200", async () => {
       const res = await h.post(randomEntry(), { Origin: ORIGIN });
       await res.body?.cancel();
@@ -54,14 +54,11 @@ Deno.test("answers and preflights allow credentials beside the echoed origin, ne
       assert.equal(res.headers.get("access-control-allow-origin"), null);
       assert.equal(res.headers.get("access-control-allow-credentials"), null);
     });
-  } finally {
-    await h.close();
-  }
+  });
 });
 
 Deno.test("the 415 message names both accepted media types", async (t) => {
-  const h = await harness();
-  try {
+  await withHarness(async (h) => {
     for (const type of ["text/html", null]) {
       await t.step(`Content-Type ${type}`, async () => {
         const res = await h.app.request("/api/v1/logs", {
@@ -75,9 +72,7 @@ Deno.test("the 415 message names both accepted media types", async (t) => {
         assert.match(error.message, /"text\/plain"/);
       });
     }
-  } finally {
-    await h.close();
-  }
+  });
 });
 
 // ---------------------------------------------------------------------------

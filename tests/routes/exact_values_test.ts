@@ -9,7 +9,7 @@
  */
 import assert from "node:assert/strict";
 import { scanJson } from "../../domain/json.ts";
-import { harness } from "../_helpers/harness.ts";
+import { withHarness } from "../_helpers/harness.ts";
 
 const ORIGIN = "https://app.example.com";
 
@@ -19,8 +19,7 @@ function bodyWith(projectId: string, data: string, rest = ""): string {
 }
 
 Deno.test("a value a parse would change answers 400 invalid_body naming its path and why", async (t) => {
-  const h = await harness();
-  try {
+  await withHarness(async (h) => {
     const project = await h.project();
     const cases: [string, string, string, RegExp][] = [
       [
@@ -144,14 +143,11 @@ Deno.test("a value a parse would change answers 400 invalid_body naming its path
       l: [{ x: 1 }, { x: 2 }],
     });
     assert.deepEqual(stored[1]!.data, {});
-  } finally {
-    await h.close();
-  }
+  });
 });
 
 Deno.test("every number a double holds exactly is accepted and stored with the value sent", async () => {
-  const h = await harness();
-  try {
+  await withHarness(async (h) => {
     const project = await h.project();
     const numbers = [
       "0",
@@ -193,9 +189,7 @@ Deno.test("every number a double holds exactly is accepted and stored with the v
     });
     assert.deepEqual(stored.nested, { a: [1.5, { b: -2.25 }] });
     assert.equal(stored.text, "__proto__ as a value");
-  } finally {
-    await h.close();
-  }
+  });
 });
 
 Deno.test("scanJson leaves numbers and names inside strings alone", () => {

@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { harness, randomEntry, signEntry } from "../_helpers/harness.ts";
+import { randomEntry, signEntry, withHarness } from "../_helpers/harness.ts";
 
 const ORIGIN = "https://app.example.com";
 
@@ -34,8 +34,7 @@ async function errorOf(res: Response) {
 }
 
 Deno.test("POST /api/v1/logs answers 200 queued for a valid entry", async (t) => {
-  const h = await harness();
-  try {
+  await withHarness(async (h) => {
     for (
       const type of [
         "application/json",
@@ -69,14 +68,11 @@ Deno.test("POST /api/v1/logs answers 200 queued for a valid entry", async (t) =>
       });
       assert.equal(res.status, 200);
     });
-  } finally {
-    await h.close();
-  }
+  });
 });
 
 Deno.test("POST /api/v1/logs answers 415 for a media type or encoding it cannot read", async (t) => {
-  const h = await harness();
-  try {
+  await withHarness(async (h) => {
     const cases: [string, Record<string, string>][] = [
       ["no Content-Type", { "Content-Type": "" }],
       ["text/html", { "Content-Type": "text/html" }],
@@ -98,14 +94,11 @@ Deno.test("POST /api/v1/logs answers 415 for a media type or encoding it cannot 
         assert.equal((await errorOf(res)).code, "unsupported_media_type");
       });
     }
-  } finally {
-    await h.close();
-  }
+  });
 });
 
 Deno.test("POST /api/v1/logs accepts a gzip body and stores what it held", async () => {
-  const h = await harness();
-  try {
+  await withHarness(async (h) => {
     const project = await h.project();
     const body = await gzip(
       JSON.stringify(randomEntry({ projectId: project.id })),
@@ -122,14 +115,11 @@ Deno.test("POST /api/v1/logs accepts a gzip body and stores what it held", async
     assert.equal(res.status, 200);
     await h.process();
     assert.equal((await h.logs(project.id)).length, 1);
-  } finally {
-    await h.close();
-  }
+  });
 });
 
 Deno.test("POST /api/v1/logs answers 413 past the body limit", async (t) => {
-  const h = await harness({ config: { maxBodyBytes: 4096 } });
-  try {
+  await withHarness(async (h) => {
     const big = JSON.stringify(
       randomEntry({ data: { blob: "x".repeat(5000) } }),
     );
@@ -197,14 +187,11 @@ Deno.test("POST /api/v1/logs answers 413 past the body limit", async (t) => {
       assert.equal(new TextEncoder().encode(text).length, 4096);
       assert.equal((await h.post(text)).status, 200);
     });
-  } finally {
-    await h.close();
-  }
+  }, { config: { maxBodyBytes: 4096 } });
 });
 
 Deno.test("POST /api/v1/logs answers 400 invalid_json for a body that is not a JSON object", async (t) => {
-  const h = await harness();
-  try {
+  await withHarness(async (h) => {
     const cases: [string, string | Uint8Array][] = [
       ["empty", ""],
       ["not JSON", "level=info"],
@@ -242,14 +229,11 @@ Deno.test("POST /api/v1/logs answers 400 invalid_json for a body that is not a J
         assert.equal(error.issues, undefined);
       });
     }
-  } finally {
-    await h.close();
-  }
+  });
 });
 
 Deno.test("POST /api/v1/logs answers 400 invalid_body listing every failing path", async (t) => {
-  const h = await harness();
-  try {
+  await withHarness(async (h) => {
     const cases: [string, Record<string, unknown>, string[]][] = [
       ["level missing", { level: undefined }, ["level"]],
       ["level in capitals", { level: "INFO" }, ["level"]],
@@ -300,14 +284,11 @@ Deno.test("POST /api/v1/logs answers 400 invalid_body listing every failing path
       for (let i = 0; i < 30; i++) deep = { d: deep };
       assert.equal((await h.post(randomEntry({ data: deep }))).status, 200);
     });
-  } finally {
-    await h.close();
-  }
+  });
 });
 
 Deno.test("unknown top-level members are accepted but not stored", async () => {
-  const h = await harness();
-  try {
+  await withHarness(async (h) => {
     const project = await h.project();
     const res = await h.post(
       randomEntry({
@@ -322,14 +303,11 @@ Deno.test("unknown top-level members are accepted but not stored", async () => {
     assert.ok(log);
     assert.equal("extra" in log, false);
     assert.equal(log.appid, "com.example.app.ios");
-  } finally {
-    await h.close();
-  }
+  });
 });
 
 Deno.test("every answer of the endpoint carries CORS headers echoing Origin", async (t) => {
-  const h = await harness({ config: { maxBodyBytes: 1024 } });
-  try {
+  await withHarness(async (h) => {
     const cases: [number, () => Promise<Response>][] = [
       [200, () => h.post(randomEntry(), { Origin: ORIGIN })],
       [400, () => h.post("{", { Origin: ORIGIN })],
@@ -374,14 +352,11 @@ Deno.test("every answer of the endpoint carries CORS headers echoing Origin", as
         await res.body?.cancel();
       });
     }
-  } finally {
-    await h.close();
-  }
+  }, { config: { maxBodyBytes: 1024 } });
 });
 
 Deno.test("OPTIONS /api/v1/logs answers the preflight with 204", async () => {
-  const h = await harness();
-  try {
+  await withHarness(async (h) => {
     const res = await h.app.request("/api/v1/logs", {
       method: "OPTIONS",
       headers: {
@@ -406,14 +381,11 @@ Deno.test("OPTIONS /api/v1/logs answers the preflight with 204", async () => {
       assert.ok(allowed.includes(name), `${name} allowed`);
     }
     assert.ok(Number(res.headers.get("access-control-max-age")) >= 3600);
-  } finally {
-    await h.close();
-  }
+  });
 });
 
 Deno.test("other methods on the endpoint answer 405 and other paths 404", async (t) => {
-  const h = await harness();
-  try {
+  await withHarness(async (h) => {
     for (const method of ["GET", "PUT", "DELETE", "PATCH"]) {
       await t.step(`${method} /api/v1/logs`, async () => {
         const res = await h.app.request("/api/v1/logs", { method });
@@ -431,14 +403,11 @@ Deno.test("other methods on the endpoint answer 405 and other paths 404", async 
         assert.equal((await errorOf(res)).code, "not_found");
       });
     }
-  } finally {
-    await h.close();
-  }
+  });
 });
 
 Deno.test("the answer does not depend on whether the project or credentials exist", async () => {
-  const h = await harness();
-  try {
+  await withHarness(async (h) => {
     const project = await h.project();
     const real = await h.post(randomEntry({ projectId: project.id }), {
       Origin: ORIGIN,
@@ -449,14 +418,11 @@ Deno.test("the answer does not depend on whether the project or credentials exis
     assert.equal(real.status, fake.status);
     assert.deepEqual([...real.headers.keys()], [...fake.headers.keys()]);
     assert.equal(await real.text(), await fake.text());
-  } finally {
-    await h.close();
-  }
+  });
 });
 
 Deno.test("a signed entry at the 64 KiB body limit is queued and stored whole", async () => {
-  const h = await harness();
-  try {
+  await withHarness(async (h) => {
     const project = await h.project([]);
     const entry = randomEntry({ projectId: project.id, data: { blob: "" } });
     const pad = 65536 - new TextEncoder().encode(JSON.stringify(entry)).length;
@@ -468,7 +434,5 @@ Deno.test("a signed entry at the 64 KiB body limit is queued and stored whole", 
     const [log] = await h.logs(project.id);
     assert.equal(log?.auth, "signature");
     assert.equal((log.data.blob as string).length, pad);
-  } finally {
-    await h.close();
-  }
+  });
 });
