@@ -85,6 +85,14 @@ export async function withDashboard(
   }
 }
 
+/** Runs `fn` with a dashboard harness and a browser signed in to it. */
+export async function withSignedIn(
+  fn: (h: DashHarness, browser: Browser) => Promise<void>,
+  options: DashHarnessOptions = {},
+): Promise<void> {
+  await withDashboard(async (h) => fn(h, await signIn(h.dash)), options);
+}
+
 /** The peer address of test requests. */
 export const PEER = {
   remoteAddr: {

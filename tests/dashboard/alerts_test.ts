@@ -14,12 +14,12 @@ import {
   store,
   textOf,
   withDashboard,
+  withSignedIn,
 } from "../_helpers/dashboard.ts";
 import { startReceiver } from "../_helpers/webhook_receiver.ts";
 
 Deno.test("adding an alert rule on the dashboard stores it and shows its secret once", async () => {
-  await withDashboard(async (h) => {
-    const browser = await signIn(h.dash);
+  await withSignedIn(async (h, browser) => {
     const project = await h.project();
     const path = `/projects/${project.id}/alerts`;
     const empty = await (await browser.get(path)).text();
@@ -47,8 +47,7 @@ Deno.test("adding an alert rule on the dashboard stores it and shows its secret 
 });
 
 Deno.test("a refused alert rule answers 400 with the reason and the form as sent", async () => {
-  await withDashboard(async (h) => {
-    const browser = await signIn(h.dash);
+  await withSignedIn(async (h, browser) => {
     const project = await h.project();
     const path = `/projects/${project.id}/alerts`;
     const res = await browser.post(`${path}/add`, {
@@ -75,8 +74,7 @@ Deno.test("a refused alert rule answers 400 with the reason and the form as sent
 });
 
 Deno.test("an alert form without its token is refused with 403", async () => {
-  await withDashboard(async (h) => {
-    const browser = await signIn(h.dash);
+  await withSignedIn(async (h, browser) => {
     const project = await h.project();
     const res = await post(
       h.dash,

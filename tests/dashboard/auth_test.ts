@@ -21,6 +21,7 @@ import {
   submitLogin,
   textOf,
   withDashboard,
+  withSignedIn,
 } from "../_helpers/dashboard.ts";
 
 Deno.test("every page but sign-in sends a signed-out browser to /login", async () => {
@@ -146,8 +147,7 @@ Deno.test("sign-in attempts are limited per address", async () => {
 });
 
 Deno.test("a tampered or expired session cookie signs nobody in", async () => {
-  await withDashboard(async (h) => {
-    const browser = await signIn(h.dash);
+  await withSignedIn(async (h, browser) => {
     const [id, expiry, mac] = browser.cookie.slice("dash_session=".length)
       .split(".");
     const later = (parseInt(expiry!, 36) + 3_600_000).toString(36);
@@ -163,8 +163,7 @@ Deno.test("a tampered or expired session cookie signs nobody in", async () => {
 });
 
 Deno.test("signing out ends the session on the server, whoever holds the cookie", async () => {
-  await withDashboard(async (h) => {
-    const browser = await signIn(h.dash);
+  await withSignedIn(async (h, browser) => {
     const other = await signIn(h.dash);
     const res = await browser.post("/logout", {});
     assert.equal(res.status, 303);
@@ -187,8 +186,7 @@ Deno.test("signing out ends the session on the server, whoever holds the cookie"
 });
 
 Deno.test("changing ADMIN_PASSWORD ends every session", async () => {
-  await withDashboard(async (h) => {
-    const browser = await signIn(h.dash);
+  await withSignedIn(async (h, browser) => {
     const renewed = createDashboard({
       kv: h.kv,
       password: "another password",
@@ -213,8 +211,7 @@ Deno.test("the dashboard stores its secret and sessions as bytes", async () => {
 });
 
 Deno.test("a change sent from another origin is refused with 403 and changes nothing", async (t) => {
-  await withDashboard(async (h) => {
-    const browser = await signIn(h.dash);
+  await withSignedIn(async (h, browser) => {
     const cases: [string, Record<string, string>][] = [
       ["Origin of another site", {
         origin: "https://evil.example",
@@ -260,8 +257,7 @@ Deno.test("a change sent from another origin is refused with 403 and changes not
 });
 
 Deno.test("a form without the session's CSRF token is refused with 403", async () => {
-  await withDashboard(async (h) => {
-    const browser = await signIn(h.dash);
+  await withSignedIn(async (h, browser) => {
     const other = await signIn(h.dash);
     for (const csrf of ["", other.csrf, browser.csrf.slice(1)]) {
       const res = await post(h.dash, { ...browser, csrf }, "/projects", {
@@ -274,8 +270,7 @@ Deno.test("a form without the session's CSRF token is refused with 403", async (
 });
 
 Deno.test("every page carries a CSP whose nonce is on each script, fresh per answer", async () => {
-  await withDashboard(async (h) => {
-    const browser = await signIn(h.dash);
+  await withSignedIn(async (h, browser) => {
     const nonces = new Set<string>();
     for (const path of ["/login", "/", "/dead-letters", "/nowhere"]) {
       const res = path === "/login"

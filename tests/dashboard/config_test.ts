@@ -14,7 +14,7 @@ import {
   dashboardRequested,
   loadDashboardConfig,
 } from "../../dashboard/config.ts";
-import { signIn, withDashboard } from "../_helpers/dashboard.ts";
+import { withSignedIn } from "../_helpers/dashboard.ts";
 
 /** What the pages may send at most, scripts and stylesheet gzipped together. */
 const BUDGET_BYTES = 50 * 1024;
@@ -129,8 +129,7 @@ Deno.test("the scripts and stylesheet the pages send weigh at most 50 KB gzipped
 });
 
 Deno.test("assets are served gzipped, cached for good under their hash, and referenced by the pages", async () => {
-  await withDashboard(async (h) => {
-    const browser = await signIn(h.dash);
+  await withSignedIn(async (h, browser) => {
     const page = await (await browser.get("/dead-letters")).text();
     const urls = [...page.matchAll(/(?:href|src)="(\/assets\/[^"]+)"/g)].map((
       m,

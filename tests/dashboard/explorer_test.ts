@@ -15,11 +15,11 @@ import {
   store,
   textOf,
   withDashboard,
+  withSignedIn,
 } from "../_helpers/dashboard.ts";
 
 Deno.test("the explorer lists entries newest first with a histogram and the live tail switch", async () => {
-  await withDashboard(async (h) => {
-    const browser = await signIn(h.dash);
+  await withSignedIn(async (h, browser) => {
     const project = await h.project();
     const stored = await store(h, project.id, [{ level: "info" }, {
       level: "error",
@@ -62,8 +62,7 @@ Deno.test("a word query's histogram past the page's time budget shows its older 
 });
 
 Deno.test("the search box, level chips and time range filter the list", async (t) => {
-  await withDashboard(async (h) => {
-    const browser = await signIn(h.dash);
+  await withSignedIn(async (h, browser) => {
     const project = await h.project();
     const stored = await store(h, project.id, [
       { level: "info", context: { userId: "u-7" } },
@@ -118,8 +117,7 @@ Deno.test("the search box, level chips and time range filter the list", async (t
 });
 
 Deno.test("a field value in an expanded entry links to the view filtered by it, or without it", async () => {
-  await withDashboard(async (h) => {
-    const browser = await signIn(h.dash);
+  await withSignedIn(async (h, browser) => {
     const project = await h.project();
     await store(h, project.id, [{ context: { userId: "u 42", team: "a" } }]);
     const html = await (await browser.get(`/projects/${project.id}?level=info`))
@@ -145,8 +143,7 @@ Deno.test("a field value in an expanded entry links to the view filtered by it, 
 });
 
 Deno.test("a malformed query is explained with its column, and lists nothing", async () => {
-  await withDashboard(async (h) => {
-    const browser = await signIn(h.dash);
+  await withSignedIn(async (h, browser) => {
     const project = await h.project();
     await store(h, project.id, [{}]);
     const res = await browser.get(
@@ -165,8 +162,7 @@ Deno.test("a malformed query is explained with its column, and lists nothing", a
 });
 
 Deno.test("a permalink shows the same view with one entry expanded, even pages down", async () => {
-  await withDashboard(async (h) => {
-    const browser = await signIn(h.dash);
+  await withSignedIn(async (h, browser) => {
     const project = await h.project();
     const stored = await store(
       h,
@@ -189,8 +185,7 @@ Deno.test("a permalink shows the same view with one entry expanded, even pages d
 });
 
 Deno.test("a permalink to an entry more than 200 rows down shows it pinned above the first page", async () => {
-  await withDashboard(async (h) => {
-    const browser = await signIn(h.dash);
+  await withSignedIn(async (h, browser) => {
     const project = await h.project();
     const stored = await store(
       h,
@@ -216,8 +211,7 @@ Deno.test("a permalink to an entry more than 200 rows down shows it pinned above
 });
 
 Deno.test("older entries come as fragments by cursor, each entry once", async () => {
-  await withDashboard(async (h) => {
-    const browser = await signIn(h.dash);
+  await withSignedIn(async (h, browser) => {
     const project = await h.project();
     const stored = await store(
       h,
@@ -243,8 +237,7 @@ Deno.test("older entries come as fragments by cursor, each entry once", async ()
 });
 
 Deno.test("show in context lists the neighbours of an entry, unfiltered", async () => {
-  await withDashboard(async (h) => {
-    const browser = await signIn(h.dash);
+  await withSignedIn(async (h, browser) => {
     const project = await h.project();
     const stored = await store(h, project.id, [
       { level: "info" },

@@ -17,6 +17,7 @@ import {
   store,
   textOf,
   withDashboard,
+  withSignedIn,
 } from "../_helpers/dashboard.ts";
 
 async function created(browser: Browser, name = "Web shop") {
@@ -34,8 +35,7 @@ async function created(browser: Browser, name = "Web shop") {
 }
 
 Deno.test("creating a project stores it and shows its secret once", async () => {
-  await withDashboard(async (h) => {
-    const browser = await signIn(h.dash);
+  await withSignedIn(async (h, browser) => {
     const { id, secret } = await created(browser);
     const stored = await getProject(h.kv, id);
     assert.equal(stored?.name, "Web shop");
@@ -51,8 +51,7 @@ Deno.test("creating a project stores it and shows its secret once", async () => 
 });
 
 Deno.test("a project with a refused allow-list value is not created and the reason is shown", async () => {
-  await withDashboard(async (h) => {
-    const browser = await signIn(h.dash);
+  await withSignedIn(async (h, browser) => {
     const res = await browser.post("/projects", {
       name: "Shop",
       allow: "https://shop.example.com/",
@@ -149,8 +148,7 @@ Deno.test("entries of the last 24 h are counted exactly, to the millisecond", as
 });
 
 Deno.test("the allow-list is edited as the CLI does, with the reason for a refusal", async (t) => {
-  await withDashboard(async (h) => {
-    const browser = await signIn(h.dash);
+  await withSignedIn(async (h, browser) => {
     const { id } = await created(browser);
     const path = `/projects/${id}/settings`;
     await t.step("a wildcard is refused with the CLI's message", async () => {
@@ -220,8 +218,7 @@ Deno.test("the allow-list is edited as the CLI does, with the reason for a refus
 });
 
 Deno.test("custom levels and retention are set, with refusals explained", async () => {
-  await withDashboard(async (h) => {
-    const browser = await signIn(h.dash);
+  await withSignedIn(async (h, browser) => {
     const { id } = await created(browser);
     const path = `/projects/${id}/settings`;
     assert.equal(
@@ -267,8 +264,7 @@ Deno.test("custom levels and retention are set, with refusals explained", async 
 });
 
 Deno.test("rotating the secret shows the new one once and keeps the old for the grace period", async () => {
-  await withDashboard(async (h) => {
-    const browser = await signIn(h.dash);
+  await withSignedIn(async (h, browser) => {
     const { id, secret } = await created(browser);
     const res = await browser.post(`/projects/${id}/settings/rotate`, {
       grace: "3600000",
@@ -304,8 +300,7 @@ Deno.test("rotating the secret shows the new one once and keeps the old for the 
 });
 
 Deno.test("deleting a project needs its name typed exactly", async () => {
-  await withDashboard(async (h) => {
-    const browser = await signIn(h.dash);
+  await withSignedIn(async (h, browser) => {
     const { id } = await created(browser);
     const wrong = await browser.post(`/projects/${id}/settings/delete`, {
       confirm: "web shop",
@@ -334,8 +329,7 @@ Deno.test("deleting a project needs its name typed exactly", async () => {
 });
 
 Deno.test("the settings page gives snippets with the project's id and the service's endpoint", async () => {
-  await withDashboard(async (h) => {
-    const browser = await signIn(h.dash);
+  await withSignedIn(async (_h, browser) => {
     const { id, secret } = await created(browser);
     const html = await (await browser.get(`/projects/${id}/settings`))
       .text();
@@ -350,8 +344,7 @@ Deno.test("the settings page gives snippets with the project's id and the servic
 });
 
 Deno.test("the rejections page shows counts, recent rejections and what to do", async () => {
-  await withDashboard(async (h) => {
-    const browser = await signIn(h.dash);
+  await withSignedIn(async (h, browser) => {
     const project = await h.project(["https://app.example.com"]);
     await h.post(randomEntry({ projectId: project.id }), {
       Origin: "https://shop.example.net",
@@ -379,8 +372,7 @@ Deno.test("the rejections page shows counts, recent rejections and what to do", 
 });
 
 Deno.test("dead letters are listed and replayed", async () => {
-  await withDashboard(async (h) => {
-    const browser = await signIn(h.dash);
+  await withSignedIn(async (h, browser) => {
     const empty = textOf(
       await (await browser.get("/dead-letters")).text(),
     );

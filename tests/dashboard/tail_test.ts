@@ -20,6 +20,7 @@ import {
   store,
   submitLogin,
   withDashboard,
+  withSignedIn,
 } from "../_helpers/dashboard.ts";
 
 /** Entry events of a live tail answer, collected as they come. */
@@ -129,8 +130,7 @@ Deno.test("live tail sends each settled entry once, with its id, and resumes aft
 });
 
 Deno.test("live tail holds back an entry until it is settled", async () => {
-  await withDashboard(async (h) => {
-    const browser = await signIn(h.dash);
+  await withSignedIn(async (h, browser) => {
     const project = await h.project();
     const [first] = await store(h, project.id, [{}], 0);
     h.clock.advance(2000);
