@@ -11,7 +11,9 @@ import { createProject } from "../../db/projects.ts";
 import { mergeProject } from "../../db/query/mod.ts";
 import { createId } from "../../domain/ids.ts";
 
-export { withKv } from "./harness.ts";
+import { withKv } from "./harness.ts";
+
+export { withKv };
 
 /** 2026-01-01T00:00:00Z. */
 export const T0 = Date.UTC(2026, 0, 1);
@@ -56,6 +58,13 @@ export async function storeBatch(
 /** Creates a project (the compactor reads its retention). */
 export async function queryProject(kv: Deno.Kv): Promise<string> {
   return (await createProject(kv, { name: "query", now: () => T0 })).id;
+}
+
+/** Runs `fn` with an in-memory KV holding one {@linkcode queryProject}. */
+export async function withQueryProject(
+  fn: (kv: Deno.Kv, projectId: string) => Promise<void>,
+) {
+  await withKv(async (kv) => await fn(kv, await queryProject(kv)));
 }
 
 /** Compacts everything received before `now - 1 h` (and settled). */

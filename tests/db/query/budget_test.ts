@@ -9,11 +9,10 @@ import { parseQuery, queryLogs } from "../../../db/query/mod.ts";
 import type { LogRecord } from "../../../domain/entry.ts";
 import { idTime } from "../../../domain/ids.ts";
 import {
-  queryProject,
   recordAt,
   storeBatch,
   T0,
-  withKv,
+  withQueryProject,
 } from "../../_helpers/query.ts";
 
 async function store(kv: Deno.Kv, projectId: string): Promise<LogRecord[]> {
@@ -38,8 +37,7 @@ async function store(kv: Deno.Kv, projectId: string): Promise<LogRecord[]> {
 
 for (const order of ["newest", "oldest"] as const) {
   Deno.test(`a ${order}-first search that reads everything answers within its budget and its cursors give the exact answer`, async () => {
-    await withKv(async (kv) => {
-      const projectId = await queryProject(kv);
+    await withQueryProject(async (kv, projectId) => {
       const all = await store(kv, projectId);
       const filter = parseQuery("data.odd:*");
       const expected = all.filter((r) => "odd" in r.data).map((r) => r.id);
@@ -82,8 +80,7 @@ for (const order of ["newest", "oldest"] as const) {
 }
 
 Deno.test("a page that runs out of time answers with a cursor named by its position", async () => {
-  await withKv(async (kv) => {
-    const projectId = await queryProject(kv);
+  await withQueryProject(async (kv, projectId) => {
     await store(kv, projectId);
     let t = 0;
     const page = await queryLogs(kv, projectId, {
@@ -97,8 +94,7 @@ Deno.test("a page that runs out of time answers with a cursor named by its posit
 });
 
 Deno.test("a cursor that is neither a record's nor a position's is refused", async () => {
-  await withKv(async (kv) => {
-    const projectId = await queryProject(kv);
+  await withQueryProject(async (kv, projectId) => {
     for (
       const cursor of [
         "abc",

@@ -12,11 +12,10 @@ import { encodeRecordLine } from "../../../db/lines.ts";
 import type { LogRecord } from "../../../domain/entry.ts";
 import { createId } from "../../../domain/ids.ts";
 import {
-  queryProject,
   recordAt,
   storeBatch,
   T0,
-  withKv,
+  withQueryProject,
 } from "../../_helpers/query.ts";
 
 function lines(n: number): string[] {
@@ -48,8 +47,7 @@ Deno.test("a chunk built block by block pauses between blocks and equals the chu
 });
 
 Deno.test("the merger pauses between the blocks of each chunk it builds", async () => {
-  await withKv(async (kv) => {
-    const projectId = await queryProject(kv);
+  await withQueryProject(async (kv, projectId) => {
     const records = Array.from(
       { length: 4000 },
       (_, i) => recordAt(T0 + i * 10, { data: { n: i, text: `entry ${i}` } }),

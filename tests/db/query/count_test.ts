@@ -9,16 +9,14 @@ import { logSummariesPrefix } from "../../../db/keys.ts";
 import { countStoredEntries } from "../../../db/query/mod.ts";
 import {
   compactAt,
-  queryProject,
   recordAt,
   storeBatch,
   T0,
-  withKv,
+  withQueryProject,
 } from "../../_helpers/query.ts";
 
 Deno.test("countStoredEntries is exact when a compaction commits in the middle of it", async () => {
-  await withKv(async (kv) => {
-    const projectId = await queryProject(kv);
+  await withQueryProject(async (kv, projectId) => {
     for (let i = 0; i < 30; i++) {
       await storeBatch(kv, projectId, [recordAt(T0 + i * 60_000)]);
     }

@@ -23,6 +23,7 @@ import {
   storeBatch,
   T0,
   withKv,
+  withQueryProject,
 } from "../../_helpers/query.ts";
 
 const HOUR = 3_600_000;
@@ -97,8 +98,7 @@ async function overlappingStore(kv: Deno.Kv, projectId: string) {
 }
 
 Deno.test("entries of overlapping chunks list in exact time order, every way", async (t) => {
-  await withKv(async (kv) => {
-    const projectId = await queryProject(kv);
+  await withQueryProject(async (kv, projectId) => {
     const all = await overlappingStore(kv, projectId);
     const ids = sortedIds(all);
     const chunks = await count(kv, logChunksPrefix(projectId));
@@ -157,8 +157,7 @@ Deno.test("entries of overlapping chunks list in exact time order, every way", a
 });
 
 Deno.test("a chunk whose summary or Bloom filter rules it out is not read", async () => {
-  await withKv(async (kv) => {
-    const projectId = await queryProject(kv);
+  await withQueryProject(async (kv, projectId) => {
     // Hour 1: info only. Hour 3: some errors, one of them with a rare word.
     const quiet = Array.from(
       { length: 200 },
@@ -217,8 +216,7 @@ Deno.test("a chunk whose summary or Bloom filter rules it out is not read", asyn
 });
 
 Deno.test("in a chunk that may match, only the blocks that may are inflated", async () => {
-  await withKv(async (kv) => {
-    const projectId = await queryProject(kv);
+  await withQueryProject(async (kv, projectId) => {
     const records = Array.from(
       { length: 1500 },
       (_, i) =>
@@ -245,8 +243,7 @@ Deno.test("in a chunk that may match, only the blocks that may are inflated", as
 });
 
 Deno.test("a cursor stays exact while new entries arrive and pages move into chunks", async () => {
-  await withKv(async (kv) => {
-    const projectId = await queryProject(kv);
+  await withQueryProject(async (kv, projectId) => {
     const first = Array.from({ length: 300 }, (_, i) => recordAt(T0 + i * 997));
     await storeBatch(kv, projectId, first);
     const newest = sortedIds(first).reverse();
@@ -348,8 +345,7 @@ Deno.test("a read during which a merge commits is done again, and stays exact", 
 });
 
 Deno.test("two mergers racing on one project store each entry once", async () => {
-  await withKv(async (kv) => {
-    const projectId = await queryProject(kv);
+  await withQueryProject(async (kv, projectId) => {
     const records = Array.from(
       { length: 2000 },
       (_, i) => recordAt(T0 + i * 1500, { data: { blob: noise(i) } }),
@@ -372,8 +368,7 @@ Deno.test("two mergers racing on one project store each entry once", async () =>
 });
 
 Deno.test("getEntry and aroundEntry find entries in chunks and pages", async () => {
-  await withKv(async (kv) => {
-    const projectId = await queryProject(kv);
+  await withQueryProject(async (kv, projectId) => {
     const all = await overlappingStore(kv, projectId);
     const ids = sortedIds(all);
     const byId = new Map(all.map((r) => [r.id, r]));
@@ -397,8 +392,7 @@ Deno.test("getEntry and aroundEntry find entries in chunks and pages", async () 
 });
 
 Deno.test("tailLogs hands out settled entries once each, oldest first", async () => {
-  await withKv(async (kv) => {
-    const projectId = await queryProject(kv);
+  await withQueryProject(async (kv, projectId) => {
     await storeBatch(kv, projectId, [recordAt(T0), recordAt(T0 + 10)]);
     const start = await tailLogs(kv, projectId, { afterId: null, now: T0 + 5 });
     assert.deepEqual(start.records.map((r) => r.receivedAt), []);

@@ -21,12 +21,11 @@ import { idTime, timeBound } from "../../../domain/ids.ts";
 import type { LogRecord } from "../../../domain/entry.ts";
 import { randomEntry, withHarness } from "../../_helpers/harness.ts";
 import {
-  queryProject,
   recordAt,
   sortedIds,
   storeBatch,
   T0,
-  withKv,
+  withQueryProject,
 } from "../../_helpers/query.ts";
 
 const ORIGIN = "https://app.example.com";
@@ -65,8 +64,7 @@ Deno.test("an accepted entry is compressed and searchable once the commit that a
 });
 
 Deno.test("the merger keeps chunks few while a producer never stops, and every entry stays exact", async () => {
-  await withKv(async (kv) => {
-    const projectId = await queryProject(kv);
+  await withQueryProject(async (kv, projectId) => {
     const all: LogRecord[] = [];
     let rewritten = 0;
     let maxOpen = 0;
@@ -104,8 +102,7 @@ Deno.test("the merger keeps chunks few while a producer never stops, and every e
 });
 
 Deno.test("retention ends expired chunks while a producer keeps writing, and nothing else", async () => {
-  await withKv(async (kv) => {
-    const projectId = await queryProject(kv);
+  await withQueryProject(async (kv, projectId) => {
     await setRetention(kv, projectId, 1);
     const all: LogRecord[] = [];
     let now = T0;

@@ -20,6 +20,7 @@ import {
   storeBatch,
   T0,
   withKv,
+  withQueryProject,
 } from "../../_helpers/query.ts";
 
 const HOUR = 3_600_000;
@@ -71,8 +72,7 @@ function bruteForce(
 }
 
 Deno.test("histogram counts are exact over any range, from counters and entries", async (t) => {
-  await withKv(async (kv) => {
-    const projectId = await queryProject(kv);
+  await withQueryProject(async (kv, projectId) => {
     const records = spread();
     await storeAll(kv, projectId, records);
     // Part of the entries moves into chunks: counts must not change.
@@ -151,8 +151,7 @@ Deno.test("histogram counts are exact over any range, from counters and entries"
 });
 
 Deno.test("deleting a project removes its chunks, summaries, Bloom filters and counters", async () => {
-  await withKv(async (kv) => {
-    const projectId = await queryProject(kv);
+  await withQueryProject(async (kv, projectId) => {
     const kept = await queryProject(kv);
     const records = spread();
     await storeAll(kv, projectId, records);

@@ -21,19 +21,17 @@ import {
 } from "../../../db/query/mod.ts";
 import type { LogRecord, QueuedEntry } from "../../../domain/entry.ts";
 import {
-  queryProject,
   recordAt,
   sortedIds,
   T0,
-  withKv,
+  withQueryProject,
 } from "../../_helpers/query.ts";
 
 const HOUR = 3_600_000;
 const encoder = new TextEncoder();
 
 Deno.test("pages of earlier versions become chunks, every entry kept and counted", async () => {
-  await withKv(async (kv) => {
-    const projectId = await queryProject(kv);
+  await withQueryProject(async (kv, projectId) => {
     // 1. A page as an object (the first versions), split in two parts, uncounted.
     const objectPage = [0, 200, 900].map((dt) =>
       recordAt(T0 + dt, { level: "error", data: { big: "x".repeat(200) } })
