@@ -13,12 +13,14 @@ const ROOT = new URL("../..", import.meta.url).pathname;
 export const PROCESS_TIMEOUT_MS = 30_000;
 
 /** A server started by {@linkcode spawnServer}. */
-export interface SpawnedServer {
+export interface SpawnedServer<K extends string = string> {
   child: Deno.ChildProcess;
-  /** The first group of each pattern, in the order given. */
-  urls: string[];
+  /** The first group of each pattern, under the pattern's name. */
+  urls: Record<K, string>;
   /** Ends once the rest of stdout is read. */
   output: Promise<void>;
+  /** Sends `signal` (SIGTERM by default) and waits for the exit. */
+  stop(signal?: Deno.Signal): Promise<void>;
 }
 
 /** The permissions the server runs with. */
@@ -35,11 +37,11 @@ const FLAGS = [
  * permissions) and waits until its stdout matched every one of `patterns`;
  * kills it if that takes longer than {@linkcode PROCESS_TIMEOUT_MS}.
  */
-export async function spawnServer(
+export async function spawnServer<K extends string>(
   env: Record<string, string>,
-  patterns: RegExp[],
+  patterns: Record<K, RegExp>,
   flags: string[] = [],
-): Promise<SpawnedServer> {
+): Promise<SpawnedServer<K>> {
   const child = new Deno.Command(Deno.execPath(), {
     args: ["run", ...FLAGS, ...flags, "main.ts"],
     cwd: ROOT,
@@ -48,18 +50,27 @@ export async function spawnServer(
     stderr: "inherit",
   }).spawn();
   const lines = child.stdout.pipeThrough(textDecoder()).getReader();
-  const listening = async (): Promise<SpawnedServer> => {
+  const listening = async (): Promise<SpawnedServer<K>> => {
     let seen = "";
     for (;;) {
       const { value, done } = await lines.read();
       if (done) throw new Error(`Server exited before listening: ${seen}`);
       seen += value;
-      const urls = patterns.map((pattern) => pattern.exec(seen)?.[1]);
-      if (urls.every((url) => url !== undefined)) {
+      const found = Object.entries<RegExp>(patterns).map((
+        [name, pattern],
+      ) => [name, pattern.exec(seen)?.[1]]);
+      if (found.every(([, url]) => url !== undefined)) {
         const output = (async () => {
           while (!(await lines.read()).done) { /* drain */ }
         })();
-        return { child, urls: urls as string[], output };
+        const urls = Object.fromEntries(found) as Record<K, string>;
+        const server: SpawnedServer<K> = {
+          child,
+          urls,
+          output,
+          stop: (signal) => stopSpawned(server, signal),
+        };
+        return server;
       }
     }
   };
@@ -77,7 +88,7 @@ export async function spawnServer(
 }
 
 /** Sends `signal` and waits for the exit, killing the process past the timeout. */
-export async function stopSpawned(
+async function stopSpawned(
   server: SpawnedServer,
   signal: Deno.Signal = "SIGTERM",
 ): Promise<void> {
@@ -97,4 +108,24 @@ export async function stopSpawned(
   } finally {
     await server.output;
   }
+}
+
+/**
+ * POSTs `entry` as JSON to the endpoint of the server at `url`, from
+ * `origin`; answers the status, the body discarded.
+ */
+export async function postEntry(
+  url: string,
+  entry: Record<string, unknown>,
+  origin: string,
+  signal?: AbortSignal,
+): Promise<number> {
+  const res = await fetch(`${url}/api/v1/logs`, {
+    method: "POST",
+    headers: { "Content-Type": "application/json", Origin: origin },
+    body: JSON.stringify(entry),
+    signal,
+  });
+  await res.body?.cancel();
+  return res.status;
 }

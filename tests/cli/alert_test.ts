@@ -8,30 +8,29 @@ import assert from "node:assert/strict";
 import { getAlertRule, listAlertRules } from "../../db/alerts.ts";
 import { createProject } from "../../db/projects.ts";
 import { cli } from "../_helpers/cli.ts";
-import { fakeClock } from "../_helpers/harness.ts";
+import { fakeClock, withKv } from "../_helpers/harness.ts";
 
 async function withProject(
   body: (kv: Deno.Kv, projectId: string) => Promise<void>,
 ): Promise<void> {
-  const kv = await Deno.openKv(":memory:");
-  try {
-    const project = await createProject(kv, { name: "shop" });
-    await body(kv, project.id);
-  } finally {
-    kv.close();
-  }
+  await withKv(async (kv) =>
+    await body(kv, (await createProject(kv, { name: "shop" })).id)
+  );
+}
+
+/** The arguments of `alert add` for a rule of `query` posting to `webhook`. */
+function addArgs(
+  projectId: string,
+  query: string,
+  webhook = "https://hooks.example.com/a",
+): string[] {
+  return ["alert", "add", projectId, "--query", query, "--webhook", webhook];
 }
 
 Deno.test("alert add stores a rule and prints its secret once", async () => {
   await withProject(async (kv, id) => {
     const added = await cli(kv, [
-      "alert",
-      "add",
-      id,
-      "--query",
-      "level:error",
-      "--webhook",
-      "https://hooks.example.com/a",
+      ...addArgs(id, "level:error"),
       "--threshold",
       "10",
       "--window",
@@ -65,15 +64,7 @@ Deno.test("alert add stores a rule and prints its secret once", async () => {
 
 Deno.test("alert add refuses a private webhook unless ALERT_PRIVATE_TARGETS=allow", async () => {
   await withProject(async (kv, id) => {
-    const args = [
-      "alert",
-      "add",
-      id,
-      "--query",
-      "level:critical",
-      "--webhook",
-      "http://127.0.0.1:9/hook",
-    ];
+    const args = addArgs(id, "level:critical", "http://127.0.0.1:9/hook");
     const refused = await cli(kv, args);
     assert.equal(refused.code, 1);
     assert.match(refused.stderr, /ALERT_PRIVATE_TARGETS=allow/);
@@ -124,16 +115,9 @@ Deno.test("alert add names the value at fault", async (t) => {
 
 Deno.test("alert remove deletes the rule; history of a removed rule is refused", async () => {
   await withProject(async (kv, id) => {
-    const added = await cli(kv, [
-      "alert",
-      "add",
-      id,
-      "--query",
-      "level:critical",
-      "--webhook",
-      "https://hooks.example.com/a",
-      "--json",
-    ], { clock: fakeClock() });
+    const added = await cli(kv, [...addArgs(id, "level:critical"), "--json"], {
+      clock: fakeClock(),
+    });
     const ruleId = JSON.parse(added.stdout).id;
     const history = await cli(kv, ["alert", "history", id, ruleId]);
     assert.equal(history.code, 0);

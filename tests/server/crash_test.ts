@@ -9,20 +9,15 @@ import { listLogs } from "../../db/query/mod.ts";
 import { createProject } from "../../db/projects.ts";
 import { withTimeout } from "../_helpers/harness.ts";
 import {
+  postEntry,
   PROCESS_TIMEOUT_MS,
-  type SpawnedServer,
   spawnServer,
-  stopSpawned,
 } from "../_helpers/server_process.ts";
 
 const ORIGIN = "https://app.example.com";
 
-interface Server extends SpawnedServer {
-  url: string;
-}
-
-async function startServer(kvPath: string): Promise<Server> {
-  const server = await spawnServer(
+function startServer(kvPath: string) {
+  return spawnServer(
     {
       KV_PATH: kvPath,
       PORT: "0",
@@ -30,9 +25,8 @@ async function startServer(kvPath: string): Promise<Server> {
       RATE_LIMIT_RPS: "1000000",
       RATE_LIMIT_BURST: "1000000",
     },
-    [/Listening on (http:\/\/[^/\s]+)/],
+    { ingest: /Listening on (http:\/\/[^/\s]+)/ },
   );
-  return { ...server, url: server.urls[0]! };
 }
 
 Deno.test("entries answered 200 survive a SIGKILL and are stored exactly once after restart", async () => {
@@ -51,17 +45,12 @@ Deno.test("entries answered 200 survive a SIGKILL and are stored exactly once af
       while (next < total) {
         const seq = next++;
         try {
-          const res = await fetch(`${url}/api/v1/logs`, {
-            method: "POST",
-            headers: { "Content-Type": "application/json", Origin: ORIGIN },
-            body: JSON.stringify({
-              level: "info",
-              projectId: project.id,
-              data: { title: "crash test", seq },
-            }),
-          });
-          await res.body?.cancel();
-          if (res.status === 200) accepted.add(seq);
+          const status = await postEntry(url, {
+            level: "info",
+            projectId: project.id,
+            data: { title: "crash test", seq },
+          }, ORIGIN);
+          if (status === 200) accepted.add(seq);
         } catch {
           // Connection cut by the kill: the answer is unknown.
         }
@@ -69,11 +58,11 @@ Deno.test("entries answered 200 survive a SIGKILL and are stored exactly once af
       }
     };
     await withTimeout(
-      Promise.all(Array.from({ length: 64 }, () => send(server.url))),
+      Promise.all(Array.from({ length: 64 }, () => send(server.urls.ingest))),
       PROCESS_TIMEOUT_MS,
       "the load to be answered or cut by the kill",
     );
-    await stopSpawned(server, "SIGKILL");
+    await server.stop("SIGKILL");
     assert.ok(accepted.size >= killAfter - 64, `accepted ${accepted.size}`);
     assert.ok(accepted.size < total, "the kill must interrupt the run");
 
@@ -109,7 +98,7 @@ Deno.test("entries answered 200 survive a SIGKILL and are stored exactly once af
         `all stored ${Date.now() - restartedAt} ms after restart`,
     );
   } finally {
-    await stopSpawned(server, "SIGTERM");
+    await server.stop("SIGTERM");
     kv.close();
     await Deno.remove(dir, { recursive: true });
   }

@@ -23,6 +23,7 @@ import {
   stopServer,
   unmount,
 } from "../_helpers/disk.ts";
+import { postEntry } from "../_helpers/server_process.ts";
 
 const ORIGIN = "https://app.example.com";
 /**
@@ -63,18 +64,16 @@ function load(url: string, projectId: string, concurrency: number) {
       const seq = next++;
       let status = 0;
       try {
-        const res = await fetch(`${url}/api/v1/logs`, {
-          method: "POST",
-          headers: { "Content-Type": "application/json", Origin: ORIGIN },
-          body: JSON.stringify({
+        status = await postEntry(
+          url,
+          {
             level: "info",
             projectId,
             data: { title: "disk test", seq, pad: "x".repeat(300) },
-          }),
-          signal: AbortSignal.timeout(3000),
-        });
-        await res.body?.cancel();
-        status = res.status;
+          },
+          ORIGIN,
+          AbortSignal.timeout(3000),
+        );
       } catch { /* no answer */ }
       answers.push({ seq, status, at: performance.now() });
       if (status !== 200) await delay(5);

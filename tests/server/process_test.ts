@@ -14,30 +14,21 @@ import {
   PROCESS_TIMEOUT_MS,
   type SpawnedServer,
   spawnServer,
-  stopSpawned,
 } from "../_helpers/server_process.ts";
 import { startReceiver } from "../_helpers/webhook_receiver.ts";
 
 const ORIGIN = "https://app.example.com";
 const TOKEN = "metrics-token-of-the-process-test";
 
-interface Server extends SpawnedServer {
-  ingest: string;
-  metrics: string;
-}
-
-async function startServer(
-  env: Record<string, string>,
-): Promise<Server> {
-  const server = await spawnServer(
+function startServer(env: Record<string, string>) {
+  return spawnServer(
     { PORT: "0", HOSTNAME: "127.0.0.1", METRICS_PORT: "0", ...env },
-    [
-      /Listening on (http:\/\/[^/\s]+)/,
-      /Metrics and health on (http:\/\/[^/\s]+)/,
-    ],
+    {
+      ingest: /Listening on (http:\/\/[^/\s]+)/,
+      metrics: /Metrics and health on (http:\/\/[^/\s]+)/,
+    },
     ["--unstable-cron"],
   );
-  return { ...server, ingest: server.urls[0]!, metrics: server.urls[1]! };
 }
 
 /** Polls `check` every 100 ms until it holds, failing after the timeout. */
@@ -57,7 +48,7 @@ Deno.test("the server serves health and metrics on their own port, alerts a webh
   const otlp = startReceiver();
   const webhook = startReceiver();
   const kv = await Deno.openKv(kvPath);
-  let server: Server | undefined;
+  let server: SpawnedServer<"ingest" | "metrics"> | undefined;
   try {
     const project = await createProject(kv, { name: "otel", allow: [ORIGIN] });
     await addAlertRule(kv, {
@@ -75,9 +66,9 @@ Deno.test("the server serves health and metrics on their own port, alerts a webh
       OTEL_EXPORTER_OTLP_PROTOCOL: "http/json",
       OTEL_BSP_SCHEDULE_DELAY: "200",
     });
-    assert.notEqual(server.metrics, server.ingest);
+    assert.notEqual(server.urls.metrics, server.urls.ingest);
 
-    const res = await fetch(`${server.ingest}/api/v1/logs`, {
+    const res = await fetch(`${server.urls.ingest}/api/v1/logs`, {
       method: "POST",
       headers: { "Content-Type": "application/json", Origin: ORIGIN },
       body: JSON.stringify({
@@ -89,7 +80,7 @@ Deno.test("the server serves health and metrics on their own port, alerts a webh
     assert.equal(res.status, 200);
     await res.body?.cancel();
 
-    const health = await fetch(`${server.metrics}/healthz`);
+    const health = await fetch(`${server.urls.metrics}/healthz`);
     assert.equal(health.status, 200);
     assert.deepEqual(await health.json(), {
       status: "ok",
@@ -97,7 +88,7 @@ Deno.test("the server serves health and metrics on their own port, alerts a webh
       consumer: "ok",
     });
     // The ingest port keeps its one endpoint.
-    const elsewhere = await fetch(`${server.ingest}/metrics`);
+    const elsewhere = await fetch(`${server.urls.ingest}/metrics`);
     assert.equal(elsewhere.status, 404);
     await elsewhere.body?.cancel();
 
@@ -107,7 +98,7 @@ Deno.test("the server serves health and metrics on their own port, alerts a webh
     assert.equal(delivery.count, 1);
     assert.equal(delivery.entries[0].data.message, "payment declined");
 
-    const scrape = await fetch(`${server.metrics}/metrics`, {
+    const scrape = await fetch(`${server.urls.metrics}/metrics`, {
       headers: { Authorization: `Bearer ${TOKEN}` },
     });
     assert.equal(scrape.status, 200);
@@ -136,7 +127,7 @@ Deno.test("the server serves health and metrics on their own port, alerts a webh
       ),
     );
   } finally {
-    if (server) await stopSpawned(server);
+    if (server) await server.stop();
     kv.close();
     await otlp.close();
     await webhook.close();
