@@ -11,9 +11,9 @@ import { createDashboard, type DashboardOptions } from "../../dashboard/app.ts";
 import type { DashApp } from "../../dashboard/routes/common.ts";
 import {
   type Harness,
-  harness,
   type HarnessOptions,
   randomEntry,
+  withHarness,
 } from "./harness.ts";
 
 /** The administrator password of the tests. */
@@ -69,9 +69,7 @@ export async function withDashboard(
   fn: (h: DashHarness) => Promise<void>,
   options: DashHarnessOptions = {},
 ): Promise<void> {
-  const h = await harness(options);
-  try {
-    const base = options.dashboard?.base ?? "";
+  await withHarness(async (h) => {
     const dash = createDashboard({
       kv: h.kv,
       password: PASSWORD,
@@ -79,10 +77,8 @@ export async function withDashboard(
       tail: { intervalMs: 5, maxMs: 60_000, heartbeatMs: 60_000 },
       ...options.dashboard,
     });
-    await fn(Object.assign(h, { dash, base }));
-  } finally {
-    await h.close();
-  }
+    await fn(Object.assign(h, { dash, base: options.dashboard?.base ?? "" }));
+  }, options);
 }
 
 /** Runs `fn` with a dashboard harness and a browser signed in to it. */

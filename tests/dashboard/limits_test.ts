@@ -7,7 +7,7 @@
  * @module
  */
 import assert from "node:assert/strict";
-import { createDashboard } from "../../dashboard/app.ts";
+import { createDashboard, type DashboardOptions } from "../../dashboard/app.ts";
 import { mountDashboard } from "../../dashboard/mount.ts";
 import type { Project } from "../../db/projects.ts";
 import { randomEntry, withServed } from "../_helpers/harness.ts";
@@ -36,56 +36,67 @@ async function withMounted(
   });
 }
 
-Deno.test("a Host the dashboard does not serve is refused with 421, loopback names and the public host are served", async () => {
+/** Serves a dashboard with `options` on a harness's KV while `fn` runs with its port. */
+async function withServedDashboard(
+  options: Partial<DashboardOptions>,
+  fn: (port: number) => Promise<void>,
+): Promise<void> {
   await withDashboard(async (h) => {
     const dash = createDashboard({
       kv: h.kv,
       password: PASSWORD,
       now: h.clock.now,
-      publicHosts: ["logs.example.com"],
+      ...options,
     });
     await withServed(
       (req, info) => dash.fetch(req, { remoteAddr: info.remoteAddr }),
-      async (port) => {
-        for (
-          const host of [
-            "evil.example",
-            `evil.example:${port}`,
-            "attacker.localhost.evil.example",
-            "localhost.evil.example",
-            "127.0.0.1.nip.io",
-            "example.com@127.0.0.1",
-            "",
-            "logs.example.com.evil.example",
-          ]
-        ) {
-          const res = await rawGet(port, "/login", host);
-          assert.equal(res.status, 421, `Host: ${host}`);
-          assert.match(res.body, /Misdirected request/);
-          assert.match(res.body, /DASHBOARD_PUBLIC_HOST/);
-          assert.doesNotMatch(
-            res.head,
-            /set-cookie/i,
-            "no sign-in token given",
-          );
-        }
-        for (
-          const host of [
-            `127.0.0.1:${port}`,
-            `localhost:${port}`,
-            "LOCALHOST",
-            `[::1]:${port}`,
-            "logs.example.com",
-            "Logs.Example.COM:443",
-          ]
-        ) {
-          const res = await rawGet(port, "/login", host);
-          assert.equal(res.status, 200, `Host: ${host}`);
-          assert.match(res.body, /id="login-form"/);
-        }
-      },
+      fn,
     );
   });
+}
+
+Deno.test("a Host the dashboard does not serve is refused with 421, loopback names and the public host are served", async () => {
+  await withServedDashboard(
+    { publicHosts: ["logs.example.com"] },
+    async (port) => {
+      for (
+        const host of [
+          "evil.example",
+          `evil.example:${port}`,
+          "attacker.localhost.evil.example",
+          "localhost.evil.example",
+          "127.0.0.1.nip.io",
+          "example.com@127.0.0.1",
+          "",
+          "logs.example.com.evil.example",
+        ]
+      ) {
+        const res = await rawGet(port, "/login", host);
+        assert.equal(res.status, 421, `Host: ${host}`);
+        assert.match(res.body, /Misdirected request/);
+        assert.match(res.body, /DASHBOARD_PUBLIC_HOST/);
+        assert.doesNotMatch(
+          res.head,
+          /set-cookie/i,
+          "no sign-in token given",
+        );
+      }
+      for (
+        const host of [
+          `127.0.0.1:${port}`,
+          `localhost:${port}`,
+          "LOCALHOST",
+          `[::1]:${port}`,
+          "logs.example.com",
+          "Logs.Example.COM:443",
+        ]
+      ) {
+        const res = await rawGet(port, "/login", host);
+        assert.equal(res.status, 200, `Host: ${host}`);
+        assert.match(res.body, /id="login-form"/);
+      }
+    },
+  );
 });
 
 Deno.test("the mounted dashboard refuses a foreign Host with 421 while the endpoint beside it accepts entries from any Host", async () => {
@@ -186,49 +197,38 @@ Deno.test("a 200 MB chunked body to every form is refused with 413 past the form
 });
 
 Deno.test("a form declaring a length past the limit is refused unread, and one within it is read", async () => {
-  await withDashboard(async (h) => {
-    const dash = createDashboard({
-      kv: h.kv,
-      password: PASSWORD,
-      now: h.clock.now,
-      formLimitBytes: 2048,
+  await withServedDashboard({ formLimitBytes: 2048 }, async (port) => {
+    // 200 MB declared, none sent: the answer cannot wait for the body.
+    const conn = await Deno.connect({ hostname: "127.0.0.1", port });
+    try {
+      await conn.write(
+        new TextEncoder().encode(
+          `POST /login HTTP/1.1\r\nHost: 127.0.0.1:${port}\r\nContent-Type: application/x-www-form-urlencoded\r\nContent-Length: 209715200\r\n\r\npassword=`,
+        ),
+      );
+      const buffer = new Uint8Array(65536);
+      const n = await conn.read(buffer);
+      assert.match(
+        new TextDecoder().decode(buffer.subarray(0, n ?? 0)),
+        /^HTTP\/1\.1 413 /,
+      );
+    } finally {
+      conn.close();
+    }
+    const big = await fetch(`http://127.0.0.1:${port}/login`, {
+      method: "POST",
+      headers: { "Content-Type": "application/x-www-form-urlencoded" },
+      body: "password=" + "a".repeat(4000),
     });
-    await withServed(
-      (req, info) => dash.fetch(req, { remoteAddr: info.remoteAddr }),
-      async (port) => {
-        // 200 MB declared, none sent: the answer cannot wait for the body.
-        const conn = await Deno.connect({ hostname: "127.0.0.1", port });
-        try {
-          await conn.write(
-            new TextEncoder().encode(
-              `POST /login HTTP/1.1\r\nHost: 127.0.0.1:${port}\r\nContent-Type: application/x-www-form-urlencoded\r\nContent-Length: 209715200\r\n\r\npassword=`,
-            ),
-          );
-          const buffer = new Uint8Array(65536);
-          const n = await conn.read(buffer);
-          assert.match(
-            new TextDecoder().decode(buffer.subarray(0, n ?? 0)),
-            /^HTTP\/1\.1 413 /,
-          );
-        } finally {
-          conn.close();
-        }
-        const big = await fetch(`http://127.0.0.1:${port}/login`, {
-          method: "POST",
-          headers: { "Content-Type": "application/x-www-form-urlencoded" },
-          body: "password=" + "a".repeat(4000),
-        });
-        assert.equal(big.status, 413);
-        assert.match(await big.text(), /more than 2048 bytes/);
-        const small = await fetch(`http://127.0.0.1:${port}/login`, {
-          method: "POST",
-          headers: { "Content-Type": "application/x-www-form-urlencoded" },
-          body: "password=" + "a".repeat(1000),
-        });
-        assert.equal(small.status, 403, "read, then refused for its token");
-        await small.body?.cancel();
-      },
-    );
+    assert.equal(big.status, 413);
+    assert.match(await big.text(), /more than 2048 bytes/);
+    const small = await fetch(`http://127.0.0.1:${port}/login`, {
+      method: "POST",
+      headers: { "Content-Type": "application/x-www-form-urlencoded" },
+      body: "password=" + "a".repeat(1000),
+    });
+    assert.equal(small.status, 403, "read, then refused for its token");
+    await small.body?.cancel();
   });
 });
 

@@ -2,7 +2,9 @@ import assert from "node:assert/strict";
 import { GroupCommitter, OverloadedError } from "../../queue/producer.ts";
 import {
   EVENT_TIMEOUT_MS,
+  type Harness,
   harness,
+  type HarnessOptions,
   pendingBatches,
   randomEntry,
   withTimeout,
@@ -38,11 +40,32 @@ function faultyKv(real: Deno.Kv) {
   return { kv, state };
 }
 
-Deno.test("a failing KV commit answers 503 unavailable, and service resumes when KV recovers", async () => {
+/**
+ * Runs `fn` with a harness on a {@linkcode faultyKv} view of an in-memory
+ * KV; afterwards releases any held commit and closes both.
+ */
+async function withFaultyHarness(
+  fn: (
+    h: Harness,
+    state: ReturnType<typeof faultyKv>["state"],
+    real: Deno.Kv,
+  ) => Promise<void>,
+  options: HarnessOptions = {},
+): Promise<void> {
   const real = await Deno.openKv(":memory:");
   const { kv, state } = faultyKv(real);
-  const h = await harness({ kv });
+  const h = await harness({ ...options, kv });
   try {
+    await fn(h, state, real);
+  } finally {
+    state.release();
+    await h.close();
+    real.close();
+  }
+}
+
+Deno.test("a failing KV commit answers 503 unavailable, and service resumes when KV recovers", async () => {
+  await withFaultyHarness(async (h, state) => {
     const project = await h.project();
     state.mode = "fail";
     const res = await h.post(randomEntry({ projectId: project.id }), {
@@ -63,17 +86,11 @@ Deno.test("a failing KV commit answers 503 unavailable, and service resumes when
     await h.process();
     // Only the entry answered 200 is stored.
     assert.equal((await h.logs(project.id)).length, 1);
-  } finally {
-    await h.close();
-    real.close();
-  }
+  });
 });
 
 Deno.test("past the backlog bound new requests answer 503 at once", async () => {
-  const real = await Deno.openKv(":memory:");
-  const { kv, state } = faultyKv(real);
-  const h = await harness({ kv, config: { maxPendingRequests: 5 } });
-  try {
+  await withFaultyHarness(async (h, state) => {
     state.mode = "hold";
     // One request's commit is in flight and held; five more wait for the next.
     const waiting = Array.from({ length: 6 }, () => h.post(randomEntry()));
@@ -91,18 +108,11 @@ Deno.test("past the backlog bound new requests answer 503 at once", async () => 
     );
     assert.deepEqual(statuses, [200, 200, 200, 200, 200, 200]);
     assert.equal((await h.post(randomEntry())).status, 200);
-  } finally {
-    state.release();
-    await h.close();
-    real.close();
-  }
+  }, { config: { maxPendingRequests: 5 } });
 });
 
 Deno.test("requests that arrive during a commit share the next one", async () => {
-  const real = await Deno.openKv(":memory:");
-  const { kv, state } = faultyKv(real);
-  const h = await harness({ kv });
-  try {
+  await withFaultyHarness(async (h, state, real) => {
     state.mode = "hold";
     const first = h.post(randomEntry());
     await new Promise((go) => setTimeout(go, 0));
@@ -120,11 +130,7 @@ Deno.test("requests that arrive during a commit share the next one", async () =>
     const entries = batches.reduce((n, b) => n + b.header.count, 0);
     assert.equal(entries, 101);
     assert.equal(batches.length, 2);
-  } finally {
-    state.release();
-    await h.close();
-    real.close();
-  }
+  });
 });
 
 Deno.test("the backlog is bounded by size as well as by count", async () => {
@@ -166,18 +172,12 @@ Deno.test("the backlog is bounded by size as well as by count", async () => {
 });
 
 Deno.test("a request is answered 503 even when building the commit throws", async () => {
-  const real = await Deno.openKv(":memory:");
-  const { kv, state } = faultyKv(real);
-  const h = await harness({ kv });
-  try {
+  await withFaultyHarness(async (h, state) => {
     state.mode = "throw";
     const res = await h.post(randomEntry());
     assert.equal(res.status, 503);
     assert.equal((await res.json()).error.code, "unavailable");
     state.mode = "ok";
     assert.equal((await h.post(randomEntry())).status, 200);
-  } finally {
-    await h.close();
-    real.close();
-  }
+  });
 });
