@@ -83,39 +83,54 @@ async function withServer(
   }
 }
 
+/**
+ * Writes the test program, importing the client from `module`, to a
+ * temporary file `name`, runs `fn` with its path, then removes it.
+ */
+async function withProgram(
+  name: string,
+  module: URL,
+  fn: (file: string) => Promise<void>,
+): Promise<void> {
+  const dir = await Deno.makeTempDir();
+  try {
+    const file = `${dir}/${name}`;
+    await Deno.writeTextFile(file, program(module.href));
+    await fn(file);
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+}
+
 Deno.test("Deno: uncaught errors and rejections are delivered before exit; a program that ends waits for its entries", async () => {
   await withServer(async (server, projectId, secret) => {
-    const dir = await Deno.makeTempDir();
-    try {
-      const file = `${dir}/program.ts`;
-      await Deno.writeTextFile(
-        file,
-        program(new URL("../../client/mod.ts", import.meta.url).href),
-      );
-      const runs = await runAll(
-        (mode) =>
-          new Deno.Command(Deno.execPath(), {
-            args: [
-              "run",
-              "--allow-net=127.0.0.1",
-              "--no-config",
-              file,
-              server.endpoint,
-              projectId,
-              secret,
-              mode,
-            ],
-            stdout: "null",
-            stderr: "piped",
-          }),
-      );
-      checkRuns(runs, await server.stored(projectId, 11), [
-        "error",
-        "unhandledrejection",
-      ]);
-    } finally {
-      await Deno.remove(dir, { recursive: true });
-    }
+    await withProgram(
+      "program.ts",
+      new URL("../../client/mod.ts", import.meta.url),
+      async (file) => {
+        const runs = await runAll(
+          (mode) =>
+            new Deno.Command(Deno.execPath(), {
+              args: [
+                "run",
+                "--allow-net=127.0.0.1",
+                "--no-config",
+                file,
+                server.endpoint,
+                projectId,
+                secret,
+                mode,
+              ],
+              stdout: "null",
+              stderr: "piped",
+            }),
+        );
+        checkRuns(runs, await server.stored(projectId, 11), [
+          "error",
+          "unhandledrejection",
+        ]);
+      },
+    );
   });
 });
 
@@ -131,27 +146,23 @@ Deno.test("Node: the same with the ESM build", async (t) => {
     return;
   }
   await withServer(async (server, projectId, secret) => {
-    const dir = await Deno.makeTempDir();
-    try {
-      const file = `${dir}/program.mjs`;
-      await Deno.writeTextFile(
-        file,
-        program(new URL("../../client/dist/logger.js", import.meta.url).href),
-      );
-      const runs = await runAll(
-        (mode) =>
-          new Deno.Command(node, {
-            args: [file, server.endpoint, projectId, secret, mode],
-            stdout: "null",
-            stderr: "piped",
-          }),
-      );
-      checkRuns(runs, await server.stored(projectId, 11), [
-        "uncaughtException",
-        "unhandledRejection",
-      ]);
-    } finally {
-      await Deno.remove(dir, { recursive: true });
-    }
+    await withProgram(
+      "program.mjs",
+      new URL("../../client/dist/logger.js", import.meta.url),
+      async (file) => {
+        const runs = await runAll(
+          (mode) =>
+            new Deno.Command(node, {
+              args: [file, server.endpoint, projectId, secret, mode],
+              stdout: "null",
+              stderr: "piped",
+            }),
+        );
+        checkRuns(runs, await server.stored(projectId, 11), [
+          "uncaughtException",
+          "unhandledRejection",
+        ]);
+      },
+    );
   });
 });

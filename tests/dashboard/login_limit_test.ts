@@ -9,10 +9,20 @@ import assert from "node:assert/strict";
 import { addressBucket, LoginLimiter } from "../../dashboard/security.ts";
 import { fakeClock } from "../_helpers/harness.ts";
 import { submitAs } from "../_helpers/dashboard_accounts.ts";
+import type { DashApp } from "../../dashboard/routes/common.ts";
 import { PASSWORD, textOf, withDashboard } from "../_helpers/dashboard.ts";
 
-function peer(hostname: string) {
-  return { remoteAddr: { transport: "tcp" as const, hostname, port: 40000 } };
+/** Submits the administrator's sign-in with `password` from `hostname`. */
+function signInFrom(
+  app: DashApp,
+  password: string,
+  hostname: string,
+  headers: Record<string, string> = {},
+): Promise<Response> {
+  const peer = {
+    remoteAddr: { transport: "tcp" as const, hostname, port: 40000 },
+  };
+  return submitAs(app, "admin", password, peer, headers);
 }
 
 Deno.test("an address counts as its IPv6 /64, or as itself for IPv4", () => {
@@ -35,23 +45,17 @@ Deno.test("60 wrong passwords from 60 addresses of one IPv6 /64 are refused afte
   await withDashboard(async (h) => {
     const statuses: number[] = [];
     for (let i = 1; i <= 60; i++) {
-      const res = await submitAs(
+      const res = await signInFrom(
         h.dash,
-        "admin",
         `guess ${i}`,
-        peer(`2001:db8:77:1:${i.toString(16)}::${i.toString(16)}`),
+        `2001:db8:77:1:${i.toString(16)}::${i.toString(16)}`,
       );
       statuses.push(res.status);
       await res.body?.cancel();
     }
     assert.deepEqual(statuses.slice(0, 5), [401, 401, 401, 401, 401]);
     assert.ok(statuses.slice(5).every((s) => s === 429), String(statuses));
-    const neighbour = await submitAs(
-      h.dash,
-      "admin",
-      PASSWORD,
-      peer("2001:db8:77:2::1"),
-    );
+    const neighbour = await signInFrom(h.dash, PASSWORD, "2001:db8:77:2::1");
     assert.equal(neighbour.status, 303, "the next /64 is counted apart");
   });
 });
@@ -60,12 +64,7 @@ Deno.test("IPv4 addresses are counted one by one, and all addresses together hav
   await withDashboard(async (h) => {
     const statuses: number[] = [];
     for (let i = 1; i <= 70; i++) {
-      const res = await submitAs(
-        h.dash,
-        "admin",
-        `guess ${i}`,
-        peer(`198.51.100.${i}`),
-      );
+      const res = await signInFrom(h.dash, `guess ${i}`, `198.51.100.${i}`);
       statuses.push(res.status);
       if (i === 70) {
         assert.match(textOf(await res.text()), /Too many attempts/);
@@ -74,12 +73,7 @@ Deno.test("IPv4 addresses are counted one by one, and all addresses together hav
     assert.ok(statuses.slice(0, 60).every((s) => s === 401), String(statuses));
     assert.ok(statuses.slice(60).every((s) => s === 429), String(statuses));
     h.clock.advance(10_000);
-    const later = await submitAs(
-      h.dash,
-      "admin",
-      PASSWORD,
-      peer("203.0.113.9"),
-    );
+    const later = await signInFrom(h.dash, PASSWORD, "203.0.113.9");
     assert.equal(later.status, 303, "the ceiling refills");
   });
 });
@@ -88,13 +82,9 @@ Deno.test("X-Forwarded-For from a trusted proxy is counted per /64 too", async (
   await withDashboard(async (h) => {
     const statuses: number[] = [];
     for (let i = 1; i <= 8; i++) {
-      const res = await submitAs(
-        h.dash,
-        "admin",
-        `guess ${i}`,
-        peer("10.0.0.1"),
-        { "x-forwarded-for": `2001:db8:5:5::${i}` },
-      );
+      const res = await signInFrom(h.dash, `guess ${i}`, "10.0.0.1", {
+        "x-forwarded-for": `2001:db8:5:5::${i}`,
+      });
       statuses.push(res.status);
       await res.body?.cancel();
     }
