@@ -8,14 +8,7 @@
 import assert from "node:assert/strict";
 import { listAlertRules } from "../../db/alerts.ts";
 import { createAlertLoop } from "../../alerts/mod.ts";
-import {
-  post,
-  signIn,
-  store,
-  textOf,
-  withDashboard,
-  withSignedIn,
-} from "../_helpers/dashboard.ts";
+import { post, store, textOf, withSignedIn } from "../_helpers/dashboard.ts";
 import { startReceiver } from "../_helpers/webhook_receiver.ts";
 
 Deno.test("adding an alert rule on the dashboard stores it and shows its secret once", async () => {
@@ -94,8 +87,7 @@ Deno.test("an alert form without its token is refused with 403", async () => {
 Deno.test("the alerts page shows a rule's deliveries, and removing the rule deletes it", async () => {
   const receiver = startReceiver();
   try {
-    await withDashboard(async (h) => {
-      const browser = await signIn(h.dash);
+    await withSignedIn(async (h, browser) => {
       const project = await h.project(["https://app.example.com"]);
       const path = `/projects/${project.id}/alerts`;
       const added = await browser.post(`${path}/add`, {

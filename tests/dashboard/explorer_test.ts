@@ -39,8 +39,7 @@ Deno.test("the explorer lists entries newest first with a histogram and the live
 
 Deno.test("a word query's histogram past the page's time budget shows its older bars uncounted", async () => {
   for (const [budgetMs, uncounted] of [[0, true], [60_000, false]] as const) {
-    await withDashboard(async (h) => {
-      const browser = await signIn(h.dash);
+    await withSignedIn(async (h, browser) => {
       const project = await h.project();
       // Three hours apart, the newer one in the newest bar.
       const declined = { data: { title: "Card declined" } };
