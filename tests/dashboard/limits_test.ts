@@ -7,7 +7,7 @@
  * @module
  */
 import assert from "node:assert/strict";
-import { createDashboard, type DashboardOptions } from "../../dashboard/app.ts";
+import type { DashboardOptions } from "../../dashboard/app.ts";
 import { mountDashboard } from "../../dashboard/mount.ts";
 import type { Project } from "../../db/projects.ts";
 import { randomEntry, withServed } from "../_helpers/harness.ts";
@@ -42,17 +42,11 @@ async function withServedDashboard(
   fn: (port: number) => Promise<void>,
 ): Promise<void> {
   await withDashboard(async (h) => {
-    const dash = createDashboard({
-      kv: h.kv,
-      password: PASSWORD,
-      now: h.clock.now,
-      ...options,
-    });
     await withServed(
-      (req, info) => dash.fetch(req, { remoteAddr: info.remoteAddr }),
+      (req, info) => h.dash.fetch(req, { remoteAddr: info.remoteAddr }),
       fn,
     );
-  });
+  }, { dashboard: options });
 }
 
 Deno.test("a Host the dashboard does not serve is refused with 421, loopback names and the public host are served", async () => {
