@@ -14,6 +14,7 @@ import {
   type Harness,
   randomEntry,
   signEntry,
+  withHarness,
   withTimeout,
 } from "./harness.ts";
 
@@ -161,4 +162,14 @@ export async function storeThreeKinds(h: Harness) {
   await h.post(body, { timestamp, signature });
   await h.process();
   return project;
+}
+
+/** Runs `fn` on a harness holding a project of {@linkcode storeThreeKinds}. */
+export async function withThreeKinds(
+  fn: (
+    h: Harness,
+    project: Awaited<ReturnType<typeof storeThreeKinds>>,
+  ) => Promise<void>,
+): Promise<void> {
+  await withHarness(async (h) => await fn(h, await storeThreeKinds(h)));
 }

@@ -13,13 +13,12 @@ import {
   create,
   follow,
   jsonLines,
-  storeThreeKinds,
   withKv,
+  withThreeKinds,
 } from "../_helpers/cli.ts";
 
 Deno.test("logs --json prints one object per entry with its id, level, members, receipt time and authentication", async () => {
-  await withHarness(async (h) => {
-    const project = await storeThreeKinds(h);
+  await withThreeKinds(async (h, project) => {
     const lines = jsonLines(
       await cli(h.kv, ["logs", project.projectId, "--json"], {
         clock: h.clock,
@@ -113,8 +112,7 @@ Deno.test("logs --since and --until take durations back from now and ISO times",
 });
 
 Deno.test("logs filters by level, minimum level, text and field values", async (t) => {
-  await withHarness(async (h) => {
-    const project = await storeThreeKinds(h);
+  await withThreeKinds(async (h, project) => {
     const titles = async (...args: string[]) =>
       jsonLines(await cli(h.kv, ["logs", project.projectId, "--json", ...args]))
         .map((l) => (l.data as { title: string }).title);
@@ -165,8 +163,7 @@ Deno.test("logs filters by level, minimum level, text and field values", async (
 });
 
 Deno.test("logs prints aligned columns for humans, levels coloured only on a terminal without NO_COLOR", async (t) => {
-  await withHarness(async (h) => {
-    const project = await storeThreeKinds(h);
+  await withThreeKinds(async (h, project) => {
     await t.step("plain when not a terminal", async () => {
       const run = await cli(h.kv, ["logs", project.projectId]);
       assert.equal(run.code, 0, run.stderr);

@@ -9,11 +9,10 @@ import assert from "node:assert/strict";
 import { rejectionKey } from "../../db/keys.ts";
 import type { Rejection } from "../../db/stats.ts";
 import { randomEntry, withHarness } from "../_helpers/harness.ts";
-import { cli, create, json, storeThreeKinds, withKv } from "../_helpers/cli.ts";
+import { cli, create, json, withKv, withThreeKinds } from "../_helpers/cli.ts";
 
 Deno.test("stats --json counts accepted and rejected entries and lists recent rejections newest first", async () => {
-  await withHarness(async (h) => {
-    const project = await storeThreeKinds(h);
+  await withThreeKinds(async (h, project) => {
     const { projectId } = project;
     h.clock.advance(1000);
     await h.post(randomEntry({ projectId }), {
