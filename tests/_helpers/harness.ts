@@ -4,6 +4,7 @@
  *
  * @module
  */
+import assert from "node:assert/strict";
 import { createApp } from "../../app.ts";
 import { type Config, loadConfig } from "../../config.ts";
 import { listLogs } from "../../db/query/mod.ts";
@@ -351,6 +352,19 @@ export interface Stats {
 export async function stats(kv: Deno.Kv, projectId: string): Promise<Stats> {
   const { accepted, rejected } = await readStats(kv, projectId);
   return { accepted, rejected };
+}
+
+/**
+ * Asserts that the project stored no entry and counted none accepted, only
+ * the `rejected` ones by reason.
+ */
+export async function assertOnlyRejected(
+  h: Harness,
+  projectId: string,
+  rejected: Stats["rejected"],
+): Promise<void> {
+  assert.deepEqual(await h.logs(projectId), []);
+  assert.deepEqual(await stats(h.kv, projectId), { accepted: 0, rejected });
 }
 
 /** Reads the global counters of rejections for projects that do not exist. */
