@@ -354,6 +354,16 @@ export async function stats(kv: Deno.Kv, projectId: string): Promise<Stats> {
   return { accepted, rejected };
 }
 
+/** Asserts a project's counters: `accepted` entries, `rejected` by reason. */
+export async function assertCounts(
+  h: Harness,
+  projectId: string,
+  accepted: number,
+  rejected: Stats["rejected"],
+): Promise<void> {
+  assert.deepEqual(await stats(h.kv, projectId), { accepted, rejected });
+}
+
 /**
  * Asserts that the project stored no entry and counted none accepted, only
  * the `rejected` ones by reason.
@@ -364,7 +374,7 @@ export async function assertOnlyRejected(
   rejected: Stats["rejected"],
 ): Promise<void> {
   assert.deepEqual(await h.logs(projectId), []);
-  assert.deepEqual(await stats(h.kv, projectId), { accepted: 0, rejected });
+  await assertCounts(h, projectId, 0, rejected);
 }
 
 /** Reads the global counters of rejections for projects that do not exist. */

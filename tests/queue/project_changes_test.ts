@@ -30,13 +30,13 @@ import {
 } from "../../db/projects.ts";
 import { Consumer } from "../../queue/consumer.ts";
 import {
+  assertCounts,
   globalRejected,
   type Harness,
   pendingBatches,
   postQueued,
   randomEntry,
   signEntry,
-  stats,
   withHarness,
 } from "../_helpers/harness.ts";
 import { holdCommits, within } from "../_helpers/hold.ts";
@@ -103,10 +103,7 @@ Deno.test("an allowed origin applies to the next entry while the project record 
       h.clock.advance(delay);
       await send(NEW_ORIGIN);
     }
-    assert.deepEqual(await stats(h.kv, project.id), {
-      accepted: 4,
-      rejected: { bad_origin: 1 },
-    });
+    await assertCounts(h, project.id, 4, { bad_origin: 1 });
     const logs = await h.logs(project.id);
     assert.deepEqual(logs.map((l) => l.origin), Array(4).fill(NEW_ORIGIN));
   });
@@ -135,10 +132,7 @@ Deno.test("an entry signed with the new secret right after rotate-secret is stor
           signEntry(rotated.secret, body, h.clock.now()),
         );
         await h.process();
-        assert.deepEqual(await stats(h.kv, project.id), {
-          accepted: 2,
-          rejected: {},
-        });
+        await assertCounts(h, project.id, 2, {});
         const logs = await h.logs(project.id);
         assert.deepEqual(logs.map((l) => l.auth), ["signature", "signature"]);
       });
@@ -166,10 +160,7 @@ Deno.test("a removed origin and an added level apply to the next entry while the
       { Origin: NEW_ORIGIN },
     );
     await h.process();
-    assert.deepEqual(await stats(h.kv, project.id), {
-      accepted: 2,
-      rejected: { bad_origin: 1 },
-    });
+    await assertCounts(h, project.id, 2, { bad_origin: 1 });
     const logs = await h.logs(project.id);
     assert.deepEqual(logs.map((l) => [l.level, l.origin]), [
       ["info", ORIGIN],
@@ -340,7 +331,7 @@ Deno.test("a batch spanning more projects than one commit can check stores each 
     second.release();
     assert.equal(await within(first), "processed");
     for (const id of ids.slice(0, -1)) {
-      assert.deepEqual(await stats(h.kv, id), { accepted: 1, rejected: {} });
+      await assertCounts(h, id, 1, {});
       assert.equal((await h.logs(id)).length, 1);
     }
     assert.deepEqual(await keysUnder(h.kv, ids.at(-1)!), []);
@@ -369,7 +360,7 @@ Deno.test("a batch committed in rounds and interrupted is taken up where it stop
     second.release();
     assert.equal(await within(interrupted), "conflict");
     for (const id of ids) {
-      assert.deepEqual(await stats(h.kv, id), { accepted: 1, rejected: {} });
+      await assertCounts(h, id, 1, {});
     }
     assert.deepEqual(await pendingBatches(h.kv), []);
   });
