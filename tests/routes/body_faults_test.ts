@@ -15,6 +15,7 @@ import {
   harness,
   postBody,
   randomEntry,
+  withHarness,
 } from "../_helpers/harness.ts";
 import { within } from "../_helpers/timeout.ts";
 
@@ -60,15 +61,14 @@ function stalledBody(first: Uint8Array) {
 // Bodies cut short
 
 Deno.test("a body cut short by the client answers 400 incomplete_body and logs nothing", async (t) => {
-  const h = await harness();
-  const lines: string[] = [];
-  const guard = new BodyGuard({
-    budgetBytes: 1 << 20,
-    timeoutMs: 10_000,
-    now: h.clock.now,
-  });
-  const app = guardedApp(h, guard, lines);
-  try {
+  await withHarness(async (h) => {
+    const lines: string[] = [];
+    const guard = new BodyGuard({
+      budgetBytes: 1 << 20,
+      timeoutMs: 10_000,
+      now: h.clock.now,
+    });
+    const app = guardedApp(h, guard, lines);
     for (const length of ["100", null]) {
       await t.step(`Content-Length ${length}`, async () => {
         const body = stalledBody(encoder.encode('{"level":"info"'));
@@ -86,9 +86,7 @@ Deno.test("a body cut short by the client answers 400 incomplete_body and logs n
       });
     }
     assert.deepEqual(lines, []);
-  } finally {
-    await h.close();
-  }
+  });
 });
 
 /** Sends `text` on a raw TCP connection and reads the answer until EOF. */
@@ -145,11 +143,10 @@ const REQUEST_HEAD = "POST /api/v1/logs HTTP/1.1\r\nHost: localhost\r\n" +
   "Content-Type: application/json\r\nOrigin: " + ORIGIN + "\r\n";
 
 Deno.test("over a real socket, a half-closed short body answers 400 incomplete_body, never 503", async (t) => {
-  const h = await harness();
-  const lines: string[] = [];
-  const guard = new BodyGuard({ budgetBytes: 1 << 20, timeoutMs: 10_000 });
-  const app = guardedApp(h, guard, lines);
-  try {
+  await withHarness(async (h) => {
+    const lines: string[] = [];
+    const guard = new BodyGuard({ budgetBytes: 1 << 20, timeoutMs: 10_000 });
+    const app = guardedApp(h, guard, lines);
     await serving(app, async (port) => {
       const cases = {
         "Content-Length larger than what arrives": REQUEST_HEAD +
@@ -174,9 +171,7 @@ Deno.test("over a real socket, a half-closed short body answers 400 incomplete_b
       }
     });
     assert.deepEqual(lines, []);
-  } finally {
-    await h.close();
-  }
+  });
 });
 
 // ---------------------------------------------------------------------------
@@ -184,14 +179,13 @@ Deno.test("over a real socket, a half-closed short body answers 400 incomplete_b
 
 Deno.test("a body that stalls answers 408 request_timeout once its deadline passes", async () => {
   const clock = fakeClock();
-  const h = await harness({ clock });
-  const guard = new BodyGuard({
-    budgetBytes: 1 << 20,
-    timeoutMs: 10_000,
-    now: clock.now,
-  });
-  const app = guardedApp(h, guard);
-  try {
+  await withHarness(async (h) => {
+    const guard = new BodyGuard({
+      budgetBytes: 1 << 20,
+      timeoutMs: 10_000,
+      now: clock.now,
+    });
+    const app = guardedApp(h, guard);
     const body = stalledBody(encoder.encode('{"level":"info"'));
     let settled = false;
     const answer = postBody(app, body.stream, { "Content-Length": "1000" })
@@ -215,21 +209,18 @@ Deno.test("a body that stalls answers 408 request_timeout once its deadline pass
     body.fail();
     await new Promise((r) => setTimeout(r, 0));
     assert.equal(guard.reservedBytes, 0);
-  } finally {
-    await h.close();
-  }
+  }, { clock });
 });
 
 Deno.test("past the body budget a request answers 503 with Retry-After before its body is read", async () => {
   const clock = fakeClock();
-  const h = await harness({ clock });
-  const guard = new BodyGuard({
-    budgetBytes: 2 * READ_COST,
-    timeoutMs: 10_000,
-    now: clock.now,
-  });
-  const app = guardedApp(h, guard);
-  try {
+  await withHarness(async (h) => {
+    const guard = new BodyGuard({
+      budgetBytes: 2 * READ_COST,
+      timeoutMs: 10_000,
+      now: clock.now,
+    });
+    const app = guardedApp(h, guard);
     // A body being read reserves its size, and at least what the runtime's
     // read holds meanwhile.
     const first = stalledBody(encoder.encode("{"));
@@ -279,9 +270,7 @@ Deno.test("past the body budget a request answers 503 with Retry-After before it
     assert.equal((await held).status, 400);
     assert.equal((await heldToo).status, 400);
     assert.equal(guard.reservedBytes, 0);
-  } finally {
-    await h.close();
-  }
+  }, { clock });
 });
 
 Deno.test("a single body larger than the whole budget is still read when nothing else is", () => {
