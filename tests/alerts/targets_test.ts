@@ -16,7 +16,7 @@ import {
   WebhookTargetError,
 } from "../../alerts/targets.ts";
 import { createAlertLoop } from "../../alerts/mod.ts";
-import { harness, randomEntry } from "../_helpers.ts";
+import { randomEntry, withHarness } from "../_helpers/harness.ts";
 
 Deno.test("isPrivateAddress knows the refused ranges", async (t) => {
   const cases: [string, boolean | null][] = [
@@ -97,8 +97,7 @@ Deno.test("a webhook on a private or loopback host is refused without ALERT_PRIV
 });
 
 Deno.test("adding a rule with a private webhook stores nothing", async () => {
-  const h = await harness();
-  try {
+  await withHarness(async (h) => {
     const project = await h.project();
     await assert.rejects(
       addAlertRule(h.kv, {
@@ -109,9 +108,7 @@ Deno.test("adding a rule with a private webhook stores nothing", async () => {
       /ALERT_PRIVATE_TARGETS=allow/,
     );
     assert.deepEqual(await listAlertRules(h.kv, project.id), []);
-  } finally {
-    await h.close();
-  }
+  });
 });
 
 Deno.test("a host name resolving to a private address is refused at delivery", async (t) => {
@@ -148,8 +145,7 @@ Deno.test("a host name resolving to a private address is refused at delivery", a
   await t.step(
     "the delivery is not sent and its failure is recorded",
     async () => {
-      const h = await harness();
-      try {
+      await withHarness(async (h) => {
         const project = await h.project(["https://app.example.com"]);
         const rule = await addAlertRule(h.kv, {
           projectId: project.id,
@@ -178,9 +174,7 @@ Deno.test("a host name resolving to a private address is refused at delivery", a
         assert.equal(fetched, 0);
         const [attempt] = await readAlertHistory(h.kv, project.id, rule.id);
         assert.match(attempt!.error!, /resolves to 10\.0\.0\.5/);
-      } finally {
-        await h.close();
-      }
+      });
     },
   );
 });

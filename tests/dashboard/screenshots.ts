@@ -3,7 +3,7 @@
  * `deno task screenshots`: refreshes the dashboard's screenshots in
  * docs/images/ (explorer light and dark, settings, rejections, errors, an
  * entry with its stack) at 1280×800, driving headless Chromium over the
- * browser tests' setting (tests/dashboard/_e2e.ts): an in-memory service and
+ * browser tests' setting (tests/_helpers/dashboard_browser.ts): an in-memory service and
  * dashboard on this machine, a seeded demo project, no port of the run in
  * any picture.
  *
@@ -15,7 +15,11 @@ import { storeLogs } from "../../db/logs.ts";
 import { listProjects } from "../../db/projects.ts";
 import type { LogRecord } from "../../domain/entry.ts";
 import { createId } from "../../domain/ids.ts";
-import { signInAs, takeScreenshots, withE2e } from "./_e2e.ts";
+import {
+  signInAs,
+  takeScreenshots,
+  withE2e,
+} from "../_helpers/dashboard_browser.ts";
 
 const IMAGES = new URL("../../docs/images/", import.meta.url);
 

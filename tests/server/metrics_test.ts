@@ -13,7 +13,7 @@ import {
   metricsHandler,
   RequestMetrics,
 } from "../../server/metrics.ts";
-import { harness, randomEntry } from "../_helpers.ts";
+import { harness, randomEntry, withHarness } from "../_helpers/harness.ts";
 
 const TOKEN = "0123456789abcdef-metrics";
 
@@ -63,8 +63,7 @@ Deno.test("GET /healthz answers 200 while KV answers and the consumer sweeps, 50
 });
 
 Deno.test("GET /metrics needs the bearer token, and answers 503 when none is set", async () => {
-  const h = await harness();
-  try {
+  await withHarness(async (h) => {
     const options = {
       kv: h.kv,
       requests: new RequestMetrics(),
@@ -91,14 +90,11 @@ Deno.test("GET /metrics needs the bearer token, and answers 503 when none is set
     const other = await get(handler, "/api/v1/logs");
     assert.equal(other.status, 404);
     await other.body?.cancel();
-  } finally {
-    await h.close();
-  }
+  });
 });
 
 Deno.test("GET /metrics reports requests, accepted and rejected entries and the queue", async () => {
-  const h = await harness();
-  try {
+  await withHarness(async (h) => {
     const requests = new RequestMetrics();
     const project = await h.project(["https://app.example.com"]);
     const post = measured(
@@ -188,7 +184,5 @@ Deno.test("GET /metrics reports requests, accepted and rejected entries and the 
         line,
       );
     }
-  } finally {
-    await h.close();
-  }
+  });
 });

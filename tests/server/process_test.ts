@@ -9,78 +9,26 @@
 import assert from "node:assert/strict";
 import { addAlertRule } from "../../alerts/rules.ts";
 import { createProject } from "../../db/projects.ts";
-import { textDecoder, withTimeout } from "../_helpers.ts";
-import { startReceiver } from "../alerts/_receiver.ts";
+import { withTimeout } from "../_helpers/harness.ts";
+import {
+  PROCESS_TIMEOUT_MS,
+  type SpawnedServer,
+  spawnServer,
+} from "../_helpers/server_process.ts";
+import { startReceiver } from "../_helpers/webhook_receiver.ts";
 
-const ROOT = new URL("../..", import.meta.url).pathname;
 const ORIGIN = "https://app.example.com";
 const TOKEN = "metrics-token-of-the-process-test";
-/** How long the process may take to start, export or stop. */
-const PROCESS_TIMEOUT_MS = 30_000;
 
-interface Server {
-  child: Deno.ChildProcess;
-  ingest: string;
-  metrics: string;
-  output: Promise<void>;
-}
-
-async function startServer(
-  env: Record<string, string>,
-): Promise<Server> {
-  const child = new Deno.Command(Deno.execPath(), {
-    args: [
-      "run",
-      "--allow-net",
-      "--allow-env",
-      "--allow-read",
-      "--allow-write",
-      "--allow-sys=statfs",
-      "--unstable-cron",
-      "main.ts",
-    ],
-    cwd: ROOT,
-    env: { PORT: "0", HOSTNAME: "127.0.0.1", METRICS_PORT: "0", ...env },
-    stdout: "piped",
-    stderr: "inherit",
-  }).spawn();
-  const lines = child.stdout.pipeThrough(textDecoder()).getReader();
-  const listening = async (): Promise<Server> => {
-    let seen = "";
-    for (;;) {
-      const { value, done } = await lines.read();
-      if (done) throw new Error(`Server exited before listening: ${seen}`);
-      seen += value;
-      const ingest = /Listening on (http:\/\/[^/\s]+)/.exec(seen);
-      const metrics = /Metrics and health on (http:\/\/[^/\s]+)/.exec(seen);
-      if (ingest && metrics) {
-        const output = (async () => {
-          while (!(await lines.read()).done) { /* drain */ }
-        })();
-        return { child, ingest: ingest[1]!, metrics: metrics[1]!, output };
-      }
-    }
-  };
-  try {
-    return await withTimeout(listening(), PROCESS_TIMEOUT_MS, "the server");
-  } catch (error) {
-    child.kill("SIGKILL");
-    await child.status;
-    throw error;
-  }
-}
-
-async function stopServer(server: Server): Promise<void> {
-  server.child.kill("SIGTERM");
-  try {
-    await withTimeout(server.child.status, PROCESS_TIMEOUT_MS, "the exit");
-  } catch (error) {
-    server.child.kill("SIGKILL");
-    await server.child.status;
-    throw error;
-  } finally {
-    await server.output;
-  }
+function startServer(env: Record<string, string>) {
+  return spawnServer(
+    { PORT: "0", HOSTNAME: "127.0.0.1", METRICS_PORT: "0", ...env },
+    {
+      ingest: /Listening on (http:\/\/[^/\s]+)/,
+      metrics: /Metrics and health on (http:\/\/[^/\s]+)/,
+    },
+    ["--unstable-cron"],
+  );
 }
 
 /** Polls `check` every 100 ms until it holds, failing after the timeout. */
@@ -100,7 +48,7 @@ Deno.test("the server serves health and metrics on their own port, alerts a webh
   const otlp = startReceiver();
   const webhook = startReceiver();
   const kv = await Deno.openKv(kvPath);
-  let server: Server | undefined;
+  let server: SpawnedServer<"ingest" | "metrics"> | undefined;
   try {
     const project = await createProject(kv, { name: "otel", allow: [ORIGIN] });
     await addAlertRule(kv, {
@@ -118,9 +66,9 @@ Deno.test("the server serves health and metrics on their own port, alerts a webh
       OTEL_EXPORTER_OTLP_PROTOCOL: "http/json",
       OTEL_BSP_SCHEDULE_DELAY: "200",
     });
-    assert.notEqual(server.metrics, server.ingest);
+    assert.notEqual(server.urls.metrics, server.urls.ingest);
 
-    const res = await fetch(`${server.ingest}/api/v1/logs`, {
+    const res = await fetch(`${server.urls.ingest}/api/v1/logs`, {
       method: "POST",
       headers: { "Content-Type": "application/json", Origin: ORIGIN },
       body: JSON.stringify({
@@ -132,7 +80,7 @@ Deno.test("the server serves health and metrics on their own port, alerts a webh
     assert.equal(res.status, 200);
     await res.body?.cancel();
 
-    const health = await fetch(`${server.metrics}/healthz`);
+    const health = await fetch(`${server.urls.metrics}/healthz`);
     assert.equal(health.status, 200);
     assert.deepEqual(await health.json(), {
       status: "ok",
@@ -140,7 +88,7 @@ Deno.test("the server serves health and metrics on their own port, alerts a webh
       consumer: "ok",
     });
     // The ingest port keeps its one endpoint.
-    const elsewhere = await fetch(`${server.ingest}/metrics`);
+    const elsewhere = await fetch(`${server.urls.ingest}/metrics`);
     assert.equal(elsewhere.status, 404);
     await elsewhere.body?.cancel();
 
@@ -150,7 +98,7 @@ Deno.test("the server serves health and metrics on their own port, alerts a webh
     assert.equal(delivery.count, 1);
     assert.equal(delivery.entries[0].data.message, "payment declined");
 
-    const scrape = await fetch(`${server.metrics}/metrics`, {
+    const scrape = await fetch(`${server.urls.metrics}/metrics`, {
       headers: { Authorization: `Bearer ${TOKEN}` },
     });
     assert.equal(scrape.status, 200);
@@ -179,7 +127,7 @@ Deno.test("the server serves health and metrics on their own port, alerts a webh
       ),
     );
   } finally {
-    if (server) await stopServer(server);
+    if (server) await server.stop();
     kv.close();
     await otlp.close();
     await webhook.close();

@@ -1,0 +1,74 @@
+/**
+ * Fixtures of the accounts tests: accounts stored with a known password,
+ * and signing in as one of them the way a browser does (form token cookie,
+ * then email and password).
+ *
+ * @module
+ */
+import { addUser, type Role } from "../../db/users.ts";
+import type { DashApp } from "../../dashboard/routes/common.ts";
+import {
+  type Browser,
+  browserOn,
+  csrfOf,
+  PEER,
+  setCookies,
+} from "./dashboard.ts";
+
+/** The password of every test account. */
+export const ACCOUNT_PASSWORD = "staple battery horse";
+
+/** Stores an account with {@linkcode ACCOUNT_PASSWORD}. */
+export async function addAccount(
+  kv: Deno.Kv,
+  email: string,
+  role: Role,
+  projects: string[] = [],
+): Promise<void> {
+  await addUser(kv, { email, role, projects, password: ACCOUNT_PASSWORD });
+}
+
+/** Submits the sign-in form with an email and a password. */
+export async function submitAs(
+  app: DashApp,
+  email: string,
+  password: string,
+  peer: typeof PEER = PEER,
+  headers: Record<string, string> = {},
+): Promise<Response> {
+  const form = await app.request("/login", { headers }, peer);
+  const html = await form.text();
+  const token = setCookies(form)["dash_login"]!;
+  return await app.request("/login", {
+    method: "POST",
+    headers: {
+      cookie: `dash_login=${token}`,
+      origin: "http://localhost",
+      "sec-fetch-site": "same-origin",
+      ...headers,
+    },
+    body: new URLSearchParams({
+      _csrf: csrfOf(html),
+      email,
+      password,
+      next: "/",
+    }),
+  }, peer);
+}
+
+/** Signs in as `email`; returns the session cookie and the forms' token. */
+export async function signInAs(
+  app: DashApp,
+  email: string,
+  password = ACCOUNT_PASSWORD,
+): Promise<Browser> {
+  const res = await submitAs(app, email, password);
+  if (res.status !== 303) {
+    throw new Error(
+      `Expected 303 after signing in as ${email}, got ${res.status}`,
+    );
+  }
+  const cookie = `dash_session=${setCookies(res)["dash_session"]}`;
+  const home = await app.request("/", { headers: { cookie } }, PEER);
+  return browserOn(app, { cookie, csrf: csrfOf(await home.text()) });
+}

@@ -1,0 +1,278 @@
+/**
+ * Alert rules end to end on an in-memory KV: entries go through the
+ * pipeline, the alert loop is ticked by hand at a fake clock, and the
+ * deliveries reach a webhook receiver on 127.0.0.1.
+ *
+ * @module
+ */
+import assert from "node:assert/strict";
+import { listAlertRules, readAlertHistory } from "../../db/alerts.ts";
+import { deleteProject } from "../../db/projects.ts";
+import { alertOutboxKey } from "../../db/keys.ts";
+import { addAlertRule } from "../../alerts/rules.ts";
+import {
+  RETRY_DELAYS_MS,
+  SIGNATURE_HEADER,
+  verifyDelivery,
+} from "../../alerts/deliver.ts";
+import { createAlertLoop } from "../../alerts/mod.ts";
+import { GROUP_MS } from "../../alerts/evaluate.ts";
+import { type Harness, harness, randomEntry } from "../_helpers/harness.ts";
+import { type Receiver, startReceiver } from "../_helpers/webhook_receiver.ts";
+
+const ORIGIN = "https://app.example.com";
+/**
+ * Past the query API's settling time (entries younger than 1 s wait) and
+ * the grouping time of a delivery's first match.
+ */
+const SETTLE_MS = 1000 + GROUP_MS;
+
+interface Setup {
+  h: Harness;
+  projectId: string;
+  receiver: Receiver;
+  loop: ReturnType<typeof createAlertLoop>;
+  /** Adds a rule for critical entries to the receiver, with `changes`. */
+  addRule: (
+    changes?: Partial<Parameters<typeof addAlertRule>[1]>,
+  ) => ReturnType<typeof addAlertRule>;
+}
+
+async function withAlerts(
+  statuses: number[],
+  body: (s: Setup) => Promise<void>,
+): Promise<void> {
+  const h = await harness();
+  const receiver = startReceiver(statuses);
+  try {
+    const project = await h.project([ORIGIN]);
+    const loop = createAlertLoop({
+      kv: h.kv,
+      now: h.clock.now,
+      allowPrivate: true,
+    });
+    const addRule: Setup["addRule"] = (changes = {}) =>
+      addAlertRule(h.kv, {
+        projectId: project.id,
+        query: "level:critical",
+        webhook: receiver.url,
+        ...changes,
+      }, { allowPrivate: true, now: h.clock.now });
+    await body({ h, projectId: project.id, receiver, loop, addRule });
+  } finally {
+    await receiver.close();
+    await h.close();
+  }
+}
+
+/** Posts `n` entries of `level` from the allowed origin and stores them. */
+async function send(h: Harness, projectId: string, n: number, level: string) {
+  for (let i = 0; i < n; i++) {
+    const res = await h.post(randomEntry({ projectId, level }), {
+      Origin: ORIGIN,
+    });
+    assert.equal(res.status, 200);
+    await res.body?.cancel();
+  }
+  await h.process();
+}
+
+function bodies(receiver: Receiver): Record<string, unknown>[] {
+  return receiver.received.map((r) => JSON.parse(r.body));
+}
+
+Deno.test("a critical entry produces one signed delivery with the entry in it", async () => {
+  await withAlerts([], async ({ h, projectId, receiver, loop, addRule }) => {
+    const rule = await addRule();
+    await send(h, projectId, 1, "info");
+    await send(h, projectId, 1, "critical");
+    h.clock.advance(SETTLE_MS);
+    const { queued, attempts } = await loop.tick();
+    assert.equal(queued.length, 1);
+    assert.deepEqual(attempts, ["delivered"]);
+    assert.equal(receiver.received.length, 1);
+    const got = receiver.received[0]!;
+    assert.equal(got.headers.get("content-type"), "application/json");
+    assert.ok(
+      verifyDelivery(rule.secret, got.headers.get(SIGNATURE_HEADER), got.body, {
+        now: h.clock.now(),
+      }),
+      "the signature verifies with the rule's secret",
+    );
+    assert.ok(
+      !verifyDelivery(
+        "whsec_other",
+        got.headers.get(SIGNATURE_HEADER),
+        got.body,
+        {
+          now: h.clock.now(),
+        },
+      ),
+      "and not with another secret",
+    );
+    const body = JSON.parse(got.body);
+    assert.equal(body.count, 1);
+    assert.deepEqual(body.project, { id: projectId, name: "test" });
+    assert.equal(body.rule.id, rule.id);
+    assert.equal(body.rule.query, "level:critical");
+    assert.equal(body.entries.length, 1);
+    assert.equal(body.entries[0].level, "critical");
+    assert.match(body.text, /Alert "level:critical": 1 entry matched/);
+    // Nothing new: the next tick sends nothing.
+    h.clock.advance(120_000);
+    assert.deepEqual(await loop.tick(), { queued: [], attempts: [] });
+    const history = await readAlertHistory(h.kv, projectId, rule.id);
+    assert.equal(history.length, 1);
+    assert.equal(history[0]!.status, 200);
+    assert.equal(history[0]!.outcome, "delivered");
+  });
+});
+
+Deno.test("a burst of 20 critical entries within one window is one delivery with count 20", async () => {
+  await withAlerts([], async ({ h, projectId, receiver, loop, addRule }) => {
+    await addRule({ everyMs: 300_000 });
+    await send(h, projectId, 20, "critical");
+    h.clock.advance(SETTLE_MS);
+    await loop.tick();
+    assert.deepEqual(bodies(receiver).map((b) => b.count), [20]);
+    assert.equal((bodies(receiver)[0]!.entries as unknown[]).length, 5);
+  });
+});
+
+Deno.test("a burst seen over two ticks within the grouping time is one delivery", async () => {
+  await withAlerts([], async ({ h, projectId, receiver, loop, addRule }) => {
+    await addRule();
+    await send(h, projectId, 10, "critical");
+    h.clock.advance(1100);
+    const first = await loop.tick();
+    assert.deepEqual(first.queued, [], "the first ten wait for the rest");
+    await send(h, projectId, 10, "critical");
+    h.clock.advance(SETTLE_MS);
+    await loop.tick();
+    assert.deepEqual(bodies(receiver).map((b) => b.count), [20]);
+  });
+});
+
+Deno.test("entries arriving within --every are counted in the next delivery", async () => {
+  await withAlerts([], async ({ h, projectId, receiver, loop, addRule }) => {
+    await addRule({ everyMs: 300_000 });
+    await send(h, projectId, 1, "critical");
+    h.clock.advance(SETTLE_MS);
+    await loop.tick();
+    for (let i = 0; i < 3; i++) {
+      await send(h, projectId, 4, "critical");
+      h.clock.advance(60_000);
+      await loop.tick();
+    }
+    assert.deepEqual(bodies(receiver).map((b) => b.count), [1]);
+    h.clock.advance(300_000);
+    await loop.tick();
+    assert.deepEqual(bodies(receiver).map((b) => b.count), [1, 12]);
+  });
+});
+
+Deno.test("a threshold rule fires only above N matches within its window", async () => {
+  await withAlerts([], async ({ h, projectId, receiver, loop, addRule }) => {
+    await addRule({ query: "level:error", threshold: 5, windowMs: 300_000 });
+    await send(h, projectId, 5, "error");
+    h.clock.advance(SETTLE_MS);
+    await loop.tick();
+    assert.equal(receiver.received.length, 0, "5 is not more than 5");
+    // Past the window, those five no longer count.
+    h.clock.advance(400_000);
+    await send(h, projectId, 1, "error");
+    h.clock.advance(SETTLE_MS);
+    await loop.tick();
+    assert.equal(receiver.received.length, 0);
+    await send(h, projectId, 5, "error");
+    h.clock.advance(SETTLE_MS);
+    await loop.tick();
+    const [body] = bodies(receiver);
+    assert.equal(body?.count, 6);
+    assert.equal((body?.rule as { threshold: number }).threshold, 5);
+  });
+});
+
+Deno.test("a failing receiver gets retries with backoff, then the delivery succeeds", async () => {
+  await withAlerts(
+    [500, 503],
+    async ({ h, projectId, receiver, loop, addRule }) => {
+      const rule = await addRule();
+      await send(h, projectId, 1, "critical");
+      h.clock.advance(SETTLE_MS);
+      assert.deepEqual((await loop.tick()).attempts, ["retrying"]);
+      // Not due before its backoff.
+      h.clock.advance(RETRY_DELAYS_MS[0]! - 1);
+      assert.deepEqual((await loop.tick()).attempts, []);
+      h.clock.advance(1);
+      assert.deepEqual((await loop.tick()).attempts, ["retrying"]);
+      h.clock.advance(RETRY_DELAYS_MS[1]!);
+      assert.deepEqual((await loop.tick()).attempts, ["delivered"]);
+      assert.equal(receiver.received.length, 3);
+      assert.equal(
+        new Set(receiver.received.map((r) => r.headers.get("x-logs-delivery")))
+          .size,
+        1,
+        "the same delivery each time",
+      );
+      const history = await readAlertHistory(h.kv, projectId, rule.id);
+      assert.deepEqual(
+        history.map((a) => [a.attempt, a.status, a.outcome]),
+        [[3, 200, "delivered"], [2, 503, "retrying"], [1, 500, "retrying"]],
+      );
+      const left = await Array.fromAsync(
+        h.kv.list({ prefix: alertOutboxKey() }),
+      );
+      assert.equal(left.length, 0, "the outbox is empty");
+    },
+  );
+});
+
+Deno.test("a delivery is given up after its last retry and recorded as failed", async () => {
+  const statuses = Array(RETRY_DELAYS_MS.length + 1).fill(500);
+  await withAlerts(
+    statuses,
+    async ({ h, projectId, receiver, loop, addRule }) => {
+      const rule = await addRule();
+      await send(h, projectId, 1, "critical");
+      h.clock.advance(SETTLE_MS);
+      await loop.tick();
+      for (const delay of RETRY_DELAYS_MS) {
+        h.clock.advance(delay);
+        await loop.tick();
+      }
+      h.clock.advance(3_600_000);
+      await loop.tick();
+      assert.equal(receiver.received.length, RETRY_DELAYS_MS.length + 1);
+      const history = await readAlertHistory(h.kv, projectId, rule.id);
+      assert.equal(history[0]!.outcome, "failed");
+      assert.equal(history.length, RETRY_DELAYS_MS.length + 1);
+    },
+  );
+});
+
+Deno.test("the rules of a deleted project are deleted by the next tick", async () => {
+  await withAlerts([], async ({ h, projectId, receiver, loop, addRule }) => {
+    await addRule();
+    await deleteProject(h.kv, projectId);
+    await loop.tick();
+    assert.deepEqual(await listAlertRules(h.kv), []);
+    assert.equal(receiver.received.length, 0);
+  });
+});
+
+Deno.test("two loops on one KV deliver each alert once", async () => {
+  await withAlerts([], async ({ h, projectId, receiver, loop, addRule }) => {
+    const other = createAlertLoop({
+      kv: h.kv,
+      now: h.clock.now,
+      allowPrivate: true,
+    });
+    await addRule();
+    await send(h, projectId, 3, "critical");
+    h.clock.advance(SETTLE_MS);
+    await Promise.all([loop.tick(), other.tick()]);
+    await Promise.all([loop.tick(), other.tick()]);
+    assert.deepEqual(bodies(receiver).map((b) => b.count), [3]);
+  });
+});

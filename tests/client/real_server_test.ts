@@ -1,0 +1,131 @@
+/**
+ * The client library against the real server (`Deno.serve`, the service's
+ * rate limiter, the queue and the consumer): a burst of 500 entries from one
+ * signing logger, all stored exactly once with `429`s absorbed; the default
+ * pacing never limited by the default limit.
+ */
+import assert from "node:assert/strict";
+import { createLogger } from "../../client/mod.ts";
+import { stats } from "../_helpers/harness.ts";
+import { startServer } from "../_helpers/client_server.ts";
+
+/** A `fetch` that counts the answers by status. */
+function countingFetch() {
+  const statuses = new Map<number, number>();
+  const counted: typeof fetch = async (input, init) => {
+    const res = await fetch(input, init);
+    statuses.set(res.status, (statuses.get(res.status) ?? 0) + 1);
+    return res;
+  };
+  return {
+    fetch: counted,
+    count: (status: number) => statuses.get(status) ?? 0,
+  };
+}
+
+/**
+ * Time running `factor` times faster than the wall clock, for the rate limiter
+ * and the client alike: the service's and the client's defaults, in a
+ * twentieth of the time.
+ */
+function fastTime(factor: number) {
+  const start = Date.now();
+  return {
+    now: () => start + (Date.now() - start) * factor,
+    setTimeout: (fn: () => void, ms: number) => setTimeout(fn, ms / factor),
+    clearTimeout: (id: number) => clearTimeout(id),
+  };
+}
+
+Deno.test("a burst of 500 entries from one client: all stored exactly once, 429s absorbed", async () => {
+  // The defaults on both sides (20/s, burst 50), 20 times faster. Another
+  // sender behind the same address has just used 40 of its 50 tokens, so the
+  // client's first burst is refused in part.
+  const speed = 20;
+  const time = fastTime(speed);
+  const server = await startServer({ rps: 20, burst: 50, now: time.now });
+  try {
+    const project = await server.h.project([]);
+    for (let i = 0; i < 40; i++) {
+      // Refused as invalid, but every POST takes a token.
+      const res = await fetch(server.endpoint, {
+        method: "POST",
+        headers: { "Content-Type": "application/json" },
+        body: "{}",
+      });
+      assert.equal(res.status, 400);
+      await res.body?.cancel();
+    }
+    const net = countingFetch();
+    const errors: unknown[] = [];
+    const logger = createLogger({
+      endpoint: server.endpoint,
+      projectId: project.id,
+      secret: project.secret,
+      context: { environment: "test" },
+      fetch: net.fetch,
+      ...time,
+      // Requests still take real time: give them 10 real seconds.
+      timeoutMs: 10_000 * speed,
+      onError: (error) => errors.push(error),
+    });
+    const started = performance.now();
+    for (let seq = 0; seq < 500; seq++) {
+      logger.info("Burst", undefined, { seq });
+    }
+    assert.equal(await logger.close(20_000 * speed), true);
+    const seconds = (performance.now() - started) / 1000;
+    const logs = await server.stored(project.id, 500);
+    const seqs = logs.map((log) => log.data.seq as number)
+      .sort((a, b) => a - b);
+    const result = logger.stats();
+    console.log(
+      `500-entry burst: ${result.sent} sent, ${logs.length} stored, ` +
+        `${result.retried} retried (${net.count(429)} answered 429), ` +
+        `${seconds.toFixed(2)} s (${
+          (seconds * speed).toFixed(1)
+        } s at the real rate)`,
+    );
+    assert.deepEqual(errors, []);
+    assert.deepEqual(seqs, Array.from({ length: 500 }, (_, i) => i));
+    assert.ok(logs.every((log) => log.auth === "signature"));
+    assert.deepEqual(await stats(server.h.kv, project.id), {
+      accepted: 500,
+      rejected: {},
+    });
+    assert.ok(net.count(429) > 0, "the burst must meet the limit");
+    assert.equal(result.retried, net.count(429));
+    assert.equal(result.sent, 500);
+    assert.equal(net.count(200), 500);
+    assert.equal(result.dropped + result.failed, 0);
+    // 10 tokens left, then 20/s: at least 24.5 s at the real rate.
+    assert.ok(seconds * speed >= 24, `${seconds * speed} s`);
+  } finally {
+    await server.close();
+  }
+});
+
+Deno.test("with the defaults on both sides (20/s, burst 50), the client is never limited", async () => {
+  const server = await startServer({ rps: 20, burst: 50 });
+  try {
+    const project = await server.h.project([]);
+    const net = countingFetch();
+    const logger = createLogger({
+      endpoint: server.endpoint,
+      projectId: project.id,
+      secret: project.secret,
+      fetch: net.fetch,
+    });
+    const started = performance.now();
+    for (let seq = 0; seq < 60; seq++) logger.info("Paced", undefined, { seq });
+    assert.equal(await logger.close(5000), true);
+    const ms = performance.now() - started;
+    assert.equal(net.count(429), 0);
+    assert.equal(net.count(200), 60);
+    // 50 at once, then 10 more at 20/s.
+    assert.ok(ms >= 450, `took ${ms} ms`);
+    assert.equal((await server.stored(project.id, 60)).length, 60);
+  } finally {
+    await server.close();
+  }
+});

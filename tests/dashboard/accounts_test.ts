@@ -1,0 +1,341 @@
+/**
+ * Accounts through `deno task user` and the dashboard: the password read
+ * from standard input and stored only as a scrypt hash, signing in by
+ * email, a new password or removal ending the account's sessions, and
+ * signing out, expiry or removal ending a live tail within seconds; the
+ * audit log's bound.
+ *
+ * @module
+ */
+import assert from "node:assert/strict";
+import { listAudit, MAX_AUDIT_EVENTS, recordAudit } from "../../db/audit.ts";
+import { userKey } from "../../db/keys.ts";
+import { decodeJson } from "../../db/kv.ts";
+import { createProject } from "../../db/projects.ts";
+import { hashPassword, verifyPassword } from "../../db/passwords.ts";
+import type { User } from "../../db/users.ts";
+import { cli } from "../_helpers/cli.ts";
+import { everything, textDecoder } from "../_helpers/harness.ts";
+import {
+  ACCOUNT_PASSWORD,
+  addAccount,
+  signInAs,
+  submitAs,
+} from "../_helpers/dashboard_accounts.ts";
+import { get, signIn, withDashboard } from "../_helpers/dashboard.ts";
+
+const stdin = (line: string | null) => () => Promise.resolve(line);
+
+/** Resolves `true` when the stream ends within `ms`, `false` otherwise. */
+async function endsWithin(res: Response, ms: number): Promise<boolean> {
+  const reader = res.body!.pipeThrough(textDecoder()).getReader();
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const timeout = new Promise<false>((resolve) => {
+    timer = setTimeout(() => resolve(false), ms);
+  });
+  const ended = (async () => {
+    for (;;) if ((await reader.read()).done) return true as const;
+  })();
+  const result = await Promise.race([ended, timeout]);
+  clearTimeout(timer);
+  if (!result) {
+    await reader.cancel();
+    await ended;
+  }
+  return result;
+}
+
+/** Waits until the tail answered its first poll (so that it is live). */
+async function tailOpen(
+  app: Parameters<typeof get>[0],
+  browser: Parameters<typeof get>[1],
+  projectId: string,
+): Promise<Response> {
+  const res = await get(app, browser, `/projects/${projectId}/tail`);
+  assert.equal(res.status, 200);
+  return res;
+}
+
+Deno.test("user add stores only a scrypt hash of the password read from stdin, and the account signs in by email", async () => {
+  await withDashboard(async (h) => {
+    const project = await createProject(h.kv, { name: "web" });
+    const password = "a fairly long passphrase";
+    const run = await cli(h.kv, [
+      "user",
+      "add",
+      "Ana@Example.com",
+      "--role",
+      "viewer",
+      "--project",
+      project.id,
+      "--password-stdin",
+      "--json",
+    ], { readLine: stdin(password) });
+    assert.equal(run.code, 0, run.stderr);
+    assert.deepEqual(
+      { ...JSON.parse(run.stdout), createdAt: 0, updatedAt: 0 },
+      {
+        email: "ana@example.com",
+        role: "viewer",
+        projects: [project.id],
+        createdAt: 0,
+        updatedAt: 0,
+      },
+    );
+    const stored = decodeJson<User>(
+      (await h.kv.get(userKey("ana@example.com"))).value,
+    )!;
+    assert.match(
+      stored.passwordHash,
+      /^scrypt\$32768\$8\$3\$[A-Za-z0-9+/]{22}==\$[A-Za-z0-9+/]{43}=$/,
+    );
+    assert.ok(!(await everything(h.kv)).includes(password));
+
+    const list = await cli(h.kv, ["user", "list", "--json"]);
+    assert.equal(list.code, 0);
+    assert.doesNotMatch(list.stdout, /scrypt|stamp/);
+    assert.equal(JSON.parse(list.stdout)[0].email, "ana@example.com");
+
+    const wrong = await submitAs(h.dash, "ana@example.com", "not the password");
+    assert.equal(wrong.status, 401);
+    await wrong.body?.cancel();
+    const right = await submitAs(h.dash, "ANA@example.com", password);
+    assert.equal(right.status, 303);
+  });
+});
+
+Deno.test("user add refuses a missing password, an unknown role or project and a taken email", async () => {
+  await withDashboard(async (h) => {
+    const project = await createProject(h.kv, { name: "web" });
+    const add = (args: string[], line: string | null = ACCOUNT_PASSWORD) =>
+      cli(h.kv, ["user", "add", ...args], { readLine: stdin(line) });
+    const noFlag = await add(["a@example.com", "--role", "viewer"]);
+    assert.equal(noFlag.code, 2);
+    assert.match(noFlag.stderr, /--password-stdin/);
+    const empty = await add(
+      ["a@example.com", "--role", "viewer", "--password-stdin"],
+      null,
+    );
+    assert.equal(empty.code, 2);
+    const short = await add(
+      ["a@example.com", "--role", "viewer", "--password-stdin"],
+      "short",
+    );
+    assert.equal(short.code, 1);
+    assert.match(short.stderr, /8 to 1024 characters/);
+    const role = await add([
+      "a@example.com",
+      "--role",
+      "owner",
+      "--password-stdin",
+    ]);
+    assert.equal(role.code, 1);
+    assert.match(role.stderr, /expected one of admin, member, viewer/);
+    const unknown = await add([
+      "a@example.com",
+      "--role",
+      "viewer",
+      "--project",
+      "nope",
+      "--password-stdin",
+    ]);
+    assert.equal(unknown.code, 1);
+    assert.match(unknown.stderr, /Cannot find project "nope"/);
+    const builtin = await add(["admin", "--role", "admin", "--password-stdin"]);
+    assert.equal(builtin.code, 1);
+    const ok = await add([
+      "a@example.com",
+      "--role",
+      "member",
+      "--project",
+      project.id,
+      "--password-stdin",
+    ]);
+    assert.equal(ok.code, 0, ok.stderr);
+    const again = await add([
+      "A@example.com",
+      "--role",
+      "viewer",
+      "--password-stdin",
+    ]);
+    assert.equal(again.code, 1);
+    assert.match(again.stderr, /a user with this email exists/);
+  });
+});
+
+Deno.test("user passwd ends the account's sessions; the new password signs in", async () => {
+  await withDashboard(async (h) => {
+    await addAccount(h.kv, "ana@example.com", "admin");
+    const browser = await signInAs(h.dash, "ana@example.com");
+    assert.equal((await browser.get("/users")).status, 200);
+    const run = await cli(
+      h.kv,
+      ["user", "passwd", "ana@example.com", "--password-stdin"],
+      { readLine: stdin("another long password") },
+    );
+    assert.equal(run.code, 0, run.stderr);
+    assert.equal((await browser.get("/users")).status, 303);
+    await signInAs(h.dash, "ana@example.com", "another long password");
+  });
+});
+
+Deno.test("user remove ends the account's sessions and its live tail within seconds", async () => {
+  await withDashboard(async (h) => {
+    const project = await createProject(h.kv, { name: "web" });
+    await addAccount(h.kv, "ana@example.com", "viewer", [project.id]);
+    const browser = await signInAs(h.dash, "ana@example.com");
+    const tail = await tailOpen(h.dash, browser, project.id);
+    const run = await cli(h.kv, ["user", "remove", "ana@example.com"]);
+    assert.equal(run.code, 0, run.stderr);
+    assert.match(run.stdout, /sessions and live tails have ended/);
+    assert.equal(await endsWithin(tail, 2000), true, "the tail ended");
+    const home = await browser.get("/");
+    assert.equal(home.status, 303);
+    const audit = await listAudit(h.kv, project.id);
+    assert.deepEqual(
+      audit.map((e) => [e.actor, e.action, e.detail]),
+      [["cli", "user.remove", "ana@example.com"]],
+    );
+  });
+});
+
+Deno.test("a live tail that stays open keeps streaming while its session lives", async () => {
+  await withDashboard(async (h) => {
+    const project = await createProject(h.kv, { name: "web" });
+    const browser = await signIn(h.dash);
+    const tail = await tailOpen(h.dash, browser, project.id);
+    assert.equal(await endsWithin(tail, 300), false, "still open");
+  });
+});
+
+Deno.test("signing out ends the session's live tail within seconds", async () => {
+  await withDashboard(async (h) => {
+    const project = await createProject(h.kv, { name: "web" });
+    const browser = await signIn(h.dash);
+    const tail = await tailOpen(h.dash, browser, project.id);
+    const out = await browser.post("/logout", {});
+    assert.equal(out.status, 303);
+    assert.equal(await endsWithin(tail, 2000), true);
+  });
+});
+
+Deno.test("a session's expiry ends its live tail", async () => {
+  // Sessions of 30 s, tails of 60 s: the session ends first.
+  await withDashboard(async (h) => {
+    const project = await createProject(h.kv, { name: "web" });
+    const browser = await signIn(h.dash);
+    const tail = await tailOpen(h.dash, browser, project.id);
+    h.clock.advance(30_001);
+    assert.equal(await endsWithin(tail, 2000), true);
+  }, { dashboard: { sessionTtlMs: 30_000 } });
+});
+
+Deno.test("the audit log keeps the newest 500 events of a project", async () => {
+  await withDashboard(async (h) => {
+    const project = await createProject(h.kv, { name: "web" });
+    for (let i = 0; i < MAX_AUDIT_EVENTS + 30; i++) {
+      await recordAudit(h.kv, {
+        projectId: project.id,
+        actor: "cli",
+        action: "settings.allow",
+        detail: String(i),
+        now: h.clock.now,
+      });
+      h.clock.advance(1);
+    }
+    const events = await listAudit(h.kv, project.id, 10_000);
+    assert.equal(events.length, MAX_AUDIT_EVENTS);
+    assert.equal(events[0]!.detail, String(MAX_AUDIT_EVENTS + 29));
+    assert.equal(events.at(-1)!.detail, "30");
+    const run = await cli(h.kv, [
+      "audit",
+      project.id,
+      "--json",
+      "--limit",
+      "2",
+    ]);
+    assert.equal(run.code, 0);
+    assert.deepEqual(
+      run.stdout.trim().split("\n").map((l) => JSON.parse(l).detail),
+      [String(MAX_AUDIT_EVENTS + 29), String(MAX_AUDIT_EVENTS + 28)],
+    );
+  });
+});
+
+Deno.test("project commands write their changes to the project's audit log, never the secret", async () => {
+  await withDashboard(async (h) => {
+    const created = await cli(h.kv, [
+      "project",
+      "create",
+      "--name",
+      "web",
+      "--json",
+    ]);
+    assert.equal(created.code, 0, created.stderr);
+    const { projectId, secret } = JSON.parse(created.stdout);
+    await cli(h.kv, [
+      "project",
+      "allow",
+      projectId,
+      "https://shop.example.com",
+    ]);
+    const rotated = await cli(h.kv, [
+      "project",
+      "rotate-secret",
+      projectId,
+      "--json",
+    ]);
+    assert.equal(rotated.code, 0, rotated.stderr);
+    const run = await cli(h.kv, ["audit", projectId, "--json"]);
+    assert.equal(run.code, 0, run.stderr);
+    assert.deepEqual(
+      run.stdout.trim().split("\n").map((l) => {
+        const e = JSON.parse(l);
+        return [e.actor, e.action, e.detail];
+      }),
+      [
+        ["cli", "secret.rotate", "24h"],
+        ["cli", "settings.allow", "https://shop.example.com"],
+        ["cli", "project.create", "web"],
+      ],
+    );
+    const text = await everything(h.kv);
+    const audit = text.split("\n").filter((l) => l.includes('"action"'));
+    assert.ok(audit.every((l) => !l.includes(secret)));
+    assert.ok(
+      audit.every((l) => !l.includes(JSON.parse(rotated.stdout).secret)),
+    );
+  });
+});
+
+Deno.test("eight password checks at once stay within +150 MB of RSS (scrypt runs two at a time)", async () => {
+  const hash = await hashPassword("the right password");
+  const before = Deno.memoryUsage().rss;
+  let peak = before;
+  const sampler = setInterval(() => {
+    peak = Math.max(peak, Deno.memoryUsage().rss);
+  }, 5);
+  try {
+    const results = await Promise.all(
+      Array.from(
+        { length: 8 },
+        (_, i) =>
+          verifyPassword(i === 0 ? "the right password" : `wrong ${i}`, hash),
+      ),
+    );
+    assert.deepEqual(results, [
+      true,
+      false,
+      false,
+      false,
+      false,
+      false,
+      false,
+      false,
+    ]);
+  } finally {
+    clearInterval(sampler);
+  }
+  const grown = peak - before;
+  assert.ok(grown < 150 * 1024 * 1024, `RSS grew ${grown} bytes`);
+});

@@ -1,0 +1,178 @@
+/**
+ * Entries with thousands of members in the explorer: a page of 50 of them
+ * stays within its size, time and memory budgets because each row shows a
+ * preview (cut, saying so, with a link to the full entry), and the full
+ * entry is one request away. Served on a real socket and measured.
+ *
+ * @module
+ */
+import assert from "node:assert/strict";
+import process from "node:process";
+import { jsonStart } from "../../dashboard/pages/entry_fields.ts";
+import { signIn, store, withDashboard } from "../_helpers/dashboard.ts";
+import { wideData } from "../_helpers/dashboard_seed.ts";
+
+/** Members of each entry's `data`. */
+const KEYS = 5600;
+/** Budgets of a page of such entries. */
+const PAGE_BYTES = 2 * 1024 * 1024;
+/**
+ * CPU time of the process (server and client both) for one page: the work
+ * a page costs, whatever else runs on the machine.
+ */
+const PAGE_CPU_MS = 2000;
+/** Wall time, against stalls: generous, the machine may be shared. */
+const PAGE_WALL_MS = 10_000;
+const PAGE_RSS = 100 * 1024 * 1024;
+
+Deno.test("a page of 50 entries of 5,600 members each stays within 2 MB, 2 s of CPU and 100 MB, and each full entry is one request away", async () => {
+  await withDashboard(async (h) => {
+    const project = await h.project(["https://app.example.com"]);
+    const bodies = Array.from({ length: 100 }, (_, i) => ({
+      level: "info",
+      data: { title: `Wide ${i}`, ...wideData(KEYS) },
+    }));
+    const stored = await store(h, project.id, bodies, 10);
+    assert.equal(stored.length, 100);
+    assert.ok(
+      JSON.stringify(stored[0]!.data).length > 40_000,
+      "each entry is large",
+    );
+    const browser = await signIn(h.dash);
+    const server = Deno.serve(
+      { port: 0, hostname: "127.0.0.1", onListen: () => {} },
+      (req, info) => h.dash.fetch(req, { remoteAddr: info.remoteAddr }),
+    );
+    const origin = `http://127.0.0.1:${server.addr.port}`;
+    const fetchPage = async (path: string) => {
+      const rss0 = Deno.memoryUsage().rss;
+      let peak = rss0;
+      const sampler = setInterval(() => {
+        peak = Math.max(peak, Deno.memoryUsage().rss);
+      }, 5);
+      const began = performance.now();
+      const cpu0 = process.cpuUsage();
+      try {
+        const res = await fetch(`${origin}${path}`, {
+          headers: { cookie: browser.cookie },
+        });
+        const html = await res.text();
+        const ms = performance.now() - began;
+        const used = process.cpuUsage(cpu0);
+        const cpuMs = (used.user + used.system) / 1000;
+        peak = Math.max(peak, Deno.memoryUsage().rss);
+        return { status: res.status, html, ms, cpuMs, rss: peak - rss0 };
+      } finally {
+        clearInterval(sampler);
+      }
+    };
+    try {
+      const p = `/projects/${project.id}`;
+      const newest = stored.at(-1)!;
+      const pages = {
+        list: await fetchPage(p),
+        open: await fetchPage(`${p}?open=${newest.id}`),
+        pinned: await fetchPage(`${p}?open=${stored[0]!.id}`),
+        context: await fetchPage(`${p}?around=${stored[50]!.id}`),
+      };
+      for (const [name, page] of Object.entries(pages)) {
+        assert.equal(page.status, 200, name);
+        const bytes = new TextEncoder().encode(page.html).length;
+        console.log(
+          `${name}: ${(bytes / 1024).toFixed(0)} KiB in ${
+            page.ms.toFixed(0)
+          } ms (CPU ${page.cpuMs.toFixed(0)} ms), RSS +${
+            (page.rss / 1048576).toFixed(1)
+          } MB`,
+        );
+        assert.ok(bytes <= PAGE_BYTES, `${name}: ${bytes} bytes`);
+        // A permalink 100 rows down reads those 100 entries: twice the data.
+        const budget = name === "pinned" ? 2 * PAGE_CPU_MS : PAGE_CPU_MS;
+        assert.ok(page.cpuMs <= budget, `${name}: CPU ${page.cpuMs} ms`);
+        assert.ok(page.ms <= PAGE_WALL_MS, `${name}: ${page.ms} ms`);
+        assert.ok(page.rss <= PAGE_RSS, `${name}: RSS +${page.rss}`);
+      }
+      const list = pages.list.html;
+      assert.equal(
+        [...list.matchAll(/<details class="entry/g)].length,
+        50,
+        "a full page of rows",
+      );
+      assert.match(
+        list,
+        /Preview: \d+ of 56\d\d fields, the JSON cut short\./,
+      );
+      assert.match(
+        list,
+        /Not previewed: this page has shown as much as it may\./,
+      );
+      assert.match(list, /…<\/pre>/, "a cut JSON ends with an ellipsis");
+      const link = new RegExp(
+        `href="(/projects/${project.id}/entries/${newest.id})" data-fragment="([^"]+)"`,
+      ).exec(list);
+      assert.ok(link, "a link to the full entry");
+      // The older page, as the script asks for it.
+      const more = /data-fragment="([^"]+\/entries\?[^"]*cursor=[^"]+)"/.exec(
+        list,
+      )!;
+      const older = await fetchPage(more[1]!.replaceAll("&amp;", "&"));
+      assert.equal(older.status, 200);
+      assert.ok(older.html.length <= PAGE_BYTES);
+      assert.ok(older.cpuMs <= PAGE_CPU_MS, `older: CPU ${older.cpuMs} ms`);
+      // The full entry: its detail alone, and a page.
+      const detail = await fetchPage(link[2]!.replaceAll("&amp;", "&"));
+      assert.equal(detail.status, 200);
+      assert.doesNotMatch(detail.html, /<html/);
+      const lastKey = `k${(KEYS - 1).toString(36)}`;
+      assert.match(
+        detail.html,
+        new RegExp(`&quot;${lastKey}&quot;: ${KEYS - 1}`),
+      );
+      assert.match(
+        detail.html,
+        /The first 1000 of 56\d\d fields; the JSON below has them all\./,
+      );
+      assert.match(detail.html, /Copy JSON/);
+      const full = await fetchPage(link[1]!);
+      assert.equal(full.status, 200);
+      assert.match(full.html, /Back to the list/);
+      assert.match(
+        full.html,
+        new RegExp(`&quot;${lastKey}&quot;: ${KEYS - 1}`),
+      );
+      console.log(
+        `full entry: detail ${(detail.html.length / 1024).toFixed(0)} KiB in ${
+          detail.ms.toFixed(0)
+        } ms (CPU ${detail.cpuMs.toFixed(0)} ms), page ${
+          (full.html.length / 1024).toFixed(0)
+        } KiB in ${full.ms.toFixed(0)} ms`,
+      );
+      assert.ok(detail.cpuMs <= PAGE_CPU_MS && full.cpuMs <= PAGE_CPU_MS);
+    } finally {
+      await server.shutdown();
+    }
+  });
+});
+
+Deno.test("jsonStart writes the start of JSON.stringify(value, null, 2), exactly, and says when it cut", () => {
+  const values: unknown[] = [
+    null,
+    'a\n"b"',
+    42,
+    [],
+    {},
+    [1, [2, []], { a: {} }],
+    { a: 1, b: [true, null, "x"], c: { d: { e: "ü😀" } }, u: undefined },
+    { __proto__: 1, "k\u0000": [undefined] },
+    wideData(300),
+  ];
+  for (const value of values) {
+    const whole = JSON.stringify(value, null, 2);
+    assert.deepEqual(jsonStart(value, 1e9), { text: whole, cut: false });
+    for (const limit of [0, 1, 7, 50, whole.length - 1, whole.length]) {
+      const start = jsonStart(value, limit);
+      assert.equal(start.text, whole.slice(0, limit));
+      assert.equal(start.cut, limit < whole.length);
+    }
+  }
+});

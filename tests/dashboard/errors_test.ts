@@ -1,0 +1,97 @@
+/**
+ * The errors page through `app.request`: groups with counts, times, a
+ * sparkline and the "new" mark, sender text inert, and the link to the
+ * explorer listing exactly one group's entries.
+ *
+ * @module
+ */
+import assert from "node:assert/strict";
+import {
+  rowIds,
+  signIn,
+  store,
+  textOf,
+  withDashboard,
+} from "../_helpers/dashboard.ts";
+
+const HOUR = 3_600_000;
+const HOSTILE = `<script>alert(1)</script>`;
+
+Deno.test("the errors page lists groups with count, sparkline, new mark and a link to their entries", async () => {
+  await withDashboard(async (h) => {
+    const project = await h.project(["https://app.example.com"]);
+    const stored = await store(h, project.id, [
+      { level: "error", data: { title: "Order 1 failed" } },
+      { level: "error", data: { title: "Order 2 failed" } },
+      { level: "info", data: { title: "Order 3 failed" } },
+      {
+        level: "critical",
+        data: {
+          message: `Cannot read ${HOSTILE}`,
+          stack:
+            "TypeError: x\n    at pay (https://shop.example.com/app.js:3:9)",
+        },
+      },
+    ]);
+    h.clock.advance(HOUR);
+    const browser = await signIn(h.dash);
+    const res = await browser.get(`/projects/${project.id}/errors`);
+    assert.equal(res.status, 200);
+    const html = await res.text();
+    assert.doesNotMatch(html, /<script>alert/);
+    const text = textOf(html);
+    assert.match(text, /2 groups, 2 new in the last 24 hours/);
+    assert.match(text, /error new Order <n> failed .*? 2 /);
+    assert.match(text, /https:\/\/shop\.example\.com\/app\.js:pay/);
+    assert.match(text, /Cannot read "…"|Cannot read <script>/);
+    // The sparklines: 24 hourly bars each, their entries an hour ago.
+    const sparks = [...html.matchAll(/data-hourly="([\d,]+)"/g)].map((m) =>
+      m[1]!.split(",").map(Number)
+    );
+    assert.equal(sparks.length, 2);
+    assert.deepEqual(sparks.map((s) => s.length), [24, 24]);
+    assert.deepEqual(sparks.map((s) => s[22]).sort(), [1, 2]);
+    assert.deepEqual(sparks.map((s) => s.reduce((a, b) => a + b)).sort(), [
+      1,
+      2,
+    ]);
+    // The link to the explorer shows that group's entries only.
+    const href = /class="group-link strong" href="([^"]+)"[^>]*>Order/.exec(
+      html,
+    )![1]!.replaceAll("&amp;", "&");
+    assert.match(decodeURIComponent(href), /fingerprint:[0-9a-f]{16}/);
+    const explorer = await (await browser.get(href)).text();
+    assert.deepEqual(
+      rowIds(explorer).sort(),
+      [stored[0]!.id, stored[1]!.id].sort(),
+    );
+  });
+});
+
+Deno.test("the errors page says so when there are none, and an unknown project answers 404", async () => {
+  await withDashboard(async (h) => {
+    const project = await h.project(["https://app.example.com"]);
+    await store(h, project.id, [{ level: "warning", data: { title: "Slow" } }]);
+    const browser = await signIn(h.dash);
+    const res = await browser.get(`/projects/${project.id}/errors`);
+    assert.match(textOf(await res.text()), /No errors yet/);
+    const missing = await browser.get(`/projects/nope/errors`);
+    assert.equal(missing.status, 404);
+    await missing.body?.cancel();
+  });
+});
+
+Deno.test("a group first seen more than a day ago is not marked new", async () => {
+  await withDashboard(async (h) => {
+    const project = await h.project(["https://app.example.com"]);
+    await store(h, project.id, [{ level: "error", data: { title: "Old" } }]);
+    h.clock.advance(25 * HOUR);
+    await store(h, project.id, [{ level: "error", data: { title: "Fresh" } }]);
+    const browser = await signIn(h.dash);
+    const html = await (await browser.get(`/projects/${project.id}/errors`))
+      .text();
+    assert.match(textOf(html), /2 groups, 1 new/);
+    assert.match(textOf(html), /error new Fresh/);
+    assert.doesNotMatch(textOf(html), /new Old/);
+  });
+});

@@ -1,0 +1,163 @@
+/**
+ * Live tails are bounded per session and in all: past a bound the answer is
+ * `429` with a sentence, a closed or ended stream gives its place back, and
+ * 500 tails asked for at once over real connections leave the endpoint's
+ * latency and the process's memory within their budgets.
+ *
+ * @module
+ */
+import assert from "node:assert/strict";
+import { createDashboard } from "../../dashboard/app.ts";
+import { randomEntry } from "../_helpers/harness.ts";
+import {
+  type Browser,
+  PASSWORD,
+  signIn,
+  withDashboard,
+} from "../_helpers/dashboard.ts";
+
+Deno.test("a session holds at most its share of live tails and the dashboard its total; past either, 429 says which", async () => {
+  await withDashboard(async (h) => {
+    const project = await h.project();
+    const tail = `/projects/${project.id}/tail`;
+    const a = await signIn(h.dash);
+    const b = await signIn(h.dash);
+    const open: Response[] = [];
+    for (let i = 0; i < 4; i++) {
+      const res = await a.get(tail);
+      assert.equal(res.status, 200);
+      open.push(res);
+    }
+    const fifth = await a.get(tail);
+    assert.equal(fifth.status, 429);
+    assert.equal(fifth.headers.get("retry-after"), "60");
+    assert.equal(
+      await fifth.text(),
+      "Cannot open more than 4 live tails at once in one session: pause the live tail in another tab",
+    );
+    for (let i = 0; i < 2; i++) {
+      const res = await b.get(tail);
+      assert.equal(res.status, 200);
+      open.push(res);
+    }
+    const over = await b.get(tail);
+    assert.equal(over.status, 429);
+    assert.match(
+      await over.text(),
+      /more than 6 live tails at once on this dashboard/,
+    );
+    // A stream the browser closes gives its place back.
+    await open.shift()!.body!.cancel();
+    const again = await b.get(tail);
+    assert.equal(again.status, 200);
+    open.push(again);
+    // So does a stream that ends at its time cap.
+    h.clock.advance(61_000);
+    const ended = await open.shift()!.text();
+    assert.match(ended, /^retry: 2000/);
+    const after = await a.get(tail);
+    assert.equal(after.status, 200);
+    open.push(after);
+    for (const res of open) await res.body!.cancel();
+  }, { dashboard: { tailLimits: { perSession: 4, total: 6 } } });
+});
+
+/** The 99th percentile of `values`. */
+function p99(values: number[]): number {
+  const sorted = [...values].sort((x, y) => x - y);
+  return sorted[
+    Math.min(sorted.length - 1, Math.ceil(sorted.length * 0.99) - 1)
+  ]!;
+}
+
+/** Most the endpoint's p99 may reach with the tails open. */
+const INGEST_P99_MS = 250;
+/** Most the process may grow with 500 tails asked for. */
+const TAILS_RSS_BUDGET = 100 * 1024 * 1024;
+
+Deno.test("500 live tails asked for at once over real connections: 64 stream, the rest get 429, and the endpoint keeps its latency", async () => {
+  await withDashboard(async (h) => {
+    const project = await h.project(["https://app.example.com"]);
+    const dash = createDashboard({
+      kv: h.kv,
+      password: PASSWORD,
+      loginLimit: { burst: 1000 },
+    });
+    const dashServer = Deno.serve(
+      { port: 0, hostname: "127.0.0.1", onListen: () => {} },
+      (req, info) => dash.fetch(req, { remoteAddr: info.remoteAddr }),
+    );
+    const ingest = Deno.serve(
+      { port: 0, hostname: "127.0.0.1", onListen: () => {} },
+      (req, info) => h.app.fetch(req, { remoteAddr: info.remoteAddr }),
+    );
+    const endpoint = `http://127.0.0.1:${ingest.addr.port}/api/v1/logs`;
+    const sendAll = async (count: number): Promise<number[]> => {
+      const times: number[] = [];
+      for (let i = 0; i < count; i++) {
+        const began = performance.now();
+        const res = await fetch(endpoint, {
+          method: "POST",
+          headers: {
+            "Content-Type": "application/json",
+            Origin: "https://app.example.com",
+          },
+          body: JSON.stringify(randomEntry({ projectId: project.id })),
+        });
+        await res.body?.cancel();
+        times.push(performance.now() - began);
+        assert.ok(res.status < 300, `the endpoint answered ${res.status}`);
+      }
+      return times;
+    };
+    const readers: ReadableStreamDefaultReader<Uint8Array>[] = [];
+    try {
+      // 25 sessions asking for 20 tails each.
+      const sessions: Browser[] = [];
+      for (let i = 0; i < 25; i++) sessions.push(await signIn(dash));
+      await sendAll(50); // warm up
+      const before = p99(await sendAll(200));
+      const rss0 = Deno.memoryUsage().rss;
+      const url =
+        `http://127.0.0.1:${dashServer.addr.port}/projects/${project.id}/tail`;
+      const began = performance.now();
+      const answers = await Promise.all(
+        Array.from({ length: 500 }, async (_, i) => {
+          const res = await fetch(url, {
+            headers: { cookie: sessions[i % sessions.length]!.cookie },
+          });
+          if (res.status === 200) {
+            const reader = res.body!.getReader();
+            readers.push(reader);
+            await reader.read(); // the stream's first bytes
+            return 200;
+          }
+          const text = await res.text();
+          assert.match(text, /^Cannot open more than /);
+          return res.status;
+        }),
+      );
+      const openMs = performance.now() - began;
+      const counts = { 200: 0, 429: 0 } as Record<number, number>;
+      for (const status of answers) counts[status] = (counts[status] ?? 0) + 1;
+      assert.deepEqual(counts, { 200: 64, 429: 436 });
+      const during = p99(await sendAll(200));
+      const rss = Deno.memoryUsage().rss - rss0;
+      console.log(
+        `500 tails asked for in ${openMs.toFixed(0)} ms; endpoint p99 ${
+          before.toFixed(1)
+        } ms before, ${during.toFixed(1)} ms with 64 tails open; RSS +${
+          (rss / 1048576).toFixed(1)
+        } MB`,
+      );
+      assert.ok(during <= INGEST_P99_MS, `endpoint p99 ${during} ms`);
+      assert.ok(rss <= TAILS_RSS_BUDGET, `RSS grew ${rss} bytes`);
+    } finally {
+      for (const reader of readers) await reader.cancel();
+      await dashServer.shutdown();
+      await ingest.shutdown();
+    }
+  }, {
+    config: { rateLimitRps: 1_000_000, rateLimitBurst: 1_000_000 },
+  });
+});

@@ -1,0 +1,164 @@
+/**
+ * Stored values are bytes any Deno version reads (docs/design.md#value-encoding),
+ * and values stored in the runtime's own encoding by earlier versions are
+ * still read.
+ *
+ * @module
+ */
+import assert from "node:assert/strict";
+import { pendingBatchKey, projectKey } from "../../db/keys.ts";
+import {
+  decodeFramed,
+  decodeJson,
+  encodeFramed,
+  encodeJson,
+  getManyChunked,
+} from "../../db/kv.ts";
+import { allowValue, getProject, listProjects } from "../../db/projects.ts";
+import { mergeProject } from "../../db/query/merge.ts";
+import { recordFailure } from "../../queue/dead_letters.ts";
+import {
+  assertCounts,
+  assertStoredOnce,
+  pendingBatches,
+  postQueued,
+  randomEntry,
+  signEntry,
+  withHarness,
+} from "../_helpers/harness.ts";
+
+const ORIGIN = "https://app.example.com";
+
+Deno.test("encodeJson and encodeFramed round-trip, and decodeFramed refuses cut bytes", () => {
+  const value = { a: 1, b: ["é", null], c: { d: true } };
+  assert.deepEqual(decodeJson(encodeJson(value)), value);
+  assert.equal(decodeJson(null), null);
+  const payload = new Uint8Array([0, 1, 2, 255]);
+  const { header, payload: back } = decodeFramed(encodeFramed(value, payload));
+  assert.deepEqual(header, value);
+  assert.deepEqual(back, payload);
+  const framed = encodeFramed(value, payload);
+  assert.throws(() => decodeFramed(framed.subarray(0, 6)), RangeError);
+  assert.throws(() => decodeFramed(new Uint8Array(2)), RangeError);
+});
+
+Deno.test("getManyChunked reads more keys than one getMany takes, in order", async () => {
+  const kv = await Deno.openKv(":memory:");
+  try {
+    const keys = Array.from({ length: 25 }, (_, i) => ["k", i]);
+    for (const key of keys.slice(0, 20)) await kv.set(key, encodeJson(key[1]));
+    const entries = await getManyChunked(kv, keys);
+    assert.deepEqual(
+      entries.map((e) => decodeJson(e.value)),
+      [...Array.from({ length: 20 }, (_, i) => i), ...Array(5).fill(null)],
+    );
+  } finally {
+    kv.close();
+  }
+});
+
+Deno.test("every value a full flow stores is bytes or a counter", async () => {
+  await withHarness(async (h) => {
+    const project = await h.project([ORIGIN]);
+    await postQueued(h, randomEntry({ projectId: project.id }), {
+      Origin: ORIGIN,
+    });
+    const signed = randomEntry({ projectId: project.id });
+    await postQueued(
+      h,
+      signed,
+      signEntry(project.secret, signed, h.clock.now()),
+    );
+    await postQueued(h, randomEntry({ projectId: project.id }), {
+      Origin: "https://evil.example.com",
+    });
+    await postQueued(h, randomEntry({ projectId: "no-such-project" }));
+    await h.process();
+    // Settled pages move into chunks with their summaries and filters.
+    await postQueued(h, randomEntry({ projectId: project.id }), {
+      Origin: ORIGIN,
+    });
+    await h.process();
+    await mergeProject(h.kv, project.id, {
+      now: h.clock.now() + 2 * 3_600_000,
+      settleMs: 0,
+    });
+    await postQueued(h, randomEntry({ projectId: project.id }), {
+      Origin: ORIGIN,
+    });
+    await h.process();
+    // A batch that keeps failing becomes a dead letter.
+    await postQueued(h, randomEntry({ projectId: project.id }));
+    const [batch] = await pendingBatches(h.kv);
+    for (let i = 0; i < 5; i++) {
+      await recordFailure(h.kv, batch!.id, new Error("x"), h.clock.now());
+    }
+    const prefixes = new Set<string>();
+    for await (const entry of h.kv.list({ prefix: [] })) {
+      const prefix = String(entry.key[0]);
+      prefixes.add(prefix);
+      assert.ok(
+        entry.value instanceof Uint8Array ||
+          entry.value instanceof Deno.KvU64,
+        `${entry.key.join("/")} holds a ${typeof entry.value}`,
+      );
+    }
+    for (
+      const prefix of [
+        "projects",
+        "log_counts",
+        "log_chunks",
+        "log_summaries",
+        "log_blooms",
+        "log_compactions",
+        "stats",
+        "rejections",
+        "seen_signatures",
+        "global_stats",
+        "dead_letters",
+      ]
+    ) {
+      assert.ok(prefixes.has(prefix), `nothing stored under ${prefix}`);
+    }
+  });
+});
+
+Deno.test("a project stored in the runtime's encoding by an earlier version is still read, and rewritten as bytes on change", async () => {
+  await withHarness(async (h) => {
+    const current = await h.project([ORIGIN]);
+    // What an earlier version stored: the record itself.
+    await h.kv.set(projectKey(current.id), { ...current });
+    assert.deepEqual(await getProject(h.kv, current.id), current);
+    assert.deepEqual(await listProjects(h.kv), [current]);
+    await postQueued(h, randomEntry({ projectId: current.id }), {
+      Origin: ORIGIN,
+    });
+    await assertStoredOnce(h, current.id, "origin");
+    await allowValue(h.kv, current.id, "https://other.example.com");
+    const stored = (await h.kv.get(projectKey(current.id))).value;
+    assert.ok(stored instanceof Uint8Array);
+    assert.deepEqual(decodeJson(stored), {
+      ...current,
+      settings: { allowedOrigin: [ORIGIN, "https://other.example.com"] },
+    });
+  });
+});
+
+Deno.test("a pending batch stored in the runtime's encoding by an earlier version is processed", async () => {
+  await withHarness(async (h) => {
+    const project = await h.project([ORIGIN]);
+    await postQueued(h, randomEntry({ projectId: project.id }), {
+      Origin: ORIGIN,
+    });
+    const [batch] = await pendingBatches(h.kv);
+    // What an earlier version stored: the header object, head as bytes.
+    await h.kv.set(pendingBatchKey(batch!.id), { ...batch!.header });
+    assert.ok(
+      !((await h.kv.get(pendingBatchKey(batch!.id))).value instanceof
+        Uint8Array),
+    );
+    await assertStoredOnce(h, project.id, "origin");
+    await assertCounts(h, project.id, 1, {});
+    assert.deepEqual(await pendingBatches(h.kv), []);
+  });
+});

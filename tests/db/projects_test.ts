@@ -1,0 +1,54 @@
+import assert from "node:assert/strict";
+import {
+  logChunksPrefix,
+  rejectionKey,
+  seenSignatureKey,
+  statsPrefix,
+} from "../../db/keys.ts";
+import { deleteProject, getProject } from "../../db/projects.ts";
+import {
+  assertStoredOnce,
+  postQueued,
+  randomEntry,
+  withHarness,
+} from "../_helpers/harness.ts";
+
+Deno.test("deleteProject removes the project and everything under it, counting entries not pages", async () => {
+  await withHarness(async (h) => {
+    const project = await h.project();
+    const kept = await h.project();
+    const origin = { Origin: "https://app.example.com" };
+    // Three entries in one commit: one batch, one page.
+    await Promise.all(
+      [1, 2, 3].map(() =>
+        postQueued(h, randomEntry({ projectId: project.id }), origin)
+      ),
+    );
+    await postQueued(h, randomEntry({ projectId: project.id }), {
+      Origin: "https://evil.example.net",
+    });
+    await postQueued(h, randomEntry({ projectId: kept.id }), origin);
+    await assertStoredOnce(h, kept.id, "origin");
+    assert.equal((await h.logs(project.id)).length, 3);
+    const chunks = await Array.fromAsync(
+      h.kv.list({ prefix: logChunksPrefix(project.id) }),
+    );
+    assert.ok(chunks.length < 3, "the entries share a chunk");
+    await h.kv.set(seenSignatureKey(project.id, "A".repeat(64)), "e1");
+
+    assert.equal(await deleteProject(h.kv, project.id), 3);
+
+    assert.equal(await getProject(h.kv, project.id), null);
+    assert.deepEqual(await h.logs(project.id), []);
+    for (
+      const prefix of [
+        statsPrefix(project.id),
+        rejectionKey(project.id, 0).slice(0, 2),
+        seenSignatureKey(project.id, "").slice(0, 2),
+      ]
+    ) {
+      assert.deepEqual(await Array.fromAsync(h.kv.list({ prefix })), []);
+    }
+    assert.equal((await h.logs(kept.id)).length, 1);
+  });
+});

@@ -1,0 +1,52 @@
+/**
+ * Counting a project's stored entries stays exact while the compactor moves
+ * pages into chunks between the count's two listings.
+ *
+ * @module
+ */
+import assert from "node:assert/strict";
+import { logSummariesPrefix } from "../../../db/keys.ts";
+import { countStoredEntries } from "../../../db/query/mod.ts";
+import {
+  compactAt,
+  recordAt,
+  storeBatch,
+  T0,
+  withQueryProject,
+} from "../../_helpers/query.ts";
+
+Deno.test("countStoredEntries is exact when a compaction commits in the middle of it", async () => {
+  await withQueryProject(async (kv, projectId) => {
+    for (let i = 0; i < 30; i++) {
+      await storeBatch(kv, projectId, [recordAt(T0 + i * 60_000)]);
+    }
+    assert.equal(await countStoredEntries(kv, projectId), 30);
+    // A reader whose listing of summaries starts only after a compaction
+    // moved every page into chunks, as the compactor of a running server can.
+    let compacted = false;
+    const racing = new Proxy(kv, {
+      get(target, name) {
+        if (name !== "list") {
+          const value = Reflect.get(target, name, target);
+          return typeof value === "function" ? value.bind(target) : value;
+        }
+        return (
+          selector: Deno.KvListSelector,
+          options?: Deno.KvListOptions,
+        ) => {
+          const prefix = "prefix" in selector ? selector.prefix : [];
+          if (!compacted && prefix[0] === logSummariesPrefix(projectId)[0]) {
+            compacted = true;
+            return (async function* () {
+              await compactAt(target, projectId, T0 + 3 * 3_600_000);
+              yield* target.list(selector, options);
+            })();
+          }
+          return target.list(selector, options);
+        };
+      },
+    });
+    assert.equal(await countStoredEntries(racing, projectId), 30);
+    assert.ok(compacted, "the compaction ran during the count");
+  });
+});

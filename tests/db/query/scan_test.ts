@@ -1,0 +1,430 @@
+import type { LogRecord } from "../../../domain/entry.ts";
+import assert from "node:assert/strict";
+import { logChunksPrefix } from "../../../db/keys.ts";
+import { compileFilter } from "../../../db/query/filter.ts";
+import { scan } from "../../../db/query/scan.ts";
+import {
+  aroundEntry,
+  countStoredEntries,
+  getEntry,
+  listLogs,
+  mergeProject,
+  type Order,
+  parseQuery,
+  queryLogs,
+  tailLogs,
+} from "../../../db/query/mod.ts";
+import {
+  compactAt,
+  noise,
+  queryProject,
+  recordAt,
+  sortedIds,
+  storeBatch,
+  T0,
+  withKv,
+  withQueryProject,
+} from "../../_helpers/query.ts";
+
+const HOUR = 3_600_000;
+
+async function count(kv: Deno.Kv, prefix: Deno.KvKey): Promise<number> {
+  return (await Array.fromAsync(kv.list({ prefix }))).length;
+}
+
+/** Every id, page by page of `limit`, following cursors. */
+async function pagedIds(
+  kv: Deno.Kv,
+  projectId: string,
+  order: Order,
+  limit: number,
+  filter = {},
+): Promise<string[]> {
+  const ids: string[] = [];
+  let cursor: string | undefined;
+  for (;;) {
+    const page = await queryLogs(kv, projectId, {
+      order,
+      limit,
+      filter,
+      ...(cursor ? { cursor } : {}),
+    });
+    ids.push(...page.records.map((r) => r.id));
+    if (page.cursor === null) return ids;
+    cursor = page.cursor;
+  }
+}
+
+/**
+ * Two processes store pages covering the same seconds; some move into
+ * chunks; a late batch lands in compacted time and becomes a chunk of its
+ * own; fresh pages stay. Returns every record stored.
+ */
+async function overlappingStore(kv: Deno.Kv, projectId: string) {
+  const all: LogRecord[] = [];
+  const data = (i: number) => ({ title: "Entry", n: i, blob: noise(i) });
+  for (let batch = 0; batch < 12; batch++) {
+    const a: LogRecord[] = [];
+    const b: LogRecord[] = [];
+    for (let k = batch * 60; k < (batch + 1) * 60; k++) {
+      const t = T0 + k * 5000;
+      for (const dt of [0, 400, 900]) {
+        a.push(recordAt(t + dt, { data: data(k) }));
+      }
+      for (const dt of [200, 700]) {
+        b.push(recordAt(t + dt, { data: data(-1 - k) }));
+      }
+    }
+    await storeBatch(kv, projectId, a);
+    await storeBatch(kv, projectId, b);
+    all.push(...a, ...b);
+  }
+  // 3,600 entries over an hour: the first ~40 minutes settle into chunks.
+  await compactAt(kv, projectId, T0 + 2 * HOUR - 20 * 60_000);
+  const late = Array.from(
+    { length: 40 },
+    (_, i) => recordAt(T0 + 600_000 + i * 7001, { data: data(1e6 + i) }),
+  );
+  await storeBatch(kv, projectId, late, T0 + 3 * HOUR);
+  all.push(...late);
+  await compactAt(kv, projectId, T0 + 2 * HOUR - 20 * 60_000);
+  const fresh = Array.from(
+    { length: 30 },
+    (_, i) => recordAt(T0 + HOUR + i * 100, { data: data(2e6 + i) }),
+  );
+  await storeBatch(kv, projectId, fresh);
+  all.push(...fresh);
+  return all;
+}
+
+Deno.test("entries of overlapping chunks list in exact time order, every way", async (t) => {
+  await withQueryProject(async (kv, projectId) => {
+    const all = await overlappingStore(kv, projectId);
+    const ids = sortedIds(all);
+    const chunks = await count(kv, logChunksPrefix(projectId));
+    assert.ok(chunks >= 3, `${chunks} chunks`);
+    await t.step("all, newest and oldest first", async () => {
+      assert.deepEqual(await pagedIds(kv, projectId, "oldest", 1000), ids);
+      assert.deepEqual(
+        await pagedIds(kv, projectId, "newest", 1000),
+        [...ids].reverse(),
+      );
+    });
+    await t.step("page by page of 97, following cursors", async () => {
+      assert.deepEqual(await pagedIds(kv, projectId, "oldest", 97), ids);
+      assert.deepEqual(
+        await pagedIds(kv, projectId, "newest", 97),
+        [...ids].reverse(),
+      );
+    });
+    await t.step("time ranges cutting through chunks and pages", async () => {
+      for (
+        const [since, until] of [
+          [T0 + 601_234, T0 + 1_800_000],
+          [T0 + 2_400_000, T0 + 3_000_000],
+          [T0 + 3_000_000, T0 + 4_000_000],
+        ]
+      ) {
+        const inRange = all.filter((r) =>
+          r.receivedAt >= since! && r.receivedAt < until!
+        );
+        const filter = { since, until };
+        assert.deepEqual(
+          await pagedIds(kv, projectId, "oldest", 100, filter),
+          sortedIds(inRange),
+        );
+        assert.deepEqual(
+          await pagedIds(kv, projectId, "newest", 33, filter),
+          sortedIds(inRange).reverse(),
+        );
+      }
+    });
+    await t.step("listLogs yields the same", async () => {
+      const listed = await Array.fromAsync(listLogs(kv, projectId));
+      assert.deepEqual(listed.map((r) => r.id), ids);
+      const back = await Array.fromAsync(
+        listLogs(kv, projectId, { reverse: true, limit: 10 }),
+      );
+      assert.deepEqual(back.map((r) => r.id), [...ids].reverse().slice(0, 10));
+    });
+    await t.step("records come back as stored", async () => {
+      const byId = new Map(all.map((r) => [r.id, r]));
+      for await (const r of listLogs(kv, projectId)) {
+        assert.deepEqual(r, byId.get(r.id));
+      }
+    });
+  });
+});
+
+Deno.test("a chunk whose summary or Bloom filter rules it out is not read", async () => {
+  await withQueryProject(async (kv, projectId) => {
+    // Hour 1: info only. Hour 3: some errors, one of them with a rare word.
+    const quiet = Array.from(
+      { length: 200 },
+      (_, i) => recordAt(T0 + i * 1000),
+    );
+    const loud = Array.from(
+      { length: 200 },
+      (_, i) =>
+        recordAt(T0 + 2 * HOUR + i * 1000, {
+          level: i % 10 === 0 ? "error" : "info",
+          data: {
+            title: "Entry",
+            message: i === 50 ? "quokka sighted" : "calm",
+          },
+        }),
+    );
+    await storeBatch(kv, projectId, quiet);
+    await storeBatch(kv, projectId, loud);
+    await compactAt(kv, projectId, T0 + 5 * HOUR);
+    assert.equal(await count(kv, logChunksPrefix(projectId)), 2);
+
+    const errors = await queryLogs(kv, projectId, {
+      filter: parseQuery("level:error"),
+    });
+    assert.equal(errors.records.length, 20);
+    assert.deepEqual(errors.stats, {
+      pagesRead: 1,
+      pagesSkipped: 1,
+      entriesScanned: 200,
+    });
+    const word = await queryLogs(kv, projectId, {
+      filter: parseQuery("quokka"),
+    });
+    assert.deepEqual(word.records.map((r) => r.id), [loud[50]!.id]);
+    assert.equal(word.stats.pagesRead, 1);
+    assert.equal(word.stats.pagesSkipped, 1);
+    const none = await queryLogs(kv, projectId, {
+      filter: parseQuery("wallaby"),
+    });
+    assert.deepEqual(none.records, []);
+    assert.equal(none.stats.pagesRead, 0);
+    assert.equal(none.stats.pagesSkipped, 2);
+    const one = await queryLogs(kv, projectId, {
+      filter: parseQuery(`id:${quiet[7]!.id}`),
+    });
+    assert.deepEqual(one.records, [quiet[7]]);
+    assert.equal(one.stats.pagesRead, 1);
+    // Newest first stops at the newest chunk: the older one is never read.
+    const newest = await queryLogs(kv, projectId, { limit: 10 });
+    assert.deepEqual(newest.stats, {
+      pagesRead: 1,
+      pagesSkipped: 0,
+      entriesScanned: 200,
+    });
+  });
+});
+
+Deno.test("in a chunk that may match, only the blocks that may are inflated", async () => {
+  await withQueryProject(async (kv, projectId) => {
+    const records = Array.from(
+      { length: 1500 },
+      (_, i) =>
+        recordAt(T0 + i * 500, {
+          context: { userId: `user_${i}`, sessionId: `s-${i * 7919}` },
+          data: { title: "Entry", message: `Request ${i} took ${i} ms` },
+        }),
+    );
+    for (let i = 0; i < 1500; i += 100) {
+      await storeBatch(kv, projectId, records.slice(i, i + 100));
+    }
+    await compactAt(kv, projectId, T0 + 5 * HOUR);
+    assert.equal(await count(kv, logChunksPrefix(projectId)), 1);
+    const page = await queryLogs(kv, projectId, {
+      filter: parseQuery("context.userId:user_700"),
+    });
+    assert.deepEqual(page.records, [records[700]]);
+    assert.equal(page.stats.pagesRead, 1);
+    assert.ok(
+      page.stats.entriesScanned < 1500 / 2,
+      `${page.stats.entriesScanned} entries scanned`,
+    );
+  });
+});
+
+Deno.test("a cursor stays exact while new entries arrive and pages move into chunks", async () => {
+  await withQueryProject(async (kv, projectId) => {
+    const first = Array.from({ length: 300 }, (_, i) => recordAt(T0 + i * 997));
+    await storeBatch(kv, projectId, first);
+    const newest = sortedIds(first).reverse();
+    const page1 = await queryLogs(kv, projectId, { limit: 50 });
+    assert.deepEqual(page1.records.map((r) => r.id), newest.slice(0, 50));
+    // Newer entries arrive, and everything settled is compacted.
+    await storeBatch(
+      kv,
+      projectId,
+      Array.from({ length: 100 }, (_, i) => recordAt(T0 + 400_000 + i * 10)),
+    );
+    await compactAt(kv, projectId, T0 + 3 * HOUR);
+    assert.ok(await count(kv, logChunksPrefix(projectId)) > 0);
+    const page2 = await queryLogs(kv, projectId, {
+      limit: 50,
+      cursor: page1.cursor!,
+    });
+    assert.deepEqual(page2.records.map((r) => r.id), newest.slice(50, 100));
+    const rest = await queryLogs(kv, projectId, {
+      limit: 1000,
+      cursor: page2.cursor!,
+    });
+    assert.deepEqual(rest.records.map((r) => r.id), newest.slice(100));
+    assert.equal(rest.cursor, null);
+    await assert.rejects(
+      () =>
+        queryLogs(kv, projectId, { order: "oldest", cursor: page1.cursor! }),
+      /Cannot read cursor/,
+    );
+  });
+});
+
+/**
+ * A KV handle on which "another process" merges the project's chunks while
+ * a read is in the middle of its listing of summaries.
+ */
+function racingKv(real: Deno.Kv, projectId: string) {
+  const state = { compacted: false };
+  const kv = new Proxy(real, {
+    get(target, name) {
+      if (name === "list") {
+        return (
+          selector: Deno.KvListSelector,
+          options?: Deno.KvListOptions,
+        ) => {
+          const iter = target.list(selector, options);
+          const from = "prefix" in selector ? selector.prefix : selector.start;
+          if (state.compacted || from?.[0] !== "log_summaries") return iter;
+          return (async function* () {
+            for (let n = 0;; n++) {
+              if (n === 3 && !state.compacted) {
+                state.compacted = true;
+                await mergeProject(target, projectId, { now: T0 + 9 * HOUR });
+              }
+              const next = await iter.next();
+              if (next.done) return;
+              yield next.value;
+            }
+          })();
+        };
+      }
+      const value = Reflect.get(target, name);
+      return typeof value === "function" ? value.bind(target) : value;
+    },
+  });
+  return { kv, state };
+}
+
+Deno.test("a read during which a merge commits is done again, and stays exact", async () => {
+  await withKv(async (real) => {
+    const store = async () => {
+      const projectId = await queryProject(real);
+      const records = Array.from(
+        { length: 500 },
+        (_, i) => recordAt(T0 + i * 5000),
+      );
+      for (let i = 0; i < 500; i += 50) {
+        await storeBatch(real, projectId, records.slice(i, i + 50));
+      }
+      return { projectId, ids: sortedIds(records).reverse() };
+    };
+    // The merge moves entries behind the listing: the scan sees it and reads again.
+    const bare = await store();
+    const raced = racingKv(real, bare.projectId);
+    const scanned = await scan(raced.kv, bare.projectId, {
+      order: "newest",
+      filter: compileFilter({}),
+      limit: 1000,
+    });
+    assert.ok(raced.state.compacted);
+    assert.deepEqual(scanned.records.map((r) => r.id), bare.ids);
+
+    const guarded = await store();
+    const racing = racingKv(real, guarded.projectId);
+    const page = await queryLogs(racing.kv, guarded.projectId, { limit: 1000 });
+    assert.ok(racing.state.compacted);
+    assert.deepEqual(page.records.map((r) => r.id), guarded.ids);
+  });
+});
+
+Deno.test("two mergers racing on one project store each entry once", async () => {
+  await withQueryProject(async (kv, projectId) => {
+    const records = Array.from(
+      { length: 2000 },
+      (_, i) => recordAt(T0 + i * 1500, { data: { blob: noise(i) } }),
+    );
+    for (let i = 0; i < 2000; i += 100) {
+      await storeBatch(kv, projectId, records.slice(i, i + 100));
+    }
+    const now = T0 + 5 * HOUR;
+    const [a, b] = await Promise.all([
+      mergeProject(kv, projectId, { now }),
+      mergeProject(kv, projectId, { now }),
+    ]);
+    assert.ok(a.merges + b.merges > 0);
+    const again = await mergeProject(kv, projectId, { now });
+    assert.equal(a.entries + b.entries + again.entries, 2000);
+    const listed = await Array.fromAsync(listLogs(kv, projectId));
+    assert.deepEqual(listed.map((r) => r.id), sortedIds(records));
+    assert.equal(await countStoredEntries(kv, projectId), 2000);
+  });
+});
+
+Deno.test("getEntry and aroundEntry find entries in chunks and pages", async () => {
+  await withQueryProject(async (kv, projectId) => {
+    const all = await overlappingStore(kv, projectId);
+    const ids = sortedIds(all);
+    const byId = new Map(all.map((r) => [r.id, r]));
+    for (const at of [0, 1, 500, 1799, 2500, ids.length - 2, ids.length - 1]) {
+      const id = ids[at]!;
+      assert.deepEqual(await getEntry(kv, projectId, id), byId.get(id));
+      const around = await aroundEntry(kv, projectId, id, 20);
+      assert.deepEqual(around.entry, byId.get(id));
+      assert.deepEqual(
+        around.before.map((r) => r.id),
+        ids.slice(Math.max(0, at - 20), at),
+      );
+      assert.deepEqual(
+        around.after.map((r) => r.id),
+        ids.slice(at + 1, at + 21),
+      );
+    }
+    assert.equal(await getEntry(kv, projectId, "0".repeat(28)), null);
+    assert.equal(await getEntry(kv, projectId, "not an id"), null);
+  });
+});
+
+Deno.test("tailLogs hands out settled entries once each, oldest first", async () => {
+  await withQueryProject(async (kv, projectId) => {
+    await storeBatch(kv, projectId, [recordAt(T0), recordAt(T0 + 10)]);
+    const start = await tailLogs(kv, projectId, { afterId: null, now: T0 + 5 });
+    assert.deepEqual(start.records.map((r) => r.receivedAt), []);
+    const first = await tailLogs(kv, projectId, {
+      afterId: start.lastId,
+      now: T0 + 2000,
+    });
+    assert.deepEqual(first.records.map((r) => r.receivedAt), [T0, T0 + 10]);
+    // Pages of two processes, one written late: both after the horizon of
+    // the previous call, so nothing is skipped.
+    await storeBatch(kv, projectId, [recordAt(T0 + 1500), recordAt(T0 + 3000)]);
+    await storeBatch(kv, projectId, [
+      recordAt(T0 + 1200, { level: "error" }),
+    ]);
+    const second = await tailLogs(kv, projectId, {
+      afterId: first.lastId,
+      now: T0 + 5000,
+    });
+    assert.deepEqual(
+      second.records.map((r) => r.receivedAt),
+      [T0 + 1200, T0 + 1500, T0 + 3000],
+    );
+    const errors = await tailLogs(kv, projectId, {
+      afterId: null,
+      now: T0 + 5000,
+      filter: { levels: ["error"] },
+    });
+    assert.deepEqual(errors.records.map((r) => r.receivedAt), [T0 + 1200]);
+    const again = await tailLogs(kv, projectId, {
+      afterId: second.lastId,
+      now: T0 + 5000,
+    });
+    assert.deepEqual(again.records, []);
+  });
+});

@@ -1,0 +1,102 @@
+/**
+ * The fingerprint of an error: which entries count as the same error.
+ *
+ * @module
+ */
+import assert from "node:assert/strict";
+import {
+  entryTitle,
+  fingerprintOf,
+  normaliseTitle,
+  stackLines,
+  topFrame,
+} from "../../domain/fingerprint.ts";
+
+Deno.test("titles differing only in numbers, ids, hex and quoted text share a fingerprint", () => {
+  const a = fingerprintOf({
+    data: {
+      title:
+        'Order 1234 failed for user "bob" (request 3f2a9c81d0e4, trace 0b7e5c1a-9d3f-4e2b-8a6c-1f0e9d8c7b6a)',
+    },
+  });
+  const b = fingerprintOf({
+    data: {
+      title:
+        'Order 98 failed for user "alice" (request 77aa00bb11cc, trace 11111111-2222-4333-8444-555555555555)',
+    },
+  });
+  assert.equal(a.fingerprint, b.fingerprint);
+  assert.equal(
+    a.title,
+    'Order <n> failed for user "…" (request <hex>, trace <uuid>)',
+  );
+  assert.match(a.fingerprint, /^[0-9a-f]{16}$/);
+});
+
+Deno.test("different titles have different fingerprints", () => {
+  assert.notEqual(
+    fingerprintOf({ data: { title: "Payment failed" } }).fingerprint,
+    fingerprintOf({ data: { title: "Payment refused" } }).fingerprint,
+  );
+});
+
+Deno.test("the message stands in for a missing title, then the first string field", () => {
+  assert.equal(entryTitle({ message: "boom", code: "E1" }), "boom");
+  assert.equal(entryTitle({ n: 3, code: "E1" }), "E1");
+  assert.equal(entryTitle({ title: "", message: "boom" }), "boom");
+  assert.equal(entryTitle({ n: 3 }), "");
+});
+
+Deno.test("the top frame joins the fingerprint as file:function without line or column", () => {
+  const stack = (line: number) =>
+    `TypeError: x is undefined\n    at pay (https://shop.example.com/app.js?v=3:${line}:5)\n    at main (https://shop.example.com/app.js:1:1)`;
+  const a = fingerprintOf({
+    data: { message: "TypeError: x is undefined", stack: stack(10) },
+  });
+  const b = fingerprintOf({
+    data: { message: "TypeError: x is undefined", stack: stack(99) },
+  });
+  const c = fingerprintOf({ data: { message: "TypeError: x is undefined" } });
+  assert.equal(a.topFrame, "https://shop.example.com/app.js:pay");
+  assert.equal(a.fingerprint, b.fingerprint);
+  assert.notEqual(a.fingerprint, c.fingerprint);
+  assert.equal(c.topFrame, null);
+});
+
+Deno.test("top frames are read from V8, Firefox and frame-object stacks", () => {
+  assert.equal(topFrame("    at /srv/app/main.ts:4:2"), "/srv/app/main.ts:");
+  assert.equal(
+    topFrame("pay@https://shop.example.com/app.js:10:5\nmain@x.js:1:1"),
+    "https://shop.example.com/app.js:pay",
+  );
+  assert.equal(
+    topFrame([{ function: "pay", file: "app.py", line: 3 }, {
+      function: "main",
+      file: "m.py",
+    }]),
+    "app.py:pay",
+  );
+  assert.equal(
+    topFrame(["Error: boom", "    at async handle (server.ts:9:1)"]),
+    "server.ts:handle",
+  );
+  assert.equal(topFrame("no frames here"), null);
+  assert.equal(topFrame(42), null);
+});
+
+Deno.test("stack lines come from a string with newlines or an array of frames", () => {
+  assert.deepEqual(stackLines("Error: a\n    at f (a.js:1:2)\n"), [
+    "Error: a",
+    "    at f (a.js:1:2)",
+  ]);
+  assert.deepEqual(
+    stackLines([{ function: "f", file: "a.js", line: 1, column: 2 }, "g@b.js"]),
+    ["at f (a.js:1:2)", "g@b.js"],
+  );
+  assert.deepEqual(stackLines({ not: "a stack" }), []);
+});
+
+Deno.test("normalised titles are cut to 200 characters and keep plain words", () => {
+  assert.equal(normaliseTitle("x".repeat(500)).length, 200);
+  assert.equal(normaliseTitle("deadbeef  cafe v2"), "deadbeef cafe v2");
+});

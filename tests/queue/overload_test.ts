@@ -1,0 +1,183 @@
+import assert from "node:assert/strict";
+import { GroupCommitter, OverloadedError } from "../../queue/producer.ts";
+import {
+  EVENT_TIMEOUT_MS,
+  type Harness,
+  harness,
+  type HarnessOptions,
+  pendingBatches,
+  randomEntry,
+  withTimeout,
+} from "../_helpers/harness.ts";
+import { atomicView } from "../_helpers/hold.ts";
+
+/** A KV whose commits can be made to fail or to wait, for overload tests. */
+function faultyKv(real: Deno.Kv) {
+  const state = {
+    mode: "ok" as "ok" | "fail" | "hold" | "throw",
+    held: [] as (() => void)[],
+    commits: 0,
+    release() {
+      for (const go of state.held.splice(0)) go();
+    },
+  };
+  const kv = atomicView(real, (op) => {
+    if (state.mode === "throw") throw new TypeError("Value too large");
+    const commit = op.commit.bind(op);
+    op.commit = () => {
+      state.commits++;
+      if (state.mode === "fail") {
+        return Promise.reject(new Error("Database is unavailable"));
+      }
+      if (state.mode === "hold") {
+        return new Promise<void>((go) => state.held.push(go))
+          .then(commit);
+      }
+      return commit();
+    };
+    return op;
+  });
+  return { kv, state };
+}
+
+/**
+ * Runs `fn` with a harness on a {@linkcode faultyKv} view of an in-memory
+ * KV; afterwards releases any held commit and closes both.
+ */
+async function withFaultyHarness(
+  fn: (
+    h: Harness,
+    state: ReturnType<typeof faultyKv>["state"],
+    real: Deno.Kv,
+  ) => Promise<void>,
+  options: HarnessOptions = {},
+): Promise<void> {
+  const real = await Deno.openKv(":memory:");
+  const { kv, state } = faultyKv(real);
+  const h = await harness({ ...options, kv });
+  try {
+    await fn(h, state, real);
+  } finally {
+    state.release();
+    await h.close();
+    real.close();
+  }
+}
+
+Deno.test("a failing KV commit answers 503 unavailable, and service resumes when KV recovers", async () => {
+  await withFaultyHarness(async (h, state) => {
+    const project = await h.project();
+    state.mode = "fail";
+    const res = await h.post(randomEntry({ projectId: project.id }), {
+      Origin: "https://app.example.com",
+    });
+    assert.equal(res.status, 503);
+    assert.equal((await res.json()).error.code, "unavailable");
+    assert.ok(Number(res.headers.get("retry-after")) >= 1);
+    assert.equal(
+      res.headers.get("access-control-allow-origin"),
+      "https://app.example.com",
+    );
+    state.mode = "ok";
+    const ok = await h.post(randomEntry({ projectId: project.id }), {
+      Origin: "https://app.example.com",
+    });
+    assert.equal(ok.status, 200);
+    await h.process();
+    // Only the entry answered 200 is stored.
+    assert.equal((await h.logs(project.id)).length, 1);
+  });
+});
+
+Deno.test("past the backlog bound new requests answer 503 at once", async () => {
+  await withFaultyHarness(async (h, state) => {
+    state.mode = "hold";
+    // One request's commit is in flight and held; five more wait for the next.
+    const waiting = Array.from({ length: 6 }, () => h.post(randomEntry()));
+    await new Promise((go) => setTimeout(go, 0));
+    const refused = await h.post(randomEntry());
+    assert.equal(refused.status, 503);
+    assert.equal((await refused.json()).error.code, "unavailable");
+    assert.equal(refused.headers.get("retry-after"), "1");
+    state.mode = "ok";
+    state.release();
+    const statuses = await withTimeout(
+      Promise.all(waiting.map(async (p) => (await p).status)),
+      EVENT_TIMEOUT_MS,
+      "the held requests to be answered once KV is released",
+    );
+    assert.deepEqual(statuses, [200, 200, 200, 200, 200, 200]);
+    assert.equal((await h.post(randomEntry())).status, 200);
+  }, { config: { maxPendingRequests: 5 } });
+});
+
+Deno.test("requests that arrive during a commit share the next one", async () => {
+  await withFaultyHarness(async (h, state, real) => {
+    state.mode = "hold";
+    const first = h.post(randomEntry());
+    await new Promise((go) => setTimeout(go, 0));
+    const rest = Array.from({ length: 100 }, () => h.post(randomEntry()));
+    await new Promise((go) => setTimeout(go, 0));
+    state.mode = "ok";
+    state.release();
+    await withTimeout(
+      Promise.all([first, ...rest]),
+      EVENT_TIMEOUT_MS,
+      "the requests to be answered once KV is released",
+    );
+    assert.equal(state.commits, 2);
+    const batches = await pendingBatches(real);
+    const entries = batches.reduce((n, b) => n + b.header.count, 0);
+    assert.equal(entries, 101);
+    assert.equal(batches.length, 2);
+  });
+});
+
+Deno.test("the backlog is bounded by size as well as by count", async () => {
+  const real = await Deno.openKv(":memory:");
+  const { kv, state } = faultyKv(real);
+  const producer = new GroupCommitter({
+    kv,
+    maxPending: 1000,
+    maxPendingChars: 10_000,
+  });
+  const entry = (n: number) => ({
+    id: `e${n}`,
+    receivedAt: 0,
+    level: "info",
+    projectId: "p",
+    data: { blob: "x".repeat(3000) },
+  });
+  try {
+    state.mode = "hold";
+    const first = producer.submit(entry(0));
+    const waiting = [
+      producer.submit(entry(1)),
+      producer.submit(entry(2)),
+      producer.submit(entry(3)),
+    ];
+    await assert.rejects(producer.submit(entry(4)), OverloadedError);
+    state.mode = "ok";
+    state.release();
+    await withTimeout(
+      Promise.all([first, ...waiting]),
+      EVENT_TIMEOUT_MS,
+      "the entries to be committed once KV is released",
+    );
+  } finally {
+    state.release();
+    await producer.flush();
+    real.close();
+  }
+});
+
+Deno.test("a request is answered 503 even when building the commit throws", async () => {
+  await withFaultyHarness(async (h, state) => {
+    state.mode = "throw";
+    const res = await h.post(randomEntry());
+    assert.equal(res.status, 503);
+    assert.equal((await res.json()).error.code, "unavailable");
+    state.mode = "ok";
+    assert.equal((await h.post(randomEntry())).status, 200);
+  });
+});
