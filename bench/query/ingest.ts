@@ -5,7 +5,7 @@
  * a span (7 days for the benchmark), and the compactor run every
  * `compactEveryMs` of that clock, as the service's compactor would run
  * every few seconds. The benchmark (bench/query/main.ts) and the engine's
- * exactness test (tests/query_generated_test.ts) both build their store
+ * exactness test (tests/db/query/generated_test.ts) both build their store
  * with it.
  *
  * Entries are submitted 200 at a time (a group spans minutes of receipt

@@ -8,7 +8,7 @@
  * each checked against what was generated.
  *
  * It is a benchmark, not a test: `deno task test` runs a 20,000-entry
- * variant of the same store for exactness instead (tests/query_generated_test.ts).
+ * variant of the same store for exactness instead (tests/db/query/generated_test.ts).
  *
  * ```sh
  * deno task bench:query                   # 1,000,000 entries

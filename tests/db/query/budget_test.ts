@@ -112,8 +112,7 @@ Deno.test("a cursor that is neither a record's nor a position's is refused", asy
 });
 
 Deno.test("8 searches that must read everything, at once, each answer within their time budget", async () => {
-  await withKv(async (kv) => {
-    const projectId = await queryProject(kv);
+  await withQueryProject(async (kv, projectId) => {
     for (let b = 0; b < 200; b++) {
       await storeBatch(
         kv,
