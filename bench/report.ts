@@ -311,7 +311,7 @@ export function renderReport(report: BenchReport): string {
   out.push(
     `Stored entries: ${
       formatCount(d.store.stored)
-    } under logs/<project>; accepted counter ${
+    } in the project's chunks; accepted counter ${
       formatCount(d.store.accepted)
     }; 2xx answers seen by wrk over all service turns ${
       formatCount(d.accepted2xx)

@@ -2,8 +2,8 @@
  * Fills a KV store with generated entries the way the service stores them:
  * through the real producer (group commit) and consumer of
  * `createPipeline`, with an injected clock that spreads receipt times over
- * a span (7 days for the benchmark), and the compactor run every
- * `compactEveryMs` of that clock, as the service's compactor would run
+ * a span (7 days for the benchmark), and the merger run every
+ * `compactEveryMs` of that clock, as the service's merger would run
  * every few seconds. The benchmark (bench/query/main.ts) and the engine's
  * exactness test (tests/db/query/generated_test.ts) both build their store
  * with it.
@@ -51,9 +51,9 @@ export interface BuildStoreOptions {
   keep?: boolean;
   /** Keep the records of these entries (by index) in `samples`. */
   sample?: number[];
-  /** Receipt time between compaction rounds. @default {600000} */
+  /** Receipt time between merge rounds. @default {600000} */
   compactEveryMs?: number;
-  /** Clock reading of the last compaction, after the last entry. @default {60000} */
+  /** Clock reading of the last merge round, after the last entry. @default {60000} */
   finalDelayMs?: number;
   /** Told every 100,000 entries. */
   onProgress?: (done: number) => void;
@@ -74,7 +74,7 @@ export interface BuiltStore {
   levels: Record<string, number>;
   /** The clock at the end. */
   end: number;
-  /** Seconds spent ingesting, and compacting. */
+  /** Seconds spent ingesting, and merging. */
   ingestSeconds: number;
   compactSeconds: number;
 }

@@ -1,8 +1,8 @@
 /**
  * Query benchmark: 1,000,000 generated entries (bench/query/generate.ts) for
  * one project in a fresh KV file, stored through the real producer and
- * consumer with receipt times spread over 7 days and compacted as the
- * service's compactor would (bench/query/ingest.ts). Then it reports the KV
+ * consumer with receipt times spread over 7 days and merged as the
+ * service's merger would (bench/query/ingest.ts). Then it reports the KV
  * file's bytes per entry (and as a share of the entries' JSON) and the time
  * to the first 100 results, or to "none", of the queries an operator runs,
  * each checked against what was generated.
@@ -305,7 +305,7 @@ async function main(): Promise<void> {
         f(summary.ingestEntriesPerSecond, 0)
       } entries/s |`,
     );
-    console.log(`| compaction | ${f(store.compactSeconds)} s |`);
+    console.log(`| merging, all rounds | ${f(store.compactSeconds)} s |`);
     console.log(
       `| listing every summary, every Bloom filter | ${
         f(listSummariesMs)

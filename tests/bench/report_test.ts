@@ -158,7 +158,7 @@ const EXPECTED = [
   "| 8 | bare | 256 | 219,467 | 0.96 | 1.34 | 4.31 | 15.1 | 0 |  |  |  |",
   "",
   'Drain after the last service turn: > 180,013 (timed out) ms (polled every 25 ms; "≤" when the first poll already found no pending batch)',
-  "Stored entries: 1,367,801 under logs/<project>; accepted counter 1,367,801; 2xx answers seen by wrk over all service turns 1,363,561 (difference 4,240); pending batches 1; dead letters 0",
+  "Stored entries: 1,367,801 in the project's chunks; accepted counter 1,367,801; 2xx answers seen by wrk over all service turns 1,363,561 (difference 4,240); pending batches 1; dead letters 0",
   "Service peak RSS: VmHWM 199.1 MiB (pid 4242: deno run --allow-net main.ts); sampled VmRSS peak 198.3 MiB; bare server VmHWM ? MiB",
   "Lines on stderr: service 1, bare 0",
 ].join("\n");
