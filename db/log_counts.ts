@@ -4,7 +4,7 @@
  * batch is committed once), read by histograms instead of the entries.
  *
  * KV applies no expiry to `sum` mutations, so the counters do not expire by
- * themselves: {@linkcode deleteExpiredCounts} (run by the compactor) deletes
+ * themselves: {@linkcode deleteExpiredCounts} (run by the merger) deletes
  * those older than the project's retention, and deleting a project deletes
  * them all.
  *

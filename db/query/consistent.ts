@@ -1,17 +1,17 @@
 /**
- * Reads that stay exact while the compactor moves entries: a read is done
- * again when a compaction of the project committed while it ran
- * (docs/query.md#compaction).
+ * Listings that stay exact while the merger moves entries: a listing of a
+ * project's summaries is done again when a merge of the project committed
+ * while it ran (docs/storage.md#reads-stay-exact-while-chunks-move).
  *
  * @module
  */
 import { logCompactionKey } from "../keys.ts";
 
-/** Reads done again at most when compactions keep moving entries. */
+/** Listings done again at most when merges keep moving entries. */
 const MAX_ATTEMPTS = 5;
 
 /**
- * Runs `read` until no compaction of the project committed while it ran
+ * Runs `read` until no merge of the project committed while it ran
  * (at most {@linkcode MAX_ATTEMPTS} times).
  *
  * @example

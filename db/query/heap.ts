@@ -1,6 +1,6 @@
 /**
- * A binary heap: the engine's merge of sorted runs and the compactor's
- * ordering both need "the first of many" cheaply.
+ * A binary heap: the engine's merge of sorted runs needs "the first of
+ * many" cheaply.
  *
  * @module
  */

@@ -4,8 +4,8 @@
  * the counters the consumer sums (db/log_counts.ts) and only the partial
  * minutes at the two ends are counted from entries; any other filter
  * counts matching entries (reading only chunks that may match). Counts are
- * exact either way. Entries stored before the counters existed are counted
- * once the compactor has moved them into chunks.
+ * exact either way: counters are summed in the commit that stores their
+ * entries, and a scan stays exact while merges move entries (scan.ts).
  *
  * @module
  */
@@ -13,7 +13,6 @@ import { COUNT_BUCKET_MS, readLogCounts } from "../log_counts.ts";
 import { timeBound } from "../../domain/ids.ts";
 import { compileFilter, type Filter, InvalidQueryError } from "./filter.ts";
 import { scan } from "./scan.ts";
-import { consistent } from "./consistent.ts";
 
 /** The intervals a histogram chooses from. */
 export const HISTOGRAM_INTERVALS_MS = [
@@ -164,11 +163,7 @@ export async function histogram(
       }
     }
   };
-  // Scanning entries may be redone when a compaction moves them; counters
-  // are summed with the entries, so they need no such check.
-  return await consistent(kv, projectId, async () => {
-    for (const b of buckets) b.counts = {};
-    await countAll();
-    return { intervalMs, buckets };
-  });
+  for (const b of buckets) b.counts = {};
+  await countAll();
+  return { intervalMs, buckets };
 }
