@@ -140,7 +140,16 @@ Deno.test({
           `#e-${id} tr[data-path="context.userId"] a.value`,
         );
         assert.ok(link);
-        await Promise.all([page.waitForNavigation(), link.click()]);
+        // Opening the row replaces the URL's state (a same-document
+        // navigation): wait for the page the link leads to, not for the
+        // first navigation event.
+        await link.click();
+        await page.waitForFunction(() =>
+          new URL(location.href).searchParams.get("q") ===
+            "context.userId:u-42" &&
+          document.querySelector<HTMLInputElement>("#q")?.value ===
+            "context.userId:u-42"
+        );
         assert.equal(
           new URL(page.url()).searchParams.get("q"),
           "context.userId:u-42",
