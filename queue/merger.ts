@@ -84,7 +84,7 @@ export function startMerger(options: MergerOptions): Merger {
       }
     });
   };
-  timer = setTimeout(tick, 0);
+  tick(); // the first round now: a round asked for next comes after it
   return {
     get backlog() {
       return backlog;
