@@ -32,7 +32,7 @@ import { denoArgs, taskCommand } from "./options.ts";
 import { serverMemory } from "./process.ts";
 import { freePort, startServer } from "./server.ts";
 import { BENCH_ORIGIN, createBenchProject } from "./store.ts";
-import { runWrkScript, type WrkResult } from "./wrk.ts";
+import { hasWrk, runWrkScript, type WrkResult } from "./wrk.ts";
 
 const ROOT = new URL("../", import.meta.url);
 /** The checkout whose service runs: this one, or `--service DIR` (another build, side by side). */
@@ -328,4 +328,12 @@ async function main() {
   }
 }
 
-if (import.meta.main) await main();
+if (import.meta.main) {
+  if (!await hasWrk()) {
+    console.error(
+      "Cannot find wrk on PATH: install it first, e.g. `apt-get install -y wrk`",
+    );
+    Deno.exit(1);
+  }
+  await main();
+}
