@@ -110,7 +110,7 @@ export function QuickAllow(props: QuickAllowProps) {
   return (
     <PostForm
       ctx={ctx}
-      action={link(ctx.base, `/projects/${props.projectId}/settings/allow`)}
+      to={`/projects/${props.projectId}/settings/allow`}
       class="inline"
     >
       <input type="hidden" name="value" value={value} />
@@ -129,7 +129,7 @@ export function ReplayForm(
   return (
     <PostForm
       ctx={ctx}
-      action={link(ctx.base, `/projects/${props.projectId}/rejections/replay`)}
+      to={`/projects/${props.projectId}/rejections/replay`}
       class="inline replay"
     >
       <input type="hidden" name="entry" value={props.entry} />
