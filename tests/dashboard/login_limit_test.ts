@@ -11,6 +11,7 @@ import { fakeClock } from "../_helpers/harness.ts";
 import { submitAs } from "../_helpers/dashboard_accounts.ts";
 import type { DashApp } from "../../dashboard/routes/common.ts";
 import { PASSWORD, textOf, withDashboard } from "../_helpers/dashboard.ts";
+import { assertEachGives } from "../_helpers/table.ts";
 
 /** Submits the administrator's sign-in with `password` from `hostname`. */
 function signInFrom(
@@ -26,19 +27,15 @@ function signInFrom(
 }
 
 Deno.test("an address counts as its IPv6 /64, or as itself for IPv4", () => {
-  for (
-    const [address, bucket] of [
-      ["2001:db8:1:2::99", "2001:db8:1:2::/64"],
-      ["2001:0db8:0001:0002:aaaa:bbbb:cccc:dddd", "2001:db8:1:2::/64"],
-      ["[2001:db8:1:2:ffff::1]", "2001:db8:1:2::/64"],
-      ["2001:db8::1", "2001:db8:0:0::/64"],
-      ["fe80::1%eth0", "fe80:0:0:0::/64"],
-      ["::ffff:198.51.100.7", "198.51.100.7"],
-      ["198.51.100.7", "198.51.100.7"],
-    ]
-  ) {
-    assert.equal(addressBucket(address!), bucket, address);
-  }
+  assertEachGives(addressBucket, [
+    ["2001:db8:1:2::99", "2001:db8:1:2::/64"],
+    ["2001:0db8:0001:0002:aaaa:bbbb:cccc:dddd", "2001:db8:1:2::/64"],
+    ["[2001:db8:1:2:ffff::1]", "2001:db8:1:2::/64"],
+    ["2001:db8::1", "2001:db8:0:0::/64"],
+    ["fe80::1%eth0", "fe80:0:0:0::/64"],
+    ["::ffff:198.51.100.7", "198.51.100.7"],
+    ["198.51.100.7", "198.51.100.7"],
+  ]);
 });
 
 Deno.test("60 wrong passwords from 60 addresses of one IPv6 /64 are refused after the fifth", async () => {
