@@ -1,5 +1,10 @@
 import assert from "node:assert/strict";
-import { randomEntry, signEntry, withHarness } from "../_helpers/harness.ts";
+import {
+  preflight,
+  randomEntry,
+  signEntry,
+  withHarness,
+} from "../_helpers/harness.ts";
 
 const ORIGIN = "https://app.example.com";
 
@@ -357,14 +362,11 @@ Deno.test("every answer of the endpoint carries CORS headers echoing Origin", as
 
 Deno.test("OPTIONS /api/v1/logs answers the preflight with 204", async () => {
   await withHarness(async (h) => {
-    const res = await h.app.request("/api/v1/logs", {
-      method: "OPTIONS",
-      headers: {
-        Origin: ORIGIN,
-        "Access-Control-Request-Method": "POST",
-        "Access-Control-Request-Headers": "content-type, signature, timestamp",
-      },
-    });
+    const res = await preflight(
+      h.app,
+      ORIGIN,
+      "content-type, signature, timestamp",
+    );
     assert.equal(res.status, 204);
     assert.equal(res.headers.get("access-control-allow-origin"), ORIGIN);
     assert.match(res.headers.get("access-control-allow-methods")!, /POST/);
