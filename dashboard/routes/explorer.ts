@@ -44,7 +44,7 @@ import {
   pageContext,
   render,
 } from "./common.ts";
-import { projectNotFound } from "./settings.ts";
+import { pathProject } from "./settings.ts";
 import { MessagePage } from "../pages/message.tsx";
 import { TailSlots, type TailSlotsOptions, tailStream } from "./tail.ts";
 import { SESSION_COOKIE } from "./auth.ts";
@@ -300,8 +300,8 @@ export function explorerRoutes(
   const tails = new TailSlots(options.tailLimits);
 
   app.get(`${base}/projects/:id`, async (c) => {
-    const project = await getProject(kv, idParam(c));
-    if (project === null) return await projectNotFound(c, deps);
+    const project = await pathProject(c, deps);
+    if (project instanceof Response) return project;
     return await explorerPage(c, deps, project);
   });
 
@@ -335,8 +335,8 @@ export function explorerRoutes(
   // One entry in full: a page, or with `part=detail` the detail the script
   // puts in place of a cut preview.
   app.get(`${base}/projects/:id/entries/:entryId`, async (c) => {
-    const project = await getProject(kv, idParam(c));
-    if (project === null) return await projectNotFound(c, deps);
+    const project = await pathProject(c, deps);
+    if (project instanceof Response) return project;
     return await entryPage(c, deps, project);
   });
 

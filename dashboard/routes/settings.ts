@@ -51,6 +51,18 @@ const DONE: Record<string, string> = {
   "token-revoke": "Token revoked: it no longer reads this project.",
 };
 
+/**
+ * The project named by the path's `:id`, or the {@linkcode projectNotFound}
+ * answer where there is none.
+ */
+export async function pathProject(
+  c: DashContext,
+  deps: DashboardDeps,
+): Promise<Project | Response> {
+  const project = await getProject(deps.kv, idParam(c));
+  return project ?? await projectNotFound(c, deps);
+}
+
 /** The 404 page of a project id that names no project. */
 export async function projectNotFound(
   c: DashContext,
@@ -113,8 +125,8 @@ export function settingsRoutes(app: DashApp, deps: DashboardDeps): void {
     `${base}/projects/${id}/settings?done=${done}#${anchor}`;
 
   app.get(path, async (c) => {
-    const project = await getProject(kv, idParam(c));
-    if (project === null) return await projectNotFound(c, deps);
+    const project = await pathProject(c, deps);
+    if (project instanceof Response) return project;
     const notice = doneNotice(c, DONE);
     const flash = await takeFlash(
       kv,
