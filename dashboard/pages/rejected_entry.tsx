@@ -148,6 +148,32 @@ export interface KeptEntryProps {
   open?: boolean;
 }
 
+/**
+ * The origin or app id of a kept entry, with "Allow" where the entry was
+ * refused for it; nothing where the entry had none.
+ */
+function SenderPair(
+  props: KeptEntryProps & {
+    label: string;
+    value: string | undefined;
+    refusedAs: KeptEntry["reason"];
+  },
+) {
+  const { value } = props;
+  if (value === undefined) return null;
+  return (
+    <>
+      <dt>{props.label}</dt>
+      <dd>
+        <code>{value}</code>{" "}
+        {props.kept.reason === props.refusedAs && (
+          <QuickAllow {...props} value={value} />
+        )}
+      </dd>
+    </>
+  );
+}
+
 /** One kept rejected entry. */
 export function KeptEntryItem(props: KeptEntryProps) {
   const { ctx, kept } = props;
@@ -179,28 +205,18 @@ export function KeptEntryItem(props: KeptEntryProps) {
           <dd>
             <code>{id}</code>
           </dd>
-          {kept.origin !== undefined && (
-            <>
-              <dt>Origin</dt>
-              <dd>
-                <code>{kept.origin}</code>{" "}
-                {kept.reason === "bad_origin" && (
-                  <QuickAllow {...props} value={kept.origin} />
-                )}
-              </dd>
-            </>
-          )}
-          {kept.appid !== undefined && (
-            <>
-              <dt>App id</dt>
-              <dd>
-                <code>{kept.appid}</code>{" "}
-                {kept.reason === "unknown_appid" && (
-                  <QuickAllow {...props} value={kept.appid} />
-                )}
-              </dd>
-            </>
-          )}
+          <SenderPair
+            {...props}
+            label="Origin"
+            value={kept.origin}
+            refusedAs="bad_origin"
+          />
+          <SenderPair
+            {...props}
+            label="App id"
+            value={kept.appid}
+            refusedAs="unknown_appid"
+          />
           {e?.signature !== undefined && (
             <>
               <dt>Signature</dt>
