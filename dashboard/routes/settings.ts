@@ -63,6 +63,24 @@ export async function pathProject(
   return project ?? await projectNotFound(c, deps);
 }
 
+/**
+ * A handler that answers with `show` for the project named by the path's
+ * `:id`, or with {@linkcode projectNotFound} where there is none.
+ */
+export function projectPage(
+  deps: DashboardDeps,
+  show: (
+    c: DashContext,
+    deps: DashboardDeps,
+    project: Project,
+  ) => Promise<Response>,
+): (c: DashContext) => Promise<Response> {
+  return async (c) => {
+    const project = await pathProject(c, deps);
+    return project instanceof Response ? project : await show(c, deps, project);
+  };
+}
+
 /** The 404 page of a project id that names no project. */
 export async function projectNotFound(
   c: DashContext,
