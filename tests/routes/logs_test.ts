@@ -38,6 +38,11 @@ async function errorOf(res: Response) {
   };
 }
 
+/** Asserts that a header's list (`what` it is) names each of `names`. */
+function assertNamesAll(list: string, what: string, names: string[]): void {
+  for (const name of names) assert.ok(list.includes(name), `${name} ${what}`);
+}
+
 Deno.test("POST /api/v1/logs answers 200 queued for a valid entry", async (t) => {
   await withHarness(async (h) => {
     for (
@@ -344,16 +349,12 @@ Deno.test("every answer of the endpoint carries CORS headers echoing Origin", as
         assert.equal(res.headers.get("access-control-allow-origin"), ORIGIN);
         assert.equal(res.headers.get("vary"), "Origin");
         const exposed = res.headers.get("access-control-expose-headers") ?? "";
-        for (
-          const name of [
-            "Retry-After",
-            "RateLimit-Limit",
-            "RateLimit-Remaining",
-            "RateLimit-Reset",
-          ]
-        ) {
-          assert.ok(exposed.includes(name), `${name} exposed`);
-        }
+        assertNamesAll(exposed, "exposed", [
+          "Retry-After",
+          "RateLimit-Limit",
+          "RateLimit-Remaining",
+          "RateLimit-Reset",
+        ]);
         await res.body?.cancel();
       });
     }
@@ -372,16 +373,12 @@ Deno.test("OPTIONS /api/v1/logs answers the preflight with 204", async () => {
     assert.match(res.headers.get("access-control-allow-methods")!, /POST/);
     const allowed = res.headers.get("access-control-allow-headers")!
       .toLowerCase();
-    for (
-      const name of [
-        "content-type",
-        "content-encoding",
-        "timestamp",
-        "signature",
-      ]
-    ) {
-      assert.ok(allowed.includes(name), `${name} allowed`);
-    }
+    assertNamesAll(allowed, "allowed", [
+      "content-type",
+      "content-encoding",
+      "timestamp",
+      "signature",
+    ]);
     assert.ok(Number(res.headers.get("access-control-max-age")) >= 3600);
   });
 });
