@@ -53,6 +53,15 @@ function postRow(
   return { method: "POST", route, rule, ok, form };
 }
 
+/** A row for a POST of `form` below a project that needs `configure`. */
+function configureRow(
+  path: string,
+  ok: number,
+  form: Record<string, string>,
+): Row {
+  return postRow(`/projects/:id${path}`, "configure", ok, form);
+}
+
 const ROWS: Row[] = [
   getRow("/", "any", 200),
   getRow("/login", "any", 303),
@@ -61,41 +70,29 @@ const ROWS: Row[] = [
   getRow("/projects/:id/entries", "read", 200),
   getRow("/projects/:id/tail", "read", 200),
   getRow("/projects/:id/rejections", "read", 200),
-  postRow("/projects/:id/rejections/replay", "configure", 303, {
-    entry: "nope",
-  }),
+  configureRow("/rejections/replay", 303, { entry: "nope" }),
   getRow("/projects/:id/audit", "read", 200),
   getRow("/projects/:id/alerts", "read", 200),
   getRow("/projects/:id/errors", "read", 200),
   getRow("/projects/:id/entries/:entryId", "read", 404),
-  postRow("/projects/:id/views", "configure", 400, { name: "" }),
-  postRow("/projects/:id/views/delete", "configure", 303, { view: "nope" }),
-  postRow("/projects/:id/alerts/add", "configure", 400, { query: "" }),
-  postRow("/projects/:id/alerts/remove", "configure", 404, { rule: "nope" }),
+  configureRow("/views", 400, { name: "" }),
+  configureRow("/views/delete", 303, { view: "nope" }),
+  configureRow("/alerts/add", 400, { query: "" }),
+  configureRow("/alerts/remove", 404, { rule: "nope" }),
   getRow("/projects/:id/settings", "configure", 200),
-  postRow("/projects/:id/settings/allow", "configure", 400, { value: "*" }),
-  postRow("/projects/:id/settings/disallow", "configure", 400, {
+  configureRow("/settings/allow", 400, { value: "*" }),
+  configureRow("/settings/disallow", 400, {
     value: "https://absent.example.com",
   }),
-  postRow("/projects/:id/settings/levels/add", "configure", 400, {
-    level: "Not A Level",
-  }),
-  postRow("/projects/:id/settings/levels/remove", "configure", 400, {
-    level: "absent",
-  }),
-  postRow("/projects/:id/settings/retention", "configure", 400, {
-    days: "many",
-  }),
-  postRow("/projects/:id/settings/rotate", "configure", 400, {
-    grace: "forever",
-  }),
+  configureRow("/settings/levels/add", 400, { level: "Not A Level" }),
+  configureRow("/settings/levels/remove", 400, { level: "absent" }),
+  configureRow("/settings/retention", 400, { days: "many" }),
+  configureRow("/settings/rotate", 400, { grace: "forever" }),
   postRow("/projects/:id/settings/delete", "admin-project", 400, {
     confirm: "not the name",
   }),
-  postRow("/projects/:id/settings/tokens", "configure", 400, { name: "" }),
-  postRow("/projects/:id/settings/tokens/revoke", "configure", 400, {
-    token: "nope",
-  }),
+  configureRow("/settings/tokens", 400, { name: "" }),
+  configureRow("/settings/tokens/revoke", 400, { token: "nope" }),
   getRow("/api/v1/projects/:id/logs", "read", 200),
   getRow("/dead-letters", "admin", 200),
   postRow("/dead-letters/replay", "admin", 404, { id: "nope" }),
