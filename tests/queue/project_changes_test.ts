@@ -101,21 +101,28 @@ function consumerOn(h: Harness, kv: Deno.Kv): Consumer {
 
 // -------------------------------------------------------- settings changes
 
+/** Sends one entry (with `fields`) from `origin`, and processes it. */
+async function sendFrom(
+  h: Harness,
+  projectId: string,
+  origin: string,
+  fields: Record<string, unknown> = {},
+): Promise<void> {
+  await postQueued(h, randomEntry({ projectId, ...fields }), {
+    Origin: origin,
+  });
+  await h.process();
+}
+
 Deno.test("an allowed origin applies to the next entry while the project record is cached", async () => {
   await withCache(async (h) => {
     const project = await h.project([ORIGIN]);
-    const send = async (origin: string) => {
-      await postQueued(h, randomEntry({ projectId: project.id }), {
-        Origin: origin,
-      });
-      await h.process();
-    };
     // The record is now cached, without the new origin.
-    await send(NEW_ORIGIN);
+    await sendFrom(h, project.id, NEW_ORIGIN);
     await allowValue(h.kv, project.id, NEW_ORIGIN);
     for (const delay of [0, 500, 500, 500]) {
       h.clock.advance(delay);
-      await send(NEW_ORIGIN);
+      await sendFrom(h, project.id, NEW_ORIGIN);
     }
     await assertCounts(h, project.id, 4, { bad_origin: 1 });
     const logs = await h.logs(project.id);
@@ -157,23 +164,12 @@ Deno.test("an entry signed with the new secret right after rotate-secret is stor
 Deno.test("a removed origin and an added level apply to the next entry while the record is cached", async () => {
   await withCache(async (h) => {
     const project = await h.project([ORIGIN]);
-    await postQueued(h, randomEntry({ projectId: project.id }), {
-      Origin: ORIGIN,
-    });
-    await h.process();
+    await sendFrom(h, project.id, ORIGIN);
     await disallowValue(h.kv, project.id, ORIGIN);
-    await postQueued(h, randomEntry({ projectId: project.id }), {
-      Origin: ORIGIN,
-    });
-    await h.process();
+    await sendFrom(h, project.id, ORIGIN);
     await allowValue(h.kv, project.id, NEW_ORIGIN);
     await addLevel(h.kv, project.id, "audit");
-    await postQueued(
-      h,
-      randomEntry({ projectId: project.id, level: "audit" }),
-      { Origin: NEW_ORIGIN },
-    );
-    await h.process();
+    await sendFrom(h, project.id, NEW_ORIGIN, { level: "audit" });
     await assertCounts(h, project.id, 2, { bad_origin: 1 });
     const logs = await h.logs(project.id);
     assert.deepEqual(logs.map((l) => [l.level, l.origin]), [
