@@ -20,7 +20,7 @@ import { createPipeline } from "./queue/pipeline.ts";
 import { RateLimiter } from "./routes/rate_limit/mod.ts";
 import { BodyGuard } from "./routes/body_guard.ts";
 import { ErrorLog } from "./routes/error_log.ts";
-import { serveResilient } from "./server/serve.ts";
+import { onStopSignals, serveResilient } from "./server/serve.ts";
 import { createAlertLoop } from "./alerts/mod.ts";
 import {
   Heartbeat,
@@ -217,9 +217,5 @@ if (import.meta.main) {
     kv.close();
     Deno.exit(0);
   };
-  for (const signal of ["SIGINT", "SIGTERM"] as const) {
-    try {
-      Deno.addSignalListener(signal, shutdown);
-    } catch { /* no signals on this platform (Deno Deploy) */ }
-  }
+  onStopSignals(shutdown);
 }

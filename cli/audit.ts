@@ -17,10 +17,10 @@ import { deleteReadTokens } from "../db/tokens.ts";
 import {
   booleanFlag,
   type CommandContext,
-  guard,
+  type CommandSpec,
   type Parsed,
-  parseFlags,
   println,
+  runCommand,
   stringFlag,
   takePositionals,
   UsageError,
@@ -38,6 +38,12 @@ Options:
   --limit N   How many events (default and most: ${MAX_AUDIT_EVENTS})
   --json      One JSON object per line: at, actor, action, detail`;
 
+const COMMAND: CommandSpec = {
+  name: "audit",
+  usage: USAGE,
+  flags: { json: { type: "boolean" }, limit: { type: "string" } },
+};
+
 /**
  * `deno task audit …`.
  *
@@ -47,15 +53,7 @@ Options:
  * ```
  */
 export function auditCommand(ctx: CommandContext): Promise<number> {
-  return guard(ctx, async () => {
-    const parsed = parseFlags("audit", ctx.args, {
-      json: { type: "boolean" },
-      limit: { type: "string" },
-    });
-    if (booleanFlag(parsed, "help")) {
-      println(ctx, USAGE);
-      return 0;
-    }
+  return runCommand(ctx, COMMAND, async (parsed) => {
     const [named] = takePositionals("audit", parsed.positionals, [
       "PROJECT?",
     ]);

@@ -319,3 +319,40 @@ export async function guard(
     throw error;
   }
 }
+
+/** A command without subcommands, for {@linkcode runCommand}. */
+export interface CommandSpec {
+  /** Its words, as in `rejected replay`, for the messages of a bad flag. */
+  name: string;
+  /** Its help text, printed for `--help`. */
+  usage: string;
+  flags: ParseArgsOptionsConfig;
+}
+
+/**
+ * Runs a command under {@linkcode guard}: reads its flags as
+ * {@linkcode parseFlags} does, answers `--help` with its usage, else runs
+ * `body`.
+ */
+export function runCommand(
+  ctx: CommandContext,
+  spec: CommandSpec,
+  body: (parsed: Parsed) => Promise<number>,
+): Promise<number> {
+  return guard(ctx, () => runWithFlags(ctx, ctx.args, spec, body));
+}
+
+/** As {@linkcode runCommand}, on `args`, without a guard of its own. */
+export async function runWithFlags(
+  ctx: CommandContext,
+  args: string[],
+  spec: CommandSpec,
+  body: (parsed: Parsed) => Promise<number>,
+): Promise<number> {
+  const parsed = parseFlags(spec.name, args, spec.flags);
+  if (booleanFlag(parsed, "help")) {
+    println(ctx, spec.usage);
+    return 0;
+  }
+  return await body(parsed);
+}

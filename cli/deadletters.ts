@@ -16,9 +16,9 @@ import {
 import {
   booleanFlag,
   type CommandContext,
-  guard,
-  parseFlags,
+  type CommandSpec,
   println,
+  runCommand,
   takePositionals,
   UsageError,
 } from "./command.ts";
@@ -38,6 +38,12 @@ Options:
   --json      list: a JSON array; replay: {"replayed":[...]}
   -h, --help  Show this help`;
 
+const COMMAND: CommandSpec = {
+  name: "deadletters",
+  usage: USAGE,
+  flags: { json: { type: "boolean" } },
+};
+
 /** The JSON form of a dead letter. */
 export function deadLetterJson(letter: DeadLetter): Record<string, unknown> {
   return { ...letter, createdAt: new Date(letter.createdAt).toISOString() };
@@ -56,14 +62,7 @@ function plural(n: number, one: string, many: string): string {
  * ```
  */
 export function deadLettersCommand(ctx: CommandContext): Promise<number> {
-  return guard(ctx, async () => {
-    const parsed = parseFlags("deadletters", ctx.args, {
-      json: { type: "boolean" },
-    });
-    if (booleanFlag(parsed, "help")) {
-      println(ctx, USAGE);
-      return 0;
-    }
+  return runCommand(ctx, COMMAND, async (parsed) => {
     const [action, id] = takePositionals(
       "deadletters",
       parsed.positionals,

@@ -11,9 +11,9 @@ import { type ErrorGroup, listGroups } from "../db/error_groups.ts";
 import {
   booleanFlag,
   type CommandContext,
-  guard,
-  parseFlags,
+  type CommandSpec,
   println,
+  runCommand,
   stringFlag,
   takePositionals,
   UsageError,
@@ -36,6 +36,12 @@ Options:
   --json      Print one JSON object per group and line: fingerprint, title,
               topFrame, level, count, firstSeen, lastSeen, new, hourly, ...
   -h, --help  Show this help`;
+
+const COMMAND: CommandSpec = {
+  name: "errors",
+  usage: USAGE,
+  flags: { json: { type: "boolean" }, limit: { type: "string" } },
+};
 
 const BLOCKS = "▁▂▃▄▅▆▇█";
 
@@ -80,15 +86,7 @@ function groupJson(group: ErrorGroup): Record<string, unknown> {
  * ```
  */
 export function errorsCommand(ctx: CommandContext): Promise<number> {
-  return guard(ctx, async () => {
-    const parsed = parseFlags("errors", ctx.args, {
-      json: { type: "boolean" },
-      limit: { type: "string" },
-    });
-    if (booleanFlag(parsed, "help")) {
-      println(ctx, USAGE);
-      return 0;
-    }
+  return runCommand(ctx, COMMAND, async (parsed) => {
     const [named] = takePositionals("errors", parsed.positionals, ["PROJECT"]);
     const limitText = stringFlag(parsed, "limit") ?? "50";
     if (!/^\d{1,6}$/.test(limitText) || Number(limitText) < 1) {

@@ -30,9 +30,10 @@ import { idTime, timeBound } from "../domain/ids.ts";
 import {
   booleanFlag,
   type CommandContext,
-  guard,
+  type CommandSpec,
   parseFlags,
   println,
+  runCommand,
   stringFlag,
   stringFlags,
   takePositionals,
@@ -76,6 +77,23 @@ Options:
   --json             One JSON object per line: id, receivedAt, level, auth,
                      origin, appid, data, context, device
   -h, --help         Show this help`;
+
+const COMMAND: CommandSpec = {
+  name: "logs",
+  usage: USAGE,
+  flags: {
+    query: { type: "string", short: "q" },
+    level: { type: "string", multiple: true },
+    "min-level": { type: "string" },
+    since: { type: "string" },
+    until: { type: "string" },
+    grep: { type: "string" },
+    where: { type: "string", multiple: true },
+    limit: { type: "string" },
+    follow: { type: "boolean", short: "f" },
+    json: { type: "boolean" },
+  },
+};
 
 /** Default of `--limit`. */
 export const DEFAULT_LIMIT = 100;
@@ -229,23 +247,7 @@ function sleep(ms: number, signal?: AbortSignal): Promise<void> {
  * ```
  */
 export function logsCommand(ctx: CommandContext): Promise<number> {
-  return guard(ctx, async () => {
-    const parsed = parseFlags("logs", ctx.args, {
-      query: { type: "string", short: "q" },
-      level: { type: "string", multiple: true },
-      "min-level": { type: "string" },
-      since: { type: "string" },
-      until: { type: "string" },
-      grep: { type: "string" },
-      where: { type: "string", multiple: true },
-      limit: { type: "string" },
-      follow: { type: "boolean", short: "f" },
-      json: { type: "boolean" },
-    });
-    if (booleanFlag(parsed, "help")) {
-      println(ctx, USAGE);
-      return 0;
-    }
+  return runCommand(ctx, COMMAND, async (parsed) => {
     const [named] = takePositionals("logs", parsed.positionals, ["ID"]);
     const filter = readFilter(parsed, ctx.now);
     const limitText = stringFlag(parsed, "limit") ?? String(DEFAULT_LIMIT);

@@ -23,10 +23,12 @@ import { REJECT_REASONS, type RejectReason } from "../domain/entry.ts";
 import {
   booleanFlag,
   type CommandContext,
+  type CommandSpec,
   EXIT_FAILURE,
   guard,
-  parseFlags,
   println,
+  runCommand,
+  runWithFlags,
   stringFlag,
   stringFlags,
   takePositionals,
@@ -66,6 +68,26 @@ Options:
   --entry ID   With replay: only this entry (repeatable)
   --json       One JSON object per line (replay: one summary object)
   -h, --help   Show this help`;
+
+const COMMAND: CommandSpec = {
+  name: "rejected",
+  usage: USAGE,
+  flags: {
+    reason: { type: "string" },
+    limit: { type: "string" },
+    global: { type: "boolean" },
+    json: { type: "boolean" },
+  },
+};
+
+const REPLAY: CommandSpec = {
+  name: "rejected replay",
+  usage: USAGE,
+  flags: {
+    entry: { type: "string", multiple: true },
+    json: { type: "boolean" },
+  },
+};
 
 function keptJson(kept: KeptEntry): Record<string, unknown> {
   const e = kept.entry;
@@ -161,60 +183,57 @@ function resultText(r: ReplayResult): string {
   }
 }
 
-async function replay(ctx: CommandContext, args: string[]): Promise<number> {
-  const parsed = parseFlags("rejected replay", args, {
-    entry: { type: "string", multiple: true },
-    json: { type: "boolean" },
+function replay(ctx: CommandContext, args: string[]): Promise<number> {
+  return runWithFlags(ctx, args, REPLAY, async (parsed) => {
+    const [projectId] = takePositionals("rejected replay", parsed.positionals, [
+      "ID",
+    ]);
+    const project = await resolveProject(ctx.kv, projectId!);
+    const named = stringFlags(parsed, "entry");
+    const results = await replayRejected(
+      ctx.kv,
+      project.id,
+      named.length > 0 ? named : undefined,
+      { authenticate, now: ctx.now },
+    );
+    const count = (outcome: ReplayResult["outcome"]) =>
+      results.filter((r) => r.outcome === outcome).length;
+    if (booleanFlag(parsed, "json")) {
+      println(
+        ctx,
+        JSON.stringify({
+          stored: count("stored"),
+          rejected: count("rejected"),
+          skipped: count("skipped"),
+          missing: count("missing"),
+          results,
+        }),
+      );
+    } else if (results.length === 0) {
+      println(
+        ctx,
+        `Project "${inert(project.name)}" has no kept rejected entry`,
+      );
+    } else {
+      println(
+        ctx,
+        `Replayed ${results.length} kept ${
+          results.length === 1 ? "entry" : "entries"
+        } of project "${inert(project.name)}" (${project.id}): ${
+          count("stored")
+        } stored, ${results.length - count("stored")} not`,
+      );
+      println(ctx);
+      println(
+        ctx,
+        formatTable([
+          ["ENTRY", "RESULT"],
+          ...results.map((r) => [inert(r.entryId), resultText(r)]),
+        ]),
+      );
+    }
+    return count("missing") > 0 && named.length > 0 ? EXIT_FAILURE : 0;
   });
-  if (booleanFlag(parsed, "help")) {
-    println(ctx, USAGE);
-    return 0;
-  }
-  const [projectId] = takePositionals("rejected replay", parsed.positionals, [
-    "ID",
-  ]);
-  const project = await resolveProject(ctx.kv, projectId!);
-  const named = stringFlags(parsed, "entry");
-  const results = await replayRejected(
-    ctx.kv,
-    project.id,
-    named.length > 0 ? named : undefined,
-    { authenticate, now: ctx.now },
-  );
-  const count = (outcome: ReplayResult["outcome"]) =>
-    results.filter((r) => r.outcome === outcome).length;
-  if (booleanFlag(parsed, "json")) {
-    println(
-      ctx,
-      JSON.stringify({
-        stored: count("stored"),
-        rejected: count("rejected"),
-        skipped: count("skipped"),
-        missing: count("missing"),
-        results,
-      }),
-    );
-  } else if (results.length === 0) {
-    println(ctx, `Project "${inert(project.name)}" has no kept rejected entry`);
-  } else {
-    println(
-      ctx,
-      `Replayed ${results.length} kept ${
-        results.length === 1 ? "entry" : "entries"
-      } of project "${inert(project.name)}" (${project.id}): ${
-        count("stored")
-      } stored, ${results.length - count("stored")} not`,
-    );
-    println(ctx);
-    println(
-      ctx,
-      formatTable([
-        ["ENTRY", "RESULT"],
-        ...results.map((r) => [inert(r.entryId), resultText(r)]),
-      ]),
-    );
-  }
-  return count("missing") > 0 && named.length > 0 ? EXIT_FAILURE : 0;
 }
 
 /**
@@ -226,18 +245,10 @@ async function replay(ctx: CommandContext, args: string[]): Promise<number> {
  * ```
  */
 export function rejectedCommand(ctx: CommandContext): Promise<number> {
-  return guard(ctx, async () => {
-    if (ctx.args[0] === "replay") return await replay(ctx, ctx.args.slice(1));
-    const parsed = parseFlags("rejected", ctx.args, {
-      reason: { type: "string" },
-      limit: { type: "string" },
-      global: { type: "boolean" },
-      json: { type: "boolean" },
-    });
-    if (booleanFlag(parsed, "help")) {
-      println(ctx, USAGE);
-      return 0;
-    }
+  if (ctx.args[0] === "replay") {
+    return guard(ctx, () => replay(ctx, ctx.args.slice(1)));
+  }
+  return runCommand(ctx, COMMAND, async (parsed) => {
     const limit = positiveInteger("--limit", stringFlag(parsed, "limit"));
     const reason = reasonFlag(stringFlag(parsed, "reason"));
     const global = booleanFlag(parsed, "global");

@@ -18,9 +18,9 @@ import {
 import {
   booleanFlag,
   type CommandContext,
-  guard,
-  parseFlags,
+  type CommandSpec,
   println,
+  runCommand,
   takePositionals,
   useColor,
 } from "./command.ts";
@@ -47,6 +47,12 @@ small chunks not yet merged into larger ones. Both are searchable or about to
 be; a backlog that keeps growing means storage is behind, and the endpoint
 then answers 503 until it catches up.
   -h, --help  Show this help`;
+
+const COMMAND: CommandSpec = {
+  name: "stats",
+  usage: USAGE,
+  flags: { json: { type: "boolean" }, global: { type: "boolean" } },
+};
 
 function rejectionJson(r: Rejection): Record<string, unknown> {
   return {
@@ -91,15 +97,7 @@ function counterRows(counts: Record<string, number>): string[][] {
  * ```
  */
 export function statsCommand(ctx: CommandContext): Promise<number> {
-  return guard(ctx, async () => {
-    const parsed = parseFlags("stats", ctx.args, {
-      json: { type: "boolean" },
-      global: { type: "boolean" },
-    });
-    if (booleanFlag(parsed, "help")) {
-      println(ctx, USAGE);
-      return 0;
-    }
+  return runCommand(ctx, COMMAND, async (parsed) => {
     const json = booleanFlag(parsed, "json");
     if (booleanFlag(parsed, "global")) {
       takePositionals("stats --global", parsed.positionals, []);

@@ -8,6 +8,7 @@
  */
 import { loadConfig } from "../config.ts";
 import { openKv } from "../db/open.ts";
+import { onStopSignals } from "../server/serve.ts";
 import { createDashboard } from "./app.ts";
 import {
   dashboardBounds,
@@ -54,9 +55,5 @@ if (import.meta.main) {
     kv.close();
     Deno.exit(0);
   };
-  for (const signal of ["SIGINT", "SIGTERM"] as const) {
-    try {
-      Deno.addSignalListener(signal, shutdown);
-    } catch { /* no signals on this platform */ }
-  }
+  onStopSignals(shutdown);
 }

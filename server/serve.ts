@@ -130,3 +130,15 @@ export function serveResilient(
     },
   };
 }
+
+/**
+ * Runs `shutdown` on SIGINT or SIGTERM, where the platform has signals (Deno
+ * Deploy has none).
+ */
+export function onStopSignals(shutdown: () => void | Promise<void>): void {
+  for (const signal of ["SIGINT", "SIGTERM"] as const) {
+    try {
+      Deno.addSignalListener(signal, shutdown);
+    } catch { /* no signals on this platform (Deno Deploy) */ }
+  }
+}

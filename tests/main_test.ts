@@ -8,6 +8,19 @@
 import assert from "node:assert/strict";
 import { startServer, stopServer } from "./_helpers/disk.ts";
 
+/** Asserts the status of `res` and one of its headers; drops the body. */
+async function assertHead(
+  res: Response,
+  status: number,
+  header: string,
+  value: string | RegExp,
+): Promise<void> {
+  assert.equal(res.status, status);
+  if (typeof value === "string") assert.equal(res.headers.get(header), value);
+  else assert.match(res.headers.get(header) ?? "", value);
+  await res.body?.cancel();
+}
+
 Deno.test("main.ts routes the endpoint, the mounted dashboard and its assets through one app", async () => {
   const dir = await Deno.makeTempDir();
   const server = await startServer({
@@ -33,28 +46,24 @@ Deno.test("main.ts routes the endpoint, the mounted dashboard and its assets thr
       "https://app.example.com",
     );
 
-    const get = await at("/api/v1/logs");
-    assert.equal(get.status, 405);
-    assert.equal(get.headers.get("allow"), "POST, OPTIONS");
-    await get.body?.cancel();
+    await assertHead(await at("/api/v1/logs"), 405, "allow", "POST, OPTIONS");
 
     const other = await at("/dashboards");
     assert.equal(other.status, 404);
     assert.equal((await other.json()).error.code, "not_found");
 
-    const bare = await at("/dashboard");
-    assert.equal(bare.status, 301);
-    assert.equal(bare.headers.get("location"), "/dashboard/");
-    await bare.body?.cancel();
+    await assertHead(await at("/dashboard"), 301, "location", "/dashboard/");
 
     const login = await at("/dashboard/login");
     assert.equal(login.status, 200);
     assert.match(await login.text(), /<form/);
 
-    const css = await at("/dashboard/assets/app.css");
-    assert.equal(css.status, 200);
-    assert.match(css.headers.get("content-type") ?? "", /text\/css/);
-    await css.body?.cancel();
+    await assertHead(
+      await at("/dashboard/assets/app.css"),
+      200,
+      "content-type",
+      /text\/css/,
+    );
   } finally {
     await stopServer(server);
     await Deno.remove(dir, { recursive: true });

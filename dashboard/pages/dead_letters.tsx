@@ -7,7 +7,7 @@
  * @module
  */
 import type { DeadLetter } from "../../queue/dead_letters.ts";
-import { formatTime, link } from "./format.ts";
+import { formatTime } from "./format.ts";
 import {
   FlashNotice,
   Layout,
@@ -69,7 +69,7 @@ export function DeadLettersPage(
                   <td>
                     <PostForm
                       ctx={ctx}
-                      action={link(ctx.base, "/dead-letters/replay")}
+                      to="/dead-letters/replay"
                       class="inline"
                     >
                       <input type="hidden" name="id" value={letter.id} />
@@ -79,7 +79,7 @@ export function DeadLettersPage(
                 </tr>
               ))}
             </ListTable>
-            <PostForm ctx={ctx} action={link(ctx.base, "/dead-letters/replay")}>
+            <PostForm ctx={ctx} to="/dead-letters/replay">
               <input type="hidden" name="id" value="all" />
               <button type="submit">Replay all</button>
             </PostForm>

@@ -107,19 +107,27 @@ export function Csrf(props: { ctx: PageContext }) {
     : <input type="hidden" name="_csrf" value={props.ctx.csrf} />;
 }
 
-/** A form that POSTs to `action`, with the CSRF token. */
+/**
+ * A form that POSTs, with the CSRF token, to `action`, or to `to`: a path below
+ * the dashboard's base.
+ */
 export function PostForm(
   props: {
     ctx: PageContext;
-    action: string;
+    action?: string;
+    to?: string;
     class?: string;
     id?: string;
     children?: Child;
   },
 ) {
-  const { ctx, action, children, ...attributes } = props;
+  const { ctx, action, to, children, ...attributes } = props;
   return (
-    <form method="post" action={action} {...attributes}>
+    <form
+      method="post"
+      action={to === undefined ? action : link(ctx.base, to)}
+      {...attributes}
+    >
       <Csrf ctx={ctx} />
       {children}
     </form>
@@ -306,11 +314,7 @@ export function Layout(props: LayoutProps) {
                   {ctx.account.email} ({ctx.account.role})
                 </span>
               )}
-              <PostForm
-                ctx={ctx}
-                action={link(ctx.base, "/logout")}
-                class="inline"
-              >
+              <PostForm ctx={ctx} to="/logout" class="inline">
                 <button type="submit" class="link" id="logout">Sign out</button>
               </PostForm>
             </nav>

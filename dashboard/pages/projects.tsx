@@ -178,12 +178,7 @@ function CreateProjectCard(
   const { ctx, form } = props;
   return (
     <Card titleId="create-title" title="Create a project">
-      <PostForm
-        ctx={ctx}
-        action={link(ctx.base, "/projects")}
-        class="stack"
-        id="create-form"
-      >
+      <PostForm ctx={ctx} to="/projects" class="stack" id="create-form">
         <label>
           Name
           <input

@@ -110,7 +110,7 @@ export function QuickAllow(props: QuickAllowProps) {
   return (
     <PostForm
       ctx={ctx}
-      action={link(ctx.base, `/projects/${props.projectId}/settings/allow`)}
+      to={`/projects/${props.projectId}/settings/allow`}
       class="inline"
     >
       <input type="hidden" name="value" value={value} />
@@ -129,7 +129,7 @@ export function ReplayForm(
   return (
     <PostForm
       ctx={ctx}
-      action={link(ctx.base, `/projects/${props.projectId}/rejections/replay`)}
+      to={`/projects/${props.projectId}/rejections/replay`}
       class="inline replay"
     >
       <input type="hidden" name="entry" value={props.entry} />
@@ -146,6 +146,32 @@ export interface KeptEntryProps {
   allowed: string[];
   kept: KeptEntry;
   open?: boolean;
+}
+
+/**
+ * The origin or app id of a kept entry, with "Allow" where the entry was
+ * refused for it; nothing where the entry had none.
+ */
+function SenderPair(
+  props: KeptEntryProps & {
+    label: string;
+    value: string | undefined;
+    refusedAs: KeptEntry["reason"];
+  },
+) {
+  const { value } = props;
+  if (value === undefined) return null;
+  return (
+    <>
+      <dt>{props.label}</dt>
+      <dd>
+        <code>{value}</code>{" "}
+        {props.kept.reason === props.refusedAs && (
+          <QuickAllow {...props} value={value} />
+        )}
+      </dd>
+    </>
+  );
 }
 
 /** One kept rejected entry. */
@@ -179,28 +205,18 @@ export function KeptEntryItem(props: KeptEntryProps) {
           <dd>
             <code>{id}</code>
           </dd>
-          {kept.origin !== undefined && (
-            <>
-              <dt>Origin</dt>
-              <dd>
-                <code>{kept.origin}</code>{" "}
-                {kept.reason === "bad_origin" && (
-                  <QuickAllow {...props} value={kept.origin} />
-                )}
-              </dd>
-            </>
-          )}
-          {kept.appid !== undefined && (
-            <>
-              <dt>App id</dt>
-              <dd>
-                <code>{kept.appid}</code>{" "}
-                {kept.reason === "unknown_appid" && (
-                  <QuickAllow {...props} value={kept.appid} />
-                )}
-              </dd>
-            </>
-          )}
+          <SenderPair
+            {...props}
+            label="Origin"
+            value={kept.origin}
+            refusedAs="bad_origin"
+          />
+          <SenderPair
+            {...props}
+            label="App id"
+            value={kept.appid}
+            refusedAs="unknown_appid"
+          />
           {e?.signature !== undefined && (
             <>
               <dt>Signature</dt>

@@ -8,7 +8,7 @@
 import type { AuditEvent } from "../../db/audit.ts";
 import { ROLES } from "../../db/users.ts";
 import { AuditTable } from "./audit.tsx";
-import { formatTime, link } from "./format.ts";
+import { formatTime } from "./format.ts";
 import {
   Card,
   FlashNotice,
@@ -102,11 +102,7 @@ export function UsersPage(props: { ctx: PageContext; data: UsersData }) {
               <tr>
                 <td>{user.email}</td>
                 <td>
-                  <PostForm
-                    ctx={ctx}
-                    action={link(ctx.base, "/users/update")}
-                    class="row"
-                  >
+                  <PostForm ctx={ctx} to="/users/update" class="row">
                     <input type="hidden" name="email" value={user.email} />
                     <RoleSelect selected={user.role} />
                     <ProjectChoices
@@ -124,11 +120,7 @@ export function UsersPage(props: { ctx: PageContext; data: UsersData }) {
                 </td>
                 <td>{formatTime(user.createdAt, false)}</td>
                 <td>
-                  <PostForm
-                    ctx={ctx}
-                    action={link(ctx.base, "/users/remove")}
-                    class="inline"
-                  >
+                  <PostForm ctx={ctx} to="/users/remove" class="inline">
                     <input type="hidden" name="email" value={user.email} />
                     <button
                       type="submit"
@@ -144,12 +136,7 @@ export function UsersPage(props: { ctx: PageContext; data: UsersData }) {
           </ListTable>
         )}
       <Card titleId="add-title" title="Add a user">
-        <PostForm
-          ctx={ctx}
-          action={link(ctx.base, "/users")}
-          class="stack"
-          id="add-user-form"
-        >
+        <PostForm ctx={ctx} to="/users" class="stack" id="add-user-form">
           <label>
             Email
             <input

@@ -39,7 +39,7 @@ export function SavedViewList(
           {props.removable && (
             <PostForm
               ctx={ctx}
-              action={link(ctx.base, `/projects/${projectId}/views/delete`)}
+              to={`/projects/${projectId}/views/delete`}
               class="inline"
             >
               <input type="hidden" name="view" value={view.id} />
@@ -70,7 +70,7 @@ export function SaveViewForm(
       <summary>Save view…</summary>
       <PostForm
         ctx={ctx}
-        action={link(ctx.base, `/projects/${props.projectId}/views`)}
+        to={`/projects/${props.projectId}/views`}
         id="save-view-form"
       >
         {state.q !== "" && <input type="hidden" name="q" value={state.q} />}

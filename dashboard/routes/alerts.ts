@@ -13,7 +13,7 @@ import {
   listAlertRules,
   readAlertHistory,
 } from "../../db/alerts.ts";
-import { getProject, type Project } from "../../db/projects.ts";
+import { type Project } from "../../db/projects.ts";
 import { InvalidValueError } from "../../db/validation.ts";
 import { addAlertRule, parseAlertDuration } from "../../alerts/rules.ts";
 import {
@@ -28,11 +28,10 @@ import {
   type DashContext,
   doneNotice,
   formField,
-  idParam,
   pageContext,
   render,
 } from "./common.ts";
-import { projectNotFound } from "./settings.ts";
+import { pathProject } from "./settings.ts";
 
 const DONE: Record<string, string> = {
   added: "Alert rule added.",
@@ -87,8 +86,8 @@ export function alertsRoutes(
   const path = `${base}/projects/:id/alerts`;
 
   app.get(path, async (c) => {
-    const project = await getProject(kv, idParam(c));
-    if (project === null) return await projectNotFound(c, deps);
+    const project = await pathProject(c, deps);
+    if (project instanceof Response) return project;
     const notice = doneNotice(c, DONE);
     const flash = await takeFlash(
       kv,
@@ -105,8 +104,8 @@ export function alertsRoutes(
   });
 
   app.post(`${path}/add`, async (c) => {
-    const project = await getProject(kv, idParam(c));
-    if (project === null) return await projectNotFound(c, deps);
+    const project = await pathProject(c, deps);
+    if (project instanceof Response) return project;
     const form: AlertForm = {
       query: (await formField(c, "query")).trim(),
       webhook: (await formField(c, "webhook")).trim(),
@@ -157,8 +156,8 @@ export function alertsRoutes(
   });
 
   app.post(`${path}/remove`, async (c) => {
-    const project = await getProject(kv, idParam(c));
-    if (project === null) return await projectNotFound(c, deps);
+    const project = await pathProject(c, deps);
+    if (project instanceof Response) return project;
     const ruleId = await formField(c, "rule");
     if (!await deleteAlertRule(kv, project.id, ruleId)) {
       return await showAlerts(c, deps, project, {

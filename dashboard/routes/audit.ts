@@ -5,22 +5,20 @@
  * @module
  */
 import { listAudit } from "../../db/audit.ts";
-import { getProject } from "../../db/projects.ts";
 import { AuditPage } from "../pages/audit.tsx";
 import {
   type DashApp,
   type DashboardDeps,
-  idParam,
   pageContext,
   render,
 } from "./common.ts";
-import { projectNotFound } from "./settings.ts";
+import { pathProject } from "./settings.ts";
 
 /** Adds the audit route. */
 export function auditRoutes(app: DashApp, deps: DashboardDeps): void {
   app.get(`${deps.base}/projects/:id/audit`, async (c) => {
-    const project = await getProject(deps.kv, idParam(c));
-    if (project === null) return await projectNotFound(c, deps);
+    const project = await pathProject(c, deps);
+    if (project instanceof Response) return project;
     const events = await listAudit(deps.kv, project.id);
     return await render(
       c,

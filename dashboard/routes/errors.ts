@@ -6,16 +6,14 @@
  * @module
  */
 import { listGroups, pruneErrorGroupHours } from "../../db/error_groups.ts";
-import { getProject } from "../../db/projects.ts";
 import { ErrorsPage } from "../pages/errors.tsx";
 import {
   type DashApp,
   type DashboardDeps,
-  idParam,
   pageContext,
   render,
 } from "./common.ts";
-import { projectNotFound } from "./settings.ts";
+import { pathProject } from "./settings.ts";
 
 /** Groups shown at most, the most recently seen first. */
 const MAX_GROUPS = 500;
@@ -24,8 +22,8 @@ const MAX_GROUPS = 500;
 export function errorsRoutes(app: DashApp, deps: DashboardDeps): void {
   const { base, kv } = deps;
   app.get(`${base}/projects/:id/errors`, async (c) => {
-    const project = await getProject(kv, idParam(c));
-    if (project === null) return await projectNotFound(c, deps);
+    const project = await pathProject(c, deps);
+    if (project instanceof Response) return project;
     const now = deps.now();
     const groups = await listGroups(kv, project.id, now, { limit: MAX_GROUPS });
     await pruneErrorGroupHours(kv, project.id, now);

@@ -44,7 +44,7 @@ import {
   pageContext,
   render,
 } from "./common.ts";
-import { projectNotFound } from "./settings.ts";
+import { projectPage } from "./settings.ts";
 import { MessagePage } from "../pages/message.tsx";
 import { TailSlots, type TailSlotsOptions, tailStream } from "./tail.ts";
 import { SESSION_COOKIE } from "./auth.ts";
@@ -299,11 +299,7 @@ export function explorerRoutes(
   const { base, kv } = deps;
   const tails = new TailSlots(options.tailLimits);
 
-  app.get(`${base}/projects/:id`, async (c) => {
-    const project = await getProject(kv, idParam(c));
-    if (project === null) return await projectNotFound(c, deps);
-    return await explorerPage(c, deps, project);
-  });
+  app.get(`${base}/projects/:id`, projectPage(deps, explorerPage));
 
   app.get(`${base}/projects/:id/entries`, async (c) => {
     const read = await readScriptRequest(c, kv, deps.now());
@@ -334,11 +330,10 @@ export function explorerRoutes(
 
   // One entry in full: a page, or with `part=detail` the detail the script
   // puts in place of a cut preview.
-  app.get(`${base}/projects/:id/entries/:entryId`, async (c) => {
-    const project = await getProject(kv, idParam(c));
-    if (project === null) return await projectNotFound(c, deps);
-    return await entryPage(c, deps, project);
-  });
+  app.get(
+    `${base}/projects/:id/entries/:entryId`,
+    projectPage(deps, entryPage),
+  );
 
   app.get(`${base}/projects/:id/tail`, async (c) => {
     const read = await readScriptRequest(c, kv, deps.now());

@@ -11,7 +11,7 @@
  */
 import { readBacklog } from "../../db/backlog.ts";
 import { authenticate } from "../../auth/authenticate.ts";
-import { getProject, ProjectNotFoundError } from "../../db/projects.ts";
+import { ProjectNotFoundError } from "../../db/projects.ts";
 import { listRejected, replayRejected } from "../../db/rejected.ts";
 import { REJECT_REASONS, type RejectReason } from "../../domain/entry.ts";
 import { lastDayByReason, readStats, recentCount } from "../data.ts";
@@ -23,11 +23,10 @@ import {
   type DashboardDeps,
   doneNotice,
   formField,
-  idParam,
   pageContext,
   render,
 } from "./common.ts";
-import { projectNotFound } from "./settings.ts";
+import { pathProject, projectNotFound } from "./settings.ts";
 
 function reasonParam(text: string | undefined): RejectReason | undefined {
   return (REJECT_REASONS as readonly string[]).includes(text ?? "")
@@ -40,8 +39,8 @@ export function rejectionsRoutes(app: DashApp, deps: DashboardDeps): void {
   const { base, kv } = deps;
 
   app.get(`${base}/projects/:id/rejections`, async (c) => {
-    const project = await getProject(kv, idParam(c));
-    if (project === null) return await projectNotFound(c, deps);
+    const project = await pathProject(c, deps);
+    if (project instanceof Response) return project;
     const now = deps.now();
     const [stats, kept, flash, backlog] = await Promise.all([
       readStats(kv, project.id),
@@ -84,8 +83,8 @@ export function rejectionsRoutes(app: DashApp, deps: DashboardDeps): void {
   });
 
   app.post(`${base}/projects/:id/rejections/replay`, async (c) => {
-    const project = await getProject(kv, idParam(c));
-    if (project === null) return await projectNotFound(c, deps);
+    const project = await pathProject(c, deps);
+    if (project instanceof Response) return project;
     const entry = await formField(c, "entry");
     try {
       // "all" replays only the entries a replay can store.

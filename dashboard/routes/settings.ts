@@ -51,6 +51,36 @@ const DONE: Record<string, string> = {
   "token-revoke": "Token revoked: it no longer reads this project.",
 };
 
+/**
+ * The project named by the path's `:id`, or the {@linkcode projectNotFound}
+ * answer where there is none.
+ */
+export async function pathProject(
+  c: DashContext,
+  deps: DashboardDeps,
+): Promise<Project | Response> {
+  const project = await getProject(deps.kv, idParam(c));
+  return project ?? await projectNotFound(c, deps);
+}
+
+/**
+ * A handler that answers with `show` for the project named by the path's
+ * `:id`, or with {@linkcode projectNotFound} where there is none.
+ */
+export function projectPage(
+  deps: DashboardDeps,
+  show: (
+    c: DashContext,
+    deps: DashboardDeps,
+    project: Project,
+  ) => Promise<Response>,
+): (c: DashContext) => Promise<Response> {
+  return async (c) => {
+    const project = await pathProject(c, deps);
+    return project instanceof Response ? project : await show(c, deps, project);
+  };
+}
+
 /** The 404 page of a project id that names no project. */
 export async function projectNotFound(
   c: DashContext,
@@ -113,8 +143,8 @@ export function settingsRoutes(app: DashApp, deps: DashboardDeps): void {
     `${base}/projects/${id}/settings?done=${done}#${anchor}`;
 
   app.get(path, async (c) => {
-    const project = await getProject(kv, idParam(c));
-    if (project === null) return await projectNotFound(c, deps);
+    const project = await pathProject(c, deps);
+    if (project instanceof Response) return project;
     const notice = doneNotice(c, DONE);
     const flash = await takeFlash(
       kv,

@@ -9,20 +9,14 @@
  * @module
  */
 import { recordAudit } from "../../db/audit.ts";
-import { getProject } from "../../db/projects.ts";
 import {
   createReadToken,
   revokeReadToken,
   TokenNotFoundError,
 } from "../../db/tokens.ts";
 import { InvalidValueError } from "../../db/validation.ts";
-import {
-  type DashApp,
-  type DashboardDeps,
-  formField,
-  idParam,
-} from "./common.ts";
-import { projectNotFound, showSettings } from "./settings.ts";
+import { type DashApp, type DashboardDeps, formField } from "./common.ts";
+import { pathProject, showSettings } from "./settings.ts";
 
 /** Adds the read token routes. */
 export function tokensRoutes(app: DashApp, deps: DashboardDeps): void {
@@ -30,8 +24,8 @@ export function tokensRoutes(app: DashApp, deps: DashboardDeps): void {
   const path = `${base}/projects/:id/settings/tokens`;
 
   app.post(path, async (c) => {
-    const project = await getProject(kv, idParam(c));
-    if (project === null) return await projectNotFound(c, deps);
+    const project = await pathProject(c, deps);
+    if (project instanceof Response) return project;
     const name = (await formField(c, "name")).trim();
     const actor = c.get("session")!.account.email;
     try {
@@ -60,8 +54,8 @@ export function tokensRoutes(app: DashApp, deps: DashboardDeps): void {
   });
 
   app.post(`${path}/revoke`, async (c) => {
-    const project = await getProject(kv, idParam(c));
-    if (project === null) return await projectNotFound(c, deps);
+    const project = await pathProject(c, deps);
+    if (project instanceof Response) return project;
     const which = await formField(c, "token");
     try {
       const record = await revokeReadToken(kv, project.id, which);

@@ -6,7 +6,6 @@
  *
  * @module
  */
-import { getProject } from "../../db/projects.ts";
 import { InvalidValueError } from "../../db/validation.ts";
 import { deleteView, saveView } from "../../db/views.ts";
 import { readState, stateQuery } from "../explorer_state.ts";
@@ -15,19 +14,18 @@ import {
   type DashApp,
   type DashboardDeps,
   formField,
-  idParam,
   pageContext,
   render,
 } from "./common.ts";
-import { projectNotFound } from "./settings.ts";
+import { pathProject } from "./settings.ts";
 
 /** Adds the saved views routes. */
 export function viewsRoutes(app: DashApp, deps: DashboardDeps): void {
   const { base, kv } = deps;
 
   app.post(`${base}/projects/:id/views`, async (c) => {
-    const project = await getProject(kv, idParam(c));
-    if (project === null) return await projectNotFound(c, deps);
+    const project = await pathProject(c, deps);
+    if (project instanceof Response) return project;
     const params = new URLSearchParams();
     for (const name of ["q", "level", "range", "since", "until"]) {
       const value = await formField(c, name);
@@ -58,8 +56,8 @@ export function viewsRoutes(app: DashApp, deps: DashboardDeps): void {
   });
 
   app.post(`${base}/projects/:id/views/delete`, async (c) => {
-    const project = await getProject(kv, idParam(c));
-    if (project === null) return await projectNotFound(c, deps);
+    const project = await pathProject(c, deps);
+    if (project instanceof Response) return project;
     await deleteView(kv, project.id, await formField(c, "view"));
     return c.redirect(
       (await formField(c, "back")) === "projects"

@@ -85,20 +85,34 @@ export function assertRefused(run: Run, message: string | RegExp): void {
   else assert.match(run.stderr, message);
 }
 
+/** What {@linkcode follow} hands each step of the test. */
+export interface FollowStep {
+  /** Which wait between polls this is, from 1. */
+  poll: number;
+  /** The wait the command asked for. */
+  ms: number;
+  /** Stops the command, as Ctrl-C does. */
+  stop: () => void;
+}
+
 /**
- * Runs `logs --follow` until the test aborts `controller` (from its `sleep`),
- * failing, and stopping the command, if it still runs after
+ * Runs `logs --follow` with each wait between polls a step of the test, until
+ * a step calls `stop`; fails, and stops the command, if it still runs after
  * {@linkcode EVENT_TIMEOUT_MS}.
  */
 export async function follow(
   kv: Deno.Kv,
   args: string[],
-  controller: AbortController,
+  step: (at: FollowStep) => Promise<void> | void,
   options: RunOptions & { clock?: FakeClock } = {},
 ): Promise<Run> {
+  const controller = new AbortController();
+  let poll = 0;
+  const stop = () => controller.abort();
+  const sleep = async (ms: number) => await step({ poll: ++poll, ms, stop });
   try {
     return await withTimeout(
-      cli(kv, args, { ...options, signal: controller.signal }),
+      cli(kv, args, { ...options, sleep, signal: controller.signal }),
       EVENT_TIMEOUT_MS,
       `"${args.join(" ")}" to stop when aborted`,
     );

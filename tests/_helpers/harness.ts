@@ -554,6 +554,25 @@ export function postBody(
   }));
 }
 
+/**
+ * Asks `app` the CORS preflight of a POST to the endpoint from `origin`, with
+ * `headers` as the request headers it means to send.
+ */
+export function preflight(
+  app: ReturnType<typeof createApp>,
+  origin: string,
+  headers: string,
+): Promise<Response> {
+  return Promise.resolve(app.request("/api/v1/logs", {
+    method: "OPTIONS",
+    headers: {
+      Origin: origin,
+      "Access-Control-Request-Method": "POST",
+      "Access-Control-Request-Headers": headers,
+    },
+  }));
+}
+
 /** Runs `fn` with an in-memory KV and closes it. */
 export async function withKv(fn: (kv: Deno.Kv) => Promise<void>) {
   const kv = await Deno.openKv(":memory:");

@@ -15,7 +15,7 @@ import {
   parseParentPids,
   parseStatus,
 } from "../../bench/process.ts";
-import { parseWrk, wrkArgs } from "../../bench/wrk.ts";
+import { parseWrk, wrkArgs, type WrkResult } from "../../bench/wrk.ts";
 
 /** wrk 4.2 with `--latency`, as printed against the bare server. */
 const WRK_FAST = `Running 1s test @ http://127.0.0.1:8917/
@@ -58,40 +58,55 @@ function close(actual: number, expected: number, what: string) {
   );
 }
 
+/** Asserts the counts exactly and each latency named in `latencyMs` closely. */
+function assertSummary(
+  result: WrkResult,
+  expected: Omit<WrkResult, "latencyMs"> & {
+    latencyMs: Partial<WrkResult["latencyMs"]>;
+  },
+) {
+  const { latencyMs, ...counts } = expected;
+  assert.deepEqual(
+    {
+      requestsPerSec: result.requestsPerSec,
+      requests: result.requests,
+      non2xx: result.non2xx,
+      socketErrors: result.socketErrors,
+    },
+    counts,
+  );
+  for (const [what, ms] of Object.entries(latencyMs)) {
+    close(result.latencyMs[what as keyof WrkResult["latencyMs"]]!, ms, what);
+  }
+}
+
+const FAST_SUMMARY: Parameters<typeof assertSummary>[1] = {
+  requestsPerSec: 83589.31,
+  requests: 83843,
+  non2xx: 0,
+  socketErrors: { connect: 0, read: 0, write: 0, timeout: 0 },
+  latencyMs: {
+    avg: 0.27326,
+    max: 5.23,
+    p50: 0.07,
+    p75: 0.135,
+    p90: 0.812,
+    p99: 3.01,
+  },
+};
+
 Deno.test("parseWrk reads wrk's summary with latencies in us and ms", () => {
-  const result = parseWrk(WRK_FAST);
-  assert.equal(result.requestsPerSec, 83589.31);
-  assert.equal(result.requests, 83843);
-  assert.equal(result.non2xx, 0);
-  assert.deepEqual(result.socketErrors, {
-    connect: 0,
-    read: 0,
-    write: 0,
-    timeout: 0,
-  });
-  close(result.latencyMs.avg, 0.27326, "avg");
-  close(result.latencyMs.max, 5.23, "max");
-  close(result.latencyMs.p50, 0.07, "p50");
-  close(result.latencyMs.p75, 0.135, "p75");
-  close(result.latencyMs.p90, 0.812, "p90");
-  close(result.latencyMs.p99, 3.01, "p99");
+  assertSummary(parseWrk(WRK_FAST), FAST_SUMMARY);
 });
 
 Deno.test("parseWrk reads seconds, minutes, socket errors and non-2xx answers", () => {
-  const result = parseWrk(WRK_SLOW);
-  assert.equal(result.requestsPerSec, 159.97);
-  assert.equal(result.requests, 19200);
-  assert.equal(result.non2xx, 517);
-  assert.deepEqual(result.socketErrors, {
-    connect: 3,
-    read: 12,
-    write: 1,
-    timeout: 42,
+  assertSummary(parseWrk(WRK_SLOW), {
+    latencyMs: { avg: 1520, max: 63_000, p50: 1400, p99: 9990 },
+    requestsPerSec: 159.97,
+    requests: 19200,
+    non2xx: 517,
+    socketErrors: { connect: 3, read: 12, write: 1, timeout: 42 },
   });
-  close(result.latencyMs.avg, 1520, "avg");
-  close(result.latencyMs.max, 63_000, "max");
-  close(result.latencyMs.p50, 1400, "p50");
-  close(result.latencyMs.p99, 9990, "p99");
 });
 
 Deno.test("parseWrk names what it cannot find or read", async (t) => {

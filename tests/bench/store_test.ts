@@ -30,12 +30,14 @@ Deno.test("waitForDrain and countStore see pending batches, then every stored en
         });
       }
 
-      const before = await waitForDrain({
-        kvPath,
-        projectId: project.id,
-        loadEnded: performance.now(),
-        timeoutMs: 0,
-      });
+      const drain = (timeoutMs: number) =>
+        waitForDrain({
+          kvPath,
+          projectId: project.id,
+          loadEnded: performance.now(),
+          timeoutMs,
+        });
+      const before = await drain(0);
       assert.equal(before.drained, false);
       assert.ok(before.pendingAtFirstPoll >= 1, "a batch is pending");
       assert.equal(before.accepted, 0);
@@ -44,12 +46,7 @@ Deno.test("waitForDrain and countStore see pending batches, then every stored en
       assert.equal(pending.pendingBatches, before.pendingAtFirstPoll);
 
       await h.process();
-      const after = await waitForDrain({
-        kvPath,
-        projectId: project.id,
-        loadEnded: performance.now(),
-        timeoutMs: 10_000,
-      });
+      const after = await drain(10_000);
       assert.equal(after.drained, true);
       assert.equal(after.pendingAtFirstPoll, 0);
       assert.equal(after.accepted, ENTRIES);

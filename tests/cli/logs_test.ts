@@ -226,40 +226,35 @@ Deno.test("logs --follow prints an entry stored after it started, until stopped"
       Origin: "https://app.example.com",
     });
     await h.process();
-    const controller = new AbortController();
     let polls = 0;
+    // Store an entry after the first listing, then (after the next poll)
+    // press Ctrl-C.
     const run = await follow(
       h.kv,
       ["logs", projectId, "--follow", "--json"],
-      controller,
-      {
-        clock: h.clock,
-        pollMs: 5,
-        // Each wait between polls is a step of the test: store an entry after
-        // the first listing, then (after the next poll) press Ctrl-C.
-        sleep: async (ms) => {
-          assert.equal(ms, 5);
-          polls++;
-          if (polls === 1) {
-            h.clock.advance(1000);
-            await h.post(
-              randomEntry({ projectId, data: { title: "after" } }),
-              { Origin: "https://app.example.com" },
-            );
-            await h.post(
-              randomEntry({
-                projectId,
-                data: { title: "filtered" },
-                level: "debug",
-              }),
-              { Origin: "https://app.example.com" },
-            );
-            await h.process();
-          } else if (polls === 3) {
-            controller.abort();
-          }
-        },
+      async ({ poll, ms, stop }) => {
+        assert.equal(ms, 5);
+        polls = poll;
+        if (poll === 1) {
+          h.clock.advance(1000);
+          await h.post(
+            randomEntry({ projectId, data: { title: "after" } }),
+            { Origin: "https://app.example.com" },
+          );
+          await h.post(
+            randomEntry({
+              projectId,
+              data: { title: "filtered" },
+              level: "debug",
+            }),
+            { Origin: "https://app.example.com" },
+          );
+          await h.process();
+        } else if (poll === 3) {
+          stop();
+        }
       },
+      { clock: h.clock, pollMs: 5 },
     );
     assert.equal(run.code, 0, run.stderr);
     assert.equal(polls, 3);
@@ -280,24 +275,16 @@ Deno.test("logs --follow keeps the lines it adds aligned with the first ones", a
     );
     await h.post(randomEntry({ projectId }), { Origin: "https://a.example" });
     await h.process();
-    const controller = new AbortController();
-    let polls = 0;
     const run = await follow(
       h.kv,
       ["logs", projectId, "--follow"],
-      controller,
-      {
-        sleep: async () => {
-          if (++polls > 1) return controller.abort();
-          h.clock.advance(1000);
-          await h.post(
-            randomEntry({
-              projectId,
-              appid: "com.example.a-much-longer-app-id",
-            }),
-          );
-          await h.process();
-        },
+      async ({ poll, stop }) => {
+        if (poll > 1) return stop();
+        h.clock.advance(1000);
+        await h.post(
+          randomEntry({ projectId, appid: "com.example.a-much-longer-app-id" }),
+        );
+        await h.process();
       },
     );
     const lines = run.stdout.trimEnd().split("\n");
@@ -324,20 +311,13 @@ Deno.test("logs --follow prints late-stored entries older than the newest one se
       origin,
     );
     await h.process();
-    const controller = new AbortController();
-    let polls = 0;
     const run = await follow(
       h.kv,
       ["logs", projectId, "--follow", "--json"],
-      controller,
-      {
-        sleep: async () => {
-          polls++;
-          if (polls === 1) {
-            await h.kv.set(late!.key, late!.value);
-            await h.process();
-          } else controller.abort();
-        },
+      async ({ poll, stop }) => {
+        if (poll > 1) return stop();
+        await h.kv.set(late!.key, late!.value);
+        await h.process();
       },
     );
     const titles = jsonLines(run).map((l) =>

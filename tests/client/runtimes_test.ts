@@ -102,36 +102,44 @@ async function withProgram(
   }
 }
 
-Deno.test("Deno: uncaught errors and rejections are delivered before exit; a program that ends waits for its entries", async () => {
+/**
+ * Runs `program` (with `logger` as its client) once per mode through
+ * `runtime`, which names the executable and the arguments before the
+ * program's own, and checks what the endpoint stored.
+ */
+async function checkRuntime(
+  program: string,
+  logger: URL,
+  runtime: (file: string) => [string, string[]],
+  kinds: string[],
+): Promise<void> {
   await withServer(async (server, projectId, secret) => {
-    await withProgram(
-      "program.ts",
-      new URL("../../client/mod.ts", import.meta.url),
-      async (file) => {
-        const runs = await runAll(
-          (mode) =>
-            new Deno.Command(Deno.execPath(), {
-              args: [
-                "run",
-                "--allow-net=127.0.0.1",
-                "--no-config",
-                file,
-                server.endpoint,
-                projectId,
-                secret,
-                mode,
-              ],
-              stdout: "null",
-              stderr: "piped",
-            }),
-        );
-        checkRuns(runs, await server.stored(projectId, 11), [
-          "error",
-          "unhandledrejection",
-        ]);
-      },
-    );
+    await withProgram(program, logger, async (file) => {
+      const [executable, before] = runtime(file);
+      const runs = await runAll((mode) =>
+        new Deno.Command(executable, {
+          args: [...before, server.endpoint, projectId, secret, mode],
+          stdout: "null",
+          stderr: "piped",
+        })
+      );
+      checkRuns(runs, await server.stored(projectId, 11), kinds);
+    });
   });
+}
+
+Deno.test("Deno: uncaught errors and rejections are delivered before exit; a program that ends waits for its entries", async () => {
+  await checkRuntime(
+    "program.ts",
+    new URL("../../client/mod.ts", import.meta.url),
+    (file) => [Deno.execPath(), [
+      "run",
+      "--allow-net=127.0.0.1",
+      "--no-config",
+      file,
+    ]],
+    ["error", "unhandledrejection"],
+  );
 });
 
 Deno.test("Node: the same with the ESM build", async (t) => {
@@ -145,24 +153,10 @@ Deno.test("Node: the same with the ESM build", async (t) => {
     await t.step({ name: "node is installed", ignore: true, fn() {} });
     return;
   }
-  await withServer(async (server, projectId, secret) => {
-    await withProgram(
-      "program.mjs",
-      new URL("../../client/dist/logger.js", import.meta.url),
-      async (file) => {
-        const runs = await runAll(
-          (mode) =>
-            new Deno.Command(node, {
-              args: [file, server.endpoint, projectId, secret, mode],
-              stdout: "null",
-              stderr: "piped",
-            }),
-        );
-        checkRuns(runs, await server.stored(projectId, 11), [
-          "uncaughtException",
-          "unhandledRejection",
-        ]);
-      },
-    );
-  });
+  await checkRuntime(
+    "program.mjs",
+    new URL("../../client/dist/logger.js", import.meta.url),
+    (file) => [node, [file]],
+    ["uncaughtException", "unhandledRejection"],
+  );
 });

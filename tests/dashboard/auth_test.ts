@@ -172,16 +172,8 @@ Deno.test("signing out ends the session on the server, whoever holds the cookie"
       res.headers.getSetCookie().join("\n"),
       /dash_session=; Max-Age=0/,
     );
-    assert.equal(
-      (await browser.get("/")).status,
-      303,
-      "old cookie refused",
-    );
-    assert.equal(
-      (await other.get("/")).status,
-      200,
-      "other sessions go on",
-    );
+    assert.equal((await browser.get("/")).status, 303, "old cookie refused");
+    assert.equal((await other.get("/")).status, 200, "other sessions go on");
   });
 });
 
@@ -248,11 +240,7 @@ Deno.test("a change sent from another origin is refused with 403 and changes not
     }, PEER);
     assert.equal(logout.status, 403);
     assert.deepEqual(await listProjects(h.kv), []);
-    assert.equal(
-      (await browser.get("/")).status,
-      200,
-      "still signed in",
-    );
+    assert.equal((await browser.get("/")).status, 200, "still signed in");
   });
 });
 

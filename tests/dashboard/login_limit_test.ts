@@ -11,6 +11,7 @@ import { fakeClock } from "../_helpers/harness.ts";
 import { submitAs } from "../_helpers/dashboard_accounts.ts";
 import type { DashApp } from "../../dashboard/routes/common.ts";
 import { PASSWORD, textOf, withDashboard } from "../_helpers/dashboard.ts";
+import { assertEachGives } from "../_helpers/table.ts";
 
 /** Submits the administrator's sign-in with `password` from `hostname`. */
 function signInFrom(
@@ -25,34 +26,45 @@ function signInFrom(
   return submitAs(app, "admin", password, peer, headers);
 }
 
-Deno.test("an address counts as its IPv6 /64, or as itself for IPv4", () => {
-  for (
-    const [address, bucket] of [
-      ["2001:db8:1:2::99", "2001:db8:1:2::/64"],
-      ["2001:0db8:0001:0002:aaaa:bbbb:cccc:dddd", "2001:db8:1:2::/64"],
-      ["[2001:db8:1:2:ffff::1]", "2001:db8:1:2::/64"],
-      ["2001:db8::1", "2001:db8:0:0::/64"],
-      ["fe80::1%eth0", "fe80:0:0:0::/64"],
-      ["::ffff:198.51.100.7", "198.51.100.7"],
-      ["198.51.100.7", "198.51.100.7"],
-    ]
-  ) {
-    assert.equal(addressBucket(address!), bucket, address);
+/**
+ * Makes `count` sign-in attempts, the i-th (from 1) by `attempt`: their
+ * statuses, and the text of the last answer.
+ */
+async function attempts(
+  count: number,
+  attempt: (i: number) => Promise<Response>,
+): Promise<{ statuses: number[]; last: string }> {
+  const statuses: number[] = [];
+  let last = "";
+  for (let i = 1; i <= count; i++) {
+    const res = await attempt(i);
+    statuses.push(res.status);
+    if (i === count) last = await res.text();
+    else await res.body?.cancel();
   }
+  return { statuses, last };
+}
+
+Deno.test("an address counts as its IPv6 /64, or as itself for IPv4", () => {
+  assertEachGives(addressBucket, [
+    ["2001:db8:1:2::99", "2001:db8:1:2::/64"],
+    ["2001:0db8:0001:0002:aaaa:bbbb:cccc:dddd", "2001:db8:1:2::/64"],
+    ["[2001:db8:1:2:ffff::1]", "2001:db8:1:2::/64"],
+    ["2001:db8::1", "2001:db8:0:0::/64"],
+    ["fe80::1%eth0", "fe80:0:0:0::/64"],
+    ["::ffff:198.51.100.7", "198.51.100.7"],
+    ["198.51.100.7", "198.51.100.7"],
+  ]);
 });
 
 Deno.test("60 wrong passwords from 60 addresses of one IPv6 /64 are refused after the fifth", async () => {
   await withDashboard(async (h) => {
-    const statuses: number[] = [];
-    for (let i = 1; i <= 60; i++) {
-      const res = await signInFrom(
+    const { statuses } = await attempts(60, (i) =>
+      signInFrom(
         h.dash,
         `guess ${i}`,
         `2001:db8:77:1:${i.toString(16)}::${i.toString(16)}`,
-      );
-      statuses.push(res.status);
-      await res.body?.cancel();
-    }
+      ));
     assert.deepEqual(statuses.slice(0, 5), [401, 401, 401, 401, 401]);
     assert.ok(statuses.slice(5).every((s) => s === 429), String(statuses));
     const neighbour = await signInFrom(h.dash, PASSWORD, "2001:db8:77:2::1");
@@ -62,14 +74,11 @@ Deno.test("60 wrong passwords from 60 addresses of one IPv6 /64 are refused afte
 
 Deno.test("IPv4 addresses are counted one by one, and all addresses together have a ceiling", async () => {
   await withDashboard(async (h) => {
-    const statuses: number[] = [];
-    for (let i = 1; i <= 70; i++) {
-      const res = await signInFrom(h.dash, `guess ${i}`, `198.51.100.${i}`);
-      statuses.push(res.status);
-      if (i === 70) {
-        assert.match(textOf(await res.text()), /Too many attempts/);
-      } else await res.body?.cancel();
-    }
+    const { statuses, last } = await attempts(
+      70,
+      (i) => signInFrom(h.dash, `guess ${i}`, `198.51.100.${i}`),
+    );
+    assert.match(textOf(last), /Too many attempts/);
     assert.ok(statuses.slice(0, 60).every((s) => s === 401), String(statuses));
     assert.ok(statuses.slice(60).every((s) => s === 429), String(statuses));
     h.clock.advance(10_000);
@@ -80,14 +89,13 @@ Deno.test("IPv4 addresses are counted one by one, and all addresses together hav
 
 Deno.test("X-Forwarded-For from a trusted proxy is counted per /64 too", async () => {
   await withDashboard(async (h) => {
-    const statuses: number[] = [];
-    for (let i = 1; i <= 8; i++) {
-      const res = await signInFrom(h.dash, `guess ${i}`, "10.0.0.1", {
-        "x-forwarded-for": `2001:db8:5:5::${i}`,
-      });
-      statuses.push(res.status);
-      await res.body?.cancel();
-    }
+    const { statuses } = await attempts(
+      8,
+      (i) =>
+        signInFrom(h.dash, `guess ${i}`, "10.0.0.1", {
+          "x-forwarded-for": `2001:db8:5:5::${i}`,
+        }),
+    );
     assert.deepEqual(statuses, [401, 401, 401, 401, 401, 429, 429, 429]);
   }, { dashboard: { trustProxy: 1 } });
 });

@@ -167,44 +167,45 @@ Deno.test("an entry row summarises the entry and lists its fields with filter li
   );
 });
 
-Deno.test("the histogram stacks levels and each bar zooms to its interval", async () => {
-  const start = Date.UTC(2026, 0, 15, 9);
-  const out = await html(HistogramChart({
+/** 09:00 UTC on a day of the histogram tests; its bars are a minute each. */
+const START = Date.UTC(2026, 0, 15, 9);
+
+/**
+ * The histogram of one-minute bars from {@linkcode START}, one per entry of
+ * `counts`, counted from `countedFrom`; a bar zooms to `/zoom?from-to`.
+ */
+async function chartOf(
+  counts: Record<string, number>[],
+  countedFrom: number | null,
+): Promise<string> {
+  return await html(HistogramChart({
     histogram: {
       intervalMs: 60_000,
-      buckets: [
-        { start, counts: { info: 3, error: 1 } },
-        { start: start + 60_000, counts: {} },
-        { start: start + 120_000, counts: { critical: 2, audit: 1 } },
-      ],
-      countedFrom: null,
+      buckets: counts.map((c, i) => ({ start: START + i * 60_000, counts: c })),
+      countedFrom,
     },
     zoom: (a, b) => `/zoom?${a}-${b}`,
   }));
+}
+
+Deno.test("the histogram stacks levels and each bar zooms to its interval", async () => {
+  const out = await chartOf([
+    { info: 3, error: 1 },
+    {},
+    { critical: 2, audit: 1 },
+  ], null);
   assert.equal(out.match(/<rect class="bar /g)?.length, 4);
-  assert.match(out, new RegExp(`href="/zoom\\?${start}-${start + 60_000}"`));
+  assert.match(out, new RegExp(`href="/zoom\\?${START}-${START + 60_000}"`));
   assert.match(out, /class="bar lvl-custom"/);
   assert.match(textOf(out), /7 entries · 1 min per bar · peak 4/);
   assert.doesNotMatch(out, /uncounted/);
 });
 
 Deno.test("the histogram draws bars it did not count apart and says so", async () => {
-  const start = Date.UTC(2026, 0, 15, 9);
-  const out = await html(HistogramChart({
-    histogram: {
-      intervalMs: 60_000,
-      buckets: [
-        { start, counts: {} },
-        { start: start + 60_000, counts: {} },
-        { start: start + 120_000, counts: { error: 2 } },
-      ],
-      countedFrom: start + 120_000,
-    },
-    zoom: (a, b) => `/zoom?${a}-${b}`,
-  }));
+  const out = await chartOf([{}, {}, { error: 2 }], START + 120_000);
   assert.equal(out.match(/class="bucket uncounted"/g)?.length, 2);
   assert.equal(out.match(/<rect class="bar /g)?.length, 1);
-  assert.match(out, new RegExp(`href="/zoom\\?${start}-${start + 60_000}"`));
+  assert.match(out, new RegExp(`href="/zoom\\?${START}-${START + 60_000}"`));
   assert.match(
     textOf(out),
     /2 entries since 2026-01-15 09:02:00 · 1 min per bar · peak 2 · older bars not counted/,

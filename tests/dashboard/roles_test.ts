@@ -38,164 +38,75 @@ interface Row {
   form?: Record<string, string>;
 }
 
+/** A row for a GET. */
+function getRow(route: string, rule: Rule, ok: number): Row {
+  return { method: "GET", route, rule, ok };
+}
+
+/** A row for a POST of `form`. */
+function postRow(
+  route: string,
+  rule: Rule,
+  ok: number,
+  form: Record<string, string>,
+): Row {
+  return { method: "POST", route, rule, ok, form };
+}
+
+/** A row for a POST of `form` below a project that needs `configure`. */
+function configureRow(
+  path: string,
+  ok: number,
+  form: Record<string, string>,
+): Row {
+  return postRow(`/projects/:id${path}`, "configure", ok, form);
+}
+
 const ROWS: Row[] = [
-  { method: "GET", route: "/", rule: "any", ok: 200 },
-  { method: "GET", route: "/login", rule: "any", ok: 303 },
-  {
-    method: "POST",
-    route: "/projects",
-    rule: "admin",
-    ok: 400,
-    form: { name: "" },
-  },
-  { method: "GET", route: "/projects/:id", rule: "read", ok: 200 },
-  { method: "GET", route: "/projects/:id/entries", rule: "read", ok: 200 },
-  { method: "GET", route: "/projects/:id/tail", rule: "read", ok: 200 },
-  { method: "GET", route: "/projects/:id/rejections", rule: "read", ok: 200 },
-  {
-    method: "POST",
-    route: "/projects/:id/rejections/replay",
-    rule: "configure",
-    ok: 303,
-    form: { entry: "nope" },
-  },
-  { method: "GET", route: "/projects/:id/audit", rule: "read", ok: 200 },
-  { method: "GET", route: "/projects/:id/alerts", rule: "read", ok: 200 },
-  { method: "GET", route: "/projects/:id/errors", rule: "read", ok: 200 },
-  {
-    method: "GET",
-    route: "/projects/:id/entries/:entryId",
-    rule: "read",
-    ok: 404,
-  },
-  {
-    method: "POST",
-    route: "/projects/:id/views",
-    rule: "configure",
-    ok: 400,
-    form: { name: "" },
-  },
-  {
-    method: "POST",
-    route: "/projects/:id/views/delete",
-    rule: "configure",
-    ok: 303,
-    form: { view: "nope" },
-  },
-  {
-    method: "POST",
-    route: "/projects/:id/alerts/add",
-    rule: "configure",
-    ok: 400,
-    form: { query: "" },
-  },
-  {
-    method: "POST",
-    route: "/projects/:id/alerts/remove",
-    rule: "configure",
-    ok: 404,
-    form: { rule: "nope" },
-  },
-  {
-    method: "GET",
-    route: "/projects/:id/settings",
-    rule: "configure",
-    ok: 200,
-  },
-  {
-    method: "POST",
-    route: "/projects/:id/settings/allow",
-    rule: "configure",
-    ok: 400,
-    form: { value: "*" },
-  },
-  {
-    method: "POST",
-    route: "/projects/:id/settings/disallow",
-    rule: "configure",
-    ok: 400,
-    form: { value: "https://absent.example.com" },
-  },
-  {
-    method: "POST",
-    route: "/projects/:id/settings/levels/add",
-    rule: "configure",
-    ok: 400,
-    form: { level: "Not A Level" },
-  },
-  {
-    method: "POST",
-    route: "/projects/:id/settings/levels/remove",
-    rule: "configure",
-    ok: 400,
-    form: { level: "absent" },
-  },
-  {
-    method: "POST",
-    route: "/projects/:id/settings/retention",
-    rule: "configure",
-    ok: 400,
-    form: { days: "many" },
-  },
-  {
-    method: "POST",
-    route: "/projects/:id/settings/rotate",
-    rule: "configure",
-    ok: 400,
-    form: { grace: "forever" },
-  },
-  {
-    method: "POST",
-    route: "/projects/:id/settings/delete",
-    rule: "admin-project",
-    ok: 400,
-    form: { confirm: "not the name" },
-  },
-  {
-    method: "POST",
-    route: "/projects/:id/settings/tokens",
-    rule: "configure",
-    ok: 400,
-    form: { name: "" },
-  },
-  {
-    method: "POST",
-    route: "/projects/:id/settings/tokens/revoke",
-    rule: "configure",
-    ok: 400,
-    form: { token: "nope" },
-  },
-  { method: "GET", route: "/api/v1/projects/:id/logs", rule: "read", ok: 200 },
-  { method: "GET", route: "/dead-letters", rule: "admin", ok: 200 },
-  {
-    method: "POST",
-    route: "/dead-letters/replay",
-    rule: "admin",
-    ok: 404,
-    form: { id: "nope" },
-  },
-  { method: "GET", route: "/users", rule: "admin", ok: 200 },
-  {
-    method: "POST",
-    route: "/users",
-    rule: "admin",
-    ok: 400,
-    form: { email: "not an email", role: "viewer", password: "x" },
-  },
-  {
-    method: "POST",
-    route: "/users/update",
-    rule: "admin",
-    ok: 404,
-    form: { email: "nobody@example.com", role: "viewer" },
-  },
-  {
-    method: "POST",
-    route: "/users/remove",
-    rule: "admin",
-    ok: 404,
-    form: { email: "nobody@example.com" },
-  },
+  getRow("/", "any", 200),
+  getRow("/login", "any", 303),
+  postRow("/projects", "admin", 400, { name: "" }),
+  getRow("/projects/:id", "read", 200),
+  getRow("/projects/:id/entries", "read", 200),
+  getRow("/projects/:id/tail", "read", 200),
+  getRow("/projects/:id/rejections", "read", 200),
+  configureRow("/rejections/replay", 303, { entry: "nope" }),
+  getRow("/projects/:id/audit", "read", 200),
+  getRow("/projects/:id/alerts", "read", 200),
+  getRow("/projects/:id/errors", "read", 200),
+  getRow("/projects/:id/entries/:entryId", "read", 404),
+  configureRow("/views", 400, { name: "" }),
+  configureRow("/views/delete", 303, { view: "nope" }),
+  configureRow("/alerts/add", 400, { query: "" }),
+  configureRow("/alerts/remove", 404, { rule: "nope" }),
+  getRow("/projects/:id/settings", "configure", 200),
+  configureRow("/settings/allow", 400, { value: "*" }),
+  configureRow("/settings/disallow", 400, {
+    value: "https://absent.example.com",
+  }),
+  configureRow("/settings/levels/add", 400, { level: "Not A Level" }),
+  configureRow("/settings/levels/remove", 400, { level: "absent" }),
+  configureRow("/settings/retention", 400, { days: "many" }),
+  configureRow("/settings/rotate", 400, { grace: "forever" }),
+  postRow("/projects/:id/settings/delete", "admin-project", 400, {
+    confirm: "not the name",
+  }),
+  configureRow("/settings/tokens", 400, { name: "" }),
+  configureRow("/settings/tokens/revoke", 400, { token: "nope" }),
+  getRow("/api/v1/projects/:id/logs", "read", 200),
+  getRow("/dead-letters", "admin", 200),
+  postRow("/dead-letters/replay", "admin", 404, { id: "nope" }),
+  getRow("/users", "admin", 200),
+  postRow("/users", "admin", 400, {
+    email: "not an email",
+    role: "viewer",
+    password: "x",
+  }),
+  postRow("/users/update", "admin", 404, {
+    email: "nobody@example.com",
+    role: "viewer",
+  }),
+  postRow("/users/remove", "admin", 404, { email: "nobody@example.com" }),
 ];
 
 /** Routes every signed-in account reaches without a row of their own. */

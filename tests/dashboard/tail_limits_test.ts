@@ -16,6 +16,21 @@ import {
   withDashboard,
 } from "../_helpers/dashboard.ts";
 
+/** Opens `count` live tails as `browser`, each answered 200. */
+async function openTails(
+  browser: Browser,
+  tail: string,
+  count: number,
+): Promise<Response[]> {
+  const open: Response[] = [];
+  for (let i = 0; i < count; i++) {
+    const res = await browser.get(tail);
+    assert.equal(res.status, 200);
+    open.push(res);
+  }
+  return open;
+}
+
 Deno.test("a session holds at most its share of live tails and the dashboard its total; past either, 429 says which", async () => {
   await withDashboard(async (h) => {
     const project = await h.project();
@@ -23,11 +38,7 @@ Deno.test("a session holds at most its share of live tails and the dashboard its
     const a = await signIn(h.dash);
     const b = await signIn(h.dash);
     const open: Response[] = [];
-    for (let i = 0; i < 4; i++) {
-      const res = await a.get(tail);
-      assert.equal(res.status, 200);
-      open.push(res);
-    }
+    open.push(...await openTails(a, tail, 4));
     const fifth = await a.get(tail);
     assert.equal(fifth.status, 429);
     assert.equal(fifth.headers.get("retry-after"), "60");
@@ -35,11 +46,7 @@ Deno.test("a session holds at most its share of live tails and the dashboard its
       await fifth.text(),
       "Cannot open more than 4 live tails at once in one session: pause the live tail in another tab",
     );
-    for (let i = 0; i < 2; i++) {
-      const res = await b.get(tail);
-      assert.equal(res.status, 200);
-      open.push(res);
-    }
+    open.push(...await openTails(b, tail, 2));
     const over = await b.get(tail);
     assert.equal(over.status, 429);
     assert.match(

@@ -59,6 +59,16 @@ async function postMix(h: Harness, projectId: string, secret: string) {
   };
 }
 
+/** Asserts that the mix of {@linkcode postMix} was stored and counted once. */
+async function assertMixOnce(
+  h: Harness,
+  projectId: string,
+  expected: Awaited<ReturnType<typeof postMix>>,
+): Promise<void> {
+  assert.equal((await h.logs(projectId)).length, 3);
+  assert.deepEqual(await stats(h.kv, projectId), expected);
+}
+
 /** Asserts that `outcomes` hold one `"processed"`, the others lost the race. */
 function assertProcessedOnce(outcomes: ProcessOutcome[]): void {
   assert.equal(outcomes.filter((o) => o === "processed").length, 1);
@@ -78,8 +88,7 @@ Deno.test("a batch processed twice stores and counts its entries once", async ()
       assert.equal(await h.pipeline.consumer.process(id), "absent");
     }
     await h.process();
-    assert.equal((await h.logs(project.id)).length, 3);
-    assert.deepEqual(await stats(h.kv, project.id), expected);
+    await assertMixOnce(h, project.id, expected);
     assert.equal((await recentRejections(h.kv, project.id)).length, 2);
   });
 });
@@ -159,8 +168,7 @@ Deno.test("ids pushed twice at once, and again while running, process each batch
     worker.push(ids);
     await untilIdle(worker);
     assert.deepEqual(await pendingBatches(h.kv), []);
-    assert.equal((await h.logs(project.id)).length, 3);
-    assert.deepEqual(await stats(h.kv, project.id), expected);
+    await assertMixOnce(h, project.id, expected);
   });
 });
 
@@ -172,8 +180,7 @@ Deno.test("with the queue listener off, the sweeper processes batches nobody han
     assert.equal(await worker.sweep({ all: true }), 5);
     await untilIdle(worker);
     assert.deepEqual(await pendingBatches(h.kv), []);
-    assert.equal((await h.logs(project.id)).length, 3);
-    assert.deepEqual(await stats(h.kv, project.id), expected);
+    await assertMixOnce(h, project.id, expected);
     // A repeated sweep finds nothing and changes nothing.
     assert.equal(await worker.sweep({ all: true }), 0);
     await untilIdle(worker);
@@ -232,8 +239,7 @@ Deno.test("a pipeline that hands over its batches processes them without queue o
     const expected = await postMix(h, project.id, project.secret);
     await untilIdle(h.pipeline.worker);
     assert.deepEqual(await pendingBatches(h.kv), []);
-    assert.equal((await h.logs(project.id)).length, 3);
-    assert.deepEqual(await stats(h.kv, project.id), expected);
+    await assertMixOnce(h, project.id, expected);
     // The sweeper then finds nothing left.
     assert.equal(await h.pipeline.worker.sweep({ all: true }), 0);
   }, { pipeline: { handOver: true } });

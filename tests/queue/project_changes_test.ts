@@ -75,6 +75,20 @@ async function keysUnder(kv: Deno.Kv, projectId: string): Promise<string[]> {
   return keys;
 }
 
+/**
+ * Asserts that nothing is left under the deleted project, that `unknown`
+ * entries were counted as naming no project, and that no batch waits.
+ */
+async function assertGoneWithoutTrace(
+  h: Harness,
+  projectId: string,
+  unknown: number,
+): Promise<void> {
+  assert.deepEqual(await keysUnder(h.kv, projectId), []);
+  assert.deepEqual(await globalRejected(h.kv), { unknown_project: unknown });
+  assert.deepEqual(await pendingBatches(h.kv), []);
+}
+
 /** A consumer of another process, on `kv`, caching records like the server. */
 function consumerOn(h: Harness, kv: Deno.Kv): Consumer {
   return new Consumer({
@@ -87,21 +101,28 @@ function consumerOn(h: Harness, kv: Deno.Kv): Consumer {
 
 // -------------------------------------------------------- settings changes
 
+/** Sends one entry (with `fields`) from `origin`, and processes it. */
+async function sendFrom(
+  h: Harness,
+  projectId: string,
+  origin: string,
+  fields: Record<string, unknown> = {},
+): Promise<void> {
+  await postQueued(h, randomEntry({ projectId, ...fields }), {
+    Origin: origin,
+  });
+  await h.process();
+}
+
 Deno.test("an allowed origin applies to the next entry while the project record is cached", async () => {
   await withCache(async (h) => {
     const project = await h.project([ORIGIN]);
-    const send = async (origin: string) => {
-      await postQueued(h, randomEntry({ projectId: project.id }), {
-        Origin: origin,
-      });
-      await h.process();
-    };
     // The record is now cached, without the new origin.
-    await send(NEW_ORIGIN);
+    await sendFrom(h, project.id, NEW_ORIGIN);
     await allowValue(h.kv, project.id, NEW_ORIGIN);
     for (const delay of [0, 500, 500, 500]) {
       h.clock.advance(delay);
-      await send(NEW_ORIGIN);
+      await sendFrom(h, project.id, NEW_ORIGIN);
     }
     await assertCounts(h, project.id, 4, { bad_origin: 1 });
     const logs = await h.logs(project.id);
@@ -143,23 +164,12 @@ Deno.test("an entry signed with the new secret right after rotate-secret is stor
 Deno.test("a removed origin and an added level apply to the next entry while the record is cached", async () => {
   await withCache(async (h) => {
     const project = await h.project([ORIGIN]);
-    await postQueued(h, randomEntry({ projectId: project.id }), {
-      Origin: ORIGIN,
-    });
-    await h.process();
+    await sendFrom(h, project.id, ORIGIN);
     await disallowValue(h.kv, project.id, ORIGIN);
-    await postQueued(h, randomEntry({ projectId: project.id }), {
-      Origin: ORIGIN,
-    });
-    await h.process();
+    await sendFrom(h, project.id, ORIGIN);
     await allowValue(h.kv, project.id, NEW_ORIGIN);
     await addLevel(h.kv, project.id, "audit");
-    await postQueued(
-      h,
-      randomEntry({ projectId: project.id, level: "audit" }),
-      { Origin: NEW_ORIGIN },
-    );
-    await h.process();
+    await sendFrom(h, project.id, NEW_ORIGIN, { level: "audit" });
     await assertCounts(h, project.id, 2, { bad_origin: 1 });
     const logs = await h.logs(project.id);
     assert.deepEqual(logs.map((l) => [l.level, l.origin]), [
@@ -182,9 +192,7 @@ Deno.test("entries processed after their project was deleted store nothing under
     await deleteProject(h.kv, project.id);
     for (let i = 0; i < 3; i++) await send();
     await h.process();
-    assert.deepEqual(await keysUnder(h.kv, project.id), []);
-    assert.deepEqual(await globalRejected(h.kv), { unknown_project: 3 });
-    assert.deepEqual(await pendingBatches(h.kv), []);
+    await assertGoneWithoutTrace(h, project.id, 3);
   });
 });
 
@@ -215,9 +223,7 @@ Deno.test("a result commit in flight while its project is deleted stores nothing
     for (const batch of batches.slice(2)) {
       assert.equal(await consumer.process(batch.id), "processed");
     }
-    assert.deepEqual(await keysUnder(h.kv, project.id), []);
-    assert.deepEqual(await globalRejected(h.kv), { unknown_project: 5 });
-    assert.deepEqual(await pendingBatches(h.kv), []);
+    await assertGoneWithoutTrace(h, project.id, 5);
   });
 });
 
@@ -312,21 +318,29 @@ async function oneBatchFor(h: Harness, ids: string[]): Promise<string> {
   return batches[1]!.id;
 }
 
+/**
+ * Starts processing `batchId` in another process, and waits until it has made
+ * its first commit and is held at its second (`second` lets it go on).
+ */
+async function heldAtSecondCommit(h: Harness, batchId: string) {
+  const held = holdCommits(h.kv);
+  const gate = held.hold();
+  const processing = consumerOn(h, held.kv).process(batchId);
+  await within(gate.reached);
+  const second = held.hold();
+  gate.release();
+  await within(second.reached);
+  return { processing, second };
+}
+
 Deno.test("a batch spanning more projects than one commit can check stores each entry once, under projects that exist", async () => {
   await withCache(async (h) => {
     const projects = [];
     for (let i = 0; i < 20; i++) projects.push(await h.project([ORIGIN]));
     const ids = projects.map((p) => p.id);
     const batchId = await oneBatchFor(h, [...ids, "no-such-project"]);
-    const held = holdCommits(h.kv);
-    const consumer = consumerOn(h, held.kv);
     // Deleted between two rounds: after the first commit, before the second.
-    const gate = held.hold();
-    const first = consumer.process(batchId);
-    await within(gate.reached);
-    const second = held.hold();
-    gate.release();
-    await within(second.reached);
+    const { processing: first, second } = await heldAtSecondCommit(h, batchId);
     await deleteProject(h.kv, ids.at(-1)!);
     second.release();
     assert.equal(await within(first), "processed");
@@ -334,9 +348,7 @@ Deno.test("a batch spanning more projects than one commit can check stores each 
       await assertCounts(h, id, 1, {});
       assert.equal((await h.logs(id)).length, 1);
     }
-    assert.deepEqual(await keysUnder(h.kv, ids.at(-1)!), []);
-    assert.deepEqual(await globalRejected(h.kv), { unknown_project: 2 });
-    assert.deepEqual(await pendingBatches(h.kv), []);
+    await assertGoneWithoutTrace(h, ids.at(-1)!, 2);
     assert.equal((await h.kv.get(batchProgressKey(batchId))).value, null);
   });
 });
@@ -346,16 +358,12 @@ Deno.test("a batch committed in rounds and interrupted is taken up where it stop
     const ids = [];
     for (let i = 0; i < 20; i++) ids.push((await h.project([ORIGIN])).id);
     const batchId = await oneBatchFor(h, ids);
-    const held = holdCommits(h.kv);
-    const consumer = consumerOn(h, held.kv);
-    const gate = held.hold();
-    const interrupted = consumer.process(batchId);
-    await within(gate.reached);
     // While the first process waits on its second commit, another one
     // processes the batch from the start and the first then loses.
-    const second = held.hold();
-    gate.release();
-    await within(second.reached);
+    const { processing: interrupted, second } = await heldAtSecondCommit(
+      h,
+      batchId,
+    );
     assert.equal(await consumerOn(h, h.kv).process(batchId), "processed");
     second.release();
     assert.equal(await within(interrupted), "conflict");

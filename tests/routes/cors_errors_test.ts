@@ -11,6 +11,7 @@ import {
   type Harness,
   harness,
   postBody,
+  preflight,
   randomEntry,
   withHarness,
 } from "../_helpers/harness.ts";
@@ -36,14 +37,7 @@ Deno.test("answers and preflights allow credentials beside the echoed origin, ne
       assert.equal(res.headers.get("access-control-allow-credentials"), "true");
     });
     await t.step("on the preflight", async () => {
-      const res = await h.app.request("/api/v1/logs", {
-        method: "OPTIONS",
-        headers: {
-          Origin: ORIGIN,
-          "Access-Control-Request-Method": "POST",
-          "Access-Control-Request-Headers": "content-type",
-        },
-      });
+      const res = await preflight(h.app, ORIGIN, "content-type");
       assert.equal(res.status, 204);
       assert.equal(res.headers.get("access-control-allow-origin"), ORIGIN);
       assert.equal(res.headers.get("access-control-allow-credentials"), "true");

@@ -1,5 +1,10 @@
 import assert from "node:assert/strict";
-import { randomEntry, signEntry, withHarness } from "../_helpers/harness.ts";
+import {
+  preflight,
+  randomEntry,
+  signEntry,
+  withHarness,
+} from "../_helpers/harness.ts";
 
 const ORIGIN = "https://app.example.com";
 
@@ -31,6 +36,11 @@ async function errorOf(res: Response) {
     message: string;
     issues?: { path: string; message: string }[];
   };
+}
+
+/** Asserts that a header's list (`what` it is) names each of `names`. */
+function assertNamesAll(list: string, what: string, names: string[]): void {
+  for (const name of names) assert.ok(list.includes(name), `${name} ${what}`);
 }
 
 Deno.test("POST /api/v1/logs answers 200 queued for a valid entry", async (t) => {
@@ -339,16 +349,12 @@ Deno.test("every answer of the endpoint carries CORS headers echoing Origin", as
         assert.equal(res.headers.get("access-control-allow-origin"), ORIGIN);
         assert.equal(res.headers.get("vary"), "Origin");
         const exposed = res.headers.get("access-control-expose-headers") ?? "";
-        for (
-          const name of [
-            "Retry-After",
-            "RateLimit-Limit",
-            "RateLimit-Remaining",
-            "RateLimit-Reset",
-          ]
-        ) {
-          assert.ok(exposed.includes(name), `${name} exposed`);
-        }
+        assertNamesAll(exposed, "exposed", [
+          "Retry-After",
+          "RateLimit-Limit",
+          "RateLimit-Remaining",
+          "RateLimit-Reset",
+        ]);
         await res.body?.cancel();
       });
     }
@@ -357,29 +363,22 @@ Deno.test("every answer of the endpoint carries CORS headers echoing Origin", as
 
 Deno.test("OPTIONS /api/v1/logs answers the preflight with 204", async () => {
   await withHarness(async (h) => {
-    const res = await h.app.request("/api/v1/logs", {
-      method: "OPTIONS",
-      headers: {
-        Origin: ORIGIN,
-        "Access-Control-Request-Method": "POST",
-        "Access-Control-Request-Headers": "content-type, signature, timestamp",
-      },
-    });
+    const res = await preflight(
+      h.app,
+      ORIGIN,
+      "content-type, signature, timestamp",
+    );
     assert.equal(res.status, 204);
     assert.equal(res.headers.get("access-control-allow-origin"), ORIGIN);
     assert.match(res.headers.get("access-control-allow-methods")!, /POST/);
     const allowed = res.headers.get("access-control-allow-headers")!
       .toLowerCase();
-    for (
-      const name of [
-        "content-type",
-        "content-encoding",
-        "timestamp",
-        "signature",
-      ]
-    ) {
-      assert.ok(allowed.includes(name), `${name} allowed`);
-    }
+    assertNamesAll(allowed, "allowed", [
+      "content-type",
+      "content-encoding",
+      "timestamp",
+      "signature",
+    ]);
     assert.ok(Number(res.headers.get("access-control-max-age")) >= 3600);
   });
 });
