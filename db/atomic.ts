@@ -2,8 +2,8 @@
  * Atomic writes recorded before they are made: the consumer builds its result
  * commit as a {@linkcode RecordedAtomic} while it holds the locks of the
  * rejection rings, and commits it (sent again while refused as locked,
- * docs/design.md#one-writer-per-commit). The recording knows its checks,
- * mutations and bytes, which the tests read.
+ * docs/design.md#one-writer-per-commit). It counts its mutations, which the
+ * tests read.
  *
  * @module
  */
@@ -25,9 +25,6 @@ export interface AtomicWriter {
 
 /** Bytes counted per key part beside its own, an upper bound of its encoding. */
 const KEY_PART_OVERHEAD = 10;
-/** Bytes counted for a value that is not bytes (a counter, a number). */
-const SCALAR_VALUE_BYTES = 16;
-
 /**
  * An upper bound of the bytes KV counts for a key: every string part at 3
  * bytes per UTF-16 unit, plus a fixed overhead per part.
@@ -45,23 +42,6 @@ export function keyBytes(key: Deno.KvKey): number {
   return bytes;
 }
 
-/** A key as text, equal for equal keys and different for different ones. */
-function keyText(key: Deno.KvKey): string {
-  let text = "";
-  for (const part of key) {
-    text += part instanceof Uint8Array
-      ? `u${part.join(",")}\u0000`
-      : `${typeof part}:${String(part)}\u0000`;
-  }
-  return text;
-}
-
-function valueBytes(value: unknown): number {
-  if (value instanceof Uint8Array) return value.length;
-  if (typeof value === "string") return value.length * 3;
-  return SCALAR_VALUE_BYTES;
-}
-
 /** One recorded check or mutation. */
 type AtomicStep =
   | ["check", Deno.KvKey, string | null]
@@ -70,59 +50,27 @@ type AtomicStep =
   | ["sum" | "min" | "max", Deno.KvKey, bigint];
 
 /**
- * Checks and mutations recorded in order, applied later to one or more
- * atomic operations.
+ * Checks and mutations recorded in order, applied later to an atomic
+ * operation.
  *
  * @example
  * ```ts
  * const result = new RecordedAtomic();
  * result.check(pending).delete(pending.key);
- * await result.commit(kv); // or result.applyTo(op) inside another commit
+ * await result.commit(kv);
  * ```
  */
 export class RecordedAtomic implements AtomicWriter {
   #steps: AtomicStep[] = [];
-  #checked: string[] = [];
-  #written: string[] = [];
-  #checks = 0;
   #mutations = 0;
-  #bytes = 0;
-
-  /**
-   * Whether this and `other` cannot share one atomic operation: one checks a
-   * key the other sets or deletes. Together both checks would be made against
-   * the state before either write, and both would pass where one alone, made
-   * after the other, fails (the same batch judged twice, the same signature
-   * claimed twice).
-   */
-  conflictsWith(other: RecordedAtomic): boolean {
-    if (this.#checked.length === 0 && other.#checked.length === 0) return false;
-    const overlaps = (keys: string[], among: string[]) =>
-      keys.some((key) => among.includes(key));
-    return overlaps(this.#checked, other.#written) ||
-      overlaps(other.#checked, this.#written);
-  }
-
-  /** Checks recorded. */
-  get checks(): number {
-    return this.#checks;
-  }
 
   /** Mutations recorded. */
   get mutations(): number {
     return this.#mutations;
   }
 
-  /** An upper bound of the bytes KV counts for what is recorded. */
-  get bytes(): number {
-    return this.#bytes;
-  }
-
   check(...checks: Deno.AtomicCheck[]): this {
     for (const check of checks) {
-      this.#checks++;
-      this.#checked.push(keyText(check.key));
-      this.#bytes += keyBytes(check.key) + 16;
       this.#steps.push(["check", check.key, check.versionstamp]);
     }
     return this;
@@ -130,16 +78,12 @@ export class RecordedAtomic implements AtomicWriter {
 
   set(key: Deno.KvKey, value: unknown, options?: { expireIn?: number }): this {
     this.#mutations++;
-    this.#written.push(keyText(key));
-    this.#bytes += keyBytes(key) + valueBytes(value);
     this.#steps.push(["set", key, value, options?.expireIn]);
     return this;
   }
 
   delete(key: Deno.KvKey): this {
     this.#mutations++;
-    this.#written.push(keyText(key));
-    this.#bytes += keyBytes(key);
     this.#steps.push(["delete", key]);
     return this;
   }
@@ -158,13 +102,12 @@ export class RecordedAtomic implements AtomicWriter {
 
   #counter(kind: "sum" | "min" | "max", key: Deno.KvKey, n: bigint): this {
     this.#mutations++;
-    this.#bytes += keyBytes(key) + SCALAR_VALUE_BYTES;
     this.#steps.push([kind, key, n]);
     return this;
   }
 
   /** Adds everything recorded to `op`, in the order recorded. */
-  applyTo(op: Deno.AtomicOperation): void {
+  #applyTo(op: Deno.AtomicOperation): void {
     for (const step of this.#steps) {
       switch (step[0]) {
         case "check":
@@ -198,7 +141,7 @@ export class RecordedAtomic implements AtomicWriter {
     options: LockedRetryOptions = {},
   ): Promise<Deno.KvCommitResult | Deno.KvCommitError> {
     const op = kv.atomic();
-    this.applyTo(op);
+    this.#applyTo(op);
     return commitRetryingLocked(() => op.commit(), options);
   }
 }
