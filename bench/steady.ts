@@ -35,19 +35,6 @@ import { BENCH_ORIGIN, createBenchProject } from "./store.ts";
 import { hasWrk, runWrkScript, type WrkResult } from "./wrk.ts";
 
 const ROOT = new URL("../", import.meta.url);
-/** The checkout whose service runs: this one, or `--service DIR` (another build, side by side). */
-const SERVICE = serviceDir();
-
-function serviceDir(): URL {
-  const dir = parseArgs({
-    args: Deno.args,
-    options: { service: { type: "string" } },
-    strict: false,
-  }).values.service;
-  return typeof dir === "string"
-    ? new URL(`file://${Deno.realPathSync(dir)}/`)
-    : ROOT;
-}
 const RARE = "zanzibarquokka";
 const BODIES = 20_000;
 
@@ -68,6 +55,10 @@ const burstConnections = Number(values["burst-connections"]);
 const rates = String(values.rates).split(",").map(Number).filter((n) => n > 0);
 const phaseSeconds = Number(values.phase);
 const probeSeconds = Number(values.probe);
+/** The checkout whose service runs: this one, or `--service DIR` (another build, side by side). */
+const SERVICE = values.service === undefined
+  ? ROOT
+  : new URL(`file://${Deno.realPathSync(values.service)}/`);
 
 /** One probe's readings. */
 interface Probe {
