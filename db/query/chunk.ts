@@ -84,8 +84,6 @@ export interface BuiltChunk {
   summaryValue: Uint8Array;
   /** The `log_blooms/` value. */
   bloomValue: Uint8Array;
-  /** Compressed bytes. */
-  compressedBytes: number;
 }
 
 const encoder = new TextEncoder();
@@ -247,7 +245,6 @@ function* chunkSteps(
     rest,
     summaryValue: concatBytes([new Uint8Array([FORMAT]), json]),
     bloomValue: concatBytes(bloomParts),
-    compressedBytes: body.length,
   };
 }
 

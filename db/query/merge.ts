@@ -202,7 +202,7 @@ export async function mergeProject(
         tier: raw >= rawLimit / 2 ? FINAL_TIER : tier,
         finalAtBytes: CHUNK_TARGET_BYTES / 2,
       });
-      if (chunk.compressedBytes > CHUNK_MAX_BYTES && group.length > 1) {
+      if (chunk.summary.bytes > CHUNK_MAX_BYTES && group.length > 1) {
         const half = Math.ceil(group.length / 2);
         await merge(group.slice(0, half), rawLimit);
         await merge(group.slice(half), rawLimit);
@@ -228,7 +228,7 @@ export async function mergeProject(
       result.merges++;
       result.sources += group.length;
       result.entries += lines.length;
-      result.bytes += chunk.compressedBytes;
+      result.bytes += chunk.summary.bytes;
     };
 
     outer: for (const run of runs) {
