@@ -151,11 +151,6 @@ export class BatchWorker {
     return this.#running + this.#queue.length;
   }
 
-  /** Whether batches are queued or running. */
-  get busy(): boolean {
-    return this.#running > 0 || this.#queue.length > 0;
-  }
-
   /** Resolves once nothing is queued or running. */
   idle(): Promise<void> {
     if (this.#running === 0 && this.#queue.length === 0) {
