@@ -44,6 +44,30 @@ export interface QueueSettings {
 /** Batches waiting for this process's consumer past which entries are refused. */
 const MAX_CONSUMER_BACKLOG = 2000;
 
+/**
+ * The producer's gate on storage's backlog: behind once open chunks or
+ * batches waiting for the consumer pass their bound, and again ahead only
+ * once both are at half of it (docs/storage.md#backlog).
+ *
+ * @example
+ * ```ts
+ * const behind = backlogGate({ chunks: 3000, batches: 2000 });
+ * behind(3001, 0); // true
+ * behind(2000, 0); // still true, until 1500
+ * ```
+ */
+export function backlogGate(
+  bounds: { chunks: number; batches: number },
+): (chunks: number, batches: number) => boolean {
+  let refusing = false;
+  return (chunks, batches) => {
+    const scale = refusing ? 0.5 : 1;
+    refusing = chunks > bounds.chunks * scale ||
+      batches > bounds.batches * scale;
+    return refusing;
+  };
+}
+
 /** Options of {@linkcode createPipeline}. */
 export interface PipelineOptions {
   kv: Deno.Kv;
@@ -153,16 +177,11 @@ export function createPipeline(options: PipelineOptions): Pipeline {
   });
   // Intake waits for storage, never the other way round: past either bound
   // entries are refused (503) until the backlog is half worked off.
-  const maxMergeBacklog = config.maxMergeBacklog ?? 3000;
-  let refusing = false;
-  const behind = () => {
-    const chunks = merger?.backlog.chunks ?? 0;
-    const batches = worker.backlog;
-    refusing = refusing
-      ? chunks > maxMergeBacklog / 2 || batches > MAX_CONSUMER_BACKLOG / 2
-      : chunks > maxMergeBacklog || batches > MAX_CONSUMER_BACKLOG;
-    return refusing;
-  };
+  const gate = backlogGate({
+    chunks: config.maxMergeBacklog ?? 3000,
+    batches: MAX_CONSUMER_BACKLOG,
+  });
+  const behind = () => gate(merger?.backlog.chunks ?? 0, worker.backlog);
   const consumerOptions: ConsumerOptions = {
     kv,
     now,

@@ -1,5 +1,6 @@
 import assert from "node:assert/strict";
 import { GroupCommitter, OverloadedError } from "../../queue/producer.ts";
+import { backlogGate } from "../../queue/pipeline.ts";
 import {
   EVENT_TIMEOUT_MS,
   type Harness,
@@ -180,4 +181,15 @@ Deno.test("a request is answered 503 even when building the commit throws", asyn
     state.mode = "ok";
     assert.equal((await h.post(randomEntry())).status, 200);
   });
+});
+
+Deno.test("the backlog gate refuses past either bound and lets entries in again only at half of both", () => {
+  const behind = backlogGate({ chunks: 100, batches: 20 });
+  assert.equal(behind(100, 20), false, "at the bounds: still taken");
+  assert.equal(behind(101, 0), true, "past the chunks' bound");
+  assert.equal(behind(60, 0), true, "above half: still refused");
+  assert.equal(behind(50, 0), false, "at half: taken again");
+  assert.equal(behind(0, 21), true, "past the batches' bound");
+  assert.equal(behind(0, 11), true);
+  assert.equal(behind(40, 10), false);
 });
