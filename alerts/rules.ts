@@ -6,7 +6,11 @@
  *
  * @module
  */
-import { type AlertRule, putNewAlertRule } from "../db/alerts.ts";
+import {
+  type AlertRule,
+  listAlertRules,
+  putNewAlertRule,
+} from "../db/alerts.ts";
 import { getProject, ProjectNotFoundError } from "../db/projects.ts";
 import { parseQuery, QuerySyntaxError } from "../db/query/mod.ts";
 import { InvalidValueError } from "../db/validation.ts";
@@ -23,6 +27,8 @@ export const MIN_WINDOW_MS = 10_000;
 export const MAX_DURATION_MS = 7 * 86_400_000;
 /** Longest query of a rule. */
 const MAX_QUERY_CHARS = 1000;
+/** Rules one project holds at most: each is evaluated every few seconds. */
+export const MAX_RULES_PER_PROJECT = 50;
 /** Largest threshold. */
 const MAX_THRESHOLD = 1_000_000_000;
 
@@ -154,6 +160,11 @@ export async function addAlertRule(
 ): Promise<AlertRule> {
   const project = await getProject(kv, input.projectId);
   if (project === null) throw new ProjectNotFoundError(input.projectId);
+  if ((await listAlertRules(kv, project.id)).length >= MAX_RULES_PER_PROJECT) {
+    throw new InvalidValueError(
+      `Cannot add a rule: project "${project.id}" has ${MAX_RULES_PER_PROJECT} already; remove one first`,
+    );
+  }
   const query = input.query.trim();
   if (query.length > MAX_QUERY_CHARS) {
     throw new InvalidValueError(

@@ -7,7 +7,7 @@
  */
 import assert from "node:assert/strict";
 import { listAlertRules, readAlertHistory } from "../../db/alerts.ts";
-import { addAlertRule } from "../../alerts/rules.ts";
+import { addAlertRule, MAX_RULES_PER_PROJECT } from "../../alerts/rules.ts";
 import {
   checkResolvedTarget,
   checkWebhookUrl,
@@ -177,4 +177,22 @@ Deno.test("a host name resolving to a private address is refused at delivery", a
       });
     },
   );
+});
+
+Deno.test("a project holds at most MAX_RULES_PER_PROJECT alert rules", async () => {
+  await withHarness(async (h) => {
+    const project = await h.project();
+    const add = () =>
+      addAlertRule(h.kv, {
+        projectId: project.id,
+        query: "level:critical",
+        webhook: "https://hooks.example.com/alert",
+      }, { allowPrivate: false });
+    for (let i = 0; i < MAX_RULES_PER_PROJECT; i++) await add();
+    await assert.rejects(add, /has 50 already; remove one first/);
+    assert.equal(
+      (await listAlertRules(h.kv, project.id)).length,
+      MAX_RULES_PER_PROJECT,
+    );
+  });
 });
