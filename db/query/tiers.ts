@@ -9,7 +9,7 @@
  *   then final: it is not merged again);
  * - at least {@linkcode MERGE_FANIN} chunks, none over a quarter of the
  *   group's bytes: merging chunks of like size keeps the times an entry is
- *   rewritten logarithmic (about 2-3 at steady rates);
+ *   rewritten logarithmic (once to a few times at steady rates);
  * - a settled run: its newest chunk is older than `settleMs` (the project
  *   stopped sending, or sends rarely), so its last chunks do not stay small.
  *
