@@ -31,8 +31,8 @@ import { createGenerator, plantWord } from "./query/generate.ts";
 import { denoArgs, taskCommand } from "./options.ts";
 import { serverMemory } from "./process.ts";
 import { freePort, startServer } from "./server.ts";
-import { BENCH_ORIGIN, createBenchProject } from "./store.ts";
-import { hasWrk, runWrkScript, type WrkResult } from "./wrk.ts";
+import { createBenchProject } from "./store.ts";
+import { hasWrk, runWrk, type WrkResult } from "./wrk.ts";
 
 const ROOT = new URL("../", import.meta.url);
 const RARE = "zanzibarquokka";
@@ -86,50 +86,31 @@ interface Phase {
   sustainable: boolean | null;
 }
 
-function writeLua(path: string, bodies: string[], delayMs: number): void {
-  const quoted = bodies.map((b) => `[==[${b}]==]`).join(",\n");
-  Deno.writeTextFileSync(
-    path,
-    `local bodies = {${quoted}}
-local n = #bodies
-local counter = 0
-local next_id = 0
-function setup(thread)
-  thread:set("id", next_id)
-  next_id = next_id + 1
-end
-function init(args)
-  offset = id * 1000003
-  headers = { ["Content-Type"] = "application/json", ["Origin"] = "${BENCH_ORIGIN}" }
-end
-function delay()
-  return ${delayMs}
-end
-function request()
-  counter = counter + 1
-  local k = (offset + counter) % 16777216
-  headers["X-Forwarded-For"] = string.format("10.%d.%d.%d",
-    math.floor(k / 65536), math.floor(k / 256) % 256, k % 256)
-  return wrk.format("POST", nil, headers, bodies[(offset + counter) % n + 1])
-end
-`,
-  );
+/** Options of {@linkcode wrk}. */
+interface Load {
+  url: string;
+  /** `@FILE` of the entries, one per line. */
+  bodies: string;
+  connections: number;
+  seconds: number;
+  /** First X-Forwarded-For address number. */
+  offset: number;
+  /** Wait of each connection between requests, ms. */
+  delayMs: number;
 }
 
-/** wrk for `seconds` with the script at `script` (two threads). */
-function wrk(
-  url: string,
-  script: string,
-  connections: number,
-  seconds: number,
-): Promise<WrkResult> {
-  return runWrkScript({
-    url,
-    script,
-    connections,
+/** One wrk run of bench/post.lua with two threads. */
+async function wrk(load: Load): Promise<WrkResult> {
+  const { result } = await runWrk({
+    url: load.url,
+    body: load.bodies,
+    connections: load.connections,
     threads: 2,
-    durationSeconds: seconds,
+    durationSeconds: load.seconds,
+    addressOffset: load.offset,
+    delayMs: load.delayMs,
   });
+  return result;
 }
 
 function median(values: number[]): number {
@@ -187,6 +168,22 @@ async function main() {
     },
   });
   const url = `${server.url}/api/v1/logs`;
+  const bodiesFile = `${dir}/bodies.jsonl`;
+  Deno.writeTextFileSync(bodiesFile, bodies.join("\n") + "\n");
+  // Each wrk run starts past the addresses the earlier ones used.
+  let offset = 0;
+  const load = async (connections: number, seconds: number, delayMs = 0) => {
+    const result = await wrk({
+      url,
+      bodies: `@${bodiesFile}`,
+      connections,
+      seconds,
+      offset,
+      delayMs,
+    });
+    offset += result.requests;
+    return result;
+  };
   const kv = await Deno.openKv(kvPath);
   const began = performance.now();
   const probes: Probe[] = [];
@@ -234,10 +231,8 @@ async function main() {
 
   const phases: Phase[] = [];
   try {
-    const burstScript = `${dir}/burst.lua`;
-    writeLua(burstScript, bodies, 0);
     const t0 = performance.now();
-    const burst = await wrk(url, burstScript, burstConnections, burstSeconds);
+    const burst = await load(burstConnections, burstSeconds);
     phases.push({
       name: "burst",
       offered: null,
@@ -248,7 +243,6 @@ async function main() {
     for (const rate of rates) {
       phaseName = `${rate}/s`;
       const connections = Math.max(4, Math.min(200, Math.round(rate / 40)));
-      const script = `${dir}/rate-${rate}.lua`;
       const from = probes.length;
       const t1 = performance.now();
       // Segments of one probe period each: wrk's delay is set again after
@@ -257,12 +251,15 @@ async function main() {
       let delay = period;
       const segments: WrkResult[] = [];
       while ((performance.now() - t1) / 1000 < phaseSeconds - 1) {
-        writeLua(script, bodies, Math.max(0, Math.round(delay)));
         const seconds = Math.min(
           probeSeconds,
           Math.ceil(phaseSeconds - (performance.now() - t1) / 1000),
         );
-        const result = await wrk(url, script, connections, seconds);
+        const result = await load(
+          connections,
+          seconds,
+          Math.max(0, Math.round(delay)),
+        );
         segments.push(result);
         const reached = result.requests / seconds;
         if (reached > 0) {

@@ -29,13 +29,24 @@ export const BENCH_ORIGIN = "https://bench.example";
  * const project = await createBenchProject(`${dir}/kv.sqlite`, "bench");
  * ```
  */
-export async function createBenchProject(
+export function createBenchProject(
   kvPath: string,
   name: string,
 ): Promise<Project> {
+  return withFile(
+    kvPath,
+    (kv) => createProject(kv, { name, allow: [BENCH_ORIGIN] }),
+  );
+}
+
+/** Runs `fn` on the KV file at `kvPath`, closing it after. */
+async function withFile<T>(
+  kvPath: string,
+  fn: (kv: Deno.Kv) => Promise<T>,
+): Promise<T> {
   const kv = await Deno.openKv(kvPath);
   try {
-    return await createProject(kv, { name, allow: [BENCH_ORIGIN] });
+    return await fn(kv);
   } finally {
     kv.close();
   }
@@ -69,7 +80,7 @@ interface DrainResult {
 
 /** What the KV file holds for the project at the end. */
 export interface StoreCount {
-  /** Entries stored: in pages and in compacted chunks. */
+  /** Entries stored. */
   stored: number;
   /** The project's accepted counter. */
   accepted: number;
@@ -81,11 +92,6 @@ async function countPrefix(kv: Deno.Kv, prefix: Deno.KvKey): Promise<number> {
   let n = 0;
   for await (const _ of kv.list({ prefix }, { batchSize: 1000 })) n++;
   return n;
-}
-
-/** Counts the stored entries (pages and compacted chunks). */
-function countStored(kv: Deno.Kv, projectId: string): Promise<number> {
-  return countStoredEntries(kv, projectId);
 }
 
 async function acceptedCount(kv: Deno.Kv, projectId: string): Promise<number> {
@@ -102,11 +108,10 @@ async function acceptedCount(kv: Deno.Kv, projectId: string): Promise<number> {
  * const { drainMs } = await waitForDrain({ kvPath, projectId, loadEnded: performance.now(), timeoutMs: 180_000 });
  * ```
  */
-export async function waitForDrain(
+export function waitForDrain(
   options: WaitForDrainOptions,
 ): Promise<DrainResult> {
-  const kv = await Deno.openKv(options.kvPath);
-  try {
+  return withFile(options.kvPath, async (kv) => {
     const deadline = options.loadEnded + options.timeoutMs;
     let pendingAtFirstPoll: number | undefined;
     for (;;) {
@@ -127,9 +132,7 @@ export async function waitForDrain(
       }
       await new Promise((resolve) => setTimeout(resolve, options.pollMs ?? 25));
     }
-  } finally {
-    kv.close();
-  }
+  });
 }
 
 /**
@@ -141,19 +144,14 @@ export async function waitForDrain(
  * const { stored, accepted } = await countStore(kvPath, projectId);
  * ```
  */
-export async function countStore(
+export function countStore(
   kvPath: string,
   projectId: string,
 ): Promise<StoreCount> {
-  const kv = await Deno.openKv(kvPath);
-  try {
-    return {
-      stored: await countStored(kv, projectId),
-      accepted: await acceptedCount(kv, projectId),
-      pendingBatches: await countPrefix(kv, pendingBatchesPrefix()),
-      deadLetters: await countPrefix(kv, deadLettersPrefix()),
-    };
-  } finally {
-    kv.close();
-  }
+  return withFile(kvPath, async (kv) => ({
+    stored: await countStoredEntries(kv, projectId),
+    accepted: await acceptedCount(kv, projectId),
+    pendingBatches: await countPrefix(kv, pendingBatchesPrefix()),
+    deadLetters: await countPrefix(kv, deadLettersPrefix()),
+  }));
 }

@@ -137,9 +137,12 @@ export interface WrkScriptRun {
 
 /** Options of {@linkcode runWrk}. */
 interface RunWrkOptions extends Omit<WrkScriptRun, "script" | "scriptArgs"> {
+  /** The entry every request sends, or `@FILE`: FILE's lines in turn. */
   body: string;
   /** First X-Forwarded-For address number of this run. */
   addressOffset: number;
+  /** Wait of each connection before its next request, ms. @default {0} */
+  delayMs?: number;
 }
 
 /** The wrk arguments of `run`: with `--latency`, so that it can be parsed. */
@@ -162,7 +165,7 @@ function scriptArgs(run: WrkScriptRun): string[] {
  * The wrk arguments of one run with the Lua script at `script`, and the
  * command as reported (body elided, script named relative to the repository).
  * The arguments after `--` are those `bench/post.lua` reads, in its order:
- * body, address offset, threads.
+ * body, address offset, threads and, when set, the delay.
  *
  * @example
  * ```ts
@@ -181,11 +184,12 @@ export function wrkArgs(
 }
 
 function postRun(options: RunWrkOptions, script: string): WrkScriptRun {
-  const { body, addressOffset, ...run } = options;
+  const { body, addressOffset, delayMs = 0, ...run } = options;
+  const args = [body, String(addressOffset), String(options.threads)];
   return {
     ...run,
     script,
-    scriptArgs: [body, String(addressOffset), String(options.threads)],
+    scriptArgs: delayMs > 0 ? [...args, String(delayMs)] : args,
   };
 }
 

@@ -98,6 +98,17 @@ export interface MergeResult {
   backlog: Backlog;
 }
 
+function emptyResult(): MergeResult {
+  return {
+    merges: 0,
+    sources: 0,
+    entries: 0,
+    bytes: 0,
+    expired: 0,
+    backlog: emptyBacklog(),
+  };
+}
+
 /** Thrown inside a round when another writer changed the project. */
 class ConflictError extends Error {}
 
@@ -116,14 +127,7 @@ export async function mergeProject(
   projectId: string,
   options: MergeOptions,
 ): Promise<MergeResult> {
-  const result: MergeResult = {
-    merges: 0,
-    sources: 0,
-    entries: 0,
-    bytes: 0,
-    expired: 0,
-    backlog: emptyBacklog(),
-  };
+  const result: MergeResult = emptyResult();
   const [projectEntry, marker] = await kv.getMany<[unknown, Deno.KvU64]>([
     projectKey(projectId),
     logCompactionKey(projectId),
@@ -295,14 +299,7 @@ export async function mergeAll(
   kv: Deno.Kv,
   options: MergeOptions,
 ): Promise<MergeResult> {
-  const total: MergeResult = {
-    merges: 0,
-    sources: 0,
-    entries: 0,
-    bytes: 0,
-    expired: 0,
-    backlog: emptyBacklog(),
-  };
+  const total: MergeResult = emptyResult();
   for (const project of await listProjects(kv)) {
     if (options.shouldStop?.()) break;
     const done = await mergeProject(kv, project.id, options);

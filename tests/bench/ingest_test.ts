@@ -160,8 +160,12 @@ Deno.test("wrkArgs passes post.lua its body, address offset and threads, and sho
   const lua = await Deno.readTextFile(
     new URL("../../bench/post.lua", import.meta.url),
   );
-  assert.match(lua, /body = args\[1\]\s+offset = tonumber\(args\[2\]\)/);
+  assert.match(
+    lua,
+    /bodies = read_bodies\(args\[1\]\)\s+offset = tonumber\(args\[2\]\)/,
+  );
   assert.match(lua, /stride = tonumber\(args\[3\]\)/);
+  assert.match(lua, /pause = tonumber\(args\[4\]\)/);
   assert.doesNotMatch(lua, /function done/);
 });
 
