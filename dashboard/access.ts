@@ -18,7 +18,7 @@ import {
   pageContext,
   render,
 } from "./routes/common.ts";
-import { projectNotFound } from "./routes/settings.ts";
+import { projectNotFound } from "./routes/common.ts";
 import type { Session } from "./session.ts";
 
 /** What a request needs. */

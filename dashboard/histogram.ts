@@ -12,6 +12,7 @@
  */
 import {
   chooseInterval,
+  countedByCounters,
   type Filter,
   type Histogram,
   histogram,
@@ -47,15 +48,6 @@ export interface ExplorerHistogramOptions {
   clock?: () => number;
   /** Clock reading the budget counts from. @default now */
   startedAt?: number;
-}
-
-/**
- * Whether the query module counts this filter from its counters: nothing
- * but levels and time (db/query/histogram.ts).
- */
-export function countedByCounters(filter: Filter): boolean {
-  return !filter.text?.length && !filter.notText?.length &&
-    (filter.fields ?? []).every((term) => term.path === "level");
 }
 
 /**

@@ -55,12 +55,8 @@ export const SIGNED_MEMBERS = [
   "data",
 ] as const;
 
-/** An entry as accepted by the endpoint, before authentication. */
-export interface QueuedEntry {
-  /** Unique, time-sortable id given at receipt (domain/ids.ts). */
-  id: string;
-  /** Receipt time, Unix milliseconds. */
-  receivedAt: number;
+/** The members of a submitted entry that the endpoint keeps. */
+export interface EntryBody {
   level: string;
   projectId: string;
   data: Record<string, unknown>;
@@ -68,6 +64,16 @@ export interface QueuedEntry {
   device?: Record<string, unknown> | string;
   /** Absent when the client sent none (matters for signatures). */
   context?: Record<string, unknown>;
+  /** Application id of a mobile client; `null` when sent as `null`. */
+  appid?: string | null;
+}
+
+/** An entry as accepted by the endpoint, before authentication. */
+export interface QueuedEntry extends Omit<EntryBody, "appid"> {
+  /** Unique, time-sortable id given at receipt (domain/ids.ts). */
+  id: string;
+  /** Receipt time, Unix milliseconds. */
+  receivedAt: number;
   appid?: string;
   /** The `Origin` header. */
   origin?: string;

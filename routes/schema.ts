@@ -5,18 +5,8 @@
  *
  * @module
  */
-import { LEVEL_PATTERN } from "../domain/entry.ts";
+import { type EntryBody, LEVEL_PATTERN } from "../domain/entry.ts";
 import type { Issue } from "./errors.ts";
-
-/** A body that {@linkcode validateEntry} accepts, as it returns it. */
-export interface Entry {
-  level: string;
-  projectId: string;
-  data: Record<string, unknown>;
-  device?: Record<string, unknown> | string;
-  context?: Record<string, unknown>;
-  appid?: string | null;
-}
 
 const LEVEL_MESSAGE =
   `"level" must be one of info, warning, error, critical, or a custom level matching ${LEVEL_PATTERN.source}`;
@@ -45,7 +35,7 @@ function wrongType(name: string, value: unknown, type: string): string {
  */
 export function validateEntry(
   body: Record<string, unknown>,
-): Entry | Issue[] {
+): EntryBody | Issue[] {
   const { level, projectId, data, device, context, appid } = body;
   const issues: Issue[] = [];
   const refuse = (path: string, message: string) =>
@@ -74,13 +64,13 @@ export function validateEntry(
     }
   }
   if (issues.length > 0) return issues;
-  const entry: Entry = {
+  const entry: EntryBody = {
     level: level as string,
     projectId: projectId as string,
     data: data as Record<string, unknown>,
   };
-  if (device !== undefined) entry.device = device as Entry["device"];
-  if (context !== undefined) entry.context = context as Entry["context"];
-  if (appid !== undefined) entry.appid = appid as Entry["appid"];
+  if (device !== undefined) entry.device = device as EntryBody["device"];
+  if (context !== undefined) entry.context = context as EntryBody["context"];
+  if (appid !== undefined) entry.appid = appid as EntryBody["appid"];
   return entry;
 }

@@ -21,17 +21,18 @@ import {
   type AlertsData,
   AlertsPage,
 } from "../pages/alerts.tsx";
-import { setFlash, takeFlash } from "../flash.ts";
 import {
   type DashApp,
   type DashboardDeps,
   type DashContext,
   doneNotice,
   formField,
+  keepFlash,
   pageContext,
   render,
+  sessionFlash,
+  withProject,
 } from "./common.ts";
-import { pathProject } from "./settings.ts";
 
 const DONE: Record<string, string> = {
   added: "Alert rule added.",
@@ -85,95 +86,95 @@ export function alertsRoutes(
   const { base, kv } = deps;
   const path = `${base}/projects/:id/alerts`;
 
-  app.get(path, async (c) => {
-    const project = await pathProject(c, deps);
-    if (project instanceof Response) return project;
-    const notice = doneNotice(c, DONE);
-    const flash = await takeFlash(
-      kv,
-      c.get("session")!.id,
-      "alert",
-      project.id,
-    );
-    return await showAlerts(c, deps, project, {
-      ...(notice ? { notice } : {}),
-      ...(flash
-        ? { created: { ruleId: flash.ruleId, secret: flash.secret } }
-        : {}),
-    });
-  });
+  app.get(
+    path,
+    withProject(deps, async (c, project) => {
+      const flash = await sessionFlash(c, deps, "alert", project.id);
+      const notice = doneNotice(c, DONE);
+      return await showAlerts(c, deps, project, {
+        ...(notice ? { notice } : {}),
+        ...(flash
+          ? { created: { ruleId: flash.ruleId, secret: flash.secret } }
+          : {}),
+      });
+    }),
+  );
 
-  app.post(`${path}/add`, async (c) => {
-    const project = await pathProject(c, deps);
-    if (project instanceof Response) return project;
-    const form: AlertForm = {
-      query: (await formField(c, "query")).trim(),
-      webhook: (await formField(c, "webhook")).trim(),
-      threshold: (await formField(c, "threshold")).trim(),
-      window: (await formField(c, "window")).trim(),
-      every: (await formField(c, "every")).trim(),
-    };
-    try {
-      if (form.threshold !== "" && !/^\d{1,10}$/.test(form.threshold)) {
-        throw new InvalidValueError(
-          `Cannot use threshold "${form.threshold}": expected a whole number`,
+  app.post(
+    `${path}/add`,
+    withProject(deps, async (c, project) => {
+      const form: AlertForm = {
+        query: (await formField(c, "query")).trim(),
+        webhook: (await formField(c, "webhook")).trim(),
+        threshold: (await formField(c, "threshold")).trim(),
+        window: (await formField(c, "window")).trim(),
+        every: (await formField(c, "every")).trim(),
+      };
+      try {
+        if (form.threshold !== "" && !/^\d{1,10}$/.test(form.threshold)) {
+          throw new InvalidValueError(
+            `Cannot use threshold "${form.threshold}": expected a whole number`,
+          );
+        }
+        const windowMs = duration("window", form.window);
+        const everyMs = duration("every", form.every);
+        const rule = await addAlertRule(kv, {
+          projectId: project.id,
+          query: form.query,
+          webhook: form.webhook,
+          ...(form.threshold === ""
+            ? {}
+            : { threshold: Number(form.threshold) }),
+          ...(windowMs === undefined ? {} : { windowMs }),
+          ...(everyMs === undefined ? {} : { everyMs }),
+        }, { allowPrivate: options.allowPrivate, now: deps.now });
+        await recordAudit(kv, {
+          projectId: project.id,
+          actor: c.get("session")!.account.email,
+          action: "alert.add",
+          detail: `${rule.id}: ${form.query} -> ${new URL(form.webhook).host}`,
+          now: deps.now,
+        });
+        await keepFlash(c, deps, {
+          kind: "alert",
+          projectId: project.id,
+          ruleId: rule.id,
+          secret: rule.secret,
+        });
+        return c.redirect(
+          `${base}/projects/${project.id}/alerts?done=added`,
+          303,
         );
+      } catch (error) {
+        if (!(error instanceof InvalidValueError)) throw error;
+        return await showAlerts(c, deps, project, {
+          form,
+          notice: { kind: "error", text: error.message },
+        }, 400);
       }
-      const windowMs = duration("window", form.window);
-      const everyMs = duration("every", form.every);
-      const rule = await addAlertRule(kv, {
-        projectId: project.id,
-        query: form.query,
-        webhook: form.webhook,
-        ...(form.threshold === "" ? {} : { threshold: Number(form.threshold) }),
-        ...(windowMs === undefined ? {} : { windowMs }),
-        ...(everyMs === undefined ? {} : { everyMs }),
-      }, { allowPrivate: options.allowPrivate, now: deps.now });
+    }),
+  );
+
+  app.post(
+    `${path}/remove`,
+    withProject(deps, async (c, project) => {
+      const ruleId = await formField(c, "rule");
+      if (!await deleteAlertRule(kv, project.id, ruleId)) {
+        return await showAlerts(c, deps, project, {
+          notice: { kind: "error", text: `Cannot find alert rule "${ruleId}"` },
+        }, 404);
+      }
       await recordAudit(kv, {
         projectId: project.id,
         actor: c.get("session")!.account.email,
-        action: "alert.add",
-        detail: `${rule.id}: ${form.query} -> ${new URL(form.webhook).host}`,
+        action: "alert.remove",
+        detail: ruleId,
         now: deps.now,
       });
-      await setFlash(kv, c.get("session")!.id, {
-        kind: "alert",
-        projectId: project.id,
-        ruleId: rule.id,
-        secret: rule.secret,
-      });
       return c.redirect(
-        `${base}/projects/${project.id}/alerts?done=added`,
+        `${base}/projects/${project.id}/alerts?done=removed`,
         303,
       );
-    } catch (error) {
-      if (!(error instanceof InvalidValueError)) throw error;
-      return await showAlerts(c, deps, project, {
-        form,
-        notice: { kind: "error", text: error.message },
-      }, 400);
-    }
-  });
-
-  app.post(`${path}/remove`, async (c) => {
-    const project = await pathProject(c, deps);
-    if (project instanceof Response) return project;
-    const ruleId = await formField(c, "rule");
-    if (!await deleteAlertRule(kv, project.id, ruleId)) {
-      return await showAlerts(c, deps, project, {
-        notice: { kind: "error", text: `Cannot find alert rule "${ruleId}"` },
-      }, 404);
-    }
-    await recordAudit(kv, {
-      projectId: project.id,
-      actor: c.get("session")!.account.email,
-      action: "alert.remove",
-      detail: ruleId,
-      now: deps.now,
-    });
-    return c.redirect(
-      `${base}/projects/${project.id}/alerts?done=removed`,
-      303,
-    );
-  });
+    }),
+  );
 }

@@ -11,21 +11,22 @@ import {
   type DashboardDeps,
   pageContext,
   render,
+  withProject,
 } from "./common.ts";
-import { pathProject } from "./settings.ts";
 
 /** Adds the audit route. */
 export function auditRoutes(app: DashApp, deps: DashboardDeps): void {
-  app.get(`${deps.base}/projects/:id/audit`, async (c) => {
-    const project = await pathProject(c, deps);
-    if (project instanceof Response) return project;
-    const events = await listAudit(deps.kv, project.id);
-    return await render(
-      c,
-      AuditPage({
-        ctx: pageContext(c, deps),
-        data: { project: { id: project.id, name: project.name }, events },
-      }),
-    );
-  });
+  app.get(
+    `${deps.base}/projects/:id/audit`,
+    withProject(deps, async (c, project) => {
+      const events = await listAudit(deps.kv, project.id);
+      return await render(
+        c,
+        AuditPage({
+          ctx: pageContext(c, deps),
+          data: { project: { id: project.id, name: project.name }, events },
+        }),
+      );
+    }),
+  );
 }

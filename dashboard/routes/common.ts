@@ -7,6 +7,9 @@
  */
 import type { ScanBudget } from "../../db/query/scan.ts";
 import type { Context, Hono } from "hono";
+import { getProject, type Project } from "../../db/projects.ts";
+import { type Flash, setFlash, takeFlash } from "../flash.ts";
+import { MessagePage } from "../pages/message.tsx";
 import type { PageContext } from "../pages/layout.tsx";
 import type { LoginLimiter } from "../security.ts";
 import type { Session, SessionStore } from "../session.ts";
@@ -108,7 +111,71 @@ export function doneNotice(
   return text === undefined ? undefined : { kind: "ok", text };
 }
 
+/**
+ * Takes the signed-in session's flash of `kind` (for `projectId`, if
+ * given): what the redirect before this page left to show once.
+ */
+export function sessionFlash<K extends Flash["kind"]>(
+  c: DashContext,
+  deps: DashboardDeps,
+  kind: K,
+  projectId?: string,
+): Promise<Flash & { kind: K } | null> {
+  return takeFlash(deps.kv, c.get("session")!.id, kind, projectId);
+}
+
+/** Keeps `flash` for the signed-in session's next page. */
+export function keepFlash(
+  c: DashContext,
+  deps: DashboardDeps,
+  flash: Flash,
+): Promise<void> {
+  return setFlash(deps.kv, c.get("session")!.id, flash);
+}
+
 /** The `:id` of a project route. */
 export function idParam(c: DashContext): string {
   return c.req.param("id") ?? "";
+}
+
+/**
+ * The project named by the path's `:id`, or the {@linkcode projectNotFound}
+ * answer where there is none.
+ */
+export async function pathProject(
+  c: DashContext,
+  deps: DashboardDeps,
+): Promise<Project | Response> {
+  const project = await getProject(deps.kv, idParam(c));
+  return project ?? await projectNotFound(c, deps);
+}
+
+/**
+ * A handler that runs `handle` with the project named by the path's `:id`,
+ * or answers with {@linkcode projectNotFound} where there is none.
+ */
+export function withProject(
+  deps: DashboardDeps,
+  handle: (c: DashContext, project: Project) => Promise<Response>,
+): (c: DashContext) => Promise<Response> {
+  return async (c) => {
+    const project = await pathProject(c, deps);
+    return project instanceof Response ? project : await handle(c, project);
+  };
+}
+
+/** The 404 page of a project id that names no project. */
+export async function projectNotFound(
+  c: DashContext,
+  deps: DashboardDeps,
+): Promise<Response> {
+  return await render(
+    c,
+    MessagePage({
+      ctx: pageContext(c, deps),
+      title: "No such project",
+      text: "No project has this id. It may have been deleted.",
+    }),
+    404,
+  );
 }

@@ -12,8 +12,8 @@ import {
   type DashboardDeps,
   pageContext,
   render,
+  withProject,
 } from "./common.ts";
-import { pathProject } from "./settings.ts";
 
 /** Groups shown at most, the most recently seen first. */
 const MAX_GROUPS = 500;
@@ -21,18 +21,25 @@ const MAX_GROUPS = 500;
 /** Adds the errors route. */
 export function errorsRoutes(app: DashApp, deps: DashboardDeps): void {
   const { base, kv } = deps;
-  app.get(`${base}/projects/:id/errors`, async (c) => {
-    const project = await pathProject(c, deps);
-    if (project instanceof Response) return project;
-    const now = deps.now();
-    const groups = await listGroups(kv, project.id, now, { limit: MAX_GROUPS });
-    await pruneErrorGroupHours(kv, project.id, now);
-    return await render(
-      c,
-      ErrorsPage({
-        ctx: pageContext(c, deps),
-        data: { project: { id: project.id, name: project.name }, groups, now },
-      }),
-    );
-  });
+  app.get(
+    `${base}/projects/:id/errors`,
+    withProject(deps, async (c, project) => {
+      const now = deps.now();
+      const groups = await listGroups(kv, project.id, now, {
+        limit: MAX_GROUPS,
+      });
+      await pruneErrorGroupHours(kv, project.id, now);
+      return await render(
+        c,
+        ErrorsPage({
+          ctx: pageContext(c, deps),
+          data: {
+            project: { id: project.id, name: project.name },
+            groups,
+            now,
+          },
+        }),
+      );
+    }),
+  );
 }

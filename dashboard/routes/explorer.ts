@@ -43,8 +43,8 @@ import {
   idParam,
   pageContext,
   render,
+  withProject,
 } from "./common.ts";
-import { projectPage } from "./settings.ts";
 import { MessagePage } from "../pages/message.tsx";
 import { TailSlots, type TailSlotsOptions, tailStream } from "./tail.ts";
 import { SESSION_COOKIE } from "./auth.ts";
@@ -299,7 +299,10 @@ export function explorerRoutes(
   const { base, kv } = deps;
   const tails = new TailSlots(options.tailLimits);
 
-  app.get(`${base}/projects/:id`, projectPage(deps, explorerPage));
+  app.get(
+    `${base}/projects/:id`,
+    withProject(deps, (c, project) => explorerPage(c, deps, project)),
+  );
 
   app.get(`${base}/projects/:id/entries`, async (c) => {
     const read = await readScriptRequest(c, kv, deps.now());
@@ -332,7 +335,7 @@ export function explorerRoutes(
   // puts in place of a cut preview.
   app.get(
     `${base}/projects/:id/entries/:entryId`,
-    projectPage(deps, entryPage),
+    withProject(deps, (c, project) => entryPage(c, deps, project)),
   );
 
   app.get(`${base}/projects/:id/tail`, async (c) => {

@@ -10,7 +10,6 @@ import { canRead } from "../../db/users.ts";
 import { InvalidValueError } from "../../db/validation.ts";
 import { listViews } from "../../db/views.ts";
 import { projectRows, unknownProjectCount } from "../data.ts";
-import { setFlash, takeFlash } from "../flash.ts";
 import { type ProjectsData, ProjectsPage } from "../pages/projects.tsx";
 import {
   type DashApp,
@@ -18,8 +17,10 @@ import {
   type DashContext,
   doneNotice,
   formField,
+  keepFlash,
   pageContext,
   render,
+  sessionFlash,
 } from "./common.ts";
 
 async function projectsData(
@@ -66,7 +67,7 @@ export function projectsRoutes(app: DashApp, deps: DashboardDeps): void {
 
   app.get(`${base}/`, async (c) => {
     const notice = doneNotice(c, { deleted: "Project deleted." });
-    const flash = await takeFlash(kv, c.get("session")!.id, "created");
+    const flash = await sessionFlash(c, deps, "created");
     return await showProjects(c, deps, {
       ...(notice ? { notice } : {}),
       ...(flash
@@ -95,7 +96,7 @@ export function projectsRoutes(app: DashApp, deps: DashboardDeps): void {
         now: deps.now,
       });
       // Redirected, so that a reload does not create it again.
-      await setFlash(kv, c.get("session")!.id, {
+      await keepFlash(c, deps, {
         kind: "created",
         projectId: project.id,
         name: project.name,

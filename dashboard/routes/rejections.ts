@@ -15,7 +15,6 @@ import { ProjectNotFoundError } from "../../db/projects.ts";
 import { listRejected, replayRejected } from "../../db/rejected.ts";
 import { REJECT_REASONS, type RejectReason } from "../../domain/entry.ts";
 import { lastDayByReason, readStats, recentCount } from "../data.ts";
-import { setFlash, takeFlash } from "../flash.ts";
 import { replayable } from "../pages/rejected_entry.tsx";
 import { RejectionsPage } from "../pages/rejections.tsx";
 import {
@@ -23,10 +22,13 @@ import {
   type DashboardDeps,
   doneNotice,
   formField,
+  keepFlash,
   pageContext,
+  projectNotFound,
   render,
+  sessionFlash,
+  withProject,
 } from "./common.ts";
-import { pathProject, projectNotFound } from "./settings.ts";
 
 function reasonParam(text: string | undefined): RejectReason | undefined {
   return (REJECT_REASONS as readonly string[]).includes(text ?? "")
@@ -38,78 +40,80 @@ function reasonParam(text: string | undefined): RejectReason | undefined {
 export function rejectionsRoutes(app: DashApp, deps: DashboardDeps): void {
   const { base, kv } = deps;
 
-  app.get(`${base}/projects/:id/rejections`, async (c) => {
-    const project = await pathProject(c, deps);
-    if (project instanceof Response) return project;
-    const now = deps.now();
-    const [stats, kept, flash, backlog] = await Promise.all([
-      readStats(kv, project.id),
-      listRejected(kv, project.id),
-      takeFlash(kv, c.get("session")!.id, "replayed", project.id),
-      readBacklog(kv, project.id, now),
-    ]);
-    const reason = reasonParam(c.req.query("reason"));
-    const notice = doneNotice(c, {
-      allow:
-        "Added to the allow-list: entries from there are stored from now on, and the kept ones can be replayed.",
-    });
-    return await render(
-      c,
-      RejectionsPage({
-        ctx: pageContext(c, deps),
-        data: {
-          project: {
-            id: project.id,
-            name: project.name,
-            allowedOrigin: project.settings.allowedOrigin,
-          },
-          accepted: stats.accepted,
-          replayed: stats.replayed,
-          backlog,
-          rejected: stats.rejected,
-          lastDay: lastDayByReason(stats.recent, now),
-          lastDayAtLeast: recentCount(stats.recent, now).atLeast,
-          recent: stats.recent,
-          kept: reason === undefined
-            ? kept
-            : kept.filter((k) => k.reason === reason),
-          keptReplayable: kept.filter(replayable).length,
-          ...(reason === undefined ? {} : { reason }),
-          ...(flash ? { results: flash.results } : {}),
-          ...(notice ? { notice } : {}),
-        },
-      }),
-    );
-  });
-
-  app.post(`${base}/projects/:id/rejections/replay`, async (c) => {
-    const project = await pathProject(c, deps);
-    if (project instanceof Response) return project;
-    const entry = await formField(c, "entry");
-    try {
-      // "all" replays only the entries a replay can store.
-      const ids = entry === "all"
-        ? (await listRejected(kv, project.id)).filter(replayable)
-          .map((k) => k.entryId)
-        : [entry];
-      const results = await replayRejected(
-        kv,
-        project.id,
-        ids,
-        { authenticate, now: deps.now },
-      );
-      await setFlash(kv, c.get("session")!.id, {
-        kind: "replayed",
-        projectId: project.id,
-        results,
+  app.get(
+    `${base}/projects/:id/rejections`,
+    withProject(deps, async (c, project) => {
+      const now = deps.now();
+      const [stats, kept, flash, backlog] = await Promise.all([
+        readStats(kv, project.id),
+        listRejected(kv, project.id),
+        sessionFlash(c, deps, "replayed", project.id),
+        readBacklog(kv, project.id, now),
+      ]);
+      const reason = reasonParam(c.req.query("reason"));
+      const notice = doneNotice(c, {
+        allow:
+          "Added to the allow-list: entries from there are stored from now on, and the kept ones can be replayed.",
       });
-    } catch (error) {
-      if (!(error instanceof ProjectNotFoundError)) throw error;
-      return await projectNotFound(c, deps);
-    }
-    return c.redirect(
-      `${base}/projects/${project.id}/rejections#replay-results`,
-      303,
-    );
-  });
+      return await render(
+        c,
+        RejectionsPage({
+          ctx: pageContext(c, deps),
+          data: {
+            project: {
+              id: project.id,
+              name: project.name,
+              allowedOrigin: project.settings.allowedOrigin,
+            },
+            accepted: stats.accepted,
+            replayed: stats.replayed,
+            backlog,
+            rejected: stats.rejected,
+            lastDay: lastDayByReason(stats.recent, now),
+            lastDayAtLeast: recentCount(stats.recent, now).atLeast,
+            recent: stats.recent,
+            kept: reason === undefined
+              ? kept
+              : kept.filter((k) => k.reason === reason),
+            keptReplayable: kept.filter(replayable).length,
+            ...(reason === undefined ? {} : { reason }),
+            ...(flash ? { results: flash.results } : {}),
+            ...(notice ? { notice } : {}),
+          },
+        }),
+      );
+    }),
+  );
+
+  app.post(
+    `${base}/projects/:id/rejections/replay`,
+    withProject(deps, async (c, project) => {
+      const entry = await formField(c, "entry");
+      try {
+        // "all" replays only the entries a replay can store.
+        const ids = entry === "all"
+          ? (await listRejected(kv, project.id)).filter(replayable)
+            .map((k) => k.entryId)
+          : [entry];
+        const results = await replayRejected(
+          kv,
+          project.id,
+          ids,
+          { authenticate, now: deps.now },
+        );
+        await keepFlash(c, deps, {
+          kind: "replayed",
+          projectId: project.id,
+          results,
+        });
+      } catch (error) {
+        if (!(error instanceof ProjectNotFoundError)) throw error;
+        return await projectNotFound(c, deps);
+      }
+      return c.redirect(
+        `${base}/projects/${project.id}/rejections#replay-results`,
+        303,
+      );
+    }),
+  );
 }

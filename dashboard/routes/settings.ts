@@ -23,13 +23,11 @@ import {
   rotateSecret,
   setRetention,
 } from "../../db/projects.ts";
-import { MessagePage } from "../pages/message.tsx";
 import {
   GRACE_CHOICES,
   type SettingsData,
   SettingsPage,
 } from "../pages/settings.tsx";
-import { setFlash, takeFlash } from "../flash.ts";
 import {
   type DashApp,
   type DashboardDeps,
@@ -37,8 +35,12 @@ import {
   doneNotice,
   formField,
   idParam,
+  keepFlash,
   pageContext,
+  projectNotFound,
   render,
+  sessionFlash,
+  withProject,
 } from "./common.ts";
 
 const DONE: Record<string, string> = {
@@ -50,52 +52,6 @@ const DONE: Record<string, string> = {
   rotate: "Secret rotated.",
   "token-revoke": "Token revoked: it no longer reads this project.",
 };
-
-/**
- * The project named by the path's `:id`, or the {@linkcode projectNotFound}
- * answer where there is none.
- */
-export async function pathProject(
-  c: DashContext,
-  deps: DashboardDeps,
-): Promise<Project | Response> {
-  const project = await getProject(deps.kv, idParam(c));
-  return project ?? await projectNotFound(c, deps);
-}
-
-/**
- * A handler that answers with `show` for the project named by the path's
- * `:id`, or with {@linkcode projectNotFound} where there is none.
- */
-export function projectPage(
-  deps: DashboardDeps,
-  show: (
-    c: DashContext,
-    deps: DashboardDeps,
-    project: Project,
-  ) => Promise<Response>,
-): (c: DashContext) => Promise<Response> {
-  return async (c) => {
-    const project = await pathProject(c, deps);
-    return project instanceof Response ? project : await show(c, deps, project);
-  };
-}
-
-/** The 404 page of a project id that names no project. */
-export async function projectNotFound(
-  c: DashContext,
-  deps: DashboardDeps,
-): Promise<Response> {
-  return await render(
-    c,
-    MessagePage({
-      ctx: pageContext(c, deps),
-      title: "No such project",
-      text: "No project has this id. It may have been deleted.",
-    }),
-    404,
-  );
-}
 
 /** Renders a project's settings page (with its read tokens). */
 export async function showSettings(
@@ -142,21 +98,17 @@ export function settingsRoutes(app: DashApp, deps: DashboardDeps): void {
   const back = (id: string, done: string, anchor: string) =>
     `${base}/projects/${id}/settings?done=${done}#${anchor}`;
 
-  app.get(path, async (c) => {
-    const project = await pathProject(c, deps);
-    if (project instanceof Response) return project;
-    const notice = doneNotice(c, DONE);
-    const flash = await takeFlash(
-      kv,
-      c.get("session")!.id,
-      "rotated",
-      project.id,
-    );
-    return await showSettings(c, deps, project, {
-      ...(notice ? { notice } : {}),
-      ...(flash ? { newSecret: flash.secret } : {}),
-    });
-  });
+  app.get(
+    path,
+    withProject(deps, async (c, project) => {
+      const flash = await sessionFlash(c, deps, "rotated", project.id);
+      const notice = doneNotice(c, DONE);
+      return await showSettings(c, deps, project, {
+        ...(notice ? { notice } : {}),
+        ...(flash ? { newSecret: flash.secret } : {}),
+      });
+    }),
+  );
 
   /** Runs one change; a refused value re-renders the page with its reason. */
   const change = (
@@ -234,7 +186,7 @@ export function settingsRoutes(app: DashApp, deps: DashboardDeps): void {
       graceMs: grace[1],
       now: deps.now,
     });
-    await setFlash(kv, c.get("session")!.id, {
+    await keepFlash(c, deps, {
       kind: "rotated",
       projectId: project.id,
       name: project.name,

@@ -15,66 +15,73 @@ import {
   TokenNotFoundError,
 } from "../../db/tokens.ts";
 import { InvalidValueError } from "../../db/validation.ts";
-import { type DashApp, type DashboardDeps, formField } from "./common.ts";
-import { pathProject, showSettings } from "./settings.ts";
+import {
+  type DashApp,
+  type DashboardDeps,
+  formField,
+  withProject,
+} from "./common.ts";
+import { showSettings } from "./settings.ts";
 
 /** Adds the read token routes. */
 export function tokensRoutes(app: DashApp, deps: DashboardDeps): void {
   const { base, kv } = deps;
   const path = `${base}/projects/:id/settings/tokens`;
 
-  app.post(path, async (c) => {
-    const project = await pathProject(c, deps);
-    if (project instanceof Response) return project;
-    const name = (await formField(c, "name")).trim();
-    const actor = c.get("session")!.account.email;
-    try {
-      const { token, record } = await createReadToken(kv, {
-        projectId: project.id,
-        name,
-        createdBy: actor,
-        now: deps.now,
-      });
-      await recordAudit(kv, {
-        projectId: project.id,
-        actor,
-        action: "token.create",
-        detail: `${record.name} (${record.id})`,
-        now: deps.now,
-      });
-      return await showSettings(c, deps, project, {
-        newToken: { name: record.name, token },
-      });
-    } catch (error) {
-      if (!(error instanceof InvalidValueError)) throw error;
-      return await showSettings(c, deps, project, {
-        errors: { token: { value: name, message: error.message } },
-      }, 400);
-    }
-  });
+  app.post(
+    path,
+    withProject(deps, async (c, project) => {
+      const name = (await formField(c, "name")).trim();
+      const actor = c.get("session")!.account.email;
+      try {
+        const { token, record } = await createReadToken(kv, {
+          projectId: project.id,
+          name,
+          createdBy: actor,
+          now: deps.now,
+        });
+        await recordAudit(kv, {
+          projectId: project.id,
+          actor,
+          action: "token.create",
+          detail: `${record.name} (${record.id})`,
+          now: deps.now,
+        });
+        return await showSettings(c, deps, project, {
+          newToken: { name: record.name, token },
+        });
+      } catch (error) {
+        if (!(error instanceof InvalidValueError)) throw error;
+        return await showSettings(c, deps, project, {
+          errors: { token: { value: name, message: error.message } },
+        }, 400);
+      }
+    }),
+  );
 
-  app.post(`${path}/revoke`, async (c) => {
-    const project = await pathProject(c, deps);
-    if (project instanceof Response) return project;
-    const which = await formField(c, "token");
-    try {
-      const record = await revokeReadToken(kv, project.id, which);
-      await recordAudit(kv, {
-        projectId: project.id,
-        actor: c.get("session")!.account.email,
-        action: "token.revoke",
-        detail: `${record.name} (${record.id})`,
-        now: deps.now,
-      });
-    } catch (error) {
-      if (!(error instanceof TokenNotFoundError)) throw error;
-      return await showSettings(c, deps, project, {
-        errors: { token: { value: "", message: error.message } },
-      }, 400);
-    }
-    return c.redirect(
-      `${base}/projects/${project.id}/settings?done=token-revoke#tokens`,
-      303,
-    );
-  });
+  app.post(
+    `${path}/revoke`,
+    withProject(deps, async (c, project) => {
+      const which = await formField(c, "token");
+      try {
+        const record = await revokeReadToken(kv, project.id, which);
+        await recordAudit(kv, {
+          projectId: project.id,
+          actor: c.get("session")!.account.email,
+          action: "token.revoke",
+          detail: `${record.name} (${record.id})`,
+          now: deps.now,
+        });
+      } catch (error) {
+        if (!(error instanceof TokenNotFoundError)) throw error;
+        return await showSettings(c, deps, project, {
+          errors: { token: { value: "", message: error.message } },
+        }, 400);
+      }
+      return c.redirect(
+        `${base}/projects/${project.id}/settings?done=token-revoke#tokens`,
+        303,
+      );
+    }),
+  );
 }

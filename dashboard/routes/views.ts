@@ -16,54 +16,56 @@ import {
   formField,
   pageContext,
   render,
+  withProject,
 } from "./common.ts";
-import { pathProject } from "./settings.ts";
 
 /** Adds the saved views routes. */
 export function viewsRoutes(app: DashApp, deps: DashboardDeps): void {
   const { base, kv } = deps;
 
-  app.post(`${base}/projects/:id/views`, async (c) => {
-    const project = await pathProject(c, deps);
-    if (project instanceof Response) return project;
-    const params = new URLSearchParams();
-    for (const name of ["q", "level", "range", "since", "until"]) {
-      const value = await formField(c, name);
-      if (value !== "") params.set(name, value);
-    }
-    // Read and written again: only what the explorer understands is kept.
-    const { state } = readState(params);
-    const query = stateQuery({ ...state, paused: false });
-    try {
-      await saveView(kv, project.id, {
-        name: await formField(c, "name"),
-        query,
-        now: deps.now,
-      });
-    } catch (error) {
-      if (!(error instanceof InvalidValueError)) throw error;
-      return await render(
-        c,
-        MessagePage({
-          ctx: pageContext(c, deps),
-          title: "Cannot save the view",
-          text: error.message,
-        }),
-        400,
-      );
-    }
-    return c.redirect(`${base}/projects/${project.id}${query}`, 303);
-  });
+  app.post(
+    `${base}/projects/:id/views`,
+    withProject(deps, async (c, project) => {
+      const params = new URLSearchParams();
+      for (const name of ["q", "level", "range", "since", "until"]) {
+        const value = await formField(c, name);
+        if (value !== "") params.set(name, value);
+      }
+      // Read and written again: only what the explorer understands is kept.
+      const { state } = readState(params);
+      const query = stateQuery({ ...state, paused: false });
+      try {
+        await saveView(kv, project.id, {
+          name: await formField(c, "name"),
+          query,
+          now: deps.now,
+        });
+      } catch (error) {
+        if (!(error instanceof InvalidValueError)) throw error;
+        return await render(
+          c,
+          MessagePage({
+            ctx: pageContext(c, deps),
+            title: "Cannot save the view",
+            text: error.message,
+          }),
+          400,
+        );
+      }
+      return c.redirect(`${base}/projects/${project.id}${query}`, 303);
+    }),
+  );
 
-  app.post(`${base}/projects/:id/views/delete`, async (c) => {
-    const project = await pathProject(c, deps);
-    if (project instanceof Response) return project;
-    await deleteView(kv, project.id, await formField(c, "view"));
-    return c.redirect(
-      (await formField(c, "back")) === "projects"
-        ? `${base}/`
-        : `${base}/projects/${project.id}`,
-      303,
-    );
-  });
+  app.post(
+    `${base}/projects/:id/views/delete`,
+    withProject(deps, async (c, project) => {
+      await deleteView(kv, project.id, await formField(c, "view"));
+      return c.redirect(
+        (await formField(c, "back")) === "projects"
+          ? `${base}/`
+          : `${base}/projects/${project.id}`,
+        303,
+      );
+    }),
+  );
 }

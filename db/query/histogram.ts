@@ -64,8 +64,11 @@ export function chooseInterval(spanMs: number, buckets = 60): number {
     HISTOGRAM_INTERVALS_MS.at(-1)!;
 }
 
-/** Whether a filter constrains nothing but time and level. */
-function levelsOnly(filter: Filter): boolean {
+/**
+ * Whether {@linkcode histogram} counts this filter from its per-minute and
+ * per-hour counters: it constrains nothing but time and level.
+ */
+export function countedByCounters(filter: Filter): boolean {
   return !filter.text?.length && !filter.notText?.length &&
     (filter.fields ?? []).every((term) => term.path === "level");
 }
@@ -147,7 +150,7 @@ export async function histogram(
   const m1 = Math.ceil(since / minute) * minute;
   const m2 = Math.floor(until / minute) * minute;
   const countAll = async (): Promise<void> => {
-    if (!levelsOnly(filter) || intervalMs < minute || m1 >= m2) {
+    if (!countedByCounters(filter) || intervalMs < minute || m1 >= m2) {
       await countEntries(since, until);
     } else {
       await countEntries(since, m1);

@@ -34,6 +34,7 @@ export {
 } from "./query.ts";
 export {
   chooseInterval,
+  countedByCounters,
   type Histogram,
   histogram,
   type HistogramOptions,

@@ -6,11 +6,12 @@
  * @module
  */
 import assert from "node:assert/strict";
+import { explorerHistogram } from "../../dashboard/histogram.ts";
 import {
   countedByCounters,
-  explorerHistogram,
-} from "../../dashboard/histogram.ts";
-import { histogram, parseQuery } from "../../dashboard/source.ts";
+  histogram,
+  parseQuery,
+} from "../../dashboard/source.ts";
 import type { LogRecord } from "../../domain/entry.ts";
 import { seedEntries } from "../_helpers/dashboard_seed.ts";
 
