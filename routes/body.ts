@@ -106,8 +106,8 @@ export async function readBody(
   }
   // The server never delivers more than Content-Length bytes; a gzip body
   // keeps its decompressed size, up to the limit. A sized body is read
-  // without touching `req.body`: on Deno 2.9 making the stream object costs
-  // about 4 µs of CPU per request, a third of the bare server's whole cost.
+  // without touching `req.body`: making its stream object is a large share
+  // of what a request costs the server (BENCHMARKS.md#earlier-findings).
   const sized = !gzip && Number.isInteger(length);
   if (!sized && req.body === null) return new Uint8Array(0);
   const held = guard?.reserve(Math.max(sized ? length : limit, READ_COST));
