@@ -19,28 +19,23 @@
  */
 import type { LogRecord } from "../../domain/entry.ts";
 import { idTime, timeBound } from "../../domain/ids.ts";
-import {
-  logBloomsPrefix,
-  logChunkKey,
-  logSummariesPrefix,
-  logUnitId,
-} from "../keys.ts";
+import { logChunkKey, logUnitId } from "../keys.ts";
 import { decodeRecordLine } from "../lines.ts";
 import { type Run, selectLines } from "./select.ts";
 import { GET_MANY_MAX_KEYS } from "../kv.ts";
-import { bloomHas } from "./bloom.ts";
-import {
-  CHUNK_SPAN_MS,
-  type ChunkSummary,
-  decodeChunkIndex,
-  decodeSummary,
-  readChunkText,
-} from "./chunk.ts";
+import { CHUNK_SPAN_MS, readChunkText } from "./chunk.ts";
 import type { CompiledFilter } from "./filter.ts";
 import { Heap } from "./heap.ts";
+import {
+  addPending,
+  fetchChunks,
+  listedChunk,
+  listSummaries,
+  MAX_ID,
+  type PendingChunk,
+} from "./pending.ts";
 
-/** Above every id. */
-export const MAX_ID = "\uffff";
+export { MAX_ID };
 
 /** Which end a scan starts from. */
 export type Order = "newest" | "oldest";
@@ -95,16 +90,6 @@ export interface ScanResult {
    * continues from it, this id included.
    */
   resume?: string;
-}
-
-/** A chunk listed and not yet read. */
-interface PendingChunk {
-  summary: ChunkSummary;
-  /** The blocks that may hold a match; undefined: all of them. */
-  blocks: number[] | undefined;
-  value?: unknown;
-  versionstamp?: string | null;
-  fetched: boolean;
 }
 
 /** Times a scan is done again when a merge moved what it read. */
@@ -178,6 +163,30 @@ async function scanOnce(
   return { result, read, moved };
 }
 
+/** The id range [lo, hi) a scan reads: the options' range, narrowed to one id. */
+function scanRange(options: ScanOptions): { lo: string; hi: string } {
+  let lo = options.lo ?? "";
+  let hi = options.hi ?? MAX_ID;
+  const id = options.filter.id;
+  if (id !== undefined) {
+    if (id > lo) lo = id;
+    if (id + "\0" < hi) hi = id + "\0";
+  }
+  return { lo, hi };
+}
+
+/** Whether a scan has spent its budget (it always reads one chunk). */
+function budgetCheck(
+  budget: ScanBudget | undefined,
+  stats: ScanStats,
+): () => boolean {
+  const clock = budget?.clock ?? (() => performance.now());
+  const deadline = budget?.ms === undefined ? Infinity : clock() + budget.ms;
+  return () =>
+    stats.pagesRead > 0 &&
+    (stats.pagesRead >= (budget?.chunks ?? Infinity) || clock() >= deadline);
+}
+
 async function scanBody(
   kv: Deno.Kv,
   projectId: string,
@@ -189,33 +198,23 @@ async function scanBody(
 ): Promise<ScanResult> {
   const { filter, limit } = options;
   const desc = options.order === "newest";
-  let lo = options.lo ?? "";
-  let hi = options.hi ?? MAX_ID;
-  if (filter.id !== undefined) {
-    if (filter.id > lo) lo = filter.id;
-    if (filter.id + "\0" < hi) hi = filter.id + "\0";
-  }
+  const range = scanRange(options);
+  const { lo, hi } = range;
   const stats: ScanStats = { pagesRead: 0, pagesSkipped: 0, entriesScanned: 0 };
   if (lo >= hi) return { records: [], more: false, stats };
   /** Whether `a` comes before `b` in scan order. */
   const first = (a: string, b: string) => desc ? a > b : a < b;
-
-  const useBloom = filter.probes.length > 0;
-  const summaryPrefix = useBloom
-    ? logBloomsPrefix(projectId)
-    : logSummariesPrefix(projectId);
-  const summaries = kv.list({
-    start: lo === "" ? summaryPrefix : [...summaryPrefix, lo],
-    end: hi === MAX_ID
-      ? [...summaryPrefix, MAX_ID]
-      : [...summaryPrefix, timeBound(idTime(hi) + CHUNK_SPAN_MS + 1)],
-  }, { reverse: desc, batchSize: useBloom ? 100 : 500 });
+  const summaries = listSummaries(
+    kv,
+    projectId,
+    range,
+    desc,
+    filter.probes.length > 0,
+  );
 
   // No entry of a chunk still unlisted comes before this; null once the
   // listing is done.
   let chunkBound: string | null = desc ? hi : lo;
-  // Chunks listed, not read: newest first by last id (their listing order),
-  // oldest first by first id.
   const pending: PendingChunk[] = [];
   const pendingBound = (chunk: PendingChunk) =>
     desc ? chunk.summary.lastId : chunk.summary.firstId;
@@ -232,49 +231,17 @@ async function scanBody(
     }
     const lastId = logUnitId(next.value.key);
     chunkBound = desc ? lastId : timeBound(idTime(lastId) - CHUNK_SPAN_MS);
-    let summary: ChunkSummary;
-    // Blocks whose Bloom filter holds every probe; undefined: all blocks.
-    let blocks: number[] | undefined;
-    if (useBloom) {
-      const index = decodeChunkIndex(next.value.value, lastId);
-      summary = index;
-      blocks = [];
-      index.blooms.forEach((bloom, i) => {
-        if (filter.probes.every((probe) => bloomHas(bloom, probe))) {
-          blocks!.push(i);
-        }
-      });
-      if (blocks.length === index.blooms.length) blocks = undefined;
-    } else summary = decodeSummary(next.value.value, lastId);
-    if (summary.firstId >= hi || summary.lastId < lo) return;
-    if (!filter.summaryMayMatch(summary) || blocks?.length === 0) {
-      stats.pagesSkipped++;
-      return;
-    }
-    const chunk: PendingChunk = { summary, fetched: false, blocks };
-    if (desc) pending.push(chunk);
-    else {
-      let at = pending.length;
-      while (at > 0 && summary.firstId < pending[at - 1]!.summary.firstId) at--;
-      pending.splice(at, 0, chunk);
-    }
+    const chunk = listedChunk(next.value, filter, range, stats);
+    if (chunk) addPending(pending, chunk, desc);
   };
 
   const readChunk = async () => {
     const chunk = pending.shift()!;
     if (!chunk.fetched) {
       // Fetch the following chunks too (they are likely next), more each time.
-      const batch = [chunk, ...pending.filter((c) => !c.fetched)]
-        .slice(0, fetchSize);
+      const batch = [chunk, ...pending.filter((c) => !c.fetched)];
+      await fetchChunks(kv, projectId, batch.slice(0, fetchSize));
       fetchSize = Math.min(GET_MANY_MAX_KEYS, fetchSize * 2);
-      const values = await kv.getMany(
-        batch.map((c) => logChunkKey(projectId, c.summary.lastId)),
-      );
-      batch.forEach((c, i) => {
-        c.fetched = true;
-        c.value = values[i]!.value;
-        c.versionstamp = values[i]!.versionstamp;
-      });
     }
     // Absent: expired, or merged into a chunk since it was listed.
     if (chunk.value === null) {
@@ -297,14 +264,7 @@ async function scanBody(
     if (run) runs.push(run);
   };
 
-  const clock = options.budget?.clock ?? (() => performance.now());
-  const deadline = options.budget?.ms === undefined
-    ? Infinity
-    : clock() + options.budget.ms;
-  const spent = () =>
-    stats.pagesRead > 0 &&
-    (stats.pagesRead >= (options.budget?.chunks ?? Infinity) ||
-      clock() >= deadline);
+  const spent = budgetCheck(options.budget, stats);
   while (records.length <= limit) {
     // The listing or pending chunk whose bound comes first blocks the rest.
     let bound: string | null = null;
