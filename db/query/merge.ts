@@ -113,6 +113,53 @@ function emptyResult(): MergeResult {
 class ConflictError extends Error {}
 
 /**
+ * One round's hold on a project: every commit checks the project's record
+ * and its merge marker, so a deletion or a round of another process makes
+ * the round stop ({@linkcode ConflictError}).
+ */
+interface Round {
+  kv: Deno.Kv;
+  projectId: string;
+  now: number;
+  retentionMs: number;
+  pause: () => Promise<void>;
+  result: MergeResult;
+  /** An atomic operation guarded by the project and the marker. */
+  guarded(): Deno.AtomicOperation;
+  /** Commits `op`, or throws {@linkcode ConflictError}. */
+  commit(op: Deno.AtomicOperation): Promise<void>;
+}
+
+function openRound(
+  kv: Deno.Kv,
+  project: Deno.KvEntryMaybe<unknown>,
+  marker: Deno.KvEntryMaybe<Deno.KvU64>,
+  options: MergeOptions & { projectId: string; retentionMs: number },
+  result: MergeResult,
+): Round {
+  const { projectId } = options;
+  let versionstamp = marker.versionstamp;
+  return {
+    kv,
+    projectId,
+    now: options.now,
+    retentionMs: options.retentionMs,
+    pause: options.pause ?? nextTurn,
+    result,
+    guarded: () =>
+      kv.atomic()
+        .check(project)
+        .check({ key: logCompactionKey(projectId), versionstamp })
+        .sum(logCompactionKey(projectId), 1n),
+    async commit(op) {
+      const committed = await op.commit();
+      if (!committed.ok) throw new ConflictError();
+      versionstamp = committed.versionstamp;
+    },
+  };
+}
+
+/**
  * One round over a project: deletes what is past its retention, then merges
  * the groups {@linkcode chooseGroups} picks. Safe to run in several
  * processes.
@@ -134,133 +181,159 @@ export async function mergeProject(
   ]);
   const project = decodeJson<Project>(projectEntry!.value);
   if (project === null) return result;
-  const { now } = options;
-  const pause = options.pause ?? nextTurn;
   const retentionMs = project.retentionDays * DAY_MS;
-  let versionstamp = marker!.versionstamp;
-  const guarded = () =>
-    kv.atomic()
-      .check(projectEntry!)
-      .check({ key: logCompactionKey(projectId), versionstamp })
-      .sum(logCompactionKey(projectId), 1n);
-  const commit = async (op: Deno.AtomicOperation) => {
-    const committed = await op.commit();
-    if (!committed.ok) throw new ConflictError();
-    versionstamp = committed.versionstamp;
-  };
-
-  // Summaries, oldest first.
+  const round = openRound(kv, projectEntry!, marker!, {
+    ...options,
+    projectId,
+    retentionMs,
+  }, result);
+  // Summaries, oldest first (as far as listed when a conflict stops it).
   const summaries: ChunkSummary[] = [];
-  const horizon = timeBound(now - retentionMs);
   try {
-    let expired: ChunkSummary[] = [];
-    const flushExpired = async () => {
-      const op = guarded();
-      for (const s of expired) deleteChunk(op, projectId, s);
-      await commit(op);
-      result.expired += expired.length;
-      expired = [];
-    };
-    const iter = kv.list({ prefix: logSummariesPrefix(projectId) }, {
-      batchSize: 1000,
-      limit: MAX_LISTED,
-    });
-    for await (const entry of iter) {
-      const summary = decodeSummary(entry.value, logUnitId(entry.key));
-      if (summary.lastId < horizon) {
-        expired.push(summary);
-        if (expired.length >= EXPIRE_BATCH) await flushExpired();
-      } else summaries.push(summary);
-    }
-    if (expired.length > 0) await flushExpired();
-    await deleteExpiredCounts(kv, projectId, now - retentionMs);
+    await expireAndList(round, summaries);
+    await deleteExpiredCounts(kv, projectId, options.now - retentionMs);
     await upgradePages(kv, projectId, {
-      now,
+      now: options.now,
       retentionMs,
       project: projectEntry!,
     });
-
-    const maxMerges = options.maxMerges ?? Infinity;
-    const runs: ChunkSummary[][] = [[]];
-    for (const s of summaries) {
-      if (isOpen(s)) runs.at(-1)!.push(s);
-      else if (runs.at(-1)!.length > 0) runs.push([]);
-    }
-    const merged = new Set<ChunkSummary>();
-    const written: ChunkSummary[] = [];
-
-    const merge = async (
-      group: ChunkSummary[],
-      rawLimit: number,
-    ): Promise<void> => {
-      const texts = await readSources(kv, projectId, group);
-      const lines = texts.flatMap((t) => (t === "" ? [] : t.split("\n")));
-      lines.sort((a, b) => (lineId(a) < lineId(b) ? -1 : 1));
-      const tier = Math.min(
-        FINAL_TIER - 1,
-        1 + Math.max(...group.map((s) => s.tier)),
-      );
-      const raw = lines.reduce((n, line) => n + line.length + 1, -1);
-      // Final once it holds half of what a chunk may: no merge takes it again.
-      const chunk = await buildChunkPausing(lines, pause, {
-        tier: raw >= rawLimit / 2 ? FINAL_TIER : tier,
-        finalAtBytes: CHUNK_TARGET_BYTES / 2,
-      });
-      if (chunk.summary.bytes > CHUNK_MAX_BYTES && group.length > 1) {
-        const half = Math.ceil(group.length / 2);
-        await merge(group.slice(0, half), rawLimit);
-        await merge(group.slice(half), rawLimit);
-        return;
-      }
-      // The newest source's key names the merged chunk too: written over.
-      const newest = group.reduce((a, b) => (a.lastId > b.lastId ? a : b));
-      const op = guarded();
-      for (const s of group) {
-        deleteChunk(
-          op,
-          projectId,
-          s,
-          s === newest ? { parts: chunk.summary.parts } : undefined,
-        );
-      }
-      setChunk(op, projectId, chunk, {
-        expireIn: chunkExpireIn(chunk.summary.firstId, retentionMs, now),
-      });
-      await commit(op);
-      for (const s of group) merged.add(s);
-      written.push(chunk.summary);
-      result.merges++;
-      result.sources += group.length;
-      result.entries += lines.length;
-      result.bytes += chunk.summary.bytes;
-    };
-
-    outer: for (const run of runs) {
-      // The run's own compression tells how much JSON a chunk holds.
-      const bytes = run.reduce((n, s) => n + s.bytes, 0);
-      const raw = run.reduce((n, s) => n + s.raw, 0);
-      const ratio = raw > 0 && bytes > 0 ? Math.max(0.02, bytes / raw) : 0.12;
-      const rawLimit = Math.min(MAX_RAW_BYTES, CHUNK_TARGET_BYTES / ratio);
+    const done: Merged = { sources: new Set(), written: [] };
+    outer: for (const run of openRuns(summaries)) {
+      const rawLimit = rawLimitOf(run);
       const groups = chooseGroups(run, {
-        now,
+        now: options.now,
         settleMs: options.settleMs ?? DEFAULT_SETTLE_MS,
         rawLimit,
       });
       for (const group of groups) {
+        const maxMerges = options.maxMerges ?? Infinity;
         if (result.merges >= maxMerges || options.shouldStop?.()) break outer;
-        await merge(group, rawLimit);
-        await pause();
+        await mergeGroup(round, group, rawLimit, done);
+        await round.pause();
       }
     }
     result.backlog = backlogOf([
-      ...summaries.filter((s) => !merged.has(s)),
-      ...written,
+      ...summaries.filter((s) => !done.sources.has(s)),
+      ...done.written,
     ]);
   } catch (error) {
     if (!(error instanceof ConflictError)) throw error;
     result.backlog = backlogOf(summaries);
   }
   return result;
+}
+
+/**
+ * Lists the project's chunks, oldest first, deleting those past the
+ * retention as it goes; adds the summaries of the others to `summaries`.
+ */
+async function expireAndList(
+  round: Round,
+  summaries: ChunkSummary[],
+): Promise<void> {
+  const { kv, projectId } = round;
+  const horizon = timeBound(round.now - round.retentionMs);
+  let expired: ChunkSummary[] = [];
+  const flushExpired = async () => {
+    const op = round.guarded();
+    for (const s of expired) deleteChunk(op, projectId, s);
+    await round.commit(op);
+    round.result.expired += expired.length;
+    expired = [];
+  };
+  const iter = kv.list({ prefix: logSummariesPrefix(projectId) }, {
+    batchSize: 1000,
+    limit: MAX_LISTED,
+  });
+  for await (const entry of iter) {
+    const summary = decodeSummary(entry.value, logUnitId(entry.key));
+    if (summary.lastId < horizon) {
+      expired.push(summary);
+      if (expired.length >= EXPIRE_BATCH) await flushExpired();
+    } else summaries.push(summary);
+  }
+  if (expired.length > 0) await flushExpired();
+}
+
+/** The runs of open chunks, split where a final chunk stands between. */
+function openRuns(summaries: ChunkSummary[]): ChunkSummary[][] {
+  const runs: ChunkSummary[][] = [[]];
+  for (const s of summaries) {
+    if (isOpen(s)) runs.at(-1)!.push(s);
+    else if (runs.at(-1)!.length > 0) runs.push([]);
+  }
+  return runs;
+}
+
+/** JSON bytes a merged chunk of `run` may hold, from the run's own compression. */
+function rawLimitOf(run: ChunkSummary[]): number {
+  const bytes = run.reduce((n, s) => n + s.bytes, 0);
+  const raw = run.reduce((n, s) => n + s.raw, 0);
+  const ratio = raw > 0 && bytes > 0 ? Math.max(0.02, bytes / raw) : 0.12;
+  return Math.min(MAX_RAW_BYTES, CHUNK_TARGET_BYTES / ratio);
+}
+
+/** What a round has merged so far: the sources replaced, the chunks written. */
+interface Merged {
+  sources: Set<ChunkSummary>;
+  written: ChunkSummary[];
+}
+
+/**
+ * Merges `group` into one chunk in one commit, or in halves where the
+ * chunk would be over {@linkcode CHUNK_MAX_BYTES}.
+ */
+async function mergeGroup(
+  round: Round,
+  group: ChunkSummary[],
+  rawLimit: number,
+  done: Merged,
+): Promise<void> {
+  const { projectId, result } = round;
+  const texts = await readSources(round.kv, projectId, group);
+  const lines = texts.flatMap((t) => (t === "" ? [] : t.split("\n")));
+  lines.sort((a, b) => (lineId(a) < lineId(b) ? -1 : 1));
+  const tier = Math.min(
+    FINAL_TIER - 1,
+    1 + Math.max(...group.map((s) => s.tier)),
+  );
+  const raw = lines.reduce((n, line) => n + line.length + 1, -1);
+  // Final once it holds half of what a chunk may: no merge takes it again.
+  const chunk = await buildChunkPausing(lines, round.pause, {
+    tier: raw >= rawLimit / 2 ? FINAL_TIER : tier,
+    finalAtBytes: CHUNK_TARGET_BYTES / 2,
+  });
+  if (chunk.summary.bytes > CHUNK_MAX_BYTES && group.length > 1) {
+    const half = Math.ceil(group.length / 2);
+    await mergeGroup(round, group.slice(0, half), rawLimit, done);
+    await mergeGroup(round, group.slice(half), rawLimit, done);
+    return;
+  }
+  // The newest source's key names the merged chunk too: written over.
+  const newest = group.reduce((a, b) => (a.lastId > b.lastId ? a : b));
+  const op = round.guarded();
+  for (const s of group) {
+    deleteChunk(
+      op,
+      projectId,
+      s,
+      s === newest ? { parts: chunk.summary.parts } : undefined,
+    );
+  }
+  setChunk(op, projectId, chunk, {
+    expireIn: chunkExpireIn(
+      chunk.summary.firstId,
+      round.retentionMs,
+      round.now,
+    ),
+  });
+  await round.commit(op);
+  for (const s of group) done.sources.add(s);
+  done.written.push(chunk.summary);
+  result.merges++;
+  result.sources += group.length;
+  result.entries += lines.length;
+  result.bytes += chunk.summary.bytes;
 }
 
 /** The lines of each chunk of `group`, read from KV. */
