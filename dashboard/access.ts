@@ -11,14 +11,12 @@
  * @module
  */
 import { canConfigure, canRead } from "../db/users.ts";
-import { MessagePage } from "./pages/message.tsx";
 import {
   type DashboardDeps,
   type DashContext,
-  pageContext,
-  render,
+  message,
+  projectNotFound,
 } from "./routes/common.ts";
-import { projectNotFound } from "./routes/common.ts";
 import type { Session } from "./session.ts";
 
 /** What a request needs. */
@@ -132,9 +130,5 @@ export async function forbidden(
   deps: DashboardDeps,
   text: string,
 ): Promise<Response> {
-  return await render(
-    c,
-    MessagePage({ ctx: pageContext(c, deps), title: "Forbidden", text }),
-    403,
-  );
+  return await message(c, deps, "Forbidden", text, 403);
 }

@@ -20,7 +20,6 @@ import { getCookie } from "hono/cookie";
 import { accessRefusal, forbidden } from "./access.ts";
 import { type Asset, assetResponse, assetUrls, loadAssets } from "./assets.ts";
 import { HISTOGRAM_BUDGET_MS } from "./histogram.ts";
-import { MessagePage } from "./pages/message.tsx";
 import { authRoutes, SESSION_COOKIE, signInFirst } from "./routes/auth.ts";
 import {
   type DashApp,
@@ -28,8 +27,7 @@ import {
   type DashContext,
   type DashEnv,
   formField,
-  pageContext,
-  render,
+  message,
   type TailTiming,
 } from "./routes/common.ts";
 import { errorsRoutes } from "./routes/errors.ts";
@@ -126,10 +124,88 @@ function isPublic(base: string, path: string): boolean {
  * ```
  */
 export function createDashboard(options: DashboardOptions): DashApp {
+  const assets: Map<string, Asset> = loadAssets();
+  const deps = dashboardDeps(options, assets);
+  const { base } = deps;
+  const app = new Hono<DashEnv>();
+  guardRequests(app, deps, {
+    publicHosts: (options.publicHosts ?? [])
+      .map(hostName).filter((h) => h !== null),
+    formLimit: options.formLimitBytes ?? FORM_LIMIT_BYTES,
+  });
+  app.get(`${base}/assets/:name`, (c) => {
+    const asset = assets.get(c.req.param("name"));
+    if (!asset) return c.text("Not found", 404);
+    return assetResponse(
+      asset,
+      c.req.header("accept-encoding") ?? null,
+      c.req.query("v") === asset.hash,
+    );
+  });
+  requireSession(app, deps);
+  // A project id is short URL-safe text: anything else names no project,
+  // and is never made into a database key (whose size is limited).
+  for (const path of [`${base}/projects/:id`, `${base}/projects/:id/*`]) {
+    app.use(path, async (c, next) => {
+      if (PROJECT_ID.test(c.req.param("id") ?? "")) return await next();
+      return await message(
+        c,
+        deps,
+        "Not found",
+        "There is no project at this address.",
+        404,
+      );
+    });
+  }
+
+  authRoutes(app, deps);
+  projectsRoutes(app, deps);
+  settingsRoutes(app, deps);
+  explorerRoutes(app, deps, {
+    ...(options.tailLimits ? { tailLimits: options.tailLimits } : {}),
+  });
+  rejectionsRoutes(app, deps);
+  errorsRoutes(app, deps);
+  viewsRoutes(app, deps);
+  deadLettersRoutes(app, deps);
+  alertsRoutes(app, deps, {
+    allowPrivate: options.allowPrivateTargets ?? false,
+  });
+  usersRoutes(app, deps);
+  tokensRoutes(app, deps);
+  auditRoutes(app, deps);
+  apiRoutes(app, deps);
+
+  app.notFound(async (c) =>
+    await message(
+      c,
+      deps,
+      "Not found",
+      "There is no page at this address.",
+      404,
+    )
+  );
+  app.onError(async (error, c) => {
+    console.error("Dashboard error:", error);
+    return await message(
+      c,
+      deps,
+      "Something went wrong",
+      "The dashboard could not answer this request. Try again in a moment.",
+      500,
+    );
+  });
+  return app;
+}
+
+/** The dependencies every route is given, from the options. */
+function dashboardDeps(
+  options: DashboardOptions,
+  assets: Map<string, Asset>,
+): DashboardDeps {
   const base = (options.base ?? "").replace(/\/+$/, "");
   const now = options.now ?? Date.now;
-  const assets: Map<string, Asset> = loadAssets();
-  const deps: DashboardDeps = {
+  return {
     kv: options.kv,
     base,
     now,
@@ -153,11 +229,19 @@ export function createDashboard(options: DashboardOptions): DashApp {
     histogramBudgetMs: options.histogramBudgetMs ?? HISTOGRAM_BUDGET_MS,
     ...(options.queryBudget ? { queryBudget: options.queryBudget } : {}),
   };
-  const publicHosts = (options.publicHosts ?? [])
-    .map(hostName).filter((h) => h !== null);
-  const formLimit = options.formLimitBytes ?? FORM_LIMIT_BYTES;
-  const app = new Hono<DashEnv>();
+}
 
+/**
+ * What every request meets first: the Host and cross-origin checks, the
+ * form limit, and the security headers on every answer.
+ */
+function guardRequests(
+  app: DashApp,
+  deps: DashboardDeps,
+  options: { publicHosts: string[]; formLimit: number },
+): void {
+  const { base } = deps;
+  const { publicHosts, formLimit } = options;
   app.use("*", async (c, next) => {
     const nonce = createNonce();
     c.set("nonce", nonce);
@@ -189,17 +273,14 @@ export function createDashboard(options: DashboardOptions): DashApp {
       c.res.headers.set("Cache-Control", "no-store");
     }
   });
+}
 
-  app.get(`${base}/assets/:name`, (c) => {
-    const asset = assets.get(c.req.param("name"));
-    if (!asset) return c.text("Not found", 404);
-    return assetResponse(
-      asset,
-      c.req.header("accept-encoding") ?? null,
-      c.req.query("v") === asset.hash,
-    );
-  });
-
+/**
+ * Past the public pages, a signed-in session, a form's token and the
+ * account's access to what the path names.
+ */
+function requireSession(app: DashApp, deps: DashboardDeps): void {
+  const { base } = deps;
   app.use("*", async (c, next) => {
     const session = await deps.sessions.verify(getCookie(c, SESSION_COOKIE));
     c.set("session", session);
@@ -223,79 +304,6 @@ export function createDashboard(options: DashboardOptions): DashApp {
     if (refusal !== null) return refusal;
     await next();
   });
-
-  // A project id is short URL-safe text: anything else names no project,
-  // and is never made into a database key (whose size is limited).
-  for (const path of [`${base}/projects/:id`, `${base}/projects/:id/*`]) {
-    app.use(path, async (c, next) => {
-      if (PROJECT_ID.test(c.req.param("id") ?? "")) return await next();
-      return await render(
-        c,
-        MessagePage({
-          ctx: pageContext(c, deps),
-          title: "Not found",
-          text: "There is no project at this address.",
-        }),
-        404,
-      );
-    });
-  }
-
-  authRoutes(app, deps);
-  projectsRoutes(app, deps);
-  settingsRoutes(app, deps);
-  explorerRoutes(app, deps, {
-    ...(options.tailLimits ? { tailLimits: options.tailLimits } : {}),
-  });
-  rejectionsRoutes(app, deps);
-  errorsRoutes(app, deps);
-  viewsRoutes(app, deps);
-  deadLettersRoutes(app, deps);
-  alertsRoutes(app, deps, {
-    allowPrivate: options.allowPrivateTargets ?? false,
-  });
-  usersRoutes(app, deps);
-  tokensRoutes(app, deps);
-  auditRoutes(app, deps);
-  apiRoutes(app, deps);
-
-  app.notFound(async (c) =>
-    await render(
-      c,
-      MessagePage({
-        ctx: pageContext(c, deps),
-        title: "Not found",
-        text: "There is no page at this address.",
-      }),
-      404,
-    )
-  );
-  app.onError(async (error, c) => {
-    console.error("Dashboard error:", error);
-    return await render(
-      c,
-      MessagePage({
-        ctx: pageContext(c, deps),
-        title: "Something went wrong",
-        text:
-          "The dashboard could not answer this request. Try again in a moment.",
-      }),
-      500,
-    );
-  });
-  return app;
-}
-
-/** A message page with a status `render` does not list. */
-async function message(
-  c: DashContext,
-  deps: DashboardDeps,
-  title: string,
-  text: string,
-  status: 413 | 421,
-): Promise<Response> {
-  const page = MessagePage({ ctx: pageContext(c, deps), title, text });
-  return c.html(`<!DOCTYPE html>${await page.toString()}`, status);
 }
 
 /**

@@ -12,7 +12,6 @@
  */
 import { deleteCookie, getCookie, setCookie } from "hono/cookie";
 import { LoginPage } from "../pages/login.tsx";
-import { MessagePage } from "../pages/message.tsx";
 import { clientAddress, isHttps } from "../security.ts";
 import { randomToken, safeEqual } from "../session.ts";
 import {
@@ -20,6 +19,7 @@ import {
   type DashboardDeps,
   type DashContext,
   formField,
+  message,
   pageContext,
   render,
 } from "./common.ts";
@@ -152,13 +152,11 @@ export async function signInFirst(
     return c.redirect(`${deps.base}/login?next=${next}`, 303);
   }
   c.status(401);
-  return await render(
+  return await message(
     c,
-    MessagePage({
-      ctx: pageContext(c, deps),
-      title: "Signed out",
-      text: "Your session has ended: sign in again.",
-    }),
+    deps,
+    "Signed out",
+    "Your session has ended: sign in again.",
     401,
   );
 }

@@ -73,6 +73,9 @@ export function pageContext(c: DashContext, deps: DashboardDeps): PageContext {
   };
 }
 
+/** The statuses a dashboard page is sent with. */
+type PageStatus = 200 | 400 | 401 | 403 | 404 | 409 | 413 | 421 | 429 | 500;
+
 /** Anything JSX renders to. */
 export interface Renderable {
   toString(): string | Promise<string>;
@@ -89,9 +92,24 @@ export interface Renderable {
 export async function render(
   c: DashContext,
   page: Renderable,
-  status: 200 | 400 | 401 | 403 | 404 | 409 | 429 | 500 = 200,
+  status: PageStatus = 200,
 ): Promise<Response> {
   return c.html(`<!DOCTYPE html>${await page.toString()}`, status);
+}
+
+/** A page of a title and a sentence, such as an error's. */
+export async function message(
+  c: DashContext,
+  deps: DashboardDeps,
+  title: string,
+  text: string,
+  status: PageStatus,
+): Promise<Response> {
+  return await render(
+    c,
+    MessagePage({ ctx: pageContext(c, deps), title, text }),
+    status,
+  );
 }
 
 /** A text field of the request's form (`""` when absent). */
@@ -169,13 +187,11 @@ export async function projectNotFound(
   c: DashContext,
   deps: DashboardDeps,
 ): Promise<Response> {
-  return await render(
+  return await message(
     c,
-    MessagePage({
-      ctx: pageContext(c, deps),
-      title: "No such project",
-      text: "No project has this id. It may have been deleted.",
-    }),
+    deps,
+    "No such project",
+    "No project has this id. It may have been deleted.",
     404,
   );
 }

@@ -41,11 +41,11 @@ import {
   type DashboardDeps,
   type DashContext,
   idParam,
+  message,
   pageContext,
   render,
   withProject,
 } from "./common.ts";
-import { MessagePage } from "../pages/message.tsx";
 import { TailSlots, type TailSlotsOptions, tailStream } from "./tail.ts";
 import { SESSION_COOKIE } from "./auth.ts";
 
@@ -255,13 +255,11 @@ async function entryPage(
   const detail = c.req.query("part") === "detail";
   if (record === null) {
     if (detail) return c.text("No such entry: it may have expired", 404);
-    return await render(
+    return await message(
       c,
-      MessagePage({
-        ctx: pageContext(c, deps),
-        title: "No such entry",
-        text: "This project has no entry with this id. It may have expired.",
-      }),
+      deps,
+      "No such entry",
+      "This project has no entry with this id. It may have expired.",
       404,
     );
   }

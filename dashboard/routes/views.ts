@@ -9,13 +9,11 @@
 import { InvalidValueError } from "../../db/validation.ts";
 import { deleteView, saveView } from "../../db/views.ts";
 import { readState, stateQuery } from "../explorer_state.ts";
-import { MessagePage } from "../pages/message.tsx";
 import {
   type DashApp,
   type DashboardDeps,
   formField,
-  pageContext,
-  render,
+  message,
   withProject,
 } from "./common.ts";
 
@@ -42,13 +40,11 @@ export function viewsRoutes(app: DashApp, deps: DashboardDeps): void {
         });
       } catch (error) {
         if (!(error instanceof InvalidValueError)) throw error;
-        return await render(
+        return await message(
           c,
-          MessagePage({
-            ctx: pageContext(c, deps),
-            title: "Cannot save the view",
-            text: error.message,
-          }),
+          deps,
+          "Cannot save the view",
+          error.message,
           400,
         );
       }
