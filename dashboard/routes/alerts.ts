@@ -28,8 +28,7 @@ import {
   doneNotice,
   formField,
   keepFlash,
-  pageContext,
-  render,
+  renderPage,
   sessionFlash,
   withProject,
 } from "./common.ts";
@@ -52,18 +51,11 @@ async function showAlerts(
       history: await readAlertHistory(deps.kv, project.id, rule.id),
     })),
   );
-  return await render(
-    c,
-    AlertsPage({
-      ctx: pageContext(c, deps),
-      data: {
-        project: { id: project.id, name: project.name },
-        rules,
-        ...extra,
-      },
-    }),
-    status,
-  );
+  return await renderPage(c, deps, AlertsPage, {
+    project: { id: project.id, name: project.name },
+    rules,
+    ...extra,
+  }, status);
 }
 
 function duration(name: string, text: string): number | undefined {

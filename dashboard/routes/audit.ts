@@ -9,8 +9,7 @@ import { AuditPage } from "../pages/audit.tsx";
 import {
   type DashApp,
   type DashboardDeps,
-  pageContext,
-  render,
+  renderPage,
   withProject,
 } from "./common.ts";
 
@@ -20,13 +19,10 @@ export function auditRoutes(app: DashApp, deps: DashboardDeps): void {
     `${deps.base}/projects/:id/audit`,
     withProject(deps, async (c, project) => {
       const events = await listAudit(deps.kv, project.id);
-      return await render(
-        c,
-        AuditPage({
-          ctx: pageContext(c, deps),
-          data: { project: { id: project.id, name: project.name }, events },
-        }),
-      );
+      return await renderPage(c, deps, AuditPage, {
+        project: { id: project.id, name: project.name },
+        events,
+      });
     }),
   );
 }

@@ -97,6 +97,24 @@ export async function render(
   return c.html(`<!DOCTYPE html>${await page.toString()}`, status);
 }
 
+/**
+ * Renders `Page` with the request's page context and `data`.
+ *
+ * @example
+ * ```ts
+ * return await renderPage(c, deps, ErrorsPage, { project, groups, now });
+ * ```
+ */
+export async function renderPage<D>(
+  c: DashContext,
+  deps: DashboardDeps,
+  Page: (props: { ctx: PageContext; data: D }) => Renderable,
+  data: D,
+  status: PageStatus = 200,
+): Promise<Response> {
+  return await render(c, Page({ ctx: pageContext(c, deps), data }), status);
+}
+
 /** A page of a title and a sentence, such as an error's. */
 export async function message(
   c: DashContext,

@@ -17,8 +17,7 @@ import {
   type DashboardDeps,
   doneNotice,
   formField,
-  pageContext,
-  render,
+  renderPage,
 } from "./common.ts";
 
 /** Adds the dead letters routes. */
@@ -33,13 +32,10 @@ export function deadLettersRoutes(app: DashApp, deps: DashboardDeps): void {
         Number.isInteger(n) ? n : 0
       } batch(es): a running server processes them within seconds.`,
     });
-    return await render(
-      c,
-      DeadLettersPage({
-        ctx: pageContext(c, deps),
-        data: { letters, ...(notice ? { notice } : {}) },
-      }),
-    );
+    return await renderPage(c, deps, DeadLettersPage, {
+      letters,
+      ...(notice ? { notice } : {}),
+    });
   });
 
   app.post(`${base}/dead-letters/replay`, async (c) => {
@@ -61,17 +57,10 @@ export function deadLettersRoutes(app: DashApp, deps: DashboardDeps): void {
       ) {
         throw error;
       }
-      return await render(
-        c,
-        DeadLettersPage({
-          ctx: pageContext(c, deps),
-          data: {
-            letters: await listDeadLetters(kv),
-            notice: { kind: "error", text: error.message },
-          },
-        }),
-        error instanceof DeadLetterNotFoundError ? 404 : 409,
-      );
+      return await renderPage(c, deps, DeadLettersPage, {
+        letters: await listDeadLetters(kv),
+        notice: { kind: "error", text: error.message },
+      }, error instanceof DeadLetterNotFoundError ? 404 : 409);
     }
   });
 }

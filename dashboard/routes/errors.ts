@@ -10,8 +10,7 @@ import { ErrorsPage } from "../pages/errors.tsx";
 import {
   type DashApp,
   type DashboardDeps,
-  pageContext,
-  render,
+  renderPage,
   withProject,
 } from "./common.ts";
 
@@ -29,17 +28,11 @@ export function errorsRoutes(app: DashApp, deps: DashboardDeps): void {
         limit: MAX_GROUPS,
       });
       await pruneErrorGroupHours(kv, project.id, now);
-      return await render(
-        c,
-        ErrorsPage({
-          ctx: pageContext(c, deps),
-          data: {
-            project: { id: project.id, name: project.name },
-            groups,
-            now,
-          },
-        }),
-      );
+      return await renderPage(c, deps, ErrorsPage, {
+        project: { id: project.id, name: project.name },
+        groups,
+        now,
+      });
     }),
   );
 }

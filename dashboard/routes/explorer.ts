@@ -44,6 +44,7 @@ import {
   message,
   pageContext,
   render,
+  renderPage,
   withProject,
 } from "./common.ts";
 import { TailSlots, type TailSlotsOptions, tailStream } from "./tail.ts";
@@ -234,11 +235,7 @@ async function explorerPage(
       data.tailAfter = records[0].id;
     }
   }
-  return await render(
-    c,
-    ExplorerPage({ ctx: pageContext(c, deps), data }),
-    status,
-  );
+  return await renderPage(c, deps, ExplorerPage, data, status);
 }
 
 /** One entry in full: a page, or with `part=detail` its detail alone. */

@@ -18,8 +18,7 @@ import {
   doneNotice,
   formField,
   keepFlash,
-  pageContext,
-  render,
+  renderPage,
   sessionFlash,
 } from "./common.ts";
 
@@ -54,11 +53,7 @@ async function showProjects(
   status: 200 | 400 = 200,
 ): Promise<Response> {
   const data = { ...await projectsData(c, deps), ...extra };
-  return await render(
-    c,
-    ProjectsPage({ ctx: pageContext(c, deps), data }),
-    status,
-  );
+  return await renderPage(c, deps, ProjectsPage, data, status);
 }
 
 /** Adds the projects routes. */

@@ -23,9 +23,8 @@ import {
   doneNotice,
   formField,
   keepFlash,
-  pageContext,
   projectNotFound,
-  render,
+  renderPage,
   sessionFlash,
   withProject,
 } from "./common.ts";
@@ -55,33 +54,27 @@ export function rejectionsRoutes(app: DashApp, deps: DashboardDeps): void {
         allow:
           "Added to the allow-list: entries from there are stored from now on, and the kept ones can be replayed.",
       });
-      return await render(
-        c,
-        RejectionsPage({
-          ctx: pageContext(c, deps),
-          data: {
-            project: {
-              id: project.id,
-              name: project.name,
-              allowedOrigin: project.settings.allowedOrigin,
-            },
-            accepted: stats.accepted,
-            replayed: stats.replayed,
-            backlog,
-            rejected: stats.rejected,
-            lastDay: lastDayByReason(stats.recent, now),
-            lastDayAtLeast: recentCount(stats.recent, now).atLeast,
-            recent: stats.recent,
-            kept: reason === undefined
-              ? kept
-              : kept.filter((k) => k.reason === reason),
-            keptReplayable: kept.filter(replayable).length,
-            ...(reason === undefined ? {} : { reason }),
-            ...(flash ? { results: flash.results } : {}),
-            ...(notice ? { notice } : {}),
-          },
-        }),
-      );
+      return await renderPage(c, deps, RejectionsPage, {
+        project: {
+          id: project.id,
+          name: project.name,
+          allowedOrigin: project.settings.allowedOrigin,
+        },
+        accepted: stats.accepted,
+        replayed: stats.replayed,
+        backlog,
+        rejected: stats.rejected,
+        lastDay: lastDayByReason(stats.recent, now),
+        lastDayAtLeast: recentCount(stats.recent, now).atLeast,
+        recent: stats.recent,
+        kept: reason === undefined
+          ? kept
+          : kept.filter((k) => k.reason === reason),
+        keptReplayable: kept.filter(replayable).length,
+        ...(reason === undefined ? {} : { reason }),
+        ...(flash ? { results: flash.results } : {}),
+        ...(notice ? { notice } : {}),
+      });
     }),
   );
 

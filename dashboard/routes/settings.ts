@@ -36,9 +36,8 @@ import {
   formField,
   idParam,
   keepFlash,
-  pageContext,
   projectNotFound,
-  render,
+  renderPage,
   sessionFlash,
   withProject,
 } from "./common.ts";
@@ -84,11 +83,7 @@ export async function showSettings(
     })),
     ...extra,
   };
-  return await render(
-    c,
-    SettingsPage({ ctx: pageContext(c, deps), data }),
-    status,
-  );
+  return await renderPage(c, deps, SettingsPage, data, status);
 }
 
 /** Adds the settings routes. */

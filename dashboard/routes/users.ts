@@ -29,8 +29,7 @@ import {
   type DashContext,
   doneNotice,
   formField,
-  pageContext,
-  render,
+  renderPage,
 } from "./common.ts";
 
 async function showUsers(
@@ -56,11 +55,7 @@ async function showUsers(
     events,
     ...extra,
   };
-  return await render(
-    c,
-    UsersPage({ ctx: pageContext(c, deps), data }),
-    status,
-  );
+  return await renderPage(c, deps, UsersPage, data, status);
 }
 
 /** The project ids ticked in a form (`project_<id>` checkboxes). */
