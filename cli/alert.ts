@@ -28,6 +28,7 @@ import {
   type CommandContext,
   type Parsed,
   println,
+  printResult,
   stringFlag,
   takePositionals,
   UsageError,
@@ -181,27 +182,21 @@ const SUBCOMMANDS: Subcommands = {
         action: "alert.add",
         detail: `${rule.id}: ${query} -> ${new URL(webhook).host}`,
       });
-      if (booleanFlag(parsed, "json")) {
-        println(ctx, JSON.stringify(ruleJson(rule, true)));
-        return 0;
-      }
-      println(ctx, `Added alert rule ${rule.id}`);
-      println(
-        ctx,
-        formatTable([
-          ["Query", inert(rule.query)],
-          ["Fires on", describeScope(rule)],
-          ["At most every", formatAlertDuration(rule.everyMs)],
-          ["Webhook", inert(rule.webhook)],
-          ["Secret", rule.secret],
-        ]),
-      );
-      println(ctx);
-      println(
-        ctx,
-        "The secret signs each delivery (X-Logs-Signature); it is not shown again.",
-      );
-      return 0;
+      return printResult(ctx, parsed, {
+        json: ruleJson(rule, true),
+        text: [
+          `Added alert rule ${rule.id}`,
+          formatTable([
+            ["Query", inert(rule.query)],
+            ["Fires on", describeScope(rule)],
+            ["At most every", formatAlertDuration(rule.everyMs)],
+            ["Webhook", inert(rule.webhook)],
+            ["Secret", rule.secret],
+          ]),
+          "",
+          "The secret signs each delivery (X-Logs-Signature); it is not shown again.",
+        ],
+      });
     },
   },
   list: {

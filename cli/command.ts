@@ -69,6 +69,27 @@ export function println(ctx: CommandContext, line = ""): void {
   ctx.stdout(line + "\n");
 }
 
+/**
+ * Prints what a command did: `json` as one line of JSON with `--json`, else
+ * the lines of `text`. Returns 0, the exit code of success.
+ *
+ * @example
+ * ```ts
+ * return printResult(ctx, parsed, { json: userJson(user), text: "Saved" });
+ * ```
+ */
+export function printResult(
+  ctx: CommandContext,
+  parsed: Parsed,
+  result: { json: unknown; text: string | string[] },
+): number {
+  const lines = booleanFlag(parsed, "json")
+    ? [JSON.stringify(result.json)]
+    : [result.text].flat();
+  for (const line of lines) println(ctx, line);
+  return 0;
+}
+
 /** The result of {@linkcode parseFlags}. */
 export interface Parsed {
   values: Record<string, string | boolean | (string | boolean)[] | undefined>;

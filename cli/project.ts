@@ -28,6 +28,7 @@ import {
   type CommandContext,
   EXIT_FAILURE,
   println,
+  printResult,
   stringFlag,
   stringFlags,
   takePositionals,
@@ -78,8 +79,7 @@ function allowListCommand(
         ["ID", "VALUE"],
       );
       const project = await change(ctx.kv, id, value);
-      printProject(ctx, parsed, project, headline(id, value));
-      return 0;
+      return printProject(ctx, parsed, project, headline(id, value));
     },
   };
 }
@@ -104,19 +104,16 @@ const SUBCOMMANDS: Subcommands = {
         allow: stringFlags(parsed, "allow"),
         now: ctx.now,
       });
-      if (booleanFlag(parsed, "json")) {
-        println(ctx, JSON.stringify(projectJson(project, { secret: true })));
-        return 0;
-      }
-      println(ctx, `Created project "${inert(project.name)}"`);
-      println(ctx);
-      println(ctx, describeProject(ctx, project, true));
-      println(ctx);
-      println(
-        ctx,
-        "Keep the secret somewhere safe: it is shown now and never again (rotate-secret makes a new one).",
-      );
-      return 0;
+      return printResult(ctx, parsed, {
+        json: projectJson(project, { secret: true }),
+        text: [
+          `Created project "${inert(project.name)}"`,
+          "",
+          describeProject(ctx, project, true),
+          "",
+          "Keep the secret somewhere safe: it is shown now and never again (rotate-secret makes a new one).",
+        ],
+      });
     },
   },
   list: {
@@ -155,12 +152,10 @@ const SUBCOMMANDS: Subcommands = {
     async run(ctx, parsed) {
       const [id] = takePositionals("project show", parsed.positionals, ["ID"]);
       const project = await requireProject(ctx.kv, id);
-      if (booleanFlag(parsed, "json")) {
-        println(ctx, JSON.stringify(projectJson(project, { now: ctx.now() })));
-      } else {
-        println(ctx, describeProject(ctx, project, false));
-      }
-      return 0;
+      return printResult(ctx, parsed, {
+        json: projectJson(project, { now: ctx.now() }),
+        text: describeProject(ctx, project, false),
+      });
     },
   },
   allow: allowListCommand(
@@ -193,29 +188,25 @@ const SUBCOMMANDS: Subcommands = {
         now: ctx.now,
       });
       const expires = project.previousSecretExpiresAt;
-      if (booleanFlag(parsed, "json")) {
-        println(
-          ctx,
-          JSON.stringify({
-            ...projectJson(project, { secret: true, now: ctx.now() }),
-            previousSecretExpiresAt: expires === undefined
-              ? null
-              : new Date(expires).toISOString(),
-          }),
-        );
-        return 0;
-      }
-      println(ctx, `New secret of project "${project.id}":`);
-      println(ctx);
-      println(ctx, `  ${project.secret}`);
-      println(ctx);
-      println(
-        ctx,
-        expires === undefined
-          ? "The previous secret no longer verifies."
-          : `The previous secret keeps verifying until ${formatTime(expires)}.`,
-      );
-      return 0;
+      return printResult(ctx, parsed, {
+        json: {
+          ...projectJson(project, { secret: true, now: ctx.now() }),
+          previousSecretExpiresAt: expires === undefined
+            ? null
+            : new Date(expires).toISOString(),
+        },
+        text: [
+          `New secret of project "${project.id}":`,
+          "",
+          `  ${project.secret}`,
+          "",
+          expires === undefined
+            ? "The previous secret no longer verifies."
+            : `The previous secret keeps verifying until ${
+              formatTime(expires)
+            }.`,
+        ],
+      });
     },
   },
   levels: {
@@ -246,28 +237,25 @@ const SUBCOMMANDS: Subcommands = {
         project = await removeLevel(ctx.kv, id, level);
         headline = `Removed level "${level}" from project "${id}"`;
       }
-      if (booleanFlag(parsed, "json")) {
-        println(ctx, JSON.stringify(projectJson(project, { now: ctx.now() })));
-        return 0;
-      }
       const color = useColor(ctx);
-      println(ctx, headline);
-      println(ctx);
-      println(
-        ctx,
-        formatTable([
-          [
-            "Standard",
-            STANDARD_LEVELS.map((l) => formatLevel(l, color)).join(", "),
-          ],
-          [
-            "Custom",
-            project.levels.map((l) => formatLevel(l, color)).join(", ") ||
-            "(none)",
-          ],
-        ]),
-      );
-      return 0;
+      return printResult(ctx, parsed, {
+        json: projectJson(project, { now: ctx.now() }),
+        text: [
+          headline,
+          "",
+          formatTable([
+            [
+              "Standard",
+              STANDARD_LEVELS.map((l) => formatLevel(l, color)).join(", "),
+            ],
+            [
+              "Custom",
+              project.levels.map((l) => formatLevel(l, color)).join(", ") ||
+              "(none)",
+            ],
+          ]),
+        ],
+      });
     },
   },
   retention: {
@@ -284,13 +272,12 @@ const SUBCOMMANDS: Subcommands = {
         );
       }
       const project = await setRetention(ctx.kv, id, Number(days));
-      printProject(
+      return printProject(
         ctx,
         parsed,
         project,
         `Entries of project "${id}" stored from now on are kept ${project.retentionDays} days`,
       );
-      return 0;
     },
   },
   delete: {
@@ -317,20 +304,12 @@ const SUBCOMMANDS: Subcommands = {
         }
       }
       const logs = await deleteProject(ctx.kv, project.id);
-      if (booleanFlag(parsed, "json")) {
-        println(
-          ctx,
-          JSON.stringify({ projectId: project.id, deleted: true, logs }),
-        );
-      } else {
-        println(
-          ctx,
-          `Deleted project "${
-            inert(project.name)
-          }" (${project.id}) and ${logs} ${logs === 1 ? "entry" : "entries"}`,
-        );
-      }
-      return 0;
+      return printResult(ctx, parsed, {
+        json: { projectId: project.id, deleted: true, logs },
+        text: `Deleted project "${
+          inert(project.name)
+        }" (${project.id}) and ${logs} ${logs === 1 ? "entry" : "entries"}`,
+      });
     },
   },
 };

@@ -19,6 +19,7 @@ import {
   booleanFlag,
   type CommandContext,
   println,
+  printResult,
   stringFlag,
   takePositionals,
   UsageError,
@@ -91,24 +92,18 @@ const SUBCOMMANDS: Subcommands = {
         action: "token.create",
         detail: `${record.name} (${record.id})`,
       });
-      if (booleanFlag(parsed, "json")) {
-        println(ctx, JSON.stringify({ ...tokenJson(record), token }));
-        return 0;
-      }
-      println(
-        ctx,
-        `Created read token "${
-          inert(record.name)
-        }" (${record.id}) of project "${projectId}":`,
-      );
-      println(ctx);
-      println(ctx, `  ${token}`);
-      println(ctx);
-      println(
-        ctx,
-        "Keep it somewhere safe: it is shown now and never again (only its hash is stored).",
-      );
-      return 0;
+      return printResult(ctx, parsed, {
+        json: { ...tokenJson(record), token },
+        text: [
+          `Created read token "${
+            inert(record.name)
+          }" (${record.id}) of project "${projectId}":`,
+          "",
+          `  ${token}`,
+          "",
+          "Keep it somewhere safe: it is shown now and never again (only its hash is stored).",
+        ],
+      });
     },
   },
   list: {
@@ -153,15 +148,10 @@ const SUBCOMMANDS: Subcommands = {
         action: "token.revoke",
         detail: `${record.name} (${record.id})`,
       });
-      if (booleanFlag(parsed, "json")) {
-        println(ctx, JSON.stringify({ ...tokenJson(record), revoked: true }));
-      } else {
-        println(
-          ctx,
-          `Revoked read token "${inert(record.name)}" (${record.id})`,
-        );
-      }
-      return 0;
+      return printResult(ctx, parsed, {
+        json: { ...tokenJson(record), revoked: true },
+        text: `Revoked read token "${inert(record.name)}" (${record.id})`,
+      });
     },
   },
 };

@@ -28,6 +28,7 @@ import {
   type CommandContext,
   type Parsed,
   println,
+  printResult,
   stringFlag,
   stringFlags,
   takePositionals,
@@ -119,12 +120,8 @@ function printUser(
   parsed: Parsed,
   user: User,
   headline: string,
-): void {
-  if (booleanFlag(parsed, "json")) {
-    println(ctx, JSON.stringify(userJson(user)));
-  } else {
-    println(ctx, headline);
-  }
+): number {
+  return printResult(ctx, parsed, { json: userJson(user), text: headline });
 }
 
 const SUBCOMMANDS: Subcommands = {
@@ -163,7 +160,7 @@ const SUBCOMMANDS: Subcommands = {
         detail: `${user.email} as ${user.role}`,
         now: ctx.now,
       });
-      printUser(
+      return printUser(
         ctx,
         parsed,
         user,
@@ -173,7 +170,6 @@ const SUBCOMMANDS: Subcommands = {
             : ` with ${user.projects.length} project(s)`
         }`,
       );
-      return 0;
     },
   },
   list: {
@@ -232,7 +228,7 @@ const SUBCOMMANDS: Subcommands = {
           now: ctx.now,
         },
       );
-      printUser(
+      return printUser(
         ctx,
         parsed,
         user,
@@ -240,7 +236,6 @@ const SUBCOMMANDS: Subcommands = {
           user.projects.join(", ") || "-"
         }`,
       );
-      return 0;
     },
   },
   passwd: {
@@ -260,13 +255,12 @@ const SUBCOMMANDS: Subcommands = {
         detail: user.email,
         now: ctx.now,
       });
-      printUser(
+      return printUser(
         ctx,
         parsed,
         user,
         `New password set for "${inert(user.email)}": its sessions have ended`,
       );
-      return 0;
     },
   },
   remove: {
@@ -282,17 +276,12 @@ const SUBCOMMANDS: Subcommands = {
         detail: user.email,
         now: ctx.now,
       });
-      if (booleanFlag(parsed, "json")) {
-        println(ctx, JSON.stringify({ email: user.email, removed: true }));
-      } else {
-        println(
-          ctx,
-          `Removed "${
-            inert(user.email)
-          }": its sessions and live tails have ended`,
-        );
-      }
-      return 0;
+      return printResult(ctx, parsed, {
+        json: { email: user.email, removed: true },
+        text: `Removed "${
+          inert(user.email)
+        }": its sessions and live tails have ended`,
+      });
     },
   },
 };
