@@ -24,17 +24,22 @@ import {
   ruleTrigger,
 } from "../alerts/rules.ts";
 import {
-  booleanFlag,
   type CommandContext,
   type Parsed,
   println,
   printResult,
   stringFlag,
-  takePositionals,
   UsageError,
 } from "./command.ts";
-import { dispatch, JSON_FLAG, type Subcommands } from "./subcommands.ts";
-import { formatList, formatTable, formatTime, inert } from "./format.ts";
+import {
+  dispatch,
+  JSON_FLAG,
+  printList,
+  projectList,
+  subcommand,
+  type Subcommands,
+} from "./subcommands.ts";
+import { formatTable, formatTime, inert } from "./format.ts";
 
 const USAGE: Record<string, string> = {
   "": `Alert rules: a query, an optional threshold and a webhook.
@@ -122,20 +127,6 @@ function required(parsed: Parsed, name: string, value: string): string {
   return text;
 }
 
-/** The project and the rule the arguments of `alert remove|history` name. */
-async function takeRule(
-  ctx: CommandContext,
-  parsed: Parsed,
-  command: string,
-): Promise<{ projectId: string; ruleId: string }> {
-  const [named, ruleId] = takePositionals(
-    `alert ${command}`,
-    parsed.positionals,
-    ["PROJECT", "RULE_ID"],
-  );
-  return { projectId: await projectIdOf(ctx.kv, named), ruleId };
-}
-
 function describeScope(rule: AlertRule): string {
   return rule.threshold === undefined
     ? "every match"
@@ -143,7 +134,8 @@ function describeScope(rule: AlertRule): string {
 }
 
 const SUBCOMMANDS: Subcommands = {
-  add: {
+  add: subcommand({
+    positionals: ["PROJECT"],
     options: {
       ...JSON_FLAG,
       query: { type: "string" },
@@ -152,10 +144,7 @@ const SUBCOMMANDS: Subcommands = {
       window: { type: "string" },
       every: { type: "string" },
     },
-    async run(ctx, parsed) {
-      const [named] = takePositionals("alert add", parsed.positionals, [
-        "PROJECT",
-      ]);
+    async run(ctx, parsed, [named]) {
       const projectId = await projectIdOf(ctx.kv, named);
       const query = required(parsed, "query", "Q");
       const webhook = required(parsed, "webhook", "URL");
@@ -198,38 +187,24 @@ const SUBCOMMANDS: Subcommands = {
         ],
       });
     },
-  },
-  list: {
-    options: JSON_FLAG,
-    async run(ctx, parsed) {
-      const [named] = takePositionals("alert list", parsed.positionals, [
-        "PROJECT",
-      ]);
-      const projectId = await projectIdOf(ctx.kv, named);
-      const rules = await listAlertRules(ctx.kv, projectId);
-      println(
-        ctx,
-        formatList(rules, {
-          json: booleanFlag(parsed, "json"),
-          toJson: (r) => ruleJson(r),
-          empty: "No alert rules",
-          header: ["ID", "QUERY", "FIRES ON", "EVERY", "WEBHOOK"],
-          row: (r) => [
-            r.id,
-            inert(r.query),
-            describeScope(r),
-            formatAlertDuration(r.everyMs),
-            inert(r.webhook),
-          ],
-        }),
-      );
-      return 0;
-    },
-  },
-  remove: {
+  }),
+  list: projectList(listAlertRules, () => ({
+    toJson: (r) => ruleJson(r),
+    empty: "No alert rules",
+    header: ["ID", "QUERY", "FIRES ON", "EVERY", "WEBHOOK"],
+    row: (r) => [
+      r.id,
+      inert(r.query),
+      describeScope(r),
+      formatAlertDuration(r.everyMs),
+      inert(r.webhook),
+    ],
+  })),
+  remove: subcommand({
+    positionals: ["PROJECT", "RULE_ID"],
     options: {},
-    async run(ctx, parsed) {
-      const { projectId, ruleId } = await takeRule(ctx, parsed, "remove");
+    async run(ctx, _parsed, [named, ruleId]) {
+      const projectId = await projectIdOf(ctx.kv, named);
       if (!await deleteAlertRule(ctx.kv, projectId, ruleId)) {
         throw new AlertRuleNotFoundError(projectId, ruleId);
       }
@@ -241,34 +216,30 @@ const SUBCOMMANDS: Subcommands = {
       println(ctx, `Removed alert rule ${ruleId}`);
       return 0;
     },
-  },
-  history: {
+  }),
+  history: subcommand({
+    positionals: ["PROJECT", "RULE_ID"],
     options: JSON_FLAG,
-    async run(ctx, parsed) {
-      const { projectId, ruleId } = await takeRule(ctx, parsed, "history");
+    async run(ctx, parsed, [named, ruleId]) {
+      const projectId = await projectIdOf(ctx.kv, named);
       if (await getAlertRule(ctx.kv, projectId, ruleId) === null) {
         throw new AlertRuleNotFoundError(projectId, ruleId);
       }
       const history = await readAlertHistory(ctx.kv, projectId, ruleId);
-      println(
-        ctx,
-        formatList(history, {
-          json: booleanFlag(parsed, "json"),
-          toJson: attemptJson,
-          empty: "No deliveries yet",
-          header: ["TIME", "ATTEMPT", "COUNT", "RESULT", "OUTCOME"],
-          row: (a) => [
-            formatTime(a.at),
-            String(a.attempt),
-            String(a.count),
-            a.status === undefined ? inert(a.error ?? "-") : String(a.status),
-            a.outcome,
-          ],
-        }),
-      );
-      return 0;
+      return printList(ctx, parsed, history, {
+        toJson: attemptJson,
+        empty: "No deliveries yet",
+        header: ["TIME", "ATTEMPT", "COUNT", "RESULT", "OUTCOME"],
+        row: (a) => [
+          formatTime(a.at),
+          String(a.attempt),
+          String(a.count),
+          a.status === undefined ? inert(a.error ?? "-") : String(a.status),
+          a.outcome,
+        ],
+      });
     },
-  },
+  }),
 };
 
 /**

@@ -27,23 +27,22 @@ import {
   booleanFlag,
   type CommandContext,
   EXIT_FAILURE,
-  println,
   printResult,
   stringFlag,
   stringFlags,
-  takePositionals,
   UsageError,
   useColor,
 } from "./command.ts";
 import {
   dispatch,
   JSON_FLAG,
+  printList,
   type Subcommand,
+  subcommand,
   type Subcommands,
 } from "./subcommands.ts";
 import {
   formatLevel,
-  formatList,
   formatTable,
   formatTime,
   inert,
@@ -66,33 +65,28 @@ async function requireProject(kv: Deno.Kv, id: string): Promise<Project> {
 
 /** `project allow|disallow ID VALUE`: a change to the allow-list. */
 function allowListCommand(
-  name: string,
   change: typeof allowValue,
   headline: (id: string, value: string) => string,
 ): Subcommand {
-  return {
+  return subcommand({
+    positionals: ["ID", "VALUE"],
     options: JSON_FLAG,
-    async run(ctx, parsed) {
-      const [id, value] = takePositionals(
-        `project ${name}`,
-        parsed.positionals,
-        ["ID", "VALUE"],
-      );
+    async run(ctx, parsed, [id, value]) {
       const project = await change(ctx.kv, id, value);
       return printProject(ctx, parsed, project, headline(id, value));
     },
-  };
+  });
 }
 
 const SUBCOMMANDS: Subcommands = {
-  create: {
+  create: subcommand({
+    positionals: [],
     options: {
       ...JSON_FLAG,
       name: { type: "string" },
       allow: { type: "string", multiple: true },
     },
     async run(ctx, parsed) {
-      takePositionals("project create", parsed.positionals, []);
       const name = stringFlag(parsed, "name");
       if (name === undefined) {
         throw new UsageError(
@@ -115,67 +109,56 @@ const SUBCOMMANDS: Subcommands = {
         ],
       });
     },
-  },
-  list: {
+  }),
+  list: subcommand({
+    positionals: [],
     options: JSON_FLAG,
     async run(ctx, parsed) {
-      takePositionals("project list", parsed.positionals, []);
       // By name, then age: projects of the same name sit together, told
       // apart by their ids and creation times.
       const projects = (await listProjects(ctx.kv)).sort((a, b) =>
         a.name < b.name ? -1 : a.name > b.name ? 1 : a.createdAt - b.createdAt
       );
       const now = ctx.now();
-      println(
-        ctx,
-        formatList(projects, {
-          json: booleanFlag(parsed, "json"),
-          toJson: (p) => projectJson(p, { now }),
-          empty:
-            `No projects yet: create one with "deno task project create --name NAME"`,
-          header: ["ID", "NAME", "ALLOWED", "LEVELS", "RETENTION", "CREATED"],
-          row: (p) => [
-            p.id,
-            inert(p.name),
-            inert(p.settings.allowedOrigin.join(", ")) || "-",
-            [...STANDARD_LEVELS, ...p.levels].join(", "),
-            `${p.retentionDays}d`,
-            formatTime(p.createdAt),
-          ],
-        }),
-      );
-      return 0;
+      return printList(ctx, parsed, projects, {
+        toJson: (p) => projectJson(p, { now }),
+        empty:
+          `No projects yet: create one with "deno task project create --name NAME"`,
+        header: ["ID", "NAME", "ALLOWED", "LEVELS", "RETENTION", "CREATED"],
+        row: (p) => [
+          p.id,
+          inert(p.name),
+          inert(p.settings.allowedOrigin.join(", ")) || "-",
+          [...STANDARD_LEVELS, ...p.levels].join(", "),
+          `${p.retentionDays}d`,
+          formatTime(p.createdAt),
+        ],
+      });
     },
-  },
-  show: {
+  }),
+  show: subcommand({
+    positionals: ["ID"],
     options: JSON_FLAG,
-    async run(ctx, parsed) {
-      const [id] = takePositionals("project show", parsed.positionals, ["ID"]);
+    async run(ctx, parsed, [id]) {
       const project = await requireProject(ctx.kv, id);
       return printResult(ctx, parsed, {
         json: projectJson(project, { now: ctx.now() }),
         text: describeProject(ctx, project, false),
       });
     },
-  },
+  }),
   allow: allowListCommand(
-    "allow",
     allowValue,
     (id, value) => `Allowed "${value}" in project "${id}"`,
   ),
   disallow: allowListCommand(
-    "disallow",
     disallowValue,
     (id, value) => `Removed "${value}" from the allow-list of project "${id}"`,
   ),
-  "rotate-secret": {
+  "rotate-secret": subcommand({
+    positionals: ["ID"],
     options: { ...JSON_FLAG, grace: { type: "string" } },
-    async run(ctx, parsed) {
-      const [id] = takePositionals(
-        "project rotate-secret",
-        parsed.positionals,
-        ["ID"],
-      );
+    async run(ctx, parsed, [id]) {
       const graceText = stringFlag(parsed, "grace") ?? "24h";
       const graceMs = parseDuration(graceText);
       if (graceMs === undefined) {
@@ -208,15 +191,11 @@ const SUBCOMMANDS: Subcommands = {
         ],
       });
     },
-  },
-  levels: {
+  }),
+  levels: subcommand({
+    positionals: ["ID", "add|remove?", "NAME?"],
     options: JSON_FLAG,
-    async run(ctx, parsed) {
-      const [id, action, level] = takePositionals(
-        "project levels",
-        parsed.positionals,
-        ["ID", "add|remove?", "NAME?"],
-      );
+    async run(ctx, parsed, [id, action, level]) {
       let project: Project;
       let headline: string;
       if (action === undefined) {
@@ -257,15 +236,11 @@ const SUBCOMMANDS: Subcommands = {
         ],
       });
     },
-  },
-  retention: {
+  }),
+  retention: subcommand({
+    positionals: ["ID", "DAYS"],
     options: JSON_FLAG,
-    async run(ctx, parsed) {
-      const [id, days] = takePositionals(
-        "project retention",
-        parsed.positionals,
-        ["ID", "DAYS"],
-      );
+    async run(ctx, parsed, [id, days]) {
       if (!/^\d{1,5}$/.test(days)) {
         throw new InvalidValueError(
           `Cannot keep entries for "${days}" days: expected a whole number from 1 to 3650`,
@@ -279,13 +254,11 @@ const SUBCOMMANDS: Subcommands = {
         `Entries of project "${id}" stored from now on are kept ${project.retentionDays} days`,
       );
     },
-  },
-  delete: {
+  }),
+  delete: subcommand({
+    positionals: ["ID"],
     options: { ...JSON_FLAG, yes: { type: "boolean", short: "y" } },
-    async run(ctx, parsed) {
-      const [id] = takePositionals("project delete", parsed.positionals, [
-        "ID",
-      ]);
+    async run(ctx, parsed, [id]) {
       const project = await requireProject(ctx.kv, id);
       if (!booleanFlag(parsed, "yes")) {
         ctx.stderr(
@@ -311,7 +284,7 @@ const SUBCOMMANDS: Subcommands = {
         }" (${project.id}) and ${logs} ${logs === 1 ? "entry" : "entries"}`,
       });
     },
-  },
+  }),
 };
 
 /**

@@ -16,16 +16,19 @@ import {
   TokenNotFoundError,
 } from "../db/tokens.ts";
 import {
-  booleanFlag,
   type CommandContext,
-  println,
   printResult,
   stringFlag,
-  takePositionals,
   UsageError,
 } from "./command.ts";
-import { dispatch, JSON_FLAG, type Subcommands } from "./subcommands.ts";
-import { formatList, formatTime, inert } from "./format.ts";
+import {
+  dispatch,
+  JSON_FLAG,
+  projectList,
+  subcommand,
+  type Subcommands,
+} from "./subcommands.ts";
+import { formatTime, inert } from "./format.ts";
 import { CLI_ACTOR } from "./user.ts";
 
 const USAGE: Record<string, string> = {
@@ -66,15 +69,11 @@ export function tokenJson(token: ReadToken): Record<string, unknown> {
 }
 
 const SUBCOMMANDS: Subcommands = {
-  create: {
+  create: subcommand({
+    positionals: ["PROJECT"],
     options: { ...JSON_FLAG, name: { type: "string" } },
-    async run(ctx, parsed) {
-      const [named] = takePositionals(
-        "token create",
-        parsed.positionals,
-        ["PROJECT"],
-      );
-      const projectId = await projectIdOf(ctx.kv, named!);
+    async run(ctx, parsed, [named]) {
+      const projectId = await projectIdOf(ctx.kv, named);
       const name = stringFlag(parsed, "name");
       if (name === undefined) {
         throw new UsageError(
@@ -105,43 +104,24 @@ const SUBCOMMANDS: Subcommands = {
         ],
       });
     },
-  },
-  list: {
+  }),
+  list: projectList(listReadTokens, (projectId) => ({
+    toJson: tokenJson,
+    empty:
+      `No read tokens: create one with "deno task token create ${projectId} --name NAME"`,
+    header: ["ID", "NAME", "CREATED BY", "CREATED"],
+    row: (t) => [
+      t.id,
+      inert(t.name),
+      inert(t.createdBy),
+      formatTime(t.createdAt),
+    ],
+  })),
+  revoke: subcommand({
+    positionals: ["PROJECT", "NAME_OR_ID"],
     options: JSON_FLAG,
-    async run(ctx, parsed) {
-      const [named] = takePositionals("token list", parsed.positionals, [
-        "PROJECT",
-      ]);
-      const projectId = await projectIdOf(ctx.kv, named!);
-      const tokens = await listReadTokens(ctx.kv, projectId);
-      println(
-        ctx,
-        formatList(tokens, {
-          json: booleanFlag(parsed, "json"),
-          toJson: tokenJson,
-          empty:
-            `No read tokens: create one with "deno task token create ${projectId} --name NAME"`,
-          header: ["ID", "NAME", "CREATED BY", "CREATED"],
-          row: (t) => [
-            t.id,
-            inert(t.name),
-            inert(t.createdBy),
-            formatTime(t.createdAt),
-          ],
-        }),
-      );
-      return 0;
-    },
-  },
-  revoke: {
-    options: JSON_FLAG,
-    async run(ctx, parsed) {
-      const [named, which] = takePositionals(
-        "token revoke",
-        parsed.positionals,
-        ["PROJECT", "NAME_OR_ID"],
-      );
-      const projectId = await projectIdOf(ctx.kv, named!);
+    async run(ctx, parsed, [named, which]) {
+      const projectId = await projectIdOf(ctx.kv, named);
       const record = await revokeReadToken(ctx.kv, projectId, which);
       await recordCliChange(ctx, {
         projectId,
@@ -153,7 +133,7 @@ const SUBCOMMANDS: Subcommands = {
         text: `Revoked read token "${inert(record.name)}" (${record.id})`,
       });
     },
-  },
+  }),
 };
 
 /**

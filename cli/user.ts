@@ -27,15 +27,19 @@ import {
   booleanFlag,
   type CommandContext,
   type Parsed,
-  println,
   printResult,
   stringFlag,
   stringFlags,
-  takePositionals,
   UsageError,
 } from "./command.ts";
-import { dispatch, JSON_FLAG, type Subcommands } from "./subcommands.ts";
-import { formatList, formatTime, inert } from "./format.ts";
+import {
+  dispatch,
+  JSON_FLAG,
+  printList,
+  subcommand,
+  type Subcommands,
+} from "./subcommands.ts";
+import { formatTime, inert } from "./format.ts";
 
 /** Who the audit log names for a change made with these commands. */
 export const CLI_ACTOR = "cli";
@@ -124,18 +128,18 @@ function printUser(
   return printResult(ctx, parsed, { json: userJson(user), text: headline });
 }
 
+/** The flags of `add` and `set`: an account's role and projects. */
+const ACCOUNT_FLAGS = {
+  ...JSON_FLAG,
+  role: { type: "string" },
+  project: { type: "string", multiple: true },
+} as const;
+
 const SUBCOMMANDS: Subcommands = {
-  add: {
-    options: {
-      ...JSON_FLAG,
-      role: { type: "string" },
-      project: { type: "string", multiple: true },
-      "password-stdin": { type: "boolean" },
-    },
-    async run(ctx, parsed) {
-      const [email] = takePositionals("user add", parsed.positionals, [
-        "EMAIL",
-      ]);
+  add: subcommand({
+    positionals: ["EMAIL"],
+    options: { ...ACCOUNT_FLAGS, "password-stdin": { type: "boolean" } },
+    async run(ctx, parsed, [email]) {
       const role = stringFlag(parsed, "role");
       if (role === undefined) {
         throw new UsageError(
@@ -171,41 +175,29 @@ const SUBCOMMANDS: Subcommands = {
         }`,
       );
     },
-  },
-  list: {
+  }),
+  list: subcommand({
+    positionals: [],
     options: JSON_FLAG,
     async run(ctx, parsed) {
-      takePositionals("user list", parsed.positionals, []);
-      const users = await listUsers(ctx.kv);
-      println(
-        ctx,
-        formatList(users, {
-          json: booleanFlag(parsed, "json"),
-          toJson: userJson,
-          empty:
-            `No accounts besides the built-in "admin": add one with "deno task user add EMAIL --role viewer --project ID --password-stdin"`,
-          header: ["EMAIL", "ROLE", "PROJECTS", "ADDED"],
-          row: (u) => [
-            inert(u.email),
-            u.role,
-            u.role === "admin" ? "(all)" : u.projects.join(", ") || "-",
-            formatTime(u.createdAt),
-          ],
-        }),
-      );
-      return 0;
+      return printList(ctx, parsed, await listUsers(ctx.kv), {
+        toJson: userJson,
+        empty:
+          `No accounts besides the built-in "admin": add one with "deno task user add EMAIL --role viewer --project ID --password-stdin"`,
+        header: ["EMAIL", "ROLE", "PROJECTS", "ADDED"],
+        row: (u) => [
+          inert(u.email),
+          u.role,
+          u.role === "admin" ? "(all)" : u.projects.join(", ") || "-",
+          formatTime(u.createdAt),
+        ],
+      });
     },
-  },
-  set: {
-    options: {
-      ...JSON_FLAG,
-      role: { type: "string" },
-      project: { type: "string", multiple: true },
-    },
-    async run(ctx, parsed) {
-      const [email] = takePositionals("user set", parsed.positionals, [
-        "EMAIL",
-      ]);
+  }),
+  set: subcommand({
+    positionals: ["EMAIL"],
+    options: ACCOUNT_FLAGS,
+    async run(ctx, parsed, [email]) {
       const before = await getUser(ctx.kv, email);
       if (before === null) throw new UserNotFoundError(email);
       const role = stringFlag(parsed, "role");
@@ -237,13 +229,11 @@ const SUBCOMMANDS: Subcommands = {
         }`,
       );
     },
-  },
-  passwd: {
+  }),
+  passwd: subcommand({
+    positionals: ["EMAIL"],
     options: { ...JSON_FLAG, "password-stdin": { type: "boolean" } },
-    async run(ctx, parsed) {
-      const [email] = takePositionals("user passwd", parsed.positionals, [
-        "EMAIL",
-      ]);
+    async run(ctx, parsed, [email]) {
       if (await getUser(ctx.kv, email) === null) {
         throw new UserNotFoundError(email);
       }
@@ -262,13 +252,11 @@ const SUBCOMMANDS: Subcommands = {
         `New password set for "${inert(user.email)}": its sessions have ended`,
       );
     },
-  },
-  remove: {
+  }),
+  remove: subcommand({
+    positionals: ["EMAIL"],
     options: JSON_FLAG,
-    async run(ctx, parsed) {
-      const [email] = takePositionals("user remove", parsed.positionals, [
-        "EMAIL",
-      ]);
+    async run(ctx, parsed, [email]) {
       const user = await removeUser(ctx.kv, email);
       await recordAuditIn(ctx.kv, [null, ...user.projects], {
         actor: CLI_ACTOR,
@@ -283,7 +271,7 @@ const SUBCOMMANDS: Subcommands = {
         }": its sessions and live tails have ended`,
       });
     },
-  },
+  }),
 };
 
 /**
