@@ -27,14 +27,14 @@ import {
   type CommandContext,
   type Parsed,
   println,
-  printResult,
+  requiredFlag,
   stringFlag,
   UsageError,
 } from "./command.ts";
+import { printList, printResult } from "./output.ts";
 import {
   dispatch,
   JSON_FLAG,
-  printList,
   projectList,
   subcommand,
   type Subcommands,
@@ -117,16 +117,6 @@ function durationFlag(parsed: Parsed, name: string): number | undefined {
   return ms;
 }
 
-function required(parsed: Parsed, name: string, value: string): string {
-  const text = stringFlag(parsed, name);
-  if (text === undefined) {
-    throw new UsageError(
-      `Cannot run "alert add": missing --${name} ${value} (see --help)`,
-    );
-  }
-  return text;
-}
-
 function describeScope(rule: AlertRule): string {
   return rule.threshold === undefined
     ? "every match"
@@ -146,8 +136,8 @@ const SUBCOMMANDS: Subcommands = {
     },
     async run(ctx, parsed, [named]) {
       const projectId = await projectIdOf(ctx.kv, named);
-      const query = required(parsed, "query", "Q");
-      const webhook = required(parsed, "webhook", "URL");
+      const query = requiredFlag(parsed, "alert add", "query", "Q");
+      const webhook = requiredFlag(parsed, "alert add", "webhook", "URL");
       const thresholdText = stringFlag(parsed, "threshold");
       if (thresholdText !== undefined && !/^\d{1,10}$/.test(thresholdText)) {
         throw new UsageError(

@@ -69,27 +69,6 @@ export function println(ctx: CommandContext, line = ""): void {
   ctx.stdout(line + "\n");
 }
 
-/**
- * Prints what a command did: `json` as one line of JSON with `--json`, else
- * the lines of `text`. Returns 0, the exit code of success.
- *
- * @example
- * ```ts
- * return printResult(ctx, parsed, { json: userJson(user), text: "Saved" });
- * ```
- */
-export function printResult(
-  ctx: CommandContext,
-  parsed: Parsed,
-  result: { json: unknown; text: string | string[] },
-): number {
-  const lines = booleanFlag(parsed, "json")
-    ? [JSON.stringify(result.json)]
-    : [result.text].flat();
-  for (const line of lines) println(ctx, line);
-  return 0;
-}
-
 /** The result of {@linkcode parseFlags}. */
 export interface Parsed {
   values: Record<string, string | boolean | (string | boolean)[] | undefined>;
@@ -296,6 +275,31 @@ export function stringFlag(parsed: Parsed, name: string): string | undefined {
   const value = parsed.values[name];
   if (Array.isArray(value)) return value.map(String).at(-1);
   return typeof value === "string" ? value : undefined;
+}
+
+/**
+ * Reads a string flag that `command` cannot run without; a one-line
+ * {@linkcode UsageError} naming it and its `value` when it is missing.
+ *
+ * @example
+ * ```ts
+ * const name = requiredFlag(parsed, "token create", "name", "NAME");
+ * // or `Cannot run "token create": missing --name NAME (see --help)`
+ * ```
+ */
+export function requiredFlag(
+  parsed: Parsed,
+  command: string,
+  name: string,
+  value: string,
+): string {
+  const text = stringFlag(parsed, name);
+  if (text === undefined) {
+    throw new UsageError(
+      `Cannot run "${command}": missing --${name} ${value} (see --help)`,
+    );
+  }
+  return text;
 }
 
 /** Reads a string flag that may be repeated. */

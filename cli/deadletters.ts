@@ -18,11 +18,11 @@ import {
   type CommandContext,
   type CommandSpec,
   println,
-  printResult,
   runCommand,
   takePositionals,
   UsageError,
 } from "./command.ts";
+import { printResult } from "./output.ts";
 import { formatList, formatTime, inert } from "./format.ts";
 
 const USAGE =

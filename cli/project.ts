@@ -27,16 +27,16 @@ import {
   booleanFlag,
   type CommandContext,
   EXIT_FAILURE,
-  printResult,
+  requiredFlag,
   stringFlag,
   stringFlags,
   UsageError,
   useColor,
 } from "./command.ts";
+import { printList, printResult } from "./output.ts";
 import {
   dispatch,
   JSON_FLAG,
-  printList,
   type Subcommand,
   subcommand,
   type Subcommands,
@@ -87,12 +87,7 @@ const SUBCOMMANDS: Subcommands = {
       allow: { type: "string", multiple: true },
     },
     async run(ctx, parsed) {
-      const name = stringFlag(parsed, "name");
-      if (name === undefined) {
-        throw new UsageError(
-          `Cannot run "project create": missing --name NAME (see --help)`,
-        );
-      }
+      const name = requiredFlag(parsed, "project create", "name", "NAME");
       const project = await createProject(ctx.kv, {
         name,
         allow: stringFlags(parsed, "allow"),

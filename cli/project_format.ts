@@ -6,12 +6,8 @@
  */
 import type { Project } from "../db/projects.ts";
 import { STANDARD_LEVELS } from "../domain/entry.ts";
-import {
-  type CommandContext,
-  type Parsed,
-  printResult,
-  useColor,
-} from "./command.ts";
+import { type CommandContext, type Parsed, useColor } from "./command.ts";
+import { printResult } from "./output.ts";
 import { formatLevel, formatTable, formatTime, inert } from "./format.ts";
 
 /** The JSON form of a project; the secret only when asked. */

@@ -27,7 +27,6 @@ import {
   EXIT_FAILURE,
   guard,
   println,
-  printResult,
   runCommand,
   runWithFlags,
   stringFlag,
@@ -36,6 +35,7 @@ import {
   UsageError,
   useColor,
 } from "./command.ts";
+import { printResult } from "./output.ts";
 import { formatLevel, formatTable, formatTime, inert } from "./format.ts";
 import { resolveProject } from "./resolve.ts";
 

@@ -25,11 +25,11 @@ import {
   booleanFlag,
   type CommandContext,
   type CommandSpec,
-  printResult,
   runCommand,
   takePositionals,
   useColor,
 } from "./command.ts";
+import { printResult } from "./output.ts";
 import { formatLevel, formatTable, formatTime, inert } from "./format.ts";
 
 const USAGE = `Show a project's counters and its recent rejections.

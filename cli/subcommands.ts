@@ -20,7 +20,8 @@ import {
   takePositionals,
   UsageError,
 } from "./command.ts";
-import { formatList, type ListView } from "./format.ts";
+import type { ListView } from "./format.ts";
+import { printList } from "./output.ts";
 import { projectIdOf } from "./resolve.ts";
 
 /** `--json`, the option of most subcommands. */
@@ -69,23 +70,6 @@ export function subcommand<const Names extends readonly string[]>(
 
 /** The subcommands of a command, by their word. */
 export type Subcommands = Record<string, Subcommand>;
-
-/**
- * Prints `items` as {@linkcode formatList} shows them, as a JSON array
- * with `--json`. Returns 0, the exit code of success.
- */
-export function printList<T>(
-  ctx: CommandContext,
-  parsed: Parsed,
-  items: readonly T[],
-  view: Omit<ListView<T>, "json">,
-): number {
-  println(
-    ctx,
-    formatList(items, { ...view, json: booleanFlag(parsed, "json") }),
-  );
-  return 0;
-}
 
 /**
  * `list PROJECT`: the records `list` reads of the project named by its

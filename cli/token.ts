@@ -15,12 +15,8 @@ import {
   revokeReadToken,
   TokenNotFoundError,
 } from "../db/tokens.ts";
-import {
-  type CommandContext,
-  printResult,
-  stringFlag,
-  UsageError,
-} from "./command.ts";
+import { type CommandContext, requiredFlag } from "./command.ts";
+import { printResult } from "./output.ts";
 import {
   dispatch,
   JSON_FLAG,
@@ -74,12 +70,7 @@ const SUBCOMMANDS: Subcommands = {
     options: { ...JSON_FLAG, name: { type: "string" } },
     async run(ctx, parsed, [named]) {
       const projectId = await projectIdOf(ctx.kv, named);
-      const name = stringFlag(parsed, "name");
-      if (name === undefined) {
-        throw new UsageError(
-          `Cannot run "token create": missing --name NAME (see --help)`,
-        );
-      }
+      const name = requiredFlag(parsed, "token create", "name", "NAME");
       const { token, record } = await createReadToken(ctx.kv, {
         projectId,
         name,

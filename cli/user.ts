@@ -27,15 +27,15 @@ import {
   booleanFlag,
   type CommandContext,
   type Parsed,
-  printResult,
+  requiredFlag,
   stringFlag,
   stringFlags,
   UsageError,
 } from "./command.ts";
+import { printList, printResult } from "./output.ts";
 import {
   dispatch,
   JSON_FLAG,
-  printList,
   subcommand,
   type Subcommands,
 } from "./subcommands.ts";
@@ -140,14 +140,7 @@ const SUBCOMMANDS: Subcommands = {
     positionals: ["EMAIL"],
     options: { ...ACCOUNT_FLAGS, "password-stdin": { type: "boolean" } },
     async run(ctx, parsed, [email]) {
-      const role = stringFlag(parsed, "role");
-      if (role === undefined) {
-        throw new UsageError(
-          `Cannot run "user add": missing --role ${
-            ROLES.join("|")
-          } (see --help)`,
-        );
-      }
+      const role = requiredFlag(parsed, "user add", "role", ROLES.join("|"));
       const password = await readPassword(ctx, parsed, "user add");
       const user = await addUser(ctx.kv, {
         email,
