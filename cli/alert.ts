@@ -24,16 +24,22 @@ import {
   ruleTrigger,
 } from "../alerts/rules.ts";
 import {
-  booleanFlag,
   type CommandContext,
   type Parsed,
   println,
+  requiredFlag,
   stringFlag,
-  takePositionals,
   UsageError,
 } from "./command.ts";
-import { dispatch, JSON_FLAG, type Subcommands } from "./subcommands.ts";
-import { formatList, formatTable, formatTime, inert } from "./format.ts";
+import { printList, printResult } from "./output.ts";
+import {
+  dispatch,
+  JSON_FLAG,
+  projectList,
+  subcommand,
+  type Subcommands,
+} from "./subcommands.ts";
+import { formatTable, formatTime, inert } from "./format.ts";
 
 const USAGE: Record<string, string> = {
   "": `Alert rules: a query, an optional threshold and a webhook.
@@ -111,30 +117,6 @@ function durationFlag(parsed: Parsed, name: string): number | undefined {
   return ms;
 }
 
-function required(parsed: Parsed, name: string, value: string): string {
-  const text = stringFlag(parsed, name);
-  if (text === undefined) {
-    throw new UsageError(
-      `Cannot run "alert add": missing --${name} ${value} (see --help)`,
-    );
-  }
-  return text;
-}
-
-/** The project and the rule the arguments of `alert remove|history` name. */
-async function takeRule(
-  ctx: CommandContext,
-  parsed: Parsed,
-  command: string,
-): Promise<{ projectId: string; ruleId: string }> {
-  const [named, ruleId] = takePositionals(
-    `alert ${command}`,
-    parsed.positionals,
-    ["PROJECT", "RULE_ID"],
-  );
-  return { projectId: await projectIdOf(ctx.kv, named), ruleId };
-}
-
 function describeScope(rule: AlertRule): string {
   return rule.threshold === undefined
     ? "every match"
@@ -142,7 +124,8 @@ function describeScope(rule: AlertRule): string {
 }
 
 const SUBCOMMANDS: Subcommands = {
-  add: {
+  add: subcommand({
+    positionals: ["PROJECT"],
     options: {
       ...JSON_FLAG,
       query: { type: "string" },
@@ -151,13 +134,10 @@ const SUBCOMMANDS: Subcommands = {
       window: { type: "string" },
       every: { type: "string" },
     },
-    async run(ctx, parsed) {
-      const [named] = takePositionals("alert add", parsed.positionals, [
-        "PROJECT",
-      ]);
+    async run(ctx, parsed, [named]) {
       const projectId = await projectIdOf(ctx.kv, named);
-      const query = required(parsed, "query", "Q");
-      const webhook = required(parsed, "webhook", "URL");
+      const query = requiredFlag(parsed, "alert add", "query", "Q");
+      const webhook = requiredFlag(parsed, "alert add", "webhook", "URL");
       const thresholdText = stringFlag(parsed, "threshold");
       if (thresholdText !== undefined && !/^\d{1,10}$/.test(thresholdText)) {
         throw new UsageError(
@@ -181,60 +161,40 @@ const SUBCOMMANDS: Subcommands = {
         action: "alert.add",
         detail: `${rule.id}: ${query} -> ${new URL(webhook).host}`,
       });
-      if (booleanFlag(parsed, "json")) {
-        println(ctx, JSON.stringify(ruleJson(rule, true)));
-        return 0;
-      }
-      println(ctx, `Added alert rule ${rule.id}`);
-      println(
-        ctx,
-        formatTable([
-          ["Query", inert(rule.query)],
-          ["Fires on", describeScope(rule)],
-          ["At most every", formatAlertDuration(rule.everyMs)],
-          ["Webhook", inert(rule.webhook)],
-          ["Secret", rule.secret],
-        ]),
-      );
-      println(ctx);
-      println(
-        ctx,
-        "The secret signs each delivery (X-Logs-Signature); it is not shown again.",
-      );
-      return 0;
+      return printResult(ctx, parsed, {
+        json: ruleJson(rule, true),
+        text: [
+          `Added alert rule ${rule.id}`,
+          formatTable([
+            ["Query", inert(rule.query)],
+            ["Fires on", describeScope(rule)],
+            ["At most every", formatAlertDuration(rule.everyMs)],
+            ["Webhook", inert(rule.webhook)],
+            ["Secret", rule.secret],
+          ]),
+          "",
+          "The secret signs each delivery (X-Logs-Signature); it is not shown again.",
+        ],
+      });
     },
-  },
-  list: {
-    options: JSON_FLAG,
-    async run(ctx, parsed) {
-      const [named] = takePositionals("alert list", parsed.positionals, [
-        "PROJECT",
-      ]);
-      const projectId = await projectIdOf(ctx.kv, named);
-      const rules = await listAlertRules(ctx.kv, projectId);
-      println(
-        ctx,
-        formatList(rules, {
-          json: booleanFlag(parsed, "json"),
-          toJson: (r) => ruleJson(r),
-          empty: "No alert rules",
-          header: ["ID", "QUERY", "FIRES ON", "EVERY", "WEBHOOK"],
-          row: (r) => [
-            r.id,
-            inert(r.query),
-            describeScope(r),
-            formatAlertDuration(r.everyMs),
-            inert(r.webhook),
-          ],
-        }),
-      );
-      return 0;
-    },
-  },
-  remove: {
+  }),
+  list: projectList(listAlertRules, () => ({
+    toJson: (r) => ruleJson(r),
+    empty: "No alert rules",
+    header: ["ID", "QUERY", "FIRES ON", "EVERY", "WEBHOOK"],
+    row: (r) => [
+      r.id,
+      inert(r.query),
+      describeScope(r),
+      formatAlertDuration(r.everyMs),
+      inert(r.webhook),
+    ],
+  })),
+  remove: subcommand({
+    positionals: ["PROJECT", "RULE_ID"],
     options: {},
-    async run(ctx, parsed) {
-      const { projectId, ruleId } = await takeRule(ctx, parsed, "remove");
+    async run(ctx, _parsed, [named, ruleId]) {
+      const projectId = await projectIdOf(ctx.kv, named);
       if (!await deleteAlertRule(ctx.kv, projectId, ruleId)) {
         throw new AlertRuleNotFoundError(projectId, ruleId);
       }
@@ -246,34 +206,30 @@ const SUBCOMMANDS: Subcommands = {
       println(ctx, `Removed alert rule ${ruleId}`);
       return 0;
     },
-  },
-  history: {
+  }),
+  history: subcommand({
+    positionals: ["PROJECT", "RULE_ID"],
     options: JSON_FLAG,
-    async run(ctx, parsed) {
-      const { projectId, ruleId } = await takeRule(ctx, parsed, "history");
+    async run(ctx, parsed, [named, ruleId]) {
+      const projectId = await projectIdOf(ctx.kv, named);
       if (await getAlertRule(ctx.kv, projectId, ruleId) === null) {
         throw new AlertRuleNotFoundError(projectId, ruleId);
       }
       const history = await readAlertHistory(ctx.kv, projectId, ruleId);
-      println(
-        ctx,
-        formatList(history, {
-          json: booleanFlag(parsed, "json"),
-          toJson: attemptJson,
-          empty: "No deliveries yet",
-          header: ["TIME", "ATTEMPT", "COUNT", "RESULT", "OUTCOME"],
-          row: (a) => [
-            formatTime(a.at),
-            String(a.attempt),
-            String(a.count),
-            a.status === undefined ? inert(a.error ?? "-") : String(a.status),
-            a.outcome,
-          ],
-        }),
-      );
-      return 0;
+      return printList(ctx, parsed, history, {
+        toJson: attemptJson,
+        empty: "No deliveries yet",
+        header: ["TIME", "ATTEMPT", "COUNT", "RESULT", "OUTCOME"],
+        row: (a) => [
+          formatTime(a.at),
+          String(a.attempt),
+          String(a.count),
+          a.status === undefined ? inert(a.error ?? "-") : String(a.status),
+          a.outcome,
+        ],
+      });
     },
-  },
+  }),
 };
 
 /**

@@ -277,6 +277,31 @@ export function stringFlag(parsed: Parsed, name: string): string | undefined {
   return typeof value === "string" ? value : undefined;
 }
 
+/**
+ * Reads a string flag that `command` cannot run without; a one-line
+ * {@linkcode UsageError} naming it and its `value` when it is missing.
+ *
+ * @example
+ * ```ts
+ * const name = requiredFlag(parsed, "token create", "name", "NAME");
+ * // or `Cannot run "token create": missing --name NAME (see --help)`
+ * ```
+ */
+export function requiredFlag(
+  parsed: Parsed,
+  command: string,
+  name: string,
+  value: string,
+): string {
+  const text = stringFlag(parsed, name);
+  if (text === undefined) {
+    throw new UsageError(
+      `Cannot run "${command}": missing --${name} ${value} (see --help)`,
+    );
+  }
+  return text;
+}
+
 /** Reads a string flag that may be repeated. */
 export function stringFlags(parsed: Parsed, name: string): string[] {
   const value = parsed.values[name];

@@ -22,6 +22,7 @@ import {
   takePositionals,
   UsageError,
 } from "./command.ts";
+import { printResult } from "./output.ts";
 import { formatList, formatTime, inert } from "./format.ts";
 
 const USAGE =
@@ -100,27 +101,19 @@ export function deadLettersCommand(ctx: CommandContext): Promise<number> {
       const replayed = id === undefined
         ? await replayAllDeadLetters(ctx.kv)
         : [await replayDeadLetter(ctx.kv, id)];
-      if (json) {
-        println(
-          ctx,
-          JSON.stringify({ replayed: replayed.map(deadLetterJson) }),
-        );
-      } else if (replayed.length === 0) {
-        println(ctx, "No dead letters to replay");
-      } else {
-        const entries = replayed.reduce((n, l) => n + l.count, 0);
-        println(
-          ctx,
-          `Replayed ${
+      const entries = replayed.reduce((n, l) => n + l.count, 0);
+      return printResult(ctx, parsed, {
+        json: { replayed: replayed.map(deadLetterJson) },
+        text: replayed.length === 0
+          ? "No dead letters to replay"
+          : `Replayed ${
             plural(replayed.length, "dead letter", "dead letters")
           } (${
             plural(entries, "entry", "entries")
           }): a running server processes ${
             replayed.length === 1 ? "it" : "them"
           } within seconds`,
-        );
-      }
-      return 0;
+      });
     }
     throw new UsageError(
       `Cannot run "deadletters ${action}": expected "list" or "replay" (see --help)`,

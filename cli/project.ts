@@ -27,22 +27,22 @@ import {
   booleanFlag,
   type CommandContext,
   EXIT_FAILURE,
-  println,
+  requiredFlag,
   stringFlag,
   stringFlags,
-  takePositionals,
   UsageError,
   useColor,
 } from "./command.ts";
+import { printList, printResult } from "./output.ts";
 import {
   dispatch,
   JSON_FLAG,
   type Subcommand,
+  subcommand,
   type Subcommands,
 } from "./subcommands.ts";
 import {
   formatLevel,
-  formatList,
   formatTable,
   formatTime,
   inert,
@@ -65,122 +65,95 @@ async function requireProject(kv: Deno.Kv, id: string): Promise<Project> {
 
 /** `project allow|disallow ID VALUE`: a change to the allow-list. */
 function allowListCommand(
-  name: string,
   change: typeof allowValue,
   headline: (id: string, value: string) => string,
 ): Subcommand {
-  return {
+  return subcommand({
+    positionals: ["ID", "VALUE"],
     options: JSON_FLAG,
-    async run(ctx, parsed) {
-      const [id, value] = takePositionals(
-        `project ${name}`,
-        parsed.positionals,
-        ["ID", "VALUE"],
-      );
+    async run(ctx, parsed, [id, value]) {
       const project = await change(ctx.kv, id, value);
-      printProject(ctx, parsed, project, headline(id, value));
-      return 0;
+      return printProject(ctx, parsed, project, headline(id, value));
     },
-  };
+  });
 }
 
 const SUBCOMMANDS: Subcommands = {
-  create: {
+  create: subcommand({
+    positionals: [],
     options: {
       ...JSON_FLAG,
       name: { type: "string" },
       allow: { type: "string", multiple: true },
     },
     async run(ctx, parsed) {
-      takePositionals("project create", parsed.positionals, []);
-      const name = stringFlag(parsed, "name");
-      if (name === undefined) {
-        throw new UsageError(
-          `Cannot run "project create": missing --name NAME (see --help)`,
-        );
-      }
+      const name = requiredFlag(parsed, "project create", "name", "NAME");
       const project = await createProject(ctx.kv, {
         name,
         allow: stringFlags(parsed, "allow"),
         now: ctx.now,
       });
-      if (booleanFlag(parsed, "json")) {
-        println(ctx, JSON.stringify(projectJson(project, { secret: true })));
-        return 0;
-      }
-      println(ctx, `Created project "${inert(project.name)}"`);
-      println(ctx);
-      println(ctx, describeProject(ctx, project, true));
-      println(ctx);
-      println(
-        ctx,
-        "Keep the secret somewhere safe: it is shown now and never again (rotate-secret makes a new one).",
-      );
-      return 0;
+      return printResult(ctx, parsed, {
+        json: projectJson(project, { secret: true }),
+        text: [
+          `Created project "${inert(project.name)}"`,
+          "",
+          describeProject(ctx, project, true),
+          "",
+          "Keep the secret somewhere safe: it is shown now and never again (rotate-secret makes a new one).",
+        ],
+      });
     },
-  },
-  list: {
+  }),
+  list: subcommand({
+    positionals: [],
     options: JSON_FLAG,
     async run(ctx, parsed) {
-      takePositionals("project list", parsed.positionals, []);
       // By name, then age: projects of the same name sit together, told
       // apart by their ids and creation times.
       const projects = (await listProjects(ctx.kv)).sort((a, b) =>
         a.name < b.name ? -1 : a.name > b.name ? 1 : a.createdAt - b.createdAt
       );
       const now = ctx.now();
-      println(
-        ctx,
-        formatList(projects, {
-          json: booleanFlag(parsed, "json"),
-          toJson: (p) => projectJson(p, { now }),
-          empty:
-            `No projects yet: create one with "deno task project create --name NAME"`,
-          header: ["ID", "NAME", "ALLOWED", "LEVELS", "RETENTION", "CREATED"],
-          row: (p) => [
-            p.id,
-            inert(p.name),
-            inert(p.settings.allowedOrigin.join(", ")) || "-",
-            [...STANDARD_LEVELS, ...p.levels].join(", "),
-            `${p.retentionDays}d`,
-            formatTime(p.createdAt),
-          ],
-        }),
-      );
-      return 0;
+      return printList(ctx, parsed, projects, {
+        toJson: (p) => projectJson(p, { now }),
+        empty:
+          `No projects yet: create one with "deno task project create --name NAME"`,
+        header: ["ID", "NAME", "ALLOWED", "LEVELS", "RETENTION", "CREATED"],
+        row: (p) => [
+          p.id,
+          inert(p.name),
+          inert(p.settings.allowedOrigin.join(", ")) || "-",
+          [...STANDARD_LEVELS, ...p.levels].join(", "),
+          `${p.retentionDays}d`,
+          formatTime(p.createdAt),
+        ],
+      });
     },
-  },
-  show: {
+  }),
+  show: subcommand({
+    positionals: ["ID"],
     options: JSON_FLAG,
-    async run(ctx, parsed) {
-      const [id] = takePositionals("project show", parsed.positionals, ["ID"]);
+    async run(ctx, parsed, [id]) {
       const project = await requireProject(ctx.kv, id);
-      if (booleanFlag(parsed, "json")) {
-        println(ctx, JSON.stringify(projectJson(project, { now: ctx.now() })));
-      } else {
-        println(ctx, describeProject(ctx, project, false));
-      }
-      return 0;
+      return printResult(ctx, parsed, {
+        json: projectJson(project, { now: ctx.now() }),
+        text: describeProject(ctx, project, false),
+      });
     },
-  },
+  }),
   allow: allowListCommand(
-    "allow",
     allowValue,
     (id, value) => `Allowed "${value}" in project "${id}"`,
   ),
   disallow: allowListCommand(
-    "disallow",
     disallowValue,
     (id, value) => `Removed "${value}" from the allow-list of project "${id}"`,
   ),
-  "rotate-secret": {
+  "rotate-secret": subcommand({
+    positionals: ["ID"],
     options: { ...JSON_FLAG, grace: { type: "string" } },
-    async run(ctx, parsed) {
-      const [id] = takePositionals(
-        "project rotate-secret",
-        parsed.positionals,
-        ["ID"],
-      );
+    async run(ctx, parsed, [id]) {
       const graceText = stringFlag(parsed, "grace") ?? "24h";
       const graceMs = parseDuration(graceText);
       if (graceMs === undefined) {
@@ -193,39 +166,31 @@ const SUBCOMMANDS: Subcommands = {
         now: ctx.now,
       });
       const expires = project.previousSecretExpiresAt;
-      if (booleanFlag(parsed, "json")) {
-        println(
-          ctx,
-          JSON.stringify({
-            ...projectJson(project, { secret: true, now: ctx.now() }),
-            previousSecretExpiresAt: expires === undefined
-              ? null
-              : new Date(expires).toISOString(),
-          }),
-        );
-        return 0;
-      }
-      println(ctx, `New secret of project "${project.id}":`);
-      println(ctx);
-      println(ctx, `  ${project.secret}`);
-      println(ctx);
-      println(
-        ctx,
-        expires === undefined
-          ? "The previous secret no longer verifies."
-          : `The previous secret keeps verifying until ${formatTime(expires)}.`,
-      );
-      return 0;
+      return printResult(ctx, parsed, {
+        json: {
+          ...projectJson(project, { secret: true, now: ctx.now() }),
+          previousSecretExpiresAt: expires === undefined
+            ? null
+            : new Date(expires).toISOString(),
+        },
+        text: [
+          `New secret of project "${project.id}":`,
+          "",
+          `  ${project.secret}`,
+          "",
+          expires === undefined
+            ? "The previous secret no longer verifies."
+            : `The previous secret keeps verifying until ${
+              formatTime(expires)
+            }.`,
+        ],
+      });
     },
-  },
-  levels: {
+  }),
+  levels: subcommand({
+    positionals: ["ID", "add|remove?", "NAME?"],
     options: JSON_FLAG,
-    async run(ctx, parsed) {
-      const [id, action, level] = takePositionals(
-        "project levels",
-        parsed.positionals,
-        ["ID", "add|remove?", "NAME?"],
-      );
+    async run(ctx, parsed, [id, action, level]) {
       let project: Project;
       let headline: string;
       if (action === undefined) {
@@ -246,59 +211,49 @@ const SUBCOMMANDS: Subcommands = {
         project = await removeLevel(ctx.kv, id, level);
         headline = `Removed level "${level}" from project "${id}"`;
       }
-      if (booleanFlag(parsed, "json")) {
-        println(ctx, JSON.stringify(projectJson(project, { now: ctx.now() })));
-        return 0;
-      }
       const color = useColor(ctx);
-      println(ctx, headline);
-      println(ctx);
-      println(
-        ctx,
-        formatTable([
-          [
-            "Standard",
-            STANDARD_LEVELS.map((l) => formatLevel(l, color)).join(", "),
-          ],
-          [
-            "Custom",
-            project.levels.map((l) => formatLevel(l, color)).join(", ") ||
-            "(none)",
-          ],
-        ]),
-      );
-      return 0;
+      return printResult(ctx, parsed, {
+        json: projectJson(project, { now: ctx.now() }),
+        text: [
+          headline,
+          "",
+          formatTable([
+            [
+              "Standard",
+              STANDARD_LEVELS.map((l) => formatLevel(l, color)).join(", "),
+            ],
+            [
+              "Custom",
+              project.levels.map((l) => formatLevel(l, color)).join(", ") ||
+              "(none)",
+            ],
+          ]),
+        ],
+      });
     },
-  },
-  retention: {
+  }),
+  retention: subcommand({
+    positionals: ["ID", "DAYS"],
     options: JSON_FLAG,
-    async run(ctx, parsed) {
-      const [id, days] = takePositionals(
-        "project retention",
-        parsed.positionals,
-        ["ID", "DAYS"],
-      );
+    async run(ctx, parsed, [id, days]) {
       if (!/^\d{1,5}$/.test(days)) {
         throw new InvalidValueError(
           `Cannot keep entries for "${days}" days: expected a whole number from 1 to 3650`,
         );
       }
       const project = await setRetention(ctx.kv, id, Number(days));
-      printProject(
+      return printProject(
         ctx,
         parsed,
         project,
         `Entries of project "${id}" stored from now on are kept ${project.retentionDays} days`,
       );
-      return 0;
     },
-  },
-  delete: {
+  }),
+  delete: subcommand({
+    positionals: ["ID"],
     options: { ...JSON_FLAG, yes: { type: "boolean", short: "y" } },
-    async run(ctx, parsed) {
-      const [id] = takePositionals("project delete", parsed.positionals, [
-        "ID",
-      ]);
+    async run(ctx, parsed, [id]) {
       const project = await requireProject(ctx.kv, id);
       if (!booleanFlag(parsed, "yes")) {
         ctx.stderr(
@@ -317,22 +272,14 @@ const SUBCOMMANDS: Subcommands = {
         }
       }
       const logs = await deleteProject(ctx.kv, project.id);
-      if (booleanFlag(parsed, "json")) {
-        println(
-          ctx,
-          JSON.stringify({ projectId: project.id, deleted: true, logs }),
-        );
-      } else {
-        println(
-          ctx,
-          `Deleted project "${
-            inert(project.name)
-          }" (${project.id}) and ${logs} ${logs === 1 ? "entry" : "entries"}`,
-        );
-      }
-      return 0;
+      return printResult(ctx, parsed, {
+        json: { projectId: project.id, deleted: true, logs },
+        text: `Deleted project "${
+          inert(project.name)
+        }" (${project.id}) and ${logs} ${logs === 1 ? "entry" : "entries"}`,
+      });
     },
-  },
+  }),
 };
 
 /**

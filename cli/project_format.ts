@@ -6,13 +6,8 @@
  */
 import type { Project } from "../db/projects.ts";
 import { STANDARD_LEVELS } from "../domain/entry.ts";
-import {
-  booleanFlag,
-  type CommandContext,
-  type Parsed,
-  println,
-  useColor,
-} from "./command.ts";
+import { type CommandContext, type Parsed, useColor } from "./command.ts";
+import { printResult } from "./output.ts";
 import { formatLevel, formatTable, formatTime, inert } from "./format.ts";
 
 /** The JSON form of a project; the secret only when asked. */
@@ -66,18 +61,18 @@ export function describeProject(
   return formatTable(rows);
 }
 
-/** Prints a project as JSON with `--json`, else `headline` and a table. */
+/**
+ * Prints a project as JSON with `--json`, else `headline` and a table;
+ * returns the exit code, 0.
+ */
 export function printProject(
   ctx: CommandContext,
   parsed: Parsed,
   project: Project,
   headline: string,
-): void {
-  if (booleanFlag(parsed, "json")) {
-    println(ctx, JSON.stringify(projectJson(project, { now: ctx.now() })));
-  } else {
-    println(ctx, headline);
-    println(ctx);
-    println(ctx, describeProject(ctx, project, false));
-  }
+): number {
+  return printResult(ctx, parsed, {
+    json: projectJson(project, { now: ctx.now() }),
+    text: [headline, "", describeProject(ctx, project, false)],
+  });
 }

@@ -35,6 +35,7 @@ import {
   UsageError,
   useColor,
 } from "./command.ts";
+import { printResult } from "./output.ts";
 import { formatLevel, formatTable, formatTime, inert } from "./format.ts";
 import { resolveProject } from "./resolve.ts";
 
@@ -198,40 +199,29 @@ function replay(ctx: CommandContext, args: string[]): Promise<number> {
     );
     const count = (outcome: ReplayResult["outcome"]) =>
       results.filter((r) => r.outcome === outcome).length;
-    if (booleanFlag(parsed, "json")) {
-      println(
-        ctx,
-        JSON.stringify({
-          stored: count("stored"),
-          rejected: count("rejected"),
-          skipped: count("skipped"),
-          missing: count("missing"),
-          results,
-        }),
-      );
-    } else if (results.length === 0) {
-      println(
-        ctx,
-        `Project "${inert(project.name)}" has no kept rejected entry`,
-      );
-    } else {
-      println(
-        ctx,
-        `Replayed ${results.length} kept ${
-          results.length === 1 ? "entry" : "entries"
-        } of project "${inert(project.name)}" (${project.id}): ${
-          count("stored")
-        } stored, ${results.length - count("stored")} not`,
-      );
-      println(ctx);
-      println(
-        ctx,
-        formatTable([
-          ["ENTRY", "RESULT"],
-          ...results.map((r) => [inert(r.entryId), resultText(r)]),
-        ]),
-      );
-    }
+    printResult(ctx, parsed, {
+      json: {
+        stored: count("stored"),
+        rejected: count("rejected"),
+        skipped: count("skipped"),
+        missing: count("missing"),
+        results,
+      },
+      text: results.length === 0
+        ? `Project "${inert(project.name)}" has no kept rejected entry`
+        : [
+          `Replayed ${results.length} kept ${
+            results.length === 1 ? "entry" : "entries"
+          } of project "${inert(project.name)}" (${project.id}): ${
+            count("stored")
+          } stored, ${results.length - count("stored")} not`,
+          "",
+          formatTable([
+            ["ENTRY", "RESULT"],
+            ...results.map((r) => [inert(r.entryId), resultText(r)]),
+          ]),
+        ],
+    });
     return count("missing") > 0 && named.length > 0 ? EXIT_FAILURE : 0;
   });
 }

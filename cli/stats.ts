@@ -9,8 +9,14 @@
  * @module
  */
 import { resolveProject } from "./resolve.ts";
-import { type BacklogPart, readBacklog } from "../db/backlog.ts";
 import {
+  type BacklogPart,
+  readBacklog,
+  type StorageBacklog,
+} from "../db/backlog.ts";
+import type { Project } from "../db/projects.ts";
+import {
+  type ProjectStats,
   readStats,
   readUnknownProjectRejections,
   type Rejection,
@@ -19,11 +25,11 @@ import {
   booleanFlag,
   type CommandContext,
   type CommandSpec,
-  println,
   runCommand,
   takePositionals,
   useColor,
 } from "./command.ts";
+import { printResult } from "./output.ts";
 import { formatLevel, formatTable, formatTime, inert } from "./format.ts";
 
 const USAGE = `Show a project's counters and its recent rejections.
@@ -88,6 +94,50 @@ function counterRows(counts: Record<string, number>): string[][] {
     .map(([reason, n]) => [`  ${reason}`, String(n)]);
 }
 
+/** The counters and recent rejections of `project`, as lines for people. */
+function statsLines(
+  ctx: CommandContext,
+  project: Project,
+  stats: ProjectStats,
+  backlog: StorageBacklog,
+): string[] {
+  const total = Object.values(stats.rejected).reduce((a, b) => a + b, 0);
+  const lines = [
+    `Project "${inert(project.name)}" (${project.id})`,
+    "",
+    formatTable([
+      ["Accepted", String(stats.accepted)],
+      ...(stats.replayed > 0
+        ? [["  of which replayed", String(stats.replayed)]]
+        : []),
+      ["Rejected", String(total)],
+      ...counterRows(stats.rejected),
+      ["Not yet stored (all projects)", backlogText(backlog.queued)],
+      ["Not yet merged", backlogText(backlog.unmerged)],
+    ]),
+    "",
+  ];
+  if (stats.recent.length === 0) return [...lines, "No recent rejections"];
+  const color = useColor(ctx);
+  return [
+    ...lines,
+    `Recent rejections, newest first:`,
+    "",
+    formatTable([
+      ["TIME", "REASON", "LEVEL", "ORIGIN / APP ID", "ENTRY"],
+      ...stats.recent.map((r) => [
+        formatTime(r.at),
+        r.reason,
+        formatLevel(r.level, color),
+        inert(
+          [r.origin, r.appid].filter((v) => v !== undefined).join(" "),
+        ) || "-",
+        r.entryId,
+      ]),
+    ]),
+  ];
+}
+
 /**
  * `deno task stats ID …`.
  *
@@ -98,83 +148,34 @@ function counterRows(counts: Record<string, number>): string[][] {
  */
 export function statsCommand(ctx: CommandContext): Promise<number> {
   return runCommand(ctx, COMMAND, async (parsed) => {
-    const json = booleanFlag(parsed, "json");
     if (booleanFlag(parsed, "global")) {
       takePositionals("stats --global", parsed.positionals, []);
       const rejected = await readUnknownProjectRejections(ctx.kv);
-      if (json) {
-        println(ctx, JSON.stringify({ rejected }));
-      } else {
-        const total = Object.values(rejected).reduce((a, b) => a + b, 0);
-        println(
-          ctx,
-          formatTable([
-            ["Rejected (no such project)", String(total)],
-            ...counterRows(rejected),
-          ]),
-        );
-      }
-      return 0;
+      const total = Object.values(rejected).reduce((a, b) => a + b, 0);
+      return printResult(ctx, parsed, {
+        json: { rejected },
+        text: formatTable([
+          ["Rejected (no such project)", String(total)],
+          ...counterRows(rejected),
+        ]),
+      });
     }
     const [named] = takePositionals("stats", parsed.positionals, ["ID"]);
     const project = await resolveProject(ctx.kv, named!);
     const stats = await readStats(ctx.kv, project.id);
     const backlog = await readBacklog(ctx.kv, project.id, ctx.now());
-    if (json) {
-      println(
-        ctx,
-        JSON.stringify({
-          accepted: stats.accepted,
-          acceptedOnReplay: stats.replayed,
-          rejected: stats.rejected,
-          recent: stats.recent.map(rejectionJson),
-          backlog: {
-            queued: backlogJson(backlog.queued, "batches"),
-            unmerged: backlogJson(backlog.unmerged, "chunks"),
-          },
-        }),
-      );
-      return 0;
-    }
-    const total = Object.values(stats.rejected).reduce((a, b) => a + b, 0);
-    println(ctx, `Project "${inert(project.name)}" (${project.id})`);
-    println(ctx);
-    println(
-      ctx,
-      formatTable([
-        ["Accepted", String(stats.accepted)],
-        ...(stats.replayed > 0
-          ? [["  of which replayed", String(stats.replayed)]]
-          : []),
-        ["Rejected", String(total)],
-        ...counterRows(stats.rejected),
-        ["Not yet stored (all projects)", backlogText(backlog.queued)],
-        ["Not yet merged", backlogText(backlog.unmerged)],
-      ]),
-    );
-    println(ctx);
-    if (stats.recent.length === 0) {
-      println(ctx, "No recent rejections");
-      return 0;
-    }
-    println(ctx, `Recent rejections, newest first:`);
-    println(ctx);
-    const color = useColor(ctx);
-    println(
-      ctx,
-      formatTable([
-        ["TIME", "REASON", "LEVEL", "ORIGIN / APP ID", "ENTRY"],
-        ...stats.recent.map((r) => [
-          formatTime(r.at),
-          r.reason,
-          formatLevel(r.level, color),
-          inert(
-            [r.origin, r.appid].filter((v) => v !== undefined).join(" "),
-          ) || "-",
-          r.entryId,
-        ]),
-      ]),
-    );
-    return 0;
+    return printResult(ctx, parsed, {
+      json: {
+        accepted: stats.accepted,
+        acceptedOnReplay: stats.replayed,
+        rejected: stats.rejected,
+        recent: stats.recent.map(rejectionJson),
+        backlog: {
+          queued: backlogJson(backlog.queued, "batches"),
+          unmerged: backlogJson(backlog.unmerged, "chunks"),
+        },
+      },
+      text: statsLines(ctx, project, stats, backlog),
+    });
   });
 }

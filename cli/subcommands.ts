@@ -1,7 +1,8 @@
 /**
  * Commands made of subcommands (`deno task project create …`): the table
- * of their flags and runs, and the dispatch on the first argument that
- * answers `--help` at either level.
+ * of their arguments, flags and runs, and the dispatch on the first
+ * argument that answers `--help` at either level and checks the arguments
+ * before a subcommand runs.
  *
  * @module
  */
@@ -14,21 +15,80 @@ import {
   guard,
   type Parsed,
   parseFlags,
+  type Positionals,
   println,
+  takePositionals,
   UsageError,
 } from "./command.ts";
+import type { ListView } from "./format.ts";
+import { printList } from "./output.ts";
+import { projectIdOf } from "./resolve.ts";
 
 /** `--json`, the option of most subcommands. */
 export const JSON_FLAG = { json: { type: "boolean" } } as const;
 
-/** A subcommand's flags and what runs it, for {@linkcode dispatch}. */
-export interface Subcommand {
+/**
+ * A subcommand's arguments, flags and what runs it, for
+ * {@linkcode dispatch}; made with {@linkcode subcommand}.
+ */
+export interface Subcommand<
+  Names extends readonly string[] = readonly string[],
+> {
+  /**
+   * The names of its positional arguments, as {@linkcode takePositionals}
+   * takes them (a name ending in `?` is optional).
+   */
+  positionals: Names;
   options: ParseArgsOptionsConfig;
-  run: (ctx: CommandContext, parsed: Parsed) => Promise<number>;
+  /** Runs it with its positional arguments, checked, as `args`. */
+  run(
+    ctx: CommandContext,
+    parsed: Parsed,
+    args: Positionals<Names>,
+  ): Promise<number>;
+}
+
+/**
+ * A subcommand, its `run` receiving its positional arguments typed by
+ * their names.
+ *
+ * @example
+ * ```ts
+ * const show = subcommand({
+ *   positionals: ["ID"],
+ *   options: JSON_FLAG,
+ *   run: async (ctx, parsed, [id]) =>
+ *     printResult(ctx, parsed, { json: { id }, text: `Project ${id}` }),
+ * });
+ * ```
+ */
+export function subcommand<const Names extends readonly string[]>(
+  spec: Subcommand<Names>,
+): Subcommand {
+  return spec;
 }
 
 /** The subcommands of a command, by their word. */
 export type Subcommands = Record<string, Subcommand>;
+
+/**
+ * `list PROJECT`: the records `list` reads of the project named by its
+ * first argument (an id or a name), as {@linkcode printList} prints them.
+ */
+export function projectList<T>(
+  list: (kv: Deno.Kv, projectId: string) => Promise<T[]>,
+  view: (projectId: string) => Omit<ListView<T>, "json">,
+): Subcommand {
+  return subcommand({
+    positionals: ["PROJECT"],
+    options: JSON_FLAG,
+    async run(ctx, parsed, [named]) {
+      const projectId = await projectIdOf(ctx.kv, named);
+      const items = await list(ctx.kv, projectId);
+      return printList(ctx, parsed, items, view(projectId));
+    },
+  });
+}
 
 /** Options of {@linkcode dispatch}. */
 export interface DispatchOptions {
@@ -98,7 +158,16 @@ async function run(
     println(ctx, usage[name]!);
     return 0;
   }
-  const run = () => sub.run({ ...ctx, args: rest }, parsed);
+  const run = () =>
+    sub.run(
+      { ...ctx, args: rest },
+      parsed,
+      takePositionals(
+        `${command} ${name}`,
+        parsed.positionals,
+        sub.positionals,
+      ),
+    );
   return await (options.around?.(name, parsed, run) ?? run());
 }
 

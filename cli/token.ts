@@ -15,16 +15,16 @@ import {
   revokeReadToken,
   TokenNotFoundError,
 } from "../db/tokens.ts";
+import { type CommandContext, requiredFlag } from "./command.ts";
+import { printResult } from "./output.ts";
 import {
-  booleanFlag,
-  type CommandContext,
-  println,
-  stringFlag,
-  takePositionals,
-  UsageError,
-} from "./command.ts";
-import { dispatch, JSON_FLAG, type Subcommands } from "./subcommands.ts";
-import { formatList, formatTime, inert } from "./format.ts";
+  dispatch,
+  JSON_FLAG,
+  projectList,
+  subcommand,
+  type Subcommands,
+} from "./subcommands.ts";
+import { formatTime, inert } from "./format.ts";
 import { CLI_ACTOR } from "./user.ts";
 
 const USAGE: Record<string, string> = {
@@ -65,21 +65,12 @@ export function tokenJson(token: ReadToken): Record<string, unknown> {
 }
 
 const SUBCOMMANDS: Subcommands = {
-  create: {
+  create: subcommand({
+    positionals: ["PROJECT"],
     options: { ...JSON_FLAG, name: { type: "string" } },
-    async run(ctx, parsed) {
-      const [named] = takePositionals(
-        "token create",
-        parsed.positionals,
-        ["PROJECT"],
-      );
-      const projectId = await projectIdOf(ctx.kv, named!);
-      const name = stringFlag(parsed, "name");
-      if (name === undefined) {
-        throw new UsageError(
-          `Cannot run "token create": missing --name NAME (see --help)`,
-        );
-      }
+    async run(ctx, parsed, [named]) {
+      const projectId = await projectIdOf(ctx.kv, named);
+      const name = requiredFlag(parsed, "token create", "name", "NAME");
       const { token, record } = await createReadToken(ctx.kv, {
         projectId,
         name,
@@ -91,79 +82,49 @@ const SUBCOMMANDS: Subcommands = {
         action: "token.create",
         detail: `${record.name} (${record.id})`,
       });
-      if (booleanFlag(parsed, "json")) {
-        println(ctx, JSON.stringify({ ...tokenJson(record), token }));
-        return 0;
-      }
-      println(
-        ctx,
-        `Created read token "${
-          inert(record.name)
-        }" (${record.id}) of project "${projectId}":`,
-      );
-      println(ctx);
-      println(ctx, `  ${token}`);
-      println(ctx);
-      println(
-        ctx,
-        "Keep it somewhere safe: it is shown now and never again (only its hash is stored).",
-      );
-      return 0;
+      return printResult(ctx, parsed, {
+        json: { ...tokenJson(record), token },
+        text: [
+          `Created read token "${
+            inert(record.name)
+          }" (${record.id}) of project "${projectId}":`,
+          "",
+          `  ${token}`,
+          "",
+          "Keep it somewhere safe: it is shown now and never again (only its hash is stored).",
+        ],
+      });
     },
-  },
-  list: {
+  }),
+  list: projectList(listReadTokens, (projectId) => ({
+    toJson: tokenJson,
+    empty:
+      `No read tokens: create one with "deno task token create ${projectId} --name NAME"`,
+    header: ["ID", "NAME", "CREATED BY", "CREATED"],
+    row: (t) => [
+      t.id,
+      inert(t.name),
+      inert(t.createdBy),
+      formatTime(t.createdAt),
+    ],
+  })),
+  revoke: subcommand({
+    positionals: ["PROJECT", "NAME_OR_ID"],
     options: JSON_FLAG,
-    async run(ctx, parsed) {
-      const [named] = takePositionals("token list", parsed.positionals, [
-        "PROJECT",
-      ]);
-      const projectId = await projectIdOf(ctx.kv, named!);
-      const tokens = await listReadTokens(ctx.kv, projectId);
-      println(
-        ctx,
-        formatList(tokens, {
-          json: booleanFlag(parsed, "json"),
-          toJson: tokenJson,
-          empty:
-            `No read tokens: create one with "deno task token create ${projectId} --name NAME"`,
-          header: ["ID", "NAME", "CREATED BY", "CREATED"],
-          row: (t) => [
-            t.id,
-            inert(t.name),
-            inert(t.createdBy),
-            formatTime(t.createdAt),
-          ],
-        }),
-      );
-      return 0;
-    },
-  },
-  revoke: {
-    options: JSON_FLAG,
-    async run(ctx, parsed) {
-      const [named, which] = takePositionals(
-        "token revoke",
-        parsed.positionals,
-        ["PROJECT", "NAME_OR_ID"],
-      );
-      const projectId = await projectIdOf(ctx.kv, named!);
+    async run(ctx, parsed, [named, which]) {
+      const projectId = await projectIdOf(ctx.kv, named);
       const record = await revokeReadToken(ctx.kv, projectId, which);
       await recordCliChange(ctx, {
         projectId,
         action: "token.revoke",
         detail: `${record.name} (${record.id})`,
       });
-      if (booleanFlag(parsed, "json")) {
-        println(ctx, JSON.stringify({ ...tokenJson(record), revoked: true }));
-      } else {
-        println(
-          ctx,
-          `Revoked read token "${inert(record.name)}" (${record.id})`,
-        );
-      }
-      return 0;
+      return printResult(ctx, parsed, {
+        json: { ...tokenJson(record), revoked: true },
+        text: `Revoked read token "${inert(record.name)}" (${record.id})`,
+      });
     },
-  },
+  }),
 };
 
 /**

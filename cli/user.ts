@@ -27,14 +27,19 @@ import {
   booleanFlag,
   type CommandContext,
   type Parsed,
-  println,
+  requiredFlag,
   stringFlag,
   stringFlags,
-  takePositionals,
   UsageError,
 } from "./command.ts";
-import { dispatch, JSON_FLAG, type Subcommands } from "./subcommands.ts";
-import { formatList, formatTime, inert } from "./format.ts";
+import { printList, printResult } from "./output.ts";
+import {
+  dispatch,
+  JSON_FLAG,
+  subcommand,
+  type Subcommands,
+} from "./subcommands.ts";
+import { formatTime, inert } from "./format.ts";
 
 /** Who the audit log names for a change made with these commands. */
 export const CLI_ACTOR = "cli";
@@ -119,34 +124,23 @@ function printUser(
   parsed: Parsed,
   user: User,
   headline: string,
-): void {
-  if (booleanFlag(parsed, "json")) {
-    println(ctx, JSON.stringify(userJson(user)));
-  } else {
-    println(ctx, headline);
-  }
+): number {
+  return printResult(ctx, parsed, { json: userJson(user), text: headline });
 }
 
+/** The flags of `add` and `set`: an account's role and projects. */
+const ACCOUNT_FLAGS = {
+  ...JSON_FLAG,
+  role: { type: "string" },
+  project: { type: "string", multiple: true },
+} as const;
+
 const SUBCOMMANDS: Subcommands = {
-  add: {
-    options: {
-      ...JSON_FLAG,
-      role: { type: "string" },
-      project: { type: "string", multiple: true },
-      "password-stdin": { type: "boolean" },
-    },
-    async run(ctx, parsed) {
-      const [email] = takePositionals("user add", parsed.positionals, [
-        "EMAIL",
-      ]);
-      const role = stringFlag(parsed, "role");
-      if (role === undefined) {
-        throw new UsageError(
-          `Cannot run "user add": missing --role ${
-            ROLES.join("|")
-          } (see --help)`,
-        );
-      }
+  add: subcommand({
+    positionals: ["EMAIL"],
+    options: { ...ACCOUNT_FLAGS, "password-stdin": { type: "boolean" } },
+    async run(ctx, parsed, [email]) {
+      const role = requiredFlag(parsed, "user add", "role", ROLES.join("|"));
       const password = await readPassword(ctx, parsed, "user add");
       const user = await addUser(ctx.kv, {
         email,
@@ -163,7 +157,7 @@ const SUBCOMMANDS: Subcommands = {
         detail: `${user.email} as ${user.role}`,
         now: ctx.now,
       });
-      printUser(
+      return printUser(
         ctx,
         parsed,
         user,
@@ -173,43 +167,30 @@ const SUBCOMMANDS: Subcommands = {
             : ` with ${user.projects.length} project(s)`
         }`,
       );
-      return 0;
     },
-  },
-  list: {
+  }),
+  list: subcommand({
+    positionals: [],
     options: JSON_FLAG,
     async run(ctx, parsed) {
-      takePositionals("user list", parsed.positionals, []);
-      const users = await listUsers(ctx.kv);
-      println(
-        ctx,
-        formatList(users, {
-          json: booleanFlag(parsed, "json"),
-          toJson: userJson,
-          empty:
-            `No accounts besides the built-in "admin": add one with "deno task user add EMAIL --role viewer --project ID --password-stdin"`,
-          header: ["EMAIL", "ROLE", "PROJECTS", "ADDED"],
-          row: (u) => [
-            inert(u.email),
-            u.role,
-            u.role === "admin" ? "(all)" : u.projects.join(", ") || "-",
-            formatTime(u.createdAt),
-          ],
-        }),
-      );
-      return 0;
+      return printList(ctx, parsed, await listUsers(ctx.kv), {
+        toJson: userJson,
+        empty:
+          `No accounts besides the built-in "admin": add one with "deno task user add EMAIL --role viewer --project ID --password-stdin"`,
+        header: ["EMAIL", "ROLE", "PROJECTS", "ADDED"],
+        row: (u) => [
+          inert(u.email),
+          u.role,
+          u.role === "admin" ? "(all)" : u.projects.join(", ") || "-",
+          formatTime(u.createdAt),
+        ],
+      });
     },
-  },
-  set: {
-    options: {
-      ...JSON_FLAG,
-      role: { type: "string" },
-      project: { type: "string", multiple: true },
-    },
-    async run(ctx, parsed) {
-      const [email] = takePositionals("user set", parsed.positionals, [
-        "EMAIL",
-      ]);
+  }),
+  set: subcommand({
+    positionals: ["EMAIL"],
+    options: ACCOUNT_FLAGS,
+    async run(ctx, parsed, [email]) {
       const before = await getUser(ctx.kv, email);
       if (before === null) throw new UserNotFoundError(email);
       const role = stringFlag(parsed, "role");
@@ -232,7 +213,7 @@ const SUBCOMMANDS: Subcommands = {
           now: ctx.now,
         },
       );
-      printUser(
+      return printUser(
         ctx,
         parsed,
         user,
@@ -240,15 +221,12 @@ const SUBCOMMANDS: Subcommands = {
           user.projects.join(", ") || "-"
         }`,
       );
-      return 0;
     },
-  },
-  passwd: {
+  }),
+  passwd: subcommand({
+    positionals: ["EMAIL"],
     options: { ...JSON_FLAG, "password-stdin": { type: "boolean" } },
-    async run(ctx, parsed) {
-      const [email] = takePositionals("user passwd", parsed.positionals, [
-        "EMAIL",
-      ]);
+    async run(ctx, parsed, [email]) {
       if (await getUser(ctx.kv, email) === null) {
         throw new UserNotFoundError(email);
       }
@@ -260,21 +238,18 @@ const SUBCOMMANDS: Subcommands = {
         detail: user.email,
         now: ctx.now,
       });
-      printUser(
+      return printUser(
         ctx,
         parsed,
         user,
         `New password set for "${inert(user.email)}": its sessions have ended`,
       );
-      return 0;
     },
-  },
-  remove: {
+  }),
+  remove: subcommand({
+    positionals: ["EMAIL"],
     options: JSON_FLAG,
-    async run(ctx, parsed) {
-      const [email] = takePositionals("user remove", parsed.positionals, [
-        "EMAIL",
-      ]);
+    async run(ctx, parsed, [email]) {
       const user = await removeUser(ctx.kv, email);
       await recordAuditIn(ctx.kv, [null, ...user.projects], {
         actor: CLI_ACTOR,
@@ -282,19 +257,14 @@ const SUBCOMMANDS: Subcommands = {
         detail: user.email,
         now: ctx.now,
       });
-      if (booleanFlag(parsed, "json")) {
-        println(ctx, JSON.stringify({ email: user.email, removed: true }));
-      } else {
-        println(
-          ctx,
-          `Removed "${
-            inert(user.email)
-          }": its sessions and live tails have ended`,
-        );
-      }
-      return 0;
+      return printResult(ctx, parsed, {
+        json: { email: user.email, removed: true },
+        text: `Removed "${
+          inert(user.email)
+        }": its sessions and live tails have ended`,
+      });
     },
-  },
+  }),
 };
 
 /**
