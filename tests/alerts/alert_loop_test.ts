@@ -17,10 +17,14 @@ import {
 } from "../../alerts/deliver.ts";
 import { createAlertLoop } from "../../alerts/mod.ts";
 import { GROUP_MS } from "../../alerts/evaluate.ts";
-import { type Harness, harness, randomEntry } from "../_helpers/harness.ts";
+import {
+  type Harness,
+  harness,
+  ORIGIN,
+  randomEntry,
+} from "../_helpers/harness.ts";
 import { type Receiver, startReceiver } from "../_helpers/webhook_receiver.ts";
 
-const ORIGIN = "https://app.example.com";
 /**
  * Past the query API's settling time (entries younger than 1 s wait) and
  * the grouping time of a delivery's first match.

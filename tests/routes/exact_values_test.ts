@@ -9,9 +9,7 @@
  */
 import assert from "node:assert/strict";
 import { scanJson } from "../../domain/json.ts";
-import { withHarness } from "../_helpers/harness.ts";
-
-const ORIGIN = "https://app.example.com";
+import { ORIGIN, withHarness } from "../_helpers/harness.ts";
 
 /** A body text whose `data` member is `data`, written as it is. */
 function bodyWith(projectId: string, data: string, rest = ""): string {

@@ -24,8 +24,8 @@ import {
   unmount,
 } from "../_helpers/disk.ts";
 import { postEntry } from "../_helpers/server_process.ts";
+import { ORIGIN } from "../_helpers/harness.ts";
 
-const ORIGIN = "https://app.example.com";
 /**
  * Size of the tmpfs: the database, the reserve, and room to fill. The filler
  * takes what is left, so it must stay well above the reserve and the margin

@@ -19,7 +19,7 @@ import { FINAL_TIER } from "../../../db/query/chunk.ts";
 import { MERGE_FANIN } from "../../../db/query/tiers.ts";
 import { idTime, timeBound } from "../../../domain/ids.ts";
 import type { LogRecord } from "../../../domain/entry.ts";
-import { randomEntry, withHarness } from "../../_helpers/harness.ts";
+import { ORIGIN, randomEntry, withHarness } from "../../_helpers/harness.ts";
 import {
   recordAt,
   sortedIds,
@@ -28,7 +28,6 @@ import {
   withQueryProject,
 } from "../../_helpers/query.ts";
 
-const ORIGIN = "https://app.example.com";
 const HOUR = 3_600_000;
 const DAY = 86_400_000;
 
