@@ -17,8 +17,11 @@ export { withKv };
 
 /** 2026-01-01T00:00:00Z. */
 export const T0 = Date.UTC(2026, 0, 1);
+/** An hour and a day, in milliseconds. */
+export const HOUR = 3_600_000;
+export const DAY = 86_400_000;
 /** 30 days, the default retention. */
-export const RETENTION_MS = 30 * 86_400_000;
+export const RETENTION_MS = 30 * DAY;
 
 /** A record received at `ms`; `overrides` replace members. */
 export function recordAt(

@@ -21,15 +21,14 @@ import { idTime, timeBound } from "../../../domain/ids.ts";
 import type { LogRecord } from "../../../domain/entry.ts";
 import { ORIGIN, randomEntry, withHarness } from "../../_helpers/harness.ts";
 import {
+  DAY,
+  HOUR,
   recordAt,
   sortedIds,
   storeBatch,
   T0,
   withQueryProject,
 } from "../../_helpers/query.ts";
-
-const HOUR = 3_600_000;
-const DAY = 86_400_000;
 
 Deno.test("an accepted entry is compressed and searchable once the commit that accepts it is made", async () => {
   await withHarness(async (h) => {
