@@ -11,7 +11,7 @@ import { createProject } from "../../db/projects.ts";
 import { mergeProject } from "../../db/query/mod.ts";
 import { createId } from "../../domain/ids.ts";
 
-import { withKv } from "./harness.ts";
+import { ORIGIN, withKv } from "./harness.ts";
 
 export { withKv };
 
@@ -35,7 +35,7 @@ export function recordAt(
     data: { title: "Entry", message: `at ${ms - T0}` },
     device: { os: "Linux" },
     context: {},
-    origin: "https://app.example.com",
+    origin: ORIGIN,
     auth: "origin",
     ...overrides,
   };

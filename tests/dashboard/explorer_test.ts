@@ -7,7 +7,7 @@
  */
 import assert from "node:assert/strict";
 import { PAGE_SIZE } from "../../dashboard/routes/explorer.ts";
-import { randomEntry } from "../_helpers/harness.ts";
+import { ORIGIN, postEntries } from "../_helpers/harness.ts";
 import {
   openIds,
   rowIds,
@@ -261,9 +261,7 @@ Deno.test("a search that runs out of its budget says how far back it searched, a
   await withDashboard(async (h) => {
     const project = await h.project(["https://app.example.com"]);
     for (let i = 0; i < 6; i++) {
-      await h.post(randomEntry({ projectId: project.id }), {
-        Origin: "https://app.example.com",
-      });
+      await postEntries(h, project.id, { origin: ORIGIN });
       await h.process();
       h.clock.advance(60_000);
     }

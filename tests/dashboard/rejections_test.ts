@@ -10,7 +10,7 @@ import assert from "node:assert/strict";
 import { listRejected } from "../../db/rejected.ts";
 import { readStats } from "../../db/stats.ts";
 import { sign } from "../../auth/signature.ts";
-import { randomEntry } from "../_helpers/harness.ts";
+import { ORIGIN, postEntries, randomEntry } from "../_helpers/harness.ts";
 import { post, signIn, textOf, withDashboard } from "../_helpers/dashboard.ts";
 
 const HOSTILE = `<script>alert(1)</script><img src=x onerror=alert(2)>"'`;
@@ -82,9 +82,7 @@ Deno.test("the rejections page shows kept entries with reason and content, inert
 Deno.test("replaying after allowing the origin stores the entry once and shows what became of it once", async () => {
   await withDashboard(async (h) => {
     const project = await h.project(["https://app.example.com"]);
-    await h.post(randomEntry({ projectId: project.id }), {
-      Origin: "https://shop.example.net",
-    });
+    await postEntries(h, project.id, { origin: "https://shop.example.net" });
     await h.post(randomEntry({ projectId: project.id, appid: "com.x.y" }));
     await h.process();
     const kept = await listRejected(h.kv, project.id);
@@ -147,9 +145,7 @@ Deno.test("replaying after allowing the origin stores the entry once and shows w
 Deno.test("a replay needs the form's token and the dashboard's origin", async () => {
   await withDashboard(async (h) => {
     const project = await h.project(["https://app.example.com"]);
-    await h.post(randomEntry({ projectId: project.id }), {
-      Origin: "https://shop.example.net",
-    });
+    await postEntries(h, project.id, { origin: "https://shop.example.net" });
     await h.process();
     const browser = await signIn(h.dash);
     await browser.post(`/projects/${project.id}/settings/allow`, {
@@ -175,13 +171,9 @@ Deno.test("a replay needs the form's token and the dashboard's origin", async ()
 Deno.test("the rejections page shows the storage backlog: entries not yet stored and not yet merged, with the oldest's age", async () => {
   await withDashboard(async (h) => {
     const project = await h.project(["https://app.example.com"]);
-    await h.post(randomEntry({ projectId: project.id }), {
-      Origin: "https://app.example.com",
-    });
+    await postEntries(h, project.id, { origin: ORIGIN });
     await h.process();
-    await h.post(randomEntry({ projectId: project.id }), {
-      Origin: "https://app.example.com",
-    });
+    await postEntries(h, project.id, { origin: ORIGIN });
     await h.pipeline.producer.flush();
     h.clock.advance(2500);
     const browser = await signIn(h.dash);

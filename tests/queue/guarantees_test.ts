@@ -427,7 +427,7 @@ Deno.test("a batch handed over in memory that another process committed first is
       level: "info",
       projectId: project.id,
       data: { n },
-      origin: "https://app.example.com",
+      origin: ORIGIN,
     });
     await Promise.all([producer.submit(entry(1)), producer.submit(entry(2))]);
     assert.ok(handed.length > 0);
