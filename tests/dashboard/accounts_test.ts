@@ -22,7 +22,7 @@ import {
   signInAs,
   submitAs,
 } from "../_helpers/dashboard_accounts.ts";
-import { get, signIn, withDashboard } from "../_helpers/dashboard.ts";
+import { get, withDashboard, withSignedIn } from "../_helpers/dashboard.ts";
 
 const stdin = (line: string | null) => () => Promise.resolve(line);
 
@@ -187,18 +187,16 @@ Deno.test("user remove ends the account's sessions and its live tail within seco
 });
 
 Deno.test("a live tail that stays open keeps streaming while its session lives", async () => {
-  await withDashboard(async (h) => {
+  await withSignedIn(async (h, browser) => {
     const project = await createProject(h.kv, { name: "web" });
-    const browser = await signIn(h.dash);
     const tail = await tailOpen(h.dash, browser, project.id);
     assert.equal(await endsWithin(tail, 300), false, "still open");
   });
 });
 
 Deno.test("signing out ends the session's live tail within seconds", async () => {
-  await withDashboard(async (h) => {
+  await withSignedIn(async (h, browser) => {
     const project = await createProject(h.kv, { name: "web" });
-    const browser = await signIn(h.dash);
     const tail = await tailOpen(h.dash, browser, project.id);
     const out = await browser.post("/logout", {});
     assert.equal(out.status, 303);
@@ -208,9 +206,8 @@ Deno.test("signing out ends the session's live tail within seconds", async () =>
 
 Deno.test("a session's expiry ends its live tail", async () => {
   // Sessions of 30 s, tails of 60 s: the session ends first.
-  await withDashboard(async (h) => {
+  await withSignedIn(async (h, browser) => {
     const project = await createProject(h.kv, { name: "web" });
-    const browser = await signIn(h.dash);
     const tail = await tailOpen(h.dash, browser, project.id);
     h.clock.advance(30_001);
     assert.equal(await endsWithin(tail, 2000), true);
