@@ -125,10 +125,7 @@ export const SNIPPET_ENDPOINT = "https://logs.example.com/api/v1/logs";
 export async function signInAs(page: Page, home: string): Promise<void> {
   await page.goto(`${home}/login`);
   await page.type("#password", PASSWORD);
-  await Promise.all([
-    page.waitForNavigation(),
-    page.click("#login-form button"),
-  ]);
+  await clickThrough(page, "#login-form button");
   if (new URL(page.url()).pathname !== "/") {
     throw new Error(`Cannot sign in: ended on ${page.url()}`);
   }
@@ -149,13 +146,16 @@ export const realClock = {
 export const SENDER_PAGE = `<!DOCTYPE html><html><head><meta charset="utf-8">
 <title>Shop</title></head><body><h1>A shop on another origin</h1></body></html>`;
 
-/** Sends an entry from the browser page `page` with `fetch`; returns the status. */
+/**
+ * Sends an entry from the browser page `page` with `fetch`, as a web page of
+ * that origin would, and checks that it was answered 200.
+ */
 export async function sendFrom(
   page: Page,
   endpoint: string,
   body: unknown,
-): Promise<number> {
-  return await page.evaluate(
+): Promise<void> {
+  const status = await page.evaluate(
     async (url, text) => {
       const res = await fetch(url, {
         method: "POST",
@@ -167,6 +167,51 @@ export async function sendFrom(
     endpoint,
     JSON.stringify(body),
   );
+  if (status !== 200) {
+    throw new Error(
+      `Expected 200 for an entry sent from the page, got ${status}`,
+    );
+  }
+}
+
+/** Clicks `selector` in `page` and waits for the navigation the click starts. */
+export async function clickThrough(
+  page: Page,
+  selector: string,
+): Promise<void> {
+  await Promise.all([page.waitForNavigation(), page.click(selector)]);
+}
+
+/** The text of the first element of `page` that matches `selector`. */
+export async function textIn(page: Page, selector: string): Promise<string> {
+  return await page.$eval(selector, (el) => el.textContent ?? "");
+}
+
+/** The texts of the elements of `page` that match `selector`, in order. */
+export async function textsIn(page: Page, selector: string): Promise<string[]> {
+  return await page.$$eval(
+    selector,
+    (els) => els.map((el) => el.textContent ?? ""),
+  );
+}
+
+/** The value of the first form field of `page` that matches `selector`. */
+export async function valueIn(page: Page, selector: string): Promise<string> {
+  return await page.$eval(selector, (el) => (el as HTMLInputElement).value);
+}
+
+/**
+ * Sets the value of the first form field of `page` that matches `selector`,
+ * as a script would: no typing, no events.
+ */
+export async function setValue(
+  page: Page,
+  selector: string,
+  value: string,
+): Promise<void> {
+  await page.$eval(selector, (el, v) => {
+    (el as HTMLInputElement).value = v;
+  }, value);
 }
 
 /** Row ids shown in the explorer, top to bottom. */
@@ -178,11 +223,8 @@ export async function rowIds(page: Page): Promise<string[]> {
 }
 
 /** Summaries of the rows shown in the explorer, top to bottom. */
-export async function rowTexts(page: Page): Promise<string[]> {
-  return await page.$$eval(
-    "#entries details.entry summary .msg",
-    (rows) => rows.map((r) => r.textContent ?? ""),
-  );
+export function rowTexts(page: Page): Promise<string[]> {
+  return textsIn(page, "#entries details.entry summary .msg");
 }
 
 /**

@@ -70,6 +70,26 @@ export async function unmount(dir: string): Promise<void> {
   }
 }
 
+/**
+ * Makes the folder `dir`, mounts a tmpfs of `size` on it, and runs `fn`
+ * with it; unmounts it afterwards, whether `fn` succeeded or not.
+ */
+export async function withTmpfs(
+  dir: string,
+  size: string,
+  fn: (dir: string) => Promise<void>,
+): Promise<void> {
+  await Deno.mkdir(dir);
+  if (!(await mountTmpfs(dir, size))) {
+    throw new Error(`Cannot mount a tmpfs of ${size} on ${dir}`);
+  }
+  try {
+    await fn(dir);
+  } finally {
+    await unmount(dir);
+  }
+}
+
 /** Whether this process may mount a tmpfs (probed once, with a 64 KiB one). */
 export const CAN_MOUNT: boolean = await (async () => {
   const dir = await Deno.makeTempDir();

@@ -18,6 +18,12 @@ import {
 } from "../../queue/pipeline.ts";
 import type { Admission } from "../../routes/logs.ts";
 
+/**
+ * The web origin a harness's project allows unless told otherwise: entries
+ * sent with it are stored, by origin.
+ */
+export const ORIGIN = "https://app.example.com";
+
 /** A clock that moves only when told to. */
 export interface FakeClock {
   now: () => number;
@@ -237,7 +243,7 @@ export async function harness(options: HarnessOptions = {}): Promise<Harness> {
         await pipeline.consumer.process(id);
       }
     },
-    project(allow = ["https://app.example.com", "com.example.app.ios"]) {
+    project(allow = [ORIGIN, "com.example.app.ios"]) {
       return createProject(kv, { name: "test", allow, now: clock.now });
     },
     async logs(projectId) {
@@ -430,7 +436,7 @@ export async function deadLetter(
   body: Record<string, unknown>,
   error = "disk full",
 ): Promise<string> {
-  await h.post(body, { Origin: "https://app.example.com" });
+  await h.post(body, { Origin: ORIGIN });
   await h.pipeline.producer.flush();
   const ids = await pendingBatchIds(h.kv);
   if (ids.length !== 1) {
@@ -492,6 +498,42 @@ export async function postQueued(
   const answer = await res.json();
   if (answer.status !== "queued") {
     throw new Error(`Expected status "queued", got ${JSON.stringify(answer)}`);
+  }
+}
+
+/** Options of {@linkcode postEntries}. */
+export interface PostEntriesOptions {
+  /** The Origin header the entries are sent with; none when left out. */
+  origin?: string;
+  /**
+   * A secret to sign each entry with at the harness's clock, as a server
+   * client would; unsigned when left out.
+   */
+  secret?: string;
+  /** How many entries, one request each. @default {1} */
+  count?: number;
+}
+
+/**
+ * POSTs random entries of `projectId`, one request each, and checks that
+ * each was queued, as {@linkcode postQueued} does.
+ *
+ * @example
+ * ```ts
+ * await postEntries(h, project.id, { origin: ORIGIN, count: 3 });
+ * ```
+ */
+export async function postEntries(
+  h: Harness,
+  projectId: string,
+  { origin, secret, count = 1 }: PostEntriesOptions = {},
+): Promise<void> {
+  for (let i = 0; i < count; i++) {
+    const body = randomEntry({ projectId });
+    await postQueued(h, body, {
+      ...(origin === undefined ? {} : { Origin: origin }),
+      ...(secret === undefined ? {} : signEntry(secret, body, h.clock.now())),
+    });
   }
 }
 

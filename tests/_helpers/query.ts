@@ -11,14 +11,17 @@ import { createProject } from "../../db/projects.ts";
 import { mergeProject } from "../../db/query/mod.ts";
 import { createId } from "../../domain/ids.ts";
 
-import { withKv } from "./harness.ts";
+import { ORIGIN, withKv } from "./harness.ts";
 
 export { withKv };
 
 /** 2026-01-01T00:00:00Z. */
 export const T0 = Date.UTC(2026, 0, 1);
+/** An hour and a day, in milliseconds. */
+export const HOUR = 3_600_000;
+export const DAY = 86_400_000;
 /** 30 days, the default retention. */
-export const RETENTION_MS = 30 * 86_400_000;
+export const RETENTION_MS = 30 * DAY;
 
 /** A record received at `ms`; `overrides` replace members. */
 export function recordAt(
@@ -32,7 +35,7 @@ export function recordAt(
     data: { title: "Entry", message: `at ${ms - T0}` },
     device: { os: "Linux" },
     context: {},
-    origin: "https://app.example.com",
+    origin: ORIGIN,
     auth: "origin",
     ...overrides,
   };

@@ -17,10 +17,14 @@ import {
 } from "../../alerts/deliver.ts";
 import { createAlertLoop } from "../../alerts/mod.ts";
 import { GROUP_MS } from "../../alerts/evaluate.ts";
-import { type Harness, harness, randomEntry } from "../_helpers/harness.ts";
+import {
+  type Harness,
+  harness,
+  ORIGIN,
+  randomEntry,
+} from "../_helpers/harness.ts";
 import { type Receiver, startReceiver } from "../_helpers/webhook_receiver.ts";
 
-const ORIGIN = "https://app.example.com";
 /**
  * Past the query API's settling time (entries younger than 1 s wait) and
  * the grouping time of a delivery's first match.
@@ -36,6 +40,14 @@ interface Setup {
   addRule: (
     changes?: Partial<Parameters<typeof addAlertRule>[1]>,
   ) => ReturnType<typeof addAlertRule>;
+  /**
+   * Sends `n` entries of `level` (see {@linkcode send}), waits until they
+   * have settled and ticks the loop once; returns what the tick did.
+   */
+  sendAndTick: (
+    n: number,
+    level: string,
+  ) => ReturnType<ReturnType<typeof createAlertLoop>["tick"]>;
 }
 
 async function withAlerts(
@@ -58,7 +70,19 @@ async function withAlerts(
         webhook: receiver.url,
         ...changes,
       }, { allowPrivate: true, now: h.clock.now });
-    await body({ h, projectId: project.id, receiver, loop, addRule });
+    const sendAndTick: Setup["sendAndTick"] = async (n, level) => {
+      await send(h, project.id, n, level);
+      h.clock.advance(SETTLE_MS);
+      return await loop.tick();
+    };
+    await body({
+      h,
+      projectId: project.id,
+      receiver,
+      loop,
+      addRule,
+      sendAndTick,
+    });
   } finally {
     await receiver.close();
     await h.close();
@@ -82,111 +106,111 @@ function bodies(receiver: Receiver): Record<string, unknown>[] {
 }
 
 Deno.test("a critical entry produces one signed delivery with the entry in it", async () => {
-  await withAlerts([], async ({ h, projectId, receiver, loop, addRule }) => {
-    const rule = await addRule();
-    await send(h, projectId, 1, "info");
-    await send(h, projectId, 1, "critical");
-    h.clock.advance(SETTLE_MS);
-    const { queued, attempts } = await loop.tick();
-    assert.equal(queued.length, 1);
-    assert.deepEqual(attempts, ["delivered"]);
-    assert.equal(receiver.received.length, 1);
-    const got = receiver.received[0]!;
-    assert.equal(got.headers.get("content-type"), "application/json");
-    assert.ok(
-      verifyDelivery(rule.secret, got.headers.get(SIGNATURE_HEADER), got.body, {
-        now: h.clock.now(),
-      }),
-      "the signature verifies with the rule's secret",
-    );
-    assert.ok(
-      !verifyDelivery(
-        "whsec_other",
-        got.headers.get(SIGNATURE_HEADER),
-        got.body,
-        {
-          now: h.clock.now(),
-        },
-      ),
-      "and not with another secret",
-    );
-    const body = JSON.parse(got.body);
-    assert.equal(body.count, 1);
-    assert.deepEqual(body.project, { id: projectId, name: "test" });
-    assert.equal(body.rule.id, rule.id);
-    assert.equal(body.rule.query, "level:critical");
-    assert.equal(body.entries.length, 1);
-    assert.equal(body.entries[0].level, "critical");
-    assert.match(body.text, /Alert "level:critical": 1 entry matched/);
-    // Nothing new: the next tick sends nothing.
-    h.clock.advance(120_000);
-    assert.deepEqual(await loop.tick(), { queued: [], attempts: [] });
-    const history = await readAlertHistory(h.kv, projectId, rule.id);
-    assert.equal(history.length, 1);
-    assert.equal(history[0]!.status, 200);
-    assert.equal(history[0]!.outcome, "delivered");
-  });
+  await withAlerts(
+    [],
+    async ({ h, projectId, receiver, loop, addRule, sendAndTick }) => {
+      const rule = await addRule();
+      await send(h, projectId, 1, "info");
+      const { queued, attempts } = await sendAndTick(1, "critical");
+      assert.equal(queued.length, 1);
+      assert.deepEqual(attempts, ["delivered"]);
+      assert.equal(receiver.received.length, 1);
+      const got = receiver.received[0]!;
+      assert.equal(got.headers.get("content-type"), "application/json");
+      assert.ok(
+        verifyDelivery(
+          rule.secret,
+          got.headers.get(SIGNATURE_HEADER),
+          got.body,
+          {
+            now: h.clock.now(),
+          },
+        ),
+        "the signature verifies with the rule's secret",
+      );
+      assert.ok(
+        !verifyDelivery(
+          "whsec_other",
+          got.headers.get(SIGNATURE_HEADER),
+          got.body,
+          {
+            now: h.clock.now(),
+          },
+        ),
+        "and not with another secret",
+      );
+      const body = JSON.parse(got.body);
+      assert.equal(body.count, 1);
+      assert.deepEqual(body.project, { id: projectId, name: "test" });
+      assert.equal(body.rule.id, rule.id);
+      assert.equal(body.rule.query, "level:critical");
+      assert.equal(body.entries.length, 1);
+      assert.equal(body.entries[0].level, "critical");
+      assert.match(body.text, /Alert "level:critical": 1 entry matched/);
+      // Nothing new: the next tick sends nothing.
+      h.clock.advance(120_000);
+      assert.deepEqual(await loop.tick(), { queued: [], attempts: [] });
+      const history = await readAlertHistory(h.kv, projectId, rule.id);
+      assert.equal(history.length, 1);
+      assert.equal(history[0]!.status, 200);
+      assert.equal(history[0]!.outcome, "delivered");
+    },
+  );
 });
 
 Deno.test("a burst of 20 critical entries within one window is one delivery with count 20", async () => {
-  await withAlerts([], async ({ h, projectId, receiver, loop, addRule }) => {
+  await withAlerts([], async ({ receiver, addRule, sendAndTick }) => {
     await addRule({ everyMs: 300_000 });
-    await send(h, projectId, 20, "critical");
-    h.clock.advance(SETTLE_MS);
-    await loop.tick();
+    await sendAndTick(20, "critical");
     assert.deepEqual(bodies(receiver).map((b) => b.count), [20]);
     assert.equal((bodies(receiver)[0]!.entries as unknown[]).length, 5);
   });
 });
 
 Deno.test("a burst seen over two ticks within the grouping time is one delivery", async () => {
-  await withAlerts([], async ({ h, projectId, receiver, loop, addRule }) => {
-    await addRule();
-    await send(h, projectId, 10, "critical");
-    h.clock.advance(1100);
-    const first = await loop.tick();
-    assert.deepEqual(first.queued, [], "the first ten wait for the rest");
-    await send(h, projectId, 10, "critical");
-    h.clock.advance(SETTLE_MS);
-    await loop.tick();
-    assert.deepEqual(bodies(receiver).map((b) => b.count), [20]);
-  });
+  await withAlerts(
+    [],
+    async ({ h, projectId, receiver, loop, addRule, sendAndTick }) => {
+      await addRule();
+      await send(h, projectId, 10, "critical");
+      h.clock.advance(1100);
+      const first = await loop.tick();
+      assert.deepEqual(first.queued, [], "the first ten wait for the rest");
+      await sendAndTick(10, "critical");
+      assert.deepEqual(bodies(receiver).map((b) => b.count), [20]);
+    },
+  );
 });
 
 Deno.test("entries arriving within --every are counted in the next delivery", async () => {
-  await withAlerts([], async ({ h, projectId, receiver, loop, addRule }) => {
-    await addRule({ everyMs: 300_000 });
-    await send(h, projectId, 1, "critical");
-    h.clock.advance(SETTLE_MS);
-    await loop.tick();
-    for (let i = 0; i < 3; i++) {
-      await send(h, projectId, 4, "critical");
-      h.clock.advance(60_000);
+  await withAlerts(
+    [],
+    async ({ h, projectId, receiver, loop, addRule, sendAndTick }) => {
+      await addRule({ everyMs: 300_000 });
+      await sendAndTick(1, "critical");
+      for (let i = 0; i < 3; i++) {
+        await send(h, projectId, 4, "critical");
+        h.clock.advance(60_000);
+        await loop.tick();
+      }
+      assert.deepEqual(bodies(receiver).map((b) => b.count), [1]);
+      h.clock.advance(300_000);
       await loop.tick();
-    }
-    assert.deepEqual(bodies(receiver).map((b) => b.count), [1]);
-    h.clock.advance(300_000);
-    await loop.tick();
-    assert.deepEqual(bodies(receiver).map((b) => b.count), [1, 12]);
-  });
+      assert.deepEqual(bodies(receiver).map((b) => b.count), [1, 12]);
+    },
+  );
 });
 
 Deno.test("a threshold rule fires only above N matches within its window", async () => {
-  await withAlerts([], async ({ h, projectId, receiver, loop, addRule }) => {
+  await withAlerts([], async ({ h, receiver, addRule, sendAndTick }) => {
     await addRule({ query: "level:error", threshold: 5, windowMs: 300_000 });
-    await send(h, projectId, 5, "error");
-    h.clock.advance(SETTLE_MS);
-    await loop.tick();
+    await sendAndTick(5, "error");
     assert.equal(receiver.received.length, 0, "5 is not more than 5");
     // Past the window, those five no longer count.
     h.clock.advance(400_000);
-    await send(h, projectId, 1, "error");
-    h.clock.advance(SETTLE_MS);
-    await loop.tick();
+    await sendAndTick(1, "error");
     assert.equal(receiver.received.length, 0);
-    await send(h, projectId, 5, "error");
-    h.clock.advance(SETTLE_MS);
-    await loop.tick();
+    await sendAndTick(5, "error");
     const [body] = bodies(receiver);
     assert.equal(body?.count, 6);
     assert.equal((body?.rule as { threshold: number }).threshold, 5);
@@ -196,11 +220,11 @@ Deno.test("a threshold rule fires only above N matches within its window", async
 Deno.test("a failing receiver gets retries with backoff, then the delivery succeeds", async () => {
   await withAlerts(
     [500, 503],
-    async ({ h, projectId, receiver, loop, addRule }) => {
+    async ({ h, projectId, receiver, loop, addRule, sendAndTick }) => {
       const rule = await addRule();
-      await send(h, projectId, 1, "critical");
-      h.clock.advance(SETTLE_MS);
-      assert.deepEqual((await loop.tick()).attempts, ["retrying"]);
+      assert.deepEqual((await sendAndTick(1, "critical")).attempts, [
+        "retrying",
+      ]);
       // Not due before its backoff.
       h.clock.advance(RETRY_DELAYS_MS[0]! - 1);
       assert.deepEqual((await loop.tick()).attempts, []);
@@ -232,11 +256,9 @@ Deno.test("a delivery is given up after its last retry and recorded as failed", 
   const statuses = Array(RETRY_DELAYS_MS.length + 1).fill(500);
   await withAlerts(
     statuses,
-    async ({ h, projectId, receiver, loop, addRule }) => {
+    async ({ h, projectId, receiver, loop, addRule, sendAndTick }) => {
       const rule = await addRule();
-      await send(h, projectId, 1, "critical");
-      h.clock.advance(SETTLE_MS);
-      await loop.tick();
+      await sendAndTick(1, "critical");
       for (const delay of RETRY_DELAYS_MS) {
         h.clock.advance(delay);
         await loop.tick();

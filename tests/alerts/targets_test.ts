@@ -17,6 +17,7 @@ import {
 } from "../../alerts/targets.ts";
 import { createAlertLoop } from "../../alerts/mod.ts";
 import { randomEntry, withHarness } from "../_helpers/harness.ts";
+import { stepEachGives } from "../_helpers/table.ts";
 
 Deno.test("isPrivateAddress knows the refused ranges", async (t) => {
   const cases: [string, boolean | null][] = [
@@ -49,11 +50,7 @@ Deno.test("isPrivateAddress knows the refused ranges", async (t) => {
     ["2001:4860:4860::8888", false],
     ["example.com", null],
   ];
-  for (const [address, expected] of cases) {
-    await t.step(`${address} → ${expected}`, () => {
-      assert.equal(isPrivateAddress(address), expected);
-    });
-  }
+  await stepEachGives(t, isPrivateAddress, cases);
 });
 
 Deno.test("a webhook on a private or loopback host is refused without ALERT_PRIVATE_TARGETS", async (t) => {

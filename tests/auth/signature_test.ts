@@ -18,6 +18,7 @@ import {
   type Harness,
   otherConsumer,
   pendingBatches,
+  postEntries,
   postQueued,
   randomEntry,
   recentRejections,
@@ -322,8 +323,7 @@ Deno.test("a non-integer timestamp is dropped as bad_signature even when it was 
 Deno.test("signature skew is measured against receipt time, not processing time", async () => {
   await withHarness(async (h) => {
     const project = await h.project([]);
-    const body = randomEntry({ projectId: project.id });
-    await postQueued(h, body, signEntry(project.secret, body, h.clock.now()));
+    await postEntries(h, project.id, { secret: project.secret });
     h.clock.advance(10 * 60_000);
     await assertStoredOnce(h, project.id, "signature");
   });
@@ -401,7 +401,7 @@ Deno.test("the same signature twice within one batch is stored once and dropped 
     // The first request is committed alone; the two that wait meanwhile share
     // the next commit, hence one batch.
     await Promise.all([
-      postQueued(h, randomEntry({ projectId: project.id })),
+      postEntries(h, project.id),
       postQueued(h, body, headers),
       postQueued(h, body, headers),
     ]);

@@ -7,7 +7,7 @@
  */
 import assert from "node:assert/strict";
 import { pendingBatchesPrefix } from "../../db/keys.ts";
-import { randomEntry, withHarness } from "../_helpers/harness.ts";
+import { postEntries, randomEntry, withHarness } from "../_helpers/harness.ts";
 import {
   cli,
   create,
@@ -273,7 +273,7 @@ Deno.test("logs --follow keeps the lines it adds aligned with the first ones", a
       "https://a.example",
       "com.example.a-much-longer-app-id",
     );
-    await h.post(randomEntry({ projectId }), { Origin: "https://a.example" });
+    await postEntries(h, projectId, { origin: "https://a.example" });
     await h.process();
     const run = await follow(
       h.kv,

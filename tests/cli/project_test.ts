@@ -7,7 +7,13 @@
  */
 import assert from "node:assert/strict";
 import { getProject, listProjects } from "../../db/projects.ts";
-import { fakeClock, randomEntry, withHarness } from "../_helpers/harness.ts";
+import {
+  fakeClock,
+  ORIGIN,
+  postEntries,
+  randomEntry,
+  withHarness,
+} from "../_helpers/harness.ts";
 import { assertRefused, cli, create, json, withKv } from "../_helpers/cli.ts";
 
 Deno.test("project create --json prints the project with its secret and stores it", async () => {
@@ -279,9 +285,7 @@ Deno.test("project retention sets the days kept and refuses other numbers", asyn
 Deno.test("project delete asks first, and deletes the project with its logs once confirmed", async (t) => {
   await withHarness(async (h) => {
     const { projectId } = await create(h.kv, "https://app.example.com");
-    await h.post(randomEntry({ projectId }), {
-      Origin: "https://app.example.com",
-    });
+    await postEntries(h, projectId, { origin: ORIGIN });
     await h.process();
 
     await t.step("no answer keeps the project", async () => {

@@ -8,9 +8,12 @@
 import assert from "node:assert/strict";
 import { addLevel, createProject } from "../../db/projects.ts";
 import { cli } from "../_helpers/cli.ts";
-import { postQueued, randomEntry, withHarness } from "../_helpers/harness.ts";
-
-const ORIGIN = "https://app.example.com";
+import {
+  ORIGIN,
+  postQueued,
+  randomEntry,
+  withHarness,
+} from "../_helpers/harness.ts";
 
 Deno.test("a project's name works wherever its id does", async () => {
   await withHarness(async (h) => {

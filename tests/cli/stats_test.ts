@@ -8,24 +8,25 @@
 import assert from "node:assert/strict";
 import { rejectionKey } from "../../db/keys.ts";
 import type { Rejection } from "../../db/stats.ts";
-import { randomEntry, withHarness } from "../_helpers/harness.ts";
+import {
+  ORIGIN,
+  postEntries,
+  randomEntry,
+  withHarness,
+} from "../_helpers/harness.ts";
 import { cli, create, json, withKv, withThreeKinds } from "../_helpers/cli.ts";
 
 Deno.test("stats --json counts accepted and rejected entries and lists recent rejections newest first", async () => {
   await withThreeKinds(async (h, project) => {
     const { projectId } = project;
     h.clock.advance(1000);
-    await h.post(randomEntry({ projectId }), {
-      Origin: "https://evil.example.com",
-    });
+    await postEntries(h, projectId, { origin: "https://evil.example.com" });
     h.clock.advance(1000);
     await h.post(randomEntry({ projectId, appid: "com.evil.app" }));
     h.clock.advance(1000);
-    await h.post(randomEntry({ projectId }), {
-      Origin: "https://evil.example.com",
-    });
+    await postEntries(h, projectId, { origin: "https://evil.example.com" });
     h.clock.advance(1000);
-    await h.post(randomEntry({ projectId }));
+    await postEntries(h, projectId);
     await h.process();
 
     const out = json(await cli(h.kv, ["stats", projectId, "--json"]));
@@ -90,13 +91,9 @@ Deno.test("stats sorts the ring of recent rejections by time, whatever their slo
 Deno.test("stats shows the counters and the reason of each recent rejection for humans", async () => {
   await withHarness(async (h) => {
     const { projectId } = await create(h.kv, "https://app.example.com");
-    await h.post(randomEntry({ projectId }), {
-      Origin: "https://app.example.com",
-    });
+    await postEntries(h, projectId, { origin: ORIGIN });
     h.clock.advance(1000);
-    await h.post(randomEntry({ projectId }), {
-      Origin: "https://evil.example.com",
-    });
+    await postEntries(h, projectId, { origin: "https://evil.example.com" });
     await h.process();
     const run = await cli(h.kv, ["stats", projectId]);
     assert.equal(run.code, 0, run.stderr);

@@ -22,7 +22,7 @@ import {
   signInAs,
   submitAs,
 } from "../_helpers/dashboard_accounts.ts";
-import { get, signIn, withDashboard } from "../_helpers/dashboard.ts";
+import { get, withDashboard, withSignedIn } from "../_helpers/dashboard.ts";
 
 const stdin = (line: string | null) => () => Promise.resolve(line);
 
@@ -107,59 +107,46 @@ Deno.test("user add stores only a scrypt hash of the password read from stdin, a
 Deno.test("user add refuses a missing password, an unknown role or project and a taken email", async () => {
   await withDashboard(async (h) => {
     const project = await createProject(h.kv, { name: "web" });
-    const add = (args: string[], line: string | null = ACCOUNT_PASSWORD) =>
-      cli(h.kv, ["user", "add", ...args], { readLine: stdin(line) });
-    const noFlag = await add(["a@example.com", "--role", "viewer"]);
-    assert.equal(noFlag.code, 2);
-    assert.match(noFlag.stderr, /--password-stdin/);
-    const empty = await add(
-      ["a@example.com", "--role", "viewer", "--password-stdin"],
-      null,
-    );
-    assert.equal(empty.code, 2);
-    const short = await add(
-      ["a@example.com", "--role", "viewer", "--password-stdin"],
-      "short",
-    );
-    assert.equal(short.code, 1);
-    assert.match(short.stderr, /8 to 1024 characters/);
-    const role = await add([
-      "a@example.com",
-      "--role",
-      "owner",
-      "--password-stdin",
-    ]);
-    assert.equal(role.code, 1);
-    assert.match(role.stderr, /expected one of admin, member, viewer/);
-    const unknown = await add([
-      "a@example.com",
-      "--role",
-      "viewer",
-      "--project",
-      "nope",
-      "--password-stdin",
-    ]);
-    assert.equal(unknown.code, 1);
-    assert.match(unknown.stderr, /Cannot find project "nope"/);
-    const builtin = await add(["admin", "--role", "admin", "--password-stdin"]);
-    assert.equal(builtin.code, 1);
-    const ok = await add([
-      "a@example.com",
-      "--role",
-      "member",
-      "--project",
-      project.id,
-      "--password-stdin",
-    ]);
-    assert.equal(ok.code, 0, ok.stderr);
-    const again = await add([
-      "A@example.com",
-      "--role",
-      "viewer",
-      "--password-stdin",
-    ]);
-    assert.equal(again.code, 1);
-    assert.match(again.stderr, /a user with this email exists/);
+    // In order: the arguments, the line on standard input, the exit code and
+    // what standard error says. The last but one adds the account whose
+    // email the last one finds taken.
+    const viewer = "a@example.com --role viewer --password-stdin";
+    const calls: [string, string | null, number, RegExp?][] = [
+      ["a@example.com --role viewer", ACCOUNT_PASSWORD, 2, /--password-stdin/],
+      [viewer, null, 2],
+      [viewer, "short", 1, /8 to 1024 characters/],
+      [
+        "a@example.com --role owner --password-stdin",
+        ACCOUNT_PASSWORD,
+        1,
+        /expected one of admin, member, viewer/,
+      ],
+      [
+        "a@example.com --role viewer --project nope --password-stdin",
+        ACCOUNT_PASSWORD,
+        1,
+        /Cannot find project "nope"/,
+      ],
+      ["admin --role admin --password-stdin", ACCOUNT_PASSWORD, 1],
+      [
+        `a@example.com --role member --project ${project.id} --password-stdin`,
+        ACCOUNT_PASSWORD,
+        0,
+      ],
+      [
+        "A@example.com --role viewer --password-stdin",
+        ACCOUNT_PASSWORD,
+        1,
+        /a user with this email exists/,
+      ],
+    ];
+    for (const [args, line, code, message] of calls) {
+      const run = await cli(h.kv, ["user", "add", ...args.split(" ")], {
+        readLine: stdin(line),
+      });
+      assert.equal(run.code, code, `user add ${args}: ${run.stderr}`);
+      if (message) assert.match(run.stderr, message);
+    }
   });
 });
 
@@ -200,18 +187,16 @@ Deno.test("user remove ends the account's sessions and its live tail within seco
 });
 
 Deno.test("a live tail that stays open keeps streaming while its session lives", async () => {
-  await withDashboard(async (h) => {
+  await withSignedIn(async (h, browser) => {
     const project = await createProject(h.kv, { name: "web" });
-    const browser = await signIn(h.dash);
     const tail = await tailOpen(h.dash, browser, project.id);
     assert.equal(await endsWithin(tail, 300), false, "still open");
   });
 });
 
 Deno.test("signing out ends the session's live tail within seconds", async () => {
-  await withDashboard(async (h) => {
+  await withSignedIn(async (h, browser) => {
     const project = await createProject(h.kv, { name: "web" });
-    const browser = await signIn(h.dash);
     const tail = await tailOpen(h.dash, browser, project.id);
     const out = await browser.post("/logout", {});
     assert.equal(out.status, 303);
@@ -221,9 +206,8 @@ Deno.test("signing out ends the session's live tail within seconds", async () =>
 
 Deno.test("a session's expiry ends its live tail", async () => {
   // Sessions of 30 s, tails of 60 s: the session ends first.
-  await withDashboard(async (h) => {
+  await withSignedIn(async (h, browser) => {
     const project = await createProject(h.kv, { name: "web" });
-    const browser = await signIn(h.dash);
     const tail = await tailOpen(h.dash, browser, project.id);
     h.clock.advance(30_001);
     assert.equal(await endsWithin(tail, 2000), true);

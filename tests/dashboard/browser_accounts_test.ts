@@ -12,7 +12,12 @@ import assert from "node:assert/strict";
 import { createProject } from "../../db/projects.ts";
 import { getUser } from "../../db/users.ts";
 import { hasChromium } from "../_helpers/browser.ts";
-import { signInAs, withE2e } from "../_helpers/dashboard_browser.ts";
+import {
+  clickThrough,
+  signInAs,
+  textIn,
+  withE2e,
+} from "../_helpers/dashboard_browser.ts";
 
 const VIEWER = "viewer@example.com";
 const VIEWER_PASSWORD = "a viewer's passphrase";
@@ -37,18 +42,12 @@ Deno.test({
           '#add-user-form input[name="password"]',
           VIEWER_PASSWORD,
         );
-        await Promise.all([
-          page.waitForNavigation(),
-          page.click("#add-user-form button"),
-        ]);
-        assert.match(
-          await page.$eval("#users", (el) => el.textContent ?? ""),
-          /viewer@example\.com/,
-        );
+        await clickThrough(page, "#add-user-form button");
+        assert.match(await textIn(page, "#users"), /viewer@example\.com/);
         const stored = await getUser(kv, VIEWER);
         assert.equal(stored?.role, "viewer");
         assert.deepEqual(stored?.projects, [own.id]);
-        await Promise.all([page.waitForNavigation(), page.click("#logout")]);
+        await clickThrough(page, "#logout");
       });
 
       await t.step(
@@ -57,18 +56,12 @@ Deno.test({
           await page.goto(`${home}/login`);
           await page.type("#email", VIEWER);
           await page.type("#password", VIEWER_PASSWORD);
-          await Promise.all([
-            page.waitForNavigation(),
-            page.click("#login-form button"),
-          ]);
+          await clickThrough(page, "#login-form button");
           assert.equal(new URL(page.url()).pathname, "/");
-          const text = await page.$eval("main", (el) => el.textContent ?? "");
+          const text = await textIn(page, "main");
           assert.match(text, /viewer-project/);
           assert.doesNotMatch(text, /hidden-project|Create a project/);
-          const nav = await page.$eval(
-            "nav.main",
-            (el) => el.textContent ?? "",
-          );
+          const nav = await textIn(page, "nav.main");
           assert.doesNotMatch(nav, /Users|Dead letters/);
           assert.match(nav, /viewer@example\.com \(viewer\)/);
         },

@@ -13,10 +13,15 @@ import assert from "node:assert/strict";
 import { createProject } from "../../db/projects.ts";
 import { hasChromium } from "../_helpers/browser.ts";
 import {
+  clickThrough,
   rowTexts,
   sendFrom,
+  setValue,
   signInAs,
   STEP_MS,
+  textIn,
+  textsIn,
+  valueIn,
   withE2e,
 } from "../_helpers/dashboard_browser.ts";
 
@@ -39,11 +44,8 @@ Deno.test({
       })).id;
       await signInAs(page, home);
       await shop.goto(`${senderOrigin}/`);
-      const send = async (level: string, data: Record<string, unknown>) =>
-        assert.equal(
-          await sendFrom(shop, endpoint, { level, projectId, data }),
-          200,
-        );
+      const send = (level: string, data: Record<string, unknown>) =>
+        sendFrom(shop, endpoint, { level, projectId, data });
 
       await t.step(
         "errors of three kinds are grouped, and a group links to its entries",
@@ -122,19 +124,13 @@ Deno.test({
       await t.step("a stack is shown as lines, the rest folded", async () => {
         await page.goto(`${home}/projects/${projectId}?q=TypeError`);
         await page.click("#entries details.entry summary");
-        const top = await page.$eval(
-          "#entries details.entry .stack-top",
-          (pre) => pre.textContent ?? "",
-        );
+        const top = await textIn(page, "#entries details.entry .stack-top");
         const lines = top.split("\n");
         assert.equal(lines.length, 8);
         assert.match(lines[0]!, /^TypeError: Cannot read properties/);
         assert.match(lines[1]!, /at step0 /);
         assert.equal(
-          await page.$eval(
-            "#entries .stack-rest summary",
-            (s) => s.textContent,
-          ),
+          await textIn(page, "#entries .stack-rest summary"),
           "5 more lines",
         );
       });
@@ -149,10 +145,7 @@ Deno.test({
             (el) => Number(el.textContent),
           );
           assert.equal(before, 6);
-          const ticks = await page.$$eval(
-            ".histogram .y-axis .tick",
-            (els) => els.map((el) => el.textContent),
-          );
+          const ticks = await textsIn(page, ".histogram .y-axis .tick");
           assert.deepEqual(ticks.at(-1), "0");
           assert.ok(Number(ticks[0]) >= 1);
           await send("warning", { title: "Slow response" });
@@ -188,40 +181,32 @@ Deno.test({
             }),
           );
           assert.equal(utc.text, utc.iso!.slice(0, 23).replace("T", " "));
-          assert.equal(
-            await page.$eval(".zone .tz-label", (l) => l.textContent),
-            "UTC",
-          );
+          assert.equal(await textIn(page, ".zone .tz-label"), "UTC");
           await page.click("button.tz-toggle");
-          const local = await page.$eval(
-            "#entries time",
-            (el) => el.textContent,
-          );
+          const local = await textIn(page, "#entries time");
           const tokyo = new Date(Date.parse(utc.iso!) + 9 * 3_600_000)
             .toISOString().slice(0, 23).replace("T", " ");
           assert.equal(local, tokyo);
           assert.equal(
-            await page.$eval(".zone .tz-label", (l) => l.textContent),
+            await textIn(page, ".zone .tz-label"),
             "Asia/Tokyo (UTC+09:00)",
           );
           // Kept across pages.
           await page.reload();
-          assert.equal(
-            await page.$eval("#entries time", (el) => el.textContent),
-            tokyo,
-          );
+          assert.equal(await textIn(page, "#entries time"), tokyo);
           // A range typed in local time is sent in UTC.
           await page.click("details.absolute summary");
-          await page.$eval('details.absolute input[name="since"]', (el) => {
-            (el as HTMLInputElement).value = "2026-01-15T18:30";
-          });
-          await page.$eval('details.absolute input[name="until"]', (el) => {
-            (el as HTMLInputElement).value = "2026-01-15T19:00";
-          });
-          await Promise.all([
-            page.waitForNavigation(),
-            page.click("details.absolute button[type=submit]"),
-          ]);
+          await setValue(
+            page,
+            'details.absolute input[name="since"]',
+            "2026-01-15T18:30",
+          );
+          await setValue(
+            page,
+            'details.absolute input[name="until"]',
+            "2026-01-15T19:00",
+          );
+          await clickThrough(page, "details.absolute button[type=submit]");
           const url = new URL(page.url()); // sent in UTC: Tokyo is 9 h ahead
           assert.equal(
             url.searchParams.get("since"),
@@ -232,22 +217,13 @@ Deno.test({
             "2026-01-15T10:00",
           );
           assert.equal(
-            await page.$eval(
-              'details.absolute input[name="since"]',
-              (el) => (el as HTMLInputElement).value,
-            ),
+            await valueIn(page, 'details.absolute input[name="since"]'),
             "2026-01-15T18:30",
           );
           await page.click("button.tz-toggle");
+          assert.equal(await textIn(page, ".zone .tz-label"), "UTC");
           assert.equal(
-            await page.$eval(".zone .tz-label", (l) => l.textContent),
-            "UTC",
-          );
-          assert.equal(
-            await page.$eval(
-              'details.absolute input[name="since"]',
-              (el) => (el as HTMLInputElement).value,
-            ),
+            await valueIn(page, 'details.absolute input[name="since"]'),
             "2026-01-15T09:30",
           );
         },
@@ -257,23 +233,14 @@ Deno.test({
         await page.goto(`${home}/projects/${projectId}?q=Payment&range=7d`);
         await page.click(".save-view summary");
         await page.type("#view-name", "Payments");
-        await Promise.all([
-          page.waitForNavigation(),
-          page.click("#save-view-form button[type=submit]"),
-        ]);
+        await clickThrough(page, "#save-view-form button[type=submit]");
         await page.goto(`${home}/`);
-        await Promise.all([
-          page.waitForNavigation(),
-          page.click("a.chip.view"),
-        ]);
+        await clickThrough(page, "a.chip.view");
         const url = new URL(page.url());
         assert.equal(url.searchParams.get("q"), "Payment");
         assert.equal(url.searchParams.get("range"), "7d");
         assert.equal((await rowTexts(page)).length, 3);
-        await Promise.all([
-          page.waitForNavigation(),
-          page.click("button.remove-view"),
-        ]);
+        await clickThrough(page, "button.remove-view");
         assert.equal(await page.$("a.chip.view"), null);
       });
       assert.deepEqual(problems, []);

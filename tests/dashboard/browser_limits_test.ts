@@ -16,6 +16,7 @@ import { hasChromium } from "../_helpers/browser.ts";
 import {
   signInAs,
   STEP_MS,
+  textIn,
   watchForProblems,
   withE2e,
 } from "../_helpers/dashboard_browser.ts";
@@ -49,13 +50,10 @@ Deno.test({
         { timeout: STEP_MS, polling: 100 },
       );
       assert.equal(
-        await third.$eval("#live-status", (el) => el.textContent),
+        await textIn(third, "#live-status"),
         "Live tail stopped: Cannot open more than 2 live tails at once in one session: pause the live tail in another tab",
       );
-      assert.equal(
-        await third.$eval("#live-toggle", (el) => el.textContent),
-        "Resume",
-      );
+      assert.equal(await textIn(third, "#live-toggle"), "Resume");
       await second.close();
       // The server notices the closed stream at its next poll.
       await new Promise((resolve) => setTimeout(resolve, 1000));
@@ -123,7 +121,7 @@ Deno.test({
       const row = "#entries details.entry:first-of-type";
       await page.click(`${row} > summary`);
       assert.match(
-        await page.$eval(`${row} .preview-note`, (el) => el.textContent ?? ""),
+        await textIn(page, `${row} .preview-note`),
         /^Preview: \d+ of 56\d\d fields, the JSON cut short\./,
       );
       assert.equal(

@@ -14,7 +14,15 @@ import assert from "node:assert/strict";
 import { listProjects } from "../../db/projects.ts";
 import { hasChromium } from "../_helpers/browser.ts";
 import { PASSWORD } from "../_helpers/dashboard.ts";
-import { sendFrom, STEP_MS, withE2e } from "../_helpers/dashboard_browser.ts";
+import {
+  clickThrough,
+  sendFrom,
+  setValue,
+  STEP_MS,
+  textIn,
+  textsIn,
+  withE2e,
+} from "../_helpers/dashboard_browser.ts";
 
 Deno.test({
   name:
@@ -32,25 +40,16 @@ Deno.test({
           await page.goto(`${home}/`);
           assert.equal(new URL(page.url()).pathname, "/login");
           await page.type("#password", "not the password");
-          await Promise.all([
-            page.waitForNavigation(),
-            page.click("#login-form button"),
-          ]);
+          await clickThrough(page, "#login-form button");
           assert.match(
-            await page.$eval(".notice.error", (e) => e.textContent ?? ""),
+            await textIn(page, ".notice.error"),
             /Wrong email or password/,
           );
           await page.type("#email", "admin");
           await page.type("#password", PASSWORD);
-          await Promise.all([
-            page.waitForNavigation(),
-            page.click("#login-form button"),
-          ]);
+          await clickThrough(page, "#login-form button");
           assert.equal(new URL(page.url()).pathname, "/");
-          assert.equal(
-            await page.$eval("h1", (e) => e.textContent),
-            "Projects",
-          );
+          assert.equal(await textIn(page, "h1"), "Projects");
         },
       );
 
@@ -58,18 +57,9 @@ Deno.test({
         "creating a project shows its id and secret once",
         async () => {
           await page.type("#create-form input[name=name]", "Web shop");
-          await Promise.all([
-            page.waitForNavigation(),
-            page.click("#create-form button"),
-          ]);
-          projectId = await page.$eval(
-            "#created-id",
-            (e) => e.textContent ?? "",
-          );
-          const secret = await page.$eval(
-            "#created-secret",
-            (e) => e.textContent ?? "",
-          );
+          await clickThrough(page, "#create-form button");
+          projectId = await textIn(page, "#created-id");
+          const secret = await textIn(page, "#created-secret");
           const stored = (await listProjects(kv))[0]!;
           assert.equal(stored.id, projectId);
           assert.equal(stored.secret, secret);
@@ -87,28 +77,16 @@ Deno.test({
         async () => {
           await page.goto(`${home}/projects/${projectId}/settings`);
           await page.type("#allow-form input[name=value]", `${senderOrigin}/`);
-          await Promise.all([
-            page.waitForNavigation(),
-            page.click("#allow-form button"),
-          ]);
+          await clickThrough(page, "#allow-form button");
           assert.match(
-            await page.$eval("#allow .field-error", (e) => e.textContent ?? ""),
+            await textIn(page, "#allow .field-error"),
             /no path and no trailing slash/,
           );
-          await page.$eval(
-            "#allow-form input[name=value]",
-            (e) => ((e as HTMLInputElement).value = ""),
-          );
+          await setValue(page, "#allow-form input[name=value]", "");
           await page.type("#allow-form input[name=value]", senderOrigin);
-          await Promise.all([
-            page.waitForNavigation(),
-            page.click("#allow-form button"),
-          ]);
+          await clickThrough(page, "#allow-form button");
           assert.deepEqual(
-            await page.$$eval(
-              "#allow-list code",
-              (els) => els.map((e) => e.textContent),
-            ),
+            await textsIn(page, "#allow-list code"),
             [senderOrigin],
           );
         },
@@ -118,14 +96,11 @@ Deno.test({
         "an entry from an origin not allowed shows in the rejections with its reason and content",
         async () => {
           await shop.goto(`${strangerOrigin}/`);
-          assert.equal(
-            await sendFrom(shop, endpoint, {
-              level: "info",
-              projectId,
-              data: { title: "Hello from <b>elsewhere</b>" },
-            }),
-            200,
-          );
+          await sendFrom(shop, endpoint, {
+            level: "info",
+            projectId,
+            data: { title: "Hello from <b>elsewhere</b>" },
+          });
           await page.goto(`${home}/projects/${projectId}/rejections`);
           const until = Date.now() + STEP_MS;
           while (
@@ -135,9 +110,9 @@ Deno.test({
             await new Promise((resolve) => setTimeout(resolve, 200));
             await page.reload();
           }
-          const kept = await page.$eval(
+          const kept = await textIn(
+            page,
             '#kept details[data-reason="bad_origin"]',
-            (e) => e.textContent ?? "",
           );
           assert.match(kept, /bad_origin/);
           assert.match(kept, new RegExp(strangerOrigin.replaceAll(".", "\\.")));
@@ -147,9 +122,9 @@ Deno.test({
             null,
             "the sender's markup is text",
           );
-          const row = await page.$eval(
+          const row = await textIn(
+            page,
             '#recent tr[data-reason="bad_origin"]',
-            (e) => e.textContent ?? "",
           );
           assert.match(row, new RegExp(strangerOrigin.replaceAll(".", "\\.")));
         },
@@ -162,32 +137,20 @@ Deno.test({
             '#kept details[data-reason="bad_origin"]',
             (e) => (e as HTMLElement).dataset.id ?? "",
           );
-          await Promise.all([
-            page.waitForNavigation(),
-            page.click(`#k-${entryId} form.inline button`),
-          ]);
+          await clickThrough(page, `#k-${entryId} form.inline button`);
           assert.match(
-            await page.$eval(".notice.ok", (e) => e.textContent ?? ""),
+            await textIn(page, ".notice.ok"),
             /Added to the allow-list/,
           );
-          await Promise.all([
-            page.waitForNavigation(),
-            page.click(`#k-${entryId} form.replay button`),
-          ]);
+          await clickThrough(page, `#k-${entryId} form.replay button`);
           assert.match(
-            await page.$eval("#replay-results", (e) => e.textContent ?? ""),
+            await textIn(page, "#replay-results"),
             /Replayed 1 entry: 1 stored, 0 not\..*stored \(authorized by origin\)/s,
           );
           assert.equal(await page.$(`#k-${entryId}`), null, "no longer kept");
-          await Promise.all([
-            page.waitForNavigation(),
-            page.click("#replay-results a"),
-          ]);
+          await clickThrough(page, "#replay-results a");
           assert.deepEqual(
-            await page.$$eval(
-              "#entries details.entry.focus summary .msg",
-              (els) => els.map((e) => e.textContent),
-            ),
+            await textsIn(page, "#entries details.entry.focus summary .msg"),
             ["Hello from <b>elsewhere</b>"],
           );
         },
@@ -221,7 +184,7 @@ Deno.test({
           ]).then(([res]) => res);
           assert.equal(response?.status(), 403);
           assert.match(
-            await shop.$eval("#message", (e) => e.textContent ?? ""),
+            await textIn(shop, "#message"),
             /Cannot accept a change sent from/,
           );
           assert.equal((await listProjects(kv)).length, 1);
@@ -231,12 +194,9 @@ Deno.test({
       await t.step("signing out ends the session", async () => {
         await page.bringToFront();
         await page.goto(`${home}/`);
-        await Promise.all([page.waitForNavigation(), page.click("#logout")]);
+        await clickThrough(page, "#logout");
         assert.equal(new URL(page.url()).pathname, "/login");
-        assert.match(
-          await page.$eval(".notice.ok", (e) => e.textContent ?? ""),
-          /signed out/,
-        );
+        assert.match(await textIn(page, ".notice.ok"), /signed out/);
         await page.goto(`${home}/projects/${projectId}`);
         assert.equal(new URL(page.url()).pathname, "/login");
       });

@@ -7,7 +7,7 @@
 import assert from "node:assert/strict";
 import { orderedStack, STACK_SHOWN } from "../../dashboard/pages/stack.tsx";
 import { summary } from "../../dashboard/pages/format.ts";
-import { signIn, store, textOf, withDashboard } from "../_helpers/dashboard.ts";
+import { store, textOf, withSignedIn } from "../_helpers/dashboard.ts";
 import type { LogRecord } from "../../domain/entry.ts";
 
 function record(data: Record<string, unknown>): LogRecord {
@@ -44,7 +44,7 @@ Deno.test("a Python traceback is turned around so that the top frame comes first
 });
 
 Deno.test("the explorer shows a stack string or frame array as lines in a pre, the rest of a long one folded", async () => {
-  await withDashboard(async (h) => {
+  await withSignedIn(async (h, browser) => {
     const project = await h.project(["https://app.example.com"]);
     const frames = Array.from(
       { length: 12 },
@@ -66,7 +66,6 @@ Deno.test("the explorer shows a stack string or frame array as lines in a pre, t
         },
       },
     ]);
-    const browser = await signIn(h.dash);
     const html =
       await (await browser.get(`/projects/${project.id}?open=${long!.id}`))
         .text();

@@ -7,14 +7,12 @@
  */
 import assert from "node:assert/strict";
 import { PAGE_SIZE } from "../../dashboard/routes/explorer.ts";
-import { randomEntry } from "../_helpers/harness.ts";
+import { ORIGIN, postEntries } from "../_helpers/harness.ts";
 import {
   openIds,
   rowIds,
-  signIn,
   store,
   textOf,
-  withDashboard,
   withSignedIn,
 } from "../_helpers/dashboard.ts";
 
@@ -258,16 +256,13 @@ Deno.test("show in context lists the neighbours of an entry, unfiltered", async 
 });
 
 Deno.test("a search that runs out of its budget says how far back it searched, and its link goes on from there", async () => {
-  await withDashboard(async (h) => {
-    const project = await h.project(["https://app.example.com"]);
+  await withSignedIn(async (h, browser) => {
+    const project = await h.project([ORIGIN]);
     for (let i = 0; i < 6; i++) {
-      await h.post(randomEntry({ projectId: project.id }), {
-        Origin: "https://app.example.com",
-      });
+      await postEntries(h, project.id, { origin: ORIGIN });
       await h.process();
       h.clock.advance(60_000);
     }
-    const browser = await signIn(h.dash);
     const q = encodeURIComponent("data.nowhere:*");
     const res = await browser.get(`/projects/${project.id}?q=${q}&range=24h`);
     assert.equal(res.status, 200);

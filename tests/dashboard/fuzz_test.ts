@@ -8,7 +8,7 @@
  * @module
  */
 import assert from "node:assert/strict";
-import { signIn, store, withDashboard } from "../_helpers/dashboard.ts";
+import { store, withSignedIn } from "../_helpers/dashboard.ts";
 
 /** Values that broke or might break a parser. */
 const NASTY: string[] = [
@@ -86,13 +86,12 @@ function query(name: string, value: string | string[]): string {
 }
 
 Deno.test("every parameter of every page, given nasty values, answers the page or a 400 saying what was wrong, never a 500", async () => {
-  await withDashboard(async (h) => {
+  await withSignedIn(async (h, browser) => {
     const project = await h.project(["https://app.example.com"]);
     const records = await store(h, project.id, [
       { level: "error", data: { title: "one" } },
       { level: "info", data: { title: "two" } },
     ]);
-    const browser = await signIn(h.dash);
     const p = `/projects/${project.id}`;
     const explorerParams = [
       "q",
@@ -171,9 +170,8 @@ Deno.test("every parameter of every page, given nasty values, answers the page o
 });
 
 Deno.test("every field of every form, given nasty values, answers the page or a 400, never a 500", async () => {
-  await withDashboard(async (h) => {
+  await withSignedIn(async (h, browser) => {
     const project = await h.project(["https://app.example.com"]);
-    const browser = await signIn(h.dash);
     const settings = `/projects/${project.id}/settings`;
     const forms: [string, string[]][] = [
       ["/projects", ["name", "allow"]],
@@ -224,10 +222,9 @@ Deno.test("every field of every form, given nasty values, answers the page or a 
 });
 
 Deno.test("a cursor the explorer cannot read answers 400 saying so, and lists from the top", async () => {
-  await withDashboard(async (h) => {
+  await withSignedIn(async (h, browser) => {
     const project = await h.project(["https://app.example.com"]);
     await store(h, project.id, [{ level: "error", data: { title: "kept" } }]);
-    const browser = await signIn(h.dash);
     const p = `/projects/${project.id}`;
     const logged = await capturingErrors(async () => {
       for (const cursor of ["abc", "9".repeat(400)]) {

@@ -14,8 +14,8 @@ import { randomEntry, withServed } from "../_helpers/harness.ts";
 import {
   type DashHarness,
   PASSWORD,
-  signIn,
   withDashboard,
+  withSignedIn,
 } from "../_helpers/dashboard.ts";
 import { postChunked, rawGet } from "../_helpers/raw_http.ts";
 
@@ -128,9 +128,8 @@ Deno.test("the mounted dashboard refuses a foreign Host with 421 while the endpo
 const FORM_RSS_BUDGET = 50 * 1024 * 1024;
 
 Deno.test("a 200 MB chunked body to every form is refused with 413 past the form limit, never read whole", async () => {
-  await withDashboard(async (h) => {
+  await withSignedIn(async (h, browser) => {
     const project = await h.project(["https://app.example.com"]);
-    const browser = await signIn(h.dash);
     await withServed(
       (req, info) => h.dash.fetch(req, { remoteAddr: info.remoteAddr }),
       async (port) => {

@@ -10,7 +10,12 @@ import { entriesLastDay, recentCount } from "../../dashboard/data.ts";
 import { getProject, listProjects } from "../../db/projects.ts";
 import { RECENT_REJECTIONS } from "../../db/stats.ts";
 import { deadLetterKey, pendingBatchKey } from "../../db/keys.ts";
-import { deadLetter, randomEntry } from "../_helpers/harness.ts";
+import {
+  deadLetter,
+  ORIGIN,
+  postEntries,
+  randomEntry,
+} from "../_helpers/harness.ts";
 import {
   type Browser,
   signIn,
@@ -79,7 +84,7 @@ Deno.test("the projects page shows the last 24 h, all-time counters and the last
   await withDashboard(async (h) => {
     const project = await h.project();
     const send = async (origin: string, projectId = project.id) =>
-      await h.post(randomEntry({ projectId }), { Origin: origin });
+      await postEntries(h, projectId, { origin });
     // A day and a half ago: stored and rejected, out of the last 24 h.
     await send("https://app.example.com");
     await send("https://evil.example");
@@ -346,15 +351,11 @@ Deno.test("the settings page gives snippets with the project's id and the servic
 Deno.test("the rejections page shows counts, recent rejections and what to do", async () => {
   await withSignedIn(async (h, browser) => {
     const project = await h.project(["https://app.example.com"]);
-    await h.post(randomEntry({ projectId: project.id }), {
-      Origin: "https://shop.example.net",
-    });
+    await postEntries(h, project.id, { origin: "https://shop.example.net" });
     await h.post(randomEntry({ projectId: project.id, level: "verbose" }), {
       Origin: "https://app.example.com",
     });
-    await h.post(randomEntry({ projectId: project.id }), {
-      Origin: "https://app.example.com",
-    });
+    await postEntries(h, project.id, { origin: ORIGIN });
     await h.process();
     const html = await (await browser.get(`/projects/${project.id}/rejections`))
       .text();

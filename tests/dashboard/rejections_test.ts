@@ -10,13 +10,19 @@ import assert from "node:assert/strict";
 import { listRejected } from "../../db/rejected.ts";
 import { readStats } from "../../db/stats.ts";
 import { sign } from "../../auth/signature.ts";
-import { randomEntry } from "../_helpers/harness.ts";
-import { post, signIn, textOf, withDashboard } from "../_helpers/dashboard.ts";
+import { ORIGIN, postEntries, randomEntry } from "../_helpers/harness.ts";
+import {
+  post,
+  signIn,
+  textOf,
+  withDashboard,
+  withSignedIn,
+} from "../_helpers/dashboard.ts";
 
 const HOSTILE = `<script>alert(1)</script><img src=x onerror=alert(2)>"'`;
 
 Deno.test("the rejections page shows kept entries with reason and content, inert, and a bad signature's expected text", async () => {
-  await withDashboard(async (h) => {
+  await withSignedIn(async (h, browser) => {
     const project = await h.project(["https://app.example.com"]);
     await h.post(
       randomEntry({ projectId: project.id, data: { title: HOSTILE } }),
@@ -39,7 +45,6 @@ Deno.test("the rejections page shows kept entries with reason and content, inert
     await h.post(body, { timestamp, signature });
     await h.process();
 
-    const browser = await signIn(h.dash);
     const res = await browser.get(`/projects/${project.id}/rejections`);
     assert.equal(res.status, 200);
     const html = await res.text();
@@ -80,16 +85,13 @@ Deno.test("the rejections page shows kept entries with reason and content, inert
 });
 
 Deno.test("replaying after allowing the origin stores the entry once and shows what became of it once", async () => {
-  await withDashboard(async (h) => {
+  await withSignedIn(async (h, browser) => {
     const project = await h.project(["https://app.example.com"]);
-    await h.post(randomEntry({ projectId: project.id }), {
-      Origin: "https://shop.example.net",
-    });
+    await postEntries(h, project.id, { origin: "https://shop.example.net" });
     await h.post(randomEntry({ projectId: project.id, appid: "com.x.y" }));
     await h.process();
     const kept = await listRejected(h.kv, project.id);
     const origin = kept.find((k) => k.reason === "bad_origin")!;
-    const browser = await signIn(h.dash);
     const path = `/projects/${project.id}`;
 
     assert.equal(
@@ -145,13 +147,10 @@ Deno.test("replaying after allowing the origin stores the entry once and shows w
 });
 
 Deno.test("a replay needs the form's token and the dashboard's origin", async () => {
-  await withDashboard(async (h) => {
+  await withSignedIn(async (h, browser) => {
     const project = await h.project(["https://app.example.com"]);
-    await h.post(randomEntry({ projectId: project.id }), {
-      Origin: "https://shop.example.net",
-    });
+    await postEntries(h, project.id, { origin: "https://shop.example.net" });
     await h.process();
-    const browser = await signIn(h.dash);
     await browser.post(`/projects/${project.id}/settings/allow`, {
       value: "https://shop.example.net",
     });
@@ -175,13 +174,9 @@ Deno.test("a replay needs the form's token and the dashboard's origin", async ()
 Deno.test("the rejections page shows the storage backlog: entries not yet stored and not yet merged, with the oldest's age", async () => {
   await withDashboard(async (h) => {
     const project = await h.project(["https://app.example.com"]);
-    await h.post(randomEntry({ projectId: project.id }), {
-      Origin: "https://app.example.com",
-    });
+    await postEntries(h, project.id, { origin: ORIGIN });
     await h.process();
-    await h.post(randomEntry({ projectId: project.id }), {
-      Origin: "https://app.example.com",
-    });
+    await postEntries(h, project.id, { origin: ORIGIN });
     await h.pipeline.producer.flush();
     h.clock.advance(2500);
     const browser = await signIn(h.dash);
@@ -193,7 +188,7 @@ Deno.test("the rejections page shows the storage backlog: entries not yet stored
 });
 
 Deno.test("a bad signature shows the members as sent, byte for byte, beside the expected text, and offers no replay", async () => {
-  await withDashboard(async (h) => {
+  await withSignedIn(async (h, browser) => {
     const project = await h.project(["https://app.example.com"]);
     const body = {
       level: "error",
@@ -214,7 +209,6 @@ Deno.test("a bad signature shows the members as sent, byte for byte, beside the 
     await h.process();
     const [kept] = await listRejected(h.kv, project.id);
     assert.equal(kept!.reason, "bad_signature");
-    const browser = await signIn(h.dash);
     const html = await (await browser.get(`/projects/${project.id}/rejections`))
       .text();
     const sent =

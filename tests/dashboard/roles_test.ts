@@ -9,7 +9,7 @@
  */
 import assert from "node:assert/strict";
 import { createProject } from "../../db/projects.ts";
-import { randomEntry } from "../_helpers/harness.ts";
+import { postEntries } from "../_helpers/harness.ts";
 import {
   ACCOUNT_PASSWORD,
   addAccount,
@@ -237,8 +237,8 @@ Deno.test("a role taken away applies to the account's next request", async () =>
 Deno.test("a viewer's rejections page offers no Allow and no Replay, an admin's does", async () => {
   await withDashboard(async (h) => {
     const project = await h.project(["https://app.example.com"]);
-    await h.post(randomEntry({ projectId: project.id }), {
-      Origin: "https://stranger.example.com",
+    await postEntries(h, project.id, {
+      origin: "https://stranger.example.com",
     });
     await h.process();
     await addAccount(h.kv, "viewer@example.com", "viewer", [project.id]);

@@ -7,24 +7,34 @@
  */
 import assert from "node:assert/strict";
 import { listViews, MAX_VIEWS, saveView } from "../../db/views.ts";
-import { signIn, textOf, withDashboard } from "../_helpers/dashboard.ts";
+import { type Browser, textOf, withSignedIn } from "../_helpers/dashboard.ts";
+import { withKv } from "../_helpers/harness.ts";
+
+/** Saves a view of the project's explorer through the form, as accepted. */
+async function saved(
+  browser: Browser,
+  projectId: string,
+  form: Record<string, string>,
+): Promise<Response> {
+  const res = await browser.post(`/projects/${projectId}/views`, form);
+  assert.equal(res.status, 303, "the view is saved");
+  return res;
+}
 
 Deno.test("a view saved from the explorer opens as saved and is listed in the explorer and on the projects page", async () => {
-  await withDashboard(async (h) => {
+  await withSignedIn(async (h, browser) => {
     const project = await h.project(["https://app.example.com"]);
-    const browser = await signIn(h.dash);
     const explorer = await (await browser.get(
       `/projects/${project.id}?q=checkout&level=error&range=1h`,
     )).text();
     assert.match(explorer, /id="save-view-form"/);
     // What the form carries: the state shown, and a name.
-    const res = await browser.post(`/projects/${project.id}/views`, {
+    const res = await saved(browser, project.id, {
       name: "Checkout <errors>",
       q: "checkout",
       level: "error",
       range: "1h",
     });
-    assert.equal(res.status, 303);
     assert.equal(
       res.headers.get("location"),
       `/projects/${project.id}?q=checkout&level=error&range=1h`,
@@ -54,16 +64,14 @@ Deno.test("a view saved from the explorer opens as saved and is listed in the ex
 });
 
 Deno.test("a view with an absolute range keeps it, and a view without a name is refused", async () => {
-  await withDashboard(async (h) => {
+  await withSignedIn(async (h, browser) => {
     const project = await h.project(["https://app.example.com"]);
-    const browser = await signIn(h.dash);
-    const res = await browser.post(`/projects/${project.id}/views`, {
+    await saved(browser, project.id, {
       name: "Incident",
       since: "2026-01-15T09:30",
       until: "2026-01-15T10:00",
       cursor: "ignored",
     });
-    assert.equal(res.status, 303);
     const [view] = await listViews(h.kv, project.id);
     assert.equal(
       view!.query,
@@ -81,8 +89,7 @@ Deno.test("a view with an absolute range keeps it, and a view without a name is 
 });
 
 Deno.test("a project keeps at most 50 saved views", async () => {
-  const kv = await Deno.openKv(":memory:");
-  try {
+  await withKv(async (kv) => {
     for (let i = 0; i < MAX_VIEWS; i++) {
       await saveView(kv, "p1", { name: `v${i}`, query: "" });
     }
@@ -94,7 +101,5 @@ Deno.test("a project keeps at most 50 saved views", async () => {
       () => saveView(kv, "p2", { name: "x", query: "q=no-question-mark" }),
       /its query string is not one/,
     );
-  } finally {
-    kv.close();
-  }
+  });
 });

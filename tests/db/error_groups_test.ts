@@ -23,9 +23,13 @@ import { parseQuery, queryLogs } from "../../db/query/mod.ts";
 import type { LogRecord } from "../../domain/entry.ts";
 import { fingerprintOf } from "../../domain/fingerprint.ts";
 import { createId } from "../../domain/ids.ts";
-import { postQueued, randomEntry, withHarness } from "../_helpers/harness.ts";
+import {
+  ORIGIN,
+  postQueued,
+  randomEntry,
+  withHarness,
+} from "../_helpers/harness.ts";
 
-const ORIGIN = "https://app.example.com";
 const HOUR = 3_600_000;
 
 function record(at: number, level: string, data: Record<string, unknown>) {

@@ -20,14 +20,11 @@ import { recordFailure } from "../../queue/dead_letters.ts";
 import {
   assertCounts,
   assertStoredOnce,
+  ORIGIN,
   pendingBatches,
-  postQueued,
-  randomEntry,
-  signEntry,
+  postEntries,
   withHarness,
 } from "../_helpers/harness.ts";
-
-const ORIGIN = "https://app.example.com";
 
 Deno.test("encodeJson and encodeFramed round-trip, and decodeFramed refuses cut bytes", () => {
   const value = { a: 1, b: ["é", null], c: { d: true } };
@@ -60,35 +57,22 @@ Deno.test("getManyChunked reads more keys than one getMany takes, in order", asy
 Deno.test("every value a full flow stores is bytes or a counter", async () => {
   await withHarness(async (h) => {
     const project = await h.project([ORIGIN]);
-    await postQueued(h, randomEntry({ projectId: project.id }), {
-      Origin: ORIGIN,
-    });
-    const signed = randomEntry({ projectId: project.id });
-    await postQueued(
-      h,
-      signed,
-      signEntry(project.secret, signed, h.clock.now()),
-    );
-    await postQueued(h, randomEntry({ projectId: project.id }), {
-      Origin: "https://evil.example.com",
-    });
-    await postQueued(h, randomEntry({ projectId: "no-such-project" }));
+    await postEntries(h, project.id, { origin: ORIGIN });
+    await postEntries(h, project.id, { secret: project.secret });
+    await postEntries(h, project.id, { origin: "https://evil.example.com" });
+    await postEntries(h, "no-such-project");
     await h.process();
     // Settled pages move into chunks with their summaries and filters.
-    await postQueued(h, randomEntry({ projectId: project.id }), {
-      Origin: ORIGIN,
-    });
+    await postEntries(h, project.id, { origin: ORIGIN });
     await h.process();
     await mergeProject(h.kv, project.id, {
       now: h.clock.now() + 2 * 3_600_000,
       settleMs: 0,
     });
-    await postQueued(h, randomEntry({ projectId: project.id }), {
-      Origin: ORIGIN,
-    });
+    await postEntries(h, project.id, { origin: ORIGIN });
     await h.process();
     // A batch that keeps failing becomes a dead letter.
-    await postQueued(h, randomEntry({ projectId: project.id }));
+    await postEntries(h, project.id);
     const [batch] = await pendingBatches(h.kv);
     for (let i = 0; i < 5; i++) {
       await recordFailure(h.kv, batch!.id, new Error("x"), h.clock.now());
@@ -130,9 +114,7 @@ Deno.test("a project stored in the runtime's encoding by an earlier version is s
     await h.kv.set(projectKey(current.id), { ...current });
     assert.deepEqual(await getProject(h.kv, current.id), current);
     assert.deepEqual(await listProjects(h.kv), [current]);
-    await postQueued(h, randomEntry({ projectId: current.id }), {
-      Origin: ORIGIN,
-    });
+    await postEntries(h, current.id, { origin: ORIGIN });
     await assertStoredOnce(h, current.id, "origin");
     await allowValue(h.kv, current.id, "https://other.example.com");
     const stored = (await h.kv.get(projectKey(current.id))).value;
@@ -147,9 +129,7 @@ Deno.test("a project stored in the runtime's encoding by an earlier version is s
 Deno.test("a pending batch stored in the runtime's encoding by an earlier version is processed", async () => {
   await withHarness(async (h) => {
     const project = await h.project([ORIGIN]);
-    await postQueued(h, randomEntry({ projectId: project.id }), {
-      Origin: ORIGIN,
-    });
+    await postEntries(h, project.id, { origin: ORIGIN });
     const [batch] = await pendingBatches(h.kv);
     // What an earlier version stored: the header object, head as bytes.
     await h.kv.set(pendingBatchKey(batch!.id), { ...batch!.header });

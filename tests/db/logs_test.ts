@@ -3,8 +3,7 @@ import { storeLogs } from "../../db/logs.ts";
 import { listLogs } from "../../db/query/mod.ts";
 import type { LogRecord } from "../../domain/entry.ts";
 import { createId } from "../../domain/ids.ts";
-
-const T0 = Date.UTC(2026, 0, 1);
+import { T0 } from "../_helpers/query.ts";
 
 function record(ms: number, n = 0): LogRecord {
   return {

@@ -8,6 +8,7 @@ import {
 import { deleteProject, getProject } from "../../db/projects.ts";
 import {
   assertStoredOnce,
+  postEntries,
   postQueued,
   randomEntry,
   withHarness,
@@ -24,9 +25,7 @@ Deno.test("deleteProject removes the project and everything under it, counting e
         postQueued(h, randomEntry({ projectId: project.id }), origin)
       ),
     );
-    await postQueued(h, randomEntry({ projectId: project.id }), {
-      Origin: "https://evil.example.net",
-    });
+    await postEntries(h, project.id, { origin: "https://evil.example.net" });
     await postQueued(h, randomEntry({ projectId: kept.id }), origin);
     await assertStoredOnce(h, kept.id, "origin");
     assert.equal((await h.logs(project.id)).length, 3);

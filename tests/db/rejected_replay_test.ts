@@ -24,15 +24,15 @@ import { readStats } from "../../db/stats.ts";
 import { cli, rejected } from "../_helpers/cli.ts";
 import {
   type Harness,
+  ORIGIN,
+  postEntries,
   postQueued,
   randomEntry,
   signedEntry,
-  signEntry,
   withHarness,
 } from "../_helpers/harness.ts";
 import { holdCommits, within } from "../_helpers/hold.ts";
 
-const ORIGIN = "https://app.example.com";
 const OTHER = "https://shop.example.net";
 
 function replayWith(h: Harness) {
@@ -98,11 +98,7 @@ Deno.test("replay stores a bad_origin entry once the origin is allowed, counting
 Deno.test("two replays at the same moment store an entry once", async () => {
   await withHarness(async (h) => {
     const project = await h.project([ORIGIN]);
-    for (let i = 0; i < 3; i++) {
-      await postQueued(h, randomEntry({ projectId: project.id }), {
-        Origin: OTHER,
-      });
-    }
+    await postEntries(h, project.id, { origin: OTHER, count: 3 });
     await h.process();
     await allowValue(h.kv, project.id, OTHER);
     const [a, b] = await Promise.all([
@@ -123,8 +119,7 @@ Deno.test("replay of a signed entry verifies it on the fixed secret, within the 
     const project = await h.project([]);
     const secret = "the-secret-the-client-was-given";
     const send = async () => {
-      const body = randomEntry({ projectId: project.id });
-      await postQueued(h, body, signEntry(secret, body, h.clock.now()));
+      await postEntries(h, project.id, { secret });
     };
     await send();
     h.clock.advance(1000);
@@ -177,9 +172,7 @@ Deno.test("replay never stores a replayed signature", async () => {
 Deno.test("replay stores nothing under a project deleted meanwhile", async () => {
   await withHarness(async (h) => {
     const project = await h.project([ORIGIN]);
-    await postQueued(h, randomEntry({ projectId: project.id }), {
-      Origin: OTHER,
-    });
+    await postEntries(h, project.id, { origin: OTHER });
     await h.process();
     await allowValue(h.kv, project.id, OTHER);
     const held = holdCommits(h.kv);

@@ -27,7 +27,9 @@ import {
   assertCounts,
   globalRejected,
   type Harness,
+  ORIGIN,
   pendingBatchIds,
+  postEntries,
   postQueued,
   randomEntry,
   signedMembers,
@@ -38,7 +40,6 @@ import {
 import { rejected } from "../_helpers/cli.ts";
 import { atomicView } from "../_helpers/hold.ts";
 
-const ORIGIN = "https://app.example.com";
 const OTHER = "https://shop.example.net";
 
 function jsonLines(out: string): Record<string, unknown>[] {
@@ -191,9 +192,7 @@ Deno.test("kept entries are bounded: the newest 100 per project, each at most KE
     const project = await h.project([ORIGIN]);
     await t.step("the newest 100", async () => {
       for (let i = 0; i < 120; i++) {
-        await postQueued(h, randomEntry({ projectId: project.id }), {
-          Origin: OTHER,
-        });
+        await postEntries(h, project.id, { origin: OTHER });
         if (i % 40 === 39) await h.process();
       }
       const kept = await listRejected(h.kv, project.id);
@@ -255,9 +254,7 @@ Deno.test("kept entries are bounded: the newest 100 per project, each at most KE
         maxSkewMs: h.config.signatureMaxSkewMs,
         projects: new ProjectCache(view, { ttlMs: 0 }),
       });
-      await postQueued(h, randomEntry({ projectId: project.id }), {
-        Origin: "https://third.example.org",
-      });
+      await postEntries(h, project.id, { origin: "https://third.example.org" });
       await h.pipeline.producer.flush();
       for (const id of await pendingBatchIds(h.kv)) {
         assert.equal(await consumer.process(id), "processed");
@@ -309,10 +306,8 @@ Deno.test("entries naming no project are kept in one global ring, never under th
 Deno.test("rejected --reason filters, and refuses a reason that does not exist", async () => {
   await withHarness(async (h) => {
     const project = await h.project([ORIGIN]);
-    await postQueued(h, randomEntry({ projectId: project.id }), {
-      Origin: OTHER,
-    });
-    await postQueued(h, randomEntry({ projectId: project.id }));
+    await postEntries(h, project.id, { origin: OTHER });
+    await postEntries(h, project.id);
     await h.process();
     const only = jsonLines(
       (await rejected(h, [project.id, "--reason", "no_credentials", "--json"]))

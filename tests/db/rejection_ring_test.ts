@@ -11,21 +11,18 @@ import { listRejected, listUnknownProjectRejected } from "../../db/rejected.ts";
 import { readStats } from "../../db/stats.ts";
 import {
   pendingBatches,
-  postQueued,
-  randomEntry,
+  postEntries,
   withHarness,
 } from "../_helpers/harness.ts";
 
 Deno.test("rejections of one project in batches processed at once are all kept", async () => {
   await withHarness(async (h) => {
     const project = await h.project(["https://app.example.com"]);
-    for (let i = 0; i < 4; i++) {
-      await postQueued(h, randomEntry({ projectId: project.id }), {
-        Origin: "https://evil.example.com",
-      });
-    }
-    await postQueued(h, randomEntry({ projectId: "no-such-project" }));
-    await postQueued(h, randomEntry({ projectId: "no-such-project" }));
+    await postEntries(h, project.id, {
+      origin: "https://evil.example.com",
+      count: 4,
+    });
+    await postEntries(h, "no-such-project", { count: 2 });
     const batches = await pendingBatches(h.kv);
     assert.equal(batches.length, 6, "one batch per request");
     await Promise.all(

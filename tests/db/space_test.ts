@@ -17,6 +17,7 @@ import {
   type FakeClock,
   fakeClock,
   harness,
+  ORIGIN,
   pendingBatches,
   randomEntry,
   withHarness,
@@ -26,7 +27,6 @@ import { atomicView } from "../_helpers/hold.ts";
 const MiB = 1024 * 1024;
 const RESERVE = 64 * 1024;
 const MIN_FREE = MiB;
-const ORIGIN = "https://app.example.com";
 
 interface Disk {
   dir: string;

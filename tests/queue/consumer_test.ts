@@ -20,7 +20,9 @@ import {
   assertOnlyRejected,
   assertStoredOnce,
   globalRejected,
+  ORIGIN,
   pendingBatches,
+  postEntries,
   postQueued,
   randomEntry,
   recentRejections,
@@ -29,7 +31,6 @@ import {
 } from "../_helpers/harness.ts";
 import { atomicView } from "../_helpers/hold.ts";
 
-const ORIGIN = "https://app.example.com";
 const APP_ID = "com.example.app.ios";
 
 Deno.test("an entry from a browser whose Origin is allowed is stored with auth origin", async () => {
@@ -59,8 +60,7 @@ Deno.test("an entry from a mobile app whose appid is allowed is stored with auth
 Deno.test("an entry signed by a server client is stored with auth signature", async () => {
   await withHarness(async (h) => {
     const project = await h.project();
-    const body = randomEntry({ projectId: project.id });
-    await postQueued(h, body, signEntry(project.secret, body, h.clock.now()));
+    await postEntries(h, project.id, { secret: project.secret });
     await assertStoredOnce(h, project.id, "signature");
   });
 });
@@ -110,9 +110,7 @@ Deno.test("an entry with an allowed Origin, an allowed appid and a signature is 
 Deno.test("an entry for a project that does not exist is counted globally as unknown_project, never under its project id", async () => {
   await withHarness(async (h) => {
     const attackerId = "attacker-chosen-id";
-    await postQueued(h, randomEntry({ projectId: attackerId }), {
-      Origin: ORIGIN,
-    });
+    await postEntries(h, attackerId, { origin: ORIGIN });
     await postQueued(h, randomEntry({ projectId: attackerId, appid: APP_ID }));
     await h.process();
     assert.deepEqual(await globalRejected(h.kv), { unknown_project: 2 });
@@ -137,9 +135,7 @@ Deno.test("an entry from an Origin that is not in the allow-list is dropped as b
         "http://app.example.com",
       ]
     ) {
-      await postQueued(h, randomEntry({ projectId: project.id }), {
-        Origin: origin,
-      });
+      await postEntries(h, project.id, { origin });
     }
     await h.process();
     await assertOnlyRejected(h, project.id, { bad_origin: 3 });
@@ -172,7 +168,7 @@ Deno.test("an entry whose appid is not in the allow-list is dropped as unknown_a
 Deno.test("an entry with no Origin, no appid and no signature is dropped as no_credentials", async () => {
   await withHarness(async (h) => {
     const project = await h.project();
-    await postQueued(h, randomEntry({ projectId: project.id }));
+    await postEntries(h, project.id);
     await h.process();
     await assertOnlyRejected(h, project.id, { no_credentials: 1 });
     assert.deepEqual(
@@ -295,20 +291,14 @@ Deno.test("the counters add up accepted entries and rejections by reason across 
   await withHarness(async (h) => {
     const a = await h.project();
     const b = await h.project();
-    for (let i = 0; i < 3; i++) {
-      await postQueued(h, randomEntry({ projectId: a.id }), { Origin: ORIGIN });
-    }
-    await postQueued(h, randomEntry({ projectId: a.id }));
+    await postEntries(h, a.id, { origin: ORIGIN, count: 3 });
+    await postEntries(h, a.id);
     await postQueued(h, randomEntry({ projectId: b.id, appid: APP_ID }));
-    await postQueued(h, randomEntry({ projectId: b.id }), {
-      Origin: "https://evil.example.net",
-    });
+    await postEntries(h, b.id, { origin: "https://evil.example.net" });
     await h.process();
     // A second round of batches adds to the same counters.
-    await postQueued(h, randomEntry({ projectId: a.id }), { Origin: ORIGIN });
-    await postQueued(h, randomEntry({ projectId: b.id }), {
-      Origin: "https://evil.example.net",
-    });
+    await postEntries(h, a.id, { origin: ORIGIN });
+    await postEntries(h, b.id, { origin: "https://evil.example.net" });
     await h.process();
     await assertCounts(h, a.id, 4, { no_credentials: 1 });
     await assertCounts(h, b.id, 1, { bad_origin: 2 });
@@ -344,9 +334,7 @@ Deno.test("the recent rejections of a project are bounded to 100 and keep the ne
     const start = h.clock.now();
     const total = RECENT_REJECTIONS + 5;
     for (let i = 0; i < total; i++) {
-      await postQueued(h, randomEntry({ projectId: project.id }), {
-        Origin: "https://evil.example.net",
-      });
+      await postEntries(h, project.id, { origin: "https://evil.example.net" });
       h.clock.advance(1);
     }
     await h.process();
@@ -364,9 +352,7 @@ Deno.test("a single batch with more than 100 rejections keeps only its newest 10
   await withHarness(async (h) => {
     const project = await h.project();
     // Two earlier rejections, so the ring does not start at slot 0.
-    for (let i = 0; i < 2; i++) {
-      await postQueued(h, randomEntry({ projectId: project.id }));
-    }
+    await postEntries(h, project.id, { count: 2 });
     await h.process();
     const entries: QueuedEntry[] = Array.from({ length: 150 }, (_, i) => ({
       id: createId(h.clock.now() + i),
@@ -433,9 +419,7 @@ Deno.test("a stored entry expires after the project's retention, counted from re
 
     await t.step("by default after 30 days", async () => {
       assert.equal(project.retentionDays, 30);
-      await postQueued(h, randomEntry({ projectId: project.id }), {
-        Origin: ORIGIN,
-      });
+      await postEntries(h, project.id, { origin: ORIGIN });
       await processAll();
       const [log] = await h.logs(project.id);
       assert.ok(log);
@@ -447,9 +431,7 @@ Deno.test("a stored entry expires after the project's retention, counted from re
       async () => {
         const updated = await setRetention(h.kv, project.id, 7);
         assert.equal(updated.retentionDays, 7);
-        await postQueued(h, randomEntry({ projectId: project.id }), {
-          Origin: ORIGIN,
-        });
+        await postEntries(h, project.id, { origin: ORIGIN });
         h.clock.advance(day);
         await processAll();
         const logs = await h.logs(project.id);

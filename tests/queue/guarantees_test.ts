@@ -25,9 +25,11 @@ import { BatchWorker } from "../../queue/worker.ts";
 import {
   assertCounts,
   type Harness,
+  ORIGIN,
   otherConsumer,
   pendingBatches,
   pendingBatchIds,
+  postEntries,
   postQueued,
   randomEntry,
   recentRejections,
@@ -37,22 +39,16 @@ import {
   withHarness,
 } from "../_helpers/harness.ts";
 
-const ORIGIN = "https://app.example.com";
-
 /**
  * Queues a mix for `projectId`: two entries from the allowed origin, one
  * signed, one from a bad origin, one with no credentials. Each is its own
  * batch. Returns what the counters should show once processed.
  */
 async function postMix(h: Harness, projectId: string, secret: string) {
-  await postQueued(h, randomEntry({ projectId }), { Origin: ORIGIN });
-  await postQueued(h, randomEntry({ projectId }), { Origin: ORIGIN });
-  const signed = randomEntry({ projectId });
-  await postQueued(h, signed, signEntry(secret, signed, h.clock.now()));
-  await postQueued(h, randomEntry({ projectId }), {
-    Origin: "https://evil.example.net",
-  });
-  await postQueued(h, randomEntry({ projectId }));
+  await postEntries(h, projectId, { origin: ORIGIN, count: 2 });
+  await postEntries(h, projectId, { secret });
+  await postEntries(h, projectId, { origin: "https://evil.example.net" });
+  await postEntries(h, projectId);
   return {
     accepted: 3,
     rejected: { bad_origin: 1, no_credentials: 1 },
@@ -191,9 +187,7 @@ Deno.test("with the queue listener off, the sweeper processes batches nobody han
 Deno.test("the sweeper leaves a young batch to the process that committed it and takes it after the grace period", async () => {
   await withHarness(async (h) => {
     const project = await h.project();
-    await postQueued(h, randomEntry({ projectId: project.id }), {
-      Origin: ORIGIN,
-    });
+    await postEntries(h, project.id, { origin: ORIGIN });
     const worker = h.pipeline.worker;
     assert.equal(await worker.sweep(), 0);
     h.clock.advance(1000);
@@ -369,9 +363,7 @@ Deno.test("a batch that keeps failing is retried with backoff and becomes a dead
 Deno.test("a batch whose entries cannot be read is retried with backoff and then kept as a dead letter", async () => {
   await withHarness(async (h) => {
     const project = await h.project();
-    await postQueued(h, randomEntry({ projectId: project.id }), {
-      Origin: ORIGIN,
-    });
+    await postEntries(h, project.id, { origin: ORIGIN });
     const [batch] = await pendingBatches(h.kv);
     const { id, header } = batch!;
     const garbage = new TextEncoder().encode("[{not json");
@@ -401,9 +393,7 @@ Deno.test("a pending batch overwritten with a value that is not a header still e
     await t.step(name, async () => {
       await withHarness(async (h) => {
         const project = await h.project();
-        await postQueued(h, randomEntry({ projectId: project.id }), {
-          Origin: ORIGIN,
-        });
+        await postEntries(h, project.id, { origin: ORIGIN });
         const [batch] = await pendingBatches(h.kv);
         const id = batch!.id;
         await h.kv.set(pendingBatchKey(id), value);
@@ -437,7 +427,7 @@ Deno.test("a batch handed over in memory that another process committed first is
       level: "info",
       projectId: project.id,
       data: { n },
-      origin: "https://app.example.com",
+      origin: ORIGIN,
     });
     await Promise.all([producer.submit(entry(1)), producer.submit(entry(2))]);
     assert.ok(handed.length > 0);

@@ -21,6 +21,15 @@ function faultyKv(real: Deno.Kv) {
     release() {
       for (const go of state.held.splice(0)) go();
     },
+    /**
+     * Lets commits through again, releases the held ones, and waits for
+     * `pending` (what waited on them), failing after EVENT_TIMEOUT_MS.
+     */
+    resume<T>(pending: Promise<T>[], what: string): Promise<T[]> {
+      state.mode = "ok";
+      state.release();
+      return withTimeout(Promise.all(pending), EVENT_TIMEOUT_MS, what);
+    },
   };
   const kv = atomicView(real, (op) => {
     if (state.mode === "throw") throw new TypeError("Value too large");
@@ -41,28 +50,42 @@ function faultyKv(real: Deno.Kv) {
   return { kv, state };
 }
 
+type FaultState = ReturnType<typeof faultyKv>["state"];
+
 /**
- * Runs `fn` with a harness on a {@linkcode faultyKv} view of an in-memory
- * KV; afterwards releases any held commit and closes both.
+ * Runs `fn` with a {@linkcode faultyKv} view of an in-memory KV, and closes
+ * the KV afterwards.
  */
-async function withFaultyHarness(
-  fn: (
-    h: Harness,
-    state: ReturnType<typeof faultyKv>["state"],
-    real: Deno.Kv,
-  ) => Promise<void>,
-  options: HarnessOptions = {},
+async function withFaultyKv(
+  fn: (kv: Deno.Kv, state: FaultState, real: Deno.Kv) => Promise<void>,
 ): Promise<void> {
   const real = await Deno.openKv(":memory:");
   const { kv, state } = faultyKv(real);
-  const h = await harness({ ...options, kv });
   try {
-    await fn(h, state, real);
+    await fn(kv, state, real);
   } finally {
-    state.release();
-    await h.close();
     real.close();
   }
+}
+
+/**
+ * Runs `fn` with a harness on a {@linkcode faultyKv} view of an in-memory
+ * KV; afterwards releases any held commit (the pipeline could not stop
+ * while one waits) and closes both.
+ */
+async function withFaultyHarness(
+  fn: (h: Harness, state: FaultState, real: Deno.Kv) => Promise<void>,
+  options: HarnessOptions = {},
+): Promise<void> {
+  await withFaultyKv(async (kv, state, real) => {
+    const h = await harness({ ...options, kv });
+    try {
+      await fn(h, state, real);
+    } finally {
+      state.release();
+      await h.close();
+    }
+  });
 }
 
 Deno.test("a failing KV commit answers 503 unavailable, and service resumes when KV recovers", async () => {
@@ -100,11 +123,8 @@ Deno.test("past the backlog bound new requests answer 503 at once", async () => 
     assert.equal(refused.status, 503);
     assert.equal((await refused.json()).error.code, "unavailable");
     assert.equal(refused.headers.get("retry-after"), "1");
-    state.mode = "ok";
-    state.release();
-    const statuses = await withTimeout(
-      Promise.all(waiting.map(async (p) => (await p).status)),
-      EVENT_TIMEOUT_MS,
+    const statuses = await state.resume(
+      waiting.map(async (p) => (await p).status),
       "the held requests to be answered once KV is released",
     );
     assert.deepEqual(statuses, [200, 200, 200, 200, 200, 200]);
@@ -119,11 +139,8 @@ Deno.test("requests that arrive during a commit share the next one", async () =>
     await new Promise((go) => setTimeout(go, 0));
     const rest = Array.from({ length: 100 }, () => h.post(randomEntry()));
     await new Promise((go) => setTimeout(go, 0));
-    state.mode = "ok";
-    state.release();
-    await withTimeout(
-      Promise.all([first, ...rest]),
-      EVENT_TIMEOUT_MS,
+    await state.resume(
+      [first, ...rest],
       "the requests to be answered once KV is released",
     );
     assert.equal(state.commits, 2);
@@ -135,41 +152,37 @@ Deno.test("requests that arrive during a commit share the next one", async () =>
 });
 
 Deno.test("the backlog is bounded by size as well as by count", async () => {
-  const real = await Deno.openKv(":memory:");
-  const { kv, state } = faultyKv(real);
-  const producer = new GroupCommitter({
-    kv,
-    maxPending: 1000,
-    maxPendingChars: 10_000,
+  await withFaultyKv(async (kv, state) => {
+    const producer = new GroupCommitter({
+      kv,
+      maxPending: 1000,
+      maxPendingChars: 10_000,
+    });
+    const entry = (n: number) => ({
+      id: `e${n}`,
+      receivedAt: 0,
+      level: "info",
+      projectId: "p",
+      data: { blob: "x".repeat(3000) },
+    });
+    try {
+      state.mode = "hold";
+      const first = producer.submit(entry(0));
+      const waiting = [
+        producer.submit(entry(1)),
+        producer.submit(entry(2)),
+        producer.submit(entry(3)),
+      ];
+      await assert.rejects(producer.submit(entry(4)), OverloadedError);
+      await state.resume(
+        [first, ...waiting],
+        "the entries to be committed once KV is released",
+      );
+    } finally {
+      state.release();
+      await producer.flush();
+    }
   });
-  const entry = (n: number) => ({
-    id: `e${n}`,
-    receivedAt: 0,
-    level: "info",
-    projectId: "p",
-    data: { blob: "x".repeat(3000) },
-  });
-  try {
-    state.mode = "hold";
-    const first = producer.submit(entry(0));
-    const waiting = [
-      producer.submit(entry(1)),
-      producer.submit(entry(2)),
-      producer.submit(entry(3)),
-    ];
-    await assert.rejects(producer.submit(entry(4)), OverloadedError);
-    state.mode = "ok";
-    state.release();
-    await withTimeout(
-      Promise.all([first, ...waiting]),
-      EVENT_TIMEOUT_MS,
-      "the entries to be committed once KV is released",
-    );
-  } finally {
-    state.release();
-    await producer.flush();
-    real.close();
-  }
 });
 
 Deno.test("a request is answered 503 even when building the commit throws", async () => {

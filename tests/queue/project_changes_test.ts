@@ -33,15 +33,15 @@ import {
   assertCounts,
   globalRejected,
   type Harness,
+  ORIGIN,
   pendingBatches,
+  postEntries,
   postQueued,
   randomEntry,
-  signEntry,
   withHarness,
 } from "../_helpers/harness.ts";
 import { holdCommits, within } from "../_helpers/hold.ts";
 
-const ORIGIN = "https://app.example.com";
 const NEW_ORIGIN = "https://new.example.com";
 /** A cache time like the default, so that every record below is cached. */
 const CACHE_MS = 2000;
@@ -135,23 +135,13 @@ Deno.test("an entry signed with the new secret right after rotate-secret is stor
     await t.step(`with a grace of ${graceMs} ms`, async () => {
       await withCache(async (h) => {
         const project = await h.project([]);
-        const first = randomEntry({ projectId: project.id });
-        await postQueued(
-          h,
-          first,
-          signEntry(project.secret, first, h.clock.now()),
-        );
+        await postEntries(h, project.id, { secret: project.secret });
         await h.process();
         const rotated = await rotateSecret(h.kv, project.id, {
           graceMs,
           now: h.clock.now,
         });
-        const body = randomEntry({ projectId: project.id });
-        await postQueued(
-          h,
-          body,
-          signEntry(rotated.secret, body, h.clock.now()),
-        );
+        await postEntries(h, project.id, { secret: rotated.secret });
         await h.process();
         await assertCounts(h, project.id, 2, {});
         const logs = await h.logs(project.id);
@@ -184,8 +174,7 @@ Deno.test("a removed origin and an added level apply to the next entry while the
 Deno.test("entries processed after their project was deleted store nothing under it, although its record was cached", async () => {
   await withCache(async (h) => {
     const project = await h.project([ORIGIN]);
-    const send = () =>
-      postQueued(h, randomEntry({ projectId: project.id }), { Origin: ORIGIN });
+    const send = () => postEntries(h, project.id, { origin: ORIGIN });
     await send();
     await h.process();
     assert.equal((await h.logs(project.id)).length, 1);
@@ -199,14 +188,8 @@ Deno.test("entries processed after their project was deleted store nothing under
 Deno.test("a result commit in flight while its project is deleted stores nothing under it", async () => {
   await withCache(async (h) => {
     const project = await h.project([ORIGIN]);
-    for (let i = 0; i < 5; i++) {
-      await postQueued(h, randomEntry({ projectId: project.id }), {
-        Origin: ORIGIN,
-      });
-    }
-    await postQueued(h, randomEntry({ projectId: project.id }), {
-      Origin: "https://evil.example.net",
-    });
+    await postEntries(h, project.id, { origin: ORIGIN, count: 5 });
+    await postEntries(h, project.id, { origin: "https://evil.example.net" });
     await h.pipeline.producer.flush();
     const held = holdCommits(h.kv);
     const consumer = consumerOn(h, held.kv);
@@ -230,11 +213,8 @@ Deno.test("a result commit in flight while its project is deleted stores nothing
 Deno.test("a signature claim in flight while its project is deleted leaves no remembered signature", async () => {
   await withCache(async (h) => {
     const project = await h.project([ORIGIN]);
-    await postQueued(h, randomEntry({ projectId: project.id }), {
-      Origin: ORIGIN,
-    });
-    const body = randomEntry({ projectId: project.id });
-    await postQueued(h, body, signEntry(project.secret, body, h.clock.now()));
+    await postEntries(h, project.id, { origin: ORIGIN });
+    await postEntries(h, project.id, { secret: project.secret });
     await h.pipeline.producer.flush();
     const held = holdCommits(h.kv);
     const consumer = consumerOn(h, held.kv);
@@ -259,9 +239,7 @@ Deno.test("project delete --yes while entries keep arriving leaves nothing of th
     let stop = false;
     const sender = (async () => {
       while (!stop) {
-        await postQueued(h, randomEntry({ projectId: project.id }), {
-          Origin: ORIGIN,
-        });
+        await postEntries(h, project.id, { origin: ORIGIN });
         sent++;
         await h.process();
         h.clock.advance(10);
@@ -303,13 +281,9 @@ Deno.test("project delete --yes while entries keep arriving leaves nothing of th
 async function oneBatchFor(h: Harness, ids: string[]): Promise<string> {
   // While the commit of a first entry is in flight, the others gather.
   const lead = await h.project([ORIGIN]);
-  const first = postQueued(h, randomEntry({ projectId: lead.id }), {
-    Origin: ORIGIN,
-  });
+  const first = postEntries(h, lead.id, { origin: ORIGIN });
   await Promise.all(
-    ids.map((projectId) =>
-      postQueued(h, randomEntry({ projectId }), { Origin: ORIGIN })
-    ),
+    ids.map((projectId) => postEntries(h, projectId, { origin: ORIGIN })),
   );
   await first;
   const batches = await pendingBatches(h.kv);

@@ -13,13 +13,13 @@ import {
   fakeClock,
   type Harness,
   harness,
+  ORIGIN,
   postBody,
   randomEntry,
   withHarness,
 } from "../_helpers/harness.ts";
 import { within } from "../_helpers/timeout.ts";
 
-const ORIGIN = "https://app.example.com";
 const encoder = new TextEncoder();
 
 /** An app on the harness's producer with a body guard and a captured log. */

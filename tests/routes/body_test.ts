@@ -11,12 +11,12 @@ import assert from "node:assert/strict";
 import {
   EVENT_TIMEOUT_MS,
   type Harness,
+  ORIGIN,
   randomEntry,
   withHarness,
   withTimeout,
 } from "../_helpers/harness.ts";
 
-const ORIGIN = "https://app.example.com";
 const LIMIT = 4096;
 const encoder = new TextEncoder();
 const decoder = new TextDecoder();

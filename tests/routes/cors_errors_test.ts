@@ -10,13 +10,12 @@ import {
   fakeClock,
   type Harness,
   harness,
+  ORIGIN,
   postBody,
   preflight,
   randomEntry,
   withHarness,
 } from "../_helpers/harness.ts";
-
-const ORIGIN = "https://app.example.com";
 
 // ---------------------------------------------------------------------------
 // CORS and media types

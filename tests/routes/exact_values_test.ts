@@ -9,9 +9,7 @@
  */
 import assert from "node:assert/strict";
 import { scanJson } from "../../domain/json.ts";
-import { withHarness } from "../_helpers/harness.ts";
-
-const ORIGIN = "https://app.example.com";
+import { ORIGIN, withHarness } from "../_helpers/harness.ts";
 
 /** A body text whose `data` member is `data`, written as it is. */
 function bodyWith(projectId: string, data: string, rest = ""): string {
@@ -21,6 +19,9 @@ function bodyWith(projectId: string, data: string, rest = ""): string {
 Deno.test("a value a parse would change answers 400 invalid_body naming its path and why", async (t) => {
   await withHarness(async (h) => {
     const project = await h.project();
+    /** POSTs a body with `data` (and `rest`) from the allowed origin. */
+    const send = (data: string, rest = "") =>
+      h.post(bodyWith(project.id, data, rest), { Origin: ORIGIN });
     const cases: [string, string, string, RegExp][] = [
       [
         "an integer beyond 2^53",
@@ -80,9 +81,7 @@ Deno.test("a value a parse would change answers 400 invalid_body naming its path
     ];
     for (const [name, data, path, why] of cases) {
       await t.step(name, async () => {
-        const res = await h.post(bodyWith(project.id, data), {
-          Origin: ORIGIN,
-        });
+        const res = await send(data);
         assert.equal(res.status, 400);
         const { error } = await res.json();
         assert.equal(error.code, "invalid_body");
@@ -95,12 +94,9 @@ Deno.test("a value a parse would change answers 400 invalid_body naming its path
     await t.step(
       "in context and device too, with every issue listed",
       async () => {
-        const res = await h.post(
-          bodyWith(
-            project.id,
-            `{"ok":1}`,
-            `,"context":{"n":18446744073709551616},"device":{"m":[1e400]}`,
-          ),
+        const res = await send(
+          `{"ok":1}`,
+          `,"context":{"n":18446744073709551616},"device":{"m":[1e400]}`,
         );
         assert.equal(res.status, 400);
         const { error } = await res.json();
@@ -114,12 +110,8 @@ Deno.test("a value a parse would change answers 400 invalid_body naming its path
     await t.step(
       "the same name in different objects is no repetition",
       async () => {
-        const res = await h.post(
-          bodyWith(
-            project.id,
-            `{"a":{"x":1},"b":{"x":2},"l":[{"x":1},{"x":2}]}`,
-          ),
-          { Origin: ORIGIN },
+        const res = await send(
+          `{"a":{"x":1},"b":{"x":2},"l":[{"x":1},{"x":2}]}`,
         );
         assert.equal(res.status, 200);
       },
@@ -127,10 +119,7 @@ Deno.test("a value a parse would change answers 400 invalid_body naming its path
     await t.step(
       "a member outside the stored ones is not checked",
       async () => {
-        const res = await h.post(
-          bodyWith(project.id, "{}", `,"ignored":{"n":1e999,"__proto__":1}`),
-          { Origin: ORIGIN },
-        );
+        const res = await send("{}", `,"ignored":{"n":1e999,"__proto__":1}`);
         assert.equal(res.status, 200);
       },
     );

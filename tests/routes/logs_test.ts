@@ -1,12 +1,11 @@
 import assert from "node:assert/strict";
 import {
+  ORIGIN,
   preflight,
   randomEntry,
   signEntry,
   withHarness,
 } from "../_helpers/harness.ts";
-
-const ORIGIN = "https://app.example.com";
 
 async function gzip(text: string | Uint8Array): Promise<Uint8Array> {
   const bytes = typeof text === "string"

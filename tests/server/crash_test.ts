@@ -7,14 +7,12 @@ import assert from "node:assert/strict";
 import { pendingBatchesPrefix } from "../../db/keys.ts";
 import { listLogs } from "../../db/query/mod.ts";
 import { createProject } from "../../db/projects.ts";
-import { withTimeout } from "../_helpers/harness.ts";
+import { ORIGIN, withTimeout } from "../_helpers/harness.ts";
 import {
   postEntry,
   PROCESS_TIMEOUT_MS,
   spawnServer,
 } from "../_helpers/server_process.ts";
-
-const ORIGIN = "https://app.example.com";
 
 function startServer(kvPath: string) {
   return spawnServer(

@@ -22,10 +22,11 @@ import {
   startServer,
   stopServer,
   unmount,
+  withTmpfs,
 } from "../_helpers/disk.ts";
 import { postEntry } from "../_helpers/server_process.ts";
+import { ORIGIN } from "../_helpers/harness.ts";
 
-const ORIGIN = "https://app.example.com";
 /**
  * Size of the tmpfs: the database, the reserve, and room to fill. The filler
  * takes what is left, so it must stay well above the reserve and the margin
@@ -326,28 +327,19 @@ Deno.test("the server stops with one line naming KV_PATH when its database canno
     await t.step({
       name: "no room for a new database",
       ignore: !CAN_MOUNT,
-      fn: async () => {
-        const mnt = `${dir}/full`;
-        await Deno.mkdir(mnt);
-        assert.ok(await mountTmpfs(mnt, "1m"));
-        try {
+      fn: () =>
+        withTmpfs(`${dir}/full`, "1m", async (mnt) => {
           await fill(`${mnt}/filler`);
           const path = `${mnt}/kv.sqlite`;
           assertOneLine(await runMain({ KV_PATH: path }), kvPathLine(path));
-        } finally {
-          await unmount(mnt);
-        }
-      },
+        }),
     });
 
     await t.step({
       name: "no room for the reserve beside an existing database",
       ignore: !CAN_MOUNT,
-      fn: async () => {
-        const mnt = `${dir}/tight`;
-        await Deno.mkdir(mnt);
-        assert.ok(await mountTmpfs(mnt, "8m"));
-        try {
+      fn: () =>
+        withTmpfs(`${dir}/tight`, "8m", async (mnt) => {
           const path = `${mnt}/kv.sqlite`;
           await createDatabase(path);
           const filled = await fill(`${mnt}/filler`);
@@ -356,10 +348,7 @@ Deno.test("the server stops with one line naming KV_PATH when its database canno
             await runMain({ KV_PATH: path }),
             new RegExp(`^Cannot open KV_PATH "${path}": no space left`),
           );
-        } finally {
-          await unmount(mnt);
-        }
-      },
+        }),
     });
 
     await t.step("a malformed variable", async () => {

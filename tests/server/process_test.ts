@@ -9,7 +9,7 @@
 import assert from "node:assert/strict";
 import { addAlertRule } from "../../alerts/rules.ts";
 import { createProject } from "../../db/projects.ts";
-import { withTimeout } from "../_helpers/harness.ts";
+import { ORIGIN, withTimeout } from "../_helpers/harness.ts";
 import {
   PROCESS_TIMEOUT_MS,
   type SpawnedServer,
@@ -17,7 +17,6 @@ import {
 } from "../_helpers/server_process.ts";
 import { startReceiver } from "../_helpers/webhook_receiver.ts";
 
-const ORIGIN = "https://app.example.com";
 const TOKEN = "metrics-token-of-the-process-test";
 
 function startServer(env: Record<string, string>) {

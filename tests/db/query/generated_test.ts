@@ -11,9 +11,8 @@ import {
   parseQuery,
   queryLogs,
 } from "../../../db/query/mod.ts";
-import { T0 } from "../../_helpers/query.ts";
+import { DAY, T0 } from "../../_helpers/query.ts";
 
-const DAY = 86_400_000;
 const COUNT = 20_000;
 const PLANTED = new Map([[3_333, "zanzibarquokka"], [17_777, "wombatxylo"]]);
 

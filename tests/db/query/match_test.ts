@@ -12,8 +12,8 @@ import { compileFilter } from "../../../db/query/filter.ts";
 import { containsTerm, termTokens } from "../../../db/query/text.ts";
 import { encodeRecordLine } from "../../../db/lines.ts";
 import { createId } from "../../../domain/ids.ts";
-
-const T0 = Date.UTC(2026, 0, 1);
+import { stepEachGives } from "../../_helpers/table.ts";
+import { T0 } from "../../_helpers/query.ts";
 
 function record(overrides: Partial<LogRecord> = {}): LogRecord {
   return {
@@ -68,11 +68,7 @@ Deno.test("full-text terms match whole words and phrases, case-insensitively, in
     ["-nothing", true],
     ["checkout -beta", false],
   ];
-  for (const [query, expected] of cases) {
-    await t.step(`${query} → ${expected}`, () => {
-      assert.equal(matches(r, parseQuery(query)), expected);
-    });
-  }
+  await stepEachGives(t, (query) => matches(r, parseQuery(query)), cases);
 });
 
 Deno.test("field terms compare values as text on dotted paths", async (t) => {
@@ -105,11 +101,7 @@ Deno.test("field terms compare values as text on dotted paths", async (t) => {
     [`id:${r.id}`, true],
     ["id:019b76daa80000000000ffffffff", false],
   ];
-  for (const [query, expected] of cases) {
-    await t.step(`${query} → ${expected}`, () => {
-      assert.equal(matches(r, parseQuery(query)), expected);
-    });
-  }
+  await stepEachGives(t, (query) => matches(r, parseQuery(query)), cases);
   await t.step("custom levels rank below info", () => {
     const audit = record({ level: "audit" });
     assert.equal(matches(audit, parseQuery("level>=info")), false);

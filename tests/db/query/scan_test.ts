@@ -16,6 +16,7 @@ import {
 } from "../../../db/query/mod.ts";
 import {
   compactAt,
+  HOUR,
   noise,
   queryProject,
   recordAt,
@@ -25,8 +26,6 @@ import {
   withKv,
   withQueryProject,
 } from "../../_helpers/query.ts";
-
-const HOUR = 3_600_000;
 
 async function count(kv: Deno.Kv, prefix: Deno.KvKey): Promise<number> {
   return (await Array.fromAsync(kv.list({ prefix }))).length;

@@ -19,18 +19,21 @@ import { FINAL_TIER } from "../../../db/query/chunk.ts";
 import { MERGE_FANIN } from "../../../db/query/tiers.ts";
 import { idTime, timeBound } from "../../../domain/ids.ts";
 import type { LogRecord } from "../../../domain/entry.ts";
-import { randomEntry, withHarness } from "../../_helpers/harness.ts";
 import {
+  ORIGIN,
+  postEntries,
+  randomEntry,
+  withHarness,
+} from "../../_helpers/harness.ts";
+import {
+  DAY,
+  HOUR,
   recordAt,
   sortedIds,
   storeBatch,
   T0,
   withQueryProject,
 } from "../../_helpers/query.ts";
-
-const ORIGIN = "https://app.example.com";
-const HOUR = 3_600_000;
-const DAY = 86_400_000;
 
 Deno.test("an accepted entry is compressed and searchable once the commit that accepts it is made", async () => {
   await withHarness(async (h) => {
@@ -140,7 +143,7 @@ Deno.test("deleting a project under traffic leaves nothing under it, and merges 
   await withHarness(async (h) => {
     const project = await h.project();
     for (let i = 0; i < 20; i++) {
-      await h.post(randomEntry({ projectId: project.id }), { Origin: ORIGIN });
+      await postEntries(h, project.id, { origin: ORIGIN });
       await h.process();
     }
     assert.equal((await listSummaries(h.kv, project.id)).length, 20);
@@ -204,7 +207,7 @@ Deno.test("the endpoint answers 503 while the merge backlog is past its bound, a
 Deno.test("the backlog shows entries not yet stored and not yet merged, with the age of the oldest", async () => {
   await withHarness(async (h) => {
     const project = await h.project();
-    await h.post(randomEntry({ projectId: project.id }), { Origin: ORIGIN });
+    await postEntries(h, project.id, { origin: ORIGIN });
     await h.pipeline.producer.flush();
     h.clock.advance(1500);
     const queued = await readBacklog(h.kv, project.id, h.clock.now());

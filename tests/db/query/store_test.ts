@@ -14,6 +14,8 @@ import {
 import { idTime, timeBound } from "../../../domain/ids.ts";
 import {
   compactAt,
+  DAY,
+  HOUR,
   queryProject,
   recordAt,
   RETENTION_MS,
@@ -23,8 +25,6 @@ import {
   withQueryProject,
 } from "../../_helpers/query.ts";
 
-const HOUR = 3_600_000;
-const DAY = 86_400_000;
 const LEVELS = ["info", "warning", "error", "critical", "audit"];
 
 /** 3,000 entries about a minute apart from T0 - 30 min, all levels. */

@@ -21,13 +21,13 @@ import {
 } from "../../../db/query/mod.ts";
 import type { LogRecord, QueuedEntry } from "../../../domain/entry.ts";
 import {
+  HOUR,
   recordAt,
   sortedIds,
   T0,
   withQueryProject,
 } from "../../_helpers/query.ts";
 
-const HOUR = 3_600_000;
 const encoder = new TextEncoder();
 
 Deno.test("pages of earlier versions become chunks, every entry kept and counted", async () => {
