@@ -4,6 +4,7 @@
  *
  * @module
  */
+import { fixtureTest } from "./fixture.ts";
 import assert from "node:assert/strict";
 import type { CommandContext } from "../../cli/command.ts";
 import { runCli } from "../../cli/main.ts";
@@ -18,7 +19,7 @@ import {
   withTimeout,
 } from "./harness.ts";
 
-export { withKv } from "./harness.ts";
+export { kvTest, withKv } from "./harness.ts";
 
 /** What a command printed and returned. */
 export interface Run {
@@ -187,3 +188,6 @@ export async function withThreeKinds(
 ): Promise<void> {
   await withHarness(async (h) => await fn(h, await storeThreeKinds(h)));
 }
+
+/** A test run inside {@linkcode withThreeKinds}. */
+export const threeKindsTest = fixtureTest(withThreeKinds);

@@ -6,6 +6,7 @@
  *
  * @module
  */
+import { fixtureTest } from "./fixture.ts";
 import type { LogRecord } from "../../domain/entry.ts";
 import { createDashboard, type DashboardOptions } from "../../dashboard/app.ts";
 import type { DashApp } from "../../dashboard/routes/common.ts";
@@ -232,3 +233,8 @@ export function openIds(html: string): string[] {
   ]
     .map((m) => m[1]!);
 }
+
+/** A test run inside {@linkcode withDashboard}. */
+export const dashboardTest = fixtureTest(withDashboard);
+/** A test run inside {@linkcode withSignedIn}. */
+export const signedInTest = fixtureTest(withSignedIn);

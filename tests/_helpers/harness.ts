@@ -4,6 +4,7 @@
  *
  * @module
  */
+import { fixtureTest } from "./fixture.ts";
 import assert from "node:assert/strict";
 import { createApp } from "../../app.ts";
 import { type Config, loadConfig } from "../../config.ts";
@@ -664,3 +665,8 @@ export async function withServed(
     await server.shutdown();
   }
 }
+
+/** A test run inside {@linkcode withHarness}. */
+export const harnessTest = fixtureTest(withHarness);
+/** A test run inside {@linkcode withKv}. */
+export const kvTest = fixtureTest(withKv);

@@ -5,15 +5,16 @@
  *
  * @module
  */
+import { fixtureTest } from "./fixture.ts";
 import type { LogRecord } from "../../domain/entry.ts";
 import { storeLogs } from "../../db/logs.ts";
 import { createProject } from "../../db/projects.ts";
 import { mergeProject } from "../../db/query/mod.ts";
 import { createId } from "../../domain/ids.ts";
 
-import { ORIGIN, withKv } from "./harness.ts";
+import { kvTest, ORIGIN, withKv } from "./harness.ts";
 
-export { withKv };
+export { kvTest, withKv };
 
 /** 2026-01-01T00:00:00Z. */
 export const T0 = Date.UTC(2026, 0, 1);
@@ -91,3 +92,6 @@ export function noise(seed: number, length = 240): string {
   }
   return out.slice(0, length);
 }
+
+/** A test run inside {@linkcode withQueryProject}. */
+export const queryProjectTest = fixtureTest(withQueryProject);

@@ -16,7 +16,7 @@ import {
   WebhookTargetError,
 } from "../../alerts/targets.ts";
 import { createAlertLoop } from "../../alerts/mod.ts";
-import { randomEntry, withHarness } from "../_helpers/harness.ts";
+import { harnessTest, randomEntry, withHarness } from "../_helpers/harness.ts";
 import { stepEachGives } from "../_helpers/table.ts";
 
 Deno.test("isPrivateAddress knows the refused ranges", async (t) => {
@@ -93,8 +93,9 @@ Deno.test("a webhook on a private or loopback host is refused without ALERT_PRIV
   });
 });
 
-Deno.test("adding a rule with a private webhook stores nothing", async () => {
-  await withHarness(async (h) => {
+harnessTest(
+  "adding a rule with a private webhook stores nothing",
+  async (h) => {
     const project = await h.project();
     await assert.rejects(
       addAlertRule(h.kv, {
@@ -105,8 +106,8 @@ Deno.test("adding a rule with a private webhook stores nothing", async () => {
       /ALERT_PRIVATE_TARGETS=allow/,
     );
     assert.deepEqual(await listAlertRules(h.kv, project.id), []);
-  });
-});
+  },
+);
 
 Deno.test("a host name resolving to a private address is refused at delivery", async (t) => {
   const resolver = (map: Record<string, string[]>): Resolver => (host, type) =>
@@ -176,8 +177,9 @@ Deno.test("a host name resolving to a private address is refused at delivery", a
   );
 });
 
-Deno.test("a project holds at most MAX_RULES_PER_PROJECT alert rules", async () => {
-  await withHarness(async (h) => {
+harnessTest(
+  "a project holds at most MAX_RULES_PER_PROJECT alert rules",
+  async (h) => {
     const project = await h.project();
     const add = () =>
       addAlertRule(h.kv, {
@@ -191,5 +193,5 @@ Deno.test("a project holds at most MAX_RULES_PER_PROJECT alert rules", async () 
       (await listAlertRules(h.kv, project.id)).length,
       MAX_RULES_PER_PROJECT,
     );
-  });
-});
+  },
+);

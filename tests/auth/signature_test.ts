@@ -16,6 +16,7 @@ import {
   assertOnlyRejected,
   assertStoredOnce,
   type Harness,
+  harnessTest,
   otherConsumer,
   pendingBatches,
   postEntries,
@@ -81,8 +82,9 @@ function clientJson(value: unknown, indent?: string, depth = 0): string {
   return `{${items.join(",")}${close}}`;
 }
 
-Deno.test("a signature computed like a JavaScript client verifies and is stored with auth signature", async () => {
-  await withHarness(async (h) => {
+harnessTest(
+  "a signature computed like a JavaScript client verifies and is stored with auth signature",
+  async (h) => {
     const project = await h.project();
     const body = randomEntry({
       projectId: project.id,
@@ -91,8 +93,8 @@ Deno.test("a signature computed like a JavaScript client verifies and is stored 
     await postQueued(h, body, signEntry(project.secret, body, h.clock.now()));
     const log = await assertStoredOnce(h, project.id, "signature");
     assert.deepEqual(log.data, body.data);
-  });
-});
+  },
+);
 
 Deno.test("a signature from a client whose JSON writer escapes non-ASCII, writes 1.0 and pretty-prints the body verifies", async (t) => {
   await withHarness(async (h) => {
@@ -214,8 +216,9 @@ Deno.test("an entry without device or context verifies when the client leaves th
   });
 });
 
-Deno.test("an entry that sends device or context does not verify with it left out of params", async () => {
-  await withHarness(async (h) => {
+harnessTest(
+  "an entry that sends device or context does not verify with it left out of params",
+  async (h) => {
     const project = await h.project([]);
     const body = randomEntry({ projectId: project.id });
     const { device: _, ...withoutDevice } = body;
@@ -226,8 +229,8 @@ Deno.test("an entry that sends device or context does not verify with it left ou
     );
     await h.process();
     await assertOnlyRejected(h, project.id, { bad_signature: 1 });
-  });
-});
+  },
+);
 
 Deno.test("a signature that does not match is dropped as bad_signature", async (t) => {
   await withHarness(async (h) => {
@@ -320,14 +323,15 @@ Deno.test("a non-integer timestamp is dropped as bad_signature even when it was 
   });
 });
 
-Deno.test("signature skew is measured against receipt time, not processing time", async () => {
-  await withHarness(async (h) => {
+harnessTest(
+  "signature skew is measured against receipt time, not processing time",
+  async (h) => {
     const project = await h.project([]);
     await postEntries(h, project.id, { secret: project.secret });
     h.clock.advance(10 * 60_000);
     await assertStoredOnce(h, project.id, "signature");
-  });
-});
+  },
+);
 
 Deno.test("a timestamp further than SIGNATURE_MAX_SKEW_MS from receipt is dropped as stale_timestamp", async (t) => {
   await withHarness(async (h) => {
@@ -378,8 +382,9 @@ Deno.test("a timestamp further than SIGNATURE_MAX_SKEW_MS from receipt is droppe
   });
 });
 
-Deno.test("the same project and signature sent twice is stored once and the second is dropped as replayed", async () => {
-  await withHarness(async (h) => {
+harnessTest(
+  "the same project and signature sent twice is stored once and the second is dropped as replayed",
+  async (h) => {
     const { project, body, headers } = await signedEntry(h);
     await postQueued(h, body, headers);
     await h.process();
@@ -392,11 +397,12 @@ Deno.test("the same project and signature sent twice is stored once and the seco
     assert.equal(recent.length, 1);
     assert.equal(recent[0]!.reason, "replayed");
     assert.equal(recent[0]!.at, h.clock.now());
-  });
-});
+  },
+);
 
-Deno.test("the same signature twice within one batch is stored once and dropped once as replayed", async () => {
-  await withHarness(async (h) => {
+harnessTest(
+  "the same signature twice within one batch is stored once and dropped once as replayed",
+  async (h) => {
     const { project, body, headers } = await signedEntry(h);
     // The first request is committed alone; the two that wait meanwhile share
     // the next commit, hence one batch.
@@ -410,8 +416,8 @@ Deno.test("the same signature twice within one batch is stored once and dropped 
     await h.process();
     assert.equal((await h.logs(project.id)).length, 1);
     await assertCounts(h, project.id, 1, { no_credentials: 1, replayed: 1 });
-  });
-});
+  },
+);
 
 Deno.test("the same signature in two batches processed at once is stored once", async (t) => {
   const cases: [string, (h: Harness, ids: string[]) => Promise<unknown>][] = [
@@ -444,8 +450,9 @@ Deno.test("the same signature in two batches processed at once is stored once", 
   }
 });
 
-Deno.test("after rotateSecret with a grace period, the previous secret verifies during the grace period and not after", async () => {
-  await withHarness(async (h) => {
+harnessTest(
+  "after rotateSecret with a grace period, the previous secret verifies during the grace period and not after",
+  async (h) => {
     const project = await h.project([]);
     const old = project.secret;
     const graceMs = 60_000;
@@ -480,11 +487,12 @@ Deno.test("after rotateSecret with a grace period, the previous secret verifies 
       "new secret a day later",
     ]);
     await assertCounts(h, project.id, 5, { bad_signature: 2 });
-  });
-});
+  },
+);
 
-Deno.test("after rotateSecret without a grace period, only the new secret verifies", async () => {
-  await withHarness(async (h) => {
+harnessTest(
+  "after rotateSecret without a grace period, only the new secret verifies",
+  async (h) => {
     const project = await h.project([]);
     const rotated = await rotateSecret(h.kv, project.id, {
       graceMs: 0,
@@ -504,5 +512,5 @@ Deno.test("after rotateSecret without a grace period, only the new secret verifi
       "new",
     ]);
     await assertCounts(h, project.id, 1, { bad_signature: 1 });
-  });
-});
+  },
+);

@@ -6,11 +6,12 @@
  */
 import assert from "node:assert/strict";
 import { MAX_ATTEMPTS } from "../../queue/dead_letters.ts";
-import { deadLetter, randomEntry, withHarness } from "../_helpers/harness.ts";
+import { deadLetter, harnessTest, randomEntry } from "../_helpers/harness.ts";
 import { assertRefused, cli, create, json } from "../_helpers/cli.ts";
 
-Deno.test("deadletters lists dead letters and replays them for the sweeper", async () => {
-  await withHarness(async (h) => {
+harnessTest(
+  "deadletters lists dead letters and replays them for the sweeper",
+  async (h) => {
     const { projectId } = await create(h.kv, "https://app.example.com");
     const batchId = await deadLetter(
       h,
@@ -55,5 +56,5 @@ Deno.test("deadletters lists dead letters and replays them for the sweeper", asy
     );
     const none = json(await cli(h.kv, ["deadletters", "replay", "--json"]));
     assert.deepEqual(none, { replayed: [] });
-  });
-});
+  },
+);

@@ -10,7 +10,7 @@ import assert from "node:assert/strict";
 import { inert } from "../../cli/format.ts";
 import { createProject } from "../../db/projects.ts";
 import { cli } from "../_helpers/cli.ts";
-import { postQueued, randomEntry, withHarness } from "../_helpers/harness.ts";
+import { harnessTest, postQueued, randomEntry } from "../_helpers/harness.ts";
 
 /** Retitles and clears a terminal when printed raw. */
 const TITLE_AND_CLEAR = "\u001b]0;PWNED\u0007\u001b[2J";
@@ -45,8 +45,9 @@ Deno.test("inert shows controls, DEL, bidi and zero-width characters as escapes 
   assert.equal(inert("café ✓ 日本 \t"), "café ✓ 日本 \\u{9}");
 });
 
-Deno.test("stats prints a sender's hostile appid and origin inert, and --json exactly", async () => {
-  await withHarness(async (h) => {
+harnessTest(
+  "stats prints a sender's hostile appid and origin inert, and --json exactly",
+  async (h) => {
     const project = await h.project(["https://app.example.com"]);
     await postQueued(
       h,
@@ -80,11 +81,12 @@ Deno.test("stats prints a sender's hostile appid and origin inert, and --json ex
         `https://x.example.com${C1_BYTES}`,
       ].sort(),
     );
-  });
-});
+  },
+);
 
-Deno.test("project list, show and stats print hostile project names inert", async () => {
-  await withHarness(async (h) => {
+harnessTest(
+  "project list, show and stats print hostile project names inert",
+  async (h) => {
     const name = `shop${TITLE_AND_CLEAR}${C1_AND_BIDI}\u200b`;
     const project = await createProject(h.kv, { name });
     for (
@@ -103,11 +105,12 @@ Deno.test("project list, show and stats print hostile project names inert", asyn
       (await cli(h.kv, ["project", "list", "--json"])).stdout,
     );
     assert.equal(listed[0].name, name);
-  });
-});
+  },
+);
 
-Deno.test("project list tells apart projects whose names look the same", async () => {
-  await withHarness(async (h) => {
+harnessTest(
+  "project list tells apart projects whose names look the same",
+  async (h) => {
     const plain = await createProject(h.kv, { name: "shop" });
     const hidden = await createProject(h.kv, { name: "shop\u200b" });
     const run = await cli(h.kv, ["project", "list"]);
@@ -117,5 +120,5 @@ Deno.test("project list tells apart projects whose names look the same", async (
     assert.ok(
       lines.some((l) => l.includes(hidden.id) && l.includes("shop\\u{200b}")),
     );
-  });
-});
+  },
+);

@@ -7,6 +7,7 @@
 import assert from "node:assert/strict";
 import { runCli } from "../../cli/main.ts";
 import {
+  kvTest,
   queryProject,
   recordAt,
   storeBatch,
@@ -117,8 +118,9 @@ Deno.test("logs --query filters with the query syntax and combines with the othe
   });
 });
 
-Deno.test("logs refuses a malformed --query in one line naming the column", async () => {
-  await withKv(async (kv) => {
+kvTest(
+  "logs refuses a malformed --query in one line naming the column",
+  async (kv) => {
     const projectId = await store(kv);
     const run = await logs(kv, [projectId, "--query", 'level>=loud "x']);
     assert.equal(run.code, 2);
@@ -127,20 +129,18 @@ Deno.test("logs refuses a malformed --query in one line naming the column", asyn
       run.stderr,
       `Cannot parse --query "level>=loud \\"x" at column 8: expected one of info, warning, error, critical after level>=\n`,
     );
-  });
-});
+  },
+);
 
-Deno.test("logs says when more entries match than it printed", async () => {
-  await withKv(async (kv) => {
-    const projectId = await store(kv);
-    const some = await logs(kv, [projectId, "--json", "--limit", "2"]);
-    assert.equal(some.lines.length, 2);
-    assert.equal(
-      some.stderr,
-      "More entries match: showing the newest 2 (raise --limit, or narrow with --since and --until)\n",
-    );
-    const all = await logs(kv, [projectId, "--json", "--limit", "3"]);
-    assert.equal(all.lines.length, 3);
-    assert.equal(all.stderr, "");
-  });
+kvTest("logs says when more entries match than it printed", async (kv) => {
+  const projectId = await store(kv);
+  const some = await logs(kv, [projectId, "--json", "--limit", "2"]);
+  assert.equal(some.lines.length, 2);
+  assert.equal(
+    some.stderr,
+    "More entries match: showing the newest 2 (raise --limit, or narrow with --since and --until)\n",
+  );
+  const all = await logs(kv, [projectId, "--json", "--limit", "3"]);
+  assert.equal(all.lines.length, 3);
+  assert.equal(all.stderr, "");
 });

@@ -7,18 +7,25 @@
  */
 import assert from "node:assert/strict";
 import { pendingBatchesPrefix } from "../../db/keys.ts";
-import { postEntries, randomEntry, withHarness } from "../_helpers/harness.ts";
+import {
+  harnessTest,
+  postEntries,
+  randomEntry,
+  withHarness,
+} from "../_helpers/harness.ts";
 import {
   cli,
   create,
   follow,
   jsonLines,
-  withKv,
+  kvTest,
+  threeKindsTest,
   withThreeKinds,
 } from "../_helpers/cli.ts";
 
-Deno.test("logs --json prints one object per entry with its id, level, members, receipt time and authentication", async () => {
-  await withThreeKinds(async (h, project) => {
+threeKindsTest(
+  "logs --json prints one object per entry with its id, level, members, receipt time and authentication",
+  async (h, project) => {
     const lines = jsonLines(
       await cli(h.kv, ["logs", project.projectId, "--json"], {
         clock: h.clock,
@@ -42,11 +49,12 @@ Deno.test("logs --json prints one object per entry with its id, level, members, 
     assert.equal(server!.auth, "signature");
     assert.equal(server!.device, "api-1");
     assert.equal(server!.level, "error");
-  });
-});
+  },
+);
 
-Deno.test("logs prints the newest entries oldest first, as many as --limit", async () => {
-  await withHarness(async (h) => {
+harnessTest(
+  "logs prints the newest entries oldest first, as many as --limit",
+  async (h) => {
     const { projectId } = await create(h.kv, "https://app.example.com");
     for (let n = 1; n <= 5; n++) {
       await h.post(randomEntry({ projectId, data: { n } }), {
@@ -67,8 +75,8 @@ Deno.test("logs prints the newest entries oldest first, as many as --limit", asy
       await cli(h.kv, ["logs", projectId, "--limit", "2", "--json"]),
     );
     assert.deepEqual(newest.map((l) => (l.data as { n: number }).n), [4, 5]);
-  });
-});
+  },
+);
 
 Deno.test("logs --since and --until take durations back from now and ISO times", async (t) => {
   await withHarness(async (h) => {
@@ -209,18 +217,17 @@ Deno.test("logs prints aligned columns for humans, levels coloured only on a ter
   });
 });
 
-Deno.test("logs says so on stderr when no entry matches", async () => {
-  await withKv(async (kv) => {
-    const { projectId } = await create(kv);
-    const run = await cli(kv, ["logs", projectId]);
-    assert.equal(run.code, 0);
-    assert.equal(run.stdout, "");
-    assert.equal(run.stderr, `No entries found in project "${projectId}"\n`);
-  });
+kvTest("logs says so on stderr when no entry matches", async (kv) => {
+  const { projectId } = await create(kv);
+  const run = await cli(kv, ["logs", projectId]);
+  assert.equal(run.code, 0);
+  assert.equal(run.stdout, "");
+  assert.equal(run.stderr, `No entries found in project "${projectId}"\n`);
 });
 
-Deno.test("logs --follow prints an entry stored after it started, until stopped", async () => {
-  await withHarness(async (h) => {
+harnessTest(
+  "logs --follow prints an entry stored after it started, until stopped",
+  async (h) => {
     const { projectId } = await create(h.kv, "https://app.example.com");
     await h.post(randomEntry({ projectId, data: { title: "before" } }), {
       Origin: "https://app.example.com",
@@ -263,11 +270,12 @@ Deno.test("logs --follow prints an entry stored after it started, until stopped"
     );
     // Printed once each, although every poll re-reads the recent window.
     assert.deepEqual(titles, ["before", "after"]);
-  });
-});
+  },
+);
 
-Deno.test("logs --follow keeps the lines it adds aligned with the first ones", async () => {
-  await withHarness(async (h) => {
+harnessTest(
+  "logs --follow keeps the lines it adds aligned with the first ones",
+  async (h) => {
     const { projectId } = await create(
       h.kv,
       "https://a.example",
@@ -291,11 +299,12 @@ Deno.test("logs --follow keeps the lines it adds aligned with the first ones", a
     assert.equal(lines.length, 2);
     assert.equal(lines[0]!.indexOf("{"), lines[1]!.indexOf("{"));
     assert.equal(run.stderr, "Waiting for new entries (Ctrl-C to stop)\n");
-  });
-});
+  },
+);
 
-Deno.test("logs --follow prints late-stored entries older than the newest one seen", async () => {
-  await withHarness(async (h) => {
+harnessTest(
+  "logs --follow prints late-stored entries older than the newest one seen",
+  async (h) => {
     const { projectId } = await create(h.kv, "https://app.example.com");
     const origin = { Origin: "https://app.example.com" };
     // An entry received first but processed last (its batch was retried).
@@ -324,5 +333,5 @@ Deno.test("logs --follow prints late-stored entries older than the newest one se
       (l.data as { title: string }).title
     );
     assert.deepEqual(titles, ["on time", "late"]);
-  });
-});
+  },
+);

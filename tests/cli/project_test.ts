@@ -9,15 +9,24 @@ import assert from "node:assert/strict";
 import { getProject, listProjects } from "../../db/projects.ts";
 import {
   fakeClock,
+  harnessTest,
   ORIGIN,
   postEntries,
   randomEntry,
   withHarness,
 } from "../_helpers/harness.ts";
-import { assertRefused, cli, create, json, withKv } from "../_helpers/cli.ts";
+import {
+  assertRefused,
+  cli,
+  create,
+  json,
+  kvTest,
+  withKv,
+} from "../_helpers/cli.ts";
 
-Deno.test("project create --json prints the project with its secret and stores it", async () => {
-  await withKv(async (kv) => {
+kvTest(
+  "project create --json prints the project with its secret and stores it",
+  async (kv) => {
     const out = await create(
       kv,
       "https://app.example.com",
@@ -32,18 +41,16 @@ Deno.test("project create --json prints the project with its secret and stores i
     ]);
     const stored = await getProject(kv, out.projectId);
     assert.equal(stored?.secret, out.secret);
-  });
-});
+  },
+);
 
-Deno.test("project create prints the id and the secret for humans", async () => {
-  await withKv(async (kv) => {
-    const run = await cli(kv, ["project", "create", "--name", "shop"]);
-    assert.equal(run.code, 0, run.stderr);
-    const [project] = await listProjects(kv);
-    assert.match(run.stdout, /^Created project "shop"/);
-    assert.match(run.stdout, new RegExp(`ID +${project!.id}\n`));
-    assert.match(run.stdout, new RegExp(`Secret +${project!.secret}\n`));
-  });
+kvTest("project create prints the id and the secret for humans", async (kv) => {
+  const run = await cli(kv, ["project", "create", "--name", "shop"]);
+  assert.equal(run.code, 0, run.stderr);
+  const [project] = await listProjects(kv);
+  assert.match(run.stdout, /^Created project "shop"/);
+  assert.match(run.stdout, new RegExp(`ID +${project!.id}\n`));
+  assert.match(run.stdout, new RegExp(`Secret +${project!.secret}\n`));
 });
 
 Deno.test("project create refuses wildcards, null and origins with a path", async (t) => {
@@ -76,42 +83,41 @@ Deno.test("project create refuses wildcards, null and origins with a path", asyn
   });
 });
 
-Deno.test("project list and show never print the secret", async () => {
-  await withKv(async (kv) => {
-    const created = await create(kv, "https://app.example.com");
-    const runs = [
-      await cli(kv, ["project", "list"]),
-      await cli(kv, ["project", "list", "--json"]),
-      await cli(kv, ["project", "show", created.projectId]),
-      await cli(kv, ["project", "show", created.projectId, "--json"]),
-    ];
-    for (const run of runs) {
-      assert.equal(run.code, 0, run.stderr);
-      assert.ok(run.stdout.includes(created.projectId));
-      assert.ok(!run.stdout.includes(created.secret), run.stdout);
-    }
-    const [listed] = json(runs[1]!) as unknown as Record<string, unknown>[];
-    assert.equal(listed!.projectId, created.projectId);
-    assert.equal("secret" in listed!, false);
-    assert.match(
-      runs[0]!.stdout,
-      /^ID +NAME +ALLOWED +LEVELS +RETENTION +CREATED\n/,
-    );
-    const shown = json(runs[3]!);
-    assert.deepEqual(shown.settings, {
-      allowedOrigin: ["https://app.example.com"],
-    });
-    assert.equal(shown.createdAt, "2026-01-01T00:00:00.000Z");
+kvTest("project list and show never print the secret", async (kv) => {
+  const created = await create(kv, "https://app.example.com");
+  const runs = [
+    await cli(kv, ["project", "list"]),
+    await cli(kv, ["project", "list", "--json"]),
+    await cli(kv, ["project", "show", created.projectId]),
+    await cli(kv, ["project", "show", created.projectId, "--json"]),
+  ];
+  for (const run of runs) {
+    assert.equal(run.code, 0, run.stderr);
+    assert.ok(run.stdout.includes(created.projectId));
+    assert.ok(!run.stdout.includes(created.secret), run.stdout);
+  }
+  const [listed] = json(runs[1]!) as unknown as Record<string, unknown>[];
+  assert.equal(listed!.projectId, created.projectId);
+  assert.equal("secret" in listed!, false);
+  assert.match(
+    runs[0]!.stdout,
+    /^ID +NAME +ALLOWED +LEVELS +RETENTION +CREATED\n/,
+  );
+  const shown = json(runs[3]!);
+  assert.deepEqual(shown.settings, {
+    allowedOrigin: ["https://app.example.com"],
   });
+  assert.equal(shown.createdAt, "2026-01-01T00:00:00.000Z");
 });
 
-Deno.test("project list says how to start when there is no project", async () => {
-  await withKv(async (kv) => {
+kvTest(
+  "project list says how to start when there is no project",
+  async (kv) => {
     const run = await cli(kv, ["project", "list"]);
     assert.equal(run.code, 0);
     assert.match(run.stdout, /No projects yet/);
-  });
-});
+  },
+);
 
 Deno.test("project allow adds a value and refuses wildcards, null and paths", async (t) => {
   await withKv(async (kv) => {
@@ -157,8 +163,9 @@ Deno.test("project allow adds a value and refuses wildcards, null and paths", as
   });
 });
 
-Deno.test("project disallow removes a value and refuses one not listed", async () => {
-  await withKv(async (kv) => {
+kvTest(
+  "project disallow removes a value and refuses one not listed",
+  async (kv) => {
     const { projectId } = await create(
       kv,
       "https://app.example.com",
@@ -178,11 +185,12 @@ Deno.test("project disallow removes a value and refuses one not listed", async (
       await cli(kv, ["project", "disallow", projectId, "https://nope.example"]),
       `Cannot disallow "https://nope.example": it is not in the allow-list`,
     );
-  });
-});
+  },
+);
 
-Deno.test("project rotate-secret prints a new secret and keeps the old one for the grace period", async () => {
-  await withKv(async (kv) => {
+kvTest(
+  "project rotate-secret prints a new secret and keeps the old one for the grace period",
+  async (kv) => {
     const clock = fakeClock();
     const created = await create(kv);
     const out = json(
@@ -214,11 +222,12 @@ Deno.test("project rotate-secret prints a new secret and keeps the old one for t
     assert.match(human.stdout, /The previous secret no longer verifies/);
     const shown = await cli(kv, ["project", "show", created.projectId]);
     assert.ok(!shown.stdout.includes(secret));
-  });
-});
+  },
+);
 
-Deno.test("project levels adds and removes custom levels, and entries with them are then stored", async () => {
-  await withHarness(async (h) => {
+harnessTest(
+  "project levels adds and removes custom levels, and entries with them are then stored",
+  async (h) => {
     const { projectId } = await create(h.kv, "https://app.example.com");
     const added = json(
       await cli(h.kv, [
@@ -263,11 +272,12 @@ Deno.test("project levels adds and removes custom levels, and entries with them 
       await cli(h.kv, ["project", "levels", projectId, "remove", "audit"]),
       /^Cannot remove level "audit"/,
     );
-  });
-});
+  },
+);
 
-Deno.test("project retention sets the days kept and refuses other numbers", async () => {
-  await withKv(async (kv) => {
+kvTest(
+  "project retention sets the days kept and refuses other numbers",
+  async (kv) => {
     const { projectId } = await create(kv);
     const run = await cli(kv, ["project", "retention", projectId, "7"]);
     assert.equal(run.code, 0, run.stderr);
@@ -279,8 +289,8 @@ Deno.test("project retention sets the days kept and refuses other numbers", asyn
         /^Cannot keep entries for ".*" days: expected a whole number from 1 to 3650/,
       );
     }
-  });
-});
+  },
+);
 
 Deno.test("project delete asks first, and deletes the project with its logs once confirmed", async (t) => {
   await withHarness(async (h) => {
@@ -315,24 +325,22 @@ Deno.test("project delete asks first, and deletes the project with its logs once
   });
 });
 
-Deno.test("project delete --yes deletes without asking", async () => {
-  await withKv(async (kv) => {
-    const { projectId } = await create(kv);
-    let asked = false;
-    const run = await cli(kv, [
-      "project",
-      "delete",
-      projectId,
-      "--yes",
-      "--json",
-    ], {
-      readLine: () => {
-        asked = true;
-        return Promise.resolve("n");
-      },
-    });
-    assert.deepEqual(json(run), { projectId, deleted: true, logs: 0 });
-    assert.equal(asked, false);
-    assert.equal(await getProject(kv, projectId), null);
+kvTest("project delete --yes deletes without asking", async (kv) => {
+  const { projectId } = await create(kv);
+  let asked = false;
+  const run = await cli(kv, [
+    "project",
+    "delete",
+    projectId,
+    "--yes",
+    "--json",
+  ], {
+    readLine: () => {
+      asked = true;
+      return Promise.resolve("n");
+    },
   });
+  assert.deepEqual(json(run), { projectId, deleted: true, logs: 0 });
+  assert.equal(asked, false);
+  assert.equal(await getProject(kv, projectId), null);
 });

@@ -9,55 +9,54 @@ import assert from "node:assert/strict";
 import { addLevel, createProject } from "../../db/projects.ts";
 import { cli } from "../_helpers/cli.ts";
 import {
+  harnessTest,
   ORIGIN,
   postQueued,
   randomEntry,
-  withHarness,
 } from "../_helpers/harness.ts";
 
-Deno.test("a project's name works wherever its id does", async () => {
-  await withHarness(async (h) => {
-    const project = await createProject(h.kv, {
-      name: "Web shop",
-      allow: [ORIGIN],
-    });
-    await postQueued(
-      h,
-      randomEntry({ projectId: project.id, data: { title: "Hello" } }),
-      { Origin: ORIGIN },
-    );
-    await h.process();
-    const opts = { now: h.clock.now };
-    const show = await cli(
-      h.kv,
-      ["project", "show", "Web shop", "--json"],
-      opts,
-    );
-    assert.equal(show.code, 0, show.stderr);
-    assert.equal(JSON.parse(show.stdout).projectId, project.id);
-    const allow = await cli(
-      h.kv,
-      ["project", "allow", "web shop", "com.example.app.ios", "--json"],
-      opts,
-    );
-    assert.equal(allow.code, 0, allow.stderr);
-    assert.deepEqual(JSON.parse(allow.stdout).settings.allowedOrigin, [
-      ORIGIN,
-      "com.example.app.ios",
-    ]);
-    const logs = await cli(h.kv, ["logs", "Web shop", "--json"], opts);
-    assert.equal(logs.code, 0, logs.stderr);
-    assert.equal(JSON.parse(logs.stdout.trim()).data.title, "Hello");
-    const rejected = await cli(h.kv, ["rejected", "Web shop", "--json"], opts);
-    assert.equal(rejected.code, 0, rejected.stderr);
-    const errors = await cli(h.kv, ["errors", "Web shop"], opts);
-    assert.equal(errors.code, 0, errors.stderr);
-    assert.match(errors.stdout, /No errors in project "Web shop"/);
+harnessTest("a project's name works wherever its id does", async (h) => {
+  const project = await createProject(h.kv, {
+    name: "Web shop",
+    allow: [ORIGIN],
   });
+  await postQueued(
+    h,
+    randomEntry({ projectId: project.id, data: { title: "Hello" } }),
+    { Origin: ORIGIN },
+  );
+  await h.process();
+  const opts = { now: h.clock.now };
+  const show = await cli(
+    h.kv,
+    ["project", "show", "Web shop", "--json"],
+    opts,
+  );
+  assert.equal(show.code, 0, show.stderr);
+  assert.equal(JSON.parse(show.stdout).projectId, project.id);
+  const allow = await cli(
+    h.kv,
+    ["project", "allow", "web shop", "com.example.app.ios", "--json"],
+    opts,
+  );
+  assert.equal(allow.code, 0, allow.stderr);
+  assert.deepEqual(JSON.parse(allow.stdout).settings.allowedOrigin, [
+    ORIGIN,
+    "com.example.app.ios",
+  ]);
+  const logs = await cli(h.kv, ["logs", "Web shop", "--json"], opts);
+  assert.equal(logs.code, 0, logs.stderr);
+  assert.equal(JSON.parse(logs.stdout.trim()).data.title, "Hello");
+  const rejected = await cli(h.kv, ["rejected", "Web shop", "--json"], opts);
+  assert.equal(rejected.code, 0, rejected.stderr);
+  const errors = await cli(h.kv, ["errors", "Web shop"], opts);
+  assert.equal(errors.code, 0, errors.stderr);
+  assert.match(errors.stdout, /No errors in project "Web shop"/);
 });
 
-Deno.test("an ambiguous name is refused with the ids of the projects that share it", async () => {
-  await withHarness(async (h) => {
+harnessTest(
+  "an ambiguous name is refused with the ids of the projects that share it",
+  async (h) => {
     const a = await createProject(h.kv, { name: "api", allow: [] });
     const b = await createProject(h.kv, { name: "api", allow: [] });
     for (const args of [["logs", "api"], ["project", "show", "api"]]) {
@@ -74,22 +73,24 @@ Deno.test("an ambiguous name is refused with the ids of the projects that share 
     const none = await cli(h.kv, ["errors", "nope"]);
     assert.equal(none.code, 1);
     assert.match(none.stderr, /Cannot find project "nope"/);
-  });
-});
+  },
+);
 
-Deno.test("project list shows each project's levels, standard and custom", async () => {
-  await withHarness(async (h) => {
+harnessTest(
+  "project list shows each project's levels, standard and custom",
+  async (h) => {
     const project = await createProject(h.kv, { name: "web", allow: [] });
     await addLevel(h.kv, project.id, "audit");
     const run = await cli(h.kv, ["project", "list"]);
     assert.equal(run.code, 0);
     assert.match(run.stdout, /LEVELS/);
     assert.match(run.stdout, /info, warning, error, critical, audit/);
-  });
-});
+  },
+);
 
-Deno.test("errors prints groups with counts, sparkline and fingerprint, and --json one object per group", async () => {
-  await withHarness(async (h) => {
+harnessTest(
+  "errors prints groups with counts, sparkline and fingerprint, and --json one object per group",
+  async (h) => {
     const project = await createProject(h.kv, { name: "web", allow: [ORIGIN] });
     for (const n of [1, 2, 3]) {
       await postQueued(
@@ -143,8 +144,8 @@ Deno.test("errors prints groups with counts, sparkline and fingerprint, and --js
       "--json",
     ], { now: h.clock.now });
     assert.equal(logs.stdout.trim().split("\n").length, 3);
-  });
-});
+  },
+);
 
 Deno.test("every deno task has a description", async () => {
   const config = JSON.parse(
@@ -158,8 +159,9 @@ Deno.test("every deno task has a description", async () => {
   assert.match(config.tasks.errors.command, /cli\/main\.ts errors$/);
 });
 
-Deno.test("rejected shows a bad signature's members as sent beside the expected text", async () => {
-  await withHarness(async (h) => {
+harnessTest(
+  "rejected shows a bad signature's members as sent beside the expected text",
+  async (h) => {
     const project = await createProject(h.kv, { name: "web", allow: [] });
     const body =
       `{"level": "info", "projectId": "${project.id}", "data": {"a": 1}}`;
@@ -179,5 +181,5 @@ Deno.test("rejected shows a bad signature's members as sent beside the expected 
       now: h.clock.now,
     });
     assert.equal(JSON.parse(json.stdout.trim()).sent, sent);
-  });
-});
+  },
+);

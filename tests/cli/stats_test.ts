@@ -9,15 +9,16 @@ import assert from "node:assert/strict";
 import { rejectionKey } from "../../db/keys.ts";
 import type { Rejection } from "../../db/stats.ts";
 import {
+  harnessTest,
   ORIGIN,
   postEntries,
   randomEntry,
-  withHarness,
 } from "../_helpers/harness.ts";
-import { cli, create, json, withKv, withThreeKinds } from "../_helpers/cli.ts";
+import { cli, create, json, kvTest, threeKindsTest } from "../_helpers/cli.ts";
 
-Deno.test("stats --json counts accepted and rejected entries and lists recent rejections newest first", async () => {
-  await withThreeKinds(async (h, project) => {
+threeKindsTest(
+  "stats --json counts accepted and rejected entries and lists recent rejections newest first",
+  async (h, project) => {
     const { projectId } = project;
     h.clock.advance(1000);
     await postEntries(h, projectId, { origin: "https://evil.example.com" });
@@ -62,11 +63,12 @@ Deno.test("stats --json counts accepted and rejected entries and lists recent re
     );
     assert.match(String(recent[0]!.entryId), /^[0-9a-f]{28}$/);
     assert.equal(recent[0]!.level, "info");
-  });
-});
+  },
+);
 
-Deno.test("stats sorts the ring of recent rejections by time, whatever their slots", async () => {
-  await withKv(async (kv) => {
+kvTest(
+  "stats sorts the ring of recent rejections by time, whatever their slots",
+  async (kv) => {
     const { projectId } = await create(kv);
     // After the ring wraps, slot 0 holds the newest rejection.
     const at = (s: number) => Date.UTC(2026, 0, 1, 0, 0, s);
@@ -85,11 +87,12 @@ Deno.test("stats sorts the ring of recent rejections by time, whatever their slo
     );
     assert.deepEqual(out.rejected, {});
     assert.equal(out.accepted, 0);
-  });
-});
+  },
+);
 
-Deno.test("stats shows the counters and the reason of each recent rejection for humans", async () => {
-  await withHarness(async (h) => {
+harnessTest(
+  "stats shows the counters and the reason of each recent rejection for humans",
+  async (h) => {
     const { projectId } = await create(h.kv, "https://app.example.com");
     await postEntries(h, projectId, { origin: ORIGIN });
     h.clock.advance(1000);
@@ -104,14 +107,15 @@ Deno.test("stats shows the counters and the reason of each recent rejection for 
       run.stdout,
       /^TIME +REASON +LEVEL +ORIGIN \/ APP ID +ENTRY\n2026-01-01 00:00:01Z +bad_origin +info +https:\/\/evil\.example\.com +[0-9a-f]{28}$/m,
     );
-  });
-});
+  },
+);
 
-Deno.test("stats --global counts the rejections of entries naming no project", async () => {
-  await withHarness(async (h) => {
+harnessTest(
+  "stats --global counts the rejections of entries naming no project",
+  async (h) => {
     await h.post(randomEntry({ projectId: "no-such-project" }));
     await h.process();
     const out = json(await cli(h.kv, ["stats", "--global", "--json"]));
     assert.deepEqual(out, { rejected: { unknown_project: 1 } });
-  });
-});
+  },
+);

@@ -22,7 +22,12 @@ import {
   signInAs,
   submitAs,
 } from "../_helpers/dashboard_accounts.ts";
-import { get, withDashboard, withSignedIn } from "../_helpers/dashboard.ts";
+import {
+  dashboardTest,
+  get,
+  signedInTest,
+  withSignedIn,
+} from "../_helpers/dashboard.ts";
 
 const stdin = (line: string | null) => () => Promise.resolve(line);
 
@@ -56,8 +61,9 @@ async function tailOpen(
   return res;
 }
 
-Deno.test("user add stores only a scrypt hash of the password read from stdin, and the account signs in by email", async () => {
-  await withDashboard(async (h) => {
+dashboardTest(
+  "user add stores only a scrypt hash of the password read from stdin, and the account signs in by email",
+  async (h) => {
     const project = await createProject(h.kv, { name: "web" });
     const password = "a fairly long passphrase";
     const run = await cli(h.kv, [
@@ -101,11 +107,12 @@ Deno.test("user add stores only a scrypt hash of the password read from stdin, a
     await wrong.body?.cancel();
     const right = await submitAs(h.dash, "ANA@example.com", password);
     assert.equal(right.status, 303);
-  });
-});
+  },
+);
 
-Deno.test("user add refuses a missing password, an unknown role or project and a taken email", async () => {
-  await withDashboard(async (h) => {
+dashboardTest(
+  "user add refuses a missing password, an unknown role or project and a taken email",
+  async (h) => {
     const project = await createProject(h.kv, { name: "web" });
     // In order: the arguments, the line on standard input, the exit code and
     // what standard error says. The last but one adds the account whose
@@ -147,11 +154,12 @@ Deno.test("user add refuses a missing password, an unknown role or project and a
       assert.equal(run.code, code, `user add ${args}: ${run.stderr}`);
       if (message) assert.match(run.stderr, message);
     }
-  });
-});
+  },
+);
 
-Deno.test("user passwd ends the account's sessions; the new password signs in", async () => {
-  await withDashboard(async (h) => {
+dashboardTest(
+  "user passwd ends the account's sessions; the new password signs in",
+  async (h) => {
     await addAccount(h.kv, "ana@example.com", "admin");
     const browser = await signInAs(h.dash, "ana@example.com");
     assert.equal((await browser.get("/users")).status, 200);
@@ -163,11 +171,12 @@ Deno.test("user passwd ends the account's sessions; the new password signs in", 
     assert.equal(run.code, 0, run.stderr);
     assert.equal((await browser.get("/users")).status, 303);
     await signInAs(h.dash, "ana@example.com", "another long password");
-  });
-});
+  },
+);
 
-Deno.test("user remove ends the account's sessions and its live tail within seconds", async () => {
-  await withDashboard(async (h) => {
+dashboardTest(
+  "user remove ends the account's sessions and its live tail within seconds",
+  async (h) => {
     const project = await createProject(h.kv, { name: "web" });
     await addAccount(h.kv, "ana@example.com", "viewer", [project.id]);
     const browser = await signInAs(h.dash, "ana@example.com");
@@ -183,26 +192,28 @@ Deno.test("user remove ends the account's sessions and its live tail within seco
       audit.map((e) => [e.actor, e.action, e.detail]),
       [["cli", "user.remove", "ana@example.com"]],
     );
-  });
-});
+  },
+);
 
-Deno.test("a live tail that stays open keeps streaming while its session lives", async () => {
-  await withSignedIn(async (h, browser) => {
+signedInTest(
+  "a live tail that stays open keeps streaming while its session lives",
+  async (h, browser) => {
     const project = await createProject(h.kv, { name: "web" });
     const tail = await tailOpen(h.dash, browser, project.id);
     assert.equal(await endsWithin(tail, 300), false, "still open");
-  });
-});
+  },
+);
 
-Deno.test("signing out ends the session's live tail within seconds", async () => {
-  await withSignedIn(async (h, browser) => {
+signedInTest(
+  "signing out ends the session's live tail within seconds",
+  async (h, browser) => {
     const project = await createProject(h.kv, { name: "web" });
     const tail = await tailOpen(h.dash, browser, project.id);
     const out = await browser.post("/logout", {});
     assert.equal(out.status, 303);
     assert.equal(await endsWithin(tail, 2000), true);
-  });
-});
+  },
+);
 
 Deno.test("a session's expiry ends its live tail", async () => {
   // Sessions of 30 s, tails of 60 s: the session ends first.
@@ -214,8 +225,9 @@ Deno.test("a session's expiry ends its live tail", async () => {
   }, { dashboard: { sessionTtlMs: 30_000 } });
 });
 
-Deno.test("the audit log keeps the newest 500 events of a project", async () => {
-  await withDashboard(async (h) => {
+dashboardTest(
+  "the audit log keeps the newest 500 events of a project",
+  async (h) => {
     const project = await createProject(h.kv, { name: "web" });
     for (let i = 0; i < MAX_AUDIT_EVENTS + 30; i++) {
       await recordAudit(h.kv, {
@@ -243,11 +255,12 @@ Deno.test("the audit log keeps the newest 500 events of a project", async () => 
       run.stdout.trim().split("\n").map((l) => JSON.parse(l).detail),
       [String(MAX_AUDIT_EVENTS + 29), String(MAX_AUDIT_EVENTS + 28)],
     );
-  });
-});
+  },
+);
 
-Deno.test("project commands write their changes to the project's audit log, never the secret", async () => {
-  await withDashboard(async (h) => {
+dashboardTest(
+  "project commands write their changes to the project's audit log, never the secret",
+  async (h) => {
     const created = await cli(h.kv, [
       "project",
       "create",
@@ -289,8 +302,8 @@ Deno.test("project commands write their changes to the project's audit log, neve
     assert.ok(
       audit.every((l) => !l.includes(JSON.parse(rotated.stdout).secret)),
     );
-  });
-});
+  },
+);
 
 Deno.test("eight password checks at once stay within +150 MB of RSS (scrypt runs two at a time)", async () => {
   const hash = await hashPassword("the right password");

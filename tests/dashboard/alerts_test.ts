@@ -8,11 +8,18 @@
 import assert from "node:assert/strict";
 import { listAlertRules } from "../../db/alerts.ts";
 import { createAlertLoop } from "../../alerts/mod.ts";
-import { post, store, textOf, withSignedIn } from "../_helpers/dashboard.ts";
+import {
+  post,
+  signedInTest,
+  store,
+  textOf,
+  withSignedIn,
+} from "../_helpers/dashboard.ts";
 import { startReceiver } from "../_helpers/webhook_receiver.ts";
 
-Deno.test("adding an alert rule on the dashboard stores it and shows its secret once", async () => {
-  await withSignedIn(async (h, browser) => {
+signedInTest(
+  "adding an alert rule on the dashboard stores it and shows its secret once",
+  async (h, browser) => {
     const project = await h.project();
     const path = `/projects/${project.id}/alerts`;
     const empty = await (await browser.get(path)).text();
@@ -36,11 +43,12 @@ Deno.test("adding an alert rule on the dashboard stores it and shows its secret 
     const again = await (await browser.get(path)).text();
     assert.ok(!again.includes(rule!.secret), "and only once");
     assert.ok(again.includes(`id="rule-${rule!.id}"`));
-  });
-});
+  },
+);
 
-Deno.test("a refused alert rule answers 400 with the reason and the form as sent", async () => {
-  await withSignedIn(async (h, browser) => {
+signedInTest(
+  "a refused alert rule answers 400 with the reason and the form as sent",
+  async (h, browser) => {
     const project = await h.project();
     const path = `/projects/${project.id}/alerts`;
     const res = await browser.post(`${path}/add`, {
@@ -63,11 +71,12 @@ Deno.test("a refused alert rule answers 400 with the reason and the form as sent
     });
     assert.equal(bad.status, 400);
     assert.match(textOf(await bad.text()), /Cannot read window "ten minutes"/);
-  });
-});
+  },
+);
 
-Deno.test("an alert form without its token is refused with 403", async () => {
-  await withSignedIn(async (h, browser) => {
+signedInTest(
+  "an alert form without its token is refused with 403",
+  async (h, browser) => {
     const project = await h.project();
     const res = await post(
       h.dash,
@@ -81,8 +90,8 @@ Deno.test("an alert form without its token is refused with 403", async () => {
     assert.equal(res.status, 403);
     await res.body?.cancel();
     assert.deepEqual(await listAlertRules(h.kv, project.id), []);
-  });
-});
+  },
+);
 
 Deno.test("the alerts page shows a rule's deliveries, and removing the rule deletes it", async () => {
   const receiver = startReceiver();

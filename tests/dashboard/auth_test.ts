@@ -12,11 +12,13 @@ import { dashboardSecretKey, dashboardSessionsPrefix } from "../../db/keys.ts";
 import { listProjects } from "../../db/projects.ts";
 import {
   csrfOf,
+  dashboardTest,
   get,
   PASSWORD,
   PEER,
   post,
   setCookies,
+  signedInTest,
   signIn,
   submitLogin,
   textOf,
@@ -24,8 +26,9 @@ import {
   withSignedIn,
 } from "../_helpers/dashboard.ts";
 
-Deno.test("every page but sign-in sends a signed-out browser to /login", async () => {
-  await withDashboard(async (h) => {
+dashboardTest(
+  "every page but sign-in sends a signed-out browser to /login",
+  async (h) => {
     for (
       const path of [
         "/",
@@ -44,20 +47,22 @@ Deno.test("every page but sign-in sends a signed-out browser to /login", async (
     const tail = await h.dash.request("/projects/x/tail", {}, PEER);
     assert.equal(tail.status, 401);
     await tail.body?.cancel();
-  });
-});
+  },
+);
 
-Deno.test("a wrong password is refused with 401 and sets no session", async () => {
-  await withDashboard(async (h) => {
+dashboardTest(
+  "a wrong password is refused with 401 and sets no session",
+  async (h) => {
     const res = await submitLogin(h.dash, "wrong password");
     assert.equal(res.status, 401);
     assert.match(textOf(await res.text()), /Wrong email or password/);
     assert.equal(setCookies(res)["dash_session"], undefined);
-  });
-});
+  },
+);
 
-Deno.test("the right password sets an HttpOnly, SameSite=Strict, expiring session cookie", async () => {
-  await withDashboard(async (h) => {
+dashboardTest(
+  "the right password sets an HttpOnly, SameSite=Strict, expiring session cookie",
+  async (h) => {
     const res = await submitLogin(h.dash, PASSWORD, { next: "/dead-letters" });
     assert.equal(res.status, 303);
     assert.equal(res.headers.get("location"), "/dead-letters");
@@ -72,8 +77,8 @@ Deno.test("the right password sets an HttpOnly, SameSite=Strict, expiring sessio
     const cookie = line.split(";")[0]!;
     const home = await h.dash.request("/", { headers: { cookie } }, PEER);
     assert.equal(home.status, 200);
-  });
-});
+  },
+);
 
 Deno.test("the session cookie is Secure over HTTPS", async () => {
   await withDashboard(async (h) => {
@@ -107,47 +112,44 @@ Deno.test("the session cookie is Secure over HTTPS", async () => {
   }, { dashboard: { publicHosts: ["dash.example.com"] } });
 });
 
-Deno.test("sign-in without the form's token is refused", async () => {
-  await withDashboard(async (h) => {
-    const res = await h.dash.request("/login", {
-      method: "POST",
-      body: new URLSearchParams({ password: PASSWORD }),
-    }, PEER);
-    assert.equal(res.status, 403);
-    assert.equal(setCookies(res)["dash_session"], undefined);
-  });
+dashboardTest("sign-in without the form's token is refused", async (h) => {
+  const res = await h.dash.request("/login", {
+    method: "POST",
+    body: new URLSearchParams({ password: PASSWORD }),
+  }, PEER);
+  assert.equal(res.status, 403);
+  assert.equal(setCookies(res)["dash_session"], undefined);
 });
 
-Deno.test("sign-in attempts are limited per address", async () => {
-  await withDashboard(async (h) => {
-    for (let i = 0; i < 5; i++) {
-      assert.equal((await submitLogin(h.dash, "guess " + i)).status, 401);
-    }
-    const limited = await submitLogin(h.dash, PASSWORD);
-    assert.equal(limited.status, 429, "even the right password waits");
-    assert.equal(limited.headers.get("retry-after"), "12");
-    assert.match(
-      textOf(await limited.text()),
-      /Too many attempts: try again in 12 s/,
-    );
-    const other = {
-      remoteAddr: {
-        transport: "tcp" as const,
-        hostname: "203.0.113.50",
-        port: 1,
-      },
-    };
-    assert.equal(
-      (await submitLogin(h.dash, PASSWORD, { peer: other })).status,
-      303,
-    );
-    h.clock.advance(12_000);
-    assert.equal((await submitLogin(h.dash, PASSWORD)).status, 303);
-  });
+dashboardTest("sign-in attempts are limited per address", async (h) => {
+  for (let i = 0; i < 5; i++) {
+    assert.equal((await submitLogin(h.dash, "guess " + i)).status, 401);
+  }
+  const limited = await submitLogin(h.dash, PASSWORD);
+  assert.equal(limited.status, 429, "even the right password waits");
+  assert.equal(limited.headers.get("retry-after"), "12");
+  assert.match(
+    textOf(await limited.text()),
+    /Too many attempts: try again in 12 s/,
+  );
+  const other = {
+    remoteAddr: {
+      transport: "tcp" as const,
+      hostname: "203.0.113.50",
+      port: 1,
+    },
+  };
+  assert.equal(
+    (await submitLogin(h.dash, PASSWORD, { peer: other })).status,
+    303,
+  );
+  h.clock.advance(12_000);
+  assert.equal((await submitLogin(h.dash, PASSWORD)).status, 303);
 });
 
-Deno.test("a tampered or expired session cookie signs nobody in", async () => {
-  await withSignedIn(async (h, browser) => {
+signedInTest(
+  "a tampered or expired session cookie signs nobody in",
+  async (h, browser) => {
     const [id, expiry, mac] = browser.cookie.slice("dash_session=".length)
       .split(".");
     const later = (parseInt(expiry!, 36) + 3_600_000).toString(36);
@@ -159,11 +161,12 @@ Deno.test("a tampered or expired session cookie signs nobody in", async () => {
     assert.equal((await browser.get("/")).status, 200);
     h.clock.advance(12 * 3_600_000);
     assert.equal((await browser.get("/")).status, 303);
-  });
-});
+  },
+);
 
-Deno.test("signing out ends the session on the server, whoever holds the cookie", async () => {
-  await withSignedIn(async (h, browser) => {
+signedInTest(
+  "signing out ends the session on the server, whoever holds the cookie",
+  async (h, browser) => {
     const other = await signIn(h.dash);
     const res = await browser.post("/logout", {});
     assert.equal(res.status, 303);
@@ -174,22 +177,24 @@ Deno.test("signing out ends the session on the server, whoever holds the cookie"
     );
     assert.equal((await browser.get("/")).status, 303, "old cookie refused");
     assert.equal((await other.get("/")).status, 200, "other sessions go on");
-  });
-});
+  },
+);
 
-Deno.test("changing ADMIN_PASSWORD ends every session", async () => {
-  await withSignedIn(async (h, browser) => {
+signedInTest(
+  "changing ADMIN_PASSWORD ends every session",
+  async (h, browser) => {
     const renewed = createDashboard({
       kv: h.kv,
       password: "another password",
       now: h.clock.now,
     });
     assert.equal((await get(renewed, browser, "/")).status, 303);
-  });
-});
+  },
+);
 
-Deno.test("the dashboard stores its secret and sessions as bytes", async () => {
-  await withDashboard(async (h) => {
+dashboardTest(
+  "the dashboard stores its secret and sessions as bytes",
+  async (h) => {
     await signIn(h.dash);
     const secret = await h.kv.get(dashboardSecretKey());
     assert.ok(secret.value instanceof Uint8Array);
@@ -199,8 +204,8 @@ Deno.test("the dashboard stores its secret and sessions as bytes", async () => {
     );
     assert.equal(sessions.length, 1);
     assert.ok(sessions[0]!.value instanceof Uint8Array);
-  });
-});
+  },
+);
 
 Deno.test("a change sent from another origin is refused with 403 and changes nothing", async (t) => {
   await withSignedIn(async (h, browser) => {
@@ -244,8 +249,9 @@ Deno.test("a change sent from another origin is refused with 403 and changes not
   });
 });
 
-Deno.test("a form without the session's CSRF token is refused with 403", async () => {
-  await withSignedIn(async (h, browser) => {
+signedInTest(
+  "a form without the session's CSRF token is refused with 403",
+  async (h, browser) => {
     const other = await signIn(h.dash);
     for (const csrf of ["", other.csrf, browser.csrf.slice(1)]) {
       const res = await post(h.dash, { ...browser, csrf }, "/projects", {
@@ -254,11 +260,12 @@ Deno.test("a form without the session's CSRF token is refused with 403", async (
       assert.equal(res.status, 403);
     }
     assert.deepEqual(await listProjects(h.kv), []);
-  });
-});
+  },
+);
 
-Deno.test("every page carries a CSP whose nonce is on each script, fresh per answer", async () => {
-  await withSignedIn(async (h, browser) => {
+signedInTest(
+  "every page carries a CSP whose nonce is on each script, fresh per answer",
+  async (h, browser) => {
     const nonces = new Set<string>();
     for (const path of ["/login", "/", "/dead-letters", "/nowhere"]) {
       const res = path === "/login"
@@ -286,8 +293,8 @@ Deno.test("every page carries a CSP whose nonce is on each script, fresh per ans
       assert.equal(res.headers.get("cache-control"), "no-store");
     }
     assert.equal(nonces.size, 4);
-  });
-});
+  },
+);
 
 Deno.test("after sign-in the browser goes only to a path of the dashboard", () => {
   assert.equal(safeNext("", "/projects/abc?q=x"), "/projects/abc?q=x");

@@ -9,7 +9,7 @@
 import assert from "node:assert/strict";
 import process from "node:process";
 import { jsonStart } from "../../dashboard/pages/entry_fields.ts";
-import { store, withSignedIn } from "../_helpers/dashboard.ts";
+import { signedInTest, store } from "../_helpers/dashboard.ts";
 import { wideData } from "../_helpers/dashboard_seed.ts";
 
 /** Members of each entry's `data`. */
@@ -25,8 +25,9 @@ const PAGE_CPU_MS = 2000;
 const PAGE_WALL_MS = 10_000;
 const PAGE_RSS = 100 * 1024 * 1024;
 
-Deno.test("a page of 50 entries of 5,600 members each stays within 2 MB, 2 s of CPU and 100 MB, and each full entry is one request away", async () => {
-  await withSignedIn(async (h, browser) => {
+signedInTest(
+  "a page of 50 entries of 5,600 members each stays within 2 MB, 2 s of CPU and 100 MB, and each full entry is one request away",
+  async (h, browser) => {
     const project = await h.project(["https://app.example.com"]);
     const bodies = Array.from({ length: 100 }, (_, i) => ({
       level: "info",
@@ -150,8 +151,8 @@ Deno.test("a page of 50 entries of 5,600 members each stays within 2 MB, 2 s of 
     } finally {
       await server.shutdown();
     }
-  });
-});
+  },
+);
 
 Deno.test("jsonStart writes the start of JSON.stringify(value, null, 2), exactly, and says when it cut", () => {
   const values: unknown[] = [

@@ -14,7 +14,7 @@ import {
   dashboardRequested,
   loadDashboardConfig,
 } from "../../dashboard/config.ts";
-import { withSignedIn } from "../_helpers/dashboard.ts";
+import { signedInTest } from "../_helpers/dashboard.ts";
 
 /** What the pages may send at most, scripts and stylesheet gzipped together. */
 const BUDGET_BYTES = 50 * 1024;
@@ -128,8 +128,9 @@ Deno.test("the scripts and stylesheet the pages send weigh at most 50 KB gzipped
   }
 });
 
-Deno.test("assets are served gzipped, cached for good under their hash, and referenced by the pages", async () => {
-  await withSignedIn(async (h, browser) => {
+signedInTest(
+  "assets are served gzipped, cached for good under their hash, and referenced by the pages",
+  async (h, browser) => {
     const page = await (await browser.get("/dead-letters")).text();
     const urls = [...page.matchAll(/(?:href|src)="(\/assets\/[^"]+)"/g)].map((
       m,
@@ -164,5 +165,5 @@ Deno.test("assets are served gzipped, cached for good under their hash, and refe
     );
     assert.match(await plain.text(), /data-copy/);
     assert.equal((await h.dash.request("/assets/nothing.js")).status, 404);
-  });
-});
+  },
+);

@@ -7,7 +7,7 @@
 import assert from "node:assert/strict";
 import { orderedStack, STACK_SHOWN } from "../../dashboard/pages/stack.tsx";
 import { summary } from "../../dashboard/pages/format.ts";
-import { store, textOf, withSignedIn } from "../_helpers/dashboard.ts";
+import { signedInTest, store, textOf } from "../_helpers/dashboard.ts";
 import type { LogRecord } from "../../domain/entry.ts";
 
 function record(data: Record<string, unknown>): LogRecord {
@@ -43,8 +43,9 @@ Deno.test("a Python traceback is turned around so that the top frame comes first
   ]);
 });
 
-Deno.test("the explorer shows a stack string or frame array as lines in a pre, the rest of a long one folded", async () => {
-  await withSignedIn(async (h, browser) => {
+signedInTest(
+  "the explorer shows a stack string or frame array as lines in a pre, the rest of a long one folded",
+  async (h, browser) => {
     const project = await h.project(["https://app.example.com"]);
     const frames = Array.from(
       { length: 12 },
@@ -85,8 +86,8 @@ Deno.test("the explorer shows a stack string or frame array as lines in a pre, t
     );
     // The list's preview of an entry without a title is its message.
     assert.match(textOf(html), /error https:\/\/app\.example\.com Frames/);
-  });
-});
+  },
+);
 
 Deno.test("the histogram's y-axis tops at a round number over the peak, with its half, and its times are labelled UTC", async () => {
   const { niceMax, HistogramChart } = await import(

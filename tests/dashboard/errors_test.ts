@@ -7,18 +7,19 @@
  */
 import assert from "node:assert/strict";
 import {
+  dashboardTest,
   rowIds,
   signIn,
   store,
   textOf,
-  withDashboard,
 } from "../_helpers/dashboard.ts";
 
 const HOUR = 3_600_000;
 const HOSTILE = `<script>alert(1)</script>`;
 
-Deno.test("the errors page lists groups with count, sparkline, new mark and a link to their entries", async () => {
-  await withDashboard(async (h) => {
+dashboardTest(
+  "the errors page lists groups with count, sparkline, new mark and a link to their entries",
+  async (h) => {
     const project = await h.project(["https://app.example.com"]);
     const stored = await store(h, project.id, [
       { level: "error", data: { title: "Order 1 failed" } },
@@ -65,11 +66,12 @@ Deno.test("the errors page lists groups with count, sparkline, new mark and a li
       rowIds(explorer).sort(),
       [stored[0]!.id, stored[1]!.id].sort(),
     );
-  });
-});
+  },
+);
 
-Deno.test("the errors page says so when there are none, and an unknown project answers 404", async () => {
-  await withDashboard(async (h) => {
+dashboardTest(
+  "the errors page says so when there are none, and an unknown project answers 404",
+  async (h) => {
     const project = await h.project(["https://app.example.com"]);
     await store(h, project.id, [{ level: "warning", data: { title: "Slow" } }]);
     const browser = await signIn(h.dash);
@@ -78,11 +80,12 @@ Deno.test("the errors page says so when there are none, and an unknown project a
     const missing = await browser.get(`/projects/nope/errors`);
     assert.equal(missing.status, 404);
     await missing.body?.cancel();
-  });
-});
+  },
+);
 
-Deno.test("a group first seen more than a day ago is not marked new", async () => {
-  await withDashboard(async (h) => {
+dashboardTest(
+  "a group first seen more than a day ago is not marked new",
+  async (h) => {
     const project = await h.project(["https://app.example.com"]);
     await store(h, project.id, [{ level: "error", data: { title: "Old" } }]);
     h.clock.advance(25 * HOUR);
@@ -93,5 +96,5 @@ Deno.test("a group first seen more than a day ago is not marked new", async () =
     assert.match(textOf(html), /2 groups, 1 new/);
     assert.match(textOf(html), /error new Fresh/);
     assert.doesNotMatch(textOf(html), /new Old/);
-  });
-});
+  },
+);

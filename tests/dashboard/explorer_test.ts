@@ -11,13 +11,15 @@ import { ORIGIN, postEntries } from "../_helpers/harness.ts";
 import {
   openIds,
   rowIds,
+  signedInTest,
   store,
   textOf,
   withSignedIn,
 } from "../_helpers/dashboard.ts";
 
-Deno.test("the explorer lists entries newest first with a histogram and the live tail switch", async () => {
-  await withSignedIn(async (h, browser) => {
+signedInTest(
+  "the explorer lists entries newest first with a histogram and the live tail switch",
+  async (h, browser) => {
     const project = await h.project();
     const stored = await store(h, project.id, [{ level: "info" }, {
       level: "error",
@@ -32,8 +34,8 @@ Deno.test("the explorer lists entries newest first with a histogram and the live
     assert.match(html, new RegExp(`data-tail="/projects/${project.id}/tail"`));
     assert.match(html, new RegExp(`data-after="${stored[2]!.id}"`));
     assert.match(html, /No older entries in this range/);
-  });
-});
+  },
+);
 
 Deno.test("a word query's histogram past the page's time budget shows its older bars uncounted", async () => {
   for (const [budgetMs, uncounted] of [[0, true], [60_000, false]] as const) {
@@ -113,8 +115,9 @@ Deno.test("the search box, level chips and time range filter the list", async (t
   });
 });
 
-Deno.test("a field value in an expanded entry links to the view filtered by it, or without it", async () => {
-  await withSignedIn(async (h, browser) => {
+signedInTest(
+  "a field value in an expanded entry links to the view filtered by it, or without it",
+  async (h, browser) => {
     const project = await h.project();
     await store(h, project.id, [{ context: { userId: "u 42", team: "a" } }]);
     const html = await (await browser.get(`/projects/${project.id}?level=info`))
@@ -136,11 +139,12 @@ Deno.test("a field value in an expanded entry links to the view filtered by it, 
     const excluded = await (await browser.get(drop!.pathname + drop!.search))
       .text();
     assert.equal(rowIds(excluded).length, 0);
-  });
-});
+  },
+);
 
-Deno.test("a malformed query is explained with its column, and lists nothing", async () => {
-  await withSignedIn(async (h, browser) => {
+signedInTest(
+  "a malformed query is explained with its column, and lists nothing",
+  async (h, browser) => {
     const project = await h.project();
     await store(h, project.id, [{}]);
     const res = await browser.get(
@@ -155,11 +159,12 @@ Deno.test("a malformed query is explained with its column, and lists nothing", a
     assert.match(html, /<pre class="caret">ok &quot;open\n {3}\^<\/pre>/);
     assert.deepEqual(rowIds(html), []);
     assert.doesNotMatch(html, /id="live"/);
-  });
-});
+  },
+);
 
-Deno.test("a permalink shows the same view with one entry expanded, even pages down", async () => {
-  await withSignedIn(async (h, browser) => {
+signedInTest(
+  "a permalink shows the same view with one entry expanded, even pages down",
+  async (h, browser) => {
     const project = await h.project();
     const stored = await store(
       h,
@@ -178,11 +183,12 @@ Deno.test("a permalink shows the same view with one entry expanded, even pages d
     )).text();
     assert.match(textOf(other), /The linked entry does not match this view/);
     assert.deepEqual(openIds(other), [deep.id]);
-  });
-});
+  },
+);
 
-Deno.test("a permalink to an entry more than 200 rows down shows it pinned above the first page", async () => {
-  await withSignedIn(async (h, browser) => {
+signedInTest(
+  "a permalink to an entry more than 200 rows down shows it pinned above the first page",
+  async (h, browser) => {
     const project = await h.project();
     const stored = await store(
       h,
@@ -204,11 +210,12 @@ Deno.test("a permalink to an entry more than 200 rows down shows it pinned above
     assert.equal(rowIds(listed).length, 4 * PAGE_SIZE);
     assert.equal(rowIds(listed).at(-1), near.id);
     assert.doesNotMatch(textOf(listed), /linked entry/);
-  });
-});
+  },
+);
 
-Deno.test("older entries come as fragments by cursor, each entry once", async () => {
-  await withSignedIn(async (h, browser) => {
+signedInTest(
+  "older entries come as fragments by cursor, each entry once",
+  async (h, browser) => {
     const project = await h.project();
     const stored = await store(
       h,
@@ -230,11 +237,12 @@ Deno.test("older entries come as fragments by cursor, each entry once", async ()
     }
     assert.deepEqual(seen, stored.map((r) => r.id).reverse());
     assert.match(html, /No older entries in this range/);
-  });
-});
+  },
+);
 
-Deno.test("show in context lists the neighbours of an entry, unfiltered", async () => {
-  await withSignedIn(async (h, browser) => {
+signedInTest(
+  "show in context lists the neighbours of an entry, unfiltered",
+  async (h, browser) => {
     const project = await h.project();
     const stored = await store(h, project.id, [
       { level: "info" },
@@ -252,8 +260,8 @@ Deno.test("show in context lists the neighbours of an entry, unfiltered", async 
       new RegExp(`class="entry lvl-error focus" id="e-${target.id}"`),
     );
     assert.match(textOf(html), /Back to the list/);
-  });
-});
+  },
+);
 
 Deno.test("a search that runs out of its budget says how far back it searched, and its link goes on from there", async () => {
   await withSignedIn(async (h, browser) => {

@@ -8,7 +8,7 @@
  * @module
  */
 import assert from "node:assert/strict";
-import { store, withSignedIn } from "../_helpers/dashboard.ts";
+import { signedInTest, store, withSignedIn } from "../_helpers/dashboard.ts";
 
 /** Values that broke or might break a parser. */
 const NASTY: string[] = [
@@ -85,8 +85,9 @@ function query(name: string, value: string | string[]): string {
   return params.toString();
 }
 
-Deno.test("every parameter of every page, given nasty values, answers the page or a 400 saying what was wrong, never a 500", async () => {
-  await withSignedIn(async (h, browser) => {
+signedInTest(
+  "every parameter of every page, given nasty values, answers the page or a 400 saying what was wrong, never a 500",
+  async (h, browser) => {
     const project = await h.project(["https://app.example.com"]);
     const records = await store(h, project.id, [
       { level: "error", data: { title: "one" } },
@@ -166,8 +167,8 @@ Deno.test("every parameter of every page, given nasty values, answers the page o
     assert.deepEqual(logged, []);
     const ms = performance.now() - began;
     console.log(`${requests} requests in ${ms.toFixed(0)} ms`);
-  });
-});
+  },
+);
 
 Deno.test("every field of every form, given nasty values, answers the page or a 400, never a 500", async () => {
   await withSignedIn(async (h, browser) => {
@@ -221,8 +222,9 @@ Deno.test("every field of every form, given nasty values, answers the page or a 
   }, { dashboard: { loginLimit: { burst: 10_000 } } });
 });
 
-Deno.test("a cursor the explorer cannot read answers 400 saying so, and lists from the top", async () => {
-  await withSignedIn(async (h, browser) => {
+signedInTest(
+  "a cursor the explorer cannot read answers 400 saying so, and lists from the top",
+  async (h, browser) => {
     const project = await h.project(["https://app.example.com"]);
     await store(h, project.id, [{ level: "error", data: { title: "kept" } }]);
     const p = `/projects/${project.id}`;
@@ -245,5 +247,5 @@ Deno.test("a cursor the explorer cannot read answers 400 saying so, and lists fr
       assert.match(await since.text(), /Cannot read &quot;since&quot; time/);
     });
     assert.deepEqual(logged, []);
-  });
-});
+  },
+);

@@ -14,8 +14,8 @@ import { randomEntry, withServed } from "../_helpers/harness.ts";
 import {
   type DashHarness,
   PASSWORD,
+  signedInTest,
   withDashboard,
-  withSignedIn,
 } from "../_helpers/dashboard.ts";
 import { postChunked, rawGet } from "../_helpers/raw_http.ts";
 
@@ -127,8 +127,9 @@ Deno.test("the mounted dashboard refuses a foreign Host with 421 while the endpo
 /** Most the process may grow while a 200 MB form is refused. */
 const FORM_RSS_BUDGET = 50 * 1024 * 1024;
 
-Deno.test("a 200 MB chunked body to every form is refused with 413 past the form limit, never read whole", async () => {
-  await withSignedIn(async (h, browser) => {
+signedInTest(
+  "a 200 MB chunked body to every form is refused with 413 past the form limit, never read whole",
+  async (h, browser) => {
     const project = await h.project(["https://app.example.com"]);
     await withServed(
       (req, info) => h.dash.fetch(req, { remoteAddr: info.remoteAddr }),
@@ -186,8 +187,8 @@ Deno.test("a 200 MB chunked body to every form is refused with 413 past the form
         assert.equal(home.status, 200);
       },
     );
-  });
-});
+  },
+);
 
 Deno.test("a form declaring a length past the limit is refused unread, and one within it is read", async () => {
   await withServedDashboard({ formLimitBytes: 2048 }, async (port) => {

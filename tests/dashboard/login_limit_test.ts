@@ -10,7 +10,12 @@ import { addressBucket, LoginLimiter } from "../../dashboard/security.ts";
 import { fakeClock } from "../_helpers/harness.ts";
 import { submitAs } from "../_helpers/dashboard_accounts.ts";
 import type { DashApp } from "../../dashboard/routes/common.ts";
-import { PASSWORD, textOf, withDashboard } from "../_helpers/dashboard.ts";
+import {
+  dashboardTest,
+  PASSWORD,
+  textOf,
+  withDashboard,
+} from "../_helpers/dashboard.ts";
 import { assertEachGives } from "../_helpers/table.ts";
 
 /** Submits the administrator's sign-in with `password` from `hostname`. */
@@ -57,8 +62,9 @@ Deno.test("an address counts as its IPv6 /64, or as itself for IPv4", () => {
   ]);
 });
 
-Deno.test("60 wrong passwords from 60 addresses of one IPv6 /64 are refused after the fifth", async () => {
-  await withDashboard(async (h) => {
+dashboardTest(
+  "60 wrong passwords from 60 addresses of one IPv6 /64 are refused after the fifth",
+  async (h) => {
     const { statuses } = await attempts(60, (i) =>
       signInFrom(
         h.dash,
@@ -69,11 +75,12 @@ Deno.test("60 wrong passwords from 60 addresses of one IPv6 /64 are refused afte
     assert.ok(statuses.slice(5).every((s) => s === 429), String(statuses));
     const neighbour = await signInFrom(h.dash, PASSWORD, "2001:db8:77:2::1");
     assert.equal(neighbour.status, 303, "the next /64 is counted apart");
-  });
-});
+  },
+);
 
-Deno.test("IPv4 addresses are counted one by one, and all addresses together have a ceiling", async () => {
-  await withDashboard(async (h) => {
+dashboardTest(
+  "IPv4 addresses are counted one by one, and all addresses together have a ceiling",
+  async (h) => {
     const { statuses, last } = await attempts(
       70,
       (i) => signInFrom(h.dash, `guess ${i}`, `198.51.100.${i}`),
@@ -84,8 +91,8 @@ Deno.test("IPv4 addresses are counted one by one, and all addresses together hav
     h.clock.advance(10_000);
     const later = await signInFrom(h.dash, PASSWORD, "203.0.113.9");
     assert.equal(later.status, 303, "the ceiling refills");
-  });
-});
+  },
+);
 
 Deno.test("X-Forwarded-For from a trusted proxy is counted per /64 too", async () => {
   await withDashboard(async (h) => {

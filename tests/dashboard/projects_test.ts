@@ -18,10 +18,11 @@ import {
 } from "../_helpers/harness.ts";
 import {
   type Browser,
+  dashboardTest,
+  signedInTest,
   signIn,
   store,
   textOf,
-  withDashboard,
   withSignedIn,
 } from "../_helpers/dashboard.ts";
 
@@ -39,8 +40,9 @@ async function created(browser: Browser, name = "Web shop") {
   return { id, secret, html };
 }
 
-Deno.test("creating a project stores it and shows its secret once", async () => {
-  await withSignedIn(async (h, browser) => {
+signedInTest(
+  "creating a project stores it and shows its secret once",
+  async (h, browser) => {
     const { id, secret } = await created(browser);
     const stored = await getProject(h.kv, id);
     assert.equal(stored?.name, "Web shop");
@@ -52,11 +54,12 @@ Deno.test("creating a project stores it and shows its secret once", async () => 
     const list = await (await browser.get("/")).text();
     assert.ok(list.includes(id));
     assert.ok(!list.includes(secret), "the list never shows a secret");
-  });
-});
+  },
+);
 
-Deno.test("a project with a refused allow-list value is not created and the reason is shown", async () => {
-  await withSignedIn(async (h, browser) => {
+signedInTest(
+  "a project with a refused allow-list value is not created and the reason is shown",
+  async (h, browser) => {
     const res = await browser.post("/projects", {
       name: "Shop",
       allow: "https://shop.example.com/",
@@ -77,11 +80,12 @@ Deno.test("a project with a refused allow-list value is not created and the reas
       /<textarea name="allow"[^>]*>https:\/\/shop\.example\.com\/<\/textarea>/,
     );
     assert.deepEqual(await listProjects(h.kv), []);
-  });
-});
+  },
+);
 
-Deno.test("the projects page shows the last 24 h, all-time counters and the last entry's time", async () => {
-  await withDashboard(async (h) => {
+dashboardTest(
+  "the projects page shows the last 24 h, all-time counters and the last entry's time",
+  async (h) => {
     const project = await h.project();
     const send = async (origin: string, projectId = project.id) =>
       await postEntries(h, projectId, { origin });
@@ -104,8 +108,8 @@ Deno.test("the projects page shows the last 24 h, all-time counters and the last
     );
     assert.match(text, new RegExp(`${project.id} 2 1 1 min ago 3 / 2 `));
     assert.match(text, /1 entries named a project id that does not exist/);
-  });
-});
+  },
+);
 
 Deno.test("rejections of the last 24 h are a lower bound when every kept one is that recent", () => {
   const now = Date.UTC(2026, 0, 15);
@@ -130,8 +134,9 @@ Deno.test("rejections of the last 24 h are a lower bound when every kept one is 
   });
 });
 
-Deno.test("entries of the last 24 h are counted exactly, to the millisecond", async () => {
-  await withDashboard(async (h) => {
+dashboardTest(
+  "entries of the last 24 h are counted exactly, to the millisecond",
+  async (h) => {
     const project = await h.project();
     const start = h.clock.now();
     // One entry every 7 minutes and 13.5 s for 30 hours: partial minutes
@@ -149,8 +154,8 @@ Deno.test("entries of the last 24 h are counted exactly, to the millisecond", as
       assert.ok(wanted > 150 && wanted < stored.length);
       assert.equal(await entriesLastDay(h.kv, project.id, now), wanted);
     }
-  });
-});
+  },
+);
 
 Deno.test("the allow-list is edited as the CLI does, with the reason for a refusal", async (t) => {
   await withSignedIn(async (h, browser) => {
@@ -222,8 +227,9 @@ Deno.test("the allow-list is edited as the CLI does, with the reason for a refus
   });
 });
 
-Deno.test("custom levels and retention are set, with refusals explained", async () => {
-  await withSignedIn(async (h, browser) => {
+signedInTest(
+  "custom levels and retention are set, with refusals explained",
+  async (h, browser) => {
     const { id } = await created(browser);
     const path = `/projects/${id}/settings`;
     assert.equal(
@@ -265,11 +271,12 @@ Deno.test("custom levels and retention are set, with refusals explained", async 
       );
     }
     assert.equal((await getProject(h.kv, id))?.retentionDays, 90);
-  });
-});
+  },
+);
 
-Deno.test("rotating the secret shows the new one once and keeps the old for the grace period", async () => {
-  await withSignedIn(async (h, browser) => {
+signedInTest(
+  "rotating the secret shows the new one once and keeps the old for the grace period",
+  async (h, browser) => {
     const { id, secret } = await created(browser);
     const res = await browser.post(`/projects/${id}/settings/rotate`, {
       grace: "3600000",
@@ -301,11 +308,12 @@ Deno.test("rotating the secret shows the new one once and keeps the old for the 
     });
     assert.equal(odd.status, 400);
     assert.equal((await getProject(h.kv, id))?.secret, shown);
-  });
-});
+  },
+);
 
-Deno.test("deleting a project needs its name typed exactly", async () => {
-  await withSignedIn(async (h, browser) => {
+signedInTest(
+  "deleting a project needs its name typed exactly",
+  async (h, browser) => {
     const { id } = await created(browser);
     const wrong = await browser.post(`/projects/${id}/settings/delete`, {
       confirm: "web shop",
@@ -330,8 +338,8 @@ Deno.test("deleting a project needs its name typed exactly", async () => {
       value: "https://a.example",
     });
     assert.equal(again.status, 404);
-  });
-});
+  },
+);
 
 Deno.test("the settings page gives snippets with the project's id and the service's endpoint", async () => {
   await withSignedIn(async (_h, browser) => {
@@ -348,8 +356,9 @@ Deno.test("the settings page gives snippets with the project's id and the servic
   }, { dashboard: { endpoint: () => "http://localhost/api/v1/logs" } });
 });
 
-Deno.test("the rejections page shows counts, recent rejections and what to do", async () => {
-  await withSignedIn(async (h, browser) => {
+signedInTest(
+  "the rejections page shows counts, recent rejections and what to do",
+  async (h, browser) => {
     const project = await h.project(["https://app.example.com"]);
     await postEntries(h, project.id, { origin: "https://shop.example.net" });
     await h.post(randomEntry({ projectId: project.id, level: "verbose" }), {
@@ -369,45 +378,43 @@ Deno.test("the rejections page shows counts, recent rejections and what to do", 
     assert.match(html, /<tr data-reason="bad_origin">/);
     assert.match(text, /bad_origin info https:\/\/shop\.example\.net Allow/);
     assert.match(text, /Rejected entries .* Replay all 2 kept entries/);
-  });
-});
+  },
+);
 
-Deno.test("dead letters are listed and replayed", async () => {
-  await withSignedIn(async (h, browser) => {
-    const empty = textOf(
-      await (await browser.get("/dead-letters")).text(),
-    );
-    assert.match(empty, /No dead letters/);
-    const project = await h.project();
-    const batchId = await deadLetter(
-      h,
-      randomEntry({ projectId: project.id }),
-      "disk <full>",
-    );
-    const html = await (await browser.get("/dead-letters")).text();
-    assert.ok(html.includes(batchId));
-    assert.match(html, /disk &lt;full&gt;/);
-    const res = await browser.post("/dead-letters/replay", {
-      id: batchId,
-    });
-    assert.equal(res.status, 303);
-    assert.equal(
-      res.headers.get("location"),
-      "/dead-letters?done=replayed&n=1",
-    );
-    assert.equal((await h.kv.get(deadLetterKey(batchId))).value, null);
-    assert.notEqual((await h.kv.get(pendingBatchKey(batchId))).value, null);
-    const missing = await browser.post("/dead-letters/replay", {
-      id: batchId,
-    });
-    assert.equal(missing.status, 404);
-    assert.match(textOf(await missing.text()), /Cannot find dead letter/);
-    const all = await browser.post("/dead-letters/replay", {
-      id: "all",
-    });
-    assert.equal(
-      all.headers.get("location"),
-      "/dead-letters?done=replayed&n=0",
-    );
+signedInTest("dead letters are listed and replayed", async (h, browser) => {
+  const empty = textOf(
+    await (await browser.get("/dead-letters")).text(),
+  );
+  assert.match(empty, /No dead letters/);
+  const project = await h.project();
+  const batchId = await deadLetter(
+    h,
+    randomEntry({ projectId: project.id }),
+    "disk <full>",
+  );
+  const html = await (await browser.get("/dead-letters")).text();
+  assert.ok(html.includes(batchId));
+  assert.match(html, /disk &lt;full&gt;/);
+  const res = await browser.post("/dead-letters/replay", {
+    id: batchId,
   });
+  assert.equal(res.status, 303);
+  assert.equal(
+    res.headers.get("location"),
+    "/dead-letters?done=replayed&n=1",
+  );
+  assert.equal((await h.kv.get(deadLetterKey(batchId))).value, null);
+  assert.notEqual((await h.kv.get(pendingBatchKey(batchId))).value, null);
+  const missing = await browser.post("/dead-letters/replay", {
+    id: batchId,
+  });
+  assert.equal(missing.status, 404);
+  assert.match(textOf(await missing.text()), /Cannot find dead letter/);
+  const all = await browser.post("/dead-letters/replay", {
+    id: "all",
+  });
+  assert.equal(
+    all.headers.get("location"),
+    "/dead-letters?done=replayed&n=0",
+  );
 });

@@ -16,12 +16,12 @@ import { cli } from "../_helpers/cli.ts";
 import { everything } from "../_helpers/harness.ts";
 import { assertEachGives } from "../_helpers/table.ts";
 import {
+  dashboardTest,
   type DashHarness,
   PEER,
   signIn,
   store,
   textOf,
-  withDashboard,
 } from "../_helpers/dashboard.ts";
 
 async function createToken(
@@ -101,8 +101,9 @@ async function seeded(h: DashHarness, n = 30) {
   return project;
 }
 
-Deno.test("token create prints the token once; only its SHA-256 is stored and list never shows it", async () => {
-  await withDashboard(async (h) => {
+dashboardTest(
+  "token create prints the token once; only its SHA-256 is stored and list never shows it",
+  async (h) => {
     const project = await h.project();
     const token = await createToken(h, project.id);
     assert.match(token, /^lgr_[A-Za-z0-9_-]{43}$/);
@@ -129,11 +130,12 @@ Deno.test("token create prints the token once; only its SHA-256 is stored and li
     ]);
     assert.equal(again.code, 1);
     assert.match(again.stderr, /has a token of this name/);
-  });
-});
+  },
+);
 
-Deno.test("the NDJSON export is the CLI's answer for the same query, newest first", async () => {
-  await withDashboard(async (h) => {
+dashboardTest(
+  "the NDJSON export is the CLI's answer for the same query, newest first",
+  async (h) => {
     const project = await seeded(h);
     const token = await createToken(h, project.id);
     for (
@@ -176,11 +178,12 @@ Deno.test("the NDJSON export is the CLI's answer for the same query, newest firs
         assert.deepEqual(lines, expected, `${q} since ${since}`);
       }
     }
-  });
-});
+  },
+);
 
-Deno.test("the next page is in the Link header until the last one", async () => {
-  await withDashboard(async (h) => {
+dashboardTest(
+  "the next page is in the Link header until the last one",
+  async (h) => {
     const project = await seeded(h, 23);
     const token = await createToken(h, project.id);
     const all = (await (await api(
@@ -203,11 +206,12 @@ Deno.test("the next page is in the Link header until the last one", async () => 
     }
     assert.equal(pages, 5);
     assert.deepEqual(paged, all);
-  });
-});
+  },
+);
 
-Deno.test("CSV has a header row, quotes per RFC 4180 and neutralises formulas", async () => {
-  await withDashboard(async (h) => {
+dashboardTest(
+  "CSV has a header row, quotes per RFC 4180 and neutralises formulas",
+  async (h) => {
     const project = await h.project();
     const title = '=HYPERLINK("http://evil.example","click")';
     const message = 'a, "quoted"\nsecond line';
@@ -250,11 +254,12 @@ Deno.test("CSV has a header row, quotes per RFC 4180 and neutralises formulas", 
       ["a,b", '"a,b"'],
       ["", ""],
     ]);
-  });
-});
+  },
+);
 
-Deno.test("a missing, malformed, unknown or revoked token answers 401 with a JSON error", async () => {
-  await withDashboard(async (h) => {
+dashboardTest(
+  "a missing, malformed, unknown or revoked token answers 401 with a JSON error",
+  async (h) => {
     const project = await h.project();
     const token = await createToken(h, project.id);
     const path = `/api/v1/projects/${project.id}/logs`;
@@ -277,11 +282,12 @@ Deno.test("a missing, malformed, unknown or revoked token answers 401 with a JSO
     const res = await api(h, path, token);
     assert.equal(res.status, 401, "revoked");
     await res.body?.cancel();
-  });
-});
+  },
+);
 
-Deno.test("a token answers 404 for another project, and bad parameters answer 400", async () => {
-  await withDashboard(async (h) => {
+dashboardTest(
+  "a token answers 404 for another project, and bad parameters answer 400",
+  async (h) => {
     const mine = await h.project();
     const other = await h.project();
     const token = await createToken(h, mine.id);
@@ -310,11 +316,12 @@ Deno.test("a token answers 404 for another project, and bad parameters answer 40
       assert.equal(bad.status, 400, query);
       assert.match((await bad.json()).error, /^Cannot /, query);
     }
-  });
-});
+  },
+);
 
-Deno.test("a session reads through the API as its role allows, and the explorer links the download", async () => {
-  await withDashboard(async (h) => {
+dashboardTest(
+  "a session reads through the API as its role allows, and the explorer links the download",
+  async (h) => {
     const project = await seeded(h, 5);
     const other = await h.project();
     await addAccount(h.kv, "viewer@example.com", "viewer", [project.id]);
@@ -336,23 +343,22 @@ Deno.test("a session reads through the API as its role allows, and the explorer 
     const denied = await viewer.get(`/api/v1/projects/${other.id}/logs`);
     assert.equal(denied.status, 404);
     await denied.body?.cancel();
+  },
+);
+
+dashboardTest("the ingest port serves no read API", async (h) => {
+  const project = await h.project();
+  const token = await createToken(h, project.id);
+  const res = await h.app.request(`/api/v1/projects/${project.id}/logs`, {
+    headers: { authorization: `Bearer ${token}` },
   });
+  assert.notEqual(res.status, 200);
+  assert.ok(!(await res.text()).includes(project.id));
 });
 
-Deno.test("the ingest port serves no read API", async () => {
-  await withDashboard(async (h) => {
-    const project = await h.project();
-    const token = await createToken(h, project.id);
-    const res = await h.app.request(`/api/v1/projects/${project.id}/logs`, {
-      headers: { authorization: `Bearer ${token}` },
-    });
-    assert.notEqual(res.status, 200);
-    assert.ok(!(await res.text()).includes(project.id));
-  });
-});
-
-Deno.test("the settings page creates a token shown once and revokes it", async () => {
-  await withDashboard(async (h) => {
+dashboardTest(
+  "the settings page creates a token shown once and revokes it",
+  async (h) => {
     const project = await h.project();
     const admin = await signIn(h.dash);
     const created = await admin.post(
@@ -386,19 +392,17 @@ Deno.test("the settings page creates a token shown once and revokes it", async (
     );
     assert.match(audit, /admin token\.revoke export/);
     assert.match(audit, /admin token\.create export/);
-  });
-});
+  },
+);
 
-Deno.test("deleting a project revokes its read tokens", async () => {
-  await withDashboard(async (h) => {
-    const project = await h.project();
-    const token = await createToken(h, project.id);
-    const run = await cli(h.kv, ["project", "delete", project.id, "--yes"]);
-    assert.equal(run.code, 0, run.stderr);
-    const stored = await everything(h.kv);
-    assert.ok(!stored.includes(project.id + '"'), "nothing left of it");
-    const res = await api(h, `/api/v1/projects/${project.id}/logs`, token);
-    assert.equal(res.status, 401);
-    await res.body?.cancel();
-  });
+dashboardTest("deleting a project revokes its read tokens", async (h) => {
+  const project = await h.project();
+  const token = await createToken(h, project.id);
+  const run = await cli(h.kv, ["project", "delete", project.id, "--yes"]);
+  assert.equal(run.code, 0, run.stderr);
+  const stored = await everything(h.kv);
+  assert.ok(!stored.includes(project.id + '"'), "nothing left of it");
+  const res = await api(h, `/api/v1/projects/${project.id}/logs`, token);
+  assert.equal(res.status, 401);
+  await res.body?.cancel();
 });

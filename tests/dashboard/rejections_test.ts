@@ -12,17 +12,18 @@ import { readStats } from "../../db/stats.ts";
 import { sign } from "../../auth/signature.ts";
 import { ORIGIN, postEntries, randomEntry } from "../_helpers/harness.ts";
 import {
+  dashboardTest,
   post,
+  signedInTest,
   signIn,
   textOf,
-  withDashboard,
-  withSignedIn,
 } from "../_helpers/dashboard.ts";
 
 const HOSTILE = `<script>alert(1)</script><img src=x onerror=alert(2)>"'`;
 
-Deno.test("the rejections page shows kept entries with reason and content, inert, and a bad signature's expected text", async () => {
-  await withSignedIn(async (h, browser) => {
+signedInTest(
+  "the rejections page shows kept entries with reason and content, inert, and a bad signature's expected text",
+  async (h, browser) => {
     const project = await h.project(["https://app.example.com"]);
     await h.post(
       randomEntry({ projectId: project.id, data: { title: HOSTILE } }),
@@ -81,11 +82,12 @@ Deno.test("the rejections page shows kept entries with reason and content, inert
     );
     assert.match(narrowed, /Payment failed/);
     assert.doesNotMatch(narrowed, /alert\(1\)/);
-  });
-});
+  },
+);
 
-Deno.test("replaying after allowing the origin stores the entry once and shows what became of it once", async () => {
-  await withSignedIn(async (h, browser) => {
+signedInTest(
+  "replaying after allowing the origin stores the entry once and shows what became of it once",
+  async (h, browser) => {
     const project = await h.project(["https://app.example.com"]);
     await postEntries(h, project.id, { origin: "https://shop.example.net" });
     await h.post(randomEntry({ projectId: project.id, appid: "com.x.y" }));
@@ -143,11 +145,12 @@ Deno.test("replaying after allowing the origin stores the entry once and shows w
       /Replayed 1 entry: 0 stored, 1 not\. .* no longer kept/,
     );
     assert.equal((await h.logs(project.id)).length, 1, "stored once");
-  });
-});
+  },
+);
 
-Deno.test("a replay needs the form's token and the dashboard's origin", async () => {
-  await withSignedIn(async (h, browser) => {
+signedInTest(
+  "a replay needs the form's token and the dashboard's origin",
+  async (h, browser) => {
     const project = await h.project(["https://app.example.com"]);
     await postEntries(h, project.id, { origin: "https://shop.example.net" });
     await h.process();
@@ -168,11 +171,12 @@ Deno.test("a replay needs the form's token and the dashboard's origin", async ()
     await foreign.body?.cancel();
     assert.equal((await listRejected(h.kv, project.id)).length, 1);
     assert.deepEqual(await h.logs(project.id), []);
-  });
-});
+  },
+);
 
-Deno.test("the rejections page shows the storage backlog: entries not yet stored and not yet merged, with the oldest's age", async () => {
-  await withDashboard(async (h) => {
+dashboardTest(
+  "the rejections page shows the storage backlog: entries not yet stored and not yet merged, with the oldest's age",
+  async (h) => {
     const project = await h.project(["https://app.example.com"]);
     await postEntries(h, project.id, { origin: ORIGIN });
     await h.process();
@@ -184,11 +188,12 @@ Deno.test("the rejections page shows the storage backlog: entries not yet stored
     const text = textOf(await res.text());
     assert.match(text, /Not yet stored 1 oldest 2\.5 s/);
     assert.match(text, /Not yet merged 1 oldest 2\.5 s/);
-  });
-});
+  },
+);
 
-Deno.test("a bad signature shows the members as sent, byte for byte, beside the expected text, and offers no replay", async () => {
-  await withSignedIn(async (h, browser) => {
+signedInTest(
+  "a bad signature shows the members as sent, byte for byte, beside the expected text, and offers no replay",
+  async (h, browser) => {
     const project = await h.project(["https://app.example.com"]);
     const body = {
       level: "error",
@@ -238,5 +243,5 @@ Deno.test("a bad signature shows the members as sent, byte for byte, beside the 
       await (await browser.get(`/projects/${project.id}/rejections`)).text(),
     );
     assert.match(after, /There was no kept entry to replay/);
-  });
-});
+  },
+);

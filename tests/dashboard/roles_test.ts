@@ -17,11 +17,11 @@ import {
 } from "../_helpers/dashboard_accounts.ts";
 import {
   type Browser,
+  dashboardTest,
   get,
   post,
   signIn,
   textOf,
-  withDashboard,
 } from "../_helpers/dashboard.ts";
 
 /** Who may pass, for the table. */
@@ -124,8 +124,9 @@ function expected(row: Row, who: Who, own: boolean): number {
   return 403;
 }
 
-Deno.test("every dashboard route answers each role as the table says, on its own project and another", async () => {
-  await withDashboard(async (h) => {
+dashboardTest(
+  "every dashboard route answers each role as the table says, on its own project and another",
+  async (h) => {
     const own = await createProject(h.kv, { name: "own" });
     const other = await createProject(h.kv, { name: "other" });
     await addAccount(h.kv, "member@example.com", "member", [own.id]);
@@ -168,11 +169,12 @@ Deno.test("every dashboard route answers each role as the table says, on its own
       }
     }
     assert.deepEqual(failures, []);
-  });
-});
+  },
+);
 
-Deno.test("a viewer sees only its projects, no settings link and no create form", async () => {
-  await withDashboard(async (h) => {
+dashboardTest(
+  "a viewer sees only its projects, no settings link and no create form",
+  async (h) => {
     const own = await createProject(h.kv, { name: "own-project" });
     await createProject(h.kv, { name: "hidden-project" });
     await addAccount(h.kv, "viewer@example.com", "viewer", [own.id]);
@@ -186,11 +188,12 @@ Deno.test("a viewer sees only its projects, no settings link and no create form"
       .text();
     assert.doesNotMatch(explorer, /\/settings"/);
     assert.match(explorer, /\/audit"/);
-  });
-});
+  },
+);
 
-Deno.test("a member's change is written to the project's audit log with its email", async () => {
-  await withDashboard(async (h) => {
+dashboardTest(
+  "a member's change is written to the project's audit log with its email",
+  async (h) => {
     const own = await createProject(h.kv, { name: "own" });
     await addAccount(h.kv, "member@example.com", "member", [own.id]);
     const member = await signInAs(h.dash, "member@example.com");
@@ -205,11 +208,12 @@ Deno.test("a member's change is written to the project's audit log with its emai
       audit,
       /member@example\.com settings\.allow https:\/\/shop\.example\.com/,
     );
-  });
-});
+  },
+);
 
-Deno.test("a role taken away applies to the account's next request", async () => {
-  await withDashboard(async (h) => {
+dashboardTest(
+  "a role taken away applies to the account's next request",
+  async (h) => {
     const own = await createProject(h.kv, { name: "own" });
     await addAccount(h.kv, "member@example.com", "member", [own.id]);
     const member = await signInAs(
@@ -231,11 +235,12 @@ Deno.test("a role taken away applies to the account's next request", async () =>
       (await member.get(`/projects/${own.id}`)).status,
       200,
     );
-  });
-});
+  },
+);
 
-Deno.test("a viewer's rejections page offers no Allow and no Replay, an admin's does", async () => {
-  await withDashboard(async (h) => {
+dashboardTest(
+  "a viewer's rejections page offers no Allow and no Replay, an admin's does",
+  async (h) => {
     const project = await h.project(["https://app.example.com"]);
     await postEntries(h, project.id, {
       origin: "https://stranger.example.com",
@@ -250,5 +255,5 @@ Deno.test("a viewer's rejections page offers no Allow and no Replay, an admin's 
     const page = await (await viewer.get(path)).text();
     assert.match(textOf(page), /stranger\.example\.com/);
     assert.doesNotMatch(page, /\/rejections\/replay"|\/settings\/allow"/);
-  });
-});
+  },
+);

@@ -11,6 +11,7 @@ import { createDashboard } from "../../dashboard/app.ts";
 import { randomEntry } from "../_helpers/harness.ts";
 import {
   type Browser,
+  dashboardTest,
   PASSWORD,
   signIn,
   withDashboard,
@@ -82,8 +83,9 @@ const INGEST_P99_MS = 250;
 /** Most the process may grow with 500 tails asked for. */
 const TAILS_RSS_BUDGET = 100 * 1024 * 1024;
 
-Deno.test("500 live tails asked for at once over real connections: 64 stream, the rest get 429, and the endpoint keeps its latency", async () => {
-  await withDashboard(async (h) => {
+dashboardTest(
+  "500 live tails asked for at once over real connections: 64 stream, the rest get 429, and the endpoint keeps its latency",
+  async (h) => {
     const project = await h.project(["https://app.example.com"]);
     const dash = createDashboard({
       kv: h.kv,
@@ -164,7 +166,8 @@ Deno.test("500 live tails asked for at once over real connections: 64 stream, th
       await dashServer.shutdown();
       await ingest.shutdown();
     }
-  }, {
+  },
+  {
     config: { rateLimitRps: 1_000_000, rateLimitBurst: 1_000_000 },
-  });
-});
+  },
+);

@@ -12,15 +12,15 @@ import { Hono } from "hono";
 import { mountDashboard } from "../../dashboard/mount.ts";
 import {
   type Browser,
+  dashboardTest,
   PASSWORD,
   PEER,
   rowIds,
   setCookies,
+  signedInTest,
   signIn,
   store,
   submitLogin,
-  withDashboard,
-  withSignedIn,
 } from "../_helpers/dashboard.ts";
 
 /** Entry events of a live tail answer, collected as they come. */
@@ -78,8 +78,9 @@ async function readEvents(
   }
 }
 
-Deno.test("live tail sends each settled entry once, with its id, and resumes after Last-Event-ID", async () => {
-  await withDashboard(async (h) => {
+dashboardTest(
+  "live tail sends each settled entry once, with its id, and resumes after Last-Event-ID",
+  async (h) => {
     const browser: Browser = await signIn(h.dash);
     const project = await h.project();
     const stored = await store(h, project.id, [{}, { level: "error" }, {}, {
@@ -126,11 +127,12 @@ Deno.test("live tail sends each settled entry once, with its id, and resumes aft
       stored[1]!.id,
       stored[3]!.id,
     ]);
-  });
-});
+  },
+);
 
-Deno.test("live tail holds back an entry until it is settled", async () => {
-  await withSignedIn(async (h, browser) => {
+signedInTest(
+  "live tail holds back an entry until it is settled",
+  async (h, browser) => {
     const project = await h.project();
     const [first] = await store(h, project.id, [{}], 0);
     h.clock.advance(2000);
@@ -148,11 +150,12 @@ Deno.test("live tail holds back an entry until it is settled", async () => {
     } finally {
       await stream.close();
     }
-  });
-});
+  },
+);
 
-Deno.test("mounted under /dashboard/, the dashboard links, redirects and scopes cookies there", async () => {
-  await withDashboard(async (h) => {
+dashboardTest(
+  "mounted under /dashboard/, the dashboard links, redirects and scopes cookies there",
+  async (h) => {
     const service = new Hono();
     service.notFound(() => new Response("service"));
     mountDashboard(service, { kv: h.kv, password: PASSWORD, now: h.clock.now });
@@ -193,5 +196,5 @@ Deno.test("mounted under /dashboard/, the dashboard links, redirects and scopes 
       .filter((u) => !u.startsWith("data:"));
     assert.ok(urls.length > 3);
     for (const url of urls) assert.match(url, /^\/dashboard\//, url);
-  });
-});
+  },
+);

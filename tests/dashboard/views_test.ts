@@ -7,8 +7,8 @@
  */
 import assert from "node:assert/strict";
 import { listViews, MAX_VIEWS, saveView } from "../../db/views.ts";
-import { type Browser, textOf, withSignedIn } from "../_helpers/dashboard.ts";
-import { withKv } from "../_helpers/harness.ts";
+import { type Browser, signedInTest, textOf } from "../_helpers/dashboard.ts";
+import { kvTest } from "../_helpers/harness.ts";
 
 /** Saves a view of the project's explorer through the form, as accepted. */
 async function saved(
@@ -21,8 +21,9 @@ async function saved(
   return res;
 }
 
-Deno.test("a view saved from the explorer opens as saved and is listed in the explorer and on the projects page", async () => {
-  await withSignedIn(async (h, browser) => {
+signedInTest(
+  "a view saved from the explorer opens as saved and is listed in the explorer and on the projects page",
+  async (h, browser) => {
     const project = await h.project(["https://app.example.com"]);
     const explorer = await (await browser.get(
       `/projects/${project.id}?q=checkout&level=error&range=1h`,
@@ -60,11 +61,12 @@ Deno.test("a view saved from the explorer opens as saved and is listed in the ex
     assert.equal(removed.status, 303);
     assert.equal(removed.headers.get("location"), "/");
     assert.deepEqual(await listViews(h.kv, project.id), []);
-  });
-});
+  },
+);
 
-Deno.test("a view with an absolute range keeps it, and a view without a name is refused", async () => {
-  await withSignedIn(async (h, browser) => {
+signedInTest(
+  "a view with an absolute range keeps it, and a view without a name is refused",
+  async (h, browser) => {
     const project = await h.project(["https://app.example.com"]);
     await saved(browser, project.id, {
       name: "Incident",
@@ -85,21 +87,19 @@ Deno.test("a view with an absolute range keeps it, and a view without a name is 
       textOf(await refused.text()),
       /Cannot save a view named "": expected 1 to 100 characters/,
     );
-  });
-});
+  },
+);
 
-Deno.test("a project keeps at most 50 saved views", async () => {
-  await withKv(async (kv) => {
-    for (let i = 0; i < MAX_VIEWS; i++) {
-      await saveView(kv, "p1", { name: `v${i}`, query: "" });
-    }
-    await assert.rejects(
-      () => saveView(kv, "p1", { name: "one more", query: "" }),
-      /at most 50 views/,
-    );
-    await assert.rejects(
-      () => saveView(kv, "p2", { name: "x", query: "q=no-question-mark" }),
-      /its query string is not one/,
-    );
-  });
+kvTest("a project keeps at most 50 saved views", async (kv) => {
+  for (let i = 0; i < MAX_VIEWS; i++) {
+    await saveView(kv, "p1", { name: `v${i}`, query: "" });
+  }
+  await assert.rejects(
+    () => saveView(kv, "p1", { name: "one more", query: "" }),
+    /at most 50 views/,
+  );
+  await assert.rejects(
+    () => saveView(kv, "p2", { name: "x", query: "q=no-question-mark" }),
+    /its query string is not one/,
+  );
 });

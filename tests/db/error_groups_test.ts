@@ -24,10 +24,10 @@ import type { LogRecord } from "../../domain/entry.ts";
 import { fingerprintOf } from "../../domain/fingerprint.ts";
 import { createId } from "../../domain/ids.ts";
 import {
+  harnessTest,
   ORIGIN,
   postQueued,
   randomEntry,
-  withHarness,
 } from "../_helpers/harness.ts";
 
 const HOUR = 3_600_000;
@@ -45,8 +45,9 @@ function record(at: number, level: string, data: Record<string, unknown>) {
   } satisfies LogRecord;
 }
 
-Deno.test("the consumer groups error and critical entries by fingerprint with counts and first and last seen", async () => {
-  await withHarness(async (h) => {
+harnessTest(
+  "the consumer groups error and critical entries by fingerprint with counts and first and last seen",
+  async (h) => {
     const project = await h.project();
     const start = h.clock.now();
     const send = async (level: string, data: Record<string, unknown>) => {
@@ -88,11 +89,12 @@ Deno.test("the consumer groups error and critical entries by fingerprint with co
     await h.process();
     const again = await listGroups(h.kv, project.id, h.clock.now());
     assert.deepEqual(again.map((g) => g.count), groups.map((g) => g.count));
-  });
-});
+  },
+);
 
-Deno.test("a group first seen more than a day ago is not new, and old hours leave the sparkline", async () => {
-  await withHarness(async (h) => {
+harnessTest(
+  "a group first seen more than a day ago is not new, and old hours leave the sparkline",
+  async (h) => {
     const project = await h.project();
     const t0 = h.clock.now();
     const op = h.kv.atomic();
@@ -109,8 +111,8 @@ Deno.test("a group first seen more than a day ago is not new, and old hours leav
     );
     assert.equal(left.length, 0);
     assert.equal((await listGroups(h.kv, project.id, later))[0]!.count, 1);
-  });
-});
+  },
+);
 
 Deno.test("one batch adds to at most 20 groups, the largest, and says how many mutations it added", () => {
   const t0 = Date.UTC(2026, 0, 1);
@@ -130,8 +132,9 @@ Deno.test("one batch adds to at most 20 groups, the largest, and says how many m
   assert.equal(op.mutations, added);
 });
 
-Deno.test("a fingerprint query lists the entries of one group only", async () => {
-  await withHarness(async (h) => {
+harnessTest(
+  "a fingerprint query lists the entries of one group only",
+  async (h) => {
     const project = await h.project();
     for (const title of ["Order 1 failed", "Order 2 failed", "Disk full"]) {
       await postQueued(
@@ -149,11 +152,12 @@ Deno.test("a fingerprint query lists the entries of one group only", async () =>
       page.records.map((r) => r.data.title).sort(),
       ["Order 1 failed", "Order 2 failed"],
     );
-  });
-});
+  },
+);
 
-Deno.test("deleting a project deletes its error groups and saved views", async () => {
-  await withHarness(async (h) => {
+harnessTest(
+  "deleting a project deletes its error groups and saved views",
+  async (h) => {
     const project = await h.project();
     const op = h.kv.atomic();
     addErrorGroups(op, project.id, [
@@ -171,31 +175,29 @@ Deno.test("deleting a project deletes its error groups and saved views", async (
       );
       assert.equal(left.length, 0, part);
     }
-  });
-});
+  },
+);
 
-Deno.test("an error entry stored by a replay joins its group", async () => {
-  await withHarness(async (h) => {
-    const project = await h.project([]);
-    await postQueued(
-      h,
-      randomEntry({
-        projectId: project.id,
-        level: "error",
-        data: { title: "Checkout 7 failed" },
-      }),
-      { Origin: ORIGIN },
-    );
-    await h.process();
-    assert.deepEqual(await listGroups(h.kv, project.id, h.clock.now()), []);
-    await allowValue(h.kv, project.id, ORIGIN);
-    const [result] = await replayRejected(h.kv, project.id, undefined, {
-      authenticate,
-      now: h.clock.now,
-    });
-    assert.equal(result!.outcome, "stored");
-    const [group] = await listGroups(h.kv, project.id, h.clock.now());
-    assert.equal(group!.title, "Checkout <n> failed");
-    assert.equal(group!.count, 1);
+harnessTest("an error entry stored by a replay joins its group", async (h) => {
+  const project = await h.project([]);
+  await postQueued(
+    h,
+    randomEntry({
+      projectId: project.id,
+      level: "error",
+      data: { title: "Checkout 7 failed" },
+    }),
+    { Origin: ORIGIN },
+  );
+  await h.process();
+  assert.deepEqual(await listGroups(h.kv, project.id, h.clock.now()), []);
+  await allowValue(h.kv, project.id, ORIGIN);
+  const [result] = await replayRejected(h.kv, project.id, undefined, {
+    authenticate,
+    now: h.clock.now,
   });
+  assert.equal(result!.outcome, "stored");
+  const [group] = await listGroups(h.kv, project.id, h.clock.now());
+  assert.equal(group!.title, "Checkout <n> failed");
+  assert.equal(group!.count, 1);
 });

@@ -20,10 +20,10 @@ import { recordFailure } from "../../queue/dead_letters.ts";
 import {
   assertCounts,
   assertStoredOnce,
+  harnessTest,
   ORIGIN,
   pendingBatches,
   postEntries,
-  withHarness,
 } from "../_helpers/harness.ts";
 
 Deno.test("encodeJson and encodeFramed round-trip, and decodeFramed refuses cut bytes", () => {
@@ -54,8 +54,9 @@ Deno.test("getManyChunked reads more keys than one getMany takes, in order", asy
   }
 });
 
-Deno.test("every value a full flow stores is bytes or a counter", async () => {
-  await withHarness(async (h) => {
+harnessTest(
+  "every value a full flow stores is bytes or a counter",
+  async (h) => {
     const project = await h.project([ORIGIN]);
     await postEntries(h, project.id, { origin: ORIGIN });
     await postEntries(h, project.id, { secret: project.secret });
@@ -104,11 +105,12 @@ Deno.test("every value a full flow stores is bytes or a counter", async () => {
     ) {
       assert.ok(prefixes.has(prefix), `nothing stored under ${prefix}`);
     }
-  });
-});
+  },
+);
 
-Deno.test("a project stored in the runtime's encoding by an earlier version is still read, and rewritten as bytes on change", async () => {
-  await withHarness(async (h) => {
+harnessTest(
+  "a project stored in the runtime's encoding by an earlier version is still read, and rewritten as bytes on change",
+  async (h) => {
     const current = await h.project([ORIGIN]);
     // What an earlier version stored: the record itself.
     await h.kv.set(projectKey(current.id), { ...current });
@@ -123,11 +125,12 @@ Deno.test("a project stored in the runtime's encoding by an earlier version is s
       ...current,
       settings: { allowedOrigin: [ORIGIN, "https://other.example.com"] },
     });
-  });
-});
+  },
+);
 
-Deno.test("a pending batch stored in the runtime's encoding by an earlier version is processed", async () => {
-  await withHarness(async (h) => {
+harnessTest(
+  "a pending batch stored in the runtime's encoding by an earlier version is processed",
+  async (h) => {
     const project = await h.project([ORIGIN]);
     await postEntries(h, project.id, { origin: ORIGIN });
     const [batch] = await pendingBatches(h.kv);
@@ -140,5 +143,5 @@ Deno.test("a pending batch stored in the runtime's encoding by an earlier versio
     await assertStoredOnce(h, project.id, "origin");
     await assertCounts(h, project.id, 1, {});
     assert.deepEqual(await pendingBatches(h.kv), []);
-  });
-});
+  },
+);

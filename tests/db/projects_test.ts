@@ -8,14 +8,15 @@ import {
 import { deleteProject, getProject } from "../../db/projects.ts";
 import {
   assertStoredOnce,
+  harnessTest,
   postEntries,
   postQueued,
   randomEntry,
-  withHarness,
 } from "../_helpers/harness.ts";
 
-Deno.test("deleteProject removes the project and everything under it, counting entries not pages", async () => {
-  await withHarness(async (h) => {
+harnessTest(
+  "deleteProject removes the project and everything under it, counting entries not pages",
+  async (h) => {
     const project = await h.project();
     const kept = await h.project();
     const origin = { Origin: "https://app.example.com" };
@@ -49,5 +50,5 @@ Deno.test("deleteProject removes the project and everything under it, counting e
       assert.deepEqual(await Array.fromAsync(h.kv.list({ prefix })), []);
     }
     assert.equal((await h.logs(kept.id)).length, 1);
-  });
-});
+  },
+);

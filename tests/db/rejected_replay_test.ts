@@ -24,12 +24,12 @@ import { readStats } from "../../db/stats.ts";
 import { cli, rejected } from "../_helpers/cli.ts";
 import {
   type Harness,
+  harnessTest,
   ORIGIN,
   postEntries,
   postQueued,
   randomEntry,
   signedEntry,
-  withHarness,
 } from "../_helpers/harness.ts";
 import { holdCommits, within } from "../_helpers/hold.ts";
 
@@ -39,8 +39,9 @@ function replayWith(h: Harness) {
   return { authenticate, now: h.clock.now };
 }
 
-Deno.test("replay stores a bad_origin entry once the origin is allowed, counting it accepted and replayed", async () => {
-  await withHarness(async (h) => {
+harnessTest(
+  "replay stores a bad_origin entry once the origin is allowed, counting it accepted and replayed",
+  async (h) => {
     const project = await h.project([ORIGIN]);
     const body = randomEntry({ projectId: project.id });
     await postQueued(h, body, { Origin: OTHER });
@@ -92,30 +93,29 @@ Deno.test("replay stores a bad_origin entry once the origin is allowed, counting
     assert.equal(named.code, 1);
     assert.equal((await readStats(h.kv, project.id)).accepted, 1);
     assert.equal((await h.logs(project.id)).length, 1);
-  });
+  },
+);
+
+harnessTest("two replays at the same moment store an entry once", async (h) => {
+  const project = await h.project([ORIGIN]);
+  await postEntries(h, project.id, { origin: OTHER, count: 3 });
+  await h.process();
+  await allowValue(h.kv, project.id, OTHER);
+  const [a, b] = await Promise.all([
+    replayRejected(h.kv, project.id, undefined, replayWith(h)),
+    replayRejected(h.kv, project.id, undefined, replayWith(h)),
+  ]);
+  const stored = [...a!, ...b!].filter((r) => r.outcome === "stored");
+  assert.equal(stored.length, 3);
+  assert.equal((await h.logs(project.id)).length, 3);
+  const counters = await readStats(h.kv, project.id);
+  assert.equal(counters.accepted, 3);
+  assert.equal(counters.replayed, 3);
 });
 
-Deno.test("two replays at the same moment store an entry once", async () => {
-  await withHarness(async (h) => {
-    const project = await h.project([ORIGIN]);
-    await postEntries(h, project.id, { origin: OTHER, count: 3 });
-    await h.process();
-    await allowValue(h.kv, project.id, OTHER);
-    const [a, b] = await Promise.all([
-      replayRejected(h.kv, project.id, undefined, replayWith(h)),
-      replayRejected(h.kv, project.id, undefined, replayWith(h)),
-    ]);
-    const stored = [...a!, ...b!].filter((r) => r.outcome === "stored");
-    assert.equal(stored.length, 3);
-    assert.equal((await h.logs(project.id)).length, 3);
-    const counters = await readStats(h.kv, project.id);
-    assert.equal(counters.accepted, 3);
-    assert.equal(counters.replayed, 3);
-  });
-});
-
-Deno.test("replay of a signed entry verifies it on the fixed secret, within the signature skew only", async () => {
-  await withHarness(async (h) => {
+harnessTest(
+  "replay of a signed entry verifies it on the fixed secret, within the signature skew only",
+  async (h) => {
     const project = await h.project([]);
     const secret = "the-secret-the-client-was-given";
     const send = async () => {
@@ -147,30 +147,29 @@ Deno.test("replay of a signed entry verifies it on the fixed secret, within the 
       (await h.logs(project.id)).map((l) => l.id),
       [newer!.entryId],
     );
-  });
+  },
+);
+
+harnessTest("replay never stores a replayed signature", async (h) => {
+  const { project, body, headers } = await signedEntry(h);
+  await postQueued(h, body, headers);
+  await postQueued(h, body, headers);
+  await h.process();
+  const [kept] = await listRejected(h.kv, project.id);
+  assert.equal(kept!.reason, "replayed");
+  const [result] = await replayRejected(
+    h.kv,
+    project.id,
+    undefined,
+    replayWith(h),
+  );
+  assert.equal(result!.outcome, "skipped");
+  assert.equal((await h.logs(project.id)).length, 1);
 });
 
-Deno.test("replay never stores a replayed signature", async () => {
-  await withHarness(async (h) => {
-    const { project, body, headers } = await signedEntry(h);
-    await postQueued(h, body, headers);
-    await postQueued(h, body, headers);
-    await h.process();
-    const [kept] = await listRejected(h.kv, project.id);
-    assert.equal(kept!.reason, "replayed");
-    const [result] = await replayRejected(
-      h.kv,
-      project.id,
-      undefined,
-      replayWith(h),
-    );
-    assert.equal(result!.outcome, "skipped");
-    assert.equal((await h.logs(project.id)).length, 1);
-  });
-});
-
-Deno.test("replay stores nothing under a project deleted meanwhile", async () => {
-  await withHarness(async (h) => {
+harnessTest(
+  "replay stores nothing under a project deleted meanwhile",
+  async (h) => {
     const project = await h.project([ORIGIN]);
     await postEntries(h, project.id, { origin: OTHER });
     await h.process();
@@ -198,5 +197,5 @@ Deno.test("replay stores nothing under a project deleted meanwhile", async () =>
     }
     const run = await rejected(h, ["replay", project.id]);
     assert.equal(run.code, 1);
-  });
-});
+  },
+);

@@ -27,6 +27,7 @@ import {
   assertCounts,
   globalRejected,
   type Harness,
+  harnessTest,
   ORIGIN,
   pendingBatchIds,
   postEntries,
@@ -52,8 +53,9 @@ function replayWith(h: Harness) {
   return { authenticate, now: h.clock.now };
 }
 
-Deno.test("a rejected entry is kept with its content and listed by rejected --json", async () => {
-  await withHarness(async (h) => {
+harnessTest(
+  "a rejected entry is kept with its content and listed by rejected --json",
+  async (h) => {
     const project = await h.project([ORIGIN]);
     const body = randomEntry({ projectId: project.id, level: "error" });
     await postQueued(h, body, { Origin: OTHER });
@@ -74,8 +76,8 @@ Deno.test("a rejected entry is kept with its content and listed by rejected --js
       data: body.data,
     });
     assert.equal(kept!.expected, undefined);
-  });
-});
+  },
+);
 
 /** How clients in other languages get a signature wrong, as seen from outside. */
 const MISTAKES: [string, (params: Record<string, unknown>) => string][] = [
@@ -154,8 +156,9 @@ Deno.test("a bad_signature entry shows the exact text the service expected to be
   );
 });
 
-Deno.test("rejected prints what a sender supplied inert for humans and exact with --json", async () => {
-  await withHarness(async (h) => {
+harnessTest(
+  "rejected prints what a sender supplied inert for humans and exact with --json",
+  async (h) => {
     const project = await h.project([ORIGIN]);
     const appid = "\u001b]0;PWNED\u0007\u001b[2J\u202egpj.exe";
     // Header bytes 0x80-0x9F arrive as C1 controls.
@@ -184,8 +187,8 @@ Deno.test("rejected prints what a sender supplied inert for humans and exact wit
     assert.equal(kept!.appid, appid);
     assert.equal(kept!.origin, origin);
     assert.deepEqual((kept!.body as { data: unknown }).data, data);
-  });
-});
+  },
+);
 
 Deno.test("kept entries are bounded: the newest 100 per project, each at most KEPT_MAX_BYTES, kept 7 days", async (t) => {
   await withHarness(async (h) => {
@@ -265,8 +268,9 @@ Deno.test("kept entries are bounded: the newest 100 per project, each at most KE
   });
 });
 
-Deno.test("entries naming no project are kept in one global ring, never under the named id", async () => {
-  await withHarness(async (h) => {
+harnessTest(
+  "entries naming no project are kept in one global ring, never under the named id",
+  async (h) => {
     const attacker = "attacker-chosen-id";
     for (let i = 0; i < 105; i++) {
       await postQueued(h, randomEntry({ projectId: `${attacker}-${i % 3}` }), {
@@ -300,11 +304,12 @@ Deno.test("entries naming no project are kept in one global ring, never under th
       /^Entries naming no existing project: 2 rejected entries/,
     );
     assert.match(human.stdout, /\n {2}project +attacker-chosen-id-/);
-  });
-});
+  },
+);
 
-Deno.test("rejected --reason filters, and refuses a reason that does not exist", async () => {
-  await withHarness(async (h) => {
+harnessTest(
+  "rejected --reason filters, and refuses a reason that does not exist",
+  async (h) => {
     const project = await h.project([ORIGIN]);
     await postEntries(h, project.id, { origin: OTHER });
     await postEntries(h, project.id);
@@ -320,5 +325,5 @@ Deno.test("rejected --reason filters, and refuses a reason that does not exist",
     const unknown = await rejected(h, ["no-such-project"]);
     assert.equal(unknown.code, 1);
     assert.equal(unknown.stderr, `Cannot find project "no-such-project"\n`);
-  });
-});
+  },
+);

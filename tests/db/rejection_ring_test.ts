@@ -10,13 +10,14 @@ import assert from "node:assert/strict";
 import { listRejected, listUnknownProjectRejected } from "../../db/rejected.ts";
 import { readStats } from "../../db/stats.ts";
 import {
+  harnessTest,
   pendingBatches,
   postEntries,
-  withHarness,
 } from "../_helpers/harness.ts";
 
-Deno.test("rejections of one project in batches processed at once are all kept", async () => {
-  await withHarness(async (h) => {
+harnessTest(
+  "rejections of one project in batches processed at once are all kept",
+  async (h) => {
     const project = await h.project(["https://app.example.com"]);
     await postEntries(h, project.id, {
       origin: "https://evil.example.com",
@@ -33,5 +34,5 @@ Deno.test("rejections of one project in batches processed at once are all kept",
     assert.equal(stats.recent.length, 4);
     assert.equal((await listRejected(h.kv, project.id)).length, 4);
     assert.equal((await listUnknownProjectRejected(h.kv)).length, 2);
-  });
-});
+  },
+);

@@ -20,6 +20,7 @@ import {
   assertOnlyRejected,
   assertStoredOnce,
   globalRejected,
+  harnessTest,
   ORIGIN,
   pendingBatches,
   postEntries,
@@ -33,8 +34,9 @@ import { atomicView } from "../_helpers/hold.ts";
 
 const APP_ID = "com.example.app.ios";
 
-Deno.test("an entry from a browser whose Origin is allowed is stored with auth origin", async () => {
-  await withHarness(async (h) => {
+harnessTest(
+  "an entry from a browser whose Origin is allowed is stored with auth origin",
+  async (h) => {
     const project = await h.project();
     const body = randomEntry({ projectId: project.id });
     await postQueued(h, body, { Origin: ORIGIN });
@@ -44,40 +46,44 @@ Deno.test("an entry from a browser whose Origin is allowed is stored with auth o
     assert.deepEqual(log.device, body.device);
     assert.deepEqual(log.context, body.context);
     assert.equal(log.receivedAt, h.clock.now());
-  });
-});
+  },
+);
 
-Deno.test("an entry from a mobile app whose appid is allowed is stored with auth appid", async () => {
-  await withHarness(async (h) => {
+harnessTest(
+  "an entry from a mobile app whose appid is allowed is stored with auth appid",
+  async (h) => {
     const project = await h.project();
     await postQueued(h, randomEntry({ projectId: project.id, appid: APP_ID }));
     const log = await assertStoredOnce(h, project.id, "appid");
     assert.equal(log.appid, APP_ID);
     assert.equal(log.origin, undefined);
-  });
-});
+  },
+);
 
-Deno.test("an entry signed by a server client is stored with auth signature", async () => {
-  await withHarness(async (h) => {
+harnessTest(
+  "an entry signed by a server client is stored with auth signature",
+  async (h) => {
     const project = await h.project();
     await postEntries(h, project.id, { secret: project.secret });
     await assertStoredOnce(h, project.id, "signature");
-  });
-});
+  },
+);
 
-Deno.test("an entry with a bad Origin but an allowed appid is accepted via appid", async () => {
-  await withHarness(async (h) => {
+harnessTest(
+  "an entry with a bad Origin but an allowed appid is accepted via appid",
+  async (h) => {
     const project = await h.project();
     await postQueued(h, randomEntry({ projectId: project.id, appid: APP_ID }), {
       Origin: "https://evil.example.net",
     });
     const log = await assertStoredOnce(h, project.id, "appid");
     assert.equal(log.origin, "https://evil.example.net");
-  });
-});
+  },
+);
 
-Deno.test("an entry with a bad Origin and an unknown appid but a valid signature is accepted via signature", async () => {
-  await withHarness(async (h) => {
+harnessTest(
+  "an entry with a bad Origin and an unknown appid but a valid signature is accepted via signature",
+  async (h) => {
     const project = await h.project();
     const body = randomEntry({
       projectId: project.id,
@@ -88,11 +94,12 @@ Deno.test("an entry with a bad Origin and an unknown appid but a valid signature
       ...signEntry(project.secret, body, h.clock.now()),
     });
     await assertStoredOnce(h, project.id, "signature");
-  });
-});
+  },
+);
 
-Deno.test("an entry with an allowed Origin, an allowed appid and a signature is recorded as authorized by origin, the first method", async () => {
-  await withHarness(async (h) => {
+harnessTest(
+  "an entry with an allowed Origin, an allowed appid and a signature is recorded as authorized by origin, the first method",
+  async (h) => {
     const project = await h.project();
     const body = randomEntry({ projectId: project.id, appid: APP_ID });
     await postQueued(h, body, {
@@ -104,11 +111,12 @@ Deno.test("an entry with an allowed Origin, an allowed appid and a signature is 
     assert.equal(logs.length, 1);
     assert.equal(logs[0]!.auth, "origin");
     assert.equal(logs[0]!.appid, APP_ID);
-  });
-});
+  },
+);
 
-Deno.test("an entry for a project that does not exist is counted globally as unknown_project, never under its project id", async () => {
-  await withHarness(async (h) => {
+harnessTest(
+  "an entry for a project that does not exist is counted globally as unknown_project, never under its project id",
+  async (h) => {
     const attackerId = "attacker-chosen-id";
     await postEntries(h, attackerId, { origin: ORIGIN });
     await postQueued(h, randomEntry({ projectId: attackerId, appid: APP_ID }));
@@ -121,11 +129,12 @@ Deno.test("an entry for a project that does not exist is counted globally as unk
     );
     assert.deepEqual(underAttacker, []);
     assert.deepEqual(await pendingBatches(h.kv), []);
-  });
-});
+  },
+);
 
-Deno.test("an entry from an Origin that is not in the allow-list is dropped as bad_origin", async () => {
-  await withHarness(async (h) => {
+harnessTest(
+  "an entry from an Origin that is not in the allow-list is dropped as bad_origin",
+  async (h) => {
     const project = await h.project();
     // Listed origins match exactly: another port or scheme is another origin.
     for (
@@ -146,11 +155,12 @@ Deno.test("an entry from an Origin that is not in the allow-list is dropped as b
       ["bad_origin", "http://app.example.com", "info"],
     ]);
     assert.equal(recent[0]!.at, h.clock.now());
-  });
-});
+  },
+);
 
-Deno.test("an entry whose appid is not in the allow-list is dropped as unknown_appid", async () => {
-  await withHarness(async (h) => {
+harnessTest(
+  "an entry whose appid is not in the allow-list is dropped as unknown_appid",
+  async (h) => {
     const project = await h.project();
     await postQueued(
       h,
@@ -162,11 +172,12 @@ Deno.test("an entry whose appid is not in the allow-list is dropped as unknown_a
     assert.equal(recent.length, 1);
     assert.equal(recent[0]!.reason, "unknown_appid");
     assert.equal(recent[0]!.appid, "com.example.app.android");
-  });
-});
+  },
+);
 
-Deno.test("an entry with no Origin, no appid and no signature is dropped as no_credentials", async () => {
-  await withHarness(async (h) => {
+harnessTest(
+  "an entry with no Origin, no appid and no signature is dropped as no_credentials",
+  async (h) => {
     const project = await h.project();
     await postEntries(h, project.id);
     await h.process();
@@ -175,8 +186,8 @@ Deno.test("an entry with no Origin, no appid and no signature is dropped as no_c
       (await recentRejections(h.kv, project.id)).map((r) => r.reason),
       ["no_credentials"],
     );
-  });
-});
+  },
+);
 
 Deno.test("an entry that no method authorizes is dropped for the last credential it presented", async (t) => {
   await withHarness(async (h) => {
@@ -229,8 +240,9 @@ Deno.test("an entry that no method authorizes is dropped for the last credential
   });
 });
 
-Deno.test("an entry with a custom level the project does not declare is dropped as unknown_level", async () => {
-  await withHarness(async (h) => {
+harnessTest(
+  "an entry with a custom level the project does not declare is dropped as unknown_level",
+  async (h) => {
     const project = await h.project();
     await postQueued(
       h,
@@ -244,11 +256,12 @@ Deno.test("an entry with a custom level the project does not declare is dropped 
     const recent = await recentRejections(h.kv, project.id);
     assert.equal(recent[0]!.reason, "unknown_level");
     assert.equal(recent[0]!.level, "audit");
-  });
-});
+  },
+);
 
-Deno.test("an entry with a custom level declared with addLevel is stored", async () => {
-  await withHarness(async (h) => {
+harnessTest(
+  "an entry with a custom level declared with addLevel is stored",
+  async (h) => {
     const project = await h.project();
     await addLevel(h.kv, project.id, "audit");
     await postQueued(
@@ -269,11 +282,12 @@ Deno.test("an entry with a custom level declared with addLevel is stored", async
     const logs = await h.logs(project.id);
     assert.deepEqual(logs.map((l) => l.level), ["audit"]);
     await assertCounts(h, project.id, 1, { unknown_level: 1 });
-  });
-});
+  },
+);
 
-Deno.test("an unauthorized entry with an undeclared level is dropped for its credentials, not its level", async () => {
-  await withHarness(async (h) => {
+harnessTest(
+  "an unauthorized entry with an undeclared level is dropped for its credentials, not its level",
+  async (h) => {
     const project = await h.project();
     await postQueued(
       h,
@@ -284,11 +298,12 @@ Deno.test("an unauthorized entry with an undeclared level is dropped for its cre
     );
     await h.process();
     await assertCounts(h, project.id, 0, { bad_origin: 1 });
-  });
-});
+  },
+);
 
-Deno.test("the counters add up accepted entries and rejections by reason across batches and projects", async () => {
-  await withHarness(async (h) => {
+harnessTest(
+  "the counters add up accepted entries and rejections by reason across batches and projects",
+  async (h) => {
     const a = await h.project();
     const b = await h.project();
     await postEntries(h, a.id, { origin: ORIGIN, count: 3 });
@@ -305,11 +320,12 @@ Deno.test("the counters add up accepted entries and rejections by reason across 
     assert.equal((await h.logs(a.id)).length, 4);
     assert.equal((await h.logs(b.id)).length, 1);
     assert.deepEqual(await globalRejected(h.kv), {});
-  });
-});
+  },
+);
 
-Deno.test("stored entries of a project are listed in the order they were received", async () => {
-  await withHarness(async (h) => {
+harnessTest(
+  "stored entries of a project are listed in the order they were received",
+  async (h) => {
     const project = await h.project();
     const titles: string[] = [];
     for (let i = 0; i < 5; i++) {
@@ -325,11 +341,12 @@ Deno.test("stored entries of a project are listed in the order they were receive
       logs.map((l) => l.receivedAt),
       [...logs.map((l) => l.receivedAt)].sort((x, y) => x - y),
     );
-  });
-});
+  },
+);
 
-Deno.test("the recent rejections of a project are bounded to 100 and keep the newest", async () => {
-  await withHarness(async (h) => {
+harnessTest(
+  "the recent rejections of a project are bounded to 100 and keep the newest",
+  async (h) => {
     const project = await h.project();
     const start = h.clock.now();
     const total = RECENT_REJECTIONS + 5;
@@ -345,11 +362,12 @@ Deno.test("the recent rejections of a project are bounded to 100 and keep the ne
       Array.from({ length: RECENT_REJECTIONS }, (_, i) => start + 5 + i),
     );
     await assertCounts(h, project.id, 0, { bad_origin: total });
-  });
-});
+  },
+);
 
-Deno.test("a single batch with more than 100 rejections keeps only its newest 100", async () => {
-  await withHarness(async (h) => {
+harnessTest(
+  "a single batch with more than 100 rejections keeps only its newest 100",
+  async (h) => {
     const project = await h.project();
     // Two earlier rejections, so the ring does not start at slot 0.
     await postEntries(h, project.id, { count: 2 });
@@ -374,8 +392,8 @@ Deno.test("a single batch with more than 100 rejections keeps only its newest 10
       entries.slice(-RECENT_REJECTIONS).map((e) => e.id),
     );
     await assertCounts(h, project.id, 0, { no_credentials: 152 });
-  });
-});
+  },
+);
 
 /**
  * A view of `kv` whose atomic operations report the `expireIn` of every `set`,

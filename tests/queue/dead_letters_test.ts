@@ -16,10 +16,11 @@ import {
   replayAllDeadLetters,
   replayDeadLetter,
 } from "../../queue/dead_letters.ts";
-import { deadLetter, randomEntry, withHarness } from "../_helpers/harness.ts";
+import { deadLetter, harnessTest, randomEntry } from "../_helpers/harness.ts";
 
-Deno.test("listDeadLetters describes each batch that kept failing, oldest first", async () => {
-  await withHarness(async (h) => {
+harnessTest(
+  "listDeadLetters describes each batch that kept failing, oldest first",
+  async (h) => {
     const project = await h.project();
     const first = await deadLetter(h, randomEntry({ projectId: project.id }));
     h.clock.advance(60_000);
@@ -45,11 +46,12 @@ Deno.test("listDeadLetters describes each batch that kept failing, oldest first"
     ]);
     assert.deepEqual(await getDeadLetter(h.kv, second), letters[1]);
     assert.equal(await getDeadLetter(h.kv, "nope"), null);
-  });
-});
+  },
+);
 
-Deno.test("replayDeadLetter moves the batch back to pending with its attempts reset, and it is then stored", async () => {
-  await withHarness(async (h) => {
+harnessTest(
+  "replayDeadLetter moves the batch back to pending with its attempts reset, and it is then stored",
+  async (h) => {
     const project = await h.project();
     const batchId = await deadLetter(h, randomEntry({ projectId: project.id }));
     assert.equal((await h.kv.get(pendingBatchKey(batchId))).value, null);
@@ -69,11 +71,12 @@ Deno.test("replayDeadLetter moves the batch back to pending with its attempts re
     await h.process();
     assert.equal((await h.logs(project.id)).length, 1);
     assert.deepEqual(await listDeadLetters(h.kv), []);
-  });
-});
+  },
+);
 
-Deno.test("replayDeadLetter keeps the parts of a batch too large for one value", async () => {
-  await withHarness(async (h) => {
+harnessTest(
+  "replayDeadLetter keeps the parts of a batch too large for one value",
+  async (h) => {
     const project = await h.project();
     const body = randomEntry({
       projectId: project.id,
@@ -89,11 +92,12 @@ Deno.test("replayDeadLetter keeps the parts of a batch too large for one value",
     await h.process();
     const [log] = await h.logs(project.id);
     assert.equal((log!.data as { blob: string }).blob.length, 62_000);
-  });
-});
+  },
+);
 
-Deno.test("replayDeadLetter replays a batch once when called twice", async () => {
-  await withHarness(async (h) => {
+harnessTest(
+  "replayDeadLetter replays a batch once when called twice",
+  async (h) => {
     const project = await h.project();
     const batchId = await deadLetter(h, randomEntry({ projectId: project.id }));
     const results = await Promise.allSettled([
@@ -111,20 +115,19 @@ Deno.test("replayDeadLetter replays a batch once when called twice", async () =>
     );
     await h.process();
     assert.equal((await h.logs(project.id)).length, 1);
-  });
+  },
+);
+
+harnessTest("replayDeadLetter refuses an unknown id", async (h) => {
+  await assert.rejects(
+    replayDeadLetter(h.kv, "nope"),
+    new DeadLetterNotFoundError("nope"),
+  );
 });
 
-Deno.test("replayDeadLetter refuses an unknown id", async () => {
-  await withHarness(async (h) => {
-    await assert.rejects(
-      replayDeadLetter(h.kv, "nope"),
-      new DeadLetterNotFoundError("nope"),
-    );
-  });
-});
-
-Deno.test("replayDeadLetter never overwrites a pending batch of the same id", async () => {
-  await withHarness(async (h) => {
+harnessTest(
+  "replayDeadLetter never overwrites a pending batch of the same id",
+  async (h) => {
     const project = await h.project();
     const batchId = await deadLetter(h, randomEntry({ projectId: project.id }));
     const dead = decodeBatchHeader(
@@ -141,18 +144,16 @@ Deno.test("replayDeadLetter never overwrites a pending batch of the same id", as
     const after = await h.kv.get(pendingBatchKey(batchId));
     assert.equal(decodeBatchHeader(after.value).attempts, 2);
     assert.notEqual((await h.kv.get(deadLetterKey(batchId))).value, null);
-  });
-});
+  },
+);
 
-Deno.test("replayAllDeadLetters replays every dead letter", async () => {
-  await withHarness(async (h) => {
-    const project = await h.project();
-    await deadLetter(h, randomEntry({ projectId: project.id }));
-    await deadLetter(h, randomEntry({ projectId: project.id }));
-    const replayed = await replayAllDeadLetters(h.kv);
-    assert.equal(replayed.length, 2);
-    assert.deepEqual(await listDeadLetters(h.kv), []);
-    await h.process();
-    assert.equal((await h.logs(project.id)).length, 2);
-  });
+harnessTest("replayAllDeadLetters replays every dead letter", async (h) => {
+  const project = await h.project();
+  await deadLetter(h, randomEntry({ projectId: project.id }));
+  await deadLetter(h, randomEntry({ projectId: project.id }));
+  const replayed = await replayAllDeadLetters(h.kv);
+  assert.equal(replayed.length, 2);
+  assert.deepEqual(await listDeadLetters(h.kv), []);
+  await h.process();
+  assert.equal((await h.logs(project.id)).length, 2);
 });

@@ -25,6 +25,7 @@ import { BatchWorker } from "../../queue/worker.ts";
 import {
   assertCounts,
   type Harness,
+  harnessTest,
   ORIGIN,
   otherConsumer,
   pendingBatches,
@@ -73,8 +74,9 @@ function assertProcessedOnce(outcomes: ProcessOutcome[]): void {
   );
 }
 
-Deno.test("a batch processed twice stores and counts its entries once", async () => {
-  await withHarness(async (h) => {
+harnessTest(
+  "a batch processed twice stores and counts its entries once",
+  async (h) => {
     const project = await h.project();
     const expected = await postMix(h, project.id, project.secret);
     await h.process();
@@ -86,8 +88,8 @@ Deno.test("a batch processed twice stores and counts its entries once", async ()
     await h.process();
     await assertMixOnce(h, project.id, expected);
     assert.equal((await recentRejections(h.kv, project.id)).length, 2);
-  });
-});
+  },
+);
 
 Deno.test("consumers racing on the same batch store and count its entries once", async (t) => {
   await t.step(
@@ -154,8 +156,9 @@ Deno.test("consumers racing on the same batch store and count its entries once",
   });
 });
 
-Deno.test("ids pushed twice at once, and again while running, process each batch once", async () => {
-  await withHarness(async (h) => {
+harnessTest(
+  "ids pushed twice at once, and again while running, process each batch once",
+  async (h) => {
     const project = await h.project();
     const expected = await postMix(h, project.id, project.secret);
     const ids = (await pendingBatches(h.kv)).map((b) => b.id);
@@ -165,11 +168,12 @@ Deno.test("ids pushed twice at once, and again while running, process each batch
     await untilIdle(worker);
     assert.deepEqual(await pendingBatches(h.kv), []);
     await assertMixOnce(h, project.id, expected);
-  });
-});
+  },
+);
 
-Deno.test("with the queue listener off, the sweeper processes batches nobody handed over", async () => {
-  await withHarness(async (h) => {
+harnessTest(
+  "with the queue listener off, the sweeper processes batches nobody handed over",
+  async (h) => {
     const project = await h.project();
     const expected = await postMix(h, project.id, project.secret);
     const worker = h.pipeline.worker;
@@ -181,11 +185,12 @@ Deno.test("with the queue listener off, the sweeper processes batches nobody han
     assert.equal(await worker.sweep({ all: true }), 0);
     await untilIdle(worker);
     assert.deepEqual(await stats(h.kv, project.id), expected);
-  });
-});
+  },
+);
 
-Deno.test("the sweeper leaves a young batch to the process that committed it and takes it after the grace period", async () => {
-  await withHarness(async (h) => {
+harnessTest(
+  "the sweeper leaves a young batch to the process that committed it and takes it after the grace period",
+  async (h) => {
     const project = await h.project();
     await postEntries(h, project.id, { origin: ORIGIN });
     const worker = h.pipeline.worker;
@@ -199,8 +204,8 @@ Deno.test("the sweeper leaves a young batch to the process that committed it and
     await untilIdle(worker);
     assert.equal((await h.logs(project.id)).length, 1);
     assert.deepEqual(await pendingBatches(h.kv), []);
-  });
-});
+  },
+);
 
 Deno.test("batches left pending by a process that stopped are processed by the start-up sweep of the next one", async () => {
   const kv = await Deno.openKv(":memory:");
@@ -296,8 +301,9 @@ function assertFailedAttempts(h: Harness, id: string): void {
   }
 }
 
-Deno.test("a batch that keeps failing is retried with backoff and becomes a dead letter after MAX_ATTEMPTS, entries intact", async () => {
-  await withHarness(async (h) => {
+harnessTest(
+  "a batch that keeps failing is retried with backoff and becomes a dead letter after MAX_ATTEMPTS, entries intact",
+  async (h) => {
     const project = await h.project();
     const bodies = [
       randomEntry({ projectId: project.id }),
@@ -357,8 +363,8 @@ Deno.test("a batch that keeps failing is retried with backoff and becomes a dead
       (await h.logs(project.id)).map((l) => l.data),
       bodies.map((b) => b.data),
     );
-  });
-});
+  },
+);
 
 Deno.test("a batch whose entries cannot be read is retried with backoff and then kept as a dead letter", async () => {
   await withHarness(async (h) => {
@@ -411,8 +417,9 @@ Deno.test("a pending batch overwritten with a value that is not a header still e
   }
 });
 
-Deno.test("a batch handed over in memory that another process committed first is stored once", async () => {
-  await withHarness(async (h) => {
+harnessTest(
+  "a batch handed over in memory that another process committed first is stored once",
+  async (h) => {
     const project = await h.project();
     const handed: HandedBatch[] = [];
     const producer = new GroupCommitter({
@@ -441,5 +448,5 @@ Deno.test("a batch handed over in memory that another process committed first is
     }
     assert.equal((await h.logs(project.id)).length, 2);
     await assertCounts(h, project.id, 2, {});
-  });
-});
+  },
+);

@@ -9,7 +9,7 @@
  */
 import assert from "node:assert/strict";
 import { scanJson } from "../../domain/json.ts";
-import { ORIGIN, withHarness } from "../_helpers/harness.ts";
+import { harnessTest, ORIGIN, withHarness } from "../_helpers/harness.ts";
 
 /** A body text whose `data` member is `data`, written as it is. */
 function bodyWith(projectId: string, data: string, rest = ""): string {
@@ -135,8 +135,9 @@ Deno.test("a value a parse would change answers 400 invalid_body naming its path
   });
 });
 
-Deno.test("every number a double holds exactly is accepted and stored with the value sent", async () => {
-  await withHarness(async (h) => {
+harnessTest(
+  "every number a double holds exactly is accepted and stored with the value sent",
+  async (h) => {
     const project = await h.project();
     const numbers = [
       "0",
@@ -178,8 +179,8 @@ Deno.test("every number a double holds exactly is accepted and stored with the v
     });
     assert.deepEqual(stored.nested, { a: [1.5, { b: -2.25 }] });
     assert.equal(stored.text, "__proto__ as a value");
-  });
-});
+  },
+);
 
 Deno.test("scanJson leaves numbers and names inside strings alone", () => {
   const exact = new Set(["data", "context", "device"]);

@@ -1,5 +1,6 @@
 import assert from "node:assert/strict";
 import {
+  harnessTest,
   ORIGIN,
   preflight,
   randomEntry,
@@ -106,8 +107,9 @@ Deno.test("POST /api/v1/logs answers 415 for a media type or encoding it cannot 
   });
 });
 
-Deno.test("POST /api/v1/logs accepts a gzip body and stores what it held", async () => {
-  await withHarness(async (h) => {
+harnessTest(
+  "POST /api/v1/logs accepts a gzip body and stores what it held",
+  async (h) => {
     const project = await h.project();
     const body = await gzip(
       JSON.stringify(randomEntry({ projectId: project.id })),
@@ -124,8 +126,8 @@ Deno.test("POST /api/v1/logs accepts a gzip body and stores what it held", async
     assert.equal(res.status, 200);
     await h.process();
     assert.equal((await h.logs(project.id)).length, 1);
-  });
-});
+  },
+);
 
 Deno.test("POST /api/v1/logs answers 413 past the body limit", async (t) => {
   await withHarness(async (h) => {
@@ -296,8 +298,9 @@ Deno.test("POST /api/v1/logs answers 400 invalid_body listing every failing path
   });
 });
 
-Deno.test("unknown top-level members are accepted but not stored", async () => {
-  await withHarness(async (h) => {
+harnessTest(
+  "unknown top-level members are accepted but not stored",
+  async (h) => {
     const project = await h.project();
     const res = await h.post(
       randomEntry({
@@ -312,8 +315,8 @@ Deno.test("unknown top-level members are accepted but not stored", async () => {
     assert.ok(log);
     assert.equal("extra" in log, false);
     assert.equal(log.appid, "com.example.app.ios");
-  });
-});
+  },
+);
 
 Deno.test("every answer of the endpoint carries CORS headers echoing Origin", async (t) => {
   await withHarness(async (h) => {
@@ -360,8 +363,9 @@ Deno.test("every answer of the endpoint carries CORS headers echoing Origin", as
   }, { config: { maxBodyBytes: 1024 } });
 });
 
-Deno.test("OPTIONS /api/v1/logs answers the preflight with 204", async () => {
-  await withHarness(async (h) => {
+harnessTest(
+  "OPTIONS /api/v1/logs answers the preflight with 204",
+  async (h) => {
     const res = await preflight(
       h.app,
       ORIGIN,
@@ -379,8 +383,8 @@ Deno.test("OPTIONS /api/v1/logs answers the preflight with 204", async () => {
       "signature",
     ]);
     assert.ok(Number(res.headers.get("access-control-max-age")) >= 3600);
-  });
-});
+  },
+);
 
 Deno.test("other methods on the endpoint answer 405 and other paths 404", async (t) => {
   await withHarness(async (h) => {
@@ -404,8 +408,9 @@ Deno.test("other methods on the endpoint answer 405 and other paths 404", async 
   });
 });
 
-Deno.test("the answer does not depend on whether the project or credentials exist", async () => {
-  await withHarness(async (h) => {
+harnessTest(
+  "the answer does not depend on whether the project or credentials exist",
+  async (h) => {
     const project = await h.project();
     const real = await h.post(randomEntry({ projectId: project.id }), {
       Origin: ORIGIN,
@@ -416,11 +421,12 @@ Deno.test("the answer does not depend on whether the project or credentials exis
     assert.equal(real.status, fake.status);
     assert.deepEqual([...real.headers.keys()], [...fake.headers.keys()]);
     assert.equal(await real.text(), await fake.text());
-  });
-});
+  },
+);
 
-Deno.test("a signed entry at the 64 KiB body limit is queued and stored whole", async () => {
-  await withHarness(async (h) => {
+harnessTest(
+  "a signed entry at the 64 KiB body limit is queued and stored whole",
+  async (h) => {
     const project = await h.project([]);
     const entry = randomEntry({ projectId: project.id, data: { blob: "" } });
     const pad = 65536 - new TextEncoder().encode(JSON.stringify(entry)).length;
@@ -432,5 +438,5 @@ Deno.test("a signed entry at the 64 KiB body limit is queued and stored whole", 
     const [log] = await h.logs(project.id);
     assert.equal(log?.auth, "signature");
     assert.equal((log.data.blob as string).length, pad);
-  });
-});
+  },
+);

@@ -13,7 +13,7 @@ import {
   metricsHandler,
   RequestMetrics,
 } from "../../server/metrics.ts";
-import { harness, randomEntry, withHarness } from "../_helpers/harness.ts";
+import { harness, harnessTest, randomEntry } from "../_helpers/harness.ts";
 
 const TOKEN = "0123456789abcdef-metrics";
 
@@ -62,8 +62,9 @@ Deno.test("GET /healthz answers 200 while KV answers and the consumer sweeps, 50
   }
 });
 
-Deno.test("GET /metrics needs the bearer token, and answers 503 when none is set", async () => {
-  await withHarness(async (h) => {
+harnessTest(
+  "GET /metrics needs the bearer token, and answers 503 when none is set",
+  async (h) => {
     const options = {
       kv: h.kv,
       requests: new RequestMetrics(),
@@ -90,11 +91,12 @@ Deno.test("GET /metrics needs the bearer token, and answers 503 when none is set
     const other = await get(handler, "/api/v1/logs");
     assert.equal(other.status, 404);
     await other.body?.cancel();
-  });
-});
+  },
+);
 
-Deno.test("GET /metrics reports requests, accepted and rejected entries and the queue", async () => {
-  await withHarness(async (h) => {
+harnessTest(
+  "GET /metrics reports requests, accepted and rejected entries and the queue",
+  async (h) => {
     const requests = new RequestMetrics();
     const project = await h.project(["https://app.example.com"]);
     const post = measured(
@@ -184,5 +186,5 @@ Deno.test("GET /metrics reports requests, accepted and rejected entries and the 
         line,
       );
     }
-  });
-});
+  },
+);

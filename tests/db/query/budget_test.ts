@@ -9,6 +9,7 @@ import { parseQuery, queryLogs } from "../../../db/query/mod.ts";
 import type { LogRecord } from "../../../domain/entry.ts";
 import { idTime } from "../../../domain/ids.ts";
 import {
+  queryProjectTest,
   recordAt,
   storeBatch,
   T0,
@@ -79,8 +80,9 @@ for (const order of ["newest", "oldest"] as const) {
   });
 }
 
-Deno.test("a page that runs out of time answers with a cursor named by its position", async () => {
-  await withQueryProject(async (kv, projectId) => {
+queryProjectTest(
+  "a page that runs out of time answers with a cursor named by its position",
+  async (kv, projectId) => {
     await store(kv, projectId);
     let t = 0;
     const page = await queryLogs(kv, projectId, {
@@ -90,11 +92,12 @@ Deno.test("a page that runs out of time answers with a cursor named by its posit
     assert.deepEqual(page.records, []);
     assert.match(page.cursor!, /^N[0-9a-f]{28}$/);
     assert.ok(page.searchedTo! > T0);
-  });
-});
+  },
+);
 
-Deno.test("a cursor that is neither a record's nor a position's is refused", async () => {
-  await withQueryProject(async (kv, projectId) => {
+queryProjectTest(
+  "a cursor that is neither a record's nor a position's is refused",
+  async (kv, projectId) => {
     for (
       const cursor of [
         "abc",
@@ -108,11 +111,12 @@ Deno.test("a cursor that is neither a record's nor a position's is refused", asy
         /Cannot read cursor/,
       );
     }
-  });
-});
+  },
+);
 
-Deno.test("8 searches that must read everything, at once, each answer within their time budget", async () => {
-  await withQueryProject(async (kv, projectId) => {
+queryProjectTest(
+  "8 searches that must read everything, at once, each answer within their time budget",
+  async (kv, projectId) => {
     for (let b = 0; b < 200; b++) {
       await storeBatch(
         kv,
@@ -140,5 +144,5 @@ Deno.test("8 searches that must read everything, at once, each answer within the
       assert.ok(page.stats.pagesRead < 200, `${page.stats.pagesRead} chunks`);
       assert.match(page.cursor ?? "", /^N[0-9a-f]{28}$/);
     }
-  });
-});
+  },
+);

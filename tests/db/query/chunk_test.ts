@@ -12,10 +12,10 @@ import { encodeRecordLine } from "../../../db/lines.ts";
 import type { LogRecord } from "../../../domain/entry.ts";
 import { createId } from "../../../domain/ids.ts";
 import {
+  queryProjectTest,
   recordAt,
   storeBatch,
   T0,
-  withQueryProject,
 } from "../../_helpers/query.ts";
 
 function lines(n: number): string[] {
@@ -46,8 +46,9 @@ Deno.test("a chunk built block by block pauses between blocks and equals the chu
   assert.equal(pauses, blocks);
 });
 
-Deno.test("the merger pauses between the blocks of each chunk it builds", async () => {
-  await withQueryProject(async (kv, projectId) => {
+queryProjectTest(
+  "the merger pauses between the blocks of each chunk it builds",
+  async (kv, projectId) => {
     const records = Array.from(
       { length: 4000 },
       (_, i) => recordAt(T0 + i * 10, { data: { n: i, text: `entry ${i}` } }),
@@ -68,5 +69,5 @@ Deno.test("the merger pauses between the blocks of each chunk it builds", async 
       pauses >= done.merges * 2,
       `${pauses} pauses, ${done.merges} merges`,
     );
-  });
-});
+  },
+);

@@ -9,14 +9,15 @@ import { logSummariesPrefix } from "../../../db/keys.ts";
 import { countStoredEntries } from "../../../db/query/mod.ts";
 import {
   compactAt,
+  queryProjectTest,
   recordAt,
   storeBatch,
   T0,
-  withQueryProject,
 } from "../../_helpers/query.ts";
 
-Deno.test("countStoredEntries is exact when a compaction commits in the middle of it", async () => {
-  await withQueryProject(async (kv, projectId) => {
+queryProjectTest(
+  "countStoredEntries is exact when a compaction commits in the middle of it",
+  async (kv, projectId) => {
     for (let i = 0; i < 30; i++) {
       await storeBatch(kv, projectId, [recordAt(T0 + i * 60_000)]);
     }
@@ -48,5 +49,5 @@ Deno.test("countStoredEntries is exact when a compaction commits in the middle o
     });
     assert.equal(await countStoredEntries(racing, projectId), 30);
     assert.ok(compacted, "the compaction ran during the count");
-  });
-});
+  },
+);

@@ -17,13 +17,14 @@ import {
 import {
   compactAt,
   HOUR,
+  kvTest,
   noise,
   queryProject,
+  queryProjectTest,
   recordAt,
   sortedIds,
   storeBatch,
   T0,
-  withKv,
   withQueryProject,
 } from "../../_helpers/query.ts";
 
@@ -155,8 +156,9 @@ Deno.test("entries of overlapping chunks list in exact time order, every way", a
   });
 });
 
-Deno.test("a chunk whose summary or Bloom filter rules it out is not read", async () => {
-  await withQueryProject(async (kv, projectId) => {
+queryProjectTest(
+  "a chunk whose summary or Bloom filter rules it out is not read",
+  async (kv, projectId) => {
     // Hour 1: info only. Hour 3: some errors, one of them with a rare word.
     const quiet = Array.from(
       { length: 200 },
@@ -211,11 +213,12 @@ Deno.test("a chunk whose summary or Bloom filter rules it out is not read", asyn
       pagesSkipped: 0,
       entriesScanned: 200,
     });
-  });
-});
+  },
+);
 
-Deno.test("in a chunk that may match, only the blocks that may are inflated", async () => {
-  await withQueryProject(async (kv, projectId) => {
+queryProjectTest(
+  "in a chunk that may match, only the blocks that may are inflated",
+  async (kv, projectId) => {
     const records = Array.from(
       { length: 1500 },
       (_, i) =>
@@ -238,11 +241,12 @@ Deno.test("in a chunk that may match, only the blocks that may are inflated", as
       page.stats.entriesScanned < 1500 / 2,
       `${page.stats.entriesScanned} entries scanned`,
     );
-  });
-});
+  },
+);
 
-Deno.test("a cursor stays exact while new entries arrive and pages move into chunks", async () => {
-  await withQueryProject(async (kv, projectId) => {
+queryProjectTest(
+  "a cursor stays exact while new entries arrive and pages move into chunks",
+  async (kv, projectId) => {
     const first = Array.from({ length: 300 }, (_, i) => recordAt(T0 + i * 997));
     await storeBatch(kv, projectId, first);
     const newest = sortedIds(first).reverse();
@@ -272,8 +276,8 @@ Deno.test("a cursor stays exact while new entries arrive and pages move into chu
         queryLogs(kv, projectId, { order: "oldest", cursor: page1.cursor! }),
       /Cannot read cursor/,
     );
-  });
-});
+  },
+);
 
 /**
  * A KV handle on which "another process" merges the project's chunks while
@@ -311,8 +315,9 @@ function racingKv(real: Deno.Kv, projectId: string) {
   return { kv, state };
 }
 
-Deno.test("a read during which a merge commits is done again, and stays exact", async () => {
-  await withKv(async (real) => {
+kvTest(
+  "a read during which a merge commits is done again, and stays exact",
+  async (real) => {
     const store = async () => {
       const projectId = await queryProject(real);
       const records = Array.from(
@@ -340,11 +345,12 @@ Deno.test("a read during which a merge commits is done again, and stays exact", 
     const page = await queryLogs(racing.kv, guarded.projectId, { limit: 1000 });
     assert.ok(racing.state.compacted);
     assert.deepEqual(page.records.map((r) => r.id), guarded.ids);
-  });
-});
+  },
+);
 
-Deno.test("two mergers racing on one project store each entry once", async () => {
-  await withQueryProject(async (kv, projectId) => {
+queryProjectTest(
+  "two mergers racing on one project store each entry once",
+  async (kv, projectId) => {
     const records = Array.from(
       { length: 2000 },
       (_, i) => recordAt(T0 + i * 1500, { data: { blob: noise(i) } }),
@@ -363,11 +369,12 @@ Deno.test("two mergers racing on one project store each entry once", async () =>
     const listed = await Array.fromAsync(listLogs(kv, projectId));
     assert.deepEqual(listed.map((r) => r.id), sortedIds(records));
     assert.equal(await countStoredEntries(kv, projectId), 2000);
-  });
-});
+  },
+);
 
-Deno.test("getEntry and aroundEntry find entries in chunks and pages", async () => {
-  await withQueryProject(async (kv, projectId) => {
+queryProjectTest(
+  "getEntry and aroundEntry find entries in chunks and pages",
+  async (kv, projectId) => {
     const all = await overlappingStore(kv, projectId);
     const ids = sortedIds(all);
     const byId = new Map(all.map((r) => [r.id, r]));
@@ -387,11 +394,12 @@ Deno.test("getEntry and aroundEntry find entries in chunks and pages", async () 
     }
     assert.equal(await getEntry(kv, projectId, "0".repeat(28)), null);
     assert.equal(await getEntry(kv, projectId, "not an id"), null);
-  });
-});
+  },
+);
 
-Deno.test("tailLogs hands out settled entries once each, oldest first", async () => {
-  await withQueryProject(async (kv, projectId) => {
+queryProjectTest(
+  "tailLogs hands out settled entries once each, oldest first",
+  async (kv, projectId) => {
     await storeBatch(kv, projectId, [recordAt(T0), recordAt(T0 + 10)]);
     const start = await tailLogs(kv, projectId, { afterId: null, now: T0 + 5 });
     assert.deepEqual(start.records.map((r) => r.receivedAt), []);
@@ -425,5 +433,5 @@ Deno.test("tailLogs hands out settled entries once each, oldest first", async ()
       now: T0 + 5000,
     });
     assert.deepEqual(again.records, []);
-  });
-});
+  },
+);

@@ -20,23 +20,24 @@ import { MERGE_FANIN } from "../../../db/query/tiers.ts";
 import { idTime, timeBound } from "../../../domain/ids.ts";
 import type { LogRecord } from "../../../domain/entry.ts";
 import {
+  harnessTest,
   ORIGIN,
   postEntries,
   randomEntry,
-  withHarness,
 } from "../../_helpers/harness.ts";
 import {
   DAY,
   HOUR,
+  queryProjectTest,
   recordAt,
   sortedIds,
   storeBatch,
   T0,
-  withQueryProject,
 } from "../../_helpers/query.ts";
 
-Deno.test("an accepted entry is compressed and searchable once the commit that accepts it is made", async () => {
-  await withHarness(async (h) => {
+harnessTest(
+  "an accepted entry is compressed and searchable once the commit that accepts it is made",
+  async (h) => {
     const project = await h.project();
     for (const word of ["alpha", "okapi", "gamma"]) {
       const entry = randomEntry({ projectId: project.id });
@@ -63,11 +64,12 @@ Deno.test("an accepted entry is compressed and searchable once the commit that a
     });
     assert.deepEqual(none.records, []);
     assert.equal(none.stats.pagesRead, 0, "the Bloom filter ruled it out");
-  });
-});
+  },
+);
 
-Deno.test("the merger keeps chunks few while a producer never stops, and every entry stays exact", async () => {
-  await withQueryProject(async (kv, projectId) => {
+queryProjectTest(
+  "the merger keeps chunks few while a producer never stops, and every entry stays exact",
+  async (kv, projectId) => {
     const all: LogRecord[] = [];
     let rewritten = 0;
     let maxOpen = 0;
@@ -101,11 +103,12 @@ Deno.test("the merger keeps chunks few while a producer never stops, and every e
       `${rewritten} rewrites of ${all.length} entries`,
     );
     assert.ok(summaries.some((s) => s.tier === FINAL_TIER));
-  });
-});
+  },
+);
 
-Deno.test("retention ends expired chunks while a producer keeps writing, and nothing else", async () => {
-  await withQueryProject(async (kv, projectId) => {
+queryProjectTest(
+  "retention ends expired chunks while a producer keeps writing, and nothing else",
+  async (kv, projectId) => {
     await setRetention(kv, projectId, 1);
     const all: LogRecord[] = [];
     let now = T0;
@@ -136,11 +139,12 @@ Deno.test("retention ends expired chunks while a producer keeps writing, and not
     assert.ok(young.every((r) => kept.has(r.id)));
     const old = all.filter((r) => r.receivedAt < now - DAY - HOUR);
     assert.ok(old.every((r) => !kept.has(r.id)));
-  });
-});
+  },
+);
 
-Deno.test("deleting a project under traffic leaves nothing under it, and merges write nothing after", async () => {
-  await withHarness(async (h) => {
+harnessTest(
+  "deleting a project under traffic leaves nothing under it, and merges write nothing after",
+  async (h) => {
     const project = await h.project();
     for (let i = 0; i < 20; i++) {
       await postEntries(h, project.id, { origin: ORIGIN });
@@ -164,11 +168,12 @@ Deno.test("deleting a project under traffic leaves nothing under it, and merges 
       left.filter((e) => e.key.includes(project.id)).map((e) => e.key),
       [],
     );
-  });
-});
+  },
+);
 
-Deno.test("the endpoint answers 503 while the merge backlog is past its bound, and 200 once merged", async () => {
-  await withHarness(async (h) => {
+harnessTest(
+  "the endpoint answers 503 while the merge backlog is past its bound, and 200 once merged",
+  async (h) => {
     h.pipeline.start();
     const merger = h.pipeline.merger!;
     // The merger's first round runs at start: let it end before entries
@@ -198,14 +203,16 @@ Deno.test("the endpoint answers 503 while the merge backlog is past its bound, a
     assert.ok(done.merges > 0);
     assert.ok(done.backlog.chunks <= 5);
     assert.equal((await post()).status, 200);
-  }, {
+  },
+  {
     config: { maxMergeBacklog: 10 },
     pipeline: { mergeIntervalMs: 3_600_000, sweepIntervalMs: 3_600_000 },
-  });
-});
+  },
+);
 
-Deno.test("the backlog shows entries not yet stored and not yet merged, with the age of the oldest", async () => {
-  await withHarness(async (h) => {
+harnessTest(
+  "the backlog shows entries not yet stored and not yet merged, with the age of the oldest",
+  async (h) => {
     const project = await h.project();
     await postEntries(h, project.id, { origin: ORIGIN });
     await h.pipeline.producer.flush();
@@ -233,5 +240,5 @@ Deno.test("the backlog shows entries not yet stored and not yet merged, with the
       idTime((await h.logs(project.id))[0]!.id),
       h.clock.now() - 2000,
     );
-  });
-});
+  },
+);

@@ -16,12 +16,13 @@ import {
   compactAt,
   DAY,
   HOUR,
+  kvTest,
   queryProject,
+  queryProjectTest,
   recordAt,
   RETENTION_MS,
   storeBatch,
   T0,
-  withKv,
   withQueryProject,
 } from "../../_helpers/query.ts";
 
@@ -150,8 +151,9 @@ Deno.test("histogram counts are exact over any range, from counters and entries"
   });
 });
 
-Deno.test("deleting a project removes its chunks, summaries, Bloom filters and counters", async () => {
-  await withQueryProject(async (kv, projectId) => {
+queryProjectTest(
+  "deleting a project removes its chunks, summaries, Bloom filters and counters",
+  async (kv, projectId) => {
     const kept = await queryProject(kv);
     const records = spread();
     await storeAll(kv, projectId, records);
@@ -174,8 +176,8 @@ Deno.test("deleting a project removes its chunks, summaries, Bloom filters and c
     }
     assert.deepEqual(left, []);
     assert.equal(await countStoredEntries(kv, kept), 1);
-  });
-});
+  },
+);
 
 /** A KV handle that records every `set` of atomic operations. */
 function recordingKv(real: Deno.Kv) {
@@ -213,8 +215,9 @@ function recordingKv(real: Deno.Kv) {
   return { kv, sets };
 }
 
-Deno.test("everything stored expires with its entries, and old counters are deleted", async () => {
-  await withKv(async (real) => {
+kvTest(
+  "everything stored expires with its entries, and old counters are deleted",
+  async (real) => {
     const projectId = await queryProject(real);
     const { kv, sets } = recordingKv(real);
     const records = spread().slice(0, 500);
@@ -261,5 +264,5 @@ Deno.test("everything stored expires with its entries, and old counters are dele
     const left = await counters();
     assert.ok(left.length > 0);
     assert.ok(left.every((start) => start >= T0 + HOUR), String(left[0]));
-  });
-});
+  },
+);

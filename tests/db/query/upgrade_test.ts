@@ -22,16 +22,17 @@ import {
 import type { LogRecord, QueuedEntry } from "../../../domain/entry.ts";
 import {
   HOUR,
+  queryProjectTest,
   recordAt,
   sortedIds,
   T0,
-  withQueryProject,
 } from "../../_helpers/query.ts";
 
 const encoder = new TextEncoder();
 
-Deno.test("pages of earlier versions become chunks, every entry kept and counted", async () => {
-  await withQueryProject(async (kv, projectId) => {
+queryProjectTest(
+  "pages of earlier versions become chunks, every entry kept and counted",
+  async (kv, projectId) => {
     // 1. A page as an object (the first versions), split in two parts, uncounted.
     const objectPage = [0, 200, 900].map((dt) =>
       recordAt(T0 + dt, { level: "error", data: { big: "x".repeat(200) } })
@@ -103,5 +104,5 @@ Deno.test("pages of earlier versions become chunks, every entry kept and counted
     const h = await histogram(kv, projectId, { since: T0, until: T0 + HOUR });
     const errors = h.buckets.reduce((n, b) => n + (b.counts.error ?? 0), 0);
     assert.equal(errors, 3);
-  });
-});
+  },
+);
