@@ -131,60 +131,189 @@ async function sendRejected(
   await pipeline.stop();
 }
 
-async function main(): Promise<void> {
+const log = (line: string) => console.error(line);
+
+/** The command line. */
+function parseOptions(args: string[]) {
   const { values } = parseArgs({
-    args: Deno.args,
+    args,
     options: {
       store: { type: "string", default: "data/bench-1m.sqlite" },
       runs: { type: "string", default: "5" },
       json: { type: "boolean", default: false },
     },
   });
-  const runs = Number(values.runs);
-  const log = (line: string) => console.error(line);
-  try {
-    await Deno.stat(values.store);
-  } catch {
-    throw new Error(
-      `Cannot open the store "${values.store}": build it with deno task bench:query --keep ${values.store}`,
+  return { store: values.store, runs: Number(values.runs), json: values.json };
+}
+
+/**
+ * The entries the requests point at: the newest (its time plus a minute is
+ * the clock), the middle of the 7 days, one three days back, the one 190
+ * rows down, and the second page of the last 24 hours. Sends 100 rejected
+ * entries first when the store has none.
+ */
+async function landmarks(kv: Deno.Kv, id: string) {
+  const newest = (await queryLogs(kv, id, { limit: 1 })).records[0]!;
+  const now = newest.receivedAt + 60_000;
+  if ((await listRejected(kv, id, { limit: 1 })).length === 0) {
+    log("Sending 100 rejected entries through the pipeline");
+    await sendRejected(kv, id, now);
+  }
+  // The oldest and newest entries: the middle of the 7 days, and an
+  // entry three days back.
+  const oldest = (await queryLogs(kv, id, { order: "oldest", limit: 1 }))
+    .records[0]!;
+  const middleAt = (oldest.receivedAt + newest.receivedAt) / 2;
+  const at = async (ms: number) =>
+    (await queryLogs(kv, id, { filter: { until: ms }, limit: 1 }))
+      .records[0]!;
+  const middle = await at(middleAt);
+  const older = await at(now - 3 * 86_400_000);
+  const second = await queryLogs(kv, id, {
+    filter: { since: now - 86_400_000 },
+    limit: 50,
+  });
+  const fourth = (await queryLogs(kv, id, {
+    filter: { since: now - 86_400_000 },
+    limit: 190,
+  })).records.at(-1)!;
+  if ((await getEntry(kv, id, older.id)) === null) {
+    throw new Error("Cannot find the entry three days back");
+  }
+  return { now, newest, middleAt, middle, older, second, fourth };
+}
+
+/** The requests timed, by name, for the project `id`. */
+function requests(
+  id: string,
+  marks: Awaited<ReturnType<typeof landmarks>>,
+): [string, string][] {
+  const { middle, newest, older, fourth } = marks;
+  const user = String(middle.context.userId);
+  const hour = Math.floor(marks.middleAt / 3_600_000) * 3_600_000;
+  const utc = (ms: number) => new Date(ms).toISOString();
+  const p = `/projects/${id}`;
+  return [
+    ["projects page", "/"],
+    ["explorer: newest (24 h, histogram)", p],
+    ["explorer: newest, 7 d", `${p}?range=7d`],
+    ["explorer: level chip error", `${p}?level=error`],
+    ["explorer: level chip critical, 7 d", `${p}?level=critical&range=7d`],
+    ["explorer: level>=warning, 7 d", `${p}?q=level%3E%3Dwarning&range=7d`],
+    ["explorer: a common word (checkout), 24 h", `${p}?q=checkout`],
+    ["explorer: a common word (checkout), 7 d", `${p}?q=checkout&range=7d`],
+    ["explorer: a word (timeout), 24 h", `${p}?q=timeout`],
+    ["explorer: a word in one entry, 7 d", `${p}?q=zanzibarquokka&range=7d`],
+    ["explorer: a word in none, 7 d", `${p}?q=xylophonewombat&range=7d`],
+    [
+      `explorer: field context.userId:${user}, 7 d`,
+      `${p}?q=context.userId%3A${user}&range=7d`,
+    ],
+    [
+      "explorer: field data.status:503, 24 h",
+      `${p}?q=data.status%3A503`,
+    ],
+    ["explorer: last 1 h", `${p}?range=1h`],
+    [
+      "explorer: one hour in the middle",
+      `${p}?since=${utc(hour)}&until=${utc(hour + 3_600_000)}`,
+    ],
+    ["explorer: show in context", `${p}?around=${middle.id}`],
+    ["explorer: permalink, newest page", `${p}?open=${newest.id}`],
+    ["explorer: permalink, 190 rows down", `${p}?open=${fourth.id}`],
+    ["explorer: permalink, 3 days back", `${p}?range=7d&open=${older.id}`],
+    [
+      "explorer: next page (scrolling)",
+      `${p}/entries?cursor=${marks.second.cursor}`,
+    ],
+    ["settings", `${p}/settings`],
+    ["rejections", `${p}/rejections`],
+    ["dead letters", "/dead-letters"],
+  ];
+}
+
+/** What an explorer page shows: its rows, and its histogram's bars. */
+function shown(name: string, body: string): string {
+  if (!name.startsWith("explorer")) return "";
+  const rows = body.match(/<details class="entry/g)?.length ?? 0;
+  const bars = body.match(/class="bucket/g)?.length ?? 0;
+  const uncounted = body.match(/class="bucket uncounted"/g)?.length ?? 0;
+  const chart = bars === 0
+    ? ""
+    : uncounted === 0
+    ? `, ${bars} bars`
+    : `, ${bars - uncounted} of ${bars} bars counted`;
+  return `${rows} rows${chart}`;
+}
+
+/** Requests `path` once, then `runs` more times for the median. */
+async function timeRequest(
+  app: ReturnType<typeof createDashboard>,
+  cookie: string,
+  [name, path]: [string, string],
+  runs: number,
+): Promise<Timed> {
+  const once = async () => {
+    const began = performance.now();
+    const res = await app.request(path, { headers: { cookie } }, PEER);
+    const body = await res.text();
+    const ms = performance.now() - began;
+    if (res.status !== 200) {
+      throw new Error(`Cannot bench "${path}": answered ${res.status}`);
+    }
+    return { ms, body };
+  };
+  const first = await once();
+  const times: number[] = [];
+  for (let i = 0; i < runs; i++) times.push((await once()).ms);
+  times.sort((a, b) => a - b);
+  log(`  ${name}: ${first.ms.toFixed(1)} ms`);
+  return {
+    name,
+    path,
+    firstMs: first.ms,
+    medianMs: times[Math.floor(times.length / 2)]!,
+    bytes: first.body.length,
+    note: shown(name, first.body),
+  };
+}
+
+/** The results as a Markdown table, on stdout. */
+function printTable(load: number[], runs: number, results: Timed[]): void {
+  const f = (n: number) => n.toFixed(1);
+  console.log(
+    `Load average (1 min) ${
+      load.map((n) => n.toFixed(2)).join(" → ")
+    }, ${navigator.hardwareConcurrency} cores, Deno ${Deno.version.deno}\n`,
+  );
+  console.log(
+    `| request | first | median of ${runs} | HTML | shown |\n|---|---|---|---|---|`,
+  );
+  for (const r of results) {
+    console.log(
+      `| ${r.name} | ${f(r.firstMs)} ms | ${f(r.medianMs)} ms | ${
+        Math.round(r.bytes / 1024)
+      } KiB | ${r.note} |`,
     );
   }
-  const kv = await Deno.openKv(values.store);
+}
+
+async function main(): Promise<void> {
+  const options = parseOptions(Deno.args);
+  try {
+    await Deno.stat(options.store);
+  } catch {
+    throw new Error(
+      `Cannot open the store "${options.store}": build it with deno task bench:query --keep ${options.store}`,
+    );
+  }
+  const kv = await Deno.openKv(options.store);
   try {
     const [project] = await listProjects(kv);
     if (project === undefined) throw new Error("Cannot bench: no project");
     const id = project.id;
-    const newest = (await queryLogs(kv, id, { limit: 1 })).records[0]!;
-    const now = newest.receivedAt + 60_000;
-    if ((await listRejected(kv, id, { limit: 1 })).length === 0) {
-      log("Sending 100 rejected entries through the pipeline");
-      await sendRejected(kv, id, now);
-    }
-    // The oldest and newest entries: the middle of the 7 days, and an
-    // entry three days back.
-    const oldest = (await queryLogs(kv, id, { order: "oldest", limit: 1 }))
-      .records[0]!;
-    const middleAt = (oldest.receivedAt + newest.receivedAt) / 2;
-    const at = async (ms: number) =>
-      (await queryLogs(kv, id, { filter: { until: ms }, limit: 1 }))
-        .records[0]!;
-    const middle = await at(middleAt);
-    const older = await at(now - 3 * 86_400_000);
-    const user = String(middle.context.userId);
-    const hour = Math.floor(middleAt / 3_600_000) * 3_600_000;
-    const utc = (ms: number) => new Date(ms).toISOString();
-    const second = await queryLogs(kv, id, {
-      filter: { since: now - 86_400_000 },
-      limit: 50,
-    });
-    const fourth = (await queryLogs(kv, id, {
-      filter: { since: now - 86_400_000 },
-      limit: 190,
-    })).records.at(-1)!;
-    if ((await getEntry(kv, id, older.id)) === null) {
-      throw new Error("Cannot find the entry three days back");
-    }
-
+    const marks = await landmarks(kv, id);
+    const { now } = marks;
     const app = createDashboard({
       kv,
       password: PASSWORD,
@@ -192,103 +321,19 @@ async function main(): Promise<void> {
       endpoint: () => "https://logs.example.com/api/v1/logs",
     });
     const cookie = await signIn(app);
-    const p = `/projects/${id}`;
-    const cases: [string, string][] = [
-      ["projects page", "/"],
-      ["explorer: newest (24 h, histogram)", p],
-      ["explorer: newest, 7 d", `${p}?range=7d`],
-      ["explorer: level chip error", `${p}?level=error`],
-      ["explorer: level chip critical, 7 d", `${p}?level=critical&range=7d`],
-      ["explorer: level>=warning, 7 d", `${p}?q=level%3E%3Dwarning&range=7d`],
-      ["explorer: a common word (checkout), 24 h", `${p}?q=checkout`],
-      ["explorer: a common word (checkout), 7 d", `${p}?q=checkout&range=7d`],
-      ["explorer: a word (timeout), 24 h", `${p}?q=timeout`],
-      ["explorer: a word in one entry, 7 d", `${p}?q=zanzibarquokka&range=7d`],
-      ["explorer: a word in none, 7 d", `${p}?q=xylophonewombat&range=7d`],
-      [
-        `explorer: field context.userId:${user}, 7 d`,
-        `${p}?q=context.userId%3A${user}&range=7d`,
-      ],
-      [
-        "explorer: field data.status:503, 24 h",
-        `${p}?q=data.status%3A503`,
-      ],
-      ["explorer: last 1 h", `${p}?range=1h`],
-      [
-        "explorer: one hour in the middle",
-        `${p}?since=${utc(hour)}&until=${utc(hour + 3_600_000)}`,
-      ],
-      ["explorer: show in context", `${p}?around=${middle.id}`],
-      ["explorer: permalink, newest page", `${p}?open=${newest.id}`],
-      ["explorer: permalink, 190 rows down", `${p}?open=${fourth.id}`],
-      ["explorer: permalink, 3 days back", `${p}?range=7d&open=${older.id}`],
-      [
-        "explorer: next page (scrolling)",
-        `${p}/entries?cursor=${second.cursor}`,
-      ],
-      ["settings", `${p}/settings`],
-      ["rejections", `${p}/rejections`],
-      ["dead letters", "/dead-letters"],
-    ];
     const results: Timed[] = [];
     const loadBefore = Deno.loadavg()[0]!;
-    for (const [name, path] of cases) {
-      const once = async () => {
-        const began = performance.now();
-        const res = await app.request(path, { headers: { cookie } }, PEER);
-        const body = await res.text();
-        const ms = performance.now() - began;
-        if (res.status !== 200) {
-          throw new Error(`Cannot bench "${path}": answered ${res.status}`);
-        }
-        return { ms, body };
-      };
-      const first = await once();
-      const times: number[] = [];
-      for (let i = 0; i < runs; i++) times.push((await once()).ms);
-      times.sort((a, b) => a - b);
-      const rows = first.body.match(/<details class="entry/g)?.length ?? 0;
-      const bars = first.body.match(/class="bucket/g)?.length ?? 0;
-      const uncounted = first.body.match(/class="bucket uncounted"/g)?.length ??
-        0;
-      const chart = bars === 0
-        ? ""
-        : uncounted === 0
-        ? `, ${bars} bars`
-        : `, ${bars - uncounted} of ${bars} bars counted`;
-      results.push({
-        name,
-        path,
-        firstMs: first.ms,
-        medianMs: times[Math.floor(times.length / 2)]!,
-        bytes: first.body.length,
-        note: name.startsWith("explorer") ? `${rows} rows${chart}` : "",
-      });
-      log(`  ${name}: ${first.ms.toFixed(1)} ms`);
+    for (const request of requests(id, marks)) {
+      results.push(await timeRequest(app, cookie, request, options.runs));
     }
     const load = [loadBefore, Deno.loadavg()[0]!];
-    if (values.json) {
+    if (options.json) {
       console.log(
         JSON.stringify({ now, projectId: id, load, results }, null, 2),
       );
       return;
     }
-    const f = (n: number) => n.toFixed(1);
-    console.log(
-      `Load average (1 min) ${
-        load.map((n) => n.toFixed(2)).join(" → ")
-      }, ${navigator.hardwareConcurrency} cores, Deno ${Deno.version.deno}\n`,
-    );
-    console.log(
-      `| request | first | median of ${runs} | HTML | shown |\n|---|---|---|---|---|`,
-    );
-    for (const r of results) {
-      console.log(
-        `| ${r.name} | ${f(r.firstMs)} ms | ${f(r.medianMs)} ms | ${
-          Math.round(r.bytes / 1024)
-        } KiB | ${r.note} |`,
-      );
-    }
+    printTable(load, options.runs, results);
   } finally {
     kv.close();
   }

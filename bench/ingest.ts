@@ -27,7 +27,8 @@
  * into the next service turn. Progress goes to stderr, the report to stdout.
  *
  * This module is the orchestration; the parts live beside it: options.ts
- * (command line, deno.json tasks), wrk.ts (load and its output), server.ts
+ * (command line, deno.json tasks), turns.ts (the turns and their drains),
+ * wrk.ts (load and its output), server.ts
  * (the servers as subprocesses), process.ts (/proc), store.ts (the KV file),
  * report.ts (summaries and rendering).
  *
@@ -42,20 +43,16 @@ import {
 import { cpuModel, loadAverage, sampleRss, serverMemory } from "./process.ts";
 import {
   type BenchReport,
-  formatCount,
-  formatMs,
   renderReport,
   summarizeTurns,
   type TurnResult,
 } from "./report.ts";
 import { freePort, type ServerProcess, startServer } from "./server.ts";
-import { countStore, createBenchProject, waitForDrain } from "./store.ts";
-import { hasWrk, runWrk } from "./wrk.ts";
+import { countStore, createBenchProject } from "./store.ts";
+import { runTurns, type Servers } from "./turns.ts";
+import { hasWrk } from "./wrk.ts";
 
 const ROOT = new URL("../", import.meta.url);
-const LOGS_PATH = "/api/v1/logs";
-/** Address numbers available to X-Forwarded-For (10.x.y.z). */
-const ADDRESS_SPACE = 2 ** 24;
 
 /**
  * The entry every request posts: 295 bytes of JSON for a 22-character
@@ -95,11 +92,131 @@ interface RunBenchOptions {
   args: string[];
 }
 
-/** Runs the whole benchmark; returns the report. */
-async function runBench(
+const log = (line: string) => console.error(line);
+
+/**
+ * Starts the service over `kvPath` and the bare server, each pushed on
+ * `started` as soon as it runs, so that a failure stops what did start.
+ */
+async function startServers(
+  kvPath: string,
+  serviceArgs: string[],
+  started: ServerProcess[],
+): Promise<Servers> {
+  const servicePort = freePort();
+  const serviceEnv = {
+    KV_PATH: kvPath,
+    PORT: String(servicePort),
+    HOSTNAME: "127.0.0.1",
+    TRUST_PROXY: "1",
+  };
+  log(`Starting the service on 127.0.0.1:${servicePort}`);
+  const service = await startServer({
+    name: "the service",
+    args: serviceArgs,
+    cwd: ROOT,
+    port: servicePort,
+    env: serviceEnv,
+  });
+  started.push(service);
+  const barePort = freePort();
+  log(`Starting the bare server on 127.0.0.1:${barePort}`);
+  const bare = await startServer({
+    name: "the bare server",
+    args: [
+      "run",
+      "--allow-net",
+      "bench/bare.ts",
+      "--port",
+      String(barePort),
+      "--hostname",
+      "127.0.0.1",
+    ],
+    cwd: ROOT,
+    port: barePort,
+  });
+  started.push(bare);
+  return { service, bare, serviceEnv };
+}
+
+/**
+ * What is read once the turns are over, in this order: the servers' memory,
+ * then the sampled peak, then the store.
+ */
+async function measureAfter(
+  { service, bare }: Servers,
+  sampler: { stop(): Promise<number> },
+  kvPath: string,
+  projectId: string,
+) {
+  const serviceMemory = await serverMemory(service.child.pid, "main.ts");
+  const bareMemory = await serverMemory(bare.child.pid, "bare.ts");
+  const sampledPeak = await sampler.stop();
+  return {
+    memory: {
+      service: serviceMemory,
+      serviceSampledPeakKiB: sampledPeak,
+      bare: bareMemory,
+    },
+    store: await countStore(kvPath, projectId),
+  };
+}
+
+/** What a run measured. */
+interface Measured {
+  tasks: { service: string[]; bench: string };
+  date: string;
+  startLoad: string;
+  body: string;
+  turns: TurnResult[];
+  after: Awaited<ReturnType<typeof measureAfter>>;
+}
+
+/** The report of a run. */
+async function assembleReport(
   { options, args }: RunBenchOptions,
+  { service, bare, serviceEnv }: Servers,
+  measured: Measured,
 ): Promise<BenchReport> {
-  const log = (line: string) => console.error(line);
+  const { tasks, turns } = measured;
+  const lastService = turns.findLast((t) => t.server === "service")!;
+  const { summaries, ratios } = summarizeTurns(turns, options.connections);
+  const serviceSeries = turns.filter((t) => t.server === "service");
+  return {
+    command: ["deno task bench", ...args].join(" "),
+    expandedCommand: [tasks.bench, ...args].join(" "),
+    serviceCommand: ["deno", ...tasks.service].join(" "),
+    date: measured.date,
+    cores: navigator.hardwareConcurrency,
+    cpu: await cpuModel(),
+    deno: Deno.version.deno,
+    loadAverage: { start: measured.startLoad, end: await loadAverage() },
+    options,
+    entryBytes: new TextEncoder().encode(measured.body).length,
+    serviceEnv: { ...serviceEnv, KV_PATH: "<temporary directory>/kv.sqlite" },
+    summaries,
+    ratios,
+    turns,
+    drain: {
+      lastMs: lastService.drainMs!,
+      lastDrained: lastService.drained!,
+      lastPendingAtFirstPoll: lastService.pendingAtFirstPoll!,
+      accepted2xx: serviceSeries.reduce(
+        (n, t) => n + t.wrk.requests - t.wrk.non2xx,
+        0,
+      ),
+      store: measured.after.store,
+    },
+    memory: measured.after.memory,
+    serverStderrLines: {
+      service: service.stderrLines(),
+      bare: bare.stderrLines(),
+    },
+  };
+}
+
+/** Runs the whole benchmark; returns the report. */
+async function runBench(bench: RunBenchOptions): Promise<BenchReport> {
   const tasks = await readTasks();
   const startLoad = await loadAverage();
   const date = new Date().toISOString();
@@ -126,155 +243,24 @@ async function runBench(
   try {
     const project = await createBenchProject(kvPath, "bench");
     const body = benchEntry(project.id);
-
-    const servicePort = freePort();
-    const serviceEnv = {
-      KV_PATH: kvPath,
-      PORT: String(servicePort),
-      HOSTNAME: "127.0.0.1",
-      TRUST_PROXY: "1",
-    };
-    log(`Starting the service on 127.0.0.1:${servicePort}`);
-    const service = await startServer({
-      name: "the service",
-      args: tasks.service,
-      cwd: ROOT,
-      port: servicePort,
-      env: serviceEnv,
-    });
-    servers.push(service);
-    const barePort = freePort();
-    log(`Starting the bare server on 127.0.0.1:${barePort}`);
-    const bare = await startServer({
-      name: "the bare server",
-      args: [
-        "run",
-        "--allow-net",
-        "bench/bare.ts",
-        "--port",
-        String(barePort),
-        "--hostname",
-        "127.0.0.1",
-      ],
-      cwd: ROOT,
-      port: barePort,
-    });
-    servers.push(bare);
-    const sampler = sampleRss(service.child.pid);
-
-    const serviceTurns = options.connections.length * options.turns;
-    const slice = Math.floor(ADDRESS_SPACE / serviceTurns);
-    let serviceTurn = 0;
-    const turns: TurnResult[] = [];
-    let accepted = 0;
-    // Turn-major order (64, 256, 64, 256, ...): the database grows and the
-    // machine's other load drifts during the run, and this order spreads both
-    // over every connection count instead of giving the later ones all of it.
-    for (let turn = 1; turn <= options.turns; turn++) {
-      for (const connections of options.connections) {
-        for (const which of ["service", "bare"] as const) {
-          const server = which === "service" ? service : bare;
-          const offset = which === "service" ? serviceTurn++ * slice : 0;
-          log(
-            `Turn ${turn}/${options.turns}: ${which}, ${connections} connections, ${options.duration} s`,
-          );
-          const { result, command } = await runWrk({
-            url: `${server.url}${LOGS_PATH}`,
-            connections,
-            threads: options.threads,
-            durationSeconds: options.duration,
-            body,
-            addressOffset: offset,
-            signal: aborter.signal,
-          });
-          const loadEnded = performance.now();
-          const record: TurnResult = {
-            server: which,
-            connections,
-            turn,
-            wrk: result,
-            command,
-          };
-          log(
-            `  ${formatCount(result.requestsPerSec)} req/s, p50 ${
-              formatMs(result.latencyMs.p50)
-            } ms, p99 ${
-              formatMs(result.latencyMs.p99)
-            } ms, non-2xx ${result.non2xx}`,
-          );
-          if (which === "service") {
-            if (result.requests > slice) {
-              log(
-                `  ${result.requests} requests exceed the ${slice} distinct X-Forwarded-For addresses of a turn: addresses repeated`,
-              );
-            }
-            // Waiting here keeps the consumer's work out of the bare turn that follows.
-            const drain = await waitForDrain({
-              kvPath,
-              projectId: project.id,
-              loadEnded,
-              timeoutMs: options.drainTimeout * 1000,
-            });
-            record.drainMs = drain.drainMs;
-            record.drained = drain.drained;
-            record.pendingAtFirstPoll = drain.pendingAtFirstPoll;
-            record.storedDelta = drain.accepted - accepted;
-            accepted = drain.accepted;
-            log(
-              `  drain ${formatCount(drain.drainMs)} ms${
-                drain.drained ? "" : " (timed out)"
-              }, ${drain.pendingAtFirstPoll} batches pending at the first poll, ${
-                formatCount(record.storedDelta)
-              } stored in this turn`,
-            );
-          }
-          turns.push(record);
-        }
-      }
-    }
-
-    const serviceMemory = await serverMemory(service.child.pid, "main.ts");
-    const bareMemory = await serverMemory(bare.child.pid, "bare.ts");
-    const sampledPeak = await sampler.stop();
-    const lastService = turns.findLast((t) => t.server === "service")!;
-    const store = await countStore(kvPath, project.id);
-    const { summaries, ratios } = summarizeTurns(turns, options.connections);
-    const serviceSeries = turns.filter((t) => t.server === "service");
-    return {
-      command: ["deno task bench", ...args].join(" "),
-      expandedCommand: [tasks.bench, ...args].join(" "),
-      serviceCommand: ["deno", ...tasks.service].join(" "),
+    const started = await startServers(kvPath, tasks.service, servers);
+    const sampler = sampleRss(started.service.child.pid);
+    const turns = await runTurns({
+      options: bench.options,
+      kvPath,
+      projectId: project.id,
+      body,
+      signal: aborter.signal,
+    }, started);
+    const after = await measureAfter(started, sampler, kvPath, project.id);
+    return await assembleReport(bench, started, {
+      tasks,
       date,
-      cores: navigator.hardwareConcurrency,
-      cpu: await cpuModel(),
-      deno: Deno.version.deno,
-      loadAverage: { start: startLoad, end: await loadAverage() },
-      options,
-      entryBytes: new TextEncoder().encode(body).length,
-      serviceEnv: { ...serviceEnv, KV_PATH: "<temporary directory>/kv.sqlite" },
-      summaries,
-      ratios,
+      startLoad,
+      body,
       turns,
-      drain: {
-        lastMs: lastService.drainMs!,
-        lastDrained: lastService.drained!,
-        lastPendingAtFirstPoll: lastService.pendingAtFirstPoll!,
-        accepted2xx: serviceSeries.reduce(
-          (n, t) => n + t.wrk.requests - t.wrk.non2xx,
-          0,
-        ),
-        store,
-      },
-      memory: {
-        service: serviceMemory,
-        serviceSampledPeakKiB: sampledPeak,
-        bare: bareMemory,
-      },
-      serverStderrLines: {
-        service: service.stderrLines(),
-        bare: bare.stderrLines(),
-      },
-    };
+      after,
+    });
   } finally {
     const tails = servers.map((s) => ({ name: s.name, tail: s.tail() }));
     Deno.removeSignalListener("SIGINT", onSignal);

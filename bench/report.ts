@@ -204,16 +204,8 @@ function drainText(
     : formatCount(drainMs);
 }
 
-/**
- * Renders the human-readable report: the run's settings, the summary table,
- * the turns in the order run, drain, stored counts and memory.
- *
- * @example
- * ```ts
- * console.log(renderReport(report));
- * ```
- */
-export function renderReport(report: BenchReport): string {
+/** The run's settings: commands, date, machine, turns. */
+function settingsLines(report: BenchReport): string[] {
   const out: string[] = [];
   out.push(`Command: ${report.command}`);
   out.push(`  which runs: ${report.expandedCommand}`);
@@ -230,8 +222,12 @@ export function renderReport(report: BenchReport): string {
   out.push(
     `Turns: ${report.options.turns} per server and connection count, ${report.options.duration} s each, wrk -t${report.options.threads}, alternating service/bare, connection counts interleaved; entry ${report.entryBytes} bytes`,
   );
-  out.push("");
-  out.push(markdownTable(
+  return out;
+}
+
+/** The summary per server and connection count. */
+function summaryTable(report: BenchReport): string {
+  return markdownTable(
     [
       "server",
       "conns",
@@ -263,11 +259,12 @@ export function renderReport(report: BenchReport): string {
         formatCount(s.socketErrors),
       ];
     }),
-  ));
-  out.push("");
-  out.push("Turns in the order run:");
-  out.push("");
-  out.push(markdownTable(
+  );
+}
+
+/** Every turn, in the order run. */
+function turnsTable(report: BenchReport): string {
+  return markdownTable(
     [
       "#",
       "server",
@@ -300,9 +297,13 @@ export function renderReport(report: BenchReport): string {
         : formatCount(t.pendingAtFirstPoll),
       t.storedDelta === undefined ? "" : formatCount(t.storedDelta),
     ]),
-  ));
+  );
+}
+
+/** The drain, the stored counts, the memory and the servers' stderr. */
+function endLines(report: BenchReport): string[] {
+  const out: string[] = [];
   const d = report.drain;
-  out.push("");
   out.push(
     `Drain after the last service turn: ${
       drainText(d.lastMs, d.lastDrained, d.lastPendingAtFirstPoll)
@@ -334,5 +335,28 @@ export function renderReport(report: BenchReport): string {
   out.push(
     `Lines on stderr: service ${report.serverStderrLines.service}, bare ${report.serverStderrLines.bare}`,
   );
-  return out.join("\n");
+  return out;
+}
+
+/**
+ * Renders the human-readable report: the run's settings, the summary table,
+ * the turns in the order run, drain, stored counts and memory.
+ *
+ * @example
+ * ```ts
+ * console.log(renderReport(report));
+ * ```
+ */
+export function renderReport(report: BenchReport): string {
+  return [
+    ...settingsLines(report),
+    "",
+    summaryTable(report),
+    "",
+    "Turns in the order run:",
+    "",
+    turnsTable(report),
+    "",
+    ...endLines(report),
+  ].join("\n");
 }

@@ -52,6 +52,71 @@ export function freePort(): number {
   return port;
 }
 
+/** Calls `onLine` with each line of `stream`, as it comes. */
+async function readLines(
+  stream: ReadableStream<Uint8Array>,
+  onLine: (line: string) => void,
+): Promise<void> {
+  // The explicit type keeps this checking the same when a browser test's
+  // `lib="dom"` is in the same type-check run.
+  const decoder: TransformStream<Uint8Array, string> =
+    new TextDecoderStream() as unknown as TransformStream<Uint8Array, string>;
+  const reader = stream.pipeThrough(decoder).getReader();
+  let rest = "";
+  for (;;) {
+    const { value, done } = await reader.read();
+    if (done) break;
+    const parts = (rest + value).split("\n");
+    rest = parts.pop()!;
+    for (const line of parts) onLine(line);
+  }
+}
+
+/** How {@linkcode untilAnswering} sees the process: exited yet, and how. */
+interface Exit {
+  exited(): boolean;
+  status: Promise<Deno.CommandStatus>;
+  /** Resolves once its output is read to the end. */
+  reading: Promise<unknown>;
+}
+
+/**
+ * Waits until `server` answers; throws with its last output when it exits
+ * first, or, stopping it, when it does not answer in time.
+ */
+async function untilAnswering(
+  server: ServerProcess,
+  exit: Exit,
+  options: StartServerOptions,
+): Promise<ServerProcess> {
+  const { url } = server;
+  const readyTimeoutMs = options.readyTimeoutMs ?? 30_000;
+  const deadline = Date.now() + readyTimeoutMs;
+  for (;;) {
+    if (exit.exited()) {
+      await exit.reading;
+      throw new Error(
+        `Cannot start ${options.name}: it exited with code ${
+          (await exit.status).code
+        }\n${server.tail()}`,
+      );
+    }
+    try {
+      const res = await fetch(`${url}/`, { signal: AbortSignal.timeout(1000) });
+      await res.body?.cancel();
+      return server;
+    } catch {
+      if (Date.now() > deadline) {
+        await server.stop();
+        throw new Error(
+          `Cannot reach ${options.name} at ${url} within ${readyTimeoutMs} ms\n${server.tail()}`,
+        );
+      }
+      await new Promise((resolve) => setTimeout(resolve, 100));
+    }
+  }
+}
+
 /**
  * Starts `deno <args>` in `cwd` and waits until `http://127.0.0.1:<port>/`
  * answers (any status). Throws with the process's last output when it exits
@@ -76,42 +141,26 @@ export async function startServer(
   }).spawn();
   const lines: string[] = [];
   let errLines = 0;
-  const collect = async (
-    stream: ReadableStream<Uint8Array>,
-    isErr: boolean,
-  ) => {
-    // The explicit type keeps this checking the same when a browser test's
-    // `lib="dom"` is in the same type-check run.
-    const decoder: TransformStream<Uint8Array, string> =
-      new TextDecoderStream() as unknown as TransformStream<Uint8Array, string>;
-    const reader = stream.pipeThrough(decoder).getReader();
-    let rest = "";
-    for (;;) {
-      const { value, done } = await reader.read();
-      if (done) break;
-      const parts = (rest + value).split("\n");
-      rest = parts.pop()!;
-      for (const line of parts) {
-        if (isErr) errLines++;
-        lines.push(line);
-        if (lines.length > TAIL_LINES) lines.shift();
-      }
-    }
+  const keep = (line: string) => {
+    lines.push(line);
+    if (lines.length > TAIL_LINES) lines.shift();
   };
   const reading = Promise.all([
-    collect(child.stdout, false),
-    collect(child.stderr, true),
+    readLines(child.stdout, keep),
+    readLines(child.stderr, (line) => {
+      errLines++;
+      keep(line);
+    }),
   ]).catch(() => {});
   let exited = false;
   const status = child.status.then((s) => {
     exited = true;
     return s;
   });
-  const url = `http://127.0.0.1:${options.port}`;
   const server: ServerProcess = {
     name: options.name,
     child,
-    url,
+    url: `http://127.0.0.1:${options.port}`,
     stderrLines: () => errLines,
     tail: () => lines.join("\n"),
     async stop(graceMs = 10_000) {
@@ -130,29 +179,9 @@ export async function startServer(
       await reading;
     },
   };
-  const readyTimeoutMs = options.readyTimeoutMs ?? 30_000;
-  const deadline = Date.now() + readyTimeoutMs;
-  for (;;) {
-    if (exited) {
-      await reading;
-      throw new Error(
-        `Cannot start ${options.name}: it exited with code ${
-          (await status).code
-        }\n${server.tail()}`,
-      );
-    }
-    try {
-      const res = await fetch(`${url}/`, { signal: AbortSignal.timeout(1000) });
-      await res.body?.cancel();
-      return server;
-    } catch {
-      if (Date.now() > deadline) {
-        await server.stop();
-        throw new Error(
-          `Cannot reach ${options.name} at ${url} within ${readyTimeoutMs} ms\n${server.tail()}`,
-        );
-      }
-      await new Promise((resolve) => setTimeout(resolve, 100));
-    }
-  }
+  return await untilAnswering(server, {
+    exited: () => exited,
+    status,
+    reading,
+  }, options);
 }

@@ -8,29 +8,26 @@
  * 2. then each rate of `--rates` in turn, offered at a fixed rate (wrk with
  *    a per-connection delay) for `--phase` seconds each.
  *
- * Every `--probe` seconds it reads, from its own handle on the database file
- * (as the CLI would): the backlog (entries not yet stored, open chunks and
- * the entries not yet merged), the five queries of the report (newest 100,
- * `level:critical`, a rare word, an absent word, one user's entries) timed
- * in process, the live bytes (SQLite pages in use) and the file's bytes per
- * byte of JSON accepted, and the server's RSS. A rate is *sustainable* when
- * every answer was 2xx and the backlog at the end of its phase is not above
- * the backlog at its middle (plus a margin).
+ * Every `--probe` seconds it reads (bench/probe.ts), from its own handle on
+ * the database file (as the CLI would): the backlog (entries not yet stored,
+ * open chunks and the entries not yet merged), the five queries of the
+ * report (newest 100, `level:critical`, a rare word, an absent word, one
+ * user's entries) timed in process, the live bytes (SQLite pages in use) and
+ * the file's bytes per byte of JSON accepted, and the server's RSS. A rate
+ * is *sustainable* when every answer was 2xx and the backlog at the end of
+ * its phase is not above the backlog at its middle (plus a margin).
  *
  * Entries are varied (bench/query/generate.ts): 20,000 bodies cycled, one of
  * which carries the rare word.
  *
  * @module
  */
-import { DatabaseSync } from "node:sqlite";
 import { parseArgs } from "node:util";
-import { readBacklog } from "../db/backlog.ts";
-import { parseQuery, queryLogs } from "../db/query/mod.ts";
-import { readStats } from "../db/stats.ts";
 import { createGenerator, plantWord } from "./query/generate.ts";
 import { denoArgs, taskCommand } from "./options.ts";
+import { type Probe, type ProbeContext, probeOnce } from "./probe.ts";
 import { serverMemory } from "./process.ts";
-import { freePort, startServer } from "./server.ts";
+import { freePort, type ServerProcess, startServer } from "./server.ts";
 import { createBenchProject } from "./store.ts";
 import { hasWrk, runWrk, type WrkResult } from "./wrk.ts";
 
@@ -59,23 +56,6 @@ const probeSeconds = Number(values.probe);
 const SERVICE = values.service === undefined
   ? ROOT
   : new URL(`file://${Deno.realPathSync(values.service)}/`);
-
-/** One probe's readings. */
-interface Probe {
-  /** Seconds since the start of the run. */
-  t: number;
-  phase: string;
-  accepted: number;
-  queuedEntries: number;
-  openChunks: number;
-  unmergedEntries: number;
-  oldestUnmergedS: number | null;
-  /** Query times, ms. */
-  queries: Record<string, number>;
-  liveBytesPerRaw: number;
-  fileBytesPerRaw: number;
-  rssMiB: number;
-}
 
 /** One phase's wrk result. */
 interface Phase {
@@ -118,23 +98,12 @@ function median(values: number[]): number {
   return sorted[Math.floor(sorted.length / 2)] ?? 0;
 }
 
-function pages(path: string): number {
-  const db = new DatabaseSync(path, { readOnly: true });
-  try {
-    const one = (sql: string) =>
-      Number(Object.values(db.prepare(sql).get() ?? {})[0] ?? 0);
-    return (one("PRAGMA page_count") - one("PRAGMA freelist_count")) *
-      one("PRAGMA page_size");
-  } finally {
-    db.close();
-  }
-}
-
-async function main() {
-  const dir = await Deno.makeTempDir({ prefix: "logs-steady-" });
-  const kvPath = `${dir}/kv.sqlite`;
-  const project = await createBenchProject(kvPath, "steady bench");
-
+/**
+ * The bodies wrk cycles through, for `projectId`: varied entries, one of
+ * which carries the rare word; also a user of one of them, and the mean
+ * bytes of a body.
+ */
+function makeBodies(projectId: string) {
   const generator = createGenerator(21);
   const bodies: string[] = [];
   let user = "";
@@ -142,20 +111,17 @@ async function main() {
     let entry = generator.next();
     if (i === BODIES / 2) entry = plantWord(entry, RARE);
     if (i === 7) user = String(entry.context.userId);
-    bodies.push(JSON.stringify({ ...entry, projectId: project.id }));
+    bodies.push(JSON.stringify({ ...entry, projectId }));
   }
   const rawPerEntry = bodies.reduce((n, b) => n + b.length, 0) / BODIES;
-  const queries: Record<string, string> = {
-    newest: "",
-    "level:critical": "level:critical",
-    "rare word": RARE,
-    "absent word": "nowherefoundxyz",
-    "one user": `context.userId:${user}`,
-  };
+  return { bodies, user, rawPerEntry };
+}
 
+/** Starts the service of {@linkcode SERVICE} over `kvPath`. */
+async function startService(kvPath: string): Promise<ServerProcess> {
   const config = await Deno.readTextFile(new URL("deno.json", SERVICE));
   const port = freePort();
-  const server = await startServer({
+  return await startServer({
     name: "the service",
     args: denoArgs(taskCommand(config, "start"), "main.ts"),
     cwd: SERVICE,
@@ -167,12 +133,151 @@ async function main() {
       TRUST_PROXY: "1",
     },
   });
+}
+
+/**
+ * Probes every `--probe` seconds, in the phase `phase()` names, adding to
+ * `probes`, until `stop()`, which resolves once the probing has ended.
+ */
+function startProbing(
+  context: ProbeContext,
+  probes: Probe[],
+  phase: () => string,
+): { stop(): Promise<void> } {
+  let probing = true;
+  const prober = (async () => {
+    while (probing) {
+      await new Promise((r) => setTimeout(r, probeSeconds * 1000));
+      if (!probing) continue;
+      try {
+        probes.push(await probeOnce(context, phase));
+        if (!values.json) console.error(JSON.stringify(probes.at(-1)));
+      } catch (e) {
+        console.error(e);
+      }
+    }
+  })();
+  return {
+    stop() {
+      probing = false;
+      return prober;
+    },
+  };
+}
+
+/** Runs wrk with `connections` for `seconds`, each waiting `delayMs` between requests. */
+type LoadFn = (
+  connections: number,
+  seconds: number,
+  delayMs?: number,
+) => Promise<WrkResult>;
+
+/** The segments of a phase as one wrk result. */
+function joinSegments(segments: WrkResult[]): WrkResult {
+  return {
+    ...segments[0]!,
+    requests: segments.reduce((n, r) => n + r.requests, 0),
+    non2xx: segments.reduce((n, r) => n + r.non2xx, 0),
+    latencyMs: {
+      ...segments[0]!.latencyMs,
+      p50: median(segments.map((r) => r.latencyMs.p50)),
+      p99: Math.max(...segments.map((r) => r.latencyMs.p99)),
+    },
+  };
+}
+
+/**
+ * Offers `rate` requests/s for `--phase` seconds; `probes` grows meanwhile,
+ * and the probes of the phase say whether the rate is sustainable.
+ */
+async function ratePhase(
+  load: LoadFn,
+  rate: number,
+  probes: Probe[],
+): Promise<Phase> {
+  const connections = Math.max(4, Math.min(200, Math.round(rate / 40)));
+  const from = probes.length;
+  const t1 = performance.now();
+  // Segments of one probe period each: wrk's delay is set again after
+  // each one from the rate it reached, so the offered rate holds.
+  const period = connections * 1000 / rate;
+  let delay = period;
+  const segments: WrkResult[] = [];
+  while ((performance.now() - t1) / 1000 < phaseSeconds - 1) {
+    const seconds = Math.min(
+      probeSeconds,
+      Math.ceil(phaseSeconds - (performance.now() - t1) / 1000),
+    );
+    const result = await load(
+      connections,
+      seconds,
+      Math.max(0, Math.round(delay)),
+    );
+    segments.push(result);
+    const reached = result.requests / seconds;
+    if (reached > 0) {
+      delay = Math.max(0, period - (connections * 1000 / reached - delay));
+    }
+  }
+  const result = joinSegments(segments);
+  const mine = probes.slice(from);
+  const middle = mine[Math.floor(mine.length / 2)];
+  const end = mine.at(-1);
+  const size = (p?: Probe) => p ? p.queuedEntries + p.unmergedEntries : 0;
+  return {
+    name: `${rate}/s`,
+    offered: rate,
+    wrk: result,
+    seconds: (performance.now() - t1) / 1000,
+    sustainable: result.non2xx === 0 &&
+      size(end) <= size(middle) * 1.2 + 2 * rate,
+  };
+}
+
+/** The report printed at the end. */
+function reportOf(
+  rawPerEntry: number,
+  peakRssKiB: number,
+  phases: Phase[],
+  probes: Probe[],
+) {
+  return {
+    rawBytesPerEntry: Math.round(rawPerEntry),
+    peakRssMiB: Math.round(peakRssKiB / 102.4) / 10,
+    phases: phases.map((p) => ({
+      name: p.name,
+      offered: p.offered,
+      accepted: Math.round(
+        (p.wrk.requests - p.wrk.non2xx) / p.seconds,
+      ),
+      non2xx: p.wrk.non2xx,
+      p50Ms: p.wrk.latencyMs.p50,
+      p99Ms: p.wrk.latencyMs.p99,
+      sustainable: p.sustainable,
+    })),
+    probes,
+  };
+}
+
+async function main() {
+  const dir = await Deno.makeTempDir({ prefix: "logs-steady-" });
+  const kvPath = `${dir}/kv.sqlite`;
+  const project = await createBenchProject(kvPath, "steady bench");
+  const { bodies, user, rawPerEntry } = makeBodies(project.id);
+  const queries: Record<string, string> = {
+    newest: "",
+    "level:critical": "level:critical",
+    "rare word": RARE,
+    "absent word": "nowherefoundxyz",
+    "one user": `context.userId:${user}`,
+  };
+  const server = await startService(kvPath);
   const url = `${server.url}/api/v1/logs`;
   const bodiesFile = `${dir}/bodies.jsonl`;
   Deno.writeTextFileSync(bodiesFile, bodies.join("\n") + "\n");
   // Each wrk run starts past the addresses the earlier ones used.
   let offset = 0;
-  const load = async (connections: number, seconds: number, delayMs = 0) => {
+  const load: LoadFn = async (connections, seconds, delayMs = 0) => {
     const result = await wrk({
       url,
       bodies: `@${bodiesFile}`,
@@ -185,132 +290,45 @@ async function main() {
     return result;
   };
   const kv = await Deno.openKv(kvPath);
-  const began = performance.now();
+  const context: ProbeContext = {
+    kv,
+    kvPath,
+    projectId: project.id,
+    server,
+    queries,
+    rawPerEntry,
+    began: performance.now(),
+  };
   const probes: Probe[] = [];
   let phaseName = "burst";
-  let probing = true;
-
-  const probe = async () => {
-    const now = Date.now();
-    const [stats, backlog] = await Promise.all([
-      readStats(kv, project.id),
-      readBacklog(kv, project.id, now),
-    ]);
-    const times: Record<string, number> = {};
-    for (const [name, q] of Object.entries(queries)) {
-      const start = performance.now();
-      await queryLogs(kv, project.id, { filter: parseQuery(q), limit: 100 });
-      times[name] = Math.round(performance.now() - start);
-    }
-    const raw = Math.max(1, stats.accepted * rawPerEntry);
-    const file = (await Deno.stat(kvPath)).size;
-    const memory = await serverMemory(server.child.pid, "main.ts");
-    probes.push({
-      t: Math.round((performance.now() - began) / 1000),
-      phase: phaseName,
-      accepted: stats.accepted,
-      queuedEntries: backlog.queued.entries,
-      openChunks: backlog.openChunks,
-      unmergedEntries: backlog.unmerged.entries,
-      oldestUnmergedS: backlog.unmerged.oldestAgeMs === null
-        ? null
-        : Math.round(backlog.unmerged.oldestAgeMs / 100) / 10,
-      queries: times,
-      liveBytesPerRaw: Math.round(pages(kvPath) / raw * 1000) / 1000,
-      fileBytesPerRaw: Math.round(file / raw * 1000) / 1000,
-      rssMiB: Math.round((memory?.vmRssKiB ?? 0) / 102.4) / 10,
-    });
-    if (!values.json) console.error(JSON.stringify(probes.at(-1)));
-  };
-  const prober = (async () => {
-    while (probing) {
-      await new Promise((r) => setTimeout(r, probeSeconds * 1000));
-      if (probing) await probe().catch((e) => console.error(e));
-    }
-  })();
-
+  const prober = startProbing(context, probes, () => phaseName);
   const phases: Phase[] = [];
   try {
     const t0 = performance.now();
     const burst = await load(burstConnections, burstSeconds);
+    const seconds = (performance.now() - t0) / 1000;
     phases.push({
       name: "burst",
       offered: null,
       wrk: burst,
-      seconds: (performance.now() - t0) / 1000,
+      seconds,
       sustainable: null,
     });
     for (const rate of rates) {
       phaseName = `${rate}/s`;
-      const connections = Math.max(4, Math.min(200, Math.round(rate / 40)));
-      const from = probes.length;
-      const t1 = performance.now();
-      // Segments of one probe period each: wrk's delay is set again after
-      // each one from the rate it reached, so the offered rate holds.
-      const period = connections * 1000 / rate;
-      let delay = period;
-      const segments: WrkResult[] = [];
-      while ((performance.now() - t1) / 1000 < phaseSeconds - 1) {
-        const seconds = Math.min(
-          probeSeconds,
-          Math.ceil(phaseSeconds - (performance.now() - t1) / 1000),
-        );
-        const result = await load(
-          connections,
-          seconds,
-          Math.max(0, Math.round(delay)),
-        );
-        segments.push(result);
-        const reached = result.requests / seconds;
-        if (reached > 0) {
-          delay = Math.max(0, period - (connections * 1000 / reached - delay));
-        }
-      }
-      const result: WrkResult = {
-        ...segments[0]!,
-        requests: segments.reduce((n, r) => n + r.requests, 0),
-        non2xx: segments.reduce((n, r) => n + r.non2xx, 0),
-        latencyMs: {
-          ...segments[0]!.latencyMs,
-          p50: median(segments.map((r) => r.latencyMs.p50)),
-          p99: Math.max(...segments.map((r) => r.latencyMs.p99)),
-        },
-      };
-      const mine = probes.slice(from);
-      const middle = mine[Math.floor(mine.length / 2)];
-      const end = mine.at(-1);
-      const size = (p?: Probe) => p ? p.queuedEntries + p.unmergedEntries : 0;
-      phases.push({
-        name: phaseName,
-        offered: rate,
-        wrk: result,
-        seconds: (performance.now() - t1) / 1000,
-        sustainable: result.non2xx === 0 &&
-          size(end) <= size(middle) * 1.2 + 2 * rate,
-      });
+      phases.push(await ratePhase(load, rate, probes));
     }
   } finally {
-    probing = false;
-    await prober;
+    await prober.stop();
     const memory = await serverMemory(server.child.pid, "main.ts");
     await server.stop();
     kv.close();
-    const report = {
-      rawBytesPerEntry: Math.round(rawPerEntry),
-      peakRssMiB: Math.round((memory?.vmHwmKiB ?? 0) / 102.4) / 10,
-      phases: phases.map((p) => ({
-        name: p.name,
-        offered: p.offered,
-        accepted: Math.round(
-          (p.wrk.requests - p.wrk.non2xx) / p.seconds,
-        ),
-        non2xx: p.wrk.non2xx,
-        p50Ms: p.wrk.latencyMs.p50,
-        p99Ms: p.wrk.latencyMs.p99,
-        sustainable: p.sustainable,
-      })),
+    const report = reportOf(
+      rawPerEntry,
+      memory?.vmHwmKiB ?? 0,
+      phases,
       probes,
-    };
+    );
     console.log(JSON.stringify(report, null, values.json ? 0 : 2));
     await Deno.remove(dir, { recursive: true });
   }

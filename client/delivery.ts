@@ -20,7 +20,7 @@
  *
  * @module
  */
-import { createPace } from "./pace.ts";
+import { createPace, type Pace } from "./pace.ts";
 import type { Entry } from "./sign.ts";
 
 /** Bytes a page may have in flight in `keepalive` requests and beacons. */
@@ -160,51 +160,85 @@ function retryAfterMs(header: string | null, now: () => number): number {
     : 0;
 }
 
+/** An answer's status (0 if none), wait asked and error; a small tuple. */
+type Answer = [status: number, retryMs: number, error?: Partial<DeliveryError>];
+
 /**
- * Builds a sender. Nothing runs until a job is pushed, and nothing is left
- * scheduled once the queue is empty, so an idle sender keeps no process alive.
- *
- * @example
- * ```ts
- * const sender = createSender({ endpoint, headers: () => ({ "Content-Type": "application/json" }) });
- * const body = JSON.stringify(entry);
- * sender.push({ entry, body, params: body, bytes: body.length, attempts: 0 });
- * await sender.flush();
- * ```
+ * What posts one job and reads its answer. The request never throws: a
+ * network error, an abort at the deadline or a failure to make the headers
+ * answers status 0.
  */
-export function createSender(options: SenderOptions): Sender {
-  const maxQueue = options.maxQueue ?? 1000;
+function poster(
+  options: SenderOptions,
+  doFetch: typeof fetch,
+  pace: Pace,
+  now: () => number,
+): (job: Job, keepalive: boolean, signal: AbortSignal) => Promise<Answer> {
+  return async (job, keepalive, signal) => {
+    let status = 0;
+    let retryAfter = 0;
+    let error: Partial<DeliveryError> | undefined;
+    try {
+      const res = await doFetch(options.endpoint, {
+        method: "POST",
+        headers: await options.headers(job),
+        body: job.body,
+        keepalive,
+        signal,
+      });
+      status = res.status;
+      if (status === 200) {
+        await res.body?.cancel();
+      } else {
+        // A 429 tells the service's burst for this address: keep under it.
+        const limit = +res.headers.get("ratelimit-limit")!;
+        if (status === 429 && limit > 0) pace.fit(limit);
+        retryAfter = retryAfterMs(res.headers.get("retry-after"), now);
+        error = (await res.json()).error;
+      }
+    } catch (e) {
+      if (!status) {
+        error = { message: `Cannot send the entry: ${(e as Error)?.message}` };
+      }
+    }
+    return [status, retryAfter, error];
+  };
+}
+
+/** The sending half of a sender, as its queue side sees it. */
+interface Dispatch {
+  /** Sends what the pacing and the concurrency allow, then settles. */
+  pump(): void;
+  /** Sends nothing more and cancels the pacing's timer. */
+  stop(): void;
+  /** Bytes of the keepalive budget not in flight. */
+  budget(): number;
+}
+
+/**
+ * The sending half of a sender: takes jobs from the head of `queue` at the
+ * pace, posts them, and counts or retries them by their answers; `settle`
+ * is called whenever the work left may have reached zero. `set` and `clear`
+ * are the sender's timers.
+ */
+function createDispatch(
+  options: SenderOptions,
+  queue: Job[],
+  stats: DeliveryStats,
+  settle: () => void,
+  set: (fn: () => void, ms: number) => unknown,
+  clear: (id: unknown) => void,
+): Dispatch {
   const concurrency = options.concurrency ?? 4;
   const maxRetries = options.maxRetries ?? 10;
   const timeoutMs = options.timeoutMs ?? 10000;
-  const doFetch = options.fetch ?? fetch;
   const now = options.now ?? Date.now;
-  const set = options.setTimeout ?? setTimeout;
-  const clear = (options.clearTimeout ?? clearTimeout) as (id: unknown) => void;
   const onError = options.onError ?? (() => {});
-
-  const queue: Job[] = [];
-  const waiters = new Set<(idle: boolean) => void>();
-  const stats = {
-    queued: 0,
-    inFlight: 0,
-    sent: 0,
-    retried: 0,
-    dropped: 0,
-    failed: 0,
-    beaconed: 0,
-  };
   const pace = createPace({ ...options, now });
+  const post = poster(options, options.fetch ?? fetch, pace, now);
   let keepaliveBytes = 0;
   let timer: unknown;
-  let sealed = false;
   let stopped = false;
-
-  function settle(): void {
-    if (queue.length + stats.inFlight === 0) {
-      for (const resolve of waiters) resolve(true);
-    }
-  }
 
   function pump(): void {
     while (
@@ -237,32 +271,11 @@ export function createSender(options: SenderOptions): Sender {
     const sentAt = now();
     const abort = new AbortController();
     const deadline = set(() => abort.abort(), timeoutMs);
-    let status = 0;
-    let retryAfter = 0;
-    let error: Partial<DeliveryError> | undefined;
-    try {
-      const res = await doFetch(options.endpoint, {
-        method: "POST",
-        headers: await options.headers(job),
-        body: job.body,
-        keepalive,
-        signal: abort.signal,
-      });
-      status = res.status;
-      if (status === 200) {
-        await res.body?.cancel();
-      } else {
-        // A 429 tells the service's burst for this address: keep under it.
-        const limit = +res.headers.get("ratelimit-limit")!;
-        if (status === 429 && limit > 0) pace.fit(limit);
-        retryAfter = retryAfterMs(res.headers.get("retry-after"), now);
-        error = (await res.json()).error;
-      }
-    } catch (e) {
-      if (!status) {
-        error = { message: `Cannot send the entry: ${(e as Error)?.message}` };
-      }
-    }
+    const [status, retryAfter, error] = await post(
+      job,
+      keepalive,
+      abort.signal,
+    );
     clear(deadline);
     stats.inFlight--;
     if (keepalive) keepaliveBytes -= job.bytes;
@@ -282,6 +295,59 @@ export function createSender(options: SenderOptions): Sender {
   }
 
   return {
+    pump,
+    stop() {
+      stopped = true;
+      if (timer !== undefined) clear(timer);
+      timer = undefined;
+    },
+    budget: () => KEEPALIVE_BUDGET - keepaliveBytes,
+  };
+}
+
+/**
+ * Builds a sender. Nothing runs until a job is pushed, and nothing is left
+ * scheduled once the queue is empty, so an idle sender keeps no process alive.
+ *
+ * @example
+ * ```ts
+ * const sender = createSender({ endpoint, headers: () => ({ "Content-Type": "application/json" }) });
+ * const body = JSON.stringify(entry);
+ * sender.push({ entry, body, params: body, bytes: body.length, attempts: 0 });
+ * await sender.flush();
+ * ```
+ */
+export function createSender(options: SenderOptions): Sender {
+  const maxQueue = options.maxQueue ?? 1000;
+  const set = options.setTimeout ?? setTimeout;
+  const clear = (options.clearTimeout ?? clearTimeout) as (id: unknown) => void;
+  const queue: Job[] = [];
+  const waiters = new Set<(idle: boolean) => void>();
+  const stats = {
+    queued: 0,
+    inFlight: 0,
+    sent: 0,
+    retried: 0,
+    dropped: 0,
+    failed: 0,
+    beaconed: 0,
+  };
+  const settle = () => {
+    if (queue.length + stats.inFlight === 0) {
+      for (const resolve of waiters) resolve(true);
+    }
+  };
+  const dispatch = createDispatch(
+    options,
+    queue,
+    stats,
+    settle,
+    set,
+    clear,
+  );
+  let sealed = false;
+
+  return {
     push(job) {
       if (sealed) {
         stats.dropped++;
@@ -292,7 +358,7 @@ export function createSender(options: SenderOptions): Sender {
         stats.dropped++;
       }
       queue.push(job);
-      pump();
+      dispatch.pump();
     },
     flush(timeoutMs) {
       return new Promise((resolve) => {
@@ -308,7 +374,7 @@ export function createSender(options: SenderOptions): Sender {
       });
     },
     beacon(sendBeacon) {
-      let budget = KEEPALIVE_BUDGET - keepaliveBytes;
+      let budget = dispatch.budget();
       while (
         queue.length > 0 && queue[0]!.bytes <= budget &&
         sendBeacon(queue[0]!.body)
@@ -322,11 +388,10 @@ export function createSender(options: SenderOptions): Sender {
       sealed = true;
     },
     stop() {
-      sealed = stopped = true;
+      sealed = true;
+      dispatch.stop();
       stats.dropped += queue.length;
       queue.length = 0;
-      if (timer !== undefined) clear(timer);
-      timer = undefined;
       settle();
     },
     stats: () => ({ ...stats, queued: queue.length }),

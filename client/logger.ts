@@ -99,6 +99,50 @@ const page = globalThis as unknown as {
 };
 
 /**
+ * The headers of a job's request. A server logger (one given `secret`)
+ * signs a job when it is first sent and again once the signature is older
+ * than `resignAfterMs`; a retry in between resends it unchanged.
+ */
+function jobHeaders(
+  options: LoggerOptions,
+  browser: boolean,
+): (job: Job) => Promise<Record<string, string>> {
+  const { projectId, secret } = options;
+  const now = options.now ?? Date.now;
+  const resignAfterMs = options.resignAfterMs ?? 240000;
+  const headers = {
+    "Content-Type": browser && !secret
+      ? "text/plain;charset=UTF-8"
+      : "application/json",
+  };
+  let lastStamp = 0;
+  return async (job) => {
+    if (!secret) return headers;
+    if (!job.headers || now() - job.madeAt! > resignAfterMs) {
+      lastStamp = Math.max(now(), lastStamp + 1);
+      job.madeAt = lastStamp;
+      job.headers = {
+        ...headers,
+        timestamp: String(lastStamp),
+        signature: await sign(secret, projectId + job.params + lastStamp),
+      };
+    }
+    return job.headers;
+  };
+}
+
+/** The method logging at `level`: a title, a message, more data. */
+function levelMethod(log: Logger["log"], level: string): LevelMethod {
+  return (title, message, data) =>
+    log(
+      level,
+      message instanceof Error
+        ? { title, message: message.message, stack: message.stack, ...data }
+        : { title, message, ...data },
+    );
+}
+
+/**
  * Creates a logger that sends entries to the service, paced, retried and
  * flushed as the page or process ends.
  *
@@ -113,41 +157,20 @@ const page = globalThis as unknown as {
  * ```
  */
 export function createLogger(options: LoggerOptions): Logger {
-  const { projectId, secret } = options;
-  const now = options.now ?? Date.now;
-  const resignAfterMs = options.resignAfterMs ?? 240000;
   const onError = options.onError ?? (() => {});
   const browser = !!page.document;
-  const headers = {
-    "Content-Type": browser && !secret
-      ? "text/plain;charset=UTF-8"
-      : "application/json",
-  };
   const device = deviceOf(
     globalThis,
     options.deviceContext ?? true,
     options.device,
   );
-  let lastStamp = 0;
   const sender = createSender({
     ...options,
     keepalive: browser,
-    headers: async (job: Job) => {
-      if (!secret) return headers;
-      if (!job.headers || now() - job.madeAt! > resignAfterMs) {
-        lastStamp = Math.max(now(), lastStamp + 1);
-        job.madeAt = lastStamp;
-        job.headers = {
-          ...headers,
-          timestamp: String(lastStamp),
-          signature: await sign(secret, projectId + job.params + lastStamp),
-        };
-      }
-      return job.headers;
-    },
+    headers: jobHeaders(options, browser),
   });
   const stops: (() => void)[] = [];
-  if (options.beacon ?? (browser && !secret)) {
+  if (options.beacon ?? (browser && !options.secret)) {
     stops.push(watchPage(sender, {
       target: globalThis,
       hidden: () => page.document?.visibilityState === "hidden",
@@ -157,7 +180,7 @@ export function createLogger(options: LoggerOptions): Logger {
   function log(level: string, data: Record<string, unknown>): void {
     const entry: Entry = {
       level,
-      projectId,
+      projectId: options.projectId,
       device: device(),
       context: options.context,
       data,
@@ -189,21 +212,11 @@ export function createLogger(options: LoggerOptions): Logger {
     });
   }
 
-  function at(level: string) {
-    return (title: string, message?: Message, data?: object): void =>
-      log(
-        level,
-        message instanceof Error
-          ? { title, message: message.message, stack: message.stack, ...data }
-          : { title, message, ...data },
-      );
-  }
-
   const logger: Logger = {
-    info: at("info"),
-    warning: at("warning"),
-    error: at("error"),
-    critical: at("critical"),
+    info: levelMethod(log, "info"),
+    warning: levelMethod(log, "warning"),
+    error: levelMethod(log, "error"),
+    critical: levelMethod(log, "critical"),
     log,
     flush: sender.flush,
     async close(timeoutMs) {

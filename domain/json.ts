@@ -85,31 +85,15 @@ export function scanJson(
   let expectKey = false;
   let key = "";
   let valueStart = -1;
-  // Below the top level, inside a member checked for exactness: per depth,
-  // whether it is an array, and the last name's text or the index reached,
-  // so that a finding can name its path.
+  // Inside a top-level member named in `exactIn`.
   let checking = false;
-  const isArray: boolean[] = [];
-  const nameAt: number[] = [];
-  const indexAt: number[] = [];
-  // The names of each object open below the top level, to find a repeated
-  // one (`JSON.parse` would keep only its last value).
-  const namesAt: (string[] | Set<string>)[] = [];
-  let inexact: Inexact[] | undefined;
-  const report = (path: string, message: string) => {
-    inexact ??= [];
-    if (inexact.length < MAX_INEXACT) inexact.push({ path, message });
+  const checked: Checked = {
+    isArray: [],
+    nameAt: [],
+    indexAt: [],
+    namesAt: [],
   };
-  const pathTo = (until: number, name?: string) => {
-    const parts = [key];
-    for (let d = 2; d <= until; d++) {
-      parts.push(
-        isArray[d] ? String(indexAt[d]) : readName(text, nameAt[d]!),
-      );
-    }
-    if (name !== undefined) parts.push(name);
-    return parts.join(".");
-  };
+  const { isArray, nameAt, indexAt, namesAt } = checked;
   for (let i = 0; i < text.length; i++) {
     const c = text.charCodeAt(i);
     if (c === QUOTE) {
@@ -128,10 +112,12 @@ export function scanJson(
         else if (names.push(key) > FEW_NAMES) many = new Set(names);
         checking = exactIn?.has(key) ?? false;
       } else if (checking) {
+        // Inline, not a call: it runs for every name of a checked member.
         nameAt[depth] = start;
         if (isProto(text, start, i)) {
-          const path = pathTo(depth - 1, "__proto__");
+          const path = pathTo(text, key, checked, depth - 1, "__proto__");
           report(
+            checked,
             path,
             `"${path}" cannot be stored: ` +
               `a member named "__proto__" is dropped by JavaScript; rename it`,
@@ -143,8 +129,9 @@ export function scanJson(
           : raw;
         const seen = namesAt[depth]!;
         if (Array.isArray(seen) ? seen.includes(name) : seen.has(name)) {
-          const path = pathTo(depth - 1, name);
+          const path = pathTo(text, key, checked, depth - 1, name);
           report(
+            checked,
             path,
             `"${path}" appears more than once in its object: ` +
               `only one value would be kept; send each name once`,
@@ -184,13 +171,60 @@ export function scanJson(
       const end = numberEnd(text, i);
       const why = numberProblem(text, i, end);
       if (why !== null) {
-        const path = pathTo(depth);
-        report(path, `"${path}" ${why}: send it as a string`);
+        const path = pathTo(text, key, checked, depth);
+        report(checked, path, `"${path}" ${why}: send it as a string`);
       }
       i = end - 1;
     }
   }
+  const { inexact } = checked;
   return inexact ? { spans, inexact } : { spans };
+}
+
+/**
+ * Where a scan is below the top level of a member checked for exactness:
+ * per depth, whether it is an array, and the last name's text or the index
+ * reached, so that a finding can name its path; the names of each object
+ * open, to find a repeated one (`JSON.parse` would keep only its last
+ * value); and what was found.
+ */
+interface Checked {
+  isArray: boolean[];
+  nameAt: number[];
+  indexAt: number[];
+  namesAt: (string[] | Set<string>)[];
+  inexact?: Inexact[];
+}
+
+/** Records a finding, while fewer than {@linkcode MAX_INEXACT} are. */
+function report(checked: Checked, path: string, message: string): void {
+  checked.inexact ??= [];
+  if (checked.inexact.length < MAX_INEXACT) {
+    checked.inexact.push({ path, message });
+  }
+}
+
+/**
+ * The path inside the top-level member `key` down to depth `until`, then
+ * `name` if given.
+ */
+function pathTo(
+  text: string,
+  key: string,
+  checked: Checked,
+  until: number,
+  name?: string,
+): string {
+  const parts = [key];
+  for (let d = 2; d <= until; d++) {
+    parts.push(
+      checked.isArray[d]
+        ? String(checked.indexAt[d])
+        : readName(text, checked.nameAt[d]!),
+    );
+  }
+  if (name !== undefined) parts.push(name);
+  return parts.join(".");
 }
 
 /** The name whose text opens with the quote at `open`, decoded. */

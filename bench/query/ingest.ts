@@ -79,6 +79,72 @@ export interface BuiltStore {
   compactSeconds: number;
 }
 
+const encoder = new TextEncoder();
+
+/**
+ * The entry the endpoint would queue for `generated`, received at
+ * `receivedAt`, and the bytes of its JSON as sent.
+ */
+function toQueued(
+  generated: GeneratedEntry,
+  projectId: string,
+  receivedAt: number,
+): { entry: QueuedEntry; sentBytes: number } {
+  const { appid, ...body } = generated;
+  const entry: QueuedEntry = {
+    id: createId(receivedAt),
+    receivedAt,
+    projectId,
+    level: body.level,
+    data: body.data,
+    device: body.device,
+    context: body.context,
+    ...(appid === undefined ? { origin: ORIGIN } : { appid }),
+  };
+  const sentBytes = encoder.encode(JSON.stringify({
+    level: body.level,
+    projectId,
+    data: body.data,
+    device: body.device,
+    context: body.context,
+    ...(appid === undefined ? {} : { appid }),
+  })).length;
+  return { entry, sentBytes };
+}
+
+/** The record the store keeps of a queued `entry`. */
+function toRecord(entry: QueuedEntry): LogRecord {
+  const { appid } = entry;
+  const record: LogRecord = {
+    id: entry.id,
+    receivedAt: entry.receivedAt,
+    level: entry.level,
+    data: entry.data,
+    device: entry.device!,
+    context: entry.context!,
+    auth: appid === undefined ? "origin" : "appid",
+  };
+  if (appid !== undefined) record.appid = appid;
+  else record.origin = ORIGIN;
+  return record;
+}
+
+/** The service's producer and consumer over `kv`, on the bench's clock. */
+function benchPipeline(kv: Deno.Kv, now: () => number) {
+  return createPipeline({
+    kv,
+    now,
+    config: {
+      consumerConcurrency: 4,
+      maxPendingRequests: 100_000,
+      projectCacheMs: 3_600_000,
+      signatureMaxSkewMs: 300_000,
+    },
+    onError: (batchId, error) =>
+      console.error(`Cannot process batch "${batchId}":`, error),
+  });
+}
+
 /**
  * Generates, ingests and compacts `count` entries into a new project.
  *
@@ -98,18 +164,7 @@ export async function buildStore(
     allow: [ORIGIN, ...APP_IDS],
     now,
   });
-  const pipeline = createPipeline({
-    kv,
-    now,
-    config: {
-      consumerConcurrency: 4,
-      maxPendingRequests: 100_000,
-      projectCacheMs: 3_600_000,
-      signatureMaxSkewMs: 300_000,
-    },
-    onError: (batchId, error) =>
-      console.error(`Cannot process batch "${batchId}":`, error),
-  });
+  const pipeline = benchPipeline(kv, now);
   const generator = createGenerator(options.seed);
   const jitter = mulberry32(options.seed ^ 0x5eed);
   const compactEveryMs = options.compactEveryMs ?? 600_000;
@@ -124,7 +179,6 @@ export async function buildStore(
     ingestSeconds: 0,
     compactSeconds: 0,
   };
-  const encoder = new TextEncoder();
   let compactSeconds = 0;
   const compact = async (at: number) => {
     await pipeline.worker.idle();
@@ -143,39 +197,12 @@ export async function buildStore(
       let generated: GeneratedEntry = generator.next();
       const word = options.plant?.get(i);
       if (word !== undefined) generated = plantWord(generated, word);
-      const { appid, ...body } = generated;
-      const entry: QueuedEntry = {
-        id: createId(receivedAt),
-        receivedAt,
-        projectId: project.id,
-        level: body.level,
-        data: body.data,
-        device: body.device,
-        context: body.context,
-        ...(appid === undefined ? { origin: ORIGIN } : { appid }),
-      };
-      built.rawBytes += encoder.encode(JSON.stringify({
-        level: body.level,
-        projectId: project.id,
-        data: body.data,
-        device: body.device,
-        context: body.context,
-        ...(appid === undefined ? {} : { appid }),
-      })).length;
+      const { entry, sentBytes } = toQueued(generated, project.id, receivedAt);
+      built.rawBytes += sentBytes;
       built.ids.push(entry.id);
       built.levels[entry.level] = (built.levels[entry.level] ?? 0) + 1;
       if (options.keep || sampled.has(i)) {
-        const record: LogRecord = {
-          id: entry.id,
-          receivedAt,
-          level: entry.level,
-          data: entry.data,
-          device: entry.device!,
-          context: entry.context!,
-          auth: appid === undefined ? "origin" : "appid",
-        };
-        if (appid !== undefined) record.appid = appid;
-        else record.origin = ORIGIN;
+        const record = toRecord(entry);
         if (options.keep) built.records.push(record);
         if (sampled.has(i)) built.samples.set(i, record);
       }

@@ -183,6 +183,48 @@ function chooseShown(
 }
 
 /**
+ * The fields shown, a row each: a value links to the entries sharing it,
+ * and "−" to those without it.
+ */
+function FieldTable(props: { fields: ShownField[] }) {
+  return (
+    <table class="fields">
+      <tbody>
+        {props.fields.map((field) => (
+          <tr data-path={field.path}>
+            <th scope="row">{field.path}</th>
+            <td>
+              {field.hrefs
+                ? (
+                  <a
+                    class="value"
+                    title={`Show only entries with ${field.path} = this value`}
+                    href={field.hrefs.only}
+                  >
+                    {field.value}
+                  </a>
+                )
+                : <span class="value">{field.value}</span>}
+            </td>
+            <td class="exclude">
+              {field.hrefs && (
+                <a
+                  title={`Hide entries with ${field.path} = this value`}
+                  aria-label={`Exclude ${field.path}`}
+                  href={field.hrefs.without}
+                >
+                  −
+                </a>
+              )}
+            </td>
+          </tr>
+        ))}
+      </tbody>
+    </table>
+  );
+}
+
+/**
  * The detail of an entry: its actions, fields and JSON, as a preview or in
  * full. Also the answer to the script's request for the full entry.
  */
@@ -229,41 +271,7 @@ export function EntryDetail(
         </p>
       )}
       <StackView stack={record.data.stack} />
-      {shown.fields.length > 0 && (
-        <table class="fields">
-          <tbody>
-            {shown.fields.map((field) => (
-              <tr data-path={field.path}>
-                <th scope="row">{field.path}</th>
-                <td>
-                  {field.hrefs
-                    ? (
-                      <a
-                        class="value"
-                        title={`Show only entries with ${field.path} = this value`}
-                        href={field.hrefs.only}
-                      >
-                        {field.value}
-                      </a>
-                    )
-                    : <span class="value">{field.value}</span>}
-                </td>
-                <td class="exclude">
-                  {field.hrefs && (
-                    <a
-                      title={`Hide entries with ${field.path} = this value`}
-                      aria-label={`Exclude ${field.path}`}
-                      href={field.hrefs.without}
-                    >
-                      −
-                    </a>
-                  )}
-                </td>
-              </tr>
-            ))}
-          </tbody>
-        </table>
-      )}
+      {shown.fields.length > 0 && <FieldTable fields={shown.fields} />}
       {shown.json !== "" && (
         <pre class="json" id={`json-${record.id}`}>
           {jsonCut ? `${shown.json}\n…` : shown.json}

@@ -75,6 +75,61 @@ export function Sparkline(props: { hourly: number[]; now: number }) {
   );
 }
 
+/** One group: its title, top frame and latest title, counts and times. */
+function GroupRow(
+  props: {
+    ctx: PageContext;
+    projectId: string;
+    group: ErrorGroup;
+    now: number;
+  },
+) {
+  const { ctx, group, now } = props;
+  return (
+    <tr
+      data-fingerprint={group.fingerprint}
+      class={group.isNew ? "new" : undefined}
+    >
+      <td>
+        <span class={`lvl ${levelClass(group.level)}`}>
+          {group.level}
+        </span>{" "}
+        {group.isNew && <span class="badge new">new</span>}{" "}
+        <a
+          class="group-link strong"
+          href={explorerHref(ctx.base, props.projectId, groupState(group))}
+          title="Show this group's entries in the explorer"
+        >
+          {group.title || "(no title)"}
+        </a>
+        {group.topFrame !== null && (
+          <div>
+            <code class="frame">{group.topFrame}</code>
+          </div>
+        )}
+        {group.sampleTitle !== "" &&
+          group.sampleTitle !== group.title && (
+          <div class="hint sample">
+            Latest: {group.sampleTitle}
+          </div>
+        )}
+      </td>
+      <td class="num count">
+        {group.count.toLocaleString("en-US")}
+      </td>
+      <td>
+        <Sparkline hourly={group.hourly} now={now} />
+      </td>
+      <td>
+        <TimeAgo at={group.firstSeen} now={now} />
+      </td>
+      <td>
+        <TimeAgo at={group.lastSeen} now={now} />
+      </td>
+    </tr>
+  );
+}
+
 /** The errors page. */
 export function ErrorsPage(props: { ctx: PageContext; data: ErrorsData }) {
   const { ctx, data } = props;
@@ -109,51 +164,13 @@ export function ErrorsPage(props: { ctx: PageContext; data: ErrorsData }) {
               ]}
             >
               {data.groups.map((group) => (
-                <tr
-                  data-fingerprint={group.fingerprint}
-                  class={group.isNew ? "new" : undefined}
-                >
-                  <td>
-                    <span class={`lvl ${levelClass(group.level)}`}>
-                      {group.level}
-                    </span>{" "}
-                    {group.isNew && <span class="badge new">new</span>}{" "}
-                    <a
-                      class="group-link strong"
-                      href={explorerHref(
-                        ctx.base,
-                        project.id,
-                        groupState(group),
-                      )}
-                      title="Show this group's entries in the explorer"
-                    >
-                      {group.title || "(no title)"}
-                    </a>
-                    {group.topFrame !== null && (
-                      <div>
-                        <code class="frame">{group.topFrame}</code>
-                      </div>
-                    )}
-                    {group.sampleTitle !== "" &&
-                      group.sampleTitle !== group.title && (
-                      <div class="hint sample">
-                        Latest: {group.sampleTitle}
-                      </div>
-                    )}
-                  </td>
-                  <td class="num count">
-                    {group.count.toLocaleString("en-US")}
-                  </td>
-                  <td>
-                    <Sparkline hourly={group.hourly} now={data.now} />
-                  </td>
-                  <td>
-                    <TimeAgo at={group.firstSeen} now={data.now} />
-                  </td>
-                  <td>
-                    <TimeAgo at={group.lastSeen} now={data.now} />
-                  </td>
-                </tr>
+                <GroupRow
+                  key={group.fingerprint}
+                  ctx={ctx}
+                  projectId={project.id}
+                  group={group}
+                  now={data.now}
+                />
               ))}
             </ListTable>
           </>

@@ -9,7 +9,12 @@
  */
 import type { LogRecord } from "../../domain/entry.ts";
 import { type ExplorerState, formatUtc } from "../explorer_state.ts";
-import { EntryRow, pageBudget, type PreviewBudget } from "./entry.tsx";
+import {
+  type EntryLinks,
+  EntryRow,
+  pageBudget,
+  type PreviewBudget,
+} from "./entry.tsx";
 import { ExportLinks } from "./export_links.tsx";
 import { LevelChips, TimeControls } from "./explorer_controls.tsx";
 import { entryLinks, EntryList, explorerHref } from "./explorer_list.tsx";
@@ -103,17 +108,194 @@ function ContextView(
   );
 }
 
+/** The search box; the hidden fields keep the levels and the time range. */
+function SearchForm(
+  props: { ctx: PageContext; projectId: string; state: ExplorerState },
+) {
+  const { ctx, projectId, state } = props;
+  return (
+    <form
+      class="search"
+      method="get"
+      action={link(ctx.base, `/projects/${projectId}`)}
+    >
+      <input
+        type="search"
+        name="q"
+        id="q"
+        value={state.q}
+        placeholder='Search: words, "phrases", context.userId:42, -device.os:iOS, level>=warning'
+        aria-label="Query"
+        autocomplete="off"
+        spellcheck={false}
+      />
+      {state.levels.length > 0 && (
+        <input type="hidden" name="level" value={state.levels.join(",")} />
+      )}
+      {state.since !== undefined && (
+        <input type="hidden" name="since" value={formatUtc(state.since)} />
+      )}
+      {state.until !== undefined && (
+        <input type="hidden" name="until" value={formatUtc(state.until)} />
+      )}
+      {state.since === undefined && (
+        <input type="hidden" name="range" value={state.range} />
+      )}
+      {state.paused && <input type="hidden" name="live" value="off" />}
+      <button type="submit">Search</button>
+    </form>
+  );
+}
+
+/** The live-tail switch, which the script drives. */
+function LiveTail(props: { ctx: PageContext; data: ExplorerData }) {
+  const { ctx, data } = props;
+  const { state } = data;
+  const tailState: ExplorerState = { ...state };
+  delete tailState.open;
+  return (
+    <div
+      class="live"
+      id="live"
+      data-tail={explorerHref(ctx.base, data.project.id, tailState, "/tail")}
+      data-after={data.tailAfter}
+      data-paused={state.paused ? "true" : "false"}
+    >
+      <span class="dot" aria-hidden="true"></span>
+      <span id="live-status">
+        {state.paused ? "Live tail paused" : "Live tail"}
+      </span>
+      <button type="button" id="live-toggle" hidden>
+        {state.paused ? "Resume" : "Pause"}
+      </button>
+    </div>
+  );
+}
+
+/** Levels, time range, exports, the time zone and the live tail. */
+function Toolbar(props: { ctx: PageContext; data: ExplorerData }) {
+  const { ctx, data } = props;
+  const { state, project } = data;
+  return (
+    <div class="toolbar">
+      <LevelChips ctx={ctx} project={project} state={state} />
+      <TimeControls
+        ctx={ctx}
+        projectId={project.id}
+        state={state}
+        since={data.window.since}
+      />
+      {!data.queryError && (
+        <ExportLinks
+          ctx={ctx}
+          projectId={project.id}
+          state={state}
+          window={data.window}
+        />
+      )}
+      <span class="zone">
+        Times in <span class="tz-label">UTC</span>{" "}
+        <button type="button" class="tz-toggle link" hidden>
+          Show local time
+        </button>
+      </span>
+      {data.window.live && !data.queryError && (
+        <LiveTail ctx={ctx} data={data} />
+      )}
+    </div>
+  );
+}
+
+/** A malformed query's message, a caret under its column. */
+function QueryError(
+  props: { q: string; error: { message: string; column: number } },
+) {
+  const { q, error } = props;
+  return (
+    <div class="notice error" role="alert">
+      <p>{error.message}</p>
+      <pre class="caret">{`${q}\n${" ".repeat(Math.max(0, error.column - 1))}^`}</pre>
+    </div>
+  );
+}
+
+/** The linked entry, shown on its own when the list does not hold it. */
+function PinnedEntry(
+  props: {
+    record: LogRecord;
+    inView?: boolean;
+    links: EntryLinks;
+    budget: PreviewBudget;
+  },
+) {
+  return (
+    <section class="pinned">
+      <p class="hint">
+        {props.inView
+          ? "The linked entry is too far down this list to list it in its place; it is shown here on its own."
+          : "The linked entry does not match this view; it is shown here on its own."}
+      </p>
+      <EntryRow
+        record={props.record}
+        links={props.links}
+        open
+        budget={props.budget}
+      />
+    </section>
+  );
+}
+
+/** The list of entries, or what to do when none match. */
+function Entries(
+  props: { ctx: PageContext; data: ExplorerData; budget: PreviewBudget },
+) {
+  const { ctx, data } = props;
+  const { project } = data;
+  return (
+    <>
+      <div id="entries" class="entries" aria-live="polite">
+        <EntryList
+          ctx={ctx}
+          projectId={project.id}
+          state={data.state}
+          records={data.records}
+          cursor={data.cursor}
+          {...(data.searchedTo === undefined
+            ? {}
+            : { searchedTo: data.searchedTo })}
+          budget={props.budget}
+        />
+      </div>
+      {data.records.length === 0 && !data.queryError && (
+        <p class="empty">
+          No entries match in this time range. New ones appear here as they
+          arrive; see{" "}
+          <a
+            href={link(
+              ctx.base,
+              `/projects/${project.id}/settings#first-entry`,
+            )}
+          >
+            Send your first entry
+          </a>{" "}
+          or the{" "}
+          <a href={link(ctx.base, `/projects/${project.id}/rejections`)}>
+            rejections
+          </a>.
+        </p>
+      )}
+    </>
+  );
+}
+
 /** The explorer page. */
 export function ExplorerPage(props: { ctx: PageContext; data: ExplorerData }) {
   const { ctx, data } = props;
   const { state, project } = data;
-  const links = entryLinks(ctx.base, project.id, state);
   const zoomBase: ExplorerState = { ...state };
   delete zoomBase.cursor;
   delete zoomBase.open;
   delete zoomBase.around;
-  const tailState: ExplorerState = { ...state };
-  delete tailState.open;
   // One preview budget for every entry this page shows.
   const budget = pageBudget();
   return (
@@ -124,76 +306,8 @@ export function ExplorerPage(props: { ctx: PageContext; data: ExplorerData }) {
       scripts={["explorer.js"]}
       styles={["explorer.css"]}
     >
-      <form
-        class="search"
-        method="get"
-        action={link(ctx.base, `/projects/${project.id}`)}
-      >
-        <input
-          type="search"
-          name="q"
-          id="q"
-          value={state.q}
-          placeholder='Search: words, "phrases", context.userId:42, -device.os:iOS, level>=warning'
-          aria-label="Query"
-          autocomplete="off"
-          spellcheck={false}
-        />
-        {state.levels.length > 0 && (
-          <input type="hidden" name="level" value={state.levels.join(",")} />
-        )}
-        {state.since !== undefined && (
-          <input type="hidden" name="since" value={formatUtc(state.since)} />
-        )}
-        {state.until !== undefined && (
-          <input type="hidden" name="until" value={formatUtc(state.until)} />
-        )}
-        {state.since === undefined && (
-          <input type="hidden" name="range" value={state.range} />
-        )}
-        {state.paused && <input type="hidden" name="live" value="off" />}
-        <button type="submit">Search</button>
-      </form>
-      <div class="toolbar">
-        <LevelChips ctx={ctx} project={project} state={state} />
-        <TimeControls
-          ctx={ctx}
-          projectId={project.id}
-          state={state}
-          since={data.window.since}
-        />
-        {!data.queryError && (
-          <ExportLinks
-            ctx={ctx}
-            projectId={project.id}
-            state={state}
-            window={data.window}
-          />
-        )}
-        <span class="zone">
-          Times in <span class="tz-label">UTC</span>{" "}
-          <button type="button" class="tz-toggle link" hidden>
-            Show local time
-          </button>
-        </span>
-        {data.window.live && !data.queryError && (
-          <div
-            class="live"
-            id="live"
-            data-tail={explorerHref(ctx.base, project.id, tailState, "/tail")}
-            data-after={data.tailAfter}
-            data-paused={state.paused ? "true" : "false"}
-          >
-            <span class="dot" aria-hidden="true"></span>
-            <span id="live-status">
-              {state.paused ? "Live tail paused" : "Live tail"}
-            </span>
-            <button type="button" id="live-toggle" hidden>
-              {state.paused ? "Resume" : "Pause"}
-            </button>
-          </div>
-        )}
-      </div>
+      <SearchForm ctx={ctx} projectId={project.id} state={state} />
+      <Toolbar ctx={ctx} data={data} />
       <div class="saved-views">
         <SavedViewList
           ctx={ctx}
@@ -204,12 +318,7 @@ export function ExplorerPage(props: { ctx: PageContext; data: ExplorerData }) {
         />
         <SaveViewForm ctx={ctx} projectId={project.id} state={state} />
       </div>
-      {data.queryError && (
-        <div class="notice error" role="alert">
-          <p>{data.queryError.message}</p>
-          <pre class="caret">{`${state.q}\n${" ".repeat(Math.max(0, data.queryError.column - 1))}^`}</pre>
-        </div>
-      )}
+      {data.queryError && <QueryError q={state.q} error={data.queryError} />}
       {data.problems.map((p) => <Notice key={p} kind="error">{p}</Notice>)}
       {data.histogram && (
         <HistogramChart
@@ -223,59 +332,18 @@ export function ExplorerPage(props: { ctx: PageContext; data: ExplorerData }) {
         />
       )}
       {data.pinned && (
-        <section class="pinned">
-          <p class="hint">
-            {data.pinnedInView
-              ? "The linked entry is too far down this list to list it in its place; it is shown here on its own."
-              : "The linked entry does not match this view; it is shown here on its own."}
-          </p>
-          <EntryRow
-            record={data.pinned}
-            links={links}
-            open
-            budget={budget}
-          />
-        </section>
+        <PinnedEntry
+          record={data.pinned}
+          inView={data.pinnedInView}
+          links={entryLinks(ctx.base, project.id, state)}
+          budget={budget}
+        />
       )}
       {data.queryError
         ? null
         : data.context
         ? <ContextView ctx={ctx} data={data} budget={budget} />
-        : (
-          <>
-            <div id="entries" class="entries" aria-live="polite">
-              <EntryList
-                ctx={ctx}
-                projectId={project.id}
-                state={state}
-                records={data.records}
-                cursor={data.cursor}
-                {...(data.searchedTo === undefined
-                  ? {}
-                  : { searchedTo: data.searchedTo })}
-                budget={budget}
-              />
-            </div>
-            {data.records.length === 0 && !data.queryError && (
-              <p class="empty">
-                No entries match in this time range. New ones appear here as
-                they arrive; see{" "}
-                <a
-                  href={link(
-                    ctx.base,
-                    `/projects/${project.id}/settings#first-entry`,
-                  )}
-                >
-                  Send your first entry
-                </a>{" "}
-                or the{" "}
-                <a href={link(ctx.base, `/projects/${project.id}/rejections`)}>
-                  rejections
-                </a>.
-              </p>
-            )}
-          </>
-        )}
+        : <Entries ctx={ctx} data={data} budget={budget} />}
       <p class="keys">
         <kbd>j</kbd>/<kbd>k</kbd> move · <kbd>Enter</kbd> expand · <kbd>/</kbd>
         {" "}

@@ -67,20 +67,117 @@ function Stamp(props: { ms: number }) {
   );
 }
 
+/** The levels of `counts` in stacking order, bottom first. */
+function stacked(counts: Record<string, number>): string[] {
+  return Object.keys(counts).sort((a, b) => {
+    const ra = ORDER.indexOf(a), rb = ORDER.indexOf(b);
+    return (ra < 0 ? 9 : ra) - (rb < 0 ? 9 : rb) || (a < b ? -1 : 1);
+  });
+}
+
+/** A bucket older than what the query could count: a hatched stub. */
+function UncountedBar(props: { index: number; start: number; href: string }) {
+  const { index, start } = props;
+  return (
+    <a href={props.href} class="bucket uncounted">
+      <title>
+        {`${
+          formatTime(start, false)
+        } · not counted: click to zoom in and count`}
+      </title>
+      <HitArea index={index} />
+      <rect
+        class="todo"
+        x={index * BAR + 1}
+        y={HEIGHT - 8}
+        width={BAR - 2}
+        height={8}
+      />
+    </a>
+  );
+}
+
+/** A counted bucket: one rect per level, stacked, scaled to `max`. */
+function CountedBar(
+  props: {
+    index: number;
+    bucket: Histogram["buckets"][number];
+    total: number;
+    max: number;
+    href: string;
+  },
+) {
+  const { index, bucket, max } = props;
+  const levels = stacked(bucket.counts);
+  const label = `${formatTime(bucket.start, false)} · ${props.total} entries` +
+    levels.map((l) => `\n${l}: ${bucket.counts[l]}`).join("");
+  let y = HEIGHT;
+  return (
+    <a
+      href={props.href}
+      class="bucket"
+      data-start={bucket.start}
+      data-counts={JSON.stringify(bucket.counts)}
+    >
+      <title>{label}</title>
+      <HitArea index={index} />
+      {levels.map((level) => {
+        const h = (bucket.counts[level]! / max) * HEIGHT;
+        y -= h;
+        return (
+          <rect
+            class={`bar ${levelClass(level)}`}
+            x={index * BAR + 1}
+            y={y}
+            width={BAR - 2}
+            height={h}
+          />
+        );
+      })}
+    </a>
+  );
+}
+
+/** The caption: the first and last times, the total, the interval, the peak. */
+function Caption(
+  props: { histogram: Histogram; total: number; peak: number },
+) {
+  const { buckets, intervalMs, countedFrom } = props.histogram;
+  const { total } = props;
+  const first = buckets[0];
+  const last = buckets.at(-1);
+  return (
+    <figcaption>
+      <span>{first ? <Stamp ms={first.start} /> : ""}</span>
+      <span>
+        <span id="histogram-total">{total}</span>{" "}
+        {total === 1 ? "entry" : "entries"}
+        {countedFrom !== null && ` since ${formatTime(countedFrom, false)}`} ·
+        {" "}
+        {formatDuration(intervalMs)} per bar · peak{" "}
+        <span id="histogram-peak">{total === 0 ? 0 : props.peak}</span>
+        {countedFrom !== null && (
+          <span class="uncounted-note">
+            {" "}· older bars not counted (too many matches to count at once:
+            click one to zoom in)
+          </span>
+        )}
+      </span>
+      <span>{last ? <Stamp ms={last.start + intervalMs} /> : ""}</span>
+    </figcaption>
+  );
+}
+
 /** The stacked bar chart. */
 export function HistogramChart(props: HistogramProps) {
-  const { buckets, intervalMs } = props.histogram;
+  const { buckets, intervalMs, countedFrom } = props.histogram;
   const totals = buckets.map((b) =>
     Object.values(b.counts).reduce((n, c) => n + c, 0)
   );
   const peak = Math.max(1, ...totals);
   const max = niceMax(peak);
   const total = totals.reduce((n, c) => n + c, 0);
-  const first = buckets[0];
-  const last = buckets.at(-1);
-  const countedFrom = props.histogram.countedFrom;
-  const counted = (start: number) =>
-    countedFrom === null || start >= countedFrom;
+  const width = Math.max(1, buckets.length) * BAR;
   return (
     <figure
       class="histogram"
@@ -95,7 +192,7 @@ export function HistogramChart(props: HistogramProps) {
           <span class="tick">0</span>
         </div>
         <svg
-          viewBox={`0 0 ${Math.max(1, buckets.length) * BAR} ${HEIGHT}`}
+          viewBox={`0 0 ${width} ${HEIGHT}`}
           preserveAspectRatio="none"
           role="img"
           aria-label={`${total} entries, per ${formatDuration(intervalMs)}`}
@@ -104,89 +201,37 @@ export function HistogramChart(props: HistogramProps) {
             <line
               class="grid"
               x1={0}
-              x2={Math.max(1, buckets.length) * BAR}
+              x2={width}
               y1={y + 0.5}
               y2={y + 0.5}
               vector-effect="non-scaling-stroke"
             />
           ))}
           {buckets.map((bucket, i) => {
-            const levels = Object.keys(bucket.counts).sort((a, b) => {
-              const ra = ORDER.indexOf(a), rb = ORDER.indexOf(b);
-              return (ra < 0 ? 9 : ra) - (rb < 0 ? 9 : rb) || (a < b ? -1 : 1);
-            });
-            let y = HEIGHT;
-            const end = bucket.start + intervalMs;
-            if (!counted(bucket.start)) {
-              return (
-                <a
-                  href={props.zoom(bucket.start, end)}
-                  class="bucket uncounted"
-                >
-                  <title>
-                    {`${
-                      formatTime(bucket.start, false)
-                    } · not counted: click to zoom in and count`}
-                  </title>
-                  <HitArea index={i} />
-                  <rect
-                    class="todo"
-                    x={i * BAR + 1}
-                    y={HEIGHT - 8}
-                    width={BAR - 2}
-                    height={8}
-                  />
-                </a>
+            const href = props.zoom(bucket.start, bucket.start + intervalMs);
+            return countedFrom === null || bucket.start >= countedFrom
+              ? (
+                <CountedBar
+                  key={bucket.start}
+                  index={i}
+                  bucket={bucket}
+                  total={totals[i]!}
+                  max={max}
+                  href={href}
+                />
+              )
+              : (
+                <UncountedBar
+                  key={bucket.start}
+                  index={i}
+                  start={bucket.start}
+                  href={href}
+                />
               );
-            }
-            const label =
-              `${formatTime(bucket.start, false)} · ${totals[i]} entries` +
-              levels.map((l) => `\n${l}: ${bucket.counts[l]}`).join("");
-            return (
-              <a
-                href={props.zoom(bucket.start, end)}
-                class="bucket"
-                data-start={bucket.start}
-                data-counts={JSON.stringify(bucket.counts)}
-              >
-                <title>{label}</title>
-                <HitArea index={i} />
-                {levels.map((level) => {
-                  const h = (bucket.counts[level]! / max) * HEIGHT;
-                  y -= h;
-                  return (
-                    <rect
-                      class={`bar ${levelClass(level)}`}
-                      x={i * BAR + 1}
-                      y={y}
-                      width={BAR - 2}
-                      height={h}
-                    />
-                  );
-                })}
-              </a>
-            );
           })}
         </svg>
       </div>
-      <figcaption>
-        <span>{first ? <Stamp ms={first.start} /> : ""}</span>
-        <span>
-          <span id="histogram-total">{total}</span>{" "}
-          {total === 1 ? "entry" : "entries"}
-          {countedFrom !== null && ` since ${formatTime(countedFrom, false)}`} ·
-          {" "}
-          {formatDuration(intervalMs)} per bar · peak{" "}
-          <span id="histogram-peak">{total === 0 ? 0 : peak}</span>
-          {countedFrom !== null && (
-            <span class="uncounted-note">
-              {" "}· older bars not counted (too many matches to count at once:
-              click one to zoom in)
-            </span>
-          )}
-        </span>
-        <span>{last ? <Stamp ms={last.start + intervalMs} /> : ""}</span>
-      </figcaption>
+      <Caption histogram={props.histogram} total={total} peak={peak} />
     </figure>
   );
 }

@@ -174,10 +174,110 @@ function SenderPair(
   );
 }
 
+/** A term and its value in code; nothing when there is no value. */
+function CodePair(
+  props: { label: string; value: string | undefined; class?: string },
+) {
+  if (props.value === undefined) return null;
+  return (
+    <>
+      <dt>{props.label}</dt>
+      <dd>
+        {/* An absent class would still print a space in the tag. */}
+        <code {...(props.class ? { class: props.class } : {})}>
+          {props.value}
+        </code>
+      </dd>
+    </>
+  );
+}
+
+/** The entry's id, its sender (with "Allow" where refused), its signature. */
+function KeptPairs(props: KeptEntryProps) {
+  const { kept } = props;
+  return (
+    <dl class="pairs">
+      <CodePair label="Entry id" value={kept.entryId} />
+      <SenderPair
+        {...props}
+        label="Origin"
+        value={kept.origin}
+        refusedAs="bad_origin"
+      />
+      <SenderPair
+        {...props}
+        label="App id"
+        value={kept.appid}
+        refusedAs="unknown_appid"
+      />
+      <CodePair
+        label="Signature"
+        value={kept.entry?.signature}
+        class="wrap"
+      />
+      <CodePair label="Timestamp" value={kept.entry?.timestamp} />
+    </dl>
+  );
+}
+
+/**
+ * For a `bad_signature`: the text the service expected to be signed (beside
+ * the sent one when it is known), and how that text is made.
+ */
+function ExpectedText(props: { kept: KeptEntry; expected: string }) {
+  const { kept, expected } = props;
+  const id = kept.entryId;
+  const sent = sentSignedText(kept);
+  return (
+    <>
+      {sent !== undefined
+        ? <SignedTexts id={id} sent={sent} expected={expected} />
+        : (
+          <>
+            <h4>
+              Text the service expected to be signed{" "}
+              <CopyButton target={`expected-${id}`} />
+            </h4>
+            <pre class="expected" id={`expected-${id}`}>{expected}</pre>
+          </>
+        )}
+      <p class="hint">
+        projectId, then the compact JSON of level, projectId, device, context
+        and data, then the timestamp: no spaces after separators, keys in this
+        order, no newline at the end. Sign exactly these bytes.
+      </p>
+    </>
+  );
+}
+
+/** The entry as received, or why its content was not kept. */
+function SentEntry(props: { kept: KeptEntry }) {
+  const { kept } = props;
+  const body = sentBody(kept);
+  const id = kept.entryId;
+  if (body === undefined) {
+    return (
+      <p class="hint">
+        Its content was not kept: it took {kept.omittedBytes}{" "}
+        bytes, over the 10,000 kept per entry. It cannot be replayed.
+      </p>
+    );
+  }
+  return (
+    <>
+      <h4>
+        Entry as received <CopyButton target={`sent-${id}`} label="Copy JSON" />
+      </h4>
+      <pre class="sent" id={`sent-${id}`}>
+        {JSON.stringify(body, null, 2)}
+      </pre>
+    </>
+  );
+}
+
 /** One kept rejected entry. */
 export function KeptEntryItem(props: KeptEntryProps) {
   const { ctx, kept } = props;
-  const body = sentBody(kept);
   const e = kept.entry;
   const from = kept.origin ?? kept.appid ??
     (e?.signature !== undefined ? "signed" : "—");
@@ -200,81 +300,11 @@ export function KeptEntryItem(props: KeptEntryProps) {
         <span class="msg">{gist(kept)}</span>
       </summary>
       <div class="detail">
-        <dl class="pairs">
-          <dt>Entry id</dt>
-          <dd>
-            <code>{id}</code>
-          </dd>
-          <SenderPair
-            {...props}
-            label="Origin"
-            value={kept.origin}
-            refusedAs="bad_origin"
-          />
-          <SenderPair
-            {...props}
-            label="App id"
-            value={kept.appid}
-            refusedAs="unknown_appid"
-          />
-          {e?.signature !== undefined && (
-            <>
-              <dt>Signature</dt>
-              <dd>
-                <code class="wrap">{e.signature}</code>
-              </dd>
-            </>
-          )}
-          {e?.timestamp !== undefined && (
-            <>
-              <dt>Timestamp</dt>
-              <dd>
-                <code>{e.timestamp}</code>
-              </dd>
-            </>
-          )}
-        </dl>
-        {kept.expected !== undefined && sentSignedText(kept) !== undefined && (
-          <SignedTexts
-            id={id}
-            sent={sentSignedText(kept)!}
-            expected={kept.expected}
-          />
-        )}
-        {kept.expected !== undefined && sentSignedText(kept) === undefined && (
-          <>
-            <h4>
-              Text the service expected to be signed{" "}
-              <CopyButton target={`expected-${id}`} />
-            </h4>
-            <pre class="expected" id={`expected-${id}`}>{kept.expected}</pre>
-          </>
-        )}
+        <KeptPairs {...props} />
         {kept.expected !== undefined && (
-          <p class="hint">
-            projectId, then the compact JSON of level, projectId, device,
-            context and data, then the timestamp: no spaces after separators,
-            keys in this order, no newline at the end. Sign exactly these bytes.
-          </p>
+          <ExpectedText kept={kept} expected={kept.expected} />
         )}
-        {body === undefined
-          ? (
-            <p class="hint">
-              Its content was not kept: it took {kept.omittedBytes}{" "}
-              bytes, over the 10,000 kept per entry. It cannot be replayed.
-            </p>
-          )
-          : (
-            <>
-              <h4>
-                Entry as received{" "}
-                <CopyButton target={`sent-${id}`} label="Copy JSON" />
-              </h4>
-              <pre class="sent" id={`sent-${id}`}>
-                {JSON.stringify(body, null, 2)}
-              </pre>
-            </>
-          )}
+        <SentEntry kept={kept} />
         <p class="fix">{REASON_HELP[kept.reason]?.fix ?? ""}</p>
         {replayable(kept) && (
           <ReplayForm

@@ -74,6 +74,89 @@ function ProjectChoices(
   );
 }
 
+/** One account: its role and projects, a form that sets them, Remove. */
+function UserItem(
+  props: {
+    ctx: PageContext;
+    user: UserRow;
+    projects: UsersData["projects"];
+    names: Map<string, string>;
+  },
+) {
+  const { ctx, user, names } = props;
+  return (
+    <tr>
+      <td>{user.email}</td>
+      <td>
+        <PostForm ctx={ctx} to="/users/update" class="row">
+          <input type="hidden" name="email" value={user.email} />
+          <RoleSelect selected={user.role} />
+          <ProjectChoices projects={props.projects} chosen={user.projects} />
+          <button type="submit" class="small">Save</button>
+        </PostForm>
+        <span class="hint">
+          {user.role === "admin"
+            ? "all projects"
+            : user.projects.map((id) => names.get(id) ?? id)
+              .join(", ") || "no projects"}
+        </span>
+      </td>
+      <td>{formatTime(user.createdAt, false)}</td>
+      <td>
+        <PostForm ctx={ctx} to="/users/remove" class="inline">
+          <input type="hidden" name="email" value={user.email} />
+          <button
+            type="submit"
+            class="link danger"
+            aria-label={`Remove ${user.email}`}
+          >
+            Remove
+          </button>
+        </PostForm>
+      </td>
+    </tr>
+  );
+}
+
+/** The form that adds an account, filled again with what was refused. */
+function AddUserCard(props: { ctx: PageContext; data: UsersData }) {
+  const { ctx, data } = props;
+  return (
+    <Card titleId="add-title" title="Add a user">
+      <PostForm ctx={ctx} to="/users" class="stack" id="add-user-form">
+        <label>
+          Email
+          <input
+            name="email"
+            required
+            maxlength={254}
+            autocomplete="off"
+            value={data.form?.email ?? ""}
+          />
+        </label>
+        <label>
+          Role <RoleSelect selected={data.form?.role ?? "viewer"} />
+        </label>
+        <fieldset>
+          <legend>Projects</legend>
+          <ProjectChoices projects={data.projects} chosen={[]} />
+        </fieldset>
+        <label>
+          Password <span class="hint">(at least 8 characters)</span>
+          <input
+            type="password"
+            name="password"
+            required
+            minlength={8}
+            autocomplete="new-password"
+          />
+        </label>
+        <button type="submit" class="primary">Add user</button>
+      </PostForm>
+    </Card>
+  );
+}
+
 /** The users page. */
 export function UsersPage(props: { ctx: PageContext; data: UsersData }) {
   const { ctx, data } = props;
@@ -99,74 +182,17 @@ export function UsersPage(props: { ctx: PageContext; data: UsersData }) {
             }]}
           >
             {data.users.map((user) => (
-              <tr>
-                <td>{user.email}</td>
-                <td>
-                  <PostForm ctx={ctx} to="/users/update" class="row">
-                    <input type="hidden" name="email" value={user.email} />
-                    <RoleSelect selected={user.role} />
-                    <ProjectChoices
-                      projects={data.projects}
-                      chosen={user.projects}
-                    />
-                    <button type="submit" class="small">Save</button>
-                  </PostForm>
-                  <span class="hint">
-                    {user.role === "admin"
-                      ? "all projects"
-                      : user.projects.map((id) => names.get(id) ?? id)
-                        .join(", ") || "no projects"}
-                  </span>
-                </td>
-                <td>{formatTime(user.createdAt, false)}</td>
-                <td>
-                  <PostForm ctx={ctx} to="/users/remove" class="inline">
-                    <input type="hidden" name="email" value={user.email} />
-                    <button
-                      type="submit"
-                      class="link danger"
-                      aria-label={`Remove ${user.email}`}
-                    >
-                      Remove
-                    </button>
-                  </PostForm>
-                </td>
-              </tr>
+              <UserItem
+                key={user.email}
+                ctx={ctx}
+                user={user}
+                projects={data.projects}
+                names={names}
+              />
             ))}
           </ListTable>
         )}
-      <Card titleId="add-title" title="Add a user">
-        <PostForm ctx={ctx} to="/users" class="stack" id="add-user-form">
-          <label>
-            Email
-            <input
-              name="email"
-              required
-              maxlength={254}
-              autocomplete="off"
-              value={data.form?.email ?? ""}
-            />
-          </label>
-          <label>
-            Role <RoleSelect selected={data.form?.role ?? "viewer"} />
-          </label>
-          <fieldset>
-            <legend>Projects</legend>
-            <ProjectChoices projects={data.projects} chosen={[]} />
-          </fieldset>
-          <label>
-            Password <span class="hint">(at least 8 characters)</span>
-            <input
-              type="password"
-              name="password"
-              required
-              minlength={8}
-              autocomplete="new-password"
-            />
-          </label>
-          <button type="submit" class="primary">Add user</button>
-        </PostForm>
-      </Card>
+      <AddUserCard ctx={ctx} data={data} />
       <Card titleId="audit-title" title="Changes to accounts">
         <AuditTable events={data.events} />
       </Card>

@@ -1,0 +1,195 @@
+/**
+ * The queries of the query benchmark (bench/query/main.ts), each timed on a
+ * freshly opened store and checked against what was generated, and the
+ * listings a word query starts with.
+ *
+ * @module
+ */
+import {
+  aroundEntry,
+  histogram,
+  parseQuery,
+  queryLogs,
+  type ScanStats,
+} from "../../db/query/mod.ts";
+import {
+  logBloomsPrefix,
+  logSummariesPrefix,
+  logUnitId,
+} from "../../db/keys.ts";
+import { decodeChunkIndex, decodeSummary } from "../../db/query/chunk.ts";
+import type { BuiltStore } from "./ingest.ts";
+
+export const DAY_MS = 86_400_000;
+/** The word planted in exactly one entry, and one found in none. */
+export const PLANTED = "zanzibarquokka";
+export const ABSENT = "xylophonewombat";
+
+/** What the queries know of the generated store. */
+export interface Generated {
+  store: BuiltStore;
+  /** Entries generated. */
+  count: number;
+  /** Receipt times span `[start, start + spanMs)`. */
+  start: number;
+  spanMs: number;
+  /** Index of the sampled entry in the middle. */
+  middle: number;
+  /** Index of the entry holding {@linkcode PLANTED}. */
+  plantAt: number;
+}
+
+/** One timed query. */
+export interface QueryResult {
+  name: string;
+  firstMs: number;
+  medianMs: number;
+  results: number;
+  stats: ScanStats | null;
+  check: string;
+}
+
+async function time<T>(run: () => Promise<T>): Promise<[number, T]> {
+  const began = performance.now();
+  const value = await run();
+  return [performance.now() - began, value];
+}
+
+/** What one query answers: a count of results, or -1 when they are wrong. */
+type Query = () => Promise<{ n: number; stats: ScanStats | null }>;
+
+/** Runs `query` once, then 5 more times for the median. */
+async function timeQuery(
+  name: string,
+  query: Query,
+  check: (n: number) => string,
+): Promise<QueryResult> {
+  const [firstMs, first] = await time(query);
+  const times: number[] = [];
+  for (let i = 0; i < 5; i++) times.push((await time(query))[0]);
+  times.sort((a, b) => a - b);
+  console.error(`  ${name}: ${firstMs.toFixed(1)} ms`);
+  return {
+    name,
+    firstMs,
+    medianMs: times[2]!,
+    results: first.n,
+    stats: first.stats,
+    check: check(first.n),
+  };
+}
+
+/** The queries an operator runs, each with the check of its answer. */
+function queries(
+  kv: Deno.Kv,
+  built: Generated,
+): [string, Query, (n: number) => string][] {
+  const { store, middle, plantAt, start } = built;
+  const { projectId } = store;
+  const middleEntry = store.samples.get(middle)!;
+  const user = String(middleEntry.context.userId);
+  const hourStart = start + 3.5 * DAY_MS;
+  const page = (filter = {}): Query => async () => {
+    const p = await queryLogs(kv, projectId, { filter, limit: 100 });
+    return { n: p.records.length, stats: p.stats };
+  };
+  const levelCheck = (level: string) => (n: number) =>
+    n === Math.min(100, store.levels[level] ?? 0) ? "ok" : "WRONG";
+  const is = (expected: number) => (n: number) =>
+    n === expected ? "ok" : "WRONG";
+  const some = (n: number) => n > 0 ? "ok" : "WRONG";
+  return [
+    ["newest", page(), is(100)],
+    ["level:error", page(parseQuery("level:error")), levelCheck("error")],
+    [
+      "level:critical",
+      page(parseQuery("level:critical")),
+      levelCheck("critical"),
+    ],
+    [`a word in one entry (${PLANTED})`, async () => {
+      const p = await queryLogs(kv, projectId, { filter: parseQuery(PLANTED) });
+      const right = p.records.length === 1 &&
+        p.records[0]!.id === store.ids[plantAt];
+      return { n: right ? 1 : -1, stats: p.stats };
+    }, is(1)],
+    [`a word in none (${ABSENT})`, page(parseQuery(ABSENT)), is(0)],
+    [`context.userId:${user}`, async () => {
+      const p = await queryLogs(kv, projectId, {
+        filter: parseQuery(`context.userId:${user}`),
+        limit: 100,
+      });
+      const right = p.records.every((r) => r.context.userId === user) &&
+        p.records.some((r) => r.id === middleEntry.id);
+      return { n: right ? p.records.length : -1, stats: p.stats };
+    }, some],
+    [
+      "one hour in the middle",
+      page({ since: hourStart, until: hourStart + 3_600_000 }),
+      is(100),
+    ],
+    ["around one entry (50 + 50)", async () => {
+      const a = await aroundEntry(kv, projectId, middleEntry.id, 50);
+      const ids = [...a.before, ...a.after].map((r) => r.id);
+      const at = middle;
+      const right = a.entry?.id === middleEntry.id &&
+        ids.join() ===
+          [...store.ids.slice(at - 50, at), ...store.ids.slice(at + 1, at + 51)]
+            .join();
+      return { n: right ? ids.length : -1, stats: null };
+    }, is(100)],
+    ["histogram over 7 days", async () => {
+      const h = await histogram(kv, projectId, {
+        since: start,
+        until: start + built.spanMs,
+      });
+      let total = 0;
+      const byLevel: Record<string, number> = {};
+      for (const b of h.buckets) {
+        for (const [level, n] of Object.entries(b.counts)) {
+          total += n;
+          byLevel[level] = (byLevel[level] ?? 0) + n;
+        }
+      }
+      const right = total === built.count &&
+        Object.entries(store.levels).every(([l, n]) => byLevel[l] === n);
+      return { n: right ? h.buckets.length : -1, stats: null };
+    }, some],
+  ];
+}
+
+/**
+ * Time to list every entry under `prefix` and decode it. A word query over
+ * everything reads every Bloom filter before any chunk (the base of the
+ * estimate at 10 times the entries).
+ */
+async function listAll(
+  kv: Deno.Kv,
+  prefix: Deno.KvKey,
+  bloom: boolean,
+): Promise<number> {
+  const began = performance.now();
+  const iter = kv.list({ prefix }, { batchSize: bloom ? 100 : 500 });
+  for await (const e of iter) {
+    if (bloom) decodeChunkIndex(e.value, logUnitId(e.key));
+    else decodeSummary(e.value, logUnitId(e.key));
+  }
+  return performance.now() - began;
+}
+
+/** Runs the queries and the listings on a freshly opened store. */
+export async function measure(path: string, built: Generated) {
+  const kv = await Deno.openKv(path);
+  const results: QueryResult[] = [];
+  for (const [name, query, check] of queries(kv, built)) {
+    results.push(await timeQuery(name, query, check));
+  }
+  const { projectId } = built.store;
+  const listSummariesMs = await listAll(
+    kv,
+    logSummariesPrefix(projectId),
+    false,
+  );
+  const listBloomsMs = await listAll(kv, logBloomsPrefix(projectId), true);
+  kv.close();
+  return { results, listSummariesMs, listBloomsMs };
+}
