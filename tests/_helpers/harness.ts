@@ -11,6 +11,7 @@ import { type Config, loadConfig } from "../../config.ts";
 import { listLogs } from "../../db/query/mod.ts";
 import type { LogRecord, RejectReason } from "../../domain/entry.ts";
 import { createProject, type Project } from "../../db/projects.ts";
+import { authenticate } from "../../auth/authenticate.ts";
 import { sign } from "../../auth/signature.ts";
 import {
   createPipeline,
@@ -670,3 +671,8 @@ export async function withServed(
 export const harnessTest = fixtureTest(withHarness);
 /** A test run inside {@linkcode withKv}. */
 export const kvTest = fixtureTest(withKv);
+
+/** What `replayRejected` is given: the real authentication, the harness's clock. */
+export function replayWith(h: Harness) {
+  return { authenticate, now: h.clock.now };
+}

@@ -7,7 +7,6 @@
  * @module
  */
 import assert from "node:assert/strict";
-import { authenticate } from "../../auth/authenticate.ts";
 import {
   logChunksPrefix,
   rejectedEntriesPrefix,
@@ -23,21 +22,17 @@ import { listRejected, replayRejected } from "../../db/rejected.ts";
 import { readStats } from "../../db/stats.ts";
 import { cli, rejected } from "../_helpers/cli.ts";
 import {
-  type Harness,
   harnessTest,
   ORIGIN,
   postEntries,
   postQueued,
   randomEntry,
+  replayWith,
   signedEntry,
 } from "../_helpers/harness.ts";
 import { holdCommits, within } from "../_helpers/hold.ts";
 
 const OTHER = "https://shop.example.net";
-
-function replayWith(h: Harness) {
-  return { authenticate, now: h.clock.now };
-}
 
 harnessTest(
   "replay stores a bad_origin entry once the origin is allowed, counting it accepted and replayed",

@@ -7,7 +7,6 @@
  * @module
  */
 import assert from "node:assert/strict";
-import { authenticate } from "../../auth/authenticate.ts";
 import { ProjectCache } from "../../auth/projects.ts";
 import { sign } from "../../auth/signature.ts";
 import {
@@ -26,13 +25,13 @@ import { Consumer } from "../../queue/consumer.ts";
 import {
   assertCounts,
   globalRejected,
-  type Harness,
   harnessTest,
   ORIGIN,
   pendingBatchIds,
   postEntries,
   postQueued,
   randomEntry,
+  replayWith,
   signedMembers,
   signEntry,
   stats,
@@ -47,10 +46,6 @@ function jsonLines(out: string): Record<string, unknown>[] {
   return out.trim().split("\n").filter((l) => l !== "").map((l) =>
     JSON.parse(l)
   );
-}
-
-function replayWith(h: Harness) {
-  return { authenticate, now: h.clock.now };
 }
 
 harnessTest(
