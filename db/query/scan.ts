@@ -187,14 +187,53 @@ function budgetCheck(
     (stats.pagesRead >= (budget?.chunks ?? Infinity) || clock() >= deadline);
 }
 
+/** What {@linkcode readRun} needs of the scan. */
+interface RunContext {
+  filter: CompiledFilter;
+  range: { lo: string; hi: string };
+  desc: boolean;
+  stats: ScanStats;
+  seen: {
+    onRead(key: Deno.KvKey, versionstamp: string): void;
+    onGone(): void;
+  };
+}
+
+/**
+ * The lines of a fetched chunk that may match, as a sorted run; undefined
+ * when none may, or when the chunk was gone (expired, or merged into
+ * another since it was listed), which `seen` is told.
+ */
+async function readRun(
+  kv: Deno.Kv,
+  projectId: string,
+  chunk: PendingChunk,
+  scan: RunContext,
+): Promise<Run | undefined> {
+  const { lastId } = chunk.summary;
+  if (chunk.value === null) {
+    scan.seen.onGone();
+    return undefined;
+  }
+  scan.seen.onRead(logChunkKey(projectId, lastId), chunk.versionstamp!);
+  const text = await readChunkText(
+    kv,
+    projectId,
+    lastId,
+    chunk.value,
+    chunk.blocks,
+  );
+  scan.stats.pagesRead++;
+  const { lo, hi } = scan.range;
+  return selectLines(text, scan.filter, lo, hi, scan.desc, scan.stats) ??
+    undefined;
+}
+
 async function scanBody(
   kv: Deno.Kv,
   projectId: string,
   options: ScanOptions,
-  seen: {
-    onRead(key: Deno.KvKey, versionstamp: string): void;
-    onGone(): void;
-  },
+  seen: RunContext["seen"],
 ): Promise<ScanResult> {
   const { filter, limit } = options;
   const desc = options.order === "newest";
@@ -243,24 +282,13 @@ async function scanBody(
       await fetchChunks(kv, projectId, batch.slice(0, fetchSize));
       fetchSize = Math.min(GET_MANY_MAX_KEYS, fetchSize * 2);
     }
-    // Absent: expired, or merged into a chunk since it was listed.
-    if (chunk.value === null) {
-      seen.onGone();
-      return;
-    }
-    seen.onRead(
-      logChunkKey(projectId, chunk.summary.lastId),
-      chunk.versionstamp!,
-    );
-    const text = await readChunkText(
-      kv,
-      projectId,
-      chunk.summary.lastId,
-      chunk.value,
-      chunk.blocks,
-    );
-    stats.pagesRead++;
-    const run = selectLines(text, filter, lo, hi, desc, stats);
+    const run = await readRun(kv, projectId, chunk, {
+      filter,
+      range,
+      desc,
+      stats,
+      seen,
+    });
     if (run) runs.push(run);
   };
 
