@@ -26,12 +26,7 @@ import {
   pendingBatchKey,
   projectKey,
 } from "../db/keys.ts";
-import {
-  ATOMIC_MAX_CHECKS,
-  decodeJson,
-  encodeJson,
-  getManyChunked,
-} from "../db/kv.ts";
+import { ATOMIC_MAX_CHECKS, decodeJson, getManyChunked } from "../db/kv.ts";
 import { encodeRecordLine, lineFromQueued } from "../db/lines.ts";
 import { storeLogs } from "../db/logs.ts";
 import { joinJson } from "../db/blob.ts";
@@ -52,40 +47,21 @@ import {
 } from "./batch.ts";
 import { claimSignatures, type Reads } from "./claims.ts";
 import { Locks } from "./locks.ts";
+import {
+  type BatchRead,
+  type Guard,
+  planRound,
+  type Progress,
+  roundCommit,
+} from "./rounds.ts";
 
 /** Project records one result commit checks beside the pending key. */
 const PROJECT_CHECKS = ATOMIC_MAX_CHECKS - 1;
-/** The same in a batch committed in rounds, which also checks its progress. */
-const ROUND_PROJECT_CHECKS = ATOMIC_MAX_CHECKS - 2;
 /** The lock name of the ring of rejections naming no existing project. */
 const GLOBAL_RING = "";
 
 /** Times a batch is judged again on fresh project records before it fails. */
 const MAX_REJUDGEMENTS = 5;
-
-/** A key with the versionstamp a commit is guarded by. */
-interface Guard {
-  key: Deno.KvKey;
-  versionstamp: string | null;
-}
-
-/** What a batch committed in rounds has done so far. */
-interface Progress extends Guard {
-  /** Projects whose results are committed. */
-  done: Set<string>;
-}
-
-/** A pending batch ready to process. */
-interface BatchRead {
-  /** Key and versionstamp the result commit is guarded by. */
-  pending: { key: Deno.KvKey; versionstamp: string };
-  parts: number;
-  /** The first part is stored apart, under part number 0. */
-  apart: boolean;
-  entries: QueuedEntry[];
-  /** Each entry's JSON as committed, when handed over in memory. */
-  texts?: string[];
-}
 
 /** A batch handed over in memory, in the form of one read from KV. */
 function handedBatch(batchId: string, handed: HandedBatch): BatchRead {
@@ -194,63 +170,54 @@ export class Consumer {
         commit: this.#commit,
       });
       if (!current) continue;
-      // The projects the results are stored or counted under, each checked.
-      const owners = [...ids].filter((id) =>
-        projects.get(id)!.project !== null &&
-        (!progress || !progress.done.has(id))
-      );
-      const final = !progress || owners.length <= ROUND_PROJECT_CHECKS;
-      const round = new Set(
-        final ? owners : owners.slice(0, ROUND_PROJECT_CHECKS),
-      );
-      const op = new RecordedAtomic().check(read.pending);
-      for (const id of round) {
-        op.check({
-          key: projectKey(id),
-          versionstamp: projects.get(id)!.versionstamp,
-        });
-      }
-      if (progress) op.check(progress);
-      if (final) {
-        op.delete(pendingBatchKey(batchId));
-        for (let n = read.apart ? 0 : 1; n < read.parts; n++) {
-          op.delete(batchPartKey(batchId, n));
-        }
-        if (progress) op.delete(progress.key);
-      } else {
-        op.set(progress.key, encodeJson([...progress.done, ...round]));
-      }
-      const taken = final
+      const round = planRound(ids, projects, progress);
+      const op = roundCommit(batchId, read, round, projects, progress);
+      const inRound = (id: string) => round.final || round.projects.has(id);
+      const taken = round.final
         ? entries
-        : entries.filter((e) => round.has(e.projectId));
-      const verdicts = final
+        : entries.filter((e) => inRound(e.projectId));
+      const verdicts = round.final
         ? results
-        : results.filter((_r, i) => round.has(entries[i]!.projectId));
-      // The rings of recent rejections place entries by a running total read
-      // before the commit: one commit at a time per ring in this process.
-      const rings: string[] = [];
-      verdicts.forEach((verdict, i) => {
-        if (verdict.ok) return;
-        const id = taken[i]!.projectId;
-        rings.push(projects.get(id)!.project ? id : GLOBAL_RING);
-      });
-      const result = await this.#rings.hold(rings, async () => {
-        await this.#addResults(op, taken, verdicts, projects, {
-          texts: textsByEntry(read),
-        });
-        return await this.#commit(op);
-      });
-      if (result.ok && final) return "processed";
+        : results.filter((_r, i) => inRound(entries[i]!.projectId));
+      const result = await this.#store(op, taken, verdicts, projects, read);
+      if (result.ok && round.final) return "processed";
       if (result.ok) {
-        for (const id of round) progress!.done.add(id);
+        for (const id of round.projects) progress!.done.add(id);
         progress!.versionstamp = result.versionstamp;
         judged--; // a round committed is progress, not a judgement lost
         continue;
       }
-      if (!await this.#reread(read.pending, progress, [...round], projects)) {
+      const checked = [...round.projects];
+      if (!await this.#reread(read.pending, progress, checked, projects)) {
         return "conflict";
       }
     }
+  }
+
+  /**
+   * Commits `op` with the results of `taken`; the rings of recent
+   * rejections place entries by a running total read before the commit,
+   * so one commit at a time per ring in this process.
+   */
+  async #store(
+    op: RecordedAtomic,
+    taken: QueuedEntry[],
+    verdicts: AuthResult[],
+    projects: Reads,
+    read: BatchRead,
+  ): Promise<Deno.KvCommitResult | Deno.KvCommitError> {
+    const rings: string[] = [];
+    verdicts.forEach((verdict, i) => {
+      if (verdict.ok) return;
+      const id = taken[i]!.projectId;
+      rings.push(projects.get(id)!.project ? id : GLOBAL_RING);
+    });
+    return await this.#rings.hold(rings, async () => {
+      await this.#addResults(op, taken, verdicts, projects, {
+        texts: textsByEntry(read),
+      });
+      return await this.#commit(op);
+    });
   }
 
   /** Reads what a batch committed in rounds has done so far. */

@@ -1,0 +1,100 @@
+/**
+ * A batch as the consumer reads it, and the rounds its results are
+ * committed in: one commit for a batch of few projects, or, for a batch of
+ * many, one commit per `ROUND_PROJECT_CHECKS` projects with the progress
+ * recorded between them (docs/design.md#processing-exactly-once).
+ *
+ * @module
+ */
+import type { QueuedEntry } from "../domain/entry.ts";
+import { RecordedAtomic } from "../db/atomic.ts";
+import { batchPartKey, pendingBatchKey, projectKey } from "../db/keys.ts";
+import { ATOMIC_MAX_CHECKS, encodeJson } from "../db/kv.ts";
+import type { Reads } from "./claims.ts";
+
+/**
+ * Project records one result commit checks in a batch committed in rounds,
+ * beside the pending key and the progress.
+ */
+const ROUND_PROJECT_CHECKS = ATOMIC_MAX_CHECKS - 2;
+
+/** A key with the versionstamp a commit is guarded by. */
+export interface Guard {
+  key: Deno.KvKey;
+  versionstamp: string | null;
+}
+
+/** What a batch committed in rounds has done so far. */
+export interface Progress extends Guard {
+  /** Projects whose results are committed. */
+  done: Set<string>;
+}
+
+/** A pending batch ready to process. */
+export interface BatchRead {
+  /** Key and versionstamp the result commit is guarded by. */
+  pending: { key: Deno.KvKey; versionstamp: string };
+  parts: number;
+  /** The first part is stored apart, under part number 0. */
+  apart: boolean;
+  entries: QueuedEntry[];
+  /** Each entry's JSON as committed, when handed over in memory. */
+  texts?: string[];
+}
+
+/** The projects one result commit covers; the last one ends the batch. */
+export interface Round {
+  projects: Set<string>;
+  final: boolean;
+}
+
+/**
+ * The projects of the next result commit: every existing one still to do,
+ * or, for a batch committed in rounds, the next `ROUND_PROJECT_CHECKS`.
+ */
+export function planRound(
+  ids: Set<string>,
+  projects: Reads,
+  progress: Progress | null,
+): Round {
+  const owners = [...ids].filter((id) =>
+    projects.get(id)!.project !== null && (!progress || !progress.done.has(id))
+  );
+  const final = !progress || owners.length <= ROUND_PROJECT_CHECKS;
+  return {
+    projects: new Set(final ? owners : owners.slice(0, ROUND_PROJECT_CHECKS)),
+    final,
+  };
+}
+
+/**
+ * A round's result commit, guarded by the pending batch, the round's
+ * project records and the progress: the last one deletes the batch, the
+ * others record the projects done.
+ */
+export function roundCommit(
+  batchId: string,
+  read: BatchRead,
+  round: Round,
+  projects: Reads,
+  progress: Progress | null,
+): RecordedAtomic {
+  const op = new RecordedAtomic().check(read.pending);
+  for (const id of round.projects) {
+    op.check({
+      key: projectKey(id),
+      versionstamp: projects.get(id)!.versionstamp,
+    });
+  }
+  if (progress) op.check(progress);
+  if (round.final) {
+    op.delete(pendingBatchKey(batchId));
+    for (let n = read.apart ? 0 : 1; n < read.parts; n++) {
+      op.delete(batchPartKey(batchId, n));
+    }
+    if (progress) op.delete(progress.key);
+  } else {
+    op.set(progress!.key, encodeJson([...progress!.done, ...round.projects]));
+  }
+  return op;
+}
