@@ -20,6 +20,7 @@ import {
   decodeSummary,
 } from "./chunk.ts";
 import type { CompiledFilter } from "./filter.ts";
+import { GET_MANY_MAX_KEYS } from "../kv.ts";
 
 /** Above every id. */
 export const MAX_ID = "\uffff";
@@ -38,7 +39,7 @@ export interface PendingChunk {
  * Lists the summaries (or, where the filter has probes, the Bloom indexes)
  * of the chunks that may hold entries in [lo, hi), in scan order.
  */
-export function listSummaries(
+function listSummaries(
   kv: Deno.Kv,
   projectId: string,
   range: { lo: string; hi: string },
@@ -62,7 +63,7 @@ export function listSummaries(
  * or undefined where the chunk is out of range or cannot match (counted as
  * skipped).
  */
-export function listedChunk(
+function listedChunk(
   entry: Deno.KvEntry<unknown>,
   filter: CompiledFilter,
   range: { lo: string; hi: string },
@@ -96,7 +97,7 @@ export function listedChunk(
  * read: newest first by last id (their listing order), oldest first by
  * first id.
  */
-export function addPending(
+function addPending(
   pending: PendingChunk[],
   chunk: PendingChunk,
   desc: boolean,
@@ -113,7 +114,7 @@ export function addPending(
 }
 
 /** Fetches the values of the chunks of `batch` with one read. */
-export async function fetchChunks(
+async function fetchChunks(
   kv: Deno.Kv,
   projectId: string,
   batch: PendingChunk[],
@@ -126,4 +127,87 @@ export async function fetchChunks(
     c.value = values[i]!.value;
     c.versionstamp = values[i]!.versionstamp;
   });
+}
+
+/** What a {@linkcode ChunkListing} lists. */
+export interface ListingOptions {
+  filter: CompiledFilter;
+  range: { lo: string; hi: string };
+  /** Newest first. */
+  desc: boolean;
+  stats: { pagesSkipped: number };
+}
+
+/**
+ * The chunks of a scan's range in scan order: summaries listed one at a
+ * time, the chunks that may match kept until their turn, and their values
+ * fetched ahead, more each time (the following chunks are likely next).
+ */
+export class ChunkListing {
+  readonly #kv: Deno.Kv;
+  readonly #projectId: string;
+  readonly #options: ListingOptions;
+  readonly #summaries: Deno.KvListIterator<unknown>;
+  readonly #pending: PendingChunk[] = [];
+  #bound: string | null;
+  #fetchSize = 1;
+
+  constructor(kv: Deno.Kv, projectId: string, options: ListingOptions) {
+    this.#kv = kv;
+    this.#projectId = projectId;
+    this.#options = options;
+    const { range, desc, filter } = options;
+    this.#summaries = listSummaries(
+      kv,
+      projectId,
+      range,
+      desc,
+      filter.probes.length > 0,
+    );
+    this.#bound = desc ? range.hi : range.lo;
+  }
+
+  /**
+   * No entry of a chunk still unlisted comes before this in scan order;
+   * null once the listing is done.
+   */
+  get bound(): string | null {
+    return this.#bound;
+  }
+
+  /** Where the next chunk to read starts in scan order; null: none listed. */
+  get nextBound(): string | null {
+    const chunk = this.#pending[0];
+    if (chunk === undefined) return null;
+    return this.#options.desc ? chunk.summary.lastId : chunk.summary.firstId;
+  }
+
+  /** Lists the next summary; a chunk that may match waits for its turn. */
+  async listNext(): Promise<void> {
+    const next = await this.#summaries.next();
+    if (next.done) {
+      this.#bound = null;
+      return;
+    }
+    const { filter, range, desc, stats } = this.#options;
+    const lastId = logUnitId(next.value.key);
+    this.#bound = desc ? lastId : timeBound(idTime(lastId) - CHUNK_SPAN_MS);
+    const chunk = listedChunk(next.value, filter, range, stats);
+    if (chunk) addPending(this.#pending, chunk, desc);
+  }
+
+  /** Takes the next chunk to read (there is one), its value fetched. */
+  async takeNext(): Promise<PendingChunk> {
+    const chunk = this.#pending.shift()!;
+    if (!chunk.fetched) {
+      const batch = [chunk, ...this.#pending.filter((c) => !c.fetched)];
+      await fetchChunks(
+        this.#kv,
+        this.#projectId,
+        batch.slice(0, this.#fetchSize),
+      );
+      this.#fetchSize = Math.min(GET_MANY_MAX_KEYS, this.#fetchSize * 2);
+    }
+    return chunk;
+  }
 }

@@ -18,22 +18,14 @@
  * @module
  */
 import type { LogRecord } from "../../domain/entry.ts";
-import { idTime, timeBound } from "../../domain/ids.ts";
-import { logChunkKey, logUnitId } from "../keys.ts";
+import { logChunkKey } from "../keys.ts";
 import { decodeRecordLine } from "../lines.ts";
 import { type Run, selectLines } from "./select.ts";
 import { GET_MANY_MAX_KEYS } from "../kv.ts";
-import { CHUNK_SPAN_MS, readChunkText } from "./chunk.ts";
+import { readChunkText } from "./chunk.ts";
 import type { CompiledFilter } from "./filter.ts";
 import { Heap } from "./heap.ts";
-import {
-  addPending,
-  fetchChunks,
-  listedChunk,
-  listSummaries,
-  MAX_ID,
-  type PendingChunk,
-} from "./pending.ts";
+import { ChunkListing, MAX_ID, type PendingChunk } from "./pending.ts";
 
 export { MAX_ID };
 
@@ -243,45 +235,18 @@ async function scanBody(
   if (lo >= hi) return { records: [], more: false, stats };
   /** Whether `a` comes before `b` in scan order. */
   const first = (a: string, b: string) => desc ? a > b : a < b;
-  const summaries = listSummaries(
-    kv,
-    projectId,
+  const listing = new ChunkListing(kv, projectId, {
+    filter,
     range,
     desc,
-    filter.probes.length > 0,
-  );
-
-  // No entry of a chunk still unlisted comes before this; null once the
-  // listing is done.
-  let chunkBound: string | null = desc ? hi : lo;
-  const pending: PendingChunk[] = [];
-  const pendingBound = (chunk: PendingChunk) =>
-    desc ? chunk.summary.lastId : chunk.summary.firstId;
-  let fetchSize = 1;
+    stats,
+  });
   const runs = new Heap<Run>((a, b) => first(a.ids[a.pos]!, b.ids[b.pos]!));
   const records: LogRecord[] = [];
   let last = "";
-
-  const nextSummary = async () => {
-    const next = await summaries.next();
-    if (next.done) {
-      chunkBound = null;
-      return;
-    }
-    const lastId = logUnitId(next.value.key);
-    chunkBound = desc ? lastId : timeBound(idTime(lastId) - CHUNK_SPAN_MS);
-    const chunk = listedChunk(next.value, filter, range, stats);
-    if (chunk) addPending(pending, chunk, desc);
-  };
-
+  const listNext = () => listing.listNext();
   const readChunk = async () => {
-    const chunk = pending.shift()!;
-    if (!chunk.fetched) {
-      // Fetch the following chunks too (they are likely next), more each time.
-      const batch = [chunk, ...pending.filter((c) => !c.fetched)];
-      await fetchChunks(kv, projectId, batch.slice(0, fetchSize));
-      fetchSize = Math.min(GET_MANY_MAX_KEYS, fetchSize * 2);
-    }
+    const chunk = await listing.takeNext();
     const run = await readRun(kv, projectId, chunk, {
       filter,
       range,
@@ -303,8 +268,8 @@ async function scanBody(
         step = advance;
       }
     };
-    consider(chunkBound, nextSummary);
-    if (pending.length > 0) consider(pendingBound(pending[0]!), readChunk);
+    consider(listing.bound, listNext);
+    consider(listing.nextBound, readChunk);
     const run = runs.peek();
     if (run && (bound === null || first(run.ids[run.pos]!, bound))) {
       const id = run.ids[run.pos]!;
