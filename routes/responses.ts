@@ -37,8 +37,8 @@ export function corsHeaders(origin: string | null): Record<string, string> {
 
 /**
  * A JSON response with `headers` added, set one by one after construction
- * (giving them to the constructor measured no better: BENCHMARKS.md, fourth
- * round).
+ * (BENCHMARKS.md#earlier-findings: giving them to the constructor was no
+ * better).
  */
 export function jsonResponse(
   body: string | null,

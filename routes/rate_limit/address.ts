@@ -20,10 +20,9 @@ const IPV6_PREFIX_GROUPS = 4;
 
 /**
  * The bucket of a client: an IPv4 address as its 32-bit number, anything
- * else (an IPv6 /64, an unknown peer) as its limiting key. A number is
- * found in a bucket map several times faster than a text made for each
- * request: about 120 ns against 500 ns for a lookup, a store and a miss in
- * the older generation, measured on Deno 2.9.
+ * else (an IPv6 /64, an unknown peer) as its limiting key: a number needs
+ * no text made for each request before the bucket map is looked up
+ * (BENCHMARKS.md#earlier-findings).
  */
 export type BucketKey = string | number;
 
