@@ -75,6 +75,47 @@ function FieldErrorText(props: { error: FieldError | undefined }) {
     : null;
 }
 
+/** Props of {@linkcode AddValueForm}. */
+interface AddValueFormProps {
+  ctx: PageContext;
+  action: string;
+  id?: string;
+  /** The form field's name. */
+  name: string;
+  placeholder: string;
+  /** The field's accessible name. */
+  label: string;
+  button: string;
+  /** A refused value: shown again in the field, with the reason below. */
+  error: FieldError | undefined;
+}
+
+/** A form of one text field that adds a value to a list. */
+function AddValueForm(props: AddValueFormProps) {
+  const { error } = props;
+  return (
+    <>
+      <PostForm
+        ctx={props.ctx}
+        action={props.action}
+        class="row"
+        {...(props.id ? { id: props.id } : {})}
+      >
+        <input
+          name={props.name}
+          required
+          placeholder={props.placeholder}
+          aria-label={props.label}
+          value={error?.value ?? ""}
+          aria-invalid={error ? "true" : undefined}
+        />
+        <button type="submit">{props.button}</button>
+      </PostForm>
+      <FieldErrorText error={error} />
+    </>
+  );
+}
+
 /** Props of {@linkcode RemovableValues}. */
 interface RemovableValuesProps {
   ctx: PageContext;
@@ -147,23 +188,16 @@ function AllowListSection(props: SectionProps) {
             removeLabel={(value) => `Remove ${value}`}
           />
         )}
-      <PostForm
+      <AddValueForm
         ctx={ctx}
         action={action("allow")}
-        class="row"
         id="allow-form"
-      >
-        <input
-          name="value"
-          required
-          placeholder="https://shop.example.com or com.example.shop.ios"
-          aria-label="Origin or app id to allow"
-          value={errors.allow?.value ?? ""}
-          aria-invalid={errors.allow ? "true" : undefined}
-        />
-        <button type="submit">Allow</button>
-      </PostForm>
-      <FieldErrorText error={errors.allow} />
+        name="value"
+        placeholder="https://shop.example.com or com.example.shop.ios"
+        label="Origin or app id to allow"
+        button="Allow"
+        error={errors.allow}
+      />
     </Card>
   );
 }
@@ -187,17 +221,15 @@ function LevelsSection(props: SectionProps) {
           removeLabel={(level) => `Remove level ${level}`}
         />
       )}
-      <PostForm ctx={ctx} action={action("levels/add")} class="row">
-        <input
-          name="level"
-          required
-          placeholder="audit"
-          aria-label="Level name"
-          value={errors.level?.value ?? ""}
-        />
-        <button type="submit">Add level</button>
-      </PostForm>
-      <FieldErrorText error={errors.level} />
+      <AddValueForm
+        ctx={ctx}
+        action={action("levels/add")}
+        name="level"
+        placeholder="audit"
+        label="Level name"
+        button="Add level"
+        error={errors.level}
+      />
     </Card>
   );
 }

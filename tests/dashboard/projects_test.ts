@@ -241,9 +241,15 @@ signedInTest(
       level: "Audit Log",
     });
     assert.equal(bad.status, 400);
+    const badHtml = await bad.text();
     assert.match(
-      textOf(await bad.text()),
+      textOf(badHtml),
       /Cannot use level "Audit Log": expected a lower-case name/,
+    );
+    // The refused value is kept in the field, which is marked invalid.
+    assert.match(
+      badHtml,
+      /<input name="level"[^>]*value="Audit Log"[^>]*aria-invalid="true"/,
     );
     const standard = await browser.post(`${path}/levels/add`, {
       level: "error",
