@@ -169,6 +169,9 @@ export function keepFlash(
   return setFlash(deps.kv, c.get("session")!.id, flash);
 }
 
+/** What a project id may look like (db/projects.ts makes 22 characters). */
+export const PROJECT_ID = /^[\w-]{1,128}$/;
+
 /** The `:id` of a project route. */
 export function idParam(c: DashContext): string {
   return c.req.param("id") ?? "";
