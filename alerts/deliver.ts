@@ -22,7 +22,11 @@ import {
 import { alertOutboxKey } from "../db/keys.ts";
 import { decodeJson, encodeJson } from "../db/kv.ts";
 import { createId } from "../domain/ids.ts";
-import { checkResolvedTarget, type Resolver } from "./targets.ts";
+import {
+  checkResolvedTarget,
+  type Resolver,
+  WebhookTargetError,
+} from "./targets.ts";
 
 /** Waits before each new attempt after a failure; then it is given up. */
 export const RETRY_DELAYS_MS: readonly number[] = [
@@ -135,7 +139,13 @@ async function attempt(
   try {
     await checkResolvedTarget(rule.webhook, options);
   } catch (error) {
-    return { ok: false, error: (error as Error).message, final: true };
+    // A refused address stays refused; a name that does not resolve now
+    // may resolve at the next attempt.
+    return {
+      ok: false,
+      error: (error as Error).message,
+      final: error instanceof WebhookTargetError,
+    };
   }
   const fetcher = options.fetch ?? fetch;
   try {

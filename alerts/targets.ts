@@ -20,6 +20,18 @@ export type Resolver = (
   type: "A" | "AAAA",
 ) => Promise<string[]>;
 
+/**
+ * Thrown when a webhook's host resolves to no address now (no records, a
+ * resolver error, no answer in time): unlike a refused address, a later
+ * attempt may succeed.
+ */
+export class WebhookUnresolvedError extends Error {
+  override name = "WebhookUnresolvedError";
+}
+
+/** Time one resolution of a webhook's host may take. */
+const RESOLVE_TIMEOUT_MS = 5000;
+
 /** Longest webhook URL accepted. */
 const MAX_URL_CHARS = 2048;
 
@@ -178,10 +190,16 @@ export function checkWebhookUrl(
   return parsed.href;
 }
 
-/** The runtime's resolver; a record type with no answer gives no address. */
+/**
+ * The runtime's resolver; a record type with no answer gives no address.
+ * A slow name server must not hold the alert loop: the lookup is given up
+ * after {@linkcode RESOLVE_TIMEOUT_MS}.
+ */
 export const resolveDns: Resolver = async (host, type) => {
   try {
-    return await Deno.resolveDns(host, type);
+    return await Deno.resolveDns(host, type, {
+      signal: AbortSignal.timeout(RESOLVE_TIMEOUT_MS),
+    });
   } catch (error) {
     if (error instanceof Deno.errors.NotFound) return [];
     throw error;
@@ -191,7 +209,8 @@ export const resolveDns: Resolver = async (host, type) => {
 /**
  * Checks where a delivery is about to go: unless `allowPrivate`, every
  * address the host resolves to must be public (a name that resolves to a
- * private address is refused, as is one that resolves to nothing).
+ * private address is refused; one that resolves to nothing throws
+ * {@linkcode WebhookUnresolvedError}).
  */
 export async function checkResolvedTarget(
   url: string,
@@ -210,7 +229,7 @@ export async function checkResolvedTarget(
     r.status === "fulfilled" ? r.value : []
   );
   if (addresses.length === 0) {
-    throw new WebhookTargetError(`Cannot resolve webhook host "${host}"`);
+    throw new WebhookUnresolvedError(`Cannot resolve webhook host "${host}"`);
   }
   const refused = addresses.find((a) => isPrivateAddress(a) !== false);
   if (refused !== undefined) {

@@ -62,8 +62,7 @@ export function requiredAccess(method: string, path: string): Access {
   }
   if (
     path === "/users" || path.startsWith("/users/") ||
-    path === "/dead-letters" || path.startsWith("/dead-letters/") ||
-    path === "/audit"
+    path === "/dead-letters" || path.startsWith("/dead-letters/")
   ) {
     return { kind: "admin" };
   }

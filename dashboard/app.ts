@@ -28,6 +28,7 @@ import {
   type DashEnv,
   formField,
   message,
+  PROJECT_ID,
   type TailTiming,
 } from "./routes/common.ts";
 import { errorsRoutes } from "./routes/errors.ts";
@@ -101,9 +102,6 @@ export interface DashboardOptions {
 
 /** Largest form body accepted by default: the forms are a few fields. */
 export const FORM_LIMIT_BYTES = 64 * 1024;
-
-/** What a project id may look like (db/projects.ts makes 22 characters). */
-const PROJECT_ID = /^[\w-]{1,128}$/;
 
 /** Methods whose requests carry no form to read. */
 const BODILESS = new Set(["GET", "HEAD", "OPTIONS"]);

@@ -50,6 +50,11 @@ const ID = /^[0-9a-f]{28}$/;
 const MAX_TIME = Date.UTC(9999, 11, 31, 23, 59, 59, 999);
 const CURSOR = /^[\w.~:-]{1,512}$/;
 const LEVEL = /^[a-z][a-z0-9_-]{0,31}$/;
+/**
+ * Level chips kept at most: every link of the page carries them, so that
+ * the list weighs about as much as the longest query text.
+ */
+export const MAX_LEVEL_CHIPS = 64;
 const TIME =
   /^(\d{4})-(\d{2})-(\d{2})(?:[T ](\d{2}):(\d{2})(?::(\d{2})(?:\.(\d{1,3}))?)?)?Z?$/;
 
@@ -121,6 +126,7 @@ export function readState(
     paused: params.get("live") === "off",
   };
   for (const level of (params.get("level") ?? "").split(",")) {
+    if (state.levels.length === MAX_LEVEL_CHIPS) break;
     if (LEVEL.test(level) && !state.levels.includes(level)) {
       state.levels.push(level);
     }

@@ -17,13 +17,16 @@ import { type LogRecord, recordJson } from "../../domain/entry.ts";
 import { formatTime, levelClass, sender, summary } from "./format.ts";
 import { jsonStart, walkFields } from "./entry_fields.ts";
 import { CopyButton } from "./layout.tsx";
-import { StackView } from "./stack.tsx";
+import { orderedStack, StackView, stackWithin } from "./stack.tsx";
 
 export { entryFields, jsonStart, walkFields } from "./entry_fields.ts";
 
-/** Bytes of fields and JSON one entry's preview may take in a list. */
+/**
+ * Bytes of fields and JSON one entry's preview may take in a list; its
+ * stack may take as much again.
+ */
 export const ENTRY_PREVIEW_BYTES = 16 * 1024;
-/** Bytes of fields and JSON all previews of one page may take together. */
+/** Bytes of stacks, fields and JSON all previews of one page may take together. */
 export const PAGE_PREVIEW_BYTES = 768 * 1024;
 /** Fields a preview lists at most. */
 const PREVIEW_FIELDS = 40;
@@ -130,11 +133,19 @@ function chooseShown(
   links: EntryLinks,
   full: boolean,
   budget: PreviewBudget | undefined,
-): { fields: ShownField[]; total: number; json: string; jsonCut: boolean } {
+): {
+  fields: ShownField[];
+  total: number;
+  json: string;
+  jsonCut: boolean;
+  stack: string[];
+  stackCut: boolean;
+} {
   const hrefs = (field: { path: string; value: string }) => ({
     only: links.filter({ ...field, exclude: false }),
     without: links.filter({ ...field, exclude: true }),
   });
+  const stack = orderedStack(record.data.stack);
   if (full) {
     const { fields, total } = walkFields(record, FULL_FIELDS);
     return {
@@ -146,10 +157,24 @@ function chooseShown(
       total,
       json: JSON.stringify(recordJson(record), null, 2),
       jsonCut: false,
+      stack,
+      stackCut: false,
     };
   }
   const start = Math.min(ENTRY_PREVIEW_BYTES, budget?.left ?? Infinity);
-  if (start <= 0) return { fields: [], total: 0, json: "", jsonCut: true };
+  if (start <= 0) {
+    return {
+      fields: [],
+      total: 0,
+      json: "",
+      jsonCut: true,
+      stack: [],
+      stackCut: stack.length > 0,
+    };
+  }
+  // The stack has an allowance of its own, so that the fields and JSON a
+  // preview shows are the same with or without one.
+  const stackShown = stackWithin(stack, start);
   let left = start;
   const { fields: all, total } = walkFields(record, PREVIEW_FIELDS);
   const fields: ShownField[] = [];
@@ -178,8 +203,16 @@ function chooseShown(
     Math.max(0, Math.min(PREVIEW_JSON_CHARS, left)),
   );
   left -= json.text.length;
-  if (budget) budget.left -= start - left;
-  return { fields, total, json: json.text, jsonCut: json.cut };
+  const stackBytes = stackShown.reduce((n, line) => n + line.length + 1, 0);
+  if (budget) budget.left -= start - left + stackBytes;
+  return {
+    fields,
+    total,
+    json: json.text,
+    jsonCut: json.cut,
+    stack: stackShown,
+    stackCut: stackShown.length < stack.length,
+  };
 }
 
 /**
@@ -239,8 +272,8 @@ export function EntryDetail(
   const { record, links } = props;
   const shown = chooseShown(record, links, props.full, props.budget);
   const jsonCut = shown.jsonCut;
-  const cut = jsonCut || shown.fields.length < shown.total ||
-    shown.fields.some((f) => f.cut);
+  const cut = jsonCut || shown.stackCut ||
+    shown.fields.length < shown.total || shown.fields.some((f) => f.cut);
   const entry = links.entry(record.id);
   return (
     <>
@@ -259,7 +292,7 @@ export function EntryDetail(
             ? "Not previewed: this page has shown as much as it may."
             : `Preview: ${shown.fields.length} of ${shown.total} fields${
               jsonCut ? ", the JSON cut short" : ""
-            }.`}{" "}
+            }${shown.stackCut ? ", the stack cut short" : ""}.`}{" "}
           <a class="full-entry" href={entry.page} data-fragment={entry.detail}>
             Show the full entry
           </a>
@@ -270,7 +303,7 @@ export function EntryDetail(
           {`The first ${shown.fields.length} of ${shown.total} fields; the JSON below has them all.`}
         </p>
       )}
-      <StackView stack={record.data.stack} />
+      <StackView lines={shown.stack} />
       {shown.fields.length > 0 && <FieldTable fields={shown.fields} />}
       {shown.json !== "" && (
         <pre class="json" id={`json-${record.id}`}>

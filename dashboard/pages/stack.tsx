@@ -33,9 +33,29 @@ export function orderedStack(stack: unknown): string[] {
   return lines;
 }
 
-/** The stack of an entry; nothing when `data.stack` is no stack. */
-export function StackView(props: { stack: unknown }) {
-  const lines = orderedStack(props.stack);
+/**
+ * The lines of a stack a preview shows: those that fit in `bytes`, each
+ * whole.
+ *
+ * @example
+ * ```ts
+ * stackWithin(["Error: x", "    at f (a.js:1:2)"], 10); // ["Error: x"]
+ * ```
+ */
+export function stackWithin(lines: string[], bytes: number): string[] {
+  let left = bytes;
+  const shown: string[] = [];
+  for (const line of lines) {
+    left -= line.length + 1;
+    if (left < 0) break;
+    shown.push(line);
+  }
+  return shown;
+}
+
+/** The lines of an entry's stack ({@linkcode orderedStack}); nothing when there are none. */
+export function StackView(props: { lines: string[] }) {
+  const { lines } = props;
   if (lines.length === 0) return null;
   const shown = lines.slice(0, STACK_SHOWN);
   const rest = lines.slice(STACK_SHOWN);

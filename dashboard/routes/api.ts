@@ -32,7 +32,12 @@ import {
 import { findReadToken } from "../../db/tokens.ts";
 import { canRead } from "../../db/users.ts";
 import { type LogRecord, recordJson } from "../../domain/entry.ts";
-import type { DashApp, DashboardDeps, DashContext } from "./common.ts";
+import {
+  type DashApp,
+  type DashboardDeps,
+  type DashContext,
+  PROJECT_ID,
+} from "./common.ts";
 import { DURATION_UNIT_MS } from "../../domain/duration.ts";
 
 /** Thrown for a parameter the API cannot read; answered with `400`. */
@@ -53,13 +58,14 @@ const DURATION = /^(\d{1,9})(ms|s|m|h|d|w)$/;
  */
 export function readTime(name: string, text: string, now: number): number {
   const duration = DURATION.exec(text);
-  if (duration) {
-    return now - Number(duration[1]) * DURATION_UNIT_MS[duration[2]!]!;
-  }
-  if (/^\d{4}-\d{2}-\d{2}/.test(text)) {
-    const ms = Date.parse(text);
-    if (!Number.isNaN(ms)) return ms;
-  }
+  // A time a Date cannot hold (a duration back past the year -271821)
+  // could not be written into the next page's link.
+  const ms = duration
+    ? now - Number(duration[1]) * DURATION_UNIT_MS[duration[2]!]!
+    : /^\d{4}-\d{2}-\d{2}/.test(text)
+    ? Date.parse(text)
+    : NaN;
+  if (!Number.isNaN(new Date(ms).getTime())) return ms;
   throw new ApiParameterError(
     `Cannot read "${name}" "${
       text.slice(0, 100)
@@ -256,7 +262,9 @@ export function apiRoutes(app: DashApp, deps: DashboardDeps): void {
       }
       browser = true;
     }
-    if (await getProject(kv, projectId) === null) {
+    if (
+      !PROJECT_ID.test(projectId) || await getProject(kv, projectId) === null
+    ) {
       return apiError(c, 404, `Cannot find project "${projectId}"`);
     }
     const url = new URL(c.req.url);

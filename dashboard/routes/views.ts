@@ -13,6 +13,7 @@ import {
   type DashApp,
   type DashboardDeps,
   formField,
+  keyField,
   message,
   withProject,
 } from "./common.ts";
@@ -55,7 +56,7 @@ export function viewsRoutes(app: DashApp, deps: DashboardDeps): void {
   app.post(
     `${base}/projects/:id/views/delete`,
     withProject(deps, async (c, project) => {
-      await deleteView(kv, project.id, await formField(c, "view"));
+      await deleteView(kv, project.id, await keyField(c, "view"));
       return c.redirect(
         (await formField(c, "back")) === "projects"
           ? `${base}/`

@@ -140,41 +140,58 @@ Deno.test("a host name resolving to a private address is refused at delivery", a
       resolve: resolver({ "hooks.example.com": ["93.184.215.14"] }),
     });
   });
-  await t.step(
-    "the delivery is not sent and its failure is recorded",
-    async () => {
-      await withHarness(async (h) => {
-        const project = await h.project(["https://app.example.com"]);
-        const rule = await addAlertRule(h.kv, {
-          projectId: project.id,
-          query: "level:critical",
-          webhook: "https://hooks.example.com/x",
-        }, { allowPrivate: false, now: h.clock.now });
-        let fetched = 0;
-        const loop = createAlertLoop({
-          kv: h.kv,
-          now: h.clock.now,
-          allowPrivate: false,
-          resolve: resolver({ "hooks.example.com": ["10.0.0.5"] }),
-          fetch: () => {
-            fetched++;
-            return Promise.resolve(new Response("ok"));
-          },
+  for (
+    const [name, answers, outcome, error] of [
+      [
+        "a refused address fails at once",
+        ["10.0.0.5"],
+        "failed",
+        /resolves to 10\.0\.0\.5/,
+      ],
+      [
+        "a name that does not resolve now is retried",
+        [],
+        "retrying",
+        /Cannot resolve webhook host/,
+      ],
+    ] as const
+  ) {
+    await t.step(
+      `the delivery is not sent and its attempt is recorded: ${name}`,
+      async () => {
+        await withHarness(async (h) => {
+          const project = await h.project(["https://app.example.com"]);
+          const rule = await addAlertRule(h.kv, {
+            projectId: project.id,
+            query: "level:critical",
+            webhook: "https://hooks.example.com/x",
+          }, { allowPrivate: false, now: h.clock.now });
+          let fetched = 0;
+          const loop = createAlertLoop({
+            kv: h.kv,
+            now: h.clock.now,
+            allowPrivate: false,
+            resolve: resolver({ "hooks.example.com": [...answers] }),
+            fetch: () => {
+              fetched++;
+              return Promise.resolve(new Response("ok"));
+            },
+          });
+          const res = await h.post(
+            randomEntry({ projectId: project.id, level: "critical" }),
+            { Origin: "https://app.example.com" },
+          );
+          await res.body?.cancel();
+          await h.process();
+          h.clock.advance(3000);
+          assert.deepEqual((await loop.tick()).attempts, [outcome]);
+          assert.equal(fetched, 0);
+          const [attempt] = await readAlertHistory(h.kv, project.id, rule.id);
+          assert.match(attempt!.error!, error);
         });
-        const res = await h.post(
-          randomEntry({ projectId: project.id, level: "critical" }),
-          { Origin: "https://app.example.com" },
-        );
-        await res.body?.cancel();
-        await h.process();
-        h.clock.advance(3000);
-        assert.deepEqual((await loop.tick()).attempts, ["failed"]);
-        assert.equal(fetched, 0);
-        const [attempt] = await readAlertHistory(h.kv, project.id, rule.id);
-        assert.match(attempt!.error!, /resolves to 10\.0\.0\.5/);
-      });
-    },
-  );
+      },
+    );
+  }
 });
 
 harnessTest(

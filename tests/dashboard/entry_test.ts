@@ -7,6 +7,7 @@
 import assert from "node:assert/strict";
 import { orderedStack, STACK_SHOWN } from "../../dashboard/pages/stack.tsx";
 import { summary } from "../../dashboard/pages/format.ts";
+import { ENTRY_PREVIEW_BYTES } from "../../dashboard/pages/entry.tsx";
 import { signedInTest, store, textOf } from "../_helpers/dashboard.ts";
 import type { LogRecord } from "../../domain/entry.ts";
 
@@ -86,6 +87,37 @@ signedInTest(
     );
     // The list's preview of an entry without a title is its message.
     assert.match(textOf(html), /error https:\/\/app\.example\.com Frames/);
+  },
+);
+
+signedInTest(
+  "a stack longer than a preview allows is cut in the list, saying so, and whole in the full entry",
+  async (h, browser) => {
+    const project = await h.project(["https://app.example.com"]);
+    const frames = Array.from(
+      { length: 600 },
+      (_, i) => `    at f${i} (https://shop.example.com/app.js:${i}:1)`,
+    );
+    const [record] = await store(h, project.id, [
+      { level: "error", data: { message: "Deep", stack: frames.join("\n") } },
+    ]);
+    const row = (html: string) =>
+      html.slice(html.indexOf(`id="e-${record!.id}"`));
+    const list = row(
+      await (await browser.get(`/projects/${project.id}`)).text(),
+    );
+    assert.ok(list.includes("at f0 "), "the top of the stack is shown");
+    assert.ok(!list.includes("at f599 "), "not all of it");
+    assert.ok(
+      list.length < ENTRY_PREVIEW_BYTES * 3,
+      `the row is ${list.length} characters`,
+    );
+    assert.match(textOf(list), /the stack cut short\. Show the full entry/);
+    const full = await (await browser.get(
+      `/projects/${project.id}/entries/${record!.id}`,
+    )).text();
+    assert.match(full, /<summary>592 more lines<\/summary>/);
+    assert.ok(full.includes("at f599 "), "the full entry has all of it");
   },
 );
 

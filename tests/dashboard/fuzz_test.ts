@@ -116,6 +116,19 @@ signedInTest(
       [`${p}/rejections`, ["reason", "done"]],
       ["/dead-letters", ["done", "n"]],
       ["/assets/explorer.js", ["v"]],
+      [`${p}/errors`, []],
+      [`${p}/alerts`, ["done"]],
+      [`${p}/audit`, []],
+      ["/users", ["done"]],
+      [`/api/v1/projects/${project.id}/logs`, [
+        "q",
+        "level",
+        "since",
+        "until",
+        "limit",
+        "cursor",
+        "format",
+      ]],
     ];
     const failures: string[] = [];
     let requests = 0;
@@ -185,6 +198,21 @@ Deno.test("every field of every form, given nasty values, answers the page or a 
       [`${settings}/delete`, ["confirm"]],
       [`/projects/${project.id}/rejections/replay`, ["entry"]],
       ["/dead-letters/replay", ["id"]],
+      [`/projects/${project.id}/alerts/add`, [
+        "query",
+        "webhook",
+        "threshold",
+        "window",
+        "every",
+      ]],
+      [`/projects/${project.id}/alerts/remove`, ["rule"]],
+      [`/projects/${project.id}/views`, ["name", "q", "level", "since"]],
+      [`/projects/${project.id}/views/delete`, ["view", "back"]],
+      [`${settings}/tokens`, ["name"]],
+      [`${settings}/tokens/revoke`, ["token"]],
+      ["/users", ["email", "role", "password"]],
+      ["/users/update", ["email", "role"]],
+      ["/users/remove", ["email"]],
     ];
     const failures: string[] = [];
     const logged = await capturingErrors(async () => {

@@ -10,6 +10,7 @@ import assert from "node:assert/strict";
 import {
   addTerm,
   fieldTerm,
+  MAX_LEVEL_CHIPS,
   parseUtc,
   readState,
   stateFilter,
@@ -236,6 +237,12 @@ Deno.test("the explorer's state round-trips through its URL in canonical order",
   ]);
   assert.equal(bad.state.open, undefined);
   assert.deepEqual(bad.state.levels, []);
+  const many = Array.from({ length: 10_000 }, (_, i) => `l${i}`);
+  assert.deepEqual(
+    readState(new URLSearchParams({ level: many.join(",") })).state.levels,
+    many.slice(0, MAX_LEVEL_CHIPS),
+    "every link carries the chips: a bounded number of them",
+  );
 });
 
 Deno.test("the state's filter joins the query, the chips and the time window", () => {

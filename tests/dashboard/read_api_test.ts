@@ -297,6 +297,12 @@ dashboardTest(
     const gone = await api(h, `/api/v1/projects/nope/logs`, token);
     assert.equal(gone.status, 404);
     await gone.body?.cancel();
+    // An id no project can have is never looked up (a database key is
+    // limited in size), even by an administrator who may read them all.
+    const admin = await signIn(h.dash);
+    const long = await admin.get(`/api/v1/projects/${"a".repeat(3000)}/logs`);
+    assert.equal(long.status, 404);
+    assert.match((await long.json()).error, /Cannot find project/);
     for (
       const query of [
         "q=%22unclosed",
@@ -304,6 +310,7 @@ dashboardTest(
         "limit=1001",
         "limit=abc",
         "since=yesterday",
+        "since=999999999w",
         "cursor=abc",
         "format=xml",
       ]
