@@ -22,12 +22,7 @@ import { BodyGuard } from "./routes/body_guard.ts";
 import { ErrorLog } from "./routes/error_log.ts";
 import { onStopSignals, serveResilient } from "./server/serve.ts";
 import { createAlertLoop } from "./alerts/mod.ts";
-import {
-  Heartbeat,
-  measured,
-  metricsHandler,
-  RequestMetrics,
-} from "./server/metrics.ts";
+import { measured, metricsHandler, RequestMetrics } from "./server/metrics.ts";
 
 /** How often the rate limiter reads other instances' counters. */
 const RATE_SYNC_MS = 250;
@@ -38,8 +33,6 @@ const RATE_CLEANUP_MS = 60_000;
 let cronSweep: (() => Promise<void>) | undefined;
 /** What the alerts cron runs; set once the alert loop exists. */
 let cronAlerts: (() => Promise<unknown>) | undefined;
-/** How often the consumer's heartbeat (for /healthz) is taken. */
-const HEARTBEAT_MS = 5000;
 
 // Deno Deploy registers crons only while the entry module is first
 // evaluated, before any `await`: this stays at top level, synchronous.
@@ -119,10 +112,8 @@ if (import.meta.main) {
   ];
   // Where intervals may not run while no request comes (Deno Deploy), the
   // cron registered at the top of this module sweeps as well.
-  const heartbeat = new Heartbeat(Date.now());
   cronSweep = async () => {
     await pipeline.worker.sweep();
-    heartbeat.beat(Date.now());
     await pipeline.merger?.round();
   };
   // Alerts and metrics (docs/alerts.md, docs/metrics.md): beside the ingest
@@ -133,12 +124,6 @@ if (import.meta.main) {
   });
   alerts.start();
   cronAlerts = () => alerts.tick();
-  timers.push(setInterval(() => {
-    pipeline.worker.sweep().then(
-      () => heartbeat.beat(Date.now()),
-      (e) => console.error("Cannot sweep pending batches:", e),
-    );
-  }, HEARTBEAT_MS));
   const requests = new RequestMetrics();
   const metricsServer = config.metricsPort === undefined ? null : Deno.serve(
     {
@@ -150,7 +135,8 @@ if (import.meta.main) {
     metricsHandler({
       kv,
       requests,
-      heartbeat,
+      // The worker's own sweeps are the consumer's sign of life.
+      sweptAt: () => pipeline.worker.sweptAt,
       token: config.metricsToken,
     }),
   );

@@ -64,11 +64,21 @@ export class BatchWorker {
   #running = 0;
   #timer: ReturnType<typeof setInterval> | undefined;
   #sweeping: Promise<number> | null = null;
+  #sweptAt: number;
   #idle: (() => void)[] = [];
 
   constructor(options: WorkerOptions) {
     this.#options = options;
     this.#now = options.now ?? Date.now;
+    this.#sweptAt = this.#now();
+  }
+
+  /**
+   * When the last sweep finished listing (the worker's clock; its creation
+   * before the first): the sign of life `/healthz` reads.
+   */
+  get sweptAt(): number {
+    return this.#sweptAt;
   }
 
   /** Queues batches for processing (ids already queued are skipped). */
@@ -126,6 +136,7 @@ export class BatchWorker {
       if (retryTime(entry.value) > now) continue;
       found.push(id);
     }
+    this.#sweptAt = Math.max(this.#sweptAt, this.#now());
     this.push(found);
     return found.length;
   }

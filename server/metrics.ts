@@ -87,22 +87,6 @@ export function measured<A extends Deno.Addr>(
   };
 }
 
-/** When the consumer last showed it is alive. */
-export class Heartbeat {
-  #last: number;
-  constructor(now: number) {
-    this.#last = now;
-  }
-  /** Records a sign of life at `now`. */
-  beat(now: number): void {
-    this.#last = Math.max(this.#last, now);
-  }
-  /** Milliseconds since the last sign of life. */
-  age(now: number): number {
-    return Math.max(0, now - this.#last);
-  }
-}
-
 /** Escapes a label value of the Prometheus text format. */
 function label(value: string): string {
   return value.replaceAll("\\", "\\\\").replaceAll('"', '\\"')
@@ -220,7 +204,8 @@ export function renderMetrics(
 export interface MetricsServerOptions {
   kv: Deno.Kv;
   requests: RequestMetrics;
-  heartbeat: Heartbeat;
+  /** When the consumer's worker last finished a sweep, Unix ms. */
+  sweptAt: () => number;
   /** `METRICS_TOKEN`; without one `/metrics` answers 503. */
   token: string | undefined;
   /** Clock, Unix ms. @default {Date.now} */
@@ -271,7 +256,7 @@ async function probeKv(kv: Deno.Kv): Promise<string | null> {
  *
  * @example
  * ```ts
- * Deno.serve({ port: 9464, hostname: "127.0.0.1" }, metricsHandler({ kv, requests, heartbeat, token }));
+ * Deno.serve({ port: 9464, hostname: "127.0.0.1" }, metricsHandler({ kv, requests, sweptAt: () => worker.sweptAt, token }));
  * ```
  */
 export function metricsHandler(
@@ -291,7 +276,7 @@ export function metricsHandler(
     }
     if (path === "/healthz") {
       const kvProblem = await probeKv(options.kv);
-      const age = options.heartbeat.age(now());
+      const age = Math.max(0, now() - options.sweptAt());
       const consumer = age <= maxAge
         ? "ok"
         : `no sweep for ${Math.round(age / 1000)} s`;
@@ -326,7 +311,11 @@ export function metricsHandler(
     const at = now();
     const totals = await readTotals(options.kv, at);
     return new Response(
-      renderMetrics(options.requests, totals, options.heartbeat.age(at)),
+      renderMetrics(
+        options.requests,
+        totals,
+        Math.max(0, at - options.sweptAt()),
+      ),
       {
         headers: {
           "Content-Type": "text/plain; version=0.0.4; charset=utf-8",

@@ -7,7 +7,6 @@
  */
 import assert from "node:assert/strict";
 import {
-  Heartbeat,
   HEARTBEAT_MAX_AGE_MS,
   measured,
   metricsHandler,
@@ -29,11 +28,11 @@ Deno.test("GET /healthz answers 200 while KV answers and the consumer sweeps, 50
   const h = await harness();
   let closed = false;
   try {
-    const heartbeat = new Heartbeat(h.clock.now());
+    const worker = h.pipeline.worker;
     const handler = metricsHandler({
       kv: h.kv,
       requests: new RequestMetrics(),
-      heartbeat,
+      sweptAt: () => worker.sweptAt,
       token: undefined,
       now: h.clock.now,
     });
@@ -50,7 +49,8 @@ Deno.test("GET /healthz answers 200 while KV answers and the consumer sweeps, 50
     const body = await stale.json();
     assert.equal(body.status, "unavailable");
     assert.match(body.consumer, /no sweep for 31 s/);
-    heartbeat.beat(h.clock.now());
+    // A sweep of the worker is its sign of life.
+    await worker.sweep();
     assert.equal((await (await get(handler, "/healthz")).json()).status, "ok");
     await h.close();
     closed = true;
@@ -68,7 +68,7 @@ harnessTest(
     const options = {
       kv: h.kv,
       requests: new RequestMetrics(),
-      heartbeat: new Heartbeat(h.clock.now()),
+      sweptAt: h.clock.now,
       now: h.clock.now,
     };
     const unset = metricsHandler({ ...options, token: undefined });
@@ -142,7 +142,7 @@ harnessTest(
     const handler = metricsHandler({
       kv: h.kv,
       requests,
-      heartbeat: new Heartbeat(h.clock.now()),
+      sweptAt: h.clock.now,
       token: TOKEN,
       now: h.clock.now,
     });
