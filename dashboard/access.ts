@@ -3,7 +3,8 @@
  * runs (docs/accounts.md#roles). Every path is classified by
  * {@linkcode requiredAccess}: a project's pages need read access to it (a
  * project the account does not have answers `404`, as if it did not
- * exist), its settings and every change to it need configure access (a
+ * exist), its settings, its alert rules and every change to it need
+ * configure access (a
  * viewer gets `403`), and the service-wide pages (accounts, dead letters,
  * creating a project) need the `admin` role (`403`). A route added later
  * under `/projects/:id/` is covered by the same rule.
@@ -30,6 +31,8 @@ export type Access =
   };
 
 const PROJECT_PATH = /^\/projects\/([^/]+)(\/.*)?$/;
+/** A project's pages that reading it does not open. */
+const CONFIGURE_PAGES = ["/settings", "/alerts"];
 
 /**
  * What a request of `method` to `path` (relative to the dashboard's base)
@@ -47,8 +50,12 @@ export function requiredAccess(method: string, path: string): Access {
   const project = PROJECT_PATH.exec(path);
   if (project) {
     const rest = project[2] ?? "";
-    const configure = !read || rest === "/settings" ||
-      rest.startsWith("/settings/");
+    // Settings hold the secret, alert rules their webhook URLs (often
+    // credentials themselves): both are for those who configure.
+    const configure = !read ||
+      CONFIGURE_PAGES.some((page) =>
+        rest === page || rest.startsWith(`${page}/`)
+      );
     return {
       kind: "project",
       projectId: decodeURIComponent(project[1]!),

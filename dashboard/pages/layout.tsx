@@ -35,7 +35,7 @@ export interface ProjectTabs {
     | "audit";
 }
 
-/** The project tabs in their order; a viewer sees no settings. */
+/** The project tabs in their order; a viewer sees no settings nor alerts. */
 const PROJECT_TABS: {
   tab: ProjectTabs["current"];
   path: string;
@@ -324,7 +324,8 @@ export function Layout(props: LayoutProps) {
           <nav class="tabs" aria-label="Project">
             <span class="project-name" title={project.id}>{project.name}</span>
             {PROJECT_TABS.filter((t) =>
-              t.tab !== "settings" || ctx.account?.role !== "viewer"
+              (t.tab !== "settings" && t.tab !== "alerts") ||
+              ctx.account?.role !== "viewer"
             ).map((t) => (
               <NavLink
                 href={link(ctx.base, `/projects/${project.id}${t.path}`)}

@@ -72,7 +72,7 @@ const ROWS: Row[] = [
   getRow("/projects/:id/rejections", "read", 200),
   configureRow("/rejections/replay", 303, { entry: "nope" }),
   getRow("/projects/:id/audit", "read", 200),
-  getRow("/projects/:id/alerts", "read", 200),
+  getRow("/projects/:id/alerts", "configure", 200),
   getRow("/projects/:id/errors", "read", 200),
   getRow("/projects/:id/entries/:entryId", "read", 404),
   configureRow("/views", 400, { name: "" }),
@@ -173,7 +173,7 @@ dashboardTest(
 );
 
 dashboardTest(
-  "a viewer sees only its projects, no settings link and no create form",
+  "a viewer sees only its projects, no settings or alerts link and no create form",
   async (h) => {
     const own = await createProject(h.kv, { name: "own-project" });
     await createProject(h.kv, { name: "hidden-project" });
@@ -187,6 +187,7 @@ dashboardTest(
     const explorer = await (await viewer.get(`/projects/${own.id}`))
       .text();
     assert.doesNotMatch(explorer, /\/settings"/);
+    assert.doesNotMatch(explorer, /\/alerts"/);
     assert.match(explorer, /\/audit"/);
   },
 );
