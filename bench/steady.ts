@@ -27,7 +27,7 @@ import { createGenerator, plantWord } from "./query/generate.ts";
 import { denoArgs, taskCommand } from "./options.ts";
 import { type Probe, type ProbeContext, probeOnce } from "./probe.ts";
 import { serverMemory } from "./process.ts";
-import { freePort, type ServerProcess, startServer } from "./server.ts";
+import { freePort, type ServerProcess, startService } from "./server.ts";
 import { createBenchProject } from "./store.ts";
 import { hasWrk, runWrk, type WrkResult } from "./wrk.ts";
 
@@ -91,21 +91,12 @@ function makeBodies(projectId: string) {
 }
 
 /** Starts the service of {@linkcode SERVICE} over `kvPath`. */
-async function startService(kvPath: string): Promise<ServerProcess> {
+async function startSteadyService(kvPath: string): Promise<ServerProcess> {
   const config = await Deno.readTextFile(new URL("deno.json", SERVICE));
+  const args = denoArgs(taskCommand(config, "start"), "main.ts");
   const port = freePort();
-  return await startServer({
-    name: "the service",
-    args: denoArgs(taskCommand(config, "start"), "main.ts"),
-    cwd: SERVICE,
-    port,
-    env: {
-      PORT: String(port),
-      HOSTNAME: "127.0.0.1",
-      KV_PATH: kvPath,
-      TRUST_PROXY: "1",
-    },
-  });
+  const { service } = await startService({ cwd: SERVICE, args, kvPath, port });
+  return service;
 }
 
 /**
@@ -245,7 +236,7 @@ async function main() {
     "absent word": "nowherefoundxyz",
     "one user": `context.userId:${user}`,
   };
-  const server = await startService(kvPath);
+  const server = await startSteadyService(kvPath);
   const url = `${server.url}/api/v1/logs`;
   const bodiesFile = `${dir}/bodies.jsonl`;
   Deno.writeTextFileSync(bodiesFile, bodies.join("\n") + "\n");
