@@ -11,7 +11,7 @@ import assert from "node:assert/strict";
 import { cpuUsage } from "node:process";
 import { createApp } from "../../app.ts";
 import { ErrorLog } from "../../routes/error_log.ts";
-import { type Harness, withHarness } from "../_helpers/harness.ts";
+import { type Harness, withHarness, withServed } from "../_helpers/harness.ts";
 import { within } from "../_helpers/timeout.ts";
 
 const encoder = new TextEncoder();
@@ -46,15 +46,10 @@ async function serving(
     now: h.clock.now,
     errorLog: new ErrorLog({ write: (line) => logged.push(line) }),
   });
-  const server = Deno.serve(
-    { port: 0, hostname: "127.0.0.1", onListen: () => {} },
+  await withServed(
     (req, info) => app.fetch(req, info),
+    (port) => fn(port, logged),
   );
-  try {
-    await fn(server.addr.port, logged);
-  } finally {
-    await server.shutdown();
-  }
 }
 
 /** Writes `head` then `body` on a new connection and reads the answer. */

@@ -17,6 +17,7 @@ import {
   postBody,
   randomEntry,
   withHarness,
+  withServed,
 } from "../_helpers/harness.ts";
 import { within } from "../_helpers/timeout.ts";
 
@@ -128,15 +129,10 @@ async function serving(
   app: ReturnType<typeof createApp>,
   fn: (port: number) => Promise<void>,
 ): Promise<void> {
-  const server = Deno.serve(
-    { port: 0, hostname: "127.0.0.1", onListen: () => {} },
+  await withServed(
     (req, info) => app.fetch(req, { remoteAddr: info.remoteAddr }),
+    fn,
   );
-  try {
-    await fn(server.addr.port);
-  } finally {
-    await server.shutdown();
-  }
 }
 
 const REQUEST_HEAD = "POST /api/v1/logs HTTP/1.1\r\nHost: localhost\r\n" +

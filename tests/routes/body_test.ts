@@ -13,6 +13,7 @@ import {
   type Harness,
   ORIGIN,
   randomEntry,
+  serve,
   withHarness,
   withTimeout,
 } from "../_helpers/harness.ts";
@@ -40,8 +41,7 @@ async function withServer(
 ): Promise<void> {
   const arrived: Seen[] = [];
   const waiting: ((seen: Seen) => void)[] = [];
-  const server = Deno.serve(
-    { hostname: "127.0.0.1", port: 0, onListen: () => {} },
+  const server = serve(
     (req, info) => {
       const seen = {
         contentLength: req.headers.get("content-length"),
