@@ -7,7 +7,7 @@
  */
 import type { LogRecord } from "../../domain/entry.ts";
 import { RateLimiter } from "../../routes/rate_limit/mod.ts";
-import { type Harness, harness, wallClock } from "./harness.ts";
+import { type Harness, harness, serve, wallClock } from "./harness.ts";
 
 /** A server listening on a local port. */
 export interface LiveServer {
@@ -57,13 +57,10 @@ export async function startServer(
       ...(options.now ? { now: options.now } : {}),
     }),
   });
-  const server = Deno.serve(
-    { port: 0, hostname: "127.0.0.1", onListen() {} },
-    (req, info) => {
-      options.onRequest?.(req);
-      return h.app.fetch(req, { remoteAddr: info.remoteAddr as Deno.NetAddr });
-    },
-  );
+  const server = serve((req, info) => {
+    options.onRequest?.(req);
+    return h.app.fetch(req, { remoteAddr: info.remoteAddr });
+  });
   return {
     h,
     endpoint: `http://127.0.0.1:${server.addr.port}/api/v1/logs`,
