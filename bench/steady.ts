@@ -29,6 +29,7 @@ import { type Probe, type ProbeContext, probeOnce } from "./probe.ts";
 import { serverMemory } from "./process.ts";
 import { freePort, type ServerProcess, startService } from "./server.ts";
 import { createBenchProject } from "./store.ts";
+import { median } from "./timing.ts";
 import { hasWrk, runWrk, type WrkResult } from "./wrk.ts";
 
 const ROOT = new URL("../", import.meta.url);
@@ -64,11 +65,6 @@ interface Phase {
   wrk: WrkResult;
   seconds: number;
   sustainable: boolean | null;
-}
-
-function median(values: number[]): number {
-  const sorted = [...values].sort((a, b) => a - b);
-  return sorted[Math.floor(sorted.length / 2)] ?? 0;
 }
 
 /**
