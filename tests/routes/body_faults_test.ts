@@ -19,6 +19,7 @@ import {
   withHarness,
   withServed,
 } from "../_helpers/harness.ts";
+import { readAnswer } from "../_helpers/raw_http.ts";
 import { within } from "../_helpers/timeout.ts";
 
 const encoder = new TextEncoder();
@@ -90,7 +91,7 @@ Deno.test("a body cut short by the client answers 400 incomplete_body and logs n
   });
 });
 
-/** Sends `text` on a raw TCP connection and reads the answer until EOF. */
+/** Sends `text` on a raw TCP connection and reads its answer. */
 async function rawExchange(
   port: number,
   text: string,
@@ -101,22 +102,10 @@ async function rawExchange(
     const start = performance.now();
     await conn.write(encoder.encode(text));
     if (options.halfClose) await conn.closeWrite();
-    const reader = conn.readable.getReader();
-    const decoder = new TextDecoder();
-    let got = "";
-    for (;;) {
-      const { done, value } = await reader.read();
-      if (done) break;
-      got += decoder.decode(value, { stream: true });
-      const end = got.indexOf("\r\n\r\n");
-      const length = /content-length: (\d+)/i.exec(got)?.[1];
-      if (end >= 0 && length && got.length >= end + 4 + Number(length)) break;
-    }
-    reader.releaseLock();
-    const end = got.indexOf("\r\n\r\n");
+    const { head, body } = await readAnswer(conn);
     return {
-      head: got.slice(0, end),
-      body: got.slice(end + 4),
+      head,
+      body,
       ms: performance.now() - start,
     };
   } finally {
