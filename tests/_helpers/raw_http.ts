@@ -77,14 +77,7 @@ export async function rawGet(
       lines.push(`${name}: ${value}`);
     }
     await conn.write(encoder.encode(`${lines.join("\r\n")}\r\n\r\n`));
-    let text = "";
-    const buffer = new Uint8Array(65536);
-    for (;;) {
-      const n = await conn.read(buffer);
-      if (n === null) break;
-      text += decoder.decode(buffer.subarray(0, n), { stream: true });
-    }
-    return parseAnswer(text);
+    return await readAnswer(conn);
   } finally {
     conn.close();
   }
