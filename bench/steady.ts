@@ -24,7 +24,7 @@
  */
 import { parseArgs } from "node:util";
 import { createGenerator, plantWord } from "./query/generate.ts";
-import { denoArgs, taskCommand } from "./options.ts";
+import { denoArgs, taskCommand, wholeNumber } from "./options.ts";
 import { type Probe, type ProbeContext, probeOnce } from "./probe.ts";
 import { serverMemory } from "./process.ts";
 import { freePort, type ServerProcess, startService } from "./server.ts";
@@ -36,24 +36,56 @@ const ROOT = new URL("../", import.meta.url);
 const RARE = "zanzibarquokka";
 const BODIES = 20_000;
 
-const { values } = parseArgs({
-  args: Deno.args,
-  options: {
-    burst: { type: "string", default: "40" },
-    "burst-connections": { type: "string", default: "64" },
-    rates: { type: "string", default: "1000,2000,5000" },
-    phase: { type: "string", default: "300" },
-    probe: { type: "string", default: "15" },
-    service: { type: "string" },
-    json: { type: "boolean", default: false },
-  },
-});
-const burstSeconds = Number(values.burst);
-const burstConnections = Number(values["burst-connections"]);
-const rates = String(values.rates).split(",").map(Number).filter((n) => n > 0);
-const phaseSeconds = Number(values.phase);
-const probeSeconds = Number(values.probe);
-/** The checkout whose service runs: this one, or `--service DIR` (another build, side by side). */
+/** The command line, every number bounded; throws naming the option at fault. */
+function readOptions(args: string[]) {
+  const { values } = parseArgs({
+    args,
+    options: {
+      burst: { type: "string", default: "40" },
+      "burst-connections": { type: "string", default: "64" },
+      rates: { type: "string", default: "1000,2000,5000" },
+      phase: { type: "string", default: "300" },
+      probe: { type: "string", default: "15" },
+      service: { type: "string" },
+      json: { type: "boolean", default: false },
+    },
+  });
+  return {
+    burstSeconds: wholeNumber("burst", values.burst, 1, 3600),
+    // wrk runs two threads, each with one connection at least.
+    burstConnections: wholeNumber(
+      "burst-connections",
+      values["burst-connections"],
+      2,
+      10_000,
+    ),
+    rates: values.rates.split(",").map((rate) =>
+      wholeNumber("rates", rate.trim(), 0, 1_000_000)
+    ).filter((n) => n > 0),
+    // A phase runs while more than a second of it is left.
+    phaseSeconds: wholeNumber("phase", values.phase, 2, 86_400),
+    probeSeconds: wholeNumber("probe", values.probe, 1, 3600),
+    service: values.service,
+    json: values.json,
+  };
+}
+
+const {
+  burstSeconds,
+  burstConnections,
+  rates,
+  phaseSeconds,
+  probeSeconds,
+  ...values
+} = (() => {
+  try {
+    return readOptions(Deno.args);
+  } catch (error) {
+    console.error((error as Error).message);
+    Deno.exit(2);
+  }
+})();
+/** The checkout whose service runs: this one, or `--service DIR` (another build). */
 const SERVICE = values.service === undefined
   ? ROOT
   : new URL(`file://${Deno.realPathSync(values.service)}/`);
