@@ -30,6 +30,7 @@ import { getEntry, queryLogs } from "../db/query/mod.ts";
 import type { QueuedEntry } from "../domain/entry.ts";
 import { createId } from "../domain/ids.ts";
 import { createPipeline } from "../queue/pipeline.ts";
+import { timeRuns } from "./timing.ts";
 
 const PASSWORD = "dashboard benchmark";
 const PEER = {
@@ -254,27 +255,22 @@ async function timeRequest(
   runs: number,
 ): Promise<Timed> {
   const once = async () => {
-    const began = performance.now();
     const res = await app.request(path, { headers: { cookie } }, PEER);
     const body = await res.text();
-    const ms = performance.now() - began;
     if (res.status !== 200) {
       throw new Error(`Cannot bench "${path}": answered ${res.status}`);
     }
-    return { ms, body };
+    return body;
   };
-  const first = await once();
-  const times: number[] = [];
-  for (let i = 0; i < runs; i++) times.push((await once()).ms);
-  times.sort((a, b) => a - b);
-  log(`  ${name}: ${first.ms.toFixed(1)} ms`);
+  const { first, firstMs, medianMs } = await timeRuns(once, runs);
+  log(`  ${name}: ${firstMs.toFixed(1)} ms`);
   return {
     name,
     path,
-    firstMs: first.ms,
-    medianMs: times[Math.floor(times.length / 2)]!,
-    bytes: first.body.length,
-    note: shown(name, first.body),
+    firstMs,
+    medianMs,
+    bytes: first.length,
+    note: shown(name, first),
   };
 }
 

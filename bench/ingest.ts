@@ -47,7 +47,12 @@ import {
   summarizeTurns,
   type TurnResult,
 } from "./report.ts";
-import { freePort, type ServerProcess, startServer } from "./server.ts";
+import {
+  freePort,
+  type ServerProcess,
+  startServer,
+  startService,
+} from "./server.ts";
 import { countStore, createBenchProject } from "./store.ts";
 import { runTurns, type Servers } from "./turns.ts";
 import { hasWrk } from "./wrk.ts";
@@ -104,19 +109,12 @@ async function startServers(
   started: ServerProcess[],
 ): Promise<Servers> {
   const servicePort = freePort();
-  const serviceEnv = {
-    KV_PATH: kvPath,
-    PORT: String(servicePort),
-    HOSTNAME: "127.0.0.1",
-    TRUST_PROXY: "1",
-  };
   log(`Starting the service on 127.0.0.1:${servicePort}`);
-  const service = await startServer({
-    name: "the service",
-    args: serviceArgs,
+  const { service, env: serviceEnv } = await startService({
     cwd: ROOT,
+    args: serviceArgs,
+    kvPath,
     port: servicePort,
-    env: serviceEnv,
   });
   started.push(service);
   const barePort = freePort();

@@ -26,7 +26,16 @@ export interface BenchOptions {
   json: boolean;
 }
 
-function wholeNumber(
+/**
+ * The whole number of option `--name` given as `text`, from `min` to `max`;
+ * throws a `RangeError` naming the option otherwise.
+ *
+ * @example
+ * ```ts
+ * wholeNumber("probe", "15", 1, 3600); // 15
+ * ```
+ */
+export function wholeNumber(
   name: string,
   text: string,
   min: number,

@@ -185,3 +185,43 @@ export async function startServer(
     reading,
   }, options);
 }
+
+/** Options of {@linkcode startService}. */
+interface StartServiceOptions {
+  /** The checkout whose `main.ts` runs. */
+  cwd: URL;
+  /** The `deno` arguments of that checkout's `start` task. */
+  args: string[];
+  kvPath: string;
+  port: number;
+}
+
+/**
+ * Starts the service as its `start` task runs it, over `kvPath`, on
+ * 127.0.0.1 only, trusting one proxy hop: bench/post.lua gives every request
+ * its own X-Forwarded-For, the rate limiter's worst case. Answers the server
+ * and the environment it was given.
+ *
+ * @example
+ * ```ts
+ * const { service } = await startService({ cwd, args, kvPath, port: freePort() });
+ * ```
+ */
+export async function startService(
+  options: StartServiceOptions,
+): Promise<{ service: ServerProcess; env: Record<string, string> }> {
+  const env = {
+    KV_PATH: options.kvPath,
+    PORT: String(options.port),
+    HOSTNAME: "127.0.0.1",
+    TRUST_PROXY: "1",
+  };
+  const service = await startServer({
+    name: "the service",
+    args: options.args,
+    cwd: options.cwd,
+    port: options.port,
+    env,
+  });
+  return { service, env };
+}

@@ -24,35 +24,68 @@
  */
 import { parseArgs } from "node:util";
 import { createGenerator, plantWord } from "./query/generate.ts";
-import { denoArgs, taskCommand } from "./options.ts";
+import { denoArgs, taskCommand, wholeNumber } from "./options.ts";
 import { type Probe, type ProbeContext, probeOnce } from "./probe.ts";
 import { serverMemory } from "./process.ts";
-import { freePort, type ServerProcess, startServer } from "./server.ts";
+import { freePort, type ServerProcess, startService } from "./server.ts";
 import { createBenchProject } from "./store.ts";
+import { median } from "./timing.ts";
 import { hasWrk, runWrk, type WrkResult } from "./wrk.ts";
 
 const ROOT = new URL("../", import.meta.url);
 const RARE = "zanzibarquokka";
 const BODIES = 20_000;
 
-const { values } = parseArgs({
-  args: Deno.args,
-  options: {
-    burst: { type: "string", default: "40" },
-    "burst-connections": { type: "string", default: "64" },
-    rates: { type: "string", default: "1000,2000,5000" },
-    phase: { type: "string", default: "300" },
-    probe: { type: "string", default: "15" },
-    service: { type: "string" },
-    json: { type: "boolean", default: false },
-  },
-});
-const burstSeconds = Number(values.burst);
-const burstConnections = Number(values["burst-connections"]);
-const rates = String(values.rates).split(",").map(Number).filter((n) => n > 0);
-const phaseSeconds = Number(values.phase);
-const probeSeconds = Number(values.probe);
-/** The checkout whose service runs: this one, or `--service DIR` (another build, side by side). */
+/** The command line, every number bounded; throws naming the option at fault. */
+function readOptions(args: string[]) {
+  const { values } = parseArgs({
+    args,
+    options: {
+      burst: { type: "string", default: "40" },
+      "burst-connections": { type: "string", default: "64" },
+      rates: { type: "string", default: "1000,2000,5000" },
+      phase: { type: "string", default: "300" },
+      probe: { type: "string", default: "15" },
+      service: { type: "string" },
+      json: { type: "boolean", default: false },
+    },
+  });
+  return {
+    burstSeconds: wholeNumber("burst", values.burst, 1, 3600),
+    // wrk runs two threads, each with one connection at least.
+    burstConnections: wholeNumber(
+      "burst-connections",
+      values["burst-connections"],
+      2,
+      10_000,
+    ),
+    rates: values.rates.split(",").map((rate) =>
+      wholeNumber("rates", rate.trim(), 0, 1_000_000)
+    ).filter((n) => n > 0),
+    // A phase runs while more than a second of it is left.
+    phaseSeconds: wholeNumber("phase", values.phase, 2, 86_400),
+    probeSeconds: wholeNumber("probe", values.probe, 1, 3600),
+    service: values.service,
+    json: values.json,
+  };
+}
+
+const {
+  burstSeconds,
+  burstConnections,
+  rates,
+  phaseSeconds,
+  probeSeconds,
+  ...values
+} = (() => {
+  try {
+    return readOptions(Deno.args);
+  } catch (error) {
+    console.error((error as Error).message);
+    Deno.exit(2);
+  }
+})();
+/** The checkout whose service runs: this one, or `--service DIR` (another build). */
 const SERVICE = values.service === undefined
   ? ROOT
   : new URL(`file://${Deno.realPathSync(values.service)}/`);
@@ -64,38 +97,6 @@ interface Phase {
   wrk: WrkResult;
   seconds: number;
   sustainable: boolean | null;
-}
-
-/** Options of {@linkcode wrk}. */
-interface Load {
-  url: string;
-  /** `@FILE` of the entries, one per line. */
-  bodies: string;
-  connections: number;
-  seconds: number;
-  /** First X-Forwarded-For address number. */
-  offset: number;
-  /** Wait of each connection between requests, ms. */
-  delayMs: number;
-}
-
-/** One wrk run of bench/post.lua with two threads. */
-async function wrk(load: Load): Promise<WrkResult> {
-  const { result } = await runWrk({
-    url: load.url,
-    body: load.bodies,
-    connections: load.connections,
-    threads: 2,
-    durationSeconds: load.seconds,
-    addressOffset: load.offset,
-    delayMs: load.delayMs,
-  });
-  return result;
-}
-
-function median(values: number[]): number {
-  const sorted = [...values].sort((a, b) => a - b);
-  return sorted[Math.floor(sorted.length / 2)] ?? 0;
 }
 
 /**
@@ -118,21 +119,12 @@ function makeBodies(projectId: string) {
 }
 
 /** Starts the service of {@linkcode SERVICE} over `kvPath`. */
-async function startService(kvPath: string): Promise<ServerProcess> {
+async function startSteadyService(kvPath: string): Promise<ServerProcess> {
   const config = await Deno.readTextFile(new URL("deno.json", SERVICE));
+  const args = denoArgs(taskCommand(config, "start"), "main.ts");
   const port = freePort();
-  return await startServer({
-    name: "the service",
-    args: denoArgs(taskCommand(config, "start"), "main.ts"),
-    cwd: SERVICE,
-    port,
-    env: {
-      PORT: String(port),
-      HOSTNAME: "127.0.0.1",
-      KV_PATH: kvPath,
-      TRUST_PROXY: "1",
-    },
-  });
+  const { service } = await startService({ cwd: SERVICE, args, kvPath, port });
+  return service;
 }
 
 /**
@@ -229,7 +221,8 @@ async function ratePhase(
     offered: rate,
     wrk: result,
     seconds: (performance.now() - t1) / 1000,
-    sustainable: result.non2xx === 0 &&
+    // Fewer than two probes leave no middle to compare the end with.
+    sustainable: mine.length < 2 ? null : result.non2xx === 0 &&
       size(end) <= size(middle) * 1.2 + 2 * rate,
   };
 }
@@ -271,19 +264,20 @@ async function main() {
     "absent word": "nowherefoundxyz",
     "one user": `context.userId:${user}`,
   };
-  const server = await startService(kvPath);
+  const server = await startSteadyService(kvPath);
   const url = `${server.url}/api/v1/logs`;
   const bodiesFile = `${dir}/bodies.jsonl`;
   Deno.writeTextFileSync(bodiesFile, bodies.join("\n") + "\n");
   // Each wrk run starts past the addresses the earlier ones used.
   let offset = 0;
   const load: LoadFn = async (connections, seconds, delayMs = 0) => {
-    const result = await wrk({
+    const { result } = await runWrk({
       url,
-      bodies: `@${bodiesFile}`,
+      body: `@${bodiesFile}`,
       connections,
-      seconds,
-      offset,
+      threads: 2,
+      durationSeconds: seconds,
+      addressOffset: offset,
       delayMs,
     });
     offset += result.requests;

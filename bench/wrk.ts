@@ -119,8 +119,8 @@ export async function hasWrk(): Promise<boolean> {
   }
 }
 
-/** One wrk run of a Lua script, for {@linkcode runWrkScript}. */
-export interface WrkScriptRun {
+/** One wrk run of a Lua script. */
+interface WrkScriptRun {
   url: string;
   connections: number;
   threads: number;
@@ -131,8 +131,6 @@ export interface WrkScriptRun {
   scriptArgs?: string[];
   /** Kills wrk when aborted. */
   signal?: AbortSignal;
-  /** CPUs wrk is pinned to (`taskset -c`), e.g. "0". @default none */
-  cpus?: string;
 }
 
 /** Options of {@linkcode runWrk}. */
@@ -205,34 +203,17 @@ export async function runWrk(
   options: RunWrkOptions,
 ): Promise<{ result: WrkResult; command: string }> {
   const script = new URL("./post.lua", import.meta.url).pathname;
-  const { shown } = wrkArgs(options, script);
-  return {
-    result: await runWrkScript(postRun(options, script)),
-    command: shown,
-  };
-}
-
-/**
- * Runs wrk once with any Lua script and parses what it printed.
- *
- * @example
- * ```ts
- * const result = await runWrkScript({ url, connections: 64, threads: 2, durationSeconds: 3, script });
- * ```
- */
-export async function runWrkScript(run: WrkScriptRun): Promise<WrkResult> {
-  const args = scriptArgs(run);
-  const pinned = run.cpus !== undefined;
-  const out = await new Deno.Command(pinned ? "taskset" : "wrk", {
-    args: pinned ? ["-c", run.cpus!, "wrk", ...args] : args,
+  const { args, shown } = wrkArgs(options, script);
+  const out = await new Deno.Command("wrk", {
+    args,
     stdout: "piped",
     stderr: "piped",
-    ...(run.signal ? { signal: run.signal } : {}),
+    ...(options.signal ? { signal: options.signal } : {}),
   }).output();
   const output = new TextDecoder().decode(out.stdout) +
     new TextDecoder().decode(out.stderr);
   if (!out.success) {
     throw new Error(`Cannot run wrk (exit code ${out.code}):\n${output}`);
   }
-  return parseWrk(output);
+  return { result: parseWrk(output), command: shown };
 }

@@ -14,6 +14,13 @@ Deno.test("loadConfig gives the documented defaults", () => {
   assert.equal(config.consumerConcurrency, 4);
   assert.equal(config.maxPendingRequests, 20_000);
   assert.equal(config.projectCacheMs, 2000);
+  assert.equal(config.maxMergeBacklog, 3000);
+  assert.equal(config.bodyTimeoutMs, 10_000);
+  assert.equal(config.maxBodyBudgetBytes, 32 * 1024 * 1024);
+  assert.equal(config.metricsPort, undefined);
+  assert.equal(config.metricsHostname, "127.0.0.1");
+  assert.equal(config.metricsToken, undefined);
+  assert.equal(config.alertPrivateTargets, false);
 });
 
 Deno.test("loadConfig refuses a malformed value, naming the variable", () => {

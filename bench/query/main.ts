@@ -243,13 +243,18 @@ async function main(): Promise<void> {
   }
 }
 
-/** `--keep` never overwrites: the store is built fresh, in a file of its own. */
+/**
+ * `--keep` never overwrites: the store is built fresh, in a file of its own,
+ * in a folder made if need be (`data/` is not in a fresh checkout).
+ */
 async function refuseExisting(path: string): Promise<void> {
   try {
     await Deno.lstat(path);
   } catch (error) {
-    if (error instanceof Deno.errors.NotFound) return;
-    throw error;
+    if (!(error instanceof Deno.errors.NotFound)) throw error;
+    const folder = path.slice(0, path.lastIndexOf("/") + 1);
+    if (folder !== "") await Deno.mkdir(folder, { recursive: true });
+    return;
   }
   throw new Error(`Cannot keep the store in "${path}": expected no file there`);
 }

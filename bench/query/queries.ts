@@ -18,6 +18,7 @@ import {
   logUnitId,
 } from "../../db/keys.ts";
 import { decodeChunkIndex, decodeSummary } from "../../db/query/chunk.ts";
+import { timeRuns } from "../timing.ts";
 import type { BuiltStore } from "./ingest.ts";
 
 export const DAY_MS = 86_400_000;
@@ -49,12 +50,6 @@ export interface QueryResult {
   check: string;
 }
 
-async function time<T>(run: () => Promise<T>): Promise<[number, T]> {
-  const began = performance.now();
-  const value = await run();
-  return [performance.now() - began, value];
-}
-
 /** What one query answers: a count of results, or -1 when they are wrong. */
 type Query = () => Promise<{ n: number; stats: ScanStats | null }>;
 
@@ -64,15 +59,12 @@ async function timeQuery(
   query: Query,
   check: (n: number) => string,
 ): Promise<QueryResult> {
-  const [firstMs, first] = await time(query);
-  const times: number[] = [];
-  for (let i = 0; i < 5; i++) times.push((await time(query))[0]);
-  times.sort((a, b) => a - b);
+  const { first, firstMs, medianMs } = await timeRuns(query, 5);
   console.error(`  ${name}: ${firstMs.toFixed(1)} ms`);
   return {
     name,
     firstMs,
-    medianMs: times[2]!,
+    medianMs,
     results: first.n,
     stats: first.stats,
     check: check(first.n),

@@ -139,7 +139,7 @@ export interface FakeFetch {
  *
  * @example
  * ```ts
- * const net = fakeFetch(time.now, (_, i) => i === 0 ? refused(429, { "Retry-After": "2" }) : queued());
+ * const net = fakeFetch(time.now, (_, i) => i === 0 ? refused(429, "rate_limited", { "Retry-After": "2" }) : queued());
  * ```
  */
 export function fakeFetch(

@@ -7,7 +7,7 @@
  */
 import type { LogRecord } from "../../domain/entry.ts";
 import { RateLimiter } from "../../routes/rate_limit/mod.ts";
-import { type Harness, harness } from "./harness.ts";
+import { type Harness, harness, serve, wallClock } from "./harness.ts";
 
 /** A server listening on a local port. */
 export interface LiveServer {
@@ -26,8 +26,8 @@ export interface LiveServer {
   close(): Promise<void>;
 }
 
-/** The wall clock, for servers that real clients send to. */
-export const wallClock = { now: Date.now, advance() {}, set() {} };
+// The client suites take the wall clock from here, beside the server.
+export { wallClock } from "./harness.ts";
 
 /**
  * Starts the app on a free port, limited to `rps` requests per second with a
@@ -57,13 +57,10 @@ export async function startServer(
       ...(options.now ? { now: options.now } : {}),
     }),
   });
-  const server = Deno.serve(
-    { port: 0, hostname: "127.0.0.1", onListen() {} },
-    (req, info) => {
-      options.onRequest?.(req);
-      return h.app.fetch(req, { remoteAddr: info.remoteAddr as Deno.NetAddr });
-    },
-  );
+  const server = serve((req, info) => {
+    options.onRequest?.(req);
+    return h.app.fetch(req, { remoteAddr: info.remoteAddr });
+  });
   return {
     h,
     endpoint: `http://127.0.0.1:${server.addr.port}/api/v1/logs`,

@@ -15,7 +15,7 @@ import { sign } from "../../auth/signature.ts";
 import { addLevel, createProject } from "../../db/projects.ts";
 import { listRejected } from "../../db/rejected.ts";
 import { launchBrowser } from "./browser.ts";
-import { type Harness, harness, serve } from "./harness.ts";
+import { type Harness, harness, serve, wallClock } from "./harness.ts";
 import { PASSWORD } from "./dashboard.ts";
 import { seedEntries } from "./dashboard_seed.ts";
 
@@ -63,7 +63,7 @@ export async function withE2e(
     );
   });
   const run = async () => {
-    h = await harness({ kv, clock: realClock, pipeline: { handOver: true } });
+    h = await harness({ kv, clock: wallClock, pipeline: { handOver: true } });
     h.pipeline.start();
     const service = h.app;
     const ingest = serve((req, info) =>
@@ -130,17 +130,6 @@ export async function signInAs(page: Page, home: string): Promise<void> {
     throw new Error(`Cannot sign in: ended on ${page.url()}`);
   }
 }
-
-/** The clock of the browser test: the real one, which cannot be moved. */
-export const realClock = {
-  now: () => Date.now(),
-  advance: () => {
-    throw new Error("The browser test runs on the real clock");
-  },
-  set: () => {
-    throw new Error("The browser test runs on the real clock");
-  },
-};
 
 /** A page of another origin: the entries it sends carry its Origin. */
 export const SENDER_PAGE = `<!DOCTYPE html><html><head><meta charset="utf-8">

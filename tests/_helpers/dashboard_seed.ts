@@ -1,5 +1,5 @@
 /**
- * A store of varied entries for the dashboard tests and screenshots: pages
+ * A store of varied entries for the dashboard tests and screenshots: chunks
  * and histogram counters written the way the consumer writes them
  * (db/logs.ts `storeLogs`), with receipt times spread over a span ending at
  * `now`, so histograms have bars.

@@ -5,16 +5,16 @@
  *
  * @module
  */
+import { denoArgs, taskCommand } from "../../bench/options.ts";
 import { textDecoder } from "./harness.ts";
 
 const ROOT = new URL("../..", import.meta.url).pathname;
 
 /** The arguments of `deno task start` after `deno`: the server as operators run it. */
-const START_TASK = JSON.parse(
-  await Deno.readTextFile(`${ROOT}deno.json`),
-).tasks.start;
-const START_ARGS: string[] = (START_TASK.command ?? START_TASK).split(/\s+/)
-  .slice(1);
+const START_ARGS = denoArgs(
+  taskCommand(await Deno.readTextFile(`${ROOT}deno.json`), "start"),
+  "main.ts",
+);
 
 /** Resolves after `ms`. */
 export function delay(ms: number): Promise<void> {

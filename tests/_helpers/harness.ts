@@ -48,6 +48,21 @@ export function fakeClock(start = Date.UTC(2026, 0, 1)): FakeClock {
 }
 
 /**
+ * The real clock, for tests whose other side (a browser, a client on a real
+ * socket) runs on it: it cannot be moved, and a test that tries fails rather
+ * than going on at the wrong time.
+ */
+export const wallClock: FakeClock = {
+  now: () => Date.now(),
+  advance: () => {
+    throw new Error("This test runs on the real clock, which cannot be moved");
+  },
+  set: () => {
+    throw new Error("This test runs on the real clock, which cannot be moved");
+  },
+};
+
+/**
  * Waits for `promise`, or rejects after `ms` milliseconds with a message
  * naming what was awaited: a test that waits for an event fails instead of
  * hanging when the event never comes. The timer is cleared either way.

@@ -1,7 +1,7 @@
 /**
  * The test fixtures fail loudly: an awaited event that never comes fails the
  * test after a timeout, and an error the pipeline reports while a test runs
- * fails that test unless it expects errors.
+ * fails that test unless it expects errors; the wall clock cannot be moved.
  *
  * @module
  */
@@ -13,6 +13,7 @@ import {
   postQueued,
   randomEntry,
   untilIdle,
+  wallClock,
   withHarness,
   withTimeout,
 } from "./harness.ts";
@@ -27,6 +28,12 @@ Deno.test("withTimeout rejects, naming what was awaited, when the event never co
     await withTimeout(Promise.resolve(7), 10, "a number"),
     7,
   );
+});
+
+Deno.test("the wall clock refuses to move, so a test that moves it fails", () => {
+  assert.throws(() => wallClock.advance(1000), /real clock/);
+  assert.throws(() => wallClock.set(0), /real clock/);
+  assert.ok(Math.abs(wallClock.now() - Date.now()) < 1000);
 });
 
 /** Makes the worker fail on one batch: its pending value is not a header. */

@@ -1,7 +1,7 @@
 /**
  * Fixtures of the query suites: records at given times, stored as the
- * consumer stores them (pages and counters), in a project the compactor
- * can find, and a brute-force reference to compare answers with.
+ * consumer stores them (chunks and counters), in a project the merger
+ * can find, and one merging round.
  *
  * @module
  */
@@ -43,7 +43,7 @@ export function recordAt(
 }
 
 /**
- * Stores records as one consumer batch would (sorted, in pages, with the
+ * Stores records as one consumer batch would (sorted, in chunks, with the
  * counters), committed at `now` (the last record's time by default).
  */
 export async function storeBatch(
@@ -59,7 +59,7 @@ export async function storeBatch(
   if (!result.ok) throw new Error("Cannot store the batch");
 }
 
-/** Creates a project (the compactor reads its retention). */
+/** Creates a project (the merger reads its retention). */
 export async function queryProject(kv: Deno.Kv): Promise<string> {
   return (await createProject(kv, { name: "query", now: () => T0 })).id;
 }
@@ -71,7 +71,10 @@ export async function withQueryProject(
   await withKv(async (kv) => await fn(kv, await queryProject(kv)));
 }
 
-/** Compacts everything received before `now - 1 h` (and settled). */
+/**
+ * One merging round at `now` ({@linkcode mergeProject}): deletes what is past
+ * the project's retention and merges the chunks it picks.
+ */
 export function compactAt(kv: Deno.Kv, projectId: string, now: number) {
   return mergeProject(kv, projectId, { now });
 }

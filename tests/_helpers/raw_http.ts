@@ -26,6 +26,37 @@ function parseAnswer(text: string): RawAnswer {
 }
 
 /**
+ * Reads one answer off `conn`: its head, then the body its `Content-Length`
+ * announces (it stops reading there, so that a kept-alive connection can
+ * carry the next request), or, without one, until the server closes. An
+ * answer cut short by the close is returned as far as it came.
+ *
+ * @example
+ * ```ts
+ * await conn.write(request);
+ * const { status, body } = await readAnswer(conn);
+ * ```
+ */
+export async function readAnswer(conn: Deno.Conn): Promise<RawAnswer> {
+  const decoder = new TextDecoder();
+  const buffer = new Uint8Array(16384);
+  let text = "";
+  for (;;) {
+    const answer = parseAnswer(text);
+    const length = /^content-length: *(\d+)/im.exec(answer.head)?.[1];
+    if (text.includes("\r\n\r\n") && length !== undefined) {
+      const body = encoder.encode(answer.body);
+      if (body.length >= Number(length)) {
+        return { ...answer, body: decoder.decode(body.subarray(0, +length)) };
+      }
+    }
+    const n = await conn.read(buffer);
+    if (n === null) return answer;
+    text += decoder.decode(buffer.subarray(0, n), { stream: true });
+  }
+}
+
+/**
  * Sends `GET path` with the given `Host` (and `headers`) on a connection of
  * its own and reads the whole answer (`Connection: close`).
  */
@@ -46,14 +77,7 @@ export async function rawGet(
       lines.push(`${name}: ${value}`);
     }
     await conn.write(encoder.encode(`${lines.join("\r\n")}\r\n\r\n`));
-    let text = "";
-    const buffer = new Uint8Array(65536);
-    for (;;) {
-      const n = await conn.read(buffer);
-      if (n === null) break;
-      text += decoder.decode(buffer.subarray(0, n), { stream: true });
-    }
-    return parseAnswer(text);
+    return await readAnswer(conn);
   } finally {
     conn.close();
   }

@@ -5,6 +5,7 @@
  *
  * @module
  */
+import { serve } from "./harness.ts";
 
 /** One request the receiver got. */
 export interface Received {
@@ -24,17 +25,14 @@ export interface Receiver {
 export function startReceiver(statuses: number[] = []): Receiver {
   const received: Received[] = [];
   const left = [...statuses];
-  const server = Deno.serve(
-    { hostname: "127.0.0.1", port: 0, onListen: () => {} },
-    async (req) => {
-      received.push({
-        path: new URL(req.url).pathname,
-        headers: req.headers,
-        body: await req.text(),
-      });
-      return new Response("ok", { status: left.shift() ?? 200 });
-    },
-  );
+  const server = serve(async (req) => {
+    received.push({
+      path: new URL(req.url).pathname,
+      headers: req.headers,
+      body: await req.text(),
+    });
+    return new Response("ok", { status: left.shift() ?? 200 });
+  });
   return {
     url: `http://127.0.0.1:${server.addr.port}/hook`,
     received,

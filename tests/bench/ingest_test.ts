@@ -16,6 +16,7 @@ import {
   parseStatus,
 } from "../../bench/process.ts";
 import { parseWrk, wrkArgs, type WrkResult } from "../../bench/wrk.ts";
+import { BENCH_ORIGIN } from "../../bench/store.ts";
 
 /** wrk 4.2 with `--latency`, as printed against the bare server. */
 const WRK_FAST = `Running 1s test @ http://127.0.0.1:8917/
@@ -166,6 +167,11 @@ Deno.test("wrkArgs passes post.lua its body, address offset and threads, and sho
   );
   assert.match(lua, /stride = tonumber\(args\[3\]\)/);
   assert.match(lua, /pause = tonumber\(args\[4\]\)/);
+  // The bench project allows this Origin only: any other is refused.
+  assert.ok(
+    lua.includes(`["Origin"] = "${BENCH_ORIGIN}"`),
+    "post.lua's Origin",
+  );
   assert.doesNotMatch(lua, /function done/);
 });
 

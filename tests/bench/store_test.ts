@@ -7,7 +7,7 @@
  */
 import assert from "node:assert/strict";
 import { benchEntry } from "../../bench/ingest.ts";
-import { countStore, waitForDrain } from "../../bench/store.ts";
+import { BENCH_ORIGIN, countStore, waitForDrain } from "../../bench/store.ts";
 import { createProject } from "../../db/projects.ts";
 import { postQueued, withHarness } from "../_helpers/harness.ts";
 
@@ -21,12 +21,12 @@ Deno.test("waitForDrain and countStore see pending batches, then every stored en
     await withHarness(async (h) => {
       const project = await createProject(kv, {
         name: "bench",
-        allow: ["https://bench.example"],
+        allow: [BENCH_ORIGIN],
         now: h.clock.now,
       });
       for (let i = 0; i < ENTRIES; i++) {
         await postQueued(h, benchEntry(project.id), {
-          Origin: "https://bench.example",
+          Origin: BENCH_ORIGIN,
         });
       }
 

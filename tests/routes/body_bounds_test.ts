@@ -11,7 +11,8 @@ import assert from "node:assert/strict";
 import { cpuUsage } from "node:process";
 import { createApp } from "../../app.ts";
 import { ErrorLog } from "../../routes/error_log.ts";
-import { type Harness, withHarness } from "../_helpers/harness.ts";
+import { type Harness, withHarness, withServed } from "../_helpers/harness.ts";
+import { readAnswer } from "../_helpers/raw_http.ts";
 import { within } from "../_helpers/timeout.ts";
 
 const encoder = new TextEncoder();
@@ -46,15 +47,10 @@ async function serving(
     now: h.clock.now,
     errorLog: new ErrorLog({ write: (line) => logged.push(line) }),
   });
-  const server = Deno.serve(
-    { port: 0, hostname: "127.0.0.1", onListen: () => {} },
+  await withServed(
     (req, info) => app.fetch(req, info),
+    (port) => fn(port, logged),
   );
-  try {
-    await fn(server.addr.port, logged);
-  } finally {
-    await server.shutdown();
-  }
 }
 
 /** Writes `head` then `body` on a new connection and reads the answer. */
@@ -74,23 +70,9 @@ async function exchange(
       let rest = bytes;
       while (rest.length > 0) rest = rest.subarray(await conn.write(rest));
     })().catch(() => {});
-    let text = "";
-    const decoder = new TextDecoder();
-    const buffer = new Uint8Array(16384);
-    for (;;) {
-      const n = await conn.read(buffer);
-      if (n === null) break;
-      text += decoder.decode(buffer.subarray(0, n), { stream: true });
-      const end = text.indexOf("\r\n\r\n");
-      const length = /content-length: (\d+)/i.exec(text)?.[1];
-      if (end >= 0 && length && text.length >= end + 4 + Number(length)) break;
-    }
+    const answer = await readAnswer(conn);
     await writing;
-    const end = text.indexOf("\r\n\r\n");
-    return {
-      status: Number(text.slice(9, 12)),
-      json: JSON.parse(text.slice(end + 4) || "{}"),
-    };
+    return { status: answer.status, json: JSON.parse(answer.body || "{}") };
   } finally {
     conn.close();
   }

@@ -17,7 +17,9 @@ import {
   postBody,
   randomEntry,
   withHarness,
+  withServed,
 } from "../_helpers/harness.ts";
+import { readAnswer } from "../_helpers/raw_http.ts";
 import { within } from "../_helpers/timeout.ts";
 
 const encoder = new TextEncoder();
@@ -89,7 +91,7 @@ Deno.test("a body cut short by the client answers 400 incomplete_body and logs n
   });
 });
 
-/** Sends `text` on a raw TCP connection and reads the answer until EOF. */
+/** Sends `text` on a raw TCP connection and reads its answer. */
 async function rawExchange(
   port: number,
   text: string,
@@ -100,22 +102,10 @@ async function rawExchange(
     const start = performance.now();
     await conn.write(encoder.encode(text));
     if (options.halfClose) await conn.closeWrite();
-    const reader = conn.readable.getReader();
-    const decoder = new TextDecoder();
-    let got = "";
-    for (;;) {
-      const { done, value } = await reader.read();
-      if (done) break;
-      got += decoder.decode(value, { stream: true });
-      const end = got.indexOf("\r\n\r\n");
-      const length = /content-length: (\d+)/i.exec(got)?.[1];
-      if (end >= 0 && length && got.length >= end + 4 + Number(length)) break;
-    }
-    reader.releaseLock();
-    const end = got.indexOf("\r\n\r\n");
+    const { head, body } = await readAnswer(conn);
     return {
-      head: got.slice(0, end),
-      body: got.slice(end + 4),
+      head,
+      body,
       ms: performance.now() - start,
     };
   } finally {
@@ -128,15 +118,10 @@ async function serving(
   app: ReturnType<typeof createApp>,
   fn: (port: number) => Promise<void>,
 ): Promise<void> {
-  const server = Deno.serve(
-    { port: 0, hostname: "127.0.0.1", onListen: () => {} },
+  await withServed(
     (req, info) => app.fetch(req, { remoteAddr: info.remoteAddr }),
+    fn,
   );
-  try {
-    await fn(server.addr.port);
-  } finally {
-    await server.shutdown();
-  }
 }
 
 const REQUEST_HEAD = "POST /api/v1/logs HTTP/1.1\r\nHost: localhost\r\n" +

@@ -13,9 +13,11 @@ import {
   type Harness,
   ORIGIN,
   randomEntry,
+  serve,
   withHarness,
   withTimeout,
 } from "../_helpers/harness.ts";
+import { readAnswer } from "../_helpers/raw_http.ts";
 
 const LIMIT = 4096;
 const encoder = new TextEncoder();
@@ -40,8 +42,7 @@ async function withServer(
 ): Promise<void> {
   const arrived: Seen[] = [];
   const waiting: ((seen: Seen) => void)[] = [];
-  const server = Deno.serve(
-    { hostname: "127.0.0.1", port: 0, onListen: () => {} },
+  const server = serve(
     (req, info) => {
       const seen = {
         contentLength: req.headers.get("content-length"),
@@ -132,35 +133,17 @@ interface Answer {
   body: { status: string; error?: { code: string; message: string } };
 }
 
-/** Reads one HTTP/1.1 answer with a `Content-Length` from `conn`. */
-async function readAnswer(conn: Deno.Conn): Promise<Answer> {
-  const read = async (): Promise<Answer> => {
-    let buffer = new Uint8Array(0);
-    const scratch = new Uint8Array(16 * 1024);
-    for (;;) {
-      const text = decoder.decode(buffer);
-      const end = text.indexOf("\r\n\r\n");
-      if (end >= 0) {
-        const [statusLine = "", ...lines] = text.slice(0, end).split("\r\n");
-        const length = Number(
-          lines.find((l) => /^content-length:/i.test(l))?.split(":")[1],
-        );
-        if (buffer.length >= end + 4 + length) {
-          return {
-            status: Number(statusLine.split(" ")[1]),
-            body: JSON.parse(text.slice(end + 4, end + 4 + length)),
-          };
-        }
-      }
-      const n = await conn.read(scratch);
-      if (n === null) throw new Error(`Connection closed after "${text}"`);
-      const next = new Uint8Array(buffer.length + n);
-      next.set(buffer);
-      next.set(scratch.subarray(0, n), buffer.length);
-      buffer = next;
-    }
-  };
-  return await withTimeout(read(), EVENT_TIMEOUT_MS, "the server's answer");
+/** Reads one HTTP/1.1 answer with a JSON body from `conn`. */
+async function answerOf(conn: Deno.Conn): Promise<Answer> {
+  const answer = await withTimeout(
+    readAnswer(conn),
+    EVENT_TIMEOUT_MS,
+    "the server's answer",
+  );
+  if (answer.status === 0) {
+    throw new Error(`Connection closed after "${answer.head}"`);
+  }
+  return { status: answer.status, body: JSON.parse(answer.body) };
 }
 
 /** An entry of `projectId` whose UTF-8 JSON is exactly `size` bytes. */
@@ -211,7 +194,7 @@ Deno.test("a real server takes a body with Content-Length, sent in two writes, u
             transferEncoding: null,
           });
           await write(conn, body.subarray(100));
-          const answer = await readAnswer(conn);
+          const answer = await answerOf(conn);
           assert.equal(answer.status, 200);
           assert.deepEqual(answer.body, { status: "queued" });
         });
@@ -240,7 +223,7 @@ Deno.test("a real server answers 413 to a Content-Length over the limit before t
             transferEncoding: null,
           });
           // The rest of the body is never sent: only an early answer comes.
-          const answer = await readAnswer(conn);
+          const answer = await answerOf(conn);
           assert.equal(answer.status, 413);
           assert.equal(answer.body.error?.code, "payload_too_large");
           assert.match(answer.body.error!.message, /4096 bytes/);
@@ -266,7 +249,7 @@ Deno.test("a real server takes a chunked body sent in several chunks", async () 
       });
       for (const piece of rest) await write(conn, chunk(piece));
       await write(conn, LAST_CHUNK);
-      const answer = await readAnswer(conn);
+      const answer = await answerOf(conn);
       assert.equal(answer.status, 200);
     });
     assert.deepEqual(
@@ -288,7 +271,7 @@ Deno.test("a real server answers 413 once chunks pass the limit, without waiting
       await write(conn, chunk(new Uint8Array(2000).fill(32)));
       await write(conn, chunk(new Uint8Array(2000).fill(32)));
       // No last chunk: the body never ends.
-      const answer = await readAnswer(conn);
+      const answer = await answerOf(conn);
       assert.equal(answer.status, 413);
       assert.equal(answer.body.error?.code, "payload_too_large");
     });
@@ -330,7 +313,7 @@ Deno.test("a real server takes a gzip body sent in several pieces, chunked or wi
           );
           for (const piece of rest) await write(conn, frame(piece));
           if (framing === "chunked") await write(conn, LAST_CHUNK);
-          const answer = await readAnswer(conn);
+          const answer = await answerOf(conn);
           assert.equal(answer.status, 200);
         });
         assert.deepEqual(
@@ -361,7 +344,7 @@ Deno.test("a real server answers 413 to gzip chunks past the limit, compressed o
         assert.equal((await server.nextRequest()).transferEncoding, "chunked");
         for (const piece of rest) await write(conn, chunk(piece));
         if (end) await write(conn, LAST_CHUNK);
-        answer = await readAnswer(conn);
+        answer = await answerOf(conn);
       });
       return answer!;
     };

@@ -8,7 +8,7 @@
  */
 import assert from "node:assert/strict";
 import { hasChromium, launchBrowser } from "../_helpers/browser.ts";
-import { harness } from "../_helpers/harness.ts";
+import { harness, serve } from "../_helpers/harness.ts";
 import { within } from "../_helpers/timeout.ts";
 
 Deno.test({
@@ -17,15 +17,13 @@ Deno.test({
   ignore: !hasChromium(),
   async fn() {
     const h = await harness();
-    const page = Deno.serve(
-      { port: 0, hostname: "127.0.0.1", onListen: () => {} },
+    const page = serve(
       () =>
         new Response("<!doctype html><title>shop</title><p>shop</p>", {
           headers: { "Content-Type": "text/html" },
         }),
     );
-    const service = Deno.serve(
-      { port: 0, hostname: "127.0.0.1", onListen: () => {} },
+    const service = serve(
       (req, info) => h.app.fetch(req, { remoteAddr: info.remoteAddr }),
     );
     const pageOrigin = `http://127.0.0.1:${page.addr.port}`;

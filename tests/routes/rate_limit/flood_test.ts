@@ -9,7 +9,7 @@
 import assert from "node:assert/strict";
 import { createApp } from "../../../app.ts";
 import { RateLimiter } from "../../../routes/rate_limit/mod.ts";
-import { fakeClock, harness } from "../../_helpers/harness.ts";
+import { fakeClock, harness, serve } from "../../_helpers/harness.ts";
 
 const ACTIVE = "198.51.100.1";
 
@@ -79,10 +79,7 @@ Deno.test("over real sockets, a flood of forwarded addresses holds the buckets t
     maxBodyBytes: h.config.maxBodyBytes,
     admission: limiter,
   });
-  const server = Deno.serve(
-    { port: 0, hostname: "127.0.0.1", onListen: () => {} },
-    (req, info) => app.fetch(req, info),
-  );
+  const server = serve((req, info) => app.fetch(req, info));
   const url = `http://127.0.0.1:${server.addr.port}/api/v1/logs`;
   const body = '{"level":"info","projectId":"p","data":{}}';
   const post = async (address: string) => {

@@ -1,0 +1,19 @@
+import assert from "node:assert/strict";
+import { median, timeRuns } from "../../bench/timing.ts";
+
+Deno.test("median takes the middle value, the upper one of an even count, 0 of none", () => {
+  assert.equal(median([5, 1, 3]), 3);
+  assert.equal(median([4, 1, 3, 2]), 3);
+  assert.equal(median([]), 0);
+});
+
+Deno.test("timeRuns runs once, then the given number of times more, and answers the first run's value", async () => {
+  let calls = 0;
+  const { first, firstMs, medianMs } = await timeRuns(() => {
+    calls++;
+    return Promise.resolve(calls);
+  }, 5);
+  assert.equal(calls, 6);
+  assert.equal(first, 1);
+  assert.ok(firstMs >= 0 && medianMs >= 0);
+});
