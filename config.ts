@@ -40,7 +40,7 @@ const schema = z.object({
   METRICS_PORT: integer(0, 65535).optional(),
   METRICS_HOSTNAME: z.string().min(1).default("127.0.0.1"),
   METRICS_TOKEN: z.string().min(16, "expected at least 16 characters")
-    .optional(),
+    .max(1024, "expected at most 1024 characters").optional(),
   ALERT_PRIVATE_TARGETS: z.enum(["allow", "deny"]).default("deny"),
 }).transform((v) => {
   const onDeploy = v.DENO_DEPLOYMENT_ID !== undefined;
