@@ -6,7 +6,7 @@
  * @module
  */
 import { mergeAll, type MergeResult } from "../db/query/merge.ts";
-import type { Backlog } from "../db/query/tiers.ts";
+import { type Backlog, emptyBacklog } from "../db/query/tiers.ts";
 
 /** Options of {@linkcode startMerger}. */
 export interface MergerOptions {
@@ -51,15 +51,11 @@ export interface Merger {
  */
 export function startMerger(options: MergerOptions): Merger {
   const now = options.now ?? Date.now;
+  const perRound = options.mergesPerRound ?? 32;
   let stopped = false;
   let timer: ReturnType<typeof setTimeout> | undefined;
   let running: Promise<unknown> = Promise.resolve();
-  let backlog: Backlog = {
-    chunks: 0,
-    fresh: 0,
-    freshEntries: 0,
-    oldestFresh: null,
-  };
+  let backlog = emptyBacklog();
   const run = async (maxMerges: number): Promise<MergeResult> => {
     const done = await mergeAll(options.kv, {
       now: now(),
@@ -75,7 +71,7 @@ export function startMerger(options: MergerOptions): Merger {
     running = running.then(async () => {
       let busy = false;
       try {
-        busy = (await run(options.mergesPerRound ?? 32)).merges > 0;
+        busy = (await run(perRound)).merges > 0;
       } catch (error) {
         options.onError?.(error);
       }
@@ -91,7 +87,7 @@ export function startMerger(options: MergerOptions): Merger {
     },
     round(roundOptions = {}) {
       const result = running.then(() =>
-        run(roundOptions.maxMerges ?? options.mergesPerRound ?? 32)
+        run(roundOptions.maxMerges ?? perRound)
       );
       running = result.catch(() => {});
       return result;
