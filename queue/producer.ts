@@ -9,7 +9,6 @@
  *
  * @module
  */
-import { keyBytes } from "../db/atomic.ts";
 import { batchPartKey, pendingBatchKey } from "../db/keys.ts";
 import { ATOMIC_MAX_MUTATIONS, commitRetryingLocked } from "../db/kv.ts";
 import { PART_BYTES, splitBytes } from "../db/blob.ts";
@@ -122,8 +121,6 @@ export interface ProducerOptions {
 interface Batch {
   id: string;
   parts: number;
-  /** An upper bound of the bytes KV counts for its keys and values. */
-  bytes: number;
   items: Waiting[];
 }
 
@@ -312,16 +309,9 @@ export class GroupCommitter {
         attempts: 0,
         apart: true,
       };
-      const value = encodeBatchHeader(header);
-      const key = pendingBatchKey(id);
-      op.set(key, value);
-      let bytes = keyBytes(key) + value.length;
-      [head, ...rest].forEach((part, n) => {
-        const key = batchPartKey(id, n);
-        op.set(key, part);
-        bytes += keyBytes(key) + part.length;
-      });
-      batches.push({ id, parts: header.parts, bytes, items });
+      op.set(pendingBatchKey(id), encodeBatchHeader(header));
+      [head, ...rest].forEach((part, n) => op.set(batchPartKey(id, n), part));
+      batches.push({ id, parts: header.parts, items });
       from = to;
     }
     return batches;
