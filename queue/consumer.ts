@@ -65,19 +65,16 @@ const MAX_REJUDGEMENTS = 5;
 
 /** A batch handed over in memory, in the form of one read from KV. */
 function handedBatch(batchId: string, handed: HandedBatch): BatchRead {
-  const read: BatchRead = {
+  return {
     pending: {
       key: pendingBatchKey(batchId),
       versionstamp: handed.versionstamp,
     },
     parts: handed.parts,
-    apart: handed.apart === true,
+    apart: true,
     entries: handed.entries,
+    texts: handed.texts,
   };
-  if (handed.texts?.length === handed.entries.length) {
-    read.texts = handed.texts;
-  }
-  return read;
 }
 
 /** Each entry's JSON as committed, by entry, when it was handed over. */

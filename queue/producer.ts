@@ -263,7 +263,6 @@ export class GroupCommitter {
           id,
           versionstamp,
           parts,
-          apart: true,
           entries: items.map((w) => w.entry),
           texts: items.map((w) => w.json),
         })));
@@ -299,8 +298,7 @@ export class GroupCommitter {
         `[${items.map((w) => w.json).join(",")}]`,
       );
       const id = createId(now);
-      // The bytes apart from the header: a page may refer to them once the
-      // batch is processed (docs/design.md#pages-by-reference).
+      // The bytes go apart from the header (see `BatchHeader.apart`).
       const header: BatchHeader = {
         createdAt: now,
         count: items.length,
