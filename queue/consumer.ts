@@ -134,6 +134,7 @@ export class Consumer {
       ? handedBatch(batchId, handed)
       : await this.#read(batchId);
     if (read === null) return "absent";
+    const texts = textsByEntry(read);
     const ids = new Set<string>();
     for (const entry of read.entries) ids.add(entry.projectId);
     // Decided by the batch's content alone, so every processor decides alike.
@@ -176,7 +177,7 @@ export class Consumer {
       const verdicts = round.final
         ? results
         : results.filter((_r, i) => inRound(entries[i]!.projectId));
-      const result = await this.#store(op, taken, verdicts, projects, read);
+      const result = await this.#store(op, taken, verdicts, projects, texts);
       if (result.ok && round.final) return "processed";
       if (result.ok) {
         for (const id of round.projects) progress!.done.add(id);
@@ -201,7 +202,7 @@ export class Consumer {
     taken: QueuedEntry[],
     verdicts: AuthResult[],
     projects: Reads,
-    read: BatchRead,
+    texts: Map<QueuedEntry, string> | undefined,
   ): Promise<Deno.KvCommitResult | Deno.KvCommitError> {
     const rings: string[] = [];
     verdicts.forEach((verdict, i) => {
@@ -210,9 +211,7 @@ export class Consumer {
       rings.push(projects.get(id)!.project ? id : GLOBAL_RING);
     });
     return await this.#rings.hold(rings, async () => {
-      await this.#addResults(op, taken, verdicts, projects, {
-        texts: textsByEntry(read),
-      });
+      await this.#addResults(op, taken, verdicts, projects, { texts });
       return await this.#commit(op);
     });
   }
