@@ -15,7 +15,7 @@ export interface MergerOptions {
   now?: () => number;
   /** Pause between rounds that merged nothing. @default {1000} */
   intervalMs?: number;
-  /** Merges one round makes at most before the next listing. @default {32} */
+  /** Merges one round makes at most in each project. @default {32} */
   mergesPerRound?: number;
   /** Told of a failed round. */
   onError?: (error: unknown) => void;
@@ -26,9 +26,9 @@ export interface Merger {
   /** Open chunks as of the last round (every project). */
   readonly backlog: Backlog;
   /**
-   * Runs a round now (after the one in hand), at most `maxMerges` merges
-   * (@default the merger's `mergesPerRound`), and resolves with what it did;
-   * the cron of a platform without timers calls it.
+   * Runs a round now (after the one in hand), at most `maxMerges` merges in
+   * each project (@default the merger's `mergesPerRound`), and resolves with
+   * what it did; the cron of a platform without timers calls it.
    */
   round(options?: { maxMerges?: number }): Promise<MergeResult>;
   /** Waits for the round in hand and stops. */

@@ -70,7 +70,10 @@ export interface MergeOptions {
   now: number;
   /** Age after which a run of open chunks is merged whatever its size. @default {30000} */
   settleMs?: number;
-  /** Stop after this many merges. @default {Infinity} */
+  /**
+   * Stop after this many merges in a project ({@linkcode mergeAll} gives
+   * each project as many). @default {Infinity}
+   */
   maxMerges?: number;
   /** Asked before each merge: stop when it says so. */
   shouldStop?: () => boolean;
