@@ -66,13 +66,12 @@ function readCursor(
   order: Order,
 ): { id: string; included: boolean } {
   const match = /^([noNO])([0-9a-f]{1,28})$/.exec(cursor);
-  if (!match || match[1]!.toLowerCase() !== order[0]) {
-    throw new InvalidQueryError(
-      `Cannot read cursor "${cursor}": expected a cursor of a previous page with order "${order}"`,
-    );
-  }
-  const included = match[1] === match[1]!.toUpperCase();
-  if (!included && match[2]!.length !== 28) {
+  const included = match !== null && match[1] === match[1]!.toUpperCase();
+  // A record's id is whole; where a page stopped may be a time's prefix.
+  if (
+    !match || match[1]!.toLowerCase() !== order[0] ||
+    (!included && match[2]!.length !== 28)
+  ) {
     throw new InvalidQueryError(
       `Cannot read cursor "${cursor}": expected a cursor of a previous page with order "${order}"`,
     );
