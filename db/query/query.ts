@@ -97,6 +97,11 @@ function afterCursor(
   return { lo, hi };
 }
 
+/** Records of a page: `limit` made a whole number from 1 to the most. */
+function pageLimit(limit = DEFAULT_QUERY_LIMIT): number {
+  return Math.min(MAX_QUERY_LIMIT, Math.max(1, Math.floor(limit)));
+}
+
 /** The id range of a filter's time range. */
 function timeRange(filter: Filter): { lo: string; hi: string } {
   return {
@@ -123,10 +128,7 @@ export async function queryLogs(
 ): Promise<QueryPage> {
   const filter = options.filter ?? {};
   const order = options.order ?? "newest";
-  const limit = Math.min(
-    MAX_QUERY_LIMIT,
-    Math.max(1, Math.floor(options.limit ?? DEFAULT_QUERY_LIMIT)),
-  );
+  const limit = pageLimit(options.limit);
   const compiled = compileFilter(filter);
   const range = options.cursor === undefined
     ? timeRange(filter)
@@ -238,7 +240,7 @@ export interface TailOptions {
   now?: number;
   /**
    * Entries received less than this long ago wait for the next call, so
-   * that pages other processes are still writing are not skipped.
+   * that entries other processes are still committing are not skipped.
    * @default {1000}
    */
   settleMs?: number;
@@ -263,10 +265,7 @@ export async function tailLogs(
 ): Promise<{ records: LogRecord[]; lastId: string | null }> {
   const { afterId } = options;
   const filter = options.filter ?? {};
-  const limit = Math.min(
-    MAX_QUERY_LIMIT,
-    Math.max(1, Math.floor(options.limit ?? DEFAULT_QUERY_LIMIT)),
-  );
+  const limit = pageLimit(options.limit);
   const horizon = (options.now ?? Date.now()) - (options.settleMs ?? 1000);
   const range = timeRange(filter);
   const hi = range.hi < timeBound(horizon) ? range.hi : timeBound(horizon);
