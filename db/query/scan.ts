@@ -66,7 +66,7 @@ export interface ScanStats {
   pagesRead: number;
   /** Chunks not read because their summary showed they hold no match. */
   pagesSkipped: number;
-  /** Entries in the pages and chunks read. */
+  /** Entries in the chunks read. */
   entriesScanned: number;
 }
 
