@@ -202,6 +202,9 @@ harnessTest(
     const done = await merger.round();
     assert.ok(done.merges > 0);
     assert.ok(done.backlog.chunks <= 5);
+    // Merged chunks are open but no longer fresh: no entry waits in tier 0.
+    assert.equal(done.backlog.fresh, 0);
+    assert.equal(done.backlog.oldestFresh, null);
     assert.equal((await post()).status, 200);
   },
   {
