@@ -144,7 +144,7 @@ export async function queryLogs(
   });
   const last = result.records.at(-1);
   const page: QueryPage = {
-    records: result.records.slice(0, limit),
+    records: result.records,
     cursor: result.more && last ? order[0] + last.id : null,
     stats: result.stats,
   };

@@ -72,6 +72,7 @@ export interface ScanStats {
 
 /** The result of {@linkcode scan}. */
 export interface ScanResult {
+  /** At most `limit` matches, in scan order. */
   records: LogRecord[];
   /** Whether a further match exists beyond `limit`. */
   more: boolean;
