@@ -23,25 +23,6 @@ export interface AtomicWriter {
   max(key: Deno.KvKey, n: bigint): unknown;
 }
 
-/** Bytes counted per key part beside its own, an upper bound of its encoding. */
-const KEY_PART_OVERHEAD = 10;
-/**
- * An upper bound of the bytes KV counts for a key: every string part at 3
- * bytes per UTF-16 unit, plus a fixed overhead per part.
- */
-export function keyBytes(key: Deno.KvKey): number {
-  let bytes = 0;
-  for (const part of key) {
-    bytes += KEY_PART_OVERHEAD +
-      (typeof part === "string"
-        ? part.length * 3
-        : part instanceof Uint8Array
-        ? part.length
-        : 8);
-  }
-  return bytes;
-}
-
 /** One recorded check or mutation. */
 type AtomicStep =
   | ["check", Deno.KvKey, string | null]

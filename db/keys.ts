@@ -445,16 +445,6 @@ export function counterNameOf(key: Deno.KvKey): string {
   return String(part(key, String(key[0]), key.length - 1));
 }
 
-/**
- * The slot of a `rejected_entries/<projectId>/<slot>` or
- * `global_rejected_entries/<slot>` key.
- */
-export function rejectedSlotOf(key: Deno.KvKey): number {
-  return key[0] === "global_rejected_entries"
-    ? Number(part(key, "global_rejected_entries", 1))
-    : Number(part(key, "rejected_entries", 2));
-}
-
 /** Key the server writes and deletes at start-up to prove the database writable. */
 export function writeProbeKey(): Deno.KvKey {
   return ["write_probe"];

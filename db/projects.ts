@@ -283,7 +283,8 @@ export function rotateSecret(
 /**
  * Deletes a project and all under it: entries (pages, chunks, their
  * summaries and counters), counters, recent and kept rejections, remembered
- * signatures; returns how many entries it deleted. The record goes first:
+ * signatures, saved views and error groups (read tokens and the audit log
+ * are its callers' to delete); returns how many entries it deleted. The record goes first:
  * every write under a project checks it in its own atomic operation, so none
  * can land after. The data then goes in passes until one finds nothing
  * (docs/design.md#retention-and-deletion).

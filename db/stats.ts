@@ -29,7 +29,7 @@ import {
   rejectionsPrefix,
   replayedCountKey,
 } from "./keys.ts";
-import { decodeJson, encodeJson, getManyChunked } from "./kv.ts";
+import { encodeJson, getManyChunked, listJson } from "./kv.ts";
 import { KEPT_TTL_MS } from "./rejected.ts";
 
 /** Recent rejections kept per project. */
@@ -209,11 +209,7 @@ export async function readStats(
     acceptedCountKey(projectId),
     replayedCountKey(projectId),
   ]);
-  const recent: Rejection[] = [];
-  for await (const entry of kv.list({ prefix: rejectionsPrefix(projectId) })) {
-    const rejection = decodeJson<Rejection>(entry.value);
-    if (rejection) recent.push(rejection);
-  }
+  const recent = await listJson<Rejection>(kv, rejectionsPrefix(projectId));
   // The ring's slots say nothing of order: sort by time, newest first.
   recent.sort((a, b) =>
     b.at - a.at || (a.entryId < b.entryId ? 1 : a.entryId > b.entryId ? -1 : 0)

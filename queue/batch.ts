@@ -23,9 +23,9 @@ export interface BatchHeader {
    */
   head: Uint8Array;
   /**
-   * The first part is stored apart, under `batch_parts/<batchId>/0`, so that
-   * a page may refer to the batch's bytes after the pending key is gone
-   * (docs/design.md#pages-by-reference). Absent in batches of older versions.
+   * The first part is stored apart, under `batch_parts/<batchId>/0`, as the
+   * producer writes every batch: the header, rewritten at each failed
+   * attempt, then holds no entry. Absent in batches of older versions.
    */
   apart?: boolean;
   /** Number of parts, head included. */
@@ -47,13 +47,11 @@ export interface HandedBatch {
   id: string;
   /** Versionstamp of the commit that wrote the pending key. */
   versionstamp: string;
-  /** Number of parts the batch was written in. */
+  /** Number of parts the batch was written in, apart from its header. */
   parts: number;
-  /** The first part is stored apart ({@linkcode BatchHeader.apart}). */
-  apart?: boolean;
   entries: QueuedEntry[];
   /** Each entry's JSON as committed, in the same order. */
-  texts?: string[];
+  texts: string[];
 }
 
 /** Thrown for a batch whose stored form cannot be read. */

@@ -65,19 +65,16 @@ const MAX_REJUDGEMENTS = 5;
 
 /** A batch handed over in memory, in the form of one read from KV. */
 function handedBatch(batchId: string, handed: HandedBatch): BatchRead {
-  const read: BatchRead = {
+  return {
     pending: {
       key: pendingBatchKey(batchId),
       versionstamp: handed.versionstamp,
     },
     parts: handed.parts,
-    apart: handed.apart === true,
+    apart: true,
     entries: handed.entries,
+    texts: handed.texts,
   };
-  if (handed.texts?.length === handed.entries.length) {
-    read.texts = handed.texts;
-  }
-  return read;
 }
 
 /** Each entry's JSON as committed, by entry, when it was handed over. */
@@ -137,6 +134,7 @@ export class Consumer {
       ? handedBatch(batchId, handed)
       : await this.#read(batchId);
     if (read === null) return "absent";
+    const texts = textsByEntry(read);
     const ids = new Set<string>();
     for (const entry of read.entries) ids.add(entry.projectId);
     // Decided by the batch's content alone, so every processor decides alike.
@@ -179,7 +177,7 @@ export class Consumer {
       const verdicts = round.final
         ? results
         : results.filter((_r, i) => inRound(entries[i]!.projectId));
-      const result = await this.#store(op, taken, verdicts, projects, read);
+      const result = await this.#store(op, taken, verdicts, projects, texts);
       if (result.ok && round.final) return "processed";
       if (result.ok) {
         for (const id of round.projects) progress!.done.add(id);
@@ -204,7 +202,7 @@ export class Consumer {
     taken: QueuedEntry[],
     verdicts: AuthResult[],
     projects: Reads,
-    read: BatchRead,
+    texts: Map<QueuedEntry, string> | undefined,
   ): Promise<Deno.KvCommitResult | Deno.KvCommitError> {
     const rings: string[] = [];
     verdicts.forEach((verdict, i) => {
@@ -213,9 +211,7 @@ export class Consumer {
       rings.push(projects.get(id)!.project ? id : GLOBAL_RING);
     });
     return await this.#rings.hold(rings, async () => {
-      await this.#addResults(op, taken, verdicts, projects, {
-        texts: textsByEntry(read),
-      });
+      await this.#addResults(op, taken, verdicts, projects, { texts });
       return await this.#commit(op);
     });
   }

@@ -6,7 +6,7 @@
  * @module
  */
 import { mergeAll, type MergeResult } from "../db/query/merge.ts";
-import type { Backlog } from "../db/query/tiers.ts";
+import { type Backlog, emptyBacklog } from "../db/query/tiers.ts";
 
 /** Options of {@linkcode startMerger}. */
 export interface MergerOptions {
@@ -15,7 +15,7 @@ export interface MergerOptions {
   now?: () => number;
   /** Pause between rounds that merged nothing. @default {1000} */
   intervalMs?: number;
-  /** Merges one round makes at most before the next listing. @default {32} */
+  /** Merges one round makes at most in each project. @default {32} */
   mergesPerRound?: number;
   /** Told of a failed round. */
   onError?: (error: unknown) => void;
@@ -26,9 +26,9 @@ export interface Merger {
   /** Open chunks as of the last round (every project). */
   readonly backlog: Backlog;
   /**
-   * Runs a round now (after the one in hand), at most `maxMerges` merges
-   * (@default the merger's `mergesPerRound`), and resolves with what it did;
-   * the cron of a platform without timers calls it.
+   * Runs a round now (after the one in hand), at most `maxMerges` merges in
+   * each project (@default the merger's `mergesPerRound`), and resolves with
+   * what it did; the cron of a platform without timers calls it.
    */
   round(options?: { maxMerges?: number }): Promise<MergeResult>;
   /** Waits for the round in hand and stops. */
@@ -51,15 +51,11 @@ export interface Merger {
  */
 export function startMerger(options: MergerOptions): Merger {
   const now = options.now ?? Date.now;
+  const perRound = options.mergesPerRound ?? 32;
   let stopped = false;
   let timer: ReturnType<typeof setTimeout> | undefined;
   let running: Promise<unknown> = Promise.resolve();
-  let backlog: Backlog = {
-    chunks: 0,
-    fresh: 0,
-    freshEntries: 0,
-    oldestFresh: null,
-  };
+  let backlog = emptyBacklog();
   const run = async (maxMerges: number): Promise<MergeResult> => {
     const done = await mergeAll(options.kv, {
       now: now(),
@@ -75,7 +71,7 @@ export function startMerger(options: MergerOptions): Merger {
     running = running.then(async () => {
       let busy = false;
       try {
-        busy = (await run(options.mergesPerRound ?? 32)).merges > 0;
+        busy = (await run(perRound)).merges > 0;
       } catch (error) {
         options.onError?.(error);
       }
@@ -91,7 +87,7 @@ export function startMerger(options: MergerOptions): Merger {
     },
     round(roundOptions = {}) {
       const result = running.then(() =>
-        run(roundOptions.maxMerges ?? options.mergesPerRound ?? 32)
+        run(roundOptions.maxMerges ?? perRound)
       );
       running = result.catch(() => {});
       return result;

@@ -17,11 +17,7 @@ import {
   type ConsumerOptions,
   type ProcessOutcome,
 } from "./consumer.ts";
-import {
-  type CommitRider,
-  GroupCommitter,
-  WritesHeldError,
-} from "./producer.ts";
+import { type CommitRider, GroupCommitter } from "./producer.ts";
 import { BatchWorker, SWEEP_INTERVAL_MS } from "./worker.ts";
 
 /** The settings the queue reads; the process configuration supplies them. */
@@ -137,8 +133,6 @@ class SpaceAwareConsumer extends Consumer {
     try {
       return await super.process(batchId, handed);
     } catch (error) {
-      // Held back by the producer's gate, or refused by the disk.
-      if (error instanceof WritesHeldError) return "conflict";
       if (!isDiskFullError(error)) throw error;
       this.#space.failed(error);
       return "conflict";
@@ -164,7 +158,7 @@ export function createPipeline(options: PipelineOptions): Pipeline {
   const { space } = options;
   const handOver = options.handOver ?? true;
   // The worker is made below; the producer hands it batches only once the
-  // pipeline serves, and the consumer's results ride the producer's commits.
+  // pipeline serves.
   const producer = new GroupCommitter({
     kv,
     now,

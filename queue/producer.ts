@@ -9,7 +9,6 @@
  *
  * @module
  */
-import { keyBytes } from "../db/atomic.ts";
 import { batchPartKey, pendingBatchKey } from "../db/keys.ts";
 import { ATOMIC_MAX_MUTATIONS, commitRetryingLocked } from "../db/kv.ts";
 import { PART_BYTES, splitBytes } from "../db/blob.ts";
@@ -122,8 +121,6 @@ export interface ProducerOptions {
 interface Batch {
   id: string;
   parts: number;
-  /** An upper bound of the bytes KV counts for its keys and values. */
-  bytes: number;
   items: Waiting[];
 }
 
@@ -266,7 +263,6 @@ export class GroupCommitter {
           id,
           versionstamp,
           parts,
-          apart: true,
           entries: items.map((w) => w.entry),
           texts: items.map((w) => w.json),
         })));
@@ -302,8 +298,7 @@ export class GroupCommitter {
         `[${items.map((w) => w.json).join(",")}]`,
       );
       const id = createId(now);
-      // The bytes apart from the header: a page may refer to them once the
-      // batch is processed (docs/design.md#pages-by-reference).
+      // The bytes go apart from the header (see `BatchHeader.apart`).
       const header: BatchHeader = {
         createdAt: now,
         count: items.length,
@@ -312,16 +307,9 @@ export class GroupCommitter {
         attempts: 0,
         apart: true,
       };
-      const value = encodeBatchHeader(header);
-      const key = pendingBatchKey(id);
-      op.set(key, value);
-      let bytes = keyBytes(key) + value.length;
-      [head, ...rest].forEach((part, n) => {
-        const key = batchPartKey(id, n);
-        op.set(key, part);
-        bytes += keyBytes(key) + part.length;
-      });
-      batches.push({ id, parts: header.parts, bytes, items });
+      op.set(pendingBatchKey(id), encodeBatchHeader(header));
+      [head, ...rest].forEach((part, n) => op.set(batchPartKey(id, n), part));
+      batches.push({ id, parts: header.parts, items });
       from = to;
     }
     return batches;

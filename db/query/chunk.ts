@@ -1,5 +1,6 @@
 /**
- * Compacted chunks and their summaries: the stored form of settled entries.
+ * Chunks and their summaries: the one stored form of entries, written by the
+ * consumer as it accepts them and combined by the merger (db/logs.ts).
  *
  * A chunk is the JSON lines of up to a few thousand entries (sorted by id),
  * cut into blocks of about {@linkcode BLOCK_RAW_BYTES} of JSON, each deflated
@@ -31,7 +32,7 @@ import type { LogRecord } from "../../domain/entry.ts";
 
 /** Compressed bytes a chunk aims at, under KV's 64 KiB value limit. */
 export const CHUNK_TARGET_BYTES = 56_000;
-/** Compressed bytes above which a chunk of several pages is cut in two. */
+/** Compressed bytes above which a merge of several chunks is cut in two. */
 export const CHUNK_MAX_BYTES = 60_000;
 /** Receipt time one chunk spans at most. */
 export const CHUNK_SPAN_MS = 3_600_000;

@@ -16,7 +16,7 @@ const MAX_ATTEMPTS = 5;
  *
  * @example
  * ```ts
- * const page = await consistent(kv, projectId, () => scanPage());
+ * const summaries = await consistent(kv, projectId, () => listAll());
  * ```
  */
 export async function consistent<T>(
@@ -27,20 +27,7 @@ export async function consistent<T>(
   const key = logCompactionKey(projectId);
   for (let attempt = 1;; attempt++) {
     const before = await kv.get(key);
-    let result: T;
-    try {
-      result = await read();
-    } catch (error) {
-      // A page whose parts (or the batch it refers to) a compaction deleted
-      // while it was being read: read again once the move is seen.
-      const after = await kv.get(key);
-      if (
-        after.versionstamp !== before.versionstamp && attempt < MAX_ATTEMPTS
-      ) {
-        continue;
-      }
-      throw error;
-    }
+    const result = await read();
     const after = await kv.get(key);
     if (after.versionstamp === before.versionstamp || attempt >= MAX_ATTEMPTS) {
       return result;

@@ -149,24 +149,20 @@ export async function histogram(
   const hour = COUNT_BUCKET_MS.h;
   const m1 = Math.ceil(since / minute) * minute;
   const m2 = Math.floor(until / minute) * minute;
-  const countAll = async (): Promise<void> => {
-    if (!countedByCounters(filter) || intervalMs < minute || m1 >= m2) {
-      await countEntries(since, until);
+  if (!countedByCounters(filter) || intervalMs < minute || m1 >= m2) {
+    await countEntries(since, until);
+  } else {
+    await countEntries(since, m1);
+    await countEntries(m2, until);
+    const h1 = Math.ceil(m1 / hour) * hour;
+    const h2 = Math.floor(m2 / hour) * hour;
+    if (intervalMs >= hour && h1 < h2) {
+      await countCounters("m", m1, h1);
+      await countCounters("h", h1, h2);
+      await countCounters("m", h2, m2);
     } else {
-      await countEntries(since, m1);
-      await countEntries(m2, until);
-      const h1 = Math.ceil(m1 / hour) * hour;
-      const h2 = Math.floor(m2 / hour) * hour;
-      if (intervalMs >= hour && h1 < h2) {
-        await countCounters("m", m1, h1);
-        await countCounters("h", h1, h2);
-        await countCounters("m", h2, m2);
-      } else {
-        await countCounters("m", m1, m2);
-      }
+      await countCounters("m", m1, m2);
     }
-  };
-  for (const b of buckets) b.counts = {};
-  await countAll();
+  }
   return { intervalMs, buckets };
 }

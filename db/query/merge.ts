@@ -30,7 +30,7 @@ import {
   logUnitId,
   projectKey,
 } from "../keys.ts";
-import { decodeJson, GET_MANY_MAX_KEYS } from "../kv.ts";
+import { decodeJson, getManyChunked } from "../kv.ts";
 import { chunkExpireIn, deleteChunk, setChunk } from "../logs.ts";
 import { lineId } from "../lines.ts";
 import { deleteExpiredCounts } from "../log_counts.ts";
@@ -70,7 +70,10 @@ export interface MergeOptions {
   now: number;
   /** Age after which a run of open chunks is merged whatever its size. @default {30000} */
   settleMs?: number;
-  /** Stop after this many merges. @default {Infinity} */
+  /**
+   * Stop after this many merges in a project ({@linkcode mergeAll} gives
+   * each project as many). @default {Infinity}
+   */
   maxMerges?: number;
   /** Asked before each merge: stop when it says so. */
   shouldStop?: () => boolean;
@@ -342,19 +345,17 @@ async function readSources(
   projectId: string,
   group: ChunkSummary[],
 ): Promise<string[]> {
+  const values = await getManyChunked(
+    kv,
+    group.map((s) => logChunkKey(projectId, s.lastId)),
+  );
+  // Gone: another process merged it, or it expired; that round won.
+  if (values.some((entry) => entry.value === null)) throw new ConflictError();
   const texts: string[] = [];
-  for (let i = 0; i < group.length; i += GET_MANY_MAX_KEYS) {
-    const slice = group.slice(i, i + GET_MANY_MAX_KEYS);
-    const values = await kv.getMany(
-      slice.map((s) => logChunkKey(projectId, s.lastId)),
+  for (const [j, entry] of values.entries()) {
+    texts.push(
+      await readChunkText(kv, projectId, group[j]!.lastId, entry.value),
     );
-    for (const [j, entry] of values.entries()) {
-      // Gone: another process merged it, or it expired; that round won.
-      if (entry.value === null) throw new ConflictError();
-      texts.push(
-        await readChunkText(kv, projectId, slice[j]!.lastId, entry.value),
-      );
-    }
   }
   return texts;
 }

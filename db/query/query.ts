@@ -66,13 +66,12 @@ function readCursor(
   order: Order,
 ): { id: string; included: boolean } {
   const match = /^([noNO])([0-9a-f]{1,28})$/.exec(cursor);
-  if (!match || match[1]!.toLowerCase() !== order[0]) {
-    throw new InvalidQueryError(
-      `Cannot read cursor "${cursor}": expected a cursor of a previous page with order "${order}"`,
-    );
-  }
-  const included = match[1] === match[1]!.toUpperCase();
-  if (!included && match[2]!.length !== 28) {
+  const included = match !== null && match[1] === match[1]!.toUpperCase();
+  // A record's id is whole; where a page stopped may be a time's prefix.
+  if (
+    !match || match[1]!.toLowerCase() !== order[0] ||
+    (!included && match[2]!.length !== 28)
+  ) {
     throw new InvalidQueryError(
       `Cannot read cursor "${cursor}": expected a cursor of a previous page with order "${order}"`,
     );
@@ -96,6 +95,11 @@ function afterCursor(
     if (start > lo) lo = start;
   }
   return { lo, hi };
+}
+
+/** Records of a page: `limit` made a whole number from 1 to the most. */
+function pageLimit(limit = DEFAULT_QUERY_LIMIT): number {
+  return Math.min(MAX_QUERY_LIMIT, Math.max(1, Math.floor(limit)));
 }
 
 /** The id range of a filter's time range. */
@@ -124,10 +128,7 @@ export async function queryLogs(
 ): Promise<QueryPage> {
   const filter = options.filter ?? {};
   const order = options.order ?? "newest";
-  const limit = Math.min(
-    MAX_QUERY_LIMIT,
-    Math.max(1, Math.floor(options.limit ?? DEFAULT_QUERY_LIMIT)),
-  );
+  const limit = pageLimit(options.limit);
   const compiled = compileFilter(filter);
   const range = options.cursor === undefined
     ? timeRange(filter)
@@ -143,7 +144,7 @@ export async function queryLogs(
   });
   const last = result.records.at(-1);
   const page: QueryPage = {
-    records: result.records.slice(0, limit),
+    records: result.records,
     cursor: result.more && last ? order[0] + last.id : null,
     stats: result.stats,
   };
@@ -239,7 +240,7 @@ export interface TailOptions {
   now?: number;
   /**
    * Entries received less than this long ago wait for the next call, so
-   * that pages other processes are still writing are not skipped.
+   * that entries other processes are still committing are not skipped.
    * @default {1000}
    */
   settleMs?: number;
@@ -264,10 +265,7 @@ export async function tailLogs(
 ): Promise<{ records: LogRecord[]; lastId: string | null }> {
   const { afterId } = options;
   const filter = options.filter ?? {};
-  const limit = Math.min(
-    MAX_QUERY_LIMIT,
-    Math.max(1, Math.floor(options.limit ?? DEFAULT_QUERY_LIMIT)),
-  );
+  const limit = pageLimit(options.limit);
   const horizon = (options.now ?? Date.now()) - (options.settleMs ?? 1000);
   const range = timeRange(filter);
   const hi = range.hi < timeBound(horizon) ? range.hi : timeBound(horizon);

@@ -21,7 +21,7 @@ import type { LogRecord } from "../../domain/entry.ts";
 import { logChunkKey } from "../keys.ts";
 import { decodeRecordLine } from "../lines.ts";
 import { type Run, selectLines } from "./select.ts";
-import { GET_MANY_MAX_KEYS } from "../kv.ts";
+import { getManyChunked } from "../kv.ts";
 import { readChunkText } from "./chunk.ts";
 import type { CompiledFilter } from "./filter.ts";
 import { Heap } from "./heap.ts";
@@ -66,12 +66,13 @@ export interface ScanStats {
   pagesRead: number;
   /** Chunks not read because their summary showed they hold no match. */
   pagesSkipped: number;
-  /** Entries in the pages and chunks read. */
+  /** Entries in the chunks read. */
   entriesScanned: number;
 }
 
 /** The result of {@linkcode scan}. */
 export interface ScanResult {
+  /** At most `limit` matches, in scan order. */
   records: LogRecord[];
   /** Whether a further match exists beyond `limit`. */
   more: boolean;
@@ -113,22 +114,11 @@ export async function scan(
     const { result, read, moved } = await scanOnce(kv, projectId, options);
     if (attempt >= MAX_ATTEMPTS) return result;
     if (moved) continue;
-    const now = await getManyVersions(kv, read.map((r) => r.key));
-    if (now.every((v, i) => v === read[i]!.versionstamp)) return result;
+    const now = await getManyChunked(kv, read.map((r) => r.key));
+    if (now.every((e, i) => e.versionstamp === read[i]!.versionstamp)) {
+      return result;
+    }
   }
-}
-
-/** The versionstamps of `keys` now. */
-async function getManyVersions(
-  kv: Deno.Kv,
-  keys: Deno.KvKey[],
-): Promise<(string | null)[]> {
-  const out: (string | null)[] = [];
-  for (let i = 0; i < keys.length; i += GET_MANY_MAX_KEYS) {
-    const entries = await kv.getMany(keys.slice(i, i + GET_MANY_MAX_KEYS));
-    out.push(...entries.map((e) => e.versionstamp));
-  }
-  return out;
 }
 
 /**

@@ -104,18 +104,12 @@ export function chooseGroups(
     }
     const full = group.length > 1 && raw >= rawLimit / 2;
     const tiered = group.length >= MERGE_FANIN && largest * 4 <= raw;
-    if (full || tiered) {
-      groups.push(group);
-      i += group.length;
-      continue;
-    }
     // A run that has been quiet for `settleMs` is merged as it is.
-    if (quiet && group.length > 1) {
+    const settled = quiet && group.length > 1;
+    if (full || tiered || settled) {
       groups.push(group);
       i += group.length;
-      continue;
-    }
-    i++;
+    } else i++;
   }
   return groups;
 }

@@ -98,3 +98,22 @@ Deno.test("an entry whose members come in another order is left to the encoder",
     undefined,
   );
 });
+
+Deno.test("an entry received at another time than its id says is left to the encoder", () => {
+  const entry: QueuedEntry = {
+    id: "0000000003e8" + "0".repeat(16), // 1000 ms
+    level: "info",
+    data: {},
+    device: {},
+    context: {},
+    receivedAt: 2000,
+    projectId: "p",
+  };
+  const text = JSON.stringify(entry);
+  assert.equal(lineFromQueued(text, entry, "origin"), undefined);
+  // The encoder keeps the time the id does not say.
+  assert.match(
+    encodeRecordLine(toLogRecord(entry, "origin")),
+    /"receivedAt":2000/,
+  );
+});

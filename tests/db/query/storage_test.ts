@@ -5,7 +5,7 @@
  * intake waits for storage when the merge backlog passes its bound.
  */
 import assert from "node:assert/strict";
-import { logCompactionKey } from "../../../db/keys.ts";
+import { logCompactionKey, projectKey } from "../../../db/keys.ts";
 import { deleteProject, setRetention } from "../../../db/projects.ts";
 import { readBacklog } from "../../../db/backlog.ts";
 import {
@@ -202,6 +202,9 @@ harnessTest(
     const done = await merger.round();
     assert.ok(done.merges > 0);
     assert.ok(done.backlog.chunks <= 5);
+    // Merged chunks are open but no longer fresh: no entry waits in tier 0.
+    assert.equal(done.backlog.fresh, 0);
+    assert.equal(done.backlog.oldestFresh, null);
     assert.equal((await post()).status, 200);
   },
   {
@@ -240,5 +243,35 @@ harnessTest(
       idTime((await h.logs(project.id))[0]!.id),
       h.clock.now() - 2000,
     );
+  },
+);
+
+queryProjectTest(
+  "a merge round whose project is deleted after it began writes nothing",
+  async (kv, projectId) => {
+    for (let i = 0; i < 20; i++) {
+      await storeBatch(kv, projectId, [recordAt(T0 + i * 1000)]);
+    }
+    // The record goes right after the round read it: only its check can stop
+    // the merges, since nothing moves the merge marker.
+    let read = false;
+    const deleting = new Proxy(kv, {
+      get(target, name) {
+        if (name === "getMany" && !read) {
+          read = true;
+          return async (keys: Deno.KvKey[]) => {
+            const entries = await target.getMany(keys);
+            await target.delete(projectKey(projectId));
+            return entries;
+          };
+        }
+        const value = Reflect.get(target, name);
+        return typeof value === "function" ? value.bind(target) : value;
+      },
+    });
+    const round = await mergeProject(deleting, projectId, { now: T0 + HOUR });
+    assert.ok(read);
+    assert.equal(round.merges, 0);
+    assert.equal((await listSummaries(kv, projectId)).length, 20);
   },
 );
