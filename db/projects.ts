@@ -35,6 +35,12 @@ import {
 export const MIN_RETENTION_DAYS = 1;
 /** Longest retention a project may set, in days (ten years). */
 export const MAX_RETENTION_DAYS = 3650;
+/**
+ * Values an allow-list holds at most, and custom levels a project declares:
+ * the project record, read by every batch, stays far under KV's 64 KiB.
+ */
+export const MAX_ALLOWED_VALUES = 100;
+export const MAX_LEVELS = 50;
 /** How long the previous secret verifies after a rotation, by default. */
 export const DEFAULT_ROTATION_GRACE_MS = DAY_MS;
 /** Random bytes of a project id (128 bits) and of a secret (256 bits). */
@@ -105,6 +111,11 @@ export async function createProject(
     );
   }
   const allowed = [...new Set((options.allow ?? []).map(validateAllowValue))];
+  if (allowed.length > MAX_ALLOWED_VALUES) {
+    throw new InvalidValueError(
+      `Cannot allow ${allowed.length} values: an allow-list holds at most ${MAX_ALLOWED_VALUES}`,
+    );
+  }
   for (;;) {
     const id = randomToken(ID_BYTES);
     // An id starting with "-" would read as an option on a command line.
@@ -170,9 +181,14 @@ export function allowValue(
 ): Promise<Project> {
   validateAllowValue(value);
   return updateProject(kv, projectId, (project) => {
-    if (!project.settings.allowedOrigin.includes(value)) {
-      project.settings.allowedOrigin.push(value);
+    const list = project.settings.allowedOrigin;
+    if (list.includes(value)) return project;
+    if (list.length >= MAX_ALLOWED_VALUES) {
+      throw new InvalidValueError(
+        `Cannot allow "${value}": the allow-list holds at most ${MAX_ALLOWED_VALUES} values; remove one first`,
+      );
     }
+    list.push(value);
     return project;
   });
 }
@@ -203,7 +219,13 @@ export function addLevel(
 ): Promise<Project> {
   validateLevel(level);
   return updateProject(kv, projectId, (project) => {
-    if (!project.levels.includes(level)) project.levels.push(level);
+    if (project.levels.includes(level)) return project;
+    if (project.levels.length >= MAX_LEVELS) {
+      throw new InvalidValueError(
+        `Cannot add level "${level}": a project declares at most ${MAX_LEVELS} custom levels; remove one first`,
+      );
+    }
+    project.levels.push(level);
     return project;
   });
 }

@@ -5,10 +5,20 @@ import {
   seenSignatureKey,
   statsPrefix,
 } from "../../db/keys.ts";
-import { deleteProject, getProject } from "../../db/projects.ts";
+import {
+  addLevel,
+  allowValue,
+  createProject,
+  deleteProject,
+  getProject,
+  MAX_ALLOWED_VALUES,
+  MAX_LEVELS,
+} from "../../db/projects.ts";
+import { InvalidValueError } from "../../db/validation.ts";
 import {
   assertStoredOnce,
   harnessTest,
+  kvTest,
   postEntries,
   postQueued,
   randomEntry,
@@ -50,5 +60,39 @@ harnessTest(
       assert.deepEqual(await Array.fromAsync(h.kv.list({ prefix })), []);
     }
     assert.equal((await h.logs(kept.id)).length, 1);
+  },
+);
+
+kvTest(
+  "an allow-list and the custom levels are bounded, so the project record stays small",
+  async (kv) => {
+    const values = Array.from(
+      { length: MAX_ALLOWED_VALUES },
+      (_, i) => `https://app${i}.example.com`,
+    );
+    await assert.rejects(
+      createProject(kv, {
+        name: "too many",
+        allow: [...values, "https://one-more.example.com"],
+      }),
+      InvalidValueError,
+    );
+    const project = await createProject(kv, { name: "full", allow: values });
+    await assert.rejects(
+      allowValue(kv, project.id, "https://one-more.example.com"),
+      /holds at most 100 values; remove one first/,
+    );
+    // A value already listed is no addition.
+    await allowValue(kv, project.id, values[0]!);
+    for (let i = 0; i < MAX_LEVELS; i++) {
+      await addLevel(kv, project.id, `level${i}`);
+    }
+    await assert.rejects(
+      addLevel(kv, project.id, "one_more"),
+      /at most 50 custom levels; remove one first/,
+    );
+    const stored = await getProject(kv, project.id);
+    assert.equal(stored?.settings.allowedOrigin.length, MAX_ALLOWED_VALUES);
+    assert.equal(stored?.levels.length, MAX_LEVELS);
   },
 );
