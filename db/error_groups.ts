@@ -35,6 +35,12 @@ export const GROUPED_LEVELS: readonly string[] = ["error", "critical"];
 export const MAX_GROUPS_PER_BATCH = 20;
 /** Hours of the sparkline, the newest one included. */
 export const SPARK_HOURS = 24;
+/**
+ * Groups one listing reads at most (in key order, not by last seen): a
+ * sender can make any number of fingerprints, and a listing's work stays
+ * bounded.
+ */
+export const MAX_GROUPS_READ = 10_000;
 /** A group first seen this recently is new. */
 export const NEW_GROUP_MS = 24 * 3_600_000;
 
@@ -170,7 +176,7 @@ async function listCounters(
   prefix: Deno.KvKey,
 ): Promise<Map<string, number>> {
   const out = new Map<string, number>();
-  for await (const entry of kv.list({ prefix })) {
+  for await (const entry of kv.list({ prefix }, { limit: MAX_GROUPS_READ })) {
     if (entry.value instanceof Deno.KvU64) {
       out.set(
         decodeErrorGroupKey(entry.key).fingerprint,
@@ -211,7 +217,8 @@ export async function listGroups(
     listCounters(kv, errorGroupKey("last", projectId)),
     (async () => {
       const prefix = errorGroupKey("record", projectId);
-      for await (const entry of kv.list({ prefix })) {
+      const list = kv.list({ prefix }, { limit: MAX_GROUPS_READ });
+      for await (const entry of list) {
         const record = decodeJson<ErrorGroupRecord>(entry.value);
         if (record) {
           records.set(decodeErrorGroupKey(entry.key).fingerprint, record);
@@ -227,7 +234,7 @@ export async function listGroups(
     const entry of kv.list({
       start: [...prefix, oldest],
       end: [...prefix, newest + HOUR_MS],
-    })
+    }, { limit: SPARK_HOURS * MAX_GROUPS_READ })
   ) {
     if (!(entry.value instanceof Deno.KvU64)) continue;
     const fingerprint = decodeErrorGroupKey(entry.key).fingerprint;

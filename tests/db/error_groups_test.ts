@@ -11,10 +11,12 @@ import {
   addErrorGroups,
   listGroups,
   MAX_GROUPS_PER_BATCH,
+  MAX_GROUPS_READ,
   pruneErrorGroupHours,
   SPARK_HOURS,
 } from "../../db/error_groups.ts";
 import { errorGroupKey } from "../../db/keys.ts";
+import { encodeJson } from "../../db/kv.ts";
 import { allowValue, deleteProject } from "../../db/projects.ts";
 import { replayRejected } from "../../db/rejected.ts";
 import { authenticate } from "../../auth/authenticate.ts";
@@ -25,6 +27,7 @@ import { fingerprintOf } from "../../domain/fingerprint.ts";
 import { createId } from "../../domain/ids.ts";
 import {
   harnessTest,
+  kvTest,
   ORIGIN,
   postQueued,
   randomEntry,
@@ -201,3 +204,35 @@ harnessTest("an error entry stored by a replay joins its group", async (h) => {
   assert.equal(group!.title, "Checkout <n> failed");
   assert.equal(group!.count, 1);
 });
+
+kvTest(
+  "a listing of error groups reads at most MAX_GROUPS_READ of them, however many a sender made",
+  async (kv) => {
+    const projectId = "p";
+    for (let i = 0; i < MAX_GROUPS_READ + 50; i += 250) {
+      const op = kv.atomic();
+      for (let j = i; j < i + 250; j++) {
+        const fingerprint = `f${String(j).padStart(6, "0")}`;
+        const key = (part: "record" | "count" | "first" | "last") =>
+          errorGroupKey(part, projectId, fingerprint);
+        op.set(
+          key("record"),
+          encodeJson({
+            title: fingerprint,
+            topFrame: "",
+            sampleId: "x",
+            level: "error",
+            sampleTitle: "",
+          }),
+        );
+        op.set(key("count"), new Deno.KvU64(1n));
+        op.set(key("first"), new Deno.KvU64(BigInt(j)));
+        op.set(key("last"), new Deno.KvU64(BigInt(j)));
+      }
+      assert.ok((await op.commit()).ok);
+    }
+    const groups = await listGroups(kv, projectId, 1_000_000);
+    assert.equal(groups.length, MAX_GROUPS_READ);
+    assert.equal(groups[0]!.lastSeen, MAX_GROUPS_READ - 1);
+  },
+);
