@@ -49,8 +49,6 @@ const FEW_NAMES = 16;
  * an integer within ±2^53.
  */
 const EXACT_DIGITS = 15;
-/** Longest text of the name `__proto__`, every character escaped. */
-const PROTO_TEXT_MAX = 9 * 6;
 
 /**
  * Scans `text`, a valid JSON object, with nesting limited to `maxDepth` (the
@@ -103,8 +101,7 @@ export function scanJson(
       if (!expectKey) continue;
       expectKey = false;
       if (depth === 1) {
-        const raw = text.slice(start + 1, i);
-        key = raw.includes("\\") ? JSON.parse(text.slice(start, i + 1)) : raw;
+        key = decodeName(text, start, i);
         if (many ? many.has(key) : names.includes(key)) {
           return { duplicate: key, spans };
         }
@@ -112,10 +109,10 @@ export function scanJson(
         else if (names.push(key) > FEW_NAMES) many = new Set(names);
         checking = exactIn?.has(key) ?? false;
       } else if (checking) {
-        // Inline, not a call: it runs for every name of a checked member.
         nameAt[depth] = start;
-        if (isProto(text, start, i)) {
-          const path = pathTo(text, key, checked, depth - 1, "__proto__");
+        const name = decodeName(text, start, i);
+        if (name === "__proto__") {
+          const path = pathTo(text, key, checked, depth - 1, name);
           report(
             checked,
             path,
@@ -123,10 +120,6 @@ export function scanJson(
               `a member named "__proto__" is dropped by JavaScript; rename it`,
           );
         }
-        const raw = text.slice(start + 1, i);
-        const name = raw.includes("\\")
-          ? JSON.parse(text.slice(start, i + 1)) as string
-          : raw;
         const seen = namesAt[depth]!;
         if (Array.isArray(seen) ? seen.includes(name) : seen.has(name)) {
           const path = pathTo(text, key, checked, depth - 1, name);
@@ -229,18 +222,16 @@ function pathTo(
 
 /** The name whose text opens with the quote at `open`, decoded. */
 function readName(text: string, open: number): string {
-  const close = closingQuote(text, open);
-  const raw = text.slice(open + 1, close);
-  return raw.includes("\\") ? JSON.parse(text.slice(open, close + 1)) : raw;
+  return decodeName(text, open, closingQuote(text, open));
 }
 
-/** Whether the string between the quotes at `open` and `close` is `__proto__`. */
-function isProto(text: string, open: number, close: number): boolean {
-  const length = close - open - 1;
-  if (length === 9) return text.startsWith("__proto__", open + 1);
-  if (length < 9 || length > PROTO_TEXT_MAX) return false;
-  return text.slice(open + 1, close).includes("\\") &&
-    JSON.parse(text.slice(open, close + 1)) === "__proto__";
+/**
+ * The string between the quotes at `open` and `close`, decoded; its text as
+ * it is when it has no escape, which is almost always.
+ */
+function decodeName(text: string, open: number, close: number): string {
+  const raw = text.slice(open + 1, close);
+  return raw.includes("\\") ? JSON.parse(text.slice(open, close + 1)) : raw;
 }
 
 /** Index just past the number that starts at `start`. */
