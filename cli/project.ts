@@ -54,7 +54,9 @@ import {
   projectJson,
 } from "./project_format.ts";
 import { USAGE } from "./project_usage.ts";
-import { auditedProjectCommand } from "./audit.ts";
+import { recordCliChange } from "./audit.ts";
+import { deleteAudit } from "../db/audit.ts";
+import { deleteReadTokens } from "../db/tokens.ts";
 import { resolveProject } from "./resolve.ts";
 
 async function requireProject(kv: Deno.Kv, id: string): Promise<Project> {
@@ -66,6 +68,7 @@ async function requireProject(kv: Deno.Kv, id: string): Promise<Project> {
 /** `project allow|disallow ID VALUE`: a change to the allow-list. */
 function allowListCommand(
   change: typeof allowValue,
+  action: string,
   headline: (id: string, value: string) => string,
 ): Subcommand {
   return subcommand({
@@ -73,6 +76,7 @@ function allowListCommand(
     options: JSON_FLAG,
     async run(ctx, parsed, [id, value]) {
       const project = await change(ctx.kv, id, value);
+      await recordCliChange(ctx, { projectId: id, action, detail: value });
       return printProject(ctx, parsed, project, headline(id, value));
     },
   });
@@ -92,6 +96,11 @@ const SUBCOMMANDS: Subcommands = {
         name,
         allow: stringFlags(parsed, "allow"),
         now: ctx.now,
+      });
+      await recordCliChange(ctx, {
+        projectId: project.id,
+        action: "project.create",
+        detail: project.name,
       });
       return printResult(ctx, parsed, {
         json: projectJson(project, { secret: true }),
@@ -144,10 +153,12 @@ const SUBCOMMANDS: Subcommands = {
   }),
   allow: allowListCommand(
     allowValue,
+    "settings.allow",
     (id, value) => `Allowed "${value}" in project "${id}"`,
   ),
   disallow: allowListCommand(
     disallowValue,
+    "settings.disallow",
     (id, value) => `Removed "${value}" from the allow-list of project "${id}"`,
   ),
   "rotate-secret": subcommand({
@@ -164,6 +175,11 @@ const SUBCOMMANDS: Subcommands = {
       const project = await rotateSecret(ctx.kv, id, {
         graceMs,
         now: ctx.now,
+      });
+      await recordCliChange(ctx, {
+        projectId: id,
+        action: "secret.rotate",
+        detail: graceText,
       });
       const expires = project.previousSecretExpiresAt;
       return printResult(ctx, parsed, {
@@ -211,6 +227,13 @@ const SUBCOMMANDS: Subcommands = {
         project = await removeLevel(ctx.kv, id, level);
         headline = `Removed level "${level}" from project "${id}"`;
       }
+      if (action !== undefined) {
+        await recordCliChange(ctx, {
+          projectId: id,
+          action: `settings.levels.${action}`,
+          detail: level!,
+        });
+      }
       const color = useColor(ctx);
       return printResult(ctx, parsed, {
         json: projectJson(project, { now: ctx.now() }),
@@ -242,6 +265,11 @@ const SUBCOMMANDS: Subcommands = {
         );
       }
       const project = await setRetention(ctx.kv, id, Number(days));
+      await recordCliChange(ctx, {
+        projectId: id,
+        action: "settings.retention",
+        detail: days,
+      });
       return printProject(
         ctx,
         parsed,
@@ -272,6 +300,13 @@ const SUBCOMMANDS: Subcommands = {
         }
       }
       const logs = await deleteProject(ctx.kv, project.id);
+      await deleteReadTokens(ctx.kv, project.id);
+      await deleteAudit(ctx.kv, project.id);
+      await recordCliChange(ctx, {
+        projectId: null,
+        action: "project.delete",
+        detail: `${project.name} (${project.id})`,
+      });
       return printResult(ctx, parsed, {
         json: { projectId: project.id, deleted: true, logs },
         text: `Deleted project "${
@@ -301,7 +336,7 @@ export function projectCommand(ctx: CommandContext): Promise<number> {
       if (name !== "create" && name !== "list" && named !== undefined) {
         parsed.positionals[0] = (await resolveProject(ctx.kv, named)).id;
       }
-      return await auditedProjectCommand(ctx, name, parsed, run);
+      return await run();
     },
   });
 }
