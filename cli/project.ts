@@ -59,6 +59,9 @@ import { deleteAudit } from "../db/audit.ts";
 import { deleteReadTokens } from "../db/tokens.ts";
 import { resolveProject } from "./resolve.ts";
 
+/** Longest `--grace` of `rotate-secret`: a year. */
+const MAX_GRACE_MS = 365 * 86_400_000;
+
 async function requireProject(kv: Deno.Kv, id: string): Promise<Project> {
   const project = await getProject(kv, id);
   if (project === null) throw new ProjectNotFoundError(id);
@@ -167,9 +170,11 @@ const SUBCOMMANDS: Subcommands = {
     async run(ctx, parsed, [id]) {
       const graceText = stringFlag(parsed, "grace") ?? "24h";
       const graceMs = parseDuration(graceText);
-      if (graceMs === undefined) {
+      // Checked before rotating: past its bound the expiry is no date, and
+      // a rotated secret that is not printed is lost.
+      if (graceMs === undefined || graceMs > MAX_GRACE_MS) {
         throw new UsageError(
-          `Cannot read --grace "${graceText}": expected a duration such as "24h", "90m" or "0"`,
+          `Cannot read --grace "${graceText}": expected a duration such as "24h", "90m" or "0", at most 365d`,
         );
       }
       const project = await rotateSecret(ctx.kv, id, {

@@ -224,6 +224,31 @@ kvTest(
     assert.match(human.stdout, /The previous secret no longer verifies/);
     const shown = await cli(kv, ["project", "show", created.projectId]);
     assert.ok(!shown.stdout.includes(secret));
+
+    // Past a year, the expiry would be no date: refused before rotating.
+    assertRefused(
+      await cli(kv, [
+        "project",
+        "rotate-secret",
+        created.projectId,
+        "--grace",
+        "999999999d",
+      ], { clock }),
+      /^Cannot read --grace "999999999d"/,
+    );
+    assert.equal((await getProject(kv, created.projectId))!.secret, secret);
+    const year = await cli(kv, [
+      "project",
+      "rotate-secret",
+      created.projectId,
+      "--grace",
+      "365d",
+      "--json",
+    ], { clock });
+    assert.equal(
+      json(year).previousSecretExpiresAt,
+      "2027-01-01T00:00:00.000Z",
+    );
   },
 );
 
