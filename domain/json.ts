@@ -36,7 +36,7 @@ export interface Scan {
 export const MAX_INEXACT = 20;
 
 const QUOTE = 34, BACKSLASH = 92, COMMA = 44, COLON = 58, MINUS = 45;
-const DOT = 46, LOWER_E = 101, UPPER_E = 69, ZERO = 48, NINE = 57;
+const DOT = 46, LOWER_E = 101, UPPER_E = 69, ZERO = 48, NINE = 57, PLUS = 43;
 const OPEN_BRACE = 123,
   CLOSE_BRACE = 125,
   OPEN_BRACKET = 91,
@@ -162,12 +162,12 @@ export function scanJson(
       else expectKey = true;
     } else if (c === MINUS || (c >= ZERO && c <= NINE)) {
       const end = numberEnd(text, i);
-      const why = numberProblem(text, i, end);
+      const why = end < 0 ? numberProblem(text.slice(i, -end)) : null;
       if (why !== null) {
         const path = pathTo(text, key, checked, depth);
         report(checked, path, `"${path}" ${why}: send it as a string`);
       }
-      i = end - 1;
+      i = Math.abs(end) - 1;
     }
   }
   const { inexact } = checked;
@@ -234,47 +234,34 @@ function decodeName(text: string, open: number, close: number): string {
   return raw.includes("\\") ? JSON.parse(text.slice(open, close + 1)) : raw;
 }
 
-/** Index just past the number that starts at `start`. */
+/**
+ * Index just past the number that starts at `start`, negated when a double
+ * may not hold the number exactly (more than {@linkcode EXACT_DIGITS} digits,
+ * or an exponent): one pass over a number, which the common ones need only.
+ */
 function numberEnd(text: string, start: number): number {
-  let i = start + 1;
+  let digits = 0;
+  let exponent = false;
+  let i = start;
   for (; i < text.length; i++) {
     const c = text.charCodeAt(i);
-    if (
-      !((c >= ZERO && c <= NINE) || c === DOT || c === LOWER_E ||
-        c === UPPER_E || c === MINUS || c === 43)
-    ) break;
+    if (c >= ZERO && c <= NINE) digits++;
+    else if (c === LOWER_E || c === UPPER_E) exponent = true;
+    else if (c !== DOT && c !== MINUS && c !== PLUS) break;
   }
-  return i;
+  return exponent || digits > EXACT_DIGITS ? -i : i;
 }
 
 /**
- * Why the number `text[start, end)` would not be stored as sent, or `null`
- * when a double holds its value exactly.
+ * Why the number `token` would not be stored as sent, or `null` when a
+ * double holds its value exactly.
  */
-function numberProblem(
-  text: string,
-  start: number,
-  end: number,
-): string | null {
-  let digits = 0;
-  let integer = true;
-  for (let i = start; i < end; i++) {
-    const c = text.charCodeAt(i);
-    if (c >= ZERO && c <= NINE) digits++;
-    else if (c === DOT) integer = false;
-    else if (c === LOWER_E || c === UPPER_E) {
-      integer = false;
-      digits = EXACT_DIGITS + 1; // an exponent takes the long way
-      break;
-    }
-  }
-  if (digits <= EXACT_DIGITS) return null;
-  const token = text.slice(start, end);
+function numberProblem(token: string): string | null {
   const value = Number(token);
   if (!Number.isFinite(value)) {
     return "is a number too large for a 64-bit float";
   }
-  if (integer && !Number.isSafeInteger(value)) {
+  if (!/[.eE]/.test(token) && !Number.isSafeInteger(value)) {
     return "is an integer beyond ±(2^53 - 1), which a JSON number cannot carry exactly";
   }
   if (decimalValue(token) !== decimalValue(String(value))) {
