@@ -49,12 +49,13 @@ export function entryTitle(data: Record<string, unknown>): string {
   return "";
 }
 
-const QUOTED = /"(?:[^"\\\n]|\\.)*"|'(?:[^'\\\n]|\\.)*'|`[^`\n]*`/g;
 const UUID =
   /\b[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\b/gi;
 /** Hex runs of 8 or more that hold a digit (so that "deadbeef" words stay). */
 const HEX = /\b(?:0x)?(?=[0-9a-f]*\d)[0-9a-f]{8,}\b/gi;
 const NUMBER = /(?<![A-Za-z_\d])[-+]?\d+(?:[.,:]\d+)*(?![A-Za-z_\d])/g;
+/** Characters `.` does not match in a regular expression. */
+const LINE_END = /[\n\r\u2028\u2029]/;
 
 /**
  * A title with its varying parts replaced: quoted strings by `"…"`, UUIDs by
@@ -66,14 +67,59 @@ const NUMBER = /(?<![A-Za-z_\d])[-+]?\d+(?:[.,:]\d+)*(?![A-Za-z_\d])/g;
  * ```
  */
 export function normaliseTitle(title: string): string {
-  const text = title
-    .replace(QUOTED, (q) => `${q[0]}…${q[0]}`)
+  const text = maskQuoted(title)
     .replace(UUID, "<uuid>")
     .replace(HEX, "<hex>")
     .replace(NUMBER, "<n>")
     .replace(/\s+/g, " ")
     .trim();
   return text.length > MAX_TITLE ? text.slice(0, MAX_TITLE) : text;
+}
+
+/**
+ * `text` with each quoted string replaced by `"…"` (or `'…'`, `` `…` ``):
+ * what replacing `/"(?:[^"\\\n]|\\.)*"|'(?:[^'\\\n]|\\.)*'|`[^`\n]*`/g`
+ * gives, in one pass. The expression scans again from every quote that
+ * opens no string, which a sender's `"\"\"\"…` makes quadratic: a quote
+ * inside a string that failed is escaped, and fails at the same place.
+ */
+function maskQuoted(text: string): string {
+  let out = "";
+  let from = 0;
+  // Per quote, where the last string it opened failed to close.
+  const failed: Record<string, number> = { '"': -1, "'": -1, "`": -1 };
+  for (let i = 0; i < text.length; i++) {
+    const quote = text[i]!;
+    if (!(quote in failed) || i < failed[quote]!) continue;
+    const close = closingQuote(text, i);
+    if (close < 0) {
+      failed[quote] = -close;
+      continue;
+    }
+    out += `${text.slice(from, i)}${quote}…${quote}`;
+    from = close + 1;
+    i = close;
+  }
+  return out + text.slice(from);
+}
+
+/**
+ * Index of the quote closing the string opened at `open`, or minus where it
+ * fails: a line feed, the end, or (but in a template) a backslash before a
+ * line end.
+ */
+function closingQuote(text: string, open: number): number {
+  const quote = text[open]!;
+  for (let i = open + 1; i < text.length; i++) {
+    const c = text[i]!;
+    if (c === quote) return i;
+    if (c === "\n") return -i;
+    if (c === "\\" && quote !== "`") {
+      if (i + 1 >= text.length || LINE_END.test(text[i + 1]!)) return -i;
+      i++;
+    }
+  }
+  return -text.length;
 }
 
 /**
@@ -147,8 +193,6 @@ function fileOf(location: string): string {
 }
 
 const SPACE = /\s/;
-/** Characters `.` does not match in a regular expression. */
-const LINE_END = /[\n\r\u2028\u2029]/;
 
 /**
  * The function and the location of a line `at [async ]fn (location)`:

@@ -148,3 +148,35 @@ Deno.test("a stack line of tens of thousands of spaces or parentheses is read in
     "x):",
   ]);
 });
+
+Deno.test("quoted text is masked as the regular expression of quoted strings masks it", () => {
+  const quoted = /"(?:[^"\\\n]|\\.)*"|'(?:[^'\\\n]|\\.)*'|`[^`\n]*`/g;
+  const parts = ['"', "'", "`", "\\", "\n", "\r", "\u2028", "a", " "];
+  let seed = 7;
+  const pick = () => {
+    seed = (seed * 1103515245 + 12345) % 2147483648;
+    return parts[seed % parts.length]!;
+  };
+  let masked = 0;
+  for (let n = 0; n < 20_000; n++) {
+    let title = "";
+    for (let i = n % 14; i > 0; i--) title += pick();
+    const want = title.replace(quoted, (q) => `${q[0]}…${q[0]}`);
+    // No digit: only the spaces are normalised besides.
+    assert.equal(
+      normaliseTitle(title),
+      want.replace(/\s+/g, " ").trim(),
+      JSON.stringify(title),
+    );
+    if (want !== title) masked++;
+  }
+  assert.ok(masked > 1_000, `${masked} titles masked`);
+});
+
+Deno.test("a title of tens of thousands of escaped quotes is normalised in one pass", () => {
+  const started = performance.now();
+  const title = normaliseTitle('"\\'.repeat(30_000));
+  // About a second before, with the expression scanning again from each quote.
+  assert.ok(performance.now() - started < 200);
+  assert.equal(title, '"\\'.repeat(100));
+});
