@@ -100,12 +100,8 @@ const SUBCOMMANDS: Subcommands = {
         allow: stringFlags(parsed, "allow"),
         now: ctx.now,
       });
-      await recordCliChange(ctx, {
-        projectId: project.id,
-        action: "project.create",
-        detail: project.name,
-      });
-      return printResult(ctx, parsed, {
+      // Printed before anything else can fail: the secret is shown once.
+      const code = printResult(ctx, parsed, {
         json: projectJson(project, { secret: true }),
         text: [
           `Created project "${inert(project.name)}"`,
@@ -115,6 +111,12 @@ const SUBCOMMANDS: Subcommands = {
           "Keep the secret somewhere safe: it is shown now and never again (rotate-secret makes a new one).",
         ],
       });
+      await recordCliChange(ctx, {
+        projectId: project.id,
+        action: "project.create",
+        detail: project.name,
+      });
+      return code;
     },
   }),
   list: subcommand({
@@ -181,13 +183,9 @@ const SUBCOMMANDS: Subcommands = {
         graceMs,
         now: ctx.now,
       });
-      await recordCliChange(ctx, {
-        projectId: id,
-        action: "secret.rotate",
-        detail: graceText,
-      });
       const expires = project.previousSecretExpiresAt;
-      return printResult(ctx, parsed, {
+      // Printed before anything else can fail: the secret is shown once.
+      const code = printResult(ctx, parsed, {
         json: {
           ...projectJson(project, { secret: true, now: ctx.now() }),
           previousSecretExpiresAt: expires === undefined
@@ -206,6 +204,12 @@ const SUBCOMMANDS: Subcommands = {
             }.`,
         ],
       });
+      await recordCliChange(ctx, {
+        projectId: id,
+        action: "secret.rotate",
+        detail: graceText,
+      });
+      return code;
     },
   }),
   levels: subcommand({
