@@ -62,8 +62,9 @@ export function signedParams(entry: QueuedEntry): string[] {
       minifyJson(raw.projectId)
     }`;
     const data = `"data":${minifyJson(raw.data)}}`;
+    const contexts = own("context");
     for (const device of own("device")) {
-      for (const context of own("context")) {
+      for (const context of contexts) {
         texts.add(
           head + (device === undefined ? "" : `,"device":${device}`) +
             (context === undefined ? "" : `,"context":${context}`) + "," + data,

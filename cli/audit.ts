@@ -1,24 +1,16 @@
 /**
  * `deno task audit [PROJECT]`: who changed what, and when, newest first —
  * a project's audit log, or without PROJECT the service's (accounts). Also
- * what writes the changes of `deno task project …` to that log.
+ * what writes the changes these commands make to those logs.
  *
  * @module
  */
 import { projectIdOf } from "./resolve.ts";
-import {
-  deleteAudit,
-  listAudit,
-  MAX_AUDIT_EVENTS,
-  recordAudit,
-} from "../db/audit.ts";
-import { getProject, listProjects } from "../db/projects.ts";
-import { deleteReadTokens } from "../db/tokens.ts";
+import { listAudit, MAX_AUDIT_EVENTS, recordAudit } from "../db/audit.ts";
 import {
   booleanFlag,
   type CommandContext,
   type CommandSpec,
-  type Parsed,
   println,
   runCommand,
   stringFlag,
@@ -115,46 +107,4 @@ export async function recordCliChange(
   change: CliChange,
 ): Promise<void> {
   await recordAudit(ctx.kv, { ...change, actor: CLI_ACTOR, now: ctx.now });
-}
-
-/**
- * Runs `deno task project NAME …` (`run`) and, when it succeeded, writes
- * its change to the project's audit log as done by `cli`; deleting a
- * project also revokes its read tokens (and is logged for the service).
- */
-export async function auditedProjectCommand(
-  ctx: CommandContext,
-  name: string,
-  parsed: Parsed,
-  run: () => Promise<number>,
-): Promise<number> {
-  const [id = "", a, b] = parsed.positionals;
-  const before = name === "create"
-    ? new Set((await listProjects(ctx.kv)).map((p) => p.id))
-    : null;
-  const deleted = name === "delete" ? await getProject(ctx.kv, id) : null;
-  const code = await run();
-  if (code !== 0 || booleanFlag(parsed, "help")) return code;
-  const record = (projectId: string | null, action: string, detail: string) =>
-    recordCliChange(ctx, { projectId, action, detail });
-  if (before !== null) {
-    for (const project of await listProjects(ctx.kv)) {
-      if (!before.has(project.id)) {
-        await record(project.id, "project.create", project.name);
-      }
-    }
-  } else if (deleted !== null) {
-    await deleteReadTokens(ctx.kv, deleted.id);
-    await deleteAudit(ctx.kv, deleted.id);
-    await record(null, "project.delete", `${deleted.name} (${deleted.id})`);
-  } else if (name === "allow" || name === "disallow") {
-    await record(id, `settings.${name}`, a ?? "");
-  } else if (name === "rotate-secret") {
-    await record(id, "secret.rotate", stringFlag(parsed, "grace") ?? "24h");
-  } else if (name === "levels" && (a === "add" || a === "remove")) {
-    await record(id, `settings.levels.${a}`, b ?? "");
-  } else if (name === "retention") {
-    await record(id, "settings.retention", a ?? "");
-  }
-  return code;
 }

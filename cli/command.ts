@@ -364,20 +364,12 @@ export function runCommand(
   spec: CommandSpec,
   body: (parsed: Parsed) => Promise<number>,
 ): Promise<number> {
-  return guard(ctx, () => runWithFlags(ctx, ctx.args, spec, body));
-}
-
-/** As {@linkcode runCommand}, on `args`, without a guard of its own. */
-export async function runWithFlags(
-  ctx: CommandContext,
-  args: string[],
-  spec: CommandSpec,
-  body: (parsed: Parsed) => Promise<number>,
-): Promise<number> {
-  const parsed = parseFlags(spec.name, args, spec.flags);
-  if (booleanFlag(parsed, "help")) {
-    println(ctx, spec.usage);
-    return 0;
-  }
-  return await body(parsed);
+  return guard(ctx, async () => {
+    const parsed = parseFlags(spec.name, ctx.args, spec.flags);
+    if (booleanFlag(parsed, "help")) {
+      println(ctx, spec.usage);
+      return 0;
+    }
+    return await body(parsed);
+  });
 }

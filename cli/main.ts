@@ -117,6 +117,13 @@ function writer(file: { writeSync(p: Uint8Array): number }) {
   };
 }
 
+/**
+ * Characters of a line read at most: the answers read are a password (at
+ * most 1,024 characters) and a yes or no, so a longer line is refused as it
+ * would be whole.
+ */
+const MAX_LINE = 64 * 1024;
+
 /** Reads one line of standard input (`null` at its end). */
 async function readLine(): Promise<string | null> {
   const buffer = new Uint8Array(1024);
@@ -124,9 +131,11 @@ async function readLine(): Promise<string | null> {
   for (;;) {
     const n = await Deno.stdin.read(buffer);
     if (n === null) return text === "" ? null : text;
-    text += decoder.decode(buffer.subarray(0, n), { stream: true });
-    const newline = text.indexOf("\n");
-    if (newline >= 0) return text.slice(0, newline);
+    const chunk = decoder.decode(buffer.subarray(0, n), { stream: true });
+    const newline = chunk.indexOf("\n");
+    if (newline >= 0) return text + chunk.slice(0, newline);
+    text += chunk;
+    if (text.length > MAX_LINE) return text;
   }
 }
 

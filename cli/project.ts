@@ -54,8 +54,13 @@ import {
   projectJson,
 } from "./project_format.ts";
 import { USAGE } from "./project_usage.ts";
-import { auditedProjectCommand } from "./audit.ts";
+import { recordCliChange } from "./audit.ts";
+import { deleteAudit } from "../db/audit.ts";
+import { deleteReadTokens } from "../db/tokens.ts";
 import { resolveProject } from "./resolve.ts";
+
+/** Longest `--grace` of `rotate-secret`: a year. */
+const MAX_GRACE_MS = 365 * 86_400_000;
 
 async function requireProject(kv: Deno.Kv, id: string): Promise<Project> {
   const project = await getProject(kv, id);
@@ -66,6 +71,7 @@ async function requireProject(kv: Deno.Kv, id: string): Promise<Project> {
 /** `project allow|disallow ID VALUE`: a change to the allow-list. */
 function allowListCommand(
   change: typeof allowValue,
+  action: string,
   headline: (id: string, value: string) => string,
 ): Subcommand {
   return subcommand({
@@ -73,6 +79,7 @@ function allowListCommand(
     options: JSON_FLAG,
     async run(ctx, parsed, [id, value]) {
       const project = await change(ctx.kv, id, value);
+      await recordCliChange(ctx, { projectId: id, action, detail: value });
       return printProject(ctx, parsed, project, headline(id, value));
     },
   });
@@ -93,7 +100,8 @@ const SUBCOMMANDS: Subcommands = {
         allow: stringFlags(parsed, "allow"),
         now: ctx.now,
       });
-      return printResult(ctx, parsed, {
+      // Printed before anything else can fail: the secret is shown once.
+      const code = printResult(ctx, parsed, {
         json: projectJson(project, { secret: true }),
         text: [
           `Created project "${inert(project.name)}"`,
@@ -103,6 +111,12 @@ const SUBCOMMANDS: Subcommands = {
           "Keep the secret somewhere safe: it is shown now and never again (rotate-secret makes a new one).",
         ],
       });
+      await recordCliChange(ctx, {
+        projectId: project.id,
+        action: "project.create",
+        detail: project.name,
+      });
+      return code;
     },
   }),
   list: subcommand({
@@ -144,10 +158,12 @@ const SUBCOMMANDS: Subcommands = {
   }),
   allow: allowListCommand(
     allowValue,
+    "settings.allow",
     (id, value) => `Allowed "${value}" in project "${id}"`,
   ),
   disallow: allowListCommand(
     disallowValue,
+    "settings.disallow",
     (id, value) => `Removed "${value}" from the allow-list of project "${id}"`,
   ),
   "rotate-secret": subcommand({
@@ -156,9 +172,11 @@ const SUBCOMMANDS: Subcommands = {
     async run(ctx, parsed, [id]) {
       const graceText = stringFlag(parsed, "grace") ?? "24h";
       const graceMs = parseDuration(graceText);
-      if (graceMs === undefined) {
+      // Checked before rotating: past its bound the expiry is no date, and
+      // a rotated secret that is not printed is lost.
+      if (graceMs === undefined || graceMs > MAX_GRACE_MS) {
         throw new UsageError(
-          `Cannot read --grace "${graceText}": expected a duration such as "24h", "90m" or "0"`,
+          `Cannot read --grace "${graceText}": expected a duration such as "24h", "90m" or "0", at most 365d`,
         );
       }
       const project = await rotateSecret(ctx.kv, id, {
@@ -166,7 +184,8 @@ const SUBCOMMANDS: Subcommands = {
         now: ctx.now,
       });
       const expires = project.previousSecretExpiresAt;
-      return printResult(ctx, parsed, {
+      // Printed before anything else can fail: the secret is shown once.
+      const code = printResult(ctx, parsed, {
         json: {
           ...projectJson(project, { secret: true, now: ctx.now() }),
           previousSecretExpiresAt: expires === undefined
@@ -185,6 +204,12 @@ const SUBCOMMANDS: Subcommands = {
             }.`,
         ],
       });
+      await recordCliChange(ctx, {
+        projectId: id,
+        action: "secret.rotate",
+        detail: graceText,
+      });
+      return code;
     },
   }),
   levels: subcommand({
@@ -210,6 +235,13 @@ const SUBCOMMANDS: Subcommands = {
       } else {
         project = await removeLevel(ctx.kv, id, level);
         headline = `Removed level "${level}" from project "${id}"`;
+      }
+      if (action !== undefined) {
+        await recordCliChange(ctx, {
+          projectId: id,
+          action: `settings.levels.${action}`,
+          detail: level!,
+        });
       }
       const color = useColor(ctx);
       return printResult(ctx, parsed, {
@@ -242,6 +274,11 @@ const SUBCOMMANDS: Subcommands = {
         );
       }
       const project = await setRetention(ctx.kv, id, Number(days));
+      await recordCliChange(ctx, {
+        projectId: id,
+        action: "settings.retention",
+        detail: days,
+      });
       return printProject(
         ctx,
         parsed,
@@ -272,6 +309,13 @@ const SUBCOMMANDS: Subcommands = {
         }
       }
       const logs = await deleteProject(ctx.kv, project.id);
+      await deleteReadTokens(ctx.kv, project.id);
+      await deleteAudit(ctx.kv, project.id);
+      await recordCliChange(ctx, {
+        projectId: null,
+        action: "project.delete",
+        detail: `${project.name} (${project.id})`,
+      });
       return printResult(ctx, parsed, {
         json: { projectId: project.id, deleted: true, logs },
         text: `Deleted project "${
@@ -301,7 +345,7 @@ export function projectCommand(ctx: CommandContext): Promise<number> {
       if (name !== "create" && name !== "list" && named !== undefined) {
         parsed.positionals[0] = (await resolveProject(ctx.kv, named)).id;
       }
-      return await auditedProjectCommand(ctx, name, parsed, run);
+      return await run();
     },
   });
 }

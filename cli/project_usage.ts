@@ -75,7 +75,8 @@ servers can be redeployed with the new one.
 
 Options:
   --grace DURATION  How long the previous secret still verifies, such as
-                    "24h", "90m" or "0" (at once) (default: 24h)
+                    "24h", "90m" or "0" (at once), at most 365d
+                    (default: 24h)
   --json            Print projectId, secret and previousSecretExpiresAt
   -h, --help        Show this help`,
   levels: `Show, add or remove a project's custom levels.

@@ -25,10 +25,8 @@ import {
   type CommandContext,
   type CommandSpec,
   EXIT_FAILURE,
-  guard,
   println,
   runCommand,
-  runWithFlags,
   stringFlag,
   stringFlags,
   takePositionals,
@@ -184,8 +182,8 @@ function resultText(r: ReplayResult): string {
   }
 }
 
-function replay(ctx: CommandContext, args: string[]): Promise<number> {
-  return runWithFlags(ctx, args, REPLAY, async (parsed) => {
+function replay(ctx: CommandContext): Promise<number> {
+  return runCommand(ctx, REPLAY, async (parsed) => {
     const [projectId] = takePositionals("rejected replay", parsed.positionals, [
       "ID",
     ]);
@@ -236,7 +234,7 @@ function replay(ctx: CommandContext, args: string[]): Promise<number> {
  */
 export function rejectedCommand(ctx: CommandContext): Promise<number> {
   if (ctx.args[0] === "replay") {
-    return guard(ctx, () => replay(ctx, ctx.args.slice(1)));
+    return replay({ ...ctx, args: ctx.args.slice(1) });
   }
   return runCommand(ctx, COMMAND, async (parsed) => {
     const limit = positiveInteger("--limit", stringFlag(parsed, "limit"));

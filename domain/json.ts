@@ -36,7 +36,7 @@ export interface Scan {
 export const MAX_INEXACT = 20;
 
 const QUOTE = 34, BACKSLASH = 92, COMMA = 44, COLON = 58, MINUS = 45;
-const DOT = 46, LOWER_E = 101, UPPER_E = 69, ZERO = 48, NINE = 57;
+const DOT = 46, LOWER_E = 101, UPPER_E = 69, ZERO = 48, NINE = 57, PLUS = 43;
 const OPEN_BRACE = 123,
   CLOSE_BRACE = 125,
   OPEN_BRACKET = 91,
@@ -49,8 +49,6 @@ const FEW_NAMES = 16;
  * an integer within ±2^53.
  */
 const EXACT_DIGITS = 15;
-/** Longest text of the name `__proto__`, every character escaped. */
-const PROTO_TEXT_MAX = 9 * 6;
 
 /**
  * Scans `text`, a valid JSON object, with nesting limited to `maxDepth` (the
@@ -103,8 +101,7 @@ export function scanJson(
       if (!expectKey) continue;
       expectKey = false;
       if (depth === 1) {
-        const raw = text.slice(start + 1, i);
-        key = raw.includes("\\") ? JSON.parse(text.slice(start, i + 1)) : raw;
+        key = decodeName(text, start, i);
         if (many ? many.has(key) : names.includes(key)) {
           return { duplicate: key, spans };
         }
@@ -112,10 +109,10 @@ export function scanJson(
         else if (names.push(key) > FEW_NAMES) many = new Set(names);
         checking = exactIn?.has(key) ?? false;
       } else if (checking) {
-        // Inline, not a call: it runs for every name of a checked member.
         nameAt[depth] = start;
-        if (isProto(text, start, i)) {
-          const path = pathTo(text, key, checked, depth - 1, "__proto__");
+        const name = decodeName(text, start, i);
+        if (name === "__proto__") {
+          const path = pathTo(text, key, checked, depth - 1, name);
           report(
             checked,
             path,
@@ -123,10 +120,6 @@ export function scanJson(
               `a member named "__proto__" is dropped by JavaScript; rename it`,
           );
         }
-        const raw = text.slice(start + 1, i);
-        const name = raw.includes("\\")
-          ? JSON.parse(text.slice(start, i + 1)) as string
-          : raw;
         const seen = namesAt[depth]!;
         if (Array.isArray(seen) ? seen.includes(name) : seen.has(name)) {
           const path = pathTo(text, key, checked, depth - 1, name);
@@ -169,12 +162,12 @@ export function scanJson(
       else expectKey = true;
     } else if (c === MINUS || (c >= ZERO && c <= NINE)) {
       const end = numberEnd(text, i);
-      const why = numberProblem(text, i, end);
+      const why = end < 0 ? numberProblem(text.slice(i, -end)) : null;
       if (why !== null) {
         const path = pathTo(text, key, checked, depth);
         report(checked, path, `"${path}" ${why}: send it as a string`);
       }
-      i = end - 1;
+      i = Math.abs(end) - 1;
     }
   }
   const { inexact } = checked;
@@ -229,61 +222,46 @@ function pathTo(
 
 /** The name whose text opens with the quote at `open`, decoded. */
 function readName(text: string, open: number): string {
-  const close = closingQuote(text, open);
+  return decodeName(text, open, closingQuote(text, open));
+}
+
+/**
+ * The string between the quotes at `open` and `close`, decoded; its text as
+ * it is when it has no escape, which is almost always.
+ */
+function decodeName(text: string, open: number, close: number): string {
   const raw = text.slice(open + 1, close);
   return raw.includes("\\") ? JSON.parse(text.slice(open, close + 1)) : raw;
 }
 
-/** Whether the string between the quotes at `open` and `close` is `__proto__`. */
-function isProto(text: string, open: number, close: number): boolean {
-  const length = close - open - 1;
-  if (length === 9) return text.startsWith("__proto__", open + 1);
-  if (length < 9 || length > PROTO_TEXT_MAX) return false;
-  return text.slice(open + 1, close).includes("\\") &&
-    JSON.parse(text.slice(open, close + 1)) === "__proto__";
-}
-
-/** Index just past the number that starts at `start`. */
+/**
+ * Index just past the number that starts at `start`, negated when a double
+ * may not hold the number exactly (more than {@linkcode EXACT_DIGITS} digits,
+ * or an exponent): one pass over a number, which the common ones need only.
+ */
 function numberEnd(text: string, start: number): number {
-  let i = start + 1;
+  let digits = 0;
+  let exponent = false;
+  let i = start;
   for (; i < text.length; i++) {
     const c = text.charCodeAt(i);
-    if (
-      !((c >= ZERO && c <= NINE) || c === DOT || c === LOWER_E ||
-        c === UPPER_E || c === MINUS || c === 43)
-    ) break;
+    if (c >= ZERO && c <= NINE) digits++;
+    else if (c === LOWER_E || c === UPPER_E) exponent = true;
+    else if (c !== DOT && c !== MINUS && c !== PLUS) break;
   }
-  return i;
+  return exponent || digits > EXACT_DIGITS ? -i : i;
 }
 
 /**
- * Why the number `text[start, end)` would not be stored as sent, or `null`
- * when a double holds its value exactly.
+ * Why the number `token` would not be stored as sent, or `null` when a
+ * double holds its value exactly.
  */
-function numberProblem(
-  text: string,
-  start: number,
-  end: number,
-): string | null {
-  let digits = 0;
-  let integer = true;
-  for (let i = start; i < end; i++) {
-    const c = text.charCodeAt(i);
-    if (c >= ZERO && c <= NINE) digits++;
-    else if (c === DOT) integer = false;
-    else if (c === LOWER_E || c === UPPER_E) {
-      integer = false;
-      digits = EXACT_DIGITS + 1; // an exponent takes the long way
-      break;
-    }
-  }
-  if (digits <= EXACT_DIGITS) return null;
-  const token = text.slice(start, end);
+function numberProblem(token: string): string | null {
   const value = Number(token);
   if (!Number.isFinite(value)) {
     return "is a number too large for a 64-bit float";
   }
-  if (integer && !Number.isSafeInteger(value)) {
+  if (!/[.eE]/.test(token) && !Number.isSafeInteger(value)) {
     return "is an integer beyond ±(2^53 - 1), which a JSON number cannot carry exactly";
   }
   if (decimalValue(token) !== decimalValue(String(value))) {

@@ -62,6 +62,10 @@ Deno.test("a bad flag or argument gives one line on stderr and exit 2", async (t
           /^Cannot read --grace "soon"/,
         ],
         [
+          ["project", "rotate-secret", projectId, "--grace", "366d"],
+          /^Cannot read --grace "366d": .*at most 365d/,
+        ],
+        [
           ["project", "levels", projectId, "rename", "x"],
           /expected "add" or "remove"/,
         ],

@@ -122,3 +122,31 @@ harnessTest(
     );
   },
 );
+
+harnessTest(
+  "logs, rejected and errors print a sender's hostile entry inert",
+  async (h) => {
+    const project = await h.project(["https://app.example.com"]);
+    const hostile = TITLE_AND_CLEAR + C1_AND_BIDI;
+    const entry = {
+      projectId: project.id,
+      level: "error",
+      data: { title: hostile, stack: `at ${hostile} (app.js:1:2)` },
+      context: { [hostile]: hostile },
+    };
+    await postQueued(h, randomEntry(entry), {
+      Origin: "https://app.example.com",
+    });
+    await postQueued(h, randomEntry(entry), {
+      Origin: `https://x.example.com${C1_BYTES}`,
+    });
+    await h.process();
+    for (const command of ["logs", "rejected", "errors"]) {
+      const run = await cli(h.kv, [command, project.id], { now: h.clock.now });
+      assert.equal(run.code, 0, run.stderr);
+      assert.ok(!hasUnsafe(run.stdout), `${command}: ${run.stdout}`);
+      // JSON escapes the controls it knows, inert the rest.
+      assert.match(run.stdout, /\\u(?:\{1b\}|001b)\]0;PWNED/, command);
+    }
+  },
+);

@@ -6,6 +6,7 @@
  * @module
  */
 import assert from "node:assert/strict";
+import { listAudit } from "../../db/audit.ts";
 import { getProject, listProjects } from "../../db/projects.ts";
 import {
   fakeClock,
@@ -20,6 +21,7 @@ import {
   cli,
   create,
   json,
+  jsonLines,
   kvTest,
   withKv,
 } from "../_helpers/cli.ts";
@@ -222,6 +224,31 @@ kvTest(
     assert.match(human.stdout, /The previous secret no longer verifies/);
     const shown = await cli(kv, ["project", "show", created.projectId]);
     assert.ok(!shown.stdout.includes(secret));
+
+    // Past a year, the expiry would be no date: refused before rotating.
+    assertRefused(
+      await cli(kv, [
+        "project",
+        "rotate-secret",
+        created.projectId,
+        "--grace",
+        "999999999d",
+      ], { clock }),
+      /^Cannot read --grace "999999999d"/,
+    );
+    assert.equal((await getProject(kv, created.projectId))!.secret, secret);
+    const year = await cli(kv, [
+      "project",
+      "rotate-secret",
+      created.projectId,
+      "--grace",
+      "365d",
+      "--json",
+    ], { clock });
+    assert.equal(
+      json(year).previousSecretExpiresAt,
+      "2027-01-01T00:00:00.000Z",
+    );
   },
 );
 
@@ -344,3 +371,45 @@ kvTest("project delete --yes deletes without asking", async (kv) => {
   assert.equal(asked, false);
   assert.equal(await getProject(kv, projectId), null);
 });
+
+kvTest(
+  "every project change is written to an audit log as done by cli, and only a change",
+  async (kv) => {
+    const { projectId } = await create(kv, "https://app.example.com");
+    const runs = [
+      ["allow", projectId, "com.example.app.ios"],
+      ["disallow", projectId, "https://app.example.com"],
+      ["rotate-secret", projectId, "--grace", "90m"],
+      ["levels", projectId, "add", "audit"],
+      ["levels", projectId, "remove", "audit"],
+      ["levels", projectId],
+      ["retention", projectId, "7"],
+      ["show", projectId],
+      ["list"],
+      ["retention", projectId, "--help"],
+      ["delete", projectId],
+    ];
+    for (const args of runs) await cli(kv, ["project", ...args]);
+    const actions = async (args: string[]) =>
+      jsonLines(await cli(kv, ["audit", ...args, "--json"])).map((e) => [
+        e.actor,
+        e.action,
+        e.detail,
+      ]);
+    assert.deepEqual(await actions([projectId]), [
+      ["cli", "settings.retention", "7"],
+      ["cli", "settings.levels.remove", "audit"],
+      ["cli", "settings.levels.add", "audit"],
+      ["cli", "secret.rotate", "90m"],
+      ["cli", "settings.disallow", "https://app.example.com"],
+      ["cli", "settings.allow", "com.example.app.ios"],
+      ["cli", "project.create", "web"],
+    ]);
+    assert.deepEqual(await actions([]), []);
+    await cli(kv, ["project", "delete", projectId, "--yes"]);
+    assert.deepEqual(await actions([]), [
+      ["cli", "project.delete", `web (${projectId})`],
+    ]);
+    assert.deepEqual(await listAudit(kv, projectId, 500), []);
+  },
+);

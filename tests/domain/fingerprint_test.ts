@@ -100,3 +100,83 @@ Deno.test("normalised titles are cut to 200 characters and keep plain words", ()
   assert.equal(normaliseTitle("x".repeat(500)).length, 200);
   assert.equal(normaliseTitle("deadbeef  cafe v2"), "deadbeef cafe v2");
 });
+
+Deno.test("an `at fn (location)` line yields what the regular expression of that form captures", () => {
+  // The form, as an expression: the reader must capture the same, line for
+  // line, without its backtracking.
+  const call = /^\s*at\s+(?:async\s+)?(.*?)\s+\((.*)\)\s*$/;
+  const parts = [" ", "\t", "\n", "\u2028", "at", "at ", "async ", "(", ")"];
+  const ends = [")", ") ", ")\n", ")\u2028", " (x)", ""];
+  let seed = 1;
+  const pick = <T>(list: T[]): T => {
+    seed = (seed * 1103515245 + 12345) % 2147483648;
+    return list[seed % list.length]!;
+  };
+  let calls = 0;
+  for (let n = 0; n < 20_000; n++) {
+    let line = pick(["at", " at", "at "]);
+    for (let i = pick([0, 2, 4, 6, 8]); i > 0; i--) {
+      line += pick([...parts, "f", "x.js:1"]);
+    }
+    line += pick(ends);
+    const m = call.exec(line);
+    if (m === null) continue;
+    calls++;
+    const location = m[2]!.replace(/[?#][^:]*/, "")
+      .replace(/(?::\d+){1,2}$/, "");
+    assert.equal(topFrame([line]), `${location}:${m[1]}`, JSON.stringify(line));
+  }
+  assert.ok(calls > 1_000, `${calls} lines of the form`);
+});
+
+Deno.test("a stack line of tens of thousands of spaces or parentheses is read in one pass", () => {
+  const lines = [
+    "at " + " ".repeat(60_000) + "x",
+    "at " + "\t".repeat(60_000) + "x y",
+    "at " + " (".repeat(30_000) + "x)",
+    "at async" + " ".repeat(60_000) + "x)",
+  ];
+  const started = performance.now();
+  const frames = lines.map((line) => topFrame(line));
+  // Minutes for the first line before, with the expression.
+  assert.ok(performance.now() - started < 1_000);
+  assert.deepEqual(frames, [
+    "x:",
+    null,
+    // The location (from the second "("), then ":" and the function "(".
+    " (".repeat(100),
+    "x):",
+  ]);
+});
+
+Deno.test("quoted text is masked as the regular expression of quoted strings masks it", () => {
+  const quoted = /"(?:[^"\\\n]|\\.)*"|'(?:[^'\\\n]|\\.)*'|`[^`\n]*`/g;
+  const parts = ['"', "'", "`", "\\", "\n", "\r", "\u2028", "a", " "];
+  let seed = 7;
+  const pick = () => {
+    seed = (seed * 1103515245 + 12345) % 2147483648;
+    return parts[seed % parts.length]!;
+  };
+  let masked = 0;
+  for (let n = 0; n < 20_000; n++) {
+    let title = "";
+    for (let i = n % 14; i > 0; i--) title += pick();
+    const want = title.replace(quoted, (q) => `${q[0]}…${q[0]}`);
+    // No digit: only the spaces are normalised besides.
+    assert.equal(
+      normaliseTitle(title),
+      want.replace(/\s+/g, " ").trim(),
+      JSON.stringify(title),
+    );
+    if (want !== title) masked++;
+  }
+  assert.ok(masked > 1_000, `${masked} titles masked`);
+});
+
+Deno.test("a title of tens of thousands of escaped quotes is normalised in one pass", () => {
+  const started = performance.now();
+  const title = normaliseTitle('"\\'.repeat(30_000));
+  // About a second before, with the expression scanning again from each quote.
+  assert.ok(performance.now() - started < 200);
+  assert.equal(title, '"\\'.repeat(100));
+});
