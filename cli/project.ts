@@ -7,11 +7,11 @@
  *
  * @module
  */
+import { deleteProject } from "../db/deletion.ts";
 import {
   addLevel,
   allowValue,
   createProject,
-  deleteProject,
   disallowValue,
   getProject,
   listProjects,
@@ -55,8 +55,6 @@ import {
 } from "./project_format.ts";
 import { USAGE } from "./project_usage.ts";
 import { recordCliChange } from "./audit.ts";
-import { deleteAudit } from "../db/audit.ts";
-import { deleteReadTokens } from "../db/tokens.ts";
 import { resolveProject } from "./resolve.ts";
 
 /** Longest `--grace` of `rotate-secret`: a year. */
@@ -309,8 +307,6 @@ const SUBCOMMANDS: Subcommands = {
         }
       }
       const logs = await deleteProject(ctx.kv, project.id);
-      await deleteReadTokens(ctx.kv, project.id);
-      await deleteAudit(ctx.kv, project.id);
       await recordCliChange(ctx, {
         projectId: null,
         action: "project.delete",

@@ -15,21 +15,7 @@ import {
   validateAllowValue,
   validateLevel,
 } from "./validation.ts";
-import {
-  errorGroupKey,
-  projectKey,
-  projectsPrefix,
-  rejectedEntriesPrefix,
-  rejectionsPrefix,
-  savedViewKey,
-  seenSignaturesPrefix,
-  statsPrefix,
-} from "./keys.ts";
-import {
-  countStoredEntries,
-  storedLogKeys,
-  storedLogPrefixes,
-} from "./query/storage.ts";
+import { projectKey, projectsPrefix } from "./keys.ts";
 
 /** Shortest retention a project may set, in days. */
 export const MIN_RETENTION_DAYS = 1;
@@ -300,50 +286,6 @@ export function rotateSecret(
     project.secret = randomToken(SECRET_BYTES);
     return project;
   });
-}
-
-/**
- * Deletes a project and all under it: entries (pages, chunks, their
- * summaries and counters), counters, recent and kept rejections, remembered
- * signatures, saved views and error groups (read tokens and the audit log
- * are its callers' to delete); returns how many entries it deleted. The record goes first:
- * every write under a project checks it in its own atomic operation, so none
- * can land after. The data then goes in passes until one finds nothing
- * (docs/design.md#retention-and-deletion).
- */
-export async function deleteProject(
-  kv: Deno.Kv,
-  projectId: string,
-): Promise<number> {
-  const entry = await kv.get(projectKey(projectId));
-  if (entry.value === null) throw new ProjectNotFoundError(projectId);
-  await kv.delete(projectKey(projectId));
-  let logs = 0;
-  for (let deleted = -1; deleted !== 0;) {
-    logs += await countStoredEntries(kv, projectId);
-    deleted = 0;
-    for (
-      const prefix of [
-        ...storedLogPrefixes(projectId),
-        statsPrefix(projectId),
-        rejectionsPrefix(projectId),
-        rejectedEntriesPrefix(projectId),
-        seenSignaturesPrefix(projectId),
-        savedViewKey(projectId),
-        ...(["record", "count", "first", "last", "hours"] as const).map((
-          part,
-        ) => errorGroupKey(part, projectId)),
-      ]
-    ) {
-      deleted += await deletePrefix(kv, prefix);
-    }
-    for (const key of storedLogKeys(projectId)) {
-      if ((await kv.get(key)).versionstamp === null) continue;
-      await kv.delete(key);
-      deleted++;
-    }
-  }
-  return logs;
 }
 
 /** Deletes every key under `prefix`, {@linkcode DELETE_CHUNK} per atomic operation. */

@@ -8,13 +8,13 @@
  *
  * @module
  */
-import { deleteAudit, recordAudit } from "../../db/audit.ts";
-import { deleteReadTokens, listReadTokens } from "../../db/tokens.ts";
+import { recordAudit } from "../../db/audit.ts";
+import { listReadTokens } from "../../db/tokens.ts";
 import { InvalidValueError } from "../../db/validation.ts";
+import { deleteProject } from "../../db/deletion.ts";
 import {
   addLevel,
   allowValue,
-  deleteProject,
   disallowValue,
   getProject,
   type Project,
@@ -198,8 +198,6 @@ export function settingsRoutes(app: DashApp, deps: DashboardDeps): void {
       );
     }
     await deleteProject(kv, id);
-    await deleteReadTokens(kv, id);
-    await deleteAudit(kv, id);
     return c.redirect(`${base}/?done=deleted`, 303);
   });
 }

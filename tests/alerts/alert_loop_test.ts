@@ -7,7 +7,7 @@
  */
 import assert from "node:assert/strict";
 import { listAlertRules, readAlertHistory } from "../../db/alerts.ts";
-import { deleteProject } from "../../db/projects.ts";
+import { deleteProject } from "../../db/deletion.ts";
 import { alertOutboxKey } from "../../db/keys.ts";
 import { addAlertRule } from "../../alerts/rules.ts";
 import {

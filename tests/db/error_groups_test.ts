@@ -17,7 +17,8 @@ import {
 } from "../../db/error_groups.ts";
 import { errorGroupKey } from "../../db/keys.ts";
 import { encodeJson } from "../../db/kv.ts";
-import { allowValue, deleteProject } from "../../db/projects.ts";
+import { deleteProject } from "../../db/deletion.ts";
+import { allowValue } from "../../db/projects.ts";
 import { replayRejected } from "../../db/rejected.ts";
 import { authenticate } from "../../auth/authenticate.ts";
 import { listViews, saveView } from "../../db/views.ts";

@@ -1,15 +1,17 @@
 import assert from "node:assert/strict";
+import { listAudit, recordAudit } from "../../db/audit.ts";
+import { createReadToken, findReadToken } from "../../db/tokens.ts";
 import {
   logChunksPrefix,
   rejectionKey,
   seenSignatureKey,
   statsPrefix,
 } from "../../db/keys.ts";
+import { deleteProject } from "../../db/deletion.ts";
 import {
   addLevel,
   allowValue,
   createProject,
-  deleteProject,
   getProject,
   MAX_ALLOWED_VALUES,
   MAX_LEVELS,
@@ -45,8 +47,22 @@ harnessTest(
     );
     assert.ok(chunks.length < 3, "the entries share a chunk");
     await h.kv.set(seenSignatureKey(project.id, "A".repeat(64)), "e1");
+    const { token } = await createReadToken(h.kv, {
+      projectId: project.id,
+      name: "ci",
+      createdBy: "admin",
+    });
+    await recordAudit(h.kv, {
+      projectId: project.id,
+      actor: "admin",
+      action: "project.allow",
+    });
 
     assert.equal(await deleteProject(h.kv, project.id), 3);
+
+    // Its read tokens read nothing any more, and its audit log is gone.
+    assert.equal(await findReadToken(h.kv, token), null);
+    assert.deepEqual(await listAudit(h.kv, project.id), []);
 
     assert.equal(await getProject(h.kv, project.id), null);
     assert.deepEqual(await h.logs(project.id), []);

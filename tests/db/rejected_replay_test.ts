@@ -12,9 +12,9 @@ import {
   rejectedEntriesPrefix,
   statsPrefix,
 } from "../../db/keys.ts";
+import { deleteProject } from "../../db/deletion.ts";
 import {
   allowValue,
-  deleteProject,
   ProjectNotFoundError,
   updateProject,
 } from "../../db/projects.ts";

@@ -20,10 +20,10 @@ import {
   seenSignaturesPrefix,
   statsPrefix,
 } from "../../db/keys.ts";
+import { deleteProject } from "../../db/deletion.ts";
 import {
   addLevel,
   allowValue,
-  deleteProject,
   disallowValue,
   getProject,
   rotateSecret,

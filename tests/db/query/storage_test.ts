@@ -6,7 +6,8 @@
  */
 import assert from "node:assert/strict";
 import { logCompactionKey, projectKey } from "../../../db/keys.ts";
-import { deleteProject, setRetention } from "../../../db/projects.ts";
+import { deleteProject } from "../../../db/deletion.ts";
+import { setRetention } from "../../../db/projects.ts";
 import { readBacklog } from "../../../db/backlog.ts";
 import {
   listLogs,

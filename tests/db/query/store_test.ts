@@ -1,7 +1,7 @@
 import type { LogRecord } from "../../../domain/entry.ts";
 import assert from "node:assert/strict";
 import { logCountsPrefix } from "../../../db/keys.ts";
-import { deleteProject } from "../../../db/projects.ts";
+import { deleteProject } from "../../../db/deletion.ts";
 import { decodeSummary } from "../../../db/query/chunk.ts";
 import {
   countStoredEntries,

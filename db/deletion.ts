@@ -1,0 +1,70 @@
+/**
+ * Deleting a project with everything stored under it, in one place: the
+ * modules of what lives under a project (tokens, the audit log) build on
+ * the projects module, so this one stands above them all.
+ *
+ * @module
+ */
+import { deleteAudit } from "./audit.ts";
+import {
+  errorGroupKey,
+  projectKey,
+  rejectedEntriesPrefix,
+  rejectionsPrefix,
+  savedViewKey,
+  seenSignaturesPrefix,
+  statsPrefix,
+} from "./keys.ts";
+import { deletePrefix, ProjectNotFoundError } from "./projects.ts";
+import {
+  countStoredEntries,
+  storedLogKeys,
+  storedLogPrefixes,
+} from "./query/storage.ts";
+import { deleteReadTokens } from "./tokens.ts";
+
+/**
+ * Deletes a project and all under it: entries (chunks, their summaries and
+ * counters), counters, recent and kept rejections, remembered signatures,
+ * saved views, error groups, read tokens and the audit log; returns how many
+ * entries it deleted. The record goes first:
+ * every write under a project checks it in its own atomic operation, so none
+ * can land after. The data then goes in passes until one finds nothing
+ * (docs/design.md#retention-and-deletion).
+ */
+export async function deleteProject(
+  kv: Deno.Kv,
+  projectId: string,
+): Promise<number> {
+  const entry = await kv.get(projectKey(projectId));
+  if (entry.value === null) throw new ProjectNotFoundError(projectId);
+  await kv.delete(projectKey(projectId));
+  let logs = 0;
+  for (let deleted = -1; deleted !== 0;) {
+    logs += await countStoredEntries(kv, projectId);
+    deleted = 0;
+    for (
+      const prefix of [
+        ...storedLogPrefixes(projectId),
+        statsPrefix(projectId),
+        rejectionsPrefix(projectId),
+        rejectedEntriesPrefix(projectId),
+        seenSignaturesPrefix(projectId),
+        savedViewKey(projectId),
+        ...(["record", "count", "first", "last", "hours"] as const).map((
+          part,
+        ) => errorGroupKey(part, projectId)),
+      ]
+    ) {
+      deleted += await deletePrefix(kv, prefix);
+    }
+    for (const key of storedLogKeys(projectId)) {
+      if ((await kv.get(key)).versionstamp === null) continue;
+      await kv.delete(key);
+      deleted++;
+    }
+  }
+  await deleteReadTokens(kv, projectId);
+  await deleteAudit(kv, projectId);
+  return logs;
+}
