@@ -13,6 +13,7 @@
  */
 import { alertHistoryKey, alertRuleKey, alertStateKey } from "./keys.ts";
 import { decodeJson, encodeJson, listJson } from "./kv.ts";
+import { MAX_RECORD_NAME } from "./validation.ts";
 import { timeBound } from "../domain/ids.ts";
 
 /** Delivery attempts kept per rule. */
@@ -151,6 +152,7 @@ export async function deleteAlertRule(
   projectId: string,
   ruleId: string,
 ): Promise<boolean> {
+  if (ruleId.length > MAX_RECORD_NAME) return false;
   const key = alertRuleKey(projectId, ruleId);
   const entry = await kv.get(key);
   if (entry.versionstamp === null) return false;

@@ -13,7 +13,7 @@
 import { decodeJson, encodeJson, listJson } from "./kv.ts";
 import { userKey } from "./keys.ts";
 import { getProject, ProjectNotFoundError } from "./projects.ts";
-import { InvalidValueError } from "./validation.ts";
+import { InvalidValueError, MAX_RECORD_NAME } from "./validation.ts";
 import { hashPassword, MAX_PASSWORD_LENGTH } from "./passwords.ts";
 
 /** The roles, from the most to the least allowed. */
@@ -191,7 +191,9 @@ export async function getUser(
   email: string,
 ): Promise<User | null> {
   const key = email.trim().toLowerCase();
-  if (key === "" || key === BUILTIN_ADMIN) return null;
+  if (key === "" || key === BUILTIN_ADMIN || key.length > MAX_RECORD_NAME) {
+    return null;
+  }
   return decodeJson<User>((await kv.get(userKey(key))).value);
 }
 
@@ -206,6 +208,7 @@ async function changeUser(
   email: string,
   change: (user: User) => User | Promise<User>,
 ): Promise<User> {
+  if (email.trim().length > MAX_RECORD_NAME) throw new UserNotFoundError(email);
   const key = userKey(email.trim().toLowerCase());
   for (;;) {
     const entry = await kv.get(key);
@@ -265,6 +268,7 @@ export async function setPassword(
 
 /** Removes an account; its sessions end at their next request. */
 export async function removeUser(kv: Deno.Kv, email: string): Promise<User> {
+  if (email.trim().length > MAX_RECORD_NAME) throw new UserNotFoundError(email);
   const key = userKey(email.trim().toLowerCase());
   const entry = await kv.get(key);
   const user = decodeJson<User>(entry.value);

@@ -7,6 +7,14 @@
  */
 import { isStandardLevel, LEVEL_PATTERN } from "../domain/entry.ts";
 
+/**
+ * Longest text that may name a stored record: ids are at most 28
+ * characters and emails 254. A longer one names none, and is never made a
+ * database key (whose size is limited): the record functions answer "not
+ * found" for it.
+ */
+export const MAX_RECORD_NAME = 254;
+
 /** Thrown when an operator's value is refused (allow-list entry, level, ...). */
 export class InvalidValueError extends Error {
   override name = "InvalidValueError";

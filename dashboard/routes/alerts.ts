@@ -28,7 +28,6 @@ import {
   doneNotice,
   formField,
   keepFlash,
-  keyField,
   renderPage,
   sessionFlash,
   withProject,
@@ -151,7 +150,7 @@ export function alertsRoutes(
   app.post(
     `${path}/remove`,
     withProject(deps, async (c, project) => {
-      const ruleId = await keyField(c, "rule");
+      const ruleId = await formField(c, "rule");
       if (!await deleteAlertRule(kv, project.id, ruleId)) {
         return await showAlerts(c, deps, project, {
           notice: { kind: "error", text: `Cannot find alert rule "${ruleId}"` },

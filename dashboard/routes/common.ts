@@ -137,22 +137,6 @@ export async function formField(c: DashContext, name: string): Promise<string> {
   return typeof value === "string" ? value : "";
 }
 
-/**
- * Longest form value that may name a stored record: ids are at most 28
- * characters and emails 254, and a longer value could not even be read as
- * a database key (whose size is limited).
- */
-const MAX_KEY_FIELD_CHARS = 254;
-
-/**
- * A form field naming a stored record (an id, an email); `""`, which names
- * none, when it is longer than any can be.
- */
-export async function keyField(c: DashContext, name: string): Promise<string> {
-  const value = await formField(c, name);
-  return value.length > MAX_KEY_FIELD_CHARS ? "" : value;
-}
-
 /** The notice of a `done=` code after a redirect, from a fixed list. */
 export function doneNotice(
   c: DashContext,

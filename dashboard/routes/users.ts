@@ -29,7 +29,6 @@ import {
   type DashContext,
   doneNotice,
   formField,
-  keyField,
   renderPage,
 } from "./common.ts";
 
@@ -128,7 +127,7 @@ export function usersRoutes(app: DashApp, deps: DashboardDeps): void {
   });
 
   change("/users/update", async (c, actor) => {
-    const email = await keyField(c, "email");
+    const email = await formField(c, "email");
     const before = await getUser(kv, email);
     if (before === null) throw new UserNotFoundError(email);
     const user = await updateUser(kv, email, {
@@ -147,7 +146,7 @@ export function usersRoutes(app: DashApp, deps: DashboardDeps): void {
   });
 
   change("/users/remove", async (c, actor) => {
-    const user = await removeUser(kv, await keyField(c, "email"));
+    const user = await removeUser(kv, await formField(c, "email"));
     await recordAuditIn(kv, [null, ...user.projects], {
       actor,
       action: "user.remove",

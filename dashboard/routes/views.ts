@@ -13,7 +13,6 @@ import {
   type DashApp,
   type DashboardDeps,
   formField,
-  keyField,
   message,
   withProject,
 } from "./common.ts";
@@ -56,7 +55,7 @@ export function viewsRoutes(app: DashApp, deps: DashboardDeps): void {
   app.post(
     `${base}/projects/:id/views/delete`,
     withProject(deps, async (c, project) => {
-      await deleteView(kv, project.id, await keyField(c, "view"));
+      await deleteView(kv, project.id, await formField(c, "view"));
       return c.redirect(
         (await formField(c, "back")) === "projects"
           ? `${base}/`
