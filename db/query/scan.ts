@@ -48,6 +48,13 @@ export interface ScanOptions {
    * @default no bound
    */
   budget?: ScanBudget;
+  /**
+   * Streams the matches instead: called as each attempt starts (a scan is
+   * done again when a merge moved what it read), it returns the function
+   * each match of that attempt goes to; `records` stay empty and `limit`
+   * is ignored. Aggregations count this way without holding entries.
+   */
+  visit?: () => (record: LogRecord) => void;
 }
 
 /** Bounds on the work of one scan. */
@@ -217,7 +224,9 @@ async function scanBody(
   options: ScanOptions,
   seen: RunContext["seen"],
 ): Promise<ScanResult> {
-  const { filter, limit } = options;
+  const { filter } = options;
+  const visit = options.visit?.();
+  const limit = visit ? Infinity : options.limit;
   const desc = options.order === "newest";
   const range = scanRange(options);
   const { lo, hi } = range;
@@ -271,7 +280,9 @@ async function scanBody(
       if (last !== "" && !first(last, id)) continue;
       last = id;
       const record = decodeRecordLine(line);
-      if (filter.test(record)) records.push(record);
+      if (!filter.test(record)) continue;
+      if (visit) visit(record);
+      else records.push(record);
       continue;
     }
     if (step === null) break;
