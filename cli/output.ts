@@ -97,7 +97,7 @@ export function printAggregation(
     if (answer.estimate) body[0]?.push("(estimate)");
     println(ctx, formatTable([columns, ...body]));
   }
-  if (answer.rows.length < answer.groups) {
+  if (answer.more) {
     ctx.stderr(
       `Showing the largest ${answer.rows.length} of ${answer.groups} groups\n`,
     );

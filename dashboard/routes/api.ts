@@ -225,7 +225,8 @@ function nextLink(
 /**
  * The rows of an aggregation as NDJSON (one object per row) or CSV; a count
  * the time budget cut short says how far back it searched in
- * `X-Searched-Back-To`, an estimate says so in `X-Estimate`.
+ * `X-Searched-Back-To`, an estimate says so in `X-Estimate`, and rows cut
+ * at the most answered give the number of groups in `X-Groups`.
  */
 function rowsResponse(
   c: DashContext,
@@ -237,6 +238,7 @@ function rowsResponse(
     headers["X-Searched-Back-To"] = new Date(answer.searchedTo).toISOString();
   }
   if (answer.estimate) headers["X-Estimate"] = "true";
+  if (answer.more) headers["X-Groups"] = String(answer.groups);
   if (format === "csv") {
     return c.body(rowsCsv(answer.columns, answer.rows), 200, {
       ...headers,

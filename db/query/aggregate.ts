@@ -43,6 +43,8 @@ export interface Aggregation {
   groups: number;
   /** Matching entries counted. */
   total: number;
+  /** Set when `count by` counted more groups than {@linkcode MAX_ROWS}. */
+  more?: true;
   /** Set when `uniq` went past its exact bound. */
   estimate?: true;
   /**
@@ -297,6 +299,7 @@ export async function aggregate(
       if (top) row.share = Math.round(group.count / total * 1e6) / 1e6;
       return row;
     });
+    if (!top && answer.groups > MAX_ROWS) answer.more = true;
   }
   return answer;
 }
