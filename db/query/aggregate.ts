@@ -17,10 +17,13 @@
  */
 import type { LogRecord } from "../../domain/entry.ts";
 import { idTime, timeBound } from "../../domain/ids.ts";
-import { compileFilter, type Filter, InvalidQueryError } from "./filter.ts";
+import { COUNT_BUCKET_MS, readLogCounts } from "../log_counts.ts";
+import { compileFilter, type Filter } from "./filter.ts";
+import { countedByCounters } from "./histogram.ts";
 import type { GroupBy, Pipe } from "./pipe.ts";
 import { QUERY_BUDGET_MS } from "./query.ts";
 import { MAX_ID, scan, type ScanStats } from "./scan.ts";
+import { type Cell, Tally } from "./tally.ts";
 import { resolvePath } from "./text.ts";
 
 /** Most groups one `count by` or `top` counts before it is refused. */
@@ -30,8 +33,7 @@ export const MAX_ROWS = 10_000;
 /** Distinct values `uniq` counts exactly; past that it estimates. */
 export const MAX_EXACT_UNIQ = 100_000;
 
-/** A value in a row: a field's value (`null` when absent), a time, a count. */
-export type Cell = string | number | boolean | null;
+export type { Cell };
 
 /** The answer of an aggregation. */
 export interface Aggregation {
@@ -85,132 +87,26 @@ function groupCell(record: LogRecord, by: GroupBy): Cell {
   return cellOf(resolvePath(record, by.path));
 }
 
-/** A cell as a map key: its type kept, so 502 and "502" stay apart. */
-function keyOf(cell: Cell): string {
-  return typeof cell === "string" ? "s" + cell : String(cell);
-}
-
-/** Orders cells ascending; `null` last. */
-function compareCells(a: Cell, b: Cell): number {
-  if (a === b) return 0;
-  if (a === null) return 1;
-  if (b === null) return -1;
-  if (typeof a === "number" && typeof b === "number") return a - b;
-  return String(a) < String(b) ? -1 : 1;
-}
-
-/** Counts per group, refused past {@linkcode MAX_GROUPS}. */
-class Groups {
-  readonly max: number;
-  constructor(max: number) {
-    this.max = max;
-  }
-  readonly map = new Map<string, { cells: Cell[]; count: number }>();
-  add(cells: Cell[]): void {
-    const key = cells.length === 1
-      ? keyOf(cells[0]!)
-      : cells.map(keyOf).join("\u0000");
-    const group = this.map.get(key);
-    if (group) {
-      group.count++;
-      return;
-    }
-    if (this.map.size >= this.max) {
-      throw new InvalidQueryError(
-        `Cannot count more than ${this.max} groups: narrow the query or the time range, or group by fewer fields`,
-      );
-    }
-    this.map.set(key, { cells, count: 1 });
-  }
-  /** The largest `n` groups, ties in ascending order of their cells. */
-  largest(n: number): { cells: Cell[]; count: number }[] {
-    return [...this.map.values()].sort((a, b) => {
-      if (a.count !== b.count) return b.count - a.count;
-      for (let i = 0; i < a.cells.length; i++) {
-        const c = compareCells(a.cells[i]!, b.cells[i]!);
-        if (c !== 0) return c;
-      }
-      return 0;
-    }).slice(0, n);
-  }
-}
-
-/** 32-bit FNV-1a of a string, then murmur3's finalizer for its high bits. */
-function hash32(text: string): number {
-  let h = 0x811c9dc5;
-  for (let i = 0; i < text.length; i++) {
-    h ^= text.charCodeAt(i);
-    h = Math.imul(h, 0x01000193);
-  }
-  h ^= h >>> 16;
-  h = Math.imul(h, 0x85ebca6b);
-  h ^= h >>> 13;
-  h = Math.imul(h, 0xc2b2ae35);
-  h ^= h >>> 16;
-  return h >>> 0;
-}
-
-/** HyperLogLog with 2^14 registers: about 0.8 % standard error, 16 KB. */
-class HyperLogLog {
-  static readonly P = 14;
-  readonly registers = new Uint8Array(1 << HyperLogLog.P);
-  add(text: string): void {
-    const h = hash32(text);
-    const index = h >>> (32 - HyperLogLog.P);
-    const rest = (h << HyperLogLog.P) >>> 0;
-    const rank = rest === 0 ? 32 - HyperLogLog.P + 1 : Math.clz32(rest) + 1;
-    if (rank > this.registers[index]!) this.registers[index] = rank;
-  }
-  estimate(): number {
-    const m = this.registers.length;
-    let sum = 0;
-    let zeros = 0;
-    for (const r of this.registers) {
-      sum += 2 ** -r;
-      if (r === 0) zeros++;
-    }
-    const raw = (0.7213 / (1 + 1.079 / m)) * m * m / sum;
-    // Linear counting is closer while registers are still empty.
-    return Math.round(
-      raw <= 2.5 * m && zeros > 0 ? m * Math.log(m / zeros) : raw,
-    );
-  }
-}
-
-/** Distinct values: exact up to {@linkcode MAX_EXACT_UNIQ}, then estimated. */
-class Distinct {
-  readonly max: number;
-  constructor(max: number) {
-    this.max = max;
-  }
-  #exact: Set<string> | null = new Set();
-  #sketch: HyperLogLog | null = null;
-  add(key: string): void {
-    if (this.#exact) {
-      this.#exact.add(key);
-      if (this.#exact.size <= this.max) return;
-      this.#sketch = new HyperLogLog();
-      for (const k of this.#exact) this.#sketch.add(k);
-      this.#exact = null;
-      return;
-    }
-    this.#sketch!.add(key);
-  }
-  get estimated(): boolean {
-    return this.#exact === null;
-  }
-  get count(): number {
-    return this.#exact ? this.#exact.size : this.#sketch!.estimate();
-  }
-}
-
 /** The header of a grouping: the field's path, or `time`. */
 function columnOf(by: GroupBy): string {
   return by.kind === "time" ? "time" : by.path;
 }
 
 /**
- * Runs an aggregation over a project's matching entries.
+ * Whether the minute and hour counters of levels (db/log_counts.ts) answer
+ * exactly: the filter is about time and levels only, and the groupings are
+ * `level` and time buckets (all of them whole minutes).
+ */
+function countersAnswer(filter: Filter, by: GroupBy[]): boolean {
+  return countedByCounters(filter) &&
+    by.every((b) => b.kind === "time" || b.path === "level");
+}
+
+/**
+ * Runs an aggregation over a project's matching entries. A filter on time
+ * and levels grouped by time and level is counted from the counters of
+ * levels per hour and per minute (the entries of the partial minutes at
+ * the ends are read); anything else reads the matching entries.
  *
  * @example
  * ```ts
@@ -228,58 +124,135 @@ export async function aggregate(
   const by: GroupBy[] = pipe.op === "count"
     ? pipe.by
     : [{ kind: "field", path: pipe.field }];
-  let total = 0;
-  const maxGroups = options.maxGroups ?? MAX_GROUPS;
-  const exactUniq = options.exactUniq ?? MAX_EXACT_UNIQ;
-  let groups = new Groups(maxGroups);
-  let distinct = new Distinct(exactUniq);
-  const count = pipe.op === "count" && by.length === 0;
-  const visit = () => {
-    total = 0;
-    groups = new Groups(maxGroups);
-    distinct = new Distinct(exactUniq);
-    if (count) return () => total++;
-    if (pipe.op === "uniq") {
-      return (record: LogRecord) => {
-        total++;
-        distinct.add(keyOf(groupCell(record, by[0]!)));
-      };
-    }
-    return (record: LogRecord) => {
-      total++;
-      groups.add(by.map((b) => groupCell(record, b)));
-    };
+  const bounds = {
+    groups: options.maxGroups ?? MAX_GROUPS,
+    exactUniq: options.exactUniq ?? MAX_EXACT_UNIQ,
   };
+  let tally = new Tally(pipe.op === "uniq", bounds);
+  const compiled = compileFilter(filter);
   const budget = options.budget ?? {};
-  const result = await scan(kv, projectId, {
-    order: "newest",
-    lo: filter.since === undefined ? "" : timeBound(filter.since),
-    hi: filter.until === undefined ? MAX_ID : timeBound(filter.until),
-    filter: compileFilter(filter),
-    limit: 0,
-    visit,
-    budget: {
-      ms: budget.ms ?? QUERY_BUDGET_MS,
-      ...(budget.clock ? { clock: budget.clock } : {}),
-    },
-  });
+  const stats: ScanStats = { pagesRead: 0, pagesSkipped: 0, entriesScanned: 0 };
+  /**
+   * Counts the matching entries of [lo, hi) into `tally`, afresh when
+   * `fresh`; where it stopped for want of time.
+   */
+  const read = async (lo: string, hi: string, fresh: boolean) => {
+    let found: Cell[][] = [];
+    const result = await scan(kv, projectId, {
+      order: "newest",
+      lo,
+      hi,
+      filter: compiled,
+      limit: 0,
+      // Every attempt counts afresh (scan.ts may read again).
+      visit: () => {
+        if (fresh) {
+          tally = new Tally(pipe.op === "uniq", bounds);
+          const into = tally;
+          return (record) => into.add(by.map((b) => groupCell(record, b)));
+        }
+        found = [];
+        return (record) => found.push(by.map((b) => groupCell(record, b)));
+      },
+      budget: {
+        ms: budget.ms ?? QUERY_BUDGET_MS,
+        ...(budget.clock ? { clock: budget.clock } : {}),
+      },
+    });
+    for (const cells of found) tally.add(cells);
+    stats.pagesRead += result.stats.pagesRead;
+    stats.pagesSkipped += result.stats.pagesSkipped;
+    stats.entriesScanned += result.stats.entriesScanned;
+    return result.resume;
+  };
+  const lo = filter.since === undefined ? "" : timeBound(filter.since);
+  const hi = filter.until === undefined ? MAX_ID : timeBound(filter.until);
+  let resume: string | undefined;
+  if (countersAnswer(filter, by)) {
+    await countFromCounters(kv, projectId, {
+      filter,
+      by,
+      levelOk: compiled.levelOk,
+      add: (cells, n) => tally.add(cells, n),
+      read: (from, to) => read(timeBound(from), timeBound(to), false),
+    });
+  } else {
+    resume = await read(lo, hi, true);
+  }
+  return answerOf(pipe, by, tally, { stats, resume });
+}
+
+/** What {@linkcode countFromCounters} needs. */
+interface CounterRead {
+  filter: Filter;
+  by: GroupBy[];
+  levelOk: ((level: string) => boolean) | null;
+  add: (cells: Cell[], n: number) => void;
+  /** Counts the entries received in [from, to) from the entries. */
+  read: (from: number, to: number) => Promise<unknown>;
+}
+
+/**
+ * Counts from the counters of levels: whole hours from the hour counters
+ * when every time bucket is whole hours, the other whole minutes from the
+ * minute counters, the partial minutes at the ends from the entries.
+ */
+async function countFromCounters(
+  kv: Deno.Kv,
+  projectId: string,
+  counting: CounterRead,
+): Promise<void> {
+  const { filter, by, levelOk, add } = counting;
+  const minute = COUNT_BUCKET_MS.m;
+  const hour = COUNT_BUCKET_MS.h;
+  const since = filter.since ?? 0;
+  const until = filter.until ?? 8.64e15;
+  const m1 = Math.min(until, Math.ceil(since / minute) * minute);
+  const m2 = Math.max(m1, Math.floor(until / minute) * minute);
+  const hourly = by.every((b) => b.kind !== "time" || b.ms % hour === 0);
+  const h1 = Math.min(m2, Math.ceil(m1 / hour) * hour);
+  const h2 = hourly ? Math.max(h1, Math.floor(m2 / hour) * hour) : h1;
+  if (since < m1) await counting.read(since, m1);
+  if (m2 < until) await counting.read(m2, until);
+  const counters = [
+    ...await readLogCounts(kv, projectId, "m", m1, h1),
+    ...await readLogCounts(kv, projectId, "h", h1, h2),
+    ...await readLogCounts(kv, projectId, "m", h2, m2),
+  ];
+  for (const { start, level, count } of counters) {
+    if (levelOk && !levelOk(level)) continue;
+    add(
+      by.map((b) =>
+        b.kind === "time"
+          ? new Date(Math.floor(start / b.ms) * b.ms).toISOString()
+          : level
+      ),
+      count,
+    );
+  }
+}
+
+/** The rows of what `tally` counted. */
+function answerOf(
+  pipe: Pipe,
+  by: GroupBy[],
+  tally: Tally,
+  read: { stats: ScanStats; resume: string | undefined },
+): Aggregation {
+  const { total, groups, distinct } = tally;
   const answer: Aggregation = {
     columns: [],
     rows: [],
     groups: 0,
     total,
-    stats: result.stats,
+    stats: read.stats,
   };
-  if (result.resume !== undefined) {
+  if (read.resume !== undefined) {
     // Entries after the resume id were counted: from the next millisecond
     // on, all of them (of its own millisecond, those with a larger id).
-    answer.searchedTo = idTime(result.resume.slice(0, 12).padEnd(12, "0")) + 1;
+    answer.searchedTo = idTime(read.resume.slice(0, 12).padEnd(12, "0")) + 1;
   }
-  if (count) {
-    answer.columns = ["count"];
-    answer.rows = [{ count: total }];
-    answer.groups = 1;
-  } else if (pipe.op === "uniq") {
+  if (distinct) {
     answer.columns = ["count"];
     answer.rows = [{ count: distinct.count }];
     answer.groups = 1;
@@ -287,6 +260,10 @@ export async function aggregate(
       answer.estimate = true;
       answer.rows[0]!.estimate = true;
     }
+  } else if (by.length === 0) {
+    answer.columns = ["count"];
+    answer.rows = [{ count: total }];
+    answer.groups = 1;
   } else {
     const names = by.map(columnOf);
     const top = pipe.op === "top";

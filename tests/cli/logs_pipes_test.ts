@@ -147,7 +147,7 @@ kvTest(
     let now = T0 + 86_400_000;
     const run = await logs(
       kv,
-      [projectId, "--query", "* | count", "--json"],
+      [projectId, "--query", "context.userId:* | count", "--json"],
       () => (now += 1500),
     );
     assert.equal(run.code, 0, run.stderr);

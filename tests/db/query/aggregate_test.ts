@@ -178,14 +178,19 @@ kvTest(
     // Each reading of the clock is 1.5 s later: the 2 s budget is spent
     // after the newest hour's chunk.
     const clock = () => (now += 1500);
-    const answer = await run(kv, projectId, "* | count", clock);
+    const answer = await run(kv, projectId, "context.userId:* | count", clock);
     assert.ok(answer.searchedTo !== undefined, "partial");
     assert.ok(answer.searchedTo > T0 && answer.searchedTo <= T0 + 4 * HOUR);
     const counted =
       PIPE_RECORDS.filter((r) => r.receivedAt >= answer.searchedTo!).length;
     assert.deepEqual(answer.rows, [{ count: counted }]);
     assert.ok(counted < PIPE_RECORDS.length && counted > 0);
-    const whole = await run(kv, projectId, "* | count", () => 0);
+    const whole = await run(
+      kv,
+      projectId,
+      "context.userId:* | count",
+      () => 0,
+    );
     assert.equal(whole.searchedTo, undefined);
   },
 );
@@ -225,5 +230,44 @@ kvTest(
     // HyperLogLog with 16,384 registers counts 58 values within a few.
     const n = estimated.rows[0]!.count as number;
     assert.ok(Math.abs(n - PIPE_RECORDS.length) <= 3, `estimate ${n}`);
+  },
+);
+
+kvTest(
+  "levels grouped by time and level are counted from the counters, exactly, partial minutes at the ends included",
+  async (kv) => {
+    const projectId = await storePipeRecords(kv);
+    const { filter, pipe } = parseSearch(
+      "level>=error | count by (time 15m, level)",
+    );
+    // From 30 s into the first hour's 7th minute to 90 s into the fourth's.
+    const since = T0 + 6 * 60_000 + 30_000;
+    const until = T0 + 3 * HOUR + 90_000;
+    const answer = await aggregate(kv, projectId, {
+      filter: { ...filter, since, until },
+      pipe: pipe!,
+    });
+    const expected = countsBy(
+      (r) => severe(r) && r.receivedAt >= since && r.receivedAt < until,
+      (r) =>
+        JSON.stringify([
+          new Date(Math.floor(r.receivedAt / 900_000) * 900_000).toISOString(),
+          r.level,
+        ]),
+    ).map(([key, count]) => {
+      const [time, level] = JSON.parse(key);
+      return { time, level, count };
+    });
+    assert.deepEqual(sorted(answer.rows), sorted(expected));
+    const all = await run(kv, projectId, "* | count by (time 1h)");
+    assert.deepEqual(
+      sorted(all.rows),
+      sorted(
+        countsBy(() => true, hourOf).map(([time, count]) => ({ time, count })),
+      ),
+    );
+    assert.equal(all.stats.pagesRead, 0, "no chunk read");
+    const levels = await run(kv, projectId, "-level:info | uniq level");
+    assert.deepEqual(levels.rows, [{ count: 2 }]);
   },
 );
