@@ -30,10 +30,11 @@ export class Groups {
   constructor(max: number) {
     this.max = max;
   }
-  readonly map = new Map<string, { cells: Cell[]; count: number }>();
+  /** Keyed by the cell itself when there is one (a Map tells 502 from "502"). */
+  readonly map = new Map<Cell, { cells: Cell[]; count: number }>();
   add(cells: Cell[], n = 1): void {
     const key = cells.length === 1
-      ? keyOf(cells[0]!)
+      ? cells[0]!
       : cells.map(keyOf).join("\u0000");
     const group = this.map.get(key);
     if (group) {
@@ -108,18 +109,18 @@ export class Distinct {
   constructor(max: number) {
     this.max = max;
   }
-  #exact: Set<string> | null = new Set();
+  #exact: Set<Cell> | null = new Set();
   #sketch: HyperLogLog | null = null;
-  add(key: string): void {
+  add(cell: Cell): void {
     if (this.#exact) {
-      this.#exact.add(key);
+      this.#exact.add(cell);
       if (this.#exact.size <= this.max) return;
       this.#sketch = new HyperLogLog();
-      for (const k of this.#exact) this.#sketch.add(k);
+      for (const c of this.#exact) this.#sketch.add(keyOf(c));
       this.#exact = null;
       return;
     }
-    this.#sketch!.add(key);
+    this.#sketch!.add(keyOf(cell));
   }
   get estimated(): boolean {
     return this.#exact === null;
@@ -141,7 +142,7 @@ export class Tally {
   /** Counts `n` entries whose groupings have the values `cells`. */
   add(cells: Cell[], n = 1): void {
     this.total += n;
-    if (this.distinct) this.distinct.add(keyOf(cells[0]!));
+    if (this.distinct) this.distinct.add(cells[0]!);
     else if (cells.length > 0) this.groups.add(cells, n);
   }
 }
