@@ -94,7 +94,6 @@ export function printAggregation(
         ? formatTime(Date.parse(String(value)))
         : inert(String(value));
     const body = rows.map((row) => columns.map((c) => cell(c, row[c] ?? null)));
-    if (answer.estimate) body[0]?.push("(estimate)");
     println(ctx, formatTable([columns, ...body]));
   }
   if (answer.more) {

@@ -257,6 +257,7 @@ function answerOf(
     answer.rows = [{ count: distinct.count }];
     answer.groups = 1;
     if (distinct.estimated) {
+      answer.columns.push("estimate");
       answer.estimate = true;
       answer.rows[0]!.estimate = true;
     }

@@ -227,6 +227,7 @@ kvTest(
     });
     assert.equal(estimated.estimate, true);
     assert.equal(estimated.rows[0]!.estimate, true);
+    assert.deepEqual(estimated.columns, ["count", "estimate"]);
     // HyperLogLog with 16,384 registers counts 58 values within a few.
     const n = estimated.rows[0]!.count as number;
     assert.ok(Math.abs(n - PIPE_RECORDS.length) <= 3, `estimate ${n}`);
