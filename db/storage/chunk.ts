@@ -9,16 +9,18 @@
  * Beside it, two small values name the same last id: the summary (first id,
  * count, count per level, slices) under `log_summaries/`, and the summary
  * followed by one Bloom filter per block (of its tokens and field pairs) under
- * `log_blooms/`. A query lists the summaries, or the Bloom filters when it
- * has text or field terms, reads only the chunks that may hold a match, and
- * inflates only their blocks that may: a user's entries spread over a hundred
- * chunks cost a hundred blocks, not a hundred whole chunks. Keys name the last id so that a
- * newest-first listing knows that no chunk still to be listed holds a later
- * entry; a chunk spans at most {@linkcode CHUNK_SPAN_MS}, which bounds how far
- * an oldest-first listing looks ahead.
+ * `log_blooms/` (the chunk's blooms). A query lists the summaries, or the
+ * blooms when it has text or field terms, reads only the chunks that may hold
+ * a match, and inflates only their blocks that may: a user's entries spread
+ * over a hundred chunks cost a hundred blocks, not a hundred whole chunks.
+ * Keys name the last id so that a newest-first listing knows that no chunk
+ * still to be listed holds a later entry; a chunk spans at most
+ * {@linkcode CHUNK_SPAN_MS}, which bounds how far an oldest-first listing
+ * looks ahead.
  *
  * Every value is bytes encoded here (format byte first), readable by any
- * Deno version.
+ * Deno version. The decoders are what db/query/ reads chunks with; the
+ * writes are db/storage/write.ts's.
  *
  * @module
  */

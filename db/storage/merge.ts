@@ -2,10 +2,11 @@
  * The merger: combines a project's small chunks into larger ones and ends
  * the chunks past the project's retention, while traffic goes on.
  *
- * The consumer writes every batch as a chunk of tier 0 (db/storage/write.ts): already
- * compressed and searchable, but small when traffic is light, and small
- * chunks compress worse and cost a listing each. A round lists a project's
- * summaries and merges the groups db/storage/tiers.ts picks.
+ * The consumer writes every batch as a chunk of tier 0
+ * (db/storage/write.ts): already compressed and searchable, but small when
+ * traffic is light, and small chunks compress worse and cost a listing each.
+ * A round lists a project's summaries and merges the groups
+ * db/storage/tiers.ts picks.
  *
  * A merge is one atomic commit: delete the source chunks, write the merged
  * chunk under the last id of the newest source, bump

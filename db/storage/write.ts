@@ -8,7 +8,9 @@
  * it changes how entries are grouped, never what a reader finds.
  *
  * This module owns the keys a chunk occupies and the writes of a chunk, for
- * both writers. docs/storage.md describes the whole layout.
+ * both writers, and the list of everything stored for a project's entries,
+ * which a project's deletion removes. docs/storage.md describes the whole
+ * layout.
  *
  * @module
  */
