@@ -16,6 +16,7 @@ import {
   WebhookTargetError,
 } from "../../alerts/targets.ts";
 import { createAlertLoop } from "../../alerts/mod.ts";
+import { round } from "../_helpers/webhook_receiver.ts";
 import { harnessTest, randomEntry, withHarness } from "../_helpers/harness.ts";
 import { stepEachGives } from "../_helpers/table.ts";
 
@@ -237,7 +238,7 @@ Deno.test("a host name resolving to a private address is refused at delivery", a
           await res.body?.cancel();
           await h.process();
           h.clock.advance(3000);
-          assert.deepEqual((await loop.tick()).attempts, [outcome]);
+          assert.deepEqual((await round(loop)).attempts, [outcome]);
           assert.equal(fetched, 0);
           const [attempt] = await readAlertHistory(h.kv, project.id, rule.id);
           assert.match(attempt!.error!, error);
