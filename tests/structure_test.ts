@@ -1,25 +1,41 @@
 /**
  * The shape of the house (docs/design.md#layers): no import cycle, not even
- * through type-only imports, lower layers never import higher ones, and no
- * source file outside the tests grows past 400 lines (the key layout, one
- * table in one module, excepted), nor any test file past 700. Inside db/,
- * the query module only reads (docs/storage.md#storage-and-query): nothing
- * in db/query/ writes, and of db/storage/ it imports only the stored
- * formats' decoders, never what writes.
+ * through type-only imports, lower layers never import higher ones, no
+ * function outside the tests over 80 lines (JSX components included), and
+ * no test file past 700 lines. A source file past 600 lines is named in a
+ * warning, not refused: a file is split where its concerns part, not at a
+ * count. Inside db/, the query module only reads
+ * (docs/storage.md#storage-and-query): nothing in db/query/ writes, and of
+ * db/storage/ it imports only the stored formats' decoders, never what
+ * writes.
  *
  * @module
  */
 import assert from "node:assert/strict";
+import { longFunctions } from "./_helpers/function_length.ts";
 
 const ROOT = new URL("../", import.meta.url);
-/** Longest source file outside the tests. */
-const MAX_LINES = 400;
+/** Longest function outside the tests, nested functions included. */
+const MAX_FUNCTION_LINES = 80;
 /**
- * Files allowed past it, and why: the key layout is one table and one
- * builder per key in one module (docs/design.md#key-layout), so it grows
- * with the layout instead of splitting into several homes.
+ * Functions allowed past it, and why, with the length they may reach.
  */
-const LONGER: Record<string, number> = { "db/keys.ts": 520 };
+const LONGER_FUNCTIONS: Record<string, number> = {
+  "cli/logs.ts:logsCommand": 92,
+  "cli/logs.ts:(anonymous)": 90,
+  "db/storage/chunk.ts:chunkSteps": 98,
+  "alerts/dispatch.ts:createDispatcher": 190,
+  "db/query/histogram.ts:histogram": 85,
+  "dashboard/pages/entry.tsx:chooseShown": 86,
+  "dashboard/routes/explorer.ts:explorerRoutes": 85,
+  "dashboard/routes/users.ts:usersRoutes": 90,
+  "dashboard/routes/settings.ts:settingsRoutes": 114,
+  "dashboard/routes/api.ts:apiRoutes": 85,
+  "dashboard/routes/api.ts:(anonymous)": 81,
+  "dashboard/routes/alerts.ts:alertsRoutes": 100,
+};
+/** Source files past this many lines are named in a warning. */
+const WARN_FILE_LINES = 600;
 /** Longest file under tests/, so that a suite stays one thing to read. */
 const MAX_TEST_LINES = 700;
 /** Layers from the bottom: a module may import its own layer or lower ones. */
@@ -176,16 +192,65 @@ Deno.test("a query module that imports a writer of storage, or writes, is a leak
   assert.ok(!WRITE.test("cache.set(filter, compiled);"));
 });
 
-Deno.test(`no source file outside the tests is over ${MAX_LINES} lines`, async () => {
+Deno.test(`no function outside the tests is over ${MAX_FUNCTION_LINES} lines`, async () => {
+  const long: string[] = [];
+  let files = 0;
+  for (const file of await sourceFiles()) {
+    if (file.startsWith("tests/")) continue;
+    files++;
+    const source = await Deno.readTextFile(new URL(file, ROOT));
+    for (const fn of longFunctions(file, source, MAX_FUNCTION_LINES)) {
+      const allowed = LONGER_FUNCTIONS[`${file}:${fn.name}`];
+      if (allowed === undefined || fn.lines > allowed) {
+        long.push(`${file}:${fn.line} ${fn.name}: ${fn.lines}`);
+      }
+    }
+  }
+  assert.ok(files > 150, `only ${files} files were read`);
+  assert.deepEqual(long, []);
+});
+
+Deno.test("the function rule measures declarations, arrows, methods and JSX components, nested ones in their holder", () => {
+  const body = (n: number) => Array.from({ length: n }, (_, i) => `  f(${i});`);
+  const source = [
+    `function short() {`,
+    ...body(3),
+    `}`,
+    `export function Long() {`,
+    `  const inner = () => {`,
+    ...body(4),
+    `  };`,
+    `  return <div>`,
+    ...body(3).map((l) => `  <p>{${l.trim().slice(0, -1)}}</p>`),
+    `  </div>;`,
+    `}`,
+    `const arrow = (x: number) => {`,
+    ...body(8),
+    `};`,
+    `class C {`,
+    `  method() {`,
+    ...body(8),
+    `  }`,
+    `}`,
+  ].join("\n");
+  assert.deepEqual(
+    longFunctions("a.tsx", source, 9).map((f) => [f.name, f.line, f.lines]),
+    [["Long", 6, 13], ["arrow", 19, 10], ["method", 30, 10]],
+  );
+});
+
+Deno.test(`a source file past ${WARN_FILE_LINES} lines is named in a warning`, async () => {
   const long: string[] = [];
   for (const file of await sourceFiles()) {
     if (file.startsWith("tests/")) continue;
     const lines = (await Deno.readTextFile(new URL(file, ROOT))).split("\n");
-    if (lines.length - 1 > (LONGER[file] ?? MAX_LINES)) {
+    if (lines.length - 1 > WARN_FILE_LINES) {
       long.push(`${file}: ${lines.length - 1}`);
     }
   }
-  assert.deepEqual(long, []);
+  if (long.length > 0) {
+    console.warn(`Files past ${WARN_FILE_LINES} lines: ${long.join(", ")}`);
+  }
 });
 
 Deno.test(`no test file is over ${MAX_TEST_LINES} lines`, async () => {
