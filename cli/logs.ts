@@ -184,21 +184,42 @@ function readFilter(
   return { filter: andFilters(filter, flagFilter(parsed, now)), pipe };
 }
 
+/** Reads `--limit`: a whole number from 1 to 100,000. */
+function readLimit(parsed: ReturnType<typeof parseFlags>): number {
+  const limitText = stringFlag(parsed, "limit") ?? String(DEFAULT_LIMIT);
+  const limit = Number(limitText);
+  if (!/^\d+$/.test(limitText) || limit < 1 || limit > 100_000) {
+    throw new UsageError(
+      `Cannot read --limit "${limitText}": expected a whole number from 1 to 100000`,
+    );
+  }
+  return limit;
+}
+
 /** Prints the rows of `pipe` over the entries of `filter`. */
 async function printRows(
   ctx: CommandContext,
   parsed: ReturnType<typeof parseFlags>,
-  projectId: string,
-  search: { filter: Filter; pipe: Pipe },
+  named: string,
+  search: { filter: Filter; pipe: Pipe | null },
 ): Promise<number> {
+  const { filter, pipe } = search;
+  if (pipe === null) {
+    throw new UsageError(`Cannot use --csv without an aggregation`);
+  }
+  if (booleanFlag(parsed, "json") && booleanFlag(parsed, "csv")) {
+    throw new UsageError(`Cannot use --json with --csv`);
+  }
   for (const flag of ["follow", "limit"]) {
     if (parsed.values[flag] !== undefined) {
       throw new UsageError(`Cannot use --${flag} with an aggregation`);
     }
   }
   try {
-    const answer = await aggregate(ctx.kv, projectId, {
-      ...search,
+    const { id } = await resolveProject(ctx.kv, named);
+    const answer = await aggregate(ctx.kv, id, {
+      filter,
+      pipe,
       budget: { clock: ctx.now },
     });
     const mode = booleanFlag(parsed, "json")
@@ -294,23 +315,10 @@ export function logsCommand(ctx: CommandContext): Promise<number> {
   return runCommand(ctx, COMMAND, async (parsed) => {
     const [named] = takePositionals("logs", parsed.positionals, ["ID"]);
     const { filter, pipe } = readFilter(parsed, ctx.now);
-    if (booleanFlag(parsed, "json") && booleanFlag(parsed, "csv")) {
-      throw new UsageError(`Cannot use --json with --csv`);
+    if (pipe || booleanFlag(parsed, "csv")) {
+      return await printRows(ctx, parsed, named, { filter, pipe });
     }
-    if (pipe !== null) {
-      const project = await resolveProject(ctx.kv, named);
-      return await printRows(ctx, parsed, project.id, { filter, pipe });
-    }
-    if (booleanFlag(parsed, "csv")) {
-      throw new UsageError(`Cannot use --csv without an aggregation`);
-    }
-    const limitText = stringFlag(parsed, "limit") ?? String(DEFAULT_LIMIT);
-    const limit = Number(limitText);
-    if (!/^\d+$/.test(limitText) || limit < 1 || limit > 100_000) {
-      throw new UsageError(
-        `Cannot read --limit "${limitText}": expected a whole number from 1 to 100000`,
-      );
-    }
+    const limit = readLimit(parsed);
     const follow = booleanFlag(parsed, "follow");
     if (follow && stringFlag(parsed, "until") !== undefined) {
       throw new UsageError(`Cannot use --until with --follow`);

@@ -230,10 +230,9 @@ function nextLink(
  */
 function rowsResponse(
   c: DashContext,
-  answer: Aggregation,
-  format: "ndjson" | "csv",
-  headers: Record<string, string>,
+  { answer, format }: { answer: Aggregation; format: "ndjson" | "csv" },
 ): Response {
+  const headers: Record<string, string> = {};
   if (answer.searchedTo !== undefined) {
     headers["X-Searched-Back-To"] = new Date(answer.searchedTo).toISOString();
   }
@@ -246,6 +245,43 @@ function rowsResponse(
     });
   }
   const body = answer.rows.map((row) => JSON.stringify(row) + "\n").join("");
+  return c.body(body, 200, {
+    ...headers,
+    "Content-Type": "application/x-ndjson; charset=utf-8",
+  });
+}
+
+/** The rows of the aggregation a request's `q` ends with. */
+async function rowsOf(
+  c: DashContext,
+  deps: DashboardDeps,
+  projectId: string,
+  params: { filter: Filter; pipe: Pipe | null; format: "ndjson" | "csv" },
+): Promise<Response> {
+  const answer = await aggregate(deps.kv, projectId, {
+    filter: params.filter,
+    pipe: params.pipe!,
+    budget: { clock: deps.now },
+  });
+  return rowsResponse(c, { answer, format: params.format });
+}
+
+/** A page of entries as CSV or NDJSON. */
+function entriesResponse(
+  c: DashContext,
+  records: LogRecord[],
+  csv: boolean,
+  headers: Record<string, string>,
+): Response {
+  if (csv) {
+    const body = CSV_COLUMNS.join(",") + "\r\n" + records.map(csvRow).join("");
+    return c.body(body, 200, {
+      ...headers,
+      "Content-Type": "text/csv; charset=utf-8; header=present",
+    });
+  }
+  const body = records.map((r) => JSON.stringify(recordJson(r)) + "\n")
+    .join("");
   return c.body(body, 200, {
     ...headers,
     "Content-Type": "application/x-ndjson; charset=utf-8",
@@ -295,17 +331,10 @@ export function apiRoutes(app: DashApp, deps: DashboardDeps): void {
     const url = new URL(c.req.url);
     let params;
     let page;
-    let rows: Aggregation | undefined;
     try {
       params = readParams(url, deps.now());
-      if (params.pipe !== null) {
-        rows = await aggregate(kv, projectId, {
-          filter: params.filter,
-          pipe: params.pipe,
-          budget: { clock: deps.now },
-        });
-      }
-      page = rows ? null : await queryLogs(kv, projectId, {
+      if (params.pipe) return await rowsOf(c, deps, projectId, params);
+      page = await queryLogs(kv, projectId, {
         filter: params.filter,
         limit: params.limit,
         ...(params.cursor === undefined ? {} : { cursor: params.cursor }),
@@ -319,10 +348,9 @@ export function apiRoutes(app: DashApp, deps: DashboardDeps): void {
       throw error;
     }
     const headers: Record<string, string> = {};
-    if (rows) return rowsResponse(c, rows, params.format, headers);
-    if (page!.cursor !== null) {
+    if (page.cursor !== null) {
       headers["Link"] = `<${
-        nextLink(url, page!.cursor!, params.since, params.until)
+        nextLink(url, page.cursor, params.since, params.until)
       }>; rel="next"`;
     }
     const csv = params.format === "csv";
@@ -331,19 +359,6 @@ export function apiRoutes(app: DashApp, deps: DashboardDeps): void {
         projectId.replace(/[^\w-]/g, "")
       }.${csv ? "csv" : "ndjson"}"`;
     }
-    if (csv) {
-      const body = CSV_COLUMNS.join(",") + "\r\n" +
-        page!.records.map(csvRow).join("");
-      return c.body(body, 200, {
-        ...headers,
-        "Content-Type": "text/csv; charset=utf-8; header=present",
-      });
-    }
-    const body = page!.records.map((r) => JSON.stringify(recordJson(r)) + "\n")
-      .join("");
-    return c.body(body, 200, {
-      ...headers,
-      "Content-Type": "application/x-ndjson; charset=utf-8",
-    });
+    return entriesResponse(c, page.records, csv, headers);
   });
 }

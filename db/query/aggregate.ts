@@ -24,7 +24,7 @@ import type { GroupBy, Pipe } from "./pipe.ts";
 import { QUERY_BUDGET_MS } from "./query.ts";
 import { MAX_ID, scan, type ScanStats } from "./scan.ts";
 import { type Cell, Tally } from "./tally.ts";
-import { resolvePath } from "./text.ts";
+import { resolvePath } from "../storage/text.ts";
 
 /** Most groups one `count by` or `top` counts before it is refused. */
 export const MAX_GROUPS = 100_000;
@@ -131,7 +131,11 @@ export async function aggregate(
   let tally = new Tally(pipe.op === "uniq", bounds);
   const compiled = compileFilter(filter);
   const budget = options.budget ?? {};
-  const stats: ScanStats = { pagesRead: 0, pagesSkipped: 0, entriesScanned: 0 };
+  const stats: ScanStats = {
+    chunksRead: 0,
+    chunksSkipped: 0,
+    entriesScanned: 0,
+  };
   /**
    * Counts the matching entries of [lo, hi) into `tally`, afresh when
    * `fresh`; where it stopped for want of time.
@@ -143,7 +147,7 @@ export async function aggregate(
       lo,
       hi,
       filter: compiled,
-      limit: 0,
+      limit: Infinity,
       // Every attempt counts afresh (scan.ts may read again).
       visit: () => {
         if (fresh) {
@@ -160,8 +164,8 @@ export async function aggregate(
       },
     });
     for (const cells of found) tally.add(cells);
-    stats.pagesRead += result.stats.pagesRead;
-    stats.pagesSkipped += result.stats.pagesSkipped;
+    stats.chunksRead += result.stats.chunksRead;
+    stats.chunksSkipped += result.stats.chunksSkipped;
     stats.entriesScanned += result.stats.entriesScanned;
     return result.resume;
   };

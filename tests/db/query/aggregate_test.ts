@@ -267,7 +267,7 @@ kvTest(
         countsBy(() => true, hourOf).map(([time, count]) => ({ time, count })),
       ),
     );
-    assert.equal(all.stats.pagesRead, 0, "no chunk read");
+    assert.equal(all.stats.chunksRead, 0, "no chunk read");
     const levels = await run(kv, projectId, "-level:info | uniq level");
     assert.deepEqual(levels.rows, [{ count: 2 }]);
   },
