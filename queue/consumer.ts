@@ -20,16 +20,10 @@ import {
 import type { ProjectCache } from "../auth/projects.ts";
 import { type AtomicWriter, RecordedAtomic } from "../db/atomic.ts";
 import { addErrorGroups } from "../db/error_groups.ts";
-import {
-  batchPartKey,
-  batchProgressKey,
-  pendingBatchKey,
-  projectKey,
-} from "../db/keys.ts";
+import { batchProgressKey, pendingBatchKey, projectKey } from "../db/keys.ts";
 import { ATOMIC_MAX_CHECKS, decodeJson, getManyChunked } from "../db/kv.ts";
 import { encodeRecordLine, lineFromQueued } from "../db/lines.ts";
 import { storeLogs } from "../db/logs.ts";
-import { joinJson } from "../db/blob.ts";
 import { encodeKeptEntry } from "../db/rejected.ts";
 import { addStats, StatsTally } from "../db/stats.ts";
 import {
@@ -43,7 +37,7 @@ import {
   decodeBatchHeader,
   type HandedBatch,
   isEntryList,
-  readBatchApart,
+  readBatchParts,
 } from "./batch.ts";
 import { claimSignatures, type Reads } from "./claims.ts";
 import { Locks } from "./locks.ts";
@@ -71,7 +65,6 @@ function handedBatch(batchId: string, handed: HandedBatch): BatchRead {
       versionstamp: handed.versionstamp,
     },
     parts: handed.parts,
-    apart: true,
     entries: handed.entries,
     texts: handed.texts,
   };
@@ -257,17 +250,15 @@ export class Consumer {
     // Absent means no key: a key holding null is a batch that cannot be read.
     if (pending.versionstamp === null) return null;
     const header = decodeBatchHeader(pending.value);
-    const apart = header.apart === true;
+    if (header.unreadable) {
+      // A value kept from a failed attempt: it failed, and fails again.
+      throw new BatchFormatError(
+        `Cannot read batch "${batchId}": its header was not readable`,
+      );
+    }
     let entries: unknown;
     try {
-      entries = apart
-        ? await readBatchApart(this.#kv, batchId, header.parts)
-        : await joinJson(
-          this.#kv,
-          header.head,
-          header.parts,
-          (n) => batchPartKey(batchId, n),
-        );
+      entries = await readBatchParts(this.#kv, batchId, header.parts);
     } catch (error) {
       // Processed by another process between the two reads: nothing to do.
       const again = await this.#kv.get(pendingBatchKey(batchId));
@@ -281,7 +272,7 @@ export class Consumer {
         `Cannot read batch "${batchId}": not a list of entries`,
       );
     }
-    return { pending, parts: header.parts, apart, entries };
+    return { pending, parts: header.parts, entries };
   }
 
   /** The kept form of a rejected entry (docs/design.md#kept-rejected-entries). */

@@ -298,14 +298,11 @@ export class GroupCommitter {
         `[${items.map((w) => w.json).join(",")}]`,
       );
       const id = createId(now);
-      // The bytes go apart from the header (see `BatchHeader.apart`).
       const header: BatchHeader = {
         createdAt: now,
         count: items.length,
-        head: new Uint8Array(0),
         parts: 1 + rest.length,
         attempts: 0,
-        apart: true,
       };
       op.set(pendingBatchKey(id), encodeBatchHeader(header));
       [head, ...rest].forEach((part, n) => op.set(batchPartKey(id, n), part));

@@ -127,7 +127,6 @@ export function testConfig(overrides: Partial<Config> = {}): Config {
       PORT: "0",
       HOSTNAME: "127.0.0.1",
       KV_PATH: ":memory:",
-      QUEUE: "off",
       PROJECT_CACHE_MS: "0",
     }),
     ...overrides,
