@@ -19,19 +19,17 @@ import {
 } from "../auth/authenticate.ts";
 import type { ProjectCache } from "../auth/projects.ts";
 import { type AtomicWriter, RecordedAtomic } from "../db/atomic.ts";
-import { addErrorGroups } from "../db/error_groups.ts";
 import { batchProgressKey, pendingBatchKey, projectKey } from "../db/keys.ts";
 import { ATOMIC_MAX_CHECKS, decodeJson, getManyChunked } from "../db/kv.ts";
 import { encodeRecordLine, lineFromQueued } from "../db/lines.ts";
-import { storeLogs } from "../db/logs.ts";
 import { encodeKeptEntry } from "../db/rejected.ts";
 import { addStats, StatsTally } from "../db/stats.ts";
 import {
-  DAY_MS,
   type LogRecord,
   type QueuedEntry,
   toLogRecord,
 } from "../domain/entry.ts";
+import { acceptEntries } from "./accept.ts";
 import {
   BatchFormatError,
   decodeBatchHeader,
@@ -325,15 +323,10 @@ export class Consumer {
       }
     });
     for (const [projectId, records] of accepted) {
-      const retentionMs = projects.get(projectId)!.retentionDays * DAY_MS;
-      records.sort((a, b) => a.id < b.id ? -1 : a.id > b.id ? 1 : 0);
-      storeLogs(op, projectId, records, {
+      acceptEntries(op, projects.get(projectId)!, records, {
         now,
-        retentionMs,
         lineOf: (record) => lines.get(record) ?? encodeRecordLine(record),
       });
-      addErrorGroups(op, projectId, records);
-      tally.accept(projectId, records.length);
     }
     await addStats(this.#kv, op, tally);
   }

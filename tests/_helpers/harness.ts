@@ -11,7 +11,6 @@ import { type Config, loadConfig } from "../../config.ts";
 import { listLogs } from "../../db/query/mod.ts";
 import type { LogRecord, RejectReason } from "../../domain/entry.ts";
 import { createProject, type Project } from "../../db/projects.ts";
-import { authenticate } from "../../auth/authenticate.ts";
 import { sign } from "../../auth/signature.ts";
 import {
   createPipeline,
@@ -686,7 +685,7 @@ export const harnessTest = fixtureTest(withHarness);
 /** A test run inside {@linkcode withKv}. */
 export const kvTest = fixtureTest(withKv);
 
-/** What `replayRejected` is given: the real authentication, the harness's clock. */
+/** What `replayRejected` is given: the harness's clock. */
 export function replayWith(h: Harness) {
-  return { authenticate, now: h.clock.now };
+  return { now: h.clock.now };
 }
