@@ -10,6 +10,12 @@
  * records instead of storing under a project that is gone
  * (docs/design.md#processing-exactly-once).
  *
+ * Given a write gate (the disk space guard), it leaves batches pending while
+ * the disk is full: it starts none while the gate is closed, and a batch
+ * whose writes fail for space stays pending without counting as a failed
+ * attempt (which would carry it to the dead letters during a long outage);
+ * the sweeper finds it again once writes resume (docs/design.md#full-disk).
+ *
  * @module
  */
 import {
@@ -20,6 +26,7 @@ import {
 import type { ProjectCache } from "../auth/projects.ts";
 import { type AtomicWriter, RecordedAtomic } from "../db/atomic.ts";
 import { batchProgressKey, pendingBatchKey, projectKey } from "../db/keys.ts";
+import { isDiskFullError } from "../db/disk.ts";
 import { ATOMIC_MAX_CHECKS, decodeJson, getManyChunked } from "../db/kv.ts";
 import { encodeRecordLine, lineFromQueued } from "../db/lines.ts";
 import { encodeKeptEntry } from "../db/rejected.ts";
@@ -39,6 +46,7 @@ import {
 } from "./batch.ts";
 import { claimSignatures, type Reads } from "./claims.ts";
 import { Locks } from "./locks.ts";
+import type { WriteGate } from "./producer.ts";
 import {
   type BatchRead,
   type Guard,
@@ -83,12 +91,15 @@ export interface ConsumerOptions {
   /** Clock. @default {Date.now} */
   now?: () => number;
   /**
-   * Makes a result commit (docs/design.md#one-writer-per-commit).
-   * @default `result.commit(kv)`, sent again while refused as locked
+   * Waits before a commit refused as locked is sent again
+   * (docs/design.md#group-commit). @default a `setTimeout`
    */
-  commit?: (
-    result: RecordedAtomic,
-  ) => Promise<Deno.KvCommitResult | Deno.KvCommitError>;
+  sleep?: (ms: number) => Promise<void>;
+  /**
+   * While closed, no batch is processed; told of the writes that failed for
+   * space (the disk space guard, docs/design.md#full-disk).
+   */
+  gate?: WriteGate;
 }
 
 /** What {@linkcode Consumer.process} did. */
@@ -101,25 +112,47 @@ export class Consumer {
   #projects: ProjectCache;
   #maxSkewMs: number;
   #now: () => number;
+  #gate: WriteGate | undefined;
+  /** Makes a result commit, sent again while refused as locked. */
   #commit: (
     result: RecordedAtomic,
   ) => Promise<Deno.KvCommitResult | Deno.KvCommitError>;
 
   constructor(options: ConsumerOptions) {
-    this.#kv = options.kv;
-    this.#commit = options.commit ?? ((result) => result.commit(this.#kv));
+    const { kv, sleep } = options;
+    this.#kv = kv;
+    this.#commit = (result) => result.commit(kv, sleep ? { sleep } : {});
     this.#projects = options.projects;
     this.#maxSkewMs = options.maxSkewMs;
     this.#now = options.now ?? Date.now;
+    this.#gate = options.gate;
   }
 
   /**
    * Processes batch `batchId`: `"absent"` when it was already processed,
-   * `"conflict"` when another processor committed it meanwhile.
+   * `"conflict"` when another processor committed it meanwhile or when the
+   * gate holds writes back (the batch stays pending).
    */
   async process(
     batchId: string,
     handed?: HandedBatch,
+  ): Promise<ProcessOutcome> {
+    const gate = this.#gate;
+    if (!gate) return await this.#process(batchId, handed);
+    // "conflict": not processed here, and still pending for whoever comes next.
+    if (!gate.open()) return "conflict";
+    try {
+      return await this.#process(batchId, handed);
+    } catch (error) {
+      if (!isDiskFullError(error)) throw error;
+      gate.failed(error);
+      return "conflict";
+    }
+  }
+
+  async #process(
+    batchId: string,
+    handed: HandedBatch | undefined,
   ): Promise<ProcessOutcome> {
     const read = handed
       ? handedBatch(batchId, handed)
