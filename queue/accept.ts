@@ -10,7 +10,7 @@
 import type { AtomicWriter } from "../db/atomic.ts";
 import { addErrorGroups } from "../db/error_groups.ts";
 import { acceptedCountKey } from "../db/keys.ts";
-import { storeLogs } from "../db/logs.ts";
+import { storeLogs } from "../db/storage/write.ts";
 import type { Project } from "../db/projects.ts";
 import { DAY_MS, type LogRecord } from "../domain/entry.ts";
 

@@ -28,7 +28,7 @@ import { type AtomicWriter, RecordedAtomic } from "../db/atomic.ts";
 import { batchProgressKey, pendingBatchKey, projectKey } from "../db/keys.ts";
 import { isDiskFullError } from "../db/disk.ts";
 import { ATOMIC_MAX_CHECKS, decodeJson, getManyChunked } from "../db/kv.ts";
-import { encodeRecordLine, lineFromQueued } from "../db/lines.ts";
+import { encodeRecordLine, lineFromQueued } from "../db/storage/lines.ts";
 import { encodeKeptEntry } from "../db/rejected.ts";
 import { addStats, StatsTally } from "../db/stats.ts";
 import {
@@ -326,7 +326,7 @@ export class Consumer {
     const projects = new Map([...reads].map(([id, r]) => [id, r.project]));
     const now = this.#now();
     const accepted = new Map<string, LogRecord[]>();
-    // Lines cut from the committed JSON (db/lines.ts, lineFromQueued).
+    // Lines cut from the committed JSON (db/storage/lines.ts, lineFromQueued).
     const lines = new Map<LogRecord, string>();
     const tally = new StatsTally();
     entries.forEach((entry, i) => {

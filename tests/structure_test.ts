@@ -2,7 +2,10 @@
  * The shape of the house (docs/design.md#layers): no import cycle, not even
  * through type-only imports, lower layers never import higher ones, and no
  * source file outside the tests grows past 400 lines (the key layout, one
- * table in one module, excepted), nor any test file past 700.
+ * table in one module, excepted), nor any test file past 700. Inside db/,
+ * the query module only reads (docs/storage.md#storage-and-query): nothing
+ * in db/query/ writes, and of db/storage/ it imports only the stored
+ * formats' decoders, never what writes.
  *
  * @module
  */
@@ -103,11 +106,74 @@ Deno.test("lower layers never import higher ones", async () => {
 });
 
 Deno.test("a module of a layer that imports one on top is a leak", () => {
-  assert.equal(mayImport(layerOf("db/logs.ts"), "dashboard/mount.ts"), false);
+  assert.equal(
+    mayImport(layerOf("db/storage/write.ts"), "dashboard/mount.ts"),
+    false,
+  );
   assert.equal(mayImport(layerOf("routes/logs.ts"), "alerts/mod.ts"), false);
   assert.equal(mayImport(layerOf("main.ts"), "dashboard/mount.ts"), true);
-  assert.equal(mayImport(layerOf("db/logs.ts"), "routes/logs.ts"), false);
-  assert.equal(mayImport(layerOf("routes/logs.ts"), "db/logs.ts"), true);
+  assert.equal(
+    mayImport(layerOf("db/storage/write.ts"), "routes/logs.ts"),
+    false,
+  );
+  assert.equal(
+    mayImport(layerOf("routes/logs.ts"), "db/storage/write.ts"),
+    true,
+  );
+});
+
+/**
+ * The modules of db/storage/ that db/query/ may import: the stored formats
+ * and their decoders (a line, a chunk and its summary and blooms, a Bloom
+ * filter, what a token is). The writes, the merger and its tiers stay out.
+ */
+const STORAGE_FORMATS = [
+  "db/storage/lines.ts",
+  "db/storage/chunk.ts",
+  "db/storage/bloom.ts",
+  "db/storage/text.ts",
+];
+/** A write to KV: an atomic operation, its commit, or a single write. */
+const WRITE = /\.atomic\(|\.commit\(|\bkv\.(?:set|delete|enqueue)\(/;
+
+/** Whether a module of db/query/ may import `target`. */
+function queryMayImport(target: string): boolean {
+  return !target.startsWith("db/storage/") || STORAGE_FORMATS.includes(target);
+}
+
+Deno.test("db/query/ only reads: no write in it, and of db/storage/ only the formats", async () => {
+  const graph = await importGraph();
+  const found: string[] = [];
+  let checked = 0;
+  for (const [file, imports] of graph) {
+    if (file.startsWith("db/storage/")) {
+      for (const target of imports) {
+        if (target.startsWith("db/query/")) found.push(`${file} -> ${target}`);
+      }
+    }
+    const formats = STORAGE_FORMATS.includes(file);
+    if (!file.startsWith("db/query/") && !formats) continue;
+    checked++;
+    const text = await Deno.readTextFile(new URL(file, ROOT));
+    if (WRITE.test(text)) found.push(`${file} writes`);
+    if (formats) continue;
+    for (const target of imports) {
+      if (!queryMayImport(target)) found.push(`${file} -> ${target}`);
+    }
+  }
+  assert.ok(checked > 10, `only ${checked} modules were read`);
+  assert.deepEqual(found, []);
+});
+
+Deno.test("a query module that imports a writer of storage, or writes, is a leak", () => {
+  assert.equal(queryMayImport("db/storage/chunk.ts"), true);
+  assert.equal(queryMayImport("db/keys.ts"), true);
+  assert.equal(queryMayImport("db/storage/merge.ts"), false);
+  assert.equal(queryMayImport("db/storage/write.ts"), false);
+  assert.ok(WRITE.test("const op = kv.atomic();"));
+  assert.ok(WRITE.test("await op.commit();"));
+  assert.ok(WRITE.test("await kv.set(key, value);"));
+  assert.ok(!WRITE.test("cache.set(filter, compiled);"));
 });
 
 Deno.test(`no source file outside the tests is over ${MAX_LINES} lines`, async () => {
