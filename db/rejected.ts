@@ -33,7 +33,7 @@ import {
   seenSignatureKey,
 } from "./keys.ts";
 import { decodeJson, encodeJson } from "./kv.ts";
-import { addErrorGroups } from "./error_groups.ts";
+import { addErrorGroups, prepareErrorGroups } from "./error_groups.ts";
 import { storeLogs } from "./logs.ts";
 import { type Project, ProjectNotFoundError } from "./projects.ts";
 
@@ -375,7 +375,13 @@ async function replayOne(
     });
     op.sum(acceptedCountKey(projectId), 1n);
     op.sum(replayedCountKey(projectId), 1n);
-    addErrorGroups(op, projectId, [stored]);
+    addErrorGroups(
+      op,
+      await prepareErrorGroups(kv, projectId, [stored], {
+        retentionMs: project.retentionDays * DAY_MS,
+        now,
+      }),
+    );
     if ((await op.commit()).ok) {
       return { entryId, outcome: "stored", auth: verdict.method };
     }

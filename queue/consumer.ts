@@ -19,7 +19,7 @@ import {
 } from "../auth/authenticate.ts";
 import type { ProjectCache } from "../auth/projects.ts";
 import { type AtomicWriter, RecordedAtomic } from "../db/atomic.ts";
-import { addErrorGroups } from "../db/error_groups.ts";
+import { addErrorGroups, prepareErrorGroups } from "../db/error_groups.ts";
 import {
   batchPartKey,
   batchProgressKey,
@@ -341,7 +341,13 @@ export class Consumer {
         retentionMs,
         lineOf: (record) => lines.get(record) ?? encodeRecordLine(record),
       });
-      addErrorGroups(op, projectId, records);
+      addErrorGroups(
+        op,
+        await prepareErrorGroups(this.#kv, projectId, records, {
+          retentionMs,
+          now,
+        }),
+      );
       tally.accept(projectId, records.length);
     }
     await addStats(this.#kv, op, tally);
