@@ -10,7 +10,7 @@
 import type { ErrorGroup } from "../../db/error_groups.ts";
 import { DEFAULT_RANGE, type ExplorerState } from "../explorer_state.ts";
 import { explorerHref } from "./explorer_list.tsx";
-import { levelClass } from "./format.ts";
+import { levelClass, link } from "./format.ts";
 import {
   ListTable,
   type PageContext,
@@ -188,9 +188,12 @@ export function ErrorsPage(props: { ctx: PageContext; data: ErrorsData }) {
               <p class="pager">
                 <a
                   id="older-groups"
-                  href={`${ctx.base}/projects/${
-                    encodeURIComponent(project.id)
-                  }/errors?after=${encodeURIComponent(data.older)}`}
+                  href={link(
+                    ctx.base,
+                    `/projects/${encodeURIComponent(project.id)}/errors?after=${
+                      encodeURIComponent(data.older)
+                    }`,
+                  )}
                 >
                   Groups seen earlier
                 </a>
