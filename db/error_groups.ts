@@ -23,19 +23,17 @@
  * @module
  */
 import type { LogRecord } from "../domain/entry.ts";
-import {
-  fingerprintOf,
-  GROUP_KEY_BYTES,
-  groupIdOf,
-} from "../domain/fingerprint.ts";
+import { fingerprintOf, groupIdOf } from "../domain/fingerprint.ts";
 import type { AtomicWriter } from "./atomic.ts";
+import { groupKeyOf, makeRoom } from "./error_group_bounds.ts";
 import {
   decodeErrorGroupSeenKey,
   errorGroupKey,
   errorGroupSeenKey,
-  fingerprintKeyKey,
 } from "./keys.ts";
 import { decodeJson, encodeJson, getManyChunked } from "./kv.ts";
+
+export { groupKeyOf, MAX_GROUPS, RECOUNT_MS } from "./error_group_bounds.ts";
 
 /** Levels whose entries are grouped. */
 export const GROUPED_LEVELS: readonly string[] = ["error", "critical"];
@@ -45,27 +43,15 @@ export const GROUPED_LEVELS: readonly string[] = ["error", "critical"];
  * grouped; the largest groups of the batch are the ones kept.
  */
 export const MAX_GROUPS_PER_BATCH = 20;
-/** Groups a project keeps at most; the least recently seen go first. */
-export const MAX_GROUPS = 10_000;
 /** Groups one listing returns at most. */
 export const MAX_LIST_GROUPS = 1_000;
 /** Hours of the sparkline, the newest one included. */
 export const SPARK_HOURS = 24;
 /** A group first seen this recently is new. */
 export const NEW_GROUP_MS = 24 * 3_600_000;
-/**
- * How long a process trusts its count of a project's groups before it
- * counts them again (one read of the index); meanwhile it adds the groups
- * it makes itself, so other instances can pass the bound by what they made
- * in that time, until the next count.
- */
-export const RECOUNT_MS = 60_000;
-
 const HOUR_MS = 3_600_000;
 /** Longest sample title stored, in characters. */
 const MAX_SAMPLE_TITLE = 300;
-/** Keys deleted per commit by an eviction. */
-const DELETE_BATCH = 500;
 
 /** A group as stored. */
 interface StoredGroup {
@@ -122,42 +108,6 @@ function shiftHours(hours: number[], from: number, to: number): number[] {
   const out = new Array<number>(SPARK_HOURS).fill(0);
   for (let i = by; i < SPARK_HOURS; i++) out[i - by] = hours[i] ?? 0;
   return out;
-}
-
-const groupKeys = new WeakMap<Deno.Kv, Map<string, Uint8Array>>();
-
-/**
- * The project's key of group ids: read once per process, made on first use
- * with a check that no other process made it first (so every instance
- * sharing the database names groups alike, across restarts).
- *
- * @example
- * ```ts
- * const key = await groupKeyOf(kv, projectId); // 16 bytes
- * ```
- */
-export async function groupKeyOf(
-  kv: Deno.Kv,
-  projectId: string,
-): Promise<Uint8Array> {
-  let cache = groupKeys.get(kv);
-  if (cache === undefined) groupKeys.set(kv, cache = new Map());
-  const known = cache.get(projectId);
-  if (known !== undefined) return known;
-  const keyKey = fingerprintKeyKey(projectId);
-  for (let attempt = 0; attempt < 5; attempt++) {
-    const found = await kv.get<Uint8Array>(keyKey);
-    let key = found.value;
-    if (!(key instanceof Uint8Array) || key.length !== GROUP_KEY_BYTES) {
-      key = crypto.getRandomValues(new Uint8Array(GROUP_KEY_BYTES));
-      const made = await kv.atomic().check(found).set(keyKey, key).commit();
-      if (!made.ok) continue;
-    }
-    // The cache holds one key a project; projects are bounded.
-    cache.set(projectId, key);
-    return key;
-  }
-  throw new Error(`Cannot make the group key of project "${projectId}"`);
 }
 
 /** A group of the batch, before and after. */
@@ -328,83 +278,6 @@ export function addErrorGroups(op: AtomicWriter, plan: GroupPlan): number {
     }
   }
   return mutations;
-}
-
-const groupCounts = new WeakMap<
-  Deno.Kv,
-  Map<string, { count: number; at: number }>
->();
-
-/**
- * Deletes the least recently seen groups so that `made` new ones fit under
- * {@linkcode MAX_GROUPS}, and (when it counts) the groups and stale index
- * rows past the retention; never a group of `keep`.
- */
-async function makeRoom(
-  kv: Deno.Kv,
-  projectId: string,
-  made: number,
-  options: PrepareGroupsOptions & { keep: Set<string> },
-): Promise<void> {
-  let counts = groupCounts.get(kv);
-  if (counts === undefined) groupCounts.set(kv, counts = new Map());
-  const known = counts.get(projectId);
-  const prefix = errorGroupSeenKey(projectId);
-  const doomed: Deno.KvKey[] = [];
-  let count: number;
-  if (known !== undefined && options.now - known.at < RECOUNT_MS) {
-    count = known.count;
-    const excess = count + made - MAX_GROUPS;
-    if (excess > 0) {
-      const ids = new Set<string>();
-      for await (
-        const row of kv.list({ prefix }, { limit: excess + options.keep.size })
-      ) {
-        const { groupId } = decodeErrorGroupSeenKey(row.key);
-        if (options.keep.has(groupId) || ids.size >= excess) continue;
-        ids.add(groupId);
-        doomed.push(row.key, errorGroupKey(projectId, groupId));
-      }
-      count -= ids.size;
-    }
-  } else {
-    // Count: one read of the index, oldest first. A group has one row;
-    // a commit that lost a race may have left a second, older one.
-    const rows: { key: Deno.KvKey; groupId: string; lastSeen: number }[] = [];
-    const newest = new Map<string, number>();
-    const list = kv.list({ prefix }, { limit: 2 * MAX_GROUPS });
-    for await (const row of list) {
-      const at = decodeErrorGroupSeenKey(row.key);
-      rows.push({ key: row.key, ...at });
-      newest.set(at.groupId, at.lastSeen);
-    }
-    const expired = options.now - options.retentionMs;
-    let live = newest.size;
-    for (const row of rows) {
-      const latest = newest.get(row.groupId)!;
-      if (row.lastSeen !== latest) {
-        doomed.push(row.key); // a stale second row
-      } else if (
-        !options.keep.has(row.groupId) &&
-        (latest < expired || live + made > MAX_GROUPS)
-      ) {
-        doomed.push(row.key, errorGroupKey(projectId, row.groupId));
-        live--;
-      }
-    }
-    count = live;
-  }
-  for (let i = 0; i < doomed.length; i += DELETE_BATCH) {
-    const op = kv.atomic();
-    for (const key of doomed.slice(i, i + DELETE_BATCH)) op.delete(key);
-    await op.commit();
-  }
-  counts.set(projectId, {
-    count: count + made,
-    at: known !== undefined && options.now - known.at < RECOUNT_MS
-      ? known.at
-      : options.now,
-  });
 }
 
 /** Options of {@linkcode listGroups}. */

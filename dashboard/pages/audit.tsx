@@ -33,7 +33,7 @@ export function AuditTable(props: { events: AuditEvent[] }) {
                   formatTime(event.since ?? event.at, false)
                 }, folded: past the account's daily budget`}
               >
-                {" "}×{event.repeated}
+                {` ×${event.repeated}`}
               </span>
             )}
           </td>

@@ -254,7 +254,8 @@ dashboardTest(
     }
     await record("mallory@example.com", "token.create", "mine");
     const all = [];
-    for (let before: string | undefined;;) {
+    let before: string | undefined;
+    for (;;) {
       const page = await listAudit(h.kv, project.id, 500, before);
       all.push(...page);
       if (page.length < 500) break;

@@ -9,10 +9,10 @@ import {
   fingerprintOf,
   groupIdOf,
   normaliseTitle,
-  sipHash24,
   stackLines,
   topFrame,
 } from "../../domain/fingerprint.ts";
+import { sipHash24 } from "../../domain/siphash.ts";
 
 Deno.test("titles differing only in numbers, ids, hex and quoted text share a fingerprint", () => {
   const a = fingerprintOf({
