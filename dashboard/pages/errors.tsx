@@ -157,7 +157,7 @@ export function ErrorsPage(props: { ctx: PageContext; data: ErrorsData }) {
         : (
           <>
             <p id="groups-summary">
-              {data.older ? "The most recently seen " : ""}
+              {data.older && !data.paged ? "The most recently seen " : ""}
               {data.groups.length}{" "}
               {data.groups.length === 1 ? "group" : "groups"}
               {data.paged ? " seen earlier" : ""}

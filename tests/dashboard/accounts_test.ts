@@ -30,6 +30,8 @@ import {
   dashboardTest,
   get,
   signedInTest,
+  signIn,
+  textOf,
   withSignedIn,
 } from "../_helpers/dashboard.ts";
 
@@ -297,6 +299,35 @@ dashboardTest(
     const bad = await cli(h.kv, ["audit", project.id, "--before", "x"]);
     assert.equal(bad.code, 2);
     assert.match(bad.stderr, /Cannot read --before/);
+  },
+);
+
+dashboardTest(
+  "the audit page shows 200 events, folded ones with their count, and links to the earlier ones",
+  async (h) => {
+    const project = await createProject(h.kv, { name: "web" });
+    for (let i = 0; i < MAX_EVENTS_PER_ACTOR_DAY + 5; i++) {
+      await recordAudit(h.kv, {
+        projectId: project.id,
+        actor: "ana@example.com",
+        action: "settings.allow",
+        detail: `v${i}`,
+        now: h.clock.now,
+      });
+      h.clock.advance(1);
+    }
+    const browser = await signIn(h.dash);
+    const first = await (await browser.get(`/projects/${project.id}/audit`))
+      .text();
+    assert.match(textOf(first), /settings\.allow ×5 v204/);
+    const older = /id="older-events" href="([^"]+)"/.exec(first)![1]!
+      .replaceAll("&amp;", "&");
+    const second = textOf(await (await browser.get(older)).text());
+    assert.match(second, /v0/);
+    assert.doesNotMatch(second, /id="older-events"/);
+    const bad = await browser.get(`/projects/${project.id}/audit?before=x`);
+    assert.equal(bad.status, 400);
+    assert.match((await bad.json()).error, /Cannot read event id "x"/);
   },
 );
 
