@@ -269,16 +269,20 @@ function Entries(
       {data.records.length === 0 && !data.queryError && (
         <p class="empty">
           No entries match in this time range. New ones appear here as they
-          arrive; see{" "}
-          <a
-            href={link(
-              ctx.base,
-              `/projects/${project.id}/settings#first-entry`,
-            )}
-          >
-            Send your first entry
-          </a>{" "}
-          or the{" "}
+          arrive; see {ctx.opens(`/projects/${project.id}/settings`) && (
+            <>
+              <a
+                href={link(
+                  ctx.base,
+                  `/projects/${project.id}/settings#first-entry`,
+                )}
+              >
+                Send your first entry
+              </a>{" "}
+              or{" "}
+            </>
+          )}
+          the{" "}
           <a href={link(ctx.base, `/projects/${project.id}/rejections`)}>
             rejections
           </a>.

@@ -163,9 +163,11 @@ function ProjectTableRow(
         {p.rejected.toLocaleString("en-US")}
       </td>
       <td class="links">
-        <a href={link(ctx.base, `/projects/${p.id}/settings`)}>
-          Settings
-        </a>
+        {ctx.opens(`/projects/${p.id}/settings`) && (
+          <a href={link(ctx.base, `/projects/${p.id}/settings`)}>
+            Settings
+          </a>
+        )}
       </td>
     </tr>
   );

@@ -16,7 +16,7 @@ import {
 /** Adds the audit route. */
 export function auditRoutes(app: DashApp, deps: DashboardDeps): void {
   app.get(
-    `${deps.base}/projects/:id/audit`,
+    "/projects/:id/audit",
     withProject(deps, async (c, project) => {
       const events = await listAudit(deps.kv, project.id);
       return await renderPage(c, deps, AuditPage, {

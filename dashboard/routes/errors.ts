@@ -19,9 +19,9 @@ const MAX_GROUPS = 500;
 
 /** Adds the errors route. */
 export function errorsRoutes(app: DashApp, deps: DashboardDeps): void {
-  const { base, kv } = deps;
+  const { kv } = deps;
   app.get(
-    `${base}/projects/:id/errors`,
+    `/projects/:id/errors`,
     withProject(deps, async (c, project) => {
       const now = deps.now();
       const groups = await listGroups(kv, project.id, now, {

@@ -291,15 +291,15 @@ export function explorerRoutes(
   deps: DashboardDeps,
   options: ExplorerRoutesOptions = {},
 ): void {
-  const { base, kv } = deps;
+  const { kv } = deps;
   const tails = new TailSlots(options.tailLimits);
 
   app.get(
-    `${base}/projects/:id`,
+    `/projects/:id`,
     withProject(deps, (c, project) => explorerPage(c, deps, project)),
   );
 
-  app.get(`${base}/projects/:id/entries`, async (c) => {
+  app.get(`/projects/:id/entries`, async (c) => {
     const read = await readScriptRequest(c, kv, deps.now());
     if (read instanceof Response) return read;
     const { project, state, filter } = read;
@@ -329,11 +329,11 @@ export function explorerRoutes(
   // One entry in full: a page, or with `part=detail` the detail the script
   // puts in place of a cut preview.
   app.get(
-    `${base}/projects/:id/entries/:entryId`,
+    `/projects/:id/entries/:entryId`,
     withProject(deps, (c, project) => entryPage(c, deps, project)),
   );
 
-  app.get(`${base}/projects/:id/tail`, async (c) => {
+  app.get(`/projects/:id/tail`, async (c) => {
     const read = await readScriptRequest(c, kv, deps.now());
     if (read instanceof Response) return read;
     const { project, state, filter } = read;
