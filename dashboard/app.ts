@@ -97,8 +97,8 @@ export interface DashboardOptions {
   publicHosts?: string[];
   /** Largest form body accepted; past it, `413`. @default {FORM_LIMIT_BYTES} */
   formLimitBytes?: number;
-  /** Live tails open at once, per session and in all. @default 4 and 64 */
-  tailLimits?: { perSession?: number; total?: number };
+  /** Live tails open at once, per session, per account and in all. @default 4, 8 and 64 */
+  tailLimits?: { perSession?: number; perAccount?: number; total?: number };
 }
 
 /** Largest form body accepted by default: the forms are a few fields. */

@@ -281,7 +281,7 @@ async function entryPage(
 
 /** Options of {@linkcode explorerRoutes}. */
 export interface ExplorerRoutesOptions {
-  /** Live tails open at once. @default 4 per session, 64 in all */
+  /** Live tails open at once. @default 4 per session, 8 per account, 64 in all */
   tailLimits?: TailSlotsOptions;
 }
 
@@ -343,7 +343,8 @@ export function explorerRoutes(
       : isEntryId(c.req.query("after") ?? "")
       ? c.req.query("after")!
       : idAt(deps.now() - 60_000);
-    const slot = tails.take(c.get("session")!.id);
+    const session = c.get("session")!;
+    const slot = tails.take(session.id, session.account.email);
     if (typeof slot === "string") {
       c.header("Retry-After", "60");
       return c.text(slot, 429);
