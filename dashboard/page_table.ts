@@ -237,6 +237,20 @@ export function mayOpen(account: Account | null, href: string): boolean {
 }
 
 /**
+ * Whether `account` may send a form to `action`, a path relative to the
+ * base: a form it may not send is not shown.
+ *
+ * @example
+ * ```ts
+ * mayPost(viewer, "/projects/abc/views"); // false
+ * ```
+ */
+export function mayPost(account: Account | null, action: string): boolean {
+  const found = findPage("POST", action.replace(/[?#].*$/s, ""));
+  return found !== null && meets(account, found.page.need, found.projectId);
+}
+
+/**
  * The path of a table row for project `projectId`.
  *
  * @example

@@ -317,10 +317,12 @@ export function ExplorerPage(props: { ctx: PageContext; data: ExplorerData }) {
           ctx={ctx}
           projectId={project.id}
           views={data.views ?? []}
-          removable
+          removable={ctx.posts(`/projects/${project.id}/views/delete`)}
           back="explorer"
         />
-        <SaveViewForm ctx={ctx} projectId={project.id} state={state} />
+        {ctx.posts(`/projects/${project.id}/views`) && (
+          <SaveViewForm ctx={ctx} projectId={project.id} state={state} />
+        )}
       </div>
       {data.queryError && <QueryError q={state.q} error={data.queryError} />}
       {data.problems.map((p) => <Notice key={p} kind="error">{p}</Notice>)}

@@ -26,6 +26,8 @@ export interface PageContext {
    * or without query): a link to a page it may not open is not shown.
    */
   opens(path: string): boolean;
+  /** Whether the account may send a form to a path below the base. */
+  posts(path: string): boolean;
 }
 
 /** The project tabs, when a page belongs to a project. */

@@ -10,7 +10,7 @@ import type { Context, Hono } from "hono";
 import type { BlankSchema } from "hono/types";
 import { getProject, type Project } from "../../db/projects.ts";
 import { type Flash, setFlash, takeFlash } from "../flash.ts";
-import { mayOpen } from "../page_table.ts";
+import { mayOpen, mayPost } from "../page_table.ts";
 import { MessagePage } from "../pages/message.tsx";
 import type { PageContext } from "../pages/layout.tsx";
 import type { LoginLimiter } from "../security.ts";
@@ -66,6 +66,7 @@ export function pageContext(c: DashContext, deps: DashboardDeps): PageContext {
     csrf: c.get("session")?.csrf ?? null,
     assets: deps.assetUrls,
     opens: (path) => mayOpen(account, path),
+    posts: (path) => mayPost(account, path),
     ...(c.get("session")
       ? {
         account: {

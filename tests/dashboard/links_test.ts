@@ -2,14 +2,16 @@
  * The page table (dashboard/page_table.ts) against what the app answers:
  * every link a viewer, a member and an administrator are shown leads to a
  * page that answers them `200` (a walk from the project list over seeded
- * data), a route the table does not name answers `404` to everyone, and
- * every route the app registers has its row.
+ * data) and every form they are shown posts where their role may, a route
+ * the table does not name answers `404` to everyone, and every route the
+ * app registers has its row.
  *
  * @module
  */
 import assert from "node:assert/strict";
 import { saveView } from "../../db/views.ts";
-import { findPage, PAGES } from "../../dashboard/page_table.ts";
+import type { Account } from "../../db/users.ts";
+import { findPage, mayPost, PAGES } from "../../dashboard/page_table.ts";
 import { addAccount, signInAs } from "../_helpers/dashboard_accounts.ts";
 import {
   type Browser,
@@ -23,6 +25,14 @@ import {
 const MAX_PAGES = 400;
 /** Links followed at most per row of the page table (query variants). */
 const PER_ROW = 6;
+
+/** The actions of the forms of a page that post, relative to `base`. */
+function formActionsOf(html: string, base: string): string[] {
+  return [...html.matchAll(/<form\b[^>]*>/g)]
+    .filter((m) => /\bmethod="post"/.test(m[0]))
+    .map((m) => /\baction="([^"]*)"/.exec(m[0])?.[1] ?? "")
+    .map((action) => action.replaceAll("&amp;", "&").slice(base.length));
+}
 
 /** The `<a href>` of a page that stay within the dashboard under `base`. */
 function linksOf(html: string, base: string): string[] {
@@ -39,13 +49,14 @@ function linksOf(html: string, base: string): string[] {
 async function walk(
   h: DashHarness,
   browser: Browser,
-): Promise<{ failures: string[]; visited: number }> {
+): Promise<{ failures: string[]; visited: number; forms: Set<string> }> {
   const seen = new Set<string>([`${h.base}/`]);
   const perRow = new Map<string, number>();
   const queue: { href: string; from: string }[] = [
     { href: `${h.base}/`, from: "(start)" },
   ];
   const failures: string[] = [];
+  const forms = new Set<string>();
   let visited = 0;
   while (queue.length > 0 && visited < MAX_PAGES) {
     const { href, from } = queue.shift()!;
@@ -59,6 +70,7 @@ async function walk(
     if (!(res.headers.get("content-type") ?? "").startsWith("text/html")) {
       continue;
     }
+    for (const action of formActionsOf(html, h.base)) forms.add(action);
     for (const next of linksOf(html, h.base)) {
       if (seen.has(next)) continue;
       seen.add(next);
@@ -70,7 +82,27 @@ async function walk(
       queue.push({ href: next, from: href });
     }
   }
-  return { failures, visited };
+  return { failures, visited, forms };
+}
+
+/** The accounts of the walk, as the table sees them. */
+function accountsOf(projectId: string): Record<string, Account> {
+  const projects = [projectId];
+  return {
+    viewer: {
+      email: "viewer@example.com",
+      role: "viewer",
+      projects,
+      stamp: "",
+    },
+    member: {
+      email: "member@example.com",
+      role: "member",
+      projects,
+      stamp: "",
+    },
+    admin: { email: "admin", role: "admin", projects: [], stamp: "" },
+  };
 }
 
 /** A project with entries, an error group, a rejected entry, a saved view and an alert rule. */
@@ -121,10 +153,16 @@ for (const base of ["", "/dashboard"]) {
         admin,
       };
       for (const [who, browser] of Object.entries(walks)) {
-        const { failures, visited } = await walk(h, browser);
+        const { failures, visited, forms } = await walk(h, browser);
         assert.deepEqual(failures, [], `links shown to the ${who}`);
         // The walk reached the project's pages, not only the list.
         assert.ok(visited >= 8, `${who} followed ${visited} links`);
+        // No form it is shown would be refused (sending them would change
+        // what the walk reads, so the table is asked).
+        const account = accountsOf(projectId)[who]!;
+        const refused = [...forms].filter((a) => !mayPost(account, a));
+        assert.deepEqual(refused, [], `forms shown to the ${who}`);
+        assert.ok(forms.has("/logout"), `${who} can sign out`);
       }
     },
     { dashboard: { base, allowPrivateTargets: true } },

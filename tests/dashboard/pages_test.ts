@@ -36,6 +36,7 @@ const ctx: PageContext = {
   },
   // These pages are rendered as an account that may open every page.
   opens: () => true,
+  posts: () => true,
 };
 
 const HOSTILE = `<script>alert(1)</script><img src=x onerror=alert(2)>"'`;
