@@ -20,7 +20,7 @@ const PAGE_EVENTS = 200;
 /** Adds the audit route. */
 export function auditRoutes(app: DashApp, deps: DashboardDeps): void {
   app.get(
-    `${deps.base}/projects/:id/audit`,
+    "/projects/:id/audit",
     withProject(deps, async (c, project) => {
       const before = c.req.query("before");
       let events;

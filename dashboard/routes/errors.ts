@@ -23,9 +23,9 @@ const PAGE_GROUPS = 100;
 
 /** Adds the errors route. */
 export function errorsRoutes(app: DashApp, deps: DashboardDeps): void {
-  const { base, kv } = deps;
+  const { kv } = deps;
   app.get(
-    `${base}/projects/:id/errors`,
+    `/projects/:id/errors`,
     withProject(deps, async (c, project) => {
       const now = deps.now();
       const after = c.req.query("after");
