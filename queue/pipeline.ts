@@ -9,6 +9,7 @@
  */
 import { ProjectCache } from "../auth/projects.ts";
 import { isDiskFullError } from "../db/disk.ts";
+import { lockedAsLine } from "../db/locked.ts";
 import { type Merger, startMerger } from "./merger.ts";
 import type { SpaceGuard } from "../db/space.ts";
 import type { HandedBatch } from "./batch.ts";
@@ -154,7 +155,13 @@ export function createPipeline(options: PipelineOptions): Pipeline {
   const now = options.now ?? Date.now;
   const onError = options.onError ??
     ((batchId: string, error: unknown) =>
-      console.error(`Cannot process batch "${batchId}":`, error));
+      console.error(
+        // A failed sweep belongs to no batch.
+        batchId === ""
+          ? "Cannot sweep pending batches:"
+          : `Cannot process batch "${batchId}":`,
+        lockedAsLine(error),
+      ));
   const { space } = options;
   const handOver = options.handOver ?? true;
   // The worker is made below; the producer hands it batches only once the
@@ -212,7 +219,9 @@ export function createPipeline(options: PipelineOptions): Pipeline {
           kv,
           now,
           intervalMs: mergeIntervalMs,
-          onError: (error) => onError("", error),
+          onError: options.onError
+            ? (error) => onError("", error)
+            : (error) => console.error("Cannot merge:", lockedAsLine(error)),
         });
       }
     },
