@@ -33,6 +33,7 @@ function drivenClock() {
   return {
     waits,
     now: () => t,
+    random: () => 0.9999,
     sleep: (ms: number) => {
       waits.push(ms);
       t += ms;
@@ -59,13 +60,13 @@ Deno.test("a call refused past the bound throws one KvLockedError of one line", 
   const refused = retryLocked(() => {
     calls++;
     return Promise.reject(locked());
-  }, { ...clock, delaysMs: [5, 10, 20, 40], maxMs: 20 });
+  }, { ...clock, maxMs: 600 });
   const error = await refused.catch((e) => e);
   assert.ok(error instanceof KvLockedError);
-  // The bound of time stops it before the delays run out.
-  assert.deepEqual(clock.waits, [5, 10, 20]);
-  assert.equal(calls, 4);
-  assert.match(error.message, /stayed locked.*4 attempts.*retry/);
+  // Waits double up to the cap; none starts past the bound of time.
+  assert.deepEqual(clock.waits, [5, 10, 20, 40, 80, 160, 200, 200]);
+  assert.equal(calls, 9);
+  assert.match(error.message, /stayed locked.*9 attempts in 0\.7 s.*retry/);
   assert.doesNotMatch(error.message, /\n/);
   assert.equal(lockedAsLine(error), error.message);
   const wrapped = new Error('Cannot evaluate alert rule "r1"', {
