@@ -49,12 +49,63 @@ function defined(values: Record<string, unknown>): Record<string, string> {
 }
 
 /**
- * The browser's context at this moment: `userAgent`, `platform`,
- * `language`, `viewport` (`1280x800`) and `url`.
+ * User agent tokens in the order they decide the browser (Edge and Opera
+ * also say Chrome, Chrome also says Safari), with the name shown when it
+ * differs.
+ */
+const BROWSERS: [string, string?][] = [
+  ["Edg", "Edge"],
+  ["OPR", "Opera"],
+  ["Firefox"],
+  ["Chrome"],
+  ["Version", "Safari"],
+];
+/**
+ * User agent words in the order they decide the OS (Android also says
+ * Linux, iOS also says Mac OS X), with the name shown when it differs.
+ */
+const SYSTEMS: [string, string?][] = [
+  ["Android"],
+  ["iPhone", "iOS"],
+  ["iPad", "iOS"],
+  ["Windows"],
+  ["CrOS", "ChromeOS"],
+  ["Mac OS X", "macOS"],
+  ["Linux"],
+];
+
+/**
+ * The browser's name and major version (`Firefox 133`), read from its user
+ * agent text.
  *
  * @example
  * ```ts
- * browserContext(globalThis); // { userAgent: "Mozilla/5.0 …", viewport: "1280x800", … }
+ * browserName("… Chrome/131.0.0.0 Safari/537.36 Edg/131.0.0.0"); // "Edge 131"
+ * ```
+ */
+export function browserName(userAgent = ""): string | undefined {
+  for (const [token, name = token] of BROWSERS) {
+    const version = new RegExp(token + "/(\\d+)").exec(userAgent);
+    if (version) return `${name} ${version[1]}`;
+  }
+}
+
+/** The operating system named by a user agent text (`macOS`, `iOS`, …). */
+function systemName(userAgent = ""): string | undefined {
+  for (const [word, name = word] of SYSTEMS) {
+    if (userAgent.includes(word)) return name;
+  }
+}
+
+/**
+ * The browser's context at this moment: `browser` (`Firefox 133`), `os`
+ * (`macOS`), `userAgent`, `language`, `viewport` (`1280x800`) and `url`.
+ * `browser` and `os` use the names a server's `os` and a mobile app's use,
+ * so that one facet counts them all.
+ *
+ * @example
+ * ```ts
+ * browserContext(globalThis); // { browser: "Chrome 131", os: "macOS", viewport: "1280x800", … }
  * ```
  */
 export function browserContext(scope: unknown): Record<string, string> {
@@ -62,8 +113,9 @@ export function browserContext(scope: unknown): Record<string, string> {
   const nav = s.navigator ?? {};
   const loc = s.location;
   return defined({
+    browser: browserName(nav.userAgent),
+    os: nav.userAgentData?.platform || systemName(nav.userAgent),
     userAgent: nav.userAgent,
-    platform: nav.userAgentData?.platform || nav.platform,
     language: nav.language,
     viewport: typeof s.innerWidth === "number"
       ? `${s.innerWidth}x${s.innerHeight}`

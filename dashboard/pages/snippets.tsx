@@ -52,7 +52,7 @@ export function snippetTexts(props: SnippetsProps): {
     `    level: "info",`,
     `    projectId: ${JSON.stringify(projectId)},`,
     `    data: { title: "Page loaded", path: location.pathname },`,
-    `    device: { type: "browser", browser: navigator.userAgent },`,
+    `    device: { userAgent: navigator.userAgent, url: location.origin + location.pathname },`,
     `  }),`,
     `});`,
     ``,

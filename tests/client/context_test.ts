@@ -1,6 +1,6 @@
 /**
- * What the client library adds to `device`: the browser's user agent,
- * platform, language, viewport and page URL, the server's runtime, OS and
+ * What the client library adds to `device`: the browser's name and OS,
+ * user agent, language, viewport and page URL, the server's runtime, OS and
  * host name, the logger's own `device` over them, and nothing with
  * `deviceContext: false`. In Chromium too (skipped without it).
  *
@@ -33,14 +33,51 @@ const BROWSER = {
   },
 };
 
-Deno.test("in a browser, device gets user agent, platform, language, viewport and the page URL without its query", () => {
+Deno.test("in a browser, device gets browser, OS, user agent, language, viewport and the page URL without its query", () => {
   assert.deepEqual(browserContext(BROWSER), {
+    os: "Linux",
     userAgent: "Mozilla/5.0 Test",
-    platform: "Linux",
     language: "fr-FR",
     viewport: "390x844",
     url: "https://shop.example.com/cart",
   });
+});
+
+Deno.test("the browser and OS are named from the user agent, whichever brand it also mentions", async (t) => {
+  const cases: [string, string, string][] = [
+    [
+      "Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/131.0.0.0 Safari/537.36 Edg/131.0.0.0",
+      "Edge 131",
+      "Windows",
+    ],
+    [
+      "Mozilla/5.0 (Macintosh; Intel Mac OS X 10_15_7) AppleWebKit/605.1.15 (KHTML, like Gecko) Version/18.1 Safari/605.1.15",
+      "Safari 18",
+      "macOS",
+    ],
+    [
+      "Mozilla/5.0 (iPhone; CPU iPhone OS 18_1 like Mac OS X) AppleWebKit/605.1.15 (KHTML, like Gecko) Version/18.1 Mobile/15E148 Safari/604.1",
+      "Safari 18",
+      "iOS",
+    ],
+    [
+      "Mozilla/5.0 (Linux; Android 14; Pixel 8) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/131.0.0.0 Mobile Safari/537.36",
+      "Chrome 131",
+      "Android",
+    ],
+    [
+      "Mozilla/5.0 (X11; Linux x86_64; rv:133.0) Gecko/20100101 Firefox/133.0",
+      "Firefox 133",
+      "Linux",
+    ],
+  ];
+  for (const [userAgent, browser, os] of cases) {
+    await t.step(browser + " on " + os, () => {
+      const device = browserContext({ document: {}, navigator: { userAgent } });
+      assert.equal(device.browser, browser);
+      assert.equal(device.os, os);
+    });
+  }
 });
 
 Deno.test("on a server, device gets runtime, OS and host name, each when it can be read", () => {
@@ -110,7 +147,7 @@ const PAGE = `<!doctype html><meta charset="utf-8"><title>Shop</title>
 
 Deno.test({
   name:
-    "in Chromium, the browser client adds user agent, platform, language, viewport and page URL to device",
+    "in Chromium, the browser client adds browser, OS, user agent, language, viewport and page URL to device",
   ignore: !hasChromium(),
   async fn() {
     const server = await startServer({ rps: 1000, burst: 1000 });
@@ -161,7 +198,8 @@ Deno.test({
       assert.equal(device.viewport, "800x600");
       assert.equal(device.url, `${origin}/checkout`);
       assert.match(device.language ?? "", /^[a-z]{2}/);
-      assert.ok((device.platform ?? "") !== "", "a platform is sent");
+      assert.match(device.browser ?? "", /^Chrome \d+$/);
+      assert.ok((device.os ?? "") !== "", "an OS is sent");
       const without = logs.find((l) => l.data.title === "Without context")!;
       assert.deepEqual(without.device, {});
     } finally {
