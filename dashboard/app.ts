@@ -190,19 +190,7 @@ export function createDashboard(options: DashboardOptions): DashApp {
     )
   );
   app.onError(async (error, c) => {
-    // Another process held the database past the retries (db/locked.ts):
-    // one line, and an answer that says to retry, never a 500.
-    if (isLockedError(error)) {
-      console.error(
-        `Dashboard: cannot answer ${c.req.method} ${c.req.path}:`,
-        lockedAsLine(error),
-      );
-      c.header("Retry-After", "5");
-      if (c.req.path.startsWith(`${base}/api/`)) {
-        return c.json({ error: LOCKED_ANSWER }, 503);
-      }
-      return await message(c, deps, "Busy, try again", LOCKED_ANSWER, 503);
-    }
+    if (isLockedError(error)) return await lockedAnswer(c, deps, error);
     console.error("Dashboard error:", error);
     return await message(
       c,
@@ -213,6 +201,26 @@ export function createDashboard(options: DashboardOptions): DashApp {
     );
   });
   return app;
+}
+
+/**
+ * Another process held the database past the retries (db/locked.ts): one
+ * line, and an answer that says to retry, never a 500.
+ */
+async function lockedAnswer(
+  c: DashContext,
+  deps: DashboardDeps,
+  error: unknown,
+): Promise<Response> {
+  console.error(
+    `Dashboard: cannot answer ${c.req.method} ${c.req.path}:`,
+    lockedAsLine(error),
+  );
+  c.header("Retry-After", "5");
+  if (c.req.path.startsWith(`${deps.base}/api/`)) {
+    return c.json({ error: LOCKED_ANSWER }, 503);
+  }
+  return await message(c, deps, "Busy, try again", LOCKED_ANSWER, 503);
 }
 
 /** The dependencies every route is given, from the options. */

@@ -141,6 +141,21 @@ class SpaceAwareConsumer extends Consumer {
   }
 }
 
+/** One line per failure; a refusal as locked without its stack. */
+function logFailure(batchId: string, error: unknown): void {
+  console.error(
+    // A failed sweep belongs to no batch.
+    batchId === ""
+      ? "Cannot sweep pending batches:"
+      : `Cannot process batch "${batchId}":`,
+    lockedAsLine(error),
+  );
+}
+
+function logMergeFailure(error: unknown): void {
+  console.error("Cannot merge:", lockedAsLine(error));
+}
+
 /**
  * Builds the pipeline of one process.
  *
@@ -153,15 +168,7 @@ class SpaceAwareConsumer extends Consumer {
 export function createPipeline(options: PipelineOptions): Pipeline {
   const { kv, config } = options;
   const now = options.now ?? Date.now;
-  const onError = options.onError ??
-    ((batchId: string, error: unknown) =>
-      console.error(
-        // A failed sweep belongs to no batch.
-        batchId === ""
-          ? "Cannot sweep pending batches:"
-          : `Cannot process batch "${batchId}":`,
-        lockedAsLine(error),
-      ));
+  const onError = options.onError ?? logFailure;
   const { space } = options;
   const handOver = options.handOver ?? true;
   // The worker is made below; the producer hands it batches only once the
@@ -221,7 +228,7 @@ export function createPipeline(options: PipelineOptions): Pipeline {
           intervalMs: mergeIntervalMs,
           onError: options.onError
             ? (error) => onError("", error)
-            : (error) => console.error("Cannot merge:", lockedAsLine(error)),
+            : logMergeFailure,
         });
       }
     },
