@@ -36,6 +36,7 @@ import { decodeJson, encodeJson } from "./kv.ts";
 import { addErrorGroups } from "./error_groups.ts";
 import { storeLogs } from "./logs.ts";
 import { type Project, ProjectNotFoundError } from "./projects.ts";
+import { scrubAccepted } from "./scrub.ts";
 
 /** How long a rejected entry is kept. */
 export const KEPT_TTL_MS = 7 * DAY_MS;
@@ -76,6 +77,11 @@ export interface KeptEntry {
   maxSkewMs?: number;
   /** When the content was not kept: the bytes it would have taken. */
   omittedBytes?: number;
+  /**
+   * The content was scrubbed (docs/privacy.md): the sender's own text of
+   * the signed members is not kept, and a signature no longer verifies.
+   */
+  scrubbed?: true;
 }
 
 /**
@@ -127,6 +133,8 @@ export interface KeepOptions {
   expected?: string;
   /** The signature skew the entry was judged with. */
   maxSkewMs?: number;
+  /** `entry` is the scrubbed content: its sender's own text is left out. */
+  scrubbed?: boolean;
 }
 
 function cut(text: string): string {
@@ -160,6 +168,7 @@ export function encodeKeptEntry(
   if (options.maxSkewMs !== undefined && entry.signature !== undefined) {
     kept.maxSkewMs = options.maxSkewMs;
   }
+  if (options.scrubbed) kept.scrubbed = true;
   const { raw: _raw, ...bare } = entry;
   const expected = options.expected === undefined
     ? {}
@@ -167,7 +176,7 @@ export function encodeKeptEntry(
   let first: number | undefined;
   for (
     const content of [
-      { entry, ...expected },
+      { entry: options.scrubbed ? bare : entry, ...expected },
       { entry: bare, ...expected },
       { entry: bare },
     ]
@@ -346,6 +355,9 @@ async function replayOne(
     if (kept.reason === "replayed") {
       return skip("its signature was already used by another entry");
     }
+    if (kept.scrubbed && entry.signature !== undefined) {
+      return skip("its content was scrubbed, so its signature cannot verify");
+    }
     const maxSkewMs = kept.maxSkewMs ?? DEFAULT_MAX_SKEW_MS;
     const verdict = options.authenticate(entry, project, maxSkewMs);
     if (!verdict.ok) {
@@ -367,7 +379,10 @@ async function replayOne(
       }
       op.check(seen).set(key, encodeJson(entryId), { expireIn: 2 * maxSkewMs });
     }
-    const stored = toLogRecord(entry, verdict.method);
+    // Scrubbed by the project's rules of now (docs/privacy.md).
+    const stored =
+      scrubAccepted(project, toLogRecord(entry, verdict.method), undefined)
+        .record;
     op.delete(slotKey);
     storeLogs(op, projectId, [stored], {
       now,

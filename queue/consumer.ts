@@ -31,6 +31,8 @@ import { encodeRecordLine, lineFromQueued } from "../db/lines.ts";
 import { storeLogs } from "../db/logs.ts";
 import { joinJson } from "../db/blob.ts";
 import { encodeKeptEntry } from "../db/rejected.ts";
+import type { Project } from "../db/projects.ts";
+import { scrubAccepted } from "../db/scrub.ts";
 import { addStats, StatsTally } from "../db/stats.ts";
 import {
   DAY_MS,
@@ -284,13 +286,23 @@ export class Consumer {
     return { pending, parts: header.parts, apart, entries };
   }
 
-  /** The kept form of a rejected entry (docs/design.md#kept-rejected-entries). */
-  #keep(entry: QueuedEntry, result: AuthResult & { ok: false }): Uint8Array {
+  /**
+   * The kept form of a rejected entry (docs/design.md#kept-rejected-entries),
+   * scrubbed as an accepted one would be (docs/privacy.md).
+   */
+  #keep(
+    sent: QueuedEntry,
+    result: AuthResult & { ok: false },
+    project: Project | null,
+  ): Uint8Array {
+    const entry = scrubAccepted(project, sent, undefined).record;
+    const scrubbed = entry !== sent;
     return encodeKeptEntry(entry, result.reason, {
       maxSkewMs: this.#maxSkewMs,
       ...(result.reason === "bad_signature"
         ? { expected: expectedSignedText(entry) }
         : {}),
+      ...(scrubbed ? { scrubbed } : {}),
     });
   }
 
@@ -311,17 +323,24 @@ export class Consumer {
       const result = results[i]!;
       const project = projects.get(entry.projectId) ?? null;
       if (result.ok && project) {
-        const record = toLogRecord(entry, result.method);
         const text = texts?.get(entry);
-        const line = text === undefined
-          ? undefined
-          : lineFromQueued(text, entry, result.method);
+        // Scrubbed before anything is stored (docs/privacy.md).
+        const { record, line } = scrubAccepted(
+          project,
+          toLogRecord(entry, result.method),
+          text === undefined
+            ? undefined
+            : lineFromQueued(text, entry, result.method),
+        );
         if (line !== undefined) lines.set(record, line);
         const list = accepted.get(project.id);
         if (list) list.push(record);
         else accepted.set(project.id, [record]);
       } else if (!result.ok && project === null) {
-        tally.rejectUnknownProject(result.reason, this.#keep(entry, result));
+        tally.rejectUnknownProject(
+          result.reason,
+          this.#keep(entry, result, null),
+        );
       } else if (!result.ok && project) {
         tally.reject(project.id, {
           entryId: entry.id,
@@ -330,7 +349,7 @@ export class Consumer {
           level: entry.level,
           ...(entry.origin === undefined ? {} : { origin: entry.origin }),
           ...(entry.appid === undefined ? {} : { appid: entry.appid }),
-        }, this.#keep(entry, result));
+        }, this.#keep(entry, result, project));
       }
     });
     for (const [projectId, records] of accepted) {

@@ -1,0 +1,226 @@
+/**
+ * `deno task project scrub PROJECT …`: a project's scrubbing rules
+ * (docs/privacy.md) — listing them, adding a key, a detector or a pattern
+ * with its action, removing one, and a dry run of a rule over the project's
+ * recent entries before it is saved. Built on db/scrub.ts; every change goes
+ * to the project's audit log.
+ *
+ * @module
+ */
+import { getProject, ProjectNotFoundError } from "../db/projects.ts";
+import {
+  addScrubRule,
+  describeRule,
+  type DryRun,
+  dryRunScrub,
+  prepareRule,
+  removeScrubRule,
+  type ScrubRuleInput,
+  scrubRules,
+} from "../db/scrub.ts";
+import {
+  DEFAULT_SECRET_KEYS,
+  SCRUB_ACTIONS,
+  type ScrubAction,
+  type ScrubRule,
+} from "../domain/scrub.ts";
+import { booleanFlag, stringFlag, UsageError } from "./command.ts";
+import { printResult } from "./output.ts";
+import { JSON_FLAG, type Subcommand, subcommand } from "./subcommands.ts";
+import { formatTable, inert } from "./format.ts";
+import { recordCliChange } from "./audit.ts";
+
+/** Help of `project scrub`. */
+export const SCRUB_USAGE =
+  `Show and change what is scrubbed from a project's entries before they are stored.
+
+Usage: deno task project scrub ID [--list]
+       deno task project scrub ID --key NAME [--action remove|mask|hash] [--dry-run]
+       deno task project scrub ID --detector email|ip|token|iban|card [--action …] [--dry-run]
+       deno task project scrub ID --pattern REGEX [--action …] [--dry-run]
+       deno task project scrub ID --remove RULE
+       deno task project scrub ID --dry-run
+
+Always on: values under keys naming secrets (${
+    DEFAULT_SECRET_KEYS.join(", ")
+  }) and Luhn-valid card numbers become "[Filtered]".
+
+Options:
+  --key NAME         Also scrub values under keys naming NAME (any case,
+                     any depth, "user_email" matches "userEmail")
+  --detector NAME    Scrub what a detector finds inside any string: email,
+                     ip (IPv4 and IPv6), token (bearer and JWT), iban, card
+                     (sets the action of the card default)
+  --pattern REGEX    Scrub matches of a regular expression (at most 200
+                     characters, one unbounded quantifier, no nested
+                     quantifier, backreference or lookaround)
+  --action ACTION    remove (default: "[Filtered]"), mask (keep the last 4
+                     characters) or hash (keyed per project: one value
+                     always hashes alike, so it still groups and counts)
+  --remove RULE      Remove a rule, by its id (see --list) or what it names
+  --dry-run          Save nothing: show what the rules (with the one given)
+                     would change in the project's 1,000 latest entries
+  --list             List the rules (what runs without options)
+  --json             Print one JSON object
+  -h, --help         Show this help`;
+
+const OPTIONS = {
+  ...JSON_FLAG,
+  key: { type: "string" },
+  detector: { type: "string" },
+  pattern: { type: "string" },
+  action: { type: "string" },
+  remove: { type: "string" },
+  "dry-run": { type: "boolean" },
+  list: { type: "boolean" },
+} as const;
+
+function parseAction(text: string | undefined): ScrubAction | undefined {
+  if (text === undefined) return undefined;
+  if (!(SCRUB_ACTIONS as readonly string[]).includes(text)) {
+    throw new UsageError(
+      `Cannot read --action "${text}": expected remove, mask or hash`,
+    );
+  }
+  return text as ScrubAction;
+}
+
+function ruleJson(rule: ScrubRule): Record<string, unknown> {
+  return { ...rule };
+}
+
+function rulesText(rules: ScrubRule[]): string {
+  const rows = [["RULE", "SCRUBS", "ACTION"]];
+  rows.push(["(default)", "keys naming secrets", "remove"]);
+  const card = rules.find((r) => r.id === "detector:card");
+  if (!card) rows.push(["(default)", "card numbers", "remove"]);
+  for (const rule of rules) {
+    const what = rule.kind === "key"
+      ? `key "${inert(rule.key)}"`
+      : rule.kind === "detector"
+      ? `detector ${rule.detector}`
+      : `pattern /${inert(rule.pattern)}/`;
+    rows.push([rule.id, what, rule.action]);
+  }
+  return formatTable(rows);
+}
+
+function dryRunText(run: DryRun): string[] {
+  const lines = [
+    `Of the latest ${run.read} entries, ${run.changed} would change.`,
+  ];
+  if (run.changes.length > 0) lines.push("");
+  for (const c of run.changes) {
+    lines.push(
+      `${c.entryId}  ${inert(c.path)}: ${inert(c.before)} → ${inert(c.after)}`,
+    );
+  }
+  return lines;
+}
+
+/** `project scrub ID …`. */
+export const scrubSubcommand: Subcommand = subcommand({
+  positionals: ["ID"],
+  options: OPTIONS,
+  async run(ctx, parsed, [id]) {
+    const action = parseAction(stringFlag(parsed, "action"));
+    const key = stringFlag(parsed, "key");
+    const detector = stringFlag(parsed, "detector");
+    const pattern = stringFlag(parsed, "pattern");
+    const remove = stringFlag(parsed, "remove");
+    const list = booleanFlag(parsed, "list");
+    const dryRun = booleanFlag(parsed, "dry-run");
+    const given = [key, detector, pattern, remove].filter((v) =>
+      v !== undefined
+    ).length + (list ? 1 : 0);
+    if (given > 1) {
+      throw new UsageError(
+        `Cannot run "project scrub": give one of --key, --detector, --pattern, --remove or --list`,
+      );
+    }
+    if (
+      action !== undefined &&
+      [key, detector, pattern].every((v) => v === undefined)
+    ) {
+      throw new UsageError(
+        `Cannot use --action alone: it goes with --key, --detector or --pattern`,
+      );
+    }
+    if (dryRun && (remove !== undefined || list)) {
+      throw new UsageError(
+        `Cannot use --dry-run with --remove or --list: it goes with a rule, or alone`,
+      );
+    }
+    const project = await getProject(ctx.kv, id);
+    if (project === null) throw new ProjectNotFoundError(id);
+    const input: ScrubRuleInput | undefined = key !== undefined
+      ? { kind: "key", key, ...(action ? { action } : {}) }
+      : detector !== undefined
+      ? { kind: "detector", detector, ...(action ? { action } : {}) }
+      : pattern !== undefined
+      ? { kind: "pattern", pattern, ...(action ? { action } : {}) }
+      : undefined;
+
+    if (dryRun) {
+      const rules = scrubRules(project);
+      const rule = input && prepareRule(input, project);
+      const tried = rule
+        ? [...rules.filter((r) => r.id !== rule.id), rule]
+        : rules;
+      const run = await dryRunScrub(ctx.kv, project, tried);
+      return printResult(ctx, parsed, {
+        json: {
+          projectId: id,
+          ...(rule ? { rule: ruleJson(rule) } : {}),
+          ...run,
+        },
+        text: [
+          rule
+            ? `Dry run of ${describeRule(rule)} (not saved):`
+            : "Dry run of the saved rules:",
+          ...dryRunText(run),
+        ],
+      });
+    }
+    if (input !== undefined) {
+      const saved = await addScrubRule(ctx.kv, id, input);
+      await recordCliChange(ctx, {
+        projectId: id,
+        action: "scrub.add",
+        detail: `${saved.rule.id}: ${describeRule(saved.rule)}`,
+      });
+      return printRules(saved.project.id, scrubRules(saved.project), [
+        `Saved rule "${saved.rule.id}" (${inert(describeRule(saved.rule))})`,
+        "",
+      ]);
+    }
+    if (remove !== undefined) {
+      const removed = await removeScrubRule(ctx.kv, id, remove);
+      await recordCliChange(ctx, {
+        projectId: id,
+        action: "scrub.remove",
+        detail: `${removed.rule.id}: ${describeRule(removed.rule)}`,
+      });
+      return printRules(removed.project.id, scrubRules(removed.project), [
+        `Removed rule "${removed.rule.id}"`,
+        "",
+      ]);
+    }
+    return printRules(id, scrubRules(project), []);
+
+    function printRules(
+      projectId: string,
+      rules: ScrubRule[],
+      headline: string[],
+    ): number {
+      return printResult(ctx, parsed, {
+        json: {
+          projectId,
+          defaults: { keys: DEFAULT_SECRET_KEYS, card: "remove" },
+          rules: rules.map(ruleJson),
+        },
+        text: [...headline, rulesText(rules)],
+      });
+    }
+  },
+});
