@@ -17,12 +17,15 @@ import { cli } from "../_helpers/cli.ts";
 import { withDashboard } from "../_helpers/dashboard.ts";
 import { PEER } from "../_helpers/dashboard.ts";
 import {
+  harnessTest,
   ORIGIN,
   postQueued,
   randomEntry,
+  replayWith,
   signEntry,
 } from "../_helpers/harness.ts";
-import { listRejected } from "../../db/rejected.ts";
+import { listRejected, replayRejected } from "../../db/rejected.ts";
+import { allowValue } from "../../db/projects.ts";
 import { listGroups } from "../../db/error_groups.ts";
 import { FILTERED } from "../../domain/scrub.ts";
 
@@ -207,3 +210,43 @@ Deno.test("no secret or card number sent over HTTP is stored, listed or exported
     assertNoSecret("the NDJSON export", ndjson);
   });
 });
+
+harnessTest(
+  "a kept rejected entry is scrubbed; replayed, it is stored scrubbed, unless its signature can no longer verify",
+  async (h) => {
+    const project = await h.project([]);
+    const unsigned = randomEntry({
+      projectId: project.id,
+      data: { password: "secret-e-rejected" },
+    });
+    await postQueued(h, unsigned, { Origin: ORIGIN });
+    const signed = randomEntry({
+      projectId: project.id,
+      data: { token: "secret-f-badsig" },
+    });
+    await postQueued(h, signed, signEntry("wrong", signed, h.clock.now()));
+    await h.process();
+    const kept = await listRejected(h.kv, project.id);
+    assertNoSecret("the kept entries", JSON.stringify(kept));
+    assert.ok(kept.every((k) => k.scrubbed === true && !k.entry?.raw));
+
+    await allowValue(h.kv, project.id, ORIGIN);
+    const results = await replayRejected(
+      h.kv,
+      project.id,
+      undefined,
+      replayWith(h),
+    );
+    assert.deepEqual(results.map((r) => r.outcome).sort(), [
+      "skipped",
+      "stored",
+    ]);
+    const skipped = results.find((r) => r.outcome === "skipped");
+    assert.match(
+      (skipped as { why: string }).why,
+      /content was scrubbed, so its signature cannot verify/,
+    );
+    const [stored] = await h.logs(project.id);
+    assert.equal(stored!.data.password, FILTERED);
+  },
+);
