@@ -53,6 +53,15 @@ export interface LoggerOptions extends DeliveryOptions {
   resignAfterMs?: number;
   /** Send what is queued by beacon when the page is hidden or left. @default {true} in a browser without `secret` */
   beacon?: boolean;
+  /**
+   * Called with each entry before it is sent (and signed): returns the
+   * entry to send, changed or not, or `null` to drop it. For scrubbing at
+   * the source. When it throws or returns no entry object, the entry is
+   * dropped and `onError` is told (`before_send_failed`): an entry the hook
+   * was meant to clean is never sent as it was.
+   * @default none
+   */
+  beforeSend?: (entry: Entry) => Entry | null;
 }
 
 /** A message: a string, or an error whose message and stack are sent. */
@@ -178,7 +187,7 @@ export function createLogger(options: LoggerOptions): Logger {
     }));
   }
   function log(level: string, data: Record<string, unknown>): void {
-    const entry: Entry = {
+    let entry: Entry | null = {
       level,
       projectId: options.projectId,
       device: device(),
@@ -186,6 +195,28 @@ export function createLogger(options: LoggerOptions): Logger {
       data,
       appid: options.appid,
     };
+    if (options.beforeSend) {
+      const sent = entry;
+      try {
+        entry = options.beforeSend(entry);
+        if (entry !== null && (typeof entry !== "object" || !entry.data)) {
+          throw new Error("it returned no entry");
+        }
+      } catch (e) {
+        onError({
+          status: 0,
+          code: "before_send_failed",
+          message: `Cannot send the entry: beforeSend failed: ${
+            (e as Error)?.message
+          }`,
+          entry: sent,
+        });
+        return;
+      }
+      if (entry === null) return;
+      entry.projectId = options.projectId;
+      entry.appid = options.appid;
+    }
     // The text is made now, so that changes to `data` after this call
     // change neither the body nor what is signed.
     let params: string;
