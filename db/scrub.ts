@@ -300,6 +300,9 @@ function diff(
   }
 }
 
+/** What follows a line's id. */
+const LEVEL = '","level":';
+
 /**
  * An accepted record scrubbed by its project's rules, with its line when
  * known (db/lines.ts): a line the scrubber's trigger passes over is kept as
@@ -317,7 +320,13 @@ export function scrubAccepted<T extends ScrubTarget>(
   line: string | undefined,
 ): { record: T; line: string | undefined } {
   const scrubber = scrubberOf(project);
-  if (line !== undefined && !scrubber.candidate(line)) return { record, line };
+  // The id that starts a line (db/lines.ts) is not the sender's: its
+  // digits would pass the card trigger in one line out of six.
+  if (
+    line !== undefined && !scrubber.candidate(line.slice(line.indexOf(LEVEL)))
+  ) {
+    return { record, line };
+  }
   const result = scrubber.scrub(record);
   return result.changed
     ? { record: result.entry, line: undefined }

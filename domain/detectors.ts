@@ -94,6 +94,9 @@ const IPV4 = new RegExp(
 const IPV6 =
   /(?<![0-9A-Fa-f:])(?:[0-9A-Fa-f]{0,4}:){2,7}(?:[0-9A-Fa-f]{1,4}|:)?(?:%[0-9A-Za-z]{1,16})?(?![0-9A-Fa-f:])/g;
 
+/** Four dotted numbers: versions such as `2026.8.0` do not pass. */
+const IPV4_TRIGGER = /[0-9]\.[0-9]{1,3}\.[0-9]{1,3}\.[0-9]/;
+
 function findIps(text: string): Span[] {
   const spans: Span[] = [];
   for (const m of text.matchAll(IPV4)) {
@@ -168,7 +171,10 @@ export interface Detector {
 export const DETECTOR_TABLE: Record<DetectorName, Detector> = {
   card: { find: findCards, trigger: (t) => CARD_TRIGGER.test(t) },
   email: { find: findEmails, trigger: (t) => t.includes("@") },
-  ip: { find: findIps, trigger: (t) => /[0-9]\.[0-9]|:[0-9A-Fa-f]*:/.test(t) },
+  ip: {
+    find: findIps,
+    trigger: (t) => IPV4_TRIGGER.test(t) || /:[0-9A-Fa-f]*:/.test(t),
+  },
   token: { find: findTokens, trigger: (t) => /bearer|eyJ/i.test(t) },
   iban: { find: findIbans, trigger: (t) => /[A-Z]{2}[0-9]{2}/.test(t) },
 };
