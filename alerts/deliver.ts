@@ -1,7 +1,8 @@
 /**
- * Sending the deliveries of the alert outbox: a durable queue kept in KV
- * (never Deno's `enqueue`, which the new Deno Deploy lacks), swept by the
- * same loop that evaluates the rules (docs/alerts.md#deliveries).
+ * Sending one delivery of the alert outbox: a durable queue kept in KV
+ * (never Deno's `enqueue`, which the new Deno Deploy lacks). Which
+ * deliveries go, and how many at once, is alerts/dispatch.ts's business
+ * (docs/alerts.md#deliveries).
  *
  * A delivery is claimed by moving its outbox key to the end of a lease in
  * one atomic operation checked on its versionstamp: one instance wins, and
@@ -16,11 +17,11 @@ import { createHmac, timingSafeEqual } from "node:crypto";
 import {
   type AttemptOutcome,
   type Delivery,
-  getAlertRule,
+  type DeliveryAttempt,
   recordAlertAttempt,
 } from "../db/alerts.ts";
 import { alertOutboxKey } from "../db/keys.ts";
-import { decodeJson, encodeJson } from "../db/kv.ts";
+import { encodeJson } from "../db/kv.ts";
 import { createId } from "../domain/ids.ts";
 import {
   checkResolvedTarget,
@@ -40,8 +41,6 @@ export const RETRY_DELAYS_MS: readonly number[] = [
 export const DELIVERY_TIMEOUT_MS = 5000;
 /** Time a claimed delivery is held before another instance may send it. */
 const LEASE_MS = 60_000;
-/** Deliveries one sweep claims at most. */
-const SWEEP_LIMIT = 20;
 /** Bytes of a receiver's answer read at most. */
 const MAX_ANSWER_BYTES = 4096;
 /** Header carrying the signature. */
@@ -90,7 +89,7 @@ export function verifyDelivery(
   );
 }
 
-/** Options of {@linkcode sendDueDeliveries}. */
+/** Options of one delivery attempt. */
 export interface SendOptions {
   kv: Deno.Kv;
   /** `ALERT_PRIVATE_TARGETS=allow`. */
@@ -106,12 +105,14 @@ export interface SendOptions {
 }
 
 /** The result of one attempt. */
-interface AttemptResult {
+export interface AttemptResult {
   ok: boolean;
   status?: number;
   error?: string;
   /** No retry can help (a refused address). */
   final?: boolean;
+  /** The receiver did not answer within the timeout. */
+  timedOut?: boolean;
 }
 
 /** Reads at most `max` bytes of a body, then lets go of the rest. */
@@ -130,11 +131,15 @@ async function drain(body: ReadableStream<Uint8Array> | null, max: number) {
   }
 }
 
-async function attempt(
+/**
+ * Sends one claimed delivery: the target is checked (after resolution),
+ * then the body POSTed, signed, with a timeout that covers the answer's
+ * first bytes too. `stop` ends the attempt early (the server shuts down).
+ */
+export async function attemptDelivery(
   delivery: Delivery,
   rule: { webhook: string; secret: string },
-  options: SendOptions,
-  t: number,
+  options: SendOptions & { stop?: AbortSignal },
 ): Promise<AttemptResult> {
   try {
     await checkResolvedTarget(rule.webhook, options);
@@ -148,17 +153,35 @@ async function attempt(
     };
   }
   const fetcher = options.fetch ?? fetch;
+  const timeoutMs = options.timeoutMs ?? DELIVERY_TIMEOUT_MS;
+  const timeout = `No answer within ${timeoutMs} ms`;
+  // A timer of our own, cleared when the attempt ends, rather than
+  // AbortSignal.timeout: nothing outlives the attempt or a stopped loop.
+  const controller = new AbortController();
+  const timer = setTimeout(
+    () => controller.abort(new DOMException(timeout, "TimeoutError")),
+    timeoutMs,
+  );
+  const onStop = () =>
+    controller.abort(
+      new DOMException("Stopped before an answer", "AbortError"),
+    );
+  options.stop?.addEventListener("abort", onStop, { once: true });
   try {
     const response = await fetcher(rule.webhook, {
       method: "POST",
       redirect: "manual",
-      signal: AbortSignal.timeout(options.timeoutMs ?? DELIVERY_TIMEOUT_MS),
+      signal: controller.signal,
       headers: {
         "Content-Type": "application/json",
         "User-Agent": "logs-alerts/1",
         "X-Logs-Delivery": delivery.id,
         "X-Logs-Rule": delivery.ruleId,
-        [SIGNATURE_HEADER]: signDelivery(rule.secret, delivery.body, t),
+        [SIGNATURE_HEADER]: signDelivery(
+          rule.secret,
+          delivery.body,
+          (options.now ?? Date.now)(),
+        ),
       },
       body: delivery.body,
     });
@@ -167,89 +190,116 @@ async function attempt(
       ? { ok: true, status: response.status }
       : { ok: false, status: response.status };
   } catch (error) {
-    const message = error instanceof DOMException &&
-        error.name === "TimeoutError"
-      ? `No answer within ${options.timeoutMs ?? DELIVERY_TIMEOUT_MS} ms`
-      : error instanceof Error
-      ? error.message
-      : String(error);
-    return { ok: false, error: message };
+    const reason = controller.signal.reason ?? error;
+    if (reason instanceof DOMException) {
+      return reason.name === "TimeoutError"
+        ? { ok: false, error: timeout, timedOut: true }
+        : { ok: false, error: reason.message };
+    }
+    return {
+      ok: false,
+      error: error instanceof Error ? error.message : String(error),
+    };
+  } finally {
+    clearTimeout(timer);
+    options.stop?.removeEventListener("abort", onStop);
   }
 }
 
-/** Claims, sends and settles one outbox entry; the outcome, or `null` if another instance has it. */
-async function sendOne(
+/** A delivery this instance holds: its lease in the outbox. */
+export interface Claim {
+  delivery: Delivery;
+  leaseKey: Deno.KvKey;
+  versionstamp: string;
+}
+
+/**
+ * Claims an outbox entry: moves it to the end of a lease, counting one
+ * more attempt; `null` if another instance took it first.
+ */
+export async function claimDelivery(
+  kv: Deno.Kv,
   entry: Deno.KvEntry<unknown>,
-  options: SendOptions,
-): Promise<AttemptOutcome | null> {
-  const { kv } = options;
-  const now = options.now ?? Date.now;
-  const delivery = decodeJson<Delivery>(entry.value);
-  if (delivery === null) {
-    await kv.atomic().check(entry).delete(entry.key).commit();
-    return null;
-  }
-  const deliveryId = delivery.id;
+  delivery: Delivery,
+  now: number,
+): Promise<Claim | null> {
   const claimed: Delivery = { ...delivery, attempts: delivery.attempts + 1 };
-  const leaseKey = alertOutboxKey(now() + LEASE_MS, deliveryId);
+  const leaseKey = alertOutboxKey(now + LEASE_MS, delivery.id);
   const claim = await kv.atomic().check(entry).delete(entry.key)
     .set(leaseKey, encodeJson(claimed)).commit();
-  if (!claim.ok) return null;
-  const rule = await getAlertRule(kv, delivery.projectId, delivery.ruleId);
-  if (rule === null) {
-    await kv.delete(leaseKey);
-    return null;
-  }
-  const result = await attempt(claimed, rule, options, now());
-  const delay = RETRY_DELAYS_MS[claimed.attempts - 1];
+  return claim.ok
+    ? { delivery: claimed, leaseKey, versionstamp: claim.versionstamp }
+    : null;
+}
+
+/**
+ * Moves an outbox entry to `dueAt` without counting an attempt (its target
+ * is busy or backed off); `false` if another instance changed it first.
+ */
+export async function postponeDelivery(
+  kv: Deno.Kv,
+  entry: Deno.KvEntry<unknown>,
+  delivery: Delivery,
+  dueAt: number,
+): Promise<boolean> {
+  const result = await kv.atomic().check(entry).delete(entry.key)
+    .set(alertOutboxKey(dueAt, delivery.id), encodeJson(delivery)).commit();
+  return result.ok;
+}
+
+/**
+ * Ends a claimed attempt: the lease is dropped, the delivery put back for
+ * its retry if one is left, and the attempt recorded in the rule's history.
+ * Returns what was recorded.
+ */
+export async function settleDelivery(
+  kv: Deno.Kv,
+  claim: Claim,
+  result: AttemptResult,
+  at: number,
+): Promise<DeliveryAttempt> {
+  const { delivery } = claim;
+  const delay = RETRY_DELAYS_MS[delivery.attempts - 1];
   const outcome: AttemptOutcome = result.ok
     ? "delivered"
     : result.final || delay === undefined
     ? "failed"
     : "retrying";
-  const at = now();
-  const op = kv.atomic().check({
-    key: leaseKey,
-    versionstamp: claim.versionstamp,
-  })
-    .delete(leaseKey);
+  const op = kv.atomic()
+    .check({ key: claim.leaseKey, versionstamp: claim.versionstamp })
+    .delete(claim.leaseKey);
   if (outcome === "retrying") {
-    op.set(alertOutboxKey(at + delay!, deliveryId), encodeJson(claimed));
+    op.set(alertOutboxKey(at + delay!, delivery.id), encodeJson(delivery));
   }
   // Lost only if the lease ran out and another instance took it over.
   await op.commit();
+  const attempt: DeliveryAttempt = {
+    deliveryId: delivery.id,
+    at,
+    attempt: delivery.attempts,
+    count: delivery.count,
+    ...(result.status === undefined ? {} : { status: result.status }),
+    ...(result.error === undefined ? {} : { error: result.error }),
+    outcome,
+  };
   await recordAlertAttempt(
     kv,
     delivery.projectId,
     delivery.ruleId,
     createId(at),
-    {
-      deliveryId,
-      at,
-      attempt: claimed.attempts,
-      count: delivery.count,
-      ...(result.status === undefined ? {} : { status: result.status }),
-      ...(result.error === undefined ? {} : { error: result.error }),
-      outcome,
-    },
+    attempt,
   );
-  return outcome;
+  return attempt;
 }
 
-/**
- * Sends the deliveries of the outbox that are due at `now` (at most 20 per
- * call, at once); returns the outcome of each attempt made.
- */
-export async function sendDueDeliveries(
-  options: SendOptions,
-): Promise<AttemptOutcome[]> {
-  const now = (options.now ?? Date.now)();
-  const due: Deno.KvEntry<unknown>[] = [];
-  const iter = options.kv.list({
+/** The outbox entries due at `now`, oldest first, at most `limit`. */
+export async function listDueDeliveries(
+  kv: Deno.Kv,
+  now: number,
+  limit: number,
+): Promise<Deno.KvEntry<unknown>[]> {
+  return await Array.fromAsync(kv.list({
     start: alertOutboxKey(),
     end: alertOutboxKey(now + 1, ""),
-  }, { limit: SWEEP_LIMIT });
-  for await (const entry of iter) due.push(entry);
-  const outcomes = await Promise.all(due.map((e) => sendOne(e, options)));
-  return outcomes.filter((o): o is AttemptOutcome => o !== null);
+  }, { limit }));
 }

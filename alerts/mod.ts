@@ -1,7 +1,7 @@
 /**
  * The alert loop of one process: each tick evaluates every rule
- * (alerts/evaluate.ts) and sends the deliveries that are due
- * (alerts/deliver.ts). `main.ts` starts it on an interval and calls
+ * (alerts/evaluate.ts) and starts the deliveries that are due
+ * (alerts/dispatch.ts), without waiting for their answers. `main.ts` starts it on an interval and calls
  * {@linkcode AlertLoop.tick} from its cron as well, since intervals may not
  * run between requests on Deno Deploy; tests call `tick` by hand. Ticks do
  * not overlap: a tick asked for while one runs joins it.
@@ -10,13 +10,13 @@
  */
 import type { AttemptOutcome, Delivery } from "../db/alerts.ts";
 import { type EvaluateOptions, evaluateRules } from "./evaluate.ts";
-import { sendDueDeliveries, type SendOptions } from "./deliver.ts";
+import { createDispatcher, type DispatchOptions } from "./dispatch.ts";
 
 /** Period of the alert loop. */
 export const ALERT_INTERVAL_MS = 2000;
 
 /** Options of {@linkcode createAlertLoop}. */
-export interface AlertLoopOptions extends SendOptions {
+export interface AlertLoopOptions extends Omit<DispatchOptions, "onError"> {
   /** Told of a failure; the loop goes on. @default logs to stderr */
   onError?: (error: unknown) => void;
   /** @default {ALERT_INTERVAL_MS} */
@@ -26,16 +26,27 @@ export interface AlertLoopOptions extends SendOptions {
 /** What one tick did. */
 export interface TickResult {
   queued: Delivery[];
+  /** Deliveries the tick started (their answers are not awaited). */
+  started: number;
+  /** Outcomes recorded since the previous tick (attempts that ended, backoffs). */
   attempts: AttemptOutcome[];
 }
 
 /** The running alert loop. */
 export interface AlertLoop {
-  /** Evaluates the rules once, then sends what is due. */
+  /** Evaluates the rules once, then starts what is due. */
   tick(): Promise<TickResult>;
+  /**
+   * Waits until no delivery is in flight; the outcomes recorded since the
+   * previous tick or call.
+   */
+  settled(): Promise<AttemptOutcome[]>;
   /** Ticks every `intervalMs` until stopped. */
   start(): void;
-  /** Stops the interval and waits for the tick in progress. */
+  /**
+   * Stops the interval, waits for the tick in progress and ends the
+   * deliveries in flight (each recorded as retrying).
+   */
   stop(): Promise<void>;
 }
 
@@ -61,10 +72,11 @@ export function createAlertLoop(options: AlertLoopOptions): AlertLoop {
         new Error(`Cannot evaluate alert rule "${rule.id}"`, { cause: error }),
       ),
   };
+  const dispatcher = createDispatcher({ ...options, onError });
   const run = async (): Promise<TickResult> => {
     const queued = await evaluateRules(evaluate);
-    const attempts = await sendDueDeliveries(options);
-    return { queued, attempts };
+    const started = await dispatcher.sweep();
+    return { queued, started, attempts: dispatcher.take() };
   };
   const tick = () => {
     running ??= run().finally(() => {
@@ -74,6 +86,10 @@ export function createAlertLoop(options: AlertLoopOptions): AlertLoop {
   };
   return {
     tick,
+    async settled() {
+      await dispatcher.settled();
+      return dispatcher.take();
+    },
     start() {
       timer = setInterval(() => {
         tick().catch(onError);
@@ -83,6 +99,7 @@ export function createAlertLoop(options: AlertLoopOptions): AlertLoop {
       clearInterval(timer);
       timer = undefined;
       await running?.catch(() => {});
+      await dispatcher.stop();
     },
   };
 }

@@ -3,7 +3,8 @@
  * not reach the service's own machine or its private network unless the
  * operator allows it with `ALERT_PRIVATE_TARGETS=allow`. The URL's host is
  * checked when a rule is added, and the addresses its name resolves to are
- * checked again before each delivery (docs/alerts.md#webhook-targets).
+ * checked again before each delivery (docs/alerts.md#webhook-targets); what
+ * a name resolves to is never shown.
  *
  * @module
  */
@@ -29,13 +30,19 @@ export class WebhookUnresolvedError extends Error {
   override name = "WebhookUnresolvedError";
 }
 
+/** What a delivery's history says of a name that resolves to a refused address. */
+export const REFUSED_RESOLVED = "refused: not a public address";
+
 /** Time one resolution of a webhook's host may take. */
 const RESOLVE_TIMEOUT_MS = 5000;
 
 /** Longest webhook URL accepted. */
 const MAX_URL_CHARS = 2048;
 
-/** IPv4 ranges refused, as [first octets, prefix length]. */
+/**
+ * IPv4 ranges refused, as [first octets, prefix length]: the IANA IPv4
+ * special-purpose registry (docs/alerts.md#webhook-targets).
+ */
 const PRIVATE_V4: [number[], number][] = [
   [[0], 8], // "this network", 0.0.0.0
   [[10], 8], // private
@@ -44,10 +51,25 @@ const PRIVATE_V4: [number[], number][] = [
   [[169, 254], 16], // link-local (cloud metadata)
   [[172, 16], 12], // private
   [[192, 0, 0], 24], // IETF protocol assignments
+  [[192, 0, 2], 24], // documentation (TEST-NET-1)
+  [[192, 88, 99], 24], // 6to4 relay anycast (deprecated)
   [[192, 168], 16], // private
   [[198, 18], 15], // benchmarking
+  [[198, 51, 100], 24], // documentation (TEST-NET-2)
+  [[203, 0, 113], 24], // documentation (TEST-NET-3)
   [[224], 4], // multicast
   [[240], 4], // reserved, broadcast
+];
+
+/**
+ * IPv6 ranges refused inside global unicast (2000::/3), as [first groups,
+ * prefix length]; everything outside 2000::/3 is refused as well.
+ */
+const PRIVATE_V6: [number[], number][] = [
+  [[0x2001], 23], // IETF protocol assignments (Teredo, ORCHID, …), all of it
+  [[0x2001, 0x0db8], 32], // documentation
+  [[0x2002], 16], // 6to4: an IPv4 address inside, 127.0.0.1 included
+  [[0x3fff, 0], 20], // documentation
 ];
 
 function parseV4(host: string): number[] | null {
@@ -104,32 +126,39 @@ function isPrivateV4(octets: number[]): boolean {
   return PRIVATE_V4.some(([base, bits]) => v4InRange(octets, base, bits));
 }
 
-function isPrivateV6(g: number[]): boolean {
-  const zeroUntil = (n: number) => g.slice(0, n).every((x) => x === 0);
-  if (zeroUntil(7) && (g[7] === 0 || g[7] === 1)) return true; // :: and ::1
-  const embedded = [g[6]! >> 8, g[6]! & 255, g[7]! >> 8, g[7]! & 255];
-  // IPv4-mapped (::ffff:a.b.c.d), IPv4-compatible and NAT64 (64:ff9b::/96).
-  if (zeroUntil(5) && g[5] === 0xffff) return isPrivateV4(embedded);
-  if (zeroUntil(6)) return isPrivateV4(embedded);
-  if (g[0] === 0x64 && g[1] === 0xff9b && g.slice(2, 6).every((x) => x === 0)) {
-    return isPrivateV4(embedded);
+function v6InRange(groups: number[], base: number[], bits: number): boolean {
+  for (let i = 0; i * 16 < bits; i++) {
+    const width = Math.min(16, bits - i * 16);
+    const mask = (0xffff << (16 - width)) & 0xffff;
+    if ((groups[i]! & mask) !== ((base[i] ?? 0) & mask)) return false;
   }
-  const first = g[0]!;
-  return (first & 0xfe00) === 0xfc00 || // unique local fc00::/7
-    (first & 0xffc0) === 0xfe80 || // link-local fe80::/10
-    (first & 0xffc0) === 0xfec0 || // site-local (deprecated) fec0::/10
-    (first & 0xff00) === 0xff00; // multicast ff00::/8
+  return true;
 }
 
 /**
- * Whether `address` (IPv4 or IPv6, brackets allowed) is loopback, private,
- * link-local, carrier-grade NAT, multicast, reserved or unspecified; `null`
- * when it is not an IP address at all.
+ * Only global unicast (2000::/3) may be reached, less its special-purpose
+ * blocks. Outside it lie `::`, `::1`, the IPv4-mapped, -compatible and
+ * -translated forms (::/8), NAT64 (64:ff9b::/96, 64:ff9b:1::/48), discard
+ * (100::/64), unique local (fc00::/7), link-local (fe80::/10) and multicast
+ * (ff00::/8): none is a public IPv6 address, whatever IPv4 address it embeds.
+ */
+function isPrivateV6(g: number[]): boolean {
+  if (!v6InRange(g, [0x2000], 3)) return true;
+  return PRIVATE_V6.some(([base, bits]) => v6InRange(g, base, bits));
+}
+
+/**
+ * Whether `address` (IPv4 or IPv6, brackets allowed, any textual form) is
+ * in a special-purpose range — loopback, private, link-local, carrier-grade
+ * NAT, documentation, benchmarking, multicast, reserved, unspecified, or an
+ * IPv6 form that embeds an IPv4 address; `null` when it is not an IP address
+ * at all.
  *
  * @example
  * ```ts
  * isPrivateAddress("10.1.2.3"); // true
  * isPrivateAddress("[::ffff:127.0.0.1]"); // true
+ * isPrivateAddress("[2001:db8::1]"); // true
  * isPrivateAddress("93.184.215.14"); // false
  * isPrivateAddress("example.com"); // null
  * ```
@@ -183,7 +212,7 @@ export function checkWebhookUrl(
       host.endsWith(".localhost")
     ) {
       throw new WebhookTargetError(
-        `Cannot use webhook "${url}": "${parsed.hostname}" is a loopback, private or reserved address (set ALERT_PRIVATE_TARGETS=allow to permit it)`,
+        `Cannot use webhook "${url}": "${parsed.hostname}" is not a public address: loopback, private, reserved or documentation (set ALERT_PRIVATE_TARGETS=allow to permit it)`,
       );
     }
   }
@@ -209,7 +238,8 @@ export const resolveDns: Resolver = async (host, type) => {
 /**
  * Checks where a delivery is about to go: unless `allowPrivate`, every
  * address the host resolves to must be public (a name that resolves to a
- * private address is refused; one that resolves to nothing throws
+ * refused address throws {@linkcode REFUSED_RESOLVED}, without the address;
+ * one that resolves to nothing throws
  * {@linkcode WebhookUnresolvedError}).
  */
 export async function checkResolvedTarget(
@@ -231,10 +261,9 @@ export async function checkResolvedTarget(
   if (addresses.length === 0) {
     throw new WebhookUnresolvedError(`Cannot resolve webhook host "${host}"`);
   }
-  const refused = addresses.find((a) => isPrivateAddress(a) !== false);
-  if (refused !== undefined) {
-    throw new WebhookTargetError(
-      `Cannot deliver to "${host}": it resolves to ${refused}, a loopback, private or reserved address (set ALERT_PRIVATE_TARGETS=allow to permit it)`,
-    );
+  // The message names no address: a rule's history must not tell a member
+  // what the service's internal names resolve to.
+  if (addresses.some((a) => isPrivateAddress(a) !== false)) {
+    throw new WebhookTargetError(REFUSED_RESOLVED);
   }
 }

@@ -15,7 +15,7 @@
  */
 import { parseArgs } from "node:util";
 import { ProjectCache } from "../auth/projects.ts";
-import { lineFromQueued } from "../db/lines.ts";
+import { lineFromQueued } from "../db/storage/lines.ts";
 import { createProject, type Project } from "../db/projects.ts";
 import { addScrubRule, scrubAccepted, scrubberOf } from "../db/scrub.ts";
 import { projectKey } from "../db/keys.ts";

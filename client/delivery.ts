@@ -205,6 +205,14 @@ function poster(
   };
 }
 
+/**
+ * Whether an answer is worth sending again: none at all (a network
+ * failure, `0`), `429`, or a `5xx`.
+ */
+function retried(status: number): boolean {
+  return !status || status >= 500 || status === 429;
+}
+
 /** The sending half of a sender, as its queue side sees it. */
 interface Dispatch {
   /** Sends what the pacing and the concurrency allow, then settles. */
@@ -258,11 +266,6 @@ function createDispatch(
     settle();
   }
 
-  function fail(job: Job, status: number, error?: Partial<DeliveryError>) {
-    stats.failed++;
-    onError(deliveryError(job, status, error));
-  }
-
   async function send(job: Job): Promise<void> {
     stats.inFlight++;
     const keepalive = !!options.keepalive &&
@@ -282,10 +285,9 @@ function createDispatch(
     if (status === 200) {
       stats.sent++;
       pace.succeed();
-    } else if (status && status < 500 && status !== 429) {
-      fail(job, status, error);
-    } else if (++job.attempts > maxRetries || stopped) {
-      fail(job, status, error);
+    } else if (!retried(status) || ++job.attempts > maxRetries || stopped) {
+      stats.failed++;
+      onError(deliveryError(job, status, error));
     } else {
       stats.retried++;
       pace.pause(sentAt, retryAfter);

@@ -70,8 +70,11 @@ export interface Delivery {
   createdAt: number;
 }
 
-/** How an attempt ended. */
-export type AttemptOutcome = "delivered" | "retrying" | "failed";
+/**
+ * How an attempt ended; `backed-off` records a delivery held back, without
+ * an attempt, because its target kept timing out.
+ */
+export type AttemptOutcome = "delivered" | "retrying" | "failed" | "backed-off";
 
 /** One delivery attempt, as a rule's history shows it. */
 export interface DeliveryAttempt {
@@ -83,7 +86,7 @@ export interface DeliveryAttempt {
   count: number;
   /** The receiver's HTTP status, when it answered. */
   status?: number;
-  /** Why the attempt failed without an answer (timeout, refused address). */
+  /** Why the attempt failed without an answer (timeout, refused address, backoff). */
   error?: string;
   outcome: AttemptOutcome;
 }

@@ -10,8 +10,8 @@
 import { idTime } from "../domain/ids.ts";
 import { batchIdOf, pendingBatchesPrefix } from "./keys.ts";
 import { decodeFramed } from "./kv.ts";
-import { backlogOf } from "./query/tiers.ts";
-import { listSummaries } from "./query/storage.ts";
+import { backlogOf } from "./storage/tiers.ts";
+import { listSummaries } from "./query/summaries.ts";
 
 /** A part of the backlog. */
 export interface BacklogPart {

@@ -2,7 +2,7 @@
  * Values larger than Deno KV's 64 KiB limit, the one place that splits and
  * joins them: a head stored under the main key and further parts of at most
  * {@linkcode PART_BYTES} under keys of their own, read back with `getMany`.
- * Batches (queue/batch.ts) and chunks of stored entries (db/query/chunk.ts)
+ * Batches (queue/batch.ts) and chunks of stored entries (db/storage/chunk.ts)
  * use it; the caller names the keys and records how many parts there are.
  *
  * @module
@@ -56,7 +56,7 @@ export function concatBytes(chunks: Uint8Array[]): Uint8Array {
  *
  * @example
  * ```ts
- * const bytes = await joinBytes(kv, head, [logChunkPartKey(projectId, id, 1)]);
+ * const bytes = await joinBytes(kv, head, [logChunkSliceKey(projectId, id, 1)]);
  * ```
  */
 export async function joinBytes(

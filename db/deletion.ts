@@ -16,11 +16,8 @@ import {
   statsPrefix,
 } from "./keys.ts";
 import { deletePrefix, ProjectNotFoundError } from "./projects.ts";
-import {
-  countStoredEntries,
-  storedLogKeys,
-  storedLogPrefixes,
-} from "./query/storage.ts";
+import { countStoredEntries } from "./query/summaries.ts";
+import { storedLogKeys, storedLogPrefixes } from "./storage/write.ts";
 import { deleteReadTokens } from "./tokens.ts";
 
 /**

@@ -11,12 +11,11 @@
  * | `batch_parts/<batchId>/<n>` | further parts of a large batch |
  * | `batch_progress/<batchId>` | projects whose results a batch spanning many projects has committed |
  * | `log_chunks/<projectId>/<last entry id>` | a chunk of stored entries: deflated JSON lines |
- * | `logs/<projectId>/<first entry id>` (+ `log_parts/…/<n>`) | a page of an earlier version, read once and made a chunk |
- * | `log_chunk_parts/<projectId>/<last entry id>/<n>` | further parts of a large chunk |
+ * | `log_chunk_slices/<projectId>/<last entry id>/<n>` | further slices of a chunk too large for one value |
  * | `log_summaries/<projectId>/<last entry id>` | a chunk's summary: first id, count, levels |
  * | `log_blooms/<projectId>/<last entry id>` | the summary and the chunk's Bloom filter |
  * | `log_counts/<projectId>/<"m" or "h">/<start ms>/<level>` | `Deno.KvU64`, entries received in that minute or hour |
- * | `log_compactions/<projectId>` | `Deno.KvU64`, bumped by every merge commit |
+ * | `log_merges/<projectId>` | `Deno.KvU64`, bumped by every merge commit |
  * | `seen_signatures/<projectId>/<signature>` | id of the entry that used it |
  * | `stats/<projectId>/accepted` | `Deno.KvU64` |
  * | `stats/<projectId>/rejected/<reason>` | `Deno.KvU64` |
@@ -92,26 +91,7 @@ export function batchProgressKey(batchId: string): Deno.KvKey {
   return ["batch_progress", batchId];
 }
 
-/** Key of a page stored by an earlier version (db/query/upgrade.ts). */
-export function legacyPageKey(projectId: string, firstId: string): Deno.KvKey {
-  return ["logs", projectId, firstId];
-}
-
-/** Prefixes of a project's pages of an earlier version and of their parts. */
-export function legacyPagePrefixes(projectId: string): Deno.KvKey[] {
-  return [["logs", projectId], ["log_parts", projectId]];
-}
-
-/** Key of part `n` (from 1) of a page of an earlier version. */
-export function legacyPagePartKey(
-  projectId: string,
-  firstId: string,
-  n: number,
-): Deno.KvKey {
-  return ["log_parts", projectId, firstId, n];
-}
-
-/** Key of a chunk of stored entries, named by its last entry (see db/query/chunk.ts). */
+/** Key of a chunk of stored entries, named by its last entry (see db/storage/chunk.ts). */
 export function logChunkKey(projectId: string, lastId: string): Deno.KvKey {
   return ["log_chunks", projectId, lastId];
 }
@@ -121,18 +101,18 @@ export function logChunksPrefix(projectId: string): Deno.KvKey {
   return ["log_chunks", projectId];
 }
 
-/** Key of part `n` (from 1) of a chunk too large for one value. */
-export function logChunkPartKey(
+/** Key of slice `n` (from 1) of a chunk too large for one value. */
+export function logChunkSliceKey(
   projectId: string,
   lastId: string,
   n: number,
 ): Deno.KvKey {
-  return ["log_chunk_parts", projectId, lastId, n];
+  return ["log_chunk_slices", projectId, lastId, n];
 }
 
-/** Prefix of the extra parts of a project's large chunks. */
-export function logChunkPartsPrefix(projectId: string): Deno.KvKey {
-  return ["log_chunk_parts", projectId];
+/** Prefix of the further slices of a project's large chunks. */
+export function logChunkSlicesPrefix(projectId: string): Deno.KvKey {
+  return ["log_chunk_slices", projectId];
 }
 
 /** Key of a chunk's summary, named like the chunk. */
@@ -186,8 +166,8 @@ export function decodeLogCountKey(
 }
 
 /** Counter bumped by every merge of a project's chunks: readers detect a move. */
-export function logCompactionKey(projectId: string): Deno.KvKey {
-  return ["log_compactions", projectId];
+export function logMergesKey(projectId: string): Deno.KvKey {
+  return ["log_merges", projectId];
 }
 
 /**

@@ -34,7 +34,7 @@ import {
 } from "./keys.ts";
 import { decodeJson, encodeJson } from "./kv.ts";
 import { addErrorGroups } from "./error_groups.ts";
-import { storeLogs } from "./logs.ts";
+import { storeLogs } from "./storage/write.ts";
 import { type Project, ProjectNotFoundError } from "./projects.ts";
 import { scrubAccepted } from "./scrub.ts";
 

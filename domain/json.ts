@@ -83,15 +83,14 @@ export function scanJson(
   let expectKey = false;
   let key = "";
   let valueStart = -1;
-  // Inside a top-level member named in `exactIn`.
-  let checking = false;
+  let checking = false; // inside a top-level member named in `exactIn`
   const checked: Checked = {
     isArray: [],
     nameAt: [],
     indexAt: [],
     namesAt: [],
   };
-  const { isArray, nameAt, indexAt, namesAt } = checked;
+  const { isArray, indexAt, namesAt } = checked;
   for (let i = 0; i < text.length; i++) {
     const c = text.charCodeAt(i);
     if (c === QUOTE) {
@@ -108,31 +107,7 @@ export function scanJson(
         if (many) many.add(key);
         else if (names.push(key) > FEW_NAMES) many = new Set(names);
         checking = exactIn?.has(key) ?? false;
-      } else if (checking) {
-        nameAt[depth] = start;
-        const name = decodeName(text, start, i);
-        if (name === "__proto__") {
-          const path = pathTo(text, key, checked, depth - 1, name);
-          report(
-            checked,
-            path,
-            `"${path}" cannot be stored: ` +
-              `a member named "__proto__" is dropped by JavaScript; rename it`,
-          );
-        }
-        const seen = namesAt[depth]!;
-        if (Array.isArray(seen) ? seen.includes(name) : seen.has(name)) {
-          const path = pathTo(text, key, checked, depth - 1, name);
-          report(
-            checked,
-            path,
-            `"${path}" appears more than once in its object: ` +
-              `only one value would be kept; send each name once`,
-          );
-        } else if (Array.isArray(seen)) {
-          if (seen.push(name) > FEW_NAMES) namesAt[depth] = new Set(seen);
-        } else seen.add(name);
-      }
+      } else if (checking) checkName(text, start, i, key, checked, depth);
     } else if (c === OPEN_BRACE || c === OPEN_BRACKET) {
       depth++;
       if (depth > maxDepth) return { tooDeepIn: key, spans };
@@ -187,6 +162,44 @@ interface Checked {
   indexAt: number[];
   namesAt: (string[] | Set<string>)[];
   inexact?: Inexact[];
+}
+
+/**
+ * Checks the name between `start` and `end` (its quotes) of an object at
+ * `depth` inside the checked member `key`: a name `JSON.parse` drops
+ * (`__proto__`) or one repeated in its object is reported with its path.
+ */
+function checkName(
+  text: string,
+  start: number,
+  end: number,
+  key: string,
+  checked: Checked,
+  depth: number,
+): void {
+  checked.nameAt[depth] = start;
+  const name = decodeName(text, start, end);
+  if (name === "__proto__") {
+    const path = pathTo(text, key, checked, depth - 1, name);
+    report(
+      checked,
+      path,
+      `"${path}" cannot be stored: ` +
+        `a member named "__proto__" is dropped by JavaScript; rename it`,
+    );
+  }
+  const seen = checked.namesAt[depth]!;
+  if (Array.isArray(seen) ? seen.includes(name) : seen.has(name)) {
+    const path = pathTo(text, key, checked, depth - 1, name);
+    report(
+      checked,
+      path,
+      `"${path}" appears more than once in its object: ` +
+        `only one value would be kept; send each name once`,
+    );
+  } else if (Array.isArray(seen)) {
+    if (seen.push(name) > FEW_NAMES) checked.namesAt[depth] = new Set(seen);
+  } else seen.add(name);
 }
 
 /** Records a finding, while fewer than {@linkcode MAX_INEXACT} are. */

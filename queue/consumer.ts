@@ -27,8 +27,8 @@ import {
   projectKey,
 } from "../db/keys.ts";
 import { ATOMIC_MAX_CHECKS, decodeJson, getManyChunked } from "../db/kv.ts";
-import { encodeRecordLine, lineFromQueued } from "../db/lines.ts";
-import { storeLogs } from "../db/logs.ts";
+import { encodeRecordLine, lineFromQueued } from "../db/storage/lines.ts";
+import { storeLogs } from "../db/storage/write.ts";
 import { joinJson } from "../db/blob.ts";
 import { encodeKeptEntry } from "../db/rejected.ts";
 import type { Project } from "../db/projects.ts";
@@ -316,7 +316,7 @@ export class Consumer {
     const projects = new Map([...reads].map(([id, r]) => [id, r.project]));
     const now = this.#now();
     const accepted = new Map<string, LogRecord[]>();
-    // Lines cut from the committed JSON (db/lines.ts, lineFromQueued).
+    // Lines cut from the committed JSON (db/storage/lines.ts, lineFromQueued).
     const lines = new Map<LogRecord, string>();
     const tally = new StatsTally();
     entries.forEach((entry, i) => {

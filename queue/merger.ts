@@ -1,12 +1,12 @@
 /**
- * Runs the merger (db/query/merge.ts) in the background of a server: rounds
+ * Runs the merger (db/storage/merge.ts) in the background of a server: rounds
  * over every project, back to back while they find work, so that merging
  * goes on under traffic instead of waiting for quiet.
  *
  * @module
  */
-import { mergeAll, type MergeResult } from "../db/query/merge.ts";
-import { type Backlog, emptyBacklog } from "../db/query/tiers.ts";
+import { mergeAll, type MergeResult } from "../db/storage/merge.ts";
+import { type Backlog, emptyBacklog } from "../db/storage/tiers.ts";
 
 /** Options of {@linkcode startMerger}. */
 export interface MergerOptions {

@@ -181,7 +181,7 @@ function queuedEntry(
   const { level, projectId, data, device, context, appid } = valid;
   const origin = headers.get("origin");
   // Members in the stored line's order, the line first: the consumer cuts
-  // the line from this entry's JSON (db/logs.ts, lineFromQueued).
+  // the line from this entry's JSON (db/storage/lines.ts, lineFromQueued).
   const entry = { id: createId(receivedAt), level, data } as QueuedEntry;
   if (device !== undefined) entry.device = device;
   if (context !== undefined) entry.context = context;

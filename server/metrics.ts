@@ -99,18 +99,54 @@ function labels(pairs: Record<string, string>): string {
   return text === "" ? "" : `{${text}}`;
 }
 
+/** One sample of a family: a name suffix, its labels and its value. */
+type Sample = [string, Record<string, string>, number];
+
 /** One metric family: its help, type and samples. */
 function family(
   name: string,
   type: "counter" | "gauge" | "histogram",
   help: string,
-  samples: [string, Record<string, string>, number][],
+  samples: Sample[],
 ): string {
   const lines = [`# HELP ${name} ${help}`, `# TYPE ${name} ${type}`];
   for (const [suffix, pairs, value] of samples) {
     lines.push(`${name}${suffix}${labels(pairs)} ${value}`);
   }
   return lines.join("\n");
+}
+
+/** A map's entries in the order of their names. */
+function byName<V>(map: Map<string, V>): [string, V][] {
+  return [...map].sort(([a], [b]) => a < b ? -1 : a > b ? 1 : 0);
+}
+
+/** The latency histogram's samples: cumulative buckets, sum and count. */
+function latencySamples(requests: RequestMetrics): Sample[] {
+  const samples: Sample[] = [];
+  let cumulative = 0;
+  LATENCY_BUCKETS_S.forEach((le, i) => {
+    cumulative += requests.buckets[i]!;
+    samples.push(["_bucket", { le: String(le) }, cumulative]);
+  });
+  samples.push(["_bucket", { le: "+Inf" }, requests.count]);
+  samples.push(["_sum", {}, requests.sumSeconds]);
+  samples.push(["_count", {}, requests.count]);
+  return samples;
+}
+
+/** Rejections by project and reason, then those naming no project. */
+function rejectedSamples(totals: ServiceTotals): Sample[] {
+  const samples: Sample[] = [];
+  for (const [project, reasons] of byName(totals.rejected)) {
+    for (const [reason, n] of byName(reasons)) {
+      samples.push(["", { project, reason }, n]);
+    }
+  }
+  for (const [reason, n] of byName(totals.rejectedGlobal)) {
+    samples.push(["", { reason }, n]);
+  }
+  return samples;
 }
 
 /**
@@ -121,26 +157,6 @@ export function renderMetrics(
   totals: ServiceTotals,
   heartbeatAgeMs: number,
 ): string {
-  const sorted = <V>(m: Map<string, V>) =>
-    [...m].sort(([a], [b]) => a < b ? -1 : a > b ? 1 : 0);
-  const histogram: [string, Record<string, string>, number][] = [];
-  let cumulative = 0;
-  LATENCY_BUCKETS_S.forEach((le, i) => {
-    cumulative += requests.buckets[i]!;
-    histogram.push(["_bucket", { le: String(le) }, cumulative]);
-  });
-  histogram.push(["_bucket", { le: "+Inf" }, requests.count]);
-  histogram.push(["_sum", {}, requests.sumSeconds]);
-  histogram.push(["_count", {}, requests.count]);
-  const rejected: [string, Record<string, string>, number][] = [];
-  for (const [project, reasons] of sorted(totals.rejected)) {
-    for (const [reason, n] of sorted(reasons)) {
-      rejected.push(["", { project, reason }, n]);
-    }
-  }
-  for (const [reason, n] of sorted(totals.rejectedGlobal)) {
-    rejected.push(["", { reason }, n]);
-  }
   return [
     family(
       "logs_http_requests_total",
@@ -153,19 +169,19 @@ export function renderMetrics(
       "logs_http_request_duration_seconds",
       "histogram",
       "Time this process took to answer a request on the ingest port.",
-      histogram,
+      latencySamples(requests),
     ),
     family(
       "logs_entries_accepted_total",
       "counter",
       "Entries stored, by project (the whole service).",
-      sorted(totals.accepted).map(([project, n]) => ["", { project }, n]),
+      byName(totals.accepted).map(([project, n]) => ["", { project }, n]),
     ),
     family(
       "logs_entries_rejected_total",
       "counter",
       "Entries dropped, by project and reason; without a project label for entries naming no existing project (the whole service).",
-      rejected,
+      rejectedSamples(totals),
     ),
     family(
       "logs_queue_pending_batches",

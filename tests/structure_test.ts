@@ -1,22 +1,41 @@
 /**
  * The shape of the house (docs/design.md#layers): no import cycle, not even
- * through type-only imports, lower layers never import higher ones, and no
- * source file outside the tests grows past 400 lines (the key layout, one
- * table in one module, excepted), nor any test file past 700.
+ * through type-only imports, lower layers never import higher ones, no
+ * function outside the tests over 80 lines (JSX components included), and
+ * no test file past 700 lines. A source file past 600 lines is named in a
+ * warning, not refused: a file is split where its concerns part, not at a
+ * count. Inside db/, the query module only reads
+ * (docs/storage.md#storage-and-query): nothing in db/query/ writes, and of
+ * db/storage/ it imports only the stored formats' decoders, never what
+ * writes.
  *
  * @module
  */
 import assert from "node:assert/strict";
+import { longFunctions } from "./_helpers/function_length.ts";
 
 const ROOT = new URL("../", import.meta.url);
-/** Longest source file outside the tests. */
-const MAX_LINES = 400;
+/** Longest function outside the tests, nested functions included. */
+const MAX_FUNCTION_LINES = 80;
 /**
- * Files allowed past it, and why: the key layout is one table and one
- * builder per key in one module (docs/design.md#key-layout), so it grows
- * with the layout instead of splitting into several homes.
+ * Functions allowed past it, and why, with the length they may reach.
  */
-const LONGER: Record<string, number> = { "db/keys.ts": 520 };
+const LONGER_FUNCTIONS: Record<string, number> = {
+  "cli/logs.ts:logsCommand": 92,
+  "cli/logs.ts:(anonymous)": 90,
+  "db/storage/chunk.ts:chunkSteps": 98,
+  "alerts/dispatch.ts:createDispatcher": 190,
+  "db/query/histogram.ts:histogram": 85,
+  "dashboard/pages/entry.tsx:chooseShown": 86,
+  "dashboard/routes/explorer.ts:explorerRoutes": 85,
+  "dashboard/routes/users.ts:usersRoutes": 90,
+  "dashboard/routes/settings.ts:settingsRoutes": 114,
+  "dashboard/routes/api.ts:apiRoutes": 85,
+  "dashboard/routes/api.ts:(anonymous)": 81,
+  "dashboard/routes/alerts.ts:alertsRoutes": 100,
+};
+/** Source files past this many lines are named in a warning. */
+const WARN_FILE_LINES = 600;
 /** Longest file under tests/, so that a suite stays one thing to read. */
 const MAX_TEST_LINES = 700;
 /** Layers from the bottom: a module may import its own layer or lower ones. */
@@ -103,23 +122,135 @@ Deno.test("lower layers never import higher ones", async () => {
 });
 
 Deno.test("a module of a layer that imports one on top is a leak", () => {
-  assert.equal(mayImport(layerOf("db/logs.ts"), "dashboard/mount.ts"), false);
+  assert.equal(
+    mayImport(layerOf("db/storage/write.ts"), "dashboard/mount.ts"),
+    false,
+  );
   assert.equal(mayImport(layerOf("routes/logs.ts"), "alerts/mod.ts"), false);
   assert.equal(mayImport(layerOf("main.ts"), "dashboard/mount.ts"), true);
-  assert.equal(mayImport(layerOf("db/logs.ts"), "routes/logs.ts"), false);
-  assert.equal(mayImport(layerOf("routes/logs.ts"), "db/logs.ts"), true);
+  assert.equal(
+    mayImport(layerOf("db/storage/write.ts"), "routes/logs.ts"),
+    false,
+  );
+  assert.equal(
+    mayImport(layerOf("routes/logs.ts"), "db/storage/write.ts"),
+    true,
+  );
 });
 
-Deno.test(`no source file outside the tests is over ${MAX_LINES} lines`, async () => {
+/**
+ * The modules of db/storage/ that db/query/ may import: the stored formats
+ * and their decoders (a line, a chunk and its summary and blooms, a Bloom
+ * filter, what a token is). The writes, the merger and its tiers stay out.
+ */
+const STORAGE_FORMATS = [
+  "db/storage/lines.ts",
+  "db/storage/chunk.ts",
+  "db/storage/bloom.ts",
+  "db/storage/text.ts",
+];
+/** A write to KV: an atomic operation, its commit, or a single write. */
+const WRITE = /\.atomic\(|\.commit\(|\bkv\.(?:set|delete|enqueue)\(/;
+
+/** Whether a module of db/query/ may import `target`. */
+function queryMayImport(target: string): boolean {
+  return !target.startsWith("db/storage/") || STORAGE_FORMATS.includes(target);
+}
+
+Deno.test("db/query/ only reads: no write in it, and of db/storage/ only the formats", async () => {
+  const graph = await importGraph();
+  const found: string[] = [];
+  let checked = 0;
+  for (const [file, imports] of graph) {
+    if (file.startsWith("db/storage/")) {
+      for (const target of imports) {
+        if (target.startsWith("db/query/")) found.push(`${file} -> ${target}`);
+      }
+    }
+    const formats = STORAGE_FORMATS.includes(file);
+    if (!file.startsWith("db/query/") && !formats) continue;
+    checked++;
+    const text = await Deno.readTextFile(new URL(file, ROOT));
+    if (WRITE.test(text)) found.push(`${file} writes`);
+    if (formats) continue;
+    for (const target of imports) {
+      if (!queryMayImport(target)) found.push(`${file} -> ${target}`);
+    }
+  }
+  assert.ok(checked > 10, `only ${checked} modules were read`);
+  assert.deepEqual(found, []);
+});
+
+Deno.test("a query module that imports a writer of storage, or writes, is a leak", () => {
+  assert.equal(queryMayImport("db/storage/chunk.ts"), true);
+  assert.equal(queryMayImport("db/keys.ts"), true);
+  assert.equal(queryMayImport("db/storage/merge.ts"), false);
+  assert.equal(queryMayImport("db/storage/write.ts"), false);
+  assert.ok(WRITE.test("const op = kv.atomic();"));
+  assert.ok(WRITE.test("await op.commit();"));
+  assert.ok(WRITE.test("await kv.set(key, value);"));
+  assert.ok(!WRITE.test("cache.set(filter, compiled);"));
+});
+
+Deno.test(`no function outside the tests is over ${MAX_FUNCTION_LINES} lines`, async () => {
+  const long: string[] = [];
+  let files = 0;
+  for (const file of await sourceFiles()) {
+    if (file.startsWith("tests/")) continue;
+    files++;
+    const source = await Deno.readTextFile(new URL(file, ROOT));
+    for (const fn of longFunctions(file, source, MAX_FUNCTION_LINES)) {
+      const allowed = LONGER_FUNCTIONS[`${file}:${fn.name}`];
+      if (allowed === undefined || fn.lines > allowed) {
+        long.push(`${file}:${fn.line} ${fn.name}: ${fn.lines}`);
+      }
+    }
+  }
+  assert.ok(files > 150, `only ${files} files were read`);
+  assert.deepEqual(long, []);
+});
+
+Deno.test("the function rule measures declarations, arrows, methods and JSX components, nested ones in their holder", () => {
+  const body = (n: number) => Array.from({ length: n }, (_, i) => `  f(${i});`);
+  const source = [
+    `function short() {`,
+    ...body(3),
+    `}`,
+    `export function Long() {`,
+    `  const inner = () => {`,
+    ...body(4),
+    `  };`,
+    `  return <div>`,
+    ...body(3).map((l) => `  <p>{${l.trim().slice(0, -1)}}</p>`),
+    `  </div>;`,
+    `}`,
+    `const arrow = (x: number) => {`,
+    ...body(8),
+    `};`,
+    `class C {`,
+    `  method() {`,
+    ...body(8),
+    `  }`,
+    `}`,
+  ].join("\n");
+  assert.deepEqual(
+    longFunctions("a.tsx", source, 9).map((f) => [f.name, f.line, f.lines]),
+    [["Long", 6, 13], ["arrow", 19, 10], ["method", 30, 10]],
+  );
+});
+
+Deno.test(`a source file past ${WARN_FILE_LINES} lines is named in a warning`, async () => {
   const long: string[] = [];
   for (const file of await sourceFiles()) {
     if (file.startsWith("tests/")) continue;
     const lines = (await Deno.readTextFile(new URL(file, ROOT))).split("\n");
-    if (lines.length - 1 > (LONGER[file] ?? MAX_LINES)) {
+    if (lines.length - 1 > WARN_FILE_LINES) {
       long.push(`${file}: ${lines.length - 1}`);
     }
   }
-  assert.deepEqual(long, []);
+  if (long.length > 0) {
+    console.warn(`Files past ${WARN_FILE_LINES} lines: ${long.join(", ")}`);
+  }
 });
 
 Deno.test(`no test file is over ${MAX_TEST_LINES} lines`, async () => {

@@ -3,7 +3,7 @@
  * through the real producer (group commit) and consumer of
  * `createPipeline`, with an injected clock that spreads receipt times over
  * a span (7 days for the benchmark), and the merger run every
- * `compactEveryMs` of that clock, as the service's merger would run
+ * `mergeEveryMs` of that clock, as the service's merger would run
  * every few seconds. The benchmark (bench/query/main.ts) and the engine's
  * exactness test (tests/db/query/generated_test.ts) both build their store
  * with it.
@@ -17,7 +17,7 @@
  */
 import type { LogRecord, QueuedEntry } from "../../domain/entry.ts";
 import { createProject } from "../../db/projects.ts";
-import { mergeProject } from "../../db/query/mod.ts";
+import { mergeProject } from "../../db/storage/merge.ts";
 import { createPipeline } from "../../queue/pipeline.ts";
 import { createId } from "../../domain/ids.ts";
 import {
@@ -52,7 +52,7 @@ export interface BuildStoreOptions {
   /** Keep the records of these entries (by index) in `samples`. */
   sample?: number[];
   /** Receipt time between merge rounds. @default {600000} */
-  compactEveryMs?: number;
+  mergeEveryMs?: number;
   /** Clock reading of the last merge round, after the last entry. @default {60000} */
   finalDelayMs?: number;
   /** Told every 100,000 entries. */
@@ -76,7 +76,7 @@ export interface BuiltStore {
   end: number;
   /** Seconds spent ingesting, and merging. */
   ingestSeconds: number;
-  compactSeconds: number;
+  mergeSeconds: number;
 }
 
 const encoder = new TextEncoder();
@@ -146,7 +146,7 @@ function benchPipeline(kv: Deno.Kv, now: () => number) {
 }
 
 /**
- * Generates, ingests and compacts `count` entries into a new project.
+ * Generates, ingests and merges `count` entries into a new project.
  *
  * @example
  * ```ts
@@ -167,7 +167,7 @@ export async function buildStore(
   const pipeline = benchPipeline(kv, now);
   const generator = createGenerator(options.seed);
   const jitter = mulberry32(options.seed ^ 0x5eed);
-  const compactEveryMs = options.compactEveryMs ?? 600_000;
+  const mergeEveryMs = options.mergeEveryMs ?? 600_000;
   const built: BuiltStore = {
     projectId: project.id,
     rawBytes: 0,
@@ -177,19 +177,19 @@ export async function buildStore(
     levels: {},
     end: start,
     ingestSeconds: 0,
-    compactSeconds: 0,
+    mergeSeconds: 0,
   };
-  let compactSeconds = 0;
-  const compact = async (at: number) => {
+  let mergeSeconds = 0;
+  const merge = async (at: number) => {
     await pipeline.worker.idle();
     const began = performance.now();
     t = at;
     await mergeProject(kv, project.id, { now: at });
-    compactSeconds += (performance.now() - began) / 1000;
+    mergeSeconds += (performance.now() - began) / 1000;
   };
   const sampled = new Set(options.sample ?? []);
   const began = performance.now();
-  let nextCompaction = start + compactEveryMs;
+  let nextMerge = start + mergeEveryMs;
   for (let from = 0; from < count; from += GROUP) {
     const group: QueuedEntry[] = [];
     for (let i = from; i < Math.min(count, from + GROUP); i++) {
@@ -211,17 +211,17 @@ export async function buildStore(
     t = group.at(-1)!.receivedAt;
     await Promise.all(group.map((entry) => pipeline.producer.submit(entry)));
     if ((from / GROUP) % 8 === 7) await pipeline.worker.idle();
-    if (t >= nextCompaction) {
-      await compact(t);
-      nextCompaction = t + compactEveryMs;
+    if (t >= nextMerge) {
+      await merge(t);
+      nextMerge = t + mergeEveryMs;
     }
     const done = Math.min(count, from + GROUP);
     if (done % 100_000 === 0) options.onProgress?.(done);
   }
   await pipeline.stop();
   built.end = t + (options.finalDelayMs ?? 60_000);
-  await compact(built.end);
-  built.compactSeconds = compactSeconds;
-  built.ingestSeconds = (performance.now() - began) / 1000 - compactSeconds;
+  await merge(built.end);
+  built.mergeSeconds = mergeSeconds;
+  built.ingestSeconds = (performance.now() - began) / 1000 - mergeSeconds;
   return built;
 }

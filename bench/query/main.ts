@@ -164,7 +164,7 @@ function summarize(
     summaryBytes: summaries.bytes,
     bloomBytes: blooms.bytes,
     ingestEntriesPerSecond: count / store.ingestSeconds,
-    compactSeconds: store.compactSeconds,
+    mergeSeconds: store.mergeSeconds,
     listSummariesMs: measured.listSummariesMs,
     listBloomsMs: measured.listBloomsMs,
     queries: measured.results,
@@ -201,7 +201,7 @@ function printReport(summary: Summary): void {
       "ingest (producer + consumer, in process)",
       `${f(summary.ingestEntriesPerSecond, 0)} entries/s`,
     ],
-    ["merging, all rounds", `${f(summary.compactSeconds)} s`],
+    ["merging, all rounds", `${f(summary.mergeSeconds)} s`],
     [
       "listing every summary, every Bloom filter",
       `${f(summary.listSummariesMs)} ms, ${f(summary.listBloomsMs)} ms`,
@@ -213,7 +213,7 @@ function printReport(summary: Summary): void {
   );
   for (const r of summary.queries) {
     const s = r.stats
-      ? `${r.stats.pagesRead} / ${r.stats.pagesSkipped} / ${r.stats.entriesScanned}`
+      ? `${r.stats.chunksRead} / ${r.stats.chunksSkipped} / ${r.stats.entriesScanned}`
       : "";
     console.log(
       `| ${r.name} | ${f(r.firstMs)} ms | ${f(r.medianMs)} ms | ${

@@ -17,7 +17,7 @@ import {
   logSummariesPrefix,
   logUnitId,
 } from "../../db/keys.ts";
-import { decodeChunkIndex, decodeSummary } from "../../db/query/chunk.ts";
+import { decodeChunkBlooms, decodeSummary } from "../../db/storage/chunk.ts";
 import { timeRuns } from "../timing.ts";
 import type { BuiltStore } from "./ingest.ts";
 
@@ -162,7 +162,7 @@ async function listAll(
   const began = performance.now();
   const iter = kv.list({ prefix }, { batchSize: bloom ? 100 : 500 });
   for await (const e of iter) {
-    if (bloom) decodeChunkIndex(e.value, logUnitId(e.key));
+    if (bloom) decodeChunkBlooms(e.value, logUnitId(e.key));
     else decodeSummary(e.value, logUnitId(e.key));
   }
   return performance.now() - began;

@@ -11,8 +11,8 @@
  */
 import { type LogRecord, STANDARD_LEVELS } from "../../domain/entry.ts";
 import { fingerprintOf } from "../../domain/fingerprint.ts";
-import { type BloomHash, bloomHash } from "./bloom.ts";
-import type { ChunkSummary } from "./chunk.ts";
+import { type BloomHash, bloomHash } from "../storage/bloom.ts";
+import type { ChunkSummary } from "../storage/chunk.ts";
 import {
   containsTerm,
   fieldText,
@@ -21,7 +21,7 @@ import {
   resolvePath,
   termTokens,
   TEXT_ROOTS,
-} from "./text.ts";
+} from "../storage/text.ts";
 
 /** A parsed filter; every part optional; parts combine with AND. */
 export interface Filter {
@@ -33,7 +33,7 @@ export interface Filter {
   levels?: string[];
   /** This standard level or a more severe one. */
   minLevel?: string;
-  /** Full-text terms, lower-cased; each must match (see db/query/text.ts). */
+  /** Full-text terms, lower-cased; each must match (see db/storage/text.ts). */
   text?: string[];
   /** Full-text terms no entry may match. */
   notText?: string[];

@@ -1,9 +1,9 @@
 /**
  * The query module: the one way the operator commands and the dashboard read
  * stored entries. Filters and the query syntax, pages of entries with a
- * cursor, one entry, an entry in context, a live tail, histograms, and the
- * merger that keeps stored entries few and large. See
- * docs/query.md.
+ * cursor, one entry, an entry in context, a live tail, histograms, counts
+ * and the backlog. It only reads: what writes and merges stored entries
+ * lives in db/storage/ (docs/storage.md). See docs/query.md.
  *
  * @module
  */
@@ -39,12 +39,6 @@ export {
   histogram,
   type HistogramOptions,
 } from "./histogram.ts";
-export { type Backlog, backlogOf } from "./tiers.ts";
-export {
-  mergeAll,
-  type MergeOptions,
-  mergeProject,
-  type MergeResult,
-} from "./merge.ts";
-export { countStoredEntries, listSummaries } from "./storage.ts";
+export { countStoredEntries, listSummaries } from "./summaries.ts";
+export { InexactReadError, MAX_READ_ATTEMPTS } from "./consistent.ts";
 export type { Order, ScanStats } from "./scan.ts";

@@ -4,7 +4,7 @@
  *
  * | form | meaning |
  * |---|---|
- * | `timeout` | full-text word (see db/query/text.ts) |
+ * | `timeout` | full-text word (see db/storage/text.ts) |
  * | `"payment failed"` | full-text phrase; `\"` and `\\` inside |
  * | `-timeout`, `-"a b"` | no entry with this word or phrase |
  * | `context.userId:user_42` | field equals value (`field:"a b"` when it has spaces) |

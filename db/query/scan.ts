@@ -19,13 +19,14 @@
  */
 import type { LogRecord } from "../../domain/entry.ts";
 import { logChunkKey } from "../keys.ts";
-import { decodeRecordLine } from "../lines.ts";
+import { decodeRecordLine } from "../storage/lines.ts";
 import { type Run, selectLines } from "./select.ts";
 import { getManyChunked } from "../kv.ts";
-import { readChunkText } from "./chunk.ts";
+import { readChunkText } from "../storage/chunk.ts";
 import type { CompiledFilter } from "./filter.ts";
 import { Heap } from "./heap.ts";
-import { ChunkListing, MAX_ID, type PendingChunk } from "./pending.ts";
+import { InexactReadError, MAX_READ_ATTEMPTS } from "./consistent.ts";
+import { ChunkListing, type ListedChunk, MAX_ID } from "./listing.ts";
 
 export { MAX_ID };
 
@@ -63,9 +64,9 @@ export interface ScanBudget {
 /** What a scan read and skipped. */
 export interface ScanStats {
   /** Chunks read. */
-  pagesRead: number;
+  chunksRead: number;
   /** Chunks not read because their summary showed they hold no match. */
-  pagesSkipped: number;
+  chunksSkipped: number;
   /** Entries in the chunks read. */
   entriesScanned: number;
 }
@@ -85,9 +86,6 @@ export interface ScanResult {
   resume?: string;
 }
 
-/** Times a scan is done again when a merge moved what it read. */
-const MAX_ATTEMPTS = 5;
-
 /**
  * Reads a project's entries in [lo, hi) in time order, filtered, up to
  * `limit` (and whether more exist), exactly even while merges move entries:
@@ -95,8 +93,9 @@ const MAX_ATTEMPTS = 5;
  * other sources, so a scan can only miss entries when a chunk it listed is
  * gone when its value is read, or when a chunk value it read was replaced
  * before the scan ended. It checks both (the versionstamps of what it read,
- * at the end) and is done again then, at most 5 times; entries a reader
- * meets twice are handed out once.
+ * at the end) and is done again then, at most `MAX_READ_ATTEMPTS` times in
+ * all, after which it throws {@linkcode InexactReadError} rather than answer
+ * what it saw; entries a reader meets twice are handed out once.
  *
  * @example
  * ```ts
@@ -110,15 +109,15 @@ export async function scan(
   projectId: string,
   options: ScanOptions,
 ): Promise<ScanResult> {
-  for (let attempt = 1;; attempt++) {
+  for (let attempt = 1; attempt <= MAX_READ_ATTEMPTS; attempt++) {
     const { result, read, moved } = await scanOnce(kv, projectId, options);
-    if (attempt >= MAX_ATTEMPTS) return result;
     if (moved) continue;
     const now = await getManyChunked(kv, read.map((r) => r.key));
     if (now.every((e, i) => e.versionstamp === read[i]!.versionstamp)) {
       return result;
     }
   }
+  throw new InexactReadError();
 }
 
 /**
@@ -165,8 +164,8 @@ function budgetCheck(
   const clock = budget?.clock ?? (() => performance.now());
   const deadline = budget?.ms === undefined ? Infinity : clock() + budget.ms;
   return () =>
-    stats.pagesRead > 0 &&
-    (stats.pagesRead >= (budget?.chunks ?? Infinity) || clock() >= deadline);
+    stats.chunksRead > 0 &&
+    (stats.chunksRead >= (budget?.chunks ?? Infinity) || clock() >= deadline);
 }
 
 /** What {@linkcode readRun} needs of the scan. */
@@ -189,7 +188,7 @@ interface RunContext {
 async function readRun(
   kv: Deno.Kv,
   projectId: string,
-  chunk: PendingChunk,
+  chunk: ListedChunk,
   scan: RunContext,
 ): Promise<Run | undefined> {
   const { lastId } = chunk.summary;
@@ -205,7 +204,7 @@ async function readRun(
     chunk.value,
     chunk.blocks,
   );
-  scan.stats.pagesRead++;
+  scan.stats.chunksRead++;
   const { lo, hi } = scan.range;
   return selectLines(text, scan.filter, lo, hi, scan.desc, scan.stats) ??
     undefined;
@@ -221,7 +220,11 @@ async function scanBody(
   const desc = options.order === "newest";
   const range = scanRange(options);
   const { lo, hi } = range;
-  const stats: ScanStats = { pagesRead: 0, pagesSkipped: 0, entriesScanned: 0 };
+  const stats: ScanStats = {
+    chunksRead: 0,
+    chunksSkipped: 0,
+    entriesScanned: 0,
+  };
   if (lo >= hi) return { records: [], more: false, stats };
   /** Whether `a` comes before `b` in scan order. */
   const first = (a: string, b: string) => desc ? a > b : a < b;

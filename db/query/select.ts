@@ -6,7 +6,7 @@
  *
  * @module
  */
-import { lineId, lineLevel } from "../lines.ts";
+import { lineId, lineLevel } from "../storage/lines.ts";
 import type { CompiledFilter } from "./filter.ts";
 
 /** Candidate lines of a chunk, in scan order. */

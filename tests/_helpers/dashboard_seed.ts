@@ -1,13 +1,13 @@
 /**
  * A store of varied entries for the dashboard tests and screenshots: chunks
  * and histogram counters written the way the consumer writes them
- * (db/logs.ts `storeLogs`), with receipt times spread over a span ending at
+ * (db/storage/write.ts `storeLogs`), with receipt times spread over a span ending at
  * `now`, so histograms have bars.
  *
  * @module
  */
 import type { LogRecord } from "../../domain/entry.ts";
-import { storeLogs } from "../../db/logs.ts";
+import { storeLogs } from "../../db/storage/write.ts";
 import { createId } from "../../domain/ids.ts";
 
 const TITLES: [string, string, Record<string, unknown>][] = [

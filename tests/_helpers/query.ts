@@ -7,9 +7,9 @@
  */
 import { fixtureTest } from "./fixture.ts";
 import type { LogRecord } from "../../domain/entry.ts";
-import { storeLogs } from "../../db/logs.ts";
+import { storeLogs } from "../../db/storage/write.ts";
 import { createProject } from "../../db/projects.ts";
-import { mergeProject } from "../../db/query/mod.ts";
+import { mergeProject } from "../../db/storage/merge.ts";
 import { createId } from "../../domain/ids.ts";
 
 import { kvTest, ORIGIN, withKv } from "./harness.ts";
@@ -75,7 +75,7 @@ export async function withQueryProject(
  * One merging round at `now` ({@linkcode mergeProject}): deletes what is past
  * the project's retention and merges the chunks it picks.
  */
-export function compactAt(kv: Deno.Kv, projectId: string, now: number) {
+export function mergeAt(kv: Deno.Kv, projectId: string, now: number) {
   return mergeProject(kv, projectId, { now });
 }
 

@@ -1,10 +1,13 @@
 /**
  * A webhook receiver on 127.0.0.1 for the alert suites: it records every
  * request (headers and body) and answers with the statuses it is given,
- * one per request, then 200.
+ * one per request, then 200. And {@linkcode round}: a tick whose
+ * deliveries are waited for.
  *
  * @module
  */
+import type { AlertLoop } from "../../alerts/mod.ts";
+import type { AttemptOutcome, Delivery } from "../../db/alerts.ts";
 import { serve } from "./harness.ts";
 
 /** One request the receiver got. */
@@ -38,4 +41,15 @@ export function startReceiver(statuses: number[] = []): Receiver {
     received,
     close: () => server.shutdown(),
   };
+}
+
+/**
+ * One tick, then the answers of the deliveries it started (a tick itself
+ * waits for none): what was queued and every outcome recorded.
+ */
+export async function round(
+  loop: AlertLoop,
+): Promise<{ queued: Delivery[]; attempts: AttemptOutcome[] }> {
+  const { queued, attempts } = await loop.tick();
+  return { queued, attempts: [...attempts, ...await loop.settled()] };
 }

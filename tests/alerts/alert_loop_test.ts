@@ -23,7 +23,11 @@ import {
   ORIGIN,
   randomEntry,
 } from "../_helpers/harness.ts";
-import { type Receiver, startReceiver } from "../_helpers/webhook_receiver.ts";
+import {
+  type Receiver,
+  round,
+  startReceiver,
+} from "../_helpers/webhook_receiver.ts";
 
 /**
  * Past the query API's settling time (entries younger than 1 s wait) and
@@ -47,7 +51,7 @@ interface Setup {
   sendAndTick: (
     n: number,
     level: string,
-  ) => ReturnType<ReturnType<typeof createAlertLoop>["tick"]>;
+  ) => ReturnType<typeof round>;
 }
 
 async function withAlerts(
@@ -73,7 +77,7 @@ async function withAlerts(
     const sendAndTick: Setup["sendAndTick"] = async (n, level) => {
       await send(h, project.id, n, level);
       h.clock.advance(SETTLE_MS);
-      return await loop.tick();
+      return await round(loop);
     };
     await body({
       h,
@@ -149,7 +153,7 @@ Deno.test("a critical entry produces one signed delivery with the entry in it", 
       assert.match(body.text, /Alert "level:critical": 1 entry matched/);
       // Nothing new: the next tick sends nothing.
       h.clock.advance(120_000);
-      assert.deepEqual(await loop.tick(), { queued: [], attempts: [] });
+      assert.deepEqual(await round(loop), { queued: [], attempts: [] });
       const history = await readAlertHistory(h.kv, projectId, rule.id);
       assert.equal(history.length, 1);
       assert.equal(history[0]!.status, 200);
@@ -174,7 +178,7 @@ Deno.test("a burst seen over two ticks within the grouping time is one delivery"
       await addRule();
       await send(h, projectId, 10, "critical");
       h.clock.advance(1100);
-      const first = await loop.tick();
+      const first = await round(loop);
       assert.deepEqual(first.queued, [], "the first ten wait for the rest");
       await sendAndTick(10, "critical");
       assert.deepEqual(bodies(receiver).map((b) => b.count), [20]);
@@ -191,11 +195,11 @@ Deno.test("entries arriving within --every are counted in the next delivery", as
       for (let i = 0; i < 3; i++) {
         await send(h, projectId, 4, "critical");
         h.clock.advance(60_000);
-        await loop.tick();
+        await round(loop);
       }
       assert.deepEqual(bodies(receiver).map((b) => b.count), [1]);
       h.clock.advance(300_000);
-      await loop.tick();
+      await round(loop);
       assert.deepEqual(bodies(receiver).map((b) => b.count), [1, 12]);
     },
   );
@@ -227,11 +231,11 @@ Deno.test("a failing receiver gets retries with backoff, then the delivery succe
       ]);
       // Not due before its backoff.
       h.clock.advance(RETRY_DELAYS_MS[0]! - 1);
-      assert.deepEqual((await loop.tick()).attempts, []);
+      assert.deepEqual((await round(loop)).attempts, []);
       h.clock.advance(1);
-      assert.deepEqual((await loop.tick()).attempts, ["retrying"]);
+      assert.deepEqual((await round(loop)).attempts, ["retrying"]);
       h.clock.advance(RETRY_DELAYS_MS[1]!);
-      assert.deepEqual((await loop.tick()).attempts, ["delivered"]);
+      assert.deepEqual((await round(loop)).attempts, ["delivered"]);
       assert.equal(receiver.received.length, 3);
       assert.equal(
         new Set(receiver.received.map((r) => r.headers.get("x-logs-delivery")))
@@ -261,10 +265,10 @@ Deno.test("a delivery is given up after its last retry and recorded as failed", 
       await sendAndTick(1, "critical");
       for (const delay of RETRY_DELAYS_MS) {
         h.clock.advance(delay);
-        await loop.tick();
+        await round(loop);
       }
       h.clock.advance(3_600_000);
-      await loop.tick();
+      await round(loop);
       assert.equal(receiver.received.length, RETRY_DELAYS_MS.length + 1);
       const history = await readAlertHistory(h.kv, projectId, rule.id);
       assert.equal(history[0]!.outcome, "failed");
@@ -277,7 +281,7 @@ Deno.test("the rules of a deleted project are deleted by the next tick", async (
   await withAlerts([], async ({ h, projectId, receiver, loop, addRule }) => {
     await addRule();
     await deleteProject(h.kv, projectId);
-    await loop.tick();
+    await round(loop);
     assert.deepEqual(await listAlertRules(h.kv), []);
     assert.equal(receiver.received.length, 0);
   });
@@ -293,8 +297,8 @@ Deno.test("two loops on one KV deliver each alert once", async () => {
     await addRule();
     await send(h, projectId, 3, "critical");
     h.clock.advance(SETTLE_MS);
-    await Promise.all([loop.tick(), other.tick()]);
-    await Promise.all([loop.tick(), other.tick()]);
+    await Promise.all([round(loop), round(other)]);
+    await Promise.all([round(loop), round(other)]);
     assert.deepEqual(bodies(receiver).map((b) => b.count), [3]);
   });
 });

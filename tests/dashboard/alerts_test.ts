@@ -115,6 +115,7 @@ Deno.test("the alerts page shows a rule's deliveries, and removing the rule dele
         allowPrivate: true,
       });
       await loop.tick();
+      await loop.settled();
       assert.equal(receiver.received.length, 1);
       const page = textOf(await (await browser.get(path)).text());
       assert.match(page, /Deliveries \(1\)/);

@@ -11,7 +11,7 @@
  */
 import type { Page } from "puppeteer-core";
 import { addErrorGroups } from "../../db/error_groups.ts";
-import { storeLogs } from "../../db/logs.ts";
+import { storeLogs } from "../../db/storage/write.ts";
 import { listProjects } from "../../db/projects.ts";
 import type { LogRecord } from "../../domain/entry.ts";
 import { createId } from "../../domain/ids.ts";

@@ -15,7 +15,7 @@ import {
   getManyChunked,
 } from "../../db/kv.ts";
 import { allowValue, getProject, listProjects } from "../../db/projects.ts";
-import { mergeProject } from "../../db/query/merge.ts";
+import { mergeProject } from "../../db/storage/merge.ts";
 import { recordFailure } from "../../queue/dead_letters.ts";
 import {
   assertCounts,
@@ -95,7 +95,7 @@ harnessTest(
         "log_chunks",
         "log_summaries",
         "log_blooms",
-        "log_compactions",
+        "log_merges",
         "stats",
         "rejections",
         "seen_signatures",

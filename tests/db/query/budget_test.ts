@@ -56,7 +56,10 @@ for (const order of ["newest", "oldest"] as const) {
           ...(cursor === undefined ? {} : { cursor }),
         });
         pages++;
-        assert.ok(page.stats.pagesRead <= 3, `${page.stats.pagesRead} chunks`);
+        assert.ok(
+          page.stats.chunksRead <= 3,
+          `${page.stats.chunksRead} chunks`,
+        );
         found.push(...page.records.map((r) => r.id));
         if (page.searchedTo !== undefined) {
           partial++;
@@ -141,7 +144,7 @@ queryProjectTest(
       // The budget, plus the chunk being read when it ran out and the
       // check of what was read: far from a full scan of 200 chunks.
       assert.ok(ms < 1500, `${Math.round(ms)} ms`);
-      assert.ok(page.stats.pagesRead < 200, `${page.stats.pagesRead} chunks`);
+      assert.ok(page.stats.chunksRead < 200, `${page.stats.chunksRead} chunks`);
       assert.match(page.cursor ?? "", /^N[0-9a-f]{28}$/);
     }
   },

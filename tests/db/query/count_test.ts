@@ -1,6 +1,6 @@
 /**
- * Counting a project's stored entries stays exact while the compactor moves
- * pages into chunks between the count's two listings.
+ * Counting a project's stored entries stays exact while the merger moves
+ * chunks between the count's two listings.
  *
  * @module
  */
@@ -8,7 +8,7 @@ import assert from "node:assert/strict";
 import { logSummariesPrefix } from "../../../db/keys.ts";
 import { countStoredEntries } from "../../../db/query/mod.ts";
 import {
-  compactAt,
+  mergeAt,
   queryProjectTest,
   recordAt,
   storeBatch,
@@ -16,15 +16,15 @@ import {
 } from "../../_helpers/query.ts";
 
 queryProjectTest(
-  "countStoredEntries is exact when a compaction commits in the middle of it",
+  "countStoredEntries is exact when a merge commits in the middle of it",
   async (kv, projectId) => {
     for (let i = 0; i < 30; i++) {
       await storeBatch(kv, projectId, [recordAt(T0 + i * 60_000)]);
     }
     assert.equal(await countStoredEntries(kv, projectId), 30);
-    // A reader whose listing of summaries starts only after a compaction
-    // moved every page into chunks, as the compactor of a running server can.
-    let compacted = false;
+    // A reader whose listing of summaries starts only after a merge
+    // merged its chunks, as the merger of a running server can.
+    let merged = false;
     const racing = new Proxy(kv, {
       get(target, name) {
         if (name !== "list") {
@@ -36,10 +36,10 @@ queryProjectTest(
           options?: Deno.KvListOptions,
         ) => {
           const prefix = "prefix" in selector ? selector.prefix : [];
-          if (!compacted && prefix[0] === logSummariesPrefix(projectId)[0]) {
-            compacted = true;
+          if (!merged && prefix[0] === logSummariesPrefix(projectId)[0]) {
+            merged = true;
             return (async function* () {
-              await compactAt(target, projectId, T0 + 3 * 3_600_000);
+              await mergeAt(target, projectId, T0 + 3 * 3_600_000);
               yield* target.list(selector, options);
             })();
           }
@@ -48,6 +48,6 @@ queryProjectTest(
       },
     });
     assert.equal(await countStoredEntries(racing, projectId), 30);
-    assert.ok(compacted, "the compaction ran during the count");
+    assert.ok(merged, "the merge ran during the count");
   },
 );

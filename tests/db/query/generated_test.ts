@@ -27,7 +27,7 @@ Deno.test("every query on 20,000 generated entries answers what a full scan answ
       spanMs: 7 * DAY,
       plant: PLANTED,
       keep: true,
-      compactEveryMs: 3_600_000,
+      mergeEveryMs: 3_600_000,
     });
     const { projectId } = store;
     const all = [...store.records].sort((a, b) => (a.id < b.id ? -1 : 1));

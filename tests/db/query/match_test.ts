@@ -6,11 +6,11 @@ import {
   bloomHas,
   bloomHash,
   createBloom,
-} from "../../../db/query/bloom.ts";
-import { buildChunk, decodeChunkIndex } from "../../../db/query/chunk.ts";
+} from "../../../db/storage/bloom.ts";
+import { buildChunk, decodeChunkBlooms } from "../../../db/storage/chunk.ts";
 import { compileFilter } from "../../../db/query/filter.ts";
-import { containsTerm, termTokens } from "../../../db/query/text.ts";
-import { encodeRecordLine } from "../../../db/lines.ts";
+import { containsTerm, termTokens } from "../../../db/storage/text.ts";
+import { encodeRecordLine } from "../../../db/storage/lines.ts";
 import { createId } from "../../../domain/ids.ts";
 import { stepEachGives } from "../../_helpers/table.ts";
 import { T0 } from "../../_helpers/query.ts";
@@ -157,7 +157,7 @@ Deno.test("a chunk's Bloom filters hold every token and field pair its entries c
       data: { title: `Title ${i}`, message: `Über ${i * 7} at /p/${i}` },
     }));
   const chunk = buildChunk(records.map(encodeRecordLine));
-  const index = decodeChunkIndex(chunk.bloomValue, chunk.summary.lastId);
+  const index = decodeChunkBlooms(chunk.bloomValue, chunk.summary.lastId);
   assert.equal(index.count, 1500);
   assert.equal(index.firstId, records[0]!.id);
   assert.deepEqual(index.levels, { error: 1500 });

@@ -8,16 +8,16 @@ import {
   countStoredEntries,
   getEntry,
   listLogs,
-  mergeProject,
   type Order,
   parseQuery,
   queryLogs,
   tailLogs,
 } from "../../../db/query/mod.ts";
+import { mergeProject } from "../../../db/storage/merge.ts";
 import {
-  compactAt,
   HOUR,
   kvTest,
+  mergeAt,
   noise,
   queryProject,
   queryProjectTest,
@@ -57,7 +57,7 @@ async function pagedIds(
 
 /**
  * Two processes store pages covering the same seconds; some move into
- * chunks; a late batch lands in compacted time and becomes a chunk of its
+ * chunks; a late batch lands in merged time and becomes a chunk of its
  * own; fresh pages stay. Returns every record stored.
  */
 async function overlappingStore(kv: Deno.Kv, projectId: string) {
@@ -80,14 +80,14 @@ async function overlappingStore(kv: Deno.Kv, projectId: string) {
     all.push(...a, ...b);
   }
   // 3,600 entries over an hour: the first ~40 minutes settle into chunks.
-  await compactAt(kv, projectId, T0 + 2 * HOUR - 20 * 60_000);
+  await mergeAt(kv, projectId, T0 + 2 * HOUR - 20 * 60_000);
   const late = Array.from(
     { length: 40 },
     (_, i) => recordAt(T0 + 600_000 + i * 7001, { data: data(1e6 + i) }),
   );
   await storeBatch(kv, projectId, late, T0 + 3 * HOUR);
   all.push(...late);
-  await compactAt(kv, projectId, T0 + 2 * HOUR - 20 * 60_000);
+  await mergeAt(kv, projectId, T0 + 2 * HOUR - 20 * 60_000);
   const fresh = Array.from(
     { length: 30 },
     (_, i) => recordAt(T0 + HOUR + i * 100, { data: data(2e6 + i) }),
@@ -177,7 +177,7 @@ queryProjectTest(
     );
     await storeBatch(kv, projectId, quiet);
     await storeBatch(kv, projectId, loud);
-    await compactAt(kv, projectId, T0 + 5 * HOUR);
+    await mergeAt(kv, projectId, T0 + 5 * HOUR);
     assert.equal(await count(kv, logChunksPrefix(projectId)), 2);
 
     const errors = await queryLogs(kv, projectId, {
@@ -185,32 +185,32 @@ queryProjectTest(
     });
     assert.equal(errors.records.length, 20);
     assert.deepEqual(errors.stats, {
-      pagesRead: 1,
-      pagesSkipped: 1,
+      chunksRead: 1,
+      chunksSkipped: 1,
       entriesScanned: 200,
     });
     const word = await queryLogs(kv, projectId, {
       filter: parseQuery("quokka"),
     });
     assert.deepEqual(word.records.map((r) => r.id), [loud[50]!.id]);
-    assert.equal(word.stats.pagesRead, 1);
-    assert.equal(word.stats.pagesSkipped, 1);
+    assert.equal(word.stats.chunksRead, 1);
+    assert.equal(word.stats.chunksSkipped, 1);
     const none = await queryLogs(kv, projectId, {
       filter: parseQuery("wallaby"),
     });
     assert.deepEqual(none.records, []);
-    assert.equal(none.stats.pagesRead, 0);
-    assert.equal(none.stats.pagesSkipped, 2);
+    assert.equal(none.stats.chunksRead, 0);
+    assert.equal(none.stats.chunksSkipped, 2);
     const one = await queryLogs(kv, projectId, {
       filter: parseQuery(`id:${quiet[7]!.id}`),
     });
     assert.deepEqual(one.records, [quiet[7]]);
-    assert.equal(one.stats.pagesRead, 1);
+    assert.equal(one.stats.chunksRead, 1);
     // Newest first stops at the newest chunk: the older one is never read.
     const newest = await queryLogs(kv, projectId, { limit: 10 });
     assert.deepEqual(newest.stats, {
-      pagesRead: 1,
-      pagesSkipped: 0,
+      chunksRead: 1,
+      chunksSkipped: 0,
       entriesScanned: 200,
     });
   },
@@ -230,13 +230,13 @@ queryProjectTest(
     for (let i = 0; i < 1500; i += 100) {
       await storeBatch(kv, projectId, records.slice(i, i + 100));
     }
-    await compactAt(kv, projectId, T0 + 5 * HOUR);
+    await mergeAt(kv, projectId, T0 + 5 * HOUR);
     assert.equal(await count(kv, logChunksPrefix(projectId)), 1);
     const page = await queryLogs(kv, projectId, {
       filter: parseQuery("context.userId:user_700"),
     });
     assert.deepEqual(page.records, [records[700]]);
-    assert.equal(page.stats.pagesRead, 1);
+    assert.equal(page.stats.chunksRead, 1);
     assert.ok(
       page.stats.entriesScanned < 1500 / 2,
       `${page.stats.entriesScanned} entries scanned`,
@@ -252,13 +252,13 @@ queryProjectTest(
     const newest = sortedIds(first).reverse();
     const page1 = await queryLogs(kv, projectId, { limit: 50 });
     assert.deepEqual(page1.records.map((r) => r.id), newest.slice(0, 50));
-    // Newer entries arrive, and everything settled is compacted.
+    // Newer entries arrive, and everything settled is merged.
     await storeBatch(
       kv,
       projectId,
       Array.from({ length: 100 }, (_, i) => recordAt(T0 + 400_000 + i * 10)),
     );
-    await compactAt(kv, projectId, T0 + 3 * HOUR);
+    await mergeAt(kv, projectId, T0 + 3 * HOUR);
     assert.ok(await count(kv, logChunksPrefix(projectId)) > 0);
     const page2 = await queryLogs(kv, projectId, {
       limit: 50,
@@ -284,7 +284,7 @@ queryProjectTest(
  * a read is in the middle of its listing of summaries.
  */
 function racingKv(real: Deno.Kv, projectId: string) {
-  const state = { compacted: false };
+  const state = { merged: false };
   const kv = new Proxy(real, {
     get(target, name) {
       if (name === "list") {
@@ -294,11 +294,11 @@ function racingKv(real: Deno.Kv, projectId: string) {
         ) => {
           const iter = target.list(selector, options);
           const from = "prefix" in selector ? selector.prefix : selector.start;
-          if (state.compacted || from?.[0] !== "log_summaries") return iter;
+          if (state.merged || from?.[0] !== "log_summaries") return iter;
           return (async function* () {
             for (let n = 0;; n++) {
-              if (n === 3 && !state.compacted) {
-                state.compacted = true;
+              if (n === 3 && !state.merged) {
+                state.merged = true;
                 await mergeProject(target, projectId, { now: T0 + 9 * HOUR });
               }
               const next = await iter.next();
@@ -337,13 +337,13 @@ kvTest(
       filter: compileFilter({}),
       limit: 1000,
     });
-    assert.ok(raced.state.compacted);
+    assert.ok(raced.state.merged);
     assert.deepEqual(scanned.records.map((r) => r.id), bare.ids);
 
     const guarded = await store();
     const racing = racingKv(real, guarded.projectId);
     const page = await queryLogs(racing.kv, guarded.projectId, { limit: 1000 });
-    assert.ok(racing.state.compacted);
+    assert.ok(racing.state.merged);
     assert.deepEqual(page.records.map((r) => r.id), guarded.ids);
   },
 );

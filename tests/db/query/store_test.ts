@@ -2,7 +2,7 @@ import type { LogRecord } from "../../../domain/entry.ts";
 import assert from "node:assert/strict";
 import { logCountsPrefix } from "../../../db/keys.ts";
 import { deleteProject } from "../../../db/deletion.ts";
-import { decodeSummary } from "../../../db/query/chunk.ts";
+import { decodeSummary } from "../../../db/storage/chunk.ts";
 import {
   countStoredEntries,
   type Filter,
@@ -13,10 +13,10 @@ import {
 } from "../../../db/query/mod.ts";
 import { idTime, timeBound } from "../../../domain/ids.ts";
 import {
-  compactAt,
   DAY,
   HOUR,
   kvTest,
+  mergeAt,
   queryProject,
   queryProjectTest,
   recordAt,
@@ -77,7 +77,7 @@ Deno.test("histogram counts are exact over any range, from counters and entries"
     const records = spread();
     await storeAll(kv, projectId, records);
     // Part of the entries moves into chunks: counts must not change.
-    await compactAt(kv, projectId, T0 + DAY);
+    await mergeAt(kv, projectId, T0 + DAY);
     const cases: [string, number, number, number, Filter?][] = [
       [
         "3 h at 5 min: minute counters and partial minutes",
@@ -158,7 +158,7 @@ queryProjectTest(
     const records = spread();
     await storeAll(kv, projectId, records);
     await storeBatch(kv, kept, [recordAt(T0)]);
-    await compactAt(kv, projectId, T0 + DAY);
+    await mergeAt(kv, projectId, T0 + DAY);
     const prefixes = new Set<string>();
     for await (const e of kv.list({ prefix: [] })) {
       if (e.key[1] === projectId) prefixes.add(String(e.key[0]));
@@ -249,7 +249,7 @@ kvTest(
     assert.ok((await counters()).some((start) => start < T0));
     const later = T0 + RETENTION_MS + 2 * HOUR;
     const before = await listSummaries(real, projectId);
-    const done = await compactAt(real, projectId, later);
+    const done = await mergeAt(real, projectId, later);
     // Chunks whose newest entry is past the retention go, by the clock given.
     const horizon = timeBound(later - RETENTION_MS);
     assert.equal(

@@ -1,40 +1,13 @@
 /**
- * Everything stored for a project's entries, as one list: the prefixes a
- * project's deletion removes and the count of entries it reports. Chunks,
- * summaries, Bloom filters, counters and the merge marker all belong to the
- * project and go with it.
+ * A project's chunk summaries, read as one consistent listing, and the count
+ * of its stored entries they give without reading any entry. What a
+ * project's deletion removes is listed beside the writes (db/storage/write.ts).
  *
  * @module
  */
-import {
-  legacyPagePrefixes,
-  logBloomsPrefix,
-  logChunkPartsPrefix,
-  logChunksPrefix,
-  logCompactionKey,
-  logCountsPrefix,
-  logSummariesPrefix,
-  logUnitId,
-} from "../keys.ts";
-import { type ChunkSummary, decodeSummary } from "./chunk.ts";
+import { logSummariesPrefix, logUnitId } from "../keys.ts";
+import { type ChunkSummary, decodeSummary } from "../storage/chunk.ts";
 import { consistent } from "./consistent.ts";
-
-/** Prefixes of everything stored for a project's entries. */
-export function storedLogPrefixes(projectId: string): Deno.KvKey[] {
-  return [
-    logSummariesPrefix(projectId),
-    logBloomsPrefix(projectId),
-    logChunksPrefix(projectId),
-    logChunkPartsPrefix(projectId),
-    logCountsPrefix(projectId),
-    ...legacyPagePrefixes(projectId),
-  ];
-}
-
-/** Single keys stored for a project's entries (beside the prefixes). */
-export function storedLogKeys(projectId: string): Deno.KvKey[] {
-  return [logCompactionKey(projectId)];
-}
 
 /**
  * Every chunk summary of a project, oldest first, read as one consistent

@@ -1,7 +1,7 @@
 /**
  * The line format of a stored entry: one JSON object per line, `id` first,
  * then `level`, so that both are read without parsing. Chunks hold these
- * lines (db/query/chunk.ts); the consumer makes them, the query engine reads
+ * lines (db/storage/chunk.ts); the consumer makes them, the query engine reads
  * them.
  *
  * @module
@@ -10,8 +10,8 @@ import {
   type AuthMethod,
   type LogRecord,
   type QueuedEntry,
-} from "../domain/entry.ts";
-import { idTime } from "../domain/ids.ts";
+} from "../../domain/entry.ts";
+import { idTime } from "../../domain/ids.ts";
 
 /**
  * One entry as a line of JSON: `id` first, then `level`, so that both can be

@@ -1,14 +1,14 @@
 /**
- * Chunks built block by block (db/query/chunk.ts, `buildChunkPausing`): the
- * compactor lets requests through between blocks, and the chunk is the one
+ * Chunks built block by block (db/storage/chunk.ts, `buildChunkPausing`): the
+ * merger lets requests through between blocks, and the chunk is the one
  * built at once.
  *
  * @module
  */
 import assert from "node:assert/strict";
-import { buildChunk, buildChunkPausing } from "../../../db/query/chunk.ts";
-import { mergeProject } from "../../../db/query/mod.ts";
-import { encodeRecordLine } from "../../../db/lines.ts";
+import { buildChunk, buildChunkPausing } from "../../../db/storage/chunk.ts";
+import { mergeProject } from "../../../db/storage/merge.ts";
+import { encodeRecordLine } from "../../../db/storage/lines.ts";
 import type { LogRecord } from "../../../domain/entry.ts";
 import { createId } from "../../../domain/ids.ts";
 import {

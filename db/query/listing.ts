@@ -1,6 +1,6 @@
 /**
  * The chunks a scan has listed and not yet read: listing their summaries
- * (or Bloom indexes) in scan order, keeping those that may match in the
+ * (or their blooms) in scan order, keeping those that may match in the
  * order they are read, and fetching their values ahead (db/query/scan.ts).
  *
  * @module
@@ -12,13 +12,13 @@ import {
   logSummariesPrefix,
   logUnitId,
 } from "../keys.ts";
-import { bloomHas } from "./bloom.ts";
+import { bloomHas } from "../storage/bloom.ts";
 import {
   CHUNK_SPAN_MS,
   type ChunkSummary,
-  decodeChunkIndex,
+  decodeChunkBlooms,
   decodeSummary,
-} from "./chunk.ts";
+} from "../storage/chunk.ts";
 import type { CompiledFilter } from "./filter.ts";
 import { GET_MANY_MAX_KEYS } from "../kv.ts";
 
@@ -26,7 +26,7 @@ import { GET_MANY_MAX_KEYS } from "../kv.ts";
 export const MAX_ID = "\uffff";
 
 /** A chunk listed and not yet read. */
-export interface PendingChunk {
+export interface ListedChunk {
   summary: ChunkSummary;
   /** The blocks that may hold a match; undefined: all of them. */
   blocks: number[] | undefined;
@@ -36,10 +36,10 @@ export interface PendingChunk {
 }
 
 /**
- * Lists the summaries (or, where the filter has probes, the Bloom indexes)
+ * Lists the summaries (or, where the filter has probes, the blooms)
  * of the chunks that may hold entries in [lo, hi), in scan order.
  */
-function listSummaries(
+function listRange(
   kv: Deno.Kv,
   projectId: string,
   range: { lo: string; hi: string },
@@ -67,26 +67,26 @@ function listedChunk(
   entry: Deno.KvEntry<unknown>,
   filter: CompiledFilter,
   range: { lo: string; hi: string },
-  stats: { pagesSkipped: number },
-): PendingChunk | undefined {
+  stats: { chunksSkipped: number },
+): ListedChunk | undefined {
   const lastId = logUnitId(entry.key);
   let summary: ChunkSummary;
   // Blocks whose Bloom filter holds every probe; undefined: all blocks.
   let blocks: number[] | undefined;
   if (filter.probes.length > 0) {
-    const index = decodeChunkIndex(entry.value, lastId);
-    summary = index;
+    const chunkBlooms = decodeChunkBlooms(entry.value, lastId);
+    summary = chunkBlooms;
     blocks = [];
-    index.blooms.forEach((bloom, i) => {
+    chunkBlooms.blooms.forEach((bloom, i) => {
       if (filter.probes.every((probe) => bloomHas(bloom, probe))) {
         blocks!.push(i);
       }
     });
-    if (blocks.length === index.blooms.length) blocks = undefined;
+    if (blocks.length === chunkBlooms.blooms.length) blocks = undefined;
   } else summary = decodeSummary(entry.value, lastId);
   if (summary.firstId >= range.hi || summary.lastId < range.lo) return;
   if (!filter.summaryMayMatch(summary) || blocks?.length === 0) {
-    stats.pagesSkipped++;
+    stats.chunksSkipped++;
     return;
   }
   return { summary, fetched: false, blocks };
@@ -97,27 +97,27 @@ function listedChunk(
  * read: newest first by last id (their listing order), oldest first by
  * first id.
  */
-function addPending(
-  pending: PendingChunk[],
-  chunk: PendingChunk,
+function addUnread(
+  unread: ListedChunk[],
+  chunk: ListedChunk,
   desc: boolean,
 ): void {
   if (desc) {
-    pending.push(chunk);
+    unread.push(chunk);
     return;
   }
-  let at = pending.length;
-  while (at > 0 && chunk.summary.firstId < pending[at - 1]!.summary.firstId) {
+  let at = unread.length;
+  while (at > 0 && chunk.summary.firstId < unread[at - 1]!.summary.firstId) {
     at--;
   }
-  pending.splice(at, 0, chunk);
+  unread.splice(at, 0, chunk);
 }
 
 /** Fetches the values of the chunks of `batch` with one read. */
 async function fetchChunks(
   kv: Deno.Kv,
   projectId: string,
-  batch: PendingChunk[],
+  batch: ListedChunk[],
 ): Promise<void> {
   const values = await kv.getMany(
     batch.map((c) => logChunkKey(projectId, c.summary.lastId)),
@@ -135,7 +135,7 @@ export interface ListingOptions {
   range: { lo: string; hi: string };
   /** Newest first. */
   desc: boolean;
-  stats: { pagesSkipped: number };
+  stats: { chunksSkipped: number };
 }
 
 /**
@@ -148,7 +148,7 @@ export class ChunkListing {
   readonly #projectId: string;
   readonly #options: ListingOptions;
   readonly #summaries: Deno.KvListIterator<unknown>;
-  readonly #pending: PendingChunk[] = [];
+  readonly #unread: ListedChunk[] = [];
   #bound: string | null;
   #fetchSize = 1;
 
@@ -157,7 +157,7 @@ export class ChunkListing {
     this.#projectId = projectId;
     this.#options = options;
     const { range, desc, filter } = options;
-    this.#summaries = listSummaries(
+    this.#summaries = listRange(
       kv,
       projectId,
       range,
@@ -177,7 +177,7 @@ export class ChunkListing {
 
   /** Where the next chunk to read starts in scan order; null: none listed. */
   get nextBound(): string | null {
-    const chunk = this.#pending[0];
+    const chunk = this.#unread[0];
     if (chunk === undefined) return null;
     return this.#options.desc ? chunk.summary.lastId : chunk.summary.firstId;
   }
@@ -193,14 +193,14 @@ export class ChunkListing {
     const lastId = logUnitId(next.value.key);
     this.#bound = desc ? lastId : timeBound(idTime(lastId) - CHUNK_SPAN_MS);
     const chunk = listedChunk(next.value, filter, range, stats);
-    if (chunk) addPending(this.#pending, chunk, desc);
+    if (chunk) addUnread(this.#unread, chunk, desc);
   }
 
   /** Takes the next chunk to read (there is one), its value fetched. */
-  async takeNext(): Promise<PendingChunk> {
-    const chunk = this.#pending.shift()!;
+  async takeNext(): Promise<ListedChunk> {
+    const chunk = this.#unread.shift()!;
     if (!chunk.fetched) {
-      const batch = [chunk, ...this.#pending.filter((c) => !c.fetched)];
+      const batch = [chunk, ...this.#unread.filter((c) => !c.fetched)];
       await fetchChunks(
         this.#kv,
         this.#projectId,

@@ -2,14 +2,15 @@
  * The merger: combines a project's small chunks into larger ones and ends
  * the chunks past the project's retention, while traffic goes on.
  *
- * The consumer writes every batch as a chunk of tier 0 (db/logs.ts): already
- * compressed and searchable, but small when traffic is light, and small
- * chunks compress worse and cost a listing each. A round lists a project's
- * summaries and merges the groups db/query/tiers.ts picks.
+ * The consumer writes every batch as a chunk of tier 0
+ * (db/storage/write.ts): already compressed and searchable, but small when
+ * traffic is light, and small chunks compress worse and cost a listing each.
+ * A round lists a project's summaries and merges the groups
+ * db/storage/tiers.ts picks.
  *
  * A merge is one atomic commit: delete the source chunks, write the merged
  * chunk under the last id of the newest source, bump
- * `log_compactions/<projectId>`, checked against that counter and the
+ * `log_merges/<projectId>`, checked against that counter and the
  * project record as read when the round started. Two processes merging the
  * same project cannot both commit, a project deleted meanwhile is not
  * written to again, and readers that saw the counter move read again
@@ -25,14 +26,14 @@ import { timeBound } from "../../domain/ids.ts";
 import { DAY_MS } from "../../domain/entry.ts";
 import {
   logChunkKey,
-  logCompactionKey,
+  logMergesKey,
   logSummariesPrefix,
   logUnitId,
   projectKey,
 } from "../keys.ts";
 import { decodeJson, getManyChunked } from "../kv.ts";
-import { chunkExpireIn, deleteChunk, setChunk } from "../logs.ts";
-import { lineId } from "../lines.ts";
+import { chunkExpireIn, deleteChunk, setChunk } from "./write.ts";
+import { lineId } from "./lines.ts";
 import { deleteExpiredCounts } from "../log_counts.ts";
 import { listProjects, type Project } from "../projects.ts";
 import {
@@ -44,7 +45,6 @@ import {
   FINAL_TIER,
   readChunkText,
 } from "./chunk.ts";
-import { upgradePages } from "./upgrade.ts";
 import {
   type Backlog,
   backlogOf,
@@ -152,8 +152,8 @@ function openRound(
     guarded: () =>
       kv.atomic()
         .check(project)
-        .check({ key: logCompactionKey(projectId), versionstamp })
-        .sum(logCompactionKey(projectId), 1n),
+        .check({ key: logMergesKey(projectId), versionstamp })
+        .sum(logMergesKey(projectId), 1n),
     async commit(op) {
       const committed = await op.commit();
       if (!committed.ok) throw new ConflictError();
@@ -180,7 +180,7 @@ export async function mergeProject(
   const result: MergeResult = emptyResult();
   const [projectEntry, marker] = await kv.getMany<[unknown, Deno.KvU64]>([
     projectKey(projectId),
-    logCompactionKey(projectId),
+    logMergesKey(projectId),
   ]);
   const project = decodeJson<Project>(projectEntry!.value);
   if (project === null) return result;
@@ -195,11 +195,6 @@ export async function mergeProject(
   try {
     await expireAndList(round, summaries);
     await deleteExpiredCounts(kv, projectId, options.now - retentionMs);
-    await upgradePages(kv, projectId, {
-      now: options.now,
-      retentionMs,
-      project: projectEntry!,
-    });
     const done: Merged = { sources: new Set(), written: [] };
     outer: for (const run of openRuns(summaries)) {
       const rawLimit = rawLimitOf(run);
@@ -320,7 +315,7 @@ async function mergeGroup(
       op,
       projectId,
       s,
-      s === newest ? { parts: chunk.summary.parts } : undefined,
+      s === newest ? { slices: chunk.summary.slices } : undefined,
     );
   }
   setChunk(op, projectId, chunk, {

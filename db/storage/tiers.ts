@@ -1,6 +1,6 @@
 /**
  * Which chunks merge, and when: the tiering policy of the merger
- * (db/query/merge.ts), and the backlog it leaves. A chunk is *open* while a
+ * (db/storage/merge.ts), and the backlog it leaves. A chunk is *open* while a
  * merge may still take it (tier below {@linkcode FINAL_TIER}, under half of
  * `CHUNK_TARGET_BYTES` compressed); {@linkcode chooseGroups} picks, in a run
  * of consecutive open chunks, the groups to merge now:
@@ -69,9 +69,9 @@ export function backlogOf(summaries: Iterable<ChunkSummary>): Backlog {
   return backlog;
 }
 
-/** Mutations a merge of `group` makes: deletions of 3 keys and parts each, the output's. */
+/** Mutations a merge of `group` makes: deletions of 3 keys and slices each, the output's. */
 function mutationsOf(group: ChunkSummary[]): number {
-  return group.reduce((n, s) => n + 2 + s.parts, 4);
+  return group.reduce((n, s) => n + 2 + s.slices, 4);
 }
 
 /**

@@ -1,5 +1,5 @@
 /**
- * The stored line cut from a queued entry's JSON (db/logs.ts,
+ * The stored line cut from a queued entry's JSON (db/storage/lines.ts,
  * `lineFromQueued`): for every entry the route builds, the cut line is byte
  * for byte the line the record encodes to, whatever the data holds; entries
  * whose line cannot be cut (no `device` or `context`) are left to the
@@ -8,11 +8,11 @@
  * @module
  */
 import assert from "node:assert/strict";
-import { encodeRecordLine, lineFromQueued } from "../../db/lines.ts";
-import { type QueuedEntry, toLogRecord } from "../../domain/entry.ts";
-import type { GroupCommitter } from "../../queue/producer.ts";
-import { logsRoute } from "../../routes/logs.ts";
-import { randomEntry, signEntry } from "../_helpers/harness.ts";
+import { encodeRecordLine, lineFromQueued } from "../../../db/storage/lines.ts";
+import { type QueuedEntry, toLogRecord } from "../../../domain/entry.ts";
+import type { GroupCommitter } from "../../../queue/producer.ts";
+import { logsRoute } from "../../../routes/logs.ts";
+import { randomEntry, signEntry } from "../../_helpers/harness.ts";
 
 /** The entries the route submits for `bodies`, as the producer gets them. */
 async function routed(

@@ -1,9 +1,9 @@
 import assert from "node:assert/strict";
-import { storeLogs } from "../../db/logs.ts";
-import { listLogs } from "../../db/query/mod.ts";
-import type { LogRecord } from "../../domain/entry.ts";
-import { createId } from "../../domain/ids.ts";
-import { T0 } from "../_helpers/query.ts";
+import { storeLogs } from "../../../db/storage/write.ts";
+import { listLogs } from "../../../db/query/mod.ts";
+import type { LogRecord } from "../../../domain/entry.ts";
+import { createId } from "../../../domain/ids.ts";
+import { T0 } from "../../_helpers/query.ts";
 
 function record(ms: number, n = 0): LogRecord {
   return {
@@ -62,7 +62,7 @@ Deno.test("entries from overlapping chunks of two processes list in exact time o
   }
 });
 
-Deno.test("a page larger than one KV value is stored in parts and read back whole", async () => {
+Deno.test("a chunk larger than one KV value is stored in slices and read back whole", async () => {
   const kv = await Deno.openKv(":memory:");
   try {
     const records = Array.from({ length: 40 }, (_, i) => ({

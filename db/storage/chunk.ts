@@ -1,31 +1,33 @@
 /**
  * Chunks and their summaries: the one stored form of entries, written by the
- * consumer as it accepts them and combined by the merger (db/logs.ts).
+ * consumer as it accepts them and combined by the merger (db/storage/write.ts).
  *
  * A chunk is the JSON lines of up to a few thousand entries (sorted by id),
  * cut into blocks of about {@linkcode BLOCK_RAW_BYTES} of JSON, each deflated
  * ("deflate-raw") on its own, together at most about
  * {@linkcode CHUNK_TARGET_BYTES}, under `log_chunks/<projectId>/<last id>`.
  * Beside it, two small values name the same last id: the summary (first id,
- * count, count per level, parts) under `log_summaries/`, and the summary
+ * count, count per level, slices) under `log_summaries/`, and the summary
  * followed by one Bloom filter per block (of its tokens and field pairs) under
- * `log_blooms/`. A query lists the summaries, or the Bloom filters when it
- * has text or field terms, reads only the chunks that may hold a match, and
- * inflates only their blocks that may: a user's entries spread over a hundred
- * chunks cost a hundred blocks, not a hundred whole chunks. Keys name the last id so that a
- * newest-first listing knows that no chunk still to be listed holds a later
- * entry; a chunk spans at most {@linkcode CHUNK_SPAN_MS}, which bounds how far
- * an oldest-first listing looks ahead.
+ * `log_blooms/` (the chunk's blooms). A query lists the summaries, or the
+ * blooms when it has text or field terms, reads only the chunks that may hold
+ * a match, and inflates only their blocks that may: a user's entries spread
+ * over a hundred chunks cost a hundred blocks, not a hundred whole chunks.
+ * Keys name the last id so that a newest-first listing knows that no chunk
+ * still to be listed holds a later entry; a chunk spans at most
+ * {@linkcode CHUNK_SPAN_MS}, which bounds how far an oldest-first listing
+ * looks ahead.
  *
  * Every value is bytes encoded here (format byte first), readable by any
- * Deno version.
+ * Deno version. The decoders are what db/query/ reads chunks with; the
+ * writes are db/storage/write.ts's.
  *
  * @module
  */
 import { deflateRawSync, inflateRawSync } from "node:zlib";
 import { concatBytes, joinBytes, splitBytes } from "../blob.ts";
-import { logChunkPartKey } from "../keys.ts";
-import { decodeRecordLine, lineId } from "../lines.ts";
+import { logChunkSliceKey } from "../keys.ts";
+import { decodeRecordLine, lineId } from "./lines.ts";
 import { type Bloom, BloomMembers } from "./bloom.ts";
 import { forEachPair, forEachText, forEachTokenRange } from "./text.ts";
 import type { LogRecord } from "../../domain/entry.ts";
@@ -41,8 +43,8 @@ export const BLOCK_RAW_BYTES = 120_000;
 const FORMAT = 1;
 
 /**
- * The tier of a chunk no merge takes any more: one written by an earlier
- * version's compactor, or a merge whose output reached half the target size.
+ * The tier of a chunk no merge takes any more: a merge whose output reached
+ * half the target size.
  */
 export const FINAL_TIER = 15;
 
@@ -57,7 +59,7 @@ export interface ChunkSummary {
   /** Entries per level. */
   levels: Record<string, number>;
   /** Values the chunk is stored in, head included. */
-  parts: number;
+  slices: number;
   /**
    * How many merges made it: 0 when the consumer wrote it, up to
    * {@linkcode FINAL_TIER} for a chunk no merge takes any more.
@@ -70,16 +72,16 @@ export interface ChunkSummary {
 }
 
 /** A chunk's summary with the Bloom filters of its blocks. */
-export interface ChunkIndex extends ChunkSummary {
+export interface ChunkBlooms extends ChunkSummary {
   blooms: Bloom[];
 }
 
 /** A chunk ready to store. */
 export interface BuiltChunk {
   summary: ChunkSummary;
-  /** The chunk value (format, parts, deflated lines). */
+  /** The chunk value (format, slices, deflated lines). */
   head: Uint8Array;
-  /** Further parts of a chunk larger than one value. */
+  /** Further slices of a chunk larger than one value. */
   rest: Uint8Array[];
   /** The `log_summaries/` value. */
   summaryValue: Uint8Array;
@@ -215,7 +217,7 @@ function* chunkSteps(
     lastId: lineId(lines.at(-1)!),
     count: lines.length,
     levels,
-    parts: 1 + rest.length,
+    slices: 1 + rest.length,
     tier: options.finalAtBytes !== undefined &&
         body.length >= options.finalAtBytes
       ? FINAL_TIER
@@ -227,7 +229,7 @@ function* chunkSteps(
     f: summary.firstId,
     n: summary.count,
     lv: levels,
-    p: summary.parts,
+    p: summary.slices,
     t: summary.tier,
     r: summary.raw,
     b: summary.bytes,
@@ -242,7 +244,7 @@ function* chunkSteps(
   }
   return {
     summary,
-    head: concatBytes([new Uint8Array([FORMAT, summary.parts]), head]),
+    head: concatBytes([new Uint8Array([FORMAT, summary.slices]), head]),
     rest,
     summaryValue: concatBytes([new Uint8Array([FORMAT]), json]),
     bloomValue: concatBytes(bloomParts),
@@ -257,16 +259,15 @@ function u32(n: number): Uint8Array {
 
 function parseSummary(json: Uint8Array, lastId: string): ChunkSummary {
   const raw = JSON.parse(decoder.decode(json));
-  // Chunks of an earlier version's compactor carry no tier: they are final.
   return {
     firstId: raw.f,
     lastId,
     count: raw.n,
     levels: raw.lv,
-    parts: raw.p,
-    tier: raw.t ?? FINAL_TIER,
-    raw: raw.r ?? 0,
-    bytes: raw.b ?? 0,
+    slices: raw.p,
+    tier: raw.t,
+    raw: raw.r,
+    bytes: raw.b,
   };
 }
 
@@ -283,7 +284,7 @@ export function decodeSummary(value: unknown, lastId: string): ChunkSummary {
 }
 
 /** Decodes a `log_blooms/` value; `lastId` is its key's name. */
-export function decodeChunkIndex(value: unknown, lastId: string): ChunkIndex {
+export function decodeChunkBlooms(value: unknown, lastId: string): ChunkBlooms {
   const bytes = checkFormat(value, "chunk Bloom filter");
   const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.length);
   const size = view.getUint32(1, true);
@@ -301,7 +302,7 @@ export function decodeChunkIndex(value: unknown, lastId: string): ChunkIndex {
 }
 
 /**
- * Decodes a chunk value (reading its further parts when it has any) into
+ * Decodes a chunk value (reading its further slices when it has any) into
  * the text of its lines, joined by "\n": of every block, or of the blocks
  * listed in `blocks` (ascending), which keeps the lines sorted.
  */
@@ -313,13 +314,13 @@ export async function readChunkText(
   blocks?: number[],
 ): Promise<string> {
   const bytes = checkFormat(value, `chunk "${lastId}"`);
-  const parts = bytes[1]!;
-  const body = parts <= 1 ? bytes.subarray(2) : await joinBytes(
+  const slices = bytes[1]!;
+  const body = slices <= 1 ? bytes.subarray(2) : await joinBytes(
     kv,
     bytes.subarray(2),
     Array.from(
-      { length: parts - 1 },
-      (_, i) => logChunkPartKey(projectId, lastId, i + 1),
+      { length: slices - 1 },
+      (_, i) => logChunkSliceKey(projectId, lastId, i + 1),
     ),
   );
   const view = new DataView(body.buffer, body.byteOffset, body.length);

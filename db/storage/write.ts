@@ -1,34 +1,58 @@
 /**
  * Stored entries: chunks, written once in their final form. The consumer
  * stores the entries a batch accepted for a project as one chunk — JSON lines
- * (db/lines.ts) deflated in blocks, with a summary and a Bloom filter per
- * block (db/query/chunk.ts) — in the same commit that accepts them, so an
+ * (db/storage/lines.ts) deflated in blocks, with a summary and a Bloom filter per
+ * block (db/storage/chunk.ts) — in the same commit that accepts them, so an
  * entry is compressed and searchable from the moment it is stored. The
- * merger (db/query/merge.ts) later combines small chunks into larger ones;
+ * merger (db/storage/merge.ts) later combines small chunks into larger ones;
  * it changes how entries are grouped, never what a reader finds.
  *
  * This module owns the keys a chunk occupies and the writes of a chunk, for
- * both writers. docs/storage.md describes the whole layout.
+ * both writers, and the list of everything stored for a project's entries,
+ * which a project's deletion removes. docs/storage.md describes the whole
+ * layout.
  *
  * @module
  */
-import type { AtomicWriter } from "./atomic.ts";
-import type { LogRecord } from "../domain/entry.ts";
-import { idTime } from "../domain/ids.ts";
+import type { AtomicWriter } from "../atomic.ts";
+import type { LogRecord } from "../../domain/entry.ts";
+import { idTime } from "../../domain/ids.ts";
 import {
   logBloomKey,
+  logBloomsPrefix,
   logChunkKey,
-  logChunkPartKey,
+  logChunkSliceKey,
+  logChunkSlicesPrefix,
+  logChunksPrefix,
+  logCountsPrefix,
+  logMergesKey,
+  logSummariesPrefix,
   logSummaryKey,
-} from "./keys.ts";
+} from "../keys.ts";
 import { encodeRecordLine } from "./lines.ts";
-import { addLogCounts } from "./log_counts.ts";
+import { addLogCounts } from "../log_counts.ts";
 import {
   buildChunk,
   type BuiltChunk,
   CHUNK_SPAN_MS,
   type ChunkSummary,
-} from "./query/chunk.ts";
+} from "./chunk.ts";
+
+/** Prefixes of everything stored for a project's entries. */
+export function storedLogPrefixes(projectId: string): Deno.KvKey[] {
+  return [
+    logSummariesPrefix(projectId),
+    logBloomsPrefix(projectId),
+    logChunksPrefix(projectId),
+    logChunkSlicesPrefix(projectId),
+    logCountsPrefix(projectId),
+  ];
+}
+
+/** Single keys stored for a project's entries (beside the prefixes). */
+export function storedLogKeys(projectId: string): Deno.KvKey[] {
+  return [logMergesKey(projectId)];
+}
 
 /**
  * Time to live of a chunk whose first entry was received at `firstId`'s
@@ -43,7 +67,7 @@ export function chunkExpireIn(
 }
 
 /**
- * Adds the mutations that write `chunk` (its value and further parts, its
+ * Adds the mutations that write `chunk` (its value and further slices, its
  * summary and its Bloom filter) to `op`; returns how many.
  *
  * @example
@@ -60,8 +84,8 @@ export function setChunk(
   const { lastId } = chunk.summary;
   const { expireIn } = options;
   op.set(logChunkKey(projectId, lastId), chunk.head, { expireIn });
-  chunk.rest.forEach((part, i) =>
-    op.set(logChunkPartKey(projectId, lastId, i + 1), part, { expireIn })
+  chunk.rest.forEach((slice, i) =>
+    op.set(logChunkSliceKey(projectId, lastId, i + 1), slice, { expireIn })
   );
   op.set(logSummaryKey(projectId, lastId), chunk.summaryValue, { expireIn });
   op.set(logBloomKey(projectId, lastId), chunk.bloomValue, { expireIn });
@@ -69,16 +93,16 @@ export function setChunk(
 }
 
 /**
- * Adds the mutations that delete the chunk of `summary` (value, parts,
+ * Adds the mutations that delete the chunk of `summary` (value, slices,
  * summary, Bloom filter) to `op`, leaving the keys a chunk written in the
- * same operation under the same last id occupies (`keep` parts of it);
+ * same operation under the same last id occupies (`keep` slices of it);
  * returns how many.
  */
 export function deleteChunk(
   op: AtomicWriter,
   projectId: string,
-  summary: Pick<ChunkSummary, "lastId" | "parts">,
-  keep?: { parts: number },
+  summary: Pick<ChunkSummary, "lastId" | "slices">,
+  keep?: { slices: number },
 ): number {
   const { lastId } = summary;
   let n = 0;
@@ -88,8 +112,8 @@ export function deleteChunk(
     op.delete(logBloomKey(projectId, lastId));
     n += 3;
   }
-  for (let part = keep?.parts ?? 1; part < summary.parts; part++) {
-    op.delete(logChunkPartKey(projectId, lastId, part));
+  for (let slice = keep?.slices ?? 1; slice < summary.slices; slice++) {
+    op.delete(logChunkSliceKey(projectId, lastId, slice));
     n++;
   }
   return n;
@@ -110,7 +134,7 @@ export interface StoreLogsOptions {
  * (sorted by id): one chunk of tier 0 (one per `CHUNK_SPAN_MS` of receipt
  * time, for a batch whose entries were received that far apart) and the
  * per-minute and per-hour counters by level that histograms read. Returns
- * how many mutations it added: 3 values per chunk (and further parts of a
+ * how many mutations it added: 3 values per chunk (and further slices of a
  * large one) and at most 2 counters per entry, so a batch of
  * `MAX_BATCH_ENTRIES` (200) stays far under KV's 1,000.
  *

@@ -5,19 +5,19 @@
  * intake waits for storage when the merge backlog passes its bound.
  */
 import assert from "node:assert/strict";
-import { logCompactionKey, projectKey } from "../../../db/keys.ts";
+import { logMergesKey, projectKey } from "../../../db/keys.ts";
 import { deleteProject } from "../../../db/deletion.ts";
 import { setRetention } from "../../../db/projects.ts";
 import { readBacklog } from "../../../db/backlog.ts";
 import {
   listLogs,
   listSummaries,
-  mergeProject,
   parseQuery,
   queryLogs,
 } from "../../../db/query/mod.ts";
-import { FINAL_TIER } from "../../../db/query/chunk.ts";
-import { MERGE_FANIN } from "../../../db/query/tiers.ts";
+import { mergeProject } from "../../../db/storage/merge.ts";
+import { FINAL_TIER } from "../../../db/storage/chunk.ts";
+import { MERGE_FANIN } from "../../../db/storage/tiers.ts";
 import { idTime, timeBound } from "../../../domain/ids.ts";
 import type { LogRecord } from "../../../domain/entry.ts";
 import {
@@ -51,7 +51,7 @@ harnessTest(
     assert.ok(summaries.every((s) => s.tier === 0));
     // Stored deflated, with a summary and a Bloom filter, and no merge ran.
     assert.ok(summaries.every((s) => s.bytes > 0 && s.bytes < s.raw));
-    assert.equal((await h.kv.get(logCompactionKey(project.id))).value, null);
+    assert.equal((await h.kv.get(logMergesKey(project.id))).value, null);
     const found = await queryLogs(h.kv, project.id, {
       filter: parseQuery("okapi"),
     });
@@ -59,12 +59,12 @@ harnessTest(
       found.records.map((r) => r.data.message),
       ["an okapi was seen"],
     );
-    assert.ok(found.stats.pagesRead <= 1);
+    assert.ok(found.stats.chunksRead <= 1);
     const none = await queryLogs(h.kv, project.id, {
       filter: parseQuery("zebra"),
     });
     assert.deepEqual(none.records, []);
-    assert.equal(none.stats.pagesRead, 0, "the Bloom filter ruled it out");
+    assert.equal(none.stats.chunksRead, 0, "the Bloom filter ruled it out");
   },
 );
 

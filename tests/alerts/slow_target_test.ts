@@ -1,0 +1,106 @@
+/**
+ * The slow-target run over real sockets, on 127.0.0.1 only: 50 rules of
+ * project A point at a listener that accepts connections and never
+ * answers; project B's alert must reach its receiver within 10 s (it did
+ * within 150 s when every delivery round waited for all of its attempts).
+ *
+ * @module
+ */
+import assert from "node:assert/strict";
+import { type DeliveryAttempt, readAlertHistory } from "../../db/alerts.ts";
+import { addAlertRule } from "../../alerts/rules.ts";
+import { GROUP_MS } from "../../alerts/evaluate.ts";
+import { createAlertLoop } from "../../alerts/mod.ts";
+import { ORIGIN, randomEntry, withHarness } from "../_helpers/harness.ts";
+import { within } from "../_helpers/timeout.ts";
+import { startReceiver } from "../_helpers/webhook_receiver.ts";
+
+/** A listener on 127.0.0.1 that accepts every connection and never answers. */
+function startSilentListener() {
+  const listener = Deno.listen({ hostname: "127.0.0.1", port: 0 });
+  const held: Deno.Conn[] = [];
+  const accepting = (async () => {
+    try {
+      for await (const conn of listener) held.push(conn);
+    } catch {
+      // Closed.
+    }
+  })();
+  return {
+    url: `http://127.0.0.1:${listener.addr.port}/hook`,
+    held,
+    async close() {
+      listener.close();
+      await accepting;
+      for (const conn of held) {
+        try {
+          conn.close();
+        } catch {
+          // Already closed by the other side.
+        }
+      }
+    },
+  };
+}
+
+Deno.test("project B's alert is delivered within 10 s while 50 rules of project A wait on a silent target", async () => {
+  const silent = startSilentListener();
+  const receiver = startReceiver();
+  try {
+    await withHarness(async (h) => {
+      const a = await h.project([ORIGIN]);
+      const b = await h.project([ORIGIN]);
+      const add = (projectId: string, webhook: string) =>
+        addAlertRule(h.kv, {
+          projectId,
+          query: "level:critical",
+          webhook,
+          everyMs: 0,
+        }, { allowPrivate: true, now: h.clock.now });
+      for (let i = 0; i < 50; i++) await add(a.id, silent.url);
+      const ruleB = await add(b.id, receiver.url);
+      let delivered: (a: DeliveryAttempt) => void = () => {};
+      const deliveredB = new Promise<DeliveryAttempt>((resolve) => {
+        delivered = resolve;
+      });
+      const loop = createAlertLoop({
+        kv: h.kv,
+        now: h.clock.now,
+        allowPrivate: true,
+        onAttempt: (attempt) => {
+          if (attempt.ruleId === ruleB.id) delivered(attempt);
+        },
+      });
+      try {
+        for (const projectId of [a.id, b.id]) {
+          const res = await h.post(
+            randomEntry({ projectId, level: "critical" }),
+            { Origin: ORIGIN },
+          );
+          await res.body?.cancel();
+        }
+        await h.process();
+        h.clock.advance(1000 + GROUP_MS);
+        const started = performance.now();
+        const tick = await loop.tick();
+        assert.equal(tick.queued.length, 51);
+        const attempt = await within(10_000, "B's delivery", deliveredB);
+        const ms = performance.now() - started;
+        assert.equal(attempt.outcome, "delivered");
+        assert.ok(ms < 10_000, `B delivered after ${ms} ms`);
+        assert.equal(receiver.received.length, 1);
+        assert.equal(JSON.parse(receiver.received[0]!.body).project.id, b.id);
+        assert.ok(silent.held.length >= 1, "A's target was being tried");
+        assert.deepEqual(
+          (await readAlertHistory(h.kv, b.id, ruleB.id)).map((a) => a.outcome),
+          ["delivered"],
+        );
+      } finally {
+        await loop.stop();
+      }
+    });
+  } finally {
+    await silent.close();
+    await receiver.close();
+  }
+});

@@ -1,0 +1,101 @@
+/**
+ * A read that merges keep moving entries under, attempt after attempt, says
+ * so (docs/storage.md#reads-stay-exact-while-chunks-move): it throws
+ * `InexactReadError` after its last attempt instead of answering what it saw.
+ *
+ * @module
+ */
+import assert from "node:assert/strict";
+import { logChunksPrefix, logMergesKey } from "../../../db/keys.ts";
+import {
+  countStoredEntries,
+  InexactReadError,
+  MAX_READ_ATTEMPTS,
+  queryLogs,
+} from "../../../db/query/mod.ts";
+import {
+  queryProjectTest,
+  recordAt,
+  storeBatch,
+  T0,
+} from "../../_helpers/query.ts";
+
+/** `kv` with `name` replaced by `method`; everything else as it is. */
+function replacing(
+  kv: Deno.Kv,
+  name: string,
+  method: (target: Deno.Kv) => unknown,
+): Deno.Kv {
+  return new Proxy(kv, {
+    get(target, key) {
+      if (key === name) return method(target);
+      const value = Reflect.get(target, key, target);
+      return typeof value === "function" ? value.bind(target) : value;
+    },
+  });
+}
+
+queryProjectTest(
+  "a count whose every listing a merge commit overlaps throws instead of answering",
+  async (kv, projectId) => {
+    await storeBatch(kv, projectId, [recordAt(T0), recordAt(T0 + 1000)]);
+    let listings = 0;
+    // A merge of the project commits during every listing of its summaries.
+    const racing = replacing(
+      kv,
+      "list",
+      (target) =>
+      (
+        selector: Deno.KvListSelector,
+        options?: Deno.KvListOptions,
+      ) => {
+        listings++;
+        return (async function* () {
+          await target.atomic().sum(logMergesKey(projectId), 1n).commit();
+          yield* target.list(selector, options);
+        })();
+      },
+    );
+    await assert.rejects(
+      () => countStoredEntries(racing, projectId),
+      InexactReadError,
+    );
+    assert.equal(listings, MAX_READ_ATTEMPTS);
+    // Without merges in the way the same count is exact.
+    assert.equal(await countStoredEntries(kv, projectId), 2);
+  },
+);
+
+queryProjectTest(
+  "a search whose every attempt finds a chunk it read rewritten throws instead of answering",
+  async (kv, projectId) => {
+    await storeBatch(kv, projectId, [recordAt(T0), recordAt(T0 + 1000)]);
+    let rewrites = 0;
+    // Every read of chunk values rewrites them first, as a merge would.
+    const racing = replacing(
+      kv,
+      "getMany",
+      (target) =>
+      async (
+        keys: Deno.KvKey[],
+        options?: { consistency?: Deno.KvConsistencyLevel },
+      ) => {
+        for (const key of keys) {
+          if (key[0] !== logChunksPrefix(projectId)[0]) continue;
+          const entry = await target.get(key);
+          if (entry.value === null) continue;
+          await target.set(key, entry.value);
+          rewrites++;
+        }
+        return await target.getMany(keys, options);
+      },
+    );
+    await assert.rejects(
+      () => queryLogs(racing, projectId, { filter: {}, limit: 10 }),
+      InexactReadError,
+    );
+    assert.ok(rewrites >= MAX_READ_ATTEMPTS, `${rewrites} rewrites`);
+    const page = await queryLogs(kv, projectId, { filter: {}, limit: 10 });
+    assert.equal(page.records.length, 2);
+  },
+);
