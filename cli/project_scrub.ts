@@ -7,7 +7,11 @@
  *
  * @module
  */
-import { getProject, ProjectNotFoundError } from "../db/projects.ts";
+import {
+  getProject,
+  type Project,
+  ProjectNotFoundError,
+} from "../db/projects.ts";
 import {
   addScrubRule,
   describeRule,
@@ -24,7 +28,13 @@ import {
   type ScrubAction,
   type ScrubRule,
 } from "../domain/scrub.ts";
-import { booleanFlag, stringFlag, UsageError } from "./command.ts";
+import {
+  booleanFlag,
+  type CommandContext,
+  type Parsed,
+  stringFlag,
+  UsageError,
+} from "./command.ts";
 import { printResult } from "./output.ts";
 import { JSON_FLAG, type Subcommand, subcommand } from "./subcommands.ts";
 import { formatTable, inert } from "./format.ts";
@@ -118,109 +128,128 @@ function dryRunText(run: DryRun): string[] {
   return lines;
 }
 
+/** What `project scrub` was asked to do. */
+interface ScrubRequest {
+  input?: ScrubRuleInput;
+  remove?: string;
+  dryRun: boolean;
+}
+
+/** Reads and checks the flags of `project scrub`. */
+function scrubRequest(parsed: Parsed): ScrubRequest {
+  const action = parseAction(stringFlag(parsed, "action"));
+  const key = stringFlag(parsed, "key");
+  const detector = stringFlag(parsed, "detector");
+  const pattern = stringFlag(parsed, "pattern");
+  const remove = stringFlag(parsed, "remove");
+  const list = booleanFlag(parsed, "list");
+  const dryRun = booleanFlag(parsed, "dry-run");
+  const rule = [key, detector, pattern].filter((v) => v !== undefined).length;
+  if (rule + (remove === undefined ? 0 : 1) + (list ? 1 : 0) > 1) {
+    throw new UsageError(
+      `Cannot run "project scrub": give one of --key, --detector, --pattern, --remove or --list`,
+    );
+  }
+  if (action !== undefined && rule === 0) {
+    throw new UsageError(
+      `Cannot use --action alone: it goes with --key, --detector or --pattern`,
+    );
+  }
+  if (dryRun && (remove !== undefined || list)) {
+    throw new UsageError(
+      `Cannot use --dry-run with --remove or --list: it goes with a rule, or alone`,
+    );
+  }
+  const acted = action ? { action } : {};
+  const input: ScrubRuleInput | undefined = key !== undefined
+    ? { kind: "key", key, ...acted }
+    : detector !== undefined
+    ? { kind: "detector", detector, ...acted }
+    : pattern !== undefined
+    ? { kind: "pattern", pattern, ...acted }
+    : undefined;
+  return {
+    ...(input ? { input } : {}),
+    ...(remove === undefined ? {} : { remove }),
+    dryRun,
+  };
+}
+
+/** Prints a project's rules after `headline`; returns 0. */
+function printRules(
+  ctx: CommandContext,
+  parsed: Parsed,
+  project: Project,
+  headline: string[],
+): number {
+  const rules = scrubRules(project);
+  return printResult(ctx, parsed, {
+    json: {
+      projectId: project.id,
+      defaults: { keys: DEFAULT_SECRET_KEYS, card: "remove" },
+      rules: rules.map(ruleJson),
+    },
+    text: [...headline, rulesText(rules)],
+  });
+}
+
+/** `--dry-run`: the saved rules, with `input` when given, over recent entries. */
+async function dryRun(
+  ctx: CommandContext,
+  parsed: Parsed,
+  project: Project,
+  input: ScrubRuleInput | undefined,
+): Promise<number> {
+  const rules = scrubRules(project);
+  const rule = input && prepareRule(input, project);
+  const tried = rule ? [...rules.filter((r) => r.id !== rule.id), rule] : rules;
+  const run = await dryRunScrub(ctx.kv, project, tried);
+  return printResult(ctx, parsed, {
+    json: {
+      projectId: project.id,
+      ...(rule ? { rule: ruleJson(rule) } : {}),
+      ...run,
+    },
+    text: [
+      rule
+        ? `Dry run of ${describeRule(rule)} (not saved):`
+        : "Dry run of the saved rules:",
+      ...dryRunText(run),
+    ],
+  });
+}
+
 /** `project scrub ID …`. */
 export const scrubSubcommand: Subcommand = subcommand({
   positionals: ["ID"],
   options: OPTIONS,
   async run(ctx, parsed, [id]) {
-    const action = parseAction(stringFlag(parsed, "action"));
-    const key = stringFlag(parsed, "key");
-    const detector = stringFlag(parsed, "detector");
-    const pattern = stringFlag(parsed, "pattern");
-    const remove = stringFlag(parsed, "remove");
-    const list = booleanFlag(parsed, "list");
-    const dryRun = booleanFlag(parsed, "dry-run");
-    const given = [key, detector, pattern, remove].filter((v) =>
-      v !== undefined
-    ).length + (list ? 1 : 0);
-    if (given > 1) {
-      throw new UsageError(
-        `Cannot run "project scrub": give one of --key, --detector, --pattern, --remove or --list`,
-      );
-    }
-    if (
-      action !== undefined &&
-      [key, detector, pattern].every((v) => v === undefined)
-    ) {
-      throw new UsageError(
-        `Cannot use --action alone: it goes with --key, --detector or --pattern`,
-      );
-    }
-    if (dryRun && (remove !== undefined || list)) {
-      throw new UsageError(
-        `Cannot use --dry-run with --remove or --list: it goes with a rule, or alone`,
-      );
-    }
+    const request = scrubRequest(parsed);
     const project = await getProject(ctx.kv, id);
     if (project === null) throw new ProjectNotFoundError(id);
-    const input: ScrubRuleInput | undefined = key !== undefined
-      ? { kind: "key", key, ...(action ? { action } : {}) }
-      : detector !== undefined
-      ? { kind: "detector", detector, ...(action ? { action } : {}) }
-      : pattern !== undefined
-      ? { kind: "pattern", pattern, ...(action ? { action } : {}) }
-      : undefined;
-
-    if (dryRun) {
-      const rules = scrubRules(project);
-      const rule = input && prepareRule(input, project);
-      const tried = rule
-        ? [...rules.filter((r) => r.id !== rule.id), rule]
-        : rules;
-      const run = await dryRunScrub(ctx.kv, project, tried);
-      return printResult(ctx, parsed, {
-        json: {
-          projectId: id,
-          ...(rule ? { rule: ruleJson(rule) } : {}),
-          ...run,
-        },
-        text: [
-          rule
-            ? `Dry run of ${describeRule(rule)} (not saved):`
-            : "Dry run of the saved rules:",
-          ...dryRunText(run),
-        ],
-      });
+    if (request.dryRun) {
+      return await dryRun(ctx, parsed, project, request.input);
     }
-    if (input !== undefined) {
-      const saved = await addScrubRule(ctx.kv, id, input);
-      await recordCliChange(ctx, {
-        projectId: id,
+    const change = request.input !== undefined
+      ? {
         action: "scrub.add",
-        detail: `${saved.rule.id}: ${describeRule(saved.rule)}`,
-      });
-      return printRules(saved.project.id, scrubRules(saved.project), [
-        `Saved rule "${saved.rule.id}" (${inert(describeRule(saved.rule))})`,
-        "",
-      ]);
-    }
-    if (remove !== undefined) {
-      const removed = await removeScrubRule(ctx.kv, id, remove);
-      await recordCliChange(ctx, {
-        projectId: id,
+        ...await addScrubRule(ctx.kv, id, request.input),
+      }
+      : request.remove !== undefined
+      ? {
         action: "scrub.remove",
-        detail: `${removed.rule.id}: ${describeRule(removed.rule)}`,
-      });
-      return printRules(removed.project.id, scrubRules(removed.project), [
-        `Removed rule "${removed.rule.id}"`,
-        "",
-      ]);
-    }
-    return printRules(id, scrubRules(project), []);
-
-    function printRules(
-      projectId: string,
-      rules: ScrubRule[],
-      headline: string[],
-    ): number {
-      return printResult(ctx, parsed, {
-        json: {
-          projectId,
-          defaults: { keys: DEFAULT_SECRET_KEYS, card: "remove" },
-          rules: rules.map(ruleJson),
-        },
-        text: [...headline, rulesText(rules)],
-      });
-    }
+        ...await removeScrubRule(ctx.kv, id, request.remove),
+      }
+      : undefined;
+    if (change === undefined) return printRules(ctx, parsed, project, []);
+    await recordCliChange(ctx, {
+      projectId: id,
+      action: change.action,
+      detail: `${change.rule.id}: ${describeRule(change.rule)}`,
+    });
+    const done = change.action === "scrub.add"
+      ? `Saved rule "${change.rule.id}" (${inert(describeRule(change.rule))})`
+      : `Removed rule "${change.rule.id}"`;
+    return printRules(ctx, parsed, change.project, [done, ""]);
   },
 });

@@ -152,6 +152,40 @@ function levelMethod(log: Logger["log"], level: string): LevelMethod {
 }
 
 /**
+ * `entry` as `options.beforeSend` returns it, for the logger's own project
+ * and app id; `null` to drop it, also when the hook fails (`onError` is
+ * told).
+ */
+function beforeSend(
+  options: LoggerOptions,
+  onError: (error: DeliveryError) => void,
+  entry: Entry,
+): Entry | null {
+  if (!options.beforeSend) return entry;
+  let out: Entry | null;
+  try {
+    out = options.beforeSend(entry);
+    if (out !== null && (typeof out !== "object" || !out.data)) {
+      throw new Error("it returned no entry");
+    }
+  } catch (e) {
+    onError({
+      status: 0,
+      code: "before_send_failed",
+      message: `Cannot send the entry: beforeSend failed: ${
+        (e as Error)?.message
+      }`,
+      entry,
+    });
+    return null;
+  }
+  if (out === null) return null;
+  out.projectId = options.projectId;
+  out.appid = options.appid;
+  return out;
+}
+
+/**
  * Creates a logger that sends entries to the service, paced, retried and
  * flushed as the page or process ends.
  *
@@ -187,36 +221,15 @@ export function createLogger(options: LoggerOptions): Logger {
     }));
   }
   function log(level: string, data: Record<string, unknown>): void {
-    let entry: Entry | null = {
+    const entry = beforeSend(options, onError, {
       level,
       projectId: options.projectId,
       device: device(),
       context: options.context,
       data,
       appid: options.appid,
-    };
-    if (options.beforeSend) {
-      const sent = entry;
-      try {
-        entry = options.beforeSend(entry);
-        if (entry !== null && (typeof entry !== "object" || !entry.data)) {
-          throw new Error("it returned no entry");
-        }
-      } catch (e) {
-        onError({
-          status: 0,
-          code: "before_send_failed",
-          message: `Cannot send the entry: beforeSend failed: ${
-            (e as Error)?.message
-          }`,
-          entry: sent,
-        });
-        return;
-      }
-      if (entry === null) return;
-      entry.projectId = options.projectId;
-      entry.appid = options.appid;
-    }
+    });
+    if (entry === null) return;
     // The text is made now, so that changes to `data` after this call
     // change neither the body nor what is signed.
     let params: string;

@@ -20,6 +20,7 @@ import {
   type DetectorName,
   type Finder,
   PATTERN_BUDGET_MS,
+  type PatternBudget,
   patternFinder,
   type Span,
   validatePattern,
@@ -135,6 +136,140 @@ const HASHED = /^hash:[0-9a-f]{16}$/;
 /** Shape of a value a mask action made (or a filtered one). */
 const MASKED = /^\*+.{0,4}$/s;
 
+/** A project's rules sorted by what they match, ready to run. */
+interface CompiledRules {
+  /** Key names whose values are removed (the defaults). */
+  removeKeys: KeyName[];
+  /** Key names of the project's rules, with their actions. */
+  keyActions: [KeyName, ScrubAction][];
+  /** Rewrites of strings, the card default first. */
+  strings: StringRule[];
+  /** `false` when an entry's JSON text surely holds nothing to scrub. */
+  candidate: (text: string) => boolean;
+}
+
+/** Sorts `rules` (after the defaults) by what they match. */
+function compileRules(
+  rules: readonly ScrubRule[],
+  budget: PatternBudget,
+): CompiledRules {
+  const removeKeys: KeyName[] = DEFAULT_SECRET_KEYS.map(keyWords);
+  const keyActions: [KeyName, ScrubAction][] = [];
+  const stems: string[] = removeKeys.map(textStem);
+  const strings: StringRule[] = [];
+  const triggers = [DETECTOR_TABLE.card.trigger];
+  let cardAction: ScrubAction = "remove";
+  let always = false;
+  for (const rule of rules) {
+    if (rule.kind === "key") {
+      const name = keyWords(rule.key);
+      if (name.length === 0) continue;
+      keyActions.push([name, rule.action]);
+      stems.push(textStem(name));
+    } else if (rule.kind === "detector" && rule.detector === "card") {
+      cardAction = rule.action;
+    } else if (rule.kind === "detector") {
+      const detector = DETECTOR_TABLE[rule.detector];
+      strings.push({ find: detector.find, action: rule.action });
+      triggers.push(detector.trigger);
+    } else {
+      const find = patternFinder(validatePattern(rule.pattern), budget);
+      strings.push({ find, action: rule.action });
+      always = true; // a pattern has no trigger: every entry is parsed
+    }
+  }
+  strings.unshift({ find: DETECTOR_TABLE.card.find, action: cardAction });
+  const keyTrigger = new RegExp(stems.join("|"), "i");
+  return {
+    removeKeys,
+    keyActions,
+    strings,
+    candidate: (text) =>
+      always || keyTrigger.test(text) || triggers.some((t) => t(text)),
+  };
+}
+
+/** What an action makes of a value: `[Filtered]`, a mask, a keyed hash. */
+function actionOf(
+  hashKey: string | undefined,
+): (action: ScrubAction, value: string) => string {
+  return (action, value) => {
+    if (action === "remove") return FILTERED;
+    if (action === "mask") return mask(value);
+    const mac = createHmac("sha256", hashKey!).update(value).digest("hex");
+    return "hash:" + mac.slice(0, 16);
+  };
+}
+
+/** One scrub of one entry: the walk over its members, and whether it changed. */
+class Walk {
+  changed = false;
+  #rules: CompiledRules;
+  #apply: (action: ScrubAction, value: string) => string;
+
+  constructor(
+    rules: CompiledRules,
+    apply: (action: ScrubAction, value: string) => string,
+  ) {
+    this.#rules = rules;
+    this.#apply = apply;
+  }
+
+  /** What a key's value gets: an action, or `undefined` to walk into it. */
+  keyAction(key: string): ScrubAction | undefined {
+    const words = keyWords(key);
+    if (this.#rules.removeKeys.some((name) => keyMatches(words, name))) {
+      return "remove";
+    }
+    return this.#rules.keyActions.find(([name]) => keyMatches(words, name))
+      ?.[1];
+  }
+
+  string(text: string): string {
+    if (HASHED.test(text)) return text;
+    let out = text;
+    for (const rule of this.#rules.strings) {
+      const spans = rule.find(out);
+      if (spans === null) { // out of time: nothing unsearched gets through
+        out = FILTERED;
+        break;
+      }
+      if (spans.length > 0) {
+        out = rewrite(out, spans, (part) => this.#apply(rule.action, part));
+      }
+    }
+    if (out !== text) this.changed = true;
+    return out;
+  }
+
+  value(value: unknown, depth: number): unknown {
+    if (typeof value === "string") return this.string(value);
+    if (typeof value !== "object" || value === null || depth > 64) {
+      return value;
+    }
+    if (Array.isArray(value)) return value.map((v) => this.value(v, depth + 1));
+    const out: Record<string, unknown> = {};
+    for (const [key, inner] of Object.entries(value)) {
+      const action = this.keyAction(key);
+      out[this.string(key)] = action === undefined
+        ? this.value(inner, depth + 1)
+        : this.keyed(inner, action);
+    }
+    return out;
+  }
+
+  /** The value under a key a rule names. */
+  keyed(value: unknown, action: ScrubAction): unknown {
+    if (value === null || value === "" || value === FILTERED) return value;
+    const text = typeof value === "string" ? value : JSON.stringify(value);
+    if (action === "hash" && HASHED.test(text)) return value;
+    if (action === "mask" && MASKED.test(text)) return value;
+    this.changed = true;
+    const whole = typeof value === "object" && action === "mask";
+    return this.#apply(whole ? "remove" : action, text);
+  }
+}
+
 /**
  * Compiles a project's rules (the defaults always first) into a
  * {@linkcode Scrubber}. Throws when a rule hashes and no key is given, or a
@@ -151,121 +286,29 @@ export function compileScrubber(
   rules: readonly ScrubRule[],
   options: ScrubberOptions = {},
 ): Scrubber {
-  const hashKey = options.hashKey;
-  if (rules.some((r) => r.action === "hash") && !hashKey) {
+  if (rules.some((r) => r.action === "hash") && !options.hashKey) {
     throw new Error("Cannot hash without the project's hash key");
   }
-  const hash = (value: string) =>
-    "hash:" +
-    createHmac("sha256", hashKey!).update(value).digest("hex").slice(0, 16);
-  const apply = (action: ScrubAction, value: string): string =>
-    action === "remove"
-      ? FILTERED
-      : action === "mask"
-      ? mask(value)
-      : hash(value);
-
   const now = options.now ?? (() => performance.now());
-  const budget = { deadline: Infinity, now };
-  const removeKeys: KeyName[] = DEFAULT_SECRET_KEYS.map(keyWords);
-  const keyActions: [KeyName, ScrubAction][] = [];
-  const stems: string[] = removeKeys.map(textStem);
-  const strings: StringRule[] = [];
-  const triggers: ((text: string) => boolean)[] = [];
-  let cardAction: ScrubAction = "remove";
-  let always = false;
-  for (const rule of rules) {
-    if (rule.kind === "key") {
-      const name = keyWords(rule.key);
-      if (name.length === 0) continue;
-      keyActions.push([name, rule.action]);
-      stems.push(textStem(name));
-    } else if (rule.kind === "detector" && rule.detector === "card") {
-      cardAction = rule.action;
-    } else if (rule.kind === "detector") {
-      const detector = DETECTOR_TABLE[rule.detector];
-      strings.push({ find: detector.find, action: rule.action });
-      triggers.push(detector.trigger);
-    } else {
-      strings.push({
-        find: patternFinder(validatePattern(rule.pattern), budget),
-        action: rule.action,
-      });
-      always = true; // a pattern has no trigger: every entry is parsed
-    }
-  }
-  strings.unshift({ find: DETECTOR_TABLE.card.find, action: cardAction });
-  triggers.unshift(DETECTOR_TABLE.card.trigger);
-  const keyTrigger = new RegExp(stems.join("|"), "i");
-  const keyAction = (key: string): ScrubAction | undefined => {
-    const words = keyWords(key);
-    if (removeKeys.some((name) => keyMatches(words, name))) return "remove";
-    return keyActions.find(([name]) => keyMatches(words, name))?.[1];
-  };
-
-  let changed = false;
-  const scrubString = (text: string): string => {
-    if (HASHED.test(text)) return text;
-    let out = text;
-    for (const rule of strings) {
-      const spans = rule.find(out);
-      if (spans === null) { // out of time: nothing unsearched gets through
-        out = FILTERED;
-        break;
-      }
-      if (spans.length === 0) continue;
-      out = rewrite(out, spans, (part) => apply(rule.action, part));
-    }
-    if (out !== text) changed = true;
-    return out;
-  };
-  const scrubValue = (value: unknown, depth: number): unknown => {
-    if (typeof value === "string") return scrubString(value);
-    if (typeof value !== "object" || value === null || depth > 64) {
-      return value;
-    }
-    if (Array.isArray(value)) return value.map((v) => scrubValue(v, depth + 1));
-    const out: Record<string, unknown> = {};
-    for (const [key, inner] of Object.entries(value)) {
-      const name = scrubString(key);
-      const action = keyAction(key);
-      out[name] = action === undefined
-        ? scrubValue(inner, depth + 1)
-        : scrubKeyed(inner, action);
-    }
-    return out;
-  };
-  const scrubKeyed = (value: unknown, action: ScrubAction): unknown => {
-    if (value === null || value === "" || value === FILTERED) return value;
-    const text = typeof value === "string" ? value : JSON.stringify(value);
-    if (action === "hash" && HASHED.test(text)) return value;
-    if (action === "mask" && MASKED.test(text)) return value;
-    changed = true;
-    return apply(
-      typeof value === "object" && action === "mask" ? "remove" : action,
-      text,
-    );
-  };
-
+  const budget: PatternBudget = { deadline: Infinity, now };
+  const compiled = compileRules(rules, budget);
+  const apply = actionOf(options.hashKey);
   return {
-    candidate(text) {
-      return always || keyTrigger.test(text) || triggers.some((t) => t(text));
-    },
+    candidate: compiled.candidate,
     scrub(record) {
-      changed = false;
       budget.deadline = now() + PATTERN_BUDGET_MS;
+      const walk = new Walk(compiled, apply);
       const entry = { ...record };
-      entry.data = scrubValue(record.data, 0) as Record<string, unknown>;
+      entry.data = walk.value(record.data, 0) as Record<string, unknown>;
       if (record.context !== undefined) {
-        entry.context = scrubValue(record.context, 0) as Record<
-          string,
-          unknown
-        >;
+        entry.context = walk.value(record.context, 0) as typeof record.context;
       }
       if (record.device !== undefined) {
-        entry.device = scrubValue(record.device, 0) as typeof record.device;
+        entry.device = walk.value(record.device, 0) as typeof record.device;
       }
-      return changed ? { entry, changed } : { entry: record, changed };
+      return walk.changed
+        ? { entry, changed: true }
+        : { entry: record, changed: false };
     },
   };
 }

@@ -9,6 +9,7 @@
 import assert from "node:assert/strict";
 import { fakeLogger as setup } from "../_helpers/client_logger.ts";
 import { sign } from "../../client/mod.ts";
+import { until } from "../_helpers/client_fakes.ts";
 
 Deno.test("beforeSend changes what is sent, and null drops the entry", async () => {
   const { time, net, logger, errors } = setup({
@@ -66,6 +67,7 @@ Deno.test("a signed entry is signed over what beforeSend returned, for its own p
   });
   logger.info("Dirty", "token=abc");
   await time.advance(0);
+  await until(() => net.calls.length === 1); // signing is asynchronous
   const call = net.calls[0]!;
   assert.equal(
     call.body,
