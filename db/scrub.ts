@@ -11,6 +11,7 @@ import { PatternError, validatePattern } from "../domain/detectors.ts";
 import {
   compileScrubber,
   keyWords,
+  SCRUB_ACTIONS,
   type ScrubAction,
   type Scrubber,
   type ScrubRule,
@@ -50,6 +51,11 @@ export function prepareRule(
   project: Project,
 ): ScrubRule {
   const action = input.action ?? "remove";
+  if (!(SCRUB_ACTIONS as readonly string[]).includes(action)) {
+    throw new InvalidValueError(
+      `Cannot use action "${action}": expected remove, mask or hash`,
+    );
+  }
   if (input.kind === "key") {
     const words = keyWords(input.key);
     if (input.key.length > MAX_SCRUB_KEY_CHARS || words.length === 0) {
@@ -83,7 +89,11 @@ export function prepareRule(
     }
     throw error;
   }
+  const same = scrubRules(project).find((r) =>
+    r.kind === "pattern" && r.pattern === input.pattern
+  );
   const next = (project.scrub?.next ?? 0) + 1;
+  if (same) return { ...same, action } as ScrubRule;
   return {
     id: `pattern:${next}`,
     kind: "pattern",
@@ -132,7 +142,9 @@ export async function addScrubRule(
       }
       scrub.rules.push(rule);
     }
-    if (rule.kind === "pattern") scrub.next = Number(rule.id.slice(8));
+    if (rule.kind === "pattern") {
+      scrub.next = Math.max(scrub.next, Number(rule.id.slice(8)));
+    }
     project.scrub = scrub;
     if (rule.action === "hash") project.hashKey ??= randomKey();
     return project;

@@ -224,3 +224,16 @@ harnessTest(
     assert.equal(entry!.data.phone, "***********0123");
   },
 );
+
+kvTest("the same pattern added again changes its rule's action", async (kv) => {
+  const { projectId } = await create(kv);
+  const args = ["project", "scrub", projectId, "--pattern", "ORD-[0-9]{6}"];
+  await cli(kv, args);
+  const again = json(await cli(kv, [...args, "--action", "mask", "--json"]));
+  assert.deepEqual(again.rules, [{
+    id: "pattern:1",
+    kind: "pattern",
+    pattern: "ORD-[0-9]{6}",
+    action: "mask",
+  }]);
+});
