@@ -27,9 +27,6 @@ const schema = z.object({
   RATE_LIMIT_BURST: integer(1, 1e6).default(50),
   TRUST_PROXY: integer(0, 16).default(0),
   SIGNATURE_MAX_SKEW_MS: integer(1000, DAY_MS).default(5 * 60_000),
-  // Accepted and ignored: Deno KV's queue is no longer used
-  // (docs/design.md#full-disk), and deployments that set it keep starting.
-  QUEUE: z.enum(["auto", "on", "off"]).default("auto"),
   CONSUMER_CONCURRENCY: integer(1, 64).default(4),
   MAX_PENDING_REQUESTS: integer(1, 1_000_000).default(20_000),
   MAX_MERGE_BACKLOG: integer(10, 1_000_000).default(3000),

@@ -1,6 +1,7 @@
 /**
  * Entry point: reads the configuration, opens KV, starts the queue pipeline
- * and the rate limiter's timers, and serves HTTP. Wiring only; everything
+ * (which commits the rate limiter's counters) and the limiter's timers, and
+ * serves HTTP. Wiring only; everything
  * else receives what it needs.
  *
  * @module
@@ -29,14 +30,15 @@ const RATE_SYNC_MS = 250;
 /** How often the rate limiter deletes the counters of ended epochs. */
 const RATE_CLEANUP_MS = 60_000;
 
-/** What the cron below runs; set once the pipeline exists, where no queue runs. */
+/** What the cron below runs; set once the pipeline exists. */
 let cronSweep: (() => Promise<void>) | undefined;
 /** What the alerts cron runs; set once the alert loop exists. */
 let cronAlerts: (() => Promise<unknown>) | undefined;
 
 // Deno Deploy registers crons only while the entry module is first
 // evaluated, before any `await`: this stays at top level, synchronous.
-// Where no queue delivers wake-ups (Deno Deploy), the cron sweeps as well.
+// Where intervals may not run between requests (Deno Deploy), the cron
+// sweeps as well.
 if (import.meta.main && "cron" in Deno) {
   try {
     Deno.cron("sweep pending batches", "* * * * *", async () => {
@@ -99,7 +101,6 @@ if (import.meta.main) {
   pipeline.start();
   const timers = [
     setInterval(() => {
-      pipeline.producer.poke();
       limiter.sync(kv).catch((e) =>
         console.error("Cannot sync rate counters:", e)
       );

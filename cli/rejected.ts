@@ -3,22 +3,20 @@
  * content, and for `bad_signature` the text the service expected to be
  * signed, so that a developer sees what went wrong; `deno task rejected
  * replay ID` authenticates them again once the settings are fixed
- * (db/rejected.ts). `--global` lists the entries that named no project.
+ * (queue/replay.ts). `--global` lists the entries that named no project.
  * Everything a sender supplied is printed inert (cli/format.ts#inert);
  * `--json` prints it exactly.
  *
  * @module
  */
-import { authenticate } from "../auth/authenticate.ts";
 import {
   type KeptEntry,
   listRejected,
   listUnknownProjectRejected,
-  replayRejected,
-  type ReplayResult,
   sentBody,
   sentSignedText,
 } from "../db/rejected.ts";
+import { replayRejected, type ReplayResult } from "../queue/replay.ts";
 import { REJECT_REASONS, type RejectReason } from "../domain/entry.ts";
 import {
   booleanFlag,
@@ -193,7 +191,7 @@ function replay(ctx: CommandContext): Promise<number> {
       ctx.kv,
       project.id,
       named.length > 0 ? named : undefined,
-      { authenticate, now: ctx.now },
+      { now: ctx.now },
     );
     const count = (outcome: ReplayResult["outcome"]) =>
       results.filter((r) => r.outcome === outcome).length;

@@ -10,7 +10,7 @@
  */
 import { dashboardFlashKey } from "../db/keys.ts";
 import { decodeJson, encodeJson } from "../db/kv.ts";
-import type { ReplayResult } from "../db/rejected.ts";
+import type { ReplayResult } from "../queue/replay.ts";
 
 /** How long a flash waits to be shown. */
 const FLASH_TTL_MS = 5 * 60_000;

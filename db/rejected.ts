@@ -3,40 +3,24 @@
  * (docs/design.md#kept-rejected-entries): the content of a project's recent
  * rejected entries, with the text a `bad_signature` entry should have been
  * signed over, and of the recent entries naming no project in one global
- * ring; listing them, and replaying them once an operator fixed the
- * settings.
+ * ring; listing them. Replaying them once an operator fixed the settings is
+ * accepting entries, and lives with the consumer (queue/replay.ts).
  *
  * The consumer writes kept entries in its result commit, in the slots of the
  * ring of recent rejections (db/stats.ts), so they are bounded in count;
  * each is at most {@linkcode KEPT_MAX_BYTES}, so they are bounded in bytes;
- * they expire after {@linkcode KEPT_TTL_MS}. A replay stores an entry and
- * deletes it from the ring in one atomic operation, checked on its slot and
- * on the project record: an entry is replayed at most once, and never under
- * a deleted project.
+ * they expire after {@linkcode KEPT_TTL_MS}.
  *
  * @module
  */
 import {
-  type AuthMethod,
   DAY_MS,
   type QueuedEntry,
   type RejectReason,
   SIGNED_MEMBERS,
-  toLogRecord,
 } from "../domain/entry.ts";
-import {
-  acceptedCountKey,
-  globalRejectedEntriesPrefix,
-  projectKey,
-  rejectedEntriesPrefix,
-  replayedCountKey,
-  seenSignatureKey,
-} from "./keys.ts";
+import { globalRejectedEntriesPrefix, rejectedEntriesPrefix } from "./keys.ts";
 import { decodeJson, encodeJson } from "./kv.ts";
-import { addErrorGroups } from "./error_groups.ts";
-import { storeLogs } from "./storage/write.ts";
-import { type Project, ProjectNotFoundError } from "./projects.ts";
-import { scrubAccepted } from "./scrub.ts";
 
 /** How long a rejected entry is kept. */
 export const KEPT_TTL_MS = 7 * DAY_MS;
@@ -47,10 +31,6 @@ export const KEPT_TTL_MS = 7 * DAY_MS;
 export const KEPT_MAX_BYTES = 10_000;
 /** Longest origin, app id or project id kept beside the content. */
 const MAX_LABEL_CHARS = 256;
-/** Signature skew assumed for a kept entry that does not say its own. */
-const DEFAULT_MAX_SKEW_MS = 300_000;
-/** Attempts at one replay when its keys keep changing. */
-const REPLAY_ATTEMPTS = 5;
 
 /** A rejected entry as kept. */
 export interface KeptEntry {
@@ -189,14 +169,33 @@ export function encodeKeptEntry(
 }
 
 /** A kept entry with where it is kept. */
-interface Slot {
+export interface KeptSlot {
   key: Deno.KvKey;
   versionstamp: string;
   kept: KeptEntry;
 }
 
-async function readSlots(kv: Deno.Kv, prefix: Deno.KvKey): Promise<Slot[]> {
-  const slots: Slot[] = [];
+/**
+ * A project's kept rejected entries with their slots, newest first: what a
+ * replay reads.
+ *
+ * @example
+ * ```ts
+ * const slots = await listKeptSlots(kv, projectId);
+ * ```
+ */
+export function listKeptSlots(
+  kv: Deno.Kv,
+  projectId: string,
+): Promise<KeptSlot[]> {
+  return readSlots(kv, rejectedEntriesPrefix(projectId));
+}
+
+async function readSlots(
+  kv: Deno.Kv,
+  prefix: Deno.KvKey,
+): Promise<KeptSlot[]> {
+  const slots: KeptSlot[] = [];
   for await (const entry of kv.list({ prefix })) {
     const kept = decodeJson<KeptEntry>(entry.value);
     if (kept) {
@@ -222,7 +221,7 @@ export interface ListRejectedOptions {
   limit?: number;
 }
 
-function pick(slots: Slot[], options: ListRejectedOptions): KeptEntry[] {
+function pick(slots: KeptSlot[], options: ListRejectedOptions): KeptEntry[] {
   return slots.map((s) => s.kept)
     .filter((k) => options.reason === undefined || k.reason === options.reason)
     .slice(0, options.limit ?? Infinity);
@@ -257,143 +256,4 @@ export async function listUnknownProjectRejected(
   options: ListRejectedOptions = {},
 ): Promise<KeptEntry[]> {
   return pick(await readSlots(kv, globalRejectedEntriesPrefix()), options);
-}
-
-/** An authentication verdict, as the auth layer gives it. */
-export type Verdict =
-  | { ok: true; method: AuthMethod }
-  | { ok: false; reason: RejectReason };
-
-/** Options of {@linkcode replayRejected}. */
-export interface ReplayOptions {
-  /** Judges an entry on its project: the consumer's own authentication. */
-  authenticate: (
-    entry: QueuedEntry,
-    project: Project,
-    maxSkewMs: number,
-  ) => Verdict;
-  /** Clock. @default {Date.now} */
-  now?: () => number;
-}
-
-/** What became of one replayed entry. */
-export type ReplayResult =
-  | { entryId: string; outcome: "stored"; auth: AuthMethod }
-  | { entryId: string; outcome: "rejected"; reason: RejectReason }
-  | { entryId: string; outcome: "skipped"; why: string }
-  | { entryId: string; outcome: "missing" };
-
-/**
- * Authenticates a project's kept rejected entries again, on the project's
- * current record (all of them, or those of `entryIds`), oldest first. An
- * entry that passes is stored, counted as accepted and as replayed, and
- * deleted from the kept entries, in one atomic operation checked on its slot,
- * on the project record and on its signature's claim: each entry is stored
- * at most once, whoever replays it at the same time. One that fails stays
- * kept. Rejection counters are history and do not change.
- *
- * Not replayed: entries whose content was too large to keep, `replayed`
- * entries (a signature authorizes one entry), signed entries later than the
- * signature skew after their timestamp (the memory of used signatures no
- * longer covers them), and entries older than the project's retention.
- * Throws {@linkcode ProjectNotFoundError} when the project does not exist.
- *
- * @example
- * ```ts
- * const results = await replayRejected(kv, projectId, undefined, { authenticate });
- * ```
- */
-export async function replayRejected(
-  kv: Deno.Kv,
-  projectId: string,
-  entryIds: string[] | undefined,
-  options: ReplayOptions,
-): Promise<ReplayResult[]> {
-  const now = options.now ?? Date.now;
-  if ((await kv.get(projectKey(projectId))).versionstamp === null) {
-    throw new ProjectNotFoundError(projectId);
-  }
-  const slots = (await readSlots(kv, rejectedEntriesPrefix(projectId)))
-    .reverse();
-  const wanted = entryIds ?? slots.map((s) => s.kept.entryId);
-  const results: ReplayResult[] = [];
-  for (const entryId of new Set(wanted)) {
-    const slot = slots.find((s) => s.kept.entryId === entryId);
-    results.push(
-      slot
-        ? await replayOne(kv, projectId, slot.key, entryId, { ...options, now })
-        : { entryId, outcome: "missing" },
-    );
-  }
-  return results;
-}
-
-async function replayOne(
-  kv: Deno.Kv,
-  projectId: string,
-  slotKey: Deno.KvKey,
-  entryId: string,
-  options: Required<ReplayOptions>,
-): Promise<ReplayResult> {
-  for (let attempt = 0; attempt < REPLAY_ATTEMPTS; attempt++) {
-    const [record, slot] = await kv.getMany([projectKey(projectId), slotKey]);
-    const project = decodeJson<Project>(record!.value);
-    if (project === null) throw new ProjectNotFoundError(projectId);
-    const kept = decodeJson<KeptEntry>(slot!.value);
-    if (kept === null || kept.entryId !== entryId) {
-      return { entryId, outcome: "missing" };
-    }
-    const skip = (why: string): ReplayResult => ({
-      entryId,
-      outcome: "skipped",
-      why,
-    });
-    const entry = kept.entry;
-    if (entry === undefined) {
-      return skip(`its content (${kept.omittedBytes} bytes) was not kept`);
-    }
-    if (kept.reason === "replayed") {
-      return skip("its signature was already used by another entry");
-    }
-    if (kept.scrubbed && entry.signature !== undefined) {
-      return skip("its content was scrubbed, so its signature cannot verify");
-    }
-    const maxSkewMs = kept.maxSkewMs ?? DEFAULT_MAX_SKEW_MS;
-    const verdict = options.authenticate(entry, project, maxSkewMs);
-    if (!verdict.ok) {
-      return { entryId, outcome: "rejected", reason: verdict.reason };
-    }
-    const now = options.now();
-    const expireIn = entry.receivedAt + project.retentionDays * DAY_MS - now;
-    if (expireIn <= 0) return skip("it is older than the project's retention");
-    const op = kv.atomic().check(record!).check(slot!);
-    if (verdict.method === "signature") {
-      if (now > Number(entry.timestamp) + maxSkewMs) {
-        return skip("its signature is older than the signature skew");
-      }
-      const key = seenSignatureKey(projectId, entry.signature!);
-      const seen = await kv.get(key);
-      const holder = decodeJson<string>(seen.value);
-      if (holder !== null && holder !== entryId) {
-        return { entryId, outcome: "rejected", reason: "replayed" };
-      }
-      op.check(seen).set(key, encodeJson(entryId), { expireIn: 2 * maxSkewMs });
-    }
-    // Scrubbed by the project's rules of now (docs/privacy.md).
-    const stored =
-      scrubAccepted(project, toLogRecord(entry, verdict.method), undefined)
-        .record;
-    op.delete(slotKey);
-    storeLogs(op, projectId, [stored], {
-      now,
-      retentionMs: project.retentionDays * DAY_MS,
-    });
-    op.sum(acceptedCountKey(projectId), 1n);
-    op.sum(replayedCountKey(projectId), 1n);
-    addErrorGroups(op, projectId, [stored]);
-    if ((await op.commit()).ok) {
-      return { entryId, outcome: "stored", auth: verdict.method };
-    }
-  }
-  throw new Error(`Cannot replay entry "${entryId}": its keys kept changing`);
 }

@@ -50,10 +50,8 @@ export interface Rejection {
   appid?: string;
 }
 
-/** What one result commit adds to the counters. */
+/** What one result commit adds to the rejection counters and rings. */
 export class StatsTally {
-  /** Accepted entries by project. */
-  readonly accepted = new Map<string, number>();
   /** Rejected entries by project and reason. */
   readonly rejected = new Map<string, Map<RejectReason, number>>();
   /** Rejected entries naming no existing project, by reason. */
@@ -64,11 +62,6 @@ export class StatsTally {
   readonly kept = new Map<string, (Uint8Array | undefined)[]>();
   /** Kept content of rejected entries naming no existing project, in order. */
   readonly unknownKept: Uint8Array[] = [];
-
-  /** Counts `n` accepted entries of `projectId`. */
-  accept(projectId: string, n = 1): void {
-    this.accepted.set(projectId, (this.accepted.get(projectId) ?? 0) + n);
-  }
 
   /**
    * Counts and remembers a rejection of an entry of an existing project,
@@ -112,7 +105,7 @@ export class StatsTally {
  * @example
  * ```ts
  * const tally = new StatsTally();
- * tally.accept(projectId, 3);
+ * tally.rejectUnknownProject("unknown_project");
  * await addStats(kv, op, tally);
  * ```
  */
@@ -121,9 +114,6 @@ export async function addStats(
   op: AtomicWriter,
   tally: StatsTally,
 ): Promise<void> {
-  for (const [projectId, n] of tally.accepted) {
-    op.sum(acceptedCountKey(projectId), BigInt(n));
-  }
   for (const [reason, n] of tally.unknownProject) {
     op.sum(globalRejectedCountKey(reason), BigInt(n));
   }

@@ -1,8 +1,8 @@
 /**
  * The queued form of a batch of entries, as the producer writes it and the
- * consumer reads it back. It is stored as bytes
- * (docs/design.md#value-encoding); the decoder also reads the
- * runtime-serialized values that earlier versions stored.
+ * consumer reads it back: a header under `pending_batches/<id>`, stored as
+ * bytes (docs/design.md#value-encoding), and the JSON array of entries in
+ * parts under `batch_parts/<id>/0` onwards (docs/design.md#group-commit).
  *
  * @module
  */
@@ -18,17 +18,10 @@ export interface BatchHeader {
   /** Number of entries. */
   count: number;
   /**
-   * First part of the JSON array of entries; empty when the batch is
-   * {@linkcode BatchHeader.apart}.
+   * Number of parts of the JSON array of entries, under
+   * `batch_parts/<batchId>/0` onwards: the header, rewritten at each failed
+   * attempt, holds no entry.
    */
-  head: Uint8Array;
-  /**
-   * The first part is stored apart, under `batch_parts/<batchId>/0`, as the
-   * producer writes every batch: the header, rewritten at each failed
-   * attempt, then holds no entry. Absent in batches of older versions.
-   */
-  apart?: boolean;
-  /** Number of parts, head included. */
   parts: number;
   /** Failed processing attempts so far. */
   attempts: number;
@@ -36,6 +29,12 @@ export interface BatchHeader {
   retryAt?: number;
   /** The last failure's message. */
   error?: string;
+  /**
+   * Set by a failed attempt at a pending value that was not a header: that
+   * value, kept whole on its way to the dead letters; a header that has it
+   * is never processed (docs/design.md#retries-and-dead-letters).
+   */
+  unreadable?: Uint8Array;
 }
 
 /**
@@ -47,7 +46,7 @@ export interface HandedBatch {
   id: string;
   /** Versionstamp of the commit that wrote the pending key. */
   versionstamp: string;
-  /** Number of parts the batch was written in, apart from its header. */
+  /** Number of parts its entries' JSON was written in. */
   parts: number;
   entries: QueuedEntry[];
   /** Each entry's JSON as committed, in the same order. */
@@ -59,37 +58,39 @@ export class BatchFormatError extends Error {
   override name = "BatchFormatError";
 }
 
-/** The header fields stored in front of the head bytes. */
-type StoredHeader = Omit<BatchHeader, "head">;
+/** The header fields stored in front of the unreadable value, if any. */
+type StoredHeader = Omit<BatchHeader, "unreadable">;
+
+const NO_BYTES = new Uint8Array(0);
 
 /**
- * Encodes a batch header: its fields as a JSON header, its head bytes as the
- * payload.
+ * Encodes a batch header: its fields as a JSON header, the unreadable value
+ * a dead letter keeps (none for a pending batch) as the payload.
  */
 export function encodeBatchHeader(header: BatchHeader): Uint8Array {
-  const { head, ...fields } = header;
-  return encodeFramed(fields, head);
+  const { unreadable, ...fields } = header;
+  return encodeFramed(fields, unreadable ?? NO_BYTES);
 }
 
 /**
- * Decodes a stored batch header, from bytes or from the runtime-serialized
- * object of earlier versions. Throws {@linkcode BatchFormatError} when it is
- * neither.
+ * Decodes a stored batch header. Throws {@linkcode BatchFormatError} when
+ * the value is not one.
  */
 export function decodeBatchHeader(value: unknown): BatchHeader {
+  if (!(value instanceof Uint8Array)) {
+    throw new BatchFormatError("Cannot read batch header: unknown form");
+  }
+  let stored;
   try {
-    if (value instanceof Uint8Array) {
-      const { header, payload } = decodeFramed<StoredHeader>(value);
-      if (isHeaderFields(header)) return { ...header, head: payload };
-    } else if (
-      isHeaderFields(value) && (value as BatchHeader).head instanceof Uint8Array
-    ) {
-      return value as BatchHeader;
-    }
+    stored = decodeFramed<StoredHeader>(value);
   } catch (error) {
     throw new BatchFormatError("Cannot read batch header", { cause: error });
   }
-  throw new BatchFormatError("Cannot read batch header: unknown form");
+  const { header, payload } = stored;
+  if (!isHeaderFields(header)) {
+    throw new BatchFormatError("Cannot read batch header: unknown form");
+  }
+  return payload.length > 0 ? { ...header, unreadable: payload } : header;
 }
 
 function isHeaderFields(value: unknown): value is StoredHeader {
@@ -112,23 +113,23 @@ export function isEntryList(value: unknown): value is QueuedEntry[] {
 }
 
 /**
- * Reads and parses the JSON of a batch stored apart from its header: `parts`
- * parts under `batch_parts/<batchId>/0` onwards (docs/design.md#group-commit).
- * Throws when its bytes are gone.
+ * Reads and parses the JSON of a batch: `parts` parts under
+ * `batch_parts/<batchId>/0` onwards (docs/design.md#group-commit). Throws
+ * when its bytes are gone.
  *
  * @example
  * ```ts
- * const entries = await readBatchApart(kv, batchId, header.parts);
+ * const entries = await readBatchParts(kv, batchId, header.parts);
  * ```
  */
-export async function readBatchApart(
+export async function readBatchParts(
   kv: Deno.Kv,
   batchId: string,
   parts: number,
 ): Promise<unknown> {
-  const head = (await kv.get(batchPartKey(batchId, 0))).value;
-  if (!(head instanceof Uint8Array)) {
+  const first = (await kv.get(batchPartKey(batchId, 0))).value;
+  if (!(first instanceof Uint8Array)) {
     throw new Error(`Cannot read batch "${batchId}": its bytes are gone`);
   }
-  return await joinJson(kv, head, parts, (n) => batchPartKey(batchId, n));
+  return await joinJson(kv, first, parts, (n) => batchPartKey(batchId, n));
 }

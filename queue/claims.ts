@@ -34,7 +34,7 @@ export interface ClaimOptions {
   /** Accepted signature timestamp distance from receipt. */
   maxSkewMs: number;
   /** Makes the claims' commit, as the consumer makes its result commit. */
-  commit?: (
+  commit: (
     op: RecordedAtomic,
   ) => Promise<Deno.KvCommitResult | Deno.KvCommitError>;
 }
@@ -52,15 +52,14 @@ export interface ClaimOptions {
  *
  * @example
  * ```ts
- * const current = await claimSignatures({ kv, entries, results, projects, cache, maxSkewMs });
+ * const current = await claimSignatures({ kv, entries, results, projects, cache, maxSkewMs, commit });
  * if (!current) {} // judge the batch again on the fresh records
  * ```
  */
 export async function claimSignatures(
   options: ClaimOptions,
 ): Promise<boolean> {
-  const { kv, entries, results, projects, cache, maxSkewMs } = options;
-  const commit = options.commit ?? ((op: RecordedAtomic) => op.commit(kv));
+  const { kv, entries, results, projects, cache, maxSkewMs, commit } = options;
   const todo = entries.flatMap((_entry, i) => {
     const r = results[i]!;
     return r.ok && r.method === "signature" ? [i] : [];

@@ -10,6 +10,12 @@
  * records instead of storing under a project that is gone
  * (docs/design.md#processing-exactly-once).
  *
+ * Given a write gate (the disk space guard), it leaves batches pending while
+ * the disk is full: it starts none while the gate is closed, and a batch
+ * whose writes fail for space stays pending without counting as a failed
+ * attempt (which would carry it to the dead letters during a long outage);
+ * the sweeper finds it again once writes resume (docs/design.md#full-disk).
+ *
  * @module
  */
 import {
@@ -19,36 +25,30 @@ import {
 } from "../auth/authenticate.ts";
 import type { ProjectCache } from "../auth/projects.ts";
 import { type AtomicWriter, RecordedAtomic } from "../db/atomic.ts";
-import { addErrorGroups } from "../db/error_groups.ts";
-import {
-  batchPartKey,
-  batchProgressKey,
-  pendingBatchKey,
-  projectKey,
-} from "../db/keys.ts";
+import { batchProgressKey, pendingBatchKey, projectKey } from "../db/keys.ts";
+import { isDiskFullError } from "../db/disk.ts";
 import { ATOMIC_MAX_CHECKS, decodeJson, getManyChunked } from "../db/kv.ts";
 import { encodeRecordLine, lineFromQueued } from "../db/storage/lines.ts";
-import { storeLogs } from "../db/storage/write.ts";
-import { joinJson } from "../db/blob.ts";
 import { encodeKeptEntry } from "../db/rejected.ts";
 import type { Project } from "../db/projects.ts";
 import { scrubAccepted } from "../db/scrub.ts";
 import { addStats, StatsTally } from "../db/stats.ts";
 import {
-  DAY_MS,
   type LogRecord,
   type QueuedEntry,
   toLogRecord,
 } from "../domain/entry.ts";
+import { acceptEntries } from "./accept.ts";
 import {
   BatchFormatError,
   decodeBatchHeader,
   type HandedBatch,
   isEntryList,
-  readBatchApart,
+  readBatchParts,
 } from "./batch.ts";
 import { claimSignatures, type Reads } from "./claims.ts";
 import { Locks } from "./locks.ts";
+import type { WriteGate } from "./producer.ts";
 import {
   type BatchRead,
   type Guard,
@@ -73,7 +73,6 @@ function handedBatch(batchId: string, handed: HandedBatch): BatchRead {
       versionstamp: handed.versionstamp,
     },
     parts: handed.parts,
-    apart: true,
     entries: handed.entries,
     texts: handed.texts,
   };
@@ -94,12 +93,15 @@ export interface ConsumerOptions {
   /** Clock. @default {Date.now} */
   now?: () => number;
   /**
-   * Makes a result commit (docs/design.md#one-writer-per-commit).
-   * @default `result.commit(kv)`, sent again while refused as locked
+   * Waits before a commit refused as locked is sent again
+   * (docs/design.md#group-commit). @default a `setTimeout`
    */
-  commit?: (
-    result: RecordedAtomic,
-  ) => Promise<Deno.KvCommitResult | Deno.KvCommitError>;
+  sleep?: (ms: number) => Promise<void>;
+  /**
+   * While closed, no batch is processed; told of the writes that failed for
+   * space (the disk space guard, docs/design.md#full-disk).
+   */
+  gate?: WriteGate;
 }
 
 /** What {@linkcode Consumer.process} did. */
@@ -112,25 +114,47 @@ export class Consumer {
   #projects: ProjectCache;
   #maxSkewMs: number;
   #now: () => number;
+  #gate: WriteGate | undefined;
+  /** Makes a result commit, sent again while refused as locked. */
   #commit: (
     result: RecordedAtomic,
   ) => Promise<Deno.KvCommitResult | Deno.KvCommitError>;
 
   constructor(options: ConsumerOptions) {
-    this.#kv = options.kv;
-    this.#commit = options.commit ?? ((result) => result.commit(this.#kv));
+    const { kv, sleep } = options;
+    this.#kv = kv;
+    this.#commit = (result) => result.commit(kv, sleep ? { sleep } : {});
     this.#projects = options.projects;
     this.#maxSkewMs = options.maxSkewMs;
     this.#now = options.now ?? Date.now;
+    this.#gate = options.gate;
   }
 
   /**
    * Processes batch `batchId`: `"absent"` when it was already processed,
-   * `"conflict"` when another processor committed it meanwhile.
+   * `"conflict"` when another processor committed it meanwhile or when the
+   * gate holds writes back (the batch stays pending).
    */
   async process(
     batchId: string,
     handed?: HandedBatch,
+  ): Promise<ProcessOutcome> {
+    const gate = this.#gate;
+    if (!gate) return await this.#process(batchId, handed);
+    // "conflict": not processed here, and still pending for whoever comes next.
+    if (!gate.open()) return "conflict";
+    try {
+      return await this.#process(batchId, handed);
+    } catch (error) {
+      if (!isDiskFullError(error)) throw error;
+      gate.failed(error);
+      return "conflict";
+    }
+  }
+
+  async #process(
+    batchId: string,
+    handed: HandedBatch | undefined,
   ): Promise<ProcessOutcome> {
     const read = handed
       ? handedBatch(batchId, handed)
@@ -259,17 +283,15 @@ export class Consumer {
     // Absent means no key: a key holding null is a batch that cannot be read.
     if (pending.versionstamp === null) return null;
     const header = decodeBatchHeader(pending.value);
-    const apart = header.apart === true;
+    if (header.unreadable) {
+      // A value kept from a failed attempt: it failed, and fails again.
+      throw new BatchFormatError(
+        `Cannot read batch "${batchId}": its header was not readable`,
+      );
+    }
     let entries: unknown;
     try {
-      entries = apart
-        ? await readBatchApart(this.#kv, batchId, header.parts)
-        : await joinJson(
-          this.#kv,
-          header.head,
-          header.parts,
-          (n) => batchPartKey(batchId, n),
-        );
+      entries = await readBatchParts(this.#kv, batchId, header.parts);
     } catch (error) {
       // Processed by another process between the two reads: nothing to do.
       const again = await this.#kv.get(pendingBatchKey(batchId));
@@ -283,7 +305,7 @@ export class Consumer {
         `Cannot read batch "${batchId}": not a list of entries`,
       );
     }
-    return { pending, parts: header.parts, apart, entries };
+    return { pending, parts: header.parts, entries };
   }
 
   /**
@@ -323,15 +345,11 @@ export class Consumer {
       const result = results[i]!;
       const project = projects.get(entry.projectId) ?? null;
       if (result.ok && project) {
+        const record = toLogRecord(entry, result.method);
         const text = texts?.get(entry);
-        // Scrubbed before anything is stored (docs/privacy.md).
-        const { record, line } = scrubAccepted(
-          project,
-          toLogRecord(entry, result.method),
-          text === undefined
-            ? undefined
-            : lineFromQueued(text, entry, result.method),
-        );
+        const line = text === undefined
+          ? undefined
+          : lineFromQueued(text, entry, result.method);
         if (line !== undefined) lines.set(record, line);
         const list = accepted.get(project.id);
         if (list) list.push(record);
@@ -353,15 +371,10 @@ export class Consumer {
       }
     });
     for (const [projectId, records] of accepted) {
-      const retentionMs = projects.get(projectId)!.retentionDays * DAY_MS;
-      records.sort((a, b) => a.id < b.id ? -1 : a.id > b.id ? 1 : 0);
-      storeLogs(op, projectId, records, {
+      acceptEntries(op, projects.get(projectId)!, records, {
         now,
-        retentionMs,
         lineOf: (record) => lines.get(record) ?? encodeRecordLine(record),
       });
-      addErrorGroups(op, projectId, records);
-      tally.accept(projectId, records.length);
     }
     await addStats(this.#kv, op, tally);
   }

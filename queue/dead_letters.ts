@@ -31,9 +31,8 @@ const BACKOFF_MS = [1000, 5000, 30_000, 60_000];
 /**
  * Records a failed attempt at batch `batchId`: it is retried after a
  * backoff, and after {@linkcode MAX_ATTEMPTS} it moves to the dead letters.
- * A stored value that cannot be read at all is kept whole as the dead
- * letter's head, so it reaches the dead letters instead of being retried
- * forever.
+ * A stored value that cannot be read at all is kept whole in the dead
+ * letter, so it reaches the dead letters instead of being retried forever.
  *
  * @example
  * ```ts
@@ -53,12 +52,12 @@ export async function recordFailure(
     previous = decodeBatchHeader(pending.value);
   } catch {
     // Not a header (corrupt, or written by something else): the value is
-    // kept whole as the head, and its attempts count from 0 like any other.
+    // kept whole, and its attempts count from 0 like any other.
     const raw = pending.value;
     previous = {
       createdAt: now,
       count: 0,
-      head: raw instanceof Uint8Array ? raw : encodeJson(raw),
+      unreadable: raw instanceof Uint8Array ? raw : encodeJson(raw),
       parts: 1,
       attempts: 0,
     };
@@ -97,7 +96,7 @@ export interface DeadLetter {
   attempts: number;
   /** The last failure's message. */
   error?: string;
-  /** Parts of the batch, head included. */
+  /** Parts of the batch's entries. */
   parts: number;
 }
 

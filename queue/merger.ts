@@ -8,7 +8,7 @@
 import { mergeAll, type MergeResult } from "../db/storage/merge.ts";
 import { type Backlog, emptyBacklog } from "../db/storage/tiers.ts";
 
-/** Options of {@linkcode startMerger}. */
+/** Options of {@linkcode createMerger}. */
 export interface MergerOptions {
   kv: Deno.Kv;
   /** Clock. @default {Date.now} */
@@ -21,10 +21,12 @@ export interface MergerOptions {
   onError?: (error: unknown) => void;
 }
 
-/** A running merger. */
+/** A merger: it runs rounds once started. */
 export interface Merger {
   /** Open chunks as of the last round (every project). */
   readonly backlog: Backlog;
+  /** Runs the first round now, and rounds after it until stopped. */
+  start(): void;
   /**
    * Runs a round now (after the one in hand), at most `maxMerges` merges in
    * each project (@default the merger's `mergesPerRound`), and resolves with
@@ -45,11 +47,12 @@ export interface Merger {
  *
  * @example
  * ```ts
- * const merger = startMerger({ kv });
+ * const merger = createMerger({ kv });
+ * merger.start();
  * await merger.stop();
  * ```
  */
-export function startMerger(options: MergerOptions): Merger {
+export function createMerger(options: MergerOptions): Merger {
   const now = options.now ?? Date.now;
   const perRound = options.mergesPerRound ?? 32;
   let stopped = false;
@@ -80,10 +83,12 @@ export function startMerger(options: MergerOptions): Merger {
       }
     });
   };
-  tick(); // the first round now: a round asked for next comes after it
   return {
     get backlog() {
       return backlog;
+    },
+    start() {
+      tick(); // the first round now: a round asked for next comes after it
     },
     round(roundOptions = {}) {
       const result = running.then(() =>

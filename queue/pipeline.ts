@@ -1,22 +1,17 @@
 /**
- * Assembles the queue: producer (group commit), consumer, and the worker that
- * runs the consumer from hand-overs and the sweeper. The server and the tests
- * build it the same way. It does not use Deno KV's own queue
- * (`enqueue`/`listenQueue`), and with a disk space guard no part of it writes
- * KV while the disk is full: docs/design.md#full-disk says why.
+ * Assembles the queue of one process, each part after those it needs: the
+ * consumer, the worker that runs it from hand-overs and the sweeper, the
+ * merger, then the producer (group commit), which hands its batches to the
+ * worker and refuses entries while storage is behind. The server and the
+ * tests build it the same way. With a disk space guard no part of it writes
+ * KV while the disk is full (docs/design.md#full-disk).
  *
  * @module
  */
 import { ProjectCache } from "../auth/projects.ts";
-import { isDiskFullError } from "../db/disk.ts";
-import { type Merger, startMerger } from "./merger.ts";
 import type { SpaceGuard } from "../db/space.ts";
-import type { HandedBatch } from "./batch.ts";
-import {
-  Consumer,
-  type ConsumerOptions,
-  type ProcessOutcome,
-} from "./consumer.ts";
+import { Consumer } from "./consumer.ts";
+import { createMerger, type Merger } from "./merger.ts";
 import { type CommitRider, GroupCommitter } from "./producer.ts";
 import { BatchWorker, SWEEP_INTERVAL_MS } from "./worker.ts";
 
@@ -75,7 +70,10 @@ export interface PipelineOptions {
    * (docs/design.md#group-commit). @default a `setTimeout`
    */
   sleep?: (ms: number) => Promise<void>;
-  /** Mutations that ride each commit (the rate counters). */
+  /**
+   * Mutations that ride each commit (the rate counters), committed within
+   * 250 ms once the pipeline is started.
+   */
   rider?: CommitRider;
   /** Hand committed batches straight to this process's consumer. @default {true} */
   handOver?: boolean;
@@ -101,43 +99,15 @@ export interface Pipeline {
   producer: GroupCommitter;
   consumer: Consumer;
   worker: BatchWorker;
-  /** The merger, once started (and when one runs). */
-  readonly merger: Merger | undefined;
-  /** Starts the sweeper, the merger and the space guard. */
+  /** The merger (none when `mergeIntervalMs` is 0). */
+  merger: Merger | undefined;
+  /**
+   * Starts the space guard, the sweeper, the merger and the producer's
+   * commits of the rate counters.
+   */
   start(): void;
   /** Commits what waits, finishes the work in hand and stops the timers. */
   stop(): Promise<void>;
-}
-
-/**
- * A consumer that leaves batches pending while the disk is full: it does not
- * start one while the guard is closed, and a batch whose writes fail for
- * space stays pending without counting as a failed attempt (which would
- * carry it to the dead letters during a long outage). The worker drops the
- * id; the sweeper finds the batch again once writes resume.
- */
-class SpaceAwareConsumer extends Consumer {
-  #space: SpaceGuard;
-
-  constructor(options: ConsumerOptions, space: SpaceGuard) {
-    super(options);
-    this.#space = space;
-  }
-
-  override async process(
-    batchId: string,
-    handed?: HandedBatch,
-  ): Promise<ProcessOutcome> {
-    // "conflict": not processed here, and still pending for whoever comes next.
-    if (!this.#space.open()) return "conflict";
-    try {
-      return await super.process(batchId, handed);
-    } catch (error) {
-      if (!isDiskFullError(error)) throw error;
-      this.#space.failed(error);
-      return "conflict";
-    }
-  }
 }
 
 /**
@@ -150,43 +120,19 @@ class SpaceAwareConsumer extends Consumer {
  * ```
  */
 export function createPipeline(options: PipelineOptions): Pipeline {
-  const { kv, config } = options;
+  const { kv, config, space, sleep } = options;
   const now = options.now ?? Date.now;
   const onError = options.onError ??
     ((batchId: string, error: unknown) =>
       console.error(`Cannot process batch "${batchId}":`, error));
-  const { space } = options;
-  const handOver = options.handOver ?? true;
-  // The worker is made below; the producer hands it batches only once the
-  // pipeline serves.
-  const producer = new GroupCommitter({
-    kv,
-    now,
-    maxPending: config.maxPendingRequests,
-    ...(options.sleep ? { sleep: options.sleep } : {}),
-    ...(options.rider ? { rider: options.rider } : {}),
-    ...(space ? { gate: space } : {}),
-    ...(handOver ? { onCommitted: (batches) => worker.hand(batches) } : {}),
-    behind: () => behind(),
-  });
-  // Intake waits for storage, never the other way round: past either bound
-  // entries are refused (503) until the backlog is half worked off.
-  const gate = backlogGate({
-    chunks: config.maxMergeBacklog ?? 3000,
-    batches: MAX_CONSUMER_BACKLOG,
-  });
-  const behind = () => gate(merger?.backlog.chunks ?? 0, worker.backlog);
-  const consumerOptions: ConsumerOptions = {
+  const consumer = new Consumer({
     kv,
     now,
     maxSkewMs: config.signatureMaxSkewMs,
     projects: new ProjectCache(kv, { ttlMs: config.projectCacheMs, now }),
-    commit: (result) =>
-      result.commit(kv, options.sleep ? { sleep: options.sleep } : {}),
-  };
-  const consumer = space
-    ? new SpaceAwareConsumer(consumerOptions, space)
-    : new Consumer(consumerOptions);
+    ...(sleep ? { sleep } : {}),
+    ...(space ? { gate: space } : {}),
+  });
   const worker = new BatchWorker({
     kv,
     consumer,
@@ -195,29 +141,45 @@ export function createPipeline(options: PipelineOptions): Pipeline {
     sweepIntervalMs: options.sweepIntervalMs ?? SWEEP_INTERVAL_MS,
     onError,
   });
-  let merger: Merger | undefined;
+  const mergeIntervalMs = options.mergeIntervalMs ?? 1000;
+  const merger = mergeIntervalMs > 0
+    ? createMerger({
+      kv,
+      now,
+      intervalMs: mergeIntervalMs,
+      onError: (error) => onError("", error),
+    })
+    : undefined;
+  // Intake waits for storage, never the other way round: past either bound
+  // entries are refused (503) until the backlog is half worked off.
+  const gate = backlogGate({
+    chunks: config.maxMergeBacklog ?? 3000,
+    batches: MAX_CONSUMER_BACKLOG,
+  });
+  const handOver = options.handOver ?? true;
+  const producer = new GroupCommitter({
+    kv,
+    now,
+    maxPending: config.maxPendingRequests,
+    behind: () => gate(merger?.backlog.chunks ?? 0, worker.backlog),
+    ...(handOver ? { onCommitted: (batches) => worker.hand(batches) } : {}),
+    ...(sleep ? { sleep } : {}),
+    ...(options.rider ? { rider: options.rider } : {}),
+    ...(space ? { gate: space } : {}),
+  });
   return {
     producer,
     consumer,
     worker,
-    get merger() {
-      return merger;
-    },
+    merger,
     start() {
       space?.start();
       worker.start();
-      const mergeIntervalMs = options.mergeIntervalMs ?? 1000;
-      if (mergeIntervalMs > 0) {
-        merger = startMerger({
-          kv,
-          now,
-          intervalMs: mergeIntervalMs,
-          onError: (error) => onError("", error),
-        });
-      }
+      merger?.start();
+      producer.start();
     },
     async stop() {
-      await producer.flush();
+      await producer.stop();
       await worker.stop();
       await merger?.stop();
       await space?.stop();

@@ -3,7 +3,9 @@
  * while one KV commit is in flight the next ones wait, and the following
  * commit carries all of them in one atomic operation, as batches written
  * under `pending_batches/<id>`. A request's promise resolves only once its
- * entry is committed.
+ * entry is committed. The mutations of a rider (the rate counters) go with
+ * the next commit; once started, the producer makes a commit for them alone
+ * when none came within {@linkcode RIDER_INTERVAL_MS}.
  *
  * It must not read KV or process entries: that is the consumer's job.
  *
@@ -41,6 +43,12 @@ const MAX_COMMIT_CHARS = 250_000;
 const MAX_COMMIT_ENTRIES = 800;
 /** Mutations per commit, leaving room under KV's cap. */
 export const MAX_COMMIT_MUTATIONS = ATOMIC_MAX_MUTATIONS - 10;
+/**
+ * Longest a rider's mutations wait for a commit of entries before one is
+ * made for them alone: the rate counters' sync period
+ * (docs/design.md#across-instances).
+ */
+export const RIDER_INTERVAL_MS = 250;
 
 /** Thrown by {@linkcode GroupCommitter.submit} when too many requests wait. */
 export class OverloadedError extends Error {
@@ -78,7 +86,9 @@ export interface WriteGate {
 
 /**
  * Something else that rides each commit (the rate counters): it adds up to
- * `budget` mutations to `op`, and hears whether the commit succeeded.
+ * `budget` mutations to `op`, and hears whether the commit succeeded. Its
+ * mutations wait at most {@linkcode ProducerOptions.riderIntervalMs} once
+ * the producer is started.
  */
 export interface CommitRider {
   /** Whether it has mutations waiting (a commit is made for them alone). */
@@ -111,10 +121,25 @@ export interface ProducerOptions {
   /** Other mutations each commit takes along (the rate counters). */
   rider?: CommitRider;
   /**
+   * Period at which, once started, the producer commits the rider's
+   * mutations alone when no commit of entries took them. @default {250}
+   */
+  riderIntervalMs?: number;
+  /**
+   * Runs `tick` every `ms` until the returned function is called.
+   * @default a `setInterval`
+   */
+  every?: (ms: number, tick: () => void) => () => void;
+  /**
    * While closed, entries are refused at once and nothing is committed, the
    * rider's mutations included.
    */
   gate?: WriteGate;
+}
+
+function intervalTimer(ms: number, tick: () => void): () => void {
+  const timer = setInterval(tick, ms);
+  return () => clearInterval(timer);
 }
 
 /** A batch of one commit, before it is handed over. */
@@ -137,7 +162,9 @@ interface Waiting {
  * @example
  * ```ts
  * const producer = new GroupCommitter({ kv, maxPending: 10_000 });
+ * producer.start();
  * await producer.submit(entry); // committed to KV from here on
+ * await producer.stop();
  * ```
  */
 export class GroupCommitter {
@@ -146,6 +173,7 @@ export class GroupCommitter {
   #inFlight: Promise<void> | null = null;
   #options: ProducerOptions;
   #now: () => number;
+  #stopTimer: (() => void) | undefined;
 
   constructor(options: ProducerOptions) {
     this.#options = options;
@@ -191,13 +219,32 @@ export class GroupCommitter {
     });
   }
 
-  /** Starts a commit for the rider's mutations alone, if nothing else is due. */
-  poke(): void {
-    this.#pump();
+  /**
+   * Starts committing the rider's mutations every `riderIntervalMs` that
+   * no commit of entries took them.
+   */
+  start(): void {
+    if (!this.#options.rider || this.#stopTimer) return;
+    const every = this.#options.every ?? intervalTimer;
+    this.#stopTimer = every(
+      this.#options.riderIntervalMs ?? RIDER_INTERVAL_MS,
+      () => this.#pump(),
+    );
   }
 
-  /** Resolves when nothing waits and no commit is in flight. */
+  /** Stops the rider's timer and commits what waits. */
+  async stop(): Promise<void> {
+    this.#stopTimer?.();
+    this.#stopTimer = undefined;
+    await this.flush();
+  }
+
+  /**
+   * Commits what waits, the rider's mutations included, and resolves once
+   * nothing waits and no commit is in flight.
+   */
   async flush(): Promise<void> {
+    this.#pump();
     while (this.#inFlight) await this.#inFlight;
   }
 
@@ -298,14 +345,11 @@ export class GroupCommitter {
         `[${items.map((w) => w.json).join(",")}]`,
       );
       const id = createId(now);
-      // The bytes go apart from the header (see `BatchHeader.apart`).
       const header: BatchHeader = {
         createdAt: now,
         count: items.length,
-        head: new Uint8Array(0),
         parts: 1 + rest.length,
         attempts: 0,
-        apart: true,
       };
       op.set(pendingBatchKey(id), encodeBatchHeader(header));
       [head, ...rest].forEach((part, n) => op.set(batchPartKey(id, n), part));

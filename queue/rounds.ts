@@ -34,9 +34,8 @@ export interface Progress extends Guard {
 export interface BatchRead {
   /** Key and versionstamp the result commit is guarded by. */
   pending: { key: Deno.KvKey; versionstamp: string };
+  /** Parts of its entries' JSON, under part numbers 0 onwards. */
   parts: number;
-  /** The first part is stored apart, under part number 0. */
-  apart: boolean;
   entries: QueuedEntry[];
   /** Each entry's JSON as committed, when handed over in memory. */
   texts?: string[];
@@ -89,7 +88,7 @@ export function roundCommit(
   if (progress) op.check(progress);
   if (round.final) {
     op.delete(pendingBatchKey(batchId));
-    for (let n = read.apart ? 0 : 1; n < read.parts; n++) {
+    for (let n = 0; n < read.parts; n++) {
       op.delete(batchPartKey(batchId, n));
     }
     if (progress) op.delete(progress.key);

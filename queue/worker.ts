@@ -1,11 +1,10 @@
 /**
- * Runs the consumer with bounded concurrency. Work arrives three ways, all
+ * Runs the consumer with bounded concurrency. Work arrives two ways, both
  * naming pending batches: the producer hands over what it just committed,
- * queue messages wake it (where KV queues exist), and the sweeper lists
- * pending batches that nobody handled — at start-up after a crash, when
- * another process died, when a batch waits for a retry, and on platforms
- * without queues. Processing is idempotent, so the same batch reaching it
- * twice costs one read.
+ * and the sweeper lists pending batches that nobody handled — at start-up
+ * after a crash, when another process committed them, when a batch waits for
+ * a retry or for disk space. Processing is idempotent, so the same batch
+ * reaching it twice costs one read.
  *
  * @module
  */

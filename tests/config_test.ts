@@ -33,17 +33,13 @@ Deno.test("loadConfig refuses a malformed value, naming the variable", () => {
     () => loadConfig({ PROJECT_CACHE_MS: "6000" }),
     /"PROJECT_CACHE_MS"/,
   );
-  assert.throws(() => loadConfig({ QUEUE: "maybe" }), /"QUEUE"/);
 });
 
 Deno.test("an empty variable counts as unset", () => {
   assert.equal(loadConfig({ PORT: "", KV_PATH: "" }).port, 8000);
 });
 
-Deno.test("QUEUE is still accepted, and the platform's KV is used on Deno Deploy", () => {
-  for (const value of ["auto", "on", "off"]) {
-    assert.equal(loadConfig({ QUEUE: value }).port, 8000);
-  }
+Deno.test("the platform's KV is used on Deno Deploy", () => {
   assert.equal(loadConfig({ DENO_DEPLOYMENT_ID: "x1" }).kvPath, undefined);
   assert.equal(
     loadConfig({ KV_PATH: "https://api.deno.com/databases/abc/connect" })

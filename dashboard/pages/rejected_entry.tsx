@@ -7,12 +7,8 @@
  *
  * @module
  */
-import {
-  type KeptEntry,
-  type ReplayResult,
-  sentBody,
-  sentSignedText,
-} from "../../db/rejected.ts";
+import { type KeptEntry, sentBody, sentSignedText } from "../../db/rejected.ts";
+import type { ReplayResult } from "../../queue/replay.ts";
 import { entryTitle } from "../../domain/fingerprint.ts";
 import { formatTime, levelClass, link } from "./format.ts";
 import { Card, CopyButton, type PageContext, PostForm } from "./layout.tsx";

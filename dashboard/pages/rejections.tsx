@@ -10,7 +10,8 @@
  * @module
  */
 import type { BacklogPart, StorageBacklog } from "../../db/backlog.ts";
-import type { KeptEntry, ReplayResult } from "../../db/rejected.ts";
+import type { KeptEntry } from "../../db/rejected.ts";
+import type { ReplayResult } from "../../queue/replay.ts";
 import type { Rejection } from "../../db/stats.ts";
 import { formatTime, levelClass, link } from "./format.ts";
 import {

@@ -10,9 +10,9 @@
  * @module
  */
 import { readBacklog } from "../../db/backlog.ts";
-import { authenticate } from "../../auth/authenticate.ts";
 import { ProjectNotFoundError } from "../../db/projects.ts";
-import { listRejected, replayRejected } from "../../db/rejected.ts";
+import { listRejected } from "../../db/rejected.ts";
+import { replayRejected } from "../../queue/replay.ts";
 import { REJECT_REASONS, type RejectReason } from "../../domain/entry.ts";
 import { lastDayByReason, readStats, recentCount } from "../data.ts";
 import { replayable } from "../pages/rejected_entry.tsx";
@@ -92,7 +92,7 @@ export function rejectionsRoutes(app: DashApp, deps: DashboardDeps): void {
           kv,
           project.id,
           ids,
-          { authenticate, now: deps.now },
+          { now: deps.now },
         );
         await keepFlash(c, deps, {
           kind: "replayed",

@@ -21,7 +21,9 @@ function nameOf(node: Deno.lint.Node): string {
   const own = (node as { id?: { name?: string } | null }).id?.name;
   if (own) return own;
   const parent = (node as { parent?: Deno.lint.Node }).parent;
-  if (parent?.type === "VariableDeclarator" && parent.id.type === "Identifier") {
+  if (
+    parent?.type === "VariableDeclarator" && parent.id.type === "Identifier"
+  ) {
     return parent.id.name;
   }
   if (

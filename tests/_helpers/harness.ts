@@ -11,7 +11,6 @@ import { type Config, loadConfig } from "../../config.ts";
 import { listLogs } from "../../db/query/mod.ts";
 import type { LogRecord, RejectReason } from "../../domain/entry.ts";
 import { createProject, type Project } from "../../db/projects.ts";
-import { authenticate } from "../../auth/authenticate.ts";
 import { sign } from "../../auth/signature.ts";
 import {
   createPipeline,
@@ -127,7 +126,6 @@ export function testConfig(overrides: Partial<Config> = {}): Config {
       PORT: "0",
       HOSTNAME: "127.0.0.1",
       KV_PATH: ":memory:",
-      QUEUE: "off",
       PROJECT_CACHE_MS: "0",
     }),
     ...overrides,
@@ -687,7 +685,7 @@ export const harnessTest = fixtureTest(withHarness);
 /** A test run inside {@linkcode withKv}. */
 export const kvTest = fixtureTest(withKv);
 
-/** What `replayRejected` is given: the real authentication, the harness's clock. */
+/** What `replayRejected` is given: the harness's clock. */
 export function replayWith(h: Harness) {
-  return { authenticate, now: h.clock.now };
+  return { now: h.clock.now };
 }

@@ -17,7 +17,7 @@ export interface LimiterKv {
   clock: FakeClock;
   /** 20 requests per second with a burst of 50, on `clock`. */
   limiter: RateLimiter;
-  /** Commits the limiter's counters when poked and flushed. */
+  /** Commits the limiter's counters when flushed (it is not started). */
   pipeline: Pipeline;
 }
 
@@ -29,7 +29,6 @@ export interface LimiterKv {
  * ```ts
  * await withLimiterKv({}, async ({ kv, limiter, pipeline }) => {
  *   limiter.take("198.51.100.1");
- *   pipeline.producer.poke();
  *   await pipeline.producer.flush();
  * });
  * ```

@@ -19,8 +19,7 @@ import { errorGroupKey } from "../../db/keys.ts";
 import { encodeJson } from "../../db/kv.ts";
 import { deleteProject } from "../../db/deletion.ts";
 import { allowValue } from "../../db/projects.ts";
-import { replayRejected } from "../../db/rejected.ts";
-import { authenticate } from "../../auth/authenticate.ts";
+import { replayRejected } from "../../queue/replay.ts";
 import { listViews, saveView } from "../../db/views.ts";
 import { parseQuery, queryLogs } from "../../db/query/mod.ts";
 import type { LogRecord } from "../../domain/entry.ts";
@@ -197,7 +196,6 @@ harnessTest("an error entry stored by a replay joins its group", async (h) => {
   assert.deepEqual(await listGroups(h.kv, project.id, h.clock.now()), []);
   await allowValue(h.kv, project.id, ORIGIN);
   const [result] = await replayRejected(h.kv, project.id, undefined, {
-    authenticate,
     now: h.clock.now,
   });
   assert.equal(result!.outcome, "stored");

@@ -6,7 +6,7 @@
  * @module
  */
 import assert from "node:assert/strict";
-import { pendingBatchKey, projectKey } from "../../db/keys.ts";
+import { projectKey } from "../../db/keys.ts";
 import {
   decodeFramed,
   decodeJson,
@@ -18,7 +18,6 @@ import { allowValue, getProject, listProjects } from "../../db/projects.ts";
 import { mergeProject } from "../../db/storage/merge.ts";
 import { recordFailure } from "../../queue/dead_letters.ts";
 import {
-  assertCounts,
   assertStoredOnce,
   harnessTest,
   ORIGIN,
@@ -125,23 +124,5 @@ harnessTest(
       ...current,
       settings: { allowedOrigin: [ORIGIN, "https://other.example.com"] },
     });
-  },
-);
-
-harnessTest(
-  "a pending batch stored in the runtime's encoding by an earlier version is processed",
-  async (h) => {
-    const project = await h.project([ORIGIN]);
-    await postEntries(h, project.id, { origin: ORIGIN });
-    const [batch] = await pendingBatches(h.kv);
-    // What an earlier version stored: the header object, head as bytes.
-    await h.kv.set(pendingBatchKey(batch!.id), { ...batch!.header });
-    assert.ok(
-      !((await h.kv.get(pendingBatchKey(batch!.id))).value instanceof
-        Uint8Array),
-    );
-    await assertStoredOnce(h, project.id, "origin");
-    await assertCounts(h, project.id, 1, {});
-    assert.deepEqual(await pendingBatches(h.kv), []);
   },
 );

@@ -19,9 +19,9 @@ import {
   KEPT_MAX_BYTES,
   KEPT_TTL_MS,
   listRejected,
-  replayRejected,
 } from "../../db/rejected.ts";
 import { Consumer } from "../../queue/consumer.ts";
+import { replayRejected } from "../../queue/replay.ts";
 import {
   assertCounts,
   globalRejected,

@@ -24,8 +24,10 @@ import {
   replayWith,
   signEntry,
 } from "../_helpers/harness.ts";
-import { listRejected, replayRejected } from "../../db/rejected.ts";
+import { listRejected } from "../../db/rejected.ts";
+import { replayRejected } from "../../queue/replay.ts";
 import { allowValue } from "../../db/projects.ts";
+import { addScrubRule } from "../../db/scrub.ts";
 import { listGroups } from "../../db/error_groups.ts";
 import { FILTERED } from "../../domain/scrub.ts";
 
@@ -212,12 +214,12 @@ Deno.test("no secret or card number sent over HTTP is stored, listed or exported
 });
 
 harnessTest(
-  "a kept rejected entry is scrubbed; replayed, it is stored scrubbed, unless its signature can no longer verify",
+  "a kept rejected entry is scrubbed; replayed, it is scrubbed again by the rules of now, unless its signature can no longer verify",
   async (h) => {
     const project = await h.project([]);
     const unsigned = randomEntry({
       projectId: project.id,
-      data: { password: "secret-e-rejected" },
+      data: { password: "secret-e-rejected", email: "bo@example.com" },
     });
     await postQueued(h, unsigned, { Origin: ORIGIN });
     const signed = randomEntry({
@@ -231,6 +233,8 @@ harnessTest(
     assert.ok(kept.every((k) => k.scrubbed === true && !k.entry?.raw));
 
     await allowValue(h.kv, project.id, ORIGIN);
+    // A rule added since: the replay scrubs by the rules of now.
+    await addScrubRule(h.kv, project.id, { kind: "key", key: "email" });
     const results = await replayRejected(
       h.kv,
       project.id,
@@ -248,5 +252,6 @@ harnessTest(
     );
     const [stored] = await h.logs(project.id);
     assert.equal(stored!.data.password, FILTERED);
+    assert.equal(stored!.data.email, FILTERED);
   },
 );

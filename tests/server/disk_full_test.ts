@@ -114,11 +114,7 @@ function summary(answers: Answer[], since = -Infinity): string {
 
 /** One outage: the server started on a tmpfs, the disk filled and freed. */
 interface Outage {
-  queue: "on" | "off";
-  /**
-   * How long entries are sent before the disk is filled (0: filled at once).
-   * Past 2 s, queue messages of earlier commits fall due as the disk fills.
-   */
+  /** How long entries are sent before the disk is filled (0: filled at once). */
   loadMs: number;
   /**
    * Keys written before the server starts that expire while the disk is
@@ -153,7 +149,7 @@ async function outage(options: Outage): Promise<void> {
     kv.close();
     kv = undefined;
 
-    server = await startServer({ KV_PATH: kvPath, QUEUE: options.queue });
+    server = await startServer({ KV_PATH: kvPath });
     const sender = load(server.url, project.id, 8);
     let measured: string;
     try {
@@ -168,8 +164,7 @@ async function outage(options: Outage): Promise<void> {
         "the keys must expire while the disk is full: the server started too slowly",
       );
       const first503 = await sender.until(503, filledAt, 3000);
-      // Long enough for queue messages of the last commits to fall due
-      // (2 s after their commit) and for the expired keys to be deleted.
+      // Long enough for the expired keys to be deleted.
       const holdUntil = Math.max(first503 + HOLD_MS, expiresAt + 1500);
       while (performance.now() < holdUntil) {
         assert.ok(!server.exited, `the server exited: ${server.stderr()}`);
@@ -230,7 +225,7 @@ async function outage(options: Outage): Promise<void> {
       "no entry is stored twice",
     );
     console.log(
-      `QUEUE=${options.queue}: ${measured}; ${acked.length} answered 200, ` +
+      `${measured}; ${acked.length} answered 200, ` +
         `${stored.size} stored; answers ${summary(sender.answers)}`,
     );
   } finally {
@@ -245,14 +240,14 @@ Deno.test({
   name:
     "a disk filled under load answers 503 without ending the server, 200 returns within seconds of space returning, and every entry answered 200 is stored once",
   ignore: !CAN_MOUNT,
-  fn: () => outage({ queue: "on", loadMs: 2500, expiring: false }),
+  fn: () => outage({ loadMs: 2500, expiring: false }),
 });
 
 Deno.test({
   name:
     "keys expiring while the disk is full do not end the server: the released reserve gives Deno's own deletes room",
   ignore: !CAN_MOUNT,
-  fn: () => outage({ queue: "off", loadMs: 0, expiring: true }),
+  fn: () => outage({ loadMs: 0, expiring: true }),
 });
 
 /** Asserts that `main.ts` ended with code 1 and one line matching `line`. */

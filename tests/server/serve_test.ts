@@ -202,7 +202,7 @@ Object.defineProperty(Deno, "cron", {
     const { stdout, stderr } = await new Deno.Command(Deno.execPath(), {
       args: ["run", "-A", `--preload=${preload}`, "main.ts"],
       cwd: ROOT,
-      env: { KV_PATH: ":memory:", PORT: "0", QUEUE: "off", NO_COLOR: "1" },
+      env: { KV_PATH: ":memory:", PORT: "0", NO_COLOR: "1" },
       stdout: "piped",
       stderr: "piped",
     }).output();

@@ -262,7 +262,6 @@ async function twoInstances(sync: boolean): Promise<number> {
       clock.advance(10);
       if (sync && i % 25 === 24) {
         for (const { limiter, kv, pipeline } of instances) {
-          pipeline.producer.poke();
           await pipeline.producer.flush();
           await limiter.sync(kv);
         }
@@ -300,7 +299,6 @@ Deno.test("two instances on one KV file hold an address to 1.04 x its allowance 
 Deno.test("old rate counters are deleted", async () => {
   await withLimiterKv({}, async ({ kv, clock, limiter, pipeline }) => {
     limiter.take("198.51.100.1");
-    pipeline.producer.poke();
     await pipeline.producer.flush();
     const count = async () => {
       let n = 0;

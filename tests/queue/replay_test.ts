@@ -18,8 +18,9 @@ import {
   ProjectNotFoundError,
   updateProject,
 } from "../../db/projects.ts";
-import { listRejected, replayRejected } from "../../db/rejected.ts";
+import { listRejected } from "../../db/rejected.ts";
 import { readStats } from "../../db/stats.ts";
+import { replayRejected } from "../../queue/replay.ts";
 import { cli, rejected } from "../_helpers/cli.ts";
 import {
   harnessTest,

@@ -1,0 +1,60 @@
+/**
+ * Accepting entries: what storing authenticated entries writes, in one
+ * place for the two ways an entry is accepted, the consumer's result commit
+ * (queue/consumer.ts) and the replay of a kept rejected entry
+ * (queue/replay.ts). It adds mutations to an atomic operation its caller
+ * guards and commits; it reads and commits nothing itself.
+ *
+ * @module
+ */
+import type { AtomicWriter } from "../db/atomic.ts";
+import { addErrorGroups } from "../db/error_groups.ts";
+import { acceptedCountKey } from "../db/keys.ts";
+import { storeLogs } from "../db/storage/write.ts";
+import type { Project } from "../db/projects.ts";
+import { scrubAccepted } from "../db/scrub.ts";
+import { encodeRecordLine } from "../db/storage/lines.ts";
+import { DAY_MS, type LogRecord } from "../domain/entry.ts";
+
+/** Options of {@linkcode acceptEntries}. */
+export interface AcceptOptions {
+  /** Time of the commit, Unix milliseconds. */
+  now: number;
+  /** A record's line, when known already. @default {encodeRecordLine} */
+  lineOf?: (record: LogRecord) => string;
+}
+
+/**
+ * Adds to `op` what accepting `records` of `project` writes: the records,
+ * scrubbed by the project's rules (each replaced in `records` by its
+ * scrubbed form when that changes it), stored in id order and expiring with the project's retention, their error
+ * groups, and the project's accepted count. `records` is sorted in place.
+ *
+ * @example
+ * ```ts
+ * acceptEntries(op, project, [toLogRecord(entry, "origin")], { now });
+ * ```
+ */
+export function acceptEntries(
+  op: AtomicWriter,
+  project: Project,
+  records: LogRecord[],
+  options: AcceptOptions,
+): void {
+  // Scrubbed before anything is stored (docs/privacy.md): a record keeps
+  // its line unless scrubbing changed it.
+  const lines = new Map<LogRecord, string>();
+  records.forEach((record, i) => {
+    const scrubbed = scrubAccepted(project, record, options.lineOf?.(record));
+    records[i] = scrubbed.record;
+    if (scrubbed.line !== undefined) lines.set(scrubbed.record, scrubbed.line);
+  });
+  records.sort((a, b) => a.id < b.id ? -1 : a.id > b.id ? 1 : 0);
+  storeLogs(op, project.id, records, {
+    now: options.now,
+    retentionMs: project.retentionDays * DAY_MS,
+    lineOf: (record) => lines.get(record) ?? encodeRecordLine(record),
+  });
+  addErrorGroups(op, project.id, records);
+  op.sum(acceptedCountKey(project.id), BigInt(records.length));
+}

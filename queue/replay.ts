@@ -1,0 +1,149 @@
+/**
+ * Replaying kept rejected entries (docs/design.md#kept-rejected-entries)
+ * once an operator fixed a project's settings: each is judged again by the
+ * consumer's authentication on the project's current record, and one that
+ * passes is accepted as the consumer accepts entries (queue/accept.ts). A
+ * replay stores an entry and deletes it from the ring of kept entries
+ * (db/rejected.ts) in one atomic operation, checked on its slot and on the
+ * project record: an entry is replayed at most once, and never under a
+ * deleted project.
+ *
+ * @module
+ */
+import { authenticate } from "../auth/authenticate.ts";
+import { projectKey, replayedCountKey, seenSignatureKey } from "../db/keys.ts";
+import { decodeJson, encodeJson } from "../db/kv.ts";
+import { type Project, ProjectNotFoundError } from "../db/projects.ts";
+import { type KeptEntry, listKeptSlots } from "../db/rejected.ts";
+import {
+  type AuthMethod,
+  DAY_MS,
+  type RejectReason,
+  toLogRecord,
+} from "../domain/entry.ts";
+import { acceptEntries } from "./accept.ts";
+
+/** Signature skew assumed for a kept entry that does not say its own. */
+const DEFAULT_MAX_SKEW_MS = 300_000;
+/** Attempts at one replay when its keys keep changing. */
+const REPLAY_ATTEMPTS = 5;
+
+/** Options of {@linkcode replayRejected}. */
+export interface ReplayOptions {
+  /** Clock. @default {Date.now} */
+  now?: () => number;
+}
+
+/** What became of one replayed entry. */
+export type ReplayResult =
+  | { entryId: string; outcome: "stored"; auth: AuthMethod }
+  | { entryId: string; outcome: "rejected"; reason: RejectReason }
+  | { entryId: string; outcome: "skipped"; why: string }
+  | { entryId: string; outcome: "missing" };
+
+/**
+ * Authenticates a project's kept rejected entries again, on the project's
+ * current record (all of them, or those of `entryIds`), oldest first. An
+ * entry that passes is stored, counted as accepted and as replayed, and
+ * deleted from the kept entries, in one atomic operation checked on its slot,
+ * on the project record and on its signature's claim: each entry is stored
+ * at most once, whoever replays it at the same time. One that fails stays
+ * kept. Rejection counters are history and do not change. An entry is
+ * judged by the consumer's own authentication and stored by the consumer's
+ * own {@linkcode acceptEntries}.
+ *
+ * Not replayed: entries whose content was too large to keep, `replayed`
+ * entries (a signature authorizes one entry), signed entries later than the
+ * signature skew after their timestamp (the memory of used signatures no
+ * longer covers them), and entries older than the project's retention.
+ * Throws {@linkcode ProjectNotFoundError} when the project does not exist.
+ *
+ * @example
+ * ```ts
+ * const results = await replayRejected(kv, projectId, undefined);
+ * ```
+ */
+export async function replayRejected(
+  kv: Deno.Kv,
+  projectId: string,
+  entryIds: string[] | undefined,
+  options: ReplayOptions = {},
+): Promise<ReplayResult[]> {
+  const now = options.now ?? Date.now;
+  if ((await kv.get(projectKey(projectId))).versionstamp === null) {
+    throw new ProjectNotFoundError(projectId);
+  }
+  const slots = (await listKeptSlots(kv, projectId)).reverse();
+  const wanted = entryIds ?? slots.map((s) => s.kept.entryId);
+  const results: ReplayResult[] = [];
+  for (const entryId of new Set(wanted)) {
+    const slot = slots.find((s) => s.kept.entryId === entryId);
+    results.push(
+      slot
+        ? await replayOne(kv, projectId, slot.key, entryId, now)
+        : { entryId, outcome: "missing" },
+    );
+  }
+  return results;
+}
+
+async function replayOne(
+  kv: Deno.Kv,
+  projectId: string,
+  slotKey: Deno.KvKey,
+  entryId: string,
+  clock: () => number,
+): Promise<ReplayResult> {
+  for (let attempt = 0; attempt < REPLAY_ATTEMPTS; attempt++) {
+    const [record, slot] = await kv.getMany([projectKey(projectId), slotKey]);
+    const project = decodeJson<Project>(record!.value);
+    if (project === null) throw new ProjectNotFoundError(projectId);
+    const kept = decodeJson<KeptEntry>(slot!.value);
+    if (kept === null || kept.entryId !== entryId) {
+      return { entryId, outcome: "missing" };
+    }
+    const skip = (why: string): ReplayResult => ({
+      entryId,
+      outcome: "skipped",
+      why,
+    });
+    const entry = kept.entry;
+    if (entry === undefined) {
+      return skip(`its content (${kept.omittedBytes} bytes) was not kept`);
+    }
+    if (kept.reason === "replayed") {
+      return skip("its signature was already used by another entry");
+    }
+    if (kept.scrubbed && entry.signature !== undefined) {
+      return skip("its content was scrubbed, so its signature cannot verify");
+    }
+    const maxSkewMs = kept.maxSkewMs ?? DEFAULT_MAX_SKEW_MS;
+    const verdict = authenticate(entry, project, maxSkewMs);
+    if (!verdict.ok) {
+      return { entryId, outcome: "rejected", reason: verdict.reason };
+    }
+    const now = clock();
+    const expireIn = entry.receivedAt + project.retentionDays * DAY_MS - now;
+    if (expireIn <= 0) return skip("it is older than the project's retention");
+    const op = kv.atomic().check(record!).check(slot!);
+    if (verdict.method === "signature") {
+      if (now > Number(entry.timestamp) + maxSkewMs) {
+        return skip("its signature is older than the signature skew");
+      }
+      const key = seenSignatureKey(projectId, entry.signature!);
+      const seen = await kv.get(key);
+      const holder = decodeJson<string>(seen.value);
+      if (holder !== null && holder !== entryId) {
+        return { entryId, outcome: "rejected", reason: "replayed" };
+      }
+      op.check(seen).set(key, encodeJson(entryId), { expireIn: 2 * maxSkewMs });
+    }
+    op.delete(slotKey);
+    acceptEntries(op, project, [toLogRecord(entry, verdict.method)], { now });
+    op.sum(replayedCountKey(projectId), 1n);
+    if ((await op.commit()).ok) {
+      return { entryId, outcome: "stored", auth: verdict.method };
+    }
+  }
+  throw new Error(`Cannot replay entry "${entryId}": its keys kept changing`);
+}
