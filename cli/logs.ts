@@ -13,11 +13,14 @@
  * @module
  */
 import {
+  aggregate,
   andFilters,
   type Filter,
+  InvalidQueryError,
   listLogs,
   matches,
-  parseQuery,
+  parseSearch,
+  type Pipe,
   queryLogs,
   QuerySyntaxError,
 } from "../db/query/mod.ts";
@@ -47,6 +50,7 @@ import {
   inert,
   parseTimeFlag,
 } from "./format.ts";
+import { printAggregation } from "./output.ts";
 import { resolveProject } from "./resolve.ts";
 
 const USAGE = `Print a project's newest entries, oldest first.
@@ -59,7 +63,11 @@ Options:
   -q, --query Q      Only entries matching the query Q, such as
                      'level>=warning "payment failed" context.userId:user_42'
                      (words, "phrases", field:value, -field:value, field:*,
-                     level:error,critical, level>=warning; all must match)
+                     level:error,critical, level>=warning; all must match).
+                     It may end with an aggregation, which prints rows:
+                     'Q | count', 'Q | count by (time 1h, context.service)'
+                     (time 1m, 5m, 15m, 1h or 1d), 'Q | top 10 context.userId',
+                     'Q | uniq context.userId' (docs/query.md)
   --level L          Only this level; repeatable or comma-separated ("error,critical")
   --min-level L      Only this standard level and the more severe ones
                      (info < warning < error < critical; custom levels excluded)
@@ -75,7 +83,9 @@ Options:
   --limit N          How many of the newest matching entries (default: 100)
   -f, --follow       Keep printing new entries until Ctrl-C
   --json             One JSON object per line: id, receivedAt, level, auth,
-                     origin, appid, data, context, device
+                     origin, appid, data, context, device; for an
+                     aggregation, one object per row
+  --csv              An aggregation's rows as CSV with a header row
   -h, --help         Show this help`;
 
 const COMMAND: CommandSpec = {
@@ -92,6 +102,7 @@ const COMMAND: CommandSpec = {
     limit: { type: "string" },
     follow: { type: "boolean", short: "f" },
     json: { type: "boolean" },
+    csv: { type: "boolean" },
   },
 };
 
@@ -148,16 +159,17 @@ function flagFilter(
   return filter;
 }
 
-/** The filter of `--query` and the other flags together. */
+/** The filter of `--query` and the other flags together, and its pipe. */
 function readFilter(
   parsed: ReturnType<typeof parseFlags>,
   now: () => number,
-): Filter {
+): { filter: Filter; pipe: Pipe | null } {
   const query = stringFlag(parsed, "query");
   let filter: Filter = {};
+  let pipe: Pipe | null = null;
   if (query !== undefined) {
     try {
-      filter = parseQuery(query);
+      ({ filter, pipe } = parseSearch(query));
     } catch (error) {
       if (error instanceof QuerySyntaxError) {
         throw new UsageError(
@@ -169,7 +181,60 @@ function readFilter(
       throw error;
     }
   }
-  return andFilters(filter, flagFilter(parsed, now));
+  return { filter: andFilters(filter, flagFilter(parsed, now)), pipe };
+}
+
+/** Reads `--limit`: a whole number from 1 to 100,000. */
+function readLimit(parsed: ReturnType<typeof parseFlags>): number {
+  const limitText = stringFlag(parsed, "limit") ?? String(DEFAULT_LIMIT);
+  const limit = Number(limitText);
+  if (!/^\d+$/.test(limitText) || limit < 1 || limit > 100_000) {
+    throw new UsageError(
+      `Cannot read --limit "${limitText}": expected a whole number from 1 to 100000`,
+    );
+  }
+  return limit;
+}
+
+/** Prints the rows of `pipe` over the entries of `filter`. */
+async function printRows(
+  ctx: CommandContext,
+  parsed: ReturnType<typeof parseFlags>,
+  named: string,
+  search: { filter: Filter; pipe: Pipe | null },
+): Promise<number> {
+  const { filter, pipe } = search;
+  if (pipe === null) {
+    throw new UsageError(`Cannot use --csv without an aggregation`);
+  }
+  if (booleanFlag(parsed, "json") && booleanFlag(parsed, "csv")) {
+    throw new UsageError(`Cannot use --json with --csv`);
+  }
+  for (const flag of ["follow", "limit"]) {
+    if (parsed.values[flag] !== undefined) {
+      throw new UsageError(`Cannot use --${flag} with an aggregation`);
+    }
+  }
+  try {
+    const { id } = await resolveProject(ctx.kv, named);
+    const answer = await aggregate(ctx.kv, id, {
+      filter,
+      pipe,
+      budget: { clock: ctx.now },
+    });
+    const mode = booleanFlag(parsed, "json")
+      ? "json"
+      : booleanFlag(parsed, "csv")
+      ? "csv"
+      : "table";
+    printAggregation(ctx, answer, mode);
+    return 0;
+  } catch (error) {
+    if (error instanceof InvalidQueryError) {
+      throw new UsageError(error.message);
+    }
+    throw error;
+  }
 }
 
 /** Prints entries as lines with aligned level and source columns. */
@@ -249,14 +314,11 @@ function sleep(ms: number, signal?: AbortSignal): Promise<void> {
 export function logsCommand(ctx: CommandContext): Promise<number> {
   return runCommand(ctx, COMMAND, async (parsed) => {
     const [named] = takePositionals("logs", parsed.positionals, ["ID"]);
-    const filter = readFilter(parsed, ctx.now);
-    const limitText = stringFlag(parsed, "limit") ?? String(DEFAULT_LIMIT);
-    const limit = Number(limitText);
-    if (!/^\d+$/.test(limitText) || limit < 1 || limit > 100_000) {
-      throw new UsageError(
-        `Cannot read --limit "${limitText}": expected a whole number from 1 to 100000`,
-      );
+    const { filter, pipe } = readFilter(parsed, ctx.now);
+    if (pipe || booleanFlag(parsed, "csv")) {
+      return await printRows(ctx, parsed, named, { filter, pipe });
     }
+    const limit = readLimit(parsed);
     const follow = booleanFlag(parsed, "follow");
     if (follow && stringFlag(parsed, "until") !== undefined) {
       throw new UsageError(`Cannot use --until with --follow`);

@@ -1,6 +1,7 @@
 /**
  * What a command prints when it has done its work: its outcome as one line
- * of JSON with `--json`, else as text for people.
+ * of JSON with `--json`, else as text for people; and the rows of an
+ * aggregation as a table, NDJSON or CSV.
  *
  * @module
  */
@@ -10,7 +11,19 @@ import {
   type Parsed,
   println,
 } from "./command.ts";
-import { formatList, type ListView } from "./format.ts";
+import {
+  formatList,
+  formatTable,
+  formatTime,
+  inert,
+  type ListView,
+} from "./format.ts";
+import {
+  type Aggregation,
+  type Cell,
+  MAX_EXACT_UNIQ,
+} from "../db/query/mod.ts";
+import { rowsCsv } from "../domain/csv.ts";
 
 /**
  * Prints what a command did: `json` as one line of JSON with `--json`, else
@@ -48,4 +61,56 @@ export function printList<T>(
     formatList(items, { ...view, json: booleanFlag(parsed, "json") }),
   );
   return 0;
+}
+
+/**
+ * Prints the rows of an aggregation (`--query 'Q | count by (…)'`): a table
+ * for people (sender text made inert, `null` for a missing value, `share` as
+ * a percentage), one JSON object per row with `json`, CSV with `csv`. What
+ * is only partly counted or estimated is said on stderr.
+ *
+ * @example
+ * ```ts
+ * printAggregation(ctx, await aggregate(kv, projectId, { filter, pipe }), "table");
+ * ```
+ */
+export function printAggregation(
+  ctx: CommandContext,
+  answer: Aggregation,
+  mode: "table" | "json" | "csv",
+): void {
+  const { columns, rows } = answer;
+  if (mode === "json") {
+    for (const row of rows) println(ctx, JSON.stringify(row));
+  } else if (mode === "csv") {
+    ctx.stdout(rowsCsv(columns, rows));
+  } else {
+    const cell = (column: string, value: Cell) =>
+      value === null
+        ? "null"
+        : column === "share"
+        ? `${(Number(value) * 100).toFixed(1)}%`
+        : column === "time"
+        ? formatTime(Date.parse(String(value)))
+        : inert(String(value));
+    const body = rows.map((row) => columns.map((c) => cell(c, row[c] ?? null)));
+    println(ctx, formatTable([columns, ...body]));
+  }
+  if (answer.more) {
+    ctx.stderr(
+      `Showing the largest ${answer.rows.length} of ${answer.groups} groups\n`,
+    );
+  }
+  if (answer.estimate) {
+    ctx.stderr(
+      `The count is an estimate: more than ${MAX_EXACT_UNIQ} distinct values\n`,
+    );
+  }
+  if (answer.searchedTo !== undefined) {
+    ctx.stderr(
+      `Partial, searched back to ${
+        formatTime(answer.searchedTo)
+      }: the time budget ran out (narrow --since and --until)\n`,
+    );
+  }
 }

@@ -34,11 +34,13 @@ import type { Project } from "../db/projects.ts";
 import { scrubAccepted } from "../db/scrub.ts";
 import { addStats, StatsTally } from "../db/stats.ts";
 import {
+  DAY_MS,
   type LogRecord,
   type QueuedEntry,
   toLogRecord,
 } from "../domain/entry.ts";
 import { acceptEntries } from "./accept.ts";
+import { prepareErrorGroups } from "../db/error_groups.ts";
 import {
   BatchFormatError,
   decodeBatchHeader,
@@ -371,9 +373,14 @@ export class Consumer {
       }
     });
     for (const [projectId, records] of accepted) {
-      acceptEntries(op, projects.get(projectId)!, records, {
+      const project = projects.get(projectId)!;
+      acceptEntries(op, project, records, {
         now,
         lineOf: (record) => lines.get(record) ?? encodeRecordLine(record),
+        groups: await prepareErrorGroups(this.#kv, projectId, records, {
+          now,
+          retentionMs: project.retentionDays * DAY_MS,
+        }),
       });
     }
     await addStats(this.#kv, op, tally);

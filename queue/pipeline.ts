@@ -9,6 +9,7 @@
  * @module
  */
 import { ProjectCache } from "../auth/projects.ts";
+import { lockedAsLine } from "../db/locked.ts";
 import type { SpaceGuard } from "../db/space.ts";
 import { Consumer } from "./consumer.ts";
 import { createMerger, type Merger } from "./merger.ts";
@@ -110,6 +111,21 @@ export interface Pipeline {
   stop(): Promise<void>;
 }
 
+/** One line per failure; a refusal as locked without its stack. */
+function logFailure(batchId: string, error: unknown): void {
+  console.error(
+    // A failed sweep belongs to no batch.
+    batchId === ""
+      ? "Cannot sweep pending batches:"
+      : `Cannot process batch "${batchId}":`,
+    lockedAsLine(error),
+  );
+}
+
+function logMergeFailure(error: unknown): void {
+  console.error("Cannot merge:", lockedAsLine(error));
+}
+
 /**
  * Builds the pipeline of one process.
  *
@@ -122,9 +138,7 @@ export interface Pipeline {
 export function createPipeline(options: PipelineOptions): Pipeline {
   const { kv, config, space, sleep } = options;
   const now = options.now ?? Date.now;
-  const onError = options.onError ??
-    ((batchId: string, error: unknown) =>
-      console.error(`Cannot process batch "${batchId}":`, error));
+  const onError = options.onError ?? logFailure;
   const consumer = new Consumer({
     kv,
     now,
@@ -147,7 +161,9 @@ export function createPipeline(options: PipelineOptions): Pipeline {
       kv,
       now,
       intervalMs: mergeIntervalMs,
-      onError: (error) => onError("", error),
+      onError: options.onError
+        ? (error) => onError("", error)
+        : logMergeFailure,
     })
     : undefined;
   // Intake waits for storage, never the other way round: past either bound

@@ -72,6 +72,13 @@ export interface BuiltStore {
   samples: Map<number, LogRecord>;
   /** Entries per level. */
   levels: Record<string, number>;
+  /** Entries per `context.userId`. */
+  users: Map<string, number>;
+  /**
+   * Errors and criticals per hour and `context.service` (`null` when
+   * missing): `<hour start, Unix ms> <service JSON>`.
+   */
+  severeByHour: Map<string, number>;
   /** The clock at the end. */
   end: number;
   /** Seconds spent ingesting, and merging. */
@@ -80,6 +87,22 @@ export interface BuiltStore {
 }
 
 const encoder = new TextEncoder();
+
+/** Counts what the aggregation queries answer (bench/query/queries.ts). */
+function tally(
+  built: BuiltStore,
+  generated: GeneratedEntry,
+  receivedAt: number,
+): void {
+  const user = generated.context.userId;
+  built.users.set(user, (built.users.get(user) ?? 0) + 1);
+  if (generated.level !== "error" && generated.level !== "critical") return;
+  const service = (generated.context as Record<string, unknown>).service;
+  const key = `${Math.floor(receivedAt / 3_600_000) * 3_600_000} ${
+    JSON.stringify(service ?? null)
+  }`;
+  built.severeByHour.set(key, (built.severeByHour.get(key) ?? 0) + 1);
+}
 
 /**
  * The entry the endpoint would queue for `generated`, received at
@@ -175,6 +198,8 @@ export async function buildStore(
     records: [],
     samples: new Map(),
     levels: {},
+    users: new Map(),
+    severeByHour: new Map(),
     end: start,
     ingestSeconds: 0,
     mergeSeconds: 0,
@@ -201,6 +226,7 @@ export async function buildStore(
       built.rawBytes += sentBytes;
       built.ids.push(entry.id);
       built.levels[entry.level] = (built.levels[entry.level] ?? 0) + 1;
+      tally(built, generated, receivedAt);
       if (options.keep || sampled.has(i)) {
         const record = toRecord(entry);
         if (options.keep) built.records.push(record);

@@ -6,9 +6,11 @@
  * @module
  */
 import {
+  aggregate,
   aroundEntry,
   histogram,
   parseQuery,
+  parseSearch,
   queryLogs,
   type ScanStats,
 } from "../../db/query/mod.ts";
@@ -129,6 +131,7 @@ function queries(
             .join();
       return { n: right ? ids.length : -1, stats: null };
     }, is(100)],
+    ...pipeQueries(kv, built),
     ["histogram over 7 days", async () => {
       const h = await histogram(kv, projectId, {
         since: start,
@@ -145,6 +148,55 @@ function queries(
       const right = total === built.count &&
         Object.entries(store.levels).every(([l, n]) => byLevel[l] === n);
       return { n: right ? h.buckets.length : -1, stats: null };
+    }, some],
+  ];
+}
+
+/**
+ * The aggregations over the whole store, each checked against the counts
+ * taken while generating: `n` is the rows answered, -1 when one is wrong
+ * or the answer is partial. Their names escape `|` for the report's table.
+ */
+function pipeQueries(
+  kv: Deno.Kv,
+  built: Generated,
+): [string, Query, (n: number) => string][] {
+  const { projectId, users, severeByHour } = built.store;
+  const run = async (q: string) => {
+    const { filter, pipe } = parseSearch(q);
+    return await aggregate(kv, projectId, { filter, pipe: pipe! });
+  };
+  const byCount = [...users].sort((a, b) =>
+    b[1] - a[1] || (a[0] < b[0] ? -1 : 1)
+  );
+  const some = (n: number) => n > 0 ? "ok" : "WRONG";
+  return [
+    ["level>=error \\| count by (time 1h, context.service)", async () => {
+      const a = await run("level>=error | count by (time 1h, context.service)");
+      const right = a.searchedTo === undefined &&
+        a.rows.length === severeByHour.size &&
+        a.rows.every((r) =>
+          severeByHour.get(
+            `${Date.parse(String(r.time))} ${
+              JSON.stringify(r["context.service"])
+            }`,
+          ) === r.count
+        );
+      return { n: right ? a.rows.length : -1, stats: a.stats };
+    }, some],
+    ["* \\| top 10 context.userId", async () => {
+      const a = await run("* | top 10 context.userId");
+      const right = a.searchedTo === undefined && a.rows.length === 10 &&
+        a.rows.every((r, i) =>
+          r["context.userId"] === byCount[i]![0] && r.count === byCount[i]![1]
+        );
+      return { n: right ? a.rows.length : -1, stats: a.stats };
+    }, some],
+    ["* \\| uniq context.userId", async () => {
+      const a = await run("* | uniq context.userId");
+      const right = a.searchedTo === undefined && !a.estimate &&
+        a.rows[0]!.count === users.size;
+      return { n: right ? users.size : -1, stats: a.stats };
     }, some],
   ];
 }

@@ -13,19 +13,24 @@
  * docs/query.md), `level` (comma-separated, any of them), `since` and
  * `until` (a duration back from now such as `15m`, or an ISO 8601 time;
  * `until` inclusive, as in `deno task logs`), `limit` (1 to 1000, default
- * 100), `cursor` (from a `Link`), `format` (`ndjson` or `csv`). Reads go
+ * 100), `cursor` (from a `Link`), `format` (`ndjson` or `csv`). A `q` that
+ * ends with an aggregation (`| count by (time 1h, level)`, docs/query.md)
+ * answers its rows instead, in the same formats, without `Link`. Reads go
  * through the query module's public functions only (db/query/mod.ts).
  *
  * @module
  */
 import { getProject } from "../../db/projects.ts";
 import {
+  aggregate,
+  type Aggregation,
   andFilters,
   DEFAULT_QUERY_LIMIT,
   type Filter,
   InvalidQueryError,
   MAX_QUERY_LIMIT,
-  parseQuery,
+  parseSearch,
+  type Pipe,
   queryLogs,
   QuerySyntaxError,
 } from "../../db/query/mod.ts";
@@ -39,6 +44,9 @@ import {
   PROJECT_ID,
 } from "./common.ts";
 import { DURATION_UNIT_MS } from "../../domain/duration.ts";
+import { csvCell, rowsCsv } from "../../domain/csv.ts";
+
+export { csvCell };
 
 /** Thrown for a parameter the API cannot read; answered with `400`. */
 export class ApiParameterError extends Error {
@@ -87,22 +95,6 @@ export const CSV_COLUMNS = [
   "auth",
 ] as const;
 
-/**
- * One CSV cell (RFC 4180): quoted when it holds a comma, a quote or a line
- * break, quotes doubled; a cell a spreadsheet would read as a formula
- * (starting with `=`, `+`, `-`, `@`, a tab or a carriage return) gets a
- * leading `'` so that it stays text.
- *
- * @example
- * ```ts
- * csvCell('=HYPERLINK("x")'); // "\"'=HYPERLINK(\"\"x\"\")\""
- * ```
- */
-export function csvCell(value: string): string {
-  const safe = /^[=+\-@\t\r]/.test(value) ? `'${value}` : value;
-  return /[",\r\n]/.test(safe) ? `"${safe.replaceAll('"', '""')}"` : safe;
-}
-
 function textOf(value: unknown): string {
   if (value === undefined || value === null) return "";
   return typeof value === "string" ? value : JSON.stringify(value);
@@ -137,6 +129,7 @@ function apiError(
 /** The filter and page options of a request's parameters. */
 function readParams(url: URL, now: number): {
   filter: Filter;
+  pipe: Pipe | null;
   limit: number;
   cursor?: string;
   format: "ndjson" | "csv";
@@ -149,8 +142,9 @@ function readParams(url: URL, now: number): {
     throw new ApiParameterError(`Cannot read "q": longer than 4096 characters`);
   }
   let filter: Filter;
+  let pipe: Pipe | null;
   try {
-    filter = parseQuery(q);
+    ({ filter, pipe } = parseSearch(q));
   } catch (error) {
     if (!(error instanceof QuerySyntaxError)) throw error;
     throw new ApiParameterError(
@@ -197,6 +191,7 @@ function readParams(url: URL, now: number): {
   }
   return {
     filter: andFilters(filter, extra),
+    pipe,
     limit,
     format,
     ...(cursor === undefined ? {} : { cursor }),
@@ -227,11 +222,77 @@ function nextLink(
   return `${next.pathname}${next.search}`;
 }
 
+/**
+ * The rows of an aggregation as NDJSON (one object per row) or CSV; a count
+ * the time budget cut short says how far back it searched in
+ * `X-Searched-Back-To`, an estimate says so in `X-Estimate`, and rows cut
+ * at the most answered give the number of groups in `X-Groups`.
+ */
+function rowsResponse(
+  c: DashContext,
+  { answer, format }: { answer: Aggregation; format: "ndjson" | "csv" },
+): Response {
+  const headers: Record<string, string> = {};
+  if (answer.searchedTo !== undefined) {
+    headers["X-Searched-Back-To"] = new Date(answer.searchedTo).toISOString();
+  }
+  if (answer.estimate) headers["X-Estimate"] = "true";
+  if (answer.more) headers["X-Groups"] = String(answer.groups);
+  if (format === "csv") {
+    return c.body(rowsCsv(answer.columns, answer.rows), 200, {
+      ...headers,
+      "Content-Type": "text/csv; charset=utf-8; header=present",
+    });
+  }
+  const body = answer.rows.map((row) => JSON.stringify(row) + "\n").join("");
+  return c.body(body, 200, {
+    ...headers,
+    "Content-Type": "application/x-ndjson; charset=utf-8",
+  });
+}
+
+/** The rows of the aggregation a request's `q` ends with. */
+async function rowsOf(
+  c: DashContext,
+  deps: DashboardDeps,
+  projectId: string,
+  params: { filter: Filter; pipe: Pipe | null; format: "ndjson" | "csv" },
+): Promise<Response> {
+  const answer = await aggregate(deps.kv, projectId, {
+    filter: params.filter,
+    pipe: params.pipe!,
+    budget: { clock: deps.now },
+  });
+  return rowsResponse(c, { answer, format: params.format });
+}
+
+/** A page of entries as CSV or NDJSON. */
+function entriesResponse(
+  c: DashContext,
+  records: LogRecord[],
+  csv: boolean,
+  headers: Record<string, string>,
+): Response {
+  if (csv) {
+    const body = CSV_COLUMNS.join(",") + "\r\n" + records.map(csvRow).join("");
+    return c.body(body, 200, {
+      ...headers,
+      "Content-Type": "text/csv; charset=utf-8; header=present",
+    });
+  }
+  const body = records.map((r) => JSON.stringify(recordJson(r)) + "\n")
+    .join("");
+  return c.body(body, 200, {
+    ...headers,
+    "Content-Type": "application/x-ndjson; charset=utf-8",
+  });
+}
+
 /** Adds the read API. */
 export function apiRoutes(app: DashApp, deps: DashboardDeps): void {
-  const { base, kv } = deps;
+  const { kv } = deps;
 
-  app.get(`${base}/api/v1/projects/:id/logs`, async (c) => {
+  app.get(`/api/v1/projects/:id/logs`, async (c) => {
     const projectId = c.req.param("id");
     const authorization = c.req.header("authorization");
     let browser = false;
@@ -272,6 +333,7 @@ export function apiRoutes(app: DashApp, deps: DashboardDeps): void {
     let page;
     try {
       params = readParams(url, deps.now());
+      if (params.pipe) return await rowsOf(c, deps, projectId, params);
       page = await queryLogs(kv, projectId, {
         filter: params.filter,
         limit: params.limit,
@@ -297,19 +359,6 @@ export function apiRoutes(app: DashApp, deps: DashboardDeps): void {
         projectId.replace(/[^\w-]/g, "")
       }.${csv ? "csv" : "ndjson"}"`;
     }
-    if (csv) {
-      const body = CSV_COLUMNS.join(",") + "\r\n" +
-        page.records.map(csvRow).join("");
-      return c.body(body, 200, {
-        ...headers,
-        "Content-Type": "text/csv; charset=utf-8; header=present",
-      });
-    }
-    const body = page.records.map((r) => JSON.stringify(recordJson(r)) + "\n")
-      .join("");
-    return c.body(body, 200, {
-      ...headers,
-      "Content-Type": "application/x-ndjson; charset=utf-8",
-    });
+    return entriesResponse(c, page.records, csv, headers);
   });
 }

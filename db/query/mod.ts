@@ -1,7 +1,8 @@
 /**
  * The query module: the one way the operator commands and the dashboard read
  * stored entries. Filters and the query syntax, pages of entries with a
- * cursor, one entry, an entry in context, a live tail, histograms, counts
+ * cursor, aggregations (`| count`, `| top`, `| uniq`), one entry, an entry
+ * in context, a live tail, histograms, counts
  * and the backlog. It only reads: what writes and merges stored entries
  * lives in db/storage/ (docs/storage.md). See docs/query.md.
  *
@@ -18,7 +19,23 @@ export {
   levelRank,
   matches,
 } from "./filter.ts";
-export { parseQuery, QuerySyntaxError } from "./parse.ts";
+export { parseQuery, parseSearch, QuerySyntaxError } from "./parse.ts";
+export {
+  type GroupBy,
+  MAX_GROUP_BY,
+  MAX_TOP,
+  type Pipe,
+  TIME_BUCKETS_MS,
+} from "./pipe.ts";
+export {
+  aggregate,
+  type AggregateOptions,
+  type Aggregation,
+  type Cell,
+  MAX_EXACT_UNIQ,
+  MAX_GROUPS,
+  MAX_ROWS,
+} from "./aggregate.ts";
 export {
   aroundEntry,
   DEFAULT_QUERY_LIMIT,

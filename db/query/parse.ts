@@ -24,19 +24,10 @@
  */
 import { LEVEL_PATTERN, STANDARD_LEVELS } from "../../domain/entry.ts";
 import { type FieldTerm, type Filter, levelRank } from "./filter.ts";
+import { parsePipe, type Pipe } from "./pipe.ts";
+import { QuerySyntaxError } from "./syntax.ts";
 
-/** A malformed query; `column` is 1-based. */
-export class QuerySyntaxError extends Error {
-  override name = "QuerySyntaxError";
-  column: number;
-  /** The problem, without the column. */
-  detail: string;
-  constructor(column: number, detail: string) {
-    super(`Cannot parse query at column ${column}: ${detail}`);
-    this.column = column;
-    this.detail = detail;
-  }
-}
+export { QuerySyntaxError };
 
 const FIELD = /^[A-Za-z_][A-Za-z0-9_]*(?:\.[^\s.:"><=,]+)*/;
 const TOP_FIELDS = new Set([
@@ -121,11 +112,44 @@ interface Terms {
  * ```
  */
 export function parseQuery(query: string): Filter {
+  const { filter, pipe } = parseSearch(query);
+  if (pipe !== null) {
+    throw new QuerySyntaxError(
+      pipe.column,
+      "an aggregation (| count, | top, | uniq) is not accepted here: only entries are listed",
+    );
+  }
+  return filter;
+}
+
+/**
+ * Parses a query that may end with an aggregation pipe (`QUERY | count by
+ * (time 1h, context.service)`, see db/query/pipe.ts): the filter, and the
+ * pipe or `null`. Throws {@linkcode QuerySyntaxError} on malformed input.
+ *
+ * @example
+ * ```ts
+ * parseSearch("level>=error | top 10 context.userId").pipe; // { op: "top", n: 10, … }
+ * ```
+ */
+export function parseSearch(
+  query: string,
+): { filter: Filter; pipe: Pipe | null } {
   const terms: Terms = { filter: {}, fields: [], text: [], notText: [] };
   let at = 0;
+  let pipe: Pipe | null = null;
   while (at < query.length) {
+    if (query[at] === "|") {
+      pipe = parsePipe(query, at);
+      break;
+    }
     at = isSpace(query[at]) ? at + 1 : readTerm(query, at, terms);
   }
+  return { filter: termsFilter(terms), pipe };
+}
+
+/** The filter the terms read add up to. */
+function termsFilter(terms: Terms): Filter {
   const { filter, levels, text, notText, fields } = terms;
   if (levels) filter.levels = levels;
   if (text.length > 0) filter.text = text;
@@ -138,6 +162,9 @@ export function parseQuery(query: string): Filter {
 function readTerm(query: string, at: number, terms: Terms): number {
   const start = at;
   const c = query[at]!;
+  if (c === "*" && (at + 1 === query.length || isSpace(query[at + 1]))) {
+    return at + 1; // every entry: `* | count`
+  }
   if (c === "(" || c === ")") {
     throw new QuerySyntaxError(at + 1, "parentheses are not supported");
   }

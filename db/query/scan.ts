@@ -49,6 +49,14 @@ export interface ScanOptions {
    * @default no bound
    */
   budget?: ScanBudget;
+  /**
+   * Streams the matches instead: called as each attempt starts (a scan is
+   * done again when a merge moved what it read), it returns the function
+   * each match of that attempt goes to; `records` stay empty (give a
+   * `limit` of `Infinity`). Aggregations count this way without holding
+   * entries.
+   */
+  visit?: () => (record: LogRecord) => void;
 }
 
 /** Bounds on the work of one scan. */
@@ -217,6 +225,7 @@ async function scanBody(
   seen: RunContext["seen"],
 ): Promise<ScanResult> {
   const { filter, limit } = options;
+  const visit = options.visit?.() ?? ((r: LogRecord) => void records.push(r));
   const desc = options.order === "newest";
   const range = scanRange(options);
   const { lo, hi } = range;
@@ -274,7 +283,7 @@ async function scanBody(
       if (last !== "" && !first(last, id)) continue;
       last = id;
       const record = decodeRecordLine(line);
-      if (filter.test(record)) records.push(record);
+      if (filter.test(record)) visit(record);
       continue;
     }
     if (step === null) break;

@@ -2,6 +2,7 @@ import type { LogRecord } from "../../../domain/entry.ts";
 import assert from "node:assert/strict";
 import { buildStore } from "../../../bench/query/ingest.ts";
 import {
+  aggregate,
   aroundEntry,
   type Filter,
   getEntry,
@@ -9,6 +10,7 @@ import {
   listLogs,
   matches,
   parseQuery,
+  parseSearch,
   queryLogs,
 } from "../../../db/query/mod.ts";
 import { DAY, T0 } from "../../_helpers/query.ts";
@@ -100,6 +102,41 @@ Deno.test("every query on 20,000 generated entries answers what a full scan answ
         assert.deepEqual(around.after, all.slice(at + 1, at + 26));
       }
     });
+    await t.step(
+      "aggregations answer the counts taken while generating",
+      async () => {
+        const run = async (q: string) => {
+          const { filter, pipe } = parseSearch(q);
+          return await aggregate(kv, projectId, {
+            filter,
+            pipe: pipe!,
+            budget: { ms: 600_000 },
+          });
+        };
+        const byHour = await run(
+          "level>=error | count by (time 1h, context.service)",
+        );
+        assert.deepEqual(
+          new Map(byHour.rows.map((r) => [
+            `${Date.parse(String(r.time))} ${
+              JSON.stringify(r["context.service"])
+            }`,
+            r.count,
+          ])),
+          store.severeByHour,
+        );
+        const users = [...store.users].sort((a, b) =>
+          b[1] - a[1] || (a[0] < b[0] ? -1 : 1)
+        );
+        const top = await run("* | top 10 context.userId");
+        assert.deepEqual(
+          top.rows.map((r) => [r["context.userId"], r.count]),
+          users.slice(0, 10),
+        );
+        const uniq = await run("* | uniq context.userId");
+        assert.deepEqual(uniq.rows, [{ count: store.users.size }]);
+      },
+    );
     await t.step("the histogram of the week", async () => {
       const h = await histogram(kv, projectId, {
         since: T0,

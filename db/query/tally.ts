@@ -1,0 +1,148 @@
+/**
+ * The counters of an aggregation (db/query/aggregate.ts): entries per group
+ * of values, bounded, and distinct values, exact up to a bound and then a
+ * HyperLogLog estimate.
+ *
+ * @module
+ */
+import { InvalidQueryError } from "./filter.ts";
+
+/** A value in a row: a field's value (`null` when absent), a time, a count. */
+export type Cell = string | number | boolean | null;
+
+/** A cell as a map key: its type kept, so 502 and "502" stay apart. */
+export function keyOf(cell: Cell): string {
+  return typeof cell === "string" ? "s" + cell : String(cell);
+}
+
+/** Orders cells ascending; `null` last. */
+function compareCells(a: Cell, b: Cell): number {
+  if (a === b) return 0;
+  if (a === null) return 1;
+  if (b === null) return -1;
+  if (typeof a === "number" && typeof b === "number") return a - b;
+  return String(a) < String(b) ? -1 : 1;
+}
+
+/** Counts per group, refused past {@linkcode MAX_GROUPS}. */
+export class Groups {
+  readonly max: number;
+  constructor(max: number) {
+    this.max = max;
+  }
+  /** Keyed by the cell itself when there is one (a Map tells 502 from "502"). */
+  readonly map = new Map<Cell, { cells: Cell[]; count: number }>();
+  add(cells: Cell[], n = 1): void {
+    const key = cells.length === 1
+      ? cells[0]!
+      : cells.map(keyOf).join("\u0000");
+    const group = this.map.get(key);
+    if (group) {
+      group.count += n;
+      return;
+    }
+    if (this.map.size >= this.max) {
+      throw new InvalidQueryError(
+        `Cannot count more than ${this.max} groups: narrow the query or the time range, or group by fewer fields`,
+      );
+    }
+    this.map.set(key, { cells, count: n });
+  }
+  /** The largest `n` groups, ties in ascending order of their cells. */
+  largest(n: number): { cells: Cell[]; count: number }[] {
+    return [...this.map.values()].sort((a, b) => {
+      if (a.count !== b.count) return b.count - a.count;
+      for (let i = 0; i < a.cells.length; i++) {
+        const c = compareCells(a.cells[i]!, b.cells[i]!);
+        if (c !== 0) return c;
+      }
+      return 0;
+    }).slice(0, n);
+  }
+}
+
+/** 32-bit FNV-1a of a string, then murmur3's finalizer for its high bits. */
+function hash32(text: string): number {
+  let h = 0x811c9dc5;
+  for (let i = 0; i < text.length; i++) {
+    h ^= text.charCodeAt(i);
+    h = Math.imul(h, 0x01000193);
+  }
+  h ^= h >>> 16;
+  h = Math.imul(h, 0x85ebca6b);
+  h ^= h >>> 13;
+  h = Math.imul(h, 0xc2b2ae35);
+  h ^= h >>> 16;
+  return h >>> 0;
+}
+
+/** HyperLogLog with 2^14 registers: about 0.8 % standard error, 16 KB. */
+class HyperLogLog {
+  static readonly P = 14;
+  readonly registers = new Uint8Array(1 << HyperLogLog.P);
+  add(text: string): void {
+    const h = hash32(text);
+    const index = h >>> (32 - HyperLogLog.P);
+    const rest = (h << HyperLogLog.P) >>> 0;
+    const rank = rest === 0 ? 32 - HyperLogLog.P + 1 : Math.clz32(rest) + 1;
+    if (rank > this.registers[index]!) this.registers[index] = rank;
+  }
+  estimate(): number {
+    const m = this.registers.length;
+    let sum = 0;
+    let zeros = 0;
+    for (const r of this.registers) {
+      sum += 2 ** -r;
+      if (r === 0) zeros++;
+    }
+    const raw = (0.7213 / (1 + 1.079 / m)) * m * m / sum;
+    // Linear counting is closer while registers are still empty.
+    return Math.round(
+      raw <= 2.5 * m && zeros > 0 ? m * Math.log(m / zeros) : raw,
+    );
+  }
+}
+
+/** Distinct values: exact up to {@linkcode MAX_EXACT_UNIQ}, then estimated. */
+export class Distinct {
+  readonly max: number;
+  constructor(max: number) {
+    this.max = max;
+  }
+  #exact: Set<Cell> | null = new Set();
+  #sketch: HyperLogLog | null = null;
+  add(cell: Cell): void {
+    if (this.#exact) {
+      this.#exact.add(cell);
+      if (this.#exact.size <= this.max) return;
+      this.#sketch = new HyperLogLog();
+      for (const c of this.#exact) this.#sketch.add(keyOf(c));
+      this.#exact = null;
+      return;
+    }
+    this.#sketch!.add(keyOf(cell));
+  }
+  get estimated(): boolean {
+    return this.#exact === null;
+  }
+  get count(): number {
+    return this.#exact ? this.#exact.size : this.#sketch!.estimate();
+  }
+}
+
+/** What an aggregation counts: matching entries, and groups or distinct values. */
+export class Tally {
+  total = 0;
+  readonly groups: Groups;
+  readonly distinct: Distinct | null;
+  constructor(uniq: boolean, bounds: { groups: number; exactUniq: number }) {
+    this.groups = new Groups(bounds.groups);
+    this.distinct = uniq ? new Distinct(bounds.exactUniq) : null;
+  }
+  /** Counts `n` entries whose groupings have the values `cells`. */
+  add(cells: Cell[], n = 1): void {
+    this.total += n;
+    if (this.distinct) this.distinct.add(cells[0]!);
+    else if (cells.length > 0) this.groups.add(cells, n);
+  }
+}

@@ -1,0 +1,274 @@
+/**
+ * Aggregations (`| count`, `| count by (…)`, `| top N F`, `| uniq F`) over
+ * entries with known counts per service, user, level and hour: exact
+ * answers, `null` for a missing field, largest first, the partial answer
+ * when the time budget runs out, and the bound on groups.
+ *
+ * @module
+ */
+import assert from "node:assert/strict";
+import {
+  aggregate,
+  type Aggregation,
+  InvalidQueryError,
+  parseSearch,
+} from "../../../db/query/mod.ts";
+import { HOUR, kvTest, T0 } from "../../_helpers/query.ts";
+import {
+  countsBy,
+  hourOf,
+  PIPE_RECORDS,
+  serviceOf,
+  severe,
+  storePipeRecords,
+} from "../../_helpers/pipes.ts";
+
+async function run(
+  kv: Deno.Kv,
+  projectId: string,
+  query: string,
+  clock?: () => number,
+): Promise<Aggregation> {
+  const { filter, pipe } = parseSearch(query);
+  assert.ok(pipe, `"${query}" has a pipe`);
+  return await aggregate(kv, projectId, {
+    filter,
+    pipe,
+    ...(clock ? { budget: { clock } } : {}),
+  });
+}
+
+/** Rows as comparable text, in any order. */
+function sorted(rows: Record<string, unknown>[]): string[] {
+  return rows.map((r) => JSON.stringify(r)).sort();
+}
+
+kvTest("| count counts every matching entry", async (kv) => {
+  const projectId = await storePipeRecords(kv);
+  const all = await run(kv, projectId, "* | count");
+  assert.deepEqual(all.rows, [{ count: PIPE_RECORDS.length }]);
+  assert.deepEqual(all.columns, ["count"]);
+  assert.equal(all.searchedTo, undefined);
+  const errors = await run(kv, projectId, "level>=error | count");
+  assert.deepEqual(errors.rows, [{
+    count: PIPE_RECORDS.filter(severe).length,
+  }]);
+  const api = await run(kv, projectId, "context.service:api | count");
+  assert.deepEqual(api.rows, [{
+    count: PIPE_RECORDS.filter((r) => r.context.service === "api").length,
+  }]);
+});
+
+kvTest(
+  "| count by (time 1h, context.service) gives one row per hour and service, missing services as null, largest first",
+  async (kv) => {
+    const projectId = await storePipeRecords(kv);
+    const answer = await run(
+      kv,
+      projectId,
+      "level>=error | count by (time 1h, context.service)",
+    );
+    assert.deepEqual(answer.columns, ["time", "context.service", "count"]);
+    const expected = countsBy(
+      severe,
+      (r) => JSON.stringify([hourOf(r), serviceOf(r)]),
+    ).map(([key, count]) => {
+      const [time, service] = JSON.parse(key);
+      return { time, "context.service": service, count };
+    });
+    assert.deepEqual(sorted(answer.rows), sorted(expected));
+    assert.ok(answer.rows.some((r) => r["context.service"] === null));
+    const counts = answer.rows.map((r) => r.count as number);
+    assert.deepEqual(counts, [...counts].sort((a, b) => b - a));
+  },
+);
+
+kvTest("| count by level counts each level, ties in order", async (kv) => {
+  const projectId = await storePipeRecords(kv);
+  const answer = await run(kv, projectId, "* | count by level");
+  assert.deepEqual(
+    answer.rows,
+    countsBy(() => true, (r) => r.level).map(([level, count]) => ({
+      level,
+      count,
+    })),
+  );
+});
+
+kvTest(
+  "count by keeps a number a number: data.status 502 is not the text 502",
+  async (kv) => {
+    const projectId = await storePipeRecords(kv);
+    const answer = await run(kv, projectId, "* | count by (data.status)");
+    assert.deepEqual(
+      answer.rows,
+      countsBy(() => true, (r) => r.data.status as number).map((
+        [status, count],
+      ) => ({ "data.status": status, count })),
+    );
+    assert.equal(typeof answer.rows[0]!["data.status"], "number");
+  },
+);
+
+kvTest(
+  "count by (time 15m) and (time 1d) bucket by receipt time",
+  async (kv) => {
+    const projectId = await storePipeRecords(kv);
+    const day = await run(kv, projectId, "* | count by (time 1d)");
+    assert.deepEqual(day.rows, [{
+      time: new Date(T0).toISOString(),
+      count: PIPE_RECORDS.length,
+    }]);
+    const quarter = await run(kv, projectId, "* | count by (time 15m)");
+    const expected = countsBy(
+      () => true,
+      (r) =>
+        new Date(Math.floor(r.receivedAt / 900_000) * 900_000).toISOString(),
+    ).map(([time, count]) => ({ time, count }));
+    assert.deepEqual(quarter.rows, expected);
+  },
+);
+
+kvTest(
+  "| top N F gives the N most frequent values with their share",
+  async (kv) => {
+    const projectId = await storePipeRecords(kv);
+    const answer = await run(kv, projectId, "* | top 3 context.userId");
+    assert.deepEqual(answer.columns, ["context.userId", "count", "share"]);
+    const total = PIPE_RECORDS.length;
+    assert.deepEqual(
+      answer.rows,
+      countsBy(() => true, (r) => r.context.userId as string).slice(0, 3).map((
+        [user, count],
+      ) => ({
+        "context.userId": user,
+        count,
+        share: Math.round(count / total * 1e6) / 1e6,
+      })),
+    );
+    assert.equal(answer.groups, 5);
+    const services = await run(
+      kv,
+      projectId,
+      "level:info | top 10 context.service",
+    );
+    assert.deepEqual(
+      services.rows.map((r) => [r["context.service"], r.count]),
+      countsBy((r) => r.level === "info", serviceOf),
+    );
+  },
+);
+
+kvTest("| uniq F counts distinct values, a missing one as null", async (kv) => {
+  const projectId = await storePipeRecords(kv);
+  const users = await run(kv, projectId, "* | uniq context.userId");
+  assert.deepEqual(users.rows, [{ count: 5 }]);
+  assert.equal(users.estimate, undefined);
+  const services = await run(kv, projectId, "* | uniq context.service");
+  assert.deepEqual(services.rows, [{ count: 4 }], "api, web, worker, null");
+  const none = await run(kv, projectId, "nosuchword | uniq context.userId");
+  assert.deepEqual(none.rows, [{ count: 0 }]);
+});
+
+kvTest(
+  "an aggregation that runs out of time answers what it counted and how far back it searched",
+  async (kv) => {
+    const projectId = await storePipeRecords(kv);
+    let now = 0;
+    // Each reading of the clock is 1.5 s later: the 2 s budget is spent
+    // after the newest hour's chunk.
+    const clock = () => (now += 1500);
+    const answer = await run(kv, projectId, "context.userId:* | count", clock);
+    assert.ok(answer.searchedTo !== undefined, "partial");
+    assert.ok(answer.searchedTo > T0 && answer.searchedTo <= T0 + 4 * HOUR);
+    const counted =
+      PIPE_RECORDS.filter((r) => r.receivedAt >= answer.searchedTo!).length;
+    assert.deepEqual(answer.rows, [{ count: counted }]);
+    assert.ok(counted < PIPE_RECORDS.length && counted > 0);
+    const whole = await run(
+      kv,
+      projectId,
+      "context.userId:* | count",
+      () => 0,
+    );
+    assert.equal(whole.searchedTo, undefined);
+  },
+);
+
+kvTest(
+  "count by refuses more groups than its bound, with a clear message",
+  async (kv) => {
+    const projectId = await storePipeRecords(kv);
+    const { filter, pipe } = parseSearch("* | count by data.title");
+    const titles = await aggregate(kv, projectId, { filter, pipe: pipe! });
+    assert.equal(titles.groups, PIPE_RECORDS.length);
+    await assert.rejects(
+      aggregate(kv, projectId, { filter, pipe: pipe!, maxGroups: 10 }),
+      (error) =>
+        error instanceof InvalidQueryError &&
+        /Cannot count more than 10 groups: narrow the query/.test(
+          error.message,
+        ),
+    );
+  },
+);
+
+kvTest(
+  "uniq past its exact bound answers an estimate, said so",
+  async (kv) => {
+    const projectId = await storePipeRecords(kv);
+    const { filter, pipe } = parseSearch("* | uniq data.title");
+    const exact = await aggregate(kv, projectId, { filter, pipe: pipe! });
+    assert.deepEqual(exact.rows, [{ count: PIPE_RECORDS.length }]);
+    const estimated = await aggregate(kv, projectId, {
+      filter,
+      pipe: pipe!,
+      exactUniq: 10,
+    });
+    assert.equal(estimated.estimate, true);
+    assert.equal(estimated.rows[0]!.estimate, true);
+    assert.deepEqual(estimated.columns, ["count", "estimate"]);
+    // HyperLogLog with 16,384 registers counts 58 values within a few.
+    const n = estimated.rows[0]!.count as number;
+    assert.ok(Math.abs(n - PIPE_RECORDS.length) <= 3, `estimate ${n}`);
+  },
+);
+
+kvTest(
+  "levels grouped by time and level are counted from the counters, exactly, partial minutes at the ends included",
+  async (kv) => {
+    const projectId = await storePipeRecords(kv);
+    const { filter, pipe } = parseSearch(
+      "level>=error | count by (time 15m, level)",
+    );
+    // From 30 s into the first hour's 7th minute to 90 s into the fourth's.
+    const since = T0 + 6 * 60_000 + 30_000;
+    const until = T0 + 3 * HOUR + 90_000;
+    const answer = await aggregate(kv, projectId, {
+      filter: { ...filter, since, until },
+      pipe: pipe!,
+    });
+    const expected = countsBy(
+      (r) => severe(r) && r.receivedAt >= since && r.receivedAt < until,
+      (r) =>
+        JSON.stringify([
+          new Date(Math.floor(r.receivedAt / 900_000) * 900_000).toISOString(),
+          r.level,
+        ]),
+    ).map(([key, count]) => {
+      const [time, level] = JSON.parse(key);
+      return { time, level, count };
+    });
+    assert.deepEqual(sorted(answer.rows), sorted(expected));
+    const all = await run(kv, projectId, "* | count by (time 1h)");
+    assert.deepEqual(
+      sorted(all.rows),
+      sorted(
+        countsBy(() => true, hourOf).map(([time, count]) => ({ time, count })),
+      ),
+    );
+    assert.equal(all.stats.chunksRead, 0, "no chunk read");
+    const levels = await run(kv, projectId, "-level:info | uniq level");
+    assert.deepEqual(levels.rows, [{ count: 2 }]);
+  },
+);
