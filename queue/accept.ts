@@ -29,14 +29,16 @@ export interface AcceptOptions {
 
 /**
  * Adds to `op` what accepting `records` of `project` writes: the records,
- * scrubbed by the project's rules (each replaced in `records` by its
- * scrubbed form when that changes it), stored in id order and expiring with the project's retention, their error
+ * stored in id order and expiring with the project's retention, their error
  * groups, and the project's accepted count. `records` is sorted in place.
+ * They are scrubbed already ({@linkcode scrubRecords}), before their error
+ * groups were prepared, so that nothing stored holds what scrubbing removes.
  *
  * @example
  * ```ts
+ * const lineOf = scrubRecords(project, records);
  * const groups = await prepareErrorGroups(kv, project.id, records, { now, retentionMs });
- * acceptEntries(op, project, records, { now, groups });
+ * acceptEntries(op, project, records, { now, lineOf, groups });
  * ```
  */
 export function acceptEntries(
@@ -45,20 +47,37 @@ export function acceptEntries(
   records: LogRecord[],
   options: AcceptOptions,
 ): void {
-  // Scrubbed before anything is stored (docs/privacy.md): a record keeps
-  // its line unless scrubbing changed it.
-  const lines = new Map<LogRecord, string>();
-  records.forEach((record, i) => {
-    const scrubbed = scrubAccepted(project, record, options.lineOf?.(record));
-    records[i] = scrubbed.record;
-    if (scrubbed.line !== undefined) lines.set(scrubbed.record, scrubbed.line);
-  });
   records.sort((a, b) => a.id < b.id ? -1 : a.id > b.id ? 1 : 0);
   storeLogs(op, project.id, records, {
     now: options.now,
     retentionMs: project.retentionDays * DAY_MS,
-    lineOf: (record) => lines.get(record) ?? encodeRecordLine(record),
+    ...(options.lineOf ? { lineOf: options.lineOf } : {}),
   });
   addErrorGroups(op, options.groups);
   op.sum(acceptedCountKey(project.id), BigInt(records.length));
+}
+
+/**
+ * Scrubs `records` by `project`'s rules (docs/privacy.md), each replaced in
+ * place by its scrubbed form when that changes it; returns each record's
+ * line for storing: the known one (`lineOf`, a line cut from the committed
+ * text) when scrubbing left the record as it was, else encoded again.
+ *
+ * @example
+ * ```ts
+ * const lineOf = scrubRecords(project, records, (r) => cut.get(r));
+ * ```
+ */
+export function scrubRecords(
+  project: Project,
+  records: LogRecord[],
+  lineOf?: (record: LogRecord) => string | undefined,
+): (record: LogRecord) => string {
+  const lines = new Map<LogRecord, string>();
+  records.forEach((record, i) => {
+    const scrubbed = scrubAccepted(project, record, lineOf?.(record));
+    records[i] = scrubbed.record;
+    if (scrubbed.line !== undefined) lines.set(scrubbed.record, scrubbed.line);
+  });
+  return (record) => lines.get(record) ?? encodeRecordLine(record);
 }

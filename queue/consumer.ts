@@ -28,7 +28,7 @@ import { type AtomicWriter, RecordedAtomic } from "../db/atomic.ts";
 import { batchProgressKey, pendingBatchKey, projectKey } from "../db/keys.ts";
 import { isDiskFullError } from "../db/disk.ts";
 import { ATOMIC_MAX_CHECKS, decodeJson, getManyChunked } from "../db/kv.ts";
-import { encodeRecordLine, lineFromQueued } from "../db/storage/lines.ts";
+import { lineFromQueued } from "../db/storage/lines.ts";
 import { encodeKeptEntry } from "../db/rejected.ts";
 import type { Project } from "../db/projects.ts";
 import { scrubAccepted } from "../db/scrub.ts";
@@ -39,7 +39,7 @@ import {
   type QueuedEntry,
   toLogRecord,
 } from "../domain/entry.ts";
-import { acceptEntries } from "./accept.ts";
+import { acceptEntries, scrubRecords } from "./accept.ts";
 import { prepareErrorGroups } from "../db/error_groups.ts";
 import {
   BatchFormatError,
@@ -374,9 +374,11 @@ export class Consumer {
     });
     for (const [projectId, records] of accepted) {
       const project = projects.get(projectId)!;
+      // Scrubbed before anything is read from them (docs/privacy.md).
+      const lineOf = scrubRecords(project, records, (r) => lines.get(r));
       acceptEntries(op, project, records, {
         now,
-        lineOf: (record) => lines.get(record) ?? encodeRecordLine(record),
+        lineOf,
         groups: await prepareErrorGroups(this.#kv, projectId, records, {
           now,
           retentionMs: project.retentionDays * DAY_MS,
