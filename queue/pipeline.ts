@@ -111,19 +111,39 @@ export interface Pipeline {
   stop(): Promise<void>;
 }
 
-/** One line per failure; a refusal as locked without its stack. */
+/**
+ * An error as one line: its message and its causes' messages, never its
+ * stack (docs/design.md#locked-database): a batch that fails is retried and
+ * kept as a dead letter with its message, so the log needs no more.
+ *
+ * @example
+ * ```ts
+ * errorLine(new Error("Cannot merge", { cause: new Error("disk\nfull") }));
+ * // "Cannot merge: disk full"
+ * ```
+ */
+export function errorLine(error: unknown): string {
+  const parts: string[] = [];
+  for (let e = error, depth = 0; e !== undefined && depth < 4; depth++) {
+    const text = e instanceof Error ? e.message : String(e);
+    if (!parts.some((p) => p.includes(text))) parts.push(text);
+    e = e instanceof Error ? e.cause : undefined;
+  }
+  return parts.join(": ").replace(/\s*\n\s*/g, " ");
+}
+
+/** One line per failure, naming the batch once. */
 function logFailure(batchId: string, error: unknown): void {
-  console.error(
-    // A failed sweep belongs to no batch.
-    batchId === ""
-      ? "Cannot sweep pending batches:"
-      : `Cannot process batch "${batchId}":`,
-    lockedAsLine(error),
-  );
+  // A failed sweep belongs to no batch.
+  const what = batchId === ""
+    ? "Cannot sweep pending batches"
+    : `Cannot process batch "${batchId}"`;
+  const line = errorLine(lockedAsLine(error));
+  console.error(line.startsWith(what) ? line : `${what}: ${line}`);
 }
 
 function logMergeFailure(error: unknown): void {
-  console.error("Cannot merge:", lockedAsLine(error));
+  console.error(`Cannot merge: ${errorLine(lockedAsLine(error))}`);
 }
 
 /**
