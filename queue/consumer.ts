@@ -28,8 +28,10 @@ import { type AtomicWriter, RecordedAtomic } from "../db/atomic.ts";
 import { batchProgressKey, pendingBatchKey, projectKey } from "../db/keys.ts";
 import { isDiskFullError } from "../db/disk.ts";
 import { ATOMIC_MAX_CHECKS, decodeJson, getManyChunked } from "../db/kv.ts";
-import { encodeRecordLine, lineFromQueued } from "../db/storage/lines.ts";
+import { lineFromQueued } from "../db/storage/lines.ts";
 import { encodeKeptEntry } from "../db/rejected.ts";
+import type { Project } from "../db/projects.ts";
+import { scrubAccepted } from "../db/scrub.ts";
 import { addStats, StatsTally } from "../db/stats.ts";
 import {
   DAY_MS,
@@ -37,7 +39,7 @@ import {
   type QueuedEntry,
   toLogRecord,
 } from "../domain/entry.ts";
-import { acceptEntries } from "./accept.ts";
+import { acceptEntries, scrubRecords } from "./accept.ts";
 import { prepareErrorGroups } from "../db/error_groups.ts";
 import {
   BatchFormatError,
@@ -308,13 +310,23 @@ export class Consumer {
     return { pending, parts: header.parts, entries };
   }
 
-  /** The kept form of a rejected entry (docs/design.md#kept-rejected-entries). */
-  #keep(entry: QueuedEntry, result: AuthResult & { ok: false }): Uint8Array {
+  /**
+   * The kept form of a rejected entry (docs/design.md#kept-rejected-entries),
+   * scrubbed as an accepted one would be (docs/privacy.md).
+   */
+  #keep(
+    sent: QueuedEntry,
+    result: AuthResult & { ok: false },
+    project: Project | null,
+  ): Uint8Array {
+    const entry = scrubAccepted(project, sent, undefined).record;
+    const scrubbed = entry !== sent;
     return encodeKeptEntry(entry, result.reason, {
       maxSkewMs: this.#maxSkewMs,
       ...(result.reason === "bad_signature"
         ? { expected: expectedSignedText(entry) }
         : {}),
+      ...(scrubbed ? { scrubbed } : {}),
     });
   }
 
@@ -345,7 +357,10 @@ export class Consumer {
         if (list) list.push(record);
         else accepted.set(project.id, [record]);
       } else if (!result.ok && project === null) {
-        tally.rejectUnknownProject(result.reason, this.#keep(entry, result));
+        tally.rejectUnknownProject(
+          result.reason,
+          this.#keep(entry, result, null),
+        );
       } else if (!result.ok && project) {
         tally.reject(project.id, {
           entryId: entry.id,
@@ -354,14 +369,16 @@ export class Consumer {
           level: entry.level,
           ...(entry.origin === undefined ? {} : { origin: entry.origin }),
           ...(entry.appid === undefined ? {} : { appid: entry.appid }),
-        }, this.#keep(entry, result));
+        }, this.#keep(entry, result, project));
       }
     });
     for (const [projectId, records] of accepted) {
       const project = projects.get(projectId)!;
+      // Scrubbed before anything is read from them (docs/privacy.md).
+      const lineOf = scrubRecords(project, records, (r) => lines.get(r));
       acceptEntries(op, project, records, {
         now,
-        lineOf: (record) => lines.get(record) ?? encodeRecordLine(record),
+        lineOf,
         groups: await prepareErrorGroups(this.#kv, projectId, records, {
           now,
           retentionMs: project.retentionDays * DAY_MS,

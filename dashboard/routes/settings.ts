@@ -8,6 +8,7 @@
  *
  * @module
  */
+import { scrubRules } from "../../db/scrub.ts";
 import { recordAudit } from "../../db/audit.ts";
 import { listReadTokens } from "../../db/tokens.ts";
 import { InvalidValueError } from "../../db/validation.ts";
@@ -69,6 +70,7 @@ export async function showSettings(
       levels: project.levels,
       retentionDays: project.retentionDays,
       createdAt: project.createdAt,
+      scrubRules: scrubRules(project),
       ...(project.previousSecretExpiresAt === undefined
         ? {}
         : { previousSecretExpiresAt: project.previousSecretExpiresAt }),
