@@ -46,7 +46,7 @@ import {
   decodeBatchHeader,
   type HandedBatch,
   isEntryList,
-  readBatchParts,
+  readBatchSlices,
 } from "./batch.ts";
 import { claimSignatures, type Reads } from "./claims.ts";
 import { Locks } from "./locks.ts";
@@ -74,7 +74,7 @@ function handedBatch(batchId: string, handed: HandedBatch): BatchRead {
       key: pendingBatchKey(batchId),
       versionstamp: handed.versionstamp,
     },
-    parts: handed.parts,
+    slices: handed.slices,
     entries: handed.entries,
     texts: handed.texts,
   };
@@ -293,7 +293,7 @@ export class Consumer {
     }
     let entries: unknown;
     try {
-      entries = await readBatchParts(this.#kv, batchId, header.parts);
+      entries = await readBatchSlices(this.#kv, batchId, header.slices);
     } catch (error) {
       // Processed by another process between the two reads: nothing to do.
       const again = await this.#kv.get(pendingBatchKey(batchId));
@@ -307,7 +307,7 @@ export class Consumer {
         `Cannot read batch "${batchId}": not a list of entries`,
       );
     }
-    return { pending, parts: header.parts, entries };
+    return { pending, slices: header.slices, entries };
   }
 
   /**
