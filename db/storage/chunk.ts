@@ -30,6 +30,7 @@ import { logChunkSliceKey } from "../keys.ts";
 import { decodeRecordLine, lineId } from "./lines.ts";
 import { type Bloom, BloomMembers } from "./bloom.ts";
 import { forEachPair, forEachText, forEachTokenRange } from "./text.ts";
+import { ColumnsBuilder } from "./columns.ts";
 import type { LogRecord } from "../../domain/entry.ts";
 
 /** Compressed bytes a chunk aims at, under KV's 64 KiB value limit. */
@@ -69,6 +70,12 @@ export interface ChunkSummary {
   raw: number;
   /** Compressed bytes of its blocks. */
   bytes: number;
+  /**
+   * Values its columns are stored in (db/storage/columns.ts), head
+   * included; 0 or absent: none (a chunk written before columns, or one
+   * whose columns could not be held).
+   */
+  columns?: number;
 }
 
 /** A chunk's summary with the Bloom filters of its blocks. */
@@ -87,6 +94,8 @@ export interface BuiltChunk {
   summaryValue: Uint8Array;
   /** The `log_blooms/` value. */
   bloomValue: Uint8Array;
+  /** The `log_columns/` value and its further slices, when it has columns. */
+  columns: { head: Uint8Array; rest: Uint8Array[] } | null;
 }
 
 const encoder = new TextEncoder();
@@ -105,6 +114,12 @@ export interface BuildChunkOptions {
   fast?: boolean;
   /** The records of the lines, when at hand (else the lines are parsed). */
   records?: readonly LogRecord[];
+  /**
+   * Build the chunk's columns (db/storage/columns.ts); false only for a
+   * chunk as written before columns existed (tests, benchmarks).
+   * @default {true}
+   */
+  columns?: boolean;
 }
 
 /**
@@ -158,6 +173,7 @@ function* chunkSteps(
 ): Generator<void, BuiltChunk, void> {
   const { records } = options;
   const levels: Record<string, number> = {};
+  const columns = new ColumnsBuilder();
   const blocks: string[][] = [];
   /** Index of each block's first line. */
   const starts: number[] = [];
@@ -193,6 +209,7 @@ function* chunkSteps(
     for (const [i, line] of lines.entries()) {
       const record = records?.[starts[b]! + i] ?? decodeRecordLine(line);
       levels[record.level] = (levels[record.level] ?? 0) + 1;
+      columns.add(record);
       forEachText(record, addText);
       forEachPair(record, addPair);
     }
@@ -212,6 +229,7 @@ function* chunkSteps(
   deflated.forEach((d, i) => view.setUint32(1 + 4 * i, d.length, true));
   const body = concatBytes([table, ...deflated]);
   const { head, rest } = splitBytes(body);
+  const built = options.columns === false ? null : columns.build();
   const summary: ChunkSummary = {
     firstId: lineId(lines[0]!),
     lastId: lineId(lines.at(-1)!),
@@ -224,6 +242,7 @@ function* chunkSteps(
       : options.tier ?? 0,
     raw: Math.max(0, raw - 1),
     bytes: body.length,
+    ...(built ? { columns: 1 + built.rest.length } : {}),
   };
   const json = encoder.encode(JSON.stringify({
     f: summary.firstId,
@@ -233,6 +252,7 @@ function* chunkSteps(
     t: summary.tier,
     r: summary.raw,
     b: summary.bytes,
+    c: summary.columns,
   }));
   // Bloom value: format, summary length (32 bits), summary, then per block
   // its probes (8 bits), its size in bytes (32 bits) and its bits.
@@ -248,6 +268,7 @@ function* chunkSteps(
     rest,
     summaryValue: concatBytes([new Uint8Array([FORMAT]), json]),
     bloomValue: concatBytes(bloomParts),
+    columns: built,
   };
 }
 
@@ -268,6 +289,7 @@ function parseSummary(json: Uint8Array, lastId: string): ChunkSummary {
     tier: raw.t,
     raw: raw.r,
     bytes: raw.b,
+    ...(raw.c ? { columns: raw.c } : {}),
   };
 }
 
