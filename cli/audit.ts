@@ -6,7 +6,13 @@
  * @module
  */
 import { projectIdOf } from "./resolve.ts";
-import { listAudit, MAX_AUDIT_EVENTS, recordAudit } from "../db/audit.ts";
+import {
+  AuditCursorError,
+  type AuditEvent,
+  listAudit,
+  MAX_AUDIT_LIST,
+  recordAudit,
+} from "../db/audit.ts";
 import {
   booleanFlag,
   type CommandContext,
@@ -22,18 +28,27 @@ import { CLI_ACTOR } from "./user.ts";
 
 const USAGE = `Print an audit log, newest first.
 
-Usage: deno task audit [PROJECT] [--limit N] [--json]
+Usage: deno task audit [PROJECT] [--limit N] [--before ID] [--json]
 
 Without PROJECT: the service's log (accounts added, changed, removed).
+Events are kept 180 days. An account's events past 200 a day in one log
+are folded into one line per action: "action ×N", the last one's detail.
 
 Options:
-  --limit N   How many events (default and most: ${MAX_AUDIT_EVENTS})
-  --json      One JSON object per line: at, actor, action, detail`;
+  --limit N    How many events (default and most: ${MAX_AUDIT_LIST})
+  --before ID  The events recorded before event ID: the next page (the id
+               is printed under a full page, and in each JSON line)
+  --json       One JSON object per line: id, at, actor, action, detail,
+               and for folded events repeated and since`;
 
 const COMMAND: CommandSpec = {
   name: "audit",
   usage: USAGE,
-  flags: { json: { type: "boolean" }, limit: { type: "string" } },
+  flags: {
+    json: { type: "boolean" },
+    limit: { type: "string" },
+    before: { type: "string" },
+  },
 };
 
 /**
@@ -52,23 +67,37 @@ export function auditCommand(ctx: CommandContext): Promise<number> {
     const projectId = named === undefined
       ? undefined
       : await projectIdOf(ctx.kv, named);
-    const limitText = stringFlag(parsed, "limit") ?? String(MAX_AUDIT_EVENTS);
+    const limitText = stringFlag(parsed, "limit") ?? String(MAX_AUDIT_LIST);
     const limit = Number(limitText);
-    if (!/^\d+$/.test(limitText) || limit < 1 || limit > MAX_AUDIT_EVENTS) {
+    if (!/^\d+$/.test(limitText) || limit < 1 || limit > MAX_AUDIT_LIST) {
       throw new UsageError(
-        `Cannot read --limit "${limitText}": expected a whole number from 1 to ${MAX_AUDIT_EVENTS}`,
+        `Cannot read --limit "${limitText}": expected a whole number from 1 to ${MAX_AUDIT_LIST}`,
       );
     }
-    const events = await listAudit(ctx.kv, projectId ?? null, limit);
+    const before = stringFlag(parsed, "before");
+    let events: AuditEvent[];
+    try {
+      events = await listAudit(ctx.kv, projectId ?? null, limit, before);
+    } catch (error) {
+      if (error instanceof AuditCursorError) {
+        throw new UsageError(`Cannot read --before: ${error.message}`);
+      }
+      throw error;
+    }
     if (booleanFlag(parsed, "json")) {
       for (const event of events) {
         println(
           ctx,
           JSON.stringify({
+            id: event.id,
             at: new Date(event.at).toISOString(),
             actor: event.actor,
             action: event.action,
             ...(event.detail === undefined ? {} : { detail: event.detail }),
+            ...(event.repeated === undefined ? {} : {
+              repeated: event.repeated,
+              since: new Date(event.since ?? event.at).toISOString(),
+            }),
           }),
         );
       }
@@ -83,11 +112,19 @@ export function auditCommand(ctx: CommandContext): Promise<number> {
       rows.push([
         formatTime(e.at),
         inert(e.actor),
-        e.action,
+        e.repeated === undefined ? e.action : `${e.action} ×${e.repeated}`,
         inert(e.detail ?? ""),
       ]);
     }
     println(ctx, formatTable(rows));
+    if (events.length === limit) {
+      println(
+        ctx,
+        `Earlier events: deno task audit ${projectId ?? ""} --before ${
+          events.at(-1)!.id
+        }`.replace("audit  --", "audit --"),
+      );
+    }
     return 0;
   });
 }

@@ -7,7 +7,13 @@
  *
  * @module
  */
-import { type ErrorGroup, listGroups } from "../db/error_groups.ts";
+import {
+  type ErrorGroup,
+  groupCursor,
+  GroupCursorError,
+  listGroups,
+  MAX_LIST_GROUPS,
+} from "../db/error_groups.ts";
 import {
   booleanFlag,
   type CommandContext,
@@ -24,7 +30,7 @@ import { resolveProject } from "./resolve.ts";
 
 const USAGE = `Show a project's errors, grouped.
 
-Usage: deno task errors PROJECT [--limit N] [--json]
+Usage: deno task errors PROJECT [--limit N] [--after CURSOR] [--json]
 
 PROJECT is a project's id or name. Entries of level error and critical are
 grouped by their title (numbers, ids, hex and quoted text set aside) and the
@@ -32,15 +38,23 @@ top frame of data.stack. Groups first seen in the last 24 hours are new.
 List a group's entries with: deno task logs PROJECT --query 'fingerprint:HASH'
 
 Options:
-  --limit N   Groups shown at most, the most recently seen first (default 50)
-  --json      Print one JSON object per group and line: fingerprint, title,
-              topFrame, level, count, firstSeen, lastSeen, new, hourly, ...
+  --limit N   Groups shown at most, the most recently seen first (default 50,
+              at most ${MAX_LIST_GROUPS})
+  --after C   The groups seen before the one of cursor C: the next page (the
+              cursor is printed under a full page, and in each JSON line)
+  --json      Print one JSON object per group and line: id, fingerprint,
+              title, topFrame, level, count, firstSeen, lastSeen, new,
+              hourly, cursor, ...
   -h, --help  Show this help`;
 
 const COMMAND: CommandSpec = {
   name: "errors",
   usage: USAGE,
-  flags: { json: { type: "boolean" }, limit: { type: "string" } },
+  flags: {
+    json: { type: "boolean" },
+    limit: { type: "string" },
+    after: { type: "string" },
+  },
 };
 
 const BLOCKS = "▁▂▃▄▅▆▇█";
@@ -62,6 +76,7 @@ export function sparkline(counts: number[]): string {
 
 function groupJson(group: ErrorGroup): Record<string, unknown> {
   return {
+    id: group.id,
     fingerprint: group.fingerprint,
     title: group.title,
     topFrame: group.topFrame,
@@ -74,6 +89,7 @@ function groupJson(group: ErrorGroup): Record<string, unknown> {
     sampleId: group.sampleId,
     sampleTitle: group.sampleTitle,
     query: `fingerprint:${group.fingerprint}`,
+    cursor: groupCursor(group),
   };
 }
 
@@ -89,15 +105,26 @@ export function errorsCommand(ctx: CommandContext): Promise<number> {
   return runCommand(ctx, COMMAND, async (parsed) => {
     const [named] = takePositionals("errors", parsed.positionals, ["PROJECT"]);
     const limitText = stringFlag(parsed, "limit") ?? "50";
-    if (!/^\d{1,6}$/.test(limitText) || Number(limitText) < 1) {
+    const limit = Number(limitText);
+    if (!/^\d{1,6}$/.test(limitText) || limit < 1 || limit > MAX_LIST_GROUPS) {
       throw new UsageError(
-        `Cannot read --limit "${limitText}": expected a whole number from 1`,
+        `Cannot read --limit "${limitText}": expected a whole number from 1 to ${MAX_LIST_GROUPS}`,
       );
     }
+    const after = stringFlag(parsed, "after");
     const project = await resolveProject(ctx.kv, named);
-    const groups = await listGroups(ctx.kv, project.id, ctx.now(), {
-      limit: Number(limitText),
-    });
+    let groups: ErrorGroup[];
+    try {
+      groups = await listGroups(ctx.kv, project.id, ctx.now(), {
+        limit,
+        ...(after === undefined ? {} : { after }),
+      });
+    } catch (error) {
+      if (error instanceof GroupCursorError) {
+        throw new UsageError(`Cannot read --after: ${error.message}`);
+      }
+      throw error;
+    }
     if (booleanFlag(parsed, "json")) {
       for (const group of groups) {
         println(ctx, JSON.stringify(groupJson(group)));
@@ -105,7 +132,12 @@ export function errorsCommand(ctx: CommandContext): Promise<number> {
       return 0;
     }
     if (groups.length === 0) {
-      println(ctx, `No errors in project "${inert(project.name)}"`);
+      println(
+        ctx,
+        after === undefined
+          ? `No errors in project "${inert(project.name)}"`
+          : `No groups seen earlier in project "${inert(project.name)}"`,
+      );
       return 0;
     }
     const color = useColor(ctx);
@@ -138,6 +170,14 @@ export function errorsCommand(ctx: CommandContext): Promise<number> {
       ctx,
       "Times in UTC. Entries of a group: deno task logs PROJECT --query 'fingerprint:FINGERPRINT'",
     );
+    if (groups.length === limit) {
+      println(
+        ctx,
+        `Groups seen earlier: deno task errors PROJECT --after ${
+          groupCursor(groups.at(-1)!)
+        }`,
+      );
+    }
     return 0;
   });
 }

@@ -16,10 +16,13 @@
  */
 import type { ScanBudget } from "../db/query/scan.ts";
 import { Hono } from "hono";
+import { isLockedError } from "../db/kv.ts";
+import { lockedAsLine } from "../db/locked.ts";
 import { getCookie } from "hono/cookie";
 import { accessRefusal, forbidden } from "./access.ts";
 import { type Asset, assetResponse, assetUrls, loadAssets } from "./assets.ts";
 import { HISTOGRAM_BUDGET_MS } from "./histogram.ts";
+import { findPage } from "./page_table.ts";
 import { authRoutes, SESSION_COOKIE, signInFirst } from "./routes/auth.ts";
 import {
   type DashApp,
@@ -96,21 +99,19 @@ export interface DashboardOptions {
   publicHosts?: string[];
   /** Largest form body accepted; past it, `413`. @default {FORM_LIMIT_BYTES} */
   formLimitBytes?: number;
-  /** Live tails open at once, per session and in all. @default 4 and 64 */
-  tailLimits?: { perSession?: number; total?: number };
+  /** Live tails open at once, per session, per account and in all. @default 4, 8 and 64 */
+  tailLimits?: { perSession?: number; perAccount?: number; total?: number };
 }
 
 /** Largest form body accepted by default: the forms are a few fields. */
 export const FORM_LIMIT_BYTES = 64 * 1024;
 
+/** What a request answered `503` for a locked database is told. */
+const LOCKED_ANSWER =
+  "The database was held by another process for too long. Try again in a moment.";
+
 /** Methods whose requests carry no form to read. */
 const BODILESS = new Set(["GET", "HEAD", "OPTIONS"]);
-
-/** Paths that need no session (the read API checks its own credentials). */
-function isPublic(base: string, path: string): boolean {
-  return path === `${base}/login` || path.startsWith(`${base}/assets/`) ||
-    path.startsWith(`${base}/api/`);
-}
 
 /**
  * Builds the dashboard app.
@@ -124,14 +125,17 @@ function isPublic(base: string, path: string): boolean {
 export function createDashboard(options: DashboardOptions): DashApp {
   const assets: Map<string, Asset> = loadAssets();
   const deps = dashboardDeps(options, assets);
-  const { base } = deps;
-  const app = new Hono<DashEnv>();
-  guardRequests(app, deps, {
+  // Not strict about a trailing slash: under a base, the home page `/` is
+  // `${base}/` (a bare `${base}` is redirected there first, below).
+  const root = new Hono<DashEnv>({ strict: false });
+  guardRequests(root, deps, {
     publicHosts: (options.publicHosts ?? [])
       .map(hostName).filter((h) => h !== null),
     formLimit: options.formLimitBytes ?? FORM_LIMIT_BYTES,
   });
-  app.get(`${base}/assets/:name`, (c) => {
+  // Every route below is written relative to the base.
+  const app: DashApp = root.basePath(deps.base);
+  app.get("/assets/:name", (c) => {
     const asset = assets.get(c.req.param("name"));
     if (!asset) return c.text("Not found", 404);
     return assetResponse(
@@ -143,7 +147,7 @@ export function createDashboard(options: DashboardOptions): DashApp {
   requireSession(app, deps);
   // A project id is short URL-safe text: anything else names no project,
   // and is never made into a database key (whose size is limited).
-  for (const path of [`${base}/projects/:id`, `${base}/projects/:id/*`]) {
+  for (const path of ["/projects/:id", "/projects/:id/*"]) {
     app.use(path, async (c, next) => {
       if (PROJECT_ID.test(c.req.param("id") ?? "")) return await next();
       return await message(
@@ -184,6 +188,7 @@ export function createDashboard(options: DashboardOptions): DashApp {
     )
   );
   app.onError(async (error, c) => {
+    if (isLockedError(error)) return await lockedAnswer(c, deps, error);
     console.error("Dashboard error:", error);
     return await message(
       c,
@@ -194,6 +199,26 @@ export function createDashboard(options: DashboardOptions): DashApp {
     );
   });
   return app;
+}
+
+/**
+ * Another process held the database past the retries (db/locked.ts): one
+ * line, and an answer that says to retry, never a 500.
+ */
+async function lockedAnswer(
+  c: DashContext,
+  deps: DashboardDeps,
+  error: unknown,
+): Promise<Response> {
+  console.error(
+    `Dashboard: cannot answer ${c.req.method} ${c.req.path}:`,
+    lockedAsLine(error),
+  );
+  c.header("Retry-After", "5");
+  if (c.req.path.startsWith(`${deps.base}/api/`)) {
+    return c.json({ error: LOCKED_ANSWER }, 503);
+  }
+  return await message(c, deps, "Busy, try again", LOCKED_ANSWER, 503);
 }
 
 /** The dependencies every route is given, from the options. */
@@ -248,7 +273,7 @@ function guardRequests(
     const refusal = misdirected ?? crossOriginRefusal(c.req.raw);
     if (misdirected !== null) {
       c.res = await message(c, deps, "Misdirected request", misdirected, 421);
-    } else if (base !== "" && c.req.path === base) {
+    } else if (base !== "" && new URL(c.req.url).pathname === base) {
       c.res = c.redirect(`${base}/`, 301);
     } else if (refusal !== null) {
       c.res = await forbidden(c, deps, refusal);
@@ -274,15 +299,20 @@ function guardRequests(
 }
 
 /**
- * Past the public pages, a signed-in session, a form's token and the
- * account's access to what the path names.
+ * Past the public pages of the page table, a signed-in session, a form's
+ * token and the account's access to what the path names; a path the table
+ * does not name answers `404`.
  */
 function requireSession(app: DashApp, deps: DashboardDeps): void {
   const { base } = deps;
   app.use("*", async (c, next) => {
     const session = await deps.sessions.verify(getCookie(c, SESSION_COOKIE));
     c.set("session", session);
-    if (isPublic(base, c.req.path)) return await next();
+    // Hono's path has no trailing slash (not strict): `${base}/` is `/`.
+    const found = c.req.path.startsWith(base)
+      ? findPage(c.req.method, c.req.path.slice(base.length) || "/")
+      : null;
+    if (found?.page.need === "public") return await next();
     if (session === null) return await signInFirst(c, deps);
     if (c.req.method !== "GET" && c.req.method !== "HEAD") {
       if (!deps.sessions.checkCsrf(session, await formField(c, "_csrf"))) {
@@ -293,12 +323,7 @@ function requireSession(app: DashApp, deps: DashboardDeps): void {
         );
       }
     }
-    const refusal = await accessRefusal(
-      c,
-      deps,
-      session,
-      c.req.path.slice(base.length),
-    );
+    const refusal = await accessRefusal(c, deps, session, found);
     if (refusal !== null) return refusal;
     await next();
   });

@@ -2,7 +2,8 @@
  * The dashboard's configuration: its own variables (`DASHBOARD`,
  * `DASHBOARD_HOSTNAME`, `DASHBOARD_PORT`, `ADMIN_PASSWORD`, and the bounds
  * of docs/limits.md: `DASHBOARD_PUBLIC_HOST`, `DASHBOARD_FORM_BYTES`,
- * `DASHBOARD_TAILS`, `DASHBOARD_TAILS_PER_SESSION`), validated with
+ * `DASHBOARD_TAILS`, `DASHBOARD_TAILS_PER_SESSION`,
+ * `DASHBOARD_TAILS_PER_ACCOUNT`), validated with
  * their own zod schema, and the database the service uses (`KV_PATH`, read
  * by the service's own configuration so that both meet in one database).
  * There is no default password: without `ADMIN_PASSWORD` the dashboard does
@@ -30,6 +31,8 @@ const schema = z.object({
   DASHBOARD_TAILS: z.coerce.number().int().min(1).max(10_000).default(64),
   DASHBOARD_TAILS_PER_SESSION: z.coerce.number().int().min(1).max(1000)
     .default(4),
+  DASHBOARD_TAILS_PER_ACCOUNT: z.coerce.number().int().min(1).max(1000)
+    .default(8),
 });
 
 /** The validated configuration of the dashboard. */
@@ -53,8 +56,11 @@ export interface DashboardConfig {
   publicHosts: string[];
   /** Largest form body (`DASHBOARD_FORM_BYTES`). @default {65536} */
   formLimitBytes: number;
-  /** Live tails open at once (`DASHBOARD_TAILS`, `DASHBOARD_TAILS_PER_SESSION`). @default 64 and 4 */
-  tailLimits: { total: number; perSession: number };
+  /**
+   * Live tails open at once (`DASHBOARD_TAILS`, `DASHBOARD_TAILS_PER_SESSION`,
+   * `DASHBOARD_TAILS_PER_ACCOUNT`). @default 64, 4 and 8
+   */
+  tailLimits: { total: number; perSession: number; perAccount: number };
 }
 
 /** Thrown when a variable is missing or malformed; its message is one line. */
@@ -108,6 +114,7 @@ export function loadDashboardConfig(
     tailLimits: {
       total: v.DASHBOARD_TAILS,
       perSession: v.DASHBOARD_TAILS_PER_SESSION,
+      perAccount: v.DASHBOARD_TAILS_PER_ACCOUNT,
     },
   };
 }

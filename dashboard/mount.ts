@@ -13,8 +13,9 @@ import { createDashboard, type DashboardOptions } from "./app.ts";
 export const DASHBOARD_BASE = "/dashboard";
 
 /**
- * Mounts the dashboard on the main server's app under `/dashboard/`: its
- * routes already carry that prefix, so the request reaches it unchanged.
+ * Mounts the dashboard on the main server's app under `/dashboard/`: the
+ * dashboard is built with that base (its routes are written relative to
+ * it, under Hono's `basePath`), so the request reaches it unchanged.
  *
  * @example
  * ```ts

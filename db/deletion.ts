@@ -8,6 +8,8 @@
 import { deleteAudit } from "./audit.ts";
 import {
   errorGroupKey,
+  errorGroupSeenKey,
+  fingerprintKeyKey,
   projectKey,
   rejectedEntriesPrefix,
   rejectionsPrefix,
@@ -48,9 +50,9 @@ export async function deleteProject(
         rejectedEntriesPrefix(projectId),
         seenSignaturesPrefix(projectId),
         savedViewKey(projectId),
-        ...(["record", "count", "first", "last", "hours"] as const).map((
-          part,
-        ) => errorGroupKey(part, projectId)),
+        errorGroupKey(projectId),
+        errorGroupSeenKey(projectId),
+        fingerprintKeyKey(projectId),
       ]
     ) {
       deleted += await deletePrefix(kv, prefix);

@@ -2,69 +2,91 @@
  * Error groups (docs/explorer.md#error-groups): a project's `error` and
  * `critical` entries grouped by their fingerprint (domain/fingerprint.ts),
  * each with its count, first and last receipt time, hourly counts for a
- * sparkline, and a small record (title, top frame, a sample entry id).
+ * sparkline, and a sample (title, top frame, entry id).
  *
- * Written at write time: the consumer adds {@linkcode addErrorGroups}'s
- * mutations to the result commit that stores the entries, so a group counts
- * each entry exactly once, as the entries are stored exactly once; pages
- * read a few prefixes instead of scanning entries. The counters are
- * `Deno.KvU64` (`sum`, `min`, `max`), which cannot expire: the hourly ones
- * older than the sparkline are deleted by {@linkcode pruneErrorGroupHours}.
+ * Written at write time: {@linkcode prepareErrorGroups} reads the batch's
+ * groups, then {@linkcode addErrorGroups} adds their new values to the result
+ * commit that stores the entries, so a group counts each entry once, as the
+ * entries are stored once. Two rows a group, both expiring with the
+ * project's retention (refreshed on each update): the group, and its row in
+ * an index by last seen, which listings read newest first.
+ *
+ * Bounded: a group is named by a keyed hash under the project's own random
+ * key (`groupIdOf`), so a sender cannot aim titles at chosen groups; and a
+ * project keeps at most {@linkcode MAX_GROUPS} groups, the least recently
+ * seen going first when a new one would pass the bound.
+ *
+ * The consumer's result commit holds no check to spare, so a group is
+ * updated without one: two commits updating the same group at the same
+ * moment may lose one's count (docs/limits.md).
  *
  * @module
  */
 import type { LogRecord } from "../domain/entry.ts";
-import { fingerprintOf } from "../domain/fingerprint.ts";
+import { fingerprintOf, groupIdOf } from "../domain/fingerprint.ts";
 import type { AtomicWriter } from "./atomic.ts";
+import { groupKeyOf, makeRoom } from "./error_group_bounds.ts";
 import {
-  decodeErrorGroupKey,
+  decodeErrorGroupSeenKey,
   errorGroupKey,
-  type ErrorGroupPart,
+  errorGroupSeenKey,
 } from "./keys.ts";
-import { decodeJson, encodeJson } from "./kv.ts";
+import { decodeJson, encodeJson, getManyChunked } from "./kv.ts";
+
+export { groupKeyOf, MAX_GROUPS, RECOUNT_MS } from "./error_group_bounds.ts";
 
 /** Levels whose entries are grouped. */
 export const GROUPED_LEVELS: readonly string[] = ["error", "critical"];
 /**
- * Groups one batch adds to at most: with 4 mutations per group and one per
- * hour its entries span, one batch's groups take about a hundred of the
- * 1,000 mutations of KV's commit. Entries of further groups in the same
- * batch (a storm of distinct errors) are stored but not grouped; the
- * largest groups of the batch are the ones kept.
+ * Groups one batch adds to at most: 3 mutations a group. Entries of further
+ * groups in the same batch (a storm of distinct errors) are stored but not
+ * grouped; the largest groups of the batch are the ones kept.
  */
 export const MAX_GROUPS_PER_BATCH = 20;
+/** Groups one listing returns at most. */
+export const MAX_LIST_GROUPS = 1_000;
 /** Hours of the sparkline, the newest one included. */
 export const SPARK_HOURS = 24;
-/**
- * Groups one listing reads at most (in key order, not by last seen): a
- * sender can make any number of fingerprints, and a listing's work stays
- * bounded.
- */
-export const MAX_GROUPS_READ = 10_000;
 /** A group first seen this recently is new. */
 export const NEW_GROUP_MS = 24 * 3_600_000;
-
 const HOUR_MS = 3_600_000;
 /** Longest sample title stored, in characters. */
 const MAX_SAMPLE_TITLE = 300;
 
-/** The small record of a group. */
-export interface ErrorGroupRecord {
+/** A group as stored. */
+interface StoredGroup {
+  /** The public fingerprint: what `fingerprint:<hash>` matches. */
+  fingerprint: string;
+  title: string;
+  topFrame: string | null;
+  sampleId: string;
+  level: string;
+  sampleTitle: string;
+  count: number;
+  firstSeen: number;
+  lastSeen: number;
+  /** Start of the newest hour of `hours`, Unix ms. */
+  hour: number;
+  /** Entries per hour, oldest first, ending with `hour`. */
+  hours: number[];
+}
+
+/** A group as the pages and the CLI show it. */
+export interface ErrorGroup {
+  /** The group's id in its project (a keyed hash, not the fingerprint). */
+  id: string;
+  /** The public fingerprint of its entries: `fingerprint:<hash>` lists them. */
+  fingerprint: string;
   /** The normalised title the fingerprint covers. */
   title: string;
   /** `file:function` of the top stack frame, `null` without a stack. */
   topFrame: string | null;
-  /** The newest entry grouped so far (of the last batch that added one). */
+  /** The newest entry grouped so far. */
   sampleId: string;
   /** Its level. */
   level: string;
   /** Its title before normalisation, cut to 300 characters. */
   sampleTitle: string;
-}
-
-/** A group as the pages and the CLI show it. */
-export interface ErrorGroup extends ErrorGroupRecord {
-  fingerprint: string;
   count: number;
   /** Receipt time of its first entry, Unix ms. */
   firstSeen: number;
@@ -80,88 +102,148 @@ function hourOf(ms: number): number {
   return Math.floor(ms / HOUR_MS) * HOUR_MS;
 }
 
-interface Pending {
-  fingerprint: string;
-  record: ErrorGroupRecord;
-  count: number;
-  first: number;
-  last: number;
-  hours: Map<number, number>;
+/** `hours` ending at `from`, moved to end at `to` (≥ `from`). */
+function shiftHours(hours: number[], from: number, to: number): number[] {
+  const by = Math.max(0, Math.round((to - from) / HOUR_MS));
+  const out = new Array<number>(SPARK_HOURS).fill(0);
+  for (let i = by; i < SPARK_HOURS; i++) out[i - by] = hours[i] ?? 0;
+  return out;
+}
+
+/** A group of the batch, before and after. */
+interface PlannedGroup {
+  id: string;
+  /** Last seen of the stored group, when there is one. */
+  before: number | null;
+  after: StoredGroup;
+}
+
+/** What {@linkcode addErrorGroups} writes: from {@linkcode prepareErrorGroups}. */
+export interface GroupPlan {
+  projectId: string;
+  retentionMs: number;
+  groups: PlannedGroup[];
+}
+
+/** Options of {@linkcode prepareErrorGroups}. */
+export interface PrepareGroupsOptions {
+  /** The project's retention: groups expire this long after they are last seen. */
+  retentionMs: number;
+  /** Unix ms. */
+  now: number;
 }
 
 /**
- * Adds to `op` the mutations that count `records`' `error` and `critical`
- * entries into their groups (at most {@linkcode MAX_GROUPS_PER_BATCH}
- * groups); returns the number of mutations added.
+ * Reads what grouping `records`' `error` and `critical` entries changes (at
+ * most {@linkcode MAX_GROUPS_PER_BATCH} groups), and when new groups would
+ * pass {@linkcode MAX_GROUPS}, deletes the least recently seen first (in
+ * commits of their own, before the result commit).
  *
  * @example
  * ```ts
- * const op = kv.atomic();
- * addErrorGroups(op, projectId, records); // beside the stored entries
- * await op.commit();
+ * const plan = await prepareErrorGroups(kv, projectId, records, { retentionMs, now });
+ * addErrorGroups(op, plan); // beside the stored entries
  * ```
  */
-export function addErrorGroups(
-  op: AtomicWriter,
+export async function prepareErrorGroups(
+  kv: Deno.Kv,
   projectId: string,
   records: LogRecord[],
-): number {
-  const groups = new Map<string, Pending>();
-  for (const record of records) {
-    if (!GROUPED_LEVELS.includes(record.level)) continue;
-    const { fingerprint, title, topFrame } = fingerprintOf(record);
-    let group = groups.get(fingerprint);
-    if (group === undefined) {
-      group = {
-        fingerprint,
-        record: {
-          title,
-          topFrame,
-          sampleId: record.id,
-          level: record.level,
-          sampleTitle: "",
-        },
+  options: PrepareGroupsOptions,
+): Promise<GroupPlan> {
+  const plan: GroupPlan = {
+    projectId,
+    retentionMs: options.retentionMs,
+    groups: [],
+  };
+  const errors = records.filter((r) => GROUPED_LEVELS.includes(r.level));
+  if (errors.length === 0) return plan;
+  const key = await groupKeyOf(kv, projectId);
+  const batch = new Map<string, { entries: LogRecord[]; fp: StoredGroup }>();
+  for (const record of errors) {
+    const fp = fingerprintOf(record);
+    const id = groupIdOf(key, fp);
+    const found = batch.get(id);
+    if (found) {
+      found.entries.push(record);
+      continue;
+    }
+    batch.set(id, {
+      entries: [record],
+      fp: {
+        fingerprint: fp.fingerprint,
+        title: fp.title,
+        topFrame: fp.topFrame,
+        sampleId: record.id,
+        level: record.level,
+        sampleTitle: "",
         count: 0,
-        first: record.receivedAt,
-        last: record.receivedAt,
-        hours: new Map(),
-      };
-      groups.set(fingerprint, group);
-    }
+        firstSeen: record.receivedAt,
+        lastSeen: record.receivedAt,
+        hour: hourOf(record.receivedAt),
+        hours: new Array(SPARK_HOURS).fill(0),
+      },
+    });
+  }
+  const kept = [...batch].sort((a, b) =>
+    b[1].entries.length - a[1].entries.length
+  ).slice(0, MAX_GROUPS_PER_BATCH);
+  const stored = await getManyChunked<Uint8Array>(
+    kv,
+    kept.map(([id]) => errorGroupKey(projectId, id)),
+  );
+  kept.forEach(([id, { entries, fp }], i) => {
+    const prior = decodeJson<StoredGroup>(stored[i]!.value);
+    plan.groups.push({
+      id,
+      before: prior?.lastSeen ?? null,
+      after: merge(prior, fp, entries),
+    });
+  });
+  const made = plan.groups.filter((g) => g.before === null).length;
+  if (made > 0) {
+    await makeRoom(kv, projectId, made, {
+      ...options,
+      keep: new Set(plan.groups.map((g) => g.id)),
+    });
+  }
+  return plan;
+}
+
+/** `prior` (or the batch's first entry, `fresh`) with `entries` counted in. */
+function merge(
+  prior: StoredGroup | null,
+  fresh: StoredGroup,
+  entries: LogRecord[],
+): StoredGroup {
+  const group: StoredGroup = prior === null
+    ? fresh
+    : { ...prior, title: fresh.title, topFrame: fresh.topFrame };
+  const newest = Math.max(
+    group.hour,
+    ...entries.map((e) => hourOf(e.receivedAt)),
+  );
+  group.hours = shiftHours(group.hours, group.hour, newest);
+  group.hour = newest;
+  let sample: LogRecord | null = null;
+  for (const entry of entries) {
     group.count++;
-    group.first = Math.min(group.first, record.receivedAt);
-    if (record.receivedAt >= group.last) {
-      group.last = record.receivedAt;
-      group.record.sampleId = record.id;
-      group.record.level = record.level;
+    group.firstSeen = Math.min(group.firstSeen, entry.receivedAt);
+    if (sample === null || entry.receivedAt >= sample.receivedAt) {
+      sample = entry;
     }
-    const hour = hourOf(record.receivedAt);
-    group.hours.set(hour, (group.hours.get(hour) ?? 0) + 1);
+    const at = SPARK_HOURS - 1 - (newest - hourOf(entry.receivedAt)) / HOUR_MS;
+    if (at >= 0) group.hours[at] = (group.hours[at] ?? 0) + 1;
   }
-  const kept = [...groups.values()]
-    .sort((a, b) => b.count - a.count)
-    .slice(0, MAX_GROUPS_PER_BATCH);
-  let mutations = 0;
-  for (const group of kept) {
-    const sample = records.find((r) => r.id === group.record.sampleId);
-    const text = sample ? sampleTitle(sample) : "";
-    group.record.sampleTitle = text.slice(0, MAX_SAMPLE_TITLE);
-    const key = (part: ErrorGroupPart) =>
-      errorGroupKey(part, projectId, group.fingerprint);
-    op.set(key("record"), encodeJson(group.record));
-    op.sum(key("count"), BigInt(group.count));
-    op.min(key("first"), BigInt(Math.max(0, Math.floor(group.first))));
-    op.max(key("last"), BigInt(Math.max(0, Math.floor(group.last))));
-    mutations += 4;
-    for (const [hour, count] of group.hours) {
-      op.sum(
-        errorGroupKey("hours", projectId, group.fingerprint, hour),
-        BigInt(count),
-      );
-      mutations++;
-    }
+  if (sample !== null && sample.receivedAt >= group.lastSeen) {
+    group.lastSeen = sample.receivedAt;
+    group.sampleId = sample.id;
+    group.level = sample.level;
+    group.sampleTitle = sampleTitle(sample).slice(0, MAX_SAMPLE_TITLE);
+  } else if (prior === null && sample !== null) {
+    group.sampleTitle = sampleTitle(sample).slice(0, MAX_SAMPLE_TITLE);
   }
-  return mutations;
+  return group;
 }
 
 function sampleTitle(record: LogRecord): string {
@@ -171,35 +253,85 @@ function sampleTitle(record: LogRecord): string {
   return "";
 }
 
-async function listCounters(
-  kv: Deno.Kv,
-  prefix: Deno.KvKey,
-): Promise<Map<string, number>> {
-  const out = new Map<string, number>();
-  for await (const entry of kv.list({ prefix }, { limit: MAX_GROUPS_READ })) {
-    if (entry.value instanceof Deno.KvU64) {
-      out.set(
-        decodeErrorGroupKey(entry.key).fingerprint,
-        Number(entry.value.value),
+/**
+ * Adds to `op` the writes of a {@linkcode GroupPlan}: each group and its
+ * index row, expiring with the retention, and the deletion of its former
+ * index row. Returns the number of mutations added (3 a group at most).
+ */
+export function addErrorGroups(op: AtomicWriter, plan: GroupPlan): number {
+  const { projectId, retentionMs } = plan;
+  let mutations = 0;
+  for (const { id, before, after } of plan.groups) {
+    const expireIn = Math.max(1, retentionMs);
+    op.set(errorGroupKey(projectId, id), encodeJson(after), { expireIn });
+    op.set(
+      errorGroupSeenKey(projectId, { lastSeen: after.lastSeen, groupId: id }),
+      1,
+      { expireIn },
+    );
+    mutations += 2;
+    if (before !== null && before !== after.lastSeen) {
+      op.delete(
+        errorGroupSeenKey(projectId, { lastSeen: before, groupId: id }),
       );
+      mutations++;
     }
   }
-  return out;
+  return mutations;
 }
 
 /** Options of {@linkcode listGroups}. */
 export interface ListGroupsOptions {
-  /** Groups returned at most, the most recently seen first. @default all */
+  /** Groups returned at most. @default 50, at most {@linkcode MAX_LIST_GROUPS} */
   limit?: number;
+  /**
+   * Only groups seen before this one (a {@linkcode groupCursor}): the next
+   * page. @default none
+   */
+  after?: string;
+}
+
+/** Thrown for a page cursor that no listing of groups made. */
+export class GroupCursorError extends Error {
+  override name = "GroupCursorError";
 }
 
 /**
- * A project's error groups, the most recently seen first, with their
- * hourly counts over the last {@linkcode SPARK_HOURS} hours up to `now`.
+ * The cursor of the page after `group`: its last seen time and id.
  *
  * @example
  * ```ts
- * for (const group of await listGroups(kv, projectId, Date.now())) {
+ * listGroups(kv, projectId, now, { after: groupCursor(page.at(-1)!) });
+ * ```
+ */
+export function groupCursor(group: ErrorGroup): string {
+  return `${group.lastSeen}.${group.id}`;
+}
+
+function cursorKey(projectId: string, cursor: string): Deno.KvKey {
+  const match = /^(\d{1,15})\.([0-9a-f]{16})$/.exec(cursor);
+  if (match === null) {
+    throw new GroupCursorError(
+      `Cannot read cursor "${
+        cursor.slice(0, 40)
+      }": expected LASTSEEN.ID from a page of error groups`,
+    );
+  }
+  return errorGroupSeenKey(projectId, {
+    lastSeen: Number(match[1]),
+    groupId: match[2]!,
+  });
+}
+
+/**
+ * A project's error groups, the most recently seen first, read from the
+ * index by last seen (so however many groups there are, the newest come
+ * first), with their hourly counts over the last {@linkcode SPARK_HOURS}
+ * hours up to `now`.
+ *
+ * @example
+ * ```ts
+ * for (const group of await listGroups(kv, projectId, Date.now(), { limit: 50 })) {
  *   console.log(group.count, group.title);
  * }
  * ```
@@ -210,90 +342,42 @@ export async function listGroups(
   now: number,
   options: ListGroupsOptions = {},
 ): Promise<ErrorGroup[]> {
-  const records = new Map<string, ErrorGroupRecord>();
-  const [count, first, last] = await Promise.all([
-    listCounters(kv, errorGroupKey("count", projectId)),
-    listCounters(kv, errorGroupKey("first", projectId)),
-    listCounters(kv, errorGroupKey("last", projectId)),
-    (async () => {
-      const prefix = errorGroupKey("record", projectId);
-      const list = kv.list({ prefix }, { limit: MAX_GROUPS_READ });
-      for await (const entry of list) {
-        const record = decodeJson<ErrorGroupRecord>(entry.value);
-        if (record) {
-          records.set(decodeErrorGroupKey(entry.key).fingerprint, record);
-        }
-      }
-    })(),
-  ]);
-  const newest = hourOf(now);
-  const oldest = newest - (SPARK_HOURS - 1) * HOUR_MS;
-  const hourly = new Map<string, number[]>();
-  const prefix = errorGroupKey("hours", projectId);
+  const limit = Math.max(0, Math.min(options.limit ?? 50, MAX_LIST_GROUPS));
+  if (limit === 0) return [];
+  const prefix = errorGroupSeenKey(projectId);
+  const selector: Deno.KvListSelector = options.after === undefined
+    ? { prefix }
+    : { prefix, end: cursorKey(projectId, options.after) };
+  const ids: string[] = [];
+  const seen = new Set<string>();
+  // Stale second rows are rare: twice the page bounds the read.
   for await (
-    const entry of kv.list({
-      start: [...prefix, oldest],
-      end: [...prefix, newest + HOUR_MS],
-    }, { limit: SPARK_HOURS * MAX_GROUPS_READ })
+    const row of kv.list(selector, { reverse: true, limit: 2 * limit + 10 })
   ) {
-    if (!(entry.value instanceof Deno.KvU64)) continue;
-    const fingerprint = decodeErrorGroupKey(entry.key).fingerprint;
-    let bars = hourly.get(fingerprint);
-    if (bars === undefined) {
-      bars = new Array(SPARK_HOURS).fill(0);
-      hourly.set(fingerprint, bars);
-    }
-    const at = (decodeErrorGroupKey(entry.key).hour - oldest) / HOUR_MS;
-    bars[at] = (bars[at] ?? 0) + Number(entry.value.value);
+    const { groupId } = decodeErrorGroupSeenKey(row.key);
+    if (seen.has(groupId)) continue;
+    seen.add(groupId);
+    ids.push(groupId);
+    if (ids.length >= limit) break;
   }
-  const groups: ErrorGroup[] = [];
-  for (const [fingerprint, record] of records) {
-    const firstSeen = first.get(fingerprint) ?? 0;
-    groups.push({
-      ...record,
-      fingerprint,
-      count: count.get(fingerprint) ?? 0,
-      firstSeen,
-      lastSeen: last.get(fingerprint) ?? firstSeen,
-      hourly: hourly.get(fingerprint) ?? new Array(SPARK_HOURS).fill(0),
-      isNew: now - firstSeen < NEW_GROUP_MS,
-    });
-  }
-  groups.sort((a, b) =>
-    b.lastSeen - a.lastSeen ||
-    (a.fingerprint < b.fingerprint ? -1 : a.fingerprint > b.fingerprint ? 1 : 0)
+  const stored = await getManyChunked<Uint8Array>(
+    kv,
+    ids.map((id) => errorGroupKey(projectId, id)),
   );
-  return groups.slice(0, options.limit ?? Infinity);
-}
-
-/**
- * Deletes a project's hourly group counters older than the sparkline, at
- * most `limit` of them per call; returns how many it deleted. The errors
- * page calls it after reading, so old hours go as they are looked at.
- *
- * @example
- * ```ts
- * await pruneErrorGroupHours(kv, projectId, Date.now());
- * ```
- */
-export async function pruneErrorGroupHours(
-  kv: Deno.Kv,
-  projectId: string,
-  now: number,
-  limit = 500,
-): Promise<number> {
-  const prefix = errorGroupKey("hours", projectId);
-  const oldest = hourOf(now) - (SPARK_HOURS - 1) * HOUR_MS;
-  const keys: Deno.KvKey[] = [];
-  for await (
-    const entry of kv.list({ prefix, end: [...prefix, oldest] }, { limit })
-  ) {
-    keys.push(entry.key);
-  }
-  for (let i = 0; i < keys.length; i += 100) {
-    const op = kv.atomic();
-    for (const key of keys.slice(i, i + 100)) op.delete(key);
-    await op.commit();
-  }
-  return keys.length;
+  const newest = hourOf(now);
+  const groups: ErrorGroup[] = [];
+  ids.forEach((id, i) => {
+    const group = decodeJson<StoredGroup>(stored[i]!.value);
+    if (group === null) return;
+    const { hour, hours, ...shown } = group;
+    groups.push({
+      ...shown,
+      id,
+      hourly: newest >= hour
+        ? shiftHours(hours, hour, newest)
+        : new Array(SPARK_HOURS).fill(0),
+      isNew: now - group.firstSeen < NEW_GROUP_MS,
+    });
+  });
+  return groups.sort((a, b) => b.lastSeen - a.lastSeen);
 }

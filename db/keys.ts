@@ -40,10 +40,11 @@
  * | `users/<email>` | a dashboard account: role, projects, scrypt hash of its password |
  * | `read_tokens/<projectId>/<tokenId>` | a read token's name and SHA-256 hash (never the token) |
  * | `read_token_hashes/<sha256 hex>` | the project and id of the read token with that hash |
- * | `audit/<projectId or "">/<eventId>` | one audit event of a project (`""`: of the service), expiring |
- * | `error_groups/<projectId>/<fingerprint>` | an error group: title, top frame, a sample entry id (db/error_groups.ts) |
- * | `error_group_{count,first,last}/<projectId>/<fingerprint>` | `Deno.KvU64`: its entries, first and last receipt ms |
- * | `error_group_hours/<projectId>/<hour start ms>/<fingerprint>` | `Deno.KvU64`, its entries received in that hour |
+ * | `audit/<projectId or "">/<eventId>` | one audit event of a project (`""`: of the service), by time (ids start with their ms), expiring |
+ * | `audit_budgets/<projectId or "">/<actor>/<day>` | events an account recorded that day in that scope, and its summaries past the budget (db/audit.ts), expiring |
+ * | `fingerprint_keys/<projectId>` | 32 random bytes: the project's key of error group ids, made once on first use |
+ * | `error_groups/<projectId>/<groupId>` | an error group: title, top frame, sample, count, first and last seen, hourly counts (db/error_groups.ts), expiring with the retention |
+ * | `error_groups_by_seen/<projectId>/<last seen ms>/<groupId>` | `1`: the groups by last seen, newest last, expiring with the retention |
  * | `saved_views/<projectId>/<viewId>` | a named query and time range (db/views.ts) |
  * | `write_probe` | one byte written and deleted at start-up, to find a database that cannot be written |
  *
@@ -387,29 +388,56 @@ export function auditKey(scope: string, eventId?: string): Deno.KvKey {
   return eventId === undefined ? ["audit", scope] : ["audit", scope, eventId];
 }
 
-/** Which value of an error group a key holds (db/error_groups.ts). */
-export type ErrorGroupPart = "record" | "count" | "first" | "last" | "hours";
-
 /**
- * Key of a value of a project's error group (`hours`: of the hour starting
- * at `hour`); without a fingerprint, the prefix of that value of every group.
+ * Key of a day's audit budget of `actor` in `scope` (`day`: Unix ms / one
+ * day, floored).
  */
-export function errorGroupKey(
-  part: ErrorGroupPart,
-  projectId: string,
-  fingerprint?: string,
-  hour?: number,
+export function auditBudgetKey(
+  scope: string,
+  actor: string,
+  day: number,
 ): Deno.KvKey {
-  const name = part === "record" ? "error_groups" : `error_group_${part}`;
-  const rest = [hour, fingerprint].filter((p) => p !== undefined);
-  return [name, projectId, ...rest];
+  return ["audit_budgets", scope, actor, day];
 }
 
-/** The fingerprint and (of an `hours` key) the hour of an error group key. */
-export function decodeErrorGroupKey(
+/** Prefix of a scope's audit budgets. */
+export function auditBudgetsPrefix(scope: string): Deno.KvKey {
+  return ["audit_budgets", scope];
+}
+
+/** Key of a project's key of error group ids (db/error_groups.ts). */
+export function fingerprintKeyKey(projectId: string): Deno.KvKey {
+  return ["fingerprint_keys", projectId];
+}
+
+/** Key of an error group; without an id, the prefix of the project's groups. */
+export function errorGroupKey(projectId: string, groupId?: string): Deno.KvKey {
+  return groupId === undefined
+    ? ["error_groups", projectId]
+    : ["error_groups", projectId, groupId];
+}
+
+/**
+ * Key of an error group in the index by last seen; without a time, the
+ * prefix of the project's index.
+ */
+export function errorGroupSeenKey(
+  projectId: string,
+  at?: { lastSeen: number; groupId: string },
+): Deno.KvKey {
+  return at === undefined
+    ? ["error_groups_by_seen", projectId]
+    : ["error_groups_by_seen", projectId, at.lastSeen, at.groupId];
+}
+
+/** The last seen time and group id of an {@linkcode errorGroupSeenKey}. */
+export function decodeErrorGroupSeenKey(
   key: Deno.KvKey,
-): { fingerprint: string; hour: number } {
-  return { fingerprint: String(key.at(-1)), hour: Number(key[2]) };
+): { lastSeen: number; groupId: string } {
+  return {
+    lastSeen: Number(part(key, "error_groups_by_seen", 2)),
+    groupId: String(part(key, "error_groups_by_seen", 3)),
+  };
 }
 
 /** Key of a saved view of a project's explorer, or (without id) their prefix. */

@@ -3,12 +3,13 @@
  * place for the two ways an entry is accepted, the consumer's result commit
  * (queue/consumer.ts) and the replay of a kept rejected entry
  * (queue/replay.ts). It adds mutations to an atomic operation its caller
- * guards and commits; it reads and commits nothing itself.
+ * guards and commits; it reads and commits nothing itself (the error groups
+ * are read before, by `prepareErrorGroups`).
  *
  * @module
  */
 import type { AtomicWriter } from "../db/atomic.ts";
-import { addErrorGroups } from "../db/error_groups.ts";
+import { addErrorGroups, type GroupPlan } from "../db/error_groups.ts";
 import { acceptedCountKey } from "../db/keys.ts";
 import { storeLogs } from "../db/storage/write.ts";
 import type { Project } from "../db/projects.ts";
@@ -20,6 +21,8 @@ export interface AcceptOptions {
   now: number;
   /** A record's line, when known already. @default {encodeRecordLine} */
   lineOf?: (record: LogRecord) => string;
+  /** The records' error groups, from `prepareErrorGroups`. */
+  groups: GroupPlan;
 }
 
 /**
@@ -29,7 +32,8 @@ export interface AcceptOptions {
  *
  * @example
  * ```ts
- * acceptEntries(op, project, [toLogRecord(entry, "origin")], { now });
+ * const groups = await prepareErrorGroups(kv, project.id, records, { now, retentionMs });
+ * acceptEntries(op, project, records, { now, groups });
  * ```
  */
 export function acceptEntries(
@@ -44,6 +48,6 @@ export function acceptEntries(
     retentionMs: project.retentionDays * DAY_MS,
     ...(options.lineOf ? { lineOf: options.lineOf } : {}),
   });
-  addErrorGroups(op, project.id, records);
+  addErrorGroups(op, options.groups);
   op.sum(acceptedCountKey(project.id), BigInt(records.length));
 }

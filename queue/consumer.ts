@@ -32,11 +32,13 @@ import { encodeRecordLine, lineFromQueued } from "../db/storage/lines.ts";
 import { encodeKeptEntry } from "../db/rejected.ts";
 import { addStats, StatsTally } from "../db/stats.ts";
 import {
+  DAY_MS,
   type LogRecord,
   type QueuedEntry,
   toLogRecord,
 } from "../domain/entry.ts";
 import { acceptEntries } from "./accept.ts";
+import { prepareErrorGroups } from "../db/error_groups.ts";
 import {
   BatchFormatError,
   decodeBatchHeader,
@@ -356,9 +358,14 @@ export class Consumer {
       }
     });
     for (const [projectId, records] of accepted) {
-      acceptEntries(op, projects.get(projectId)!, records, {
+      const project = projects.get(projectId)!;
+      acceptEntries(op, project, records, {
         now,
         lineOf: (record) => lines.get(record) ?? encodeRecordLine(record),
+        groups: await prepareErrorGroups(this.#kv, projectId, records, {
+          now,
+          retentionMs: project.retentionDays * DAY_MS,
+        }),
       });
     }
     await addStats(this.#kv, op, tally);

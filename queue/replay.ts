@@ -22,6 +22,7 @@ import {
   toLogRecord,
 } from "../domain/entry.ts";
 import { acceptEntries } from "./accept.ts";
+import { prepareErrorGroups } from "../db/error_groups.ts";
 
 /** Signature skew assumed for a kept entry that does not say its own. */
 const DEFAULT_MAX_SKEW_MS = 300_000;
@@ -136,7 +137,14 @@ async function replayOne(
       op.check(seen).set(key, encodeJson(entryId), { expireIn: 2 * maxSkewMs });
     }
     op.delete(slotKey);
-    acceptEntries(op, project, [toLogRecord(entry, verdict.method)], { now });
+    const records = [toLogRecord(entry, verdict.method)];
+    acceptEntries(op, project, records, {
+      now,
+      groups: await prepareErrorGroups(kv, projectId, records, {
+        now,
+        retentionMs: project.retentionDays * DAY_MS,
+      }),
+    });
     op.sum(replayedCountKey(projectId), 1n);
     if ((await op.commit()).ok) {
       return { entryId, outcome: "stored", auth: verdict.method };

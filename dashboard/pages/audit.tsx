@@ -26,6 +26,16 @@ export function AuditTable(props: { events: AuditEvent[] }) {
           <td>{event.actor}</td>
           <td>
             <code>{event.action}</code>
+            {event.repeated !== undefined && (
+              <span
+                class="repeated"
+                title={`${event.repeated} events from ${
+                  formatTime(event.since ?? event.at, false)
+                }, folded: past the account's daily budget`}
+              >
+                {` ×${event.repeated}`}
+              </span>
+            )}
           </td>
           <td>{event.detail ?? ""}</td>
         </tr>
@@ -38,6 +48,8 @@ export function AuditTable(props: { events: AuditEvent[] }) {
 export interface AuditData {
   project: { id: string; name: string };
   events: AuditEvent[];
+  /** Link to the page of earlier events, `null` on the last. @default null */
+  older?: string | null;
 }
 
 /** A project's audit page. */
@@ -48,9 +60,15 @@ export function AuditPage(props: { ctx: PageContext; data: AuditData }) {
       <h1>Audit log</h1>
       <p class="hint">
         Changes to this project's settings, secret, read tokens, alerts and
-        accounts, newest first (the last 500, at most 180 days).
+        accounts, newest first. Events are kept 180 days; an account's events
+        past 200 a day are folded into one line per action (×N).
       </p>
       <AuditTable events={data.events} />
+      {data.older && (
+        <p class="pager">
+          <a id="older-events" href={data.older}>Earlier events</a>
+        </p>
+      )}
     </ProjectLayout>
   );
 }

@@ -10,7 +10,7 @@
 import type { ErrorGroup } from "../../db/error_groups.ts";
 import { DEFAULT_RANGE, type ExplorerState } from "../explorer_state.ts";
 import { explorerHref } from "./explorer_list.tsx";
-import { levelClass } from "./format.ts";
+import { levelClass, link } from "./format.ts";
 import {
   ListTable,
   type PageContext,
@@ -21,8 +21,13 @@ import {
 /** Data of the errors page. */
 export interface ErrorsData {
   project: { id: string; name: string };
+  /** One page of groups, the most recently seen first. */
   groups: ErrorGroup[];
   now: number;
+  /** The cursor of the next page, `null` on the last. @default null */
+  older?: string | null;
+  /** This is a page after the first. @default false */
+  paged?: boolean;
 }
 
 /** The explorer query that lists one group's entries. */
@@ -144,12 +149,18 @@ export function ErrorsPage(props: { ctx: PageContext; data: ErrorsData }) {
         in UTC.
       </p>
       {data.groups.length === 0
-        ? <p class="empty" id="no-groups">No errors yet.</p>
+        ? (
+          <p class="empty" id="no-groups">
+            {data.paged ? "No older groups." : "No errors yet."}
+          </p>
+        )
         : (
           <>
             <p id="groups-summary">
+              {data.older && !data.paged ? "The most recently seen " : ""}
               {data.groups.length}{" "}
               {data.groups.length === 1 ? "group" : "groups"}
+              {data.paged ? " seen earlier" : ""}
               {fresh > 0 && `, ${fresh} new in the last 24 hours`}.
             </p>
             <ListTable
@@ -165,7 +176,7 @@ export function ErrorsPage(props: { ctx: PageContext; data: ErrorsData }) {
             >
               {data.groups.map((group) => (
                 <GroupRow
-                  key={group.fingerprint}
+                  key={group.id}
                   ctx={ctx}
                   projectId={project.id}
                   group={group}
@@ -173,6 +184,21 @@ export function ErrorsPage(props: { ctx: PageContext; data: ErrorsData }) {
                 />
               ))}
             </ListTable>
+            {data.older && (
+              <p class="pager">
+                <a
+                  id="older-groups"
+                  href={link(
+                    ctx.base,
+                    `/projects/${encodeURIComponent(project.id)}/errors?after=${
+                      encodeURIComponent(data.older)
+                    }`,
+                  )}
+                >
+                  Groups seen earlier
+                </a>
+              </p>
+            )}
           </>
         )}
     </ProjectLayout>

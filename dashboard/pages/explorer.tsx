@@ -269,16 +269,20 @@ function Entries(
       {data.records.length === 0 && !data.queryError && (
         <p class="empty">
           No entries match in this time range. New ones appear here as they
-          arrive; see{" "}
-          <a
-            href={link(
-              ctx.base,
-              `/projects/${project.id}/settings#first-entry`,
-            )}
-          >
-            Send your first entry
-          </a>{" "}
-          or the{" "}
+          arrive; see {ctx.opens(`/projects/${project.id}/settings`) && (
+            <>
+              <a
+                href={link(
+                  ctx.base,
+                  `/projects/${project.id}/settings#first-entry`,
+                )}
+              >
+                Send your first entry
+              </a>{" "}
+              or{" "}
+            </>
+          )}
+          the{" "}
           <a href={link(ctx.base, `/projects/${project.id}/rejections`)}>
             rejections
           </a>.
@@ -313,10 +317,12 @@ export function ExplorerPage(props: { ctx: PageContext; data: ExplorerData }) {
           ctx={ctx}
           projectId={project.id}
           views={data.views ?? []}
-          removable
+          removable={ctx.posts(`/projects/${project.id}/views/delete`)}
           back="explorer"
         />
-        <SaveViewForm ctx={ctx} projectId={project.id} state={state} />
+        {ctx.posts(`/projects/${project.id}/views`) && (
+          <SaveViewForm ctx={ctx} projectId={project.id} state={state} />
+        )}
       </div>
       {data.queryError && <QueryError q={state.q} error={data.queryError} />}
       {data.problems.map((p) => <Notice key={p} kind="error">{p}</Notice>)}

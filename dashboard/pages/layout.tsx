@@ -6,6 +6,7 @@
  * @module
  */
 import type { Child } from "hono/jsx";
+import { PAGES, pathOf, type ProjectTab } from "../page_table.ts";
 import { formatAgo, formatTime, link } from "./format.ts";
 
 /** What every page needs from its request. */
@@ -20,34 +21,32 @@ export interface PageContext {
   assets: Record<string, string>;
   /** Who is signed in; absent when signed out. */
   account?: { email: string; role: "admin" | "member" | "viewer" };
+  /**
+   * Whether the account may open the page at a path below the base (with
+   * or without query): a link to a page it may not open is not shown.
+   */
+  opens(path: string): boolean;
+  /** Whether the account may send a form to a path below the base. */
+  posts(path: string): boolean;
 }
 
 /** The project tabs, when a page belongs to a project. */
 export interface ProjectTabs {
   id: string;
   name: string;
-  current:
-    | "explorer"
-    | "errors"
-    | "rejections"
-    | "settings"
-    | "alerts"
-    | "audit";
+  current: ProjectTab;
 }
 
-/** The project tabs in their order; a viewer sees no settings nor alerts. */
-const PROJECT_TABS: {
-  tab: ProjectTabs["current"];
-  path: string;
-  label: string;
-}[] = [
-  { tab: "explorer", path: "", label: "Explorer" },
-  { tab: "errors", path: "/errors", label: "Errors" },
-  { tab: "rejections", path: "/rejections", label: "Rejections" },
-  { tab: "settings", path: "/settings", label: "Settings" },
-  { tab: "alerts", path: "/alerts", label: "Alerts" },
-  { tab: "audit", path: "/audit", label: "Audit" },
-];
+/** The top navigation and the project tabs, from the page table. */
+const MAIN_NAV = PAGES.filter((page) => page.nav !== undefined);
+const PROJECT_TABS = PAGES.filter((page) => page.tab !== undefined);
+
+/** The section each page of the top navigation is. */
+const SECTIONS: Record<string, LayoutProps["section"]> = {
+  "/": "projects",
+  "/dead-letters": "dead-letters",
+  "/users": "users",
+};
 
 /** A link of the navigation, marked when it leads to the current page. */
 function NavLink(
@@ -89,7 +88,7 @@ export interface ProjectLayoutProps
 /** The layout of a page of a project: its name in the title, its tabs. */
 export function ProjectLayout(props: ProjectLayoutProps) {
   const { project, tab, title, ...rest } = props;
-  const label = PROJECT_TABS.find((t) => t.tab === tab)!.label;
+  const label = PROJECT_TABS.find((t) => t.tab!.name === tab)!.tab!.label;
   return (
     <Layout
       {...rest}
@@ -286,29 +285,16 @@ export function Layout(props: LayoutProps) {
           <a class="brand" href={link(ctx.base, "/")}>Logs</a>
           {ctx.csrf !== null && (
             <nav class="main">
-              <NavLink
-                href={link(ctx.base, "/")}
-                current={props.section === "projects"}
-              >
-                Projects
-              </NavLink>
-              {ctx.account?.role !== "viewer" &&
-                ctx.account?.role !== "member" && (
+              {MAIN_NAV.filter((page) => ctx.opens(page.path)).map((
+                page,
+              ) => (
                 <NavLink
-                  href={link(ctx.base, "/dead-letters")}
-                  current={props.section === "dead-letters"}
+                  href={link(ctx.base, page.path)}
+                  current={props.section === SECTIONS[page.path]}
                 >
-                  Dead letters
+                  {page.nav!}
                 </NavLink>
-              )}
-              {ctx.account?.role === "admin" && (
-                <NavLink
-                  href={link(ctx.base, "/users")}
-                  current={props.section === "users"}
-                >
-                  Users
-                </NavLink>
-              )}
+              ))}
               {ctx.account && (
                 <span class="account" id="account">
                   {ctx.account.email} ({ctx.account.role})
@@ -323,13 +309,13 @@ export function Layout(props: LayoutProps) {
         {project && (
           <nav class="tabs" aria-label="Project">
             <span class="project-name" title={project.id}>{project.name}</span>
-            {PROJECT_TABS.filter((t) =>
-              (t.tab !== "settings" && t.tab !== "alerts") ||
-              ctx.account?.role !== "viewer"
-            ).map((t) => (
+            {PROJECT_TABS.map((t) => ({
+              ...t.tab!,
+              path: pathOf(t.path, project.id),
+            })).filter((t) => ctx.opens(t.path)).map((t) => (
               <NavLink
-                href={link(ctx.base, `/projects/${project.id}${t.path}`)}
-                current={project.current === t.tab}
+                href={link(ctx.base, t.path)}
+                current={project.current === t.name}
               >
                 {t.label}
               </NavLink>

@@ -142,7 +142,7 @@ function ProjectTableRow(
           ctx={ctx}
           projectId={p.id}
           views={views}
-          removable
+          removable={ctx.posts(`/projects/${p.id}/views/delete`)}
           back="projects"
         />
       </td>
@@ -163,9 +163,11 @@ function ProjectTableRow(
         {p.rejected.toLocaleString("en-US")}
       </td>
       <td class="links">
-        <a href={link(ctx.base, `/projects/${p.id}/settings`)}>
-          Settings
-        </a>
+        {ctx.opens(`/projects/${p.id}/settings`) && (
+          <a href={link(ctx.base, `/projects/${p.id}/settings`)}>
+            Settings
+          </a>
+        )}
       </td>
     </tr>
   );
@@ -263,7 +265,7 @@ export function ProjectsPage(props: { ctx: PageContext; data: ProjectsData }) {
           counted apart and never stored.
         </p>
       )}
-      {ctx.account?.role !== "member" && ctx.account?.role !== "viewer" && (
+      {ctx.posts("/projects") && (
         <CreateProjectCard ctx={ctx} form={data.form} />
       )}
     </Layout>

@@ -102,13 +102,10 @@ export interface QuickAllowProps {
 export function QuickAllow(props: QuickAllowProps) {
   const { ctx, value } = props;
   if (value === undefined || props.allowed.includes(value)) return null;
-  if (ctx.account?.role === "viewer") return null; // it may not change settings
+  const to = `/projects/${props.projectId}/settings/allow`;
+  if (!ctx.posts(to)) return null;
   return (
-    <PostForm
-      ctx={ctx}
-      to={`/projects/${props.projectId}/settings/allow`}
-      class="inline"
-    >
+    <PostForm ctx={ctx} to={to} class="inline">
       <input type="hidden" name="value" value={value} />
       <input type="hidden" name="back" value="rejections" />
       <button type="submit" class="small">Allow</button>
@@ -121,7 +118,7 @@ export function ReplayForm(
   props: { ctx: PageContext; projectId: string; entry: string; label: string },
 ) {
   const { ctx } = props;
-  if (ctx.account?.role === "viewer") return null; // it may not replay
+  if (!ctx.posts(`/projects/${props.projectId}/rejections/replay`)) return null;
   return (
     <PostForm
       ctx={ctx}

@@ -315,13 +315,15 @@ export function RejectionsPage(
             </>
           ))}
         </dl>
-        <p class="hint">
-          Settings changes apply to the next entry processed after them. See the
-          {" "}
-          <a href={link(ctx.base, `/projects/${data.project.id}/settings`)}>
-            settings
-          </a>.
-        </p>
+        {ctx.opens(`/projects/${data.project.id}/settings`) && (
+          <p class="hint">
+            Settings changes apply to the next entry processed after them. See
+            the{" "}
+            <a href={link(ctx.base, `/projects/${data.project.id}/settings`)}>
+              settings
+            </a>.
+          </p>
+        )}
       </Card>
       <RecentTable ctx={ctx} data={data} />
     </ProjectLayout>

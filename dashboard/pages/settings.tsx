@@ -394,7 +394,9 @@ export function SettingsPage(props: { ctx: PageContext; data: SettingsData }) {
         </div>
       </div>
 
-      {ctx.account?.role !== "member" && <DeleteSection {...parts} />}
+      {ctx.posts(`/projects/${project.id}/settings/delete`) && (
+        <DeleteSection {...parts} />
+      )}
     </ProjectLayout>
   );
 }

@@ -76,7 +76,7 @@ export function alertsRoutes(
   options: { allowPrivate: boolean },
 ): void {
   const { base, kv } = deps;
-  const path = `${base}/projects/:id/alerts`;
+  const path = "/projects/:id/alerts";
 
   app.get(
     path,

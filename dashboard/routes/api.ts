@@ -290,9 +290,9 @@ function entriesResponse(
 
 /** Adds the read API. */
 export function apiRoutes(app: DashApp, deps: DashboardDeps): void {
-  const { base, kv } = deps;
+  const { kv } = deps;
 
-  app.get(`${base}/api/v1/projects/:id/logs`, async (c) => {
+  app.get(`/api/v1/projects/:id/logs`, async (c) => {
     const projectId = c.req.param("id");
     const authorization = c.req.header("authorization");
     let browser = false;

@@ -4,8 +4,9 @@
  *
  * @module
  */
-import { listAudit } from "../../db/audit.ts";
+import { AuditCursorError, listAudit } from "../../db/audit.ts";
 import { AuditPage } from "../pages/audit.tsx";
+import { link } from "../pages/format.ts";
 import {
   type DashApp,
   type DashboardDeps,
@@ -13,15 +14,30 @@ import {
   withProject,
 } from "./common.ts";
 
+/** Events a page shows, newest first. */
+const PAGE_EVENTS = 200;
+
 /** Adds the audit route. */
 export function auditRoutes(app: DashApp, deps: DashboardDeps): void {
   app.get(
-    `${deps.base}/projects/:id/audit`,
+    "/projects/:id/audit",
     withProject(deps, async (c, project) => {
-      const events = await listAudit(deps.kv, project.id);
+      const before = c.req.query("before");
+      let events;
+      try {
+        events = await listAudit(deps.kv, project.id, PAGE_EVENTS, before);
+      } catch (error) {
+        if (!(error instanceof AuditCursorError)) throw error;
+        return c.json({ error: error.message }, 400);
+      }
+      const last = events.length === PAGE_EVENTS ? events.at(-1) : undefined;
       return await renderPage(c, deps, AuditPage, {
         project: { id: project.id, name: project.name },
         events,
+        older: last === undefined ? null : link(
+          deps.base,
+          `/projects/${encodeURIComponent(project.id)}/audit?before=${last.id}`,
+        ),
       });
     }),
   );

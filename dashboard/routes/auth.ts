@@ -77,7 +77,7 @@ async function loginForm(
 export function authRoutes(app: DashApp, deps: DashboardDeps): void {
   const { base, sessions, limiter } = deps;
 
-  app.get(`${base}/login`, async (c) => {
+  app.get(`/login`, async (c) => {
     const next = safeNext(base, c.req.query("next"));
     if (c.get("session")) return c.redirect(next, 303);
     const info = c.req.query("done") === "out"
@@ -86,7 +86,7 @@ export function authRoutes(app: DashApp, deps: DashboardDeps): void {
     return await loginForm(c, deps, next, 200, info ? { info } : {});
   });
 
-  app.post(`${base}/login`, async (c) => {
+  app.post(`/login`, async (c) => {
     const next = safeNext(base, await formField(c, "next"));
     const address = clientAddress(
       c.req.raw,
@@ -130,7 +130,7 @@ export function authRoutes(app: DashApp, deps: DashboardDeps): void {
     return c.redirect(next, 303);
   });
 
-  app.post(`${base}/logout`, async (c) => {
+  app.post(`/logout`, async (c) => {
     const session = c.get("session");
     if (session) await sessions.revoke(session.id);
     deleteCookie(c, SESSION_COOKIE, {

@@ -7,8 +7,10 @@
  */
 import type { ScanBudget } from "../../db/query/scan.ts";
 import type { Context, Hono } from "hono";
+import type { BlankSchema } from "hono/types";
 import { getProject, type Project } from "../../db/projects.ts";
 import { type Flash, setFlash, takeFlash } from "../flash.ts";
+import { mayOpen, mayPost } from "../page_table.ts";
 import { MessagePage } from "../pages/message.tsx";
 import type { PageContext } from "../pages/layout.tsx";
 import type { LoginLimiter } from "../security.ts";
@@ -21,7 +23,7 @@ export interface DashEnv {
 }
 
 /** The dashboard's app type. */
-export type DashApp = Hono<DashEnv>;
+export type DashApp = Hono<DashEnv, BlankSchema, string>;
 
 /** A request's context. */
 export type DashContext = Context<DashEnv>;
@@ -57,11 +59,14 @@ export interface DashboardDeps {
 
 /** The page context of a request. */
 export function pageContext(c: DashContext, deps: DashboardDeps): PageContext {
+  const account = c.get("session")?.account ?? null;
   return {
     base: deps.base,
     nonce: c.get("nonce"),
     csrf: c.get("session")?.csrf ?? null,
     assets: deps.assetUrls,
+    opens: (path) => mayOpen(account, path),
+    posts: (path) => mayPost(account, path),
     ...(c.get("session")
       ? {
         account: {
@@ -74,7 +79,18 @@ export function pageContext(c: DashContext, deps: DashboardDeps): PageContext {
 }
 
 /** The statuses a dashboard page is sent with. */
-type PageStatus = 200 | 400 | 401 | 403 | 404 | 409 | 413 | 421 | 429 | 500;
+type PageStatus =
+  | 200
+  | 400
+  | 401
+  | 403
+  | 404
+  | 409
+  | 413
+  | 421
+  | 429
+  | 500
+  | 503;
 
 /** Anything JSX renders to. */
 export interface Renderable {

@@ -24,7 +24,7 @@ import {
 export function deadLettersRoutes(app: DashApp, deps: DashboardDeps): void {
   const { base, kv } = deps;
 
-  app.get(`${base}/dead-letters`, async (c) => {
+  app.get(`/dead-letters`, async (c) => {
     const letters = await listDeadLetters(kv);
     const n = Number(c.req.query("n") ?? "0");
     const notice = doneNotice(c, {
@@ -38,7 +38,7 @@ export function deadLettersRoutes(app: DashApp, deps: DashboardDeps): void {
     });
   });
 
-  app.post(`${base}/dead-letters/replay`, async (c) => {
+  app.post(`/dead-letters/replay`, async (c) => {
     const id = await formField(c, "id");
     try {
       // No batch id is this long; as a database key it could not be read.

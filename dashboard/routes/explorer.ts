@@ -281,7 +281,7 @@ async function entryPage(
 
 /** Options of {@linkcode explorerRoutes}. */
 export interface ExplorerRoutesOptions {
-  /** Live tails open at once. @default 4 per session, 64 in all */
+  /** Live tails open at once. @default 4 per session, 8 per account, 64 in all */
   tailLimits?: TailSlotsOptions;
 }
 
@@ -291,15 +291,15 @@ export function explorerRoutes(
   deps: DashboardDeps,
   options: ExplorerRoutesOptions = {},
 ): void {
-  const { base, kv } = deps;
+  const { kv } = deps;
   const tails = new TailSlots(options.tailLimits);
 
   app.get(
-    `${base}/projects/:id`,
+    `/projects/:id`,
     withProject(deps, (c, project) => explorerPage(c, deps, project)),
   );
 
-  app.get(`${base}/projects/:id/entries`, async (c) => {
+  app.get(`/projects/:id/entries`, async (c) => {
     const read = await readScriptRequest(c, kv, deps.now());
     if (read instanceof Response) return read;
     const { project, state, filter } = read;
@@ -329,45 +329,54 @@ export function explorerRoutes(
   // One entry in full: a page, or with `part=detail` the detail the script
   // puts in place of a cut preview.
   app.get(
-    `${base}/projects/:id/entries/:entryId`,
+    `/projects/:id/entries/:entryId`,
     withProject(deps, (c, project) => entryPage(c, deps, project)),
   );
 
-  app.get(`${base}/projects/:id/tail`, async (c) => {
-    const read = await readScriptRequest(c, kv, deps.now());
-    if (read instanceof Response) return read;
-    const { project, state, filter } = read;
-    const resumed = c.req.header("last-event-id");
-    const after = resumed !== undefined && isEntryId(resumed)
-      ? resumed
-      : isEntryId(c.req.query("after") ?? "")
-      ? c.req.query("after")!
-      : idAt(deps.now() - 60_000);
-    const slot = tails.take(c.get("session")!.id);
-    if (typeof slot === "string") {
-      c.header("Retry-After", "60");
-      return c.text(slot, 429);
-    }
-    return tailStream({
-      onClose: slot,
-      kv,
-      projectId: project.id,
-      filter,
-      after,
-      now: deps.now,
-      timing: deps.tail,
-      alive: async () =>
-        mayRead(
-          await deps.sessions.verify(getCookie(c, SESSION_COOKIE)),
-          project.id,
-        ),
-      row: (record) =>
-        TailRow({
-          ctx: pageContext(c, deps),
-          projectId: project.id,
-          state,
-          record,
-        }).toString(),
-    });
+  app.get("/projects/:id/tail", (c) => liveTail(c, deps, tails));
+}
+
+/** A live tail of a project, if a slot is free: past a bound, `429`. */
+async function liveTail(
+  c: DashContext,
+  deps: DashboardDeps,
+  tails: TailSlots,
+): Promise<Response> {
+  const { kv } = deps;
+  const read = await readScriptRequest(c, kv, deps.now());
+  if (read instanceof Response) return read;
+  const { project, state, filter } = read;
+  const resumed = c.req.header("last-event-id");
+  const after = resumed !== undefined && isEntryId(resumed)
+    ? resumed
+    : isEntryId(c.req.query("after") ?? "")
+    ? c.req.query("after")!
+    : idAt(deps.now() - 60_000);
+  const session = c.get("session")!;
+  const slot = tails.take(session.id, session.account.email);
+  if (typeof slot === "string") {
+    c.header("Retry-After", "60");
+    return c.text(slot, 429);
+  }
+  return tailStream({
+    onClose: slot,
+    kv,
+    projectId: project.id,
+    filter,
+    after,
+    now: deps.now,
+    timing: deps.tail,
+    alive: async () =>
+      mayRead(
+        await deps.sessions.verify(getCookie(c, SESSION_COOKIE)),
+        project.id,
+      ),
+    row: (record) =>
+      TailRow({
+        ctx: pageContext(c, deps),
+        projectId: project.id,
+        state,
+        record,
+      }).toString(),
   });
 }

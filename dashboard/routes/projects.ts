@@ -60,7 +60,7 @@ async function showProjects(
 export function projectsRoutes(app: DashApp, deps: DashboardDeps): void {
   const { base, kv } = deps;
 
-  app.get(`${base}/`, async (c) => {
+  app.get(`/`, async (c) => {
     const notice = doneNotice(c, { deleted: "Project deleted." });
     const flash = await sessionFlash(c, deps, "created");
     return await showProjects(c, deps, {
@@ -77,7 +77,7 @@ export function projectsRoutes(app: DashApp, deps: DashboardDeps): void {
     });
   });
 
-  app.post(`${base}/projects`, async (c) => {
+  app.post(`/projects`, async (c) => {
     const name = await formField(c, "name");
     const allowText = await formField(c, "allow");
     const allow = allowText.split(/[\s,]+/).filter((v) => v !== "");

@@ -40,7 +40,7 @@ export function rejectionsRoutes(app: DashApp, deps: DashboardDeps): void {
   const { base, kv } = deps;
 
   app.get(
-    `${base}/projects/:id/rejections`,
+    `/projects/:id/rejections`,
     withProject(deps, async (c, project) => {
       const now = deps.now();
       const [stats, kept, flash, backlog] = await Promise.all([
@@ -79,7 +79,7 @@ export function rejectionsRoutes(app: DashApp, deps: DashboardDeps): void {
   );
 
   app.post(
-    `${base}/projects/:id/rejections/replay`,
+    `/projects/:id/rejections/replay`,
     withProject(deps, async (c, project) => {
       const entry = await formField(c, "entry");
       try {

@@ -89,7 +89,7 @@ export async function showSettings(
 /** Adds the settings routes. */
 export function settingsRoutes(app: DashApp, deps: DashboardDeps): void {
   const { base, kv } = deps;
-  const path = `${base}/projects/:id/settings`;
+  const path = "/projects/:id/settings";
   const back = (id: string, done: string, anchor: string) =>
     `${base}/projects/${id}/settings?done=${done}#${anchor}`;
 

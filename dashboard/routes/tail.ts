@@ -8,13 +8,15 @@
  * once), so a signed-out session is noticed and no stream lives forever.
  *
  * Every open stream polls the database, so their number is bounded per
- * session and in all ({@linkcode TailSlots}); past either bound the answer
- * is `429` with a sentence the page shows.
+ * session, per account (however many sessions it signs in) and in all
+ * ({@linkcode TailSlots}); past any bound the answer is `429` with a
+ * sentence the page shows.
  *
  * @module
  */
 import type { LogRecord } from "../../domain/entry.ts";
 import { type Filter, tailLogs } from "../source.ts";
+import { lockedAsLine } from "../../db/locked.ts";
 import type { TailTiming } from "./common.ts";
 
 /** Options of {@linkcode tailStream}. */
@@ -41,30 +43,38 @@ export interface TailStreamOptions {
 export interface TailSlotsOptions {
   /** Streams one session may hold open at once. @default {4} */
   perSession?: number;
+  /**
+   * Streams one account may hold open at once, all its sessions together,
+   * so that one account cannot hold the whole dashboard's. @default {8}
+   */
+  perAccount?: number;
   /** Streams open at once in all. @default {64} */
   total?: number;
 }
 
 /**
- * The live tails open at once, per session and in all, kept in memory (a
- * stream belongs to this process).
+ * The live tails open at once, per session, per account and in all, kept in
+ * memory (a stream belongs to this process).
  *
  * @example
  * ```ts
- * const slots = new TailSlots({ perSession: 4, total: 64 });
- * const slot = slots.take(session.id);
+ * const slots = new TailSlots({ perSession: 4, perAccount: 8, total: 64 });
+ * const slot = slots.take(session.id, session.account.email);
  * if (typeof slot === "string") return c.text(slot, 429);
  * return tailStream({ ...options, onClose: slot });
  * ```
  */
 export class TailSlots {
   readonly perSession: number;
+  readonly perAccount: number;
   readonly total: number;
   #open = 0;
   #bySession = new Map<string, number>();
+  #byAccount = new Map<string, number>();
 
   constructor(options: TailSlotsOptions = {}) {
     this.perSession = options.perSession ?? 4;
+    this.perAccount = options.perAccount ?? 8;
     this.total = options.total ?? 64;
   }
 
@@ -74,29 +84,40 @@ export class TailSlots {
   }
 
   /**
-   * Takes a slot for `sessionId`: the function that gives it back (once,
-   * however often it is called), or why there is none.
+   * Takes a slot for `sessionId` of account `accountId`: the function that
+   * gives it back (once, however often it is called), or why there is none.
    */
-  take(sessionId: string): (() => void) | string {
+  take(sessionId: string, accountId: string): (() => void) | string {
     const held = this.#bySession.get(sessionId) ?? 0;
     if (held >= this.perSession) {
       return `Cannot open more than ${this.perSession} live tails at once in one session: pause the live tail in another tab`;
+    }
+    const ofAccount = this.#byAccount.get(accountId) ?? 0;
+    if (ofAccount >= this.perAccount) {
+      return `Cannot open more than ${this.perAccount} live tails at once for one account: pause the live tail in another tab or browser`;
     }
     if (this.#open >= this.total) {
       return `Cannot open more than ${this.total} live tails at once on this dashboard: try again in a minute`;
     }
     this.#open++;
     this.#bySession.set(sessionId, held + 1);
+    this.#byAccount.set(accountId, ofAccount + 1);
     let released = false;
     return () => {
       if (released) return;
       released = true;
       this.#open--;
-      const left = (this.#bySession.get(sessionId) ?? 1) - 1;
-      if (left > 0) this.#bySession.set(sessionId, left);
-      else this.#bySession.delete(sessionId);
+      giveBack(this.#bySession, sessionId);
+      giveBack(this.#byAccount, accountId);
     };
   }
+}
+
+/** Counts one stream fewer for `key`, forgetting it at none. */
+function giveBack(counts: Map<string, number>, key: string): void {
+  const left = (counts.get(key) ?? 1) - 1;
+  if (left > 0) counts.set(key, left);
+  else counts.delete(key);
 }
 
 const encoder = new TextEncoder();
@@ -157,7 +178,10 @@ export function tailStream(options: TailStreamOptions): Response {
           if (now - started >= timing.maxMs) return finish();
         } catch (error) {
           if (closed) return;
-          console.error("Cannot read entries for live tail:", error);
+          console.error(
+            "Cannot read entries for live tail:",
+            lockedAsLine(error),
+          );
           return finish();
         }
         if (!closed) timer = setTimeout(poll, timing.intervalMs);

@@ -26,7 +26,7 @@ import { showSettings } from "./settings.ts";
 /** Adds the read token routes. */
 export function tokensRoutes(app: DashApp, deps: DashboardDeps): void {
   const { base, kv } = deps;
-  const path = `${base}/projects/:id/settings/tokens`;
+  const path = "/projects/:id/settings/tokens";
 
   app.post(
     path,

@@ -69,7 +69,7 @@ async function chosenProjects(c: DashContext): Promise<string[]> {
 export function usersRoutes(app: DashApp, deps: DashboardDeps): void {
   const { base, kv } = deps;
 
-  app.get(`${base}/users`, async (c) => {
+  app.get(`/users`, async (c) => {
     const notice = doneNotice(c, {
       added: "User added.",
       updated: "User saved: it applies to their next request.",
@@ -83,7 +83,7 @@ export function usersRoutes(app: DashApp, deps: DashboardDeps): void {
     path: string,
     apply: (c: DashContext, actor: string) => Promise<string>,
   ) => {
-    app.post(`${base}${path}`, async (c) => {
+    app.post(path, async (c) => {
       const actor = c.get("session")!.account.email;
       try {
         const done = await apply(c, actor);

@@ -22,7 +22,7 @@ export function viewsRoutes(app: DashApp, deps: DashboardDeps): void {
   const { base, kv } = deps;
 
   app.post(
-    `${base}/projects/:id/views`,
+    `/projects/:id/views`,
     withProject(deps, async (c, project) => {
       const params = new URLSearchParams();
       for (const name of ["q", "level", "range", "since", "until"]) {
@@ -53,7 +53,7 @@ export function viewsRoutes(app: DashApp, deps: DashboardDeps): void {
   );
 
   app.post(
-    `${base}/projects/:id/views/delete`,
+    `/projects/:id/views/delete`,
     withProject(deps, async (c, project) => {
       await deleteView(kv, project.id, await formField(c, "view"));
       return c.redirect(

@@ -35,11 +35,12 @@ export async function submitAs(
   password: string,
   peer: typeof PEER = PEER,
   headers: Record<string, string> = {},
+  base = "",
 ): Promise<Response> {
-  const form = await app.request("/login", { headers }, peer);
+  const form = await app.request(`${base}/login`, { headers }, peer);
   const html = await form.text();
   const token = setCookies(form)["dash_login"]!;
-  return await app.request("/login", {
+  return await app.request(`${base}/login`, {
     method: "POST",
     headers: {
       cookie: `dash_login=${token}`,
@@ -51,24 +52,28 @@ export async function submitAs(
       _csrf: csrfOf(html),
       email,
       password,
-      next: "/",
+      next: `${base}/`,
     }),
   }, peer);
 }
 
-/** Signs in as `email`; returns the session cookie and the forms' token. */
+/**
+ * Signs in as `email` to a dashboard under `base`; returns the session
+ * cookie and the forms' token.
+ */
 export async function signInAs(
   app: DashApp,
   email: string,
   password = ACCOUNT_PASSWORD,
+  base = "",
 ): Promise<Browser> {
-  const res = await submitAs(app, email, password);
+  const res = await submitAs(app, email, password, PEER, {}, base);
   if (res.status !== 303) {
     throw new Error(
       `Expected 303 after signing in as ${email}, got ${res.status}`,
     );
   }
   const cookie = `dash_session=${setCookies(res)["dash_session"]}`;
-  const home = await app.request("/", { headers: { cookie } }, PEER);
+  const home = await app.request(`${base}/`, { headers: { cookie } }, PEER);
   return browserOn(app, { cookie, csrf: csrfOf(await home.text()) });
 }

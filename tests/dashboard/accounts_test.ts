@@ -8,7 +8,11 @@
  * @module
  */
 import assert from "node:assert/strict";
-import { listAudit, MAX_AUDIT_EVENTS, recordAudit } from "../../db/audit.ts";
+import {
+  listAudit,
+  MAX_EVENTS_PER_ACTOR_DAY,
+  recordAudit,
+} from "../../db/audit.ts";
 import { userKey } from "../../db/keys.ts";
 import { decodeJson } from "../../db/kv.ts";
 import { createProject } from "../../db/projects.ts";
@@ -26,6 +30,8 @@ import {
   dashboardTest,
   get,
   signedInTest,
+  signIn,
+  textOf,
   withSignedIn,
 } from "../_helpers/dashboard.ts";
 
@@ -226,23 +232,50 @@ Deno.test("a session's expiry ends its live tail", async () => {
 });
 
 dashboardTest(
-  "the audit log keeps the newest 500 events of a project",
+  "an account's flood of changes cannot push an older event out of the audit log: past its daily budget they are folded",
   async (h) => {
     const project = await createProject(h.kv, { name: "web" });
-    for (let i = 0; i < MAX_AUDIT_EVENTS + 30; i++) {
-      await recordAudit(h.kv, {
+    const record = (actor: string, action: string, detail: string) =>
+      recordAudit(h.kv, {
         projectId: project.id,
-        actor: "cli",
-        action: "settings.allow",
-        detail: String(i),
+        actor,
+        action,
+        detail,
         now: h.clock.now,
       });
-      h.clock.advance(1);
+    await record("ana@example.com", "token.create", "ci");
+    h.clock.advance(1);
+    // 270 allow/disallow pairs a day, three days running.
+    for (let day = 0; day < 3; day++) {
+      for (let i = 0; i < 270; i++) {
+        await record("mallory@example.com", "settings.allow", `a${i}`);
+        await record("mallory@example.com", "settings.disallow", `a${i}`);
+        h.clock.advance(1);
+      }
+      h.clock.advance(86_400_000);
     }
-    const events = await listAudit(h.kv, project.id, 10_000);
-    assert.equal(events.length, MAX_AUDIT_EVENTS);
-    assert.equal(events[0]!.detail, String(MAX_AUDIT_EVENTS + 29));
-    assert.equal(events.at(-1)!.detail, "30");
+    await record("mallory@example.com", "token.create", "mine");
+    const all = [];
+    let before: string | undefined;
+    for (;;) {
+      const page = await listAudit(h.kv, project.id, 500, before);
+      all.push(...page);
+      if (page.length < 500) break;
+      before = page.at(-1)!.id;
+    }
+    assert.equal(all.at(-1)!.action, "token.create", "the oldest is kept");
+    assert.equal(all.at(-1)!.actor, "ana@example.com");
+    // Each day: 200 events in full, then one folded event per action.
+    assert.equal(all.length, 3 * (MAX_EVENTS_PER_ACTOR_DAY + 2) + 2);
+    const folded = all.filter((e) => e.repeated !== undefined);
+    assert.deepEqual(
+      folded.map((e) => [e.action, e.repeated, e.detail]).slice(0, 2),
+      [
+        ["settings.disallow", 170, "a269"],
+        ["settings.allow", 170, "a269"],
+      ],
+    );
+    assert.equal(all[0]!.detail, "mine", "a change after the flood is shown");
     const run = await cli(h.kv, [
       "audit",
       project.id,
@@ -251,10 +284,50 @@ dashboardTest(
       "2",
     ]);
     assert.equal(run.code, 0);
-    assert.deepEqual(
-      run.stdout.trim().split("\n").map((l) => JSON.parse(l).detail),
-      [String(MAX_AUDIT_EVENTS + 29), String(MAX_AUDIT_EVENTS + 28)],
-    );
+    const lines = run.stdout.trim().split("\n").map((l) => JSON.parse(l));
+    assert.deepEqual(lines.map((l) => l.detail), ["mine", "a269"]);
+    const next = await cli(h.kv, [
+      "audit",
+      project.id,
+      "--json",
+      "--limit",
+      "1",
+      "--before",
+      lines[1].id,
+    ]);
+    assert.equal(JSON.parse(next.stdout).action, "settings.allow");
+    const bad = await cli(h.kv, ["audit", project.id, "--before", "x"]);
+    assert.equal(bad.code, 2);
+    assert.match(bad.stderr, /Cannot read --before/);
+  },
+);
+
+dashboardTest(
+  "the audit page shows 200 events, folded ones with their count, and links to the earlier ones",
+  async (h) => {
+    const project = await createProject(h.kv, { name: "web" });
+    for (let i = 0; i < MAX_EVENTS_PER_ACTOR_DAY + 5; i++) {
+      await recordAudit(h.kv, {
+        projectId: project.id,
+        actor: "ana@example.com",
+        action: "settings.allow",
+        detail: `v${i}`,
+        now: h.clock.now,
+      });
+      h.clock.advance(1);
+    }
+    const browser = await signIn(h.dash);
+    const first = await (await browser.get(`/projects/${project.id}/audit`))
+      .text();
+    assert.match(textOf(first), /settings\.allow ×5 v204/);
+    const older = /id="older-events" href="([^"]+)"/.exec(first)![1]!
+      .replaceAll("&amp;", "&");
+    const second = textOf(await (await browser.get(older)).text());
+    assert.match(second, /v0/);
+    assert.doesNotMatch(second, /id="older-events"/);
+    const bad = await browser.get(`/projects/${project.id}/audit?before=x`);
+    assert.equal(bad.status, 400);
+    assert.match((await bad.json()).error, /Cannot read event id "x"/);
   },
 );
 

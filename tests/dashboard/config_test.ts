@@ -30,7 +30,7 @@ Deno.test("loadDashboardConfig gives the documented defaults and reads KV_PATH a
     servicePort: 8000,
     publicHosts: [],
     formLimitBytes: 65536,
-    tailLimits: { total: 64, perSession: 4 },
+    tailLimits: { total: 64, perSession: 4, perAccount: 8 },
   });
   const custom = loadDashboardConfig({
     ADMIN_PASSWORD: "long enough",
@@ -56,11 +56,12 @@ Deno.test("loadDashboardConfig reads the dashboard's bounds and names a malforme
     DASHBOARD_FORM_BYTES: "8192",
     DASHBOARD_TAILS: "10",
     DASHBOARD_TAILS_PER_SESSION: "2",
+    DASHBOARD_TAILS_PER_ACCOUNT: "3",
   });
   assert.deepEqual(dashboardBounds(config), {
     publicHosts: ["logs.example.com", "ops.example.com:8443"],
     formLimitBytes: 8192,
-    tailLimits: { total: 10, perSession: 2 },
+    tailLimits: { total: 10, perSession: 2, perAccount: 3 },
   });
   for (
     const [name, value] of [
@@ -68,6 +69,7 @@ Deno.test("loadDashboardConfig reads the dashboard's bounds and names a malforme
       ["DASHBOARD_FORM_BYTES", "12"],
       ["DASHBOARD_TAILS", "0"],
       ["DASHBOARD_TAILS_PER_SESSION", "many"],
+      ["DASHBOARD_TAILS_PER_ACCOUNT", "0"],
     ]
   ) {
     assert.throws(

@@ -1,11 +1,22 @@
 /**
  * The errors page through `app.request`: groups with counts, times, a
  * sparkline and the "new" mark, sender text inert, and the link to the
- * explorer listing exactly one group's entries.
+ * explorer listing exactly one group's entries; the newest group first
+ * however many a sender made.
  *
  * @module
  */
 import assert from "node:assert/strict";
+import {
+  addErrorGroups,
+  MAX_GROUPS,
+  MAX_GROUPS_PER_BATCH,
+  prepareErrorGroups,
+} from "../../db/error_groups.ts";
+import { errorGroupKey } from "../../db/keys.ts";
+import type { LogRecord } from "../../domain/entry.ts";
+import { createId } from "../../domain/ids.ts";
+import { cli } from "../_helpers/cli.ts";
 import {
   dashboardTest,
   rowIds,
@@ -96,5 +107,77 @@ dashboardTest(
     assert.match(textOf(html), /2 groups, 1 new/);
     assert.match(textOf(html), /error new Fresh/);
     assert.doesNotMatch(textOf(html), /new Old/);
+  },
+);
+
+dashboardTest(
+  "10,000 groups a sender made leave a new error first on the errors page and in `deno task errors`, the project's groups bounded",
+  async (h) => {
+    const project = await h.project(["https://app.example.com"]);
+    const t0 = h.clock.now();
+    const made = MAX_GROUPS + 100;
+    for (let i = 0; i < made; i += MAX_GROUPS_PER_BATCH) {
+      const batch: LogRecord[] = [];
+      for (let j = i; j < Math.min(made, i + MAX_GROUPS_PER_BATCH); j++) {
+        const word = j.toString(26).replace(/\d/g, (d) => "qrstuvwxyz"[+d]!);
+        batch.push({
+          id: createId(t0 + j),
+          receivedAt: t0 + j,
+          level: "critical",
+          data: { title: `Ground ${word}` },
+          device: {},
+          context: {},
+          auth: "origin",
+        });
+      }
+      const op = h.kv.atomic();
+      addErrorGroups(
+        op,
+        await prepareErrorGroups(h.kv, project.id, batch, {
+          now: t0,
+          retentionMs: 30 * 24 * HOUR,
+        }),
+      );
+      assert.ok((await op.commit()).ok);
+    }
+    h.clock.advance(made + 1_000);
+    await store(h, project.id, [
+      { level: "error", data: { title: "Payment provider unreachable" } },
+    ]);
+    const groupRows = await Array.fromAsync(
+      h.kv.list({ prefix: errorGroupKey(project.id) }),
+    );
+    assert.equal(groupRows.length, MAX_GROUPS);
+
+    const browser = await signIn(h.dash);
+    const res = await browser.get(`/projects/${project.id}/errors`);
+    assert.equal(res.status, 200);
+    const html = await res.text();
+    assert.ok(html.length < 300_000, `page of ${html.length} bytes`);
+    const titles = [
+      ...textOf(html).matchAll(/(Payment provider unreachable|Ground [a-z]+)/g),
+    ]
+      .map((m) => m[1]);
+    assert.equal(titles[0], "Payment provider unreachable");
+    assert.match(textOf(html), /The most recently seen 100 groups/);
+    const older = /id="older-groups" href="([^"]+)"/.exec(html)![1]!
+      .replaceAll("&amp;", "&");
+    const next = await browser.get(older);
+    assert.equal(next.status, 200);
+    assert.doesNotMatch(await next.text(), /Payment provider/);
+    const bad = await browser.get(`/projects/${project.id}/errors?after=nope`);
+    assert.equal(bad.status, 400);
+    assert.match((await bad.json()).error, /Cannot read cursor/);
+
+    const run = await cli(h.kv, [
+      "errors",
+      project.id,
+      "--json",
+      "--limit",
+      "2",
+    ]);
+    assert.equal(run.code, 0);
+    const [first] = run.stdout.trim().split("\n").map((l) => JSON.parse(l));
+    assert.equal(first.title, "Payment provider unreachable");
   },
 );

@@ -34,6 +34,9 @@ const ctx: PageContext = {
     "app.css": "/dashboard/assets/app.css?v=1",
     "app.js": "/dashboard/assets/app.js?v=1",
   },
+  // These pages are rendered as an account that may open every page.
+  opens: () => true,
+  posts: () => true,
 };
 
 const HOSTILE = `<script>alert(1)</script><img src=x onerror=alert(2)>"'`;

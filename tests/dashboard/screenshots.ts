@@ -10,7 +10,7 @@
  * @module
  */
 import type { Page } from "puppeteer-core";
-import { addErrorGroups } from "../../db/error_groups.ts";
+import { addErrorGroups, prepareErrorGroups } from "../../db/error_groups.ts";
 import { storeLogs } from "../../db/storage/write.ts";
 import { listProjects } from "../../db/projects.ts";
 import type { LogRecord } from "../../domain/entry.ts";
@@ -94,7 +94,11 @@ if (import.meta.main) {
     // Stored as the consumer stores them, grouped in the same commit.
     const op = kv.atomic();
     storeLogs(op, demo.id, errors, { now, retentionMs: 30 * 86_400_000 });
-    addErrorGroups(op, demo.id, errors);
+    const retentionMs = 30 * 86_400_000;
+    addErrorGroups(
+      op,
+      await prepareErrorGroups(kv, demo.id, errors, { retentionMs, now }),
+    );
     await op.commit();
     await page.goto(`${home}/projects/${demo.id}/errors`);
     await shot(page, "dashboard-errors.png");

@@ -1,5 +1,5 @@
 /**
- * Live tails are bounded per session and in all: past a bound the answer is
+ * Live tails are bounded per session, per account and in all: past a bound the answer is
  * `429` with a sentence, a closed or ended stream gives its place back, and
  * 500 tails asked for at once over real connections leave the endpoint's
  * latency and the process's memory within their budgets.
@@ -9,6 +9,7 @@
 import assert from "node:assert/strict";
 import { createDashboard } from "../../dashboard/app.ts";
 import { randomEntry } from "../_helpers/harness.ts";
+import { addAccount, signInAs } from "../_helpers/dashboard_accounts.ts";
 import {
   type Browser,
   dashboardTest,
@@ -70,6 +71,40 @@ Deno.test("a session holds at most its share of live tails and the dashboard its
   }, { dashboard: { tailLimits: { perSession: 4, total: 6 } } });
 });
 
+dashboardTest(
+  "one account holds at most its share of live tails over all its sessions, and another account still gets one",
+  async (h) => {
+    const project = await h.project();
+    await addAccount(h.kv, "viewer@example.com", "viewer", [project.id]);
+    const tail = `/projects/${project.id}/tail`;
+    const a = await signIn(h.dash);
+    const b = await signIn(h.dash);
+    const open: Response[] = [];
+    open.push(...await openTails(a, tail, 4));
+    open.push(...await openTails(b, tail, 2));
+    const over = await b.get(tail);
+    assert.equal(over.status, 429);
+    assert.equal(over.headers.get("retry-after"), "60");
+    assert.equal(
+      await over.text(),
+      "Cannot open more than 6 live tails at once for one account: pause the live tail in another tab or browser",
+    );
+    // A third session of the same account gets none either.
+    const c = await signIn(h.dash);
+    const third = await c.get(tail);
+    assert.equal(third.status, 429);
+    await third.body?.cancel();
+    // Another account is not held back by the first one's streams.
+    const viewer = await signInAs(h.dash, "viewer@example.com");
+    open.push(...await openTails(viewer, tail, 1));
+    // A stream given back makes room for the account again.
+    await open.shift()!.body!.cancel();
+    open.push(...await openTails(c, tail, 1));
+    for (const res of open) await res.body!.cancel();
+  },
+  { dashboard: { tailLimits: { perSession: 4, perAccount: 6, total: 64 } } },
+);
+
 /** The 99th percentile of `values`. */
 function p99(values: number[]): number {
   const sorted = [...values].sort((x, y) => x - y);
@@ -91,6 +126,8 @@ dashboardTest(
       kv: h.kv,
       password: PASSWORD,
       loginLimit: { burst: 1000 },
+      // One account's 25 sessions: here the total is the bound to reach.
+      tailLimits: { perAccount: 1000 },
     });
     const dashServer = Deno.serve(
       { port: 0, hostname: "127.0.0.1", onListen: () => {} },

@@ -1,7 +1,8 @@
 /**
  * Error groups, written by the consumer beside the entries it stores: counts,
- * first and last seen, hourly counts, the cap per batch, and the query field
- * that lists one group's entries.
+ * first and last seen, hourly counts, the cap per batch, the query field
+ * that lists one group's entries, the keyed group ids, the bound per
+ * project, expiry and the listing by last seen.
  *
  * @module
  */
@@ -9,14 +10,21 @@ import assert from "node:assert/strict";
 import { RecordedAtomic } from "../../db/atomic.ts";
 import {
   addErrorGroups,
+  groupCursor,
+  GroupCursorError,
+  groupKeyOf,
   listGroups,
+  MAX_GROUPS,
   MAX_GROUPS_PER_BATCH,
-  MAX_GROUPS_READ,
-  pruneErrorGroupHours,
+  prepareErrorGroups,
+  RECOUNT_MS,
   SPARK_HOURS,
 } from "../../db/error_groups.ts";
-import { errorGroupKey } from "../../db/keys.ts";
-import { encodeJson } from "../../db/kv.ts";
+import {
+  errorGroupKey,
+  errorGroupSeenKey,
+  fingerprintKeyKey,
+} from "../../db/keys.ts";
 import { deleteProject } from "../../db/deletion.ts";
 import { allowValue } from "../../db/projects.ts";
 import { replayRejected } from "../../queue/replay.ts";
@@ -34,6 +42,26 @@ import {
 } from "../_helpers/harness.ts";
 
 const HOUR = 3_600_000;
+const DAY = 24 * HOUR;
+
+/** Groups `records` as the consumer does, in a commit of their own. */
+async function group(
+  kv: Deno.Kv,
+  projectId: string,
+  records: LogRecord[],
+  { now = records[0]?.receivedAt ?? 0, retentionMs = 30 * DAY } = {},
+): Promise<void> {
+  const op = kv.atomic();
+  addErrorGroups(
+    op,
+    await prepareErrorGroups(kv, projectId, records, { now, retentionMs }),
+  );
+  assert.ok((await op.commit()).ok);
+}
+
+async function rows(kv: Deno.Kv, prefix: Deno.KvKey): Promise<number> {
+  return (await Array.fromAsync(kv.list({ prefix }))).length;
+}
 
 function record(at: number, level: string, data: Record<string, unknown>) {
   return {
@@ -100,40 +128,50 @@ harnessTest(
   async (h) => {
     const project = await h.project();
     const t0 = h.clock.now();
-    const op = h.kv.atomic();
-    addErrorGroups(op, project.id, [record(t0, "error", { title: "Boom" })]);
-    await op.commit();
+    await group(h.kv, project.id, [record(t0, "error", { title: "Boom" })]);
     const later = t0 + 30 * HOUR;
-    const [group] = await listGroups(h.kv, project.id, later);
-    assert.equal(group!.isNew, false);
-    assert.equal(group!.count, 1);
-    assert.deepEqual(group!.hourly, new Array(SPARK_HOURS).fill(0));
-    assert.equal(await pruneErrorGroupHours(h.kv, project.id, later), 1);
-    const left = await Array.fromAsync(
-      h.kv.list({ prefix: errorGroupKey("hours", project.id) }),
-    );
-    assert.equal(left.length, 0);
-    assert.equal((await listGroups(h.kv, project.id, later))[0]!.count, 1);
+    const [found] = await listGroups(h.kv, project.id, later);
+    assert.equal(found!.isNew, false);
+    assert.equal(found!.count, 1);
+    assert.deepEqual(found!.hourly, new Array(SPARK_HOURS).fill(0));
+    await group(h.kv, project.id, [record(later, "error", { title: "Boom" })]);
+    const [again] = await listGroups(h.kv, project.id, later);
+    assert.equal(again!.count, 2);
+    assert.equal(again!.lastSeen, later);
+    assert.deepEqual(again!.hourly, [...new Array(SPARK_HOURS - 1).fill(0), 1]);
+    assert.equal(await rows(h.kv, errorGroupSeenKey(project.id)), 1);
   },
 );
 
-Deno.test("one batch adds to at most 20 groups, the largest, and says how many mutations it added", () => {
-  const t0 = Date.UTC(2026, 0, 1);
-  const records: LogRecord[] = [];
-  for (let g = 0; g < 30; g++) {
-    // Group g has 1 entry, except the last ten, which have 3.
-    for (let n = 0; n < (g >= 20 ? 3 : 1); n++) {
-      records.push(
-        record(t0 + g * 10 + n, "error", { title: `Kind ${"x".repeat(g)}` }),
-      );
+kvTest(
+  "one batch adds to at most 20 groups, the largest, and says how many mutations it added",
+  async (kv) => {
+    const t0 = Date.UTC(2026, 0, 1);
+    const records: LogRecord[] = [];
+    for (let g = 0; g < 30; g++) {
+      // Group g has 1 entry, except the last ten, which have 3.
+      for (let n = 0; n < (g >= 20 ? 3 : 1); n++) {
+        records.push(
+          record(t0 + g * 10 + n, "error", { title: `Kind ${"x".repeat(g)}` }),
+        );
+      }
     }
-  }
-  const op = new RecordedAtomic();
-  const added = addErrorGroups(op, "p1", records);
-  assert.equal(MAX_GROUPS_PER_BATCH, 20);
-  assert.equal(added, 20 * 5, "4 per group and one hour each");
-  assert.equal(op.mutations, added);
-});
+    const op = new RecordedAtomic();
+    const plan = await prepareErrorGroups(kv, "p1", records, {
+      now: t0,
+      retentionMs: DAY,
+    });
+    const added = addErrorGroups(op, plan);
+    assert.equal(MAX_GROUPS_PER_BATCH, 20);
+    assert.equal(added, 20 * 2, "a group and its index row each");
+    assert.equal(op.mutations, added);
+    assert.equal(
+      plan.groups.filter((g) => g.after.count === 3).length,
+      10,
+      "the ten largest are all kept",
+    );
+  },
+);
 
 harnessTest(
   "a fingerprint query lists the entries of one group only",
@@ -162,21 +200,22 @@ harnessTest(
   "deleting a project deletes its error groups and saved views",
   async (h) => {
     const project = await h.project();
-    const op = h.kv.atomic();
-    addErrorGroups(op, project.id, [
+    await group(h.kv, project.id, [
       record(h.clock.now(), "error", { title: "A" }),
     ]);
-    await op.commit();
     await saveView(h.kv, project.id, { name: "Errors", query: "?level=error" });
     assert.equal((await listGroups(h.kv, project.id, h.clock.now())).length, 1);
     await deleteProject(h.kv, project.id);
     assert.deepEqual(await listGroups(h.kv, project.id, h.clock.now()), []);
     assert.deepEqual(await listViews(h.kv, project.id), []);
-    for (const part of ["count", "first", "last", "hours"] as const) {
-      const left = await Array.fromAsync(
-        h.kv.list({ prefix: errorGroupKey(part, project.id) }),
-      );
-      assert.equal(left.length, 0, part);
+    for (
+      const prefix of [
+        errorGroupKey(project.id),
+        errorGroupSeenKey(project.id),
+        fingerprintKeyKey(project.id),
+      ]
+    ) {
+      assert.equal(await rows(h.kv, prefix), 0, prefix.join("/"));
     }
   },
 );
@@ -205,33 +244,96 @@ harnessTest("an error entry stored by a replay joins its group", async (h) => {
 });
 
 kvTest(
-  "a listing of error groups reads at most MAX_GROUPS_READ of them, however many a sender made",
+  "a group is named by a keyed hash: the same error has other ids in other projects, and one id in its own",
   async (kv) => {
-    const projectId = "p";
-    for (let i = 0; i < MAX_GROUPS_READ + 50; i += 250) {
-      const op = kv.atomic();
-      for (let j = i; j < i + 250; j++) {
-        const fingerprint = `f${String(j).padStart(6, "0")}`;
-        const key = (part: "record" | "count" | "first" | "last") =>
-          errorGroupKey(part, projectId, fingerprint);
-        op.set(
-          key("record"),
-          encodeJson({
-            title: fingerprint,
-            topFrame: "",
-            sampleId: "x",
-            level: "error",
-            sampleTitle: "",
-          }),
-        );
-        op.set(key("count"), new Deno.KvU64(1n));
-        op.set(key("first"), new Deno.KvU64(BigInt(j)));
-        op.set(key("last"), new Deno.KvU64(BigInt(j)));
-      }
-      assert.ok((await op.commit()).ok);
+    const at = Date.UTC(2026, 0, 1);
+    const boom = () => record(at, "error", { title: "Boom 1" });
+    const [keyA, keyA2] = await Promise.all([
+      groupKeyOf(kv, "a"),
+      groupKeyOf(kv, "a"),
+    ]);
+    assert.deepEqual(keyA, keyA2);
+    assert.deepEqual((await kv.get(fingerprintKeyKey("a"))).value, keyA);
+    await group(kv, "a", [boom()]);
+    await group(kv, "a", [boom()]);
+    await group(kv, "b", [boom()]);
+    const [a] = await listGroups(kv, "a", at);
+    const [b] = await listGroups(kv, "b", at);
+    assert.equal(a!.count, 2);
+    assert.equal(a!.fingerprint, b!.fingerprint, "the public fingerprint");
+    assert.notEqual(a!.id, b!.id);
+    assert.match(a!.id, /^[0-9a-f]{16}$/);
+  },
+);
+
+kvTest(
+  "a page of groups holds the most recently seen, and its cursor leads to the next page",
+  async (kv) => {
+    const at = Date.UTC(2026, 0, 1);
+    for (let i = 0; i < 5; i++) {
+      await group(kv, "p", [
+        record(at + i, "error", { title: `Kind ${"x".repeat(i)}` }),
+      ]);
     }
-    const groups = await listGroups(kv, projectId, 1_000_000);
-    assert.equal(groups.length, MAX_GROUPS_READ);
-    assert.equal(groups[0]!.lastSeen, MAX_GROUPS_READ - 1);
+    const first = await listGroups(kv, "p", at, { limit: 2 });
+    assert.deepEqual(first.map((g) => g.lastSeen), [at + 4, at + 3]);
+    const second = await listGroups(kv, "p", at, {
+      limit: 2,
+      after: groupCursor(first.at(-1)!),
+    });
+    assert.deepEqual(second.map((g) => g.lastSeen), [at + 2, at + 1]);
+    await assert.rejects(
+      listGroups(kv, "p", at, { after: "12.nope" }),
+      GroupCursorError,
+    );
+  },
+);
+
+kvTest(
+  "groups last seen before the retention are deleted when the project's groups are counted again",
+  async (kv) => {
+    const t0 = Date.UTC(2026, 0, 1);
+    const retentionMs = 7 * DAY;
+    await group(kv, "p", [record(t0, "error", { title: "Old" })], {
+      retentionMs,
+    });
+    const later = t0 + retentionMs + RECOUNT_MS + 1;
+    await group(kv, "p", [record(later, "error", { title: "New" })], {
+      retentionMs,
+    });
+    const groups = await listGroups(kv, "p", later);
+    assert.deepEqual(groups.map((g) => g.title), ["New"]);
+    assert.equal(await rows(kv, errorGroupKey("p")), 1);
+    assert.equal(await rows(kv, errorGroupSeenKey("p")), 1);
+  },
+);
+
+kvTest(
+  "10,000 groups a sender made leave a new error first, and the project keeps at most MAX_GROUPS groups",
+  async (kv) => {
+    const t0 = Date.UTC(2026, 0, 1);
+    const made = MAX_GROUPS + 100;
+    for (let i = 0; i < made; i += MAX_GROUPS_PER_BATCH) {
+      const batch: LogRecord[] = [];
+      for (let j = i; j < Math.min(made, i + MAX_GROUPS_PER_BATCH); j++) {
+        // Distinct titles: letters, since numbers are set aside.
+        const title = `Ground ${
+          j.toString(26).replace(/\d/g, (d) => "qrstuvwxyz"[+d]!)
+        }`;
+        batch.push(record(t0 + j, "error", { title }));
+      }
+      await group(kv, "p", batch, { now: t0 + i });
+    }
+    assert.ok(await rows(kv, errorGroupKey("p")) <= MAX_GROUPS);
+    assert.ok(await rows(kv, errorGroupSeenKey("p")) <= MAX_GROUPS);
+    const real = t0 + made + 1_000;
+    await group(kv, "p", [
+      record(real, "critical", { title: "Payment provider unreachable" }),
+    ]);
+    const [first] = await listGroups(kv, "p", real, { limit: 50 });
+    assert.equal(first!.title, "Payment provider unreachable");
+    // The least recently seen went to make room: exactly the bound is left.
+    assert.equal(await rows(kv, errorGroupKey("p")), MAX_GROUPS);
+    assert.equal(await rows(kv, errorGroupSeenKey("p")), MAX_GROUPS);
   },
 );

@@ -7,10 +7,12 @@ import assert from "node:assert/strict";
 import {
   entryTitle,
   fingerprintOf,
+  groupIdOf,
   normaliseTitle,
   stackLines,
   topFrame,
 } from "../../domain/fingerprint.ts";
+import { sipHash24 } from "../../domain/siphash.ts";
 
 Deno.test("titles differing only in numbers, ids, hex and quoted text share a fingerprint", () => {
   const a = fingerprintOf({
@@ -179,4 +181,23 @@ Deno.test("a title of tens of thousands of escaped quotes is normalised in one p
   // About a second before, with the expression scanning again from each quote.
   assert.ok(performance.now() - started < 200);
   assert.equal(title, '"\\'.repeat(100));
+});
+
+Deno.test("sipHash24 gives the reference vectors of SipHash-2-4", () => {
+  // From the SipHash paper's test vectors: key 00..0f, message 00..(n-1).
+  const key = Uint8Array.from({ length: 16 }, (_, i) => i);
+  const message = (n: number) => Uint8Array.from({ length: n }, (_, i) => i);
+  assert.equal(sipHash24(key, message(0)), "726fdb47dd0e0e31");
+  assert.equal(sipHash24(key, message(1)), "74f839c593dc67fd");
+  assert.equal(sipHash24(key, message(15)), "a129ca6149be45e5");
+});
+
+Deno.test("a group id depends on the project's key, not only on the error", () => {
+  const fp = fingerprintOf({ data: { title: "Order 1 failed" } });
+  const one = new Uint8Array(16).fill(1);
+  const two = new Uint8Array(16).fill(2);
+  assert.equal(groupIdOf(one, fp), groupIdOf(one, { ...fp }));
+  assert.notEqual(groupIdOf(one, fp), groupIdOf(two, fp));
+  assert.match(groupIdOf(one, fp), /^[0-9a-f]{16}$/);
+  assert.throws(() => groupIdOf(new Uint8Array(8), fp), RangeError);
 });
