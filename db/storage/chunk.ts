@@ -229,7 +229,7 @@ function* chunkSteps(
   deflated.forEach((d, i) => view.setUint32(1 + 4 * i, d.length, true));
   const body = concatBytes([table, ...deflated]);
   const { head, rest } = splitBytes(body);
-  const built = options.columns === false ? null : columns.build();
+  const built = options.columns === false ? null : columns.build(options.fast);
   const summary: ChunkSummary = {
     firstId: lineId(lines[0]!),
     lastId: lineId(lines.at(-1)!),

@@ -119,8 +119,11 @@ export class ColumnsBuilder {
     this.#count++;
   }
 
-  /** The encoded value and its further slices; null when it cannot be held. */
-  build(): { head: Uint8Array; rest: Uint8Array[] } | null {
+  /**
+   * The encoded value and its further slices; null when it cannot be held.
+   * `fast`: the fastest deflate, for a chunk the merger rewrites soon.
+   */
+  build(fast = false): { head: Uint8Array; rest: Uint8Array[] } | null {
     if (this.#count === 0 || this.#levels.size > MAX_LEVELS) return null;
     const held = COLUMN_FIELDS.flatMap((path, f) => {
       const codes = this.#codes[f];
@@ -151,7 +154,7 @@ export class ColumnsBuilder {
         parts.push(bytes);
       }
     }
-    const body = deflateRawSync(concatBytes(parts), { level: 1 });
+    const body = deflateRawSync(concatBytes(parts), fast ? { level: 1 } : {});
     const { head, rest } = splitBytes(body);
     return {
       head: concatBytes([new Uint8Array([FORMAT, 1 + rest.length]), head]),
