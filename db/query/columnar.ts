@@ -32,7 +32,7 @@ import {
   type Columns,
   readColumns,
 } from "../storage/columns.ts";
-import { decodeRecordLine, lineId } from "../storage/lines.ts";
+import { decodeRecordLine, lineId, lineLevel } from "../storage/lines.ts";
 import { fieldText, resolvePath } from "../storage/text.ts";
 import { InexactReadError, MAX_READ_ATTEMPTS } from "./consistent.ts";
 import type { CompiledFilter, Filter } from "./filter.ts";
@@ -258,11 +258,13 @@ async function readBatch(
 function linesPart(text: string, context: BatchContext): LinesPart {
   const { lo, hi, out } = context;
   const rows: LinesPart["rows"] = [];
+  const { levelOk } = context.options.filter;
   if (text === "") return { rows };
   for (const line of text.split("\n")) {
     out.stats.entriesScanned++;
     const id = lineId(line);
     if (id < lo || id >= hi) continue;
+    if (levelOk && !levelOk(lineLevel(line))) continue;
     const record: LogRecord = decodeRecordLine(line);
     if (!context.options.filter.test(record)) continue;
     rows.push({
