@@ -22,6 +22,7 @@ import {
   logChunkKey,
   logColumnsKey,
   logSummariesPrefix,
+  logSummaryKey,
   logUnitId,
 } from "../keys.ts";
 import { GET_MANY_MAX_KEYS, getManyChunked } from "../kv.ts";
@@ -157,16 +158,18 @@ async function collectOnce(
   const out: Collected = { parts: [], paths: options.paths, stats };
   const clock = options.budget.clock ?? (() => performance.now());
   const deadline = clock() + options.budget.ms;
+  const context: BatchContext = { options, lo, hi, out, read };
   let batch: ChunkSummary[] = [];
+  // The batch whose columns are being fetched while the one before is read.
+  let fetching: Promise<Fetched> | null = null;
   const flush = async () => {
-    const gone = await readBatch(kv, projectId, batch, {
-      options,
-      lo,
-      hi,
-      out,
-      read,
-    });
+    const next = batch.length > 0 ? fetchBatch(kv, projectId, batch) : null;
     batch = [];
+    const gone = fetching !== null &&
+      await readBatch(kv, projectId, await fetching, context);
+    fetching = next;
+    // A read done again leaves no fetch behind.
+    if (gone && next) await next;
     return gone;
   };
   for await (const entry of iter) {
@@ -179,7 +182,7 @@ async function collectOnce(
       continue;
     }
     if (stats.chunksRead + batch.length > 0 && clock() >= deadline) {
-      if (batch.length > 0 && await flush()) return undefined;
+      if (await flush() || await flush()) return undefined;
       // Every entry of a later minute than this chunk's last is counted.
       out.searchedTo = (Math.floor(idTime(summary.lastId) / MINUTE_MS) + 1) *
         MINUTE_MS;
@@ -188,7 +191,7 @@ async function collectOnce(
     batch.push(summary);
     if (batch.length >= GET_MANY_MAX_KEYS && await flush()) return undefined;
   }
-  if (batch.length > 0 && await flush()) return undefined;
+  if (await flush() || await flush()) return undefined;
   return out;
 }
 
@@ -201,32 +204,59 @@ interface BatchContext {
   read: { key: Deno.KvKey; versionstamp: string }[];
 }
 
-/**
- * Reads a batch of chunks: their columns, or their lines where the columns
- * do not answer. Returns true when one was gone.
- */
-async function readBatch(
+/** A batch of chunks with their columns values, fetched. */
+type Fetched = {
+  batch: ChunkSummary[];
+  withColumns: ChunkSummary[];
+  entries: Deno.KvEntryMaybe<unknown>[];
+};
+
+/** Fetches the columns values of a batch's chunks that have columns. */
+async function fetchBatch(
   kv: Deno.Kv,
   projectId: string,
   batch: ChunkSummary[],
-  context: BatchContext,
-): Promise<boolean> {
-  const { out, read } = context;
+): Promise<Fetched> {
   const withColumns = batch.filter((s) => (s.columns ?? 0) > 0);
   const entries = await getManyChunked(
     kv,
     withColumns.map((s) => logColumnsKey(projectId, s.lastId)),
   );
-  const lines: ChunkSummary[] = batch.filter((s) => !s.columns);
+  return { batch, withColumns, entries };
+}
+
+/**
+ * Reads a fetched batch of chunks: their columns, or their lines where the
+ * columns do not answer. Returns true when one was gone. A chunk, its
+ * summary and its columns are written in one commit, so the summary's
+ * versionstamp (a small value to read again at the end) is theirs.
+ */
+async function readBatch(
+  kv: Deno.Kv,
+  projectId: string,
+  fetched: Fetched,
+  context: BatchContext,
+): Promise<boolean> {
+  const { out, read } = context;
+  const { withColumns, entries } = fetched;
+  const lines: ChunkSummary[] = fetched.batch.filter((s) => !s.columns);
+  const wanted = new Set([
+    ...context.options.paths,
+    ...(context.options.filter.filter.fields ?? []).map((t) => t.path),
+  ]);
   for (const [i, entry] of entries.entries()) {
     const summary = withColumns[i]!;
     if (entry.versionstamp === null) return true;
-    read.push({ key: entry.key, versionstamp: entry.versionstamp });
+    read.push({
+      key: logSummaryKey(projectId, summary.lastId),
+      versionstamp: entry.versionstamp,
+    });
     const columns = await readColumns(
       kv,
       projectId,
       summary.lastId,
       entry.value,
+      wanted,
     );
     const mask = columnsMask(columns, context.options);
     if (mask) {
@@ -241,7 +271,10 @@ async function readBatch(
   );
   for (const [i, entry] of values.entries()) {
     if (entry.versionstamp === null) return true;
-    read.push({ key: entry.key, versionstamp: entry.versionstamp });
+    read.push({
+      key: logSummaryKey(projectId, lines[i]!.lastId),
+      versionstamp: entry.versionstamp,
+    });
     const text = await readChunkText(
       kv,
       projectId,

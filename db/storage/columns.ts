@@ -131,18 +131,20 @@ export class ColumnsBuilder {
       const values = [...this.#dicts[f]!.keys()];
       return [{ path, values, codes, wide: values.length >= 256 }];
     });
-    const header = new TextEncoder().encode(
+    const encoder = new TextEncoder();
+    const dicts = held.map((h) => encoder.encode(`[${h.values.join()}]`));
+    const header = encoder.encode(
       `{"n":${this.#count},"m":${this.#baseMs},"t":${this.#timeExact},` +
         `"lv":${JSON.stringify([...this.#levels.keys()])},"f":[${
-          held.map((h) =>
-            `[${JSON.stringify(h.path)},${h.wide ? 2 : 1},[${h.values.join()}]]`
+          held.map((h, f) =>
+            `[${JSON.stringify(h.path)},${h.wide ? 2 : 1},${dicts[f]!.length}]`
           ).join()
         }],"x":${
           JSON.stringify(COLUMN_FIELDS.filter((_, f) => !this.#codes[f]))
         }}`,
     );
     const n = this.#count;
-    const parts: Uint8Array[] = [u32(header.length), header];
+    const parts: Uint8Array[] = [u32(header.length), header, ...dicts];
     parts.push(Uint8Array.from(this.#minutes));
     parts.push(Uint8Array.from(this.#levelCodes));
     for (const h of held) {
@@ -163,6 +165,24 @@ export class ColumnsBuilder {
   }
 }
 
+/** `n` little-endian 16-bit numbers from `at`. */
+function uint16s(
+  bytes: Uint8Array,
+  view: DataView,
+  at: number,
+  n: number,
+): Uint16Array {
+  if (new Uint8Array(new Uint16Array([1]).buffer)[0] === 1) {
+    // A copy (an inflated Buffer's slice is a view), aligned.
+    return new Uint16Array(
+      new Uint8Array(bytes.subarray(at, at + 2 * n)).buffer,
+    );
+  }
+  const codes = new Uint16Array(n);
+  for (let i = 0; i < n; i++) codes[i] = view.getUint16(at + 2 * i, true);
+  return codes;
+}
+
 function u32(n: number): Uint8Array {
   const bytes = new Uint8Array(4);
   new DataView(bytes.buffer).setUint32(0, n, true);
@@ -171,13 +191,14 @@ function u32(n: number): Uint8Array {
 
 /**
  * Decodes a `log_columns/` value, reading its further slices when it has
- * any.
+ * any; of the fields held, only those in `wanted` (all by default).
  */
 export async function readColumns(
   kv: Deno.Kv,
   projectId: string,
   lastId: string,
   value: unknown,
+  wanted?: ReadonlySet<string>,
 ): Promise<Columns> {
   if (!(value instanceof Uint8Array) || value[0] !== FORMAT) {
     throw new Error(`Cannot read the columns of "${lastId}": unknown format`);
@@ -191,39 +212,54 @@ export async function readColumns(
       (_, i) => logColumnSliceKey(projectId, lastId, i + 1),
     ),
   );
-  return decodeColumnsBody(inflateRawSync(body));
+  return decodeColumnsBody(inflateRawSync(body), wanted);
 }
 
-/** Decodes the inflated body of a columns value. */
-export function decodeColumnsBody(bytes: Uint8Array): Columns {
+/**
+ * Decodes the inflated body of a columns value; of the fields held, only
+ * those in `wanted` (all by default).
+ */
+export function decodeColumnsBody(
+  bytes: Uint8Array,
+  wanted?: ReadonlySet<string>,
+): Columns {
+  const decoder = new TextDecoder();
   const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.length);
   const size = view.getUint32(0, true);
-  const header = JSON.parse(
-    new TextDecoder().decode(bytes.subarray(4, 4 + size)),
-  ) as {
+  const header = JSON.parse(decoder.decode(bytes.subarray(4, 4 + size))) as {
     n: number;
     m: number;
     t: boolean;
     lv: string[];
-    f: [string, number, unknown[]][];
+    f: [string, number, number][];
     x: string[];
   };
   const n = header.n;
   let at = 4 + size;
+  const dicts = header.f.map(([, , length]) => {
+    const text = bytes.subarray(at, at + length);
+    at += length;
+    return text;
+  });
   const minutes = bytes.subarray(at, at + n);
   const levelCodes = bytes.subarray(at + n, at + 2 * n);
   at += 2 * n;
   const fields: Columns["fields"] = new Map();
-  for (const [path, width, values] of header.f) {
-    let codes: Uint8Array | Uint16Array;
-    if (width === 1) codes = bytes.subarray(at, at + n);
-    else {
-      codes = new Uint16Array(n);
-      for (let i = 0; i < n; i++) codes[i] = view.getUint16(at + 2 * i, true);
-    }
+  header.f.forEach(([path, width], f) => {
+    const start = at;
     at += width * n;
-    fields.set(path, { values: [undefined, ...values], codes });
-  }
+    if (wanted && !wanted.has(path)) return;
+    const values = JSON.parse(decoder.decode(dicts[f]!)) as unknown[];
+    fields.set(path, {
+      values: [undefined, ...values],
+      codes: width === 1 ? bytes.subarray(start, start + n) : uint16s(
+        bytes,
+        view,
+        start,
+        n,
+      ),
+    });
+  });
   return {
     count: n,
     baseMs: header.m,
