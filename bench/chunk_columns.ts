@@ -4,7 +4,7 @@
  * without columns, in pairs (one of each, alternating which goes first),
  * as the consumer builds them (200 records at hand, fastest deflate) and as
  * the merger does (2,000 lines, parsed). Reports the median per entry of
- * each and their ratio.
+ * each and their ratio, and the columns built alone.
  *
  * ```sh
  * deno run bench/chunk_columns.ts [--rounds 30]
@@ -17,6 +17,7 @@ import type { LogRecord } from "../domain/entry.ts";
 import { createId } from "../domain/ids.ts";
 import { buildChunk, type BuildChunkOptions } from "../db/storage/chunk.ts";
 import { encodeRecordLine } from "../db/storage/lines.ts";
+import { ColumnsBuilder } from "../db/storage/columns.ts";
 import { createGenerator } from "./query/generate.ts";
 import { median } from "./timing.ts";
 
@@ -94,6 +95,19 @@ for (const [name, run] of cases) {
     } |`,
   );
 }
+const alone: number[] = [];
+for (let r = 0; r < rounds; r++) {
+  alone.push(timed(() => {
+    const builder = new ColumnsBuilder();
+    for (const record of records) builder.add(record);
+    builder.build();
+  }, records.length));
+}
+console.log(
+  `\nColumns alone (2,000 records, default deflate): ${
+    median(alone).toFixed(2)
+  } µs/entry`,
+);
 const built = buildChunk(lines);
 console.log(
   `\nOne chunk of 2,000 entries: ${built.summary.bytes} B of deflated lines, ` +

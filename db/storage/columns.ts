@@ -22,7 +22,6 @@ import { concatBytes, joinBytes, splitBytes } from "../blob.ts";
 import { logColumnSliceKey } from "../keys.ts";
 import type { LogRecord } from "../../domain/entry.ts";
 import { idTime } from "../../domain/ids.ts";
-import { resolvePath } from "./text.ts";
 
 /** The fields a chunk's columns hold. */
 export const COLUMN_FIELDS: readonly string[] = [
@@ -75,7 +74,8 @@ export class ColumnsBuilder {
   #minutes: number[] = [];
   #levels = new Map<string, number>();
   #levelCodes: number[] = [];
-  #dicts = COLUMN_FIELDS.map(() => new Map<string, number>());
+  /** Per field, code by {@linkcode dictKey} of the value. */
+  #dicts = COLUMN_FIELDS.map(() => new Map<unknown, number>());
   #codes: (number[] | null)[] = COLUMN_FIELDS.map(() => []);
 
   /** Adds the next entry (entries come in line order). */
@@ -97,25 +97,28 @@ export class ColumnsBuilder {
       this.#levels.set(record.level, level);
     }
     this.#levelCodes.push(level);
-    COLUMN_FIELDS.forEach((path, f) => {
+    for (let f = 0; f < PARTS.length; f++) {
       const codes = this.#codes[f];
-      if (!codes) return;
-      const value = resolvePath(record, path);
-      if (value === undefined) return void codes.push(0);
+      if (!codes) continue;
+      const value = resolveParts(record, PARTS[f]!);
+      if (value === undefined) {
+        codes.push(0);
+        continue;
+      }
       const dict = this.#dicts[f]!;
-      const json = JSON.stringify(value);
-      let code = dict.get(json);
+      const key = dictKey(value);
+      let code = dict.get(key);
       if (code === undefined) {
         if (dict.size >= MAX_COLUMN_VALUES) {
           this.#codes[f] = null;
           dict.clear();
-          return;
+          continue;
         }
         code = dict.size + 1;
-        dict.set(json, code);
+        dict.set(key, code);
       }
       codes.push(code);
-    });
+    }
     this.#count++;
   }
 
@@ -128,7 +131,7 @@ export class ColumnsBuilder {
     const held = COLUMN_FIELDS.flatMap((path, f) => {
       const codes = this.#codes[f];
       if (!codes) return [];
-      const values = [...this.#dicts[f]!.keys()];
+      const values = [...this.#dicts[f]!.keys()].map(keyJson);
       return [{ path, values, codes, wide: values.length >= 256 }];
     });
     const encoder = new TextEncoder();
@@ -181,6 +184,43 @@ function uint16s(
   const codes = new Uint16Array(n);
   for (let i = 0; i < n; i++) codes[i] = view.getUint16(at + 2 * i, true);
   return codes;
+}
+
+/** The paths of {@linkcode COLUMN_FIELDS}, split. */
+const PARTS = COLUMN_FIELDS.map((path) => path.split("."));
+
+/** `resolvePath` (db/storage/text.ts) of a path split already. */
+function resolveParts(record: LogRecord, parts: string[]): unknown {
+  let value: unknown = record;
+  for (const name of parts) {
+    if (typeof value !== "object" || value === null) return undefined;
+    if (!Object.hasOwn(value, name)) return undefined;
+    if (Array.isArray(value) && !/^\d+$/.test(name)) return undefined;
+    value = (value as Record<string, unknown>)[name];
+  }
+  return value;
+}
+
+/**
+ * A value as a dictionary's key: a number, boolean or null as itself (a Map
+ * keeps 502 apart from "502"), a string as itself unless it starts with
+ * "\0", else "\0s" and the string, an object or array as "\0" and its JSON.
+ */
+function dictKey(value: unknown): unknown {
+  if (typeof value === "string") {
+    return value.startsWith("\0") ? "\0s" + value : value;
+  }
+  return typeof value === "object" && value !== null
+    ? "\0" + JSON.stringify(value)
+    : value;
+}
+
+/** The JSON of the value a {@linkcode dictKey} stands for. */
+function keyJson(key: unknown): string {
+  if (typeof key !== "string" || !key.startsWith("\0")) {
+    return JSON.stringify(key);
+  }
+  return key[1] === "s" ? JSON.stringify(key.slice(2)) : key.slice(1);
 }
 
 function u32(n: number): Uint8Array {

@@ -84,6 +84,15 @@ Deno.test("columns hold each entry's minute, level and exact field values", () =
   assert.equal(value("device.os", 0), "Linux");
 });
 
+Deno.test("objects, arrays and texts that look like them keep their values", () => {
+  const values = [{ a: 1 }, '{"a":1}', "\0x", ["\0x"], "\0s", true, 0];
+  const columns = built(
+    values.map((release, i) => recordAt(T0 + i, { context: { release } })),
+  );
+  const field = columns.fields.get("context.release")!;
+  assert.deepEqual([...field.codes].map((c) => field.values[c]), values);
+});
+
 Deno.test("a field with too many distinct values is left out of a chunk's columns", () => {
   const records = Array.from(
     { length: MAX_COLUMN_VALUES + 1 },
