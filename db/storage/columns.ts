@@ -189,13 +189,15 @@ function uint16s(
 /** The paths of {@linkcode COLUMN_FIELDS}, split. */
 const PARTS = COLUMN_FIELDS.map((path) => path.split("."));
 
-/** `resolvePath` (db/storage/text.ts) of a path split already. */
+/**
+ * `resolvePath` (db/storage/text.ts) of a path split already. No name of
+ * {@linkcode COLUMN_FIELDS} is a member of `Object.prototype` or
+ * `Array.prototype`, so a plain read finds only own members.
+ */
 function resolveParts(record: LogRecord, parts: string[]): unknown {
   let value: unknown = record;
   for (const name of parts) {
     if (typeof value !== "object" || value === null) return undefined;
-    if (!Object.hasOwn(value, name)) return undefined;
-    if (Array.isArray(value) && !/^\d+$/.test(name)) return undefined;
     value = (value as Record<string, unknown>)[name];
   }
   return value;
