@@ -27,7 +27,7 @@ export interface GeneratedEntry {
     durationMs?: number;
   };
   context: Record<
-    "userId" | "sessionId" | "environment" | "release" | "service",
+    "userId" | "traceId" | "environment" | "release" | "service",
     string
   >;
   device: Record<"type" | "os" | "platform" | "browser" | "screen", string>;
@@ -105,7 +105,7 @@ const PROFILES = DEVICES.split("\n").map((line) => {
 });
 /** Letters the code below writes, and the entry's member names. */
 const OTHER_WORDS = "user_ ord_ s- https ?page= level data title message " +
-  "status durationMs context userId sessionId environment release service " +
+  "status durationMs context userId traceId environment release service " +
   "device " +
   "type os platform browser screen appid";
 
@@ -250,7 +250,7 @@ export function createGenerator(seed: number): { next(): GeneratedEntry } {
         data: { title: render(title, s), message: render(message, s) },
         context: {
           userId: s.userId,
-          sessionId: `s-${hex(session)}`,
+          traceId: `s-${hex(session)}`,
           environment: pick(next, LISTS.environment!),
           release,
           service: pick(nextService, LISTS.services!),
