@@ -20,9 +20,8 @@ import type { LogRecord } from "../../domain/entry.ts";
 import { idTime, timeBound } from "../../domain/ids.ts";
 import {
   logChunkKey,
-  logColumnsKey,
+  logColumnsPrefix,
   logSummariesPrefix,
-  logSummaryKey,
   logUnitId,
 } from "../keys.ts";
 import { GET_MANY_MAX_KEYS, getManyChunked } from "../kv.ts";
@@ -101,6 +100,9 @@ export interface CollectOptions {
   budget: { ms: number; clock?: () => number };
 }
 
+/** What a read read: each chunk's last id and the versionstamp it had. */
+type Read = Map<string, string>;
+
 /**
  * Reads the matching entries of a project in the filter's time range, as
  * columns where they answer and as lines elsewhere, exactly (see the
@@ -112,33 +114,99 @@ export async function collect(
   options: CollectOptions,
 ): Promise<Collected> {
   for (let attempt = 1; attempt <= MAX_READ_ATTEMPTS; attempt++) {
-    const read: { key: Deno.KvKey; versionstamp: string }[] = [];
+    const read: Read = new Map();
     const result = await collectOnce(kv, projectId, options, read);
-    if (!result) continue;
-    const now = await getManyChunked(kv, read.map((r) => r.key));
-    if (now.every((e, i) => e.versionstamp === read[i]!.versionstamp)) {
+    if (result && await unchanged(kv, projectId, options.filter.filter, read)) {
       return result;
     }
   }
   throw new InexactReadError();
 }
 
-/** The id range and the summaries' listing of a filter. */
+/**
+ * Whether every chunk read is still there as it was read: a chunk, its
+ * summary and its columns are written in one commit, so the summary's
+ * versionstamp is theirs, and listing the summaries again (small values,
+ * a few reads) tells.
+ */
+async function unchanged(
+  kv: Deno.Kv,
+  projectId: string,
+  filter: Filter,
+  read: Read,
+): Promise<boolean> {
+  const now = new Map<string, string>();
+  const { summaries } = listChunks(kv, projectId, filter);
+  for await (const e of summaries) now.set(logUnitId(e.key), e.versionstamp);
+  for (const [lastId, versionstamp] of read) {
+    if (now.get(lastId) !== versionstamp) return false;
+  }
+  return true;
+}
+
+/** The id range of a filter, and the listings of summaries and columns. */
 function listChunks(
   kv: Deno.Kv,
   projectId: string,
   filter: Filter,
-): { lo: string; hi: string; iter: Deno.KvListIterator<unknown> } {
+): {
+  lo: string;
+  hi: string;
+  summaries: Deno.KvListIterator<unknown>;
+  columns: Deno.KvListIterator<unknown>;
+} {
   const lo = filter.since === undefined ? "" : timeBound(filter.since);
   const hi = filter.until === undefined ? MAX_ID : timeBound(filter.until);
-  const prefix = logSummariesPrefix(projectId);
-  const iter = kv.list({
+  const range = (prefix: Deno.KvKey) => ({
     start: lo === "" ? prefix : [...prefix, lo],
     end: hi === MAX_ID
       ? [...prefix, MAX_ID]
       : [...prefix, timeBound(idTime(hi) + CHUNK_SPAN_MS + 1)],
-  }, { reverse: true, batchSize: 500 });
-  return { lo, hi, iter };
+  });
+  return {
+    lo,
+    hi,
+    summaries: kv.list(range(logSummariesPrefix(projectId)), {
+      reverse: true,
+      batchSize: 500,
+    }),
+    columns: kv.list(range(logColumnsPrefix(projectId)), {
+      reverse: true,
+      batchSize: 100,
+    }),
+  };
+}
+
+/**
+ * The columns entry of each chunk in turn (newest first), from a listing
+ * of the columns in the same range and order as the summaries'; null when
+ * the chunk has none any more (merged away or expired since it was listed).
+ */
+function columnsReader(
+  iter: Deno.KvListIterator<unknown>,
+): (lastId: string) => Promise<Deno.KvEntry<unknown> | null> {
+  let current: Deno.KvEntry<unknown> | null = null;
+  let done = false;
+  return async (lastId) => {
+    for (;;) {
+      if (current === null && !done) {
+        const next = await iter.next();
+        if (next.done) done = true;
+        else current = next.value;
+      }
+      if (current === null) return null;
+      const id = logUnitId(current.key);
+      // Columns of a chunk the summaries' listing skipped, or newer.
+      if (id > lastId) {
+        current = null;
+        continue;
+      }
+      if (id < lastId) return null;
+      const entry = current;
+      current = null;
+      return entry;
+    }
+  };
 }
 
 /** One attempt of {@linkcode collect}; undefined when a chunk was gone. */
@@ -146,10 +214,11 @@ async function collectOnce(
   kv: Deno.Kv,
   projectId: string,
   options: CollectOptions,
-  read: { key: Deno.KvKey; versionstamp: string }[],
+  read: Read,
 ): Promise<Collected | undefined> {
   const { filter } = options;
-  const { lo, hi, iter } = listChunks(kv, projectId, filter.filter);
+  const listed = listChunks(kv, projectId, filter.filter);
+  const { lo, hi } = listed;
   const stats: ScanStats = {
     chunksRead: 0,
     chunksSkipped: 0,
@@ -159,20 +228,15 @@ async function collectOnce(
   const clock = options.budget.clock ?? (() => performance.now());
   const deadline = clock() + options.budget.ms;
   const context: BatchContext = { options, lo, hi, out, read };
-  let batch: ChunkSummary[] = [];
-  // The batch whose columns are being fetched while the one before is read.
-  let fetching: Promise<Fetched> | null = null;
+  const columnsOf = columnsReader(listed.columns);
+  // Chunks to read by their lines, a batch at a time.
+  let lines: ChunkSummary[] = [];
   const flush = async () => {
-    const next = batch.length > 0 ? fetchBatch(kv, projectId, batch) : null;
-    batch = [];
-    const gone = fetching !== null &&
-      await readBatch(kv, projectId, await fetching, context);
-    fetching = next;
-    // A read done again leaves no fetch behind.
-    if (gone && next) await next;
+    const gone = await readLines(kv, projectId, lines, context);
+    lines = [];
     return gone;
   };
-  for await (const entry of iter) {
+  for await (const entry of listed.summaries) {
     const summary = decodeSummary(entry.value, logUnitId(entry.key));
     if (
       summary.lastId < lo || summary.firstId >= hi ||
@@ -181,106 +245,84 @@ async function collectOnce(
       stats.chunksSkipped++;
       continue;
     }
-    if (stats.chunksRead + batch.length > 0 && clock() >= deadline) {
-      if (await flush() || await flush()) return undefined;
+    if (stats.chunksRead + lines.length > 0 && clock() >= deadline) {
+      if (await flush()) return undefined;
       // Every entry of a later minute than this chunk's last is counted.
       out.searchedTo = (Math.floor(idTime(summary.lastId) / MINUTE_MS) + 1) *
         MINUTE_MS;
       return out;
     }
-    batch.push(summary);
-    if (batch.length >= GET_MANY_MAX_KEYS && await flush()) return undefined;
+    if (summary.columns) {
+      const found = await columnsOf(summary.lastId);
+      if (found === null) return undefined;
+      if (!await readColumnsPart(kv, projectId, found, context)) {
+        lines.push(summary);
+      }
+    } else lines.push(summary);
+    if (lines.length >= GET_MANY_MAX_KEYS && await flush()) return undefined;
   }
-  if (await flush() || await flush()) return undefined;
+  if (await flush()) return undefined;
   return out;
 }
 
-/** What {@linkcode readBatch} reads into. */
+/** What a read of chunks reads into. */
 interface BatchContext {
   options: CollectOptions;
   lo: string;
   hi: string;
   out: Collected;
-  read: { key: Deno.KvKey; versionstamp: string }[];
-}
-
-/** A batch of chunks with their columns values, fetched. */
-type Fetched = {
-  batch: ChunkSummary[];
-  withColumns: ChunkSummary[];
-  entries: Deno.KvEntryMaybe<unknown>[];
-};
-
-/** Fetches the columns values of a batch's chunks that have columns. */
-async function fetchBatch(
-  kv: Deno.Kv,
-  projectId: string,
-  batch: ChunkSummary[],
-): Promise<Fetched> {
-  const withColumns = batch.filter((s) => (s.columns ?? 0) > 0);
-  const entries = await getManyChunked(
-    kv,
-    withColumns.map((s) => logColumnsKey(projectId, s.lastId)),
-  );
-  return { batch, withColumns, entries };
+  read: Read;
 }
 
 /**
- * Reads a fetched batch of chunks: their columns, or their lines where the
- * columns do not answer. Returns true when one was gone. A chunk, its
- * summary and its columns are written in one commit, so the summary's
- * versionstamp (a small value to read again at the end) is theirs.
+ * Counts a chunk from its columns entry; false when its columns cannot
+ * answer (its lines must).
  */
-async function readBatch(
+async function readColumnsPart(
   kv: Deno.Kv,
   projectId: string,
-  fetched: Fetched,
+  entry: Deno.KvEntry<unknown>,
+  context: BatchContext,
+): Promise<boolean> {
+  const { options, out } = context;
+  const lastId = logUnitId(entry.key);
+  const wanted = new Set([
+    ...options.paths,
+    ...(options.filter.filter.fields ?? []).map((t) => t.path),
+  ]);
+  const columns = await readColumns(
+    kv,
+    projectId,
+    lastId,
+    entry.value,
+    wanted,
+  );
+  const mask = columnsMask(columns, options);
+  if (!mask) return false;
+  context.read.set(lastId, entry.versionstamp);
+  out.parts.push({ columns, mask });
+  out.stats.chunksRead++;
+  out.stats.entriesScanned += columns.count;
+  return true;
+}
+
+/** Reads chunks by their lines; true when one was gone. */
+async function readLines(
+  kv: Deno.Kv,
+  projectId: string,
+  lines: ChunkSummary[],
   context: BatchContext,
 ): Promise<boolean> {
   const { out, read } = context;
-  const { withColumns, entries } = fetched;
-  const lines: ChunkSummary[] = fetched.batch.filter((s) => !s.columns);
-  const wanted = new Set([
-    ...context.options.paths,
-    ...(context.options.filter.filter.fields ?? []).map((t) => t.path),
-  ]);
-  for (const [i, entry] of entries.entries()) {
-    const summary = withColumns[i]!;
-    if (entry.versionstamp === null) return true;
-    read.push({
-      key: logSummaryKey(projectId, summary.lastId),
-      versionstamp: entry.versionstamp,
-    });
-    const columns = await readColumns(
-      kv,
-      projectId,
-      summary.lastId,
-      entry.value,
-      wanted,
-    );
-    const mask = columnsMask(columns, context.options);
-    if (mask) {
-      out.parts.push({ columns, mask });
-      out.stats.chunksRead++;
-      out.stats.entriesScanned += columns.count;
-    } else lines.push(summary);
-  }
   const values = await getManyChunked(
     kv,
     lines.map((s) => logChunkKey(projectId, s.lastId)),
   );
   for (const [i, entry] of values.entries()) {
     if (entry.versionstamp === null) return true;
-    read.push({
-      key: logSummaryKey(projectId, lines[i]!.lastId),
-      versionstamp: entry.versionstamp,
-    });
-    const text = await readChunkText(
-      kv,
-      projectId,
-      lines[i]!.lastId,
-      entry.value,
-    );
+    const { lastId } = lines[i]!;
+    read.set(lastId, entry.versionstamp);
+    const text = await readChunkText(kv, projectId, lastId, entry.value);
     out.parts.push(linesPart(text, context));
     out.stats.chunksRead++;
   }
@@ -372,6 +414,26 @@ export function countCollected(
   add: (cells: Cell[], n: number) => void,
 ): void {
   const from = collected.searchedTo ?? -Infinity;
+  if (by.length === 1) {
+    // One grouping: summed per value here, handed on once per value.
+    const sums = new Map<Cell, number>();
+    countParts(collected, by, from, (cells, n) => {
+      const cell = cells[0]!;
+      sums.set(cell, (sums.get(cell) ?? 0) + n);
+    });
+    for (const [cell, n] of sums) add([cell], n);
+    return;
+  }
+  countParts(collected, by, from, add);
+}
+
+/** {@linkcode countCollected} of every part. */
+function countParts(
+  collected: Collected,
+  by: GroupBy[],
+  from: number,
+  add: (cells: Cell[], n: number) => void,
+): void {
   for (const part of collected.parts) {
     if ("mask" in part) countColumns(part, by, from, add);
     else {
@@ -427,13 +489,18 @@ function countColumns(
       cell: (k: number) => cellOf(field.values[k]),
     };
   });
+  const size = dims.reduce((n, d) => n * d.size, 1);
+  // Per key: an array when the keys are few, else a map.
+  const dense = size <= 65_536 ? new Uint32Array(size) : null;
   const counts = new Map<number, number>();
   for (let i = 0; i < columns.count; i++) {
     if (!mask[i] || base + columns.minutes[i]! * MINUTE_MS < from) continue;
     let key = 0;
     for (const d of dims) key = key * d.size + d.of(i);
-    counts.set(key, (counts.get(key) ?? 0) + 1);
+    if (dense) dense[key]!++;
+    else counts.set(key, (counts.get(key) ?? 0) + 1);
   }
+  if (dense) dense.forEach((n, key) => n > 0 && counts.set(key, n));
   for (const [key, n] of counts) {
     const cells: Cell[] = new Array(dims.length);
     let rest = key;
