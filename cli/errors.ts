@@ -27,6 +27,7 @@ import {
 } from "./command.ts";
 import { formatLevel, formatTable, formatTime, inert } from "./format.ts";
 import { resolveProject } from "./resolve.ts";
+import { DAY_MS } from "../domain/entry.ts";
 
 const USAGE = `Show a project's errors, grouped.
 
@@ -93,6 +94,16 @@ function groupJson(group: ErrorGroup): Record<string, unknown> {
   };
 }
 
+function limitOf(text: string): number {
+  const limit = Number(text);
+  if (!/^\d{1,6}$/.test(text) || limit < 1 || limit > MAX_LIST_GROUPS) {
+    throw new UsageError(
+      `Cannot read --limit "${text}": expected a whole number from 1 to ${MAX_LIST_GROUPS}`,
+    );
+  }
+  return limit;
+}
+
 /**
  * `deno task errors PROJECT …`.
  *
@@ -104,19 +115,14 @@ function groupJson(group: ErrorGroup): Record<string, unknown> {
 export function errorsCommand(ctx: CommandContext): Promise<number> {
   return runCommand(ctx, COMMAND, async (parsed) => {
     const [named] = takePositionals("errors", parsed.positionals, ["PROJECT"]);
-    const limitText = stringFlag(parsed, "limit") ?? "50";
-    const limit = Number(limitText);
-    if (!/^\d{1,6}$/.test(limitText) || limit < 1 || limit > MAX_LIST_GROUPS) {
-      throw new UsageError(
-        `Cannot read --limit "${limitText}": expected a whole number from 1 to ${MAX_LIST_GROUPS}`,
-      );
-    }
+    const limit = limitOf(stringFlag(parsed, "limit") ?? "50");
     const after = stringFlag(parsed, "after");
     const project = await resolveProject(ctx.kv, named);
     let groups: ErrorGroup[];
     try {
       groups = await listGroups(ctx.kv, project.id, ctx.now(), {
         limit,
+        retentionMs: project.retentionDays * DAY_MS,
         ...(after === undefined ? {} : { after }),
       });
     } catch (error) {

@@ -10,6 +10,7 @@ import {
   GroupCursorError,
   listGroups,
 } from "../../db/error_groups.ts";
+import { DAY_MS } from "../../domain/entry.ts";
 import { ErrorsPage } from "../pages/errors.tsx";
 import {
   type DashApp,
@@ -33,6 +34,7 @@ export function errorsRoutes(app: DashApp, deps: DashboardDeps): void {
       try {
         groups = await listGroups(kv, project.id, now, {
           limit: PAGE_GROUPS + 1,
+          retentionMs: project.retentionDays * DAY_MS,
           ...(after === undefined ? {} : { after }),
         });
       } catch (error) {
