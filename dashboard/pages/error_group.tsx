@@ -53,7 +53,9 @@ export function BarChart(
       <title>{props.label}</title>
       {counts.map((count, i) => {
         const h = count === 0 ? 0 : Math.max(1, (count / max) * HEIGHT);
-        return <rect x={i * BAR} y={HEIGHT - h} width={BAR - 2} height={h} />;
+        return (
+          <rect key={i} x={i * BAR} y={HEIGHT - h} width={BAR - 2} height={h} />
+        );
       })}
     </svg>
   );
