@@ -10,6 +10,7 @@
 import assert from "node:assert/strict";
 import { readGroupDetail } from "../../db/error_group_detail.ts";
 import { fingerprintOf } from "../../domain/fingerprint.ts";
+import { ErrorGroupPage } from "../../dashboard/pages/error_group.tsx";
 import { cli } from "../_helpers/cli.ts";
 import { addAccount, signInAs } from "../_helpers/dashboard_accounts.ts";
 import {
@@ -118,7 +119,7 @@ dashboardTest(
 );
 
 dashboardTest(
-  "reading a group stops at its time budget and says how far back it counted",
+  "a group's page says partial when its time to read runs out, its users then at least",
   async (h) => {
     const project = await h.project(["https://app.example.com"]);
     const fp = await seed(h, project.id);
@@ -130,6 +131,24 @@ dashboardTest(
     });
     assert.ok(detail.searchedTo !== undefined, "the budget ran out");
     assert.ok(detail.total < 5);
+    // The page says so, and its users are "at least".
+    const page = await ErrorGroupPage({
+      ctx: {
+        base: "",
+        nonce: "n",
+        csrf: "t",
+        assets: {},
+        opens: () => true,
+        posts: () => true,
+      },
+      data: {
+        project: { id: project.id, name: "p" },
+        detail,
+        now: h.clock.now(),
+      },
+    }).toString();
+    assert.match(page, /id="partial"/);
+    assert.match(page, /id="group-users">≥ \d/);
   },
 );
 
