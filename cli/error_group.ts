@@ -168,7 +168,9 @@ export async function printGroupDetail(
   }
   const now = ctx.now();
   const detail = await readGroupDetail(ctx.kv, project.id, fp, { now });
-  if (detail.group === null && detail.latest === null) {
+  if (
+    detail.latest === null && detail.searchedTo === undefined
+  ) {
     ctx.stderr(
       `No error group ${fp} with entries in the last 14 days in project "${
         inert(project.name)

@@ -80,7 +80,9 @@ export function errorsRoutes(app: DashApp, deps: DashboardDeps): void {
       const detail = await readGroupDetail(kv, project.id, fingerprint, {
         now,
       });
-      if (detail.group === null && detail.latest === null) {
+      if (
+        detail.latest === null && detail.searchedTo === undefined
+      ) {
         return await message(
           c,
           deps,
