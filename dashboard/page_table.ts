@@ -105,6 +105,7 @@ export const PAGES: readonly Page[] = [
     tab: { name: "audit", label: "Audit" },
   },
   // A project's other pages and streams.
+  { method: "GET", path: "/projects/:id/errors/:fingerprint", need: "read" },
   { method: "GET", path: "/projects/:id/entries", need: "read" },
   { method: "GET", path: "/projects/:id/entries/:entryId", need: "read" },
   { method: "GET", path: "/projects/:id/tail", need: "read" },

@@ -43,8 +43,9 @@
  * | `audit/<projectId or "">/<eventId>` | one audit event of a project (`""`: of the service), by time (ids start with their ms), expiring |
  * | `audit_budgets/<projectId or "">/<actor>/<day>` | events an account recorded that day in that scope, and its summaries past the budget (db/audit.ts), expiring |
  * | `fingerprint_keys/<projectId>` | 32 random bytes: the project's key of error group ids, made once on first use |
- * | `error_groups/<projectId>/<groupId>` | an error group: title, top frame, sample, count, first and last seen, hourly counts (db/error_groups.ts), expiring with the retention |
- * | `error_groups_by_seen/<projectId>/<last seen ms>/<groupId>` | `1`: the groups by last seen, newest last, expiring with the retention |
+ * | `error_groups/<projectId>/<groupId>` | an error group: title, top frame, sample, first and last seen, hourly counts (db/error_groups.ts); deleted when evicted or past the retention |
+ * | `error_group_counts/<projectId>/<groupId>` | `KvU64`: the group's exact count, added to with `sum`; deleted with its group |
+ * | `error_groups_by_seen/<projectId>/<last seen ms>/<groupId>` | empty bytes: the groups by last seen, newest last; deleted with its group |
  * | `saved_views/<projectId>/<viewId>` | a named query and time range (db/views.ts) |
  * | `write_probe` | one byte written and deleted at start-up, to find a database that cannot be written |
  *
@@ -415,6 +416,19 @@ export function errorGroupKey(projectId: string, groupId?: string): Deno.KvKey {
   return groupId === undefined
     ? ["error_groups", projectId]
     : ["error_groups", projectId, groupId];
+}
+
+/**
+ * Key of an error group's count (a `KvU64`); without an id, the prefix of the
+ * project's counts.
+ */
+export function errorGroupCountKey(
+  projectId: string,
+  groupId?: string,
+): Deno.KvKey {
+  return groupId === undefined
+    ? ["error_group_counts", projectId]
+    : ["error_group_counts", projectId, groupId];
 }
 
 /**

@@ -74,6 +74,8 @@ const ROWS: Row[] = [
   getRow("/projects/:id/audit", "read", 200),
   getRow("/projects/:id/alerts", "configure", 200),
   getRow("/projects/:id/errors", "read", 200),
+  // `:fingerprint` as it stands is no fingerprint.
+  getRow("/projects/:id/errors/:fingerprint", "read", 400),
   getRow("/projects/:id/entries/:entryId", "read", 404),
   configureRow("/views", 400, { name: "" }),
   configureRow("/views/delete", 303, { view: "nope" }),
