@@ -14,6 +14,8 @@
  * | `log_chunk_slices/<projectId>/<last entry id>/<n>` | further slices of a chunk too large for one value |
  * | `log_summaries/<projectId>/<last entry id>` | a chunk's summary: first id, count, levels |
  * | `log_blooms/<projectId>/<last entry id>` | the summary and the chunk's Bloom filter |
+ * | `log_columns/<projectId>/<last entry id>` | a chunk's columns: minute, level and coded fields per entry, for aggregations |
+ * | `log_column_slices/<projectId>/<last entry id>/<n>` | further slices of a chunk's columns too large for one value |
  * | `log_counts/<projectId>/<"m" or "h">/<start ms>/<level>` | `Deno.KvU64`, entries received in that minute or hour |
  * | `log_merges/<projectId>` | `Deno.KvU64`, bumped by every merge commit |
  * | `seen_signatures/<projectId>/<signature>` | id of the entry that used it |
@@ -135,6 +137,30 @@ export function logBloomKey(projectId: string, lastId: string): Deno.KvKey {
 /** Prefix of a project's chunk Bloom filters, ordered by last entry. */
 export function logBloomsPrefix(projectId: string): Deno.KvKey {
   return ["log_blooms", projectId];
+}
+
+/** Key of a chunk's columns (db/storage/columns.ts), named like the chunk. */
+export function logColumnsKey(projectId: string, lastId: string): Deno.KvKey {
+  return ["log_columns", projectId, lastId];
+}
+
+/** Prefix of a project's chunk columns, ordered by last entry. */
+export function logColumnsPrefix(projectId: string): Deno.KvKey {
+  return ["log_columns", projectId];
+}
+
+/** Key of slice `n` (from 1) of a chunk's columns too large for one value. */
+export function logColumnSliceKey(
+  projectId: string,
+  lastId: string,
+  n: number,
+): Deno.KvKey {
+  return ["log_column_slices", projectId, lastId, n];
+}
+
+/** Prefix of the further slices of a project's large columns. */
+export function logColumnSlicesPrefix(projectId: string): Deno.KvKey {
+  return ["log_column_slices", projectId];
 }
 
 /** Resolution of an entry counter: a minute or an hour. */

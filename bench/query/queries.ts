@@ -8,6 +8,7 @@
 import {
   aggregate,
   aroundEntry,
+  facets,
   histogram,
   parseQuery,
   parseSearch,
@@ -191,6 +192,18 @@ function pipeQueries(
           r["context.userId"] === byCount[i]![0] && r.count === byCount[i]![1]
         );
       return { n: right ? a.rows.length : -1, stats: a.stats };
+    }, some],
+    ["facets of 7 days (level, service, …)", async () => {
+      const { start, spanMs, count } = built;
+      const f = await facets(kv, projectId, {
+        since: start,
+        until: start + spanMs,
+      });
+      const levels = f.fields[0]!.values;
+      const right = f.searchedTo === undefined && f.total === count &&
+        levels.every((v) => built.store.levels[String(v.value)] === v.count) &&
+        f.fields.every((field) => !field.tooMany);
+      return { n: right ? f.fields.length : -1, stats: f.stats };
     }, some],
     ["* \\| uniq context.userId", async () => {
       const a = await run("* | uniq context.userId");

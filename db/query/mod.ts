@@ -59,3 +59,13 @@ export {
 export { countStoredEntries, listSummaries } from "./summaries.ts";
 export { InexactReadError, MAX_READ_ATTEMPTS } from "./consistent.ts";
 export type { Order, ScanStats } from "./scan.ts";
+export {
+  type Facet,
+  FACET_FIELDS,
+  type Facets,
+  facets,
+  type FacetsOptions,
+  MAX_FACET_FIELDS,
+  MAX_FACET_LIMIT,
+  MAX_FACET_VALUES,
+} from "./facets.ts";
