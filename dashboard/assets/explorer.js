@@ -132,7 +132,8 @@ function layoutHistogram() {
 
 /** Adds the entry of `row` to its bar of the histogram. */
 function countInHistogram(row) {
-  if (!chart) return;
+  // A histogram split by a field: the row's level is not its series.
+  if (!chart || chart.dataset.split) return;
   const at = Date.parse(row.querySelector("time")?.getAttribute("datetime"));
   const level = row.querySelector(".lvl")?.textContent?.trim();
   const interval = Number(chart.dataset.interval);
@@ -352,3 +353,12 @@ document.addEventListener("click", (event) => {
     : null;
   if (row) select(row, false);
 });
+
+// The histogram's split: a new choice sends its form, without the button.
+const splitForm = document.getElementById("split");
+if (splitForm) {
+  splitForm.querySelector(".split-go")?.setAttribute("hidden", "");
+  splitForm.querySelector("select")?.addEventListener("change", () => {
+    splitForm.submit();
+  });
+}

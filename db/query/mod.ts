@@ -22,11 +22,22 @@ export {
 export { parseQuery, parseSearch, QuerySyntaxError } from "./parse.ts";
 export {
   type GroupBy,
+  isPipeField,
   MAX_GROUP_BY,
   MAX_TOP,
   type Pipe,
   TIME_BUCKETS_MS,
 } from "./pipe.ts";
+export {
+  type Facet,
+  FACET_VALUES,
+  type Facets,
+  facets,
+  FACETS_BUDGET_MS,
+  type FacetsOptions,
+  type FacetValue,
+  MAX_FACET_DISTINCT,
+} from "./facets.ts";
 export {
   aggregate,
   type AggregateOptions,
