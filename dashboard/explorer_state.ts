@@ -150,7 +150,9 @@ export function readState(
     if (pinned.length === MAX_PINNED_FACETS) break;
     if (!isField(field)) {
       problems.push(
-        `Cannot pin "${field.slice(0, 100)}" to the facets: expected level, auth, origin, appid, or a path under data., context. or device.`,
+        `Cannot pin "${
+          field.slice(0, 100)
+        }" to the facets: expected level, auth, origin, appid, or a path under data., context. or device.`,
       );
     } else if (!pinned.includes(field)) pinned.push(field);
   }
@@ -160,7 +162,9 @@ export function readState(
     if (isField(split)) state.split = split;
     else {
       problems.push(
-        `Cannot split the histogram by "${split.slice(0, 100)}": expected a field such as context.service`,
+        `Cannot split the histogram by "${
+          split.slice(0, 100)
+        }": expected a field such as context.service`,
       );
     }
   }

@@ -203,9 +203,8 @@ export async function splitHistogram(
     const name = seriesName(row[field] ?? null);
     totals.set(name, (totals.get(name) ?? 0) + (row.count as number));
   }
-  const top = [...totals].sort((a, b) =>
-    b[1] - a[1] || (a[0] < b[0] ? -1 : 1)
-  ).slice(0, SPLIT_SERIES).map(([name]) => name);
+  const top = [...totals].sort((a, b) => b[1] - a[1] || (a[0] < b[0] ? -1 : 1))
+    .slice(0, SPLIT_SERIES).map(([name]) => name);
   const series = totals.size > top.length ? [...top, OTHER] : top;
   for (const row of answer.rows) {
     const start = Date.parse(row.time as string);

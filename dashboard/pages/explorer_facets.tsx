@@ -89,7 +89,9 @@ export function FacetPanel(props: FacetPanelProps) {
             {facet.tooMany
               ? (
                 <p class="hint too-many">
-                  {`More than ${facet.distinct.toLocaleString("en")} distinct values: not counted`}
+                  {`More than ${
+                    facet.distinct.toLocaleString("en")
+                  } distinct values: not counted`}
                 </p>
               )
               : facet.values.length === 0

@@ -66,6 +66,8 @@ export function rowState(
   row: Record<string, Cell>,
 ): ExplorerState {
   let q = queryBeforePipe(state.q, pipe.column);
+  // `*` alone is every entry: a term says as much.
+  if (q === "*") q = "";
   for (const path of fieldColumns(pipe)) {
     const value = row[path] ?? null;
     q = addTerm(
@@ -106,7 +108,11 @@ function rowLabel(pipe: Pipe, row: Record<string, Cell>): string {
 
 /** Bars for the values of the first rows, the largest first. */
 function ValueBars(
-  props: { pipe: Pipe; rows: Record<string, Cell>[]; href: (i: number) => string },
+  props: {
+    pipe: Pipe;
+    rows: Record<string, Cell>[];
+    href: (i: number) => string;
+  },
 ) {
   const rows = props.rows.slice(0, CHART_ROWS);
   const max = Math.max(1, ...rows.map((r) => Number(r.count ?? 0)));
@@ -277,7 +283,11 @@ export function AggregationView(
         {data.groups > data.rows.length &&
           ` · the ${data.rows.length} largest of ${data.groups} groups`}
         {data.estimate && " · an estimate (about 1 % off)"} ·{" "}
-        <a href={rowsCsvHref(ctx.base, projectId, state)} id="rows-csv" download>
+        <a
+          href={rowsCsvHref(ctx.base, projectId, state)}
+          id="rows-csv"
+          download
+        >
           CSV
         </a>
       </p>

@@ -77,7 +77,10 @@ export function whereFrom(record: LogRecord): { where: string; auth: string } {
     ? host
     : record.origin ?? record.appid ?? "";
   const auth = record.auth === "signature" ? "signed" : record.auth;
-  return { where: where.length > 120 ? `${where.slice(0, 119)}…` : where, auth };
+  return {
+    where: where.length > 120 ? `${where.slice(0, 119)}…` : where,
+    auth,
+  };
 }
 
 /**
