@@ -7,7 +7,7 @@
  *
  * @module
  */
-import type { Cell, Facets } from "../source.ts";
+import type { Cell, Facet, Facets } from "../source.ts";
 import {
   addTerm,
   type ExplorerState,
@@ -96,37 +96,7 @@ export function FacetPanel(props: FacetPanelProps) {
               )
               : facet.values.length === 0
               ? <p class="hint">No entries</p>
-              : (
-                <ul>
-                  {facet.values.map((v) => (
-                    <li data-count={v.count}>
-                      <a
-                        class="only"
-                        href={withTerm(facetTerm(facet.field, v.value, false))}
-                        title="Show only these"
-                      >
-                        <span class="value">
-                          {v.value === null ? NONE : String(v.value)}
-                        </span>
-                        <span class="n">{v.count}</span>
-                        <span class="share">
-                          {`${(v.share * 100).toFixed(1)}%`}
-                        </span>
-                      </a>
-                      <a
-                        class="exclude"
-                        href={withTerm(facetTerm(facet.field, v.value, true))}
-                        title="Exclude these"
-                        aria-label={`Exclude ${facet.field} ${
-                          v.value === null ? NONE : String(v.value)
-                        }`}
-                      >
-                        −
-                      </a>
-                    </li>
-                  ))}
-                </ul>
-              )}
+              : <FacetValues facet={facet} href={withTerm} />}
           </section>
         );
       })}
@@ -134,6 +104,43 @@ export function FacetPanel(props: FacetPanelProps) {
         <PinForm ctx={ctx} projectId={projectId} state={list} />
       )}
     </aside>
+  );
+}
+
+/** The values of a facet: each filters by itself, or excludes itself. */
+function FacetValues(
+  props: { facet: Facet; href: (term: string) => string },
+) {
+  return (
+    <ul>
+      {props.facet.values.map((v) => (
+        <li data-count={v.count}>
+          <a
+            class="only"
+            href={props.href(facetTerm(props.facet.field, v.value, false))}
+            title="Show only these"
+          >
+            <span class="value">
+              {v.value === null ? NONE : String(v.value)}
+            </span>
+            <span class="n">{v.count}</span>
+            <span class="share">
+              {`${(v.share * 100).toFixed(1)}%`}
+            </span>
+          </a>
+          <a
+            class="exclude"
+            href={props.href(facetTerm(props.facet.field, v.value, true))}
+            title="Exclude these"
+            aria-label={`Exclude ${props.facet.field} ${
+              v.value === null ? NONE : String(v.value)
+            }`}
+          >
+            −
+          </a>
+        </li>
+      ))}
+    </ul>
   );
 }
 

@@ -209,6 +209,39 @@ export function rowsCsvHref(
   return explorerHref(base, projectId, view, "/rows.csv");
 }
 
+/** The rows as a table, each with a link to its entries when `listed`. */
+function RowsTable(
+  props: { data: RowsData; listed: boolean; href: (i: number) => string },
+) {
+  const { data, listed, href } = props;
+  return (
+    <table class="rows" id="rows">
+      <thead>
+        <tr>
+          {data.columns.map((c) => <th key={c} scope="col">{c}</th>)}
+          {listed && <th scope="col"></th>}
+        </tr>
+      </thead>
+      <tbody>
+        {data.rows.map((row, i) => (
+          <tr>
+            {data.columns.map((c) => (
+              <td class={c === "count" || c === "share" ? "num" : ""}>
+                {cellText(c, row[c])}
+              </td>
+            ))}
+            {listed && (
+              <td>
+                <a class="row-entries" href={href(i)}>Entries</a>
+              </td>
+            )}
+          </tr>
+        ))}
+      </tbody>
+    </table>
+  );
+}
+
 /** The rows of an aggregation: partial notice, chart, table, CSV link. */
 export function AggregationView(
   props: {
@@ -254,30 +287,7 @@ export function AggregationView(
         : listed && data.rows.length > 0 && (
           <ValueBars pipe={data.pipe} rows={data.rows} href={href} />
         )}
-      <table class="rows" id="rows">
-        <thead>
-          <tr>
-            {data.columns.map((c) => <th scope="col">{c}</th>)}
-            {listed && <th scope="col"></th>}
-          </tr>
-        </thead>
-        <tbody>
-          {data.rows.map((row, i) => (
-            <tr>
-              {data.columns.map((c) => (
-                <td class={c === "count" || c === "share" ? "num" : ""}>
-                  {cellText(c, row[c])}
-                </td>
-              ))}
-              {listed && (
-                <td>
-                  <a class="row-entries" href={href(i)}>Entries</a>
-                </td>
-              )}
-            </tr>
-          ))}
-        </tbody>
-      </table>
+      <RowsTable data={data} listed={listed} href={href} />
       <p class="rows-foot">
         {`${data.total} ${data.total === 1 ? "entry" : "entries"} counted`}
         {data.groups > data.rows.length &&

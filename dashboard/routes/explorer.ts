@@ -37,8 +37,8 @@ import {
   QuerySyntaxError,
 } from "../source.ts";
 import {
-  aggregationRows,
   rowsCsvResponse,
+  showRows,
   viewFacets,
   viewHistogram,
 } from "./explorer_rows.ts";
@@ -171,8 +171,9 @@ async function listDownTo(
 
 /**
  * The explorer of a project: the page of entries the view lists (or those
- * around one), the entry of a permalink pinned when it is further down, and
- * the histogram, in what is left of the page's time budget.
+ * around one), the entry of a permalink pinned when it is further down, the
+ * histogram, in what is left of the page's time budget, and the facets, in
+ * a budget of their own; or, for a query with a pipe, its rows.
  */
 async function explorerPage(
   c: DashContext,
@@ -197,11 +198,7 @@ async function explorerPage(
     views: await listViews(kv, project.id),
   };
   if (filter !== null && pipe) {
-    const rows = await aggregationRows(deps, project.id, filter, pipe);
-    if (typeof rows === "string") {
-      problems.push(rows);
-      status = 400;
-    } else data.aggregation = rows;
+    if (!await showRows(deps, project.id, data, { filter, pipe })) status = 400;
   } else if (filter !== null && state.around !== undefined) {
     data.context = await aroundEntry(
       kv,
@@ -245,7 +242,6 @@ async function explorerPage(
       if (!(error instanceof InvalidQueryError)) throw error;
       problems.push(`Cannot chart this time range: ${error.message}`);
     }
-    // Last, in a budget of their own.
     data.facets = await viewFacets(deps, project.id, state, filter);
     data.records = records;
     data.cursor = cursor;

@@ -18,6 +18,7 @@ import { explorerHistogram, splitHistogram } from "../histogram.ts";
 import type { ExplorerHistogram } from "../histogram.ts";
 import { facetFields } from "../pages/explorer_facets.tsx";
 import type { RowsData } from "../pages/explorer_rows.tsx";
+import type { ExplorerData } from "../pages/explorer.tsx";
 import {
   aggregate,
   type Facets,
@@ -62,6 +63,30 @@ export async function aggregationRows(
     if (!(error instanceof InvalidQueryError)) throw error;
     return error.message;
   }
+}
+
+/**
+ * Puts the rows of `pipe` in the page's data, or the reason it cannot
+ * count them in its problems (then `false`).
+ */
+export async function showRows(
+  deps: DashboardDeps,
+  projectId: string,
+  data: ExplorerData,
+  search: { filter: Filter; pipe: Pipe },
+): Promise<boolean> {
+  const rows = await aggregationRows(
+    deps,
+    projectId,
+    search.filter,
+    search.pipe,
+  );
+  if (typeof rows === "string") {
+    data.problems.push(rows);
+    return false;
+  }
+  data.aggregation = rows;
+  return true;
 }
 
 /** The facets of a view, in their own time budget. */
