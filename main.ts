@@ -15,6 +15,7 @@ import {
   loadDashboardConfig,
 } from "./dashboard/config.ts";
 import { DASHBOARD_BASE, mountDashboard } from "./dashboard/mount.ts";
+import { lockedAsLine } from "./db/locked.ts";
 import { openKv } from "./db/open.ts";
 import { openSpaceGuard, type SpaceGuard } from "./db/space.ts";
 import { createPipeline } from "./queue/pipeline.ts";
@@ -102,20 +103,25 @@ if (import.meta.main) {
   const timers = [
     setInterval(() => {
       limiter.sync(kv).catch((e) =>
-        console.error("Cannot sync rate counters:", e)
+        console.error("Cannot sync rate counters:", lockedAsLine(e))
       );
     }, RATE_SYNC_MS),
     setInterval(() => {
       limiter.cleanup(kv).catch((e) =>
-        console.error("Cannot delete old rate counters:", e)
+        console.error("Cannot delete old rate counters:", lockedAsLine(e))
       );
     }, RATE_CLEANUP_MS),
   ];
   // Where intervals may not run while no request comes (Deno Deploy), the
   // cron registered at the top of this module sweeps as well.
+  // A failed round is one line, not the runtime's stack trace of the cron.
   cronSweep = async () => {
-    await pipeline.worker.sweep();
-    await pipeline.merger?.round();
+    await pipeline.worker.sweep().catch((e) =>
+      console.error("Cannot sweep pending batches:", lockedAsLine(e))
+    );
+    await pipeline.merger?.round().catch((e) =>
+      console.error("Cannot merge:", lockedAsLine(e))
+    );
   };
   // Alerts and metrics (docs/alerts.md, docs/metrics.md): beside the ingest
   // path, never in it.
@@ -124,7 +130,8 @@ if (import.meta.main) {
     allowPrivate: config.alertPrivateTargets,
   });
   alerts.start();
-  cronAlerts = () => alerts.tick();
+  cronAlerts = () =>
+    alerts.tick().catch((e) => console.error("Alerts:", lockedAsLine(e)));
   const requests = new RequestMetrics();
   const metricsServer = config.metricsPort === undefined ? null : Deno.serve(
     {

@@ -107,192 +107,265 @@ function formatUtc(ms: number): string {
  * ```
  */
 export function createDispatcher(options: DispatchOptions): Dispatcher {
-  const { kv } = options;
-  const clock = options.now ?? Date.now;
-  const stopping = new AbortController();
-  const inFlight = new Set<Promise<void>>();
-  const perProject = new Map<string, number>();
-  const perTarget = new Map<string, number>();
-  const targets = new Map<string, TargetState>();
-  let outcomes: AttemptOutcome[] = [];
-  let sweeping: Promise<number> | null = null;
-  let again = false;
-  let leftBehind = false;
-
-  const add = (map: Map<string, number>, key: string, n: number) => {
-    const value = (map.get(key) ?? 0) + n;
-    if (value === 0) map.delete(key);
-    else map.set(key, value);
+  const state: DispatchState = {
+    options,
+    kv: options.kv,
+    clock: options.now ?? Date.now,
+    stopping: new AbortController(),
+    inFlight: new Set(),
+    perProject: new Map(),
+    perTarget: new Map(),
+    targets: new Map(),
+    outcomes: [],
+    sweeping: null,
+    again: false,
+    leftBehind: false,
   };
-
-  const record = (attempt: DeliveryAttempt, ruleId: string) => {
-    outcomes.push(attempt.outcome);
-    options.onAttempt?.({ ...attempt, ruleId });
-  };
-
-  /** Counts a timeout or an answer of `target`; backs it off when due. */
-  const observe = (target: string, timedOut: boolean, at: number) => {
-    if (!timedOut) {
-      targets.delete(target);
-      return;
-    }
-    const state = targets.get(target) ?? { timeouts: 0, until: 0 };
-    targets.delete(target); // re-inserted last: the map stays in age order
-    state.timeouts++;
-    const step = state.timeouts - BACKOFF_AFTER_TIMEOUTS;
-    if (step >= 0 && state.until <= at) {
-      state.until = at +
-        TARGET_BACKOFF_MS[Math.min(step, TARGET_BACKOFF_MS.length - 1)]!;
-    }
-    targets.set(target, state);
-    if (targets.size > MAX_TARGETS_TRACKED) {
-      targets.delete(targets.keys().next().value!);
-    }
-  };
-
-  const start = (claim: Claim, rule: AlertRule, target: string) => {
-    const { projectId } = claim.delivery;
-    add(perProject, projectId, 1);
-    add(perTarget, target, 1);
-    const send = async () => {
-      const result = await attemptDelivery(claim.delivery, rule, {
-        ...options,
-        stop: stopping.signal,
-      });
-      const at = clock();
-      // A timeout counts towards a backoff, any answer ends it; a refused
-      // connection is quick and changes neither.
-      if (result.timedOut) observe(target, true, at);
-      else if (result.status !== undefined) observe(target, false, at);
-      record(await settleDelivery(kv, claim, result, at), rule.id);
-    };
-    const run: Promise<void> = send().catch((error) => options.onError?.(error))
-      .finally(() => {
-        add(perProject, projectId, -1);
-        add(perTarget, target, -1);
-        inFlight.delete(run);
-        if (leftBehind && !stopping.signal.aborted) {
-          sweep().catch((error) => options.onError?.(error));
-        }
-      });
-    inFlight.add(run);
-  };
-
-  /** Holds a delivery of a backed-off target until its backoff ends. */
-  const holdBack = async (
-    entry: Deno.KvEntry<unknown>,
-    delivery: Delivery,
-    state: TargetState,
-    target: string,
-  ) => {
-    if (!await postponeDelivery(kv, entry, delivery, state.until)) return;
-    const at = clock();
-    const attempt: DeliveryAttempt = {
-      deliveryId: delivery.id,
-      at,
-      attempt: delivery.attempts + 1,
-      count: delivery.count,
-      error:
-        `Backed off: "${target}" timed out ${state.timeouts} times in a row; next attempt at ${
-          formatUtc(state.until)
-        }`,
-      outcome: "backed-off",
-    };
-    await recordAlertAttempt(
-      kv,
-      delivery.projectId,
-      delivery.ruleId,
-      createId(at),
-      attempt,
-    );
-    record(attempt, delivery.ruleId);
-  };
-
-  const sweepOnce = async (): Promise<number> => {
-    const now = clock();
-    const rules = new Map<string, AlertRule | null>();
-    let started = 0;
-    leftBehind = false;
-    for (const entry of await listDueDeliveries(kv, now, SWEEP_LIST)) {
-      if (stopping.signal.aborted) break;
-      if (inFlight.size >= MAX_IN_FLIGHT) {
-        leftBehind = true;
-        break;
-      }
-      const delivery = decodeJson<Delivery>(entry.value);
-      const ruleKey = `${delivery?.projectId}/${delivery?.ruleId}`;
-      if (delivery !== null && !rules.has(ruleKey)) {
-        rules.set(
-          ruleKey,
-          await getAlertRule(kv, delivery.projectId, delivery.ruleId),
-        );
-      }
-      const rule = delivery === null ? null : rules.get(ruleKey) ?? null;
-      if (delivery === null || rule === null) {
-        // Unreadable, or its rule is gone: dropped.
-        await kv.atomic().check(entry).delete(entry.key).commit();
-        continue;
-      }
-      const target = targetOf(rule.webhook);
-      const state = targets.get(target);
-      if (state !== undefined && state.until > now) {
-        await holdBack(entry, delivery, state, target);
-        continue;
-      }
-      if (
-        (perProject.get(delivery.projectId) ?? 0) >=
-          MAX_IN_FLIGHT_PER_PROJECT ||
-        (perTarget.get(target) ?? 0) >= MAX_IN_FLIGHT_PER_TARGET
-      ) {
-        // To the back of what is due, behind the other projects' deliveries.
-        await postponeDelivery(kv, entry, delivery, now + 1);
-        leftBehind = true;
-        continue;
-      }
-      const claim = await claimDelivery(kv, entry, delivery, now);
-      if (claim === null) continue;
-      start(claim, rule, target);
-      started++;
-    }
-    return started;
-  };
-
-  /** Sweeps do not overlap: one asked for while one runs follows it. */
-  const sweep = (): Promise<number> => {
-    if (sweeping !== null) {
-      again = true;
-      return sweeping;
-    }
-    sweeping = (async () => {
-      let started = 0;
-      do {
-        again = false;
-        started += await sweepOnce();
-      } while (again && !stopping.signal.aborted);
-      return started;
-    })().finally(() => {
-      sweeping = null;
-    });
-    return sweeping;
-  };
-
-  const settled = async () => {
-    while (inFlight.size > 0 || sweeping !== null) {
-      await Promise.allSettled([...inFlight, sweeping]);
-    }
-  };
-
   return {
-    sweep,
+    sweep: () => sweep(state),
     take() {
-      const taken = outcomes;
-      outcomes = [];
+      const taken = state.outcomes;
+      state.outcomes = [];
       return taken;
     },
-    settled,
+    settled: () => settled(state),
     async stop() {
-      stopping.abort();
-      await settled();
+      state.stopping.abort();
+      await settled(state);
     },
   };
+}
+
+/** What one dispatcher knows, shared by the steps below. */
+interface DispatchState {
+  options: DispatchOptions;
+  kv: Deno.Kv;
+  clock: () => number;
+  stopping: AbortController;
+  inFlight: Set<Promise<void>>;
+  /** Attempts in flight per project and per target (none: absent). */
+  perProject: Map<string, number>;
+  perTarget: Map<string, number>;
+  /** Targets with timeouts in a row, oldest first. */
+  targets: Map<string, TargetState>;
+  /** Outcomes since the last `take()`. */
+  outcomes: AttemptOutcome[];
+  /** The sweep running, if any. */
+  sweeping: Promise<number> | null;
+  /** A sweep was asked for while one ran. */
+  again: boolean;
+  /** The last sweep left due deliveries behind for a bound. */
+  leftBehind: boolean;
+}
+
+/** Sweeps do not overlap: one asked for while one runs follows it. */
+function sweep(state: DispatchState): Promise<number> {
+  if (state.sweeping !== null) {
+    state.again = true;
+    return state.sweeping;
+  }
+  const sweeping = (async () => {
+    let started = 0;
+    do {
+      state.again = false;
+      started += await sweepOnce(state);
+    } while (state.again && !state.stopping.signal.aborted);
+    return started;
+  })().finally(() => {
+    state.sweeping = null;
+  });
+  state.sweeping = sweeping;
+  return sweeping;
+}
+
+/** Waits until no attempt is in flight and no sweep runs. */
+async function settled(state: DispatchState): Promise<void> {
+  while (state.inFlight.size > 0 || state.sweeping !== null) {
+    await Promise.allSettled([...state.inFlight, state.sweeping]);
+  }
+}
+
+/**
+ * Goes once through what is due: drops what cannot be sent, holds back what
+ * goes to a backed-off target, postpones what is over a bound and starts
+ * the rest. Resolves with how many attempts it started.
+ */
+async function sweepOnce(state: DispatchState): Promise<number> {
+  const { kv } = state;
+  const now = state.clock();
+  const rules = new Map<string, AlertRule | null>();
+  let started = 0;
+  state.leftBehind = false;
+  for (const entry of await listDueDeliveries(kv, now, SWEEP_LIST)) {
+    if (state.stopping.signal.aborted) break;
+    if (state.inFlight.size >= MAX_IN_FLIGHT) {
+      state.leftBehind = true;
+      break;
+    }
+    const delivery = decodeJson<Delivery>(entry.value);
+    const rule = delivery === null ? null : await ruleOf(kv, rules, delivery);
+    if (delivery === null || rule === null) {
+      // Unreadable, or its rule is gone: dropped.
+      await kv.atomic().check(entry).delete(entry.key).commit();
+      continue;
+    }
+    const target = targetOf(rule.webhook);
+    const backoff = state.targets.get(target);
+    if (backoff !== undefined && backoff.until > now) {
+      await holdBack(state, entry, delivery, target, backoff);
+      continue;
+    }
+    if (atBound(state, delivery.projectId, target)) {
+      // To the back of what is due, behind the other projects' deliveries.
+      await postponeDelivery(kv, entry, delivery, now + 1);
+      state.leftBehind = true;
+      continue;
+    }
+    const claim = await claimDelivery(kv, entry, delivery, now);
+    if (claim === null) continue;
+    startAttempt(state, claim, rule, target);
+    started++;
+  }
+  return started;
+}
+
+/** The rule of `delivery` (null: gone), read once per sweep into `rules`. */
+async function ruleOf(
+  kv: Deno.Kv,
+  rules: Map<string, AlertRule | null>,
+  delivery: Delivery,
+): Promise<AlertRule | null> {
+  const ruleKey = `${delivery.projectId}/${delivery.ruleId}`;
+  if (!rules.has(ruleKey)) {
+    rules.set(
+      ruleKey,
+      await getAlertRule(kv, delivery.projectId, delivery.ruleId),
+    );
+  }
+  return rules.get(ruleKey) ?? null;
+}
+
+/** Whether the project or the target has as many attempts in flight as allowed. */
+function atBound(
+  state: DispatchState,
+  projectId: string,
+  target: string,
+): boolean {
+  return (state.perProject.get(projectId) ?? 0) >= MAX_IN_FLIGHT_PER_PROJECT ||
+    (state.perTarget.get(target) ?? 0) >= MAX_IN_FLIGHT_PER_TARGET;
+}
+
+/**
+ * Starts an attempt, not awaited: counted in flight until it is settled;
+ * when it ends and the last sweep left work behind, another sweep starts.
+ */
+function startAttempt(
+  state: DispatchState,
+  claim: Claim,
+  rule: AlertRule,
+  target: string,
+): void {
+  const { options, perProject, perTarget, inFlight, stopping } = state;
+  const { projectId } = claim.delivery;
+  addCount(perProject, projectId, 1);
+  addCount(perTarget, target, 1);
+  const send = async () => {
+    const result = await attemptDelivery(claim.delivery, rule, {
+      ...options,
+      stop: stopping.signal,
+    });
+    const at = state.clock();
+    // A timeout counts towards a backoff, any answer ends it; a refused
+    // connection is quick and changes neither.
+    if (result.timedOut) observeTarget(state, target, true, at);
+    else if (result.status !== undefined) {
+      observeTarget(state, target, false, at);
+    }
+    record(state, await settleDelivery(state.kv, claim, result, at), rule.id);
+  };
+  const run: Promise<void> = send().catch((error) => options.onError?.(error))
+    .finally(() => {
+      addCount(perProject, projectId, -1);
+      addCount(perTarget, target, -1);
+      inFlight.delete(run);
+      if (state.leftBehind && !stopping.signal.aborted) {
+        sweep(state).catch((error) => options.onError?.(error));
+      }
+    });
+  inFlight.add(run);
+}
+
+/** Adds `n` to the count of `key`, removing it at 0. */
+function addCount(map: Map<string, number>, key: string, n: number): void {
+  const value = (map.get(key) ?? 0) + n;
+  if (value === 0) map.delete(key);
+  else map.set(key, value);
+}
+
+/** Counts a timeout or an answer of `target`; backs it off when due. */
+function observeTarget(
+  state: DispatchState,
+  target: string,
+  timedOut: boolean,
+  at: number,
+): void {
+  const { targets } = state;
+  if (!timedOut) {
+    targets.delete(target);
+    return;
+  }
+  const backoff = targets.get(target) ?? { timeouts: 0, until: 0 };
+  targets.delete(target); // re-inserted last: the map stays in age order
+  backoff.timeouts++;
+  const step = backoff.timeouts - BACKOFF_AFTER_TIMEOUTS;
+  if (step >= 0 && backoff.until <= at) {
+    backoff.until = at +
+      TARGET_BACKOFF_MS[Math.min(step, TARGET_BACKOFF_MS.length - 1)]!;
+  }
+  targets.set(target, backoff);
+  if (targets.size > MAX_TARGETS_TRACKED) {
+    targets.delete(targets.keys().next().value!);
+  }
+}
+
+/** Holds a delivery of a backed-off target until its backoff ends. */
+async function holdBack(
+  state: DispatchState,
+  entry: Deno.KvEntry<unknown>,
+  delivery: Delivery,
+  target: string,
+  backoff: TargetState,
+): Promise<void> {
+  const { kv } = state;
+  if (!await postponeDelivery(kv, entry, delivery, backoff.until)) return;
+  const at = state.clock();
+  const attempt: DeliveryAttempt = {
+    deliveryId: delivery.id,
+    at,
+    attempt: delivery.attempts + 1,
+    count: delivery.count,
+    error:
+      `Backed off: "${target}" timed out ${backoff.timeouts} times in a row; next attempt at ${
+        formatUtc(backoff.until)
+      }`,
+    outcome: "backed-off",
+  };
+  await recordAlertAttempt(
+    kv,
+    delivery.projectId,
+    delivery.ruleId,
+    createId(at),
+    attempt,
+  );
+  record(state, attempt, delivery.ruleId);
+}
+
+/** Keeps an attempt's outcome for `take()` and tells `onAttempt`. */
+function record(
+  state: DispatchState,
+  attempt: DeliveryAttempt,
+  ruleId: string,
+): void {
+  state.outcomes.push(attempt.outcome);
+  state.options.onAttempt?.({ ...attempt, ruleId });
 }

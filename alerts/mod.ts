@@ -11,6 +11,7 @@
 import type { AttemptOutcome, Delivery } from "../db/alerts.ts";
 import { type EvaluateOptions, evaluateRules } from "./evaluate.ts";
 import { createDispatcher, type DispatchOptions } from "./dispatch.ts";
+import { lockedAsLine } from "../db/locked.ts";
 
 /** Period of the alert loop. */
 export const ALERT_INTERVAL_MS = 2000;
@@ -61,7 +62,7 @@ export interface AlertLoop {
  */
 export function createAlertLoop(options: AlertLoopOptions): AlertLoop {
   const onError = options.onError ??
-    ((error: unknown) => console.error("Alerts:", error));
+    ((error: unknown) => console.error("Alerts:", lockedAsLine(error)));
   let running: Promise<TickResult> | null = null;
   let timer: ReturnType<typeof setInterval> | undefined;
   const evaluate: EvaluateOptions = {

@@ -16,6 +16,8 @@
  */
 import type { ScanBudget } from "../db/query/scan.ts";
 import { Hono } from "hono";
+import { isLockedError } from "../db/kv.ts";
+import { lockedAsLine } from "../db/locked.ts";
 import { getCookie } from "hono/cookie";
 import { accessRefusal, forbidden } from "./access.ts";
 import { type Asset, assetResponse, assetUrls, loadAssets } from "./assets.ts";
@@ -110,6 +112,10 @@ export interface DashboardOptions {
 /** Largest form body accepted by default: the forms are a few fields. */
 export const FORM_LIMIT_BYTES = 64 * 1024;
 
+/** What a request answered `503` for a locked database is told. */
+const LOCKED_ANSWER =
+  "The database was held by another process for too long. Try again in a moment.";
+
 /** Methods whose requests carry no form to read. */
 const BODILESS = new Set(["GET", "HEAD", "OPTIONS"]);
 
@@ -188,6 +194,7 @@ export function createDashboard(options: DashboardOptions): DashApp {
     )
   );
   app.onError(async (error, c) => {
+    if (isLockedError(error)) return await lockedAnswer(c, deps, error);
     console.error("Dashboard error:", error);
     return await message(
       c,
@@ -198,6 +205,26 @@ export function createDashboard(options: DashboardOptions): DashApp {
     );
   });
   return app;
+}
+
+/**
+ * Another process held the database past the retries (db/locked.ts): one
+ * line, and an answer that says to retry, never a 500.
+ */
+async function lockedAnswer(
+  c: DashContext,
+  deps: DashboardDeps,
+  error: unknown,
+): Promise<Response> {
+  console.error(
+    `Dashboard: cannot answer ${c.req.method} ${c.req.path}:`,
+    lockedAsLine(error),
+  );
+  c.header("Retry-After", "5");
+  if (c.req.path.startsWith(`${deps.base}/api/`)) {
+    return c.json({ error: LOCKED_ANSWER }, 503);
+  }
+  return await message(c, deps, "Busy, try again", LOCKED_ANSWER, 503);
 }
 
 /** The dependencies every route is given, from the options. */

@@ -34,8 +34,9 @@ export const LOCKED_RETRY_DELAYS_MS: readonly number[] = [5, 10, 20, 40, 80];
 /**
  * Whether `error` says that SQLite refused a commit as locked: another
  * connection to the same file (an operator command, a second process) wrote
- * while this one read, and the commit wrote nothing. Deno KV waits out plain
- * busy locks itself, but not this one.
+ * while this one read, or held its write lock past Deno KV's own wait (about
+ * 5 s), and the commit wrote nothing. A `KvLockedError` (db/locked.ts), a
+ * refusal that outlasted its retries, is one too.
  *
  * @example
  * ```ts
@@ -43,7 +44,9 @@ export const LOCKED_RETRY_DELAYS_MS: readonly number[] = [5, 10, 20, 40, 80];
  * ```
  */
 export function isLockedError(error: unknown): boolean {
-  return error instanceof Error && /database is locked/i.test(error.message);
+  return error instanceof Error &&
+    (error.name === "KvLockedError" ||
+      /database is locked/i.test(error.message));
 }
 
 /** Options of {@linkcode commitRetryingLocked}. */
@@ -79,7 +82,11 @@ export async function commitRetryingLocked<T>(
       return await commit();
     } catch (error) {
       const wait = LOCKED_RETRY_DELAYS_MS[attempt];
-      if (wait === undefined || !isLockedError(error)) throw error;
+      // A KvLockedError has been retried already, within its bound.
+      if (
+        wait === undefined || !isLockedError(error) ||
+        (error as Error).name === "KvLockedError"
+      ) throw error;
       await sleep(wait);
     }
   }

@@ -4,11 +4,14 @@
  * Whatever stops it from opening (a directory where the file should be, a
  * read-only file or file system, a full disk) becomes one
  * {@linkcode KvOpenError} whose message names `KV_PATH`, so that the server
- * and the commands can stop with one line instead of a stack trace.
+ * and the commands can stop with one line instead of a stack trace. The
+ * handle given back retries what another process's lock refuses
+ * (db/locked.ts), for every module that uses it.
  *
  * @module
  */
 import { writeProbeKey } from "./keys.ts";
+import { retryingLocked } from "./locked.ts";
 
 /** Thrown when the database named by `KV_PATH` cannot be opened or written. */
 export class KvOpenError extends Error {
@@ -76,7 +79,7 @@ export async function openKv(
     if (isLocalFile(path)) {
       await Deno.mkdir(folderOf(path), { recursive: true });
     }
-    kv = await Deno.openKv(path);
+    kv = retryingLocked(await Deno.openKv(path));
   } catch (error) {
     throw new KvOpenError(path, reasonOf(error), { cause: error });
   }

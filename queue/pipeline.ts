@@ -9,6 +9,7 @@
  * @module
  */
 import { ProjectCache } from "../auth/projects.ts";
+import { lockedAsLine } from "../db/locked.ts";
 import type { SpaceGuard } from "../db/space.ts";
 import { Consumer } from "./consumer.ts";
 import { createMerger, type Merger } from "./merger.ts";
@@ -111,6 +112,41 @@ export interface Pipeline {
 }
 
 /**
+ * An error as one line: its message and its causes' messages, never its
+ * stack (docs/design.md#locked-database): a batch that fails is retried and
+ * kept as a dead letter with its message, so the log needs no more.
+ *
+ * @example
+ * ```ts
+ * errorLine(new Error("Cannot merge", { cause: new Error("disk\nfull") }));
+ * // "Cannot merge: disk full"
+ * ```
+ */
+export function errorLine(error: unknown): string {
+  const parts: string[] = [];
+  for (let e = error, depth = 0; e !== undefined && depth < 4; depth++) {
+    const text = e instanceof Error ? e.message : String(e);
+    if (!parts.some((p) => p.includes(text))) parts.push(text);
+    e = e instanceof Error ? e.cause : undefined;
+  }
+  return parts.join(": ").replace(/\s*\n\s*/g, " ");
+}
+
+/** One line per failure, naming the batch once. */
+function logFailure(batchId: string, error: unknown): void {
+  // A failed sweep belongs to no batch.
+  const what = batchId === ""
+    ? "Cannot sweep pending batches"
+    : `Cannot process batch "${batchId}"`;
+  const line = errorLine(lockedAsLine(error));
+  console.error(line.startsWith(what) ? line : `${what}: ${line}`);
+}
+
+function logMergeFailure(error: unknown): void {
+  console.error(`Cannot merge: ${errorLine(lockedAsLine(error))}`);
+}
+
+/**
  * Builds the pipeline of one process.
  *
  * @example
@@ -122,9 +158,7 @@ export interface Pipeline {
 export function createPipeline(options: PipelineOptions): Pipeline {
   const { kv, config, space, sleep } = options;
   const now = options.now ?? Date.now;
-  const onError = options.onError ??
-    ((batchId: string, error: unknown) =>
-      console.error(`Cannot process batch "${batchId}":`, error));
+  const onError = options.onError ?? logFailure;
   const consumer = new Consumer({
     kv,
     now,
@@ -147,7 +181,9 @@ export function createPipeline(options: PipelineOptions): Pipeline {
       kv,
       now,
       intervalMs: mergeIntervalMs,
-      onError: (error) => onError("", error),
+      onError: options.onError
+        ? (error) => onError("", error)
+        : logMergeFailure,
     })
     : undefined;
   // Intake waits for storage, never the other way round: past either bound

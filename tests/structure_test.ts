@@ -23,9 +23,6 @@ const MAX_FUNCTION_LINES = 80;
 const LONGER_FUNCTIONS: Record<string, number> = {
   "cli/logs.ts:logsCommand": 92,
   "cli/logs.ts:(anonymous)": 90,
-  "db/storage/chunk.ts:chunkSteps": 98,
-  "alerts/dispatch.ts:createDispatcher": 190,
-  "db/query/histogram.ts:histogram": 85,
   "dashboard/pages/entry.tsx:chooseShown": 86,
   "dashboard/routes/explorer.ts:explorerRoutes": 85,
   "dashboard/routes/users.ts:usersRoutes": 90,

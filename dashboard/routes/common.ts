@@ -81,7 +81,18 @@ export function pageContext(c: DashContext, deps: DashboardDeps): PageContext {
 }
 
 /** The statuses a dashboard page is sent with. */
-type PageStatus = 200 | 400 | 401 | 403 | 404 | 409 | 413 | 421 | 429 | 500;
+type PageStatus =
+  | 200
+  | 400
+  | 401
+  | 403
+  | 404
+  | 409
+  | 413
+  | 421
+  | 429
+  | 500
+  | 503;
 
 /** Anything JSX renders to. */
 export interface Renderable {

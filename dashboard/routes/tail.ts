@@ -16,6 +16,7 @@
  */
 import type { LogRecord } from "../../domain/entry.ts";
 import { type Filter, tailLogs } from "../source.ts";
+import { lockedAsLine } from "../../db/locked.ts";
 import type { TailTiming } from "./common.ts";
 
 /** Options of {@linkcode tailStream}. */
@@ -177,7 +178,10 @@ export function tailStream(options: TailStreamOptions): Response {
           if (now - started >= timing.maxMs) return finish();
         } catch (error) {
           if (closed) return;
-          console.error("Cannot read entries for live tail:", error);
+          console.error(
+            "Cannot read entries for live tail:",
+            lockedAsLine(error),
+          );
           return finish();
         }
         if (!closed) timer = setTimeout(poll, timing.intervalMs);

@@ -11,7 +11,12 @@
  */
 import { COUNT_BUCKET_MS, readLogCounts } from "../log_counts.ts";
 import { timeBound } from "../../domain/ids.ts";
-import { compileFilter, type Filter, InvalidQueryError } from "./filter.ts";
+import {
+  type CompiledFilter,
+  compileFilter,
+  type Filter,
+  InvalidQueryError,
+} from "./filter.ts";
 import { scan } from "./scan.ts";
 
 /** The intervals a histogram chooses from. */
@@ -87,6 +92,43 @@ export async function histogram(
   options: HistogramOptions,
 ): Promise<Histogram> {
   const filter = options.filter ?? {};
+  const tally = emptyTally(options);
+  const { intervalMs, buckets } = tally;
+  const since = Math.max(options.since, filter.since ?? -Infinity);
+  const until = Math.min(options.until, filter.until ?? Infinity);
+  if (since >= until) return { intervalMs, buckets };
+  const counting = { kv, projectId, filter: compileFilter(filter), tally };
+  const minute = COUNT_BUCKET_MS.m;
+  const m1 = Math.ceil(since / minute) * minute;
+  const m2 = Math.floor(until / minute) * minute;
+  if (!countedByCounters(filter) || intervalMs < minute || m1 >= m2) {
+    await countEntries(counting, since, until);
+  } else {
+    await countEntries(counting, since, m1);
+    await countEntries(counting, m2, until);
+    await countWholeMinutes(counting, m1, m2);
+  }
+  return { intervalMs, buckets };
+}
+
+/** A histogram's buckets being filled: the first starts at `first`. */
+interface Tally extends Histogram {
+  first: number;
+}
+
+/** What the counting steps of one histogram share. */
+interface Counting {
+  kv: Deno.Kv;
+  projectId: string;
+  filter: CompiledFilter;
+  tally: Tally;
+}
+
+/**
+ * The empty buckets over `options`' range, at the interval chosen for it;
+ * throws when the range is not one or needs too many buckets.
+ */
+function emptyTally(options: HistogramOptions): Tally {
   if (
     !Number.isFinite(options.since) || !Number.isFinite(options.until) ||
     options.until <= options.since
@@ -110,59 +152,65 @@ export async function histogram(
     start: first + i * intervalMs,
     counts: {} as Record<string, number>,
   }));
-  const since = Math.max(options.since, filter.since ?? -Infinity);
-  const until = Math.min(options.until, filter.until ?? Infinity);
-  if (since >= until) return { intervalMs, buckets };
-  const compiled = compileFilter(filter);
-  const add = (ms: number, level: string, n: number) => {
-    const counts = buckets[Math.floor((ms - first) / intervalMs)]!.counts;
-    counts[level] = (counts[level] ?? 0) + n;
-  };
-  const countEntries = async (from: number, to: number) => {
-    let lo = timeBound(from);
-    const hi = timeBound(to);
-    for (;;) {
-      const page = await scan(kv, projectId, {
-        order: "oldest",
-        lo,
-        hi,
-        filter: compiled,
-        limit: 1000,
-      });
-      for (const r of page.records) add(r.receivedAt, r.level, 1);
-      if (!page.more) return;
-      lo = page.records.at(-1)!.id + "\0";
-    }
-  };
-  const countCounters = async (
-    resolution: "m" | "h",
-    from: number,
-    to: number,
-  ) => {
-    for (const c of await readLogCounts(kv, projectId, resolution, from, to)) {
-      if (compiled.levelOk === null || compiled.levelOk(c.level)) {
-        add(c.start, c.level, c.count);
-      }
-    }
-  };
-  const minute = COUNT_BUCKET_MS.m;
+  return { intervalMs, buckets, first };
+}
+
+/** Adds `n` entries of `level` to the bucket holding `ms`. */
+function addCount(tally: Tally, ms: number, level: string, n: number) {
+  const { counts } = tally.buckets[
+    Math.floor((ms - tally.first) / tally.intervalMs)
+  ]!;
+  counts[level] = (counts[level] ?? 0) + n;
+}
+
+/** Counts the matching entries received in [from, to), one by one. */
+async function countEntries(counting: Counting, from: number, to: number) {
+  const { kv, projectId, filter, tally } = counting;
+  let lo = timeBound(from);
+  const hi = timeBound(to);
+  for (;;) {
+    const page = await scan(kv, projectId, {
+      order: "oldest",
+      lo,
+      hi,
+      filter,
+      limit: 1000,
+    });
+    for (const r of page.records) addCount(tally, r.receivedAt, r.level, 1);
+    if (!page.more) return;
+    lo = page.records.at(-1)!.id + "\0";
+  }
+}
+
+/**
+ * Counts [m1, m2), whole minutes, from the counters: the whole hours in it
+ * from the hourly ones when the interval is an hour or more, the rest from
+ * the per-minute ones.
+ */
+async function countWholeMinutes(counting: Counting, m1: number, m2: number) {
   const hour = COUNT_BUCKET_MS.h;
-  const m1 = Math.ceil(since / minute) * minute;
-  const m2 = Math.floor(until / minute) * minute;
-  if (!countedByCounters(filter) || intervalMs < minute || m1 >= m2) {
-    await countEntries(since, until);
+  const h1 = Math.ceil(m1 / hour) * hour;
+  const h2 = Math.floor(m2 / hour) * hour;
+  if (counting.tally.intervalMs >= hour && h1 < h2) {
+    await countCounters(counting, "m", m1, h1);
+    await countCounters(counting, "h", h1, h2);
+    await countCounters(counting, "m", h2, m2);
   } else {
-    await countEntries(since, m1);
-    await countEntries(m2, until);
-    const h1 = Math.ceil(m1 / hour) * hour;
-    const h2 = Math.floor(m2 / hour) * hour;
-    if (intervalMs >= hour && h1 < h2) {
-      await countCounters("m", m1, h1);
-      await countCounters("h", h1, h2);
-      await countCounters("m", h2, m2);
-    } else {
-      await countCounters("m", m1, m2);
+    await countCounters(counting, "m", m1, m2);
+  }
+}
+
+/** Adds the counters of `resolution` in [from, to) of the levels matched. */
+async function countCounters(
+  counting: Counting,
+  resolution: "m" | "h",
+  from: number,
+  to: number,
+) {
+  const { kv, projectId, filter, tally } = counting;
+  for (const c of await readLogCounts(kv, projectId, resolution, from, to)) {
+    if (filter.levelOk === null || filter.levelOk(c.level)) {
+      addCount(tally, c.start, c.level, c.count);
     }
   }
-  return { intervalMs, buckets };
 }

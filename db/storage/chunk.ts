@@ -156,61 +156,25 @@ function* chunkSteps(
   lines: string[],
   options: BuildChunkOptions,
 ): Generator<void, BuiltChunk, void> {
-  const { records } = options;
+  const raw = rawBytes(lines);
+  const blocks = cutBlocks(lines, raw);
   const levels: Record<string, number> = {};
-  const blocks: string[][] = [];
-  /** Index of each block's first line. */
-  const starts: number[] = [];
-  let raw = 0;
-  for (const line of lines) raw += line.length + 1;
-  const perBlock = raw / Math.max(1, Math.round(raw / BLOCK_RAW_BYTES));
-  let block: string[] = [];
-  let size = 0;
-  starts.push(0);
-  lines.forEach((line, i) => {
-    if (block.length > 0 && size + line.length / 2 > perBlock) {
-      blocks.push(block);
-      starts.push(i);
-      block = [];
-      size = 0;
-    }
-    block.push(line);
-    size += line.length + 1;
-  });
-  blocks.push(block);
   const blooms: Bloom[] = [];
   const deflated: Uint8Array[] = [];
-  for (const [b, lines] of blocks.entries()) {
-    const members = new BloomMembers();
-    const addText = (text: string) => {
-      const lower = text.toLowerCase();
-      forEachTokenRange(
-        lower,
-        (start, end) => members.addRange(lower, start, end),
-      );
-    };
-    const addPair = (pair: string) => members.add(pair);
-    for (const [i, line] of lines.entries()) {
-      const record = records?.[starts[b]! + i] ?? decodeRecordLine(line);
-      levels[record.level] = (levels[record.level] ?? 0) + 1;
-      forEachText(record, addText);
-      forEachPair(record, addPair);
-    }
-    blooms.push(members.build());
+  /** Index of the block's first line. */
+  let first = 0;
+  for (const block of blocks) {
+    blooms.push(indexBlock(block, first, options.records, levels));
     deflated.push(
       deflateRawSync(
-        encoder.encode(lines.join("\n")),
+        encoder.encode(block.join("\n")),
         options.fast ? { level: 1 } : {},
       ),
     );
+    first += block.length;
     yield;
   }
-  // Block table: count, then each block's compressed size (32 bits).
-  const table = new Uint8Array(1 + 4 * blocks.length);
-  const view = new DataView(table.buffer);
-  table[0] = blocks.length;
-  deflated.forEach((d, i) => view.setUint32(1 + 4 * i, d.length, true));
-  const body = concatBytes([table, ...deflated]);
+  const body = concatBytes([blockTable(deflated), ...deflated]);
   const { head, rest } = splitBytes(body);
   const summary: ChunkSummary = {
     firstId: lineId(lines[0]!),
@@ -225,30 +189,109 @@ function* chunkSteps(
     raw: Math.max(0, raw - 1),
     bytes: body.length,
   };
-  const json = encoder.encode(JSON.stringify({
-    f: summary.firstId,
-    n: summary.count,
-    lv: levels,
-    p: summary.slices,
-    t: summary.tier,
-    r: summary.raw,
-    b: summary.bytes,
-  }));
-  // Bloom value: format, summary length (32 bits), summary, then per block
-  // its probes (8 bits), its size in bytes (32 bits) and its bits.
-  const bloomParts: Uint8Array[] = [new Uint8Array([FORMAT]), u32(json.length)];
-  bloomParts.push(json);
-  for (const bloom of blooms) {
-    bloomParts.push(new Uint8Array([bloom.k]), u32(bloom.bits.length));
-    bloomParts.push(bloom.bits);
-  }
+  const json = summaryJson(summary);
   return {
     summary,
     head: concatBytes([new Uint8Array([FORMAT, summary.slices]), head]),
     rest,
     summaryValue: concatBytes([new Uint8Array([FORMAT]), json]),
-    bloomValue: concatBytes(bloomParts),
+    bloomValue: bloomValue(json, blooms),
   };
+}
+
+/** Bytes of `lines` each followed by a newline. */
+function rawBytes(lines: string[]): number {
+  let raw = 0;
+  for (const line of lines) raw += line.length + 1;
+  return raw;
+}
+
+/**
+ * `lines` cut into blocks of about {@linkcode BLOCK_RAW_BYTES}, evened out
+ * so that the last block is not a small remainder; `raw` is
+ * {@linkcode rawBytes} of `lines`.
+ */
+function cutBlocks(lines: string[], raw: number): string[][] {
+  const perBlock = raw / Math.max(1, Math.round(raw / BLOCK_RAW_BYTES));
+  const blocks: string[][] = [];
+  let block: string[] = [];
+  let size = 0;
+  for (const line of lines) {
+    if (block.length > 0 && size + line.length / 2 > perBlock) {
+      blocks.push(block);
+      block = [];
+      size = 0;
+    }
+    block.push(line);
+    size += line.length + 1;
+  }
+  blocks.push(block);
+  return blocks;
+}
+
+/**
+ * The Bloom filter of a block's tokens and field pairs, counting its
+ * entries per level into `levels`. `first` is the index of its first line
+ * in `records`, when the records are at hand.
+ */
+function indexBlock(
+  lines: string[],
+  first: number,
+  records: readonly LogRecord[] | undefined,
+  levels: Record<string, number>,
+): Bloom {
+  const members = new BloomMembers();
+  const addText = (text: string) => {
+    const lower = text.toLowerCase();
+    forEachTokenRange(
+      lower,
+      (start, end) => members.addRange(lower, start, end),
+    );
+  };
+  const addPair = (pair: string) => members.add(pair);
+  for (const [i, line] of lines.entries()) {
+    const record = records?.[first + i] ?? decodeRecordLine(line);
+    levels[record.level] = (levels[record.level] ?? 0) + 1;
+    forEachText(record, addText);
+    forEachPair(record, addPair);
+  }
+  return members.build();
+}
+
+/** Block table: count, then each block's compressed size (32 bits). */
+function blockTable(deflated: Uint8Array[]): Uint8Array {
+  const table = new Uint8Array(1 + 4 * deflated.length);
+  const view = new DataView(table.buffer);
+  table[0] = deflated.length;
+  deflated.forEach((d, i) => view.setUint32(1 + 4 * i, d.length, true));
+  return table;
+}
+
+/** The summary as stored, in short names (its last id is the key's name). */
+function summaryJson(summary: ChunkSummary): Uint8Array {
+  return encoder.encode(JSON.stringify({
+    f: summary.firstId,
+    n: summary.count,
+    lv: summary.levels,
+    p: summary.slices,
+    t: summary.tier,
+    r: summary.raw,
+    b: summary.bytes,
+  }));
+}
+
+/**
+ * The `log_blooms/` value: format, summary length (32 bits), summary, then
+ * per block its probes (8 bits), its size in bytes (32 bits) and its bits.
+ */
+function bloomValue(json: Uint8Array, blooms: Bloom[]): Uint8Array {
+  const parts: Uint8Array[] = [new Uint8Array([FORMAT]), u32(json.length)];
+  parts.push(json);
+  for (const bloom of blooms) {
+    parts.push(new Uint8Array([bloom.k]), u32(bloom.bits.length));
+    parts.push(bloom.bits);
+  }
+  return concatBytes(parts);
 }
 
 function u32(n: number): Uint8Array {

@@ -1,0 +1,195 @@
+/**
+ * A `Deno.Kv` whose writes outlast a locked database: every process opens KV
+ * through {@linkcode retryingLocked} (in `openKv`), so every module's
+ * commits, `set`s, `delete`s, reads and `enqueue`s are sent again while
+ * SQLite refuses them as `database is locked`, and give up, within a bound,
+ * with one {@linkcode KvLockedError} that the edges print as one line or
+ * answer as `503` (docs/design.md#locked-database).
+ *
+ * A refusal wrote nothing, so sending the same call again is safe. Deno KV
+ * itself waits up to about 5 s for another connection's write lock, so one
+ * attempt can take that long: the bound counts time, not only attempts.
+ *
+ * @module
+ */
+import { isLockedError } from "./kv.ts";
+
+/** Past this many milliseconds after the first attempt, no new one starts. */
+export const LOCKED_RETRY_MAX_MS = 10_000;
+/** The wait before the second attempt; each next one doubles, up to the cap. */
+export const LOCKED_RETRY_FIRST_MS = 5;
+/** The longest wait between two attempts. */
+export const LOCKED_RETRY_CAP_MS = 200;
+
+/**
+ * Thrown when a call stayed refused as locked past the bound. Its message is
+ * one line, for a log line, a `503` body or a command's error.
+ */
+export class KvLockedError extends Error {
+  override name = "KvLockedError";
+  constructor(attempts: number, elapsedMs: number, options?: ErrorOptions) {
+    super(
+      `The database stayed locked by another process (${attempts} attempts in ${
+        (elapsedMs / 1000).toFixed(1)
+      } s); retry in a moment`,
+      options,
+    );
+  }
+}
+
+/** Options of {@linkcode retryingLocked} and {@linkcode retryLocked}. */
+export interface RetryingLockedOptions {
+  /**
+   * A number in [0, 1): each wait is between half and all of its step, so
+   * that processes refused together do not retry in step.
+   * @default {Math.random}
+   */
+  random?: () => number;
+  /** No new attempt starts this long after the first. @default {LOCKED_RETRY_MAX_MS} */
+  maxMs?: number;
+  /** Waits `ms` milliseconds. @default a `setTimeout` */
+  sleep?: (ms: number) => Promise<void>;
+  /** Milliseconds of a monotonic clock. @default {performance.now} */
+  now?: () => number;
+}
+
+function timeout(ms: number): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, ms));
+}
+
+/**
+ * Calls `call` until it does not throw a locked refusal: again after waits
+ * from {@linkcode LOCKED_RETRY_FIRST_MS} doubling up to
+ * {@linkcode LOCKED_RETRY_CAP_MS}, while {@linkcode LOCKED_RETRY_MAX_MS}
+ * allows; then throws {@linkcode KvLockedError}. Any other error is thrown
+ * at once, as it is. Under steady writes from three processes, a commit that
+ * reads first is refused many times in a row: a bound of 5 attempts (155 ms)
+ * gave up on operator commands, so the bound is time.
+ *
+ * @example
+ * ```ts
+ * const entry = await retryLocked(() => kv.get(key));
+ * ```
+ */
+export async function retryLocked<T>(
+  call: () => Promise<T>,
+  options: RetryingLockedOptions = {},
+): Promise<T> {
+  try {
+    // The hot path: one attempt, no clock read.
+    return await call();
+  } catch (error) {
+    if (!isRetryable(error)) throw error;
+    return await retryAfter(call, error, options);
+  }
+}
+
+/** A raw refusal; a {@linkcode KvLockedError} has been retried already. */
+function isRetryable(error: unknown): boolean {
+  return isLockedError(error) && !(error instanceof KvLockedError);
+}
+
+async function retryAfter<T>(
+  call: () => Promise<T>,
+  first: unknown,
+  options: RetryingLockedOptions,
+): Promise<T> {
+  const maxMs = options.maxMs ?? LOCKED_RETRY_MAX_MS;
+  const sleep = options.sleep ?? timeout;
+  const now = options.now ?? (() => performance.now());
+  const random = options.random ?? Math.random;
+  // The first attempt's own wait (Deno KV's, up to 5 s) is not counted.
+  const start = now();
+  let last = first;
+  let attempts = 1;
+  let step = LOCKED_RETRY_FIRST_MS;
+  while (now() - start < maxMs) {
+    await sleep(Math.round(step * (0.5 + random() / 2)));
+    step = Math.min(step * 2, LOCKED_RETRY_CAP_MS);
+    attempts++;
+    try {
+      return await call();
+    } catch (error) {
+      if (!isRetryable(error)) throw error;
+      last = error;
+    }
+  }
+  throw new KvLockedError(attempts, now() - start, { cause: last });
+}
+
+/**
+ * `kv` with every call that writes or reads a value retried while refused
+ * as locked ({@linkcode retryLocked}): `atomic().commit()`, `set`,
+ * `delete`, `get`, `getMany` and `enqueue`. `list` and `watch` are streams
+ * whose position a retry could not keep; they are left as they are (a read
+ * in WAL mode is not refused as locked). The handle is `kv` itself behind a
+ * proxy: `close`, `listenQueue` and the rest reach it unchanged.
+ *
+ * @example
+ * ```ts
+ * const kv = retryingLocked(await Deno.openKv(path));
+ * ```
+ */
+export function retryingLocked(
+  kv: Deno.Kv,
+  options: RetryingLockedOptions = {},
+): Deno.Kv {
+  const wrapped = new Map<PropertyKey, unknown>([
+    ["atomic", () => {
+      const op = kv.atomic();
+      const commit = op.commit.bind(op);
+      op.commit = () => retryLocked(commit, options);
+      return op;
+    }],
+    [
+      "set",
+      (...a: Parameters<Deno.Kv["set"]>) =>
+        retryLocked(() => kv.set(...a), options),
+    ],
+    ["delete", (key: Deno.KvKey) => retryLocked(() => kv.delete(key), options)],
+    [
+      "get",
+      (...a: Parameters<Deno.Kv["get"]>) =>
+        retryLocked(() => kv.get(...a), options),
+    ],
+    [
+      "getMany",
+      (...a: Parameters<Deno.Kv["getMany"]>) =>
+        retryLocked(() => kv.getMany(...a), options),
+    ],
+    [
+      "enqueue",
+      (...a: Parameters<Deno.Kv["enqueue"]>) =>
+        retryLocked(() => kv.enqueue(...a), options),
+    ],
+  ]);
+  const bound = new Map<PropertyKey, unknown>();
+  return new Proxy(kv, {
+    get(target, prop) {
+      if (wrapped.has(prop)) return wrapped.get(prop);
+      const value = Reflect.get(target, prop, target);
+      if (typeof value !== "function") return value;
+      // The runtime's methods read private fields: call them on `kv` itself.
+      let fn = bound.get(prop);
+      if (fn === undefined) bound.set(prop, fn = value.bind(target));
+      return fn;
+    },
+  });
+}
+
+/**
+ * `error` for a log line: a locked refusal (or an error caused by one) as
+ * its one-line message, anything else as it is, stack included.
+ *
+ * @example
+ * ```ts
+ * console.error("Cannot merge chunks:", lockedAsLine(error));
+ * ```
+ */
+export function lockedAsLine(error: unknown): unknown {
+  if (isLockedError(error)) return (error as Error).message;
+  if (error instanceof Error && isLockedError(error.cause)) {
+    return `${error.message}: ${(error.cause as Error).message}`;
+  }
+  return error;
+}
