@@ -362,3 +362,23 @@ if (splitForm) {
     splitForm.submit();
   });
 }
+
+// Pinning a field of an entry to the facets: a click on its name in the
+// entry's fields adds `facet=PATH` to the view (without the script, the
+// facets' own form pins a field by name).
+if (document.getElementById("facets")) {
+  document.documentElement.classList.add("can-pin");
+  document.addEventListener("click", (event) => {
+    const th = event.target instanceof Element
+      ? event.target.closest(".fields th[scope=row]")
+      : null;
+    const path = th?.closest("tr")?.dataset.path;
+    if (!path) return;
+    const url = new URL(location.href);
+    if (!url.searchParams.getAll("facet").includes(path)) {
+      url.searchParams.append("facet", path);
+    }
+    url.searchParams.delete("cursor");
+    location.assign(url.pathname + url.search);
+  });
+}
