@@ -304,6 +304,82 @@ function sleep(ms: number, signal?: AbortSignal): Promise<void> {
 }
 
 /**
+ * The newest entries matching `filter`, up to `limit`, newest first, and
+ * whether more match.
+ */
+async function newestEntries(
+  kv: Deno.Kv,
+  projectId: string,
+  filter: Filter,
+  limit: number,
+): Promise<{ found: LogRecord[]; more: boolean }> {
+  const found: LogRecord[] = [];
+  let cursor: string | undefined;
+  let more = false;
+  while (found.length < limit) {
+    const page = await queryLogs(kv, projectId, {
+      filter,
+      limit: Math.min(1000, limit - found.length),
+      ...(cursor === undefined ? {} : { cursor }),
+    });
+    found.push(...page.records);
+    more = page.cursor !== null;
+    if (page.cursor === null) break;
+    cursor = page.cursor;
+  }
+  return { found, more };
+}
+
+/**
+ * Follows the project until stopped: every poll re-reads from a little
+ * behind the newest entry seen, and prints the entries it had not seen.
+ * Ids below the floor were either printed already (`found`, newest first)
+ * or are older than the entries printed.
+ */
+async function follow(
+  ctx: CommandContext,
+  projectId: string,
+  filter: Filter,
+  printed: { found: LogRecord[]; more: boolean },
+  printer: LinePrinter,
+): Promise<number> {
+  const startId = filter.since === undefined ? "" : timeBound(filter.since);
+  const oldest = printed.found.at(-1)?.id ?? "";
+  const floorId = printed.more && oldest > startId ? oldest : startId;
+  let newestId =
+    (await queryLogs(ctx.kv, projectId, { limit: 1 })).records[0]?.id ?? "";
+  const lowId = () => {
+    if (newestId === "") return floorId;
+    const behind = timeBound(idTime(newestId) - FOLLOW_LOOKBACK_MS);
+    return behind > floorId ? behind : floorId;
+  };
+  const seen = new Set(
+    printed.found.map((log) => log.id).filter((id) => id >= lowId()),
+  );
+  const wait = ctx.sleep ?? sleep;
+  for (;;) {
+    await wait(ctx.pollMs ?? 1000, ctx.signal);
+    if (ctx.signal?.aborted) return 0;
+    const low = lowId();
+    const fresh: LogRecord[] = [];
+    const iter = listLogs(
+      ctx.kv,
+      projectId,
+      low === "" ? {} : { startId: low },
+    );
+    for await (const log of iter) {
+      if (seen.has(log.id)) continue;
+      seen.add(log.id);
+      if (log.id > newestId) newestId = log.id;
+      if (matches(log, filter)) fresh.push(log);
+    }
+    printer.print(fresh);
+    const keep = lowId();
+    for (const id of seen) if (id < keep) seen.delete(id);
+  }
+}
+
+/**
  * `deno task logs ID …`.
  *
  * @example
@@ -319,29 +395,16 @@ export function logsCommand(ctx: CommandContext): Promise<number> {
       return await printRows(ctx, parsed, named, { filter, pipe });
     }
     const limit = readLimit(parsed);
-    const follow = booleanFlag(parsed, "follow");
-    if (follow && stringFlag(parsed, "until") !== undefined) {
+    const following = booleanFlag(parsed, "follow");
+    if (following && stringFlag(parsed, "until") !== undefined) {
       throw new UsageError(`Cannot use --until with --follow`);
     }
     const json = booleanFlag(parsed, "json");
     const project = await resolveProject(ctx.kv, named);
     const projectId = project.id;
-
     // Newest matching entries first, up to the limit; printed oldest first.
-    const found: LogRecord[] = [];
-    let cursor: string | undefined;
-    let more = false;
-    while (found.length < limit) {
-      const page = await queryLogs(ctx.kv, projectId, {
-        filter,
-        limit: Math.min(1000, limit - found.length),
-        ...(cursor === undefined ? {} : { cursor }),
-      });
-      found.push(...page.records);
-      more = page.cursor !== null;
-      if (page.cursor === null) break;
-      cursor = page.cursor;
-    }
+    const printed = await newestEntries(ctx.kv, projectId, filter, limit);
+    const { found, more } = printed;
     // Entries come from the allow-list or are signed: sizing the source
     // column from it keeps the lines `--follow` adds aligned too.
     const printer = new LinePrinter(
@@ -358,45 +421,8 @@ export function logsCommand(ctx: CommandContext): Promise<number> {
         `More entries match: showing the newest ${found.length} (raise --limit, or narrow with --since and --until)\n`,
       );
     }
-    if (!follow) return 0;
-
-    // Follow: every poll re-reads from a little behind the newest entry seen,
-    // and prints the entries it had not seen. Ids below `floorId` were either
-    // printed above or are older than the entries already printed.
+    if (!following) return 0;
     if (!json) ctx.stderr(`Waiting for new entries (Ctrl-C to stop)\n`);
-    const startId = filter.since === undefined ? "" : timeBound(filter.since);
-    const oldest = found.at(-1)?.id ?? "";
-    const floorId = more && oldest > startId ? oldest : startId;
-    let newestId =
-      (await queryLogs(ctx.kv, projectId, { limit: 1 })).records[0]?.id ?? "";
-    const lowId = () => {
-      if (newestId === "") return floorId;
-      const behind = timeBound(idTime(newestId) - FOLLOW_LOOKBACK_MS);
-      return behind > floorId ? behind : floorId;
-    };
-    const seen = new Set(
-      found.map((log) => log.id).filter((id) => id >= lowId()),
-    );
-    const wait = ctx.sleep ?? sleep;
-    for (;;) {
-      await wait(ctx.pollMs ?? 1000, ctx.signal);
-      if (ctx.signal?.aborted) return 0;
-      const low = lowId();
-      const fresh: LogRecord[] = [];
-      const iter = listLogs(
-        ctx.kv,
-        projectId,
-        low === "" ? {} : { startId: low },
-      );
-      for await (const log of iter) {
-        if (seen.has(log.id)) continue;
-        seen.add(log.id);
-        if (log.id > newestId) newestId = log.id;
-        if (matches(log, filter)) fresh.push(log);
-      }
-      printer.print(fresh);
-      const keep = lowId();
-      for (const id of seen) if (id < keep) seen.delete(id);
-    }
+    return await follow(ctx, projectId, filter, printed, printer);
   });
 }

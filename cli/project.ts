@@ -1,7 +1,7 @@
 /**
  * `deno task project …`: creating projects and changing their allow-list,
- * custom levels, retention and secret, listing and showing them, deleting
- * them with their logs. Built on db/projects.ts; this module only parses
+ * custom levels, retention, secret and scrubbing rules (cli/project_scrub.ts),
+ * listing and showing them, deleting them with their logs. Built on db/projects.ts; this module only parses
  * arguments and prints. Secrets are printed by `create` and `rotate-secret`
  * only, never by `list` or `show`.
  *
@@ -55,6 +55,7 @@ import {
 } from "./project_format.ts";
 import { USAGE } from "./project_usage.ts";
 import { recordCliChange } from "./audit.ts";
+import { scrubSubcommand } from "./project_scrub.ts";
 import { resolveProject } from "./resolve.ts";
 
 /** Longest `--grace` of `rotate-secret`: a year. */
@@ -285,6 +286,7 @@ const SUBCOMMANDS: Subcommands = {
       );
     },
   }),
+  scrub: scrubSubcommand,
   delete: subcommand({
     positionals: ["ID"],
     options: { ...JSON_FLAG, yes: { type: "boolean", short: "y" } },

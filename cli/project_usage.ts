@@ -4,6 +4,8 @@
  * @module
  */
 
+import { SCRUB_USAGE } from "./project_scrub.ts";
+
 /** Help of `project` (key "") and of each subcommand. */
 export const USAGE: Record<string, string> = {
   "": `Manage projects.
@@ -19,10 +21,12 @@ Commands:
   rotate-secret ID [--grace 24h]         Replace the secret; prints the new one
   levels ID [add|remove NAME]            Show, add or remove custom levels
   retention ID DAYS                      Keep new entries DAYS days
+  scrub ID [--key|--detector|--pattern …] Show or change what is scrubbed
   delete ID [--yes]                      Delete the project and its logs
 
 ID is a project's id or its name (a name several projects share is refused).
 Every command takes --json (machine output) and --help.`,
+  scrub: SCRUB_USAGE,
   create: `Create a project and print it, secret included.
 
 Usage: deno task project create --name NAME [--allow VALUE]... [--json]

@@ -53,6 +53,15 @@ export interface LoggerOptions extends DeliveryOptions {
   resignAfterMs?: number;
   /** Send what is queued by beacon when the page is hidden or left. @default {true} in a browser without `secret` */
   beacon?: boolean;
+  /**
+   * Called with each entry before it is sent (and signed): returns the
+   * entry to send, changed or not, or `null` to drop it. For scrubbing at
+   * the source. When it throws or returns no entry object, the entry is
+   * dropped and `onError` is told (`before_send_failed`): an entry the hook
+   * was meant to clean is never sent as it was.
+   * @default none
+   */
+  beforeSend?: (entry: Entry) => Entry | null;
 }
 
 /** A message: a string, or an error whose message and stack are sent. */
@@ -143,6 +152,40 @@ function levelMethod(log: Logger["log"], level: string): LevelMethod {
 }
 
 /**
+ * `entry` as `options.beforeSend` returns it, for the logger's own project
+ * and app id; `null` to drop it, also when the hook fails (`onError` is
+ * told).
+ */
+function beforeSend(
+  options: LoggerOptions,
+  onError: (error: DeliveryError) => void,
+  entry: Entry,
+): Entry | null {
+  if (!options.beforeSend) return entry;
+  let out: Entry | null;
+  try {
+    out = options.beforeSend(entry);
+    if (out !== null && (typeof out !== "object" || !out.data)) {
+      throw new Error("it returned no entry");
+    }
+  } catch (e) {
+    onError({
+      status: 0,
+      code: "before_send_failed",
+      message: `Cannot send the entry: beforeSend failed: ${
+        (e as Error)?.message
+      }`,
+      entry,
+    });
+    return null;
+  }
+  if (out === null) return null;
+  out.projectId = options.projectId;
+  out.appid = options.appid;
+  return out;
+}
+
+/**
  * Creates a logger that sends entries to the service, paced, retried and
  * flushed as the page or process ends.
  *
@@ -178,14 +221,15 @@ export function createLogger(options: LoggerOptions): Logger {
     }));
   }
   function log(level: string, data: Record<string, unknown>): void {
-    const entry: Entry = {
+    const entry = beforeSend(options, onError, {
       level,
       projectId: options.projectId,
       device: device(),
       context: options.context,
       data,
       appid: options.appid,
-    };
+    });
+    if (entry === null) return;
     // The text is made now, so that changes to `data` after this call
     // change neither the body nor what is signed.
     let params: string;

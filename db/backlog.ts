@@ -63,7 +63,7 @@ export async function readBacklog(
         entry.value as Uint8Array,
       );
       if (typeof header.count === "number") queued.entries += header.count;
-    } catch { /* a batch of an earlier version: counted as a batch only */ }
+    } catch { /* a value that is no header: counted as a batch only */ }
   }
   const backlog = backlogOf(await listSummaries(kv, projectId));
   return {

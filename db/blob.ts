@@ -1,23 +1,23 @@
 /**
  * Values larger than Deno KV's 64 KiB limit, the one place that splits and
- * joins them: a head stored under the main key and further parts of at most
- * {@linkcode PART_BYTES} under keys of their own, read back with `getMany`.
+ * joins them: a head stored under the main key and further slices of at most
+ * {@linkcode SLICE_BYTES} under keys of their own, read back with `getMany`.
  * Batches (queue/batch.ts) and chunks of stored entries (db/storage/chunk.ts)
- * use it; the caller names the keys and records how many parts there are.
+ * use it; the caller names the keys and records how many slices there are.
  *
  * @module
  */
 import { getManyChunked } from "./kv.ts";
 
-/** Bytes per stored part, leaving room for the record around the head. */
-export const PART_BYTES = 60_000;
+/** Bytes per stored slice, leaving room for the record around the head. */
+export const SLICE_BYTES = 60_000;
 
 const encoder = new TextEncoder();
 const decoder = new TextDecoder();
 
 /**
- * Cuts `bytes` (or the UTF-8 of a text) into a head and further parts of at
- * most `size` bytes. Parts are copies, not views: KV would store a view
+ * Cuts `bytes` (or the UTF-8 of a text) into a head and further slices of at
+ * most `size` bytes. Slices are copies, not views: KV would store a view
  * with its whole buffer.
  *
  * @example
@@ -27,7 +27,7 @@ const decoder = new TextDecoder();
  */
 export function splitBytes(
   bytes: Uint8Array | string,
-  size = PART_BYTES,
+  size = SLICE_BYTES,
 ): { head: Uint8Array; rest: Uint8Array[] } {
   const all = typeof bytes === "string" ? encoder.encode(bytes) : bytes;
   if (all.length <= size) return { head: all, rest: [] };
@@ -51,8 +51,8 @@ export function concatBytes(chunks: Uint8Array[]): Uint8Array {
 }
 
 /**
- * Reads the parts under `keys` (in order) and returns `head` followed by
- * them. Throws when a part is missing.
+ * Reads the slices under `keys` (in order) and returns `head` followed by
+ * them. Throws when a slice is missing.
  *
  * @example
  * ```ts
@@ -67,7 +67,7 @@ export async function joinBytes(
   const chunks = [head];
   for (const entry of await getManyChunked<Uint8Array>(kv, keys)) {
     if (!(entry.value instanceof Uint8Array)) {
-      throw new Error(`Cannot read "${entry.key.join("/")}": part missing`);
+      throw new Error(`Cannot read "${entry.key.join("/")}": slice missing`);
     }
     chunks.push(entry.value);
   }
@@ -75,20 +75,20 @@ export async function joinBytes(
 }
 
 /**
- * Reads the `count - 1` parts after `head` (part `n` under `partKey(n)`)
+ * Reads the `count - 1` slices after `head` (slice `n` under `sliceKey(n)`)
  * and parses the whole JSON document.
  *
  * @example
  * ```ts
- * const entries = await joinJson(kv, head, 3, (n) => batchPartKey(batchId, n));
+ * const entries = await joinJson(kv, head, 3, (n) => batchSliceKey(batchId, n));
  * ```
  */
 export async function joinJson<T>(
   kv: Deno.Kv,
   head: Uint8Array,
   count: number,
-  partKey: (n: number) => Deno.KvKey,
+  sliceKey: (n: number) => Deno.KvKey,
 ): Promise<T> {
-  const keys = Array.from({ length: count - 1 }, (_, i) => partKey(i + 1));
+  const keys = Array.from({ length: count - 1 }, (_, i) => sliceKey(i + 1));
   return JSON.parse(decoder.decode(await joinBytes(kv, head, keys)));
 }

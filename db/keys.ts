@@ -6,9 +6,9 @@
  * | prefix | value |
  * |---|---|
  * | `projects/<projectId>` | {@linkcode Project} |
- * | `pending_batches/<batchId>` | batch header, first part of the batch |
+ * | `pending_batches/<batchId>` | batch header |
  * | `dead_letters/<batchId>` | batch header of a batch that kept failing |
- * | `batch_parts/<batchId>/<n>` | further parts of a large batch |
+ * | `batch_slices/<batchId>/<n>` | the slices of a batch's entries |
  * | `batch_progress/<batchId>` | projects whose results a batch spanning many projects has committed |
  * | `log_chunks/<projectId>/<last entry id>` | a chunk of stored entries: deflated JSON lines |
  * | `log_chunk_slices/<projectId>/<last entry id>/<n>` | further slices of a chunk too large for one value |
@@ -79,9 +79,9 @@ export function deadLettersPrefix(): Deno.KvKey {
   return ["dead_letters"];
 }
 
-/** Key of part `n` (from 1) of a batch too large for one value. */
-export function batchPartKey(batchId: string, n: number): Deno.KvKey {
-  return ["batch_parts", batchId, n];
+/** Key of slice `n` (from 0) of a batch's entries. */
+export function batchSliceKey(batchId: string, n: number): Deno.KvKey {
+  return ["batch_slices", batchId, n];
 }
 
 /**

@@ -7,9 +7,9 @@
  * Every value the service stores is bytes it encodes itself — UTF-8 JSON, or
  * a JSON header framed with a binary payload — or a `Deno.KvU64` counter.
  * Values serialized by the runtime are not readable by an older Deno (Deno
- * Deploy runs an older one than a developer's machine), bytes are. Values
- * stored in the runtime's encoding by earlier versions of the service are
- * still read: the decoders accept them as they come.
+ * Deploy runs an older one than a developer's machine), bytes are. A value
+ * in the runtime's own encoding was never written by a released version,
+ * and is refused as unreadable.
  *
  * @module
  */
@@ -128,10 +128,14 @@ export function encodeJson(value: unknown): Uint8Array {
   return encoder.encode(JSON.stringify(value));
 }
 
+/** Thrown for a stored value that is not in the service's own encoding. */
+export class UnreadableValueError extends Error {
+  override name = "UnreadableValueError";
+}
+
 /**
- * Decodes a value stored by {@linkcode encodeJson}; a value stored in the
- * runtime's own encoding by an earlier version is returned as it is, and an
- * absent value (`null`) stays `null`.
+ * Decodes a value stored by {@linkcode encodeJson}; an absent value (`null`)
+ * stays `null`, and a value in any other encoding is refused.
  *
  * @example
  * ```ts
@@ -141,7 +145,9 @@ export function encodeJson(value: unknown): Uint8Array {
 export function decodeJson<T>(value: unknown): T | null {
   if (value === null || value === undefined) return null;
   if (value instanceof Uint8Array) return JSON.parse(decoder.decode(value));
-  return value as T;
+  throw new UnreadableValueError(
+    `Cannot read a stored value: expected the service's own bytes, got ${typeof value}`,
+  );
 }
 
 /**

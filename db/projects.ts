@@ -9,6 +9,7 @@
  * @module
  */
 import { DAY_MS } from "../domain/entry.ts";
+import type { ScrubRule } from "../domain/scrub.ts";
 import { decodeJson, encodeJson, listJson } from "./kv.ts";
 import {
   InvalidValueError,
@@ -53,6 +54,14 @@ export interface Project {
   retentionDays: number;
   /** Creation time, Unix milliseconds. */
   createdAt: number;
+  /** Scrubbing rules beside the defaults (db/scrub.ts). @default absent: none */
+  scrub?: { rules: ScrubRule[]; next: number };
+  /**
+   * Key of the project's keyed hashes (HMAC-SHA256), made when first needed
+   * and never rotated, so one value hashes alike for the project's life.
+   * A secret: never printed. @default absent
+   */
+  hashKey?: string;
 }
 
 /** Thrown when a project id names no project. */

@@ -57,6 +57,11 @@ export interface KeptEntry {
   maxSkewMs?: number;
   /** When the content was not kept: the bytes it would have taken. */
   omittedBytes?: number;
+  /**
+   * The content was scrubbed (docs/privacy.md): the sender's own text of
+   * the signed members is not kept, and a signature no longer verifies.
+   */
+  scrubbed?: true;
 }
 
 /**
@@ -108,6 +113,8 @@ export interface KeepOptions {
   expected?: string;
   /** The signature skew the entry was judged with. */
   maxSkewMs?: number;
+  /** `entry` is the scrubbed content: its sender's own text is left out. */
+  scrubbed?: boolean;
 }
 
 function cut(text: string): string {
@@ -141,6 +148,7 @@ export function encodeKeptEntry(
   if (options.maxSkewMs !== undefined && entry.signature !== undefined) {
     kept.maxSkewMs = options.maxSkewMs;
   }
+  if (options.scrubbed) kept.scrubbed = true;
   const { raw: _raw, ...bare } = entry;
   const expected = options.expected === undefined
     ? {}
@@ -148,7 +156,7 @@ export function encodeKeptEntry(
   let first: number | undefined;
   for (
     const content of [
-      { entry, ...expected },
+      { entry: options.scrubbed ? bare : entry, ...expected },
       { entry: bare, ...expected },
       { entry: bare },
     ]

@@ -13,6 +13,8 @@ import { addErrorGroups, type GroupPlan } from "../db/error_groups.ts";
 import { acceptedCountKey } from "../db/keys.ts";
 import { storeLogs } from "../db/storage/write.ts";
 import type { Project } from "../db/projects.ts";
+import { scrubAccepted } from "../db/scrub.ts";
+import { encodeRecordLine } from "../db/storage/lines.ts";
 import { DAY_MS, type LogRecord } from "../domain/entry.ts";
 
 /** Options of {@linkcode acceptEntries}. */
@@ -29,11 +31,14 @@ export interface AcceptOptions {
  * Adds to `op` what accepting `records` of `project` writes: the records,
  * stored in id order and expiring with the project's retention, their error
  * groups, and the project's accepted count. `records` is sorted in place.
+ * They are scrubbed already ({@linkcode scrubRecords}), before their error
+ * groups were prepared, so that nothing stored holds what scrubbing removes.
  *
  * @example
  * ```ts
+ * const lineOf = scrubRecords(project, records);
  * const groups = await prepareErrorGroups(kv, project.id, records, { now, retentionMs });
- * acceptEntries(op, project, records, { now, groups });
+ * acceptEntries(op, project, records, { now, lineOf, groups });
  * ```
  */
 export function acceptEntries(
@@ -50,4 +55,29 @@ export function acceptEntries(
   });
   addErrorGroups(op, options.groups);
   op.sum(acceptedCountKey(project.id), BigInt(records.length));
+}
+
+/**
+ * Scrubs `records` by `project`'s rules (docs/privacy.md), each replaced in
+ * place by its scrubbed form when that changes it; returns each record's
+ * line for storing: the known one (`lineOf`, a line cut from the committed
+ * text) when scrubbing left the record as it was, else encoded again.
+ *
+ * @example
+ * ```ts
+ * const lineOf = scrubRecords(project, records, (r) => cut.get(r));
+ * ```
+ */
+export function scrubRecords(
+  project: Project,
+  records: LogRecord[],
+  lineOf?: (record: LogRecord) => string | undefined,
+): (record: LogRecord) => string {
+  const lines = new Map<LogRecord, string>();
+  records.forEach((record, i) => {
+    const scrubbed = scrubAccepted(project, record, lineOf?.(record));
+    records[i] = scrubbed.record;
+    if (scrubbed.line !== undefined) lines.set(scrubbed.record, scrubbed.line);
+  });
+  return (record) => lines.get(record) ?? encodeRecordLine(record);
 }

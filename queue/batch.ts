@@ -2,12 +2,12 @@
  * The queued form of a batch of entries, as the producer writes it and the
  * consumer reads it back: a header under `pending_batches/<id>`, stored as
  * bytes (docs/design.md#value-encoding), and the JSON array of entries in
- * parts under `batch_parts/<id>/0` onwards (docs/design.md#group-commit).
+ * slices under `batch_slices/<id>/0` onwards (docs/design.md#group-commit).
  *
  * @module
  */
 import { joinJson } from "../db/blob.ts";
-import { batchPartKey } from "../db/keys.ts";
+import { batchSliceKey } from "../db/keys.ts";
 import { decodeFramed, encodeFramed } from "../db/kv.ts";
 import type { QueuedEntry } from "../domain/entry.ts";
 
@@ -18,11 +18,11 @@ export interface BatchHeader {
   /** Number of entries. */
   count: number;
   /**
-   * Number of parts of the JSON array of entries, under
-   * `batch_parts/<batchId>/0` onwards: the header, rewritten at each failed
+   * Number of slices of the JSON array of entries, under
+   * `batch_slices/<batchId>/0` onwards: the header, rewritten at each failed
    * attempt, holds no entry.
    */
-  parts: number;
+  slices: number;
   /** Failed processing attempts so far. */
   attempts: number;
   /** Earliest time of the next attempt after a failure. */
@@ -46,8 +46,8 @@ export interface HandedBatch {
   id: string;
   /** Versionstamp of the commit that wrote the pending key. */
   versionstamp: string;
-  /** Number of parts its entries' JSON was written in. */
-  parts: number;
+  /** Number of slices its entries' JSON was written in. */
+  slices: number;
   entries: QueuedEntry[];
   /** Each entry's JSON as committed, in the same order. */
   texts: string[];
@@ -97,7 +97,7 @@ function isHeaderFields(value: unknown): value is StoredHeader {
   const h = value as StoredHeader | null;
   return typeof h === "object" && h !== null &&
     Number.isInteger(h.createdAt) && Number.isInteger(h.count) &&
-    Number.isInteger(h.parts) && h.parts >= 1 &&
+    Number.isInteger(h.slices) && h.slices >= 1 &&
     Number.isInteger(h.attempts);
 }
 
@@ -113,23 +113,23 @@ export function isEntryList(value: unknown): value is QueuedEntry[] {
 }
 
 /**
- * Reads and parses the JSON of a batch: `parts` parts under
- * `batch_parts/<batchId>/0` onwards (docs/design.md#group-commit). Throws
+ * Reads and parses the JSON of a batch: `slices` slices under
+ * `batch_slices/<batchId>/0` onwards (docs/design.md#group-commit). Throws
  * when its bytes are gone.
  *
  * @example
  * ```ts
- * const entries = await readBatchParts(kv, batchId, header.parts);
+ * const entries = await readBatchSlices(kv, batchId, header.slices);
  * ```
  */
-export async function readBatchParts(
+export async function readBatchSlices(
   kv: Deno.Kv,
   batchId: string,
-  parts: number,
+  slices: number,
 ): Promise<unknown> {
-  const first = (await kv.get(batchPartKey(batchId, 0))).value;
+  const first = (await kv.get(batchSliceKey(batchId, 0))).value;
   if (!(first instanceof Uint8Array)) {
     throw new Error(`Cannot read batch "${batchId}": its bytes are gone`);
   }
-  return await joinJson(kv, first, parts, (n) => batchPartKey(batchId, n));
+  return await joinJson(kv, first, slices, (n) => batchSliceKey(batchId, n));
 }

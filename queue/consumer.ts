@@ -28,8 +28,10 @@ import { type AtomicWriter, RecordedAtomic } from "../db/atomic.ts";
 import { batchProgressKey, pendingBatchKey, projectKey } from "../db/keys.ts";
 import { isDiskFullError } from "../db/disk.ts";
 import { ATOMIC_MAX_CHECKS, decodeJson, getManyChunked } from "../db/kv.ts";
-import { encodeRecordLine, lineFromQueued } from "../db/storage/lines.ts";
+import { lineFromQueued } from "../db/storage/lines.ts";
 import { encodeKeptEntry } from "../db/rejected.ts";
+import type { Project } from "../db/projects.ts";
+import { scrubAccepted } from "../db/scrub.ts";
 import { addStats, StatsTally } from "../db/stats.ts";
 import {
   DAY_MS,
@@ -37,14 +39,14 @@ import {
   type QueuedEntry,
   toLogRecord,
 } from "../domain/entry.ts";
-import { acceptEntries } from "./accept.ts";
+import { acceptEntries, scrubRecords } from "./accept.ts";
 import { prepareErrorGroups } from "../db/error_groups.ts";
 import {
   BatchFormatError,
   decodeBatchHeader,
   type HandedBatch,
   isEntryList,
-  readBatchParts,
+  readBatchSlices,
 } from "./batch.ts";
 import { claimSignatures, type Reads } from "./claims.ts";
 import { Locks } from "./locks.ts";
@@ -72,7 +74,7 @@ function handedBatch(batchId: string, handed: HandedBatch): BatchRead {
       key: pendingBatchKey(batchId),
       versionstamp: handed.versionstamp,
     },
-    parts: handed.parts,
+    slices: handed.slices,
     entries: handed.entries,
     texts: handed.texts,
   };
@@ -291,7 +293,7 @@ export class Consumer {
     }
     let entries: unknown;
     try {
-      entries = await readBatchParts(this.#kv, batchId, header.parts);
+      entries = await readBatchSlices(this.#kv, batchId, header.slices);
     } catch (error) {
       // Processed by another process between the two reads: nothing to do.
       const again = await this.#kv.get(pendingBatchKey(batchId));
@@ -305,16 +307,26 @@ export class Consumer {
         `Cannot read batch "${batchId}": not a list of entries`,
       );
     }
-    return { pending, parts: header.parts, entries };
+    return { pending, slices: header.slices, entries };
   }
 
-  /** The kept form of a rejected entry (docs/design.md#kept-rejected-entries). */
-  #keep(entry: QueuedEntry, result: AuthResult & { ok: false }): Uint8Array {
+  /**
+   * The kept form of a rejected entry (docs/design.md#kept-rejected-entries),
+   * scrubbed as an accepted one would be (docs/privacy.md).
+   */
+  #keep(
+    sent: QueuedEntry,
+    result: AuthResult & { ok: false },
+    project: Project | null,
+  ): Uint8Array {
+    const entry = scrubAccepted(project, sent, undefined).record;
+    const scrubbed = entry !== sent;
     return encodeKeptEntry(entry, result.reason, {
       maxSkewMs: this.#maxSkewMs,
       ...(result.reason === "bad_signature"
         ? { expected: expectedSignedText(entry) }
         : {}),
+      ...(scrubbed ? { scrubbed } : {}),
     });
   }
 
@@ -345,7 +357,10 @@ export class Consumer {
         if (list) list.push(record);
         else accepted.set(project.id, [record]);
       } else if (!result.ok && project === null) {
-        tally.rejectUnknownProject(result.reason, this.#keep(entry, result));
+        tally.rejectUnknownProject(
+          result.reason,
+          this.#keep(entry, result, null),
+        );
       } else if (!result.ok && project) {
         tally.reject(project.id, {
           entryId: entry.id,
@@ -354,14 +369,16 @@ export class Consumer {
           level: entry.level,
           ...(entry.origin === undefined ? {} : { origin: entry.origin }),
           ...(entry.appid === undefined ? {} : { appid: entry.appid }),
-        }, this.#keep(entry, result));
+        }, this.#keep(entry, result, project));
       }
     });
     for (const [projectId, records] of accepted) {
       const project = projects.get(projectId)!;
+      // Scrubbed before anything is read from them (docs/privacy.md).
+      const lineOf = scrubRecords(project, records, (r) => lines.get(r));
       acceptEntries(op, project, records, {
         now,
-        lineOf: (record) => lines.get(record) ?? encodeRecordLine(record),
+        lineOf,
         groups: await prepareErrorGroups(this.#kv, projectId, records, {
           now,
           retentionMs: project.retentionDays * DAY_MS,

@@ -4,7 +4,7 @@
  * {@linkcode MAX_ATTEMPTS} failures it moves aside to the dead letters, never
  * lost silently. This module records failures, lists dead letters and
  * replays them: a replay moves the header back to the pending batches in one
- * atomic operation (attempts reset, no retry time), leaving the batch's parts
+ * atomic operation (attempts reset, no retry time), leaving the batch's slices
  * where they are, so the sweeper of any running server picks it up on its
  * next pass. It never processes a batch itself.
  *
@@ -58,7 +58,7 @@ export async function recordFailure(
       createdAt: now,
       count: 0,
       unreadable: raw instanceof Uint8Array ? raw : encodeJson(raw),
-      parts: 1,
+      slices: 1,
       attempts: 0,
     };
   }
@@ -96,8 +96,8 @@ export interface DeadLetter {
   attempts: number;
   /** The last failure's message. */
   error?: string;
-  /** Parts of the batch's entries. */
-  parts: number;
+  /** Slices of the batch's entries. */
+  slices: number;
 }
 
 /** Thrown when a batch id names no dead letter. */
@@ -125,7 +125,7 @@ function describe(id: string, header: BatchHeader): DeadLetter {
     count: header.count,
     attempts: header.attempts,
     ...(header.error === undefined ? {} : { error: header.error }),
-    parts: header.parts,
+    slices: header.slices,
   };
 }
 

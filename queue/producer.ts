@@ -11,9 +11,9 @@
  *
  * @module
  */
-import { batchPartKey, pendingBatchKey } from "../db/keys.ts";
+import { batchSliceKey, pendingBatchKey } from "../db/keys.ts";
 import { ATOMIC_MAX_MUTATIONS, commitRetryingLocked } from "../db/kv.ts";
-import { PART_BYTES, splitBytes } from "../db/blob.ts";
+import { SLICE_BYTES, splitBytes } from "../db/blob.ts";
 import type { QueuedEntry } from "../domain/entry.ts";
 import { createId } from "../domain/ids.ts";
 import {
@@ -28,7 +28,7 @@ import {
  * fewer for an accepted one (its chunk's share and its counters).
  */
 export const RESULT_MUTATIONS_PER_ENTRY = 4;
-/** A result commit's other mutations: pending key, parts, progress, totals. */
+/** A result commit's other mutations: pending key, slices, progress, totals. */
 const RESULT_OVERHEAD_MUTATIONS = 20;
 /** Entries per batch: keeps the consumer's result commit under KV's cap. */
 export const MAX_BATCH_ENTRIES = 200;
@@ -145,7 +145,7 @@ function intervalTimer(ms: number, tick: () => void): () => void {
 /** A batch of one commit, before it is handed over. */
 interface Batch {
   id: string;
-  parts: number;
+  slices: number;
   items: Waiting[];
 }
 
@@ -289,7 +289,7 @@ export class GroupCommitter {
     try {
       const op = kv.atomic();
       batches = this.#addBatches(op, taken, this.#now());
-      const mutations = batches.reduce((n, b) => n + 1 + b.parts, 0);
+      const mutations = batches.reduce((n, b) => n + 1 + b.slices, 0);
       told = this.#options.rider?.ride(op, MAX_COMMIT_MUTATIONS - mutations);
       // A commit refused as locked wrote nothing: the same one goes again.
       const result = await commitRetryingLocked(
@@ -306,10 +306,10 @@ export class GroupCommitter {
     if (versionstamp !== undefined) {
       for (const w of taken) w.resolve();
       if (batches.length > 0) {
-        this.#options.onCommitted?.(batches.map(({ id, parts, items }) => ({
+        this.#options.onCommitted?.(batches.map(({ id, slices, items }) => ({
           id,
           versionstamp,
-          parts,
+          slices,
           entries: items.map((w) => w.entry),
           texts: items.map((w) => w.json),
         })));
@@ -335,7 +335,7 @@ export class GroupCommitter {
       let size = taken[from]!.json.length;
       while (
         to < taken.length && to - from < MAX_BATCH_ENTRIES &&
-        size + taken[to]!.json.length < PART_BYTES
+        size + taken[to]!.json.length < SLICE_BYTES
       ) {
         size += taken[to]!.json.length;
         to++;
@@ -348,12 +348,14 @@ export class GroupCommitter {
       const header: BatchHeader = {
         createdAt: now,
         count: items.length,
-        parts: 1 + rest.length,
+        slices: 1 + rest.length,
         attempts: 0,
       };
       op.set(pendingBatchKey(id), encodeBatchHeader(header));
-      [head, ...rest].forEach((part, n) => op.set(batchPartKey(id, n), part));
-      batches.push({ id, parts: header.parts, items });
+      [head, ...rest].forEach((slice, n) =>
+        op.set(batchSliceKey(id, n), slice)
+      );
+      batches.push({ id, slices: header.slices, items });
       from = to;
     }
     return batches;

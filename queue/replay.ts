@@ -21,7 +21,7 @@ import {
   type RejectReason,
   toLogRecord,
 } from "../domain/entry.ts";
-import { acceptEntries } from "./accept.ts";
+import { acceptEntries, scrubRecords } from "./accept.ts";
 import { prepareErrorGroups } from "../db/error_groups.ts";
 
 /** Signature skew assumed for a kept entry that does not say its own. */
@@ -115,6 +115,9 @@ async function replayOne(
     if (kept.reason === "replayed") {
       return skip("its signature was already used by another entry");
     }
+    if (kept.scrubbed && entry.signature !== undefined) {
+      return skip("its content was scrubbed, so its signature cannot verify");
+    }
     const maxSkewMs = kept.maxSkewMs ?? DEFAULT_MAX_SKEW_MS;
     const verdict = authenticate(entry, project, maxSkewMs);
     if (!verdict.ok) {
@@ -138,8 +141,11 @@ async function replayOne(
     }
     op.delete(slotKey);
     const records = [toLogRecord(entry, verdict.method)];
+    // Scrubbed by the rules of now (docs/privacy.md).
+    const lineOf = scrubRecords(project, records);
     acceptEntries(op, project, records, {
       now,
+      lineOf,
       groups: await prepareErrorGroups(kv, projectId, records, {
         now,
         retentionMs: project.retentionDays * DAY_MS,

@@ -8,7 +8,7 @@
  */
 import type { QueuedEntry } from "../domain/entry.ts";
 import { RecordedAtomic } from "../db/atomic.ts";
-import { batchPartKey, pendingBatchKey, projectKey } from "../db/keys.ts";
+import { batchSliceKey, pendingBatchKey, projectKey } from "../db/keys.ts";
 import { ATOMIC_MAX_CHECKS, encodeJson } from "../db/kv.ts";
 import type { Reads } from "./claims.ts";
 
@@ -34,8 +34,8 @@ export interface Progress extends Guard {
 export interface BatchRead {
   /** Key and versionstamp the result commit is guarded by. */
   pending: { key: Deno.KvKey; versionstamp: string };
-  /** Parts of its entries' JSON, under part numbers 0 onwards. */
-  parts: number;
+  /** Slices of its entries' JSON, under slice numbers 0 onwards. */
+  slices: number;
   entries: QueuedEntry[];
   /** Each entry's JSON as committed, when handed over in memory. */
   texts?: string[];
@@ -88,8 +88,8 @@ export function roundCommit(
   if (progress) op.check(progress);
   if (round.final) {
     op.delete(pendingBatchKey(batchId));
-    for (let n = 0; n < read.parts; n++) {
-      op.delete(batchPartKey(batchId, n));
+    for (let n = 0; n < read.slices; n++) {
+      op.delete(batchSliceKey(batchId, n));
     }
     if (progress) op.delete(progress.key);
   } else {

@@ -17,20 +17,6 @@ import { longFunctions } from "./_helpers/function_length.ts";
 const ROOT = new URL("../", import.meta.url);
 /** Longest function outside the tests, nested functions included. */
 const MAX_FUNCTION_LINES = 80;
-/**
- * Functions allowed past it, and why, with the length they may reach.
- */
-const LONGER_FUNCTIONS: Record<string, number> = {
-  "cli/logs.ts:logsCommand": 92,
-  "cli/logs.ts:(anonymous)": 90,
-  "dashboard/pages/entry.tsx:chooseShown": 86,
-  "dashboard/routes/explorer.ts:explorerRoutes": 85,
-  "dashboard/routes/users.ts:usersRoutes": 90,
-  "dashboard/routes/settings.ts:settingsRoutes": 114,
-  "dashboard/routes/api.ts:apiRoutes": 85,
-  "dashboard/routes/api.ts:(anonymous)": 81,
-  "dashboard/routes/alerts.ts:alertsRoutes": 100,
-};
 /** Source files past this many lines are named in a warning. */
 const WARN_FILE_LINES = 600;
 /** Longest file under tests/, so that a suite stays one thing to read. */
@@ -197,10 +183,7 @@ Deno.test(`no function outside the tests is over ${MAX_FUNCTION_LINES} lines`, a
     files++;
     const source = await Deno.readTextFile(new URL(file, ROOT));
     for (const fn of longFunctions(file, source, MAX_FUNCTION_LINES)) {
-      const allowed = LONGER_FUNCTIONS[`${file}:${fn.name}`];
-      if (allowed === undefined || fn.lines > allowed) {
-        long.push(`${file}:${fn.line} ${fn.name}: ${fn.lines}`);
-      }
+      long.push(`${file}:${fn.line} ${fn.name}: ${fn.lines}`);
     }
   }
   assert.ok(files > 150, `only ${files} files were read`);

@@ -25,7 +25,7 @@ export interface GeneratedEntry {
     /** Milliseconds, when the message states a duration. */
     durationMs?: number;
   };
-  context: Record<"userId" | "sessionId" | "environment" | "release", string>;
+  context: Record<"userId" | "traceId" | "environment" | "release", string>;
   device: Record<"type" | "os" | "platform" | "browser" | "screen", string>;
   appid?: string;
 }
@@ -99,7 +99,7 @@ const PROFILES = DEVICES.split("\n").map((line) => {
 });
 /** Letters the code below writes, and the entry's member names. */
 const OTHER_WORDS = "user_ ord_ s- https ?page= level data title message " +
-  "status durationMs context userId sessionId environment release device " +
+  "status durationMs context userId traceId environment release device " +
   "type os platform browser screen appid";
 
 /** What the fillers of one entry share. */
@@ -242,7 +242,7 @@ export function createGenerator(seed: number): { next(): GeneratedEntry } {
         data: { title: render(title, s), message: render(message, s) },
         context: {
           userId: s.userId,
-          sessionId: `s-${hex(session)}`,
+          traceId: `s-${hex(session)}`,
           environment: pick(next, LISTS.environment!),
           release,
         },

@@ -139,55 +139,47 @@ interface ShownField {
 }
 
 /** What of an entry its detail shows. */
-function chooseShown(
-  record: LogRecord,
-  links: EntryLinks,
-  full: boolean,
-  budget: PreviewBudget | undefined,
-): {
+interface Shown {
   fields: ShownField[];
   total: number;
   json: string;
   jsonCut: boolean;
   stack: string[];
   stackCut: boolean;
-} {
-  const hrefs = (field: { path: string; value: string }) => ({
-    only: links.filter({ ...field, exclude: false }),
-    without: links.filter({ ...field, exclude: true }),
-  });
-  const stack = orderedStack(record.data.stack);
-  if (full) {
-    const { fields, total } = walkFields(record, FULL_FIELDS);
-    return {
-      fields: fields.map((f) => ({
-        ...f,
-        cut: false,
-        hrefs: f.linkable ? hrefs(f) : null,
-      })),
-      total,
-      json: JSON.stringify(recordJson(record), null, 2),
-      jsonCut: false,
-      stack,
-      stackCut: false,
-    };
-  }
-  const start = Math.min(ENTRY_PREVIEW_BYTES, budget?.left ?? Infinity);
-  if (start <= 0) {
-    return {
-      fields: [],
-      total: 0,
-      json: "",
-      jsonCut: true,
-      stack: [],
-      stackCut: stack.length > 0,
-    };
-  }
-  // The stack has an allowance of its own, so that the fields and JSON a
-  // preview shows are the same with or without one.
-  const stackShown = stackWithin(stack, start);
+}
+
+/** A field's links: the entries sharing its value, and those without it. */
+type FieldHrefs = (
+  field: { path: string; value: string },
+) => { only: string; without: string };
+
+/** The whole entry: every field, the whole JSON and the whole stack. */
+function shownWhole(record: LogRecord, hrefs: FieldHrefs, stack: string[]) {
+  const { fields, total } = walkFields(record, FULL_FIELDS);
+  return {
+    fields: fields.map((f) => ({
+      ...f,
+      cut: false,
+      hrefs: f.linkable ? hrefs(f) : null,
+    })),
+    total,
+    json: JSON.stringify(recordJson(record), null, 2),
+    jsonCut: false,
+    stack,
+    stackCut: false,
+  };
+}
+
+/**
+ * The preview's fields in `start` bytes of markup, each value cut at
+ * {@linkcode PREVIEW_VALUE_CHARS}; returns them and the bytes left.
+ */
+function previewFields(
+  all: ReturnType<typeof walkFields>["fields"],
+  start: number,
+  hrefs: FieldHrefs,
+): { fields: ShownField[]; left: number } {
   let left = start;
-  const { fields: all, total } = walkFields(record, PREVIEW_FIELDS);
   const fields: ShownField[] = [];
   for (const field of all) {
     if (left <= 0) break;
@@ -209,11 +201,43 @@ function chooseShown(
       hrefs: linked,
     });
   }
+  return { fields, left };
+}
+
+/** What of an entry its detail shows, whole or within a preview's budget. */
+function chooseShown(
+  record: LogRecord,
+  links: EntryLinks,
+  full: boolean,
+  budget: PreviewBudget | undefined,
+): Shown {
+  const hrefs: FieldHrefs = (field) => ({
+    only: links.filter({ ...field, exclude: false }),
+    without: links.filter({ ...field, exclude: true }),
+  });
+  const stack = orderedStack(record.data.stack);
+  if (full) return shownWhole(record, hrefs, stack);
+  const start = Math.min(ENTRY_PREVIEW_BYTES, budget?.left ?? Infinity);
+  if (start <= 0) {
+    return {
+      fields: [],
+      total: 0,
+      json: "",
+      jsonCut: true,
+      stack: [],
+      stackCut: stack.length > 0,
+    };
+  }
+  // The stack has an allowance of its own, so that the fields and JSON a
+  // preview shows are the same with or without one.
+  const stackShown = stackWithin(stack, start);
+  const { fields: all, total } = walkFields(record, PREVIEW_FIELDS);
+  const { fields, left: afterFields } = previewFields(all, start, hrefs);
   const json = jsonStart(
     recordJson(record),
-    Math.max(0, Math.min(PREVIEW_JSON_CHARS, left)),
+    Math.max(0, Math.min(PREVIEW_JSON_CHARS, afterFields)),
   );
-  left -= json.text.length;
+  const left = afterFields - json.text.length;
   const stackBytes = stackShown.reduce((n, line) => n + line.length + 1, 0);
   if (budget) budget.left -= start - left + stackBytes;
   return {

@@ -18,6 +18,8 @@ import {
   ProjectLayout,
 } from "./layout.tsx";
 import { Snippets } from "./snippets.tsx";
+import { ScrubbingSection } from "./settings_scrub.tsx";
+import type { ScrubRule } from "../../domain/scrub.ts";
 import { type TokenRow, TokensSection } from "./tokens.tsx";
 
 /** The project as the settings show it (never its secrets). */
@@ -30,6 +32,8 @@ export interface SettingsProject {
   createdAt: number;
   /** Until when the previous secret still verifies, after a rotation. */
   previousSecretExpiresAt?: number;
+  /** Scrubbing rules beside the defaults. @default none */
+  scrubRules?: ScrubRule[];
 }
 
 /** A refused value and why, shown beside its form. */
@@ -370,6 +374,7 @@ export function SettingsPage(props: { ctx: PageContext; data: SettingsData }) {
           <AllowListSection {...parts} />
           <LevelsSection {...parts} />
           <RetentionSection {...parts} />
+          <ScrubbingSection rules={project.scrubRules ?? []} />
           <SecretSection {...parts} />
         </div>
         <div class="column">

@@ -69,15 +69,102 @@ function duration(name: string, text: string): number | undefined {
   return ms;
 }
 
+/** The rule-adding form as sent, each field trimmed. */
+async function alertForm(c: DashContext): Promise<AlertForm> {
+  return {
+    query: (await formField(c, "query")).trim(),
+    webhook: (await formField(c, "webhook")).trim(),
+    threshold: (await formField(c, "threshold")).trim(),
+    window: (await formField(c, "window")).trim(),
+    every: (await formField(c, "every")).trim(),
+  };
+}
+
+/**
+ * Adds the rule of the form, audited, its secret kept for the next page
+ * only; a refused field shows the form again with the reason.
+ */
+async function addRule(
+  c: DashContext,
+  deps: DashboardDeps,
+  project: Project,
+  allowPrivate: boolean,
+): Promise<Response> {
+  const form = await alertForm(c);
+  try {
+    if (form.threshold !== "" && !/^\d{1,10}$/.test(form.threshold)) {
+      throw new InvalidValueError(
+        `Cannot use threshold "${form.threshold}": expected a whole number`,
+      );
+    }
+    const windowMs = duration("window", form.window);
+    const everyMs = duration("every", form.every);
+    const rule = await addAlertRule(deps.kv, {
+      projectId: project.id,
+      query: form.query,
+      webhook: form.webhook,
+      ...(form.threshold === "" ? {} : { threshold: Number(form.threshold) }),
+      ...(windowMs === undefined ? {} : { windowMs }),
+      ...(everyMs === undefined ? {} : { everyMs }),
+    }, { allowPrivate, now: deps.now });
+    await recordAudit(deps.kv, {
+      projectId: project.id,
+      actor: c.get("session")!.account.email,
+      action: "alert.add",
+      detail: `${rule.id}: ${form.query} -> ${new URL(form.webhook).host}`,
+      now: deps.now,
+    });
+    await keepFlash(c, deps, {
+      kind: "alert",
+      projectId: project.id,
+      ruleId: rule.id,
+      secret: rule.secret,
+    });
+    return c.redirect(
+      `${deps.base}/projects/${project.id}/alerts?done=added`,
+      303,
+    );
+  } catch (error) {
+    if (!(error instanceof InvalidValueError)) throw error;
+    return await showAlerts(c, deps, project, {
+      form,
+      notice: { kind: "error", text: error.message },
+    }, 400);
+  }
+}
+
+/** Removes the rule named by the form, audited. */
+async function removeRule(
+  c: DashContext,
+  deps: DashboardDeps,
+  project: Project,
+): Promise<Response> {
+  const ruleId = await formField(c, "rule");
+  if (!await deleteAlertRule(deps.kv, project.id, ruleId)) {
+    return await showAlerts(c, deps, project, {
+      notice: { kind: "error", text: `Cannot find alert rule "${ruleId}"` },
+    }, 404);
+  }
+  await recordAudit(deps.kv, {
+    projectId: project.id,
+    actor: c.get("session")!.account.email,
+    action: "alert.remove",
+    detail: ruleId,
+    now: deps.now,
+  });
+  return c.redirect(
+    `${deps.base}/projects/${project.id}/alerts?done=removed`,
+    303,
+  );
+}
+
 /** Adds the alerts routes. */
 export function alertsRoutes(
   app: DashApp,
   deps: DashboardDeps,
   options: { allowPrivate: boolean },
 ): void {
-  const { base, kv } = deps;
   const path = "/projects/:id/alerts";
-
   app.get(
     path,
     withProject(deps, async (c, project) => {
@@ -91,82 +178,15 @@ export function alertsRoutes(
       });
     }),
   );
-
   app.post(
     `${path}/add`,
-    withProject(deps, async (c, project) => {
-      const form: AlertForm = {
-        query: (await formField(c, "query")).trim(),
-        webhook: (await formField(c, "webhook")).trim(),
-        threshold: (await formField(c, "threshold")).trim(),
-        window: (await formField(c, "window")).trim(),
-        every: (await formField(c, "every")).trim(),
-      };
-      try {
-        if (form.threshold !== "" && !/^\d{1,10}$/.test(form.threshold)) {
-          throw new InvalidValueError(
-            `Cannot use threshold "${form.threshold}": expected a whole number`,
-          );
-        }
-        const windowMs = duration("window", form.window);
-        const everyMs = duration("every", form.every);
-        const rule = await addAlertRule(kv, {
-          projectId: project.id,
-          query: form.query,
-          webhook: form.webhook,
-          ...(form.threshold === ""
-            ? {}
-            : { threshold: Number(form.threshold) }),
-          ...(windowMs === undefined ? {} : { windowMs }),
-          ...(everyMs === undefined ? {} : { everyMs }),
-        }, { allowPrivate: options.allowPrivate, now: deps.now });
-        await recordAudit(kv, {
-          projectId: project.id,
-          actor: c.get("session")!.account.email,
-          action: "alert.add",
-          detail: `${rule.id}: ${form.query} -> ${new URL(form.webhook).host}`,
-          now: deps.now,
-        });
-        await keepFlash(c, deps, {
-          kind: "alert",
-          projectId: project.id,
-          ruleId: rule.id,
-          secret: rule.secret,
-        });
-        return c.redirect(
-          `${base}/projects/${project.id}/alerts?done=added`,
-          303,
-        );
-      } catch (error) {
-        if (!(error instanceof InvalidValueError)) throw error;
-        return await showAlerts(c, deps, project, {
-          form,
-          notice: { kind: "error", text: error.message },
-        }, 400);
-      }
-    }),
+    withProject(
+      deps,
+      (c, project) => addRule(c, deps, project, options.allowPrivate),
+    ),
   );
-
   app.post(
     `${path}/remove`,
-    withProject(deps, async (c, project) => {
-      const ruleId = await formField(c, "rule");
-      if (!await deleteAlertRule(kv, project.id, ruleId)) {
-        return await showAlerts(c, deps, project, {
-          notice: { kind: "error", text: `Cannot find alert rule "${ruleId}"` },
-        }, 404);
-      }
-      await recordAudit(kv, {
-        projectId: project.id,
-        actor: c.get("session")!.account.email,
-        action: "alert.remove",
-        detail: ruleId,
-        now: deps.now,
-      });
-      return c.redirect(
-        `${base}/projects/${project.id}/alerts?done=removed`,
-        303,
-      );
-    }),
+    withProject(deps, (c, project) => removeRule(c, deps, project)),
   );
 }

@@ -8,6 +8,7 @@
  *
  * @module
  */
+import { scrubRules } from "../../db/scrub.ts";
 import { recordAudit } from "../../db/audit.ts";
 import { listReadTokens } from "../../db/tokens.ts";
 import { InvalidValueError } from "../../db/validation.ts";
@@ -69,6 +70,7 @@ export async function showSettings(
       levels: project.levels,
       retentionDays: project.retentionDays,
       createdAt: project.createdAt,
+      scrubRules: scrubRules(project),
       ...(project.previousSecretExpiresAt === undefined
         ? {}
         : { previousSecretExpiresAt: project.previousSecretExpiresAt }),
@@ -86,13 +88,164 @@ export async function showSettings(
   return await renderPage(c, deps, SettingsPage, data, status);
 }
 
+/** Where a change sends the browser back to: the card it was made on. */
+function back(deps: DashboardDeps, id: string, done: string, anchor: string) {
+  return `${deps.base}/projects/${id}/settings?done=${done}#${anchor}`;
+}
+
+/** One change of a project's settings, posted to `settings/<action>`. */
+interface Change {
+  /** The form field holding the value. */
+  field: string;
+  /** The card whose field shows a refusal. */
+  errorKey: keyof NonNullable<SettingsData["errors"]>;
+  /** Makes the change; throws {@linkcode InvalidValueError} to refuse it. */
+  apply(
+    deps: DashboardDeps,
+    id: string,
+    value: string,
+    c: DashContext,
+  ): Promise<Response>;
+}
+
+/** The settings changes by action, each answered by a redirect. */
+const CHANGES: Record<string, Change> = {
+  allow: {
+    field: "value",
+    errorKey: "allow",
+    async apply(deps, id, value, c) {
+      await allowValue(deps.kv, id, value);
+      if (await formField(c, "back") === "rejections") {
+        return c.redirect(
+          `${deps.base}/projects/${id}/rejections?done=allow`,
+          303,
+        );
+      }
+      return c.redirect(back(deps, id, "allow", "allow"), 303);
+    },
+  },
+  disallow: {
+    field: "value",
+    errorKey: "allow",
+    async apply(deps, id, value, c) {
+      await disallowValue(deps.kv, id, value);
+      return c.redirect(back(deps, id, "disallow", "allow"), 303);
+    },
+  },
+  "levels/add": {
+    field: "level",
+    errorKey: "level",
+    async apply(deps, id, value, c) {
+      await addLevel(deps.kv, id, value);
+      return c.redirect(back(deps, id, "level-add", "levels"), 303);
+    },
+  },
+  "levels/remove": {
+    field: "level",
+    errorKey: "level",
+    async apply(deps, id, value, c) {
+      await removeLevel(deps.kv, id, value);
+      return c.redirect(back(deps, id, "level-remove", "levels"), 303);
+    },
+  },
+  retention: {
+    field: "days",
+    errorKey: "retention",
+    async apply(deps, id, value, c) {
+      if (!/^\d{1,6}$/.test(value)) {
+        throw new InvalidValueError(
+          `Cannot keep entries for "${value}" days: expected a whole number from 1 to 3650`,
+        );
+      }
+      await setRetention(deps.kv, id, Number(value));
+      return c.redirect(back(deps, id, "retention", "retention"), 303);
+    },
+  },
+  rotate: {
+    field: "grace",
+    errorKey: "rotate",
+    async apply(deps, id, value, c) {
+      const grace = GRACE_CHOICES.find(([, ms]) => String(ms) === value);
+      if (grace === undefined) {
+        throw new InvalidValueError(
+          `Cannot use a grace period of "${value}" ms`,
+        );
+      }
+      const project = await rotateSecret(deps.kv, id, {
+        graceMs: grace[1],
+        now: deps.now,
+      });
+      await keepFlash(c, deps, {
+        kind: "rotated",
+        projectId: project.id,
+        name: project.name,
+        secret: project.secret,
+      });
+      return c.redirect(back(deps, id, "rotate", "secret"), 303);
+    },
+  },
+  delete: {
+    field: "confirm",
+    errorKey: "delete",
+    async apply(deps, id, value, c) {
+      const project = await getProject(deps.kv, id);
+      if (project === null) throw new ProjectNotFoundError(id);
+      if (value !== project.name) {
+        throw new InvalidValueError(
+          `Cannot delete: type the project's name "${project.name}" exactly to confirm`,
+        );
+      }
+      await deleteProject(deps.kv, id);
+      return c.redirect(`${deps.base}/?done=deleted`, 303);
+    },
+  },
+};
+
+/** The audit log's name of a change. */
+function auditAction(action: string): string {
+  return action === "delete"
+    ? "project.delete"
+    : action === "rotate"
+    ? "secret.rotate"
+    : `settings.${action.replace("/", ".")}`;
+}
+
+/**
+ * Answers a change: made and audited, or refused, the page shown again with
+ * the reason beside the value.
+ */
+function changeHandler(deps: DashboardDeps, action: string, change: Change) {
+  return async (c: DashContext) => {
+    const id = idParam(c);
+    const value = (await formField(c, change.field)).trim();
+    try {
+      const answer = await change.apply(deps, id, value, c);
+      const deleted = action === "delete";
+      await recordAudit(deps.kv, {
+        projectId: deleted ? null : id,
+        actor: c.get("session")!.account.email,
+        action: auditAction(action),
+        detail: deleted ? `${value} (${id})` : value,
+        now: deps.now,
+      });
+      return answer;
+    } catch (error) {
+      if (error instanceof ProjectNotFoundError) {
+        return await projectNotFound(c, deps);
+      }
+      if (!(error instanceof InvalidValueError)) throw error;
+      const project = await getProject(deps.kv, id);
+      if (project === null) return await projectNotFound(c, deps);
+      return await showSettings(c, deps, project, {
+        errors: { [change.errorKey]: { value, message: error.message } },
+      }, 400);
+    }
+  };
+}
+
 /** Adds the settings routes. */
 export function settingsRoutes(app: DashApp, deps: DashboardDeps): void {
-  const { base, kv } = deps;
   const path = "/projects/:id/settings";
-  const back = (id: string, done: string, anchor: string) =>
-    `${base}/projects/${id}/settings?done=${done}#${anchor}`;
-
   app.get(
     path,
     withProject(deps, async (c, project) => {
@@ -104,100 +257,7 @@ export function settingsRoutes(app: DashApp, deps: DashboardDeps): void {
       });
     }),
   );
-
-  /** Runs one change; a refused value re-renders the page with its reason. */
-  const change = (
-    action: string,
-    field: string,
-    errorKey: keyof NonNullable<SettingsData["errors"]>,
-    apply: (id: string, value: string, c: DashContext) => Promise<Response>,
-  ) => {
-    app.post(`${path}/${action}`, async (c) => {
-      const id = idParam(c);
-      const value = (await formField(c, field)).trim();
-      try {
-        const answer = await apply(id, value, c);
-        const deleted = action === "delete";
-        await recordAudit(kv, {
-          projectId: deleted ? null : id,
-          actor: c.get("session")!.account.email,
-          action: deleted
-            ? "project.delete"
-            : action === "rotate"
-            ? "secret.rotate"
-            : `settings.${action.replace("/", ".")}`,
-          detail: deleted ? `${value} (${id})` : value,
-          now: deps.now,
-        });
-        return answer;
-      } catch (error) {
-        if (error instanceof ProjectNotFoundError) {
-          return await projectNotFound(c, deps);
-        }
-        if (!(error instanceof InvalidValueError)) throw error;
-        const project = await getProject(kv, id);
-        if (project === null) return await projectNotFound(c, deps);
-        return await showSettings(c, deps, project, {
-          errors: { [errorKey]: { value, message: error.message } },
-        }, 400);
-      }
-    });
-  };
-
-  change("allow", "value", "allow", async (id, value, c) => {
-    await allowValue(kv, id, value);
-    if (await formField(c, "back") === "rejections") {
-      return c.redirect(`${base}/projects/${id}/rejections?done=allow`, 303);
-    }
-    return c.redirect(back(id, "allow", "allow"), 303);
-  });
-  change("disallow", "value", "allow", async (id, value, c) => {
-    await disallowValue(kv, id, value);
-    return c.redirect(back(id, "disallow", "allow"), 303);
-  });
-  change("levels/add", "level", "level", async (id, value, c) => {
-    await addLevel(kv, id, value);
-    return c.redirect(back(id, "level-add", "levels"), 303);
-  });
-  change("levels/remove", "level", "level", async (id, value, c) => {
-    await removeLevel(kv, id, value);
-    return c.redirect(back(id, "level-remove", "levels"), 303);
-  });
-  change("retention", "days", "retention", async (id, value, c) => {
-    if (!/^\d{1,6}$/.test(value)) {
-      throw new InvalidValueError(
-        `Cannot keep entries for "${value}" days: expected a whole number from 1 to 3650`,
-      );
-    }
-    await setRetention(kv, id, Number(value));
-    return c.redirect(back(id, "retention", "retention"), 303);
-  });
-  change("rotate", "grace", "rotate", async (id, value, c) => {
-    const grace = GRACE_CHOICES.find(([, ms]) => String(ms) === value);
-    if (grace === undefined) {
-      throw new InvalidValueError(`Cannot use a grace period of "${value}" ms`);
-    }
-    const project = await rotateSecret(kv, id, {
-      graceMs: grace[1],
-      now: deps.now,
-    });
-    await keepFlash(c, deps, {
-      kind: "rotated",
-      projectId: project.id,
-      name: project.name,
-      secret: project.secret,
-    });
-    return c.redirect(back(id, "rotate", "secret"), 303);
-  });
-  change("delete", "confirm", "delete", async (id, value, c) => {
-    const project = await getProject(kv, id);
-    if (project === null) throw new ProjectNotFoundError(id);
-    if (value !== project.name) {
-      throw new InvalidValueError(
-        `Cannot delete: type the project's name "${project.name}" exactly to confirm`,
-      );
-    }
-    await deleteProject(kv, id);
-    return c.redirect(`${base}/?done=deleted`, 303);
-  });
+  for (const [action, change] of Object.entries(CHANGES)) {
+    app.post(`${path}/${action}`, changeHandler(deps, action, change));
+  }
 }

@@ -65,10 +65,96 @@ async function chosenProjects(c: DashContext): Promise<string[]> {
     .map((k) => k.slice("project_".length));
 }
 
+/** The status that answers a refused change, or 0 for an unexpected error. */
+function refusalStatus(error: unknown): 0 | 400 | 404 | 409 {
+  return error instanceof UserNotFoundError ||
+      error instanceof ProjectNotFoundError
+    ? 404
+    : error instanceof UserExistsError
+    ? 409
+    : error instanceof InvalidValueError
+    ? 400
+    : 0;
+}
+
+/** A change of the accounts: made and audited, it returns the `done` notice's name. */
+type UserChange = (
+  c: DashContext,
+  deps: DashboardDeps,
+  actor: string,
+) => Promise<string>;
+
+/** The account changes by path. */
+const CHANGES: Record<string, UserChange> = {
+  async "/users"(c, { kv, now }, actor) {
+    const user = await addUser(kv, {
+      email: await formField(c, "email"),
+      role: parseRole(await formField(c, "role")),
+      projects: await chosenProjects(c),
+      password: await formField(c, "password"),
+      now,
+    });
+    await recordAuditIn(kv, [null, ...user.projects], {
+      actor,
+      action: "user.add",
+      detail: `${user.email} as ${user.role}`,
+      now,
+    });
+    return "added";
+  },
+  async "/users/update"(c, { kv, now }, actor) {
+    const email = await formField(c, "email");
+    const before = await getUser(kv, email);
+    if (before === null) throw new UserNotFoundError(email);
+    const user = await updateUser(kv, email, {
+      role: parseRole(await formField(c, "role")),
+      projects: await chosenProjects(c),
+      now,
+    });
+    await recordAuditIn(kv, [null, ...before.projects, ...user.projects], {
+      actor,
+      action: "user.update",
+      detail:
+        `${user.email} as ${user.role} of ${user.projects.length} project(s)`,
+      now,
+    });
+    return "updated";
+  },
+  async "/users/remove"(c, { kv, now }, actor) {
+    const user = await removeUser(kv, await formField(c, "email"));
+    await recordAuditIn(kv, [null, ...user.projects], {
+      actor,
+      action: "user.remove",
+      detail: user.email,
+      now,
+    });
+    return "removed";
+  },
+};
+
+/** Answers a change: a redirect once made, or the page with the refusal. */
+function changeHandler(deps: DashboardDeps, apply: UserChange) {
+  return async (c: DashContext) => {
+    const actor = c.get("session")!.account.email;
+    try {
+      const done = await apply(c, deps, actor);
+      return c.redirect(`${deps.base}/users?done=${done}`, 303);
+    } catch (error) {
+      const status = refusalStatus(error);
+      if (status === 0) throw error;
+      return await showUsers(c, deps, {
+        notice: { kind: "error", text: (error as Error).message },
+        form: {
+          email: await formField(c, "email"),
+          role: await formField(c, "role"),
+        },
+      }, status);
+    }
+  };
+}
+
 /** Adds the users routes. */
 export function usersRoutes(app: DashApp, deps: DashboardDeps): void {
-  const { base, kv } = deps;
-
   app.get(`/users`, async (c) => {
     const notice = doneNotice(c, {
       added: "User added.",
@@ -77,82 +163,7 @@ export function usersRoutes(app: DashApp, deps: DashboardDeps): void {
     });
     return await showUsers(c, deps, notice ? { notice } : {});
   });
-
-  /** Runs one change; a refusal re-renders the page with its reason. */
-  const change = (
-    path: string,
-    apply: (c: DashContext, actor: string) => Promise<string>,
-  ) => {
-    app.post(path, async (c) => {
-      const actor = c.get("session")!.account.email;
-      try {
-        const done = await apply(c, actor);
-        return c.redirect(`${base}/users?done=${done}`, 303);
-      } catch (error) {
-        const status = error instanceof UserNotFoundError ||
-            error instanceof ProjectNotFoundError
-          ? 404
-          : error instanceof UserExistsError
-          ? 409
-          : error instanceof InvalidValueError
-          ? 400
-          : 0;
-        if (status === 0) throw error;
-        return await showUsers(c, deps, {
-          notice: { kind: "error", text: (error as Error).message },
-          form: {
-            email: await formField(c, "email"),
-            role: await formField(c, "role"),
-          },
-        }, status as 400 | 404 | 409);
-      }
-    });
-  };
-
-  change("/users", async (c, actor) => {
-    const user = await addUser(kv, {
-      email: await formField(c, "email"),
-      role: parseRole(await formField(c, "role")),
-      projects: await chosenProjects(c),
-      password: await formField(c, "password"),
-      now: deps.now,
-    });
-    await recordAuditIn(kv, [null, ...user.projects], {
-      actor,
-      action: "user.add",
-      detail: `${user.email} as ${user.role}`,
-      now: deps.now,
-    });
-    return "added";
-  });
-
-  change("/users/update", async (c, actor) => {
-    const email = await formField(c, "email");
-    const before = await getUser(kv, email);
-    if (before === null) throw new UserNotFoundError(email);
-    const user = await updateUser(kv, email, {
-      role: parseRole(await formField(c, "role")),
-      projects: await chosenProjects(c),
-      now: deps.now,
-    });
-    await recordAuditIn(kv, [null, ...before.projects, ...user.projects], {
-      actor,
-      action: "user.update",
-      detail:
-        `${user.email} as ${user.role} of ${user.projects.length} project(s)`,
-      now: deps.now,
-    });
-    return "updated";
-  });
-
-  change("/users/remove", async (c, actor) => {
-    const user = await removeUser(kv, await formField(c, "email"));
-    await recordAuditIn(kv, [null, ...user.projects], {
-      actor,
-      action: "user.remove",
-      detail: user.email,
-      now: deps.now,
-    });
-    return "removed";
-  });
+  for (const [path, apply] of Object.entries(CHANGES)) {
+    app.post(path, changeHandler(deps, apply));
+  }
 }

@@ -63,7 +63,7 @@ export async function seedEntries(
       context: {
         environment: "production",
         userId: `u-${(i * 37) % 50}`,
-        sessionId: `s-${Math.floor(i / 5)}`,
+        traceId: `s-${Math.floor(i / 5)}`,
       },
       ...(i % 3 === 0
         ? { origin: "https://shop.example.com", auth: "origin" as const }

@@ -148,7 +148,7 @@ export function randomEntry(
       n: counter,
     },
     device: { type: "browser", os: "Linux" },
-    context: { environment: "test", sessionId: `s${counter}` },
+    context: { environment: "test", traceId: `t${counter}` },
     ...overrides,
   };
 }

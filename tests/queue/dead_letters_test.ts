@@ -5,7 +5,11 @@
  * @module
  */
 import assert from "node:assert/strict";
-import { batchPartKey, deadLetterKey, pendingBatchKey } from "../../db/keys.ts";
+import {
+  batchSliceKey,
+  deadLetterKey,
+  pendingBatchKey,
+} from "../../db/keys.ts";
 import { decodeBatchHeader, encodeBatchHeader } from "../../queue/batch.ts";
 import {
   DeadLetterConflictError,
@@ -33,7 +37,7 @@ harnessTest(
         count: 1,
         attempts: MAX_ATTEMPTS,
         error: "disk full",
-        parts: 1,
+        slices: 1,
       },
       {
         id: second,
@@ -41,7 +45,7 @@ harnessTest(
         count: 1,
         attempts: MAX_ATTEMPTS,
         error: "disk full",
-        parts: 1,
+        slices: 1,
       },
     ]);
     assert.deepEqual(await getDeadLetter(h.kv, second), letters[1]);
@@ -75,7 +79,7 @@ harnessTest(
 );
 
 harnessTest(
-  "replayDeadLetter keeps the parts of a batch too large for one value",
+  "replayDeadLetter keeps the slices of a batch too large for one value",
   async (h) => {
     const project = await h.project();
     const body = randomEntry({
@@ -84,11 +88,11 @@ harnessTest(
     });
     const batchId = await deadLetter(h, body);
     const [letter] = await listDeadLetters(h.kv);
-    assert.equal(letter!.parts, 2);
-    assert.notEqual((await h.kv.get(batchPartKey(batchId, 1))).value, null);
+    assert.equal(letter!.slices, 2);
+    assert.notEqual((await h.kv.get(batchSliceKey(batchId, 1))).value, null);
 
     await replayDeadLetter(h.kv, batchId);
-    assert.notEqual((await h.kv.get(batchPartKey(batchId, 1))).value, null);
+    assert.notEqual((await h.kv.get(batchSliceKey(batchId, 1))).value, null);
     await h.process();
     const [log] = await h.logs(project.id);
     assert.equal((log!.data as { blob: string }).blob.length, 62_000);

@@ -9,7 +9,11 @@
  */
 import assert from "node:assert/strict";
 import { ProjectCache } from "../../auth/projects.ts";
-import { batchPartKey, deadLetterKey, pendingBatchKey } from "../../db/keys.ts";
+import {
+  batchSliceKey,
+  deadLetterKey,
+  pendingBatchKey,
+} from "../../db/keys.ts";
 import { joinJson } from "../../db/blob.ts";
 import type { QueuedEntry } from "../../domain/entry.ts";
 import {
@@ -333,7 +337,7 @@ harnessTest(
       assert.equal(dead.error, "Cannot reach storage");
       assert.equal(dead.retryAt, undefined);
       assert.equal(dead.count, header.count);
-      assert.equal(dead.parts, header.parts);
+      assert.equal(dead.slices, header.slices);
     }
     assert.equal(errors.length, batches.length * MAX_ATTEMPTS);
     assert.deepEqual(await pendingBatches(h.kv), []);
@@ -342,13 +346,13 @@ harnessTest(
     for (const { id } of batches) {
       const dead = await h.kv.get(deadLetterKey(id));
       const header = decodeBatchHeader(dead.value);
-      // The batch's entries stay in its parts, as when pending.
-      const head = (await h.kv.get<Uint8Array>(batchPartKey(id, 0))).value!;
+      // The batch's entries stay in its slices, as when pending.
+      const head = (await h.kv.get<Uint8Array>(batchSliceKey(id, 0))).value!;
       const entries = await joinJson<QueuedEntry[]>(
         h.kv,
         head,
-        header.parts,
-        (n) => batchPartKey(id, n),
+        header.slices,
+        (n) => batchSliceKey(id, n),
       );
       assert.equal(entries[0]!.projectId, project.id);
       await h.kv.atomic().check(dead).delete(deadLetterKey(id))
@@ -372,14 +376,14 @@ Deno.test("a batch whose entries cannot be read is retried with backoff and then
     const [batch] = await pendingBatches(h.kv);
     const { id, header } = batch!;
     const garbage = new TextEncoder().encode("[{not json");
-    assert.equal(header.parts, 1);
-    await h.kv.set(batchPartKey(id, 0), garbage);
+    assert.equal(header.slices, 1);
+    await h.kv.set(batchSliceKey(id, 0), garbage);
     const delays = await failUntilDeadLetters(h, h.pipeline.worker);
     assert.equal(delays.length, MAX_ATTEMPTS - 1);
     const dead = decodeBatchHeader((await h.kv.get(deadLetterKey(id))).value);
     assert.equal(dead.attempts, MAX_ATTEMPTS);
     assert.match(dead.error!, /Cannot read batch/);
-    assert.deepEqual((await h.kv.get(batchPartKey(id, 0))).value, garbage);
+    assert.deepEqual((await h.kv.get(batchSliceKey(id, 0))).value, garbage);
     assert.deepEqual(await pendingBatches(h.kv), []);
     assert.deepEqual(await h.logs(project.id), []);
     assertFailedAttempts(h, id);

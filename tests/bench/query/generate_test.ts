@@ -53,7 +53,7 @@ Deno.test("userId takes about 10,000 values over 100,000 entries, sessions repea
     assert.ok(Number(context.userId.slice(5)) < USERS);
     users.add(context.userId);
     const sessions = sessionsOfUser.get(context.userId) ?? new Set();
-    sessions.add(context.sessionId);
+    sessions.add(context.traceId);
     sessionsOfUser.set(context.userId, sessions);
   }
   assert.ok(users.size >= 9_900 && users.size <= USERS, `${users.size} users`);

@@ -35,7 +35,7 @@ Deno.test("every query on 20,000 generated entries answers what a full scan answ
     const all = [...store.records].sort((a, b) => (a.id < b.id ? -1 : 1));
     const newest = [...all].reverse();
     const user = String(all[COUNT / 2]!.context.userId);
-    const session = String(all[6_666]!.context.sessionId);
+    const session = String(all[6_666]!.context.traceId);
     const mid = T0 + 3.5 * DAY;
     const queries: [string, Filter][] = [
       ["everything", {}],
@@ -48,7 +48,7 @@ Deno.test("every query on 20,000 generated entries answers what a full scan answ
         "wombatxylo level:info,warning,error,critical",
         "nowherefound",
         `context.userId:${user}`,
-        `context.sessionId:${session} -level:info`,
+        `context.traceId:${session} -level:info`,
         '"payment provider"',
         "checkout failed",
         "appid:com.example.shop.ios device.os:*",

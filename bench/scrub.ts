@@ -1,0 +1,174 @@
+/**
+ * What scrubbing costs the consumer (docs/privacy.md#what-it-costs), in
+ * process: typical entries of the query bench's generator (no secrets),
+ * committed by the real producer and handed to the real consumer as the
+ * service does, then the consumer's CPU per entry against the scrubber's
+ * own share of it, with the defaults (and with every detector on, for
+ * comparison). The target: scrubbing ≤ 15 % of the consumer's CPU per
+ * entry with the defaults.
+ *
+ * ```sh
+ * deno run --allow-read --allow-write --allow-env bench/scrub.ts [--count 20000]
+ * ```
+ *
+ * @module
+ */
+import { parseArgs } from "node:util";
+import { ProjectCache } from "../auth/projects.ts";
+import { lineFromQueued } from "../db/storage/lines.ts";
+import { createProject, type Project } from "../db/projects.ts";
+import { addScrubRule, scrubAccepted, scrubberOf } from "../db/scrub.ts";
+import { projectKey } from "../db/keys.ts";
+import { encodeJson } from "../db/kv.ts";
+import { DETECTORS } from "../domain/detectors.ts";
+import { type QueuedEntry, toLogRecord } from "../domain/entry.ts";
+import { createId } from "../domain/ids.ts";
+import type { HandedBatch } from "../queue/batch.ts";
+import { Consumer } from "../queue/consumer.ts";
+import { GroupCommitter } from "../queue/producer.ts";
+import { createGenerator } from "./query/generate.ts";
+
+const ORIGIN = "https://shop.example.com";
+const GROUP = 200;
+
+/** Typical entries for `project`, one a millisecond from `start`. */
+function typicalEntries(
+  projectId: string,
+  count: number,
+  start: number,
+): QueuedEntry[] {
+  const generator = createGenerator(7);
+  const entries: QueuedEntry[] = [];
+  for (let i = 0; i < count; i++) {
+    const { appid, level, data, device, context } = generator.next();
+    const receivedAt = start + i;
+    entries.push({
+      id: createId(receivedAt),
+      level,
+      data,
+      device,
+      context,
+      ...(appid === undefined ? { origin: ORIGIN } : { appid }),
+      receivedAt,
+      projectId,
+    });
+  }
+  return entries;
+}
+
+/** Median of `values`. */
+function median(values: number[]): number {
+  const sorted = [...values].sort((a, b) => a - b);
+  return sorted[Math.floor(sorted.length / 2)]!;
+}
+
+/** The consumer's time per entry, µs, over `entries` committed and handed over. */
+async function consumerMicros(
+  project: Project,
+  entries: QueuedEntry[],
+): Promise<number> {
+  const kv = await Deno.openKv(":memory:");
+  try {
+    const now = () => entries.at(-1)!.receivedAt;
+    await kv.set(projectKey(project.id), encodeJson(project));
+    const handed: HandedBatch[] = [];
+    const producer = new GroupCommitter({
+      kv,
+      now,
+      maxPending: 100_000,
+      onCommitted: (batches) => handed.push(...batches),
+    });
+    for (let at = 0; at < entries.length; at += GROUP) {
+      await Promise.all(
+        entries.slice(at, at + GROUP).map((e) => producer.submit(e)),
+      );
+    }
+    await producer.flush();
+    const consumer = new Consumer({
+      kv,
+      now,
+      maxSkewMs: 300_000,
+      projects: new ProjectCache(kv, { ttlMs: 3_600_000, now }),
+    });
+    const began = performance.now();
+    for (const batch of handed) await consumer.process(batch.id, batch);
+    return (performance.now() - began) * 1000 / entries.length;
+  } finally {
+    kv.close();
+  }
+}
+
+/** The scrubber's own time per entry, µs, on the consumer's fast path. */
+function scrubMicros(
+  project: Project,
+  entries: QueuedEntry[],
+): { micros: number; parsed: number; changed: number } {
+  const texts = entries.map((e) => JSON.stringify(e));
+  const lines = entries.map((e, i) => lineFromQueued(texts[i]!, e, "origin"));
+  const records = entries.map((e) => toLogRecord(e, "origin"));
+  let changed = 0;
+  const began = performance.now();
+  for (let i = 0; i < entries.length; i++) {
+    const out = scrubAccepted(project, records[i]!, lines[i]);
+    if (out.record !== records[i]) changed++;
+  }
+  const micros = (performance.now() - began) * 1000 / entries.length;
+  const scrubber = scrubberOf(project);
+  const parsed =
+    lines.filter((line) =>
+      scrubber.candidate(line!.slice(line!.indexOf('","level":')))
+    ).length;
+  return { micros, parsed, changed };
+}
+
+if (import.meta.main) {
+  const { values } = parseArgs({
+    args: Deno.args,
+    options: {
+      count: { type: "string", default: "20000" },
+      rounds: { type: "string", default: "5" },
+    },
+  });
+  const count = Number(values.count);
+  const rounds = Number(values.rounds);
+  const setup = await Deno.openKv(":memory:");
+  const start = Date.UTC(2026, 10, 26);
+  const defaults = await createProject(setup, {
+    name: "scrub bench",
+    allow: [ORIGIN],
+    now: () => start,
+  });
+  let detectors = defaults;
+  for (const detector of DETECTORS) {
+    detectors = (await addScrubRule(setup, defaults.id, {
+      kind: "detector",
+      detector,
+    })).project;
+  }
+  setup.close();
+  const entries = typicalEntries(defaults.id, count, start);
+  for (
+    const [name, project] of [["defaults", defaults], [
+      "every detector",
+      detectors,
+    ]] as const
+  ) {
+    const consumer: number[] = [];
+    const scrub: number[] = [];
+    let last = { micros: 0, parsed: 0, changed: 0 };
+    for (let round = 0; round < rounds; round++) {
+      consumer.push(await consumerMicros(project, entries));
+      last = scrubMicros(project, entries);
+      scrub.push(last.micros);
+    }
+    const c = median(consumer);
+    const s = median(scrub);
+    console.log(
+      `${name}: consumer ${c.toFixed(2)} µs/entry, scrubbing ${
+        s.toFixed(3)
+      } µs/entry = ${
+        (100 * s / c).toFixed(1)
+      } %; entries parsed ${last.parsed}/${count}, changed ${last.changed}`,
+    );
+  }
+}
