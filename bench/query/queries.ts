@@ -15,6 +15,7 @@ import {
   queryLogs,
   type ScanStats,
 } from "../../db/query/mod.ts";
+import { QUERY_BUDGET_MS } from "../../db/query/query.ts";
 import {
   logBloomsPrefix,
   logSummariesPrefix,
@@ -198,12 +199,13 @@ function pipeQueries(
       const f = await facets(kv, projectId, {
         since: start,
         until: start + spanMs,
+        budget: { ms: QUERY_BUDGET_MS },
       });
-      const levels = f.fields[0]!.values;
+      const levels = f.facets[0]!.values;
       const right = f.searchedTo === undefined && f.total === count &&
         levels.every((v) => built.store.levels[String(v.value)] === v.count) &&
-        f.fields.every((field) => !field.tooMany);
-      return { n: right ? f.fields.length : -1, stats: f.stats };
+        f.facets.every((field) => !field.tooMany);
+      return { n: right ? f.facets.length : -1, stats: f.stats };
     }, some],
     ["* \\| uniq context.userId", async () => {
       const a = await run("* | uniq context.userId");

@@ -69,6 +69,7 @@ const ROWS: Row[] = [
   getRow("/projects/:id", "read", 200),
   getRow("/projects/:id/entries", "read", 200),
   getRow("/projects/:id/tail", "read", 200),
+  getRow("/projects/:id/rows.csv", "read", 400),
   getRow("/projects/:id/rejections", "read", 200),
   configureRow("/rejections/replay", 303, { entry: "nope" }),
   getRow("/projects/:id/audit", "read", 200),

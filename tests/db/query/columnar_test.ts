@@ -152,30 +152,31 @@ kvTest(
     const answer = await facets(kv, projectId, {
       filter: parseQuery("level:info"),
       fields: ["level", "context.service", "data.title"],
-      limit: 2,
-      maxValues: 20,
+      top: 2,
+      maxDistinct: 20,
     });
     const info = PIPE_RECORDS.filter((r) => r.level === "info");
     assert.equal(answer.total, info.length);
-    assert.deepEqual(answer.fields[0], {
+    assert.deepEqual(answer.facets[0], {
       field: "level",
       values: [{ value: "info", count: info.length, share: 1 }],
       distinct: 1,
+      tooMany: false,
     });
     const services = countsBy((r) => r.level === "info", serviceOf);
     assert.deepEqual(
-      answer.fields[1]!.values,
+      answer.facets[1]!.values,
       services.slice(0, 2).map(([value, count]) => ({
         value,
         count,
-        share: Math.round(count / info.length * 1e6) / 1e6,
+        share: count / info.length,
       })),
     );
-    assert.equal(answer.fields[1]!.distinct, services.length);
-    assert.equal(answer.fields[1]!.tooMany, undefined);
+    assert.equal(answer.facets[1]!.distinct, services.length);
+    assert.equal(answer.facets[1]!.tooMany, false);
     // Every title differs: more than 20 of them.
-    assert.equal(answer.fields[2]!.tooMany, true);
-    assert.equal(answer.fields[2]!.distinct, 20);
+    assert.equal(answer.facets[2]!.tooMany, true);
+    assert.equal(answer.facets[2]!.distinct, 20);
   },
 );
 
