@@ -227,6 +227,15 @@ function requests(
       "explorer: next page (scrolling)",
       `${p}/entries?cursor=${marks.second.cursor}`,
     ],
+    [
+      "explorer: pipe count by (time 1h, level), 24 h",
+      `${p}?q=${encodeURIComponent("* | count by (time 1h, level)")}`,
+    ],
+    [
+      "explorer: pipe top 10 context.userId, 24 h",
+      `${p}?q=${encodeURIComponent("* | top 10 context.userId")}`,
+    ],
+    ["explorer: histogram split by data.status", `${p}?split=data.status`],
     ["settings", `${p}/settings`],
     ["rejections", `${p}/rejections`],
     ["dead letters", "/dead-letters"],
@@ -244,7 +253,11 @@ function shown(name: string, body: string): string {
     : uncounted === 0
     ? `, ${bars} bars`
     : `, ${bars - uncounted} of ${bars} bars counted`;
-  return `${rows} rows${chart}`;
+  const facets = body.includes('class="facets"')
+    ? body.match(/Counted back to ([^<]*) UTC/)?.[1]
+    : undefined;
+  const counted = facets === undefined ? "" : `, facets back to ${facets}`;
+  return `${rows} rows${chart}${counted}`;
 }
 
 /** Requests `path` once, then `runs` more times for the median. */

@@ -1,9 +1,10 @@
 /**
  * `deno task errors PROJECT`: a project's error groups, as the dashboard's
- * errors page shows them (db/error_groups.ts): per group its count, first
- * and last seen, the last 24 hours as a sparkline, whether it is new, its
- * title and top frame, and the query that lists its entries
- * (`deno task logs PROJECT --query '…'`).
+ * errors page shows them (db/error_groups.ts): per group its count, users,
+ * first and last seen, the last 24 hours as a sparkline, whether it is new,
+ * its title and top frame, and the query that lists its entries
+ * (`deno task logs PROJECT --query '…'`). `deno task errors PROJECT
+ * FINGERPRINT`: one group in detail, as its page shows it (error_group.ts).
  *
  * @module
  */
@@ -25,17 +26,32 @@ import {
   UsageError,
   useColor,
 } from "./command.ts";
-import { formatLevel, formatTable, formatTime, inert } from "./format.ts";
+import {
+  formatLevel,
+  formatTable,
+  formatTime,
+  inert,
+  sparkline,
+} from "./format.ts";
+
+export { sparkline };
 import { resolveProject } from "./resolve.ts";
+import { DAY_MS } from "../domain/entry.ts";
+import { type GroupUsers, readGroupUsers } from "../db/error_group_detail.ts";
+import { printGroupDetail } from "./error_group.ts";
 
 const USAGE = `Show a project's errors, grouped.
 
 Usage: deno task errors PROJECT [--limit N] [--after CURSOR] [--json]
+       deno task errors PROJECT FINGERPRINT [--json]
 
 PROJECT is a project's id or name. Entries of level error and critical are
 grouped by their title (numbers, ids, hex and quoted text set aside) and the
 top frame of data.stack. Groups first seen in the last 24 hours are new.
 List a group's entries with: deno task logs PROJECT --query 'fingerprint:HASH'
+With a FINGERPRINT, one group in detail: its count, users affected and the top
+ones, environments, releases, entries per hour (24 h) and per day (14 days) and
+its latest entry with its stack, counted from its entries of the last 14 days.
 
 Options:
   --limit N   Groups shown at most, the most recently seen first (default 50,
@@ -43,8 +59,8 @@ Options:
   --after C   The groups seen before the one of cursor C: the next page (the
               cursor is printed under a full page, and in each JSON line)
   --json      Print one JSON object per group and line: id, fingerprint,
-              title, topFrame, level, count, firstSeen, lastSeen, new,
-              hourly, cursor, ...
+              title, topFrame, level, count, users, firstSeen, lastSeen,
+              new, hourly, cursor, ...; with a FINGERPRINT, one object
   -h, --help  Show this help`;
 
 const COMMAND: CommandSpec = {
@@ -57,24 +73,10 @@ const COMMAND: CommandSpec = {
   },
 };
 
-const BLOCKS = "▁▂▃▄▅▆▇█";
-
-/**
- * Hourly counts as one line of block characters; a space for an empty hour.
- *
- * @example
- * ```ts
- * sparkline([0, 1, 4]); // " ▂█"
- * ```
- */
-export function sparkline(counts: number[]): string {
-  const max = Math.max(1, ...counts);
-  return counts.map((n) =>
-    n === 0 ? " " : BLOCKS[Math.min(7, Math.floor((n / max) * 7.999))]
-  ).join("");
-}
-
-function groupJson(group: ErrorGroup): Record<string, unknown> {
+function groupJson(
+  group: ErrorGroup,
+  users: GroupUsers,
+): Record<string, unknown> {
   return {
     id: group.id,
     fingerprint: group.fingerprint,
@@ -82,6 +84,8 @@ function groupJson(group: ErrorGroup): Record<string, unknown> {
     topFrame: group.topFrame,
     level: group.level,
     count: group.count,
+    users: users.users.get(group.fingerprint) ?? 0,
+    ...(users.searchedTo === undefined ? {} : { usersAtLeast: true }),
     firstSeen: new Date(group.firstSeen).toISOString(),
     lastSeen: new Date(group.lastSeen).toISOString(),
     new: group.isNew,
@@ -91,6 +95,49 @@ function groupJson(group: ErrorGroup): Record<string, unknown> {
     query: `fingerprint:${group.fingerprint}`,
     cursor: groupCursor(group),
   };
+}
+
+function limitOf(text: string): number {
+  const limit = Number(text);
+  if (!/^\d{1,6}$/.test(text) || limit < 1 || limit > MAX_LIST_GROUPS) {
+    throw new UsageError(
+      `Cannot read --limit "${text}": expected a whole number from 1 to ${MAX_LIST_GROUPS}`,
+    );
+  }
+  return limit;
+}
+
+/** The table of groups: a heading, then a row a group. */
+function groupRows(
+  groups: ErrorGroup[],
+  users: GroupUsers,
+  color: boolean,
+): string[][] {
+  const atLeast = users.searchedTo === undefined ? "" : "≥";
+  const rows = [[
+    "COUNT",
+    "LAST 24H",
+    "FIRST SEEN",
+    "LAST SEEN",
+    "USERS",
+    "LEVEL",
+    "ERROR",
+    "FINGERPRINT",
+  ]];
+  for (const g of groups) {
+    const title = (g.isNew ? "[new] " : "") + inert(g.title || "(no title)");
+    rows.push([
+      String(g.count),
+      sparkline(g.hourly),
+      formatTime(g.firstSeen),
+      formatTime(g.lastSeen),
+      `${atLeast}${users.users.get(g.fingerprint) ?? 0}`,
+      formatLevel(g.level, color),
+      g.topFrame === null ? title : `${title}  at ${inert(g.topFrame)}`,
+      g.fingerprint,
+    ]);
+  }
+  return rows;
 }
 
 /**
@@ -103,20 +150,24 @@ function groupJson(group: ErrorGroup): Record<string, unknown> {
  */
 export function errorsCommand(ctx: CommandContext): Promise<number> {
   return runCommand(ctx, COMMAND, async (parsed) => {
-    const [named] = takePositionals("errors", parsed.positionals, ["PROJECT"]);
-    const limitText = stringFlag(parsed, "limit") ?? "50";
-    const limit = Number(limitText);
-    if (!/^\d{1,6}$/.test(limitText) || limit < 1 || limit > MAX_LIST_GROUPS) {
-      throw new UsageError(
-        `Cannot read --limit "${limitText}": expected a whole number from 1 to ${MAX_LIST_GROUPS}`,
-      );
-    }
+    const [named, fingerprint] = takePositionals(
+      "errors",
+      parsed.positionals,
+      ["PROJECT", "FINGERPRINT?"],
+    );
+    const limit = limitOf(stringFlag(parsed, "limit") ?? "50");
     const after = stringFlag(parsed, "after");
     const project = await resolveProject(ctx.kv, named);
+    if (fingerprint !== undefined) {
+      return await printGroupDetail(ctx, project, fingerprint, {
+        json: booleanFlag(parsed, "json"),
+      });
+    }
     let groups: ErrorGroup[];
     try {
       groups = await listGroups(ctx.kv, project.id, ctx.now(), {
         limit,
+        retentionMs: project.retentionDays * DAY_MS,
         ...(after === undefined ? {} : { after }),
       });
     } catch (error) {
@@ -125,9 +176,10 @@ export function errorsCommand(ctx: CommandContext): Promise<number> {
       }
       throw error;
     }
+    const users = await readGroupUsers(ctx.kv, project.id, groups, {});
     if (booleanFlag(parsed, "json")) {
       for (const group of groups) {
-        println(ctx, JSON.stringify(groupJson(group)));
+        println(ctx, JSON.stringify(groupJson(group, users)));
       }
       return 0;
     }
@@ -140,28 +192,7 @@ export function errorsCommand(ctx: CommandContext): Promise<number> {
       );
       return 0;
     }
-    const color = useColor(ctx);
-    const rows = [[
-      "COUNT",
-      "LAST 24H",
-      "FIRST SEEN",
-      "LAST SEEN",
-      "LEVEL",
-      "ERROR",
-      "FINGERPRINT",
-    ]];
-    for (const g of groups) {
-      const title = (g.isNew ? "[new] " : "") + inert(g.title || "(no title)");
-      rows.push([
-        String(g.count),
-        sparkline(g.hourly),
-        formatTime(g.firstSeen),
-        formatTime(g.lastSeen),
-        formatLevel(g.level, color),
-        g.topFrame === null ? title : `${title}  at ${inert(g.topFrame)}`,
-        g.fingerprint,
-      ]);
-    }
+    const rows = groupRows(groups, users, useColor(ctx));
     println(ctx, `Errors of project "${inert(project.name)}" (${project.id})`);
     println(ctx);
     println(ctx, formatTable(rows));

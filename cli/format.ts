@@ -186,3 +186,20 @@ export function parseTimeFlag(
 export function compact(value: unknown): string {
   return value === undefined ? "" : inert(JSON.stringify(value));
 }
+
+const BLOCKS = "▁▂▃▄▅▆▇█";
+
+/**
+ * Hourly counts as one line of block characters; a space for an empty hour.
+ *
+ * @example
+ * ```ts
+ * sparkline([0, 1, 4]); // " ▂█"
+ * ```
+ */
+export function sparkline(counts: number[]): string {
+  const max = Math.max(1, ...counts);
+  return counts.map((n) =>
+    n === 0 ? " " : BLOCKS[Math.min(7, Math.floor((n / max) * 7.999))]
+  ).join("");
+}

@@ -22,6 +22,7 @@ import { getCookie } from "hono/cookie";
 import { accessRefusal, forbidden } from "./access.ts";
 import { type Asset, assetResponse, assetUrls, loadAssets } from "./assets.ts";
 import { HISTOGRAM_BUDGET_MS } from "./histogram.ts";
+import { FACETS_BUDGET_MS } from "./source.ts";
 import { findPage } from "./page_table.ts";
 import { authRoutes, SESSION_COOKIE, signInFirst } from "./routes/auth.ts";
 import {
@@ -87,6 +88,11 @@ export interface DashboardOptions {
    * @default {HISTOGRAM_BUDGET_MS}
    */
   histogramBudgetMs?: number;
+  /**
+   * Server time the explorer's facets may read (db/query/facets.ts).
+   * @default {FACETS_BUDGET_MS}
+   */
+  facetsBudgetMs?: number;
   /** Work one page of entries may do. @default 2 s of time */
   queryBudget?: ScanBudget;
   /** `ALERT_PRIVATE_TARGETS=allow`: alert webhooks on private addresses. @default {false} */
@@ -250,6 +256,7 @@ function dashboardDeps(
       ...options.tail,
     },
     histogramBudgetMs: options.histogramBudgetMs ?? HISTOGRAM_BUDGET_MS,
+    facetsBudgetMs: options.facetsBudgetMs ?? FACETS_BUDGET_MS,
     ...(options.queryBudget ? { queryBudget: options.queryBudget } : {}),
   };
 }

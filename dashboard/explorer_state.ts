@@ -7,7 +7,13 @@
  *
  * @module
  */
-import { type Filter, parseQuery } from "./source.ts";
+import {
+  type Filter,
+  isPipeField,
+  parseQuery,
+  parseSearch,
+  type Pipe,
+} from "./source.ts";
 
 /** Time presets, newest entries included. */
 export const RANGES = {
@@ -43,6 +49,20 @@ export interface ExplorerState {
   cursor?: string;
   /** Live tail paused. */
   paused: boolean;
+  /** Fields pinned to the facets, beside the standard ones. @default {[]} */
+  facets?: string[];
+  /** The field whose top values split the histogram; by level when unset. */
+  split?: string;
+}
+
+/** Fields a URL may pin to the facets at most. */
+export const MAX_PINNED_FACETS = 8;
+/** Characters of a pinned or split field's path at most. */
+const MAX_FIELD_CHARS = 200;
+
+/** Whether `text` names a field the facets and the split can count. */
+function isField(text: string): boolean {
+  return text.length <= MAX_FIELD_CHARS && isPipeField(text);
 }
 
 const ID = /^[0-9a-f]{28}$/;
@@ -125,6 +145,29 @@ export function readState(
     range: DEFAULT_RANGE,
     paused: params.get("live") === "off",
   };
+  const pinned: string[] = [];
+  for (const field of params.getAll("facet")) {
+    if (pinned.length === MAX_PINNED_FACETS) break;
+    if (!isField(field)) {
+      problems.push(
+        `Cannot pin "${
+          field.slice(0, 100)
+        }" to the facets: expected level, auth, origin, appid, or a path under data., context. or device.`,
+      );
+    } else if (!pinned.includes(field)) pinned.push(field);
+  }
+  if (pinned.length > 0) state.facets = pinned;
+  const split = params.get("split");
+  if (split !== null && split !== "" && split !== "level") {
+    if (isField(split)) state.split = split;
+    else {
+      problems.push(
+        `Cannot split the histogram by "${
+          split.slice(0, 100)
+        }": expected a field such as context.service`,
+      );
+    }
+  }
   for (const level of (params.get("level") ?? "").split(",")) {
     if (state.levels.length === MAX_LEVEL_CHIPS) break;
     if (LEVEL.test(level) && !state.levels.includes(level)) {
@@ -188,6 +231,8 @@ export function stateQuery(state: ExplorerState): string {
   if (state.cursor !== undefined) params.set("cursor", state.cursor);
   if (state.open !== undefined) params.set("open", state.open);
   if (state.paused) params.set("live", "off");
+  for (const field of state.facets ?? []) params.append("facet", field);
+  if (state.split !== undefined) params.set("split", state.split);
   const text = params.toString();
   return text === "" ? "" : `?${text}`;
 }
@@ -215,7 +260,23 @@ export function timeWindow(
  * levels and the time window. Throws `QuerySyntaxError` for a malformed query.
  */
 export function stateFilter(state: ExplorerState, now: number): Filter {
-  const filter = parseQuery(state.q);
+  return stateSearch(state, now, false).filter;
+}
+
+/**
+ * The filter a state asks for at `now`, as {@linkcode stateFilter}, and the
+ * aggregation its query ends with (`null` when none). Throws
+ * `QuerySyntaxError` for a malformed query, and for a pipe unless
+ * `pipes`.
+ */
+export function stateSearch(
+  state: ExplorerState,
+  now: number,
+  pipes = true,
+): { filter: Filter; pipe: Pipe | null } {
+  const { filter, pipe } = pipes
+    ? parseSearch(state.q)
+    : { filter: parseQuery(state.q), pipe: null };
   if (state.levels.length > 0) {
     filter.levels = filter.levels
       ? filter.levels.filter((l) => state.levels.includes(l))
@@ -224,7 +285,19 @@ export function stateFilter(state: ExplorerState, now: number): Filter {
   const { since, until, live } = timeWindow(state, now);
   filter.since = Math.max(filter.since ?? since, since);
   if (!live) filter.until = Math.min(filter.until ?? until, until);
-  return filter;
+  return { filter, pipe };
+}
+
+/**
+ * The query text before its pipe: what a row of an aggregation narrows.
+ *
+ * @example
+ * ```ts
+ * queryBeforePipe("level:error | top 5 device.os", 13); // "level:error"
+ * ```
+ */
+export function queryBeforePipe(q: string, pipeColumn: number): string {
+  return q.slice(0, pipeColumn - 1).trim();
 }
 
 /**

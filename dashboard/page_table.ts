@@ -105,9 +105,11 @@ export const PAGES: readonly Page[] = [
     tab: { name: "audit", label: "Audit" },
   },
   // A project's other pages and streams.
+  { method: "GET", path: "/projects/:id/errors/:fingerprint", need: "read" },
   { method: "GET", path: "/projects/:id/entries", need: "read" },
   { method: "GET", path: "/projects/:id/entries/:entryId", need: "read" },
   { method: "GET", path: "/projects/:id/tail", need: "read" },
+  { method: "GET", path: "/projects/:id/rows.csv", need: "read" },
   // Every change to a project is for those who configure it.
   { method: "POST", path: "/projects/:id/views", need: "configure" },
   { method: "POST", path: "/projects/:id/views/delete", need: "configure" },

@@ -7,6 +7,7 @@
  */
 import { deleteAudit } from "./audit.ts";
 import {
+  errorGroupCountKey,
   errorGroupKey,
   errorGroupSeenKey,
   fingerprintKeyKey,
@@ -51,6 +52,7 @@ export async function deleteProject(
         seenSignaturesPrefix(projectId),
         savedViewKey(projectId),
         errorGroupKey(projectId),
+        errorGroupCountKey(projectId),
         errorGroupSeenKey(projectId),
         fingerprintKeyKey(projectId),
       ]

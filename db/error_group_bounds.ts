@@ -8,6 +8,7 @@
 import { GROUP_KEY_BYTES } from "../domain/fingerprint.ts";
 import {
   decodeErrorGroupSeenKey,
+  errorGroupCountKey,
   errorGroupKey,
   errorGroupSeenKey,
   fingerprintKeyKey,
@@ -62,6 +63,14 @@ export async function groupKeyOf(
   throw new Error(`Cannot make the group key of project "${projectId}"`);
 }
 
+/** The rows of a group beside its index row: the group and its count. */
+function rowsOfGroup(projectId: string, groupId: string): Deno.KvKey[] {
+  return [
+    errorGroupKey(projectId, groupId),
+    errorGroupCountKey(projectId, groupId),
+  ];
+}
+
 const groupCounts = new WeakMap<
   Deno.Kv,
   Map<string, { count: number; at: number }>
@@ -69,8 +78,11 @@ const groupCounts = new WeakMap<
 
 /**
  * Deletes the least recently seen groups so that `made` new ones fit under
- * {@linkcode MAX_GROUPS}, and (when it counts) the groups and stale index
- * rows past the retention; never a group of `keep`.
+ * {@linkcode MAX_GROUPS}, and (when it counts, once every
+ * {@linkcode RECOUNT_MS}) the groups and stale index rows past the
+ * retention; never a group of `keep`. A group's rows (the group, its count,
+ * its index row) have no KV expiry: a count added to with `sum` cannot
+ * have one, so these deletions are what bounds them.
  */
 export async function makeRoom(
   kv: Deno.Kv,
@@ -95,7 +107,7 @@ export async function makeRoom(
         const { groupId } = decodeErrorGroupSeenKey(row.key);
         if (options.keep.has(groupId) || ids.size >= excess) continue;
         ids.add(groupId);
-        doomed.push(row.key, errorGroupKey(projectId, groupId));
+        doomed.push(row.key, ...rowsOfGroup(projectId, groupId));
       }
       count -= ids.size;
     }
@@ -120,7 +132,7 @@ export async function makeRoom(
         !options.keep.has(row.groupId) &&
         (latest < expired || live + made > MAX_GROUPS)
       ) {
-        doomed.push(row.key, errorGroupKey(projectId, row.groupId));
+        doomed.push(row.key, ...rowsOfGroup(projectId, row.groupId));
         live--;
       }
     }

@@ -7,9 +7,12 @@
  * Written at write time: {@linkcode prepareErrorGroups} reads the batch's
  * groups, then {@linkcode addErrorGroups} adds their new values to the result
  * commit that stores the entries, so a group counts each entry once, as the
- * entries are stored once. Two rows a group, both expiring with the
- * project's retention (refreshed on each update): the group, and its row in
- * an index by last seen, which listings read newest first.
+ * entries are stored once. Three rows a group: the group, its count (a
+ * `KvU64`), and its row in an index by last seen, which listings read newest
+ * first. None expires by itself (a count added to with `sum` cannot): a
+ * group's rows are deleted together when it is evicted, or past the
+ * retention by the recount (db/error_group_bounds.ts), and listings skip
+ * groups last seen before the retention meanwhile.
  *
  * Bounded: a group is named by a keyed hash under the project's own random
  * key (`groupIdOf`), so a sender cannot aim titles at chosen groups; and a
@@ -17,17 +20,28 @@
  * seen going first when a new one would pass the bound.
  *
  * The consumer's result commit holds no check to spare, so a group is
- * updated without one: two commits updating the same group at the same
- * moment may lose one's count (docs/limits.md).
+ * updated without one. Its count stays exact all the same: each commit adds
+ * its entries with `sum`, which KV applies atomically whatever else commits.
+ * The rest of the group is written last-writer-wins from what the commit
+ * read: when two commits update one group at the same moment, its hourly
+ * counts may miss the other's entries, its first seen may be the later of
+ * the two batches' (a new group only), and its last seen and sample may be
+ * the older commit's until the next entry; the index may keep a second,
+ * older row, which listings skip and the recount deletes.
  *
  * @module
  */
 import type { LogRecord } from "../domain/entry.ts";
-import { fingerprintOf, groupIdOf } from "../domain/fingerprint.ts";
+import {
+  type Fingerprint,
+  fingerprintOf,
+  groupIdOf,
+} from "../domain/fingerprint.ts";
 import type { AtomicWriter } from "./atomic.ts";
 import { groupKeyOf, makeRoom } from "./error_group_bounds.ts";
 import {
   decodeErrorGroupSeenKey,
+  errorGroupCountKey,
   errorGroupKey,
   errorGroupSeenKey,
 } from "./keys.ts";
@@ -38,7 +52,7 @@ export { groupKeyOf, MAX_GROUPS, RECOUNT_MS } from "./error_group_bounds.ts";
 /** Levels whose entries are grouped. */
 export const GROUPED_LEVELS: readonly string[] = ["error", "critical"];
 /**
- * Groups one batch adds to at most: 3 mutations a group. Entries of further
+ * Groups one batch adds to at most: 4 mutations a group. Entries of further
  * groups in the same batch (a storm of distinct errors) are stored but not
  * grouped; the largest groups of the batch are the ones kept.
  */
@@ -62,6 +76,7 @@ interface StoredGroup {
   sampleId: string;
   level: string;
   sampleTitle: string;
+  /** Entries counted from what the commit read; the exact count is its own row. */
   count: number;
   firstSeen: number;
   lastSeen: number;
@@ -87,6 +102,7 @@ export interface ErrorGroup {
   level: string;
   /** Its title before normalisation, cut to 300 characters. */
   sampleTitle: string;
+  /** Entries grouped: exact (added to atomically by each commit). */
   count: number;
   /** Receipt time of its first entry, Unix ms. */
   firstSeen: number;
@@ -116,6 +132,8 @@ interface PlannedGroup {
   /** Last seen of the stored group, when there is one. */
   before: number | null;
   after: StoredGroup;
+  /** Entries of the batch it counts. */
+  added: number;
 }
 
 /** What {@linkcode addErrorGroups} writes: from {@linkcode prepareErrorGroups}. */
@@ -198,15 +216,15 @@ export async function prepareErrorGroups(
       id,
       before: prior?.lastSeen ?? null,
       after: merge(prior, fp, entries),
+      added: entries.length,
     });
   });
+  // Also with no new group: once a minute, it sweeps past the retention.
   const made = plan.groups.filter((g) => g.before === null).length;
-  if (made > 0) {
-    await makeRoom(kv, projectId, made, {
-      ...options,
-      keep: new Set(plan.groups.map((g) => g.id)),
-    });
-  }
+  await makeRoom(kv, projectId, made, {
+    ...options,
+    keep: new Set(plan.groups.map((g) => g.id)),
+  });
   return plan;
 }
 
@@ -253,23 +271,25 @@ function sampleTitle(record: LogRecord): string {
   return "";
 }
 
+/** The value of an index row: the key says it all. */
+const EMPTY = new Uint8Array();
+
 /**
- * Adds to `op` the writes of a {@linkcode GroupPlan}: each group and its
- * index row, expiring with the retention, and the deletion of its former
- * index row. Returns the number of mutations added (3 a group at most).
+ * Adds to `op` the writes of a {@linkcode GroupPlan}: each group, its
+ * count's `sum`, its index row, and the deletion of its former index row.
+ * Returns the number of mutations added (4 a group at most).
  */
 export function addErrorGroups(op: AtomicWriter, plan: GroupPlan): number {
-  const { projectId, retentionMs } = plan;
+  const { projectId } = plan;
   let mutations = 0;
-  for (const { id, before, after } of plan.groups) {
-    const expireIn = Math.max(1, retentionMs);
-    op.set(errorGroupKey(projectId, id), encodeJson(after), { expireIn });
+  for (const { id, before, after, added } of plan.groups) {
+    op.set(errorGroupKey(projectId, id), encodeJson(after));
+    op.sum(errorGroupCountKey(projectId, id), BigInt(added));
     op.set(
       errorGroupSeenKey(projectId, { lastSeen: after.lastSeen, groupId: id }),
-      1,
-      { expireIn },
+      EMPTY,
     );
-    mutations += 2;
+    mutations += 3;
     if (before !== null && before !== after.lastSeen) {
       op.delete(
         errorGroupSeenKey(projectId, { lastSeen: before, groupId: id }),
@@ -289,6 +309,11 @@ export interface ListGroupsOptions {
    * page. @default none
    */
   after?: string;
+  /**
+   * The project's retention: groups last seen before it are skipped (the
+   * recount deletes them). @default none (every group)
+   */
+  retentionMs?: number;
 }
 
 /** Thrown for a page cursor that no listing of groups made. */
@@ -360,24 +385,64 @@ export async function listGroups(
     ids.push(groupId);
     if (ids.length >= limit) break;
   }
-  const stored = await getManyChunked<Uint8Array>(
-    kv,
-    ids.map((id) => errorGroupKey(projectId, id)),
-  );
+  const groups = await readGroups(kv, projectId, ids, now);
+  const expired = options.retentionMs === undefined
+    ? -Infinity
+    : now - options.retentionMs;
+  return groups.filter((g) => g.lastSeen >= expired)
+    .sort((a, b) => b.lastSeen - a.lastSeen);
+}
+
+/** The groups of `ids` that exist, as shown at `now`, in the order of `ids`. */
+async function readGroups(
+  kv: Deno.Kv,
+  projectId: string,
+  ids: string[],
+  now: number,
+): Promise<ErrorGroup[]> {
+  const stored = await getManyChunked<unknown>(kv, [
+    ...ids.map((id) => errorGroupKey(projectId, id)),
+    ...ids.map((id) => errorGroupCountKey(projectId, id)),
+  ]);
   const newest = hourOf(now);
   const groups: ErrorGroup[] = [];
   ids.forEach((id, i) => {
     const group = decodeJson<StoredGroup>(stored[i]!.value);
     if (group === null) return;
+    const counted = stored[ids.length + i]!.value;
     const { hour, hours, ...shown } = group;
     groups.push({
       ...shown,
       id,
+      count: counted instanceof Deno.KvU64
+        ? Number(counted.value)
+        : group.count,
       hourly: newest >= hour
         ? shiftHours(hours, hour, newest)
         : new Array(SPARK_HOURS).fill(0),
       isNew: now - group.firstSeen < NEW_GROUP_MS,
     });
   });
-  return groups.sort((a, b) => b.lastSeen - a.lastSeen);
+  return groups;
+}
+
+/**
+ * The group of an entry's fingerprint (its title and top frame, from
+ * `fingerprintOf`), `null` when the project has none: one read, since the
+ * group's id is the project's keyed hash of them.
+ *
+ * @example
+ * ```ts
+ * const group = await readGroup(kv, projectId, fingerprintOf(latest), Date.now());
+ * ```
+ */
+export async function readGroup(
+  kv: Deno.Kv,
+  projectId: string,
+  fingerprint: Pick<Fingerprint, "title" | "topFrame">,
+  now: number,
+): Promise<ErrorGroup | null> {
+  const id = groupIdOf(await groupKeyOf(kv, projectId), fingerprint);
+  const [group] = await readGroups(kv, projectId, [id], now);
+  return group ?? null;
 }

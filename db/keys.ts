@@ -14,6 +14,8 @@
  * | `log_chunk_slices/<projectId>/<last entry id>/<n>` | further slices of a chunk too large for one value |
  * | `log_summaries/<projectId>/<last entry id>` | a chunk's summary: first id, count, levels |
  * | `log_blooms/<projectId>/<last entry id>` | the summary and the chunk's Bloom filter |
+ * | `log_columns/<projectId>/<last entry id>` | a chunk's columns: minute, level and coded fields per entry, for aggregations |
+ * | `log_column_slices/<projectId>/<last entry id>/<n>` | further slices of a chunk's columns too large for one value |
  * | `log_counts/<projectId>/<"m" or "h">/<start ms>/<level>` | `Deno.KvU64`, entries received in that minute or hour |
  * | `log_merges/<projectId>` | `Deno.KvU64`, bumped by every merge commit |
  * | `seen_signatures/<projectId>/<signature>` | id of the entry that used it |
@@ -41,8 +43,9 @@
  * | `audit/<projectId or "">/<eventId>` | one audit event of a project (`""`: of the service), by time (ids start with their ms), expiring |
  * | `audit_budgets/<projectId or "">/<actor>/<day>` | events an account recorded that day in that scope, and its summaries past the budget (db/audit.ts), expiring |
  * | `fingerprint_keys/<projectId>` | 32 random bytes: the project's key of error group ids, made once on first use |
- * | `error_groups/<projectId>/<groupId>` | an error group: title, top frame, sample, count, first and last seen, hourly counts (db/error_groups.ts), expiring with the retention |
- * | `error_groups_by_seen/<projectId>/<last seen ms>/<groupId>` | `1`: the groups by last seen, newest last, expiring with the retention |
+ * | `error_groups/<projectId>/<groupId>` | an error group: title, top frame, sample, first and last seen, hourly counts (db/error_groups.ts); deleted when evicted or past the retention |
+ * | `error_group_counts/<projectId>/<groupId>` | `KvU64`: the group's exact count, added to with `sum`; deleted with its group |
+ * | `error_groups_by_seen/<projectId>/<last seen ms>/<groupId>` | empty bytes: the groups by last seen, newest last; deleted with its group |
  * | `saved_views/<projectId>/<viewId>` | a named query and time range (db/views.ts) |
  * | `write_probe` | one byte written and deleted at start-up, to find a database that cannot be written |
  *
@@ -134,6 +137,30 @@ export function logBloomKey(projectId: string, lastId: string): Deno.KvKey {
 /** Prefix of a project's chunk Bloom filters, ordered by last entry. */
 export function logBloomsPrefix(projectId: string): Deno.KvKey {
   return ["log_blooms", projectId];
+}
+
+/** Key of a chunk's columns (db/storage/columns.ts), named like the chunk. */
+export function logColumnsKey(projectId: string, lastId: string): Deno.KvKey {
+  return ["log_columns", projectId, lastId];
+}
+
+/** Prefix of a project's chunk columns, ordered by last entry. */
+export function logColumnsPrefix(projectId: string): Deno.KvKey {
+  return ["log_columns", projectId];
+}
+
+/** Key of slice `n` (from 1) of a chunk's columns too large for one value. */
+export function logColumnSliceKey(
+  projectId: string,
+  lastId: string,
+  n: number,
+): Deno.KvKey {
+  return ["log_column_slices", projectId, lastId, n];
+}
+
+/** Prefix of the further slices of a project's large columns. */
+export function logColumnSlicesPrefix(projectId: string): Deno.KvKey {
+  return ["log_column_slices", projectId];
 }
 
 /** Resolution of an entry counter: a minute or an hour. */
@@ -389,6 +416,19 @@ export function errorGroupKey(projectId: string, groupId?: string): Deno.KvKey {
   return groupId === undefined
     ? ["error_groups", projectId]
     : ["error_groups", projectId, groupId];
+}
+
+/**
+ * Key of an error group's count (a `KvU64`); without an id, the prefix of the
+ * project's counts.
+ */
+export function errorGroupCountKey(
+  projectId: string,
+  groupId?: string,
+): Deno.KvKey {
+  return groupId === undefined
+    ? ["error_group_counts", projectId]
+    : ["error_group_counts", projectId, groupId];
 }
 
 /**

@@ -131,6 +131,7 @@ const STORAGE_FORMATS = [
   "db/storage/chunk.ts",
   "db/storage/bloom.ts",
   "db/storage/text.ts",
+  "db/storage/columns.ts",
 ];
 /** A write to KV: an atomic operation, its commit, or a single write. */
 const WRITE = /\.atomic\(|\.commit\(|\bkv\.(?:set|delete|enqueue)\(/;

@@ -2,8 +2,9 @@
  * Seeded generator of realistic log entries for the query benchmark (same
  * seed, same sequence): 85 % info, 10 % warning, 4 % error, 1 % critical;
  * titles and messages from templates with numbers, hex ids, paths and URLs;
- * one of 10,000 users, a session, environment and release; a device (native
- * apps add an `appid`). No `projectId`: the caller sets it. Every run of
+ * one of 10,000 users, a session, environment, release and one of 6 services
+ * (drawn from a random sequence of its own, so that adding it changed no
+ * other value); a device (native apps add an `appid`). No `projectId`: the caller sets it. Every run of
  * letters is one of {@linkcode WORDS} or inside a hex id, so a word that
  * {@linkcode canOccur} rejects is only where {@linkcode plantWord} put it.
  *
@@ -25,7 +26,10 @@ export interface GeneratedEntry {
     /** Milliseconds, when the message states a duration. */
     durationMs?: number;
   };
-  context: Record<"userId" | "traceId" | "environment" | "release", string>;
+  context: Record<
+    "userId" | "traceId" | "environment" | "release" | "service",
+    string
+  >;
   device: Record<"type" | "os" | "platform" | "browser" | "screen", string>;
   appid?: string;
 }
@@ -72,6 +76,8 @@ const LISTS: Record<string, string[]> = {
   term: split("shoes|red dress|laptop bag|gift card|coffee|winter jacket"),
   job: split("welcome|digest|reminder|receipt|cleanup|reindex"),
   service: split("payments|inventory|gateway|search|billing"),
+  /** `context.service`: the services above and one more. */
+  services: split("payments|inventory|gateway|search|billing|orders"),
   table: split("orders|users|sessions|payments|events"),
   release: split("2026.6.3|2026.7.0|2026.7.1|2026.7.2|2026.8.0"),
   environment: weighted("production*45|staging*4|development*1"),
@@ -99,7 +105,8 @@ const PROFILES = DEVICES.split("\n").map((line) => {
 });
 /** Letters the code below writes, and the entry's member names. */
 const OTHER_WORDS = "user_ ord_ s- https ?page= level data title message " +
-  "status durationMs context userId traceId environment release device " +
+  "status durationMs context userId traceId environment release service " +
+  "device " +
   "type os platform browser screen appid";
 
 /** What the fillers of one entry share. */
@@ -226,6 +233,7 @@ export function mulberry32(seed: number): () => number {
  */
 export function createGenerator(seed: number): { next(): GeneratedEntry } {
   const next = mulberry32(seed);
+  const nextService = mulberry32(seed ^ 0x5e4c1ce);
   let count = 0;
   return {
     next(): GeneratedEntry {
@@ -245,6 +253,7 @@ export function createGenerator(seed: number): { next(): GeneratedEntry } {
           traceId: `s-${hex(session)}`,
           environment: pick(next, LISTS.environment!),
           release,
+          service: pick(nextService, LISTS.services!),
         },
         device: { ...profile.device },
       };

@@ -8,12 +8,14 @@
 import {
   aggregate,
   aroundEntry,
+  facets,
   histogram,
   parseQuery,
   parseSearch,
   queryLogs,
   type ScanStats,
 } from "../../db/query/mod.ts";
+import { QUERY_BUDGET_MS } from "../../db/query/query.ts";
 import {
   logBloomsPrefix,
   logSummariesPrefix,
@@ -191,6 +193,19 @@ function pipeQueries(
           r["context.userId"] === byCount[i]![0] && r.count === byCount[i]![1]
         );
       return { n: right ? a.rows.length : -1, stats: a.stats };
+    }, some],
+    ["facets of 7 days (level, service, …)", async () => {
+      const { start, spanMs, count } = built;
+      const f = await facets(kv, projectId, {
+        since: start,
+        until: start + spanMs,
+        budget: { ms: QUERY_BUDGET_MS },
+      });
+      const levels = f.facets[0]!.values;
+      const right = f.searchedTo === undefined && f.total === count &&
+        levels.every((v) => built.store.levels[String(v.value)] === v.count) &&
+        f.facets.every((field) => !field.tooMany);
+      return { n: right ? f.facets.length : -1, stats: f.stats };
     }, some],
     ["* \\| uniq context.userId", async () => {
       const a = await run("* | uniq context.userId");

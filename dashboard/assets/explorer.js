@@ -132,7 +132,8 @@ function layoutHistogram() {
 
 /** Adds the entry of `row` to its bar of the histogram. */
 function countInHistogram(row) {
-  if (!chart) return;
+  // A histogram split by a field: the row's level is not its series.
+  if (!chart || chart.dataset.split) return;
   const at = Date.parse(row.querySelector("time")?.getAttribute("datetime"));
   const level = row.querySelector(".lvl")?.textContent?.trim();
   const interval = Number(chart.dataset.interval);
@@ -352,3 +353,32 @@ document.addEventListener("click", (event) => {
     : null;
   if (row) select(row, false);
 });
+
+// The histogram's split: a new choice sends its form, without the button.
+const splitForm = document.getElementById("split");
+if (splitForm) {
+  splitForm.querySelector(".split-go")?.setAttribute("hidden", "");
+  splitForm.querySelector("select")?.addEventListener("change", () => {
+    splitForm.submit();
+  });
+}
+
+// Pinning a field of an entry to the facets: a click on its name in the
+// entry's fields adds `facet=PATH` to the view (without the script, the
+// facets' own form pins a field by name).
+if (document.getElementById("facets")) {
+  document.documentElement.classList.add("can-pin");
+  document.addEventListener("click", (event) => {
+    const th = event.target instanceof Element
+      ? event.target.closest(".fields th[scope=row]")
+      : null;
+    const path = th?.closest("tr")?.dataset.path;
+    if (!path) return;
+    const url = new URL(location.href);
+    if (!url.searchParams.getAll("facet").includes(path)) {
+      url.searchParams.append("facet", path);
+    }
+    url.searchParams.delete("cursor");
+    location.assign(url.pathname + url.search);
+  });
+}

@@ -14,7 +14,7 @@
  * @module
  */
 import { type LogRecord, recordJson } from "../../domain/entry.ts";
-import { formatTime, levelClass, sender, summary } from "./format.ts";
+import { formatTime, levelClass, summary, whereFrom } from "./format.ts";
 import { jsonStart, walkFields } from "./entry_fields.ts";
 import { CopyButton } from "./layout.tsx";
 import { orderedStack, StackView, stackWithin } from "./stack.tsx";
@@ -81,6 +81,17 @@ export interface EntryRowProps {
   budget?: PreviewBudget;
 }
 
+/** The source column: where the entry came from, and its auth as a tag. */
+function Source(props: { record: LogRecord }) {
+  const { where, auth } = whereFrom(props.record);
+  return (
+    <span class="src" title={where === "" ? auth : `${where} (${auth})`}>
+      {where !== "" && <span class="from">{where}</span>}{" "}
+      <span class="auth">{auth}</span>
+    </span>
+  );
+}
+
 /** One entry row. */
 export function EntryRow(props: EntryRowProps) {
   const { record } = props;
@@ -102,7 +113,7 @@ export function EntryRow(props: EntryRowProps) {
           {formatTime(record.receivedAt)}
         </time>
         <span class={`lvl ${level}`}>{record.level}</span>
-        <span class="src">{sender(record)}</span>
+        <Source record={record} />
         <span class="msg">{summary(record)}</span>
       </summary>
       <div class="detail">

@@ -2,8 +2,9 @@
  * The error groups of a project (`/projects/:id/errors`): its `error` and
  * `critical` entries grouped by fingerprint (domain/fingerprint.ts), the
  * most recently seen first, each with its count, first and last seen, a
- * sparkline of the last 24 hours and a link to the explorer showing its
- * entries; groups first seen in the last 24 hours are marked new.
+ * sparkline of the last 24 hours, its users, a link to the explorer showing
+ * its entries and one to its own page (error_group.tsx); groups first seen
+ * in the last 24 hours are marked new.
  *
  * @module
  */
@@ -24,6 +25,10 @@ export interface ErrorsData {
   /** One page of groups, the most recently seen first. */
   groups: ErrorGroup[];
   now: number;
+  /** Distinct users per fingerprint (absent: none). @default none */
+  users?: Map<string, number>;
+  /** The users were counted within a budget that ran out: at least. @default false */
+  usersPartial?: boolean;
   /** The cursor of the next page, `null` on the last. @default null */
   older?: string | null;
   /** This is a page after the first. @default false */
@@ -87,9 +92,17 @@ function GroupRow(
     projectId: string;
     group: ErrorGroup;
     now: number;
+    users: number;
+    usersPartial: boolean;
   },
 ) {
   const { ctx, group, now } = props;
+  const page = link(
+    ctx.base,
+    `/projects/${
+      encodeURIComponent(props.projectId)
+    }/errors/${group.fingerprint}`,
+  );
   return (
     <tr
       data-fingerprint={group.fingerprint}
@@ -118,9 +131,16 @@ function GroupRow(
             Latest: {group.sampleTitle}
           </div>
         )}
+        <div>
+          <a class="group-page" href={page}>Details</a>
+        </div>
       </td>
       <td class="num count">
         {group.count.toLocaleString("en-US")}
+      </td>
+      <td class="num users">
+        {props.usersPartial ? "≥ " : ""}
+        {props.users.toLocaleString("en-US")}
       </td>
       <td>
         <Sparkline hourly={group.hourly} now={now} />
@@ -169,6 +189,11 @@ export function ErrorsPage(props: { ctx: PageContext; data: ErrorsData }) {
               columns={[
                 "Error",
                 { label: "Count", class: "num" },
+                {
+                  label: "Users",
+                  class: "num",
+                  title: "Distinct context.userId of the group's entries",
+                },
                 "Last 24 h",
                 "First seen",
                 "Last seen",
@@ -181,6 +206,8 @@ export function ErrorsPage(props: { ctx: PageContext; data: ErrorsData }) {
                   projectId={project.id}
                   group={group}
                   now={data.now}
+                  users={data.users?.get(group.fingerprint) ?? 0}
+                  usersPartial={data.usersPartial ?? false}
                 />
               ))}
             </ListTable>

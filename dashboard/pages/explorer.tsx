@@ -8,7 +8,14 @@
  * @module
  */
 import type { LogRecord } from "../../domain/entry.ts";
-import { type ExplorerState, formatUtc } from "../explorer_state.ts";
+import {
+  type ExplorerState,
+  formatUtc,
+  stateQuery,
+} from "../explorer_state.ts";
+import type { Facets } from "../source.ts";
+import { facetFields, FacetPanel } from "./explorer_facets.tsx";
+import { AggregationView, type RowsData } from "./explorer_rows.tsx";
 import {
   type EntryLinks,
   EntryRow,
@@ -55,6 +62,10 @@ export interface ExplorerData {
   tailAfter: string;
   /** The project's saved views. */
   views?: SavedView[];
+  /** The rows of the query's pipe, shown instead of the list. */
+  aggregation?: RowsData;
+  /** The facets beside the list. */
+  facets?: Facets;
 }
 
 function ContextView(
@@ -199,7 +210,7 @@ function Toolbar(props: { ctx: PageContext; data: ExplorerData }) {
           Show local time
         </button>
       </span>
-      {data.window.live && !data.queryError && (
+      {data.window.live && !data.queryError && !data.aggregation && (
         <LiveTail ctx={ctx} data={data} />
       )}
     </div>
@@ -292,6 +303,83 @@ function Entries(
   );
 }
 
+/**
+ * The field the histogram is split by: a select of level and the facet
+ * fields; the page's script sends the form on change.
+ */
+function SplitControl(
+  props: { ctx: PageContext; projectId: string; state: ExplorerState },
+) {
+  const { ctx, projectId, state } = props;
+  const rest: ExplorerState = { ...state };
+  delete rest.split;
+  delete rest.cursor;
+  delete rest.open;
+  const fields = facetFields(state);
+  if (state.split !== undefined && !fields.includes(state.split)) {
+    fields.push(state.split);
+  }
+  return (
+    <form
+      class="split"
+      id="split"
+      method="get"
+      action={link(ctx.base, `/projects/${projectId}`)}
+    >
+      {[...new URLSearchParams(stateQuery(rest))].map(([name, value]) => (
+        <input type="hidden" name={name} value={value} />
+      ))}
+      <label>
+        Histogram by{" "}
+        <select name="split">
+          {fields.map((f) => (
+            <option value={f} selected={(state.split ?? "level") === f}>
+              {f === "level" ? "level" : `top 5 ${f}`}
+            </option>
+          ))}
+        </select>
+      </label>{" "}
+      <button type="submit" class="split-go">Split</button>
+    </form>
+  );
+}
+
+/** The list, and the facets beside it. */
+function ListAndFacets(
+  props: { ctx: PageContext; data: ExplorerData; budget: PreviewBudget },
+) {
+  const { ctx, data, budget } = props;
+  const { project, state } = data;
+  return (
+    <div class={data.facets ? "with-facets" : ""}>
+      <div class="list">
+        {data.histogram && (
+          <SplitControl ctx={ctx} projectId={project.id} state={state} />
+        )}
+        {data.pinned && (
+          <PinnedEntry
+            record={data.pinned}
+            inView={data.pinnedInView}
+            links={entryLinks(ctx.base, project.id, state)}
+            budget={budget}
+          />
+        )}
+        {data.context
+          ? <ContextView ctx={ctx} data={data} budget={budget} />
+          : <Entries ctx={ctx} data={data} budget={budget} />}
+      </div>
+      {data.facets && (
+        <FacetPanel
+          ctx={ctx}
+          projectId={project.id}
+          state={state}
+          facets={data.facets}
+        />
+      )}
+    </div>
+  );
+}
+
 /** The explorer page. */
 export function ExplorerPage(props: { ctx: PageContext; data: ExplorerData }) {
   const { ctx, data } = props;
@@ -337,19 +425,17 @@ export function ExplorerPage(props: { ctx: PageContext; data: ExplorerData }) {
             })}
         />
       )}
-      {data.pinned && (
-        <PinnedEntry
-          record={data.pinned}
-          inView={data.pinnedInView}
-          links={entryLinks(ctx.base, project.id, state)}
-          budget={budget}
-        />
-      )}
-      {data.queryError
-        ? null
-        : data.context
-        ? <ContextView ctx={ctx} data={data} budget={budget} />
-        : <Entries ctx={ctx} data={data} budget={budget} />}
+      {data.queryError ? null : data.aggregation
+        ? (
+          <AggregationView
+            ctx={ctx}
+            projectId={project.id}
+            state={state}
+            window={data.window}
+            data={data.aggregation}
+          />
+        )
+        : <ListAndFacets ctx={ctx} data={data} budget={budget} />}
       <p class="keys">
         <kbd>j</kbd>/<kbd>k</kbd> move · <kbd>Enter</kbd> expand · <kbd>/</kbd>
         {" "}

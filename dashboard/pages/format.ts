@@ -56,11 +56,31 @@ export function levelClass(level: string): string {
     : "lvl-custom";
 }
 
-/** Who sent an entry: its origin, app id, or "signed". */
-export function sender(record: LogRecord): string {
-  if (record.auth === "origin") return record.origin ?? "origin";
-  if (record.auth === "appid") return record.appid ?? "app";
-  return "signed";
+/**
+ * Where an entry came from, for the list's source column: its
+ * `context.service`, else its device's `host`, else its origin or app id
+ * (`""` when it has none of them); and how it was authorized, as a tag.
+ *
+ * @example
+ * ```ts
+ * whereFrom(record); // { where: "checkout-api", auth: "signed" }
+ * ```
+ */
+export function whereFrom(record: LogRecord): { where: string; auth: string } {
+  const service = record.context?.service;
+  const host = typeof record.device === "object" && record.device !== null
+    ? record.device.host
+    : undefined;
+  const where = typeof service === "string" && service !== ""
+    ? service
+    : typeof host === "string" && host !== ""
+    ? host
+    : record.origin ?? record.appid ?? "";
+  const auth = record.auth === "signature" ? "signed" : record.auth;
+  return {
+    where: where.length > 120 ? `${where.slice(0, 119)}…` : where,
+    auth,
+  };
 }
 
 /**

@@ -1,6 +1,7 @@
 /**
  * The explorer's histogram: counts of entries per interval, stacked by
- * level in the levels' colours, as an SVG whose bars are links that zoom
+ * level in the levels' colours (or by the top values of a field, each in a
+ * colour of its own, with a legend), as an SVG whose bars are links that zoom
  * the view to their interval (so it works without JavaScript too). Bars
  * older than what a word or field query could count in its time budget
  * (dashboard/histogram.ts) are drawn hatched and said to be uncounted.
@@ -97,7 +98,10 @@ function UncountedBar(props: { index: number; start: number; href: string }) {
   );
 }
 
-/** A counted bucket: one rect per level, stacked, scaled to `max`. */
+/**
+ * A counted bucket: one rect per level (or per value of the split field),
+ * stacked, scaled to `max`.
+ */
 function CountedBar(
   props: {
     index: number;
@@ -105,10 +109,15 @@ function CountedBar(
     total: number;
     max: number;
     href: string;
+    series?: string[];
   },
 ) {
-  const { index, bucket, max } = props;
-  const levels = stacked(bucket.counts);
+  const { index, bucket, max, series } = props;
+  const levels = series
+    ? series.filter((name) => bucket.counts[name] !== undefined)
+    : stacked(bucket.counts);
+  const barClass = (name: string) =>
+    series ? `bar series-${series.indexOf(name)}` : `bar ${levelClass(name)}`;
   const label = `${formatTime(bucket.start, false)} · ${props.total} entries` +
     levels.map((l) => `\n${l}: ${bucket.counts[l]}`).join("");
   let y = HEIGHT;
@@ -126,7 +135,7 @@ function CountedBar(
         y -= h;
         return (
           <rect
-            class={`bar ${levelClass(level)}`}
+            class={barClass(level)}
             x={index * BAR + 1}
             y={y}
             width={BAR - 2}
@@ -168,6 +177,20 @@ function Caption(
   );
 }
 
+/** The colours of a split histogram's series, bottom of the stack first. */
+function Legend(props: { split: NonNullable<Histogram["split"]> }) {
+  return (
+    <ul class="legend" aria-label={`Split by ${props.split.field}`}>
+      {props.split.series.map((name, i) => (
+        <li>
+          <span class={`swatch series-${i}`} aria-hidden="true"></span>
+          {name}
+        </li>
+      ))}
+    </ul>
+  );
+}
+
 /** The stacked bar chart. */
 export function HistogramChart(props: HistogramProps) {
   const { buckets, intervalMs, countedFrom } = props.histogram;
@@ -184,6 +207,7 @@ export function HistogramChart(props: HistogramProps) {
       id="histogram"
       data-interval={intervalMs}
       data-counted-from={countedFrom ?? ""}
+      data-split={props.histogram.split?.field}
     >
       <div class="plot">
         <div class="y-axis" aria-hidden="true">
@@ -218,6 +242,9 @@ export function HistogramChart(props: HistogramProps) {
                   total={totals[i]!}
                   max={max}
                   href={href}
+                  {...(props.histogram.split
+                    ? { series: props.histogram.split.series }
+                    : {})}
                 />
               )
               : (
@@ -232,6 +259,7 @@ export function HistogramChart(props: HistogramProps) {
         </svg>
       </div>
       <Caption histogram={props.histogram} total={total} peak={peak} />
+      {props.histogram.split && <Legend split={props.histogram.split} />}
     </figure>
   );
 }

@@ -53,6 +53,8 @@ export interface DashboardDeps {
   tail: TailTiming;
   /** Server time the histogram of a word or field query may take. */
   histogramBudgetMs: number;
+  /** Server time the explorer's facets may take (db/query/facets.ts). */
+  facetsBudgetMs: number;
   /** Work one page of entries may do (db/query/query.ts). @default 2 s */
   queryBudget?: ScanBudget;
 }

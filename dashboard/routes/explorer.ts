@@ -19,10 +19,9 @@ import {
   type ExplorerState,
   isEntryId,
   readState,
-  stateFilter,
+  stateSearch,
   timeWindow,
 } from "../explorer_state.ts";
-import { explorerHistogram } from "../histogram.ts";
 import { type ExplorerData, ExplorerPage } from "../pages/explorer.tsx";
 import { EntryDetail } from "../pages/entry.tsx";
 import { ExplorerEntryPage } from "../pages/explorer_entry.tsx";
@@ -33,9 +32,16 @@ import {
   getEntry,
   InvalidQueryError,
   matches,
+  type Pipe,
   queryLogs,
   QuerySyntaxError,
 } from "../source.ts";
+import {
+  rowsCsvResponse,
+  showRows,
+  viewFacets,
+  viewHistogram,
+} from "./explorer_rows.ts";
 import {
   type DashApp,
   type DashboardDeps,
@@ -68,14 +74,19 @@ function idAt(ms: number): string {
     "0".repeat(16);
 }
 
-/** Reads the state; a malformed query becomes `queryError`. */
+/**
+ * Reads the state; a malformed query becomes `queryError`, and so does a
+ * pipe unless `pipes` (only the page counts rows).
+ */
 function readView(
   c: DashContext,
   now: number,
+  pipes = false,
 ): {
   state: ExplorerState;
   problems: string[];
   filter: Filter | null;
+  pipe?: Pipe | null;
   queryError?: { message: string; column: number };
 } {
   const { state, problems } = readState(new URL(c.req.url).searchParams);
@@ -87,7 +98,8 @@ function readView(
     delete state.since;
   }
   try {
-    return { state, problems, filter: stateFilter(state, now) };
+    const { filter, pipe } = stateSearch(state, now, pipes);
+    return { state, problems, filter, pipe };
   } catch (error) {
     if (!(error instanceof QuerySyntaxError)) throw error;
     return {
@@ -159,8 +171,9 @@ async function listDownTo(
 
 /**
  * The explorer of a project: the page of entries the view lists (or those
- * around one), the entry of a permalink pinned when it is further down, and
- * the histogram, in what is left of the page's time budget.
+ * around one), the entry of a permalink pinned when it is further down, the
+ * histogram, in what is left of the page's time budget, and the facets, in
+ * a budget of their own; or, for a query with a pipe, its rows.
  */
 async function explorerPage(
   c: DashContext,
@@ -169,7 +182,7 @@ async function explorerPage(
 ): Promise<Response> {
   const { kv } = deps;
   const now = deps.now();
-  const { state, problems, filter, queryError } = readView(c, now);
+  const { state, problems, filter, pipe, queryError } = readView(c, now, true);
   const window = timeWindow(state, now);
   let status: 200 | 400 = 200;
   const data: ExplorerData = {
@@ -184,7 +197,9 @@ async function explorerPage(
     tailAfter: idAt(now - 60_000),
     views: await listViews(kv, project.id),
   };
-  if (filter !== null && state.around !== undefined) {
+  if (filter !== null && pipe) {
+    if (!await showRows(deps, project.id, data, { filter, pipe })) status = 400;
+  } else if (filter !== null && state.around !== undefined) {
     data.context = await aroundEntry(
       kv,
       project.id,
@@ -215,19 +230,19 @@ async function explorerPage(
       data.pinnedInView = data.pinned !== null &&
         matches(data.pinned, filter);
     }
-    // Last, in what is left of the page's time budget.
+    // Then, in what is left of the page's time budget.
     try {
-      data.histogram = await explorerHistogram(kv, project.id, {
-        since: window.since,
-        until: window.until,
+      data.histogram = await viewHistogram(deps, project.id, {
+        state,
         filter,
-        budgetMs: deps.histogramBudgetMs,
+        window,
         startedAt: began,
       });
     } catch (error) {
       if (!(error instanceof InvalidQueryError)) throw error;
       problems.push(`Cannot chart this time range: ${error.message}`);
     }
+    data.facets = await viewFacets(deps, project.id, state, filter);
     data.records = records;
     data.cursor = cursor;
     if (listed.searchedTo !== undefined) data.searchedTo = listed.searchedTo;
@@ -334,6 +349,11 @@ export function explorerRoutes(
   );
 
   app.get("/projects/:id/tail", (c) => liveTail(c, deps, tails));
+
+  app.get(
+    `/projects/:id/rows.csv`,
+    withProject(deps, (c, project) => rowsCsvResponse(c, deps, project)),
+  );
 }
 
 /** A live tail of a project, if a slot is free: past a bound, `429`. */

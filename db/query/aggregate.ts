@@ -25,6 +25,7 @@ import { QUERY_BUDGET_MS } from "./query.ts";
 import { MAX_ID, scan, type ScanStats } from "./scan.ts";
 import { type Cell, Tally } from "./tally.ts";
 import { resolvePath } from "../storage/text.ts";
+import { collect, columnsMayAnswer, countCollected } from "./columnar.ts";
 
 /** Most groups one `count by` or `top` counts before it is refused. */
 export const MAX_GROUPS = 100_000;
@@ -180,10 +181,48 @@ export async function aggregate(
       add: (cells, n) => tally.add(cells, n),
       read: (from, to) => read(timeBound(from), timeBound(to), false),
     });
+  } else if (columnsMayAnswer(filter, by)) {
+    resume = await countFromColumns(kv, projectId, {
+      compiled,
+      by,
+      budget,
+      tally,
+      stats,
+    });
   } else {
     resume = await read(lo, hi, true);
   }
   return answerOf(pipe, by, tally, { stats, resume });
+}
+
+/**
+ * Counts from chunk columns (db/query/columnar.ts) into `tally`; where the
+ * budget made it stop, as a resume id.
+ */
+async function countFromColumns(
+  kv: Deno.Kv,
+  projectId: string,
+  counting: {
+    compiled: ReturnType<typeof compileFilter>;
+    by: GroupBy[];
+    budget: NonNullable<AggregateOptions["budget"]>;
+    tally: Tally;
+    stats: ScanStats;
+  },
+): Promise<string | undefined> {
+  const { by, budget, tally } = counting;
+  const collected = await collect(kv, projectId, {
+    filter: counting.compiled,
+    paths: by.flatMap((b) => b.kind === "field" ? [b.path] : []),
+    budget: {
+      ms: budget.ms ?? QUERY_BUDGET_MS,
+      ...(budget.clock ? { clock: budget.clock } : {}),
+    },
+  });
+  countCollected(collected, by, (cells, n) => tally.add(cells, n));
+  Object.assign(counting.stats, collected.stats);
+  const { searchedTo } = collected;
+  return searchedTo === undefined ? undefined : timeBound(searchedTo - 1);
 }
 
 /** What {@linkcode countFromCounters} needs. */

@@ -22,11 +22,25 @@ export {
 export { parseQuery, parseSearch, QuerySyntaxError } from "./parse.ts";
 export {
   type GroupBy,
+  isPipeField,
   MAX_GROUP_BY,
   MAX_TOP,
   type Pipe,
   TIME_BUCKETS_MS,
 } from "./pipe.ts";
+export {
+  type Facet,
+  FACET_FIELDS,
+  FACET_VALUES,
+  type Facets,
+  facets,
+  FACETS_BUDGET_MS,
+  type FacetsOptions,
+  type FacetValue,
+  MAX_FACET_DISTINCT,
+  MAX_FACET_FIELDS,
+  MAX_FACET_LIMIT,
+} from "./facets.ts";
 export {
   aggregate,
   type AggregateOptions,

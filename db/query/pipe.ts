@@ -44,6 +44,19 @@ const PATH = /^(?:data|context|device)(?:\.[^\s.,()|]+)+$/;
 const FIELDS_HINT =
   "level, auth, origin, appid, or a path under data., context. or device.";
 
+/**
+ * Whether `text` is a field a pipe may read: `level`, `auth`, `origin`,
+ * `appid` or a path under `data.`, `context.` or `device.`.
+ *
+ * @example
+ * ```ts
+ * isPipeField("context.service"); // true
+ * ```
+ */
+export function isPipeField(text: string): boolean {
+  return TOP_FIELDS.has(text) || PATH.test(text);
+}
+
 /** A token of the pipe: a word or one of `(`, `)`, `,`, `|`. */
 interface Token {
   text: string;

@@ -30,6 +30,7 @@ import { logChunkSliceKey } from "../keys.ts";
 import { decodeRecordLine, lineId } from "./lines.ts";
 import { type Bloom, BloomMembers } from "./bloom.ts";
 import { forEachPair, forEachText, forEachTokenRange } from "./text.ts";
+import { ColumnsBuilder } from "./columns.ts";
 import type { LogRecord } from "../../domain/entry.ts";
 
 /** Compressed bytes a chunk aims at, under KV's 64 KiB value limit. */
@@ -69,6 +70,12 @@ export interface ChunkSummary {
   raw: number;
   /** Compressed bytes of its blocks. */
   bytes: number;
+  /**
+   * Values its columns are stored in (db/storage/columns.ts), head
+   * included; 0 or absent: none (a chunk written before columns, or one
+   * whose columns could not be held).
+   */
+  columns?: number;
 }
 
 /** A chunk's summary with the Bloom filters of its blocks. */
@@ -87,6 +94,8 @@ export interface BuiltChunk {
   summaryValue: Uint8Array;
   /** The `log_blooms/` value. */
   bloomValue: Uint8Array;
+  /** The `log_columns/` value and its further slices, when it has columns. */
+  columns: { head: Uint8Array; rest: Uint8Array[] } | null;
 }
 
 const encoder = new TextEncoder();
@@ -105,6 +114,12 @@ export interface BuildChunkOptions {
   fast?: boolean;
   /** The records of the lines, when at hand (else the lines are parsed). */
   records?: readonly LogRecord[];
+  /**
+   * Build the chunk's columns (db/storage/columns.ts); false only for a
+   * chunk as written before columns existed (tests, benchmarks).
+   * @default {true}
+   */
+  columns?: boolean;
 }
 
 /**
@@ -159,12 +174,13 @@ function* chunkSteps(
   const raw = rawBytes(lines);
   const blocks = cutBlocks(lines, raw);
   const levels: Record<string, number> = {};
+  const columns = options.columns === false ? null : new ColumnsBuilder();
   const blooms: Bloom[] = [];
   const deflated: Uint8Array[] = [];
   /** Index of the block's first line. */
   let first = 0;
   for (const block of blocks) {
-    blooms.push(indexBlock(block, first, options.records, levels));
+    blooms.push(indexBlock(block, first, options.records, { levels, columns }));
     deflated.push(
       deflateRawSync(
         encoder.encode(block.join("\n")),
@@ -176,6 +192,7 @@ function* chunkSteps(
   }
   const body = concatBytes([blockTable(deflated), ...deflated]);
   const { head, rest } = splitBytes(body);
+  const built = columns?.build(options.fast) ?? null;
   const summary: ChunkSummary = {
     firstId: lineId(lines[0]!),
     lastId: lineId(lines.at(-1)!),
@@ -188,6 +205,7 @@ function* chunkSteps(
       : options.tier ?? 0,
     raw: Math.max(0, raw - 1),
     bytes: body.length,
+    ...(built ? { columns: 1 + built.rest.length } : {}),
   };
   const json = summaryJson(summary);
   return {
@@ -196,6 +214,7 @@ function* chunkSteps(
     rest,
     summaryValue: concatBytes([new Uint8Array([FORMAT]), json]),
     bloomValue: bloomValue(json, blooms),
+    columns: built,
   };
 }
 
@@ -231,15 +250,16 @@ function cutBlocks(lines: string[], raw: number): string[][] {
 
 /**
  * The Bloom filter of a block's tokens and field pairs, counting its
- * entries per level into `levels`. `first` is the index of its first line
- * in `records`, when the records are at hand.
+ * entries per level into `levels` and adding them to `columns`. `first` is
+ * the index of its first line in `records`, when the records are at hand.
  */
 function indexBlock(
   lines: string[],
   first: number,
   records: readonly LogRecord[] | undefined,
-  levels: Record<string, number>,
+  into: { levels: Record<string, number>; columns: ColumnsBuilder | null },
 ): Bloom {
+  const { levels, columns } = into;
   const members = new BloomMembers();
   const addText = (text: string) => {
     const lower = text.toLowerCase();
@@ -252,6 +272,7 @@ function indexBlock(
   for (const [i, line] of lines.entries()) {
     const record = records?.[first + i] ?? decodeRecordLine(line);
     levels[record.level] = (levels[record.level] ?? 0) + 1;
+    columns?.add(record);
     forEachText(record, addText);
     forEachPair(record, addPair);
   }
@@ -277,6 +298,7 @@ function summaryJson(summary: ChunkSummary): Uint8Array {
     t: summary.tier,
     r: summary.raw,
     b: summary.bytes,
+    c: summary.columns,
   }));
 }
 
@@ -311,6 +333,7 @@ function parseSummary(json: Uint8Array, lastId: string): ChunkSummary {
     tier: raw.t,
     raw: raw.r,
     bytes: raw.b,
+    ...(raw.c ? { columns: raw.c } : {}),
   };
 }
 

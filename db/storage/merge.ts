@@ -315,7 +315,9 @@ async function mergeGroup(
       op,
       projectId,
       s,
-      s === newest ? { slices: chunk.summary.slices } : undefined,
+      s === newest
+        ? { slices: chunk.summary.slices, columns: chunk.summary.columns ?? 0 }
+        : undefined,
     );
   }
   setChunk(op, projectId, chunk, {

@@ -24,6 +24,10 @@ import {
   logChunkSliceKey,
   logChunkSlicesPrefix,
   logChunksPrefix,
+  logColumnsKey,
+  logColumnSliceKey,
+  logColumnSlicesPrefix,
+  logColumnsPrefix,
   logCountsPrefix,
   logMergesKey,
   logSummariesPrefix,
@@ -45,6 +49,8 @@ export function storedLogPrefixes(projectId: string): Deno.KvKey[] {
     logBloomsPrefix(projectId),
     logChunksPrefix(projectId),
     logChunkSlicesPrefix(projectId),
+    logColumnsPrefix(projectId),
+    logColumnSlicesPrefix(projectId),
     logCountsPrefix(projectId),
   ];
 }
@@ -68,7 +74,7 @@ export function chunkExpireIn(
 
 /**
  * Adds the mutations that write `chunk` (its value and further slices, its
- * summary and its Bloom filter) to `op`; returns how many.
+ * summary, its Bloom filter and its columns) to `op`; returns how many.
  *
  * @example
  * ```ts
@@ -89,20 +95,27 @@ export function setChunk(
   );
   op.set(logSummaryKey(projectId, lastId), chunk.summaryValue, { expireIn });
   op.set(logBloomKey(projectId, lastId), chunk.bloomValue, { expireIn });
-  return 3 + chunk.rest.length;
+  const { columns } = chunk;
+  if (!columns) return 3 + chunk.rest.length;
+  op.set(logColumnsKey(projectId, lastId), columns.head, { expireIn });
+  columns.rest.forEach((slice, i) =>
+    op.set(logColumnSliceKey(projectId, lastId, i + 1), slice, { expireIn })
+  );
+  return 4 + chunk.rest.length + columns.rest.length;
 }
 
 /**
  * Adds the mutations that delete the chunk of `summary` (value, slices,
- * summary, Bloom filter) to `op`, leaving the keys a chunk written in the
- * same operation under the same last id occupies (`keep` slices of it);
- * returns how many.
+ * summary, Bloom filter, columns and their slices) to `op`, leaving the keys
+ * a chunk written in the same operation under the same last id occupies
+ * (`keep` slices of it and `keep.columns` values of its columns); returns
+ * how many.
  */
 export function deleteChunk(
   op: AtomicWriter,
   projectId: string,
-  summary: Pick<ChunkSummary, "lastId" | "slices">,
-  keep?: { slices: number },
+  summary: Pick<ChunkSummary, "lastId" | "slices" | "columns">,
+  keep?: { slices: number; columns: number },
 ): number {
   const { lastId } = summary;
   let n = 0;
@@ -114,6 +127,15 @@ export function deleteChunk(
   }
   for (let slice = keep?.slices ?? 1; slice < summary.slices; slice++) {
     op.delete(logChunkSliceKey(projectId, lastId, slice));
+    n++;
+  }
+  const columns = summary.columns ?? 0;
+  if (columns > 0 && (keep?.columns ?? 0) === 0) {
+    op.delete(logColumnsKey(projectId, lastId));
+    n++;
+  }
+  for (let slice = keep?.columns || 1; slice < columns; slice++) {
+    op.delete(logColumnSliceKey(projectId, lastId, slice));
     n++;
   }
   return n;

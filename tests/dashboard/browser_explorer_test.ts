@@ -203,6 +203,34 @@ Deno.test({
         },
       );
 
+      await t.step(
+        "a click on a field's name pins it to the facets; the split select redraws the histogram",
+        async () => {
+          await page.goto(`${home}/projects/${projectId}`);
+          // "Payment failed", which has a context.userId.
+          const id = (await rowIds(page))[1]!;
+          await page.click(`#e-${id} summary`);
+          const name = await page.waitForSelector(
+            `#e-${id} tr[data-path="context.userId"] th`,
+          );
+          await name!.click();
+          await page.waitForSelector(
+            'section.facet[data-field="context.userId"]',
+          );
+          assert.deepEqual(
+            new URL(page.url()).searchParams.getAll("facet"),
+            ["context.userId"],
+          );
+          await page.select("#split select", "context.userId");
+          await page.waitForSelector('#histogram[data-split="context.userId"]');
+          assert.deepEqual(
+            new URL(page.url()).searchParams.getAll("facet"),
+            ["context.userId"],
+            "the split keeps the pinned field",
+          );
+        },
+      );
+
       if (SCREENSHOTS) {
         await t.step("screenshots for the README", async () => {
           await page.bringToFront();

@@ -86,7 +86,10 @@ signedInTest(
       /<pre class="stack-top">at pay \(pay\.py:9\)\nmain@m\.js:1<\/pre>/,
     );
     // The list's preview of an entry without a title is its message.
-    assert.match(textOf(html), /error https:\/\/app\.example\.com Frames/);
+    assert.match(
+      textOf(html),
+      /error https:\/\/app\.example\.com origin Frames/,
+    );
   },
 );
 

@@ -133,7 +133,7 @@ Deno.test("an entry row summarises the entry and lists its fields with filter li
   const text = textOf(out);
   assert.match(
     text,
-    /2026-01-15 09:31:14\.372 error https:\/\/shop\.example\.com Payment failed — Card declined/,
+    /2026-01-15 09:31:14\.372 error https:\/\/shop\.example\.com origin Payment failed — Card declined/,
   );
   assert.match(
     out,

@@ -21,10 +21,12 @@ import {
   SPARK_HOURS,
 } from "../../db/error_groups.ts";
 import {
+  errorGroupCountKey,
   errorGroupKey,
   errorGroupSeenKey,
   fingerprintKeyKey,
 } from "../../db/keys.ts";
+import { acceptEntries } from "../../queue/accept.ts";
 import { deleteProject } from "../../db/deletion.ts";
 import { allowValue } from "../../db/projects.ts";
 import { replayRejected } from "../../queue/replay.ts";
@@ -163,7 +165,7 @@ kvTest(
     });
     const added = addErrorGroups(op, plan);
     assert.equal(MAX_GROUPS_PER_BATCH, 20);
-    assert.equal(added, 20 * 2, "a group and its index row each");
+    assert.equal(added, 20 * 3, "a group, its count and its index row each");
     assert.equal(op.mutations, added);
     assert.equal(
       plan.groups.filter((g) => g.after.count === 3).length,
@@ -211,6 +213,7 @@ harnessTest(
     for (
       const prefix of [
         errorGroupKey(project.id),
+        errorGroupCountKey(project.id),
         errorGroupSeenKey(project.id),
         fingerprintKeyKey(project.id),
       ]
@@ -304,6 +307,7 @@ kvTest(
     const groups = await listGroups(kv, "p", later);
     assert.deepEqual(groups.map((g) => g.title), ["New"]);
     assert.equal(await rows(kv, errorGroupKey("p")), 1);
+    assert.equal(await rows(kv, errorGroupCountKey("p")), 1);
     assert.equal(await rows(kv, errorGroupSeenKey("p")), 1);
   },
 );
@@ -334,6 +338,57 @@ kvTest(
     assert.equal(first!.title, "Payment provider unreachable");
     // The least recently seen went to make room: exactly the bound is left.
     assert.equal(await rows(kv, errorGroupKey("p")), MAX_GROUPS);
+    assert.equal(await rows(kv, errorGroupCountKey("p")), MAX_GROUPS);
     assert.equal(await rows(kv, errorGroupSeenKey("p")), MAX_GROUPS);
+  },
+);
+
+harnessTest(
+  "two result commits prepared from the same state both count: a group's count is exact",
+  async (h) => {
+    const project = await h.project();
+    const t0 = h.clock.now();
+    const retentionMs = project.retentionDays * DAY;
+    const boom = (at: number) => record(at, "error", { title: `Boom ${at}` });
+    await group(h.kv, project.id, [boom(t0)], { retentionMs });
+    // Two consumers read the group at the same moment, then both commit.
+    const a = [boom(t0 + 1), boom(t0 + 2)];
+    const b = [boom(t0 + 3), boom(t0 + 4), boom(t0 + 5)];
+    const now = t0 + 10;
+    const planA = await prepareErrorGroups(h.kv, project.id, a, {
+      now,
+      retentionMs,
+    });
+    const planB = await prepareErrorGroups(h.kv, project.id, b, {
+      now,
+      retentionMs,
+    });
+    for (const [records, groups] of [[a, planA], [b, planB]] as const) {
+      const op = h.kv.atomic();
+      acceptEntries(op, project, [...records], { now, groups });
+      assert.ok((await op.commit()).ok);
+    }
+    const [found] = await listGroups(h.kv, project.id, now);
+    assert.equal(found!.count, 6, "1 + 2 + 3 entries");
+    assert.equal((await h.logs(project.id)).length, 5, "the stored entries");
+    // The index row holds empty bytes, not a value of KV's serializer.
+    const [index] = await Array.fromAsync(
+      h.kv.list({ prefix: errorGroupSeenKey(project.id) }),
+    );
+    assert.deepEqual(index!.value, new Uint8Array());
+  },
+);
+
+kvTest(
+  "listings skip groups last seen before the retention until the recount deletes them",
+  async (kv) => {
+    const t0 = Date.UTC(2026, 0, 1);
+    const retentionMs = 7 * DAY;
+    await group(kv, "p", [record(t0, "error", { title: "Old" })], {
+      retentionMs,
+    });
+    const later = t0 + retentionMs + 1;
+    assert.equal((await listGroups(kv, "p", later)).length, 1);
+    assert.deepEqual(await listGroups(kv, "p", later, { retentionMs }), []);
   },
 );

@@ -163,7 +163,9 @@ queryProjectTest(
     for await (const e of kv.list({ prefix: [] })) {
       if (e.key[1] === projectId) prefixes.add(String(e.key[0]));
     }
-    for (const p of ["log_chunks", "log_summaries", "log_blooms"]) {
+    for (
+      const p of ["log_chunks", "log_summaries", "log_blooms", "log_columns"]
+    ) {
       assert.ok(prefixes.has(p), `stored under ${p}`);
     }
     assert.ok(prefixes.has("log_counts"));
@@ -238,6 +240,7 @@ kvTest(
         [
           ["log_blooms", expected],
           ["log_chunks", expected],
+          ["log_columns", expected],
           ["log_summaries", expected],
         ],
       );

@@ -1,0 +1,184 @@
+/**
+ * `deno task errors PROJECT FINGERPRINT [--json]`: one error group in
+ * detail, as its dashboard page shows it (db/error_group_detail.ts): count,
+ * users affected, first and last seen, entries per hour and per day, the
+ * top users, environments, releases, and the latest entry with its stack.
+ *
+ * @module
+ */
+import {
+  checkFingerprint,
+  FingerprintError,
+  type GroupDetail,
+  readGroupDetail,
+  type ValueCount,
+} from "../db/error_group_detail.ts";
+import type { Project } from "../db/projects.ts";
+import { stackLines } from "../domain/fingerprint.ts";
+import { type CommandContext, println, UsageError } from "./command.ts";
+import { formatTable, formatTime, inert, sparkline } from "./format.ts";
+
+const HOUR_MS = 3_600_000;
+const DAY_MS = 24 * HOUR_MS;
+
+function iso(ms: number): string {
+  return new Date(ms).toISOString();
+}
+
+/** Counts with the start of their bucket, oldest first. */
+function buckets(counts: number[], end: number, ms: number) {
+  return counts.map((count, i) => ({
+    time: iso(end - (counts.length - i) * ms),
+    count,
+  }));
+}
+
+function valueRows(path: string, rows: ValueCount[]) {
+  return rows.map((row) => ({ [path]: row.value, count: row.count }));
+}
+
+/** The JSON object of a group in detail. */
+export function detailJson(
+  detail: GroupDetail,
+  now: number,
+): Record<string, unknown> {
+  const { group, latest } = detail;
+  const hourEnd = Math.floor(now / HOUR_MS) * HOUR_MS + HOUR_MS;
+  const dayEnd = Math.floor(now / DAY_MS) * DAY_MS + DAY_MS;
+  const byFirst = [...detail.releases].sort((a, b) =>
+    a.firstSeen - b.firstSeen
+  );
+  const partial = detail.searchedTo !== undefined;
+  return {
+    fingerprint: detail.fingerprint,
+    title: group?.title ?? null,
+    topFrame: group?.topFrame ?? null,
+    count: group?.count ?? null,
+    users: detail.users,
+    usersAtLeast: detail.usersCapped || partial,
+    firstSeen: group === null ? null : iso(group.firstSeen),
+    lastSeen: group === null ? null : iso(group.lastSeen),
+    firstRelease: byFirst.find((r) => r.value !== null)?.value ?? null,
+    lastRelease: detail.releases.find((r) => r.value !== null)?.value ?? null,
+    hourly: buckets(detail.hourly, hourEnd, HOUR_MS),
+    daily: buckets(detail.daily, dayEnd, DAY_MS),
+    topUsers: valueRows("context.userId", detail.topUsers),
+    environments: valueRows("context.environment", detail.environments),
+    releases: detail.releases.map((r) => ({
+      "context.release": r.value,
+      count: r.count,
+      firstSeen: iso(r.firstSeen),
+      lastSeen: iso(r.lastSeen),
+    })),
+    latest: latest === null ? null : {
+      id: latest.id,
+      receivedAt: iso(latest.receivedAt),
+      level: latest.level,
+      data: latest.data,
+      context: latest.context,
+    },
+    entriesRead: detail.total,
+    partial,
+    ...(partial ? { searchedTo: iso(detail.searchedTo!) } : {}),
+    query: `level>=error fingerprint:${detail.fingerprint}`,
+  };
+}
+
+function valueTable(head: string, rows: ValueCount[]): string {
+  return formatTable([
+    [head, "ENTRIES"],
+    ...rows.map((r) => [inert(r.value ?? "(none)"), String(r.count)]),
+  ]);
+}
+
+/** The group in detail as text. */
+function printDetail(ctx: CommandContext, detail: GroupDetail): void {
+  const { group, latest } = detail;
+  const partial = detail.searchedTo !== undefined;
+  const atLeast = detail.usersCapped || partial ? "≥ " : "";
+  println(ctx, `Error ${detail.fingerprint}: ${inert(group?.title ?? "")}`);
+  if (group?.topFrame) println(ctx, `  at ${inert(group.topFrame)}`);
+  println(ctx);
+  println(ctx, `Count       ${group?.count ?? "—"}`);
+  println(ctx, `Users       ${atLeast}${detail.users}`);
+  if (group !== null) {
+    println(ctx, `First seen  ${formatTime(group.firstSeen)}`);
+    println(ctx, `Last seen   ${formatTime(group.lastSeen)}`);
+  }
+  println(ctx, `Last 24h    |${sparkline(detail.hourly)}|`);
+  println(ctx, `Last 14d    |${sparkline(detail.daily)}|`);
+  if (partial) {
+    println(
+      ctx,
+      `Partial: counted the entries since ${
+        formatTime(detail.searchedTo!)
+      } only (the time to read ran out)`,
+    );
+  }
+  println(ctx);
+  println(ctx, valueTable("TOP USERS", detail.topUsers));
+  println(ctx);
+  println(ctx, valueTable("ENVIRONMENT", detail.environments));
+  println(ctx);
+  println(
+    ctx,
+    formatTable([
+      ["RELEASE", "ENTRIES", "FIRST SEEN", "LAST SEEN"],
+      ...detail.releases.map((r) => [
+        inert(r.value ?? "(none)"),
+        String(r.count),
+        formatTime(r.firstSeen),
+        formatTime(r.lastSeen),
+      ]),
+    ]),
+  );
+  if (latest !== null) {
+    println(ctx);
+    println(
+      ctx,
+      `Latest entry ${latest.id} at ${formatTime(latest.receivedAt)}`,
+    );
+    for (const line of stackLines(latest.data.stack).slice(0, 20)) {
+      println(ctx, `  ${inert(line)}`);
+    }
+  }
+  println(ctx);
+  println(
+    ctx,
+    `Times in UTC. Its entries: deno task logs PROJECT --query 'level>=error fingerprint:${detail.fingerprint}'`,
+  );
+}
+
+/**
+ * Prints the group of `fingerprint` in detail; exit 1 when the project has
+ * no such group with entries in the last 14 days.
+ */
+export async function printGroupDetail(
+  ctx: CommandContext,
+  project: Project,
+  fingerprint: string,
+  options: { json: boolean },
+): Promise<number> {
+  let fp: string;
+  try {
+    fp = checkFingerprint(fingerprint);
+  } catch (error) {
+    if (error instanceof FingerprintError) throw new UsageError(error.message);
+    throw error;
+  }
+  const now = ctx.now();
+  const detail = await readGroupDetail(ctx.kv, project.id, fp, { now });
+  if (
+    detail.latest === null && detail.searchedTo === undefined
+  ) {
+    ctx.stderr(
+      `No error group ${fp} with entries in the last 14 days in project "${
+        inert(project.name)
+      }"\n`,
+    );
+    return 1;
+  }
+  if (options.json) println(ctx, JSON.stringify(detailJson(detail, now)));
+  else printDetail(ctx, detail);
+  return 0;
+}

@@ -1,0 +1,274 @@
+/**
+ * An error group's own page (`/projects/:id/errors/:fingerprint`): its count,
+ * first and last seen, its entries per hour over 24 hours and per day over
+ * 14 days, the users affected and the top ones, environments, releases with
+ * their first and last seen, the latest entry with its stack, and a link to
+ * all its entries in the explorer (db/error_group_detail.ts). The charts are
+ * inline SVG, with no script.
+ *
+ * @module
+ */
+import type { GroupDetail, ValueCount } from "../../db/error_group_detail.ts";
+import { DEFAULT_RANGE } from "../explorer_state.ts";
+import { explorerHref } from "./explorer_list.tsx";
+import { groupQuery } from "./errors.tsx";
+import { formatTime, levelClass, link, summary } from "./format.ts";
+import {
+  Card,
+  ListTable,
+  type PageContext,
+  ProjectLayout,
+  TimeAgo,
+} from "./layout.tsx";
+import { orderedStack, StackView } from "./stack.tsx";
+
+/** Data of an error group's page. */
+export interface ErrorGroupData {
+  project: { id: string; name: string };
+  detail: GroupDetail;
+  now: number;
+}
+
+const BAR = 12;
+const HEIGHT = 48;
+
+/** Counts as a bar chart (inline SVG), oldest first, with its label. */
+export function BarChart(
+  props: { counts: number[]; label: string; id: string },
+) {
+  const { counts } = props;
+  const max = Math.max(1, ...counts);
+  const width = counts.length * BAR;
+  return (
+    <svg
+      class="spark"
+      id={props.id}
+      width={width}
+      height={HEIGHT}
+      viewBox={`0 0 ${width} ${HEIGHT}`}
+      role="img"
+      aria-label={props.label}
+      data-counts={counts.join(",")}
+    >
+      <title>{props.label}</title>
+      {counts.map((count, i) => {
+        const h = count === 0 ? 0 : Math.max(1, (count / max) * HEIGHT);
+        return (
+          <rect key={i} x={i * BAR} y={HEIGHT - h} width={BAR - 2} height={h} />
+        );
+      })}
+    </svg>
+  );
+}
+
+function total(counts: number[]): number {
+  return counts.reduce((a, b) => a + b, 0);
+}
+
+/** A table of values and their counts. */
+function Values(
+  props: { id: string; label: string; rows: ValueCount[]; none: string },
+) {
+  if (props.rows.length === 0) return <p class="empty">{props.none}</p>;
+  return (
+    <ListTable
+      class="values"
+      id={props.id}
+      columns={[props.label, { label: "Entries", class: "num" }]}
+    >
+      {props.rows.map((row) => (
+        <tr key={row.value ?? ""}>
+          <td>{row.value ?? <span class="hint">(none)</span>}</td>
+          <td class="num">{row.count.toLocaleString("en-US")}</td>
+        </tr>
+      ))}
+    </ListTable>
+  );
+}
+
+/** What the page says when the scan ran out of time. */
+function Partial(props: { detail: GroupDetail }) {
+  const { searchedTo } = props.detail;
+  if (searchedTo === undefined) return null;
+  return (
+    <p class="notice info partial" id="partial">
+      Partial: the breakdowns below count the entries received since{" "}
+      {formatTime(searchedTo, false)} UTC only (the time to read ran out).
+    </p>
+  );
+}
+
+/** The counts, first and last seen, and the link to the entries. */
+function Facts(props: { ctx: PageContext; data: ErrorGroupData }) {
+  const { ctx, data } = props;
+  const { detail, now } = data;
+  const { group } = detail;
+  const partial = detail.searchedTo !== undefined;
+  const users = `${detail.usersCapped || partial ? "≥ " : ""}${
+    detail.users.toLocaleString("en-US")
+  }`;
+  const since = group?.firstSeen ?? detail.latest?.receivedAt ?? now;
+  const href = explorerHref(ctx.base, data.project.id, {
+    q: groupQuery(detail.fingerprint),
+    levels: [],
+    range: DEFAULT_RANGE,
+    since: Math.floor(since / 60_000) * 60_000,
+    paused: false,
+  });
+  return (
+    <dl class="pairs facts" id="group-facts">
+      <dt>Count</dt>
+      <dd id="group-count">
+        {group === null ? "—" : group.count.toLocaleString("en-US")}
+      </dd>
+      <dt>Users affected</dt>
+      <dd id="group-users">{users}</dd>
+      <dt>First seen</dt>
+      <dd>
+        {group === null ? "—" : <TimeAgo at={group.firstSeen} now={now} />}
+      </dd>
+      <dt>Last seen</dt>
+      <dd>
+        {group === null ? "—" : <TimeAgo at={group.lastSeen} now={now} />}
+      </dd>
+      <dt>Entries</dt>
+      <dd>
+        <a id="group-entries" href={href}>
+          All its entries in the explorer
+        </a>{" "}
+        <code>{groupQuery(detail.fingerprint)}</code>
+      </dd>
+    </dl>
+  );
+}
+
+/** The releases with their first and last seen. */
+function Releases(props: { detail: GroupDetail; now: number }) {
+  const { releases } = props.detail;
+  if (releases.length === 0) return <p class="empty">No entries.</p>;
+  return (
+    <ListTable
+      class="values"
+      id="group-releases"
+      columns={[
+        "Release",
+        { label: "Entries", class: "num" },
+        "First seen",
+        "Last seen",
+      ]}
+    >
+      {releases.map((row) => (
+        <tr key={row.value ?? ""}>
+          <td>{row.value ?? <span class="hint">(none)</span>}</td>
+          <td class="num">{row.count.toLocaleString("en-US")}</td>
+          <td>
+            <TimeAgo at={row.firstSeen} now={props.now} />
+          </td>
+          <td>
+            <TimeAgo at={row.lastSeen} now={props.now} />
+          </td>
+        </tr>
+      ))}
+    </ListTable>
+  );
+}
+
+/** The latest entry: its level, time, summary and stack. */
+function Latest(props: { ctx: PageContext; data: ErrorGroupData }) {
+  const { ctx, data } = props;
+  const record = data.detail.latest;
+  if (record === null) {
+    return <p class="empty">No entry in the last 14 days.</p>;
+  }
+  return (
+    <div id="group-latest">
+      <p>
+        <span class={`lvl ${levelClass(record.level)}`}>{record.level}</span>
+        {" "}
+        <TimeAgo at={record.receivedAt} now={data.now} />{" "}
+        <a
+          href={link(
+            ctx.base,
+            `/projects/${encodeURIComponent(data.project.id)}/entries/${
+              encodeURIComponent(record.id)
+            }`,
+          )}
+        >
+          {summary(record) || record.id}
+        </a>
+      </p>
+      <StackView lines={orderedStack(record.data.stack)} />
+    </div>
+  );
+}
+
+/** An error group's page. */
+export function ErrorGroupPage(
+  props: { ctx: PageContext; data: ErrorGroupData },
+) {
+  const { ctx, data } = props;
+  const { detail } = data;
+  const title = detail.group?.title ?? "";
+  return (
+    <ProjectLayout
+      ctx={ctx}
+      project={data.project}
+      tab="errors"
+      title={`Error ${detail.fingerprint}`}
+    >
+      <p>
+        <a href={link(ctx.base, `/projects/${data.project.id}/errors`)}>
+          All errors
+        </a>
+      </p>
+      <h1 id="group-title">{title || "(no title)"}</h1>
+      {detail.group?.topFrame && (
+        <p>
+          <code class="frame">{detail.group.topFrame}</code>
+        </p>
+      )}
+      <Facts ctx={ctx} data={data} />
+      <Partial detail={detail} />
+      <Card titleId="over-time" title="Over time">
+        <h3>Last 24 hours ({total(detail.hourly)})</h3>
+        <BarChart
+          id="chart-hours"
+          counts={detail.hourly}
+          label={`${
+            total(detail.hourly)
+          } entries in the last 24 hours, per hour, oldest first`}
+        />
+        <h3>Last 14 days ({total(detail.daily)})</h3>
+        <BarChart
+          id="chart-days"
+          counts={detail.daily}
+          label={`${
+            total(detail.daily)
+          } entries in the last 14 days, per day (UTC), oldest first`}
+        />
+      </Card>
+      <Card titleId="top-users" title="Top users">
+        <Values
+          id="group-top-users"
+          label="context.userId"
+          rows={detail.topUsers}
+          none="No entry names a user (context.userId)."
+        />
+      </Card>
+      <Card titleId="environments" title="Environments">
+        <Values
+          id="group-environments"
+          label="context.environment"
+          rows={detail.environments}
+          none="No entries."
+        />
+      </Card>
+      <Card titleId="releases" title="Releases">
+        <Releases detail={detail} now={data.now} />
+      </Card>
+      <Card titleId="latest" title="Latest entry">
+        <Latest ctx={ctx} data={data} />
+      </Card>
+    </ProjectLayout>
+  );
+}

@@ -1,0 +1,85 @@
+/**
+ * Facets: the top values of several fields in one read, over entries with
+ * known counts per service, level and status: counts and shares, `null`
+ * for a missing field, a field with too many values said so, and the
+ * partial answer when the time budget runs out.
+ *
+ * @module
+ */
+import assert from "node:assert/strict";
+import { facets, parseSearch } from "../../../db/query/mod.ts";
+import { HOUR, kvTest, T0 } from "../../_helpers/query.ts";
+import {
+  countsBy,
+  PIPE_RECORDS,
+  serviceOf,
+  severe,
+  storePipeRecords,
+} from "../../_helpers/pipes.ts";
+
+kvTest(
+  "facets count the top values of each field in one read, with shares",
+  async (kv) => {
+    const projectId = await storePipeRecords(kv);
+    const { filter } = parseSearch("level>=error");
+    const answer = await facets(kv, projectId, {
+      filter,
+      fields: ["context.service", "level", "data.status"],
+      top: 3,
+    });
+    const matching = PIPE_RECORDS.filter(severe).length;
+    assert.equal(answer.total, matching);
+    assert.equal(answer.searchedTo, undefined);
+    const [service, level, status] = answer.facets;
+    assert.deepEqual(
+      service!.values.map((v) => [v.value, v.count]),
+      countsBy(severe, serviceOf).slice(0, 3),
+    );
+    assert.equal(service!.distinct, countsBy(severe, serviceOf).length);
+    assert.deepEqual(
+      level!.values.map((v) => [v.value, v.count, v.share]),
+      countsBy(severe, (r) => r.level).map(([l, n]) => [l, n, n / matching]),
+    );
+    assert.deepEqual(
+      status!.values.map((v) => [v.value, v.count]),
+      countsBy(severe, (r) => r.data.status as number),
+    );
+  },
+);
+
+kvTest(
+  "a facet with more distinct values than its bound says so instead of counting them",
+  async (kv) => {
+    const projectId = await storePipeRecords(kv);
+    const answer = await facets(kv, projectId, {
+      fields: ["context.userId", "context.service"],
+      maxDistinct: 4,
+    });
+    const [users, services] = answer.facets;
+    // Five users: past the bound of four.
+    assert.equal(users!.tooMany, true);
+    assert.deepEqual(users!.values, []);
+    // api, web, worker and null: within it.
+    assert.equal(services!.tooMany, false);
+    assert.equal(services!.values.length, 4);
+    assert.equal(answer.total, PIPE_RECORDS.length);
+  },
+);
+
+kvTest(
+  "facets that run out of time answer what they counted and how far back",
+  async (kv) => {
+    const projectId = await storePipeRecords(kv);
+    let now = 0;
+    const answer = await facets(kv, projectId, {
+      fields: ["level"],
+      budget: { ms: 1000, clock: () => (now += 1500) },
+    });
+    assert.ok(answer.searchedTo !== undefined, "partial");
+    assert.ok(answer.searchedTo > T0 && answer.searchedTo <= T0 + 4 * HOUR);
+    const counted =
+      PIPE_RECORDS.filter((r) => r.receivedAt >= answer.searchedTo!).length;
+    assert.equal(answer.total, counted);
+    assert.ok(counted < PIPE_RECORDS.length && counted > 0);
+  },
+);
