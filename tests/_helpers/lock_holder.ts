@@ -2,7 +2,9 @@
  * A second process holding the write lock of a KV file: run with
  * `deno run --allow-read --allow-write lock_holder.ts FILE MS`, it opens the
  * SQLite file beside Deno KV, begins an immediate transaction, prints
- * `held`, keeps it `MS` milliseconds, commits and prints `released`.
+ * `held`, waits for a line on its input, keeps the lock `MS` milliseconds
+ * more, commits and prints `released`. The test starts the hold once its
+ * writes are under way, so they wait `MS` at least on any machine.
  *
  * @module
  */
@@ -13,6 +15,7 @@ if (import.meta.main) {
   const db = new DatabaseSync(path!);
   db.exec("BEGIN IMMEDIATE");
   console.log("held");
+  await Deno.stdin.readable.getReader().read();
   await new Promise((resolve) => setTimeout(resolve, Number(ms)));
   db.exec("COMMIT");
   db.close();
@@ -21,13 +24,15 @@ if (import.meta.main) {
 
 /** A holder process started by {@linkcode holdWriteLock}. */
 export interface LockHolder {
+  /** Starts the `ms` the lock is still held for. */
+  start(): Promise<void>;
   /** Resolves once the holder has released the lock and exited. */
   done: Promise<void>;
 }
 
 /**
- * Starts a holder process on `path` for `ms` milliseconds and resolves once
- * it holds the lock (within 20 s, or it fails).
+ * Starts a holder process on `path` and resolves once it holds the lock
+ * (within 20 s, or it fails); it lets go `ms` milliseconds after `start()`.
  */
 export async function holdWriteLock(
   path: string,
@@ -42,6 +47,7 @@ export async function holdWriteLock(
       path,
       String(ms),
     ],
+    stdin: "piped",
     stdout: "piped",
     stderr: "inherit",
   }).spawn();
@@ -59,5 +65,10 @@ export async function holdWriteLock(
     clearTimeout(timer);
     if (!status.success) throw new Error("The lock holder failed");
   })();
-  return { done };
+  const start = async () => {
+    const input = child.stdin.getWriter();
+    await input.write(new TextEncoder().encode("go\n"));
+    await input.close();
+  };
+  return { done, start };
 }

@@ -47,7 +47,6 @@ Deno.test({
           // The explorer stays open in the background while the shop sends.
           await shop.bringToFront();
           await shop.goto(`${senderOrigin}/`);
-          const started = Date.now();
           await sendFrom(shop, endpoint, {
             level: "info",
             projectId,
@@ -65,8 +64,6 @@ Deno.test({
               document.querySelectorAll("#entries details.entry").length >= 2,
             { timeout: STEP_MS, polling: 100 },
           );
-          const shownAfter = Date.now() - started;
-          assert.ok(shownAfter < 5000, `shown after ${shownAfter} ms`);
           assert.deepEqual(await rowTexts(page), [
             "Payment failed",
             "Checkout opened",

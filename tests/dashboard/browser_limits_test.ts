@@ -11,6 +11,7 @@
 import assert from "node:assert/strict";
 import { createProject } from "../../db/projects.ts";
 import { queryLogs } from "../../db/query/mod.ts";
+import { QUERY_BUDGET_MS } from "../../db/query/query.ts";
 import { wideData } from "../_helpers/dashboard_seed.ts";
 import { hasChromium } from "../_helpers/browser.ts";
 import {
@@ -103,16 +104,10 @@ Deno.test({
         await new Promise((resolve) => setTimeout(resolve, 100));
       }
       await signInAs(page, home);
-      const began = Date.now();
       const res = await page.goto(`${home}/projects/${projectId}?live=off`);
       const bytes = (await res!.buffer()).length;
       await page.waitForSelector("#entries details.entry");
-      const ms = Date.now() - began;
-      console.log(
-        `explorer in Chromium: ${
-          (bytes / 1024).toFixed(0)
-        } KiB, loaded in ${ms} ms`,
-      );
+      console.log(`explorer in Chromium: ${(bytes / 1024).toFixed(0)} KiB`);
       assert.ok(bytes <= 2 * 1024 * 1024, `${bytes} bytes`);
       assert.equal(
         await page.$$eval("#entries details.entry", (rows) => rows.length),
@@ -149,6 +144,10 @@ Deno.test({
         "fetched in place, no navigation",
       );
       assert.deepEqual(e.problems, []);
+    }, {
+      // The page's time budget is not what is tested: its clock stands
+      // still, so the page shows its 50 rows however busy the machine.
+      dashboard: { queryBudget: { ms: QUERY_BUDGET_MS, clock: () => 0 } },
     });
   },
 });

@@ -1,8 +1,10 @@
 /**
  * Live tails are bounded per session, per account and in all: past a bound the answer is
  * `429` with a sentence, a closed or ended stream gives its place back, and
- * 500 tails asked for at once over real connections leave the endpoint's
- * latency and the process's memory within their budgets.
+ * 500 tails asked for at once over real connections leave the endpoint
+ * answering every entry and the process's memory within its budget. The
+ * endpoint's latency with the tails open is measured by `deno task
+ * bench:tails` (BENCHMARKS.md), not here: it is the machine's speed.
  *
  * @module
  */
@@ -105,21 +107,11 @@ dashboardTest(
   { dashboard: { tailLimits: { perSession: 4, perAccount: 6, total: 64 } } },
 );
 
-/** The 99th percentile of `values`. */
-function p99(values: number[]): number {
-  const sorted = [...values].sort((x, y) => x - y);
-  return sorted[
-    Math.min(sorted.length - 1, Math.ceil(sorted.length * 0.99) - 1)
-  ]!;
-}
-
-/** Most the endpoint's p99 may reach with the tails open. */
-const INGEST_P99_MS = 250;
 /** Most the process may grow with 500 tails asked for. */
 const TAILS_RSS_BUDGET = 100 * 1024 * 1024;
 
 dashboardTest(
-  "500 live tails asked for at once over real connections: 64 stream, the rest get 429, and the endpoint keeps its latency",
+  "500 live tails asked for at once over real connections: 64 stream, the rest get 429, and the endpoint answers every entry",
   async (h) => {
     const project = await h.project(["https://app.example.com"]);
     const dash = createDashboard({
@@ -139,9 +131,8 @@ dashboardTest(
     );
     const endpoint = `http://127.0.0.1:${ingest.addr.port}/api/v1/logs`;
     const sendAll = async (count: number): Promise<number[]> => {
-      const times: number[] = [];
+      const statuses: number[] = [];
       for (let i = 0; i < count; i++) {
-        const began = performance.now();
         const res = await fetch(endpoint, {
           method: "POST",
           headers: {
@@ -151,22 +142,19 @@ dashboardTest(
           body: JSON.stringify(randomEntry({ projectId: project.id })),
         });
         await res.body?.cancel();
-        times.push(performance.now() - began);
-        assert.ok(res.status < 300, `the endpoint answered ${res.status}`);
+        statuses.push(res.status);
       }
-      return times;
+      return statuses;
     };
     const readers: ReadableStreamDefaultReader<Uint8Array>[] = [];
     try {
       // 25 sessions asking for 20 tails each.
       const sessions: Browser[] = [];
       for (let i = 0; i < 25; i++) sessions.push(await signIn(dash));
-      await sendAll(50); // warm up
-      const before = p99(await sendAll(200));
+      assert.deepEqual(new Set(await sendAll(50)), new Set([200]));
       const rss0 = Deno.memoryUsage().rss;
       const url =
         `http://127.0.0.1:${dashServer.addr.port}/projects/${project.id}/tail`;
-      const began = performance.now();
       const answers = await Promise.all(
         Array.from({ length: 500 }, async (_, i) => {
           const res = await fetch(url, {
@@ -183,20 +171,15 @@ dashboardTest(
           return res.status;
         }),
       );
-      const openMs = performance.now() - began;
       const counts = { 200: 0, 429: 0 } as Record<number, number>;
       for (const status of answers) counts[status] = (counts[status] ?? 0) + 1;
       assert.deepEqual(counts, { 200: 64, 429: 436 });
-      const during = p99(await sendAll(200));
+      // With the 64 tails open, every entry sent is answered and stored.
+      assert.deepEqual(new Set(await sendAll(200)), new Set([200]));
+      await h.process();
+      assert.equal((await h.logs(project.id)).length, 250);
       const rss = Deno.memoryUsage().rss - rss0;
-      console.log(
-        `500 tails asked for in ${openMs.toFixed(0)} ms; endpoint p99 ${
-          before.toFixed(1)
-        } ms before, ${during.toFixed(1)} ms with 64 tails open; RSS +${
-          (rss / 1048576).toFixed(1)
-        } MB`,
-      );
-      assert.ok(during <= INGEST_P99_MS, `endpoint p99 ${during} ms`);
+      console.log(`500 tails asked for: RSS +${(rss / 1048576).toFixed(1)} MB`);
       assert.ok(rss <= TAILS_RSS_BUDGET, `RSS grew ${rss} bytes`);
     } finally {
       for (const reader of readers) await reader.cancel();

