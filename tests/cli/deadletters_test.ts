@@ -26,7 +26,7 @@ harnessTest(
       count: 1,
       attempts: MAX_ATTEMPTS,
       error: "KV timed out",
-      parts: 1,
+      slices: 1,
     }]);
     const human = await cli(h.kv, ["deadletters", "list"]);
     assert.match(

@@ -7,6 +7,7 @@
  */
 import assert from "node:assert/strict";
 import { rejectionKey } from "../../db/keys.ts";
+import { encodeJson } from "../../db/kv.ts";
 import type { Rejection } from "../../db/stats.ts";
 import {
   harnessTest,
@@ -78,7 +79,7 @@ kvTest(
       [2, { entryId: "b", at: at(20), reason: "bad_signature", level: "info" }],
     ];
     for (const [slot, r] of slots) {
-      await kv.set(rejectionKey(projectId, slot), r);
+      await kv.set(rejectionKey(projectId, slot), encodeJson(r));
     }
     const out = json(await cli(kv, ["stats", projectId, "--json"]));
     assert.deepEqual(
