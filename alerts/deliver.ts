@@ -282,14 +282,31 @@ export async function settleDelivery(
     ...(result.error === undefined ? {} : { error: result.error }),
     outcome,
   };
+  await recordAttempt(kv, delivery, attempt);
+  return attempt;
+}
+
+/**
+ * Writes `attempt` of `delivery` to its rule's history, under an id of the
+ * attempt's time.
+ *
+ * @example
+ * ```ts
+ * await recordAttempt(kv, delivery, { ...attempt, outcome: "backed-off" });
+ * ```
+ */
+export async function recordAttempt(
+  kv: Deno.Kv,
+  delivery: Delivery,
+  attempt: DeliveryAttempt,
+): Promise<void> {
   await recordAlertAttempt(
     kv,
     delivery.projectId,
     delivery.ruleId,
-    createId(at),
+    createId(attempt.at),
     attempt,
   );
-  return attempt;
 }
 
 /** The outbox entries due at `now`, oldest first, at most `limit`. */

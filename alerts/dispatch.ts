@@ -28,16 +28,15 @@ import {
   type Delivery,
   type DeliveryAttempt,
   getAlertRule,
-  recordAlertAttempt,
 } from "../db/alerts.ts";
 import { decodeJson } from "../db/kv.ts";
-import { createId } from "../domain/ids.ts";
 import {
   attemptDelivery,
   type Claim,
   claimDelivery,
   listDueDeliveries,
   postponeDelivery,
+  recordAttempt,
   type SendOptions,
   settleDelivery,
 } from "./deliver.ts";
@@ -350,13 +349,7 @@ async function holdBack(
       }`,
     outcome: "backed-off",
   };
-  await recordAlertAttempt(
-    kv,
-    delivery.projectId,
-    delivery.ruleId,
-    createId(at),
-    attempt,
-  );
+  await recordAttempt(kv, delivery, attempt);
   record(state, attempt, delivery.ruleId);
 }
 

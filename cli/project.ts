@@ -33,10 +33,11 @@ import {
   UsageError,
   useColor,
 } from "./command.ts";
-import { printList, printResult } from "./output.ts";
+import { printResult } from "./output.ts";
 import {
   dispatch,
   JSON_FLAG,
+  serviceList,
   type Subcommand,
   subcommand,
   type Subcommands,
@@ -118,17 +119,16 @@ const SUBCOMMANDS: Subcommands = {
       return code;
     },
   }),
-  list: subcommand({
-    positionals: [],
-    options: JSON_FLAG,
-    async run(ctx, parsed) {
-      // By name, then age: projects of the same name sit together, told
-      // apart by their ids and creation times.
-      const projects = (await listProjects(ctx.kv)).sort((a, b) =>
+  list: serviceList(
+    // By name, then age: projects of the same name sit together, told
+    // apart by their ids and creation times.
+    async (kv) =>
+      (await listProjects(kv)).sort((a, b) =>
         a.name < b.name ? -1 : a.name > b.name ? 1 : a.createdAt - b.createdAt
-      );
+      ),
+    (ctx) => {
       const now = ctx.now();
-      return printList(ctx, parsed, projects, {
+      return {
         toJson: (p) => projectJson(p, { now }),
         empty:
           `No projects yet: create one with "deno task project create --name NAME"`,
@@ -141,9 +141,9 @@ const SUBCOMMANDS: Subcommands = {
           `${p.retentionDays}d`,
           formatTime(p.createdAt),
         ],
-      });
+      };
     },
-  }),
+  ),
   show: subcommand({
     positionals: ["ID"],
     options: JSON_FLAG,

@@ -90,6 +90,23 @@ export function projectList<T>(
   });
 }
 
+/**
+ * `list`: the records `list` reads of the whole service (projects,
+ * accounts), as {@linkcode printList} prints them.
+ */
+export function serviceList<T>(
+  list: (kv: Deno.Kv) => Promise<T[]>,
+  view: (ctx: CommandContext) => Omit<ListView<T>, "json">,
+): Subcommand {
+  return subcommand({
+    positionals: [],
+    options: JSON_FLAG,
+    async run(ctx, parsed) {
+      return printList(ctx, parsed, await list(ctx.kv), view(ctx));
+    },
+  });
+}
+
 /** Options of {@linkcode dispatch}. */
 export interface DispatchOptions {
   /** The command's word, as in `deno task project`. */

@@ -32,10 +32,11 @@ import {
   stringFlags,
   UsageError,
 } from "./command.ts";
-import { printList, printResult } from "./output.ts";
+import { printResult } from "./output.ts";
 import {
   dispatch,
   JSON_FLAG,
+  serviceList,
   subcommand,
   type Subcommands,
 } from "./subcommands.ts";
@@ -169,24 +170,18 @@ const SUBCOMMANDS: Subcommands = {
       );
     },
   }),
-  list: subcommand({
-    positionals: [],
-    options: JSON_FLAG,
-    async run(ctx, parsed) {
-      return printList(ctx, parsed, await listUsers(ctx.kv), {
-        toJson: userJson,
-        empty:
-          `No accounts besides the built-in "admin": add one with "deno task user add EMAIL --role viewer --project ID --password-stdin"`,
-        header: ["EMAIL", "ROLE", "PROJECTS", "ADDED"],
-        row: (u) => [
-          inert(u.email),
-          u.role,
-          u.role === "admin" ? "(all)" : u.projects.join(", ") || "-",
-          formatTime(u.createdAt),
-        ],
-      });
-    },
-  }),
+  list: serviceList(listUsers, () => ({
+    toJson: userJson,
+    empty:
+      `No accounts besides the built-in "admin": add one with "deno task user add EMAIL --role viewer --project ID --password-stdin"`,
+    header: ["EMAIL", "ROLE", "PROJECTS", "ADDED"],
+    row: (u) => [
+      inert(u.email),
+      u.role,
+      u.role === "admin" ? "(all)" : u.projects.join(", ") || "-",
+      formatTime(u.createdAt),
+    ],
+  })),
   set: subcommand({
     positionals: ["EMAIL"],
     options: ACCOUNT_FLAGS,

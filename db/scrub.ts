@@ -122,11 +122,10 @@ export async function addScrubRule(
   projectId: string,
   input: ScrubRuleInput,
 ): Promise<{ project: Project; rule: ScrubRule }> {
-  let rule: ScrubRule | undefined;
-  const project = await updateProject(kv, projectId, (project) => {
-    rule = prepareRule(input, project);
+  return await changeRules(kv, projectId, (project) => {
+    const rule = prepareRule(input, project);
     const scrub = project.scrub ?? { rules: [], next: 0 };
-    const at = scrub.rules.findIndex((r) => r.id === rule!.id);
+    const at = scrub.rules.findIndex((r) => r.id === rule.id);
     if (at >= 0) scrub.rules[at] = rule;
     else {
       if (scrub.rules.length >= MAX_SCRUB_RULES) {
@@ -147,9 +146,8 @@ export async function addScrubRule(
     }
     project.scrub = scrub;
     if (rule.action === "hash") project.hashKey ??= randomKey();
-    return project;
+    return rule;
   });
-  return { project, rule: rule! };
 }
 
 /**
@@ -161,10 +159,9 @@ export async function removeScrubRule(
   projectId: string,
   name: string,
 ): Promise<{ project: Project; rule: ScrubRule }> {
-  let rule: ScrubRule | undefined;
-  const project = await updateProject(kv, projectId, (project) => {
+  return await changeRules(kv, projectId, (project) => {
     const rules = scrubRules(project);
-    rule = rules.find((r) => r.id === name) ??
+    const rule = rules.find((r) => r.id === name) ??
       rules.find((r) =>
         (r.kind === "key" && r.key === name) ||
         (r.kind === "detector" && r.detector === name) ||
@@ -179,6 +176,23 @@ export async function removeScrubRule(
       rules: rules.filter((r) => r !== rule),
       next: project.scrub?.next ?? 0,
     };
+    return rule;
+  });
+}
+
+/**
+ * Changes a project's record with `change`, which edits it in place and
+ * returns the rule it added, changed or removed; returns the record as
+ * saved and that rule.
+ */
+async function changeRules(
+  kv: Deno.Kv,
+  projectId: string,
+  change: (project: Project) => ScrubRule,
+): Promise<{ project: Project; rule: ScrubRule }> {
+  let rule: ScrubRule | undefined;
+  const project = await updateProject(kv, projectId, (project) => {
+    rule = change(project);
     return project;
   });
   return { project, rule: rule! };

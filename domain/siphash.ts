@@ -13,53 +13,38 @@ export const SIPHASH_KEY_BYTES = 16;
 /** SipHash's state v0..v3 as high and low halves: v0h, v0l, v1h, … */
 const V = new Uint32Array(8);
 
-/** `n` SipRounds on {@linkcode V}, in locals (a closure over them was 40 times slower). */
+/**
+ * Half a SipRound's step on {@linkcode V}: va += vb; vb = rotl(vb, r);
+ * vb ^= va, with `a` and `b` the indexes of the words' high halves and
+ * 0 < r < 32.
+ */
+function addRotateXor(a: number, b: number, r: number): void {
+  const al = V[a + 1]!, bh = V[b]!, bl = V[b + 1]!;
+  const l = (al + bl) >>> 0;
+  const ah = (V[a]! + bh + (l < al ? 1 : 0)) >>> 0;
+  V[a] = ah;
+  V[a + 1] = l;
+  V[b] = ((bh << r) | (bl >>> (32 - r))) ^ ah;
+  V[b + 1] = ((bl << r) | (bh >>> (32 - r))) ^ l;
+}
+
+/** va = rotl(va, 32): swaps the halves of the word at `a`. */
+function swapHalves(a: number): void {
+  const h = V[a]!;
+  V[a] = V[a + 1]!;
+  V[a + 1] = h;
+}
+
+/** `n` SipRounds on {@linkcode V}. */
 function sipRounds(n: number): void {
-  let v0h = V[0]!, v0l = V[1]!, v1h = V[2]!, v1l = V[3]!;
-  let v2h = V[4]!, v2l = V[5]!, v3h = V[6]!, v3l = V[7]!;
-  let l: number, h: number;
   for (let r = 0; r < n; r++) {
-    // v0 += v1; v1 = rotl(v1, 13); v1 ^= v0; v0 = rotl(v0, 32)
-    l = (v0l + v1l) >>> 0;
-    v0h = (v0h + v1h + (l < v0l ? 1 : 0)) >>> 0;
-    v0l = l;
-    h = (v1h << 13) | (v1l >>> 19);
-    l = (v1l << 13) | (v1h >>> 19);
-    v1h = (h ^ v0h) >>> 0;
-    v1l = (l ^ v0l) >>> 0;
-    h = v0h;
-    v0h = v0l;
-    v0l = h;
-    // v2 += v3; v3 = rotl(v3, 16); v3 ^= v2
-    l = (v2l + v3l) >>> 0;
-    v2h = (v2h + v3h + (l < v2l ? 1 : 0)) >>> 0;
-    v2l = l;
-    h = (v3h << 16) | (v3l >>> 16);
-    l = (v3l << 16) | (v3h >>> 16);
-    v3h = (h ^ v2h) >>> 0;
-    v3l = (l ^ v2l) >>> 0;
-    // v0 += v3; v3 = rotl(v3, 21); v3 ^= v0
-    l = (v0l + v3l) >>> 0;
-    v0h = (v0h + v3h + (l < v0l ? 1 : 0)) >>> 0;
-    v0l = l;
-    h = (v3h << 21) | (v3l >>> 11);
-    l = (v3l << 21) | (v3h >>> 11);
-    v3h = (h ^ v0h) >>> 0;
-    v3l = (l ^ v0l) >>> 0;
-    // v2 += v1; v1 = rotl(v1, 17); v1 ^= v2; v2 = rotl(v2, 32)
-    l = (v2l + v1l) >>> 0;
-    v2h = (v2h + v1h + (l < v2l ? 1 : 0)) >>> 0;
-    v2l = l;
-    h = (v1h << 17) | (v1l >>> 15);
-    l = (v1l << 17) | (v1h >>> 15);
-    v1h = (h ^ v2h) >>> 0;
-    v1l = (l ^ v2l) >>> 0;
-    h = v2h;
-    v2h = v2l;
-    v2l = h;
+    addRotateXor(0, 2, 13); // v0 += v1; v1 = rotl(v1, 13); v1 ^= v0
+    swapHalves(0); // v0 = rotl(v0, 32)
+    addRotateXor(4, 6, 16); // v2 += v3; v3 = rotl(v3, 16); v3 ^= v2
+    addRotateXor(0, 6, 21); // v0 += v3; v3 = rotl(v3, 21); v3 ^= v0
+    addRotateXor(4, 2, 17); // v2 += v1; v1 = rotl(v1, 17); v1 ^= v2
+    swapHalves(4); // v2 = rotl(v2, 32)
   }
-  V[0] = v0h, V[1] = v0l, V[2] = v1h, V[3] = v1l;
-  V[4] = v2h, V[5] = v2l, V[6] = v3h, V[7] = v3l;
 }
 
 /** One message word through SipHash's compression: 2 rounds. */

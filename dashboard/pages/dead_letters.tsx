@@ -9,11 +9,10 @@
 import type { DeadLetter } from "../../queue/dead_letters.ts";
 import { formatTime } from "./format.ts";
 import {
-  FlashNotice,
-  Layout,
   ListTable,
   type PageContext,
   PostForm,
+  SectionLayout,
 } from "./layout.tsx";
 
 /** Data of the dead letters page. */
@@ -28,9 +27,7 @@ export function DeadLettersPage(
 ) {
   const { ctx, data } = props;
   return (
-    <Layout ctx={ctx} title="Dead letters" section="dead-letters">
-      <h1>Dead letters</h1>
-      <FlashNotice notice={data.notice} />
+    <SectionLayout ctx={ctx} section="dead-letters" notice={data.notice}>
       <p>
         Batches of entries whose processing failed 5 times in a row. Replaying
         one moves it back to the pending batches: a running server processes it
@@ -85,6 +82,6 @@ export function DeadLettersPage(
             </PostForm>
           </>
         )}
-    </Layout>
+    </SectionLayout>
   );
 }

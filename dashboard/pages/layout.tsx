@@ -99,6 +99,32 @@ export function ProjectLayout(props: ProjectLayoutProps) {
   );
 }
 
+/** Props of {@linkcode SectionLayout}. */
+export interface SectionLayoutProps
+  extends Omit<LayoutProps, "title" | "section" | "project"> {
+  section: NonNullable<LayoutProps["section"]>;
+  /** What the last form's answer left to show. */
+  notice?: { kind: "ok" | "error"; text: string } | undefined;
+}
+
+/**
+ * The layout of a top-level section's page (projects, dead letters, users):
+ * its label in the navigation as title and heading, then the notice the
+ * last change left.
+ */
+export function SectionLayout(props: SectionLayoutProps) {
+  const { notice, children, ...rest } = props;
+  const title = MAIN_NAV.find((page) => SECTIONS[page.path] === rest.section)!
+    .nav!;
+  return (
+    <Layout {...rest} title={title}>
+      <h1>{title}</h1>
+      <FlashNotice notice={notice} />
+      {children}
+    </Layout>
+  );
+}
+
 /** The hidden CSRF input of a form. */
 export function Csrf(props: { ctx: PageContext }) {
   return props.ctx.csrf === null

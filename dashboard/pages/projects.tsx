@@ -12,12 +12,11 @@ import { SavedViewList } from "./views.tsx";
 import {
   Card,
   CopyableCode,
-  FlashNotice,
-  Layout,
   ListTable,
   Notice,
   type PageContext,
   PostForm,
+  SectionLayout,
   TimeAgo,
 } from "./layout.tsx";
 
@@ -207,9 +206,7 @@ function CreateProjectCard(
 export function ProjectsPage(props: { ctx: PageContext; data: ProjectsData }) {
   const { ctx, data } = props;
   return (
-    <Layout ctx={ctx} title="Projects" section="projects">
-      <h1>Projects</h1>
-      <FlashNotice notice={data.notice} />
+    <SectionLayout ctx={ctx} section="projects" notice={data.notice}>
       {data.created && <Created ctx={ctx} created={data.created} />}
       {data.projects.length === 0
         ? (
@@ -268,6 +265,6 @@ export function ProjectsPage(props: { ctx: PageContext; data: ProjectsData }) {
       {ctx.posts("/projects") && (
         <CreateProjectCard ctx={ctx} form={data.form} />
       )}
-    </Layout>
+    </SectionLayout>
   );
 }

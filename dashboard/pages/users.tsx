@@ -11,11 +11,10 @@ import { AuditTable } from "./audit.tsx";
 import { formatTime } from "./format.ts";
 import {
   Card,
-  FlashNotice,
-  Layout,
   ListTable,
   type PageContext,
   PostForm,
+  SectionLayout,
 } from "./layout.tsx";
 
 /** An account as listed (no hash). */
@@ -162,9 +161,7 @@ export function UsersPage(props: { ctx: PageContext; data: UsersData }) {
   const { ctx, data } = props;
   const names = new Map(data.projects.map((p) => [p.id, p.name]));
   return (
-    <Layout ctx={ctx} title="Users" section="users">
-      <h1>Users</h1>
-      <FlashNotice notice={data.notice} />
+    <SectionLayout ctx={ctx} section="users" notice={data.notice}>
       <p class="hint">
         <strong>admin</strong>: everything, users included;{" "}
         <strong>member</strong>: reads and configures the projects given;{" "}
@@ -196,6 +193,6 @@ export function UsersPage(props: { ctx: PageContext; data: UsersData }) {
       <Card titleId="audit-title" title="Changes to accounts">
         <AuditTable events={data.events} />
       </Card>
-    </Layout>
+    </SectionLayout>
   );
 }

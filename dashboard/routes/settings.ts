@@ -108,6 +108,27 @@ interface Change {
   ): Promise<Response>;
 }
 
+/**
+ * A change that stores the value of `field` with `store`, then sends the
+ * browser back to the card `anchor` with the notice `done`.
+ */
+function storing(
+  field: string,
+  errorKey: Change["errorKey"],
+  store: (kv: Deno.Kv, id: string, value: string) => Promise<unknown>,
+  done: keyof typeof DONE,
+  anchor: string,
+): Change {
+  return {
+    field,
+    errorKey,
+    async apply(deps, id, value, c) {
+      await store(deps.kv, id, value);
+      return c.redirect(back(deps, id, done, anchor), 303);
+    },
+  };
+}
+
 /** The settings changes by action, each answered by a redirect. */
 const CHANGES: Record<string, Change> = {
   allow: {
@@ -124,30 +145,15 @@ const CHANGES: Record<string, Change> = {
       return c.redirect(back(deps, id, "allow", "allow"), 303);
     },
   },
-  disallow: {
-    field: "value",
-    errorKey: "allow",
-    async apply(deps, id, value, c) {
-      await disallowValue(deps.kv, id, value);
-      return c.redirect(back(deps, id, "disallow", "allow"), 303);
-    },
-  },
-  "levels/add": {
-    field: "level",
-    errorKey: "level",
-    async apply(deps, id, value, c) {
-      await addLevel(deps.kv, id, value);
-      return c.redirect(back(deps, id, "level-add", "levels"), 303);
-    },
-  },
-  "levels/remove": {
-    field: "level",
-    errorKey: "level",
-    async apply(deps, id, value, c) {
-      await removeLevel(deps.kv, id, value);
-      return c.redirect(back(deps, id, "level-remove", "levels"), 303);
-    },
-  },
+  disallow: storing("value", "allow", disallowValue, "disallow", "allow"),
+  "levels/add": storing("level", "level", addLevel, "level-add", "levels"),
+  "levels/remove": storing(
+    "level",
+    "level",
+    removeLevel,
+    "level-remove",
+    "levels",
+  ),
   retention: {
     field: "days",
     errorKey: "retention",

@@ -117,14 +117,22 @@ export function csrfOf(html: string): string {
   return match[1]!;
 }
 
-/** Submits the sign-in form with `password`; returns the answer. */
-export async function submitLogin(
+/**
+ * Opens the sign-in form under `base` and posts it back the way a browser
+ * does (the form's token cookie, its `_csrf` field), with `fields` after
+ * the token and `headers` on both requests; returns the answer.
+ */
+export async function submitLoginForm(
   app: DashApp,
-  password: string,
-  options: { base?: string; peer?: typeof PEER; next?: string } = {},
+  fields: Record<string, string>,
+  options: {
+    base?: string;
+    peer?: typeof PEER;
+    headers?: Record<string, string>;
+  } = {},
 ): Promise<Response> {
-  const base = options.base ?? "";
-  const form = await app.request(`${base}/login`, {}, options.peer ?? PEER);
+  const { base = "", peer = PEER, headers = {} } = options;
+  const form = await app.request(`${base}/login`, { headers }, peer);
   const html = await form.text();
   const token = setCookies(form)["dash_login"]!;
   return await app.request(`${base}/login`, {
@@ -133,13 +141,24 @@ export async function submitLogin(
       cookie: `dash_login=${token}`,
       origin: "http://localhost",
       "sec-fetch-site": "same-origin",
+      ...headers,
     },
-    body: new URLSearchParams({
-      _csrf: csrfOf(html),
-      password,
-      next: options.next ?? `${base}/`,
-    }),
-  }, options.peer ?? PEER);
+    body: new URLSearchParams({ _csrf: csrfOf(html), ...fields }),
+  }, peer);
+}
+
+/** Submits the sign-in form with `password`; returns the answer. */
+export function submitLogin(
+  app: DashApp,
+  password: string,
+  options: { base?: string; peer?: typeof PEER; next?: string } = {},
+): Promise<Response> {
+  const base = options.base ?? "";
+  return submitLoginForm(
+    app,
+    { password, next: options.next ?? `${base}/` },
+    { base, ...(options.peer === undefined ? {} : { peer: options.peer }) },
+  );
 }
 
 /** Signs in and returns the session cookie and the forms' token. */

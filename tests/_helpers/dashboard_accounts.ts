@@ -13,6 +13,7 @@ import {
   csrfOf,
   PEER,
   setCookies,
+  submitLoginForm,
 } from "./dashboard.ts";
 
 /** The password of every test account. */
@@ -29,7 +30,7 @@ export async function addAccount(
 }
 
 /** Submits the sign-in form with an email and a password. */
-export async function submitAs(
+export function submitAs(
   app: DashApp,
   email: string,
   password: string,
@@ -37,24 +38,11 @@ export async function submitAs(
   headers: Record<string, string> = {},
   base = "",
 ): Promise<Response> {
-  const form = await app.request(`${base}/login`, { headers }, peer);
-  const html = await form.text();
-  const token = setCookies(form)["dash_login"]!;
-  return await app.request(`${base}/login`, {
-    method: "POST",
-    headers: {
-      cookie: `dash_login=${token}`,
-      origin: "http://localhost",
-      "sec-fetch-site": "same-origin",
-      ...headers,
-    },
-    body: new URLSearchParams({
-      _csrf: csrfOf(html),
-      email,
-      password,
-      next: `${base}/`,
-    }),
-  }, peer);
+  return submitLoginForm(app, { email, password, next: `${base}/` }, {
+    base,
+    peer,
+    headers,
+  });
 }
 
 /**

@@ -2,13 +2,37 @@
  * A webhook receiver on 127.0.0.1 for the alert suites: it records every
  * request (headers and body) and answers with the statuses it is given,
  * one per request, then 200. And {@linkcode round}: a tick whose
- * deliveries are waited for.
+ * deliveries are waited for; {@linkcode addCriticalRule}: a rule that
+ * fires on every critical entry.
  *
  * @module
  */
 import type { AlertLoop } from "../../alerts/mod.ts";
 import type { AttemptOutcome, Delivery } from "../../db/alerts.ts";
-import { serve } from "./harness.ts";
+import { addAlertRule } from "../../alerts/rules.ts";
+import { type Harness, serve } from "./harness.ts";
+
+/**
+ * Adds a rule of `projectId` on `level:critical` with no quiet time
+ * (`everyMs: 0`), private targets allowed, on the harness's clock.
+ *
+ * @example
+ * ```ts
+ * const rule = await addCriticalRule(h, project.id, receiver.url);
+ * ```
+ */
+export function addCriticalRule(
+  h: Harness,
+  projectId: string,
+  webhook: string,
+): ReturnType<typeof addAlertRule> {
+  return addAlertRule(h.kv, {
+    projectId,
+    query: "level:critical",
+    webhook,
+    everyMs: 0,
+  }, { allowPrivate: true, now: h.clock.now });
+}
 
 /** One request the receiver got. */
 export interface Received {

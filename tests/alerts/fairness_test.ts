@@ -10,7 +10,6 @@
 import assert from "node:assert/strict";
 import { type DeliveryAttempt, readAlertHistory } from "../../db/alerts.ts";
 import { alertOutboxKey } from "../../db/keys.ts";
-import { addAlertRule } from "../../alerts/rules.ts";
 import { GROUP_MS } from "../../alerts/evaluate.ts";
 import { type AlertLoop, createAlertLoop } from "../../alerts/mod.ts";
 import {
@@ -27,7 +26,7 @@ import {
   withHarness,
 } from "../_helpers/harness.ts";
 import { within } from "../_helpers/timeout.ts";
-import { round } from "../_helpers/webhook_receiver.ts";
+import { addCriticalRule, round } from "../_helpers/webhook_receiver.ts";
 
 /** Past the query API's settling time and a delivery's grouping time. */
 const SETTLE_MS = 1000 + GROUP_MS;
@@ -109,18 +108,11 @@ async function withTwoProjects(
   await withHarness(async (h) => {
     const a = await h.project([ORIGIN]);
     const b = await h.project([ORIGIN]);
-    const add = (projectId: string, webhook: string) =>
-      addAlertRule(h.kv, {
-        projectId,
-        query: "level:critical",
-        webhook,
-        everyMs: 0,
-      }, { allowPrivate: true, now: h.clock.now });
     const idsOfA: string[] = [];
     for (let i = 0; i < rulesOfA; i++) {
-      idsOfA.push((await add(a.id, hookOfA(i))).id);
+      idsOfA.push((await addCriticalRule(h, a.id, hookOfA(i))).id);
     }
-    const ruleB = await add(b.id, B_HOOK);
+    const ruleB = await addCriticalRule(h, b.id, B_HOOK);
     const { fetcher, calls } = fakeFetch(behaviour);
     const attempts: (DeliveryAttempt & { ruleId: string })[] = [];
     const waiters = new Map<string, (a: DeliveryAttempt) => void>();

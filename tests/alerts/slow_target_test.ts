@@ -10,12 +10,14 @@
  */
 import assert from "node:assert/strict";
 import { type DeliveryAttempt, readAlertHistory } from "../../db/alerts.ts";
-import { addAlertRule } from "../../alerts/rules.ts";
 import { GROUP_MS } from "../../alerts/evaluate.ts";
 import { createAlertLoop } from "../../alerts/mod.ts";
 import { ORIGIN, randomEntry, withHarness } from "../_helpers/harness.ts";
 import { within } from "../_helpers/timeout.ts";
-import { startReceiver } from "../_helpers/webhook_receiver.ts";
+import {
+  addCriticalRule,
+  startReceiver,
+} from "../_helpers/webhook_receiver.ts";
 
 /** How long each attempt waits for an answer: longer than any stall. */
 const A_TIMEOUT_MS = 60_000;
@@ -55,15 +57,8 @@ Deno.test("project B's alert is delivered while 50 rules of project A wait on a 
     await withHarness(async (h) => {
       const a = await h.project([ORIGIN]);
       const b = await h.project([ORIGIN]);
-      const add = (projectId: string, webhook: string) =>
-        addAlertRule(h.kv, {
-          projectId,
-          query: "level:critical",
-          webhook,
-          everyMs: 0,
-        }, { allowPrivate: true, now: h.clock.now });
-      for (let i = 0; i < 50; i++) await add(a.id, silent.url);
-      const ruleB = await add(b.id, receiver.url);
+      for (let i = 0; i < 50; i++) await addCriticalRule(h, a.id, silent.url);
+      const ruleB = await addCriticalRule(h, b.id, receiver.url);
       /** Attempts of A's rules recorded (each can only end by timing out). */
       let endedA = 0;
       let delivered: (a: DeliveryAttempt) => void = () => {};

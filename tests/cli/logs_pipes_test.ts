@@ -6,7 +6,7 @@
  * @module
  */
 import assert from "node:assert/strict";
-import { runCli } from "../../cli/main.ts";
+import { cli } from "../_helpers/cli.ts";
 import { kvTest, recordAt, storeBatch, T0 } from "../_helpers/query.ts";
 import {
   countsBy,
@@ -17,22 +17,8 @@ import {
   storePipeRecords,
 } from "../_helpers/pipes.ts";
 
-async function logs(kv: Deno.Kv, args: string[], now = () => T0 + 86_400_000) {
-  let stdout = "";
-  let stderr = "";
-  const code = await runCli({
-    kv,
-    args: ["logs", ...args],
-    stdout: (text) => {
-      stdout += text;
-    },
-    stderr: (text) => {
-      stderr += text;
-    },
-    now,
-    isTerminal: false,
-  });
-  return { code, stdout, stderr };
+function logs(kv: Deno.Kv, args: string[], now = () => T0 + 86_400_000) {
+  return cli(kv, ["logs", ...args], { now });
 }
 
 const BY_HOUR = "level>=error | count by (time 1h, context.service)";

@@ -5,7 +5,7 @@
  * @module
  */
 import assert from "node:assert/strict";
-import { runCli } from "../../cli/main.ts";
+import { cli } from "../_helpers/cli.ts";
 import {
   kvTest,
   queryProject,
@@ -16,19 +16,8 @@ import {
 } from "../_helpers/query.ts";
 
 async function logs(kv: Deno.Kv, args: string[]) {
-  let stdout = "";
-  let stderr = "";
-  const code = await runCli({
-    kv,
-    args: ["logs", ...args],
-    stdout: (text) => {
-      stdout += text;
-    },
-    stderr: (text) => {
-      stderr += text;
-    },
+  const { code, stdout, stderr } = await cli(kv, ["logs", ...args], {
     now: () => T0 + 3_600_000,
-    isTerminal: false,
   });
   const lines = stdout.trim() === ""
     ? []

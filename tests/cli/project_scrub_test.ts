@@ -14,12 +14,17 @@ import { assertRefused, cli, create, json, kvTest } from "../_helpers/cli.ts";
 import { harnessTest } from "../_helpers/harness.ts";
 import { store } from "../_helpers/dashboard.ts";
 
+/** Runs `deno task project scrub PROJECT <args>`. */
+function scrub(kv: Deno.Kv, projectId: string, args: string[]) {
+  return cli(kv, ["project", "scrub", projectId, ...args]);
+}
+
 kvTest(
   "project scrub lists the defaults, adds rules and removes them, each in the audit log",
   async (kv) => {
     const { projectId } = await create(kv);
     const listed = json(
-      await cli(kv, ["project", "scrub", projectId, "--json"]),
+      await scrub(kv, projectId, ["--json"]),
     );
     assert.deepEqual(listed.rules, []);
     assert.ok(
@@ -27,10 +32,7 @@ kvTest(
     );
 
     const key = json(
-      await cli(kv, [
-        "project",
-        "scrub",
-        projectId,
+      await scrub(kv, projectId, [
         "--key",
         "user_email",
         "--action",
@@ -52,11 +54,8 @@ kvTest(
       "the key is never shown",
     );
 
-    await cli(kv, ["project", "scrub", projectId, "--detector", "ip"]);
-    const pattern = await cli(kv, [
-      "project",
-      "scrub",
-      projectId,
+    await scrub(kv, projectId, ["--detector", "ip"]);
+    const pattern = await scrub(kv, projectId, [
       "--pattern",
       "ORD-[0-9]{6}",
       "--action",
@@ -70,14 +69,7 @@ kvTest(
     );
     assert.match(pattern.stdout, /\(default\) +keys naming secrets +remove/);
 
-    const removed = await cli(kv, [
-      "project",
-      "scrub",
-      projectId,
-      "--remove",
-      "ip",
-      "--json",
-    ]);
+    const removed = await scrub(kv, projectId, ["--remove", "ip", "--json"]);
     assert.deepEqual(
       (json(removed).rules as { id: string }[]).map((r) => r.id),
       ["key:user_email", "pattern:1"],
@@ -121,7 +113,7 @@ kvTest("project scrub refuses bad rules with a clear message", async (kv) => {
     ],
   ];
   for (const [args, message, code] of cases) {
-    const run = await cli(kv, ["project", "scrub", projectId, ...args]);
+    const run = await scrub(kv, projectId, args);
     assertRefused(run, message);
     assert.equal(run.code, code, args.join(" "));
   }
@@ -131,26 +123,12 @@ kvTest("project scrub refuses bad rules with a clear message", async (kv) => {
 kvTest(`project scrub holds at most ${MAX_SCRUB_RULES} rules`, async (kv) => {
   const { projectId } = await create(kv);
   for (let i = 0; i < MAX_SCRUB_RULES; i++) {
-    const run = await cli(kv, [
-      "project",
-      "scrub",
-      projectId,
-      "--key",
-      `k${i}`,
-    ]);
+    const run = await scrub(kv, projectId, ["--key", `k${i}`]);
     assert.equal(run.code, 0, run.stderr);
   }
-  const again = await cli(kv, [
-    "project",
-    "scrub",
-    projectId,
-    "--key",
-    "k0",
-    "--action",
-    "mask",
-  ]);
+  const again = await scrub(kv, projectId, ["--key", "k0", "--action", "mask"]);
   assert.equal(again.code, 0, "changing a rule's action adds none");
-  const over = await cli(kv, ["project", "scrub", projectId, "--key", "more"]);
+  const over = await scrub(kv, projectId, ["--key", "more"]);
   assertRefused(over, /at most 20 scrubbing rules; remove one first/);
 });
 
@@ -164,17 +142,8 @@ harnessTest(
       },
       { data: { message: "nothing here" } },
     ]);
-    const run = await cli(h.kv, [
-      "project",
-      "scrub",
-      project.id,
-      "--detector",
-      "ip",
-      "--dry-run",
-      "--json",
-    ]);
-    assert.equal(run.code, 0, run.stderr);
-    const out = json(run);
+    const dryRun = ["--detector", "ip", "--dry-run", "--json"];
+    const out = json(await scrub(h.kv, project.id, dryRun));
     assert.equal(out.read, 2);
     assert.equal(out.changed, 1);
     assert.deepEqual(
@@ -184,10 +153,7 @@ harnessTest(
       [["data.message", '"from 10.1.2.3"', `"from ${FILTERED}"`]],
     );
     assert.equal((await getProject(h.kv, project.id))!.scrub, undefined);
-    const text = await cli(h.kv, [
-      "project",
-      "scrub",
-      project.id,
+    const text = await scrub(h.kv, project.id, [
       "--key",
       "email",
       "--action",
@@ -208,10 +174,7 @@ harnessTest(
   "a saved rule applies to entries stored from then on",
   async (h) => {
     const project = await h.project();
-    const run = await cli(h.kv, [
-      "project",
-      "scrub",
-      project.id,
+    const run = await scrub(h.kv, project.id, [
       "--key",
       "phone",
       "--action",
@@ -227,9 +190,11 @@ harnessTest(
 
 kvTest("the same pattern added again changes its rule's action", async (kv) => {
   const { projectId } = await create(kv);
-  const args = ["project", "scrub", projectId, "--pattern", "ORD-[0-9]{6}"];
-  await cli(kv, args);
-  const again = json(await cli(kv, [...args, "--action", "mask", "--json"]));
+  const args = ["--pattern", "ORD-[0-9]{6}"];
+  await scrub(kv, projectId, args);
+  const again = json(
+    await scrub(kv, projectId, [...args, "--action", "mask", "--json"]),
+  );
   assert.deepEqual(again.rules, [{
     id: "pattern:1",
     kind: "pattern",

@@ -13,13 +13,14 @@ import { logChunkKey, statsPrefix } from "../../db/keys.ts";
 import { addLevel, setRetention } from "../../db/projects.ts";
 import type { QueuedEntry } from "../../domain/entry.ts";
 import { Consumer } from "../../queue/consumer.ts";
-import { RECENT_REJECTIONS } from "../../db/stats.ts";
+import { RECENT_REJECTIONS, type Rejection } from "../../db/stats.ts";
 import { createId } from "../../domain/ids.ts";
 import {
   assertCounts,
   assertOnlyRejected,
   assertStoredOnce,
   globalRejected,
+  type Harness,
   harnessTest,
   ORIGIN,
   pendingBatches,
@@ -33,6 +34,20 @@ import {
 import { atomicView } from "../_helpers/hold.ts";
 
 const APP_ID = "com.example.app.ios";
+
+/**
+ * Processes the queue, asserts that the project stored nothing and counted
+ * only the `rejected` ones, and returns its recent rejections.
+ */
+async function processRejected(
+  h: Harness,
+  projectId: string,
+  rejected: Parameters<typeof assertOnlyRejected>[2],
+): Promise<Rejection[]> {
+  await h.process();
+  await assertOnlyRejected(h, projectId, rejected);
+  return await recentRejections(h.kv, projectId);
+}
 
 harnessTest(
   "an entry from a browser whose Origin is allowed is stored with auth origin",
@@ -146,9 +161,7 @@ harnessTest(
     ) {
       await postEntries(h, project.id, { origin });
     }
-    await h.process();
-    await assertOnlyRejected(h, project.id, { bad_origin: 3 });
-    const recent = await recentRejections(h.kv, project.id);
+    const recent = await processRejected(h, project.id, { bad_origin: 3 });
     assert.deepEqual(recent.map((r) => [r.reason, r.origin, r.level]), [
       ["bad_origin", "https://evil.example.net", "info"],
       ["bad_origin", "https://app.example.com:8443", "info"],
@@ -166,9 +179,7 @@ harnessTest(
       h,
       randomEntry({ projectId: project.id, appid: "com.example.app.android" }),
     );
-    await h.process();
-    await assertOnlyRejected(h, project.id, { unknown_appid: 1 });
-    const recent = await recentRejections(h.kv, project.id);
+    const recent = await processRejected(h, project.id, { unknown_appid: 1 });
     assert.equal(recent.length, 1);
     assert.equal(recent[0]!.reason, "unknown_appid");
     assert.equal(recent[0]!.appid, "com.example.app.android");
@@ -180,12 +191,8 @@ harnessTest(
   async (h) => {
     const project = await h.project();
     await postEntries(h, project.id);
-    await h.process();
-    await assertOnlyRejected(h, project.id, { no_credentials: 1 });
-    assert.deepEqual(
-      (await recentRejections(h.kv, project.id)).map((r) => r.reason),
-      ["no_credentials"],
-    );
+    const recent = await processRejected(h, project.id, { no_credentials: 1 });
+    assert.deepEqual(recent.map((r) => r.reason), ["no_credentials"]);
   },
 );
 
@@ -251,9 +258,7 @@ harnessTest(
         Origin: ORIGIN,
       },
     );
-    await h.process();
-    await assertOnlyRejected(h, project.id, { unknown_level: 1 });
-    const recent = await recentRejections(h.kv, project.id);
+    const recent = await processRejected(h, project.id, { unknown_level: 1 });
     assert.equal(recent[0]!.reason, "unknown_level");
     assert.equal(recent[0]!.level, "audit");
   },

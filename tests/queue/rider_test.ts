@@ -56,7 +56,18 @@ async function counted(kv: Deno.Kv): Promise<number> {
   return Number((await kv.get<Deno.KvU64>(COUNTER)).value?.value ?? 0n);
 }
 
-Deno.test("a started producer commits a rider's mutations alone on its own tick, every 250 ms", async () => {
+/**
+ * Runs `body` with a started producer over an in-memory KV, carrying a
+ * {@linkcode countingRider} on a {@linkcode manualTimer}.
+ */
+async function withStartedProducer(
+  body: (setup: {
+    kv: Deno.Kv;
+    producer: GroupCommitter;
+    state: ReturnType<typeof countingRider>["state"];
+    timer: ReturnType<typeof manualTimer>;
+  }) => Promise<void>,
+): Promise<void> {
   const kv = await Deno.openKv(":memory:");
   try {
     const { rider, state } = countingRider();
@@ -68,6 +79,14 @@ Deno.test("a started producer commits a rider's mutations alone on its own tick,
       every: timer.every,
     });
     producer.start();
+    await body({ kv, producer, state, timer });
+  } finally {
+    kv.close();
+  }
+}
+
+Deno.test("a started producer commits a rider's mutations alone on its own tick, every 250 ms", async () => {
+  await withStartedProducer(async ({ kv, producer, state, timer }) => {
     assert.deepEqual(timer.periods, [RIDER_INTERVAL_MS]);
     assert.equal(RIDER_INTERVAL_MS, 250);
     state.waiting = 3;
@@ -81,23 +100,11 @@ Deno.test("a started producer commits a rider's mutations alone on its own tick,
     assert.equal(timer.stopped, 1);
     assert.equal(await counted(kv), 3);
     assert.deepEqual(await pendingBatches(kv), []);
-  } finally {
-    kv.close();
-  }
+  });
 });
 
 Deno.test("a rider's mutations go with the next commit of entries, and stop commits what is left", async () => {
-  const kv = await Deno.openKv(":memory:");
-  try {
-    const { rider, state } = countingRider();
-    const timer = manualTimer();
-    const producer = new GroupCommitter({
-      kv,
-      maxPending: 10,
-      rider,
-      every: timer.every,
-    });
-    producer.start();
+  await withStartedProducer(async ({ kv, producer, state }) => {
     state.waiting = 2;
     await producer.submit({
       id: "0000000000000000000001",
@@ -111,9 +118,7 @@ Deno.test("a rider's mutations go with the next commit of entries, and stop comm
     state.waiting = 5; // counted after the last commit, before any tick
     await producer.stop();
     assert.equal(await counted(kv), 7);
-  } finally {
-    kv.close();
-  }
+  });
 });
 
 Deno.test("a producer with no rider starts no timer", () => {
