@@ -7,7 +7,7 @@
  *
  * @module
  */
-import type { Cell, Facet, Facets } from "../source.ts";
+import { type Cell, type Facet, FACET_FIELDS, type Facets } from "../source.ts";
 import {
   addTerm,
   type ExplorerState,
@@ -21,16 +21,7 @@ import { formatTime, link } from "./format.ts";
 import type { PageContext } from "./layout.tsx";
 
 /** The fields every explorer shows facets of, in order. */
-export const STANDARD_FACETS: readonly string[] = [
-  "level",
-  "context.service",
-  "context.environment",
-  "context.release",
-  "device.os",
-  "device.browser",
-  "origin",
-  "appid",
-];
+export const STANDARD_FACETS: readonly string[] = FACET_FIELDS;
 
 /** The facet fields of a view: the standard ones, then the pinned ones. */
 export function facetFields(state: ExplorerState): string[] {

@@ -20,7 +20,7 @@ import {
 } from "./filter.ts";
 import { collect, countCollected } from "./columnar.ts";
 import type { ScanStats } from "./scan.ts";
-import type { Cell } from "./tally.ts";
+import { type Cell, compareCells } from "./tally.ts";
 
 /** The fields the explorer shows by default. */
 export const FACET_FIELDS: readonly string[] = [
@@ -93,15 +93,6 @@ export interface FacetsOptions {
   maxDistinct?: number;
   /** Time it may spend reading. @default {{ ms: FACETS_BUDGET_MS }} */
   budget?: { ms?: number; clock?: () => number };
-}
-
-/** Orders cells ascending; `null` last. */
-function compareCells(a: Cell, b: Cell): number {
-  if (a === b) return 0;
-  if (a === null) return 1;
-  if (b === null) return -1;
-  if (typeof a === "number" && typeof b === "number") return a - b;
-  return String(a) < String(b) ? -1 : 1;
 }
 
 /** Refuses a call past the bounds, naming them. */

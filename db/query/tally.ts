@@ -16,7 +16,7 @@ export function keyOf(cell: Cell): string {
 }
 
 /** Orders cells ascending; `null` last. */
-function compareCells(a: Cell, b: Cell): number {
+export function compareCells(a: Cell, b: Cell): number {
   if (a === b) return 0;
   if (a === null) return 1;
   if (b === null) return -1;
