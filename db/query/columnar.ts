@@ -35,7 +35,7 @@ import {
 import { decodeRecordLine, lineId, lineLevel } from "../storage/lines.ts";
 import { fieldText, resolvePath } from "../storage/text.ts";
 import { InexactReadError, MAX_READ_ATTEMPTS } from "./consistent.ts";
-import type { CompiledFilter, Filter } from "./filter.ts";
+import { type CompiledFilter, type Filter, termHolds } from "./filter.ts";
 import { MAX_ID } from "./listing.ts";
 import type { GroupBy } from "./pipe.ts";
 import type { ScanStats } from "./scan.ts";
@@ -371,19 +371,7 @@ function columnsMask(
   const levelOk = columns.levels.map((l) => filter.levelOk?.(l) ?? true);
   const fieldOk = terms.map((term) => {
     const field = columns.fields.get(term.path)!;
-    const ok = field.values.map((value) => {
-      const text = fieldText(value);
-      switch (term.op) {
-        case "eq":
-          return text === term.value;
-        case "neq":
-          return text !== term.value;
-        case "exists":
-          return text !== undefined;
-        case "missing":
-          return text === undefined;
-      }
-    });
+    const ok = field.values.map((value) => termHolds(term, fieldText(value)));
     return { codes: field.codes, ok };
   });
   const mask = new Uint8Array(columns.count);

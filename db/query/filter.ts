@@ -153,6 +153,14 @@ function testField(record: LogRecord, term: FieldTerm): boolean {
   const text = term.path === "fingerprint"
     ? fingerprintOf(record).fingerprint
     : fieldText(resolvePath(record, term.path));
+  return termHolds(term, text);
+}
+
+/**
+ * Whether a field whose text is `text` (`undefined`: absent) meets `term`,
+ * for a record's field and a column's value alike.
+ */
+export function termHolds(term: FieldTerm, text: string | undefined): boolean {
   switch (term.op) {
     case "eq":
       return text === term.value;
