@@ -67,9 +67,13 @@ function csrfOf(html: string): string {
   return match[1]!;
 }
 
-/** Signs in through the form; returns the session cookie. */
-async function signIn(
+/**
+ * Signs in through the form with `password` (the dashboard's
+ * `ADMIN_PASSWORD`); returns the session cookie.
+ */
+export async function signIn(
   app: ReturnType<typeof createDashboard>,
+  password = PASSWORD,
 ): Promise<string> {
   const form = await app.request("/login", {}, PEER);
   const token = cookiesOf(form)["dash_login"];
@@ -78,7 +82,7 @@ async function signIn(
     headers: { cookie: `dash_login=${token}`, ...SAME_ORIGIN },
     body: new URLSearchParams({
       _csrf: csrfOf(await form.text()),
-      password: PASSWORD,
+      password,
       next: "/",
     }),
   }, PEER);

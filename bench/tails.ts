@@ -20,47 +20,10 @@ import { loadConfig } from "../config.ts";
 import { createDashboard } from "../dashboard/app.ts";
 import { createProject } from "../db/projects.ts";
 import { createPipeline } from "../queue/pipeline.ts";
+import { signIn } from "./dashboard.ts";
 
 const PASSWORD = "tails benchmark";
 const ORIGIN = "https://app.example.com";
-const SAME_ORIGIN = {
-  origin: "http://localhost",
-  "sec-fetch-site": "same-origin",
-};
-const PEER = {
-  remoteAddr: { transport: "tcp" as const, hostname: "127.0.0.1", port: 1 },
-};
-
-function cookiesOf(res: Response): Record<string, string> {
-  const out: Record<string, string> = {};
-  for (const line of res.headers.getSetCookie()) {
-    const [pair = ""] = line.split(";");
-    const eq = pair.indexOf("=");
-    out[pair.slice(0, eq)] = pair.slice(eq + 1);
-  }
-  return out;
-}
-
-/** Signs in through the form; returns the session cookie. */
-async function signIn(
-  app: ReturnType<typeof createDashboard>,
-): Promise<string> {
-  const form = await app.request("/login", {}, PEER);
-  const token = cookiesOf(form)["dash_login"];
-  const csrf = /name="_csrf" value="([^"]+)"/.exec(await form.text())?.[1];
-  if (csrf === undefined) throw new Error("Cannot sign in: no _csrf");
-  const res = await app.request("/login", {
-    method: "POST",
-    headers: { cookie: `dash_login=${token}`, ...SAME_ORIGIN },
-    body: new URLSearchParams({ _csrf: csrf, password: PASSWORD, next: "/" }),
-  }, PEER);
-  const session = cookiesOf(res)["dash_session"];
-  if (res.status !== 303 || session === undefined) {
-    throw new Error(`Cannot sign in: answered ${res.status}`);
-  }
-  return `dash_session=${session}`;
-}
-
 /** The `q` quantile of `values`, in their unit. */
 function quantile(values: number[], q: number): number {
   const sorted = [...values].sort((x, y) => x - y);
@@ -129,7 +92,7 @@ async function run() {
   const readers: ReadableStreamDefaultReader<Uint8Array>[] = [];
   try {
     const sessions: string[] = [];
-    for (let i = 0; i < 25; i++) sessions.push(await signIn(dash));
+    for (let i = 0; i < 25; i++) sessions.push(await signIn(dash, PASSWORD));
     await sendAll(50); // warm up
     const before = await sendAll(200);
     const url =
