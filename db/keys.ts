@@ -30,6 +30,10 @@
  * | `global_rejected_entries/<slot>` | content of one of the last 100 entries naming no project |
  * | `rate_limits/<epoch>/<ip>` | `Deno.KvU64`, requests admitted while the address was busy |
  * | `dashboard_secret` | 32 random bytes, mixed with `ADMIN_PASSWORD` into the dashboard's signing key |
+ * | `quota_state/<projectId>` | a project's quota and spike state: entries stored this day and minute, rates (db/quota.ts), expiring |
+ * | `quota_grants/<batchId>/<projectId>` | entries a batch may store under a project's quota, decided once for every processor of the batch; deleted by its result commit, expiring |
+ * | `usage/<projectId>/<day ms>/<name>` | `Deno.KvU64`: entries accepted, stored, dropped by reason, bytes stored that UTC day (db/usage.ts); deleted past `USAGE_DAYS` and with the project |
+ * | `batch_key` | 32 random bytes: the AES-GCM key queued batches are sealed with (queue/batch.ts) |
  * | `dashboard_sessions/<sessionId>` | one signed-in dashboard session, expiring with it |
  * | `dashboard_flash/<sessionId>` | what a session's next page shows once (a new secret, replay results), expiring in minutes |
  * | `alert_rules/<projectId>/<ruleId>` | an alert rule (query, threshold, webhook, signing secret) |
@@ -315,6 +319,43 @@ export function rateLimitEpochPrefix(epoch: number): Deno.KvKey {
 /** Key of the dashboard's random secret, mixed into its session signing key. */
 export function dashboardSecretKey(): Deno.KvKey {
   return ["dashboard_secret"];
+}
+
+/** Key of a project's quota and spike state. */
+export function quotaStateKey(projectId: string): Deno.KvKey {
+  return ["quota_state", projectId];
+}
+
+/** Key of what a batch may store under a project's quota. */
+export function quotaGrantKey(batchId: string, projectId: string): Deno.KvKey {
+  return ["quota_grants", batchId, projectId];
+}
+
+/** Key of one usage counter of a project on the UTC day starting at `day`. */
+export function usageKey(
+  projectId: string,
+  day: number,
+  name: string,
+): Deno.KvKey {
+  return ["usage", projectId, day, name];
+}
+
+/** Prefix of a project's usage counters, by day. */
+export function usagePrefix(projectId: string): Deno.KvKey {
+  return ["usage", projectId];
+}
+
+/** The day and the counter name of a usage key. */
+export function decodeUsageKey(key: Deno.KvKey): { day: number; name: string } {
+  return {
+    day: Number(part(key, "usage", 2)),
+    name: String(part(key, "usage", 3)),
+  };
+}
+
+/** Key of the random key queued batches are sealed with. */
+export function batchSealKey(): Deno.KvKey {
+  return ["batch_key"];
 }
 
 /** Key of one signed-in dashboard session; deleting it ends the session. */

@@ -14,12 +14,12 @@ import {
   deadLetterKey,
   pendingBatchKey,
 } from "../../db/keys.ts";
-import { joinJson } from "../../db/blob.ts";
 import type { QueuedEntry } from "../../domain/entry.ts";
 import {
   decodeBatchHeader,
   encodeBatchHeader,
   type HandedBatch,
+  readBatchSlices,
 } from "../../queue/batch.ts";
 import { decodeJson } from "../../db/kv.ts";
 import { GroupCommitter } from "../../queue/producer.ts";
@@ -347,13 +347,11 @@ harnessTest(
       const dead = await h.kv.get(deadLetterKey(id));
       const header = decodeBatchHeader(dead.value);
       // The batch's entries stay in its slices, as when pending.
-      const head = (await h.kv.get<Uint8Array>(batchSliceKey(id, 0))).value!;
-      const entries = await joinJson<QueuedEntry[]>(
+      const entries = await readBatchSlices(
         h.kv,
-        head,
+        id,
         header.slices,
-        (n) => batchSliceKey(id, n),
-      );
+      ) as QueuedEntry[];
       assert.equal(entries[0]!.projectId, project.id);
       await h.kv.atomic().check(dead).delete(deadLetterKey(id))
         .set(
