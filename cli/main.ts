@@ -28,6 +28,7 @@ import { statsCommand } from "./stats.ts";
 import { auditCommand } from "./audit.ts";
 import { tokenCommand } from "./token.ts";
 import { userCommand } from "./user.ts";
+import { usageCommand } from "./usage.ts";
 
 /** The commands, by their first word. */
 export const COMMANDS: Record<string, Command> = {
@@ -41,6 +42,7 @@ export const COMMANDS: Record<string, Command> = {
   token: tokenCommand,
   audit: auditCommand,
   errors: errorsCommand,
+  usage: usageCommand,
 };
 
 const USAGE = `Operator commands of the log ingestion service.
@@ -60,6 +62,7 @@ Usage:
                                     Read tokens of the read API
   deno task audit [PROJECT]         Who changed what, and when
   deno task errors PROJECT          Errors grouped: count, first and last seen
+  deno task usage [PROJECT]         Entries accepted, stored, dropped, by day
 
 A project is named by its id or its name wherever a command takes one.
 

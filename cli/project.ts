@@ -57,6 +57,7 @@ import {
 import { USAGE } from "./project_usage.ts";
 import { recordCliChange } from "./audit.ts";
 import { scrubSubcommand } from "./project_scrub.ts";
+import { quotaSubcommand, spikeSubcommand } from "./project_quota.ts";
 import { resolveProject } from "./resolve.ts";
 
 /** Longest `--grace` of `rotate-secret`: a year. */
@@ -287,6 +288,8 @@ const SUBCOMMANDS: Subcommands = {
     },
   }),
   scrub: scrubSubcommand,
+  quota: quotaSubcommand,
+  spike: spikeSubcommand,
   delete: subcommand({
     positionals: ["ID"],
     options: { ...JSON_FLAG, yes: { type: "boolean", short: "y" } },

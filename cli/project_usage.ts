@@ -5,6 +5,7 @@
  */
 
 import { SCRUB_USAGE } from "./project_scrub.ts";
+import { QUOTA_USAGE, SPIKE_USAGE } from "./project_quota.ts";
 
 /** Help of `project` (key "") and of each subcommand. */
 export const USAGE: Record<string, string> = {
@@ -22,11 +23,17 @@ Commands:
   levels ID [add|remove NAME]            Show, add or remove custom levels
   retention ID DAYS                      Keep new entries DAYS days
   scrub ID [--key|--detector|--pattern …] Show or change what is scrubbed
+  quota ID [--per-day N] [--per-minute M] [--off]
+                                         Entries stored per day and minute
+  spike ID [--multiple X --keep K] [--off]
+                                         Sampling in a spike
   delete ID [--yes]                      Delete the project and its logs
 
 ID is a project's id or its name (a name several projects share is refused).
 Every command takes --json (machine output) and --help.`,
   scrub: SCRUB_USAGE,
+  quota: QUOTA_USAGE,
+  spike: SPIKE_USAGE,
   create: `Create a project and print it, secret included.
 
 Usage: deno task project create --name NAME [--allow VALUE]... [--json]
