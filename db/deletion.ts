@@ -12,11 +12,13 @@ import {
   errorGroupSeenKey,
   fingerprintKeyKey,
   projectKey,
+  quotaStateKey,
   rejectedEntriesPrefix,
   rejectionsPrefix,
   savedViewKey,
   seenSignaturesPrefix,
   statsPrefix,
+  usagePrefix,
 } from "./keys.ts";
 import { deletePrefix, ProjectNotFoundError } from "./projects.ts";
 import { countStoredEntries } from "./query/summaries.ts";
@@ -26,7 +28,8 @@ import { deleteReadTokens } from "./tokens.ts";
 /**
  * Deletes a project and all under it: entries (chunks, their summaries and
  * counters), counters, recent and kept rejections, remembered signatures,
- * saved views, error groups, read tokens and the audit log; returns how many
+ * saved views, error groups, usage and quota state, read tokens and the
+ * audit log; returns how many
  * entries it deleted. The record goes first:
  * every write under a project checks it in its own atomic operation, so none
  * can land after. The data then goes in passes until one finds nothing
@@ -55,6 +58,7 @@ export async function deleteProject(
         errorGroupCountKey(projectId),
         errorGroupSeenKey(projectId),
         fingerprintKeyKey(projectId),
+        usagePrefix(projectId),
       ]
     ) {
       deleted += await deletePrefix(kv, prefix);
@@ -65,6 +69,8 @@ export async function deleteProject(
       deleted++;
     }
   }
+  // Its writes check the project record: none lands after the deletion.
+  await kv.delete(quotaStateKey(projectId));
   await deleteReadTokens(kv, projectId);
   await deleteAudit(kv, projectId);
   return logs;

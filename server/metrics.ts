@@ -149,6 +149,39 @@ function rejectedSamples(totals: ServiceTotals): Sample[] {
   return samples;
 }
 
+/** Today's usage by project: entries by what became of them. */
+function usageSamples(totals: ServiceTotals): Sample[] {
+  const samples: Sample[] = [];
+  for (const [project, { day }] of byName(totals.usageToday)) {
+    for (
+      const kind of [
+        "accepted",
+        "stored",
+        "over_quota",
+        "sampled",
+        "rejected",
+      ] as const
+    ) {
+      samples.push(["", { project, kind }, day[kind]]);
+    }
+  }
+  return samples;
+}
+
+/** The share of each per-day quota used today. */
+function quotaSamples(totals: ServiceTotals): Sample[] {
+  const samples: Sample[] = [];
+  for (const [project, { day, quotaPerDay }] of byName(totals.usageToday)) {
+    if (quotaPerDay === undefined) continue;
+    samples.push([
+      "",
+      { project },
+      Math.min(day.stored, quotaPerDay) / quotaPerDay,
+    ]);
+  }
+  return samples;
+}
+
 /**
  * The Prometheus text of this process's requests and the service's totals.
  */
@@ -182,6 +215,28 @@ export function renderMetrics(
       "counter",
       "Entries dropped, by project and reason; without a project label for entries naming no existing project (the whole service).",
       rejectedSamples(totals),
+    ),
+    family(
+      "logs_usage_entries_today",
+      "gauge",
+      "Entries of the current UTC day by project and by what became of them: accepted, stored, over_quota, sampled, rejected.",
+      usageSamples(totals),
+    ),
+    family(
+      "logs_usage_bytes_today",
+      "gauge",
+      "Characters of the JSON of the entries stored in the current UTC day, by project.",
+      byName(totals.usageToday).map(([project, { day }]) => [
+        "",
+        { project },
+        day.bytes,
+      ]),
+    ),
+    family(
+      "logs_quota_used_ratio",
+      "gauge",
+      "Share of the per-day quota used in the current UTC day, by project with a quota.",
+      quotaSamples(totals),
     ),
     family(
       "logs_queue_pending_batches",

@@ -35,6 +35,7 @@ import { decodeJson, getManyChunked } from "../kv.ts";
 import { chunkExpireIn, deleteChunk, setChunk } from "./write.ts";
 import { lineId } from "./lines.ts";
 import { deleteExpiredCounts } from "../log_counts.ts";
+import { deleteOldUsage } from "../usage.ts";
 import { listProjects, type Project } from "../projects.ts";
 import {
   buildChunkPausing,
@@ -195,6 +196,7 @@ export async function mergeProject(
   try {
     await expireAndList(round, summaries);
     await deleteExpiredCounts(kv, projectId, options.now - retentionMs);
+    await deleteOldUsage(kv, projectId, options.now);
     const done: Merged = { sources: new Set(), written: [] };
     outer: for (const run of openRuns(summaries)) {
       const rawLimit = rawLimitOf(run);

@@ -10,6 +10,10 @@ import { listGroups } from "../../db/error_groups.ts";
 import { setQuota, setSpikeProtection } from "../../db/quota.ts";
 import { readUsage } from "../../db/usage.ts";
 import { DAY_MS } from "../../domain/entry.ts";
+import { deleteProject } from "../../db/deletion.ts";
+import { quotaStateKey } from "../../db/keys.ts";
+import { mergeProject } from "../../db/storage/merge.ts";
+import { metricsHandler, RequestMetrics } from "../../server/metrics.ts";
 import {
   harnessTest,
   ORIGIN,
@@ -168,5 +172,69 @@ harnessTest(
       () => setSpikeProtection(h.kv, project.id, { multiple: 3, keep: 1.5 }),
       /Cannot keep 1 in "1.5"/,
     );
+  },
+);
+
+harnessTest(
+  "/metrics gives today's usage by project and the share of its quota used",
+  async (h) => {
+    const project = await h.project();
+    await setQuota(h.kv, project.id, { perDay: 4 });
+    for (let i = 0; i < 5; i++) {
+      await postQueued(h, randomEntry({ projectId: project.id }), {
+        Origin: ORIGIN,
+      });
+    }
+    await h.process();
+    const handler = metricsHandler({
+      kv: h.kv,
+      requests: new RequestMetrics(),
+      sweptAt: h.clock.now,
+      token: "metrics-token",
+      now: h.clock.now,
+    });
+    const res = await handler(
+      new Request("http://127.0.0.1:9464/metrics", {
+        headers: { Authorization: "Bearer metrics-token" },
+      }),
+    );
+    const lines = (await res.text()).split("\n");
+    const p = `project="${project.id}"`;
+    for (
+      const line of [
+        `logs_usage_entries_today{${p},kind="accepted"} 5`,
+        `logs_usage_entries_today{${p},kind="stored"} 4`,
+        `logs_usage_entries_today{${p},kind="over_quota"} 1`,
+        `logs_quota_used_ratio{${p}} 1`,
+        `logs_entries_rejected_total{${p},reason="over_quota"} 1`,
+      ]
+    ) assert.ok(lines.includes(line), `expected ${line}`);
+    assert.ok(lines.some((l) => l.startsWith(`logs_usage_bytes_today{${p}} `)));
+  },
+);
+
+harnessTest(
+  "usage is kept 90 days by the merger and deleted with the project",
+  async (h) => {
+    const project = await h.project();
+    await setQuota(h.kv, project.id, { perDay: 100 });
+    await postQueued(h, randomEntry({ projectId: project.id }), {
+      Origin: ORIGIN,
+    });
+    await h.process();
+    const usage = () => readUsage(h.kv, project.id, { now: h.clock.now() });
+    await mergeProject(h.kv, project.id, { now: h.clock.now() + 89 * DAY_MS });
+    assert.equal((await usage()).length, 1);
+    await mergeProject(h.kv, project.id, { now: h.clock.now() + 90 * DAY_MS });
+    assert.deepEqual(await usage(), []);
+
+    await postQueued(h, randomEntry({ projectId: project.id }), {
+      Origin: ORIGIN,
+    });
+    await h.process();
+    assert.equal((await usage()).length, 1);
+    await deleteProject(h.kv, project.id);
+    assert.deepEqual(await usage(), []);
+    assert.equal((await h.kv.get(quotaStateKey(project.id))).value, null);
   },
 );
