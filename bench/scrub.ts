@@ -32,7 +32,7 @@ const ORIGIN = "https://shop.example.com";
 const GROUP = 200;
 
 /** Typical entries for `project`, one a millisecond from `start`. */
-function typicalEntries(
+export function typicalEntries(
   projectId: string,
   count: number,
   start: number,
@@ -57,13 +57,13 @@ function typicalEntries(
 }
 
 /** Median of `values`. */
-function median(values: number[]): number {
+export function median(values: number[]): number {
   const sorted = [...values].sort((a, b) => a - b);
   return sorted[Math.floor(sorted.length / 2)]!;
 }
 
 /** The consumer's time per entry, µs, over `entries` committed and handed over. */
-async function consumerMicros(
+export async function consumerMicros(
   project: Project,
   entries: QueuedEntry[],
 ): Promise<number> {

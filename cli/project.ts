@@ -58,6 +58,7 @@ import { USAGE } from "./project_usage.ts";
 import { recordCliChange } from "./audit.ts";
 import { scrubSubcommand } from "./project_scrub.ts";
 import { quotaSubcommand, spikeSubcommand } from "./project_quota.ts";
+import { retentionRulesSubcommand } from "./project_retention.ts";
 import { resolveProject } from "./resolve.ts";
 
 /** Longest `--grace` of `rotate-secret`: a year. */
@@ -288,6 +289,7 @@ const SUBCOMMANDS: Subcommands = {
     },
   }),
   scrub: scrubSubcommand,
+  "retention-rules": retentionRulesSubcommand,
   quota: quotaSubcommand,
   spike: spikeSubcommand,
   delete: subcommand({

@@ -6,6 +6,7 @@
 
 import { SCRUB_USAGE } from "./project_scrub.ts";
 import { QUOTA_USAGE, SPIKE_USAGE } from "./project_quota.ts";
+import { RETENTION_RULES_USAGE } from "./project_retention.ts";
 
 /** Help of `project` (key "") and of each subcommand. */
 export const USAGE: Record<string, string> = {
@@ -22,6 +23,7 @@ Commands:
   rotate-secret ID [--grace 24h]         Replace the secret; prints the new one
   levels ID [add|remove NAME]            Show, add or remove custom levels
   retention ID DAYS                      Keep new entries DAYS days
+  retention-rules ID [--add F --days N]  Keep entries by level: "level<=info"
   scrub ID [--key|--detector|--pattern …] Show or change what is scrubbed
   quota ID [--per-day N] [--per-minute M] [--off]
                                          Entries stored per day and minute
@@ -32,6 +34,7 @@ Commands:
 ID is a project's id or its name (a name several projects share is refused).
 Every command takes --json (machine output) and --help.`,
   scrub: SCRUB_USAGE,
+  "retention-rules": RETENTION_RULES_USAGE,
   quota: QUOTA_USAGE,
   spike: SPIKE_USAGE,
   create: `Create a project and print it, secret included.

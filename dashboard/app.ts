@@ -45,6 +45,7 @@ import { deadLettersRoutes } from "./routes/dead_letters.ts";
 import { alertsRoutes } from "./routes/alerts.ts";
 import { apiRoutes } from "./routes/api.ts";
 import { auditRoutes } from "./routes/audit.ts";
+import { usageRoutes } from "./routes/usage.ts";
 import { tokensRoutes } from "./routes/tokens.ts";
 import { usersRoutes } from "./routes/users.ts";
 import {
@@ -182,6 +183,7 @@ export function createDashboard(options: DashboardOptions): DashApp {
   usersRoutes(app, deps);
   tokensRoutes(app, deps);
   auditRoutes(app, deps);
+  usageRoutes(app, deps);
   apiRoutes(app, deps);
 
   app.notFound(async (c) =>

@@ -63,6 +63,7 @@ export const PAGES: readonly Page[] = [
   { method: "POST", path: "/logout", need: "signed-in" },
   // The top navigation.
   { method: "GET", path: "/", need: "signed-in", nav: "Projects" },
+  { method: "GET", path: "/usage", need: "signed-in", nav: "Usage" },
   { method: "GET", path: "/dead-letters", need: "admin", nav: "Dead letters" },
   { method: "GET", path: "/users", need: "admin", nav: "Users" },
   // The project tabs.
@@ -150,6 +151,9 @@ export const PAGES: readonly Page[] = [
   { method: "POST", path: "/projects/:id/alerts/remove", need: "configure" },
   // Deleting a project is the administrators' alone.
   { method: "POST", path: "/projects/:id/settings/delete", need: "delete" },
+  // So are a project's quota and spike protection: they decide what it costs.
+  { method: "POST", path: "/projects/:id/settings/quota", need: "delete" },
+  { method: "POST", path: "/projects/:id/settings/spike", need: "delete" },
   // The service-wide changes.
   { method: "POST", path: "/projects", need: "admin" },
   { method: "POST", path: "/dead-letters/replay", need: "admin" },

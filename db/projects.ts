@@ -11,6 +11,7 @@
 import { DAY_MS } from "../domain/entry.ts";
 import type { ScrubRule } from "../domain/scrub.ts";
 import type { Quota, SpikeProtection } from "./quota.ts";
+import type { RetentionRule } from "./retention_rules.ts";
 import { decodeJson, encodeJson, listJson } from "./kv.ts";
 import {
   InvalidValueError,
@@ -67,6 +68,8 @@ export interface Project {
   quota?: Quota;
   /** Sampling of info and warning entries in a spike (db/quota.ts). @default absent: off */
   spike?: SpikeProtection;
+  /** Retention by filter beside `retentionDays` (db/retention_rules.ts). @default absent: none */
+  retentionRules?: RetentionRule[];
 }
 
 /** Thrown when a project id names no project. */

@@ -13,6 +13,7 @@ import { recordAudit } from "../../db/audit.ts";
 import { listReadTokens } from "../../db/tokens.ts";
 import { InvalidValueError } from "../../db/validation.ts";
 import { deleteProject } from "../../db/deletion.ts";
+import { setQuota, setSpikeProtection } from "../../db/quota.ts";
 import {
   addLevel,
   allowValue,
@@ -50,6 +51,8 @@ const DONE: Record<string, string> = {
   "level-remove": "Level removed.",
   retention: "Retention saved.",
   rotate: "Secret rotated.",
+  quota: "Quota saved.",
+  spike: "Spike protection saved.",
   "token-revoke": "Token revoked: it no longer reads this project.",
 };
 
@@ -71,6 +74,16 @@ export async function showSettings(
       retentionDays: project.retentionDays,
       createdAt: project.createdAt,
       scrubRules: scrubRules(project),
+      ...(project.quota ? { quota: project.quota } : {}),
+      ...(project.spike ? { spike: project.spike } : {}),
+      ...(project.retentionRules
+        ? {
+          retentionRules: project.retentionRules.map((r) => ({
+            filter: r.filter,
+            days: r.days,
+          })),
+        }
+        : {}),
       ...(project.previousSecretExpiresAt === undefined
         ? {}
         : { previousSecretExpiresAt: project.previousSecretExpiresAt }),
@@ -129,6 +142,16 @@ function storing(
   };
 }
 
+/** A form's whole number, or a refusal naming `what`. */
+function wholeNumber(what: string, text: string): number {
+  if (!/^\d{1,12}$/.test(text)) {
+    throw new InvalidValueError(
+      `Cannot set the ${what} to "${text}": expected a whole number`,
+    );
+  }
+  return Number(text);
+}
+
 /** The settings changes by action, each answered by a redirect. */
 const CHANGES: Record<string, Change> = {
   allow: {
@@ -165,6 +188,44 @@ const CHANGES: Record<string, Change> = {
       }
       await setRetention(deps.kv, id, Number(value));
       return c.redirect(back(deps, id, "retention", "retention"), 303);
+    },
+  },
+  quota: {
+    field: "per_day",
+    errorKey: "quota",
+    async apply(deps, id, value, c) {
+      const perMinute = (await formField(c, "per_minute")).trim();
+      await setQuota(deps.kv, id, {
+        ...(value === ""
+          ? {}
+          : { perDay: wholeNumber("per-day quota", value) }),
+        ...(perMinute === ""
+          ? {}
+          : { perMinute: wholeNumber("per-minute quota", perMinute) }),
+      });
+      return c.redirect(back(deps, id, "quota", "quota"), 303);
+    },
+  },
+  spike: {
+    field: "multiple",
+    errorKey: "spike",
+    async apply(deps, id, value, c) {
+      const keep = (await formField(c, "keep")).trim();
+      if (value === "" && keep === "") {
+        await setSpikeProtection(deps.kv, id, null);
+      } else {
+        const multiple = Number(value);
+        if (value === "" || !Number.isFinite(multiple)) {
+          throw new InvalidValueError(
+            `Cannot set the spike multiple to "${value}": expected a number`,
+          );
+        }
+        await setSpikeProtection(deps.kv, id, {
+          multiple,
+          keep: wholeNumber("spike's k", keep),
+        });
+      }
+      return c.redirect(back(deps, id, "spike", "quota"), 303);
     },
   },
   rotate: {

@@ -23,7 +23,6 @@
  * @module
  */
 import { timeBound } from "../../domain/ids.ts";
-import { DAY_MS } from "../../domain/entry.ts";
 import {
   logChunkKey,
   logMergesKey,
@@ -36,6 +35,8 @@ import { chunkExpireIn, deleteChunk, setChunk } from "./write.ts";
 import { lineId } from "./lines.ts";
 import { deleteExpiredCounts } from "../log_counts.ts";
 import { deleteOldUsage } from "../usage.ts";
+import { chunkRetentionMs, longestRetentionMs } from "../retention_rules.ts";
+import { levelsPast, pruneChunk } from "./prune.ts";
 import { listProjects, type Project } from "../projects.ts";
 import {
   buildChunkPausing,
@@ -126,6 +127,9 @@ interface Round {
   projectId: string;
   now: number;
   retentionMs: number;
+  /** The retention of one chunk, and its levels already past their time. */
+  retentionOf: (summary: ChunkSummary) => number;
+  pastOf: (summary: ChunkSummary) => Set<string>;
   pause: () => Promise<void>;
   result: MergeResult;
   /** An atomic operation guarded by the project and the marker. */
@@ -138,7 +142,12 @@ function openRound(
   kv: Deno.Kv,
   project: Deno.KvEntryMaybe<unknown>,
   marker: Deno.KvEntryMaybe<Deno.KvU64>,
-  options: MergeOptions & { projectId: string; retentionMs: number },
+  options: MergeOptions & {
+    projectId: string;
+    retentionMs: number;
+    retentionOf: Round["retentionOf"];
+    pastOf: Round["pastOf"];
+  },
   result: MergeResult,
 ): Round {
   const { projectId } = options;
@@ -148,6 +157,8 @@ function openRound(
     projectId,
     now: options.now,
     retentionMs: options.retentionMs,
+    retentionOf: options.retentionOf,
+    pastOf: options.pastOf,
     pause: options.pause ?? nextTurn,
     result,
     guarded: () =>
@@ -185,11 +196,15 @@ export async function mergeProject(
   ]);
   const project = decodeJson<Project>(projectEntry!.value);
   if (project === null) return result;
-  const retentionMs = project.retentionDays * DAY_MS;
+  // Retention by filter: chunks are kept for the longest, and each goes
+  // once every level it holds is past its time (db/retention_rules.ts).
+  const retentionMs = longestRetentionMs(project);
   const round = openRound(kv, projectEntry!, marker!, {
     ...options,
     projectId,
     retentionMs,
+    retentionOf: (s) => chunkRetentionMs(project, Object.keys(s.levels)),
+    pastOf: (s) => levelsPast(project, s, options.now),
   }, result);
   // Summaries, oldest first (as far as listed when a conflict stops it).
   const summaries: ChunkSummary[] = [];
@@ -232,7 +247,6 @@ async function expireAndList(
   summaries: ChunkSummary[],
 ): Promise<void> {
   const { kv, projectId } = round;
-  const horizon = timeBound(round.now - round.retentionMs);
   let expired: ChunkSummary[] = [];
   const flushExpired = async () => {
     const op = round.guarded();
@@ -247,10 +261,14 @@ async function expireAndList(
   });
   for await (const entry of iter) {
     const summary = decodeSummary(entry.value, logUnitId(entry.key));
-    if (summary.lastId < horizon) {
+    if (summary.lastId < timeBound(round.now - round.retentionOf(summary))) {
       expired.push(summary);
       if (expired.length >= EXPIRE_BATCH) await flushExpired();
-    } else summaries.push(summary);
+    } else {
+      // Retention by filter: a chunk's levels past their time go first.
+      const kept = await pruneChunk(round, summary, round.pastOf(summary));
+      if (kept) summaries.push(kept);
+    }
   }
   if (expired.length > 0) await flushExpired();
 }

@@ -94,6 +94,13 @@ const ROWS: Row[] = [
   postRow("/projects/:id/settings/delete", "admin-project", 400, {
     confirm: "not the name",
   }),
+  postRow("/projects/:id/settings/quota", "admin-project", 400, {
+    per_day: "0",
+  }),
+  postRow("/projects/:id/settings/spike", "admin-project", 400, {
+    multiple: "x",
+  }),
+  getRow("/usage", "any", 200),
   configureRow("/settings/tokens", 400, { name: "" }),
   configureRow("/settings/tokens/revoke", 400, { token: "nope" }),
   getRow("/api/v1/projects/:id/logs", "read", 200),

@@ -1,0 +1,105 @@
+/**
+ * What quotas and batch sealing cost per entry (docs/privacy.md#what-it-costs),
+ * in process, on the query bench's typical entries:
+ *
+ * - the consumer's time per entry for a project without a quota, with a
+ *   quota that is never reached (the grant's read and small commit per
+ *   batch), and with spike protection too, in alternating rounds;
+ * - sealing and opening a batch's JSON (AES-GCM, one call per batch of
+ *   200 entries), per entry.
+ *
+ * ```sh
+ * deno run --allow-read --allow-write --allow-env bench/quota.ts [--count 20000]
+ * ```
+ *
+ * @module
+ */
+import { parseArgs } from "node:util";
+import { createProject, type Project } from "../db/projects.ts";
+import { openBatch, sealBatch } from "../queue/batch.ts";
+import { consumerMicros, median, typicalEntries } from "./scrub.ts";
+
+const ORIGIN = "https://shop.example.com";
+const GROUP = 200;
+
+/** Sealing and opening per entry, µs, over batches of {@linkcode GROUP}. */
+async function sealMicros(
+  texts: string[],
+): Promise<{ seal: number; open: number }> {
+  const kv = await Deno.openKv(":memory:");
+  try {
+    const batches: string[] = [];
+    for (let at = 0; at < texts.length; at += GROUP) {
+      batches.push(`[${texts.slice(at, at + GROUP).join(",")}]`);
+    }
+    await sealBatch(kv, "[]"); // the key, made once
+    let began = performance.now();
+    const sealed: Uint8Array[] = [];
+    for (const batch of batches) sealed.push(await sealBatch(kv, batch));
+    const seal = (performance.now() - began) * 1000 / texts.length;
+    began = performance.now();
+    for (const bytes of sealed) await openBatch(kv, bytes);
+    const open = (performance.now() - began) * 1000 / texts.length;
+    return { seal, open };
+  } finally {
+    kv.close();
+  }
+}
+
+if (import.meta.main) {
+  const { values } = parseArgs({
+    args: Deno.args,
+    options: {
+      count: { type: "string", default: "20000" },
+      rounds: { type: "string", default: "5" },
+    },
+  });
+  const count = Number(values.count);
+  const rounds = Number(values.rounds);
+  const start = Date.UTC(2026, 10, 26);
+  const setup = await Deno.openKv(":memory:");
+  const plain = await createProject(setup, {
+    name: "quota bench",
+    allow: [ORIGIN],
+    now: () => start,
+  });
+  setup.close();
+  const variants: [string, Project][] = [
+    ["no quota", plain],
+    ["quota", { ...plain, quota: { perDay: 1e9, perMinute: 1e7 } }],
+    ["quota and spike", {
+      ...plain,
+      quota: { perDay: 1e9, perMinute: 1e7 },
+      spike: { multiple: 1000, keep: 10 },
+    }],
+  ];
+  const entries = typicalEntries(plain.id, count, start);
+  const times = new Map<string, number[]>(variants.map(([n]) => [n, []]));
+  for (let round = 0; round < rounds; round++) {
+    for (const [name, project] of variants) {
+      times.get(name)!.push(await consumerMicros(project, entries));
+    }
+  }
+  const base = median(times.get("no quota")!);
+  for (const [name] of variants) {
+    const m = median(times.get(name)!);
+    console.log(
+      `${name}: consumer ${m.toFixed(2)} µs/entry (${
+        (m - base).toFixed(2)
+      } µs over no quota)`,
+    );
+  }
+  const texts = entries.map((e) => JSON.stringify(e));
+  const seals = [];
+  for (let round = 0; round < rounds; round++) {
+    seals.push(await sealMicros(texts));
+  }
+  const bytes = texts.reduce((n, t) => n + t.length, 0) / texts.length;
+  console.log(
+    `sealing: ${
+      median(seals.map((s) => s.seal)).toFixed(3)
+    } µs/entry, opening ${
+      median(seals.map((s) => s.open)).toFixed(3)
+    } µs/entry (batches of ${GROUP}, ${bytes.toFixed(0)} bytes an entry)`,
+  );
+}
