@@ -10,8 +10,7 @@
  */
 import { DAY_MS } from "../domain/entry.ts";
 import type { ScrubRule } from "../domain/scrub.ts";
-import type { Quota, SpikeProtection } from "./quota.ts";
-import type { RetentionRule } from "./retention_rules.ts";
+import type { Quota, RetentionRule, SpikeProtection } from "../domain/quota.ts";
 import { decodeJson, encodeJson, listJson } from "./kv.ts";
 import {
   InvalidValueError,

@@ -28,6 +28,9 @@ import { projectKey, quotaGrantKey, quotaStateKey, usageKey } from "./keys.ts";
 import { decodeJson, encodeJson } from "./kv.ts";
 import { type Project, updateProject } from "./projects.ts";
 import { InvalidValueError } from "./validation.ts";
+import type { Quota, SpikeProtection } from "../domain/quota.ts";
+
+export type { Quota, SpikeProtection };
 
 /** Largest per-day quota. */
 export const MAX_QUOTA_PER_DAY = 1_000_000_000;
@@ -52,20 +55,6 @@ const GRANT_TTL_MS = DAY_MS;
 const MAX_GRANT_ATTEMPTS = 100;
 const MINUTE_MS = 60_000;
 const HOUR_MS = 3_600_000;
-
-/** A project's quota: either bound may be absent. */
-export interface Quota {
-  perDay?: number;
-  perMinute?: number;
-}
-
-/** A project's spike protection. */
-export interface SpikeProtection {
-  /** A spike is a rate past this multiple of the hourly average. */
-  multiple: number;
-  /** In a spike, 1 in `keep` info and warning entries is stored. */
-  keep: number;
-}
 
 /** Levels spike protection samples. */
 export const SAMPLED_LEVELS: readonly string[] = ["info", "warning"];

@@ -21,18 +21,12 @@ import {
   updateProject,
 } from "./projects.ts";
 import { InvalidValueError, validateLevel } from "./validation.ts";
+import type { RetentionRule } from "../domain/quota.ts";
+
+export type { RetentionRule };
 
 /** Rules a project holds at most. */
 export const MAX_RETENTION_RULES = 20;
-
-/** One rule: entries whose level compares so with `level` are kept `days`. */
-export interface RetentionRule {
-  /** The filter as written, `level<=info`. */
-  filter: string;
-  op: "<" | "<=" | "=" | ">=" | ">";
-  level: string;
-  days: number;
-}
 
 const FILTER = /^level\s*(<=|>=|<|>|=)\s*([a-z][a-z0-9_-]*)$/;
 
