@@ -10,7 +10,7 @@
  */
 import assert from "node:assert/strict";
 import { QUERY_BUDGET_MS } from "../../db/query/query.ts";
-import { jsonStart } from "../../dashboard/pages/entry_fields.ts";
+import { jsonStart } from "../../dashboard/pages/entry.tsx";
 import { signedInTest, store } from "../_helpers/dashboard.ts";
 import { wideData } from "../_helpers/dashboard_seed.ts";
 
