@@ -1,13 +1,15 @@
 /**
  * What the dashboard's routes share: their dependencies, the Hono
  * environment (the answer's nonce and the session), the page context built
- * from a request, rendering a page to an HTML answer, and reading forms.
+ * from a request, rendering a page to an HTML answer, reading forms, and
+ * recording what the signed-in account changed in the audit log.
  *
  * @module
  */
 import type { ScanBudget } from "../../db/query/scan.ts";
 import type { Context, Hono } from "hono";
 import type { BlankSchema } from "hono/types";
+import { recordAudit } from "../../db/audit.ts";
 import { getProject, type Project } from "../../db/projects.ts";
 import { type Flash, setFlash, takeFlash } from "../flash.ts";
 import { mayOpen, mayPost } from "../page_table.ts";
@@ -233,4 +235,25 @@ export async function projectNotFound(
     "No project has this id. It may have been deleted.",
     404,
   );
+}
+
+/**
+ * Records in the audit log that the signed-in account made a change:
+ * `projectId` is the project's log, `null` the service's.
+ *
+ * @example
+ * ```ts
+ * await audit(c, deps, { projectId, action: "alert.remove", detail: ruleId });
+ * ```
+ */
+export async function audit(
+  c: DashContext,
+  deps: DashboardDeps,
+  event: { projectId: string | null; action: string; detail: string },
+): Promise<void> {
+  await recordAudit(deps.kv, {
+    ...event,
+    actor: c.get("session")!.account.email,
+    now: deps.now,
+  });
 }
