@@ -10,10 +10,10 @@ import { cli } from "../_helpers/cli.ts";
 import { kvTest, recordAt, storeBatch, T0 } from "../_helpers/query.ts";
 import {
   countsBy,
-  hourOf,
   PIPE_RECORDS,
   serviceOf,
-  severe,
+  SEVERE_BY_HOUR,
+  severeByHour,
   storePipeRecords,
 } from "../_helpers/pipes.ts";
 
@@ -21,22 +21,19 @@ function logs(kv: Deno.Kv, args: string[], now = () => T0 + 86_400_000) {
   return cli(kv, ["logs", ...args], { now });
 }
 
-const BY_HOUR = "level>=error | count by (time 1h, context.service)";
-
 kvTest(
   "--json prints one object per row: the fields' paths, time and count",
   async (kv) => {
     const projectId = await storePipeRecords(kv);
-    const run = await logs(kv, [projectId, "--query", BY_HOUR, "--json"]);
+    const run = await logs(kv, [
+      projectId,
+      "--query",
+      SEVERE_BY_HOUR,
+      "--json",
+    ]);
     assert.equal(run.code, 0, run.stderr);
     const rows = run.stdout.trim().split("\n").map((l) => JSON.parse(l));
-    const expected = countsBy(
-      severe,
-      (r) => JSON.stringify([hourOf(r), serviceOf(r)]),
-    ).map(([key, count]) => {
-      const [time, service] = JSON.parse(key);
-      return { time, "context.service": service, count };
-    });
+    const expected = severeByHour();
     const text = (list: unknown[]) => list.map((r) => JSON.stringify(r)).sort();
     assert.deepEqual(text(rows), text(expected));
     assert.deepEqual(Object.keys(rows[0]), [
