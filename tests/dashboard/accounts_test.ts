@@ -34,6 +34,7 @@ import {
   textOf,
   withSignedIn,
 } from "../_helpers/dashboard.ts";
+import { peakRss } from "../_helpers/memory.ts";
 
 const stdin = (line: string | null) => () => Promise.resolve(line);
 
@@ -381,31 +382,25 @@ dashboardTest(
 Deno.test("eight password checks at once stay within +150 MB of RSS (scrypt runs two at a time)", async () => {
   const hash = await hashPassword("the right password");
   const before = Deno.memoryUsage().rss;
-  let peak = before;
-  const sampler = setInterval(() => {
-    peak = Math.max(peak, Deno.memoryUsage().rss);
-  }, 5);
-  try {
-    const results = await Promise.all(
+  const [results, peak] = await peakRss(() =>
+    Promise.all(
       Array.from(
         { length: 8 },
         (_, i) =>
           verifyPassword(i === 0 ? "the right password" : `wrong ${i}`, hash),
       ),
-    );
-    assert.deepEqual(results, [
-      true,
-      false,
-      false,
-      false,
-      false,
-      false,
-      false,
-      false,
-    ]);
-  } finally {
-    clearInterval(sampler);
-  }
+    )
+  );
+  assert.deepEqual(results, [
+    true,
+    false,
+    false,
+    false,
+    false,
+    false,
+    false,
+    false,
+  ]);
   const grown = peak - before;
   assert.ok(grown < 150 * 1024 * 1024, `RSS grew ${grown} bytes`);
 });
