@@ -165,9 +165,8 @@ export function alertsRoutes(
     path,
     withProject(deps, async (c, project) => {
       const flash = await sessionFlash(c, deps, "alert", project.id);
-      const notice = doneNotice(c, DONE);
       return await showAlerts(c, deps, project, {
-        ...(notice ? { notice } : {}),
+        ...doneNotice(c, DONE),
         ...(flash
           ? { created: { ruleId: flash.ruleId, secret: flash.secret } }
           : {}),

@@ -157,14 +157,22 @@ export async function formField(c: DashContext, name: string): Promise<string> {
   return typeof value === "string" ? value : "";
 }
 
-/** The notice of a `done=` code after a redirect, from a fixed list. */
+/**
+ * The notice of a `done=` code after a redirect, from a fixed list, as
+ * page data to spread: `{}` when there is none.
+ *
+ * @example
+ * ```ts
+ * showUsers(c, deps, { ...doneNotice(c, { added: "User added." }) });
+ * ```
+ */
 export function doneNotice(
   c: DashContext,
   messages: Record<string, string>,
-): { kind: "ok"; text: string } | undefined {
+): { notice?: { kind: "ok"; text: string } } {
   const code = c.req.query("done");
   const text = code === undefined ? undefined : messages[code];
-  return text === undefined ? undefined : { kind: "ok", text };
+  return text === undefined ? {} : { notice: { kind: "ok", text } };
 }
 
 /**

@@ -61,10 +61,9 @@ export function projectsRoutes(app: DashApp, deps: DashboardDeps): void {
   const { base, kv } = deps;
 
   app.get(`/`, async (c) => {
-    const notice = doneNotice(c, { deleted: "Project deleted." });
     const flash = await sessionFlash(c, deps, "created");
     return await showProjects(c, deps, {
-      ...(notice ? { notice } : {}),
+      ...doneNotice(c, { deleted: "Project deleted." }),
       ...(flash
         ? {
           created: {

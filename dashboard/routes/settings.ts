@@ -254,9 +254,8 @@ export function settingsRoutes(app: DashApp, deps: DashboardDeps): void {
     path,
     withProject(deps, async (c, project) => {
       const flash = await sessionFlash(c, deps, "rotated", project.id);
-      const notice = doneNotice(c, DONE);
       return await showSettings(c, deps, project, {
-        ...(notice ? { notice } : {}),
+        ...doneNotice(c, DONE),
         ...(flash ? { newSecret: flash.secret } : {}),
       });
     }),
