@@ -12,6 +12,7 @@ import assert from "node:assert/strict";
 import { QUERY_BUDGET_MS } from "../../db/query/query.ts";
 import { jsonStart } from "../../dashboard/pages/entry.tsx";
 import { signedInTest, store } from "../_helpers/dashboard.ts";
+import { serve } from "../_helpers/harness.ts";
 import { wideData } from "../_helpers/dashboard_seed.ts";
 import { peakRss } from "../_helpers/memory.ts";
 
@@ -37,9 +38,8 @@ signedInTest(
       JSON.stringify(stored[0]!.data).length > 40_000,
       "each entry is large",
     );
-    const server = Deno.serve(
-      { port: 0, hostname: "127.0.0.1", onListen: () => {} },
-      (req, info) => h.dash.fetch(req, { remoteAddr: info.remoteAddr }),
+    const server = serve((req, info) =>
+      h.dash.fetch(req, { remoteAddr: info.remoteAddr })
     );
     const origin = `http://127.0.0.1:${server.addr.port}`;
     const fetchPage = async (path: string) => {
