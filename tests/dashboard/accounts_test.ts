@@ -22,8 +22,8 @@ import { cli } from "../_helpers/cli.ts";
 import { everything, textDecoder } from "../_helpers/harness.ts";
 import {
   ACCOUNT_PASSWORD,
-  addAccount,
   signInAs,
+  signInNew,
   submitAs,
 } from "../_helpers/dashboard_accounts.ts";
 import {
@@ -167,8 +167,7 @@ dashboardTest(
 dashboardTest(
   "user passwd ends the account's sessions; the new password signs in",
   async (h) => {
-    await addAccount(h.kv, "ana@example.com", "admin");
-    const browser = await signInAs(h.dash, "ana@example.com");
+    const browser = await signInNew(h, "ana@example.com", "admin");
     assert.equal((await browser.get("/users")).status, 200);
     const run = await cli(
       h.kv,
@@ -185,8 +184,9 @@ dashboardTest(
   "user remove ends the account's sessions and its live tail within seconds",
   async (h) => {
     const project = await createProject(h.kv, { name: "web" });
-    await addAccount(h.kv, "ana@example.com", "viewer", [project.id]);
-    const browser = await signInAs(h.dash, "ana@example.com");
+    const browser = await signInNew(h, "ana@example.com", "viewer", [
+      project.id,
+    ]);
     const tail = await tailOpen(h.dash, browser, project.id);
     const run = await cli(h.kv, ["user", "remove", "ana@example.com"]);
     assert.equal(run.code, 0, run.stderr);
