@@ -14,14 +14,18 @@
  *
  * @module
  */
-import { parseArgs } from "node:util";
 import { createProject, type Project } from "../db/projects.ts";
 import { admitEntries } from "../db/quota.ts";
 import { projectKey } from "../db/keys.ts";
 import { encodeJson } from "../db/kv.ts";
 import { type QueuedEntry, toLogRecord } from "../domain/entry.ts";
 import { openBatch, sealBatch } from "../queue/batch.ts";
-import { consumerMicros, median, typicalEntries } from "./scrub.ts";
+import {
+  consumerMicros,
+  countAndRounds,
+  median,
+  typicalEntries,
+} from "./scrub.ts";
 
 const ORIGIN = "https://shop.example.com";
 const GROUP = 200;
@@ -81,15 +85,7 @@ async function admitMicros(
 }
 
 if (import.meta.main) {
-  const { values } = parseArgs({
-    args: Deno.args,
-    options: {
-      count: { type: "string", default: "20000" },
-      rounds: { type: "string", default: "5" },
-    },
-  });
-  const count = Number(values.count);
-  const rounds = Number(values.rounds);
+  const { count, rounds } = countAndRounds();
   const start = Date.UTC(2026, 10, 26);
   const setup = await Deno.openKv(":memory:");
   const plain = await createProject(setup, {

@@ -12,7 +12,13 @@ import {
   ProjectNotFoundError,
 } from "../db/projects.ts";
 import { setQuota, setSpikeProtection } from "../db/quota.ts";
-import { booleanFlag, type Parsed, stringFlag, UsageError } from "./command.ts";
+import {
+  booleanFlag,
+  type CommandContext,
+  type Parsed,
+  stringFlag,
+  UsageError,
+} from "./command.ts";
 import { printResult } from "./output.ts";
 import { JSON_FLAG, type Subcommand, subcommand } from "./subcommands.ts";
 import { recordCliChange } from "./audit.ts";
@@ -96,6 +102,39 @@ function spikeText(project: Project): string {
     : `Project "${project.id}" has no spike protection.`;
 }
 
+/**
+ * Saves a change (when `save` is given) to the audit log as `action`, then
+ * prints the project's `field` (`quota` or `spike`) as JSON or as `text`.
+ */
+async function saveAndShow(
+  ctx: CommandContext,
+  parsed: Parsed,
+  id: string,
+  change: {
+    save: (() => Promise<Project>) | null;
+    field: "quota" | "spike";
+    text: (project: Project) => string;
+  },
+): Promise<number> {
+  let project = await projectOf(ctx.kv, id);
+  if (change.save) {
+    project = await change.save();
+    const value = project[change.field];
+    await recordCliChange(ctx, {
+      projectId: id,
+      action: `settings.${change.field}`,
+      detail: value === undefined ? "off" : JSON.stringify(value),
+    });
+  }
+  return printResult(ctx, parsed, {
+    json: {
+      projectId: project.id,
+      [change.field]: project[change.field] ?? null,
+    },
+    text: [change.text(project)],
+  });
+}
+
 /** `project quota ID …`. */
 export const quotaSubcommand: Subcommand = subcommand({
   positionals: ["ID"],
@@ -109,30 +148,18 @@ export const quotaSubcommand: Subcommand = subcommand({
     const perDay = wholeFlag(parsed, "per-day");
     const perMinute = wholeFlag(parsed, "per-minute");
     const off = booleanFlag(parsed, "off");
-    if (off && (perDay !== undefined || perMinute !== undefined)) {
+    const given = perDay !== undefined || perMinute !== undefined;
+    if (off && given) {
       throw new UsageError(
         `Cannot use --off with --per-day or --per-minute: give one or the other`,
       );
     }
-    let project = await projectOf(ctx.kv, id);
-    if (off || perDay !== undefined || perMinute !== undefined) {
-      project = await setQuota(
-        ctx.kv,
-        id,
-        off ? null : {
-          ...(perDay === undefined ? {} : { perDay }),
-          ...(perMinute === undefined ? {} : { perMinute }),
-        },
-      );
-      await recordCliChange(ctx, {
-        projectId: id,
-        action: "settings.quota",
-        detail: off ? "off" : JSON.stringify(project.quota),
-      });
-    }
-    return printResult(ctx, parsed, {
-      json: { projectId: project.id, quota: project.quota ?? null },
-      text: [quotaText(project)],
+    return await saveAndShow(ctx, parsed, id, {
+      save: off || given
+        ? () => setQuota(ctx.kv, id, off ? null : { perDay, perMinute })
+        : null,
+      field: "quota",
+      text: quotaText,
     });
   },
 });
@@ -158,22 +185,17 @@ export const spikeSubcommand: Subcommand = subcommand({
           : `Cannot set spike protection: give both --multiple and --keep`,
       );
     }
-    let project = await projectOf(ctx.kv, id);
-    if (off || given === 2) {
-      project = await setSpikeProtection(
-        ctx.kv,
-        id,
-        off ? null : { multiple: multiple!, keep: keep! },
-      );
-      await recordCliChange(ctx, {
-        projectId: id,
-        action: "settings.spike",
-        detail: off ? "off" : JSON.stringify(project.spike),
-      });
-    }
-    return printResult(ctx, parsed, {
-      json: { projectId: project.id, spike: project.spike ?? null },
-      text: [spikeText(project)],
+    return await saveAndShow(ctx, parsed, id, {
+      save: off || given === 2
+        ? () =>
+          setSpikeProtection(
+            ctx.kv,
+            id,
+            off ? null : { multiple: multiple!, keep: keep! },
+          )
+        : null,
+      field: "spike",
+      text: spikeText,
     });
   },
 });

@@ -142,14 +142,71 @@ function storing(
   };
 }
 
-/** A form's whole number, or a refusal naming `what`. */
-function wholeNumber(what: string, text: string): number {
+/** A form's whole number (none for an empty field), or a refusal naming `what`. */
+function wholeNumber(what: string, text: string): number | undefined {
+  if (text === "") return undefined;
   if (!/^\d{1,12}$/.test(text)) {
     throw new InvalidValueError(
       `Cannot set the ${what} to "${text}": expected a whole number`,
     );
   }
   return Number(text);
+}
+
+/** Saves the quota card's first form: empty fields remove their bound. */
+async function saveQuota(
+  kv: Deno.Kv,
+  id: string,
+  perDay: string,
+  perMinute: string,
+) {
+  await setQuota(kv, id, {
+    perDay: wholeNumber("per-day quota", perDay),
+    perMinute: wholeNumber("per-minute quota", perMinute),
+  });
+}
+
+/** Saves the quota card's second form: both fields empty turn it off. */
+async function saveSpike(
+  kv: Deno.Kv,
+  id: string,
+  multiple: string,
+  keep: string,
+) {
+  if (multiple === "" && keep === "") {
+    await setSpikeProtection(kv, id, null);
+    return;
+  }
+  const times = Number(multiple);
+  if (multiple === "" || keep === "" || !Number.isFinite(times)) {
+    throw new InvalidValueError(
+      `Cannot set spike protection to "${multiple}" and "${keep}": expected a multiple (a number) and k (a whole number)`,
+    );
+  }
+  await setSpikeProtection(kv, id, {
+    multiple: times,
+    keep: wholeNumber("spike's k", keep)!,
+  });
+}
+
+/**
+ * A change of the quota card: the fields `field` and `second` saved by
+ * `save`, then back to the card with the notice `done`.
+ */
+function quotaCardChange(
+  field: string,
+  second: string,
+  done: "quota" | "spike",
+  save: (kv: Deno.Kv, id: string, a: string, b: string) => Promise<void>,
+): Change {
+  return {
+    field,
+    errorKey: done,
+    async apply(deps, id, value, c) {
+      await save(deps.kv, id, value, (await formField(c, second)).trim());
+      return c.redirect(back(deps, id, done, "quota"), 303);
+    },
+  };
 }
 
 /** The settings changes by action, each answered by a redirect. */
@@ -190,44 +247,8 @@ const CHANGES: Record<string, Change> = {
       return c.redirect(back(deps, id, "retention", "retention"), 303);
     },
   },
-  quota: {
-    field: "per_day",
-    errorKey: "quota",
-    async apply(deps, id, value, c) {
-      const perMinute = (await formField(c, "per_minute")).trim();
-      await setQuota(deps.kv, id, {
-        ...(value === ""
-          ? {}
-          : { perDay: wholeNumber("per-day quota", value) }),
-        ...(perMinute === ""
-          ? {}
-          : { perMinute: wholeNumber("per-minute quota", perMinute) }),
-      });
-      return c.redirect(back(deps, id, "quota", "quota"), 303);
-    },
-  },
-  spike: {
-    field: "multiple",
-    errorKey: "spike",
-    async apply(deps, id, value, c) {
-      const keep = (await formField(c, "keep")).trim();
-      if (value === "" && keep === "") {
-        await setSpikeProtection(deps.kv, id, null);
-      } else {
-        const multiple = Number(value);
-        if (value === "" || !Number.isFinite(multiple)) {
-          throw new InvalidValueError(
-            `Cannot set the spike multiple to "${value}": expected a number`,
-          );
-        }
-        await setSpikeProtection(deps.kv, id, {
-          multiple,
-          keep: wholeNumber("spike's k", keep),
-        });
-      }
-      return c.redirect(back(deps, id, "spike", "quota"), 303);
-    },
-  },
+  quota: quotaCardChange("per_day", "per_minute", "quota", saveQuota),
+  spike: quotaCardChange("multiple", "keep", "spike", saveSpike),
   rotate: {
     field: "grace",
     errorKey: "rotate",

@@ -31,7 +31,7 @@ import {
   projectKey,
 } from "../keys.ts";
 import { decodeJson, getManyChunked } from "../kv.ts";
-import { chunkExpireIn, deleteChunk, setChunk } from "./write.ts";
+import { deleteChunk, replaceChunks } from "./write.ts";
 import { lineId } from "./lines.ts";
 import { deleteExpiredCounts } from "../log_counts.ts";
 import { deleteOldUsage } from "../usage.ts";
@@ -328,25 +328,8 @@ async function mergeGroup(
     return;
   }
   // The newest source's key names the merged chunk too: written over.
-  const newest = group.reduce((a, b) => (a.lastId > b.lastId ? a : b));
   const op = round.guarded();
-  for (const s of group) {
-    deleteChunk(
-      op,
-      projectId,
-      s,
-      s === newest
-        ? { slices: chunk.summary.slices, columns: chunk.summary.columns ?? 0 }
-        : undefined,
-    );
-  }
-  setChunk(op, projectId, chunk, {
-    expireIn: chunkExpireIn(
-      chunk.summary.firstId,
-      round.retentionMs,
-      round.now,
-    ),
-  });
+  replaceChunks(op, projectId, group, chunk, round);
   await round.commit(op);
   for (const s of group) done.sources.add(s);
   done.written.push(chunk.summary);

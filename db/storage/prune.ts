@@ -16,7 +16,7 @@ import {
   readChunkText,
 } from "./chunk.ts";
 import { lineLevel } from "./lines.ts";
-import { chunkExpireIn, deleteChunk, setChunk } from "./write.ts";
+import { deleteChunk, replaceChunks } from "./write.ts";
 
 /** What of a merger's round pruning uses. */
 export interface PruneRound {
@@ -74,22 +74,7 @@ export async function pruneChunk(
   const chunk = await buildChunkPausing(lines, round.pause, {
     tier: summary.tier,
   });
-  const same = chunk.summary.lastId === summary.lastId;
-  deleteChunk(
-    op,
-    projectId,
-    summary,
-    same
-      ? { slices: chunk.summary.slices, columns: chunk.summary.columns ?? 0 }
-      : undefined,
-  );
-  setChunk(op, projectId, chunk, {
-    expireIn: chunkExpireIn(
-      chunk.summary.firstId,
-      round.retentionMs,
-      round.now,
-    ),
-  });
+  replaceChunks(op, projectId, [summary], chunk, round);
   await round.commit(op);
   return chunk.summary;
 }

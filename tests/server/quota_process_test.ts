@@ -15,21 +15,8 @@ import {
   postEntry,
   PROCESS_TIMEOUT_MS,
   type SpawnedServer,
-  spawnServer,
+  startIngestServer,
 } from "../_helpers/server_process.ts";
-
-function startServer(kvPath: string) {
-  return spawnServer(
-    {
-      KV_PATH: kvPath,
-      PORT: "0",
-      HOSTNAME: "127.0.0.1",
-      RATE_LIMIT_RPS: "1000000",
-      RATE_LIMIT_BURST: "1000000",
-    },
-    { ingest: /Listening on (http:\/\/[^/\s]+)/ },
-  );
-}
 
 Deno.test("a per-day quota of 1,000 stores exactly 1,000 entries sent to two servers sharing one database", async () => {
   const dir = await Deno.makeTempDir();
@@ -39,7 +26,10 @@ Deno.test("a per-day quota of 1,000 stores exactly 1,000 entries sent to two ser
   try {
     const project = await createProject(kv, { name: "quota", allow: [ORIGIN] });
     await setQuota(kv, project.id, { perDay: 1_000 });
-    servers.push(await startServer(kvPath), await startServer(kvPath));
+    servers.push(
+      await startIngestServer(kvPath),
+      await startIngestServer(kvPath),
+    );
     const total = 1_600;
     let next = 0;
     let answered = 0;
