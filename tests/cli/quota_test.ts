@@ -18,6 +18,7 @@ import {
 import {
   harnessTest,
   ORIGIN,
+  postEntries,
   postQueued,
   randomEntry,
 } from "../_helpers/harness.ts";
@@ -118,11 +119,7 @@ harnessTest(
   async (h) => {
     const project = await h.project();
     await setQuota(h.kv, project.id, { perDay: 4 });
-    for (let i = 0; i < 6; i++) {
-      await postQueued(h, randomEntry({ projectId: project.id }), {
-        Origin: ORIGIN,
-      });
-    }
+    await postEntries(h, project.id, { origin: ORIGIN, count: 6 });
     await postQueued(h, randomEntry({ projectId: project.id }), {
       Origin: "https://evil.example.com",
     });

@@ -9,7 +9,7 @@ import { setQuota } from "../../db/quota.ts";
 import { addRetentionRule } from "../../db/retention_rules.ts";
 import { signedInTest, textOf } from "../_helpers/dashboard.ts";
 import { addAccount, signInAs } from "../_helpers/dashboard_accounts.ts";
-import { ORIGIN, postQueued, randomEntry } from "../_helpers/harness.ts";
+import { ORIGIN, postEntries } from "../_helpers/harness.ts";
 
 signedInTest(
   "an administrator sets and removes a quota and spike protection on the settings page, refusals explained",
@@ -79,11 +79,7 @@ signedInTest(
   async (h, browser) => {
     const project = await h.project();
     await setQuota(h.kv, project.id, { perDay: 2 });
-    for (let i = 0; i < 3; i++) {
-      await postQueued(h, randomEntry({ projectId: project.id }), {
-        Origin: ORIGIN,
-      });
-    }
+    await postEntries(h, project.id, { origin: ORIGIN, count: 3 });
     await h.process();
     const res = await browser.get("/usage");
     assert.equal(res.status, 200);

@@ -17,6 +17,7 @@ import { metricsHandler, RequestMetrics } from "../../server/metrics.ts";
 import {
   harnessTest,
   ORIGIN,
+  postEntries,
   postQueued,
   randomEntry,
   stats,
@@ -29,11 +30,7 @@ harnessTest(
   async (h) => {
     const project = await h.project();
     await setQuota(h.kv, project.id, { perDay: 5 });
-    for (let i = 0; i < 8; i++) {
-      await postQueued(h, randomEntry({ projectId: project.id }), {
-        Origin: ORIGIN,
-      });
-    }
+    await postEntries(h, project.id, { origin: ORIGIN, count: 8 });
     await h.process();
     assert.equal((await h.logs(project.id)).length, 5);
     assert.deepEqual(await stats(h.kv, project.id), {
@@ -48,9 +45,7 @@ harnessTest(
 
     // The next day the quota starts again.
     h.clock.advance(DAY_MS);
-    await postQueued(h, randomEntry({ projectId: project.id }), {
-      Origin: ORIGIN,
-    });
+    await postEntries(h, project.id, { origin: ORIGIN });
     await h.process();
     assert.equal((await h.logs(project.id)).length, 6);
   },
@@ -63,11 +58,7 @@ harnessTest(
     await setQuota(h.kv, project.id, { perMinute: 2, perDay: 100 });
     for (const minute of [0, 1]) {
       h.clock.set(Date.UTC(2026, 0, 1) + minute * MINUTE_MS);
-      for (let i = 0; i < 3; i++) {
-        await postQueued(h, randomEntry({ projectId: project.id }), {
-          Origin: ORIGIN,
-        });
-      }
+      await postEntries(h, project.id, { origin: ORIGIN, count: 3 });
       await h.process();
     }
     assert.equal((await h.logs(project.id)).length, 4);
@@ -80,9 +71,7 @@ harnessTest(
   async (h) => {
     const project = await h.project();
     await setQuota(h.kv, project.id, { perDay: 1 });
-    await postQueued(h, randomEntry({ projectId: project.id }), {
-      Origin: ORIGIN,
-    });
+    await postEntries(h, project.id, { origin: ORIGIN });
     await h.process();
     const error = () =>
       randomEntry({
@@ -109,11 +98,7 @@ harnessTest(
     const project = await h.project();
     await setQuota(h.kv, project.id, { perDay: 1 });
     await setQuota(h.kv, project.id, null);
-    for (let i = 0; i < 3; i++) {
-      await postQueued(h, randomEntry({ projectId: project.id }), {
-        Origin: ORIGIN,
-      });
-    }
+    await postEntries(h, project.id, { origin: ORIGIN, count: 3 });
     await h.process();
     assert.equal((await h.logs(project.id)).length, 3);
   },
@@ -180,11 +165,7 @@ harnessTest(
   async (h) => {
     const project = await h.project();
     await setQuota(h.kv, project.id, { perDay: 4 });
-    for (let i = 0; i < 5; i++) {
-      await postQueued(h, randomEntry({ projectId: project.id }), {
-        Origin: ORIGIN,
-      });
-    }
+    await postEntries(h, project.id, { origin: ORIGIN, count: 5 });
     await h.process();
     const handler = metricsHandler({
       kv: h.kv,
@@ -218,9 +199,7 @@ harnessTest(
   async (h) => {
     const project = await h.project();
     await setQuota(h.kv, project.id, { perDay: 100 });
-    await postQueued(h, randomEntry({ projectId: project.id }), {
-      Origin: ORIGIN,
-    });
+    await postEntries(h, project.id, { origin: ORIGIN });
     await h.process();
     const usage = () => readUsage(h.kv, project.id, { now: h.clock.now() });
     await mergeProject(h.kv, project.id, { now: h.clock.now() + 89 * DAY_MS });
@@ -228,9 +207,7 @@ harnessTest(
     await mergeProject(h.kv, project.id, { now: h.clock.now() + 90 * DAY_MS });
     assert.deepEqual(await usage(), []);
 
-    await postQueued(h, randomEntry({ projectId: project.id }), {
-      Origin: ORIGIN,
-    });
+    await postEntries(h, project.id, { origin: ORIGIN });
     await h.process();
     assert.equal((await usage()).length, 1);
     await deleteProject(h.kv, project.id);

@@ -16,18 +16,25 @@ import { mergeProject } from "../../db/storage/merge.ts";
 import { DAY_MS } from "../../domain/entry.ts";
 import { assertRefused, cli, json } from "../_helpers/cli.ts";
 import {
+  type Harness,
   harnessTest,
   ORIGIN,
   postQueued,
   randomEntry,
 } from "../_helpers/harness.ts";
 
+/** A project keeping info 3 days and errors `errorDays`, 30 days the rest. */
+async function withRules(h: Harness, errorDays: number) {
+  const project = await h.project();
+  await addRetentionRule(h.kv, project.id, "level<=info", 3);
+  await addRetentionRule(h.kv, project.id, "level>=error", errorDays);
+  return project;
+}
+
 harnessTest(
   "an entry is kept as long as the longest rule matching its level, else the project's retention",
   async (h) => {
-    const project = await h.project();
-    await addRetentionRule(h.kv, project.id, "level<=info", 3);
-    await addRetentionRule(h.kv, project.id, "level>=error", 90);
+    const project = await withRules(h, 90);
     const saved = (await getProject(h.kv, project.id))!;
     assert.equal(levelRetentionMs(saved, "info"), 3 * DAY_MS);
     assert.equal(levelRetentionMs(saved, "warning"), 30 * DAY_MS);
@@ -44,9 +51,7 @@ harnessTest(
 harnessTest(
   "the merger deletes info entries past their rule and keeps errors for theirs",
   async (h) => {
-    const project = await h.project();
-    await addRetentionRule(h.kv, project.id, "level<=info", 3);
-    await addRetentionRule(h.kv, project.id, "level>=error", 60);
+    const project = await withRules(h, 60);
     const send = async (level: string) => {
       await postQueued(h, randomEntry({ projectId: project.id, level }), {
         Origin: ORIGIN,
