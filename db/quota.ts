@@ -149,7 +149,7 @@ export interface QuotaState {
   minuteAccepted: number;
   /** Entries accepted the minute before. */
   lastMinuteAccepted: number;
-  /** Hourly average accepted over the 7 days before `day`. */
+  /** Hourly average accepted over the 7 days before `day`; -1: not read. */
   hourly: number;
 }
 
@@ -219,9 +219,18 @@ export async function admitEntries(
   const grantKey = quotaGrantKey(options.batchId, project.id);
   const stateKey = quotaStateKey(project.id);
   for (let attempt = 0; attempt < MAX_GRANT_ATTEMPTS; attempt++) {
-    const [stateEntry, grantEntry] = await kv.getMany([stateKey, grantKey]);
+    const [stateEntry, grantEntry, record] = await kv.getMany([
+      stateKey,
+      grantKey,
+      projectKey(project.id),
+    ]);
     const made = decodeJson<Grant>(grantEntry!.value);
     if (made) return { ...apply(options, made), grant: grantKey };
+    // Changed since the batch was judged: the result commit, guarded by the
+    // record too, fails and the batch is judged again; grant nothing now.
+    if (record!.versionstamp !== options.versionstamp) {
+      return { stored: [], overQuota: 0, sampled: 0 };
+    }
     const state = await advance(
       kv,
       project,
@@ -230,11 +239,7 @@ export async function admitEntries(
     );
     const grant = decide(options, state);
     const result = await kv.atomic()
-      .check(stateEntry!, grantEntry!)
-      .check({
-        key: projectKey(project.id),
-        versionstamp: options.versionstamp,
-      })
+      .check(stateEntry!, grantEntry!, record!)
       .set(stateKey, encodeJson(state), { expireIn: 2 * DAY_MS })
       .set(grantKey, encodeJson(grant), { expireIn: GRANT_TTL_MS })
       .commit();
@@ -261,12 +266,16 @@ async function advance(
     minuteStored: 0,
     minuteAccepted: 0,
     lastMinuteAccepted: 0,
-    hourly: 0,
+    hourly: -1,
   };
   if (state.day !== day) {
     state.day = day;
     state.dayStored = 0;
-    state.hourly = project.spike ? await hourlyAverage(kv, project.id, day) : 0;
+    state.hourly = -1;
+  }
+  // Read once a day, or when spike protection was turned on during it.
+  if (project.spike && state.hourly < 0) {
+    state.hourly = await hourlyAverage(kv, project.id, day);
   }
   if (state.minute !== minute) {
     state.lastMinuteAccepted = state.minute === minute - MINUTE_MS

@@ -7,15 +7,18 @@
  */
 import assert from "node:assert/strict";
 import { listGroups } from "../../db/error_groups.ts";
-import { setQuota, setSpikeProtection } from "../../db/quota.ts";
+import { admitEntries, setQuota, setSpikeProtection } from "../../db/quota.ts";
 import { readUsage } from "../../db/usage.ts";
-import { DAY_MS } from "../../domain/entry.ts";
+import { DAY_MS, toLogRecord } from "../../domain/entry.ts";
 import { deleteProject } from "../../db/deletion.ts";
-import { quotaStateKey } from "../../db/keys.ts";
+import { projectKey, quotaGrantKey, quotaStateKey } from "../../db/keys.ts";
+import { createProject } from "../../db/projects.ts";
+import { createId } from "../../domain/ids.ts";
 import { mergeProject } from "../../db/storage/merge.ts";
 import { metricsHandler, RequestMetrics } from "../../server/metrics.ts";
 import {
   harnessTest,
+  kvTest,
   ORIGIN,
   postEntries,
   postQueued,
@@ -213,5 +216,44 @@ harnessTest(
     await deleteProject(h.kv, project.id);
     assert.deepEqual(await usage(), []);
     assert.equal((await h.kv.get(quotaStateKey(project.id))).value, null);
+  },
+);
+
+kvTest(
+  "a quota grants nothing on a project record changed since the batch was judged: the result commit will fail its check",
+  async (kv) => {
+    const project = await createProject(kv, { name: "judged" });
+    const judged = await kv.get(projectKey(project.id));
+    const changed = await setQuota(kv, project.id, { perDay: 10 });
+    const records = [toLogRecord({
+      id: createId(Date.UTC(2026, 0, 1)),
+      projectId: project.id,
+      level: "info",
+      receivedAt: Date.UTC(2026, 0, 1),
+      data: {},
+    }, "origin")];
+    const options = {
+      batchId: "b1",
+      records,
+      free: new Set<string>(),
+      now: Date.UTC(2026, 0, 1),
+    };
+    const stale = await admitEntries(kv, {
+      ...options,
+      project: changed,
+      versionstamp: judged.versionstamp,
+    });
+    assert.deepEqual(stale, { stored: [], overQuota: 0, sampled: 0 });
+    assert.equal((await kv.get(quotaGrantKey("b1", project.id))).value, null);
+    const fresh = await admitEntries(kv, {
+      ...options,
+      project: changed,
+      versionstamp: (await kv.get(projectKey(project.id))).versionstamp,
+    });
+    assert.equal(fresh.stored.length, 1);
+    assert.notEqual(
+      (await kv.get(quotaGrantKey("b1", project.id))).value,
+      null,
+    );
   },
 );
