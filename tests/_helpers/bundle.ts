@@ -1,0 +1,75 @@
+/**
+ * A real minified bundle and its source map, built by `deno bundle
+ * --minify` from a small shop app of two files: `pay()` calls `checkout()`,
+ * which throws a `TypeError` on line 3 of `src/cart.js`.
+ *
+ * @module
+ */
+
+/** The bundle's app: file names and their sources. */
+export const APP_SOURCES: Record<string, string> = {
+  "src/cart.js": `export function checkout(cart) {
+  if (!cart.items) {
+    throw new TypeError("Cart has no items");
+  }
+  return cart.items.length;
+}
+`,
+  "src/main.js": `import { checkout } from "./cart.js";
+
+export function pay() {
+  return checkout({});
+}
+
+globalThis.pay = pay;
+`,
+};
+
+/** A built bundle: the minified code and its map. */
+export interface Bundle {
+  js: string;
+  map: string;
+}
+
+/**
+ * Builds the app into `app.min.js` and `app.min.js.map` with Deno's own
+ * bundler, in a temporary directory removed afterwards.
+ *
+ * @example
+ * ```ts
+ * const { js, map } = await buildBundle();
+ * ```
+ */
+export async function buildBundle(): Promise<Bundle> {
+  const dir = await Deno.makeTempDir();
+  try {
+    await Deno.mkdir(`${dir}/src`);
+    for (const [name, text] of Object.entries(APP_SOURCES)) {
+      await Deno.writeTextFile(`${dir}/${name}`, text);
+    }
+    const { success, stderr } = await new Deno.Command(Deno.execPath(), {
+      args: [
+        "bundle",
+        "--quiet",
+        "--minify",
+        "--sourcemap=external",
+        "--format=esm",
+        "-o",
+        `${dir}/app.min.js`,
+        `${dir}/src/main.js`,
+      ],
+      cwd: dir,
+      stdout: "null",
+      stderr: "piped",
+    }).output();
+    if (!success) {
+      throw new Error(`Cannot bundle: ${new TextDecoder().decode(stderr)}`);
+    }
+    return {
+      js: await Deno.readTextFile(`${dir}/app.min.js`),
+      map: await Deno.readTextFile(`${dir}/app.min.js.map`),
+    };
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+}
