@@ -60,6 +60,7 @@ export const PAGES: readonly Page[] = [
   { method: "POST", path: "/login", need: "public" },
   { method: "GET", path: "/assets/:name", need: "public" },
   { method: "GET", path: "/api/v1/projects/:id/logs", need: "public" },
+  { method: "POST", path: "/api/v1/projects/:id/sourcemaps", need: "public" },
   { method: "POST", path: "/logout", need: "signed-in" },
   // The top navigation.
   { method: "GET", path: "/", need: "signed-in", nav: "Projects" },
