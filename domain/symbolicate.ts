@@ -16,7 +16,7 @@ import {
   sourceContentFor,
   type TraceMap,
 } from "@jridgewell/trace-mapping";
-import type { ShownFrame } from "./entry.ts";
+import type { ResolvedStack, ShownFrame } from "./entry.ts";
 import { isRuntimeFrame, type StackFrame } from "./stack.ts";
 
 /** Longest source line kept, in characters. */
@@ -106,7 +106,7 @@ function positionOf(
   frame: StackFrame,
   lookup: MapLookup,
 ): Position | string {
-  if (isRuntimeFrame(frame)) return "the runtime's own code";
+  if (isRuntimeFrame(frame)) return RUNTIME_WHY;
   if (frame.line === null || frame.column === null) {
     return "the frame has no line and column";
   }
@@ -182,6 +182,57 @@ export function unresolvedFrames(
   why: string,
 ): ShownFrame[] {
   return frames.map((frame) =>
-    unresolved(frame, isRuntimeFrame(frame) ? "the runtime's own code" : why)
+    unresolved(frame, isRuntimeFrame(frame) ? RUNTIME_WHY : why)
   );
+}
+
+/** What a frame says when it is the runtime's own code. */
+export const RUNTIME_WHY = "the runtime's own code";
+
+/**
+ * Why the frames of a stack that resolved nothing did not resolve, each
+ * reason once (the runtime's own frames aside); `[]` when one resolved.
+ *
+ * @example
+ * ```ts
+ * unresolvedReasons(stack); // ['no source maps uploaded for release "1.0.0"']
+ * ```
+ */
+export function unresolvedReasons(stack: ResolvedStack): string[] {
+  if (stack.frames.some((f) => f.resolved)) return [];
+  return [
+    ...new Set(
+      stack.frames.map((f) => f.why ?? "").filter((why) =>
+        why !== "" && why !== RUNTIME_WHY
+      ),
+    ),
+  ];
+}
+
+/**
+ * A resolved stack as lines of text, top first: `at fn (file:line:column)`,
+ * the source line under a resolved frame, and why beside one that is not
+ * resolved.
+ *
+ * @example
+ * ```ts
+ * shownFrameLines(stack); // ["at checkout (src/cart.js:3:11)", "    throw new TypeError(…);", …]
+ * ```
+ */
+export function shownFrameLines(stack: ResolvedStack): string[] {
+  const lines: string[] = [];
+  for (const f of stack.frames) {
+    const where = [f.file, f.line, f.column].filter((p) => p !== null)
+      .join(":");
+    const call = f.function === ""
+      ? `at ${where}`
+      : `at ${f.function} (${where})`;
+    lines.push(
+      f.resolved || f.why === undefined
+        ? call
+        : `${call}  [not resolved: ${f.why}]`,
+    );
+    if (f.source !== undefined) lines.push(`    ${f.source}`);
+  }
+  return lines;
 }

@@ -73,3 +73,33 @@ export async function buildBundle(): Promise<Bundle> {
     await Deno.remove(dir, { recursive: true });
   }
 }
+
+/**
+ * The V8 stack of the error the bundle's `pay()` throws, with the bundle's
+ * address replaced by `url`: the bundle is written to a temporary file and
+ * imported, so the stack is the runtime's own.
+ *
+ * @example
+ * ```ts
+ * const stack = await thrownStack(bundle, "https://shop.example.com/app.min.js");
+ * ```
+ */
+export async function thrownStack(
+  bundle: Bundle,
+  url: string,
+): Promise<string> {
+  const dir = await Deno.makeTempDir();
+  try {
+    const path = `${dir}/app.min.js`;
+    await Deno.writeTextFile(path, bundle.js);
+    const { pay } = await import(`file://${path}`);
+    try {
+      pay();
+    } catch (error) {
+      return (error as Error).stack!.replaceAll(`file://${path}`, url);
+    }
+    throw new Error("The bundle did not throw");
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+}

@@ -21,32 +21,14 @@ import {
   uploadSourceMap,
 } from "../../db/sourcemaps.ts";
 import { entryTopFrame, shownStack } from "../../db/symbolicate.ts";
-import { buildBundle, type Bundle } from "../_helpers/bundle.ts";
+import { buildBundle, type Bundle, thrownStack } from "../_helpers/bundle.ts";
 import { everything, type Harness, harnessTest } from "../_helpers/harness.ts";
 import { store } from "../_helpers/dashboard.ts";
 
 const bundle: Bundle = await buildBundle();
 
-/** The V8 stack of the bundle's error, served at `url`. */
-async function thrownStack(url: string): Promise<string> {
-  const dir = await Deno.makeTempDir();
-  try {
-    const path = `${dir}/app.min.js`;
-    await Deno.writeTextFile(path, bundle.js);
-    const { pay } = await import(`file://${path}`);
-    try {
-      pay();
-    } catch (error) {
-      return (error as Error).stack!.replaceAll(`file://${path}`, url);
-    }
-    throw new Error("The bundle did not throw");
-  } finally {
-    await Deno.remove(dir, { recursive: true });
-  }
-}
-
 const URL_OF_BUNDLE = "https://shop.example.com/assets/app.min.js?v=7";
-const stack = await thrownStack(URL_OF_BUNDLE);
+const stack = await thrownStack(bundle, URL_OF_BUNDLE);
 
 function upload(h: Harness, projectId: string, release = "1.0.0") {
   return uploadSourceMap(h.kv, {
