@@ -139,14 +139,27 @@ export class SourceMapResolver {
       found.set(
         frame.file,
         map
-          ? await this.#parsed(projectId, map)
+          ? await this.#parsed(projectId, map).catch((error: Error) =>
+            `the map "${map.name}" cannot be read: ${error.message}`
+          )
           : `no source map of release "${release}" for "${frame.file}"`,
       );
     }
-    return {
-      release,
-      frames: resolveFrames(frames, (file) => found.get(file) ?? "no map"),
-    };
+    try {
+      return {
+        release,
+        frames: resolveFrames(frames, (file) => found.get(file) ?? "no map"),
+      };
+    } catch (error) {
+      // A map whose mappings do not decode: the entry is stored as sent.
+      return {
+        release,
+        frames: unresolvedFrames(
+          frames,
+          `the map cannot be read: ${(error as Error).message}`,
+        ),
+      };
+    }
   }
 
   /**

@@ -21,6 +21,8 @@ import { isRuntimeFrame, type StackFrame } from "./stack.ts";
 
 /** Longest source line kept, in characters. */
 export const MAX_SOURCE_LINE = 200;
+/** Longest function or file name kept from a map, in characters. */
+const MAX_NAME = 500;
 /** Lines searched upwards for the enclosing function's name. */
 const NAME_SEARCH_LINES = 40;
 
@@ -153,8 +155,8 @@ export function resolveFrames(
     const name = (typeof caller === "object" ? caller.name : null) ??
       (lines ? enclosingName(lines, pos.line) : null) ?? frame.function;
     const shown: ShownFrame = {
-      function: name,
-      file: pos.source,
+      function: name.slice(0, MAX_NAME),
+      file: pos.source.slice(0, MAX_NAME),
       line: pos.line,
       column: pos.column,
       resolved: true,

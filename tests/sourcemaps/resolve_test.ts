@@ -21,6 +21,7 @@ import {
   uploadSourceMap,
 } from "../../db/sourcemaps.ts";
 import { entryTopFrame, shownStack } from "../../db/symbolicate.ts";
+import { sourceMapSliceKey } from "../../db/keys.ts";
 import { buildBundle, type Bundle, thrownStack } from "../_helpers/bundle.ts";
 import { everything, type Harness, harnessTest } from "../_helpers/harness.ts";
 import { store } from "../_helpers/dashboard.ts";
@@ -197,5 +198,20 @@ harnessTest(
       SourceMapTooLargeError,
     );
     assert.deepEqual(await listSourceMaps(h.kv, project.id), []);
+  },
+);
+
+harnessTest(
+  "a map that cannot be read leaves its entries stored, each frame saying why",
+  async (h) => {
+    const project = await h.project();
+    const map = await upload(h, project.id);
+    await h.kv.delete(sourceMapSliceKey(project.id, map.id, 0));
+    const [entry] = await store(h, project.id, [errorEntry("1.0.0")]);
+    assert.ok(entry, "the entry is stored");
+    assert.match(
+      entry!.resolved!.frames[0]!.why!,
+      /^the map "app\.min\.js" cannot be read: .*slice missing/,
+    );
   },
 );
