@@ -24,6 +24,7 @@ import { uploadSourceMap } from "../db/sourcemaps.ts";
 import { SourceMapResolver } from "../db/symbolicate.ts";
 import { type QueuedEntry, toLogRecord } from "../domain/entry.ts";
 import { consumerMicros, median, typicalEntries } from "./scrub.ts";
+import { wholeNumber } from "./options.ts";
 
 const ORIGIN = "https://shop.example.com";
 const BUNDLE_URL = `${ORIGIN}/assets/app.min.js`;
@@ -48,27 +49,47 @@ async function bigBundle(count: number): Promise<{ js: string; map: string }> {
       );
     }
     await Deno.writeTextFile(`${dir}/app.js`, lines.join("\n"));
-    const { success, stderr } = await new Deno.Command(Deno.execPath(), {
-      args: [
-        "bundle",
-        "--quiet",
-        "--minify",
-        "--sourcemap=external",
-        "-o",
-        `${dir}/app.min.js`,
-        `${dir}/app.js`,
-      ],
-      stdout: "null",
-      stderr: "piped",
-    }).output();
-    if (!success) throw new Error(new TextDecoder().decode(stderr));
-    return {
-      js: await Deno.readTextFile(`${dir}/app.min.js`),
-      map: await Deno.readTextFile(`${dir}/app.min.js.map`),
-    };
+    return await bundleMinified(dir, "app.js");
   } finally {
     await Deno.remove(dir, { recursive: true });
   }
+}
+
+/**
+ * Bundles `entry` of `dir` with `deno bundle --minify` into
+ * `dir/app.min.js` and its external map; returns both.
+ *
+ * @example
+ * ```ts
+ * const { js, map } = await bundleMinified(dir, "src/main.js");
+ * ```
+ */
+export async function bundleMinified(
+  dir: string,
+  entry: string,
+): Promise<{ js: string; map: string }> {
+  const { success, stderr } = await new Deno.Command(Deno.execPath(), {
+    args: [
+      "bundle",
+      "--quiet",
+      "--minify",
+      "--sourcemap=external",
+      "--format=esm",
+      "-o",
+      `${dir}/app.min.js`,
+      `${dir}/${entry}`,
+    ],
+    cwd: dir,
+    stdout: "null",
+    stderr: "piped",
+  }).output();
+  if (!success) {
+    throw new Error(`Cannot bundle: ${new TextDecoder().decode(stderr)}`);
+  }
+  return {
+    js: await Deno.readTextFile(`${dir}/app.min.js`),
+    map: await Deno.readTextFile(`${dir}/app.min.js.map`),
+  };
 }
 
 /** A V8 stack of 10 frames at `throw`s spread over the minified code. */
@@ -165,17 +186,30 @@ async function resolverMicros(
   }
 }
 
-if (import.meta.main) {
-  const { values } = parseArgs({
-    args: Deno.args,
-    options: {
-      count: { type: "string", default: "20000" },
-      rounds: { type: "string", default: "5" },
-      functions: { type: "string", default: "11000" },
-    },
+/** `--count`, `--rounds` and `--functions`, checked. */
+function readOptions(
+  args: string[],
+): { count: number; rounds: number; functions: number } {
+  const { values: v } = parseArgs({
+    args,
+    options: Object.fromEntries(
+      ["count", "rounds", "functions"].map((name) => [name, {
+        type: "string" as const,
+      }]),
+    ),
   });
-  const rounds = Number(values.rounds);
-  const big = await bigBundle(Number(values.functions));
+  const read = (name: string, fallback: number) =>
+    wholeNumber(name, String(v[name] ?? fallback), 1, 1_000_000);
+  return {
+    count: read("count", 20_000),
+    rounds: read("rounds", 5),
+    functions: read("functions", 11_000),
+  };
+}
+
+if (import.meta.main) {
+  const { count, rounds, functions } = readOptions(Deno.args);
+  const big = await bigBundle(functions);
   const mapBytes = new TextEncoder().encode(big.map);
   const bigStack = stackOver(big.js);
   const timings = [];
@@ -200,7 +234,7 @@ if (import.meta.main) {
   setup.close();
   const small = new TextEncoder().encode(big.map);
   const entries = withStacks(
-    typicalEntries(project.id, Number(values.count), start),
+    typicalEntries(project.id, count, start),
     bigStack,
   );
   const upload = (releases: string[]) => async (kv: Deno.Kv) => {

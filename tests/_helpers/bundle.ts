@@ -5,6 +5,7 @@
  *
  * @module
  */
+import { bundleMinified } from "../../bench/sourcemap.ts";
 
 /** The bundle's app: file names and their sources. */
 export const APP_SOURCES: Record<string, string> = {
@@ -47,28 +48,7 @@ export async function buildBundle(): Promise<Bundle> {
     for (const [name, text] of Object.entries(APP_SOURCES)) {
       await Deno.writeTextFile(`${dir}/${name}`, text);
     }
-    const { success, stderr } = await new Deno.Command(Deno.execPath(), {
-      args: [
-        "bundle",
-        "--quiet",
-        "--minify",
-        "--sourcemap=external",
-        "--format=esm",
-        "-o",
-        `${dir}/app.min.js`,
-        `${dir}/src/main.js`,
-      ],
-      cwd: dir,
-      stdout: "null",
-      stderr: "piped",
-    }).output();
-    if (!success) {
-      throw new Error(`Cannot bundle: ${new TextDecoder().decode(stderr)}`);
-    }
-    return {
-      js: await Deno.readTextFile(`${dir}/app.min.js`),
-      map: await Deno.readTextFile(`${dir}/app.min.js.map`),
-    };
+    return await bundleMinified(dir, "src/main.js");
   } finally {
     await Deno.remove(dir, { recursive: true });
   }

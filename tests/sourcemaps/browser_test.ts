@@ -13,19 +13,13 @@ import assert from "node:assert/strict";
 import { listGroups } from "../../db/error_groups.ts";
 import { uploadSourceMap } from "../../db/sourcemaps.ts";
 import { entryTopFrame } from "../../db/symbolicate.ts";
-import {
-  chromiumPath,
-  hasChromium,
-  launchBrowser,
-} from "../_helpers/browser.ts";
+import * as chromium from "../_helpers/browser.ts";
 import { buildBundle } from "../_helpers/bundle.ts";
 import { startServer } from "../_helpers/client_server.ts";
 
-const ESM_BUILD = new URL("../../client/dist/logger.js", import.meta.url);
-
 const PAGE = `<!doctype html>
 <meta charset="utf-8">
-<title>Shop</title>
+<title>Checkout</title>
 <script type="module">
   import { createLogger } from "/logger.js";
   const query = new URLSearchParams(location.search);
@@ -39,16 +33,16 @@ const PAGE = `<!doctype html>
   setTimeout(() => globalThis.pay(), 0);
 </script>`;
 
-if (!hasChromium()) {
+if (!chromium.hasChromium()) {
   console.log(
-    `Skipping the source map browser test: no Chromium at ${chromiumPath()} (set CHROMIUM_PATH)`,
+    `Skipping the source map browser test: no Chromium at ${chromium.chromiumPath()} (set CHROMIUM_PATH)`,
   );
 }
 
 Deno.test({
   name:
     "in Chromium, an error thrown by a minified bundle groups by its original function and file:line once its map is uploaded",
-  ignore: !hasChromium(),
+  ignore: !chromium.hasChromium(),
   async fn() {
     const bundle = await buildBundle();
     const server = await startServer({ rps: 10_000, burst: 10_000 });
@@ -57,7 +51,7 @@ Deno.test({
       async (req) => {
         const path = new URL(req.url).pathname;
         const [body, type] = path === "/logger.js"
-          ? [await Deno.readFile(ESM_BUILD), "text/javascript"]
+          ? [await Deno.readFile(chromium.CLIENT_ESM_BUILD), "text/javascript"]
           : path === "/assets/app.min.js"
           ? [bundle.js, "text/javascript"]
           : [PAGE, "text/html"];
@@ -67,7 +61,7 @@ Deno.test({
       },
     );
     const origin = `http://127.0.0.1:${pages.addr.port}`;
-    const browser = await launchBrowser();
+    const browser = await chromium.launchBrowser();
     try {
       const project = await server.h.project([origin]);
       await uploadSourceMap(server.h.kv, {
