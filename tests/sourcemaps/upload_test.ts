@@ -13,12 +13,16 @@ import {
   dashboardTest,
   type DashHarness,
   PEER,
+  signIn,
+  store,
+  textOf,
 } from "../_helpers/dashboard.ts";
 import { cli } from "../_helpers/cli.ts";
-import { buildBundle } from "../_helpers/bundle.ts";
+import { buildBundle, thrownStack } from "../_helpers/bundle.ts";
 import { harnessTest } from "../_helpers/harness.ts";
 
-const { map } = await buildBundle();
+const bundle = await buildBundle();
+const { map } = bundle;
 
 function upload(
   h: DashHarness,
@@ -163,5 +167,67 @@ harnessTest(
     } finally {
       await Deno.remove(dir, { recursive: true });
     }
+  },
+);
+
+dashboardTest(
+  "the settings page creates an upload token, which uploads maps and reads nothing",
+  async (h) => {
+    const project = await h.project();
+    const admin = await signIn(h.dash);
+    const created = await admin.post(
+      `/projects/${project.id}/settings/tokens`,
+      { name: "ci", scope: "upload" },
+    );
+    assert.equal(created.status, 200);
+    const html = await created.text();
+    const token = /id="token-value"[^>]*>(lgr_[\w-]{43})</.exec(html)?.[1];
+    assert.ok(token, "the new token is shown");
+    assert.match(textOf(html), /ci\s.*uploads source maps/);
+    assert.equal((await upload(h, project.id, { token })).status, 201);
+    const reading = await h.dash.request(
+      `/api/v1/projects/${project.id}/logs`,
+      { headers: { authorization: `Bearer ${token}` } },
+      PEER,
+    );
+    assert.equal(reading.status, 403);
+    const bad = await admin.post(
+      `/projects/${project.id}/settings/tokens`,
+      { name: "other", scope: "admin" },
+    );
+    assert.equal(bad.status, 400);
+    assert.match(textOf(await bad.text()), /Cannot read scope "admin"/);
+  },
+);
+
+dashboardTest(
+  "a map of more than 5 MB uploads over HTTP in slices and resolves a stack",
+  async (h) => {
+    const project = await h.project();
+    const { upload: token } = await tokens(h, project.id);
+    const big = JSON.parse(map);
+    // Sources of 6 MB more: the bundle's own first, then filler files.
+    big.sources.push("src/filler.js");
+    big.sourcesContent.push("// filler\n".repeat(600_000));
+    const body = JSON.stringify(big);
+    assert.ok(body.length > 6_000_000);
+    const res = await upload(h, project.id, { token, body });
+    assert.equal(res.status, 201, await res.clone().text());
+    assert.equal((await res.json()).bytes, body.length);
+    const stack = await thrownStack(
+      { js: bundle.js, map },
+      "https://shop.example.com/app.min.js",
+    );
+    const [entry] = await store(h, project.id, [{
+      level: "error",
+      data: { title: "Cart has no items", stack },
+      context: { release: "1.0.0" },
+    }]);
+    const top = entry!.resolved!.frames[0]!;
+    assert.deepEqual([top.function, top.file, top.line], [
+      "checkout",
+      "src/cart.js",
+      3,
+    ]);
   },
 );
