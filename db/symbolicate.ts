@@ -23,6 +23,7 @@ import {
   unresolvedFrames,
 } from "../domain/symbolicate.ts";
 import { encodeRecordLine } from "./storage/lines.ts";
+import { getEntry } from "./query/mod.ts";
 import {
   listSourceMaps,
   mapMatches,
@@ -271,4 +272,28 @@ export async function entryTopFrame(
 ): Promise<TopFrame | null> {
   const stack = await shownStack(kv, projectId, record, resolver);
   return stack === null ? null : topOfFrames(stack.frames);
+}
+
+/**
+ * The resolved top frame of an error group (the errors' `frame`), from its
+ * sample entry (`sampleId`): `null` when the entry is gone or has no stack.
+ * Give one resolver to every group of a listing, so that each map is parsed
+ * once.
+ *
+ * @example
+ * ```ts
+ * const resolver = new SourceMapResolver(kv, { indexTtlMs: 0 });
+ * for (const group of groups) frame = await groupTopFrame(kv, projectId, group.sampleId, resolver);
+ * ```
+ */
+export async function groupTopFrame(
+  kv: Deno.Kv,
+  projectId: string,
+  sampleId: string,
+  resolver?: SourceMapResolver,
+): Promise<TopFrame | null> {
+  const sample = await getEntry(kv, projectId, sampleId);
+  return sample === null
+    ? null
+    : await entryTopFrame(kv, projectId, sample, resolver);
 }

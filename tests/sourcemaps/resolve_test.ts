@@ -20,7 +20,11 @@ import {
   SourceMapTooLargeError,
   uploadSourceMap,
 } from "../../db/sourcemaps.ts";
-import { entryTopFrame, shownStack } from "../../db/symbolicate.ts";
+import {
+  entryTopFrame,
+  groupTopFrame,
+  shownStack,
+} from "../../db/symbolicate.ts";
 import { sourceMapSliceKey } from "../../db/keys.ts";
 import { buildBundle, type Bundle, thrownStack } from "../_helpers/bundle.ts";
 import { everything, type Harness, harnessTest } from "../_helpers/harness.ts";
@@ -72,12 +76,17 @@ harnessTest(
     ]);
     const [group] = await listGroups(h.kv, project.id, h.clock.now());
     assert.equal(group!.topFrame, "src/cart.js:checkout");
-    assert.deepEqual(await entryTopFrame(h.kv, project.id, entry!), {
+    const frame = {
       function: "checkout",
       file: "src/cart.js",
       line: 3,
       column: 11,
-    });
+    };
+    assert.deepEqual(await entryTopFrame(h.kv, project.id, entry!), frame);
+    assert.deepEqual(
+      await groupTopFrame(h.kv, project.id, group!.sampleId),
+      frame,
+    );
   },
 );
 
