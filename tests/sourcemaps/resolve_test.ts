@@ -27,7 +27,15 @@ import {
 } from "../../db/symbolicate.ts";
 import { sourceMapSliceKey } from "../../db/keys.ts";
 import { buildBundle, type Bundle, thrownStack } from "../_helpers/bundle.ts";
-import { everything, type Harness, harnessTest } from "../_helpers/harness.ts";
+import {
+  everything,
+  type Harness,
+  harnessTest,
+  ORIGIN,
+  randomEntry,
+} from "../_helpers/harness.ts";
+import { allowValue } from "../../db/projects.ts";
+import { replayRejected } from "../../queue/replay.ts";
 import { store } from "../_helpers/dashboard.ts";
 
 const bundle: Bundle = await buildBundle();
@@ -222,5 +230,29 @@ harnessTest(
       entry!.resolved!.frames[0]!.why!,
       /^the map "app\.min\.js" cannot be read: .*slice missing/,
     );
+  },
+);
+
+harnessTest(
+  "an error stored by a replay is resolved through the maps of its release",
+  async (h) => {
+    const project = await h.project([]);
+    await upload(h, project.id);
+    await h.post(
+      randomEntry({ projectId: project.id, ...errorEntry("1.0.0") }),
+      {
+        Origin: ORIGIN,
+      },
+    );
+    await h.process();
+    await allowValue(h.kv, project.id, ORIGIN);
+    const [result] = await replayRejected(h.kv, project.id, undefined, {
+      now: h.clock.now,
+    });
+    assert.equal(result!.outcome, "stored");
+    const [entry] = await h.logs(project.id);
+    assert.equal(entry!.resolved!.frames[0]!.function, "checkout");
+    const [group] = await listGroups(h.kv, project.id, h.clock.now());
+    assert.equal(group!.topFrame, "src/cart.js:checkout");
   },
 );
