@@ -62,15 +62,21 @@ export function median(values: number[]): number {
   return sorted[Math.floor(sorted.length / 2)]!;
 }
 
-/** The consumer's time per entry, µs, over `entries` committed and handed over. */
+/**
+ * The consumer's time per entry, µs, over `entries` committed and handed
+ * over; `setup` readies the database first (source maps, for
+ * bench/sourcemap.ts).
+ */
 export async function consumerMicros(
   project: Project,
   entries: QueuedEntry[],
+  setup?: (kv: Deno.Kv) => Promise<void>,
 ): Promise<number> {
   const kv = await Deno.openKv(":memory:");
   try {
     const now = () => entries.at(-1)!.receivedAt;
     await kv.set(projectKey(project.id), encodeJson(project));
+    await setup?.(kv);
     const handed: HandedBatch[] = [];
     const producer = new GroupCommitter({
       kv,

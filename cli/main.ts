@@ -27,6 +27,7 @@ import { rejectedCommand } from "./rejected.ts";
 import { statsCommand } from "./stats.ts";
 import { auditCommand } from "./audit.ts";
 import { tokenCommand } from "./token.ts";
+import { sourcemapCommand } from "./sourcemap.ts";
 import { userCommand } from "./user.ts";
 import { usageCommand } from "./usage.ts";
 
@@ -42,6 +43,7 @@ export const COMMANDS: Record<string, Command> = {
   token: tokenCommand,
   audit: auditCommand,
   errors: errorsCommand,
+  sourcemap: sourcemapCommand,
   usage: usageCommand,
 };
 
@@ -62,6 +64,8 @@ Usage:
                                     Read tokens of the read API
   deno task audit [PROJECT]         Who changed what, and when
   deno task errors PROJECT          Errors grouped: count, first and last seen
+  deno task sourcemap upload|list|delete PROJECT ...
+                                    Source maps that resolve minified stacks
   deno task usage [PROJECT]         Entries accepted, stored, dropped, by day
 
 A project is named by its id or its name wherever a command takes one.

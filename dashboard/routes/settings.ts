@@ -9,7 +9,7 @@
  * @module
  */
 import { scrubRules } from "../../db/scrub.ts";
-import { listReadTokens } from "../../db/tokens.ts";
+import { listReadTokens, scopeOf } from "../../db/tokens.ts";
 import { InvalidValueError } from "../../db/validation.ts";
 import { deleteProject } from "../../db/deletion.ts";
 import { setQuota, setSpikeProtection } from "../../db/quota.ts";
@@ -95,6 +95,7 @@ export async function showSettings(
       name: t.name,
       createdAt: t.createdAt,
       createdBy: t.createdBy,
+      scope: scopeOf(t),
     })),
     ...extra,
   };
