@@ -99,51 +99,23 @@ harnessTest(
   "project retention-rules adds, lists and removes rules, refusing bad ones in one line",
   async (h) => {
     const project = await h.project();
+    const rules = (...args: string[]) =>
+      cli(h.kv, ["project", "retention-rules", project.id, ...args]);
     const added = json(
-      await cli(h.kv, [
-        "project",
-        "retention-rules",
-        project.id,
-        "--add",
-        "level<=info",
-        "--days",
-        "3",
-        "--json",
-      ]),
+      await rules("--add", "level<=info", "--days", "3", "--json"),
     );
     assert.deepEqual(added.rules, [{ filter: "level<=info", days: 3 }]);
-    const text = await cli(h.kv, ["project", "retention-rules", project.id]);
+    const text = await rules();
     assert.match(text.stdout, /level<=info +3 days/);
     assert.match(text.stdout, /\(any other\) +30 days/);
     assertRefused(
-      await cli(h.kv, [
-        "project",
-        "retention-rules",
-        project.id,
-        "--add",
-        "level<info",
-      ]),
+      await rules("--add", "level<info"),
       /Cannot add a rule without --days/,
     );
-    const removed = json(
-      await cli(h.kv, [
-        "project",
-        "retention-rules",
-        project.id,
-        "--remove",
-        "level<=info",
-        "--json",
-      ]),
-    );
+    const removed = json(await rules("--remove", "level<=info", "--json"));
     assert.deepEqual(removed.rules, []);
     assertRefused(
-      await cli(h.kv, [
-        "project",
-        "retention-rules",
-        project.id,
-        "--remove",
-        "level<=info",
-      ]),
+      await rules("--remove", "level<=info"),
       /no such retention rule/,
     );
   },
