@@ -40,6 +40,12 @@ import {
   parseOptions,
   taskCommand,
 } from "./options.ts";
+import {
+  type CostOptions,
+  parseCostOptions,
+  renderCost,
+  runCost,
+} from "./cost.ts";
 import { cpuModel, loadAverage, sampleRss, serverMemory } from "./process.ts";
 import {
   type BenchReport,
@@ -275,6 +281,8 @@ async function runBench(bench: RunBenchOptions): Promise<BenchReport> {
  * returns the exit code: 2 for a malformed command line, 1 without wrk.
  */
 async function main(args: string[]): Promise<number> {
+  if (!args.includes("--series")) return await mainCost(args);
+  args = args.filter((a) => a !== "--series");
   let options: BenchOptions;
   try {
     options = parseOptions(args);
@@ -291,6 +299,28 @@ async function main(args: string[]): Promise<number> {
   const report = await runBench({ options, args });
   console.log(
     options.json ? JSON.stringify(report, null, 2) : renderReport(report),
+  );
+  return 0;
+}
+
+/** The default run: CPU per entry at three loads (bench/cost.ts). */
+async function mainCost(args: string[]): Promise<number> {
+  let options: CostOptions;
+  try {
+    options = parseCostOptions(args);
+  } catch (error) {
+    console.error((error as Error).message);
+    return 2;
+  }
+  if (!await hasWrk()) {
+    console.error(
+      "Cannot find wrk on PATH: install it first, e.g. `apt-get install -y wrk` (Debian, Ubuntu) or `brew install wrk` (macOS)",
+    );
+    return 1;
+  }
+  const report = await runCost(options, args);
+  console.log(
+    options.json ? JSON.stringify(report, null, 2) : renderCost(report),
   );
   return 0;
 }
