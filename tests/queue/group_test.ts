@@ -8,9 +8,7 @@
  */
 import assert from "node:assert/strict";
 import { logSummariesPrefix, pendingBatchKey } from "../../db/keys.ts";
-import { joinJson } from "../../db/blob.ts";
-import { batchSliceKey } from "../../db/keys.ts";
-import type { QueuedEntry } from "../../domain/entry.ts";
+import { batchEntries } from "../_helpers/batches.ts";
 import { decodeBatchHeader, type HandedBatch } from "../../queue/batch.ts";
 import { groupFits, MAX_GROUP_BATCHES } from "../../queue/consumer.ts";
 import { BatchWorker } from "../../queue/worker.ts";
@@ -35,13 +33,7 @@ async function handedBatches(h: Harness): Promise<HandedBatch[]> {
   for (const id of await pendingBatchIds(h.kv)) {
     const pending = await h.kv.get(pendingBatchKey(id));
     const header = decodeBatchHeader(pending.value);
-    const head = (await h.kv.get<Uint8Array>(batchSliceKey(id, 0))).value!;
-    const entries = await joinJson<QueuedEntry[]>(
-      h.kv,
-      head,
-      header.slices,
-      (n) => batchSliceKey(id, n),
-    );
+    const entries = await batchEntries(h.kv, id, header);
     out.push({
       id,
       versionstamp: pending.versionstamp!,
