@@ -23,12 +23,8 @@ import { denoArgs, taskCommand, wholeNumber } from "./options.ts";
 import { cpuModel, loadAverage, sampleRss, serverMemory } from "./process.ts";
 import { createGenerator } from "./query/generate.ts";
 import { formatCount, formatMs, markdownTable } from "./report.ts";
-import {
-  freePort,
-  type ServerProcess,
-  startServer,
-  startService,
-} from "./server.ts";
+import type { ServerProcess } from "./server.ts";
+import { freePort, startServer, startService } from "./server.ts";
 import { countStore, createBenchProject, waitForDrain } from "./store.ts";
 import { runWrk, type WrkResult } from "./wrk.ts";
 

@@ -11,13 +11,8 @@ import { facets, parseSearch } from "../../../db/query/mod.ts";
 import { WIDE_LINE_CHARS } from "../../../db/query/columnar.ts";
 import { encodeRecordLine } from "../../../db/storage/lines.ts";
 import { storeLogs } from "../../../db/storage/write.ts";
-import {
-  HOUR,
-  kvTest,
-  queryProject,
-  recordAt,
-  T0,
-} from "../../_helpers/query.ts";
+import { HOUR, kvTest, T0 } from "../../_helpers/query.ts";
+import { queryProject, recordAt } from "../../_helpers/query.ts";
 import {
   countsBy,
   PIPE_RECORDS,
