@@ -499,13 +499,16 @@ export function renderCost(report: CostReport): string {
     "settled",
   ], rows));
   out.push("");
-  out.push(
-    `At rest (${report.options.rest} s): ${
-      Object.entries(report.rest).map(([k, v]) =>
-        `${k} ${(v * 100).toFixed(2)} % of a core`
-      ).join(", ")
-    }`,
-  );
+  if (report.options.rest === 0) out.push("At rest: not measured (--rest 0)");
+  else {
+    out.push(
+      `At rest (${report.options.rest} s): ${
+        Object.entries(report.rest).map(([k, v]) =>
+          `${k} ${(v * 100).toFixed(2)} % of a core`
+        ).join(", ")
+      }`,
+    );
+  }
   out.push(
     `Peak RSS: ${
       Object.entries(report.peakRssKiB).map(([k, v]) =>
