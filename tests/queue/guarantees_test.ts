@@ -19,12 +19,12 @@ import {
   decodeBatchHeader,
   encodeBatchHeader,
   type HandedBatch,
-  readBatchSlices,
 } from "../../queue/batch.ts";
 import { decodeJson } from "../../db/kv.ts";
 import { GroupCommitter } from "../../queue/producer.ts";
 import { Consumer, type ProcessOutcome } from "../../queue/consumer.ts";
 import { MAX_ATTEMPTS } from "../../queue/dead_letters.ts";
+import { batchEntries } from "../_helpers/batches.ts";
 import { BatchWorker } from "../../queue/worker.ts";
 import {
   assertCounts,
@@ -347,11 +347,7 @@ harnessTest(
       const dead = await h.kv.get(deadLetterKey(id));
       const header = decodeBatchHeader(dead.value);
       // The batch's entries stay in its slices, as when pending.
-      const entries = await readBatchSlices(
-        h.kv,
-        id,
-        header.slices,
-      ) as QueuedEntry[];
+      const entries = await batchEntries(h.kv, id, header);
       assert.equal(entries[0]!.projectId, project.id);
       await h.kv.atomic().check(dead).delete(deadLetterKey(id))
         .set(
