@@ -8,10 +8,14 @@
 import { deleteAudit } from "./audit.ts";
 import {
   errorGroupCountKey,
+  errorGroupIdKey,
+  errorGroupReleaseKey,
+  errorGroupTriageKey,
   errorGroupKey,
   errorGroupSeenKey,
   fingerprintKeyKey,
   projectKey,
+  releaseCountKey,
   rejectedEntriesPrefix,
   rejectionsPrefix,
   savedViewKey,
@@ -55,6 +59,10 @@ export async function deleteProject(
         errorGroupCountKey(projectId),
         errorGroupSeenKey(projectId),
         fingerprintKeyKey(projectId),
+        errorGroupIdKey(projectId),
+        errorGroupReleaseKey(projectId),
+        errorGroupTriageKey(projectId),
+        releaseCountKey(projectId),
       ]
     ) {
       deleted += await deletePrefix(kv, prefix);
