@@ -14,6 +14,8 @@ import {
   type ValueCount,
 } from "../db/error_group_detail.ts";
 import type { Project } from "../db/projects.ts";
+import { type GroupTriage, readTriage } from "../db/error_group_triage.ts";
+import { triageJson } from "./errors_triage.ts";
 import { stackLines } from "../domain/fingerprint.ts";
 import { type CommandContext, println, UsageError } from "./command.ts";
 import { formatTable, formatTime, inert, sparkline } from "./format.ts";
@@ -41,6 +43,7 @@ function valueRows(path: string, rows: ValueCount[]) {
 export function detailJson(
   detail: GroupDetail,
   now: number,
+  triage?: GroupTriage,
 ): Record<string, unknown> {
   const { group, latest } = detail;
   const hourEnd = Math.floor(now / HOUR_MS) * HOUR_MS + HOUR_MS;
@@ -58,8 +61,14 @@ export function detailJson(
     usersAtLeast: detail.usersCapped || partial,
     firstSeen: group === null ? null : iso(group.firstSeen),
     lastSeen: group === null ? null : iso(group.lastSeen),
-    firstRelease: byFirst.find((r) => r.value !== null)?.value ?? null,
-    lastRelease: detail.releases.find((r) => r.value !== null)?.value ?? null,
+    ...(group === null
+      ? { status: null, frame: null, assignee: null }
+      : triageJson(group, triage)),
+    // Groups stored before their releases were kept: from the entries.
+    firstRelease: group?.firstRelease ??
+      byFirst.find((r) => r.value !== null)?.value ?? null,
+    lastRelease: group?.lastRelease ??
+      detail.releases.find((r) => r.value !== null)?.value ?? null,
     hourly: buckets(detail.hourly, hourEnd, HOUR_MS),
     daily: buckets(detail.daily, dayEnd, DAY_MS),
     topUsers: valueRows("context.userId", detail.topUsers),
@@ -92,13 +101,27 @@ function valueTable(head: string, rows: ValueCount[]): string {
 }
 
 /** The group in detail as text. */
-function printDetail(ctx: CommandContext, detail: GroupDetail): void {
+function printDetail(
+  ctx: CommandContext,
+  detail: GroupDetail,
+  triage: GroupTriage | undefined,
+): void {
   const { group, latest } = detail;
   const partial = detail.searchedTo !== undefined;
   const atLeast = detail.usersCapped || partial ? "≥ " : "";
   println(ctx, `Error ${detail.fingerprint}: ${inert(group?.title ?? "")}`);
   if (group?.topFrame) println(ctx, `  at ${inert(group.topFrame)}`);
   println(ctx);
+  if (triage !== undefined) {
+    const assignee = triage.assignee === null
+      ? ""
+      : `, assigned to ${inert(triage.assignee)}`;
+    const inRelease = triage.triage?.state === "resolved" &&
+        triage.triage.inRelease !== undefined
+      ? ` (resolved in ${inert(triage.triage.inRelease)})`
+      : "";
+    println(ctx, `Status      ${triage.status}${inRelease}${assignee}`);
+  }
   println(ctx, `Count       ${group?.count ?? "—"}`);
   println(ctx, `Users       ${atLeast}${detail.users}`);
   if (group !== null) {
@@ -178,7 +201,12 @@ export async function printGroupDetail(
     );
     return 1;
   }
-  if (options.json) println(ctx, JSON.stringify(detailJson(detail, now)));
-  else printDetail(ctx, detail);
+  const triage = detail.group === null
+    ? undefined
+    : (await readTriage(ctx.kv, project.id, [detail.group], now))
+      .get(detail.group.id);
+  if (options.json) {
+    println(ctx, JSON.stringify(detailJson(detail, now, triage)));
+  } else printDetail(ctx, detail, triage);
   return 0;
 }

@@ -20,7 +20,13 @@
  *
  * @module
  */
-import { findGroup, type ErrorGroup } from "./error_groups.ts";
+import {
+  type ErrorGroup,
+  findGroup,
+  groupCursor,
+  listGroups,
+  MAX_LIST_GROUPS,
+} from "./error_groups.ts";
 import { errorGroupCountKey, errorGroupTriageKey } from "./keys.ts";
 import { decodeJson, encodeJson, getManyChunked } from "./kv.ts";
 import {
@@ -338,6 +344,84 @@ function describe(change: TriageChange): string {
     case "reopen":
       return "reopened";
     case "assign":
-      return change.email === null ? "unassigned" : `assigned to ${change.email}`;
+      return change.email === null
+        ? "unassigned"
+        : `assigned to ${change.email}`;
+  }
+}
+
+/** A group with its triage, as the errors list shows it. */
+export interface TriagedGroup {
+  group: ErrorGroup;
+  triage: GroupTriage;
+}
+
+/**
+ * Which statuses a filter shows: `unresolved` (the default of the errors
+ * page) shows the groups that need someone, regressed ones included;
+ * `all` shows every group.
+ */
+export const STATUS_FILTERS = [...GROUP_STATUSES, "all"] as const;
+export type StatusFilter = typeof STATUS_FILTERS[number];
+
+function shows(filter: StatusFilter, status: GroupStatus): boolean {
+  if (filter === "all") return true;
+  if (filter === "unresolved") {
+    return status === "unresolved" || status === "regressed";
+  }
+  return status === filter;
+}
+
+/**
+ * A page of a project's groups whose status the filter shows, the most
+ * recently seen first: pages of the listing by last seen are read until
+ * `limit` groups show, or {@linkcode MAX_LIST_GROUPS} were read. `next` is
+ * the cursor of the page after, `null` at the end.
+ *
+ * @example
+ * ```ts
+ * const { groups } = await listTriagedGroups(kv, projectId, Date.now(), { status: "unresolved", limit: 50 });
+ * ```
+ */
+export async function listTriagedGroups(
+  kv: Deno.Kv,
+  projectId: string,
+  now: number,
+  options: {
+    status: StatusFilter;
+    limit: number;
+    after?: string;
+    retentionMs?: number;
+  },
+): Promise<{ groups: TriagedGroup[]; next: string | null }> {
+  const out: TriagedGroup[] = [];
+  let after = options.after;
+  let read = 0;
+  for (;;) {
+    const want = Math.min(MAX_LIST_GROUPS, Math.max(options.limit, 50));
+    const page = await listGroups(kv, projectId, now, {
+      limit: want,
+      ...(after === undefined ? {} : { after }),
+      ...(options.retentionMs === undefined
+        ? {}
+        : { retentionMs: options.retentionMs }),
+    });
+    const triage = await readTriage(kv, projectId, page, now);
+    for (const group of page) {
+      const t = triage.get(group.id)!;
+      if (!shows(options.status, t.status)) continue;
+      out.push({ group, triage: t });
+      if (out.length === options.limit) {
+        return { groups: out, next: groupCursor(group) };
+      }
+    }
+    read += page.length;
+    if (page.length < want || read >= MAX_LIST_GROUPS) {
+      return {
+        groups: out,
+        next: page.length < want ? null : groupCursor(page.at(-1)!),
+      };
+    }
+    after = groupCursor(page.at(-1)!);
   }
 }

@@ -51,8 +51,8 @@ import { decodeJson, encodeJson, getManyChunked } from "./kv.ts";
 import {
   addReleases,
   planReleases,
-  type ReleasePlan,
   releaseOf,
+  type ReleasePlan,
 } from "./releases.ts";
 
 export { groupKeyOf, MAX_GROUPS, RECOUNT_MS } from "./error_group_bounds.ts";
@@ -355,7 +355,10 @@ function merge(
   );
   group.hours = shiftHours(group.hours, group.hour, newest);
   group.hour = newest;
-  const newestDay = Math.max(group.day ?? 0, ...entries.map((e) => dayOf(e.receivedAt)));
+  const newestDay = Math.max(
+    group.day ?? 0,
+    ...entries.map((e) => dayOf(e.receivedAt)),
+  );
   group.days = shiftHours(
     group.days ?? [],
     group.day ?? newestDay,

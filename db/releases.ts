@@ -24,8 +24,8 @@ import {
   decodeErrorGroupReleaseKey,
   decodeReleaseCountKey,
   errorGroupReleaseKey,
-  type ReleaseField,
   releaseCountKey,
+  type ReleaseField,
 } from "./keys.ts";
 
 /** Releases a project keeps at most; the least recently seen go first. */
@@ -186,7 +186,13 @@ async function deleteReleases(
   projectId: string,
   names: string[],
 ): Promise<void> {
-  const fields: ReleaseField[] = ["first", "last", "entries", "errors", "groups"];
+  const fields: ReleaseField[] = [
+    "first",
+    "last",
+    "entries",
+    "errors",
+    "groups",
+  ];
   const keys = names.flatMap((name) =>
     fields.map((f) => releaseCountKey(projectId, name, f))
   );

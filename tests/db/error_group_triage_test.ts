@@ -133,16 +133,19 @@ kvTest("ignored until N more entries, then unresolved", async (kv) => {
   assert.equal(await statusAt(kv, T0 + 3500), "unresolved", "3 of 3");
 });
 
-kvTest("ignored until a date, then unresolved; ignored forever stays", async (kv) => {
-  await ingest(kv, [entry(T0)]);
-  await change(kv, { action: "ignore", untilMs: T0 + DAY }, T0 + 1000);
-  await ingest(kv, [entry(T0 + 2000)]);
-  assert.equal(await statusAt(kv, T0 + DAY - 1), "ignored");
-  assert.equal(await statusAt(kv, T0 + DAY), "unresolved");
-  await change(kv, { action: "ignore" }, T0 + DAY + 1);
-  await ingest(kv, [entry(T0 + DAY + 2), entry(T0 + DAY + 3)]);
-  assert.equal(await statusAt(kv, T0 + 30 * DAY), "ignored");
-});
+kvTest(
+  "ignored until a date, then unresolved; ignored forever stays",
+  async (kv) => {
+    await ingest(kv, [entry(T0)]);
+    await change(kv, { action: "ignore", untilMs: T0 + DAY }, T0 + 1000);
+    await ingest(kv, [entry(T0 + 2000)]);
+    assert.equal(await statusAt(kv, T0 + DAY - 1), "ignored");
+    assert.equal(await statusAt(kv, T0 + DAY), "unresolved");
+    await change(kv, { action: "ignore" }, T0 + DAY + 1);
+    await ingest(kv, [entry(T0 + DAY + 2), entry(T0 + DAY + 3)]);
+    assert.equal(await statusAt(kv, T0 + 30 * DAY), "ignored");
+  },
+);
 
 kvTest("a group is assigned to an account, and only to one", async (kv) => {
   await ingest(kv, [entry(T0)]);
