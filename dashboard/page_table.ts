@@ -36,6 +36,7 @@ export type Need =
 export type ProjectTab =
   | "explorer"
   | "errors"
+  | "releases"
   | "rejections"
   | "settings"
   | "alerts"
@@ -80,6 +81,12 @@ export const PAGES: readonly Page[] = [
   },
   {
     method: "GET",
+    path: "/projects/:id/releases",
+    need: "read",
+    tab: { name: "releases", label: "Releases" },
+  },
+  {
+    method: "GET",
     path: "/projects/:id/rejections",
     need: "read",
     tab: { name: "rejections", label: "Rejections" },
@@ -111,6 +118,8 @@ export const PAGES: readonly Page[] = [
   { method: "GET", path: "/projects/:id/tail", need: "read" },
   { method: "GET", path: "/projects/:id/rows.csv", need: "read" },
   // Every change to a project is for those who configure it.
+  // Triage too: a viewer reads errors, a member works on them.
+  { method: "POST", path: "/projects/:id/errors/triage", need: "configure" },
   { method: "POST", path: "/projects/:id/views", need: "configure" },
   { method: "POST", path: "/projects/:id/views/delete", need: "configure" },
   {

@@ -285,6 +285,14 @@ export async function changeTriage(
   let assignee: string | null | undefined;
   if (change.action === "assign" && change.email !== null) {
     const user = await getUser(kv, change.email);
+    if (
+      user !== null && user.role !== "admin" &&
+      !user.projects.includes(projectId)
+    ) {
+      throw new InvalidValueError(
+        `Cannot assign to "${user.email}": the account may not read this project`,
+      );
+    }
     if (user === null) {
       throw new InvalidValueError(
         `Cannot assign to "${

@@ -21,12 +21,20 @@ import {
   TimeAgo,
 } from "./layout.tsx";
 import { orderedStack, StackView } from "./stack.tsx";
+import type { GroupTriage } from "../../db/error_group_triage.ts";
+import { TriageCard } from "./triage.tsx";
 
 /** Data of an error group's page. */
 export interface ErrorGroupData {
   project: { id: string; name: string };
   detail: GroupDetail;
   now: number;
+  /** The group's triage. @default none: unresolved */
+  triage?: GroupTriage;
+  /** Accounts the group may be assigned to. @default none */
+  accounts?: string[];
+  /** A notice, after a change. @default none */
+  notice?: { kind: "ok" | "error"; text: string };
 }
 
 const BAR = 12;
@@ -227,7 +235,19 @@ export function ErrorGroupPage(
           <code class="frame">{detail.group.topFrame}</code>
         </p>
       )}
+      {data.notice && (
+        <p class={`notice ${data.notice.kind}`} id="triage-notice">
+          {data.notice.text}
+        </p>
+      )}
       <Facts ctx={ctx} data={data} />
+      <TriageCard
+        ctx={ctx}
+        projectId={data.project.id}
+        fingerprint={detail.fingerprint}
+        triage={data.triage}
+        accounts={data.accounts ?? []}
+      />
       <Partial detail={detail} />
       <Card titleId="over-time" title="Over time">
         <h3>Last 24 hours ({total(detail.hourly)})</h3>
