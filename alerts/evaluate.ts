@@ -27,6 +27,7 @@ import { parseQuery, tailLogs } from "../db/query/mod.ts";
 import { recordJson } from "../domain/entry.ts";
 import { createId } from "../domain/ids.ts";
 import { formatAlertDuration, ruleTrigger } from "./rules.ts";
+import { evaluateGroupRule, groupDeliveryBody } from "./group_rules.ts";
 
 /** Entries sent with a delivery at most. */
 export const SAMPLE_ENTRIES = 5;
@@ -51,6 +52,11 @@ export interface EvaluateOptions {
   now?: () => number;
   /** Told of a rule whose evaluation failed; the others go on. */
   onError?: (rule: AlertRule, error: unknown) => void;
+  /**
+   * The dashboard's URL, for the links of group deliveries
+   * (`DASHBOARD_URL`). @default none: the link is the page's path
+   */
+  dashboardUrl?: string;
 }
 
 /** Size of one counting bucket of a threshold window. */
@@ -180,19 +186,47 @@ export async function evaluateRule(
   kv: Deno.Kv,
   rule: AlertRule,
   now: number,
-): Promise<Delivery | null> {
+  options: { dashboardUrl?: string } = {},
+): Promise<Delivery[]> {
   const [ruleEntry, stateEntry] = await kv.getMany([
     alertRuleKey(rule.projectId, rule.id),
     alertStateKey(rule.projectId, rule.id),
   ]);
-  if (ruleEntry.versionstamp === null) return null;
+  if (ruleEntry.versionstamp === null) return [];
   const project = await getProject(kv, rule.projectId);
   if (project === null) {
     // The project was deleted: its rules go with it.
     await deleteAlertRule(kv, rule.projectId, rule.id);
-    return null;
+    return [];
   }
   const state = decodeAlertState(rule, stateEntry.value);
+  if (rule.on !== undefined) {
+    const { state: next, events } = await evaluateGroupRule(
+      kv,
+      rule,
+      state,
+      now,
+    );
+    if (next.cursor === state.cursor && events.length === 0) return [];
+    const op = kv.atomic().check(ruleEntry).check(stateEntry);
+    const deliveries = events.map((event) => {
+      const id = createId(now);
+      const delivery: Delivery = {
+        id,
+        projectId: rule.projectId,
+        ruleId: rule.id,
+        body: groupDeliveryBody({ id, project, rule, event, now, ...options }),
+        count: 1,
+        attempts: 0,
+        createdAt: now,
+      };
+      op.set(alertOutboxKey(now, id), encodeJson(delivery));
+      return delivery;
+    });
+    if (deliveries.length > 0) next.lastDeliveryAt = now;
+    op.set(alertStateKey(rule.projectId, rule.id), encodeJson(next));
+    return (await op.commit()).ok ? deliveries : [];
+  }
   const filter = parseQuery(rule.query);
   let cursor = state.cursor;
   let count = 0;
@@ -223,7 +257,7 @@ export async function evaluateRule(
     now,
   );
   if (next.cursor === state.cursor && fired === null && count === 0) {
-    return null;
+    return [];
   }
   let delivery: Delivery | null = null;
   const op = kv.atomic().check(ruleEntry).check(stateEntry);
@@ -253,7 +287,7 @@ export async function evaluateRule(
   }
   op.set(alertStateKey(rule.projectId, rule.id), encodeJson(next));
   const result = await op.commit();
-  return result.ok ? delivery : null;
+  return result.ok && delivery ? [delivery] : [];
 }
 
 /**
@@ -268,8 +302,13 @@ export async function evaluateRules(
   const queued: Delivery[] = [];
   for (const rule of await listAlertRules(kv)) {
     try {
-      const delivery = await evaluateRule(kv, rule, now);
-      if (delivery) queued.push(delivery);
+      queued.push(
+        ...await evaluateRule(kv, rule, now, {
+          ...(options.dashboardUrl
+            ? { dashboardUrl: options.dashboardUrl }
+            : {}),
+        }),
+      );
     } catch (error) {
       options.onError?.(rule, error);
     }

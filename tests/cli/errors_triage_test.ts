@@ -167,7 +167,7 @@ harnessTest(
     assert.equal(text.code, 0, text.stderr);
     assert.match(
       text.stdout,
-      /\n  TypeError: cart is undefined\n {2}    at pay \(https:\/\/shop\.example\.com\/app\.js:3:9\)\n/,
+      /\n {2}TypeError: cart is undefined\n {6}at pay \(https:\/\/shop\.example\.com\/app\.js:3:9\)\n/,
     );
     assert.doesNotMatch(text.stdout, /\\n/);
   },
