@@ -202,3 +202,28 @@ dashboardTest(
     assert.match(textOf(html), /1\.2\.0 .* 2 2 2/);
   },
 );
+
+dashboardTest("the alerts page adds a rule on error groups", async (h) => {
+  const project = await h.project(["https://app.example.com"]);
+  const admin = await signIn(h.dash);
+  const page = await (await admin.get(`/projects/${project.id}/alerts`)).text();
+  assert.match(page, /id="add-group-form"/);
+  const res = await admin.post(`/projects/${project.id}/alerts/add`, {
+    on: "escalating",
+    factor: "5",
+    webhook: "https://hooks.example.com/a",
+  });
+  assert.equal(res.status, 303);
+  const after = await (await admin.get(res.headers.get("location")!)).text();
+  assert.match(textOf(after), /Error groups: escalating/);
+  assert.match(textOf(after), /over 5 times its hourly average/);
+  const bad = await admin.post(`/projects/${project.id}/alerts/add`, {
+    on: "sometimes",
+    webhook: "https://hooks.example.com/a",
+  });
+  assert.equal(bad.status, 400);
+  assert.match(
+    await bad.text(),
+    /Cannot alert on &quot;sometimes&quot;|Cannot alert on "sometimes"/,
+  );
+});
