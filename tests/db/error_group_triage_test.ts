@@ -7,6 +7,7 @@
  * @module
  */
 import assert from "node:assert/strict";
+import { RecordedAtomic } from "../../db/atomic.ts";
 import {
   addErrorGroups,
   findGroup,
@@ -152,7 +153,7 @@ kvTest("a group is assigned to an account, and only to one", async (kv) => {
   await addUser(kv, {
     email: "ana@example.com",
     password: "correct horse",
-    role: "member",
+    role: "admin",
     projects: [],
   });
   await assert.rejects(
@@ -201,5 +202,50 @@ kvTest(
     const seen = new Map([["b", 1], ["a", 2]]);
     assert.ok(compareReleases("a", "b", seen) > 0, "first seen, not names");
     assert.ok(compareReleases("2.0.0-rc.1", "2.0.0", seen) < 0);
+  },
+);
+
+/** Prepares a result commit of `records` without committing it. */
+async function prepare(kv: Deno.Kv, records: LogRecord[]) {
+  const op = new RecordedAtomic();
+  addErrorGroups(
+    op,
+    await prepareErrorGroups(kv, "p1", records, {
+      now: records[0]!.receivedAt,
+      retentionMs: 30 * DAY,
+    }),
+  );
+  return { commit: () => op.commit(kv) };
+}
+
+kvTest(
+  "commits prepared before a resolve and committed after it count after it, each by its release, however they interleave",
+  async (kv) => {
+    await ingest(kv, [entry(T0, "1.2.0")]);
+    const older = await prepare(kv, [entry(T0 + 10, "1.2.0")]);
+    const later = await prepare(kv, [entry(T0 + 11, "1.4.0")]);
+    await change(kv, { action: "resolve", inRelease: "1.3.0" }, T0 + 20);
+    assert.ok((await older.commit()).ok);
+    assert.equal(await statusAt(kv, T0 + 30), "resolved", "1.2.0 is older");
+    assert.ok((await later.commit()).ok);
+    assert.equal(await statusAt(kv, T0 + 40), "regressed", "1.4.0 is later");
+    const group = (await findGroup(kv, "p1", FP, T0))!;
+    assert.equal(group.count, 3, "every entry counted once");
+    const [release] = (await listReleases(kv, "p1")).filter((r) =>
+      r.name === "1.2.0"
+    );
+    assert.equal(release!.entries, 2, "both commits counted in the release");
+  },
+);
+
+kvTest(
+  "ignore until N counts entries of commits prepared before it",
+  async (kv) => {
+    await ingest(kv, [entry(T0)]);
+    const racing = await prepare(kv, [entry(T0 + 1), entry(T0 + 2)]);
+    await change(kv, { action: "ignore", untilCount: 2 }, T0 + 10);
+    assert.equal(await statusAt(kv, T0 + 11), "ignored");
+    assert.ok((await racing.commit()).ok);
+    assert.equal(await statusAt(kv, T0 + 12), "unresolved");
   },
 );
