@@ -179,8 +179,87 @@ function advance(
 }
 
 /**
- * Evaluates one rule at `now`; returns the delivery it queued, or `null`
- * (nothing due, or another instance committed first).
+ * Evaluates a rule on error groups (alerts/group_rules.ts): its state and
+ * its deliveries, one per event, in one operation checked on the rule and
+ * the state read (`entries`).
+ */
+async function queueGroupDeliveries(
+  kv: Deno.Kv,
+  options: {
+    rule: AlertRule;
+    state: AlertState;
+    project: Project;
+    /** The rule and the state as read. */
+    entries: [Deno.KvEntryMaybe<unknown>, Deno.KvEntryMaybe<unknown>];
+    now: number;
+    dashboardUrl?: string;
+  },
+): Promise<Delivery[]> {
+  const { rule, state, project, now } = options;
+  const [ruleEntry, stateEntry] = options.entries;
+  const { state: next, events } = await evaluateGroupRule(
+    kv,
+    rule,
+    state,
+    now,
+  );
+  if (next.cursor === state.cursor && events.length === 0) return [];
+  const op = kv.atomic().check(ruleEntry).check(stateEntry);
+  const deliveries = events.map((event) => {
+    const id = createId(now);
+    const delivery: Delivery = {
+      id,
+      projectId: rule.projectId,
+      ruleId: rule.id,
+      body: groupDeliveryBody({
+        id,
+        project,
+        rule,
+        event,
+        now,
+        ...(options.dashboardUrl ? { dashboardUrl: options.dashboardUrl } : {}),
+      }),
+      count: 1,
+      attempts: 0,
+      createdAt: now,
+    };
+    op.set(alertOutboxKey(now, id), encodeJson(delivery));
+    return delivery;
+  });
+  if (deliveries.length > 0) next.lastDeliveryAt = now;
+  op.set(alertStateKey(rule.projectId, rule.id), encodeJson(next));
+  return (await op.commit()).ok ? deliveries : [];
+}
+
+/**
+ * A rule as read with its state and project, `null` when it is gone (its
+ * project deleted: then the rule goes with it).
+ */
+async function readRule(kv: Deno.Kv, rule: AlertRule): Promise<
+  {
+    project: Project;
+    state: AlertState;
+    entries: [Deno.KvEntryMaybe<unknown>, Deno.KvEntryMaybe<unknown>];
+  } | null
+> {
+  const [ruleEntry, stateEntry] = await kv.getMany([
+    alertRuleKey(rule.projectId, rule.id),
+    alertStateKey(rule.projectId, rule.id),
+  ]);
+  if (ruleEntry.versionstamp === null) return null;
+  const project = await getProject(kv, rule.projectId);
+  if (project === null) {
+    await deleteAlertRule(kv, rule.projectId, rule.id);
+    return null;
+  }
+  const state = decodeAlertState(rule, stateEntry.value);
+  return { project, state, entries: [ruleEntry, stateEntry] };
+}
+
+/**
+ * Evaluates one rule at `now`; returns the deliveries it queued: none
+ * (nothing due, or another instance committed first), one of a query rule,
+ * or one per event of a rule on error groups.
  */
 export async function evaluateRule(
   kv: Deno.Kv,
@@ -188,45 +267,12 @@ export async function evaluateRule(
   now: number,
   options: { dashboardUrl?: string } = {},
 ): Promise<Delivery[]> {
-  const [ruleEntry, stateEntry] = await kv.getMany([
-    alertRuleKey(rule.projectId, rule.id),
-    alertStateKey(rule.projectId, rule.id),
-  ]);
-  if (ruleEntry.versionstamp === null) return [];
-  const project = await getProject(kv, rule.projectId);
-  if (project === null) {
-    // The project was deleted: its rules go with it.
-    await deleteAlertRule(kv, rule.projectId, rule.id);
-    return [];
-  }
-  const state = decodeAlertState(rule, stateEntry.value);
+  const read = await readRule(kv, rule);
+  if (read === null) return [];
   if (rule.on !== undefined) {
-    const { state: next, events } = await evaluateGroupRule(
-      kv,
-      rule,
-      state,
-      now,
-    );
-    if (next.cursor === state.cursor && events.length === 0) return [];
-    const op = kv.atomic().check(ruleEntry).check(stateEntry);
-    const deliveries = events.map((event) => {
-      const id = createId(now);
-      const delivery: Delivery = {
-        id,
-        projectId: rule.projectId,
-        ruleId: rule.id,
-        body: groupDeliveryBody({ id, project, rule, event, now, ...options }),
-        count: 1,
-        attempts: 0,
-        createdAt: now,
-      };
-      op.set(alertOutboxKey(now, id), encodeJson(delivery));
-      return delivery;
-    });
-    if (deliveries.length > 0) next.lastDeliveryAt = now;
-    op.set(alertStateKey(rule.projectId, rule.id), encodeJson(next));
-    return (await op.commit()).ok ? deliveries : [];
+    return await queueGroupDeliveries(kv, { ...read, rule, now, ...options });
   }
+  const { project, state, entries: [ruleEntry, stateEntry] } = read;
   const filter = parseQuery(rule.query);
   let cursor = state.cursor;
   let count = 0;

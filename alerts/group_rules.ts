@@ -1,5 +1,5 @@
 /**
- * Alert rules on error groups (docs/alerts.md#alerts-on-error-groups): a
+ * Alert rules on error groups (docs/errors.md#alerts-on-error-groups): a
  * delivery for each group that is new (the delivery's entry is the group's
  * first), regressed (db/error_group_triage.ts: resolved, then an entry of a
  * later release, or any new entry without one) or escalating (entries in

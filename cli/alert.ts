@@ -80,7 +80,7 @@ release, or at all when resolved without one), or escalating (more entries
 in the current hour than --factor times its average hourly rate over the 7
 days before, default ${DEFAULT_FACTOR}, and at least ${MIN_ESCALATING}; once a day per group).
 Each delivery carries the entry's title, top frame and release, and a link
-to the group's page (docs/alerts.md#alerts-on-error-groups).
+to the group's page (docs/errors.md#alerts-on-error-groups).
 
 Options:
   --query Q        Entries to alert on (required without --on)

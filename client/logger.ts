@@ -203,6 +203,16 @@ function beforeSend(
   return out;
 }
 
+/** The context of every entry: `context`, with `release` and `dist` over it. */
+function contextOf(
+  options: LoggerOptions,
+): Record<string, unknown> | undefined {
+  const { release, dist } = options;
+  return release || dist
+    ? { ...options.context, release, dist }
+    : options.context;
+}
+
 /**
  * Creates a logger that sends entries to the service, paced, retried and
  * flushed as the page or process ends.
@@ -231,10 +241,8 @@ export function createLogger(options: LoggerOptions): Logger {
     headers: jobHeaders(options, browser),
   });
   const stops: (() => void)[] = [];
-  const { release, dist } = options;
-  const context = release || dist
-    ? { ...options.context, release, dist }
-    : options.context;
+  const context = contextOf(options);
+  const keep = (stop: () => void) => (stops.push(stop), stop);
   if (options.beacon ?? (browser && !options.secret)) {
     stops.push(watchPage(sender, {
       target: globalThis,
@@ -292,16 +300,8 @@ export function createLogger(options: LoggerOptions): Logger {
       for (const stop of stops.splice(0)) stop();
       return idle;
     },
-    captureErrors(capture) {
-      const stop = captureErrors(logger, capture);
-      stops.push(stop);
-      return stop;
-    },
-    captureConsole(methods) {
-      const stop = captureConsole(logger, methods);
-      stops.push(stop);
-      return stop;
-    },
+    captureErrors: (capture) => keep(captureErrors(logger, capture)),
+    captureConsole: (methods) => keep(captureConsole(logger, methods)),
     stats: sender.stats,
   };
   return logger;

@@ -54,6 +54,16 @@ import {
   releaseOf,
   type ReleasePlan,
 } from "./releases.ts";
+import {
+  countReleases,
+  MAX_RELEASE_PAIRS_PER_BATCH,
+  trackReleases,
+} from "./error_group_releases.ts";
+
+export {
+  MAX_GROUP_RELEASES,
+  MAX_RELEASE_PAIRS_PER_BATCH,
+} from "./error_group_releases.ts";
 
 export { groupKeyOf, MAX_GROUPS, RECOUNT_MS } from "./error_group_bounds.ts";
 
@@ -65,17 +75,6 @@ export const GROUPED_LEVELS: readonly string[] = ["error", "critical"];
  * grouped; the largest groups of the batch are the ones kept.
  */
 export const MAX_GROUPS_PER_BATCH = 20;
-/**
- * Counts of a group's entries per release one batch adds at most (one
- * mutation each); entries past it are stored but not grouped, so that a
- * group's count and its counts per release always agree.
- */
-export const MAX_RELEASE_PAIRS_PER_BATCH = 40;
-/**
- * Releases a group counts its entries of at most (docs/limits.md): past it,
- * the release it first counted is dropped with its count.
- */
-export const MAX_GROUP_RELEASES = 50;
 /** Days of daily counts a group keeps, today included: the escalation's week. */
 export const GROUP_DAYS = 8;
 const DAY_MS = 24 * 3_600_000;
@@ -239,7 +238,48 @@ export async function prepareErrorGroups(
   };
   const errors = records.filter(isError);
   if (errors.length === 0) return plan;
-  const key = await groupKeyOf(kv, projectId);
+  const batch = groupsOf(await groupKeyOf(kv, projectId), errors);
+  const kept = [...batch].sort((a, b) =>
+    b[1].entries.length - a[1].entries.length
+  ).slice(0, MAX_GROUPS_PER_BATCH);
+  const stored = await getManyChunked<Uint8Array>(
+    kv,
+    kept.map(([id]) => errorGroupKey(projectId, id)),
+  );
+  const pairs = { left: MAX_RELEASE_PAIRS_PER_BATCH };
+  kept.forEach(([id, { entries, fp }], i) => {
+    const prior = decodeJson<StoredGroup>(stored[i]!.value);
+    const { grouped, byRelease } = countReleases(entries, plan.releases, pairs);
+    if (grouped.length === 0) return;
+    const after = merge(prior, fp, grouped);
+    const dropped = trackReleases(after, byRelease);
+    if (prior === null && after.firstRelease) {
+      const tally = plan.releases.releases.get(after.firstRelease);
+      if (tally) tally.groups++;
+    }
+    plan.groups.push({
+      id,
+      before: prior?.lastSeen ?? null,
+      after,
+      added: grouped.length,
+      byRelease,
+      dropped,
+    });
+  });
+  // Also with no new group: once a minute, it sweeps past the retention.
+  const made = plan.groups.filter((g) => g.before === null).length;
+  await makeRoom(kv, projectId, made, {
+    ...options,
+    keep: new Set(plan.groups.map((g) => g.id)),
+  });
+  return plan;
+}
+
+/** The batch's error entries by group id, each with its group's first form. */
+function groupsOf(
+  key: Uint8Array,
+  errors: LogRecord[],
+): Map<string, { entries: LogRecord[]; fp: StoredGroup }> {
   const batch = new Map<string, { entries: LogRecord[]; fp: StoredGroup }>();
   for (const record of errors) {
     const fp = fingerprintOf(record);
@@ -266,78 +306,7 @@ export async function prepareErrorGroups(
       },
     });
   }
-  const kept = [...batch].sort((a, b) =>
-    b[1].entries.length - a[1].entries.length
-  ).slice(0, MAX_GROUPS_PER_BATCH);
-  const stored = await getManyChunked<Uint8Array>(
-    kv,
-    kept.map(([id]) => errorGroupKey(projectId, id)),
-  );
-  let pairs = 0;
-  kept.forEach(([id, { entries, fp }], i) => {
-    const prior = decodeJson<StoredGroup>(stored[i]!.value);
-    const byRelease = new Map<string, number>();
-    // Entries of a release past the batch's pairs are not grouped, so that
-    // the group's count and its counts per release agree.
-    const grouped = entries.filter((entry) => {
-      const release = releaseOf(entry);
-      if (release === null || !plan.releases.releases.has(release)) {
-        return true;
-      }
-      const n = byRelease.get(release);
-      if (n === undefined && pairs >= MAX_RELEASE_PAIRS_PER_BATCH) return false;
-      if (n === undefined) pairs++;
-      byRelease.set(release, (n ?? 0) + 1);
-      return true;
-    });
-    if (grouped.length === 0) return;
-    const after = merge(prior, fp, grouped);
-    const dropped = trackReleases(after, byRelease);
-    if (prior === null && after.firstRelease) {
-      const tally = plan.releases.releases.get(after.firstRelease);
-      if (tally) tally.groups++;
-    }
-    plan.groups.push({
-      id,
-      before: prior?.lastSeen ?? null,
-      after,
-      added: grouped.length,
-      byRelease,
-      dropped,
-    });
-  });
-  // Also with no new group: once a minute, it sweeps past the retention.
-  const made = plan.groups.filter((g) => g.before === null).length;
-  await makeRoom(kv, projectId, made, {
-    ...options,
-    keep: new Set(plan.groups.map((g) => g.id)),
-  });
-  return plan;
-}
-
-/**
- * Adds the releases of `byRelease` to the group's list of counted
- * releases; returns those dropped past {@linkcode MAX_GROUP_RELEASES}.
- */
-function trackReleases(
-  group: StoredGroup,
-  byRelease: Map<string, number>,
-): string[] {
-  const list = group.releases ?? [];
-  for (const release of byRelease.keys()) {
-    if (!list.includes(release)) list.push(release);
-  }
-  const dropped: string[] = [];
-  while (list.length > MAX_GROUP_RELEASES) {
-    const gone = list.shift()!;
-    if (byRelease.has(gone)) {
-      list.push(gone); // counted by this batch: drop an older one
-      continue;
-    }
-    dropped.push(gone);
-  }
-  group.releases = list;
-  return dropped;
+  return batch;
 }
 
 /** `prior` (or the batch's first entry, `fresh`) with `entries` counted in. */

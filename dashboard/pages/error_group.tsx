@@ -235,19 +235,8 @@ export function ErrorGroupPage(
           <code class="frame">{detail.group.topFrame}</code>
         </p>
       )}
-      {data.notice && (
-        <p class={`notice ${data.notice.kind}`} id="triage-notice">
-          {data.notice.text}
-        </p>
-      )}
       <Facts ctx={ctx} data={data} />
-      <TriageCard
-        ctx={ctx}
-        projectId={data.project.id}
-        fingerprint={detail.fingerprint}
-        triage={data.triage}
-        accounts={data.accounts ?? []}
-      />
+      <TriageCard ctx={ctx} data={data} />
       <Partial detail={detail} />
       <Card titleId="over-time" title="Over time">
         <h3>Last 24 hours ({total(detail.hourly)})</h3>

@@ -177,6 +177,46 @@ function GroupRow(
   );
 }
 
+/** The table of groups, a checkbox each when `bulk`. */
+function GroupsTable(
+  props: { ctx: PageContext; data: ErrorsData; bulk: boolean },
+) {
+  const { ctx, data, bulk } = props;
+  return (
+    <ListTable
+      class="errors"
+      id="groups"
+      columns={[
+        ...(bulk ? [{ label: "", title: "Select for a bulk action" }] : []),
+        "Error",
+        { label: "Count", class: "num" },
+        {
+          label: "Users",
+          class: "num",
+          title: "Distinct context.userId of the group's entries",
+        },
+        "Last 24 h",
+        "First seen",
+        "Last seen",
+      ]}
+    >
+      {data.groups.map((group) => (
+        <GroupRow
+          key={group.id}
+          ctx={ctx}
+          projectId={data.project.id}
+          group={group}
+          now={data.now}
+          users={data.users?.get(group.fingerprint) ?? 0}
+          usersPartial={data.usersPartial ?? false}
+          triage={data.triage?.get(group.id)}
+          bulk={bulk}
+        />
+      ))}
+    </ListTable>
+  );
+}
+
 /** The errors page. */
 export function ErrorsPage(props: { ctx: PageContext; data: ErrorsData }) {
   const { ctx, data } = props;
@@ -213,39 +253,7 @@ export function ErrorsPage(props: { ctx: PageContext; data: ErrorsData }) {
               {data.paged ? " seen earlier" : ""}
               {fresh > 0 && `, ${fresh} new in the last 24 hours`}.
             </p>
-            <ListTable
-              class="errors"
-              id="groups"
-              columns={[
-                ...(bulk
-                  ? [{ label: "", title: "Select for a bulk action" }]
-                  : []),
-                "Error",
-                { label: "Count", class: "num" },
-                {
-                  label: "Users",
-                  class: "num",
-                  title: "Distinct context.userId of the group's entries",
-                },
-                "Last 24 h",
-                "First seen",
-                "Last seen",
-              ]}
-            >
-              {data.groups.map((group) => (
-                <GroupRow
-                  key={group.id}
-                  ctx={ctx}
-                  projectId={project.id}
-                  group={group}
-                  now={data.now}
-                  users={data.users?.get(group.fingerprint) ?? 0}
-                  usersPartial={data.usersPartial ?? false}
-                  triage={data.triage?.get(group.id)}
-                  bulk={bulk}
-                />
-              ))}
-            </ListTable>
+            <GroupsTable ctx={ctx} data={data} bulk={bulk} />
             {bulk && (
               <BulkActions ctx={ctx} projectId={project.id} status={status} />
             )}

@@ -88,73 +88,110 @@ export function BulkActions(
   );
 }
 
-/** The triage card of a group's page. */
-export function TriageCard(
+/** The forms of a group's triage card. */
+function TriageForms(
   props: {
     ctx: PageContext;
-    projectId: string;
+    to: string;
     fingerprint: string;
-    triage: GroupTriage | undefined;
-    /** Accounts a group may be assigned to. */
+    assignee: string | null;
     accounts: string[];
   },
 ) {
-  const { ctx, projectId, fingerprint, triage } = props;
-  const to = triagePath(projectId);
-  const may = ctx.posts(to);
+  const { ctx, to } = props;
   const hidden = (
     <>
-      <input type="hidden" name="fp" value={fingerprint} />
+      <input type="hidden" name="fp" value={props.fingerprint} />
       <input type="hidden" name="back" value="group" />
     </>
   );
   return (
-    <Card titleId="triage" title="Triage" id="triage-card">
-      <p>
-        Status: <StatusBadge triage={triage} />
-      </p>
-      {may && (
-        <>
-          <PostForm ctx={ctx} to={to} id="resolve-form">
-            {hidden}
-            <label>
-              In release (optional){" "}
-              <input name="in_release" maxlength={200} placeholder="1.4.0" />
-            </label>{" "}
-            <button type="submit" name="action" value="resolve">Resolve</button>
-          </PostForm>
-          <PostForm ctx={ctx} to={to} id="ignore-form">
-            {hidden}
-            <label>
-              Until (date, optional) <input name="until" type="date" />
-            </label>{" "}
-            <label>
-              or until N more entries{" "}
-              <input name="until_count" type="number" min={1} />
-            </label>{" "}
-            <button type="submit" name="action" value="ignore">Ignore</button>
-          </PostForm>
-          <PostForm ctx={ctx} to={to} id="reopen-form">
-            {hidden}
-            <button type="submit" name="action" value="reopen">Reopen</button>
-          </PostForm>
-          <PostForm ctx={ctx} to={to} id="assign-form">
-            {hidden}
-            <label>
-              Assignee{" "}
-              <select name="assignee">
-                <option value="">nobody</option>
-                {props.accounts.map((email) => (
-                  <option value={email} selected={email === triage?.assignee}>
-                    {email}
-                  </option>
-                ))}
-              </select>
-            </label>{" "}
-            <button type="submit" name="action" value="assign">Assign</button>
-          </PostForm>
-        </>
+    <>
+      <PostForm ctx={ctx} to={to} id="resolve-form">
+        {hidden}
+        <label>
+          In release (optional){" "}
+          <input name="in_release" maxlength={200} placeholder="1.4.0" />
+        </label>{" "}
+        <button type="submit" name="action" value="resolve">
+          Resolve
+        </button>
+      </PostForm>
+      <PostForm ctx={ctx} to={to} id="ignore-form">
+        {hidden}
+        <label>
+          Until (date, optional) <input name="until" type="date" />
+        </label>{" "}
+        <label>
+          or until N more entries{" "}
+          <input name="until_count" type="number" min={1} />
+        </label>{" "}
+        <button type="submit" name="action" value="ignore">Ignore</button>
+      </PostForm>
+      <PostForm ctx={ctx} to={to} id="reopen-form">
+        {hidden}
+        <button type="submit" name="action" value="reopen">Reopen</button>
+      </PostForm>
+      <PostForm ctx={ctx} to={to} id="assign-form">
+        {hidden}
+        <label>
+          Assignee{" "}
+          <select name="assignee">
+            <option value="">nobody</option>
+            {props.accounts.map((email) => (
+              <option value={email} selected={email === props.assignee}>
+                {email}
+              </option>
+            ))}
+          </select>
+        </label>{" "}
+        <button type="submit" name="action" value="assign">Assign</button>
+      </PostForm>
+    </>
+  );
+}
+
+/** The triage card of a group's page, after the notice of a change. */
+export function TriageCard(
+  props: {
+    ctx: PageContext;
+    data: {
+      project: { id: string };
+      detail: { fingerprint: string };
+      triage?: GroupTriage;
+      /** Accounts a group may be assigned to. */
+      accounts?: string[];
+      notice?: { kind: "ok" | "error"; text: string };
+    };
+  },
+) {
+  const { ctx, data } = props;
+  const { triage } = data;
+  const fingerprint = data.detail.fingerprint;
+  const accounts = data.accounts ?? [];
+  const to = triagePath(data.project.id);
+  const may = ctx.posts(to);
+  return (
+    <>
+      {data.notice && (
+        <p class={`notice ${data.notice.kind}`} id="triage-notice">
+          {data.notice.text}
+        </p>
       )}
-    </Card>
+      <Card titleId="triage" title="Triage" id="triage-card">
+        <p>
+          Status: <StatusBadge triage={triage} />
+        </p>
+        {may && (
+          <TriageForms
+            ctx={ctx}
+            to={to}
+            fingerprint={fingerprint}
+            assignee={triage?.assignee ?? null}
+            accounts={accounts}
+          />
+        )}
+      </Card>
+    </>
   );
 }

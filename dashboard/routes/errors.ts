@@ -24,11 +24,13 @@ import {
 import { accountOf, canRead, listUsers } from "../../db/users.ts";
 import { TRIAGE_DONE } from "./errors_triage.ts";
 import { DAY_MS } from "../../domain/entry.ts";
+import type { Project } from "../../db/projects.ts";
 import { ErrorGroupPage } from "../pages/error_group.tsx";
 import { ErrorsPage } from "../pages/errors.tsx";
 import {
   type DashApp,
   type DashboardDeps,
+  type DashContext,
   doneNotice,
   message,
   renderPage,
@@ -38,50 +40,58 @@ import {
 /** Groups a page shows, the most recently seen first. */
 const PAGE_GROUPS = 100;
 
+/** The errors list of the status filter (`?status=`, unresolved by default). */
+async function showErrors(
+  c: DashContext,
+  deps: DashboardDeps,
+  project: Project,
+): Promise<Response> {
+  const { kv } = deps;
+  const now = deps.now();
+  const after = c.req.query("after");
+  const status = c.req.query("status") ?? "unresolved";
+  if (!(STATUS_FILTERS as readonly string[]).includes(status)) {
+    return c.json({
+      error: `Cannot read status "${status.slice(0, 40)}": expected one of ${
+        STATUS_FILTERS.join(", ")
+      }`,
+    }, 400);
+  }
+  let listed;
+  try {
+    listed = await listTriagedGroups(kv, project.id, now, {
+      status: status as StatusFilter,
+      limit: PAGE_GROUPS,
+      retentionMs: project.retentionDays * DAY_MS,
+      ...(after === undefined ? {} : { after }),
+    });
+  } catch (error) {
+    if (!(error instanceof GroupCursorError)) throw error;
+    return c.json({ error: error.message }, 400);
+  }
+  const groups = listed.groups.map((g) => g.group);
+  const users = await readGroupUsers(kv, project.id, groups, {});
+  const notice = doneNotice(c, TRIAGE_DONE);
+  return await renderPage(c, deps, ErrorsPage, {
+    project: { id: project.id, name: project.name },
+    groups,
+    now,
+    users: users.users,
+    usersPartial: users.searchedTo !== undefined,
+    older: listed.next,
+    paged: after !== undefined,
+    status: status as StatusFilter,
+    triage: new Map(listed.groups.map((g) => [g.group.id, g.triage])),
+    ...(notice ? { notice } : {}),
+  });
+}
+
 /** Adds the errors routes. */
 export function errorsRoutes(app: DashApp, deps: DashboardDeps): void {
   const { kv } = deps;
   app.get(
     `/projects/:id/errors`,
-    withProject(deps, async (c, project) => {
-      const now = deps.now();
-      const after = c.req.query("after");
-      const status = c.req.query("status") ?? "unresolved";
-      if (!(STATUS_FILTERS as readonly string[]).includes(status)) {
-        return c.json({
-          error: `Cannot read status "${
-            status.slice(0, 40)
-          }": expected one of ${STATUS_FILTERS.join(", ")}`,
-        }, 400);
-      }
-      let listed;
-      try {
-        listed = await listTriagedGroups(kv, project.id, now, {
-          status: status as StatusFilter,
-          limit: PAGE_GROUPS,
-          retentionMs: project.retentionDays * DAY_MS,
-          ...(after === undefined ? {} : { after }),
-        });
-      } catch (error) {
-        if (!(error instanceof GroupCursorError)) throw error;
-        return c.json({ error: error.message }, 400);
-      }
-      const groups = listed.groups.map((g) => g.group);
-      const users = await readGroupUsers(kv, project.id, groups, {});
-      const notice = doneNotice(c, TRIAGE_DONE);
-      return await renderPage(c, deps, ErrorsPage, {
-        project: { id: project.id, name: project.name },
-        groups,
-        now,
-        users: users.users,
-        usersPartial: users.searchedTo !== undefined,
-        older: listed.next,
-        paged: after !== undefined,
-        status: status as StatusFilter,
-        triage: new Map(listed.groups.map((g) => [g.group.id, g.triage])),
-        ...(notice ? { notice } : {}),
-      });
-    }),
+    withProject(deps, (c, project) => showErrors(c, deps, project)),
   );
   app.get(
     `/projects/:id/errors/:fingerprint`,
