@@ -15,7 +15,7 @@ import {
 } from "../db/error_group_detail.ts";
 import type { Project } from "../db/projects.ts";
 import { type GroupTriage, readTriage } from "../db/error_group_triage.ts";
-import { triageJson } from "./errors_triage.ts";
+import { fingerprintArg, triageJson } from "./errors_triage.ts";
 import { stackLines } from "../domain/fingerprint.ts";
 import { type CommandContext, println, UsageError } from "./command.ts";
 import { formatTable, formatTime, inert, sparkline } from "./format.ts";
@@ -182,13 +182,7 @@ export async function printGroupDetail(
   fingerprint: string,
   options: { json: boolean },
 ): Promise<number> {
-  let fp: string;
-  try {
-    fp = checkFingerprint(fingerprint);
-  } catch (error) {
-    if (error instanceof FingerprintError) throw new UsageError(error.message);
-    throw error;
-  }
+  const fp = fingerprintArg(fingerprint);
   const now = ctx.now();
   const detail = await readGroupDetail(ctx.kv, project.id, fp, { now });
   if (

@@ -61,6 +61,19 @@ export function triageJson(
   };
 }
 
+/**
+ * A FINGERPRINT argument, checked: 16 hex digits, else a
+ * {@linkcode UsageError}.
+ */
+export function fingerprintArg(text: string): string {
+  try {
+    return checkFingerprint(text);
+  } catch (error) {
+    if (error instanceof FingerprintError) throw new UsageError(error.message);
+    throw error;
+  }
+}
+
 /** `--until`: an ISO date or time, or a duration from now (`7d`). */
 function untilOf(text: string, now: number): number {
   const duration = parseDuration(text);
@@ -153,13 +166,7 @@ export async function triageCommand(
     ["ACTION", "PROJECT", "FINGERPRINT", "EMAIL?"],
   );
   const change = changeOf(action, parsed, email, ctx.now());
-  let fp: string;
-  try {
-    fp = checkFingerprint(fingerprint);
-  } catch (error) {
-    if (error instanceof FingerprintError) throw new UsageError(error.message);
-    throw error;
-  }
+  const fp = fingerprintArg(fingerprint);
   const project: Project = await resolveProject(ctx.kv, named);
   let done;
   try {

@@ -129,6 +129,22 @@ function RuleCard(
   );
 }
 
+/** The webhook field of the forms that add a rule. */
+function WebhookField(props: { value: string }) {
+  return (
+    <label>
+      Webhook URL
+      <input
+        name="webhook"
+        type="url"
+        required
+        placeholder="https://hooks.slack.com/services/…"
+        value={props.value}
+      />
+    </label>
+  );
+}
+
 /** The form that adds a rule, filled again with what was refused. */
 function AddRuleCard(
   props: { ctx: PageContext; form: AlertForm; add: string },
@@ -146,16 +162,7 @@ function AddRuleCard(
             value={form.query}
           />
         </label>
-        <label>
-          Webhook URL
-          <input
-            name="webhook"
-            type="url"
-            required
-            placeholder="https://hooks.slack.com/services/…"
-            value={form.webhook}
-          />
-        </label>
+        <WebhookField value={form.on ? "" : form.webhook} />
         <div class="row">
           <label>
             Only above N matches (optional)
@@ -233,16 +240,7 @@ function AddGroupRuleCard(
             />
           </label>
         </div>
-        <label>
-          Webhook URL
-          <input
-            name="webhook"
-            type="url"
-            required
-            placeholder="https://hooks.slack.com/services/…"
-            value={form.on ? form.webhook : ""}
-          />
-        </label>
+        <WebhookField value={form.on ? form.webhook : ""} />
         <button type="submit">Add rule</button>
       </PostForm>
     </Card>
