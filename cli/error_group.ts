@@ -7,8 +7,6 @@
  * @module
  */
 import {
-  checkFingerprint,
-  FingerprintError,
   type GroupDetail,
   readGroupDetail,
   type ValueCount,
@@ -17,7 +15,7 @@ import type { Project } from "../db/projects.ts";
 import { type GroupTriage, readTriage } from "../db/error_group_triage.ts";
 import { fingerprintArg, triageJson } from "./errors_triage.ts";
 import { stackLines } from "../domain/fingerprint.ts";
-import { type CommandContext, println, UsageError } from "./command.ts";
+import { type CommandContext, println } from "./command.ts";
 import { formatTable, formatTime, inert, sparkline } from "./format.ts";
 
 const HOUR_MS = 3_600_000;
