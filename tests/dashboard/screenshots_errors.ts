@@ -79,7 +79,7 @@ if (import.meta.main) {
   await withE2e(async ({ kv, page, home }) => {
     const project = await createProject(kv, {
       name: "Web shop",
-      allowed: ["https://shop.example.com"],
+      allow: ["https://shop.example.com"],
     });
     await addUser(kv, {
       email: "ana@example.com",
