@@ -71,7 +71,6 @@ async function showErrors(
   }
   const groups = listed.groups.map((g) => g.group);
   const users = await readGroupUsers(kv, project.id, groups, {});
-  const notice = doneNotice(c, TRIAGE_DONE);
   return await renderPage(c, deps, ErrorsPage, {
     project: { id: project.id, name: project.name },
     groups,
@@ -82,7 +81,7 @@ async function showErrors(
     paged: after !== undefined,
     status: status as StatusFilter,
     triage: new Map(listed.groups.map((g) => [g.group.id, g.triage])),
-    ...(notice ? { notice } : {}),
+    ...doneNotice(c, TRIAGE_DONE),
   });
 }
 
@@ -125,14 +124,13 @@ export function errorsRoutes(app: DashApp, deps: DashboardDeps): void {
       const accounts = (await listUsers(kv))
         .filter((u) => canRead(accountOf(u), project.id))
         .map((u) => u.email);
-      const notice = doneNotice(c, TRIAGE_DONE);
       return await renderPage(c, deps, ErrorGroupPage, {
         project: { id: project.id, name: project.name },
         detail,
         now,
         ...(triage ? { triage } : {}),
         accounts,
-        ...(notice ? { notice } : {}),
+        ...doneNotice(c, TRIAGE_DONE),
       });
     }),
   );

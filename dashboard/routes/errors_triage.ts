@@ -8,7 +8,6 @@
  *
  * @module
  */
-import { recordAudit } from "../../db/audit.ts";
 import {
   changeTriage,
   GroupNotFoundError,
@@ -22,6 +21,7 @@ import { InvalidValueError } from "../../db/validation.ts";
 import { DAY_MS } from "../../domain/entry.ts";
 import { ReleasesPage } from "../pages/releases.tsx";
 import {
+  audit,
   type DashApp,
   type DashboardDeps,
   type DashContext,
@@ -127,12 +127,10 @@ async function triage(
         now: deps.now(),
         actor,
       });
-      await recordAudit(deps.kv, {
+      await audit(c, deps, {
         projectId: project.id,
-        actor,
         action: `error.${change.action}`,
         detail: done.detail,
-        now: deps.now,
       });
     }
   } catch (error) {

@@ -8,7 +8,6 @@
  *
  * @module
  */
-import { recordAudit } from "../../db/audit.ts";
 import {
   createReadToken,
   revokeReadToken,
@@ -16,6 +15,7 @@ import {
 } from "../../db/tokens.ts";
 import { InvalidValueError } from "../../db/validation.ts";
 import {
+  audit,
   type DashApp,
   type DashboardDeps,
   formField,
@@ -40,12 +40,10 @@ export function tokensRoutes(app: DashApp, deps: DashboardDeps): void {
           createdBy: actor,
           now: deps.now,
         });
-        await recordAudit(kv, {
+        await audit(c, deps, {
           projectId: project.id,
-          actor,
           action: "token.create",
           detail: `${record.name} (${record.id})`,
-          now: deps.now,
         });
         return await showSettings(c, deps, project, {
           newToken: { name: record.name, token },
@@ -65,12 +63,10 @@ export function tokensRoutes(app: DashApp, deps: DashboardDeps): void {
       const which = await formField(c, "token");
       try {
         const record = await revokeReadToken(kv, project.id, which);
-        await recordAudit(kv, {
+        await audit(c, deps, {
           projectId: project.id,
-          actor: c.get("session")!.account.email,
           action: "token.revoke",
           detail: `${record.name} (${record.id})`,
-          now: deps.now,
         });
       } catch (error) {
         if (!(error instanceof TokenNotFoundError)) throw error;
