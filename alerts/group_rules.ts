@@ -15,7 +15,12 @@
  * @module
  */
 import type { AlertRule, AlertState } from "../db/alerts.ts";
-import { groupFrame } from "../db/error_group_frame.ts";
+import { type FrameParts, groupFrame } from "../db/error_group_frame.ts";
+import {
+  entryTopFrame,
+  SourceMapResolver,
+  type TopFrame,
+} from "../db/symbolicate.ts";
 import {
   type ErrorGroup,
   GROUP_DAYS,
@@ -57,6 +62,8 @@ export interface GroupEvent {
   triage: GroupTriage;
   /** Escalating: entries in the hour and the average per hour before. */
   rate?: { hour: number; average: number };
+  /** The entry's top frame, resolved through its release's maps. */
+  frame?: FrameParts | TopFrame | null;
 }
 
 /**
@@ -122,7 +129,7 @@ export function groupDeliveryBody(options: {
       ...(rule.on === "escalating" ? { factor: rule.factor } : {}),
     },
     title: entryTitle(e.record.data),
-    frame: groupFrame(e.group),
+    frame: e.frame ?? groupFrame(e.group),
     release: releaseOf(e.record),
     link: `${(options.dashboardUrl ?? "").replace(/\/+$/, "")}${path}`,
     group: {
@@ -243,6 +250,7 @@ export async function evaluateGroupRule(
   const cache = new GroupCache(kv, rule.projectId, now);
   const alerted = { ...state.alerted };
   const events: GroupEvent[] = [];
+  const resolver = new SourceMapResolver(kv);
   let cursor = state.cursor;
   pages: for (let page = 0; page < MAX_PAGES; page++) {
     const { records, lastId } = await tailLogs(kv, rule.projectId, {
@@ -257,7 +265,9 @@ export async function evaluateGroupRule(
       const found = await cache.of(record);
       if (found === null) continue;
       const event = await fires(rule, record, found, alerted, cache, now);
-      if (event !== null) events.push(event);
+      if (event === null) continue;
+      event.frame = await entryTopFrame(kv, rule.projectId, record, resolver);
+      events.push(event);
     }
     if (lastId !== null) cursor = lastId;
     if (records.length < PAGE) break;

@@ -15,6 +15,9 @@ import type { Project } from "../db/projects.ts";
 import { type GroupTriage, readTriage } from "../db/error_group_triage.ts";
 import { fingerprintArg, triageJson } from "./errors_triage.ts";
 import { stackLines } from "../domain/fingerprint.ts";
+import type { ResolvedStack } from "../domain/entry.ts";
+import { shownFrameLines, unresolvedReasons } from "../domain/symbolicate.ts";
+import { shownStack, topOfFrames } from "../db/symbolicate.ts";
 import { type CommandContext, println } from "./command.ts";
 import { formatTable, formatTime, inert, sparkline } from "./format.ts";
 
@@ -41,6 +44,7 @@ function valueRows(path: string, rows: ValueCount[]) {
 export function detailJson(
   detail: GroupDetail,
   now: number,
+  stack: ResolvedStack | null = null,
   triage?: GroupTriage,
 ): Record<string, unknown> {
   const { group, latest } = detail;
@@ -61,7 +65,11 @@ export function detailJson(
     lastSeen: group === null ? null : iso(group.lastSeen),
     ...(group === null
       ? { status: null, frame: null, assignee: null }
-      : triageJson(group, triage)),
+      : triageJson(
+        group,
+        triage,
+        stack === null ? null : topOfFrames(stack.frames),
+      )),
     // Groups stored before their releases were kept: from the entries.
     firstRelease: group?.firstRelease ??
       byFirst.find((r) => r.value !== null)?.value ?? null,
@@ -102,6 +110,7 @@ function valueTable(head: string, rows: ValueCount[]): string {
 function printDetail(
   ctx: CommandContext,
   detail: GroupDetail,
+  stack: ResolvedStack | null,
   triage: GroupTriage | undefined,
 ): void {
   const { group, latest } = detail;
@@ -159,15 +168,34 @@ function printDetail(
       ctx,
       `Latest entry ${latest.id} at ${formatTime(latest.receivedAt)}`,
     );
-    for (const line of stackLines(latest.data.stack).slice(0, 20)) {
-      println(ctx, `  ${inert(line)}`);
-    }
+    printStack(ctx, latest.data.stack, stack);
   }
   println(ctx);
   println(
     ctx,
     `Times in UTC. Its entries: deno task logs PROJECT --query 'level>=error fingerprint:${detail.fingerprint}'`,
   );
+}
+
+/**
+ * The latest entry's stack: resolved through source maps when a frame
+ * resolved (docs/errors.md#source-maps), else as sent with why it was not.
+ */
+function printStack(
+  ctx: CommandContext,
+  sent: unknown,
+  stack: ResolvedStack | null,
+): void {
+  const resolved = stack !== null && stack.frames.some((f) => f.resolved);
+  if (resolved) {
+    println(ctx, `  Original stack (release ${inert(stack.release)}):`);
+  }
+  const lines = resolved ? shownFrameLines(stack) : stackLines(sent);
+  for (const line of lines.slice(0, 20)) println(ctx, `  ${inert(line)}`);
+  const reasons = stack === null ? [] : unresolvedReasons(stack);
+  if (reasons.length > 0) {
+    println(ctx, `  Frames not resolved: ${inert(reasons.join("; "))}`);
+  }
 }
 
 /**
@@ -197,8 +225,10 @@ export async function printGroupDetail(
     ? undefined
     : (await readTriage(ctx.kv, project.id, [detail.group], now))
       .get(detail.group.id);
+  const stack = detail.latest &&
+    await shownStack(ctx.kv, project.id, detail.latest);
   if (options.json) {
-    println(ctx, JSON.stringify(detailJson(detail, now, triage)));
-  } else printDetail(ctx, detail, triage);
+    println(ctx, JSON.stringify(detailJson(detail, now, stack, triage)));
+  } else printDetail(ctx, detail, stack, triage);
   return 0;
 }

@@ -21,6 +21,11 @@ import {
 } from "../db/error_group_triage.ts";
 import { TRIAGE_ACTIONS, triageCommand, triageJson } from "./errors_triage.ts";
 import {
+  groupTopFrame,
+  SourceMapResolver,
+  type TopFrame,
+} from "../db/symbolicate.ts";
+import {
   booleanFlag,
   type CommandContext,
   type CommandSpec,
@@ -101,6 +106,7 @@ function groupJson(
   group: ErrorGroup,
   users: GroupUsers,
   triage: GroupTriage,
+  frame: TopFrame | null,
 ): Record<string, unknown> {
   return {
     id: group.id,
@@ -111,7 +117,7 @@ function groupJson(
     ...(users.searchedTo === undefined ? {} : { usersAtLeast: true }),
     firstSeen: new Date(group.firstSeen).toISOString(),
     lastSeen: new Date(group.lastSeen).toISOString(),
-    ...triageJson(group, triage),
+    ...triageJson(group, triage, frame),
     topFrame: group.topFrame,
     level: group.level,
     new: group.isNew,
@@ -230,8 +236,16 @@ export function errorsCommand(ctx: CommandContext): Promise<number> {
       {},
     );
     if (booleanFlag(parsed, "json")) {
+      // One resolver for the listing: each map is read once.
+      const resolver = new SourceMapResolver(ctx.kv, { indexTtlMs: 0 });
       for (const { group, triage } of groups) {
-        println(ctx, JSON.stringify(groupJson(group, users, triage)));
+        const frame = await groupTopFrame(
+          ctx.kv,
+          project.id,
+          group.sampleId,
+          resolver,
+        );
+        println(ctx, JSON.stringify(groupJson(group, users, triage, frame)));
       }
       return 0;
     }

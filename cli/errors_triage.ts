@@ -41,13 +41,15 @@ export const TRIAGE_ACTIONS = ["resolve", "ignore", "reopen", "assign"];
 export function triageJson(
   group: ErrorGroup,
   triage: GroupTriage | undefined,
+  /** The resolved top frame (db/symbolicate.ts). @default the stored one */
+  frame: unknown = groupFrame(group),
 ): Record<string, unknown> {
   const t = triage?.triage ?? null;
   return {
     status: triage?.status ?? "unresolved",
     firstRelease: group.firstRelease,
     lastRelease: group.lastRelease,
-    frame: groupFrame(group),
+    frame: frame ?? groupFrame(group),
     assignee: triage?.assignee ?? null,
     ...(t?.state === "resolved" && t.inRelease !== undefined
       ? { resolvedIn: t.inRelease }

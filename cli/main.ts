@@ -28,6 +28,7 @@ import { releasesCommand } from "./releases.ts";
 import { statsCommand } from "./stats.ts";
 import { auditCommand } from "./audit.ts";
 import { tokenCommand } from "./token.ts";
+import { sourcemapCommand } from "./sourcemap.ts";
 import { userCommand } from "./user.ts";
 
 /** The commands, by their first word. */
@@ -43,6 +44,7 @@ export const COMMANDS: Record<string, Command> = {
   audit: auditCommand,
   errors: errorsCommand,
   releases: releasesCommand,
+  sourcemap: sourcemapCommand,
 };
 
 const USAGE = `Operator commands of the log ingestion service.
@@ -65,6 +67,8 @@ Usage:
   deno task errors resolve|ignore|reopen|assign PROJECT FINGERPRINT ...
                                     Triage of an error group
   deno task releases PROJECT        Releases: first seen, entries, errors
+  deno task sourcemap upload|list|delete PROJECT ...
+                                    Source maps that resolve minified stacks
 
 A project is named by its id or its name wherever a command takes one.
 

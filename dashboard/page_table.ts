@@ -79,6 +79,7 @@ export const PAGES: readonly Page[] = [
   post("/login", "public"),
   get("/assets/:name", "public"),
   get("/api/v1/projects/:id/logs", "public"),
+  post("/api/v1/projects/:id/sourcemaps", "public"),
   post("/logout", "signed-in"),
   // The top navigation.
   get("/", "signed-in", "Projects"),

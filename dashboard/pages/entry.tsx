@@ -18,10 +18,19 @@
  *
  * @module
  */
-import { type LogRecord, recordJson } from "../../domain/entry.ts";
+import {
+  type LogRecord,
+  recordJson,
+  type ResolvedStack,
+} from "../../domain/entry.ts";
 import { formatTime, levelClass, summary, whereFrom } from "./format.ts";
 import { CopyButton } from "./layout.tsx";
-import { orderedStack, StackView, stackWithin } from "./stack.tsx";
+import {
+  orderedStack,
+  ResolvedStackView,
+  StackView,
+  stackWithin,
+} from "./stack.tsx";
 
 /**
  * Bytes of fields and JSON one entry's preview may take in a list; its
@@ -81,6 +90,8 @@ export interface EntryRowProps {
   full?: boolean;
   /** The page's preview budget, shared by its rows. @default one row's own */
   budget?: PreviewBudget;
+  /** The stack resolved through source maps. @default none shown */
+  resolved?: ResolvedStack | null;
 }
 
 /** The source column: where the entry came from, and its auth as a tag. */
@@ -124,6 +135,7 @@ export function EntryRow(props: EntryRowProps) {
           links={props.links}
           full={props.full ?? false}
           {...(props.budget ? { budget: props.budget } : {})}
+          {...(props.resolved ? { resolved: props.resolved } : {})}
         />
       </div>
     </details>
@@ -304,6 +316,8 @@ export function EntryDetail(
     links: EntryLinks;
     full: boolean;
     budget?: PreviewBudget;
+    /** The stack resolved through source maps (the full entry only). */
+    resolved?: ResolvedStack | null;
   },
 ) {
   const { record, links } = props;
@@ -340,6 +354,7 @@ export function EntryDetail(
           {`The first ${shown.fields.length} of ${shown.total} fields; the JSON below has them all.`}
         </p>
       )}
+      <ResolvedStackView stack={props.resolved} />
       <StackView lines={shown.stack} />
       {shown.fields.length > 0 && <FieldTable fields={shown.fields} />}
       {shown.json !== "" && (

@@ -20,7 +20,8 @@ import {
   ProjectLayout,
   TimeAgo,
 } from "./layout.tsx";
-import { orderedStack, StackView } from "./stack.tsx";
+import { orderedStack, ResolvedStackView, StackView } from "./stack.tsx";
+import type { ResolvedStack } from "../../domain/entry.ts";
 import type { GroupTriage } from "../../db/error_group_triage.ts";
 import { TriageCard } from "./triage.tsx";
 
@@ -29,6 +30,8 @@ export interface ErrorGroupData {
   project: { id: string; name: string };
   detail: GroupDetail;
   now: number;
+  /** The latest entry's stack resolved through source maps. @default none */
+  resolved?: ResolvedStack | null;
   /** The group's triage. @default none: unresolved */
   triage?: GroupTriage;
   /** Accounts the group may be assigned to. @default none */
@@ -205,6 +208,7 @@ function Latest(props: { ctx: PageContext; data: ErrorGroupData }) {
           {summary(record) || record.id}
         </a>
       </p>
+      <ResolvedStackView stack={data.resolved} />
       <StackView lines={orderedStack(record.data.stack)} />
     </div>
   );

@@ -26,6 +26,7 @@ import { TRIAGE_DONE } from "./errors_triage.ts";
 import { DAY_MS } from "../../domain/entry.ts";
 import type { Project } from "../../db/projects.ts";
 import { ErrorGroupPage } from "../pages/error_group.tsx";
+import { shownStack } from "../../db/symbolicate.ts";
 import { ErrorsPage } from "../pages/errors.tsx";
 import {
   type DashApp,
@@ -128,6 +129,8 @@ export function errorsRoutes(app: DashApp, deps: DashboardDeps): void {
         project: { id: project.id, name: project.name },
         detail,
         now,
+        resolved: detail.latest &&
+          await shownStack(kv, project.id, detail.latest),
         ...(triage ? { triage } : {}),
         accounts,
         ...doneNotice(c, TRIAGE_DONE),

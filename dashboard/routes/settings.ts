@@ -9,7 +9,7 @@
  * @module
  */
 import { scrubRules } from "../../db/scrub.ts";
-import { listReadTokens } from "../../db/tokens.ts";
+import { listReadTokens, scopeOf } from "../../db/tokens.ts";
 import { InvalidValueError } from "../../db/validation.ts";
 import { deleteProject } from "../../db/deletion.ts";
 import {
@@ -82,6 +82,7 @@ export async function showSettings(
       name: t.name,
       createdAt: t.createdAt,
       createdBy: t.createdBy,
+      scope: scopeOf(t),
     })),
     ...extra,
   };

@@ -12,6 +12,7 @@ import {
   createReadToken,
   revokeReadToken,
   TokenNotFoundError,
+  type TokenScope,
 } from "../../db/tokens.ts";
 import { InvalidValueError } from "../../db/validation.ts";
 import {
@@ -32,11 +33,13 @@ export function tokensRoutes(app: DashApp, deps: DashboardDeps): void {
     path,
     withProject(deps, async (c, project) => {
       const name = (await formField(c, "name")).trim();
+      const scope = (await formField(c, "scope")) || "read";
       const actor = c.get("session")!.account.email;
       try {
         const { token, record } = await createReadToken(kv, {
           projectId: project.id,
           name,
+          scope: scope as TokenScope,
           createdBy: actor,
           now: deps.now,
         });

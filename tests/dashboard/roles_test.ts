@@ -99,6 +99,8 @@ const ROWS: Row[] = [
   configureRow("/settings/tokens", 400, { name: "" }),
   configureRow("/settings/tokens/revoke", 400, { token: "nope" }),
   getRow("/api/v1/projects/:id/logs", "read", 200),
+  // Uploads take an upload token, never a session.
+  postRow("/api/v1/projects/:id/sourcemaps", "any", 401, {}),
   getRow("/dead-letters", "admin", 200),
   postRow("/dead-letters/replay", "admin", 404, { id: "nope" }),
   getRow("/users", "admin", 200),
