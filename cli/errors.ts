@@ -188,6 +188,29 @@ function groupRows(
 }
 
 /**
+ * `errors --json`: a line per group, its frame resolved through its
+ * release's maps (one resolver for the listing: each map is read once).
+ */
+async function printJson(
+  ctx: CommandContext,
+  projectId: string,
+  groups: { group: ErrorGroup; triage: GroupTriage }[],
+  users: GroupUsers,
+): Promise<number> {
+  const resolver = new SourceMapResolver(ctx.kv, { indexTtlMs: 0 });
+  for (const { group, triage } of groups) {
+    const frame = await groupTopFrame(
+      ctx.kv,
+      projectId,
+      group.sampleId,
+      resolver,
+    );
+    println(ctx, JSON.stringify(groupJson(group, users, triage, frame)));
+  }
+  return 0;
+}
+
+/**
  * `deno task errors PROJECT …`.
  *
  * @example
@@ -236,18 +259,7 @@ export function errorsCommand(ctx: CommandContext): Promise<number> {
       {},
     );
     if (booleanFlag(parsed, "json")) {
-      // One resolver for the listing: each map is read once.
-      const resolver = new SourceMapResolver(ctx.kv, { indexTtlMs: 0 });
-      for (const { group, triage } of groups) {
-        const frame = await groupTopFrame(
-          ctx.kv,
-          project.id,
-          group.sampleId,
-          resolver,
-        );
-        println(ctx, JSON.stringify(groupJson(group, users, triage, frame)));
-      }
-      return 0;
+      return await printJson(ctx, project.id, groups, users);
     }
     if (groups.length === 0) {
       println(

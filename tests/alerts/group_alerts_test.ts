@@ -122,8 +122,8 @@ Deno.test("a new rule delivers a group's first entry once, with title, frame, re
     assert.deepEqual(body.frame, {
       function: "pay",
       file: "https://shop.example.com/app.js",
-      line: null,
-      column: null,
+      line: 3,
+      column: 9,
     });
     assert.match(
       body.link,

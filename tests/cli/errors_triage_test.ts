@@ -68,8 +68,8 @@ harnessTest(
     assert.deepEqual(cart.frame, {
       function: "pay",
       file: "https://shop.example.com/app.js",
-      line: null,
-      column: null,
+      line: 3,
+      column: 9,
     });
     assert.equal(cart.assignee, null);
   },
