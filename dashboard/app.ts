@@ -36,6 +36,7 @@ import {
   type TailTiming,
 } from "./routes/common.ts";
 import { errorsRoutes } from "./routes/errors.ts";
+import { triageRoutes } from "./routes/errors_triage.ts";
 import { viewsRoutes } from "./routes/views.ts";
 import { explorerRoutes } from "./routes/explorer.ts";
 import { projectsRoutes } from "./routes/projects.ts";
@@ -176,6 +177,7 @@ export function createDashboard(options: DashboardOptions): DashApp {
   });
   rejectionsRoutes(app, deps);
   errorsRoutes(app, deps);
+  triageRoutes(app, deps);
   viewsRoutes(app, deps);
   deadLettersRoutes(app, deps);
   alertsRoutes(app, deps, {
