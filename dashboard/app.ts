@@ -154,21 +154,7 @@ export function createDashboard(options: DashboardOptions): DashApp {
     );
   });
   requireSession(app, deps);
-  // A project id is short URL-safe text: anything else names no project,
-  // and is never made into a database key (whose size is limited).
-  for (const path of ["/projects/:id", "/projects/:id/*"]) {
-    app.use(path, async (c, next) => {
-      if (PROJECT_ID.test(c.req.param("id") ?? "")) return await next();
-      return await message(
-        c,
-        deps,
-        "Not found",
-        "There is no project at this address.",
-        404,
-      );
-    });
-  }
-
+  guardProjectIds(app, deps);
   authRoutes(app, deps);
   projectsRoutes(app, deps);
   settingsRoutes(app, deps);
@@ -211,6 +197,25 @@ export function createDashboard(options: DashboardOptions): DashApp {
     );
   });
   return app;
+}
+
+/**
+ * A project id is short URL-safe text: anything else names no project, and
+ * is never made into a database key (whose size is limited).
+ */
+function guardProjectIds(app: DashApp, deps: DashboardDeps): void {
+  for (const path of ["/projects/:id", "/projects/:id/*"]) {
+    app.use(path, async (c, next) => {
+      if (PROJECT_ID.test(c.req.param("id") ?? "")) return await next();
+      return await message(
+        c,
+        deps,
+        "Not found",
+        "There is no project at this address.",
+        404,
+      );
+    });
+  }
 }
 
 /**
