@@ -55,6 +55,8 @@ export interface BuildStoreOptions {
   mergeEveryMs?: number;
   /** Clock reading of the last merge round, after the last entry. @default {60000} */
   finalDelayMs?: number;
+  /** Final chunks a coarse group takes. @default {COARSE_GROUP_CHUNKS} */
+  coarseGroupChunks?: number;
   /** Told every 100,000 entries. */
   onProgress?: (done: number) => void;
 }
@@ -209,7 +211,12 @@ export async function buildStore(
     await pipeline.worker.idle();
     const began = performance.now();
     t = at;
-    await mergeProject(kv, project.id, { now: at });
+    await mergeProject(kv, project.id, {
+      now: at,
+      ...(options.coarseGroupChunks === undefined
+        ? {}
+        : { coarseGroupChunks: options.coarseGroupChunks }),
+    });
     mergeSeconds += (performance.now() - began) / 1000;
   };
   const sampled = new Set(options.sample ?? []);

@@ -81,6 +81,11 @@ export class BloomMembers {
     return this.#h1.length;
   }
 
+  /** The first hash of each member, in the order added. */
+  get hashes(): readonly number[] {
+    return this.#h1;
+  }
+
   /** Adds `text.slice(start, end)`, hashed as {@linkcode bloomHash} does. */
   addRange(text: string, start: number, end: number): void {
     let a = 0x811c9dc5;

@@ -33,6 +33,7 @@ import {
 } from "../keys.ts";
 import { decodeJson, getManyChunked } from "../kv.ts";
 import { chunkExpireIn, deleteChunk, setChunk } from "./write.ts";
+import { expireCoarse, groupPending, setPending } from "./coarse_groups.ts";
 import { lineId } from "./lines.ts";
 import { deleteExpiredCounts } from "../log_counts.ts";
 import { listProjects, type Project } from "../projects.ts";
@@ -83,6 +84,11 @@ export interface MergeOptions {
    * loop (`setTimeout` 0)
    */
   pause?: () => Promise<void>;
+  /**
+   * Final chunks a coarse group takes (db/storage/coarse.ts).
+   * @default {COARSE_GROUP_CHUNKS}
+   */
+  coarseGroupChunks?: number;
 }
 
 /** What a round did and saw. */
@@ -194,6 +200,7 @@ export async function mergeProject(
   const summaries: ChunkSummary[] = [];
   try {
     await expireAndList(round, summaries);
+    await expireCoarse(round);
     await deleteExpiredCounts(kv, projectId, options.now - retentionMs);
     const done: Merged = { sources: new Set(), written: [] };
     outer: for (const run of openRuns(summaries)) {
@@ -210,6 +217,7 @@ export async function mergeProject(
         await round.pause();
       }
     }
+    await groupPending(round, options.coarseGroupChunks);
     result.backlog = backlogOf([
       ...summaries.filter((s) => !done.sources.has(s)),
       ...done.written,
@@ -296,10 +304,13 @@ async function mergeGroup(
     1 + Math.max(...group.map((s) => s.tier)),
   );
   const raw = lines.reduce((n, line) => n + line.length + 1, -1);
+  // Its filters' members wait for a coarse group (db/storage/coarse.ts).
+  const members = new Set<number>();
   // Final once it holds half of what a chunk may: no merge takes it again.
   const chunk = await buildChunkPausing(lines, round.pause, {
     tier: raw >= rawLimit / 2 ? FINAL_TIER : tier,
     finalAtBytes: CHUNK_TARGET_BYTES / 2,
+    members,
   });
   if (chunk.summary.bytes > CHUNK_MAX_BYTES && group.length > 1) {
     const half = Math.ceil(group.length / 2);
@@ -320,13 +331,13 @@ async function mergeGroup(
         : undefined,
     );
   }
-  setChunk(op, projectId, chunk, {
-    expireIn: chunkExpireIn(
-      chunk.summary.firstId,
-      round.retentionMs,
-      round.now,
-    ),
-  });
+  const expireIn = chunkExpireIn(
+    chunk.summary.firstId,
+    round.retentionMs,
+    round.now,
+  );
+  setChunk(op, projectId, chunk, { expireIn });
+  setPending(op, projectId, chunk.summary, members, expireIn);
   await round.commit(op);
   for (const s of group) done.sources.add(s);
   done.written.push(chunk.summary);

@@ -1,0 +1,172 @@
+/**
+ * Coarse groups: a word search rules out whole groups of final chunks
+ * without reading their filters, finds every entry all the same, and the
+ * groups go with retention and with the project.
+ */
+import assert from "node:assert/strict";
+import { buildStore } from "../../../bench/query/ingest.ts";
+import { parseQuery, queryLogs } from "../../../db/query/mod.ts";
+import { mergeProject } from "../../../db/storage/merge.ts";
+import { deleteProject } from "../../../db/deletion.ts";
+import {
+  logBloomsPrefix,
+  logCoarseBitsPrefix,
+  logCoarseGroupsPrefix,
+  logCoarseHashesPrefix,
+  logCoarsePendingPrefix,
+  logSummariesPrefix,
+} from "../../../db/keys.ts";
+import { DAY, recordAt, storeBatch, T0 } from "../../_helpers/query.ts";
+import { decodeCoarseGroup } from "../../../db/storage/coarse.ts";
+import { idTime } from "../../../domain/ids.ts";
+
+const PLANTED = "zanzibarquokka";
+const AT = 4_321;
+
+/** A store of 6,000 generated entries, its final chunks in groups of 4. */
+async function withStore(
+  fn: (kv: Deno.Kv, store: Awaited<ReturnType<typeof buildStore>>) => Promise<
+    void
+  >,
+) {
+  const kv = await Deno.openKv(":memory:");
+  try {
+    const store = await buildStore({
+      kv,
+      count: 6_000,
+      seed: 3,
+      start: T0,
+      spanMs: 2 * DAY,
+      plant: new Map([[AT, PLANTED]]),
+      mergeEveryMs: 3_600_000,
+      coarseGroupChunks: 4,
+    });
+    await fn(kv, store);
+  } finally {
+    kv.close();
+  }
+}
+
+async function count(kv: Deno.Kv, prefix: Deno.KvKey): Promise<number> {
+  return (await Array.fromAsync(kv.list({ prefix }))).length;
+}
+
+/** `kv`, counting the chunk filters (blooms) a read returns. */
+function countingBlooms(kv: Deno.Kv, bloomPrefix: Deno.KvKey) {
+  const seen = { blooms: 0 };
+  const isBloom = (key: Deno.KvKey) =>
+    key[0] === bloomPrefix[0] && key[1] === bloomPrefix[1];
+  const proxy = new Proxy(kv, {
+    get(target, name) {
+      if (name === "getMany") {
+        return async (keys: Deno.KvKey[]) => {
+          seen.blooms += keys.filter(isBloom).length;
+          return await target.getMany(keys);
+        };
+      }
+      if (name === "list") {
+        return (
+          selector: Deno.KvListSelector,
+          options?: Deno.KvListOptions,
+        ) => {
+          const iter = target.list(selector, options);
+          return {
+            async next() {
+              const next = await iter.next();
+              if (!next.done && isBloom(next.value.key)) seen.blooms++;
+              return next;
+            },
+            [Symbol.asyncIterator]() {
+              return this;
+            },
+          };
+        };
+      }
+      const value = Reflect.get(target, name);
+      return typeof value === "function" ? value.bind(target) : value;
+    },
+  });
+  return { kv: proxy, seen };
+}
+
+Deno.test("a word search reads the filters of the chunks of the groups that may hold it, not of every chunk", async () => {
+  await withStore(async (kv, store) => {
+    const { projectId } = store;
+    const chunks = await count(kv, logSummariesPrefix(projectId));
+    const groups = await count(kv, logCoarseGroupsPrefix(projectId));
+    assert.ok(groups >= 2, `expected groups, found ${groups}`);
+    const counting = countingBlooms(kv, logBloomsPrefix(projectId));
+    const page = await queryLogs(counting.kv, projectId, {
+      filter: parseQuery(PLANTED),
+    });
+    assert.deepEqual(page.records.map((r) => r.id), [store.ids[AT]]);
+    const grouped = groups * 4;
+    assert.ok(
+      counting.seen.blooms <= chunks - grouped + 4 + 4,
+      `read ${counting.seen.blooms} filters of ${chunks} chunks`,
+    );
+    const none = await queryLogs(counting.kv, projectId, {
+      filter: parseQuery("xylophonewombat"),
+    });
+    assert.deepEqual(none.records, []);
+  });
+});
+
+Deno.test("a late entry merged into a chunk of a group is found: the group no longer counts that chunk", async () => {
+  await withStore(async (kv, store) => {
+    const { projectId } = store;
+    const groups = await Array.fromAsync(
+      kv.list({ prefix: logCoarseGroupsPrefix(projectId) }),
+    );
+    const group = decodeCoarseGroup(
+      groups[0]!.value,
+      String(groups[0]!.key[2]),
+    );
+    const chunk = group.chunks[1]!;
+    const late = recordAt(idTime(chunk) - 1, {
+      data: { title: "Late", message: "latecomerword" },
+    });
+    await storeBatch(kv, projectId, [late], store.end);
+    const merged = await mergeProject(kv, projectId, { now: store.end });
+    assert.ok(merged.merges > 0);
+    const page = await queryLogs(kv, projectId, {
+      filter: parseQuery("latecomerword"),
+    });
+    assert.deepEqual(page.records.map((r) => r.id), [late.id]);
+  });
+});
+
+Deno.test("coarse groups and waiting hashes go with the retention and with the project", async (t) => {
+  await withStore(async (kv, store) => {
+    const { projectId } = store;
+    const prefixes = [
+      logCoarseGroupsPrefix(projectId),
+      logCoarseBitsPrefix(projectId),
+      logCoarsePendingPrefix(projectId),
+      logCoarseHashesPrefix(projectId),
+    ];
+    assert.ok(await count(kv, prefixes[0]!) > 0);
+    assert.ok(await count(kv, prefixes[1]!) > 0);
+    await t.step("deleting the project deletes them", async () => {
+      const copy = await Deno.openKv(":memory:");
+      try {
+        for await (const entry of kv.list({ prefix: [] })) {
+          await copy.set(entry.key, entry.value);
+        }
+        await deleteProject(copy, projectId);
+        for (const prefix of prefixes) {
+          assert.equal(await count(copy, prefix), 0, String(prefix[0]));
+        }
+      } finally {
+        copy.close();
+      }
+    });
+    await t.step("a round past the retention deletes them", async () => {
+      await mergeProject(kv, projectId, { now: store.end + 31 * DAY });
+      assert.equal(await count(kv, logSummariesPrefix(projectId)), 0);
+      for (const prefix of prefixes) {
+        assert.equal(await count(kv, prefix), 0, String(prefix[0]));
+      }
+    });
+  });
+});
