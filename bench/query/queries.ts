@@ -105,7 +105,7 @@ function queries(
     [`a word in one entry (${PLANTED})`, async () => {
       const p = await queryLogs(kv, projectId, { filter: parseQuery(PLANTED) });
       const right = p.records.length === 1 &&
-        p.records[0]!.id === store.ids[plantAt];
+        p.records[0]!.id === store.samples.get(plantAt)!.id;
       return { n: right ? 1 : -1, stats: p.stats };
     }, is(1)],
     [`a word in none (${ABSENT})`, page(parseQuery(ABSENT)), is(0)],
@@ -114,8 +114,12 @@ function queries(
         filter: parseQuery(`context.userId:${user}`),
         limit: 100,
       });
+      // The user's newest 100 (or all), newest first, at any count.
+      const ids = p.records.map((r) => r.id);
       const right = p.records.every((r) => r.context.userId === user) &&
-        p.records.some((r) => r.id === middleEntry.id);
+        ids.length === Math.min(100, store.users.get(user)!) &&
+        ids[0] === store.newestByUser.get(user) &&
+        ids.every((id, i) => i === 0 || ids[i - 1]! > id);
       return { n: right ? p.records.length : -1, stats: p.stats };
     }, some],
     [
@@ -127,10 +131,12 @@ function queries(
       const a = await aroundEntry(kv, projectId, middleEntry.id, 50);
       const ids = [...a.before, ...a.after].map((r) => r.id);
       const at = middle;
+      const expected = [
+        ...Array.from({ length: 50 }, (_, i) => at - 50 + i),
+        ...Array.from({ length: 50 }, (_, i) => at + 1 + i),
+      ].map((i) => store.samples.get(i)!.id);
       const right = a.entry?.id === middleEntry.id &&
-        ids.join() ===
-          [...store.ids.slice(at - 50, at), ...store.ids.slice(at + 1, at + 51)]
-            .join();
+        ids.join() === expected.join();
       return { n: right ? ids.length : -1, stats: null };
     }, is(100)],
     ...pipeQueries(kv, built),
