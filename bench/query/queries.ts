@@ -75,6 +75,25 @@ async function timeQuery(
   };
 }
 
+/**
+ * A user's first page: the user's newest 100 entries (or all), newest
+ * first, whatever the count of entries per user.
+ */
+function userPage(kv: Deno.Kv, store: BuiltStore, user: string): Query {
+  return async () => {
+    const p = await queryLogs(kv, store.projectId, {
+      filter: parseQuery(`context.userId:${user}`),
+      limit: 100,
+    });
+    const ids = p.records.map((r) => r.id);
+    const right = p.records.every((r) => r.context.userId === user) &&
+      ids.length === Math.min(100, store.users.get(user)!) &&
+      ids[0] === store.newestByUser.get(user) &&
+      ids.every((id, i) => i === 0 || ids[i - 1]! > id);
+    return { n: right ? p.records.length : -1, stats: p.stats };
+  };
+}
+
 /** The queries an operator runs, each with the check of its answer. */
 function queries(
   kv: Deno.Kv,
@@ -109,19 +128,7 @@ function queries(
       return { n: right ? 1 : -1, stats: p.stats };
     }, is(1)],
     [`a word in none (${ABSENT})`, page(parseQuery(ABSENT)), is(0)],
-    [`context.userId:${user}`, async () => {
-      const p = await queryLogs(kv, projectId, {
-        filter: parseQuery(`context.userId:${user}`),
-        limit: 100,
-      });
-      // The user's newest 100 (or all), newest first, at any count.
-      const ids = p.records.map((r) => r.id);
-      const right = p.records.every((r) => r.context.userId === user) &&
-        ids.length === Math.min(100, store.users.get(user)!) &&
-        ids[0] === store.newestByUser.get(user) &&
-        ids.every((id, i) => i === 0 || ids[i - 1]! > id);
-      return { n: right ? p.records.length : -1, stats: p.stats };
-    }, some],
+    [`context.userId:${user}`, userPage(kv, store, user), some],
     [
       "one hour in the middle",
       page({ since: hourStart, until: hourStart + 3_600_000 }),
