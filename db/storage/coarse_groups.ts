@@ -9,7 +9,8 @@
  * with its number of entries: a merge that later rewrites a chunk under
  * the same key adds entries, and a reader then no longer counts it as
  * covered.
- * Hashes of a chunk merged away since are dropped. Groups and waiting
+ * A merge deletes its sources' waiting hashes (where its commit has room;
+ * else a round drops them once they would be grouped). Groups and waiting
  * hashes past the retention go with the chunks ({@linkcode expireCoarse});
  * KV's own expiry is the backstop, and a project's deletion takes their
  * prefixes (db/storage/write.ts).
@@ -105,6 +106,19 @@ interface Pending {
   lastId: string;
   members: number;
   count: number;
+}
+
+/**
+ * Adds to `op` the deletion of the waiting hashes of the chunks named (a
+ * merge's sources); returns the mutations added.
+ */
+export function deletePendingOf(
+  op: Deno.AtomicOperation,
+  projectId: string,
+  lastIds: readonly string[],
+): number {
+  for (const lastId of lastIds) deletePending(op, projectId, lastId);
+  return 2 * lastIds.length;
 }
 
 /** Deletes a chunk's waiting hashes. */

@@ -31,9 +31,14 @@ import {
   logUnitId,
   projectKey,
 } from "../keys.ts";
-import { decodeJson, getManyChunked } from "../kv.ts";
+import { ATOMIC_MAX_MUTATIONS, decodeJson, getManyChunked } from "../kv.ts";
 import { chunkExpireIn, deleteChunk, setChunk } from "./write.ts";
-import { expireCoarse, groupPending, setPending } from "./coarse_groups.ts";
+import {
+  deletePendingOf,
+  expireCoarse,
+  groupPending,
+  setPending,
+} from "./coarse_groups.ts";
 import { lineId } from "./lines.ts";
 import { deleteExpiredCounts } from "../log_counts.ts";
 import { listProjects, type Project } from "../projects.ts";
@@ -321,8 +326,9 @@ async function mergeGroup(
   // The newest source's key names the merged chunk too: written over.
   const newest = group.reduce((a, b) => (a.lastId > b.lastId ? a : b));
   const op = round.guarded();
+  let mutations = 2;
   for (const s of group) {
-    deleteChunk(
+    mutations += deleteChunk(
       op,
       projectId,
       s,
@@ -336,8 +342,14 @@ async function mergeGroup(
     round.retentionMs,
     round.now,
   );
-  setChunk(op, projectId, chunk, { expireIn });
-  setPending(op, projectId, chunk.summary, members, expireIn);
+  mutations += setChunk(op, projectId, chunk, { expireIn });
+  mutations += setPending(op, projectId, chunk.summary, members, expireIn);
+  // The sources' waiting hashes, where the commit has room (else a round
+  // drops them once they would be grouped).
+  const sources = group.filter((s) => s !== newest).map((s) => s.lastId);
+  if (mutations + 2 * sources.length <= ATOMIC_MAX_MUTATIONS) {
+    deletePendingOf(op, projectId, sources);
+  }
   await round.commit(op);
   for (const s of group) done.sources.add(s);
   done.written.push(chunk.summary);
