@@ -41,8 +41,9 @@ function from(prefix: Deno.KvKey, lo: string) {
  * The last ids (with the entries each held when grouped: a chunk with
  * another count was rewritten since) of the chunks that certainly hold no entry
  * with every one of `probes`, among those of the groups overlapping [lo, hi); null when
- * no group overlaps the range (the chunks' own filters decide, as for a
- * store written before groups).
+ * no group overlaps the range, or when fewer than half of the groups rule
+ * their chunks out (the chunks' own filters decide, as for a store written
+ * before groups).
  *
  * @example
  * ```ts
@@ -83,6 +84,9 @@ export async function coarseSkips(
       }
     }
   }
+  // Where most groups may hold a match, listing every chunk's filters
+  // costs less than listing summaries and reading most filters one by one.
+  if (ruledOut.size * 2 < groups.size) return null;
   const skip = new Map<string, number>();
   for (const lastId of ruledOut) {
     const group = groups.get(lastId)!;

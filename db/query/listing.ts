@@ -22,7 +22,7 @@ import {
   decodeSummary,
 } from "../storage/chunk.ts";
 import type { CompiledFilter } from "./filter.ts";
-import { GET_MANY_MAX_KEYS, getManyChunked } from "../kv.ts";
+import { GET_MANY_MAX_KEYS } from "../kv.ts";
 import { coarseSkips } from "./coarse.ts";
 
 /** Above every id. */
@@ -120,7 +120,8 @@ function listedChunk(
 /**
  * The chunks of listed summaries that may match, where coarse groups rule
  * out those in `skip` (by last id, with the entries each held when
- * grouped): the others' Bloom filters are read (ten per read), and a chunk
+ * grouped): the others' Bloom filters are read (ten per read, the reads
+ * at once), and a chunk
  * whose filters are gone (merged since) is kept whole, so that reading it
  * finds it moved.
  */
@@ -142,10 +143,12 @@ async function listedWithSkips(
       stats.chunksSkipped++;
     } else wanted.push(summary);
   }
-  const blooms = await getManyChunked(
-    kv,
-    wanted.map((s) => logBloomKey(projectId, s.lastId)),
-  );
+  const keys = wanted.map((s) => logBloomKey(projectId, s.lastId));
+  const reads: Promise<Deno.KvEntryMaybe<unknown>[]>[] = [];
+  for (let i = 0; i < keys.length; i += GET_MANY_MAX_KEYS) {
+    reads.push(kv.getMany(keys.slice(i, i + GET_MANY_MAX_KEYS)));
+  }
+  const blooms = (await Promise.all(reads)).flat();
   const listed: ListedChunk[] = [];
   wanted.forEach((summary, i) => {
     const value = blooms[i]!.value;
