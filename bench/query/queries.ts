@@ -54,8 +54,13 @@ export interface QueryResult {
   check: string;
 }
 
-/** What one query answers: a count of results, or -1 when they are wrong. */
-type Query = () => Promise<{ n: number; stats: ScanStats | null }>;
+/**
+ * What one query answers: a count of results, or -1 when they are wrong;
+ * `partial` when its budget ran out first (the check is then not made).
+ */
+type Query = () => Promise<
+  { n: number; stats: ScanStats | null; partial?: boolean }
+>;
 
 /** Runs `query` once, then 5 more times for the median. */
 async function timeQuery(
@@ -71,7 +76,7 @@ async function timeQuery(
     medianMs,
     results: first.n,
     stats: first.stats,
-    check: check(first.n),
+    check: first.partial ? "partial" : check(first.n),
   };
 }
 
@@ -90,7 +95,11 @@ function userPage(kv: Deno.Kv, store: BuiltStore, user: string): Query {
       ids.length === Math.min(100, store.users.get(user)!) &&
       ids[0] === store.newestByUser.get(user) &&
       ids.every((id, i) => i === 0 || ids[i - 1]! > id);
-    return { n: right ? p.records.length : -1, stats: p.stats };
+    return {
+      n: right ? p.records.length : -1,
+      stats: p.stats,
+      partial: p.searchedTo !== undefined,
+    };
   };
 }
 
@@ -106,7 +115,11 @@ function queries(
   const hourStart = start + 3.5 * DAY_MS;
   const page = (filter = {}): Query => async () => {
     const p = await queryLogs(kv, projectId, { filter, limit: 100 });
-    return { n: p.records.length, stats: p.stats };
+    return {
+      n: p.records.length,
+      stats: p.stats,
+      partial: p.searchedTo !== undefined,
+    };
   };
   const levelCheck = (level: string) => (n: number) =>
     n === Math.min(100, store.levels[level] ?? 0) ? "ok" : "WRONG";
@@ -125,7 +138,11 @@ function queries(
       const p = await queryLogs(kv, projectId, { filter: parseQuery(PLANTED) });
       const right = p.records.length === 1 &&
         p.records[0]!.id === store.samples.get(plantAt)!.id;
-      return { n: right ? 1 : -1, stats: p.stats };
+      return {
+        n: right ? 1 : -1,
+        stats: p.stats,
+        partial: p.searchedTo !== undefined,
+      };
     }, is(1)],
     [`a word in none (${ABSENT})`, page(parseQuery(ABSENT)), is(0)],
     [`context.userId:${user}`, userPage(kv, store, user), some],
@@ -197,7 +214,11 @@ function pipeQueries(
             }`,
           ) === r.count
         );
-      return { n: right ? a.rows.length : -1, stats: a.stats };
+      return {
+        n: right ? a.rows.length : -1,
+        stats: a.stats,
+        partial: a.searchedTo !== undefined,
+      };
     }, some],
     ["* \\| top 10 context.userId", async () => {
       const a = await run("* | top 10 context.userId");
@@ -205,7 +226,11 @@ function pipeQueries(
         a.rows.every((r, i) =>
           r["context.userId"] === byCount[i]![0] && r.count === byCount[i]![1]
         );
-      return { n: right ? a.rows.length : -1, stats: a.stats };
+      return {
+        n: right ? a.rows.length : -1,
+        stats: a.stats,
+        partial: a.searchedTo !== undefined,
+      };
     }, some],
     ["facets of 7 days (level, service, …)", async () => {
       const { start, spanMs, count } = built;
@@ -218,13 +243,21 @@ function pipeQueries(
       const right = f.searchedTo === undefined && f.total === count &&
         levels.every((v) => built.store.levels[String(v.value)] === v.count) &&
         f.facets.every((field) => !field.tooMany);
-      return { n: right ? f.facets.length : -1, stats: f.stats };
+      return {
+        n: right ? f.facets.length : -1,
+        stats: f.stats,
+        partial: f.searchedTo !== undefined,
+      };
     }, some],
     ["* \\| uniq context.userId", async () => {
       const a = await run("* | uniq context.userId");
       const right = a.searchedTo === undefined && !a.estimate &&
         a.rows[0]!.count === users.size;
-      return { n: right ? users.size : -1, stats: a.stats };
+      return {
+        n: right ? users.size : -1,
+        stats: a.stats,
+        partial: a.searchedTo !== undefined,
+      };
     }, some],
   ];
 }
