@@ -17,7 +17,7 @@ import {
   logCoarsePendingPrefix,
   logSummariesPrefix,
 } from "../../../db/keys.ts";
-import { DAY, recordAt, storeBatch, T0 } from "../../_helpers/query.ts";
+import { DAY, recordAt, T0 } from "../../_helpers/query.ts";
 import { decodeCoarseGroup } from "../../../db/storage/coarse.ts";
 import { idTime } from "../../../domain/ids.ts";
 import { buildChunk, readChunkText } from "../../../db/storage/chunk.ts";
