@@ -62,7 +62,11 @@ export interface CoarseGroup {
   counts: number[];
 }
 
-function mix(h: number): number {
+/**
+ * lowbias32 (C. Wellons' integer hash): not the Bloom filters' finalizer,
+ * so a segment's choice and positions are independent of a chunk filter's.
+ */
+function lowbias32(h: number): number {
   h ^= h >>> 16;
   h = Math.imul(h, 0x7feb352d);
   h ^= h >>> 15;
@@ -79,13 +83,13 @@ function mix(h: number): number {
  * ```
  */
 export function coarseSegment(h1: number): number {
-  return mix(h1 ^ 0x9e3779b9) % COARSE_SEGMENTS;
+  return lowbias32(h1 ^ 0x9e3779b9) % COARSE_SEGMENTS;
 }
 
 /** The bit positions of a member in a segment of `bits` bits. */
 function positions(h1: number, bits: number, each: (at: number) => void) {
   let at = h1 % bits;
-  const step = 1 + (mix(h1 ^ 0x632be5ab) % Math.max(1, bits - 1));
+  const step = 1 + (lowbias32(h1 ^ 0x632be5ab) % Math.max(1, bits - 1));
   for (let i = 0; i < HASHES; i++) {
     each(at);
     at = (at + step) % bits;
