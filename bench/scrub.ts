@@ -32,7 +32,7 @@ const ORIGIN = "https://shop.example.com";
 const GROUP = 200;
 
 /** Typical entries for `project`, one a millisecond from `start`. */
-function typicalEntries(
+export function typicalEntries(
   projectId: string,
   count: number,
   start: number,
@@ -57,20 +57,26 @@ function typicalEntries(
 }
 
 /** Median of `values`. */
-function median(values: number[]): number {
+export function median(values: number[]): number {
   const sorted = [...values].sort((a, b) => a - b);
   return sorted[Math.floor(sorted.length / 2)]!;
 }
 
-/** The consumer's time per entry, µs, over `entries` committed and handed over. */
-async function consumerMicros(
+/**
+ * The consumer's time per entry, µs, over `entries` committed and handed
+ * over; `setup` readies the database first (source maps, for
+ * bench/sourcemap.ts).
+ */
+export async function consumerMicros(
   project: Project,
   entries: QueuedEntry[],
+  setup?: (kv: Deno.Kv) => Promise<void>,
 ): Promise<number> {
   const kv = await Deno.openKv(":memory:");
   try {
     const now = () => entries.at(-1)!.receivedAt;
     await kv.set(projectKey(project.id), encodeJson(project));
+    await setup?.(kv);
     const handed: HandedBatch[] = [];
     const producer = new GroupCommitter({
       kv,

@@ -17,6 +17,7 @@ import {
   booleanFlag,
   type CommandContext,
   type CommandSpec,
+  limitFlag,
   println,
   runCommand,
   stringFlag,
@@ -67,13 +68,10 @@ export function auditCommand(ctx: CommandContext): Promise<number> {
     const projectId = named === undefined
       ? undefined
       : await projectIdOf(ctx.kv, named);
-    const limitText = stringFlag(parsed, "limit") ?? String(MAX_AUDIT_LIST);
-    const limit = Number(limitText);
-    if (!/^\d+$/.test(limitText) || limit < 1 || limit > MAX_AUDIT_LIST) {
-      throw new UsageError(
-        `Cannot read --limit "${limitText}": expected a whole number from 1 to ${MAX_AUDIT_LIST}`,
-      );
-    }
+    const limit = limitFlag(parsed, {
+      fallback: MAX_AUDIT_LIST,
+      max: MAX_AUDIT_LIST,
+    });
     const before = stringFlag(parsed, "before");
     let events: AuditEvent[];
     try {

@@ -302,6 +302,30 @@ export function requiredFlag(
   return text;
 }
 
+/**
+ * Reads `--limit`: a whole number from 1 to `max`, `fallback` when it is
+ * absent; a {@linkcode UsageError} naming the bounds otherwise.
+ *
+ * @example
+ * ```ts
+ * const limit = limitFlag(parsed, { fallback: 100, max: 100_000 });
+ * // or `Cannot read --limit "0": expected a whole number from 1 to 100000`
+ * ```
+ */
+export function limitFlag(
+  parsed: Parsed,
+  bounds: { fallback: number; max: number },
+): number {
+  const text = stringFlag(parsed, "limit") ?? String(bounds.fallback);
+  const limit = Number(text);
+  if (!/^\d+$/.test(text) || limit < 1 || limit > bounds.max) {
+    throw new UsageError(
+      `Cannot read --limit "${text}": expected a whole number from 1 to ${bounds.max}`,
+    );
+  }
+  return limit;
+}
+
 /** Reads a string flag that may be repeated. */
 export function stringFlags(parsed: Parsed, name: string): string[] {
   const value = parsed.values[name];

@@ -15,6 +15,9 @@ import {
 } from "../db/error_group_detail.ts";
 import type { Project } from "../db/projects.ts";
 import { stackLines } from "../domain/fingerprint.ts";
+import type { ResolvedStack } from "../domain/entry.ts";
+import { shownFrameLines, unresolvedReasons } from "../domain/symbolicate.ts";
+import { shownStack, topOfFrames } from "../db/symbolicate.ts";
 import { type CommandContext, println, UsageError } from "./command.ts";
 import { formatTable, formatTime, inert, sparkline } from "./format.ts";
 
@@ -41,6 +44,7 @@ function valueRows(path: string, rows: ValueCount[]) {
 export function detailJson(
   detail: GroupDetail,
   now: number,
+  stack: ResolvedStack | null = null,
 ): Record<string, unknown> {
   const { group, latest } = detail;
   const hourEnd = Math.floor(now / HOUR_MS) * HOUR_MS + HOUR_MS;
@@ -53,6 +57,7 @@ export function detailJson(
     fingerprint: detail.fingerprint,
     title: group?.title ?? null,
     topFrame: group?.topFrame ?? null,
+    frame: stack === null ? null : topOfFrames(stack.frames),
     count: group?.count ?? null,
     users: detail.users,
     usersAtLeast: detail.usersCapped || partial,
@@ -92,7 +97,11 @@ function valueTable(head: string, rows: ValueCount[]): string {
 }
 
 /** The group in detail as text. */
-function printDetail(ctx: CommandContext, detail: GroupDetail): void {
+function printDetail(
+  ctx: CommandContext,
+  detail: GroupDetail,
+  stack: ResolvedStack | null,
+): void {
   const { group, latest } = detail;
   const partial = detail.searchedTo !== undefined;
   const atLeast = detail.usersCapped || partial ? "≥ " : "";
@@ -138,15 +147,34 @@ function printDetail(ctx: CommandContext, detail: GroupDetail): void {
       ctx,
       `Latest entry ${latest.id} at ${formatTime(latest.receivedAt)}`,
     );
-    for (const line of stackLines(latest.data.stack).slice(0, 20)) {
-      println(ctx, `  ${inert(line)}`);
-    }
+    printStack(ctx, latest.data.stack, stack);
   }
   println(ctx);
   println(
     ctx,
     `Times in UTC. Its entries: deno task logs PROJECT --query 'level>=error fingerprint:${detail.fingerprint}'`,
   );
+}
+
+/**
+ * The latest entry's stack: resolved through source maps when a frame
+ * resolved (docs/errors.md#source-maps), else as sent with why it was not.
+ */
+function printStack(
+  ctx: CommandContext,
+  sent: unknown,
+  stack: ResolvedStack | null,
+): void {
+  const resolved = stack !== null && stack.frames.some((f) => f.resolved);
+  if (resolved) {
+    println(ctx, `  Original stack (release ${inert(stack.release)}):`);
+  }
+  const lines = resolved ? shownFrameLines(stack) : stackLines(sent);
+  for (const line of lines.slice(0, 20)) println(ctx, `  ${inert(line)}`);
+  const reasons = stack === null ? [] : unresolvedReasons(stack);
+  if (reasons.length > 0) {
+    println(ctx, `  Frames not resolved: ${inert(reasons.join("; "))}`);
+  }
 }
 
 /**
@@ -178,7 +206,10 @@ export async function printGroupDetail(
     );
     return 1;
   }
-  if (options.json) println(ctx, JSON.stringify(detailJson(detail, now)));
-  else printDetail(ctx, detail);
+  const stack = detail.latest &&
+    await shownStack(ctx.kv, project.id, detail.latest);
+  if (options.json) {
+    println(ctx, JSON.stringify(detailJson(detail, now, stack)));
+  } else printDetail(ctx, detail, stack);
   return 0;
 }

@@ -34,6 +34,7 @@ import {
   booleanFlag,
   type CommandContext,
   type CommandSpec,
+  limitFlag,
   parseFlags,
   println,
   runCommand,
@@ -108,6 +109,8 @@ const COMMAND: CommandSpec = {
 
 /** Default of `--limit`. */
 export const DEFAULT_LIMIT = 100;
+/** Most entries `--limit` may ask for. */
+const MAX_LIMIT = 100_000;
 /** How far behind the newest seen entry `--follow` looks for late ones. */
 const FOLLOW_LOOKBACK_MS = 15_000;
 
@@ -182,18 +185,6 @@ function readFilter(
     }
   }
   return { filter: andFilters(filter, flagFilter(parsed, now)), pipe };
-}
-
-/** Reads `--limit`: a whole number from 1 to 100,000. */
-function readLimit(parsed: ReturnType<typeof parseFlags>): number {
-  const limitText = stringFlag(parsed, "limit") ?? String(DEFAULT_LIMIT);
-  const limit = Number(limitText);
-  if (!/^\d+$/.test(limitText) || limit < 1 || limit > 100_000) {
-    throw new UsageError(
-      `Cannot read --limit "${limitText}": expected a whole number from 1 to 100000`,
-    );
-  }
-  return limit;
 }
 
 /** Prints the rows of `pipe` over the entries of `filter`. */
@@ -394,7 +385,10 @@ export function logsCommand(ctx: CommandContext): Promise<number> {
     if (pipe || booleanFlag(parsed, "csv")) {
       return await printRows(ctx, parsed, named, { filter, pipe });
     }
-    const limit = readLimit(parsed);
+    const limit = limitFlag(parsed, {
+      fallback: DEFAULT_LIMIT,
+      max: MAX_LIMIT,
+    });
     const following = booleanFlag(parsed, "follow");
     if (following && stringFlag(parsed, "until") !== undefined) {
       throw new UsageError(`Cannot use --until with --follow`);

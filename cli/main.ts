@@ -27,6 +27,7 @@ import { rejectedCommand } from "./rejected.ts";
 import { statsCommand } from "./stats.ts";
 import { auditCommand } from "./audit.ts";
 import { tokenCommand } from "./token.ts";
+import { sourcemapCommand } from "./sourcemap.ts";
 import { userCommand } from "./user.ts";
 
 /** The commands, by their first word. */
@@ -41,6 +42,7 @@ export const COMMANDS: Record<string, Command> = {
   token: tokenCommand,
   audit: auditCommand,
   errors: errorsCommand,
+  sourcemap: sourcemapCommand,
 };
 
 const USAGE = `Operator commands of the log ingestion service.
@@ -60,6 +62,8 @@ Usage:
                                     Read tokens of the read API
   deno task audit [PROJECT]         Who changed what, and when
   deno task errors PROJECT          Errors grouped: count, first and last seen
+  deno task sourcemap upload|list|delete PROJECT ...
+                                    Source maps that resolve minified stacks
 
 A project is named by its id or its name wherever a command takes one.
 

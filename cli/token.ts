@@ -13,7 +13,9 @@ import {
   listReadTokens,
   type ReadToken,
   revokeReadToken,
+  scopeOf,
   TokenNotFoundError,
+  type TokenScope,
 } from "../db/tokens.ts";
 import { type CommandContext, requiredFlag } from "./command.ts";
 import { printResult } from "./output.ts";
@@ -33,17 +35,19 @@ const USAGE: Record<string, string> = {
 Usage: deno task token <command> [options]
 
 Commands:
-  create PROJECT --name NAME       Create a token; prints it this once
+  create PROJECT --name NAME [--scope read|upload]
+                                   Create a token; prints it this once
   list PROJECT                     List the project's tokens (names, ids)
   revoke PROJECT NAME_OR_ID        Revoke a token: it stops working at once
 
 Every command takes --json (machine output) and --help.`,
   create: `Create a read token of a project and print it, this once.
 
-Usage: deno task token create PROJECT --name NAME [--json]
+Usage: deno task token create PROJECT --name NAME [--scope read|upload] [--json]
 
 Options:
   --name NAME   Unique within the project, 1 to 64 characters
+  --scope S     read (the read API, the default) or upload (source maps)
   --json        Print one JSON object: id, name, projectId, token, createdAt`,
   list: `List a project's read tokens (never the tokens themselves).
 
@@ -58,6 +62,7 @@ export function tokenJson(token: ReadToken): Record<string, unknown> {
   return {
     id: token.id,
     name: token.name,
+    scope: scopeOf(token),
     projectId: token.projectId,
     createdBy: token.createdBy,
     createdAt: new Date(token.createdAt).toISOString(),
@@ -67,7 +72,11 @@ export function tokenJson(token: ReadToken): Record<string, unknown> {
 const SUBCOMMANDS: Subcommands = {
   create: subcommand({
     positionals: ["PROJECT"],
-    options: { ...JSON_FLAG, name: { type: "string" } },
+    options: {
+      ...JSON_FLAG,
+      name: { type: "string" },
+      scope: { type: "string" },
+    },
     async run(ctx, parsed, [named]) {
       const projectId = await projectIdOf(ctx.kv, named);
       const name = requiredFlag(parsed, "token create", "name", "NAME");
@@ -75,6 +84,9 @@ const SUBCOMMANDS: Subcommands = {
         projectId,
         name,
         createdBy: CLI_ACTOR,
+        ...(parsed.values.scope === undefined
+          ? {}
+          : { scope: String(parsed.values.scope) as TokenScope }),
         now: ctx.now,
       });
       await recordCliChange(ctx, {
@@ -85,7 +97,7 @@ const SUBCOMMANDS: Subcommands = {
       return printResult(ctx, parsed, {
         json: { ...tokenJson(record), token },
         text: [
-          `Created read token "${
+          `Created ${scopeOf(record)} token "${
             inert(record.name)
           }" (${record.id}) of project "${projectId}":`,
           "",

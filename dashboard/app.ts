@@ -44,6 +44,7 @@ import { settingsRoutes } from "./routes/settings.ts";
 import { deadLettersRoutes } from "./routes/dead_letters.ts";
 import { alertsRoutes } from "./routes/alerts.ts";
 import { apiRoutes } from "./routes/api.ts";
+import { sourceMapRoutes, UPLOAD_PATH } from "./routes/sourcemaps.ts";
 import { auditRoutes } from "./routes/audit.ts";
 import { tokensRoutes } from "./routes/tokens.ts";
 import { usersRoutes } from "./routes/users.ts";
@@ -183,6 +184,7 @@ export function createDashboard(options: DashboardOptions): DashApp {
   tokensRoutes(app, deps);
   auditRoutes(app, deps);
   apiRoutes(app, deps);
+  sourceMapRoutes(app, deps);
 
   app.notFound(async (c) =>
     await message(
@@ -284,7 +286,10 @@ function guardRequests(
       c.res = c.redirect(`${base}/`, 301);
     } else if (refusal !== null) {
       c.res = await forbidden(c, deps, refusal);
-    } else if (!BODILESS.has(c.req.method) && !await takeForm(c, formLimit)) {
+    } else if (
+      !BODILESS.has(c.req.method) && !UPLOAD_PATH.test(c.req.path) &&
+      !await takeForm(c, formLimit)
+    ) {
       c.res = await message(
         c,
         deps,

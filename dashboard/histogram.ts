@@ -65,6 +65,18 @@ export interface ExplorerHistogramOptions {
   startedAt?: number;
 }
 
+/** The bars over [since, until), each at its interval's start, uncounted. */
+function emptyBars(since: number, until: number) {
+  const intervalMs = chooseInterval(until - since);
+  const first = Math.floor(since / intervalMs) * intervalMs;
+  const count = Math.max(0, Math.ceil((until - first) / intervalMs));
+  const buckets = Array.from({ length: count }, (_, i) => ({
+    start: first + i * intervalMs,
+    counts: {} as Record<string, number>,
+  }));
+  return { intervalMs, first, buckets };
+}
+
 /**
  * Counts a project's entries matching `filter` per bar over [since, until),
  * by level, within the time budget.
@@ -91,13 +103,7 @@ export async function explorerHistogram(
   const budgetMs = options.budgetMs ?? HISTOGRAM_BUDGET_MS;
   const counting = clock();
   const deadline = (options.startedAt ?? counting) + budgetMs;
-  const intervalMs = chooseInterval(until - since);
-  const first = Math.floor(since / intervalMs) * intervalMs;
-  const count = Math.max(0, Math.ceil((until - first) / intervalMs));
-  const buckets = Array.from({ length: count }, (_, i) => ({
-    start: first + i * intervalMs,
-    counts: {} as Record<string, number>,
-  }));
+  const { intervalMs, first, buckets } = emptyBars(since, until);
   // Bars are counted newest first in groups that double while the time per
   // bar so far says the next group fits in what is left of the budget: few
   // calls when matches are sparse, a stop in time when they are not.
@@ -172,13 +178,7 @@ export async function splitHistogram(
   options: SplitHistogramOptions,
 ): Promise<ExplorerHistogram> {
   const { since, until, field } = options;
-  const intervalMs = chooseInterval(until - since);
-  const first = Math.floor(since / intervalMs) * intervalMs;
-  const count = Math.max(0, Math.ceil((until - first) / intervalMs));
-  const buckets = Array.from({ length: count }, (_, i) => ({
-    start: first + i * intervalMs,
-    counts: {} as Record<string, number>,
-  }));
+  const { intervalMs, first, buckets } = emptyBars(since, until);
   const answer = await aggregate(kv, projectId, {
     filter: {
       ...options.filter,
@@ -218,7 +218,8 @@ export async function splitHistogram(
   if (answer.searchedTo !== undefined) {
     // Bars wholly counted only: the one the search stopped in is not.
     const from = Math.ceil((answer.searchedTo - first) / intervalMs);
-    countedFrom = first + Math.min(count - 1, Math.max(0, from)) * intervalMs;
+    countedFrom = first +
+      Math.min(buckets.length - 1, Math.max(0, from)) * intervalMs;
   }
   return { intervalMs, buckets, countedFrom, split: { field, series } };
 }

@@ -53,109 +53,80 @@ export interface Page {
   tab?: { name: ProjectTab; label: string };
 }
 
+function get(path: string, need: Need, nav?: string): Page {
+  return { method: "GET", path, need, ...(nav ? { nav } : {}) };
+}
+
+function post(path: string, need: Need): Page {
+  return { method: "POST", path, need };
+}
+
+/** A project tab, at `/projects/:id/<name>` unless `path` says otherwise. */
+function tab(
+  name: ProjectTab,
+  label: string,
+  need: Need,
+  path = `/projects/:id/${name}`,
+): Page {
+  return { method: "GET", path, need, tab: { name, label } };
+}
+
 /** Every route of the dashboard; tabs and navigation in their order. */
 export const PAGES: readonly Page[] = [
   // Signing in, and what needs no session.
-  { method: "GET", path: "/login", need: "public" },
-  { method: "POST", path: "/login", need: "public" },
-  { method: "GET", path: "/assets/:name", need: "public" },
-  { method: "GET", path: "/api/v1/projects/:id/logs", need: "public" },
-  { method: "POST", path: "/logout", need: "signed-in" },
+  get("/login", "public"),
+  post("/login", "public"),
+  get("/assets/:name", "public"),
+  get("/api/v1/projects/:id/logs", "public"),
+  post("/api/v1/projects/:id/sourcemaps", "public"),
+  post("/logout", "signed-in"),
   // The top navigation.
-  { method: "GET", path: "/", need: "signed-in", nav: "Projects" },
-  { method: "GET", path: "/dead-letters", need: "admin", nav: "Dead letters" },
-  { method: "GET", path: "/users", need: "admin", nav: "Users" },
+  get("/", "signed-in", "Projects"),
+  get("/dead-letters", "admin", "Dead letters"),
+  get("/users", "admin", "Users"),
   // The project tabs.
-  {
-    method: "GET",
-    path: "/projects/:id",
-    need: "read",
-    tab: { name: "explorer", label: "Explorer" },
-  },
-  {
-    method: "GET",
-    path: "/projects/:id/errors",
-    need: "read",
-    tab: { name: "errors", label: "Errors" },
-  },
-  {
-    method: "GET",
-    path: "/projects/:id/rejections",
-    need: "read",
-    tab: { name: "rejections", label: "Rejections" },
-  },
+  tab("explorer", "Explorer", "read", "/projects/:id"),
+  tab("errors", "Errors", "read"),
+  tab("rejections", "Rejections", "read"),
   // Settings hold the secret, alert rules their webhook URLs (often
   // credentials themselves): both are for those who configure.
-  {
-    method: "GET",
-    path: "/projects/:id/settings",
-    need: "configure",
-    tab: { name: "settings", label: "Settings" },
-  },
-  {
-    method: "GET",
-    path: "/projects/:id/alerts",
-    need: "configure",
-    tab: { name: "alerts", label: "Alerts" },
-  },
-  {
-    method: "GET",
-    path: "/projects/:id/audit",
-    need: "read",
-    tab: { name: "audit", label: "Audit" },
-  },
+  tab("settings", "Settings", "configure"),
+  tab("alerts", "Alerts", "configure"),
+  tab("audit", "Audit", "read"),
   // A project's other pages and streams.
-  { method: "GET", path: "/projects/:id/errors/:fingerprint", need: "read" },
-  { method: "GET", path: "/projects/:id/entries", need: "read" },
-  { method: "GET", path: "/projects/:id/entries/:entryId", need: "read" },
-  { method: "GET", path: "/projects/:id/tail", need: "read" },
-  { method: "GET", path: "/projects/:id/rows.csv", need: "read" },
+  ...[
+    "/projects/:id/errors/:fingerprint",
+    "/projects/:id/entries",
+    "/projects/:id/entries/:entryId",
+    "/projects/:id/tail",
+    "/projects/:id/rows.csv",
+  ].map((path) => get(path, "read")),
   // Every change to a project is for those who configure it.
-  { method: "POST", path: "/projects/:id/views", need: "configure" },
-  { method: "POST", path: "/projects/:id/views/delete", need: "configure" },
-  {
-    method: "POST",
-    path: "/projects/:id/rejections/replay",
-    need: "configure",
-  },
-  { method: "POST", path: "/projects/:id/settings/allow", need: "configure" },
-  {
-    method: "POST",
-    path: "/projects/:id/settings/disallow",
-    need: "configure",
-  },
-  {
-    method: "POST",
-    path: "/projects/:id/settings/levels/add",
-    need: "configure",
-  },
-  {
-    method: "POST",
-    path: "/projects/:id/settings/levels/remove",
-    need: "configure",
-  },
-  {
-    method: "POST",
-    path: "/projects/:id/settings/retention",
-    need: "configure",
-  },
-  { method: "POST", path: "/projects/:id/settings/rotate", need: "configure" },
-  { method: "POST", path: "/projects/:id/settings/tokens", need: "configure" },
-  {
-    method: "POST",
-    path: "/projects/:id/settings/tokens/revoke",
-    need: "configure",
-  },
-  { method: "POST", path: "/projects/:id/alerts/add", need: "configure" },
-  { method: "POST", path: "/projects/:id/alerts/remove", need: "configure" },
+  ...[
+    "/projects/:id/views",
+    "/projects/:id/views/delete",
+    "/projects/:id/rejections/replay",
+    "/projects/:id/settings/allow",
+    "/projects/:id/settings/disallow",
+    "/projects/:id/settings/levels/add",
+    "/projects/:id/settings/levels/remove",
+    "/projects/:id/settings/retention",
+    "/projects/:id/settings/rotate",
+    "/projects/:id/settings/tokens",
+    "/projects/:id/settings/tokens/revoke",
+    "/projects/:id/alerts/add",
+    "/projects/:id/alerts/remove",
+  ].map((path) => post(path, "configure")),
   // Deleting a project is the administrators' alone.
-  { method: "POST", path: "/projects/:id/settings/delete", need: "delete" },
+  post("/projects/:id/settings/delete", "delete"),
   // The service-wide changes.
-  { method: "POST", path: "/projects", need: "admin" },
-  { method: "POST", path: "/dead-letters/replay", need: "admin" },
-  { method: "POST", path: "/users", need: "admin" },
-  { method: "POST", path: "/users/update", need: "admin" },
-  { method: "POST", path: "/users/remove", need: "admin" },
+  ...[
+    "/projects",
+    "/dead-letters/replay",
+    "/users",
+    "/users/update",
+    "/users/remove",
+  ].map((path) => post(path, "admin")),
 ];
 
 /** A row of the table that a request matched, with the project it names. */

@@ -22,11 +22,12 @@ import { deletePrefix, ProjectNotFoundError } from "./projects.ts";
 import { countStoredEntries } from "./query/summaries.ts";
 import { storedLogKeys, storedLogPrefixes } from "./storage/write.ts";
 import { deleteReadTokens } from "./tokens.ts";
+import { deleteProjectSourceMaps } from "./sourcemaps.ts";
 
 /**
  * Deletes a project and all under it: entries (chunks, their summaries and
  * counters), counters, recent and kept rejections, remembered signatures,
- * saved views, error groups, read tokens and the audit log; returns how many
+ * saved views, error groups, read tokens, source maps and the audit log; returns how many
  * entries it deleted. The record goes first:
  * every write under a project checks it in its own atomic operation, so none
  * can land after. The data then goes in passes until one finds nothing
@@ -66,6 +67,7 @@ export async function deleteProject(
     }
   }
   await deleteReadTokens(kv, projectId);
+  await deleteProjectSourceMaps(kv, projectId);
   await deleteAudit(kv, projectId);
   return logs;
 }

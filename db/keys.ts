@@ -51,6 +51,9 @@
  * | `error_group_counts/<projectId>/<groupId>` | `KvU64`: the group's exact count, added to with `sum`; deleted with its group |
  * | `error_groups_by_seen/<projectId>/<last seen ms>/<groupId>` | empty bytes: the groups by last seen, newest last; deleted with its group |
  * | `saved_views/<projectId>/<viewId>` | a named query and time range (db/views.ts) |
+ * | `source_maps/<projectId>/<release>/<mapId>` | a source map's release, URL, size and slice count (db/sourcemaps.ts) |
+ * | `source_map_slices/<projectId>/<mapId>/<n>` | slice `n` (from 0) of a source map's bytes |
+ * | `source_map_index/<projectId>` | the project's maps per release, their count and bytes: its bounds, and the releases with maps |
  * | `write_probe` | one byte written and deleted at start-up, to find a database that cannot be written |
  *
  * @module
@@ -519,6 +522,42 @@ export function decodeErrorGroupSeenKey(
     lastSeen: Number(part(key, "error_groups_by_seen", 2)),
     groupId: String(part(key, "error_groups_by_seen", 3)),
   };
+}
+
+/**
+ * Key of a source map's record; without a map id, the prefix of a release's
+ * maps; without a release, of the project's.
+ */
+export function sourceMapKey(
+  projectId: string,
+  release?: string,
+  mapId?: string,
+): Deno.KvKey {
+  return [
+    "source_maps",
+    projectId,
+    ...(release === undefined ? [] : [release]),
+    ...(mapId === undefined ? [] : [mapId]),
+  ];
+}
+
+/** Key of slice `n` of a source map; without `n`, of its slices; without a map, of the project's. */
+export function sourceMapSliceKey(
+  projectId: string,
+  mapId?: string,
+  n?: number,
+): Deno.KvKey {
+  return [
+    "source_map_slices",
+    projectId,
+    ...(mapId === undefined ? [] : [mapId]),
+    ...(n === undefined ? [] : [n]),
+  ];
+}
+
+/** Key of a project's index of source maps (releases, count, bytes). */
+export function sourceMapIndexKey(projectId: string): Deno.KvKey {
+  return ["source_map_index", projectId];
 }
 
 /** Key of a saved view of a project's explorer, or (without id) their prefix. */

@@ -55,7 +55,8 @@ export interface LockedRetryOptions {
   sleep?: (ms: number) => Promise<void>;
 }
 
-function timeout(ms: number): Promise<void> {
+/** Waits `ms` milliseconds on a `setTimeout`: the default `sleep` of the retries. */
+export function timeout(ms: number): Promise<void> {
   return new Promise((resolve) => setTimeout(resolve, ms));
 }
 

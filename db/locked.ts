@@ -12,7 +12,7 @@
  *
  * @module
  */
-import { isLockedError } from "./kv.ts";
+import { isLockedError, timeout } from "./kv.ts";
 
 /** Past this many milliseconds after the first attempt, no new one starts. */
 export const LOCKED_RETRY_MAX_MS = 10_000;
@@ -51,10 +51,6 @@ export interface RetryingLockedOptions {
   sleep?: (ms: number) => Promise<void>;
   /** Milliseconds of a monotonic clock. @default {performance.now} */
   now?: () => number;
-}
-
-function timeout(ms: number): Promise<void> {
-  return new Promise((resolve) => setTimeout(resolve, ms));
 }
 
 /**

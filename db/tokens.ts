@@ -19,11 +19,23 @@ export const TOKEN_PREFIX = "lgr_";
 export const MAX_TOKENS_PER_PROJECT = 100;
 const TOKEN_SHAPE = /^lgr_[A-Za-z0-9_-]{43}$/;
 
+/**
+ * What a token allows: `read` a project's entries through the read API, or
+ * `upload` its source maps (docs/errors.md#source-maps), never both, so a
+ * CI pipeline's upload token reads nothing.
+ */
+export const TOKEN_SCOPES = ["read", "upload"] as const;
+
+/** One of {@linkcode TOKEN_SCOPES}. */
+export type TokenScope = typeof TOKEN_SCOPES[number];
+
 /** A read token as stored (never the token). */
 export interface ReadToken {
   id: string;
   projectId: string;
   name: string;
+  /** What it allows; absent on tokens made before scopes: `read`. */
+  scope?: TokenScope;
   /** SHA-256 of the token, hex. */
   hash: string;
   /** Who created it. */
@@ -56,7 +68,14 @@ export interface CreateReadTokenOptions {
   name: string;
   /** Who creates it, for the list and the audit log. */
   createdBy: string;
+  /** What it allows. @default "read" */
+  scope?: TokenScope;
   now?: () => number;
+}
+
+/** The scope of a stored token. */
+export function scopeOf(token: ReadToken): TokenScope {
+  return token.scope ?? "read";
 }
 
 /**
@@ -84,6 +103,13 @@ export async function createReadToken(
   if (await getProject(kv, options.projectId) === null) {
     throw new ProjectNotFoundError(options.projectId);
   }
+  if (options.scope !== undefined && !TOKEN_SCOPES.includes(options.scope)) {
+    throw new InvalidValueError(
+      `Cannot read scope "${
+        String(options.scope).slice(0, 20)
+      }": expected "read" or "upload"`,
+    );
+  }
   const existing = await listReadTokens(kv, options.projectId);
   if (existing.some((t) => t.name === name)) {
     throw new InvalidValueError(
@@ -108,6 +134,7 @@ export async function createReadToken(
       hash: tokenHash(token),
       createdBy: options.createdBy,
       createdAt: (options.now ?? Date.now)(),
+      ...(options.scope === "upload" ? { scope: "upload" as const } : {}),
     };
     const result = await kv.atomic()
       .check({ key: readTokenHashKey(record.hash), versionstamp: null })

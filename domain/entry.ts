@@ -98,6 +98,33 @@ export interface LogRecord {
   origin?: string;
   /** The method that authorized it. */
   auth: AuthMethod;
+  /**
+   * Its `data.stack` resolved through the source maps of its release, when
+   * the consumer had them (docs/errors.md#source-maps).
+   */
+  resolved?: ResolvedStack;
+}
+
+/** A stack frame as shown: resolved through a source map, or why not. */
+export interface ShownFrame {
+  /** The original function's name (or the minified one, unresolved). */
+  function: string;
+  /** The original file (or the minified URL, unresolved). */
+  file: string;
+  line: number | null;
+  column: number | null;
+  /** The original source line, when the map holds the sources. */
+  source?: string;
+  /** Whether a source map resolved it. */
+  resolved: boolean;
+  /** Why it is not resolved, or why it has no source line. */
+  why?: string;
+}
+
+/** A `data.stack` resolved through the source maps of a release. */
+export interface ResolvedStack {
+  release: string;
+  frames: ShownFrame[];
 }
 
 /**

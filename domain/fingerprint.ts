@@ -20,6 +20,14 @@
  * @module
  */
 import { sipHash24, SIPHASH_KEY_BYTES } from "./siphash.ts";
+import {
+  fileOf,
+  frameParts,
+  isRuntimeFrame,
+  parseStack,
+  type StackFrame,
+} from "./stack.ts";
+import type { ResolvedStack, ShownFrame } from "./entry.ts";
 
 /** What an entry's fingerprint is made of. */
 export interface Fingerprint {
@@ -29,6 +37,8 @@ export interface Fingerprint {
   title: string;
   /** `file:function` of the top stack frame; `null` when there is none. */
   topFrame: string | null;
+  /** The text of the sender's own fingerprint (`data.fingerprint`), `null` when none. */
+  custom: string | null;
 }
 
 /** Longest normalised title kept, in characters. */
@@ -161,117 +171,24 @@ export function stackLines(stack: unknown): string[] {
   return lines;
 }
 
-function text(value: unknown): string {
-  return typeof value === "string"
-    ? value
-    : typeof value === "number"
-    ? String(value)
-    : "";
-}
-
-/** Function, file, line and column of a frame object (Sentry's and others' names). */
-function frameParts(
-  frame: Record<string, unknown>,
-): { fn: string; file: string; line: string; column: string } | null {
-  const fn = text(
-    frame.function ?? frame.functionName ?? frame.fn ?? frame.method,
-  );
-  const file = text(
-    frame.file ?? frame.fileName ?? frame.filename ?? frame.url ??
-      frame.abs_path,
-  );
-  if (fn === "" && file === "") return null;
-  return {
-    fn,
-    file,
-    line: text(frame.line ?? frame.lineNumber ?? frame.lineno),
-    column: text(frame.column ?? frame.columnNumber ?? frame.colno),
-  };
-}
-
-// `at file:1:2`, `fn@file:1:2` (Firefox, Safari); `at fn (file:1:2)` is
-// read by v8Call.
-const V8_BARE = /^\s*at\s+(?:async\s+)?(\S+)\s*$/;
-const GECKO = /^\s*([^@\s]*)@(\S+)\s*$/;
-
-/** A location without `:line:column`, query or fragment. */
-function fileOf(location: string): string {
-  return location.replace(/[?#][^:]*/, "").replace(/(?::\d+){1,2}$/, "");
-}
-
-const SPACE = /\s/;
+/** Longest text of a sender's own fingerprint kept, in characters. */
+const MAX_CUSTOM = 600;
 
 /**
- * The function and the location of a line `at [async ]fn (location)`:
- * what `/^\s*at\s+(?:async\s+)?(.*?)\s+\((.*)\)\s*$/` captures, found
- * in one pass. The expression itself backtracks over every split of a run
- * of spaces (minutes for a line of 60,000 spaces); a sender writes the
- * stack, and the consumer reads it.
+ * The top frame of a list of frames as `file:function`: the first frame
+ * that is not the runtime's own ({@linkcode isRuntimeFrame}), else the
+ * first; `null` when there is none.
  */
-function v8Call(line: string): [fn: string, location: string] | null {
-  const space = (i: number) => i < line.length && SPACE.test(line[i]!);
-  const skip = (i: number) => {
-    while (space(i)) i++;
-    return i;
-  };
-  const atAt = skip(0);
-  if (!line.startsWith("at", atAt) || !space(atAt + 2)) return null;
-  // The location runs from the "(" to the last character, which must be
-  // ")" (spaces aside), with no line end in between.
-  let close = line.length - 1;
-  while (close >= 0 && space(close)) close--;
-  if (line[close] !== ")") return null;
-  let lastEnd = close - 1;
-  while (lastEnd >= 0 && !LINE_END.test(line[lastEnd]!)) lastEnd--;
-  const opens = (q: number) => line[q] === "(" && q > lastEnd && q < close;
-  const call = (fn: string, q: number): [string, string] => [
-    fn,
-    line.slice(q + 1, close),
-  ];
-  // The shortest function from `from`: up to the first run of spaces
-  // followed by a "(" that opens the location; a line end cannot be in it.
-  const search = (from: number): [string, string] | null => {
-    for (let i = from; i < line.length;) {
-      if (!space(i)) {
-        i++;
-        continue;
-      }
-      const q = skip(i);
-      if (opens(q)) return call(line.slice(from, i), q);
-      for (let k = i; k < q; k++) if (LINE_END.test(line[k]!)) return null;
-      i = q;
-    }
-    return null;
-  };
-  const fnAt = skip(atAt + 2);
-  if (line.startsWith("async", fnAt) && space(fnAt + 5)) {
-    const afterAsync = skip(fnAt + 5);
-    const found = search(afterAsync);
-    if (found) return found;
-    // Backtracking gives a space back: an empty function before the "(".
-    if (afterAsync - fnAt - 5 >= 2 && opens(afterAsync)) {
-      return call("", afterAsync);
-    }
-  }
-  const found = search(fnAt);
-  if (found) return found;
-  return fnAt - atAt - 2 >= 2 && opens(fnAt) ? call("", fnAt) : null;
-}
-
-/** `file:function` of one stack line; `null` when it is no frame. */
-function frameOfLine(line: string): string | null {
-  const call = v8Call(line);
-  if (call) return `${fileOf(call[1])}:${call[0]}`;
-  let m = V8_BARE.exec(line);
-  if (m) return `${fileOf(m[1]!)}:`;
-  m = GECKO.exec(line);
-  if (m) return `${fileOf(m[2]!)}:${m[1]}`;
-  return null;
+export function topFrameOf(frames: StackFrame[]): string | null {
+  const top = frames.find((f) => !isRuntimeFrame(f)) ?? frames[0];
+  if (top === undefined) return null;
+  return `${fileOf(top.location)}:${top.function}`.slice(0, MAX_FRAME);
 }
 
 /**
  * The top frame of a `data.stack` as `file:function`, without line and
- * column; `null` when it has no recognisable frame.
+ * column, the runtime's own frames skipped; `null` when it has no
+ * recognisable frame.
  *
  * @example
  * ```ts
@@ -279,23 +196,7 @@ function frameOfLine(line: string): string | null {
  * ```
  */
 export function topFrame(stack: unknown): string | null {
-  if (Array.isArray(stack)) {
-    for (const frame of stack) {
-      if (typeof frame === "object" && frame !== null) {
-        const f = frameParts(frame as Record<string, unknown>);
-        if (f !== null) return `${fileOf(f.file)}:${f.fn}`.slice(0, MAX_FRAME);
-      } else if (typeof frame === "string") {
-        const found = frameOfLine(frame);
-        if (found !== null) return found.slice(0, MAX_FRAME);
-      }
-    }
-    return null;
-  }
-  for (const line of stackLines(stack)) {
-    const found = frameOfLine(line);
-    if (found !== null) return found.slice(0, MAX_FRAME);
-  }
-  return null;
+  return topFrameOf(parseStack(stack));
 }
 
 /** 64-bit FNV-1a of `text`'s UTF-16 units, as 16 hex digits. */
@@ -311,7 +212,47 @@ function fnv1a64(text: string): string {
 }
 
 /**
- * The fingerprint of an entry from its `data`.
+ * The sender's own fingerprint (`data.fingerprint`, a string or an array of
+ * strings, as in Sentry), with `{{ default }}` standing for the computed
+ * one's text; `null` when there is none. Marked so that it never equals a
+ * computed fingerprint's text.
+ */
+function customText(value: unknown, computed: string): string | null {
+  const parts = typeof value === "string"
+    ? [value]
+    : Array.isArray(value)
+    ? value.slice(0, MAX_CUSTOM_PARTS).filter((p) => typeof p === "string")
+    : [];
+  if (parts.length === 0 || parts.every((p) => p.trim() === "")) return null;
+  const text = parts.map((p) => DEFAULT_PART.test(p) ? computed : p)
+    .join("\n");
+  return `\u0001${text}`.slice(0, MAX_CUSTOM);
+}
+
+/** Parts of a sender's fingerprint read at most. */
+const MAX_CUSTOM_PARTS = 20;
+const DEFAULT_PART = /^\{\{\s*default\s*\}\}$/;
+
+/**
+ * The top frame of a stack resolved through source maps: the first frame
+ * whose file is not the runtime's own.
+ */
+function resolvedTopFrame(frames: readonly ShownFrame[]): string | null {
+  return topFrameOf(
+    frames.map((f) => ({
+      function: f.function,
+      location: f.file,
+      file: f.file,
+      line: f.line,
+      column: f.column,
+    })),
+  );
+}
+
+/**
+ * The fingerprint of an entry from its `data`: its title and top frame (of
+ * the stack resolved through source maps when the consumer resolved it,
+ * `resolved`), unless `data.fingerprint` gives the sender's own.
  *
  * @example
  * ```ts
@@ -319,14 +260,21 @@ function fnv1a64(text: string): string {
  * ```
  */
 export function fingerprintOf(
-  record: { data: Record<string, unknown> },
+  record: { data: Record<string, unknown>; resolved?: ResolvedStack },
 ): Fingerprint {
   const title = normaliseTitle(entryTitle(record.data));
-  const frame = topFrame(record.data.stack);
+  const frame = record.resolved
+    ? resolvedTopFrame(record.resolved.frames)
+    : topFrame(record.data.stack);
+  const computed = `${title}\n${frame ?? ""}`;
+  const custom = record.data.fingerprint === undefined
+    ? null
+    : customText(record.data.fingerprint, computed);
   return {
-    fingerprint: fnv1a64(`${title}\n${frame ?? ""}`),
+    fingerprint: fnv1a64(custom ?? computed),
     title,
     topFrame: frame,
+    custom,
   };
 }
 
@@ -335,7 +283,9 @@ export const GROUP_KEY_BYTES = SIPHASH_KEY_BYTES;
 
 const ENCODER = new TextEncoder();
 /** Room for the longest title and frame, 3 UTF-8 bytes a UTF-16 unit. */
-const SCRATCH = new Uint8Array((MAX_TITLE + MAX_FRAME + 1) * 3 + 8);
+const SCRATCH = new Uint8Array(
+  Math.max(MAX_TITLE + MAX_FRAME + 1, MAX_CUSTOM) * 3 + 8,
+);
 
 /**
  * The id of an entry's error group in its project: SipHash-2-4 (the keyed
@@ -352,9 +302,12 @@ const SCRATCH = new Uint8Array((MAX_TITLE + MAX_FRAME + 1) * 3 + 8);
  */
 export function groupIdOf(
   key: Uint8Array,
-  fingerprint: Pick<Fingerprint, "title" | "topFrame">,
+  fingerprint:
+    & Pick<Fingerprint, "title" | "topFrame">
+    & { custom?: string | null },
 ): string {
-  const text = `${fingerprint.title}\n${fingerprint.topFrame ?? ""}`;
+  const text = fingerprint.custom ??
+    `${fingerprint.title}\n${fingerprint.topFrame ?? ""}`;
   const { written } = ENCODER.encodeInto(text, SCRATCH);
   return sipHash24(key, SCRATCH.subarray(0, written));
 }

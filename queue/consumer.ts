@@ -41,6 +41,7 @@ import {
 } from "../domain/entry.ts";
 import { acceptEntries, scrubRecords } from "./accept.ts";
 import { prepareErrorGroups } from "../db/error_groups.ts";
+import { SourceMapResolver } from "../db/symbolicate.ts";
 import {
   BatchFormatError,
   decodeBatchHeader,
@@ -117,6 +118,8 @@ export class Consumer {
   #maxSkewMs: number;
   #now: () => number;
   #gate: WriteGate | undefined;
+  /** Stacks resolved through source maps at write time (docs/errors.md#source-maps). */
+  #maps: SourceMapResolver;
   /** Makes a result commit, sent again while refused as locked. */
   #commit: (
     result: RecordedAtomic,
@@ -130,6 +133,7 @@ export class Consumer {
     this.#maxSkewMs = options.maxSkewMs;
     this.#now = options.now ?? Date.now;
     this.#gate = options.gate;
+    this.#maps = new SourceMapResolver(kv, { now: this.#now });
   }
 
   /**
@@ -375,7 +379,12 @@ export class Consumer {
     for (const [projectId, records] of accepted) {
       const project = projects.get(projectId)!;
       // Scrubbed before anything is read from them (docs/privacy.md).
-      const lineOf = scrubRecords(project, records, (r) => lines.get(r));
+      const scrubbed = scrubRecords(project, records, (r) => lines.get(r));
+      const lineOf = await this.#maps.resolveRecords(
+        projectId,
+        records,
+        scrubbed,
+      );
       acceptEntries(op, project, records, {
         now,
         lineOf,

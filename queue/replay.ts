@@ -23,6 +23,7 @@ import {
 } from "../domain/entry.ts";
 import { acceptEntries, scrubRecords } from "./accept.ts";
 import { prepareErrorGroups } from "../db/error_groups.ts";
+import { SourceMapResolver } from "../db/symbolicate.ts";
 
 /** Signature skew assumed for a kept entry that does not say its own. */
 const DEFAULT_MAX_SKEW_MS = 300_000;
@@ -141,8 +142,13 @@ async function replayOne(
     }
     op.delete(slotKey);
     const records = [toLogRecord(entry, verdict.method)];
-    // Scrubbed by the rules of now (docs/privacy.md).
-    const lineOf = scrubRecords(project, records);
+    // Scrubbed by the rules of now (docs/privacy.md), resolved through the
+    // maps of now (docs/errors.md#resolving).
+    const lineOf = await new SourceMapResolver(kv).resolveRecords(
+      projectId,
+      records,
+      scrubRecords(project, records),
+    );
     acceptEntries(op, project, records, {
       now,
       lineOf,

@@ -20,13 +20,16 @@ import {
   ProjectLayout,
   TimeAgo,
 } from "./layout.tsx";
-import { orderedStack, StackView } from "./stack.tsx";
+import { orderedStack, ResolvedStackView, StackView } from "./stack.tsx";
+import type { ResolvedStack } from "../../domain/entry.ts";
 
 /** Data of an error group's page. */
 export interface ErrorGroupData {
   project: { id: string; name: string };
   detail: GroupDetail;
   now: number;
+  /** The latest entry's stack resolved through source maps. @default none */
+  resolved?: ResolvedStack | null;
 }
 
 const BAR = 12;
@@ -197,6 +200,7 @@ function Latest(props: { ctx: PageContext; data: ErrorGroupData }) {
           {summary(record) || record.id}
         </a>
       </p>
+      <ResolvedStackView stack={data.resolved} />
       <StackView lines={orderedStack(record.data.stack)} />
     </div>
   );

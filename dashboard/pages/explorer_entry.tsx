@@ -5,7 +5,7 @@
  *
  * @module
  */
-import type { LogRecord } from "../../domain/entry.ts";
+import type { LogRecord, ResolvedStack } from "../../domain/entry.ts";
 import type { ExplorerState } from "../explorer_state.ts";
 import { EntryRow } from "./entry.tsx";
 import { entryLinks, explorerHref } from "./explorer_list.tsx";
@@ -18,6 +18,8 @@ export function ExplorerEntryPage(
     project: { id: string; name: string };
     state: ExplorerState;
     record: LogRecord;
+    /** Its stack resolved through source maps. @default none */
+    resolved?: ResolvedStack | null;
   },
 ) {
   const { ctx, project, state, record } = props;
@@ -39,6 +41,7 @@ export function ExplorerEntryPage(
           links={entryLinks(ctx.base, project.id, state)}
           open
           full
+          resolved={props.resolved ?? null}
         />
       </div>
     </ProjectLayout>

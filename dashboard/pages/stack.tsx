@@ -7,7 +7,12 @@
  *
  * @module
  */
+import type { ResolvedStack } from "../../domain/entry.ts";
 import { stackLines } from "../../domain/fingerprint.ts";
+import {
+  shownFrameLines,
+  unresolvedReasons,
+} from "../../domain/symbolicate.ts";
 
 /** Lines shown before the rest is folded. */
 export const STACK_SHOWN = 8;
@@ -69,6 +74,41 @@ export function StackView(props: { lines: string[] }) {
             {rest.length} more {rest.length === 1 ? "line" : "lines"}
           </summary>
           <pre>{rest.join("\n")}</pre>
+        </details>
+      )}
+    </section>
+  );
+}
+
+/**
+ * An entry's stack resolved through its release's source maps
+ * (docs/errors.md#source-maps): the original frames, each with its source
+ * line or why it did not resolve; when none resolved, one line saying why.
+ * Nothing for an entry without frames.
+ */
+export function ResolvedStackView(
+  props: { stack: ResolvedStack | null | undefined },
+) {
+  const { stack } = props;
+  if (!stack || stack.frames.length === 0) return null;
+  const reasons = unresolvedReasons(stack);
+  if (!stack.frames.some((f) => f.resolved)) {
+    if (reasons.length === 0) return null;
+    return (
+      <p class="stack-note" id="stack-unresolved">
+        Frames not resolved: {reasons.join("; ")}
+      </p>
+    );
+  }
+  const lines = shownFrameLines(stack);
+  return (
+    <section class="stack-trace" id="stack-resolved">
+      <h4>Original stack (release {stack.release})</h4>
+      <pre class="stack-top">{lines.slice(0, 2 * STACK_SHOWN).join("\n")}</pre>
+      {lines.length > 2 * STACK_SHOWN && (
+        <details class="stack-rest">
+          <summary>{lines.length - 2 * STACK_SHOWN} more lines</summary>
+          <pre>{lines.slice(2 * STACK_SHOWN).join("\n")}</pre>
         </details>
       )}
     </section>

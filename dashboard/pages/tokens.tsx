@@ -20,6 +20,8 @@ export interface TokenRow {
   name: string;
   createdAt: number;
   createdBy: string;
+  /** `read` or `upload` (source maps). @default "read" */
+  scope?: string;
 }
 
 /** Props of {@linkcode TokensSection}. */
@@ -43,7 +45,13 @@ export function TokensSection(props: TokensSectionProps) {
         A read token lets a script read this project's entries through{" "}
         <code>GET {link(ctx.base, `/api/v1/projects/${projectId}/logs`)}</code>
         {" "}
-        with <code>Authorization: Bearer TOKEN</code>.
+        with{" "}
+        <code>Authorization: Bearer TOKEN</code>. An upload token uploads source
+        maps from CI to{" "}
+        <code>
+          POST {link(ctx.base, `/api/v1/projects/${projectId}/sourcemaps`)}
+        </code>{" "}
+        instead, and reads nothing.
       </p>
       {props.newToken && (
         <div class="created" id="new-token">
@@ -62,7 +70,9 @@ export function TokensSection(props: TokensSectionProps) {
               <li>
                 <code>{t.name}</code>{" "}
                 <span class="hint">
-                  {t.id}, by {t.createdBy}, {formatTime(t.createdAt, false)} UTC
+                  {t.id}
+                  {t.scope === "upload" ? ", uploads source maps" : ""}, by{" "}
+                  {t.createdBy}, {formatTime(t.createdAt, false)} UTC
                 </span>
                 <PostForm
                   ctx={ctx}
@@ -91,6 +101,10 @@ export function TokensSection(props: TokensSectionProps) {
           aria-label="Token name"
           value={props.error?.value ?? ""}
         />
+        <select name="scope" aria-label="Token scope">
+          <option value="read">read entries</option>
+          <option value="upload">upload source maps</option>
+        </select>
         <button type="submit">Create token</button>
       </PostForm>
       {props.error && (

@@ -7,7 +7,6 @@
  *
  * @module
  */
-import { recordAudit } from "../../db/audit.ts";
 import {
   deleteAlertRule,
   listAlertRules,
@@ -22,6 +21,7 @@ import {
   AlertsPage,
 } from "../pages/alerts.tsx";
 import {
+  audit,
   type DashApp,
   type DashboardDeps,
   type DashContext,
@@ -107,12 +107,10 @@ async function addRule(
       ...(windowMs === undefined ? {} : { windowMs }),
       ...(everyMs === undefined ? {} : { everyMs }),
     }, { allowPrivate, now: deps.now });
-    await recordAudit(deps.kv, {
+    await audit(c, deps, {
       projectId: project.id,
-      actor: c.get("session")!.account.email,
       action: "alert.add",
       detail: `${rule.id}: ${form.query} -> ${new URL(form.webhook).host}`,
-      now: deps.now,
     });
     await keepFlash(c, deps, {
       kind: "alert",
@@ -145,12 +143,10 @@ async function removeRule(
       notice: { kind: "error", text: `Cannot find alert rule "${ruleId}"` },
     }, 404);
   }
-  await recordAudit(deps.kv, {
+  await audit(c, deps, {
     projectId: project.id,
-    actor: c.get("session")!.account.email,
     action: "alert.remove",
     detail: ruleId,
-    now: deps.now,
   });
   return c.redirect(
     `${deps.base}/projects/${project.id}/alerts?done=removed`,
@@ -169,9 +165,8 @@ export function alertsRoutes(
     path,
     withProject(deps, async (c, project) => {
       const flash = await sessionFlash(c, deps, "alert", project.id);
-      const notice = doneNotice(c, DONE);
       return await showAlerts(c, deps, project, {
-        ...(notice ? { notice } : {}),
+        ...doneNotice(c, DONE),
         ...(flash
           ? { created: { ruleId: flash.ruleId, secret: flash.secret } }
           : {}),

@@ -34,7 +34,7 @@ import {
   queryLogs,
   QuerySyntaxError,
 } from "../../db/query/mod.ts";
-import { findReadToken } from "../../db/tokens.ts";
+import { findReadToken, scopeOf } from "../../db/tokens.ts";
 import { canRead } from "../../db/users.ts";
 import { type LogRecord, recordJson } from "../../domain/entry.ts";
 import {
@@ -119,7 +119,7 @@ export function csvRow(record: LogRecord): string {
 
 function apiError(
   c: DashContext,
-  status: 400 | 401 | 404,
+  status: 400 | 401 | 403 | 404,
   message: string,
 ): Response {
   if (status === 401) c.header("WWW-Authenticate", 'Bearer realm="logs"');
@@ -308,6 +308,13 @@ export function apiRoutes(app: DashApp, deps: DashboardDeps): void {
       }
       if (token.projectId !== projectId) {
         return apiError(c, 404, `Cannot find project "${projectId}"`);
+      }
+      if (scopeOf(token) !== "read") {
+        return apiError(
+          c,
+          403,
+          `Cannot read: the token's scope is "${scopeOf(token)}"`,
+        );
       }
     } else {
       const session = c.get("session");

@@ -1,13 +1,15 @@
 /**
  * What the dashboard's routes share: their dependencies, the Hono
  * environment (the answer's nonce and the session), the page context built
- * from a request, rendering a page to an HTML answer, and reading forms.
+ * from a request, rendering a page to an HTML answer, reading forms, and
+ * recording what the signed-in account changed in the audit log.
  *
  * @module
  */
 import type { ScanBudget } from "../../db/query/scan.ts";
 import type { Context, Hono } from "hono";
 import type { BlankSchema } from "hono/types";
+import { recordAudit } from "../../db/audit.ts";
 import { getProject, type Project } from "../../db/projects.ts";
 import { type Flash, setFlash, takeFlash } from "../flash.ts";
 import { mayOpen, mayPost } from "../page_table.ts";
@@ -155,14 +157,22 @@ export async function formField(c: DashContext, name: string): Promise<string> {
   return typeof value === "string" ? value : "";
 }
 
-/** The notice of a `done=` code after a redirect, from a fixed list. */
+/**
+ * The notice of a `done=` code after a redirect, from a fixed list, as
+ * page data to spread: `{}` when there is none.
+ *
+ * @example
+ * ```ts
+ * showUsers(c, deps, { ...doneNotice(c, { added: "User added." }) });
+ * ```
+ */
 export function doneNotice(
   c: DashContext,
   messages: Record<string, string>,
-): { kind: "ok"; text: string } | undefined {
+): { notice?: { kind: "ok"; text: string } } {
   const code = c.req.query("done");
   const text = code === undefined ? undefined : messages[code];
-  return text === undefined ? undefined : { kind: "ok", text };
+  return text === undefined ? {} : { notice: { kind: "ok", text } };
 }
 
 /**
@@ -233,4 +243,25 @@ export async function projectNotFound(
     "No project has this id. It may have been deleted.",
     404,
   );
+}
+
+/**
+ * Records in the audit log that the signed-in account made a change:
+ * `projectId` is the project's log, `null` the service's.
+ *
+ * @example
+ * ```ts
+ * await audit(c, deps, { projectId, action: "alert.remove", detail: ruleId });
+ * ```
+ */
+export async function audit(
+  c: DashContext,
+  deps: DashboardDeps,
+  event: { projectId: string | null; action: string; detail: string },
+): Promise<void> {
+  await recordAudit(deps.kv, {
+    ...event,
+    actor: c.get("session")!.account.email,
+    now: deps.now,
+  });
 }

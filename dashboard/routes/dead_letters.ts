@@ -27,14 +27,13 @@ export function deadLettersRoutes(app: DashApp, deps: DashboardDeps): void {
   app.get(`/dead-letters`, async (c) => {
     const letters = await listDeadLetters(kv);
     const n = Number(c.req.query("n") ?? "0");
-    const notice = doneNotice(c, {
-      replayed: `Replayed ${
-        Number.isInteger(n) ? n : 0
-      } batch(es): a running server processes them within seconds.`,
-    });
     return await renderPage(c, deps, DeadLettersPage, {
       letters,
-      ...(notice ? { notice } : {}),
+      ...doneNotice(c, {
+        replayed: `Replayed ${
+          Number.isInteger(n) ? n : 0
+        } batch(es): a running server processes them within seconds.`,
+      }),
     });
   });
 

@@ -21,6 +21,7 @@ import {
 } from "../../db/error_groups.ts";
 import { DAY_MS } from "../../domain/entry.ts";
 import { ErrorGroupPage } from "../pages/error_group.tsx";
+import { shownStack } from "../../db/symbolicate.ts";
 import { ErrorsPage } from "../pages/errors.tsx";
 import {
   type DashApp,
@@ -95,6 +96,8 @@ export function errorsRoutes(app: DashApp, deps: DashboardDeps): void {
         project: { id: project.id, name: project.name },
         detail,
         now,
+        resolved: detail.latest &&
+          await shownStack(kv, project.id, detail.latest),
       });
     }),
   );

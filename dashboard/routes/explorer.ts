@@ -25,6 +25,7 @@ import {
 import { type ExplorerData, ExplorerPage } from "../pages/explorer.tsx";
 import { EntryDetail } from "../pages/entry.tsx";
 import { ExplorerEntryPage } from "../pages/explorer_entry.tsx";
+import { shownStack } from "../../db/symbolicate.ts";
 import { entryLinks, EntryList, TailRow } from "../pages/explorer_list.tsx";
 import {
   aroundEntry,
@@ -277,10 +278,11 @@ async function entryPage(
   }
   const { state } = readState(new URL(c.req.url).searchParams);
   const ctx = pageContext(c, deps);
+  const resolved = await shownStack(kv, project.id, record);
   if (detail) {
     const links = entryLinks(ctx.base, project.id, state);
     return c.html(
-      await EntryDetail({ record, links, full: true }).toString(),
+      await EntryDetail({ record, links, full: true, resolved }).toString(),
     );
   }
   return await render(
@@ -290,6 +292,7 @@ async function entryPage(
       project: { id: project.id, name: project.name },
       state,
       record,
+      resolved,
     }),
   );
 }

@@ -4,7 +4,6 @@
  *
  * @module
  */
-import { recordAudit } from "../../db/audit.ts";
 import { createProject } from "../../db/projects.ts";
 import { canRead } from "../../db/users.ts";
 import { InvalidValueError } from "../../db/validation.ts";
@@ -12,6 +11,7 @@ import { listViews } from "../../db/views.ts";
 import { projectRows, unknownProjectCount } from "../data.ts";
 import { type ProjectsData, ProjectsPage } from "../pages/projects.tsx";
 import {
+  audit,
   type DashApp,
   type DashboardDeps,
   type DashContext,
@@ -61,10 +61,9 @@ export function projectsRoutes(app: DashApp, deps: DashboardDeps): void {
   const { base, kv } = deps;
 
   app.get(`/`, async (c) => {
-    const notice = doneNotice(c, { deleted: "Project deleted." });
     const flash = await sessionFlash(c, deps, "created");
     return await showProjects(c, deps, {
-      ...(notice ? { notice } : {}),
+      ...doneNotice(c, { deleted: "Project deleted." }),
       ...(flash
         ? {
           created: {
@@ -83,12 +82,10 @@ export function projectsRoutes(app: DashApp, deps: DashboardDeps): void {
     const allow = allowText.split(/[\s,]+/).filter((v) => v !== "");
     try {
       const project = await createProject(kv, { name, allow, now: deps.now });
-      await recordAudit(kv, {
+      await audit(c, deps, {
         projectId: project.id,
-        actor: c.get("session")!.account.email,
         action: "project.create",
         detail: project.name,
-        now: deps.now,
       });
       // Redirected, so that a reload does not create it again.
       await keepFlash(c, deps, {

@@ -73,7 +73,7 @@ export function rejectionsRoutes(app: DashApp, deps: DashboardDeps): void {
         keptReplayable: kept.filter(replayable).length,
         ...(reason === undefined ? {} : { reason }),
         ...(flash ? { results: flash.results } : {}),
-        ...(notice ? { notice } : {}),
+        ...notice,
       });
     }),
   );

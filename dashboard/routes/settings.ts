@@ -9,8 +9,7 @@
  * @module
  */
 import { scrubRules } from "../../db/scrub.ts";
-import { recordAudit } from "../../db/audit.ts";
-import { listReadTokens } from "../../db/tokens.ts";
+import { listReadTokens, scopeOf } from "../../db/tokens.ts";
 import { InvalidValueError } from "../../db/validation.ts";
 import { deleteProject } from "../../db/deletion.ts";
 import {
@@ -30,6 +29,7 @@ import {
   SettingsPage,
 } from "../pages/settings.tsx";
 import {
+  audit,
   type DashApp,
   type DashboardDeps,
   type DashContext,
@@ -82,6 +82,7 @@ export async function showSettings(
       name: t.name,
       createdAt: t.createdAt,
       createdBy: t.createdBy,
+      scope: scopeOf(t),
     })),
     ...extra,
   };
@@ -227,12 +228,10 @@ function changeHandler(deps: DashboardDeps, action: string, change: Change) {
     try {
       const answer = await change.apply(deps, id, value, c);
       const deleted = action === "delete";
-      await recordAudit(deps.kv, {
+      await audit(c, deps, {
         projectId: deleted ? null : id,
-        actor: c.get("session")!.account.email,
         action: auditAction(action),
         detail: deleted ? `${value} (${id})` : value,
-        now: deps.now,
       });
       return answer;
     } catch (error) {
@@ -256,9 +255,8 @@ export function settingsRoutes(app: DashApp, deps: DashboardDeps): void {
     path,
     withProject(deps, async (c, project) => {
       const flash = await sessionFlash(c, deps, "rotated", project.id);
-      const notice = doneNotice(c, DONE);
       return await showSettings(c, deps, project, {
-        ...(notice ? { notice } : {}),
+        ...doneNotice(c, DONE),
         ...(flash ? { newSecret: flash.secret } : {}),
       });
     }),

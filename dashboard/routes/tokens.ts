@@ -8,14 +8,15 @@
  *
  * @module
  */
-import { recordAudit } from "../../db/audit.ts";
 import {
   createReadToken,
   revokeReadToken,
   TokenNotFoundError,
+  type TokenScope,
 } from "../../db/tokens.ts";
 import { InvalidValueError } from "../../db/validation.ts";
 import {
+  audit,
   type DashApp,
   type DashboardDeps,
   formField,
@@ -32,20 +33,20 @@ export function tokensRoutes(app: DashApp, deps: DashboardDeps): void {
     path,
     withProject(deps, async (c, project) => {
       const name = (await formField(c, "name")).trim();
+      const scope = (await formField(c, "scope")) || "read";
       const actor = c.get("session")!.account.email;
       try {
         const { token, record } = await createReadToken(kv, {
           projectId: project.id,
           name,
+          scope: scope as TokenScope,
           createdBy: actor,
           now: deps.now,
         });
-        await recordAudit(kv, {
+        await audit(c, deps, {
           projectId: project.id,
-          actor,
           action: "token.create",
           detail: `${record.name} (${record.id})`,
-          now: deps.now,
         });
         return await showSettings(c, deps, project, {
           newToken: { name: record.name, token },
@@ -65,12 +66,10 @@ export function tokensRoutes(app: DashApp, deps: DashboardDeps): void {
       const which = await formField(c, "token");
       try {
         const record = await revokeReadToken(kv, project.id, which);
-        await recordAudit(kv, {
+        await audit(c, deps, {
           projectId: project.id,
-          actor: c.get("session")!.account.email,
           action: "token.revoke",
           detail: `${record.name} (${record.id})`,
-          now: deps.now,
         });
       } catch (error) {
         if (!(error instanceof TokenNotFoundError)) throw error;

@@ -156,12 +156,15 @@ function changeHandler(deps: DashboardDeps, apply: UserChange) {
 /** Adds the users routes. */
 export function usersRoutes(app: DashApp, deps: DashboardDeps): void {
   app.get(`/users`, async (c) => {
-    const notice = doneNotice(c, {
-      added: "User added.",
-      updated: "User saved: it applies to their next request.",
-      removed: "User removed: their sessions and live tails have ended.",
-    });
-    return await showUsers(c, deps, notice ? { notice } : {});
+    return await showUsers(
+      c,
+      deps,
+      doneNotice(c, {
+        added: "User added.",
+        updated: "User saved: it applies to their next request.",
+        removed: "User removed: their sessions and live tails have ended.",
+      }),
+    );
   });
   for (const [path, apply] of Object.entries(CHANGES)) {
     app.post(path, changeHandler(deps, apply));

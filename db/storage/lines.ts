@@ -33,6 +33,7 @@ export function encodeRecordLine(record: LogRecord): string {
   if (record.appid !== undefined) line.appid = record.appid;
   if (record.origin !== undefined) line.origin = record.origin;
   line.auth = record.auth;
+  if (record.resolved !== undefined) line.resolved = record.resolved;
   return JSON.stringify(line);
 }
 
@@ -87,6 +88,7 @@ export function decodeRecordLine(line: string): LogRecord {
   };
   if (raw.appid !== undefined) record.appid = raw.appid;
   if (raw.origin !== undefined) record.origin = raw.origin;
+  if (raw.resolved !== undefined) record.resolved = raw.resolved;
   return record;
 }
 

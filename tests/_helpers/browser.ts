@@ -8,6 +8,12 @@
  */
 import puppeteer, { type Browser } from "puppeteer-core";
 
+/** The client library's ESM build, as the browser tests serve it. */
+export const CLIENT_ESM_BUILD = new URL(
+  "../../client/dist/logger.js",
+  import.meta.url,
+);
+
 /** Path of the Chromium binary the browser tests drive. */
 export function chromiumPath(): string {
   return Deno.env.get("CHROMIUM_PATH") ?? "/usr/bin/chromium";

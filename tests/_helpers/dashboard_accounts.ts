@@ -65,3 +65,21 @@ export async function signInAs(
   const home = await app.request(`${base}/`, { headers: { cookie } }, PEER);
   return browserOn(app, { cookie, csrf: csrfOf(await home.text()) });
 }
+
+/**
+ * Stores an account with {@linkcode ACCOUNT_PASSWORD} and signs in as it.
+ *
+ * @example
+ * ```ts
+ * const viewer = await signInNew(h, "viewer@example.com", "viewer", [id]);
+ * ```
+ */
+export async function signInNew(
+  h: { kv: Deno.Kv; dash: DashApp },
+  email: string,
+  role: Role,
+  projects: string[] = [],
+): Promise<Browser> {
+  await addAccount(h.kv, email, role, projects);
+  return await signInAs(h.dash, email);
+}

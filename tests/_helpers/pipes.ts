@@ -69,6 +69,25 @@ export function serviceOf(r: LogRecord): string | null {
   return (r.context.service as string | undefined) ?? null;
 }
 
+/** A count of the severe records by hour and service. */
+export const SEVERE_BY_HOUR =
+  "level>=error | count by (time 1h, context.service)";
+
+/** The rows {@linkcode SEVERE_BY_HOUR} must give, largest first. */
+export function severeByHour(): {
+  time: string;
+  "context.service": string | null;
+  count: number;
+}[] {
+  return countsBy(
+    severe,
+    (r) => JSON.stringify([hourOf(r), serviceOf(r)]),
+  ).map(([key, count]) => {
+    const [time, service] = JSON.parse(key);
+    return { time, "context.service": service, count };
+  });
+}
+
 /** The start of the hour of a record, as ISO 8601. */
 export function hourOf(r: LogRecord): string {
   return new Date(Math.floor(r.receivedAt / HOUR) * HOUR).toISOString();

@@ -75,6 +75,15 @@ Deno.test("a bad flag or argument gives one line on stderr and exit 2", async (t
         ],
         [["logs", projectId, "--limit", "0"], /^Cannot read --limit "0"/],
         [
+          ["logs", projectId, "--limit", "100001"],
+          /^Cannot read --limit "100001": expected a whole number from 1 to 100000$/m,
+        ],
+        [
+          ["audit", projectId, "--limit", "501"],
+          /^Cannot read --limit "501": expected a whole number from 1 to 500$/m,
+        ],
+        [["audit", "--limit", "1.5"], /^Cannot read --limit "1.5"/],
+        [
           ["logs", projectId, "--min-level", "loud"],
           /^Cannot read --min-level "loud"/,
         ],

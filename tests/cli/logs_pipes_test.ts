@@ -10,10 +10,10 @@ import { cli } from "../_helpers/cli.ts";
 import { kvTest, recordAt, storeBatch, T0 } from "../_helpers/query.ts";
 import {
   countsBy,
-  hourOf,
   PIPE_RECORDS,
   serviceOf,
-  severe,
+  SEVERE_BY_HOUR,
+  severeByHour,
   storePipeRecords,
 } from "../_helpers/pipes.ts";
 
@@ -21,22 +21,24 @@ function logs(kv: Deno.Kv, args: string[], now = () => T0 + 86_400_000) {
   return cli(kv, ["logs", ...args], { now });
 }
 
-const BY_HOUR = "level>=error | count by (time 1h, context.service)";
+/** `logs PROJECT --query QUERY` with `flags`, a day after the fixture. */
+function logsQuery(
+  kv: Deno.Kv,
+  projectId: string,
+  query: string,
+  ...flags: string[]
+) {
+  return logs(kv, [projectId, "--query", query, ...flags]);
+}
 
 kvTest(
   "--json prints one object per row: the fields' paths, time and count",
   async (kv) => {
     const projectId = await storePipeRecords(kv);
-    const run = await logs(kv, [projectId, "--query", BY_HOUR, "--json"]);
+    const run = await logsQuery(kv, projectId, SEVERE_BY_HOUR, "--json");
     assert.equal(run.code, 0, run.stderr);
     const rows = run.stdout.trim().split("\n").map((l) => JSON.parse(l));
-    const expected = countsBy(
-      severe,
-      (r) => JSON.stringify([hourOf(r), serviceOf(r)]),
-    ).map(([key, count]) => {
-      const [time, service] = JSON.parse(key);
-      return { time, "context.service": service, count };
-    });
+    const expected = severeByHour();
     const text = (list: unknown[]) => list.map((r) => JSON.stringify(r)).sort();
     assert.deepEqual(text(rows), text(expected));
     assert.deepEqual(Object.keys(rows[0]), [
@@ -50,12 +52,12 @@ kvTest(
 
 kvTest("--csv prints the same rows as CSV under a header", async (kv) => {
   const projectId = await storePipeRecords(kv);
-  const run = await logs(kv, [
+  const run = await logsQuery(
+    kv,
     projectId,
-    "--query",
     "* | top 2 context.userId",
     "--csv",
-  ]);
+  );
   assert.equal(run.code, 0, run.stderr);
   const total = PIPE_RECORDS.length;
   const top = countsBy(() => true, (r) => r.context.userId as string);
@@ -72,11 +74,11 @@ kvTest(
   "the table is aligned, shows null for a missing value and shares as percentages",
   async (kv) => {
     const projectId = await storePipeRecords(kv);
-    const run = await logs(kv, [
+    const run = await logsQuery(
+      kv,
       projectId,
-      "--query",
       "level:info | top 4 context.service",
-    ]);
+    );
     assert.equal(run.code, 0, run.stderr);
     const lines = run.stdout.trimEnd().split("\n");
     assert.match(lines[0]!, /^context\.service {2,}count {2,}share$/);
@@ -95,11 +97,7 @@ kvTest(
     for (const line of lines) {
       assert.ok(line[at - 1] === " " && line[at] !== " ", `aligned: ${line}`);
     }
-    const counted = await logs(kv, [
-      projectId,
-      "--query",
-      "* | uniq context.userId",
-    ]);
+    const counted = await logsQuery(kv, projectId, "* | uniq context.userId");
     assert.equal(counted.stdout, "count\n5\n");
   },
 );
@@ -109,20 +107,20 @@ kvTest("sender text in a value is printed inert in the table", async (kv) => {
   await storeBatch(kv, projectId, [
     recordAt(T0 + 5 * 3_600_000, { context: { service: "\u001b[2Jevil" } }),
   ]);
-  const run = await logs(kv, [
+  const run = await logsQuery(
+    kv,
     projectId,
-    "--query",
     "context.service:* | count by context.service",
-  ]);
+  );
   assert.equal(run.code, 0, run.stderr);
   assert.ok(!run.stdout.includes("\u001b"), "no escape reaches the terminal");
   assert.match(run.stdout, /\\u\{1b\}\[2Jevil +1/);
-  const json = await logs(kv, [
+  const json = await logsQuery(
+    kv,
     projectId,
-    "--query",
     "context.service:* | count by context.service",
     "--json",
-  ]);
+  );
   assert.ok(json.stdout.includes('"context.service":"\\u001b[2Jevil"'));
 });
 

@@ -22,8 +22,8 @@ import { cli } from "../_helpers/cli.ts";
 import { everything, textDecoder } from "../_helpers/harness.ts";
 import {
   ACCOUNT_PASSWORD,
-  addAccount,
   signInAs,
+  signInNew,
   submitAs,
 } from "../_helpers/dashboard_accounts.ts";
 import {
@@ -34,6 +34,7 @@ import {
   textOf,
   withSignedIn,
 } from "../_helpers/dashboard.ts";
+import { peakRss } from "../_helpers/memory.ts";
 
 const stdin = (line: string | null) => () => Promise.resolve(line);
 
@@ -166,8 +167,7 @@ dashboardTest(
 dashboardTest(
   "user passwd ends the account's sessions; the new password signs in",
   async (h) => {
-    await addAccount(h.kv, "ana@example.com", "admin");
-    const browser = await signInAs(h.dash, "ana@example.com");
+    const browser = await signInNew(h, "ana@example.com", "admin");
     assert.equal((await browser.get("/users")).status, 200);
     const run = await cli(
       h.kv,
@@ -184,8 +184,9 @@ dashboardTest(
   "user remove ends the account's sessions and its live tail within seconds",
   async (h) => {
     const project = await createProject(h.kv, { name: "web" });
-    await addAccount(h.kv, "ana@example.com", "viewer", [project.id]);
-    const browser = await signInAs(h.dash, "ana@example.com");
+    const browser = await signInNew(h, "ana@example.com", "viewer", [
+      project.id,
+    ]);
     const tail = await tailOpen(h.dash, browser, project.id);
     const run = await cli(h.kv, ["user", "remove", "ana@example.com"]);
     assert.equal(run.code, 0, run.stderr);
@@ -381,31 +382,25 @@ dashboardTest(
 Deno.test("eight password checks at once stay within +150 MB of RSS (scrypt runs two at a time)", async () => {
   const hash = await hashPassword("the right password");
   const before = Deno.memoryUsage().rss;
-  let peak = before;
-  const sampler = setInterval(() => {
-    peak = Math.max(peak, Deno.memoryUsage().rss);
-  }, 5);
-  try {
-    const results = await Promise.all(
+  const [results, peak] = await peakRss(() =>
+    Promise.all(
       Array.from(
         { length: 8 },
         (_, i) =>
           verifyPassword(i === 0 ? "the right password" : `wrong ${i}`, hash),
       ),
-    );
-    assert.deepEqual(results, [
-      true,
-      false,
-      false,
-      false,
-      false,
-      false,
-      false,
-      false,
-    ]);
-  } finally {
-    clearInterval(sampler);
-  }
+    )
+  );
+  assert.deepEqual(results, [
+    true,
+    false,
+    false,
+    false,
+    false,
+    false,
+    false,
+    false,
+  ]);
   const grown = peak - before;
   assert.ok(grown < 150 * 1024 * 1024, `RSS grew ${grown} bytes`);
 });

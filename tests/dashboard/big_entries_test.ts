@@ -10,9 +10,11 @@
  */
 import assert from "node:assert/strict";
 import { QUERY_BUDGET_MS } from "../../db/query/query.ts";
-import { jsonStart } from "../../dashboard/pages/entry_fields.ts";
+import { jsonStart } from "../../dashboard/pages/entry.tsx";
 import { signedInTest, store } from "../_helpers/dashboard.ts";
+import { serve } from "../_helpers/harness.ts";
 import { wideData } from "../_helpers/dashboard_seed.ts";
+import { peakRss } from "../_helpers/memory.ts";
 
 /** Members of each entry's `data`. */
 const KEYS = 5600;
@@ -36,28 +38,20 @@ signedInTest(
       JSON.stringify(stored[0]!.data).length > 40_000,
       "each entry is large",
     );
-    const server = Deno.serve(
-      { port: 0, hostname: "127.0.0.1", onListen: () => {} },
-      (req, info) => h.dash.fetch(req, { remoteAddr: info.remoteAddr }),
+    const server = serve((req, info) =>
+      h.dash.fetch(req, { remoteAddr: info.remoteAddr })
     );
     const origin = `http://127.0.0.1:${server.addr.port}`;
     const fetchPage = async (path: string) => {
       const rss0 = Deno.memoryUsage().rss;
-      let peak = rss0;
-      const sampler = setInterval(() => {
-        peak = Math.max(peak, Deno.memoryUsage().rss);
-      }, 5);
-      try {
+      const [res, peak] = await peakRss(async () => {
         const res = await fetch(`${origin}${path}`, {
           headers: { cookie: browser.cookie },
           signal: AbortSignal.timeout(PAGE_DEADLINE_MS),
         });
-        const html = await res.text();
-        peak = Math.max(peak, Deno.memoryUsage().rss);
-        return { status: res.status, html, rss: peak - rss0 };
-      } finally {
-        clearInterval(sampler);
-      }
+        return { status: res.status, html: await res.text() };
+      });
+      return { ...res, rss: peak - rss0 };
     };
     try {
       const p = `/projects/${project.id}`;

@@ -11,6 +11,14 @@ import { ENTRY_PREVIEW_BYTES } from "../../dashboard/pages/entry.tsx";
 import { signedInTest, store, textOf } from "../_helpers/dashboard.ts";
 import type { LogRecord } from "../../domain/entry.ts";
 
+/** `count` lines of a JavaScript stack, `f0` first. */
+function stackLines(count: number): string[] {
+  return Array.from(
+    { length: count },
+    (_, i) => `    at f${i} (https://shop.example.com/app.js:${i}:1)`,
+  );
+}
+
 function record(data: Record<string, unknown>): LogRecord {
   return {
     id: "0".repeat(28),
@@ -48,10 +56,7 @@ signedInTest(
   "the explorer shows a stack string or frame array as lines in a pre, the rest of a long one folded",
   async (h, browser) => {
     const project = await h.project(["https://app.example.com"]);
-    const frames = Array.from(
-      { length: 12 },
-      (_, i) => `    at f${i} (https://shop.example.com/app.js:${i}:1)`,
-    );
+    const frames = stackLines(12);
     const [long, array] = await store(h, project.id, [
       {
         level: "error",
@@ -97,10 +102,7 @@ signedInTest(
   "a stack longer than a preview allows is cut in the list, saying so, and whole in the full entry",
   async (h, browser) => {
     const project = await h.project(["https://app.example.com"]);
-    const frames = Array.from(
-      { length: 600 },
-      (_, i) => `    at f${i} (https://shop.example.com/app.js:${i}:1)`,
-    );
+    const frames = stackLines(600);
     const [record] = await store(h, project.id, [
       { level: "error", data: { message: "Deep", stack: frames.join("\n") } },
     ]);

@@ -7,7 +7,8 @@
  */
 import assert from "node:assert/strict";
 import { PAGE_SIZE } from "../../dashboard/routes/explorer.ts";
-import { ORIGIN, postEntries } from "../_helpers/harness.ts";
+import type { LogRecord } from "../../domain/entry.ts";
+import { type Harness, ORIGIN, postEntries } from "../_helpers/harness.ts";
 import {
   openIds,
   rowIds,
@@ -16,6 +17,16 @@ import {
   textOf,
   withSignedIn,
 } from "../_helpers/dashboard.ts";
+
+/** Stores `count` random entries `stepMs` apart; the project's, oldest first. */
+function storeMany(
+  h: Harness,
+  projectId: string,
+  count: number,
+  stepMs: number,
+): Promise<LogRecord[]> {
+  return store(h, projectId, Array.from({ length: count }, () => ({})), stepMs);
+}
 
 signedInTest(
   "the explorer lists entries newest first with a histogram and the live tail switch",
@@ -166,12 +177,7 @@ signedInTest(
   "a permalink shows the same view with one entry expanded, even pages down",
   async (h, browser) => {
     const project = await h.project();
-    const stored = await store(
-      h,
-      project.id,
-      Array.from({ length: PAGE_SIZE + 5 }, () => ({})),
-      100,
-    );
+    const stored = await storeMany(h, project.id, PAGE_SIZE + 5, 100);
     const deep = stored[2]!; // on the second page, newest first
     const html =
       await (await browser.get(`/projects/${project.id}?open=${deep.id}`))
@@ -190,12 +196,7 @@ signedInTest(
   "a permalink to an entry more than 200 rows down shows it pinned above the first page",
   async (h, browser) => {
     const project = await h.project();
-    const stored = await store(
-      h,
-      project.id,
-      Array.from({ length: 4 * PAGE_SIZE + 3 }, () => ({})),
-      100,
-    );
+    const stored = await storeMany(h, project.id, 4 * PAGE_SIZE + 3, 100);
     const far = stored[1]!; // row 4 × PAGE_SIZE + 2, newest first
     const html =
       await (await browser.get(`/projects/${project.id}?open=${far.id}`))
@@ -217,12 +218,7 @@ signedInTest(
   "older entries come as fragments by cursor, each entry once",
   async (h, browser) => {
     const project = await h.project();
-    const stored = await store(
-      h,
-      project.id,
-      Array.from({ length: PAGE_SIZE * 2 + 3 }, () => ({})),
-      10,
-    );
+    const stored = await storeMany(h, project.id, PAGE_SIZE * 2 + 3, 10);
     const seen: string[] = [];
     let html = await (await browser.get(`/projects/${project.id}`))
       .text();

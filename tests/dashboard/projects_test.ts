@@ -424,3 +424,26 @@ signedInTest("dead letters are listed and replayed", async (h, browser) => {
     "/dead-letters?done=replayed&n=0",
   );
 });
+
+signedInTest(
+  "a done code after a redirect shows its notice on the page that takes it, an unknown one none",
+  async (h, browser) => {
+    const project = await h.project();
+    const pages: [string, RegExp][] = [
+      ["/?done=deleted", /Project deleted\./],
+      ["/users?done=added", /User added\./],
+      ["/dead-letters?done=replayed&n=2", /Replayed 2 batch\(es\)/],
+      [`/projects/${project.id}/rejections?done=allow`, /Added to the allow/],
+      [`/projects/${project.id}/settings?done=retention`, /Retention saved\./],
+      [`/projects/${project.id}/alerts?done=removed`, /Alert rule removed\./],
+    ];
+    for (const [path, notice] of pages) {
+      const html = await (await browser.get(path)).text();
+      assert.match(html, /class="notice ok"/, path);
+      const unknown = path.replace(/done=\w+/, "done=nothing");
+      const none = await (await browser.get(unknown)).text();
+      assert.doesNotMatch(none, /class="notice ok"/, unknown);
+      assert.match(textOf(html), notice, path);
+    }
+  },
+);

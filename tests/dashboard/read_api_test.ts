@@ -10,7 +10,7 @@
  * @module
  */
 import assert from "node:assert/strict";
-import { addAccount, signInAs } from "../_helpers/dashboard_accounts.ts";
+import { signInNew } from "../_helpers/dashboard_accounts.ts";
 import { csvCell } from "../../dashboard/routes/api.ts";
 import { cli } from "../_helpers/cli.ts";
 import { everything } from "../_helpers/harness.ts";
@@ -331,8 +331,9 @@ dashboardTest(
   async (h) => {
     const project = await seeded(h, 5);
     const other = await h.project();
-    await addAccount(h.kv, "viewer@example.com", "viewer", [project.id]);
-    const viewer = await signInAs(h.dash, "viewer@example.com");
+    const viewer = await signInNew(h, "viewer@example.com", "viewer", [
+      project.id,
+    ]);
     const page =
       await (await viewer.get(`/projects/${project.id}?q=level:error`)).text();
     const href =

@@ -11,9 +11,9 @@ import assert from "node:assert/strict";
 import { createProject } from "../../db/projects.ts";
 import { postEntries } from "../_helpers/harness.ts";
 import {
-  ACCOUNT_PASSWORD,
   addAccount,
   signInAs,
+  signInNew,
 } from "../_helpers/dashboard_accounts.ts";
 import {
   type Browser,
@@ -97,6 +97,8 @@ const ROWS: Row[] = [
   configureRow("/settings/tokens", 400, { name: "" }),
   configureRow("/settings/tokens/revoke", 400, { token: "nope" }),
   getRow("/api/v1/projects/:id/logs", "read", 200),
+  // Uploads take an upload token, never a session.
+  postRow("/api/v1/projects/:id/sourcemaps", "any", 401, {}),
   getRow("/dead-letters", "admin", 200),
   postRow("/dead-letters/replay", "admin", 404, { id: "nope" }),
   getRow("/users", "admin", 200),
@@ -180,8 +182,7 @@ dashboardTest(
   async (h) => {
     const own = await createProject(h.kv, { name: "own-project" });
     await createProject(h.kv, { name: "hidden-project" });
-    await addAccount(h.kv, "viewer@example.com", "viewer", [own.id]);
-    const viewer = await signInAs(h.dash, "viewer@example.com");
+    const viewer = await signInNew(h, "viewer@example.com", "viewer", [own.id]);
     const home = textOf(await (await viewer.get("/")).text());
     assert.match(home, /own-project/);
     assert.doesNotMatch(home, /hidden-project/);
@@ -199,8 +200,7 @@ dashboardTest(
   "a member's change is written to the project's audit log with its email",
   async (h) => {
     const own = await createProject(h.kv, { name: "own" });
-    await addAccount(h.kv, "member@example.com", "member", [own.id]);
-    const member = await signInAs(h.dash, "member@example.com");
+    const member = await signInNew(h, "member@example.com", "member", [own.id]);
     const res = await member.post(`/projects/${own.id}/settings/allow`, {
       value: "https://shop.example.com",
     });
@@ -219,12 +219,7 @@ dashboardTest(
   "a role taken away applies to the account's next request",
   async (h) => {
     const own = await createProject(h.kv, { name: "own" });
-    await addAccount(h.kv, "member@example.com", "member", [own.id]);
-    const member = await signInAs(
-      h.dash,
-      "member@example.com",
-      ACCOUNT_PASSWORD,
-    );
+    const member = await signInNew(h, "member@example.com", "member", [own.id]);
     const settings = `/projects/${own.id}/settings`;
     assert.equal((await member.get(settings)).status, 200);
     const admin = await signIn(h.dash);

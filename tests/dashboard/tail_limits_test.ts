@@ -10,7 +10,7 @@
  */
 import assert from "node:assert/strict";
 import { createDashboard } from "../../dashboard/app.ts";
-import { randomEntry } from "../_helpers/harness.ts";
+import { randomEntry, serve } from "../_helpers/harness.ts";
 import { addAccount, signInAs } from "../_helpers/dashboard_accounts.ts";
 import {
   type Browser,
@@ -121,13 +121,11 @@ dashboardTest(
       // One account's 25 sessions: here the total is the bound to reach.
       tailLimits: { perAccount: 1000 },
     });
-    const dashServer = Deno.serve(
-      { port: 0, hostname: "127.0.0.1", onListen: () => {} },
-      (req, info) => dash.fetch(req, { remoteAddr: info.remoteAddr }),
+    const dashServer = serve((req, info) =>
+      dash.fetch(req, { remoteAddr: info.remoteAddr })
     );
-    const ingest = Deno.serve(
-      { port: 0, hostname: "127.0.0.1", onListen: () => {} },
-      (req, info) => h.app.fetch(req, { remoteAddr: info.remoteAddr }),
+    const ingest = serve((req, info) =>
+      h.app.fetch(req, { remoteAddr: info.remoteAddr })
     );
     const endpoint = `http://127.0.0.1:${ingest.addr.port}/api/v1/logs`;
     const sendAll = async (count: number): Promise<number[]> => {

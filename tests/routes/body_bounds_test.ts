@@ -14,6 +14,7 @@ import { ErrorLog } from "../../routes/error_log.ts";
 import { type Harness, withHarness, withServed } from "../_helpers/harness.ts";
 import { readAnswer } from "../_helpers/raw_http.ts";
 import { within } from "../_helpers/timeout.ts";
+import { peakRss } from "../_helpers/memory.ts";
 
 const encoder = new TextEncoder();
 const LIMIT = 65536;
@@ -91,21 +92,6 @@ function postHead(headers: Record<string, string>): string {
 function cpuMs(): number {
   const { user, system } = cpuUsage();
   return (user + system) / 1000;
-}
-
-/** The largest RSS seen while `work` runs, sampled every few milliseconds. */
-async function peakRss<T>(work: () => Promise<T>): Promise<[T, number]> {
-  let peak = Deno.memoryUsage().rss;
-  const timer = setInterval(() => {
-    peak = Math.max(peak, Deno.memoryUsage().rss);
-  }, 2);
-  try {
-    const result = await work();
-    peak = Math.max(peak, Deno.memoryUsage().rss);
-    return [result, peak];
-  } finally {
-    clearInterval(timer);
-  }
 }
 
 Deno.test("a gzip bomb answers 413 and is inflated only up to the body limit: under 30 ms of CPU each, 16 at once under +64 MB", async () => {

@@ -11,6 +11,7 @@ import { addAlertRule } from "../../alerts/rules.ts";
 import { createProject } from "../../db/projects.ts";
 import { ORIGIN, withTimeout } from "../_helpers/harness.ts";
 import {
+  postEntry,
   PROCESS_TIMEOUT_MS,
   type SpawnedServer,
   spawnServer,
@@ -67,17 +68,12 @@ Deno.test("the server serves health and metrics on their own port, alerts a webh
     });
     assert.notEqual(server.urls.metrics, server.urls.ingest);
 
-    const res = await fetch(`${server.urls.ingest}/api/v1/logs`, {
-      method: "POST",
-      headers: { "Content-Type": "application/json", Origin: ORIGIN },
-      body: JSON.stringify({
-        level: "critical",
-        projectId: project.id,
-        data: { message: "payment declined" },
-      }),
-    });
-    assert.equal(res.status, 200);
-    await res.body?.cancel();
+    const status = await postEntry(server.urls.ingest, {
+      level: "critical",
+      projectId: project.id,
+      data: { message: "payment declined" },
+    }, ORIGIN);
+    assert.equal(status, 200);
 
     const health = await fetch(`${server.urls.metrics}/healthz`);
     assert.equal(health.status, 200);

@@ -8,7 +8,7 @@
 import assert from "node:assert/strict";
 import { createApp } from "../../app.ts";
 import { startServer, stopServer } from "../_helpers/disk.ts";
-import { harness } from "../_helpers/harness.ts";
+import { harness, serve } from "../_helpers/harness.ts";
 
 const encoder = new TextEncoder();
 
@@ -103,10 +103,7 @@ Deno.test("a chunked body trickled one byte per chunk holds its bytes, not a buf
     producer: h.pipeline.producer,
     maxBodyBytes: h.config.maxBodyBytes,
   });
-  const server = Deno.serve(
-    { port: 0, hostname: "127.0.0.1", onListen: () => {} },
-    (req, info) => app.fetch(req, info),
-  );
+  const server = serve((req, info) => app.fetch(req, info));
   const conns: Deno.TcpConn[] = [];
   try {
     const text = `{"level":"info","projectId":"p","data":{"s":"${

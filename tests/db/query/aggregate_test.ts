@@ -20,6 +20,8 @@ import {
   PIPE_RECORDS,
   serviceOf,
   severe,
+  SEVERE_BY_HOUR,
+  severeByHour,
   storePipeRecords,
 } from "../../_helpers/pipes.ts";
 
@@ -63,19 +65,9 @@ kvTest(
   "| count by (time 1h, context.service) gives one row per hour and service, missing services as null, largest first",
   async (kv) => {
     const projectId = await storePipeRecords(kv);
-    const answer = await run(
-      kv,
-      projectId,
-      "level>=error | count by (time 1h, context.service)",
-    );
+    const answer = await run(kv, projectId, SEVERE_BY_HOUR);
     assert.deepEqual(answer.columns, ["time", "context.service", "count"]);
-    const expected = countsBy(
-      severe,
-      (r) => JSON.stringify([hourOf(r), serviceOf(r)]),
-    ).map(([key, count]) => {
-      const [time, service] = JSON.parse(key);
-      return { time, "context.service": service, count };
-    });
+    const expected = severeByHour();
     assert.deepEqual(sorted(answer.rows), sorted(expected));
     assert.ok(answer.rows.some((r) => r["context.service"] === null));
     const counts = answer.rows.map((r) => r.count as number);

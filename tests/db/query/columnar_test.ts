@@ -29,10 +29,10 @@ import {
 } from "../../_helpers/query.ts";
 import {
   countsBy,
-  hourOf,
   PIPE_RECORDS,
   serviceOf,
-  severe,
+  SEVERE_BY_HOUR,
+  severeByHour,
   storePipeRecords,
 } from "../../_helpers/pipes.ts";
 
@@ -44,7 +44,10 @@ async function rows(kv: Deno.Kv, projectId: string, query: string) {
 /** The answers the fixture must give, counted from its records. */
 function expected() {
   return {
-    severe: countsBy(severe, (r) => `${hourOf(r)} ${serviceOf(r)}`),
+    severe: severeByHour().map((r) => [
+      `${r.time} ${r["context.service"]}`,
+      r.count,
+    ]),
     users: countsBy(() => true, (r) => r.context.userId as string),
   };
 }
@@ -52,11 +55,7 @@ function expected() {
 /** Runs the queries the columns answer and checks them. */
 async function checkAnswers(kv: Deno.Kv, projectId: string) {
   const { severe: bySevere, users } = expected();
-  const counted = await rows(
-    kv,
-    projectId,
-    "level>=error | count by (time 1h, context.service)",
-  );
+  const counted = await rows(kv, projectId, SEVERE_BY_HOUR);
   assert.deepEqual(
     counted.map((r) => [`${r.time} ${r["context.service"]}`, r.count]).sort(),
     bySevere.map(([k, n]) => [k, n]).sort(),

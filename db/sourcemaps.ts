@@ -1,0 +1,402 @@
+/**
+ * A project's source maps (docs/errors.md#source-maps): uploaded per release
+ * for the URL of the minified file they describe, stored in slices of at most
+ * 60 KB (one KV value holds 64 KiB), listed and deleted by release, deleted
+ * with the project.
+ *
+ * One index row per project holds the count and bytes of its maps and the
+ * maps of each release: the bounds are checked against it in the commit
+ * that makes a map visible (so two uploads cannot both pass them), and the
+ * consumer reads it to know, in one read, whether an entry's release has
+ * maps at all. A map's slices are written first, in commits of their own,
+ * and the map becomes visible only with its record; a deleted map's record
+ * goes first, then its slices.
+ *
+ * @module
+ */
+import { SLICE_BYTES, splitBytes } from "./blob.ts";
+import { decodeJson, encodeJson, getManyChunked, listJson } from "./kv.ts";
+import {
+  projectKey,
+  sourceMapIndexKey,
+  sourceMapKey,
+  sourceMapSliceKey,
+} from "./keys.ts";
+import { deletePrefix, ProjectNotFoundError } from "./projects.ts";
+
+/** Bytes of one source map at most. */
+export const MAX_MAP_BYTES = 10_000_000;
+/** Source maps one project keeps at most. */
+export const MAX_MAPS_PER_PROJECT = 500;
+/** Bytes of a project's source maps together at most. */
+export const MAX_PROJECT_MAP_BYTES = 100_000_000;
+/** Longest release name, in characters. */
+export const MAX_RELEASE_CHARS = 200;
+/** Longest URL a map is uploaded for, in characters. */
+export const MAX_MAP_URL_CHARS = 2_048;
+/** Slices one commit writes: 12 × 60 KB stays under KV's 800 KiB a commit. */
+const SLICES_PER_COMMIT = 12;
+
+/** A stored source map, without its bytes. */
+export interface SourceMapRecord {
+  id: string;
+  release: string;
+  /**
+   * The minified file's URL it applies to: a full URL, `~/path` (any
+   * origin), or a path or file name that a frame's URL ends with.
+   */
+  url: string;
+  /** The file name it was uploaded from, for the listing. */
+  name: string;
+  bytes: number;
+  slices: number;
+  /** Whether it holds the original sources (`sourcesContent`). */
+  hasSources: boolean;
+  uploadedAt: number;
+}
+
+/** The project's maps per release, their count and bytes. */
+export interface SourceMapIndex {
+  maps: number;
+  bytes: number;
+  /** Maps of each release. */
+  releases: Record<string, number>;
+}
+
+/** Thrown for a map that is no source map; answered with `400`. */
+export class InvalidSourceMapError extends Error {
+  override name = "InvalidSourceMapError";
+}
+
+/** Thrown past a bound of maps; answered with `413`. */
+export class SourceMapTooLargeError extends Error {
+  override name = "SourceMapTooLargeError";
+}
+
+const EMPTY_INDEX: SourceMapIndex = { maps: 0, bytes: 0, releases: {} };
+const decoder = new TextDecoder();
+
+/** A release name, refused when empty, too long or holding control characters. */
+export function checkRelease(release: string): string {
+  const bad = [...release].some((ch) => ch.charCodeAt(0) < 32);
+  if (release.trim() === "" || release.length > MAX_RELEASE_CHARS || bad) {
+    throw new InvalidSourceMapError(
+      `Cannot read release "${
+        release.slice(0, 40)
+      }": expected 1 to ${MAX_RELEASE_CHARS} characters`,
+    );
+  }
+  return release;
+}
+
+/**
+ * What a map's text says about itself: whether it holds its sources, and
+ * the `file` it names. Throws {@linkcode InvalidSourceMapError} for text
+ * that is no version 3 source map.
+ */
+export function inspectSourceMap(
+  text: string,
+): { hasSources: boolean; file: string | null } {
+  let map: unknown;
+  try {
+    map = JSON.parse(text);
+  } catch (error) {
+    throw new InvalidSourceMapError(
+      `Cannot read the source map: not JSON (${(error as Error).message})`,
+    );
+  }
+  const m = map as Record<string, unknown>;
+  if (typeof map !== "object" || map === null || m.version !== 3) {
+    throw new InvalidSourceMapError(
+      'Cannot read the source map: expected an object with "version": 3',
+    );
+  }
+  const sections = Array.isArray(m.sections);
+  if (
+    !sections && (typeof m.mappings !== "string" || !Array.isArray(m.sources))
+  ) {
+    throw new InvalidSourceMapError(
+      'Cannot read the source map: expected "mappings" (a string) and "sources" (an array), or "sections"',
+    );
+  }
+  const contents = sections
+    ? (m.sections as { map?: { sourcesContent?: unknown } }[])
+      .some((s) => Array.isArray(s?.map?.sourcesContent))
+    : Array.isArray(m.sourcesContent) &&
+      m.sourcesContent.some((c) => typeof c === "string");
+  return {
+    hasSources: contents,
+    file: typeof m.file === "string" && m.file !== "" ? m.file : null,
+  };
+}
+
+/** A project's index of maps. */
+export async function readSourceMapIndex(
+  kv: Deno.Kv,
+  projectId: string,
+): Promise<{ index: SourceMapIndex; entry: Deno.KvEntryMaybe<unknown> }> {
+  const entry = await kv.get(sourceMapIndexKey(projectId));
+  return {
+    index: decodeJson<SourceMapIndex>(entry.value) ?? EMPTY_INDEX,
+    entry,
+  };
+}
+
+/** Options of {@linkcode uploadSourceMap}. */
+export interface UploadSourceMapOptions {
+  projectId: string;
+  release: string;
+  /** The minified file's URL, `~/path`, or a path its URL ends with. */
+  url: string;
+  /** The map's file name, for the listing. @default the URL's last part */
+  name?: string;
+  /** The map's bytes (UTF-8 JSON). */
+  bytes: Uint8Array;
+  now: number;
+}
+
+/**
+ * Stores a source map of a release for a URL, replacing the release's map
+ * of that URL. Throws {@linkcode InvalidSourceMapError} for a bad map or
+ * name, {@linkcode SourceMapTooLargeError} past a bound, and
+ * `ProjectNotFoundError`.
+ *
+ * @example
+ * ```ts
+ * await uploadSourceMap(kv, { projectId, release: "1.4.0", url: "app.min.js", bytes, now: Date.now() });
+ * ```
+ */
+export async function uploadSourceMap(
+  kv: Deno.Kv,
+  options: UploadSourceMapOptions,
+): Promise<SourceMapRecord> {
+  const { projectId, bytes } = options;
+  const release = checkRelease(options.release);
+  const url = options.url.trim();
+  if (url === "" || url.length > MAX_MAP_URL_CHARS) {
+    throw new InvalidSourceMapError(
+      `Cannot read url "${
+        url.slice(0, 40)
+      }": expected the minified file's URL, 1 to ${MAX_MAP_URL_CHARS} characters`,
+    );
+  }
+  if (bytes.length > MAX_MAP_BYTES) {
+    throw new SourceMapTooLargeError(
+      `Cannot store a source map of ${bytes.length} bytes: the most is ${MAX_MAP_BYTES}`,
+    );
+  }
+  const { hasSources } = inspectSourceMap(decoder.decode(bytes));
+  const { head, rest } = splitBytes(bytes, SLICE_BYTES);
+  const slices = [head, ...rest];
+  const record: SourceMapRecord = {
+    id: crypto.randomUUID(),
+    release,
+    url,
+    name: (options.name ?? url.split("/").at(-1) ?? url).slice(0, 200),
+    bytes: bytes.length,
+    slices: slices.length,
+    hasSources,
+    uploadedAt: options.now,
+  };
+  await checkRoom(kv, projectId, record, null);
+  for (let at = 0; at < slices.length; at += SLICES_PER_COMMIT) {
+    const op = kv.atomic();
+    slices.slice(at, at + SLICES_PER_COMMIT).forEach((slice, i) =>
+      op.set(sourceMapSliceKey(projectId, record.id, at + i), slice)
+    );
+    await op.commit();
+  }
+  try {
+    await commitRecord(kv, projectId, record);
+  } catch (error) {
+    await deletePrefix(kv, sourceMapSliceKey(projectId, record.id));
+    throw error;
+  }
+  return record;
+}
+
+/** Throws when `record` would pass a bound, `replaced` going. */
+async function checkRoom(
+  kv: Deno.Kv,
+  projectId: string,
+  record: SourceMapRecord,
+  replaced: SourceMapRecord | null,
+): Promise<SourceMapIndex> {
+  const { index } = await readSourceMapIndex(kv, projectId);
+  const maps = index.maps + 1 - (replaced ? 1 : 0);
+  const bytes = index.bytes + record.bytes - (replaced?.bytes ?? 0);
+  if (maps > MAX_MAPS_PER_PROJECT || bytes > MAX_PROJECT_MAP_BYTES) {
+    throw new SourceMapTooLargeError(
+      `Cannot store source map "${record.name}": the project would have ${maps} maps of ${bytes} bytes, the most is ${MAX_MAPS_PER_PROJECT} maps of ${MAX_PROJECT_MAP_BYTES} bytes; delete the maps of an old release first`,
+    );
+  }
+  return index;
+}
+
+/** Makes `record` visible, replacing the release's map of its URL, within the bounds. */
+async function commitRecord(
+  kv: Deno.Kv,
+  projectId: string,
+  record: SourceMapRecord,
+): Promise<void> {
+  for (;;) {
+    const [project, indexEntry] = await kv.getMany([
+      projectKey(projectId),
+      sourceMapIndexKey(projectId),
+    ]);
+    if (project!.value === null) throw new ProjectNotFoundError(projectId);
+    const replaced = (await listSourceMaps(kv, projectId, record.release))
+      .find((m) => m.url === record.url) ?? null;
+    const index = await checkRoom(kv, projectId, record, replaced);
+    const releases = { ...index.releases };
+    releases[record.release] = (releases[record.release] ?? 0) + 1 -
+      (replaced ? 1 : 0);
+    const op = kv.atomic()
+      .check(project!)
+      .check(indexEntry!)
+      .set(
+        sourceMapKey(projectId, record.release, record.id),
+        encodeJson(record),
+      )
+      .set(
+        sourceMapIndexKey(projectId),
+        encodeJson(
+          {
+            maps: index.maps + 1 - (replaced ? 1 : 0),
+            bytes: index.bytes + record.bytes - (replaced?.bytes ?? 0),
+            releases,
+          } satisfies SourceMapIndex,
+        ),
+      );
+    if (replaced) {
+      op.check({
+        key: sourceMapKey(projectId, replaced.release, replaced.id),
+        versionstamp: (await kv.get(
+          sourceMapKey(projectId, replaced.release, replaced.id),
+        )).versionstamp,
+      });
+      op.delete(sourceMapKey(projectId, replaced.release, replaced.id));
+    }
+    if (!(await op.commit()).ok) continue;
+    if (replaced) {
+      await deletePrefix(kv, sourceMapSliceKey(projectId, replaced.id));
+    }
+    return;
+  }
+}
+
+/**
+ * A project's source maps, of one release or of all, by release then
+ * upload time.
+ */
+export async function listSourceMaps(
+  kv: Deno.Kv,
+  projectId: string,
+  release?: string,
+): Promise<SourceMapRecord[]> {
+  const maps = await listJson<SourceMapRecord>(
+    kv,
+    sourceMapKey(projectId, release),
+  );
+  return maps.sort((a, b) =>
+    a.release === b.release
+      ? a.uploadedAt - b.uploadedAt
+      : a.release < b.release
+      ? -1
+      : 1
+  );
+}
+
+/**
+ * Deletes a project's source maps, of one release or of all; returns the
+ * maps deleted.
+ */
+export async function deleteSourceMaps(
+  kv: Deno.Kv,
+  projectId: string,
+  release?: string,
+): Promise<SourceMapRecord[]> {
+  const maps = await listSourceMaps(kv, projectId, release);
+  for (const map of maps) {
+    for (;;) {
+      const { index, entry } = await readSourceMapIndex(kv, projectId);
+      const releases = { ...index.releases };
+      const left = (releases[map.release] ?? 1) - 1;
+      if (left > 0) releases[map.release] = left;
+      else delete releases[map.release];
+      const result = await kv.atomic()
+        .check(entry)
+        .delete(sourceMapKey(projectId, map.release, map.id))
+        .set(
+          sourceMapIndexKey(projectId),
+          encodeJson(
+            {
+              maps: Math.max(0, index.maps - 1),
+              bytes: Math.max(0, index.bytes - map.bytes),
+              releases,
+            } satisfies SourceMapIndex,
+          ),
+        )
+        .commit();
+      if (result.ok) break;
+    }
+    await deletePrefix(kv, sourceMapSliceKey(projectId, map.id));
+  }
+  return maps;
+}
+
+/** The text of a stored map. Throws when a slice is missing. */
+export async function readSourceMapText(
+  kv: Deno.Kv,
+  projectId: string,
+  map: SourceMapRecord,
+): Promise<string> {
+  const keys = Array.from(
+    { length: map.slices },
+    (_, n) => sourceMapSliceKey(projectId, map.id, n),
+  );
+  const parts = await getManyChunked<Uint8Array>(kv, keys);
+  const stream = new TextDecoder();
+  let text = "";
+  for (const part of parts) {
+    if (!(part.value instanceof Uint8Array)) {
+      throw new Error(`Cannot read source map "${map.name}": slice missing`);
+    }
+    text += stream.decode(part.value, { stream: true });
+  }
+  return text + stream.decode();
+}
+
+/**
+ * Whether a map uploaded for `mapUrl` describes the file at `frameUrl`: the
+ * same URL (query and fragment aside); `~/path`: that path on any origin;
+ * else a frame URL that ends with `/` and the map's URL (a file name or a
+ * path).
+ *
+ * @example
+ * ```ts
+ * mapMatches("app.min.js", "https://shop.example.com/assets/app.min.js?v=3"); // true
+ * ```
+ */
+export function mapMatches(mapUrl: string, frameUrl: string): boolean {
+  const url = frameUrl.replace(/[?#].*$/, "");
+  if (url === mapUrl) return true;
+  if (mapUrl.startsWith("~/")) {
+    const path = /^[a-z][a-z0-9+.-]*:\/\/[^/]*(\/.*)$/i.exec(url)?.[1];
+    return path === mapUrl.slice(1);
+  }
+  if (/^[a-z][a-z0-9+.-]*:/i.test(mapUrl)) return false;
+  const tail = mapUrl.startsWith("/") ? mapUrl : `/${mapUrl}`;
+  return url.endsWith(tail);
+}
+
+/** Deletes every source map of a project (when the project is deleted). */
+export async function deleteProjectSourceMaps(
+  kv: Deno.Kv,
+  projectId: string,
+): Promise<number> {
+  const deleted = await deletePrefix(kv, sourceMapKey(projectId)) +
+    await deletePrefix(kv, sourceMapSliceKey(projectId));
+  await kv.delete(sourceMapIndexKey(projectId));
+  return deleted;
+}

@@ -1,0 +1,233 @@
+/**
+ * Uploading source maps: over HTTP on the dashboard server, with a token of
+ * the upload scope (refused for a read token, which the upload token is not
+ * either), a bad map answered with a clear JSON error, a map past the bound
+ * with `413` JSON; and with `deno task sourcemap upload|list|delete`.
+ *
+ * @module
+ */
+import assert from "node:assert/strict";
+import { createReadToken } from "../../db/tokens.ts";
+import { listSourceMaps, MAX_MAP_BYTES } from "../../db/sourcemaps.ts";
+import {
+  dashboardTest,
+  type DashHarness,
+  PEER,
+  signIn,
+  store,
+  textOf,
+} from "../_helpers/dashboard.ts";
+import { cli } from "../_helpers/cli.ts";
+import { buildBundle, thrownStack } from "../_helpers/bundle.ts";
+import { harnessTest } from "../_helpers/harness.ts";
+
+const bundle = await buildBundle();
+const { map } = bundle;
+
+function upload(
+  h: DashHarness,
+  projectId: string,
+  options: { token?: string; body?: BodyInit; query?: string },
+): Promise<Response> {
+  const query = options.query ?? "release=1.0.0&url=app.min.js";
+  return Promise.resolve(h.dash.request(
+    `/api/v1/projects/${projectId}/sourcemaps?${query}`,
+    {
+      method: "POST",
+      headers: options.token === undefined
+        ? {}
+        : { authorization: `Bearer ${options.token}` },
+      body: options.body ?? map,
+    },
+    PEER,
+  ));
+}
+
+async function tokens(h: DashHarness, projectId: string) {
+  const make = async (scope: "read" | "upload") =>
+    (await createReadToken(h.kv, {
+      projectId,
+      name: scope,
+      scope,
+      createdBy: "test",
+    })).token;
+  return { read: await make("read"), upload: await make("upload") };
+}
+
+dashboardTest(
+  "POST /api/v1/projects/:id/sourcemaps stores a map with a token of the upload scope only",
+  async (h) => {
+    const project = await h.project();
+    const { read, upload: up } = await tokens(h, project.id);
+    const none = await upload(h, project.id, {});
+    assert.equal(none.status, 401);
+    assert.match((await none.json()).error, /Bearer/);
+    const denied = await upload(h, project.id, { token: read });
+    assert.equal(denied.status, 403);
+    assert.match((await denied.json()).error, /scope is "read"/);
+    const other = await h.project();
+    const elsewhere = await upload(h, other.id, { token: up });
+    assert.equal(elsewhere.status, 404);
+    const res = await upload(h, project.id, { token: up });
+    assert.equal(res.status, 201);
+    const body = await res.json();
+    assert.deepEqual(
+      [body.release, body.url, body.bytes, body.hasSources],
+      ["1.0.0", "app.min.js", new TextEncoder().encode(map).length, true],
+    );
+    assert.equal((await listSourceMaps(h.kv, project.id)).length, 1);
+    // The upload token reads nothing.
+    const reading = await h.dash.request(
+      `/api/v1/projects/${project.id}/logs`,
+      { headers: { authorization: `Bearer ${up}` } },
+      PEER,
+    );
+    assert.equal(reading.status, 403);
+  },
+);
+
+dashboardTest(
+  "a bad map or parameter is a 400 JSON error, a map past the bound a 413",
+  async (h) => {
+    const project = await h.project();
+    const { upload: token } = await tokens(h, project.id);
+    const cases: [string, { body?: BodyInit; query?: string }, RegExp][] = [
+      ["not JSON", { body: "{nope" }, /not JSON/],
+      ["not version 3", { body: '{"version":2}' }, /"version": 3/],
+      ["no mappings", { body: '{"version":3}' }, /"mappings"/],
+      ["no release", { query: "url=app.min.js" }, /release/],
+      ["no url, no file", {
+        query: "release=1",
+        body: '{"version":3,"sources":[],"mappings":""}',
+      }, /"url"/],
+    ];
+    for (const [name, options, message] of cases) {
+      const res = await upload(h, project.id, { token, ...options });
+      assert.equal(res.status, 400, name);
+      assert.match((await res.json()).error, message, name);
+    }
+    const big = await upload(h, project.id, {
+      token,
+      body: new Uint8Array(MAX_MAP_BYTES + 1),
+    });
+    assert.equal(big.status, 413);
+    assert.match((await big.json()).error, new RegExp(String(MAX_MAP_BYTES)));
+    assert.deepEqual(await listSourceMaps(h.kv, project.id), []);
+  },
+);
+
+harnessTest(
+  "deno task sourcemap uploads, lists and deletes maps by release",
+  async (h) => {
+    const project = await h.project();
+    const dir = await Deno.makeTempDir();
+    try {
+      await Deno.writeTextFile(`${dir}/app.min.js.map`, map);
+      await Deno.writeTextFile(`${dir}/bad.js.map`, "{");
+      const run = (...args: string[]) =>
+        cli(h.kv, ["sourcemap", ...args], { now: h.clock.now });
+      const up = await run(
+        "upload",
+        project.id,
+        "--release",
+        "2.1.0",
+        "--url-prefix",
+        "https://shop.example.com/assets/",
+        `${dir}/app.min.js.map`,
+        "--json",
+      );
+      assert.equal(up.code, 0, up.stderr);
+      assert.equal(
+        JSON.parse(up.stdout)[0].url,
+        "https://shop.example.com/assets/app.min.js",
+      );
+      const bad = await run(
+        "upload",
+        project.id,
+        "--release",
+        "2.1.0",
+        `${dir}/bad.js.map`,
+      );
+      assert.equal(bad.code, 1);
+      assert.match(bad.stderr, /not JSON.*bad\.js\.map/);
+      const list = await run("list", project.id, "--release", "2.1.0");
+      assert.match(
+        list.stdout,
+        /2\.1\.0\s+https:\/\/shop\.example\.com\/assets\/app\.min\.js/,
+      );
+      const gone = await run(
+        "delete",
+        project.id,
+        "--release",
+        "2.1.0",
+        "--json",
+      );
+      assert.equal(JSON.parse(gone.stdout).length, 1);
+      assert.deepEqual(await listSourceMaps(h.kv, project.id), []);
+    } finally {
+      await Deno.remove(dir, { recursive: true });
+    }
+  },
+);
+
+dashboardTest(
+  "the settings page creates an upload token, which uploads maps and reads nothing",
+  async (h) => {
+    const project = await h.project();
+    const admin = await signIn(h.dash);
+    const created = await admin.post(
+      `/projects/${project.id}/settings/tokens`,
+      { name: "ci", scope: "upload" },
+    );
+    assert.equal(created.status, 200);
+    const html = await created.text();
+    const token = /id="token-value"[^>]*>(lgr_[\w-]{43})</.exec(html)?.[1];
+    assert.ok(token, "the new token is shown");
+    assert.match(textOf(html), /ci\s.*uploads source maps/);
+    assert.equal((await upload(h, project.id, { token })).status, 201);
+    const reading = await h.dash.request(
+      `/api/v1/projects/${project.id}/logs`,
+      { headers: { authorization: `Bearer ${token}` } },
+      PEER,
+    );
+    assert.equal(reading.status, 403);
+    const bad = await admin.post(
+      `/projects/${project.id}/settings/tokens`,
+      { name: "other", scope: "admin" },
+    );
+    assert.equal(bad.status, 400);
+    assert.match(textOf(await bad.text()), /Cannot read scope "admin"/);
+  },
+);
+
+dashboardTest(
+  "a map of more than 5 MB uploads over HTTP in slices and resolves a stack",
+  async (h) => {
+    const project = await h.project();
+    const { upload: token } = await tokens(h, project.id);
+    const big = JSON.parse(map);
+    // Sources of 6 MB more: the bundle's own first, then filler files.
+    big.sources.push("src/filler.js");
+    big.sourcesContent.push("// filler\n".repeat(600_000));
+    const body = JSON.stringify(big);
+    assert.ok(body.length > 6_000_000);
+    const res = await upload(h, project.id, { token, body });
+    assert.equal(res.status, 201, await res.clone().text());
+    assert.equal((await res.json()).bytes, body.length);
+    const stack = await thrownStack(
+      { js: bundle.js, map },
+      "https://shop.example.com/app.min.js",
+    );
+    const [entry] = await store(h, project.id, [{
+      level: "error",
+      data: { title: "Cart has no items", stack },
+      context: { release: "1.0.0" },
+    }]);
+    const top = entry!.resolved!.frames[0]!;
+    assert.deepEqual([top.function, top.file, top.line], [
+      "checkout",
+      "src/cart.js",
+      3,
+    ]);
+  },
+);
