@@ -40,6 +40,7 @@ import {
   parseOptions,
   taskCommand,
 } from "./options.ts";
+import { parseCostOptions, renderCost, runCost } from "./cost.ts";
 import { cpuModel, loadAverage, sampleRss, serverMemory } from "./process.ts";
 import {
   type BenchReport,
@@ -271,13 +272,19 @@ async function runBench(bench: RunBenchOptions): Promise<BenchReport> {
 }
 
 /**
- * Runs the benchmark for the command line `args` and prints the report;
- * returns the exit code: 2 for a malformed command line, 1 without wrk.
+ * Parses `args` with `parse`, runs `run` and prints its report with
+ * `render` (or as JSON); returns the exit code: 2 for a malformed command
+ * line, 1 without wrk.
  */
-async function main(args: string[]): Promise<number> {
-  let options: BenchOptions;
+async function runCommand<O extends { json: boolean }, R>(
+  args: string[],
+  parse: (args: string[]) => O,
+  run: (options: O) => Promise<R>,
+  render: (report: R) => string,
+): Promise<number> {
+  let options: O;
   try {
-    options = parseOptions(args);
+    options = parse(args);
   } catch (error) {
     console.error((error as Error).message);
     return 2;
@@ -288,11 +295,32 @@ async function main(args: string[]): Promise<number> {
     );
     return 1;
   }
-  const report = await runBench({ options, args });
-  console.log(
-    options.json ? JSON.stringify(report, null, 2) : renderReport(report),
-  );
+  const report = await run(options);
+  console.log(options.json ? JSON.stringify(report, null, 2) : render(report));
   return 0;
+}
+
+/**
+ * Runs the benchmark for the command line `args`: CPU per entry at three
+ * loads (bench/cost.ts), or with `--series` the burst at each connection
+ * count of `--connections`.
+ */
+function main(args: string[]): Promise<number> {
+  if (!args.includes("--series")) {
+    return runCommand(
+      args,
+      parseCostOptions,
+      (options) => runCost(options, args),
+      renderCost,
+    );
+  }
+  const rest = args.filter((a) => a !== "--series");
+  return runCommand(
+    rest,
+    parseOptions,
+    (options) => runBench({ options, args }),
+    renderReport,
+  );
 }
 
 if (import.meta.main) {

@@ -51,7 +51,7 @@ import {
 } from "./batch.ts";
 import { claimSignatures, type Reads } from "./claims.ts";
 import { Locks } from "./locks.ts";
-import type { WriteGate } from "./producer.ts";
+import { MAX_BATCH_ENTRIES, type WriteGate } from "./producer.ts";
 import {
   type BatchRead,
   type Guard,
@@ -85,6 +85,38 @@ function handedBatch(batchId: string, handed: HandedBatch): BatchRead {
 function textsByEntry(read: BatchRead): Map<QueuedEntry, string> | undefined {
   const { texts } = read;
   return texts && new Map(read.entries.map((e, i) => [e, texts[i]!]));
+}
+
+/** Batches one result commit takes at most (each adds a check). */
+export const MAX_GROUP_BATCHES = 8;
+/** UTF-16 units of entries one group of batches holds at most. */
+const MAX_GROUP_CHARS = 128_000;
+
+/**
+ * Whether `batches`, handed over together, can be processed as one
+ * ({@linkcode Consumer.processGroup}): at most
+ * {@linkcode MAX_GROUP_BATCHES} batches and `MAX_BATCH_ENTRIES` entries
+ * (the result commit's mutations), 128,000 characters of entries (its
+ * bytes), and their pending keys and projects within KV's checks of one
+ * atomic operation.
+ *
+ * @example
+ * ```ts
+ * groupFits([a, b]); // true for two small batches of one project
+ * ```
+ */
+export function groupFits(batches: HandedBatch[]): boolean {
+  if (batches.length > MAX_GROUP_BATCHES) return false;
+  const projects = new Set<string>();
+  let entries = 0;
+  let chars = 0;
+  for (const b of batches) {
+    entries += b.entries.length;
+    for (const e of b.entries) projects.add(e.projectId);
+    for (const t of b.texts) chars += t.length;
+  }
+  return entries <= MAX_BATCH_ENTRIES && chars <= MAX_GROUP_CHARS &&
+    projects.size + batches.length <= ATOMIC_MAX_CHECKS;
 }
 
 /** Options of {@linkcode Consumer}. */
@@ -158,13 +190,44 @@ export class Consumer {
     }
   }
 
+  /**
+   * Processes batches handed over together (each {@linkcode groupFits}) as
+   * one: one judgement, one result commit that checks and deletes every
+   * pending key, one chunk per project. `"conflict"` when any of them was
+   * taken by another processor meanwhile, or the gate holds writes back:
+   * nothing of the group was committed, and each is processed alone then.
+   */
+  async processGroup(batches: HandedBatch[]): Promise<ProcessOutcome> {
+    const [first, ...rest] = batches;
+    if (!first) return "absent";
+    if (rest.length === 0) return await this.process(first.id, first);
+    const read = handedBatch(first.id, first);
+    read.entries = batches.flatMap((b) => b.entries);
+    read.texts = batches.flatMap((b) => b.texts);
+    read.others = rest.map((b) => ({
+      id: b.id,
+      pending: { key: pendingBatchKey(b.id), versionstamp: b.versionstamp },
+      slices: b.slices,
+    }));
+    const gate = this.#gate;
+    if (!gate) return await this.#process(first.id, undefined, read);
+    if (!gate.open()) return "conflict";
+    try {
+      return await this.#process(first.id, undefined, read);
+    } catch (error) {
+      if (!isDiskFullError(error)) throw error;
+      gate.failed(error);
+      return "conflict";
+    }
+  }
+
   async #process(
     batchId: string,
     handed: HandedBatch | undefined,
+    group?: BatchRead,
   ): Promise<ProcessOutcome> {
-    const read = handed
-      ? handedBatch(batchId, handed)
-      : await this.#read(batchId);
+    const read = group ??
+      (handed ? handedBatch(batchId, handed) : await this.#read(batchId));
     if (read === null) return "absent";
     const texts = textsByEntry(read);
     const ids = new Set<string>();
@@ -218,7 +281,11 @@ export class Consumer {
         continue;
       }
       const checked = [...round.projects];
-      if (!await this.#reread(read.pending, progress, checked, projects)) {
+      const pendings = [
+        read.pending,
+        ...(read.others ?? []).map((o) => o.pending),
+      ];
+      if (!await this.#reread(pendings, progress, checked, projects)) {
         return "conflict";
       }
     }
@@ -259,17 +326,17 @@ export class Consumer {
   }
 
   /**
-   * After a failed commit: `false` when the batch was taken by another
-   * processor (its pending key or progress changed); otherwise the project
+   * After a failed commit: `false` when the batch (or one of a group) was
+   * taken by another processor (its pending key or progress changed); otherwise the project
    * records of `ids` are read again into `projects` and the cache.
    */
   async #reread(
-    pending: Guard,
+    pendings: Guard[],
     progress: Progress | null,
     ids: string[],
     projects: Reads,
   ): Promise<boolean> {
-    const guards = progress ? [pending, progress] : [pending];
+    const guards = progress ? [...pendings, progress] : pendings;
     const fresh = await getManyChunked(this.#kv, [
       ...guards.map((g) => g.key),
       ...ids.map((id) => projectKey(id)),

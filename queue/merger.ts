@@ -5,7 +5,11 @@
  *
  * @module
  */
-import { mergeAll, type MergeResult } from "../db/storage/merge.ts";
+import {
+  mergeAll,
+  type MergeResult,
+  type QuietProjects,
+} from "../db/storage/merge.ts";
 import { type Backlog, emptyBacklog } from "../db/storage/tiers.ts";
 
 /** Options of {@linkcode createMerger}. */
@@ -59,11 +63,15 @@ export function createMerger(options: MergerOptions): Merger {
   let timer: ReturnType<typeof setTimeout> | undefined;
   let running: Promise<unknown> = Promise.resolve();
   let backlog = emptyBacklog();
+  // Projects whose last round found nothing to do, skipped while nothing
+  // is written to them: a server at rest lists no summaries every second.
+  const quiet: QuietProjects = new Map();
   const run = async (maxMerges: number): Promise<MergeResult> => {
     const done = await mergeAll(options.kv, {
       now: now(),
       maxMerges,
       shouldStop: () => stopped,
+      quiet,
     });
     backlog = done.backlog;
     return done;

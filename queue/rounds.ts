@@ -39,6 +39,12 @@ export interface BatchRead {
   entries: QueuedEntry[];
   /** Each entry's JSON as committed, when handed over in memory. */
   texts?: string[];
+  /**
+   * Further batches whose entries are in `entries` too (a group of batches
+   * handed over together): the result commit checks and deletes them
+   * beside this one. Only a batch committed in one round has them.
+   */
+  others?: { id: string; pending: Guard; slices: number }[];
 }
 
 /** The projects one result commit covers; the last one ends the batch. */
@@ -79,6 +85,7 @@ export function roundCommit(
   progress: Progress | null,
 ): RecordedAtomic {
   const op = new RecordedAtomic().check(read.pending);
+  for (const other of read.others ?? []) op.check(other.pending);
   for (const id of round.projects) {
     op.check({
       key: projectKey(id),
@@ -92,6 +99,12 @@ export function roundCommit(
       op.delete(batchSliceKey(batchId, n));
     }
     if (progress) op.delete(progress.key);
+    for (const other of read.others ?? []) {
+      op.delete(pendingBatchKey(other.id));
+      for (let n = 0; n < other.slices; n++) {
+        op.delete(batchSliceKey(other.id, n));
+      }
+    }
   } else {
     op.set(progress!.key, encodeJson([...progress!.done, ...round.projects]));
   }

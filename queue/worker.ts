@@ -14,7 +14,7 @@ import {
   pendingBatchKey,
 } from "../db/keys.ts";
 import { decodeBatchHeader, type HandedBatch } from "./batch.ts";
-import type { Consumer } from "./consumer.ts";
+import { type Consumer, groupFits, MAX_GROUP_BATCHES } from "./consumer.ts";
 import { recordFailure } from "./dead_letters.ts";
 import { createId } from "../domain/ids.ts";
 
@@ -29,7 +29,12 @@ const SWEEP_READ_BATCH = 100;
 /** Batch ids held in memory at most; more are left to the sweeper. */
 const MAX_QUEUED_IDS = 10_000;
 /** Handed-over batches whose entries are kept in memory at most. */
-const MAX_HANDED_BATCHES = 16;
+const MAX_HANDED_BATCHES = 64;
+/**
+ * Longest a handed-over batch waits for others to share its result commit
+ * when fewer than a full group wait (docs/storage.md#one-chunk-from-several-batches).
+ */
+export const GATHER_MS = 50;
 
 /** Options of {@linkcode BatchWorker}. */
 export interface WorkerOptions {
@@ -50,6 +55,11 @@ export interface WorkerOptions {
   maxQueued?: number;
   /** Told of each failed attempt. */
   onError?: (batchId: string, error: unknown) => void;
+  /**
+   * Longest a handed-over batch waits for others to be processed with it
+   * in one result commit; 0: each alone, at once. @default {50}
+   */
+  gatherMs?: number;
 }
 
 /** A bounded pool processing batches by id. */
@@ -65,6 +75,9 @@ export class BatchWorker {
   #sweeping: Promise<number> | null = null;
   #sweptAt: number;
   #idle: (() => void)[] = [];
+  #gatherTimer: ReturnType<typeof setTimeout> | undefined;
+  /** The gather wait ran out (or the worker stops): a short group goes now. */
+  #gatherDue = false;
 
   constructor(options: WorkerOptions) {
     this.#options = options;
@@ -153,7 +166,13 @@ export class BatchWorker {
     clearInterval(this.#timer);
     this.#timer = undefined;
     await this.#sweeping?.catch(() => 0);
+    // What waits to be gathered goes now.
+    this.#gatherDue = true;
+    clearTimeout(this.#gatherTimer);
+    this.#gatherTimer = undefined;
+    this.#drain();
     await this.idle();
+    this.#gatherDue = false;
   }
 
   /** Batches queued or running. */
@@ -172,17 +191,70 @@ export class BatchWorker {
   #drain(): void {
     const concurrency = this.#options.concurrency ?? 4;
     while (this.#running < concurrency && this.#queue.length > 0) {
-      const id = this.#queue.shift()!;
+      const { group, full } = this.#groupAtHead();
+      if (group.length > 0 && !full && !this.#gatherDue) {
+        this.#gather();
+        return;
+      }
+      if (group.length > 0 && !full) this.#gatherDue = false;
+      const ids = group.length > 0
+        ? this.#queue.splice(0, group.length)
+        : [this.#queue.shift()!];
       this.#running++;
-      this.#run(id).finally(() => {
+      const work = ids.length > 1 ? this.#runGroup(group) : this.#run(ids[0]!);
+      work.finally(() => {
         this.#running--;
-        this.#known.delete(id);
+        for (const id of ids) this.#known.delete(id);
         this.#drain();
         if (this.#running === 0 && this.#queue.length === 0) {
           for (const resolve of this.#idle.splice(0)) resolve();
         }
       });
     }
+  }
+
+  /**
+   * The handed-over batches at the head of the queue that can share one
+   * result commit, and whether that group is full (no further batch could
+   * join it). Empty when gathering is off or the head was not handed over.
+   */
+  #groupAtHead(): { group: HandedBatch[]; full: boolean } {
+    const group: HandedBatch[] = [];
+    if ((this.#options.gatherMs ?? GATHER_MS) <= 0) {
+      return { group, full: true };
+    }
+    for (const id of this.#queue) {
+      const batch = this.#handed.get(id);
+      if (!batch || !groupFits([...group, batch])) return { group, full: true };
+      group.push(batch);
+      if (group.length === MAX_GROUP_BATCHES) return { group, full: true };
+    }
+    return { group, full: false };
+  }
+
+  /** Waits up to `gatherMs` for more batches before a short group goes. */
+  #gather(): void {
+    this.#gatherTimer ??= setTimeout(() => {
+      this.#gatherTimer = undefined;
+      this.#gatherDue = true;
+      this.#drain();
+    }, this.#options.gatherMs ?? GATHER_MS);
+  }
+
+  /**
+   * Processes handed-over batches in one result commit; when that cannot
+   * be (another processor took one of them, or it failed), each alone.
+   */
+  async #runGroup(group: HandedBatch[]): Promise<void> {
+    try {
+      if (await this.#options.consumer.processGroup(group) === "processed") {
+        for (const batch of group) this.#handed.delete(batch.id);
+        return;
+      }
+    } catch {
+      // Each batch is tried alone next, and its own failure recorded.
+    }
+    for (const batch of group) await this.#run(batch.id);
   }
 
   async #run(id: string): Promise<void> {

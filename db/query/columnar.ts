@@ -32,7 +32,12 @@ import {
   type Columns,
   readColumns,
 } from "../storage/columns.ts";
-import { decodeRecordLine, lineId, lineLevel } from "../storage/lines.ts";
+import {
+  decodeLineMembers,
+  decodeRecordLine,
+  lineId,
+  lineLevel,
+} from "../storage/lines.ts";
 import { fieldText, resolvePath } from "../storage/text.ts";
 import { InexactReadError, MAX_READ_ATTEMPTS } from "./consistent.ts";
 import { type CompiledFilter, type Filter, termHolds } from "./filter.ts";
@@ -42,6 +47,28 @@ import type { ScanStats } from "./scan.ts";
 import type { Cell } from "./tally.ts";
 
 const MINUTE_MS = 60_000;
+/**
+ * Characters of a line from which only the members a count needs are
+ * parsed (db/storage/lines.ts, `decodeLineMembers`): a wide entry's other
+ * members are scanned past, never built, so counting over lines holds
+ * memory in proportion to what it counts.
+ */
+export const WIDE_LINE_CHARS = 4096;
+
+/**
+ * The top-level members that a count by `paths` under `filter` reads of an
+ * entry; null when it needs them all (words are searched in every value).
+ */
+function rootsNeeded(filter: Filter, paths: string[]): Set<string> | null {
+  if ((filter.text?.length ?? 0) + (filter.notText?.length ?? 0) > 0) {
+    return null;
+  }
+  const roots = new Set<string>();
+  for (const path of [...paths, ...(filter.fields ?? []).map((t) => t.path)]) {
+    roots.add(path.split(".")[0]!);
+  }
+  return roots;
+}
 
 /** The paths chunk columns hold, `level` included. */
 const COLUMN_PATHS = new Set([...COLUMN_FIELDS, "level"]);
@@ -335,12 +362,15 @@ function linesPart(text: string, context: BatchContext): LinesPart {
   const rows: LinesPart["rows"] = [];
   const { levelOk } = context.options.filter;
   if (text === "") return { rows };
+  const roots = rootsNeeded(context.options.filter.filter, out.paths);
   for (const line of text.split("\n")) {
     out.stats.entriesScanned++;
     const id = lineId(line);
     if (id < lo || id >= hi) continue;
     if (levelOk && !levelOk(lineLevel(line))) continue;
-    const record: LogRecord = decodeRecordLine(line);
+    const record: LogRecord = roots && line.length > WIDE_LINE_CHARS
+      ? decodeLineMembers(line, roots)
+      : decodeRecordLine(line);
     if (!context.options.filter.test(record)) continue;
     rows.push({
       idMs: idTime(id),

@@ -61,8 +61,9 @@ export function bloomHash(member: string): BloomHash {
 /**
  * The members of a filter being built, each hashed once as it is added:
  * a token is given as a range of a text, so no string is made for it, and
- * a member added again is skipped (it is known by 53 bits of its two
- * hashes). {@linkcode BloomMembers.build} sizes the filter for them.
+ * a member added again is skipped (it is known by its two hashes, kept in
+ * typed arrays and found through an open-addressing table: no number is
+ * boxed and no set is hashed per member). {@linkcode BloomMembers.build} sizes the filter for them.
  *
  * @example
  * ```ts
@@ -72,13 +73,18 @@ export function bloomHash(member: string): BloomHash {
  * ```
  */
 export class BloomMembers {
-  #h1: number[] = [];
-  #h2: number[] = [];
-  #seen = new Set<number>();
+  #h1 = new Uint32Array(64);
+  #h2 = new Uint32Array(64);
+  #size = 0;
+  /**
+   * Open addressing over the members: 1 + a member's index, 0 for a free
+   * slot; at most half full, so a probe finds a free slot soon.
+   */
+  #slots = new Int32Array(128);
 
   /** Members added (each once). */
   get size(): number {
-    return this.#h1.length;
+    return this.#size;
   }
 
   /** The first hash of each member, in the order added. */
@@ -95,13 +101,7 @@ export class BloomMembers {
       a = Math.imul(a ^ c, 0x01000193);
       b = Math.imul(b ^ c, 0x5bd1e995);
     }
-    const h1 = mix(a);
-    const h2 = (mix(b) | 1) >>> 0;
-    const key = h1 * 2_097_152 + (h2 & 0x1fffff);
-    if (this.#seen.has(key)) return;
-    this.#seen.add(key);
-    this.#h1.push(h1);
-    this.#h2.push(h2);
+    this.#insert(mix(a), (mix(b) | 1) >>> 0);
   }
 
   /** Adds a whole string. */
@@ -109,10 +109,71 @@ export class BloomMembers {
     this.addRange(member, 0, member.length);
   }
 
+  /**
+   * Adds the field pair `${path}=${text}`, hashed as {@linkcode bloomHash}
+   * hashes that string, without making it.
+   */
+  addPair(path: string, text: string): void {
+    let a = 0x811c9dc5;
+    let b = 0x01000193 ^ (path.length + 1 + text.length);
+    for (let i = 0; i < path.length; i++) {
+      const c = path.charCodeAt(i);
+      a = Math.imul(a ^ c, 0x01000193);
+      b = Math.imul(b ^ c, 0x5bd1e995);
+    }
+    a = Math.imul(a ^ 61, 0x01000193); // "="
+    b = Math.imul(b ^ 61, 0x5bd1e995);
+    for (let i = 0; i < text.length; i++) {
+      const c = text.charCodeAt(i);
+      a = Math.imul(a ^ c, 0x01000193);
+      b = Math.imul(b ^ c, 0x5bd1e995);
+    }
+    this.#insert(mix(a), (mix(b) | 1) >>> 0);
+  }
+
+  /** Adds the member of hashes `h1`, `h2` unless it is there already. */
+  #insert(h1: number, h2: number): void {
+    const slots = this.#slots;
+    const mask = slots.length - 1;
+    for (let slot = (h1 ^ (h2 >>> 11)) & mask;; slot = (slot + 1) & mask) {
+      const at = slots[slot]!;
+      if (at === 0) {
+        const n = this.#size++;
+        if (n === this.#h1.length) this.#growMembers();
+        this.#h1[n] = h1;
+        this.#h2[n] = h2;
+        slots[slot] = n + 1;
+        if (this.#size * 2 > slots.length) this.#growSlots();
+        return;
+      }
+      if (this.#h1[at - 1] === h1 && this.#h2[at - 1] === h2) return;
+    }
+  }
+
+  #growMembers(): void {
+    const h1 = new Uint32Array(this.#h1.length * 2);
+    const h2 = new Uint32Array(this.#h2.length * 2);
+    h1.set(this.#h1);
+    h2.set(this.#h2);
+    this.#h1 = h1;
+    this.#h2 = h2;
+  }
+
+  #growSlots(): void {
+    const slots = new Int32Array(this.#slots.length * 2);
+    const mask = slots.length - 1;
+    for (let n = 0; n < this.#size; n++) {
+      let slot = (this.#h1[n]! ^ (this.#h2[n]! >>> 11)) & mask;
+      while (slots[slot] !== 0) slot = (slot + 1) & mask;
+      slots[slot] = n + 1;
+    }
+    this.#slots = slots;
+  }
+
   /** A filter sized for the members, holding them all. */
   build(): Bloom {
-    const bloom = createBloom(this.size);
-    for (let i = 0; i < this.#h1.length; i++) {
+    const bloom = createBloom(this.#size);
+    for (let i = 0; i < this.#size; i++) {
       bloomAdd(bloom, { h1: this.#h1[i]!, h2: this.#h2[i]! });
     }
     return bloom;

@@ -29,7 +29,7 @@ import { concatBytes, joinBytes, splitBytes } from "../blob.ts";
 import { logChunkSliceKey } from "../keys.ts";
 import { decodeRecordLine, lineId } from "./lines.ts";
 import { type Bloom, BloomMembers } from "./bloom.ts";
-import { forEachPair, forEachText, forEachTokenRange } from "./text.ts";
+import { forEachPairParts, forEachText, forEachTokenRange } from "./text.ts";
 import { ColumnsBuilder } from "./columns.ts";
 import type { LogRecord } from "../../domain/entry.ts";
 
@@ -283,13 +283,13 @@ function indexBlock(
       (start, end) => members.addRange(lower, start, end),
     );
   };
-  const addPair = (pair: string) => members.add(pair);
+  const addPair = (path: string, text: string) => members.addPair(path, text);
   for (const [i, line] of lines.entries()) {
     const record = records?.[first + i] ?? decodeRecordLine(line);
     levels[record.level] = (levels[record.level] ?? 0) + 1;
     columns?.add(record);
     forEachText(record, addText);
-    forEachPair(record, addPair);
+    forEachPairParts(record, addPair);
   }
   if (into.members) { for (const h of members.hashes) into.members.add(h); }
   return members.build();

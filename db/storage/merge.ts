@@ -22,9 +22,10 @@
  *
  * @module
  */
-import { timeBound } from "../../domain/ids.ts";
+import { idTime, timeBound } from "../../domain/ids.ts";
 import { DAY_MS } from "../../domain/entry.ts";
 import {
+  acceptedCountKey,
   logChunkKey,
   logMergesKey,
   logSummariesPrefix,
@@ -94,7 +95,34 @@ export interface MergeOptions {
    * @default {COARSE_GROUP_CHUNKS}
    */
   coarseGroupChunks?: number;
+  /**
+   * Kept by a merger from round to round: the projects whose last round
+   * found nothing to do, skipped while nothing is written to them
+   * ({@linkcode QuietProjects}). @default none: every project is listed
+   */
+  quiet?: QuietProjects;
 }
+
+/**
+ * How long a project whose round found nothing to merge and nothing to
+ * expire is skipped while nothing is written to it: a server at rest lists
+ * no summaries between, and what falls past the retention meanwhile is
+ * deleted by KV's own expiry or at most this much later.
+ */
+export const QUIET_ROUND_MS = 60_000;
+
+/**
+ * Projects a merger skips, by id: the versionstamps of the project record,
+ * its merge marker and its accepted counter when its round found nothing to
+ * do (every write of entries sums the counter, every merge bumps the
+ * marker, a change or deletion rewrites the record), until when (the next
+ * settle of a run of open chunks, at most {@linkcode QUIET_ROUND_MS}), and
+ * the backlog that round saw.
+ */
+export type QuietProjects = Map<
+  string,
+  { stamps: string; until: number; backlog: Backlog }
+>;
 
 /** What a round did and saw. */
 export interface MergeResult {
@@ -189,12 +217,24 @@ export async function mergeProject(
   options: MergeOptions,
 ): Promise<MergeResult> {
   const result: MergeResult = emptyResult();
-  const [projectEntry, marker] = await kv.getMany<[unknown, Deno.KvU64]>([
+  const [projectEntry, marker, accepted] = await kv.getMany<
+    [unknown, Deno.KvU64, Deno.KvU64]
+  >([
     projectKey(projectId),
     logMergesKey(projectId),
+    acceptedCountKey(projectId),
   ]);
   const project = decodeJson<Project>(projectEntry!.value);
   if (project === null) return result;
+  const stamps = `${projectEntry!.versionstamp} ${marker!.versionstamp} ${
+    accepted!.versionstamp
+  }`;
+  const quiet = options.quiet?.get(projectId);
+  if (quiet && quiet.stamps === stamps && options.now < quiet.until) {
+    result.backlog = { ...quiet.backlog };
+    return result;
+  }
+  options.quiet?.delete(projectId);
   const retentionMs = project.retentionDays * DAY_MS;
   const round = openRound(kv, projectEntry!, marker!, {
     ...options,
@@ -208,6 +248,8 @@ export async function mergeProject(
     await expireCoarse(round);
     await deleteExpiredCounts(kv, projectId, options.now - retentionMs);
     const done: Merged = { sources: new Set(), written: [] };
+    // A group left for a later round: the project is not quiet.
+    let cut = false;
     outer: for (const run of openRuns(summaries)) {
       const rawLimit = rawLimitOf(run);
       const groups = chooseGroups(run, {
@@ -217,7 +259,10 @@ export async function mergeProject(
       });
       for (const group of groups) {
         const maxMerges = options.maxMerges ?? Infinity;
-        if (result.merges >= maxMerges || options.shouldStop?.()) break outer;
+        if (result.merges >= maxMerges || options.shouldStop?.()) {
+          cut = true;
+          break outer;
+        }
         await mergeGroup(round, group, rawLimit, done);
         await round.pause();
       }
@@ -227,11 +272,33 @@ export async function mergeProject(
       ...summaries.filter((s) => !done.sources.has(s)),
       ...done.written,
     ]);
+    if (result.merges === 0 && result.expired === 0 && !cut) {
+      options.quiet?.set(projectId, {
+        stamps,
+        until: quietUntil(summaries, options),
+        backlog: { ...result.backlog },
+      });
+    }
   } catch (error) {
     if (!(error instanceof ConflictError)) throw error;
     result.backlog = backlogOf(summaries);
   }
   return result;
+}
+
+/**
+ * Until when a project whose round merged nothing may be skipped: the
+ * first moment a run of two or more open chunks settles, at most
+ * {@linkcode QUIET_ROUND_MS} from now.
+ */
+function quietUntil(summaries: ChunkSummary[], options: MergeOptions): number {
+  const settleMs = options.settleMs ?? DEFAULT_SETTLE_MS;
+  let until = options.now + QUIET_ROUND_MS;
+  for (const run of openRuns(summaries)) {
+    if (run.length < 2) continue;
+    until = Math.min(until, idTime(run.at(-1)!.lastId) + settleMs);
+  }
+  return until;
 }
 
 /**

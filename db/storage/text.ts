@@ -189,7 +189,7 @@ function walkPairs(
   value: unknown,
   path: string,
   depth: number,
-  fn: (pair: string) => void,
+  fn: (path: string, text: string) => void,
 ) {
   if (typeof value === "object" && value !== null) {
     if (depth >= PAIR_MAX_DEPTH) return;
@@ -199,13 +199,22 @@ function walkPairs(
     return;
   }
   const text = fieldText(value);
-  if (text !== undefined && text.length <= PAIR_MAX_CHARS) {
-    fn(`${path}=${text}`);
-  }
+  if (text !== undefined && text.length <= PAIR_MAX_CHARS) fn(path, text);
 }
 
 /** Calls `fn` with every field pair (`path=value`) of an entry. */
 export function forEachPair(record: LogRecord, fn: (pair: string) => void) {
+  forEachPairParts(record, (path, text) => fn(`${path}=${text}`));
+}
+
+/**
+ * {@linkcode forEachPair} with each pair's path and value text apart, so
+ * that a caller hashing the pair makes no string of it.
+ */
+export function forEachPairParts(
+  record: LogRecord,
+  fn: (path: string, text: string) => void,
+) {
   walkPairs(record.level, "level", 1, fn);
   walkPairs(record.auth, "auth", 1, fn);
   if (record.origin !== undefined) walkPairs(record.origin, "origin", 1, fn);

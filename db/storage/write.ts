@@ -157,6 +157,13 @@ export interface StoreLogsOptions {
   retentionMs: number;
   /** A record's line, when known already. @default {encodeRecordLine} */
   lineOf?: (record: LogRecord) => string;
+  /**
+   * Build the chunks' columns now. The consumer leaves them to the merger,
+   * which builds them for the chunks it writes, so that the first write
+   * stays light; a store made at once (tests, benchmarks) may ask for them.
+   * @default false
+   */
+  columns?: boolean;
 }
 
 /**
@@ -188,7 +195,13 @@ export function storeLogs(
       end < records.length && idTime(records[end]!.id) - first < CHUNK_SPAN_MS
     ) end++;
     const run = records.slice(start, end);
-    const chunk = buildChunk(run.map(lineOf), { records: run, fast: true });
+    // Columns wait for the merger unless asked for: a query reads a fresh
+    // chunk's lines instead.
+    const chunk = buildChunk(run.map(lineOf), {
+      records: run,
+      fast: true,
+      columns: options.columns ?? false,
+    });
     const expireIn = chunkExpireIn(
       run[0]!.id,
       options.retentionMs,

@@ -54,7 +54,11 @@ export async function storeBatch(
 ): Promise<void> {
   const sorted = [...records].sort((a, b) => a.id < b.id ? -1 : 1);
   const op = kv.atomic();
-  storeLogs(op, projectId, sorted, { now, retentionMs: RETENTION_MS });
+  storeLogs(op, projectId, sorted, {
+    now,
+    retentionMs: RETENTION_MS,
+    columns: true,
+  });
   const result = await op.commit();
   if (!result.ok) throw new Error("Cannot store the batch");
 }

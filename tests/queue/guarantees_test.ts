@@ -14,7 +14,6 @@ import {
   deadLetterKey,
   pendingBatchKey,
 } from "../../db/keys.ts";
-import { joinJson } from "../../db/blob.ts";
 import type { QueuedEntry } from "../../domain/entry.ts";
 import {
   decodeBatchHeader,
@@ -25,6 +24,7 @@ import { decodeJson } from "../../db/kv.ts";
 import { GroupCommitter } from "../../queue/producer.ts";
 import { Consumer, type ProcessOutcome } from "../../queue/consumer.ts";
 import { MAX_ATTEMPTS } from "../../queue/dead_letters.ts";
+import { batchEntries } from "../_helpers/batches.ts";
 import { BatchWorker } from "../../queue/worker.ts";
 import {
   assertCounts,
@@ -347,13 +347,7 @@ harnessTest(
       const dead = await h.kv.get(deadLetterKey(id));
       const header = decodeBatchHeader(dead.value);
       // The batch's entries stay in its slices, as when pending.
-      const head = (await h.kv.get<Uint8Array>(batchSliceKey(id, 0))).value!;
-      const entries = await joinJson<QueuedEntry[]>(
-        h.kv,
-        head,
-        header.slices,
-        (n) => batchSliceKey(id, n),
-      );
+      const entries = await batchEntries(h.kv, id, header);
       assert.equal(entries[0]!.projectId, project.id);
       await h.kv.atomic().check(dead).delete(deadLetterKey(id))
         .set(

@@ -8,7 +8,11 @@
  */
 import assert from "node:assert/strict";
 import { facets, parseSearch } from "../../../db/query/mod.ts";
+import { WIDE_LINE_CHARS } from "../../../db/query/columnar.ts";
+import { encodeRecordLine } from "../../../db/storage/lines.ts";
+import { storeLogs } from "../../../db/storage/write.ts";
 import { HOUR, kvTest, T0 } from "../../_helpers/query.ts";
+import { queryProject, recordAt } from "../../_helpers/query.ts";
 import {
   countsBy,
   PIPE_RECORDS,
@@ -81,5 +85,59 @@ kvTest(
       PIPE_RECORDS.filter((r) => r.receivedAt >= answer.searchedTo!).length;
     assert.equal(answer.total, counted);
     assert.ok(counted < PIPE_RECORDS.length && counted > 0);
+  },
+);
+
+kvTest(
+  "facets over the lines of wide entries count as over narrow ones, by their members alone or with words",
+  async (kv) => {
+    const projectId = await queryProject(kv);
+    const wide = Object.fromEntries(
+      Array.from({ length: 600 }, (_, i) => [`k${i}`, `value "${i}" {x}`]),
+    );
+    const records = Array.from(
+      { length: 30 },
+      (_, i) =>
+        recordAt(T0 + i * 1000, {
+          level: i % 3 === 0 ? "error" : "info",
+          data: { title: i % 2 ? "odd one" : "even one", ...wide },
+          context: { service: `svc${i % 4}`, userId: `u${i}` },
+        }),
+    );
+    const op = kv.atomic();
+    // No columns: the facets read the lines.
+    storeLogs(op, projectId, records, { now: T0 + HOUR, retentionMs: HOUR });
+    assert.ok((await op.commit()).ok);
+    assert.ok(encodeRecordLine(records[0]!).length > WIDE_LINE_CHARS);
+    for (const search of ["level:error", "context.userId:u3", "odd"]) {
+      const { filter } = parseSearch(search);
+      const answer = await facets(kv, projectId, {
+        filter,
+        fields: ["context.service", "level"],
+        since: T0,
+      });
+      const matching = records.filter((r) =>
+        search === "level:error"
+          ? r.level === "error"
+          : search === "odd"
+          ? r.data.title === "odd one"
+          : r.context.userId === "u3"
+      );
+      assert.equal(answer.total, matching.length, search);
+      const counts = new Map<string, number>();
+      for (const r of matching) {
+        const s = String(r.context.service);
+        counts.set(s, (counts.get(s) ?? 0) + 1);
+      }
+      assert.deepEqual(
+        Object.fromEntries(
+          answer.facets[0]!.values.map((v) => [v.value, v.count]),
+        ),
+        Object.fromEntries(
+          [...counts].sort((a, b) => b[1] - a[1]).slice(0, 5),
+        ),
+        search,
+      );
+    }
   },
 );

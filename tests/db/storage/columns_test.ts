@@ -18,7 +18,8 @@ import {
 } from "../../../db/storage/columns.ts";
 import { encodeRecordLine } from "../../../db/storage/lines.ts";
 import { setChunk } from "../../../db/storage/write.ts";
-import { logColumnsKey } from "../../../db/keys.ts";
+import { logColumnsKey, logColumnsPrefix } from "../../../db/keys.ts";
+import { harnessTest, ORIGIN, postEntries } from "../../_helpers/harness.ts";
 import { inflateRawSync } from "node:zlib";
 import {
   HOUR,
@@ -164,5 +165,25 @@ kvTest(
       await Array.fromAsync(kv.list({ prefix: ["log_column_slices"] })),
       [],
     );
+  },
+);
+
+harnessTest(
+  "the consumer's first write leaves columns to the merger, which writes them with the merged chunk",
+  async (h) => {
+    const project = await h.project([ORIGIN]);
+    await postEntries(h, project.id, { origin: ORIGIN, count: 20 });
+    await h.process();
+    const columns = async () =>
+      (await Array.fromAsync(
+        h.kv.list({ prefix: logColumnsPrefix(project.id) }),
+      ))
+        .length;
+    assert.equal(await columns(), 0, "no columns at the first write");
+    assert.equal((await h.logs(project.id)).length, 20);
+    h.clock.advance(60_000);
+    await mergeAt(h.kv, project.id, h.clock.now());
+    assert.ok(await columns() > 0, "the merged chunk has its columns");
+    assert.equal((await h.logs(project.id)).length, 20);
   },
 );

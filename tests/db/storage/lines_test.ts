@@ -8,7 +8,12 @@
  * @module
  */
 import assert from "node:assert/strict";
-import { encodeRecordLine, lineFromQueued } from "../../../db/storage/lines.ts";
+import {
+  decodeLineMembers,
+  decodeRecordLine,
+  encodeRecordLine,
+  lineFromQueued,
+} from "../../../db/storage/lines.ts";
 import { type QueuedEntry, toLogRecord } from "../../../domain/entry.ts";
 import type { GroupCommitter } from "../../../queue/producer.ts";
 import { logsRoute } from "../../../routes/logs.ts";
@@ -116,4 +121,44 @@ Deno.test("an entry received at another time than its id says is left to the enc
     encodeRecordLine(toLogRecord(entry, "origin")),
     /"receivedAt":2000/,
   );
+});
+
+Deno.test("a line read member by member gives the members asked for as the whole line does, others left out", () => {
+  const record = toLogRecord(
+    {
+      ...randomEntry({ projectId: "p" }),
+      id: "0000000000000000000001",
+      receivedAt: 1_700_000_000_000,
+      data: {
+        title: 'quote " and \\ backslash, {braces} [brackets]',
+        nested: { a: [1, { b: "}" }], c: null, d: true, e: -1.5e3 },
+      },
+      context: { service: "api", "odd,key": '"x"' },
+      origin: "https://app.example.com",
+    } as unknown as QueuedEntry,
+    "origin",
+  );
+  const line = encodeRecordLine(record);
+  const whole = decodeRecordLine(line);
+  for (
+    const roots of [
+      ["context"],
+      ["data"],
+      ["device", "origin"],
+      ["auth", "context", "data", "device", "origin"],
+    ]
+  ) {
+    const part = decodeLineMembers(line, new Set(roots));
+    assert.equal(part.id, whole.id);
+    assert.equal(part.level, whole.level);
+    assert.equal(part.receivedAt, whole.receivedAt);
+    for (const root of ["data", "device", "context", "auth", "origin"]) {
+      const key = root as keyof typeof whole;
+      assert.deepEqual(
+        part[key],
+        roots.includes(root) ? whole[key] : undefined,
+        `${root} of ${roots}`,
+      );
+    }
+  }
 });
