@@ -88,8 +88,8 @@ export class BloomMembers {
   }
 
   /** The first hash of each member, in the order added. */
-  get hashes(): readonly number[] {
-    return this.#h1;
+  get hashes(): Uint32Array {
+    return this.#h1.subarray(0, this.#size);
   }
 
   /** Adds `text.slice(start, end)`, hashed as {@linkcode bloomHash} does. */

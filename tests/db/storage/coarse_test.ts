@@ -17,7 +17,7 @@ import {
   logCoarsePendingPrefix,
   logSummariesPrefix,
 } from "../../../db/keys.ts";
-import { DAY, recordAt, T0 } from "../../_helpers/query.ts";
+import { DAY, HOUR, recordAt, T0 } from "../../_helpers/query.ts";
 import { decodeCoarseGroup } from "../../../db/storage/coarse.ts";
 import { idTime } from "../../../domain/ids.ts";
 import { buildChunk, readChunkText } from "../../../db/storage/chunk.ts";
@@ -27,7 +27,7 @@ import { encodeRecordLine, lineId } from "../../../db/storage/lines.ts";
 const PLANTED = "zanzibarquokka";
 const AT = 4_321;
 
-/** A store of 6,000 generated entries, its final chunks in groups of 4. */
+/** A store of 6,000 generated entries over 12 hours, its final chunks in groups of 4. */
 async function withStore(
   fn: (kv: Deno.Kv, store: Awaited<ReturnType<typeof buildStore>>) => Promise<
     void
@@ -40,9 +40,9 @@ async function withStore(
       count: 6_000,
       seed: 3,
       start: T0,
-      spanMs: 2 * DAY,
+      spanMs: 12 * HOUR,
       plant: new Map([[AT, PLANTED]]),
-      mergeEveryMs: 3_600_000,
+      mergeEveryMs: 600_000,
       coarseGroupChunks: 4,
     });
     await fn(kv, store);
