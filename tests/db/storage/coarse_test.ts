@@ -69,11 +69,8 @@ function countingBlooms(kv: Deno.Kv, bloomPrefix: Deno.KvKey) {
         };
       }
       if (name === "list") {
-        return (
-          selector: Deno.KvListSelector,
-          options?: Deno.KvListOptions,
-        ) => {
-          const iter = target.list(selector, options);
+        return (...args: Parameters<Deno.Kv["list"]>) => {
+          const iter = target.list(...args);
           return {
             async next() {
               const next = await iter.next();
