@@ -127,7 +127,8 @@ function scrubMicros(
   return { micros, parsed, changed };
 }
 
-if (import.meta.main) {
+/** `--count` (entries, 20,000) and `--rounds` (5) of the command line. */
+export function countAndRounds(): { count: number; rounds: number } {
   const { values } = parseArgs({
     args: Deno.args,
     options: {
@@ -135,8 +136,11 @@ if (import.meta.main) {
       rounds: { type: "string", default: "5" },
     },
   });
-  const count = Number(values.count);
-  const rounds = Number(values.rounds);
+  return { count: Number(values.count), rounds: Number(values.rounds) };
+}
+
+if (import.meta.main) {
+  const { count, rounds } = countAndRounds();
   const setup = await Deno.openKv(":memory:");
   const start = Date.UTC(2026, 10, 26);
   const defaults = await createProject(setup, {

@@ -54,6 +54,16 @@ import {
 } from "./format.ts";
 import { recordCliChange } from "./audit.ts";
 import { SCRUB_USAGE, scrubSubcommand } from "./project_scrub.ts";
+import {
+  QUOTA_USAGE,
+  quotaSubcommand,
+  SPIKE_USAGE,
+  spikeSubcommand,
+} from "./project_quota.ts";
+import {
+  RETENTION_RULES_USAGE,
+  retentionRulesSubcommand,
+} from "./project_retention.ts";
 import { resolveProject } from "./resolve.ts";
 
 /** Help of `project` (key "") and of each subcommand. */
@@ -71,12 +81,20 @@ Commands:
   rotate-secret ID [--grace 24h]         Replace the secret; prints the new one
   levels ID [add|remove NAME]            Show, add or remove custom levels
   retention ID DAYS                      Keep new entries DAYS days
+  retention-rules ID [--add F --days N]  Keep entries by level: "level<=info"
   scrub ID [--key|--detector|--pattern …] Show or change what is scrubbed
+  quota ID [--per-day N] [--per-minute M] [--off]
+                                         Entries stored per day and minute
+  spike ID [--multiple X --keep K] [--off]
+                                         Sampling in a spike
   delete ID [--yes]                      Delete the project and its logs
 
 ID is a project's id or its name (a name several projects share is refused).
 Every command takes --json (machine output) and --help.`,
   scrub: SCRUB_USAGE,
+  "retention-rules": RETENTION_RULES_USAGE,
+  quota: QUOTA_USAGE,
+  spike: SPIKE_USAGE,
   create: `Create a project and print it, secret included.
 
 Usage: deno task project create --name NAME [--allow VALUE]... [--json]
@@ -393,6 +411,9 @@ const SUBCOMMANDS: Subcommands = {
     },
   }),
   scrub: scrubSubcommand,
+  "retention-rules": retentionRulesSubcommand,
+  quota: quotaSubcommand,
+  spike: spikeSubcommand,
   delete: subcommand({
     positionals: ["ID"],
     options: { ...JSON_FLAG, yes: { type: "boolean", short: "y" } },

@@ -40,7 +40,9 @@ Usage: deno task stats ID [--json]
 Entries are authenticated after they are queued, so a refused entry still got
 "200 queued": its rejection is counted here, with the reason and the origin or
 app id it came with. Reasons: unknown_project, bad_origin, unknown_appid,
-bad_signature, stale_timestamp, replayed, no_credentials, unknown_level.
+bad_signature, stale_timestamp, replayed, no_credentials, unknown_level;
+and for entries authenticated but not stored, over_quota and sampled
+(deno task usage).
 
 Options:
   --global    Rejections of entries naming a project that does not exist

@@ -36,6 +36,7 @@ import {
   type TailTiming,
 } from "./routes/common.ts";
 import { errorsRoutes } from "./routes/errors.ts";
+import { triageRoutes } from "./routes/errors_triage.ts";
 import { viewsRoutes } from "./routes/views.ts";
 import { explorerRoutes } from "./routes/explorer.ts";
 import { projectsRoutes } from "./routes/projects.ts";
@@ -46,6 +47,7 @@ import { alertsRoutes } from "./routes/alerts.ts";
 import { apiRoutes } from "./routes/api.ts";
 import { sourceMapRoutes, UPLOAD_PATH } from "./routes/sourcemaps.ts";
 import { auditRoutes } from "./routes/audit.ts";
+import { usageRoutes } from "./routes/usage.ts";
 import { tokensRoutes } from "./routes/tokens.ts";
 import { usersRoutes } from "./routes/users.ts";
 import {
@@ -175,6 +177,7 @@ export function createDashboard(options: DashboardOptions): DashApp {
   });
   rejectionsRoutes(app, deps);
   errorsRoutes(app, deps);
+  triageRoutes(app, deps);
   viewsRoutes(app, deps);
   deadLettersRoutes(app, deps);
   alertsRoutes(app, deps, {
@@ -183,6 +186,7 @@ export function createDashboard(options: DashboardOptions): DashApp {
   usersRoutes(app, deps);
   tokensRoutes(app, deps);
   auditRoutes(app, deps);
+  usageRoutes(app, deps);
   apiRoutes(app, deps);
   sourceMapRoutes(app, deps);
 

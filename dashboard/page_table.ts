@@ -36,6 +36,7 @@ export type Need =
 export type ProjectTab =
   | "explorer"
   | "errors"
+  | "releases"
   | "rejections"
   | "settings"
   | "alerts"
@@ -82,11 +83,13 @@ export const PAGES: readonly Page[] = [
   post("/logout", "signed-in"),
   // The top navigation.
   get("/", "signed-in", "Projects"),
+  get("/usage", "signed-in", "Usage"),
   get("/dead-letters", "admin", "Dead letters"),
   get("/users", "admin", "Users"),
   // The project tabs.
   tab("explorer", "Explorer", "read", "/projects/:id"),
   tab("errors", "Errors", "read"),
+  tab("releases", "Releases", "read"),
   tab("rejections", "Rejections", "read"),
   // Settings hold the secret, alert rules their webhook URLs (often
   // credentials themselves): both are for those who configure.
@@ -102,7 +105,9 @@ export const PAGES: readonly Page[] = [
     "/projects/:id/rows.csv",
   ].map((path) => get(path, "read")),
   // Every change to a project is for those who configure it.
+  // Triage too: a viewer reads errors, a member works on them.
   ...[
+    "/projects/:id/errors/triage",
     "/projects/:id/views",
     "/projects/:id/views/delete",
     "/projects/:id/rejections/replay",
@@ -119,6 +124,9 @@ export const PAGES: readonly Page[] = [
   ].map((path) => post(path, "configure")),
   // Deleting a project is the administrators' alone.
   post("/projects/:id/settings/delete", "delete"),
+  // So are a project's quota and spike protection: they decide what it costs.
+  post("/projects/:id/settings/quota", "delete"),
+  post("/projects/:id/settings/spike", "delete"),
   // The service-wide changes.
   ...[
     "/projects",

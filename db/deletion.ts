@@ -8,15 +8,21 @@
 import { deleteAudit } from "./audit.ts";
 import {
   errorGroupCountKey,
+  errorGroupIdKey,
   errorGroupKey,
+  errorGroupReleaseKey,
   errorGroupSeenKey,
+  errorGroupTriageKey,
   fingerprintKeyKey,
   projectKey,
+  quotaStateKey,
   rejectedEntriesPrefix,
   rejectionsPrefix,
+  releaseCountKey,
   savedViewKey,
   seenSignaturesPrefix,
   statsPrefix,
+  usagePrefix,
 } from "./keys.ts";
 import { deletePrefix, ProjectNotFoundError } from "./projects.ts";
 import { countStoredEntries } from "./query/summaries.ts";
@@ -27,7 +33,8 @@ import { deleteProjectSourceMaps } from "./sourcemaps.ts";
 /**
  * Deletes a project and all under it: entries (chunks, their summaries and
  * counters), counters, recent and kept rejections, remembered signatures,
- * saved views, error groups, read tokens, source maps and the audit log; returns how many
+ * saved views, error groups, usage and quota state, read tokens, source maps
+ * and the audit log; returns how many
  * entries it deleted. The record goes first:
  * every write under a project checks it in its own atomic operation, so none
  * can land after. The data then goes in passes until one finds nothing
@@ -56,6 +63,11 @@ export async function deleteProject(
         errorGroupCountKey(projectId),
         errorGroupSeenKey(projectId),
         fingerprintKeyKey(projectId),
+        usagePrefix(projectId),
+        errorGroupIdKey(projectId),
+        errorGroupReleaseKey(projectId),
+        errorGroupTriageKey(projectId),
+        releaseCountKey(projectId),
       ]
     ) {
       deleted += await deletePrefix(kv, prefix);
@@ -66,6 +78,8 @@ export async function deleteProject(
       deleted++;
     }
   }
+  // Its writes check the project record: none lands after the deletion.
+  await kv.delete(quotaStateKey(projectId));
   await deleteReadTokens(kv, projectId);
   await deleteProjectSourceMaps(kv, projectId);
   await deleteAudit(kv, projectId);

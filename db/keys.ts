@@ -34,6 +34,10 @@
  * | `global_rejected_entries/<slot>` | content of one of the last 100 entries naming no project |
  * | `rate_limits/<epoch>/<ip>` | `Deno.KvU64`, requests admitted while the address was busy |
  * | `dashboard_secret` | 32 random bytes, mixed with `ADMIN_PASSWORD` into the dashboard's signing key |
+ * | `quota_state/<projectId>` | a project's quota and spike state: entries stored this day and minute, rates (db/quota.ts), expiring |
+ * | `quota_grants/<batchId>/<projectId>` | entries a batch may store under a project's quota, decided once for every processor of the batch; deleted by its result commit, expiring |
+ * | `usage/<projectId>/<day ms>/<name>` | `Deno.KvU64`: entries accepted, stored, dropped by reason, bytes stored that UTC day (db/usage.ts); deleted past `USAGE_DAYS` and with the project |
+ * | `batch_key` | 32 random bytes: the AES-GCM key queued batches are sealed with (queue/batch.ts) |
  * | `dashboard_sessions/<sessionId>` | one signed-in dashboard session, expiring with it |
  * | `dashboard_flash/<sessionId>` | what a session's next page shows once (a new secret, replay results), expiring in minutes |
  * | `alert_rules/<projectId>/<ruleId>` | an alert rule (query, threshold, webhook, signing secret) |
@@ -50,6 +54,10 @@
  * | `error_groups/<projectId>/<groupId>` | an error group: title, top frame, sample, first and last seen, hourly counts (db/error_groups.ts); deleted when evicted or past the retention |
  * | `error_group_counts/<projectId>/<groupId>` | `KvU64`: the group's exact count, added to with `sum`; deleted with its group |
  * | `error_groups_by_seen/<projectId>/<last seen ms>/<groupId>` | empty bytes: the groups by last seen, newest last; deleted with its group |
+ * | `error_group_ids/<projectId>/<fingerprint>` | the id of the group of a public fingerprint, written when the group is made; deleted with it |
+ * | `error_group_releases/<projectId>/<groupId>/<release>` | `KvU64`: the group's entries of that release, added to with `sum` (db/releases.ts); deleted with its group |
+ * | `error_group_triage/<projectId>/<groupId>` | a group's triage: resolved, ignored, assignee, and the counts when it was set (db/error_group_triage.ts); deleted with its group |
+ * | `release_counts/<projectId>/<release>/<field>` | `KvU64`: a release's first and last seen (`min`, `max`), entries, errors and new groups (`sum`) (db/releases.ts); deleted past the retention or the bound |
  * | `saved_views/<projectId>/<viewId>` | a named query and time range (db/views.ts) |
  * | `source_maps/<projectId>/<release>/<mapId>` | a source map's release, URL, size and slice count (db/sourcemaps.ts) |
  * | `source_map_slices/<projectId>/<mapId>/<n>` | slice `n` (from 0) of a source map's bytes |
@@ -387,6 +395,43 @@ export function dashboardSecretKey(): Deno.KvKey {
   return ["dashboard_secret"];
 }
 
+/** Key of a project's quota and spike state. */
+export function quotaStateKey(projectId: string): Deno.KvKey {
+  return ["quota_state", projectId];
+}
+
+/** Key of what a batch may store under a project's quota. */
+export function quotaGrantKey(batchId: string, projectId: string): Deno.KvKey {
+  return ["quota_grants", batchId, projectId];
+}
+
+/** Key of one usage counter of a project on the UTC day starting at `day`. */
+export function usageKey(
+  projectId: string,
+  day: number,
+  name: string,
+): Deno.KvKey {
+  return ["usage", projectId, day, name];
+}
+
+/** Prefix of a project's usage counters, by day. */
+export function usagePrefix(projectId: string): Deno.KvKey {
+  return ["usage", projectId];
+}
+
+/** The day and the counter name of a usage key. */
+export function decodeUsageKey(key: Deno.KvKey): { day: number; name: string } {
+  return {
+    day: Number(part(key, "usage", 2)),
+    name: String(part(key, "usage", 3)),
+  };
+}
+
+/** Key of the random key queued batches are sealed with. */
+export function batchSealKey(): Deno.KvKey {
+  return ["batch_key"];
+}
+
 /** Key of one signed-in dashboard session; deleting it ends the session. */
 export function dashboardSessionKey(sessionId: string): Deno.KvKey {
   return ["dashboard_sessions", sessionId];
@@ -521,6 +566,80 @@ export function decodeErrorGroupSeenKey(
   return {
     lastSeen: Number(part(key, "error_groups_by_seen", 2)),
     groupId: String(part(key, "error_groups_by_seen", 3)),
+  };
+}
+
+/** Key of the id of the group of a public fingerprint, or their prefix. */
+export function errorGroupIdKey(
+  projectId: string,
+  fingerprint?: string,
+): Deno.KvKey {
+  return fingerprint === undefined
+    ? ["error_group_ids", projectId]
+    : ["error_group_ids", projectId, fingerprint];
+}
+
+/**
+ * Key of a group's count of entries of a release (a `KvU64`); without a
+ * release, the prefix of the group's; without a group, of the project's.
+ */
+export function errorGroupReleaseKey(
+  projectId: string,
+  groupId?: string,
+  release?: string,
+): Deno.KvKey {
+  return [
+    "error_group_releases",
+    projectId,
+    ...(groupId === undefined ? [] : [groupId]),
+    ...(release === undefined ? [] : [release]),
+  ];
+}
+
+/** The release of an {@linkcode errorGroupReleaseKey}. */
+export function decodeErrorGroupReleaseKey(key: Deno.KvKey): string {
+  return String(part(key, "error_group_releases", 3));
+}
+
+/** Key of a group's triage, or (without an id) the project's. */
+export function errorGroupTriageKey(
+  projectId: string,
+  groupId?: string,
+): Deno.KvKey {
+  return [
+    "error_group_triage",
+    projectId,
+    ...(groupId === undefined ? [] : [groupId]),
+  ];
+}
+
+/** The counters of a release (`KvU64` each). */
+export type ReleaseField = "first" | "last" | "entries" | "errors" | "groups";
+
+/**
+ * Key of one counter of a release; without a field, the prefix of the
+ * release's; without a release, of the project's.
+ */
+export function releaseCountKey(
+  projectId: string,
+  release?: string,
+  field?: ReleaseField,
+): Deno.KvKey {
+  return [
+    "release_counts",
+    projectId,
+    ...(release === undefined ? [] : [release]),
+    ...(field === undefined ? [] : [field]),
+  ];
+}
+
+/** The release and field of a {@linkcode releaseCountKey}. */
+export function decodeReleaseCountKey(
+  key: Deno.KvKey,
+): { release: string; field: ReleaseField } {
+  return {
+    release: String(part(key, "release_counts", 2)),
+    field: String(part(key, "release_counts", 3)) as ReleaseField,
   };
 }
 

@@ -10,6 +10,7 @@
  */
 import { DAY_MS } from "../domain/entry.ts";
 import type { ScrubRule } from "../domain/scrub.ts";
+import type { Quota, RetentionRule, SpikeProtection } from "../domain/quota.ts";
 import { decodeJson, encodeJson, listJson } from "./kv.ts";
 import {
   InvalidValueError,
@@ -62,6 +63,12 @@ export interface Project {
    * A secret: never printed. @default absent
    */
   hashKey?: string;
+  /** Entries stored per day and per minute at most (db/quota.ts). @default absent: none */
+  quota?: Quota;
+  /** Sampling of info and warning entries in a spike (db/quota.ts). @default absent: off */
+  spike?: SpikeProtection;
+  /** Retention by filter beside `retentionDays` (db/retention_rules.ts). @default absent: none */
+  retentionRules?: RetentionRule[];
 }
 
 /** Thrown when a project id names no project. */

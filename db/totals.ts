@@ -18,6 +18,7 @@ import {
 } from "./keys.ts";
 import { listProjects } from "./projects.ts";
 import { readUnknownProjectRejections } from "./stats.ts";
+import { readUsage, type UsageDay } from "./usage.ts";
 import { idTime } from "../domain/ids.ts";
 
 /** Records a queue gauge counts at most: a gauge at this value means "at least". */
@@ -39,6 +40,8 @@ export interface ServiceTotals {
   deadLetters: number;
   /** Alert deliveries waiting or being sent (at most the limit). */
   alertOutbox: number;
+  /** Today's usage (UTC) by project id, with its per-day quota if any. */
+  usageToday: Map<string, { day: UsageDay; quotaPerDay?: number }>;
 }
 
 async function countKeys(
@@ -73,8 +76,16 @@ export async function readTotals(
 ): Promise<ServiceTotals> {
   const accepted = new Map<string, number>();
   const rejected = new Map<string, Map<string, number>>();
-  // Two reads per project: the counters of deleted projects are left out.
-  await Promise.all((await listProjects(kv)).map(async ({ id }) => {
+  const usageToday: ServiceTotals["usageToday"] = new Map();
+  // Three reads per project: the counters of deleted projects are left out.
+  await Promise.all((await listProjects(kv)).map(async ({ id, quota }) => {
+    const [day] = await readUsage(kv, id, { now, days: 1 });
+    if (day) {
+      usageToday.set(id, {
+        day,
+        ...(quota?.perDay === undefined ? {} : { quotaPerDay: quota.perDay }),
+      });
+    }
     const count = await kv.get<Deno.KvU64>(acceptedCountKey(id));
     accepted.set(id, Number(count.value?.value ?? 0n));
     const reasons = new Map<string, number>();
@@ -100,5 +111,6 @@ export async function readTotals(
       : Math.max(0, now - idTime(batchIdOf(pending.first))),
     deadLetters: dead.count,
     alertOutbox: outbox.count,
+    usageToday,
   };
 }

@@ -41,6 +41,8 @@ export const REJECT_REASONS = [
   "replayed",
   "no_credentials",
   "unknown_level",
+  "over_quota",
+  "sampled",
 ] as const;
 
 /** One of {@linkcode REJECT_REASONS}. */

@@ -15,7 +15,8 @@ import { storeLogs } from "../db/storage/write.ts";
 import type { Project } from "../db/projects.ts";
 import { scrubAccepted } from "../db/scrub.ts";
 import { encodeRecordLine } from "../db/storage/lines.ts";
-import { DAY_MS, type LogRecord } from "../domain/entry.ts";
+import { longestRetentionMs } from "../db/retention_rules.ts";
+import type { LogRecord } from "../domain/entry.ts";
 
 /** Options of {@linkcode acceptEntries}. */
 export interface AcceptOptions {
@@ -50,7 +51,7 @@ export function acceptEntries(
   records.sort((a, b) => a.id < b.id ? -1 : a.id > b.id ? 1 : 0);
   storeLogs(op, project.id, records, {
     now: options.now,
-    retentionMs: project.retentionDays * DAY_MS,
+    retentionMs: longestRetentionMs(project),
     ...(options.lineOf ? { lineOf: options.lineOf } : {}),
   });
   addErrorGroups(op, options.groups);

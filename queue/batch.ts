@@ -4,10 +4,18 @@
  * bytes (docs/design.md#value-encoding), and the JSON array of entries in
  * slices under `batch_slices/<id>/0` onwards (docs/design.md#group-commit).
  *
+ * A batch is queued before its entries are authenticated and scrubbed (a
+ * signature is checked on the bytes as sent), so its JSON may hold secrets
+ * that scrubbing later removes. Deleting the batch does not wipe its bytes:
+ * SQLite leaves them in free pages and the write-ahead log. So the JSON is
+ * sealed here, with AES-GCM under a random key kept in KV, in one call per
+ * batch ({@linkcode sealBatch}, {@linkcode openBatch}); what is left behind
+ * is ciphertext (docs/privacy.md#queued-batches).
+ *
  * @module
  */
-import { joinJson } from "../db/blob.ts";
-import { batchSliceKey } from "../db/keys.ts";
+import { joinBytes } from "../db/blob.ts";
+import { batchSealKey, batchSliceKey } from "../db/keys.ts";
 import { decodeFramed, encodeFramed } from "../db/kv.ts";
 import type { QueuedEntry } from "../domain/entry.ts";
 
@@ -112,8 +120,100 @@ export function isEntryList(value: unknown): value is QueuedEntry[] {
     );
 }
 
+/** First byte of a sealed batch: then a 12-byte nonce and the ciphertext. */
+const SEALED = 1;
+/** First byte of a batch queued before batches were sealed: its JSON. */
+const PLAIN = "[".charCodeAt(0);
+const NONCE_BYTES = 12;
+const KEY_BYTES = 32;
+
+const encoder = new TextEncoder();
+const decoder = new TextDecoder();
+/** The sealing key of each database, read (or made) once per process. */
+const sealKeys = new WeakMap<Deno.Kv, Promise<CryptoKey>>();
+
+function sealKeyOf(kv: Deno.Kv): Promise<CryptoKey> {
+  let key = sealKeys.get(kv);
+  if (!key) {
+    key = loadSealKey(kv);
+    sealKeys.set(kv, key);
+    key.catch(() => sealKeys.delete(kv));
+  }
+  return key;
+}
+
+async function loadSealKey(kv: Deno.Kv): Promise<CryptoKey> {
+  for (;;) {
+    const entry = await kv.get<Uint8Array<ArrayBuffer>>(batchSealKey());
+    if (entry.value instanceof Uint8Array) {
+      return await crypto.subtle.importKey(
+        "raw",
+        entry.value,
+        "AES-GCM",
+        false,
+        [
+          "encrypt",
+          "decrypt",
+        ],
+      );
+    }
+    // Two processes starting at once: the first commit wins, both read it.
+    await kv.atomic().check(entry)
+      .set(batchSealKey(), crypto.getRandomValues(new Uint8Array(KEY_BYTES)))
+      .commit();
+  }
+}
+
 /**
- * Reads and parses the JSON of a batch: `slices` slices under
+ * Seals the JSON text of a batch for queueing: one AES-GCM encryption.
+ *
+ * @example
+ * ```ts
+ * const { head, rest } = splitBytes(await sealBatch(kv, `[${json}]`));
+ * ```
+ */
+export async function sealBatch(
+  kv: Deno.Kv,
+  text: string,
+): Promise<Uint8Array> {
+  const nonce = crypto.getRandomValues(new Uint8Array(NONCE_BYTES));
+  const sealed = await crypto.subtle.encrypt(
+    { name: "AES-GCM", iv: nonce },
+    await sealKeyOf(kv),
+    encoder.encode(text),
+  );
+  const bytes = new Uint8Array(1 + NONCE_BYTES + sealed.byteLength);
+  bytes[0] = SEALED;
+  bytes.set(nonce, 1);
+  bytes.set(new Uint8Array(sealed), 1 + NONCE_BYTES);
+  return bytes;
+}
+
+/**
+ * The JSON text of a batch from its stored bytes: sealed by
+ * {@linkcode sealBatch}, or plain when queued before batches were sealed.
+ * Throws when the bytes are neither.
+ */
+export async function openBatch(
+  kv: Deno.Kv,
+  bytes: Uint8Array,
+): Promise<string> {
+  if (bytes[0] === PLAIN) return decoder.decode(bytes);
+  if (bytes[0] !== SEALED || bytes.length < 1 + NONCE_BYTES) {
+    throw new BatchFormatError("Cannot open batch: unknown form");
+  }
+  // Bytes read from KV: never a shared buffer.
+  const own = bytes as Uint8Array<ArrayBuffer>;
+  const text = await crypto.subtle.decrypt(
+    { name: "AES-GCM", iv: own.subarray(1, 1 + NONCE_BYTES) },
+    await sealKeyOf(kv),
+    own.subarray(1 + NONCE_BYTES),
+  );
+  return decoder.decode(text);
+}
+
+/**
+ * Reads, opens and parses the JSON of a batch: `slices` slices under
  * `batch_slices/<batchId>/0` onwards (docs/design.md#group-commit). Throws
  * when its bytes are gone.
  *
@@ -131,5 +231,9 @@ export async function readBatchSlices(
   if (!(first instanceof Uint8Array)) {
     throw new Error(`Cannot read batch "${batchId}": its bytes are gone`);
   }
-  return await joinJson(kv, first, slices, (n) => batchSliceKey(batchId, n));
+  const keys = Array.from(
+    { length: slices - 1 },
+    (_, i) => batchSliceKey(batchId, i + 1),
+  );
+  return JSON.parse(await openBatch(kv, await joinBytes(kv, first, keys)));
 }

@@ -34,13 +34,13 @@ import type { Project } from "../db/projects.ts";
 import { scrubAccepted } from "../db/scrub.ts";
 import { addStats, StatsTally } from "../db/stats.ts";
 import {
-  DAY_MS,
   type LogRecord,
   type QueuedEntry,
   toLogRecord,
 } from "../domain/entry.ts";
-import { acceptEntries, scrubRecords } from "./accept.ts";
-import { prepareErrorGroups } from "../db/error_groups.ts";
+import { scrubRecords } from "./accept.ts";
+import { admitAndAccept } from "./admit.ts";
+import { addUsage } from "../db/usage.ts";
 import { SourceMapResolver } from "../db/symbolicate.ts";
 import {
   BatchFormatError,
@@ -272,7 +272,10 @@ export class Consumer {
       const verdicts = round.final
         ? results
         : results.filter((_r, i) => inRound(entries[i]!.projectId));
-      const result = await this.#store(op, taken, verdicts, projects, texts);
+      const result = await this.#store(op, taken, verdicts, projects, {
+        batchId,
+        texts,
+      });
       if (result.ok && round.final) return "processed";
       if (result.ok) {
         for (const id of round.projects) progress!.done.add(id);
@@ -301,7 +304,7 @@ export class Consumer {
     taken: QueuedEntry[],
     verdicts: AuthResult[],
     projects: Reads,
-    texts: Map<QueuedEntry, string> | undefined,
+    batch: { batchId: string; texts: Map<QueuedEntry, string> | undefined },
   ): Promise<Deno.KvCommitResult | Deno.KvCommitError> {
     const rings: string[] = [];
     verdicts.forEach((verdict, i) => {
@@ -310,7 +313,7 @@ export class Consumer {
       rings.push(projects.get(id)!.project ? id : GLOBAL_RING);
     });
     return await this.#rings.hold(rings, async () => {
-      await this.#addResults(op, taken, verdicts, projects, { texts });
+      await this.#addResults(op, taken, verdicts, projects, batch);
       return await this.#commit(op);
     });
   }
@@ -406,7 +409,10 @@ export class Consumer {
     entries: QueuedEntry[],
     results: AuthResult[],
     reads: Reads,
-    { texts }: { texts?: Map<QueuedEntry, string> | undefined },
+    { batchId, texts }: {
+      batchId: string;
+      texts?: Map<QueuedEntry, string> | undefined;
+    },
   ): Promise<void> {
     const projects = new Map([...reads].map(([id, r]) => [id, r.project]));
     const now = this.#now();
@@ -452,14 +458,19 @@ export class Consumer {
         records,
         scrubbed,
       );
-      acceptEntries(op, project, records, {
-        now,
+      await admitAndAccept(this.#kv, op, {
+        batchId,
+        project,
+        versionstamp: reads.get(projectId)!.versionstamp,
+        records,
         lineOf,
-        groups: await prepareErrorGroups(this.#kv, projectId, records, {
-          now,
-          retentionMs: project.retentionDays * DAY_MS,
-        }),
+        now,
       });
+    }
+    for (const [projectId, reasons] of tally.rejected) {
+      let rejected = 0;
+      for (const n of reasons.values()) rejected += n;
+      addUsage(op, projectId, now, { rejected });
     }
     await addStats(this.#kv, op, tally);
   }

@@ -20,6 +20,7 @@ import {
   type BatchHeader,
   encodeBatchHeader,
   type HandedBatch,
+  sealBatch,
 } from "./batch.ts";
 
 /**
@@ -288,7 +289,10 @@ export class GroupCommitter {
     // Everything that could throw is inside: every request taken is answered.
     try {
       const op = kv.atomic();
-      batches = this.#addBatches(op, taken, this.#now());
+      // A commit of the rider alone is built at once, awaiting nothing.
+      if (taken.length > 0) {
+        batches = await this.#addBatches(op, taken, this.#now());
+      }
       const mutations = batches.reduce((n, b) => n + 1 + b.slices, 0);
       told = this.#options.rider?.ride(op, MAX_COMMIT_MUTATIONS - mutations);
       // A commit refused as locked wrote nothing: the same one goes again.
@@ -323,13 +327,17 @@ export class GroupCommitter {
     }
   }
 
-  /** Cuts the entries taken into batches and adds their mutations to `op`. */
-  #addBatches(
+  /**
+   * Cuts the entries taken into batches, seals each (queue/batch.ts) and
+   * adds their mutations to `op`.
+   */
+  async #addBatches(
     op: Deno.AtomicOperation,
     taken: Waiting[],
     now: number,
-  ): Batch[] {
+  ): Promise<Batch[]> {
     const batches: Batch[] = [];
+    const cuts: Waiting[][] = [];
     for (let from = 0; from < taken.length;) {
       let to = from + 1;
       let size = taken[from]!.json.length;
@@ -340,10 +348,16 @@ export class GroupCommitter {
         size += taken[to]!.json.length;
         to++;
       }
-      const items = taken.slice(from, to);
-      const { head, rest } = splitBytes(
-        `[${items.map((w) => w.json).join(",")}]`,
-      );
+      cuts.push(taken.slice(from, to));
+      from = to;
+    }
+    const sealed = await Promise.all(
+      cuts.map((items) =>
+        sealBatch(this.#options.kv, `[${items.map((w) => w.json).join(",")}]`)
+      ),
+    );
+    cuts.forEach((items, i) => {
+      const { head, rest } = splitBytes(sealed[i]!);
       const id = createId(now);
       const header: BatchHeader = {
         createdAt: now,
@@ -356,8 +370,7 @@ export class GroupCommitter {
         op.set(batchSliceKey(id, n), slice)
       );
       batches.push({ id, slices: header.slices, items });
-      from = to;
-    }
+    });
     return batches;
   }
 }

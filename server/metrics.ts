@@ -149,6 +149,67 @@ function rejectedSamples(totals: ServiceTotals): Sample[] {
   return samples;
 }
 
+/** Today's usage by project: entries by what became of them. */
+function usageSamples(totals: ServiceTotals): Sample[] {
+  const samples: Sample[] = [];
+  for (const [project, { day }] of byName(totals.usageToday)) {
+    for (
+      const kind of [
+        "accepted",
+        "stored",
+        "over_quota",
+        "sampled",
+        "rejected",
+      ] as const
+    ) {
+      samples.push(["", { project, kind }, day[kind]]);
+    }
+  }
+  return samples;
+}
+
+/** The share of each per-day quota used today. */
+function quotaSamples(totals: ServiceTotals): Sample[] {
+  const samples: Sample[] = [];
+  for (const [project, { day, quotaPerDay }] of byName(totals.usageToday)) {
+    if (quotaPerDay === undefined) continue;
+    samples.push([
+      "",
+      { project },
+      Math.min(day.stored, quotaPerDay) / quotaPerDay,
+    ]);
+  }
+  return samples;
+}
+
+/** The families of today's usage and quotas. */
+function usageFamilies(totals: ServiceTotals): string[] {
+  return [
+    family(
+      "logs_usage_entries_today",
+      "gauge",
+      "Entries of the current UTC day by project and by what became of them: accepted, stored, over_quota, sampled, rejected.",
+      usageSamples(totals),
+    ),
+    family(
+      "logs_usage_bytes_today",
+      "gauge",
+      "Characters of the JSON of the entries stored in the current UTC day, by project.",
+      byName(totals.usageToday).map(([project, { day }]) => [
+        "",
+        { project },
+        day.bytes,
+      ]),
+    ),
+    family(
+      "logs_quota_used_ratio",
+      "gauge",
+      "Share of the per-day quota used in the current UTC day, by project with a quota.",
+      quotaSamples(totals),
+    ),
+  ];
+}
+
 /**
  * The Prometheus text of this process's requests and the service's totals.
  */
@@ -183,6 +244,7 @@ export function renderMetrics(
       "Entries dropped, by project and reason; without a project label for entries naming no existing project (the whole service).",
       rejectedSamples(totals),
     ),
+    ...usageFamilies(totals),
     family(
       "logs_queue_pending_batches",
       "gauge",

@@ -46,6 +46,7 @@ const SECTIONS: Record<string, LayoutProps["section"]> = {
   "/": "projects",
   "/dead-letters": "dead-letters",
   "/users": "users",
+  "/usage": "usage",
 };
 
 /** A link of the navigation, marked when it leads to the current page. */
@@ -68,7 +69,7 @@ export interface LayoutProps {
   /** Stylesheets to load after the common one. */
   styles?: string[];
   /** Which top-level section is current. */
-  section?: "projects" | "dead-letters" | "users";
+  section?: "projects" | "dead-letters" | "users" | "usage";
   project?: ProjectTabs;
   /** Extra class on `<body>`. */
   bodyClass?: string;

@@ -45,4 +45,16 @@ export const REASON_HELP: Record<string, { meaning: string; fix: string }> = {
     fix:
       "Declare the level under Custom levels in the settings, or send info, warning, error or critical. Then replay the entry.",
   },
+  over_quota: {
+    meaning:
+      "The entry was authenticated but the project had stored its quota for the day or the minute; it is counted, not kept.",
+    fix:
+      "Raise or remove the quota in the settings (administrators), or send less; see the Usage page.",
+  },
+  sampled: {
+    meaning:
+      "The entry was authenticated during a spike and sampled out by the project's spike protection; it is counted, not kept.",
+    fix:
+      "Nothing to fix: 1 in k info and warning entries is stored while the rate is past the set multiple of its hourly average.",
+  },
 };

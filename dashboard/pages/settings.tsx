@@ -19,6 +19,7 @@ import {
 } from "./layout.tsx";
 import { Snippets } from "./snippets.tsx";
 import { ScrubbingSection } from "./settings_scrub.tsx";
+import { QuotaSection } from "./settings_quota.tsx";
 import type { ScrubRule } from "../../domain/scrub.ts";
 import { type TokenRow, TokensSection } from "./tokens.tsx";
 
@@ -34,6 +35,12 @@ export interface SettingsProject {
   previousSecretExpiresAt?: number;
   /** Scrubbing rules beside the defaults. @default none */
   scrubRules?: ScrubRule[];
+  /** @default none */
+  quota?: { perDay?: number; perMinute?: number };
+  /** @default off */
+  spike?: { multiple: number; keep: number };
+  /** Retention by filter. @default none */
+  retentionRules?: { filter: string; days: number }[];
 }
 
 /** A refused value and why, shown beside its form. */
@@ -56,6 +63,8 @@ export interface SettingsData {
     rotate?: FieldError;
     delete?: FieldError;
     token?: FieldError;
+    quota?: FieldError;
+    spike?: FieldError;
   };
   /** The project's read tokens (never the tokens themselves). */
   tokens?: TokenRow[];
@@ -263,6 +272,19 @@ function RetentionSection(props: SectionProps) {
       </PostForm>
       <p class="hint">Applies to entries stored from now on.</p>
       <FieldErrorText error={errors.retention} />
+      {(project.retentionRules ?? []).length > 0 && (
+        <ul id="retention-rules">
+          {project.retentionRules!.map((rule) => (
+            <li>
+              <code>{rule.filter}</code> kept {rule.days} days
+            </li>
+          ))}
+        </ul>
+      )}
+      <p class="hint">
+        Rules by level (the longest matching one wins) are set with{" "}
+        <code>deno task project retention-rules</code>.
+      </p>
     </Card>
   );
 }
@@ -375,6 +397,15 @@ export function SettingsPage(props: { ctx: PageContext; data: SettingsData }) {
           <LevelsSection {...parts} />
           <RetentionSection {...parts} />
           <ScrubbingSection rules={project.scrubRules ?? []} />
+          {ctx.posts(`/projects/${project.id}/settings/quota`) && (
+            <QuotaSection
+              ctx={ctx}
+              quota={project.quota}
+              spike={project.spike}
+              action={action}
+              errors={{ quota: errors.quota, spike: errors.spike }}
+            />
+          )}
           <SecretSection {...parts} />
         </div>
         <div class="column">

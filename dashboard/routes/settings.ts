@@ -12,6 +12,7 @@ import { scrubRules } from "../../db/scrub.ts";
 import { listReadTokens, scopeOf } from "../../db/tokens.ts";
 import { InvalidValueError } from "../../db/validation.ts";
 import { deleteProject } from "../../db/deletion.ts";
+import { setQuota, setSpikeProtection } from "../../db/quota.ts";
 import {
   addLevel,
   allowValue,
@@ -50,6 +51,8 @@ const DONE: Record<string, string> = {
   "level-remove": "Level removed.",
   retention: "Retention saved.",
   rotate: "Secret rotated.",
+  quota: "Quota saved.",
+  spike: "Spike protection saved.",
   "token-revoke": "Token revoked: it no longer reads this project.",
 };
 
@@ -71,6 +74,16 @@ export async function showSettings(
       retentionDays: project.retentionDays,
       createdAt: project.createdAt,
       scrubRules: scrubRules(project),
+      ...(project.quota ? { quota: project.quota } : {}),
+      ...(project.spike ? { spike: project.spike } : {}),
+      ...(project.retentionRules
+        ? {
+          retentionRules: project.retentionRules.map((r) => ({
+            filter: r.filter,
+            days: r.days,
+          })),
+        }
+        : {}),
       ...(project.previousSecretExpiresAt === undefined
         ? {}
         : { previousSecretExpiresAt: project.previousSecretExpiresAt }),
@@ -130,6 +143,73 @@ function storing(
   };
 }
 
+/** A form's whole number (none for an empty field), or a refusal naming `what`. */
+function wholeNumber(what: string, text: string): number | undefined {
+  if (text === "") return undefined;
+  if (!/^\d{1,12}$/.test(text)) {
+    throw new InvalidValueError(
+      `Cannot set the ${what} to "${text}": expected a whole number`,
+    );
+  }
+  return Number(text);
+}
+
+/** Saves the quota card's first form: empty fields remove their bound. */
+async function saveQuota(
+  kv: Deno.Kv,
+  id: string,
+  perDay: string,
+  perMinute: string,
+) {
+  await setQuota(kv, id, {
+    perDay: wholeNumber("per-day quota", perDay),
+    perMinute: wholeNumber("per-minute quota", perMinute),
+  });
+}
+
+/** Saves the quota card's second form: both fields empty turn it off. */
+async function saveSpike(
+  kv: Deno.Kv,
+  id: string,
+  multiple: string,
+  keep: string,
+) {
+  if (multiple === "" && keep === "") {
+    await setSpikeProtection(kv, id, null);
+    return;
+  }
+  const times = Number(multiple);
+  if (multiple === "" || keep === "" || !Number.isFinite(times)) {
+    throw new InvalidValueError(
+      `Cannot set spike protection to "${multiple}" and "${keep}": expected a multiple (a number) and k (a whole number)`,
+    );
+  }
+  await setSpikeProtection(kv, id, {
+    multiple: times,
+    keep: wholeNumber("spike's k", keep)!,
+  });
+}
+
+/**
+ * A change of the quota card: the fields `field` and `second` saved by
+ * `save`, then back to the card with the notice `done`.
+ */
+function quotaCardChange(
+  field: string,
+  second: string,
+  done: "quota" | "spike",
+  save: (kv: Deno.Kv, id: string, a: string, b: string) => Promise<void>,
+): Change {
+  return {
+    field,
+    errorKey: done,
+    async apply(deps, id, value, c) {
+      await save(deps.kv, id, value, (await formField(c, second)).trim());
+      return c.redirect(back(deps, id, done, "quota"), 303);
+    },
+  };
+}
+
 /** The settings changes by action, each answered by a redirect. */
 const CHANGES: Record<string, Change> = {
   allow: {
@@ -168,6 +248,8 @@ const CHANGES: Record<string, Change> = {
       return c.redirect(back(deps, id, "retention", "retention"), 303);
     },
   },
+  quota: quotaCardChange("per_day", "per_minute", "quota", saveQuota),
+  spike: quotaCardChange("multiple", "keep", "spike", saveSpike),
   rotate: {
     field: "grace",
     errorKey: "rotate",

@@ -23,7 +23,6 @@
  * @module
  */
 import { idTime, timeBound } from "../../domain/ids.ts";
-import { DAY_MS } from "../../domain/entry.ts";
 import {
   acceptedCountKey,
   logChunkKey,
@@ -33,7 +32,7 @@ import {
   projectKey,
 } from "../keys.ts";
 import { ATOMIC_MAX_MUTATIONS, decodeJson, getManyChunked } from "../kv.ts";
-import { chunkExpireIn, deleteChunk, setChunk } from "./write.ts";
+import { chunkExpireIn, deleteChunk, replaceChunks } from "./write.ts";
 import {
   deletePendingOf,
   expireCoarse,
@@ -42,6 +41,9 @@ import {
 } from "./coarse_groups.ts";
 import { lineId } from "./lines.ts";
 import { deleteExpiredCounts } from "../log_counts.ts";
+import { deleteOldUsage } from "../usage.ts";
+import { chunkRetentionMs, longestRetentionMs } from "../retention_rules.ts";
+import { levelsPast, pruneChunk } from "./prune.ts";
 import { listProjects, type Project } from "../projects.ts";
 import {
   buildChunkPausing,
@@ -164,6 +166,9 @@ interface Round {
   projectId: string;
   now: number;
   retentionMs: number;
+  /** The retention of one chunk, and its levels already past their time. */
+  retentionOf: (summary: ChunkSummary) => number;
+  pastOf: (summary: ChunkSummary) => Set<string>;
   pause: () => Promise<void>;
   result: MergeResult;
   /** An atomic operation guarded by the project and the marker. */
@@ -176,7 +181,12 @@ function openRound(
   kv: Deno.Kv,
   project: Deno.KvEntryMaybe<unknown>,
   marker: Deno.KvEntryMaybe<Deno.KvU64>,
-  options: MergeOptions & { projectId: string; retentionMs: number },
+  options: MergeOptions & {
+    projectId: string;
+    retentionMs: number;
+    retentionOf: Round["retentionOf"];
+    pastOf: Round["pastOf"];
+  },
   result: MergeResult,
 ): Round {
   const { projectId } = options;
@@ -186,6 +196,8 @@ function openRound(
     projectId,
     now: options.now,
     retentionMs: options.retentionMs,
+    retentionOf: options.retentionOf,
+    pastOf: options.pastOf,
     pause: options.pause ?? nextTurn,
     result,
     guarded: () =>
@@ -235,11 +247,15 @@ export async function mergeProject(
     return result;
   }
   options.quiet?.delete(projectId);
-  const retentionMs = project.retentionDays * DAY_MS;
+  // Retention by filter: chunks are kept for the longest, and each goes
+  // once every level it holds is past its time (db/retention_rules.ts).
+  const retentionMs = longestRetentionMs(project);
   const round = openRound(kv, projectEntry!, marker!, {
     ...options,
     projectId,
     retentionMs,
+    retentionOf: (s) => chunkRetentionMs(project, Object.keys(s.levels)),
+    pastOf: (s) => levelsPast(project, s, options.now),
   }, result);
   // Summaries, oldest first (as far as listed when a conflict stops it).
   const summaries: ChunkSummary[] = [];
@@ -247,6 +263,7 @@ export async function mergeProject(
     await expireAndList(round, summaries);
     await expireCoarse(round);
     await deleteExpiredCounts(kv, projectId, options.now - retentionMs);
+    await deleteOldUsage(kv, projectId, options.now);
     const done: Merged = { sources: new Set(), written: [] };
     // A group left for a later round: the project is not quiet.
     let cut = false;
@@ -310,7 +327,6 @@ async function expireAndList(
   summaries: ChunkSummary[],
 ): Promise<void> {
   const { kv, projectId } = round;
-  const horizon = timeBound(round.now - round.retentionMs);
   let expired: ChunkSummary[] = [];
   const flushExpired = async () => {
     const op = round.guarded();
@@ -325,10 +341,14 @@ async function expireAndList(
   });
   for await (const entry of iter) {
     const summary = decodeSummary(entry.value, logUnitId(entry.key));
-    if (summary.lastId < horizon) {
+    if (summary.lastId < timeBound(round.now - round.retentionOf(summary))) {
       expired.push(summary);
       if (expired.length >= EXPIRE_BATCH) await flushExpired();
-    } else summaries.push(summary);
+    } else {
+      // Retention by filter: a chunk's levels past their time go first.
+      const kept = await pruneChunk(round, summary, round.pastOf(summary));
+      if (kept) summaries.push(kept);
+    }
   }
   if (expired.length > 0) await flushExpired();
 }
@@ -391,30 +411,21 @@ async function mergeGroup(
     return;
   }
   // The newest source's key names the merged chunk too: written over.
-  const newest = group.reduce((a, b) => (a.lastId > b.lastId ? a : b));
   const op = round.guarded();
-  let mutations = 2;
-  for (const s of group) {
-    mutations += deleteChunk(
-      op,
-      projectId,
-      s,
-      s === newest
-        ? { slices: chunk.summary.slices, columns: chunk.summary.columns ?? 0 }
-        : undefined,
-    );
-  }
+  replaceChunks(op, projectId, group, chunk, round);
   const expireIn = chunkExpireIn(
     chunk.summary.firstId,
     round.retentionMs,
     round.now,
   );
-  mutations += setChunk(op, projectId, chunk, { expireIn });
-  mutations += setPending(op, projectId, chunk.summary, members, expireIn);
+  setPending(op, projectId, chunk.summary, members, expireIn);
   // The sources' waiting hashes, where the commit has room (else a round
   // drops them once they would be grouped).
-  const sources = group.filter((s) => s !== newest).map((s) => s.lastId);
-  if (mutations + 2 * sources.length <= ATOMIC_MAX_MUTATIONS) {
+  const sources = group.map((s) => s.lastId)
+    .filter((id) => id !== chunk.summary.lastId);
+  if (
+    mutationsAtMost(group, chunk) + 2 * sources.length <= ATOMIC_MAX_MUTATIONS
+  ) {
     deletePendingOf(op, projectId, sources);
   }
   await round.commit(op);
@@ -424,6 +435,20 @@ async function mergeGroup(
   result.sources += group.length;
   result.entries += lines.length;
   result.bytes += chunk.summary.bytes;
+}
+
+/**
+ * Mutations of a merge's commit at most, before its sources' waiting
+ * hashes: its guard, each source's values deleted, the chunk's written, its
+ * own waiting hashes.
+ */
+function mutationsAtMost(
+  group: readonly ChunkSummary[],
+  chunk: { summary: ChunkSummary },
+): number {
+  const values = (s: ChunkSummary) => 3 + s.slices + (s.columns ?? 0);
+  return 2 + group.reduce((n, s) => n + values(s), 0) + values(chunk.summary) +
+    2;
 }
 
 /** The lines of each chunk of `group`, read from KV. */

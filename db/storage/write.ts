@@ -81,6 +81,40 @@ export function chunkExpireIn(
 }
 
 /**
+ * Adds to `op` the mutations that replace the chunks of `sources` by
+ * `chunk`: each source deleted, but for the keys of one named by the same
+ * last id, which `chunk` is written over; `chunk` set to expire after
+ * `retentionMs` from its first entry.
+ *
+ * @example
+ * ```ts
+ * replaceChunks(op, projectId, group, buildChunk(lines), { retentionMs, now });
+ * ```
+ */
+export function replaceChunks(
+  op: AtomicWriter,
+  projectId: string,
+  sources: readonly ChunkSummary[],
+  chunk: BuiltChunk,
+  options: { retentionMs: number; now: number },
+): void {
+  const { summary } = chunk;
+  for (const s of sources) {
+    deleteChunk(
+      op,
+      projectId,
+      s,
+      s.lastId === summary.lastId
+        ? { slices: summary.slices, columns: summary.columns ?? 0 }
+        : undefined,
+    );
+  }
+  setChunk(op, projectId, chunk, {
+    expireIn: chunkExpireIn(summary.firstId, options.retentionMs, options.now),
+  });
+}
+
+/**
  * Adds the mutations that write `chunk` (its value and further slices, its
  * summary, its Bloom filter and its columns) to `op`; returns how many.
  *

@@ -129,3 +129,22 @@ export async function postEntry(
   await res.body?.cancel();
   return res.status;
 }
+
+/**
+ * The server on the KV file `kvPath`, on a free port of 127.0.0.1, with a
+ * rate limit no test of throughput reaches; waits until it listens.
+ */
+export function startIngestServer(
+  kvPath: string,
+): Promise<SpawnedServer<"ingest">> {
+  return spawnServer(
+    {
+      KV_PATH: kvPath,
+      PORT: "0",
+      HOSTNAME: "127.0.0.1",
+      RATE_LIMIT_RPS: "1000000",
+      RATE_LIMIT_BURST: "1000000",
+    },
+    { ingest: /Listening on (http:\/\/[^/\s]+)/ },
+  );
+}

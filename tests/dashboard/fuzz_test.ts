@@ -195,6 +195,8 @@ Deno.test("every field of every form, given nasty values, answers the page or a 
       [`${settings}/levels/remove`, ["level"]],
       [`${settings}/retention`, ["days"]],
       [`${settings}/rotate`, ["grace"]],
+      [`${settings}/quota`, ["per_day", "per_minute"]],
+      [`${settings}/spike`, ["multiple", "keep"]],
       [`${settings}/delete`, ["confirm"]],
       [`/projects/${project.id}/rejections/replay`, ["entry"]],
       ["/dead-letters/replay", ["id"]],

@@ -78,6 +78,8 @@ const ROWS: Row[] = [
   // `:fingerprint` as it stands is no fingerprint.
   getRow("/projects/:id/errors/:fingerprint", "read", 400),
   getRow("/projects/:id/entries/:entryId", "read", 404),
+  getRow("/projects/:id/releases", "read", 200),
+  configureRow("/errors/triage", 400, { fp: "nope", action: "resolve" }),
   configureRow("/views", 400, { name: "" }),
   configureRow("/views/delete", 303, { view: "nope" }),
   configureRow("/alerts/add", 400, { query: "" }),
@@ -94,6 +96,13 @@ const ROWS: Row[] = [
   postRow("/projects/:id/settings/delete", "admin-project", 400, {
     confirm: "not the name",
   }),
+  postRow("/projects/:id/settings/quota", "admin-project", 400, {
+    per_day: "0",
+  }),
+  postRow("/projects/:id/settings/spike", "admin-project", 400, {
+    multiple: "x",
+  }),
+  getRow("/usage", "any", 200),
   configureRow("/settings/tokens", 400, { name: "" }),
   configureRow("/settings/tokens/revoke", 400, { token: "nope" }),
   getRow("/api/v1/projects/:id/logs", "read", 200),

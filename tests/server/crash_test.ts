@@ -11,28 +11,15 @@ import { ORIGIN, withTimeout } from "../_helpers/harness.ts";
 import {
   postEntry,
   PROCESS_TIMEOUT_MS,
-  spawnServer,
+  startIngestServer,
 } from "../_helpers/server_process.ts";
-
-function startServer(kvPath: string) {
-  return spawnServer(
-    {
-      KV_PATH: kvPath,
-      PORT: "0",
-      HOSTNAME: "127.0.0.1",
-      RATE_LIMIT_RPS: "1000000",
-      RATE_LIMIT_BURST: "1000000",
-    },
-    { ingest: /Listening on (http:\/\/[^/\s]+)/ },
-  );
-}
 
 Deno.test("entries answered 200 survive a SIGKILL and are stored exactly once after restart", async () => {
   const dir = await Deno.makeTempDir();
   const kvPath = `${dir}/kv.sqlite`;
   const kv = await Deno.openKv(kvPath);
   const project = await createProject(kv, { name: "crash", allow: [ORIGIN] });
-  let server = await startServer(kvPath);
+  let server = await startIngestServer(kvPath);
   try {
     const total = 3000;
     const killAfter = 1200;
@@ -68,7 +55,7 @@ Deno.test("entries answered 200 survive a SIGKILL and are stored exactly once af
       (await Array.fromAsync(kv.list({ prefix: pendingBatchesPrefix() })))
         .length;
     const restartedAt = Date.now();
-    server = await startServer(kvPath);
+    server = await startIngestServer(kvPath);
     let stored = new Map<number, number>();
     // Against a hang only: the pending batches take about 3 s after a
     // restart on a busy machine.

@@ -1,0 +1,90 @@
+/**
+ * The consumer's step between scrubbing a project's accepted entries and
+ * storing them: its quota and spike protection decide which are stored
+ * (db/quota.ts), its error groups count them all, and its usage counts
+ * what happened to each (db/usage.ts). Adds to the result commit; the
+ * quota's own small commit is made by `admitEntries`.
+ *
+ * @module
+ */
+import type { AtomicWriter } from "../db/atomic.ts";
+import { prepareErrorGroups } from "../db/error_groups.ts";
+import { rejectedCountKey } from "../db/keys.ts";
+import type { Project } from "../db/projects.ts";
+import { admitEntries } from "../db/quota.ts";
+import { addUsage } from "../db/usage.ts";
+import { DAY_MS, type LogRecord } from "../domain/entry.ts";
+import { acceptEntries } from "./accept.ts";
+
+/** Options of {@linkcode admitAndAccept}. */
+export interface AdmitAndAcceptOptions {
+  batchId: string;
+  project: Project;
+  /** The project record's versionstamp the batch was judged with. */
+  versionstamp: string | null;
+  /** The project's accepted entries, scrubbed. */
+  records: LogRecord[];
+  /** Each record's line for storing (from `scrubRecords`). */
+  lineOf: (record: LogRecord) => string;
+  /** Unix ms. */
+  now: number;
+}
+
+/**
+ * Adds to `op` what accepting a project's entries of one batch writes:
+ * the entries its quota admits, the error groups of them all, the counts
+ * of those over the quota or sampled, and the day's usage.
+ *
+ * @example
+ * ```ts
+ * await admitAndAccept(kv, op, { batchId, project, versionstamp, records, lineOf, now });
+ * ```
+ */
+export async function admitAndAccept(
+  kv: Deno.Kv,
+  op: AtomicWriter,
+  options: AdmitAndAcceptOptions,
+): Promise<void> {
+  const { project, records, now } = options;
+  // Each line once: storing reads it again.
+  const lines = new Map<LogRecord, string>();
+  const lineOf = (record: LogRecord) => {
+    let line = lines.get(record);
+    if (line === undefined) lines.set(record, line = options.lineOf(record));
+    return line;
+  };
+  records.sort((a, b) => a.id < b.id ? -1 : a.id > b.id ? 1 : 0);
+  const groups = await prepareErrorGroups(kv, project.id, records, {
+    now,
+    retentionMs: project.retentionDays * DAY_MS,
+  });
+  const free = new Set(
+    groups.groups.filter((g) => g.before === null).map((g) => g.after.sampleId),
+  );
+  const admitted = await admitEntries(kv, {
+    batchId: options.batchId,
+    project,
+    versionstamp: options.versionstamp,
+    records,
+    free,
+    now,
+  });
+  acceptEntries(op, project, admitted.stored, { now, lineOf, groups });
+  if (admitted.grant) op.delete(admitted.grant);
+  const { overQuota, sampled } = admitted;
+  if (overQuota > 0) {
+    op.sum(rejectedCountKey(project.id, "over_quota"), BigInt(overQuota));
+  }
+  if (sampled > 0) {
+    op.sum(rejectedCountKey(project.id, "sampled"), BigInt(sampled));
+  }
+  let bytes = 0;
+  for (const record of admitted.stored) bytes += lineOf(record).length;
+  addUsage(op, project.id, now, {
+    accepted: records.length,
+    stored: admitted.stored.length,
+    over_quota: overQuota,
+    sampled,
+    bytes,
+  });
+}

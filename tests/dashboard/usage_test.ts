@@ -1,0 +1,90 @@
+/**
+ * The dashboard's quota card (administrators only) and its usage page.
+ *
+ * @module
+ */
+import assert from "node:assert/strict";
+import { getProject } from "../../db/projects.ts";
+import { setQuota } from "../../db/quota.ts";
+import { addRetentionRule } from "../../db/retention_rules.ts";
+import { signedInTest, textOf } from "../_helpers/dashboard.ts";
+import { addAccount, signInAs } from "../_helpers/dashboard_accounts.ts";
+import { ORIGIN, postEntries } from "../_helpers/harness.ts";
+
+signedInTest(
+  "an administrator sets and removes a quota and spike protection on the settings page, refusals explained",
+  async (h, browser) => {
+    const project = await h.project();
+    const path = `/projects/${project.id}/settings`;
+    await addRetentionRule(h.kv, project.id, "level<=info", 3);
+    const page = textOf(await (await browser.get(path)).text());
+    assert.match(page, /Quota and spikes/);
+    assert.match(page, /level<=info kept 3 days/);
+    const saved = await browser.post(`${path}/quota`, {
+      per_day: "1000",
+      per_minute: "",
+    });
+    assert.equal(saved.status, 303);
+    assert.deepEqual((await getProject(h.kv, project.id))!.quota, {
+      perDay: 1000,
+    });
+    const bad = await browser.post(`${path}/quota`, {
+      per_day: "0",
+      per_minute: "",
+    });
+    assert.equal(bad.status, 400);
+    assert.match(
+      textOf(await bad.text()),
+      /Cannot set the per-day quota to "0"/,
+    );
+    const spike = await browser.post(`${path}/spike`, {
+      multiple: "5",
+      keep: "10",
+    });
+    assert.equal(spike.status, 303);
+    assert.deepEqual((await getProject(h.kv, project.id))!.spike, {
+      multiple: 5,
+      keep: 10,
+    });
+    const badSpike = await browser.post(`${path}/spike`, {
+      multiple: "5",
+      keep: "one",
+    });
+    assert.equal(badSpike.status, 400);
+    await browser.post(`${path}/quota`, { per_day: "", per_minute: "" });
+    await browser.post(`${path}/spike`, { multiple: "", keep: "" });
+    const cleared = (await getProject(h.kv, project.id))!;
+    assert.equal(cleared.quota, undefined);
+    assert.equal(cleared.spike, undefined);
+  },
+);
+
+signedInTest(
+  "a member sees no quota card and cannot change a quota",
+  async (h) => {
+    const project = await h.project();
+    await addAccount(h.kv, "dev@example.com", "member", [project.id]);
+    const dev = await signInAs(h.dash, "dev@example.com");
+    const path = `/projects/${project.id}/settings`;
+    const page = textOf(await (await dev.get(path)).text());
+    assert.doesNotMatch(page, /Quota and spikes/);
+    const res = await dev.post(`${path}/quota`, { per_day: "1" });
+    assert.equal(res.status, 403);
+    assert.equal((await getProject(h.kv, project.id))!.quota, undefined);
+  },
+);
+
+signedInTest(
+  "the usage page shows a project's day: accepted, stored, over quota and the quota used",
+  async (h, browser) => {
+    const project = await h.project();
+    await setQuota(h.kv, project.id, { perDay: 2 });
+    await postEntries(h, project.id, { origin: ORIGIN, count: 3 });
+    await h.process();
+    const res = await browser.get("/usage");
+    assert.equal(res.status, 200);
+    const text = textOf(await res.text());
+    assert.match(text, /quota 2 a day; no spike protection/);
+    assert.match(text, /2026-01-01 3 2 1 0 0 \d+ 100%/);
+  },
+);
