@@ -16,9 +16,9 @@ import {
   addScrubRule,
   describeRule,
   type DryRun,
-  dryRunScrub,
-  prepareRule,
+  dryRunRule,
   removeScrubRule,
+  ruleAuditDetail,
   type ScrubRuleInput,
   scrubRules,
 } from "../db/scrub.ts";
@@ -200,10 +200,7 @@ async function dryRun(
   project: Project,
   input: ScrubRuleInput | undefined,
 ): Promise<number> {
-  const rules = scrubRules(project);
-  const rule = input && prepareRule(input, project);
-  const tried = rule ? [...rules.filter((r) => r.id !== rule.id), rule] : rules;
-  const run = await dryRunScrub(ctx.kv, project, tried);
+  const { rule, run } = await dryRunRule(ctx.kv, project, input);
   return printResult(ctx, parsed, {
     json: {
       projectId: project.id,
@@ -245,7 +242,7 @@ export const scrubSubcommand: Subcommand = subcommand({
     await recordCliChange(ctx, {
       projectId: id,
       action: change.action,
-      detail: `${change.rule.id}: ${describeRule(change.rule)}`,
+      detail: ruleAuditDetail(change.rule),
     });
     const done = change.action === "scrub.add"
       ? `Saved rule "${change.rule.id}" (${inert(describeRule(change.rule))})`

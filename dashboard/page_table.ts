@@ -127,6 +127,15 @@ export const PAGES: readonly Page[] = [
   // So are a project's quota and spike protection: they decide what it costs.
   post("/projects/:id/settings/quota", "delete"),
   post("/projects/:id/settings/spike", "delete"),
+  // And what is scrubbed and how long what is stored is kept: they decide
+  // what personal data the service holds.
+  ...[
+    "/projects/:id/settings/scrub/add",
+    "/projects/:id/settings/scrub/remove",
+    "/projects/:id/settings/scrub/dry-run",
+    "/projects/:id/settings/retention-rules/add",
+    "/projects/:id/settings/retention-rules/remove",
+  ].map((path) => post(path, "delete")),
   // The service-wide changes.
   ...[
     "/projects",

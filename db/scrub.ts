@@ -303,6 +303,33 @@ export async function dryRunScrub(
   return run;
 }
 
+/**
+ * A dry run of the project's saved rules with `input` added (or replacing
+ * the saved rule of the same id); of the saved rules alone without one.
+ * Checks `input` as {@linkcode addScrubRule} would, and saves nothing.
+ *
+ * @example
+ * ```ts
+ * const { rule, run } = await dryRunRule(kv, project, { kind: "detector", detector: "email" });
+ * ```
+ */
+export async function dryRunRule(
+  kv: Deno.Kv,
+  project: Project,
+  input: ScrubRuleInput | undefined,
+): Promise<{ rule?: ScrubRule; run: DryRun }> {
+  const rules = scrubRules(project);
+  const rule = input && prepareRule(input, project);
+  const tried = rule ? [...rules.filter((r) => r.id !== rule.id), rule] : rules;
+  const run = await dryRunScrub(kv, project, tried);
+  return rule ? { rule, run } : { run };
+}
+
+/** The audit log's detail of a change of `rule`: `key:email: key "email" → hash`. */
+export function ruleAuditDetail(rule: ScrubRule): string {
+  return `${rule.id}: ${describeRule(rule)}`;
+}
+
 function shown(value: unknown): string {
   const text = value === undefined ? "(absent)" : JSON.stringify(value);
   return text.length > SHOWN_CHARS ? text.slice(0, SHOWN_CHARS) + "…" : text;

@@ -18,7 +18,8 @@ import {
   ProjectLayout,
 } from "./layout.tsx";
 import { Snippets } from "./snippets.tsx";
-import { ScrubbingSection } from "./settings_scrub.tsx";
+import { type FieldError, FieldErrorText } from "./field_error.tsx";
+import { ScrubbingSection, type ScrubDryRun } from "./settings_scrub.tsx";
 import { QuotaSection } from "./settings_quota.tsx";
 import type { ScrubRule } from "../../domain/scrub.ts";
 import { type TokenRow, TokensSection } from "./tokens.tsx";
@@ -43,11 +44,7 @@ export interface SettingsProject {
   retentionRules?: { filter: string; days: number }[];
 }
 
-/** A refused value and why, shown beside its form. */
-export interface FieldError {
-  value: string;
-  message: string;
-}
+export type { FieldError };
 
 /** Data of the settings page. */
 export interface SettingsData {
@@ -65,7 +62,11 @@ export interface SettingsData {
     token?: FieldError;
     quota?: FieldError;
     spike?: FieldError;
+    scrub?: FieldError;
+    retentionRule?: FieldError;
   };
+  /** A scrubbing rule's dry run, shown on the Scrubbing card (saves nothing). */
+  dryRun?: ScrubDryRun;
   /** The project's read tokens (never the tokens themselves). */
   tokens?: TokenRow[];
   /** Set right after creating a read token: shown this once. */
@@ -81,12 +82,6 @@ export const GRACE_CHOICES: [string, number][] = [
   ["24 hours", 86_400_000],
   ["7 days", 7 * 86_400_000],
 ];
-
-function FieldErrorText(props: { error: FieldError | undefined }) {
-  return props.error
-    ? <p class="field-error" role="alert">{props.error.message}</p>
-    : null;
-}
 
 /** Props of {@linkcode AddValueForm}. */
 interface AddValueFormProps {
@@ -272,20 +267,82 @@ function RetentionSection(props: SectionProps) {
       </PostForm>
       <p class="hint">Applies to entries stored from now on.</p>
       <FieldErrorText error={errors.retention} />
-      {(project.retentionRules ?? []).length > 0 && (
-        <ul id="retention-rules">
-          {project.retentionRules!.map((rule) => (
+      <RetentionRules {...props} />
+    </Card>
+  );
+}
+
+/** Retention by filter: the rules, and for an admin their forms. */
+function RetentionRules(props: SectionProps) {
+  const { ctx, action } = props;
+  const { project, errors = {} } = props.data;
+  const rules = project.retentionRules ?? [];
+  const editable = ctx.posts(
+    `/projects/${project.id}/settings/retention-rules/add`,
+  );
+  return (
+    <>
+      {rules.length > 0 && (
+        <ul id="retention-rules" class="values">
+          {rules.map((rule) => (
             <li>
               <code>{rule.filter}</code> kept {rule.days} days
+              {editable && (
+                <PostForm
+                  ctx={ctx}
+                  action={action("retention-rules/remove")}
+                  class="inline"
+                >
+                  <input type="hidden" name="filter" value={rule.filter} />
+                  <button
+                    type="submit"
+                    class="link danger"
+                    aria-label={`Remove rule ${rule.filter}`}
+                  >
+                    Remove
+                  </button>
+                </PostForm>
+              )}
             </li>
           ))}
         </ul>
       )}
       <p class="hint">
-        Rules by level (the longest matching one wins) are set with{" "}
-        <code>deno task project retention-rules</code>.
+        Rules by level: "level&lt;=info" kept 3 days; the longest matching rule
+        wins, the retention above where none matches.
       </p>
-    </Card>
+      {editable && (
+        <PostForm
+          ctx={ctx}
+          action={action("retention-rules/add")}
+          class="row"
+          id="retention-rule-form"
+        >
+          <input
+            name="filter"
+            required
+            placeholder="level<=info"
+            aria-label="Filter"
+            value={errors.retentionRule?.value ?? ""}
+            aria-invalid={errors.retentionRule ? "true" : undefined}
+          />
+          <label>
+            kept{" "}
+            <input
+              name="days"
+              type="number"
+              min={1}
+              max={3650}
+              required
+              class="short"
+            />{" "}
+            days
+          </label>
+          <button type="submit">Add rule</button>
+        </PostForm>
+      )}
+      <FieldErrorText error={errors.retentionRule} />
+    </>
   );
 }
 
@@ -396,7 +453,14 @@ export function SettingsPage(props: { ctx: PageContext; data: SettingsData }) {
           <AllowListSection {...parts} />
           <LevelsSection {...parts} />
           <RetentionSection {...parts} />
-          <ScrubbingSection rules={project.scrubRules ?? []} />
+          <ScrubbingSection
+            ctx={ctx}
+            rules={project.scrubRules ?? []}
+            action={action}
+            editable={ctx.posts(`/projects/${project.id}/settings/scrub/add`)}
+            {...(errors.scrub ? { error: errors.scrub } : {})}
+            {...(data.dryRun ? { dryRun: data.dryRun } : {})}
+          />
           {ctx.posts(`/projects/${project.id}/settings/quota`) && (
             <QuotaSection
               ctx={ctx}

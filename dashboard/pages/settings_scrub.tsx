@@ -1,13 +1,29 @@
 /**
  * The Scrubbing card of a project's settings: what is scrubbed from its
  * entries before they are stored (docs/privacy.md), the defaults and the
- * project's rules. Read-only: rules are changed with
- * `deno task project scrub`, which offers a dry run first.
+ * project's rules. For an admin, the forms that add a rule (a key, a
+ * detector or a pattern, with its action), remove one, and try one first:
+ * a dry run over the project's recent entries, shown here, saving nothing.
  *
  * @module
  */
-import { DEFAULT_SECRET_KEYS, type ScrubRule } from "../../domain/scrub.ts";
-import { Card } from "./layout.tsx";
+import type { ScrubRuleInput } from "../../db/scrub.ts";
+import type { DryRun } from "../../db/scrub.ts";
+import { DETECTORS } from "../../domain/detectors.ts";
+import {
+  DEFAULT_SECRET_KEYS,
+  SCRUB_ACTIONS,
+  type ScrubRule,
+} from "../../domain/scrub.ts";
+import { Card, type PageContext, PostForm } from "./layout.tsx";
+import { type FieldError, FieldErrorText } from "./field_error.tsx";
+
+/** A dry run to show: the rule tried, what it would change, the form's value. */
+export interface ScrubDryRun {
+  rule: ScrubRule;
+  run: DryRun;
+  value: string;
+}
 
 function scrubs(rule: ScrubRule): string {
   return rule.kind === "key"
@@ -17,9 +33,21 @@ function scrubs(rule: ScrubRule): string {
     : `matches of /${rule.pattern}/`;
 }
 
+/** Props of {@linkcode ScrubbingSection}. */
+interface ScrubbingProps {
+  ctx: PageContext;
+  rules: ScrubRule[];
+  /** The URL of a settings form, by its path under `settings/`. */
+  action: (path: string) => string;
+  /** Whether the account may change the rules (the forms are shown). */
+  editable: boolean;
+  error?: FieldError;
+  dryRun?: ScrubDryRun;
+}
+
 /** The Scrubbing card, for a project's `rules`. */
-export function ScrubbingSection(props: { rules: ScrubRule[] }) {
-  const { rules } = props;
+export function ScrubbingSection(props: ScrubbingProps) {
+  const { ctx, rules, editable } = props;
   const card = rules.find((r) => r.id === "detector:card")?.action ??
     "remove";
   return (
@@ -30,6 +58,7 @@ export function ScrubbingSection(props: { rules: ScrubRule[] }) {
             <th>Rule</th>
             <th>Scrubs</th>
             <th>Action</th>
+            {editable && <th></th>}
           </tr>
         </thead>
         <tbody>
@@ -37,11 +66,13 @@ export function ScrubbingSection(props: { rules: ScrubRule[] }) {
             <td>default</td>
             <td>values under keys naming {DEFAULT_SECRET_KEYS.join(", ")}</td>
             <td>remove</td>
+            {editable && <td></td>}
           </tr>
           <tr>
             <td>default</td>
             <td>card numbers (Luhn-valid)</td>
             <td>{card}</td>
+            {editable && <td></td>}
           </tr>
           {rules.filter((r) => r.id !== "detector:card").map((rule) => (
             <tr>
@@ -50,15 +81,133 @@ export function ScrubbingSection(props: { rules: ScrubRule[] }) {
               </td>
               <td>{scrubs(rule)}</td>
               <td>{rule.action}</td>
+              {editable && (
+                <td>
+                  <PostForm
+                    ctx={ctx}
+                    action={props.action("scrub/remove")}
+                    class="inline"
+                  >
+                    <input type="hidden" name="rule" value={rule.id} />
+                    <button
+                      type="submit"
+                      class="link danger"
+                      aria-label={`Remove rule ${rule.id}`}
+                    >
+                      Remove
+                    </button>
+                  </PostForm>
+                </td>
+              )}
             </tr>
           ))}
         </tbody>
       </table>
-      <p class="hint">
-        Applies to entries stored from now on. Change the rules with{" "}
-        <code>deno task project scrub</code> (with <code>--dry-run</code>{" "}
-        first).
-      </p>
+      <p class="hint">Applies to entries stored from now on.</p>
+      {editable && <RuleForm {...props} />}
+      {props.dryRun && <DryRunResult dryRun={props.dryRun} />}
     </Card>
+  );
+}
+
+/** Adding a rule, or trying it first with a dry run. */
+function RuleForm(props: ScrubbingProps) {
+  const { error, dryRun } = props;
+  const tried = dryRun?.rule;
+  const kind: ScrubRuleInput["kind"] = tried?.kind ?? "key";
+  return (
+    <>
+      <PostForm
+        ctx={props.ctx}
+        action={props.action("scrub/add")}
+        class="row"
+        id="scrub-form"
+      >
+        <select name="kind" aria-label="Kind of rule">
+          <option value="key" selected={kind === "key"}>key name</option>
+          <option value="detector" selected={kind === "detector"}>
+            detector
+          </option>
+          <option value="pattern" selected={kind === "pattern"}>
+            pattern
+          </option>
+        </select>
+        <input
+          name="value"
+          required
+          placeholder={`user_email, or ${DETECTORS.join("/")}, or a regex`}
+          aria-label="Key, detector or pattern"
+          value={error?.value ?? dryRun?.value ?? ""}
+          aria-invalid={error ? "true" : undefined}
+        />
+        <select name="action" aria-label="Action">
+          {SCRUB_ACTIONS.map((a) => (
+            <option value={a} selected={a === (tried?.action ?? "remove")}>
+              {a}
+            </option>
+          ))}
+        </select>
+        <button type="submit">Add rule</button>
+        <button
+          type="submit"
+          class="secondary"
+          formaction={props.action("scrub/dry-run")}
+        >
+          Dry run
+        </button>
+      </PostForm>
+      <p class="hint">
+        Detectors:{" "}
+        {DETECTORS.join(", ")}. Remove writes "[Filtered]", mask keeps the last
+        4 characters, hash is keyed per project. A dry run shows what the rules
+        with this one would change in the latest entries, and saves nothing.
+      </p>
+      <FieldErrorText error={error} />
+    </>
+  );
+}
+
+/** What a dry run found. */
+function DryRunResult(props: { dryRun: ScrubDryRun }) {
+  const { rule, run } = props.dryRun;
+  return (
+    <section id="scrub-dry-run" aria-labelledby="dry-run-title">
+      <h3 id="dry-run-title">
+        Dry run of <code>{rule.id}</code> ({rule.action}), not saved
+      </h3>
+      <p>
+        Of the latest {run.read} entries, {run.changed} would change.
+      </p>
+      {run.changes.length > 0 && (
+        <table>
+          <thead>
+            <tr>
+              <th>Entry</th>
+              <th>Field</th>
+              <th>Before</th>
+              <th>After</th>
+            </tr>
+          </thead>
+          <tbody>
+            {run.changes.map((change) => (
+              <tr>
+                <td>
+                  <code>{change.entryId}</code>
+                </td>
+                <td>
+                  <code>{change.path}</code>
+                </td>
+                <td>
+                  <code>{change.before}</code>
+                </td>
+                <td>
+                  <code>{change.after}</code>
+                </td>
+              </tr>
+            ))}
+          </tbody>
+        </table>
+      )}
+    </section>
   );
 }

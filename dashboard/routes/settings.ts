@@ -1,14 +1,25 @@
 /**
  * A project's settings: `GET /projects/:id/settings` and one `POST` per
  * change (allow, disallow, levels/add, levels/remove, retention, rotate,
- * delete). A change that works redirects back (a reload repeats nothing);
+ * delete, the scrubbing and retention rules). A change that works redirects back (a reload repeats nothing);
  * a refused value answers `400` with the page and the reason beside the
  * form; after a rotation the page shows the new secret this once
  * (dashboard/flash.ts).
  *
  * @module
  */
-import { scrubRules } from "../../db/scrub.ts";
+import {
+  addScrubRule,
+  dryRunRule,
+  removeScrubRule,
+  ruleAuditDetail,
+  type ScrubRuleInput,
+  scrubRules,
+} from "../../db/scrub.ts";
+import {
+  addRetentionRule,
+  removeRetentionRule,
+} from "../../db/retention_rules.ts";
 import { listReadTokens, scopeOf } from "../../db/tokens.ts";
 import { InvalidValueError } from "../../db/validation.ts";
 import { deleteProject } from "../../db/deletion.ts";
@@ -54,6 +65,11 @@ const DONE: Record<string, string> = {
   quota: "Quota saved.",
   spike: "Spike protection saved.",
   "token-revoke": "Token revoked: it no longer reads this project.",
+  "scrub-add":
+    "Scrubbing rule saved: it applies to entries stored from now on.",
+  "scrub-remove": "Scrubbing rule removed.",
+  "retention-rule-add": "Retention rule saved.",
+  "retention-rule-remove": "Retention rule removed.",
 };
 
 /** Renders a project's settings page (with its read tokens). */
@@ -113,6 +129,8 @@ interface Change {
   field: string;
   /** The card whose field shows a refusal. */
   errorKey: keyof NonNullable<SettingsData["errors"]>;
+  /** The change writes its own audit row (or changes nothing). */
+  selfAudited?: true;
   /** Makes the change; throws {@linkcode InvalidValueError} to refuse it. */
   apply(
     deps: DashboardDeps,
@@ -152,6 +170,60 @@ function wholeNumber(what: string, text: string): number | undefined {
     );
   }
   return Number(text);
+}
+
+/** A form's number of days, or a refusal (1 to 3650 is checked on saving). */
+function daysOf(text: string): number {
+  if (!/^\d{1,6}$/.test(text)) {
+    throw new InvalidValueError(
+      `Cannot keep entries for "${text}" days: expected a whole number from 1 to 3650`,
+    );
+  }
+  return Number(text);
+}
+
+/** The scrubbing rule of the Scrubbing card's form, its `value` given. */
+async function scrubInput(
+  c: DashContext,
+  value: string,
+): Promise<ScrubRuleInput> {
+  const kind = await formField(c, "kind");
+  const action = await formField(c, "action") as ScrubRuleInput["action"];
+  const acted = action ? { action } : {};
+  if (kind === "key") return { kind, key: value, ...acted };
+  if (kind === "detector") return { kind, detector: value, ...acted };
+  if (kind === "pattern") return { kind, pattern: value, ...acted };
+  throw new InvalidValueError(
+    `Cannot add a rule of kind "${kind}": expected key, detector or pattern`,
+  );
+}
+
+/**
+ * A change of a rule list: `change` makes it and names the audit log's
+ * action and detail, then back to the card `anchor` with the notice `done`.
+ */
+function ruleChange(
+  field: string,
+  errorKey: Change["errorKey"],
+  done: keyof typeof DONE,
+  anchor: string,
+  change: (
+    c: DashContext,
+    deps: DashboardDeps,
+    id: string,
+    value: string,
+  ) => Promise<{ action: string; detail: string }>,
+): Change {
+  return {
+    field,
+    errorKey,
+    selfAudited: true,
+    async apply(deps, id, value, c) {
+      const event = await change(c, deps, id, value);
+      await audit(c, deps, { projectId: id, ...event });
+      return c.redirect(back(deps, id, done, anchor), 303);
+    },
+  };
 }
 
 /** Saves the quota card's first form: empty fields remove their bound. */
@@ -239,13 +311,68 @@ const CHANGES: Record<string, Change> = {
     field: "days",
     errorKey: "retention",
     async apply(deps, id, value, c) {
-      if (!/^\d{1,6}$/.test(value)) {
-        throw new InvalidValueError(
-          `Cannot keep entries for "${value}" days: expected a whole number from 1 to 3650`,
-        );
-      }
-      await setRetention(deps.kv, id, Number(value));
+      await setRetention(deps.kv, id, daysOf(value));
       return c.redirect(back(deps, id, "retention", "retention"), 303);
+    },
+  },
+  "retention-rules/add": ruleChange(
+    "filter",
+    "retentionRule",
+    "retention-rule-add",
+    "retention",
+    async (c, deps, id, filter) => {
+      const days = daysOf((await formField(c, "days")).trim());
+      const project = await addRetentionRule(deps.kv, id, filter, days);
+      const rule = project.retentionRules!.at(-1)!;
+      return {
+        action: "settings.retention_rule.add",
+        detail: `${rule.filter} ${rule.days}`,
+      };
+    },
+  ),
+  "retention-rules/remove": ruleChange(
+    "filter",
+    "retentionRule",
+    "retention-rule-remove",
+    "retention",
+    async (_c, deps, id, filter) => {
+      await removeRetentionRule(deps.kv, id, filter);
+      return { action: "settings.retention_rule.remove", detail: filter };
+    },
+  ),
+  "scrub/add": ruleChange(
+    "value",
+    "scrub",
+    "scrub-add",
+    "scrubbing",
+    async (c, deps, id, value) => {
+      const input = await scrubInput(c, value);
+      const { rule } = await addScrubRule(deps.kv, id, input);
+      return { action: "scrub.add", detail: ruleAuditDetail(rule) };
+    },
+  ),
+  "scrub/remove": ruleChange(
+    "rule",
+    "scrub",
+    "scrub-remove",
+    "scrubbing",
+    async (_c, deps, id, name) => {
+      const { rule } = await removeScrubRule(deps.kv, id, name);
+      return { action: "scrub.remove", detail: ruleAuditDetail(rule) };
+    },
+  ),
+  "scrub/dry-run": {
+    field: "value",
+    errorKey: "scrub",
+    selfAudited: true,
+    async apply(deps, id, value, c) {
+      const project = await getProject(deps.kv, id);
+      if (project === null) throw new ProjectNotFoundError(id);
+      const input = await scrubInput(c, value);
+      const { rule, run } = await dryRunRule(deps.kv, project, input);
+      return await showSettings(c, deps, project, {
+        dryRun: { rule: rule!, run, value },
+      });
     },
   },
   quota: quotaCardChange("per_day", "per_minute", "quota", saveQuota),
@@ -309,6 +436,7 @@ function changeHandler(deps: DashboardDeps, action: string, change: Change) {
     const value = (await formField(c, change.field)).trim();
     try {
       const answer = await change.apply(deps, id, value, c);
+      if (change.selfAudited) return answer;
       const deleted = action === "delete";
       await audit(c, deps, {
         projectId: deleted ? null : id,

@@ -7,13 +7,16 @@
  * another scope, `404` for a project the token is not for, `400` for a bad
  * parameter or a body that is no source map, `413` past a bound
  * (docs/limits.md). `url` is the minified file's URL (or `~/path`, or a
- * file name its URL ends with); without it, the map's own `file`.
+ * file name its URL ends with); without it, the map's own `file`. Each
+ * upload is in the project's audit log, by `token:<name>`, as the CLI's
+ * `sourcemap.upload`.
  *
  * The body is read here, within the map's bound, not by the dashboard's
  * form guard, whose bound is a form's.
  *
  * @module
  */
+import { recordAudit } from "../../db/audit.ts";
 import { getProject } from "../../db/projects.ts";
 import {
   InvalidSourceMapError,
@@ -93,6 +96,13 @@ export function sourceMapRoutes(app: DashApp, deps: DashboardDeps): void {
         url,
         bytes,
         now: deps.now(),
+      });
+      await recordAudit(kv, {
+        projectId,
+        actor: `token:${token.name}`,
+        action: "sourcemap.upload",
+        detail: `1 of release ${record.release}`,
+        now: deps.now,
       });
       return c.json({
         id: record.id,

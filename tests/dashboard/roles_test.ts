@@ -102,6 +102,20 @@ const ROWS: Row[] = [
   postRow("/projects/:id/settings/spike", "admin-project", 400, {
     multiple: "x",
   }),
+  ...[
+    ["scrub/add", { kind: "pattern", value: "(a+)+" }],
+    ["scrub/remove", { rule: "key:absent" }],
+    ["scrub/dry-run", { kind: "detector", value: "phone" }],
+    ["retention-rules/add", { filter: "level~info", days: "3" }],
+    ["retention-rules/remove", { filter: "level=absent" }],
+  ].map(([path, form]) =>
+    postRow(
+      `/projects/:id/settings/${path}`,
+      "admin-project",
+      400,
+      form as Record<string, string>,
+    )
+  ),
   getRow("/usage", "any", 200),
   configureRow("/settings/tokens", 400, { name: "" }),
   configureRow("/settings/tokens/revoke", 400, { token: "nope" }),

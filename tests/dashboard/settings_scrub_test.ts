@@ -1,6 +1,6 @@
 /**
  * The Scrubbing card of a project's settings: the defaults and the
- * project's rules, read-only, never the project's hash key.
+ * project's rules, never the project's hash key.
  *
  * @module
  */
