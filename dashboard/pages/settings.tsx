@@ -17,8 +17,13 @@ import {
   PostForm,
   ProjectLayout,
 } from "./layout.tsx";
+import type { Child } from "hono/jsx";
 import { Snippets } from "./snippets.tsx";
-import { type FieldError, FieldErrorText } from "./field_error.tsx";
+import {
+  type FieldError,
+  FieldErrorText,
+  RemoveButton,
+} from "./settings_forms.tsx";
 import { ScrubbingSection, type ScrubDryRun } from "./settings_scrub.tsx";
 import { QuotaSection } from "./settings_quota.tsx";
 import type { ScrubRule } from "../../domain/scrub.ts";
@@ -96,9 +101,11 @@ interface AddValueFormProps {
   button: string;
   /** A refused value: shown again in the field, with the reason below. */
   error: FieldError | undefined;
+  /** More fields, after the value's. */
+  children?: Child;
 }
 
-/** A form of one text field that adds a value to a list. */
+/** A form of one text field (and `children`) that adds a value to a list. */
 function AddValueForm(props: AddValueFormProps) {
   const { error } = props;
   return (
@@ -117,6 +124,7 @@ function AddValueForm(props: AddValueFormProps) {
           value={error?.value ?? ""}
           aria-invalid={error ? "true" : undefined}
         />
+        {props.children}
         <button type="submit">{props.button}</button>
       </PostForm>
       <FieldErrorText error={error} />
@@ -145,16 +153,13 @@ function RemovableValues(props: RemovableValuesProps) {
       {props.values.map((value) => (
         <li>
           <code>{value}</code>
-          <PostForm ctx={ctx} action={props.action} class="inline">
-            <input type="hidden" name={field} value={value} />
-            <button
-              type="submit"
-              class="link danger"
-              aria-label={props.removeLabel(value)}
-            >
-              Remove
-            </button>
-          </PostForm>
+          <RemoveButton
+            ctx={ctx}
+            action={props.action}
+            field={field}
+            value={value}
+            label={props.removeLabel(value)}
+          />
         </li>
       ))}
     </ul>
@@ -288,20 +293,13 @@ function RetentionRules(props: SectionProps) {
             <li>
               <code>{rule.filter}</code> kept {rule.days} days
               {editable && (
-                <PostForm
+                <RemoveButton
                   ctx={ctx}
                   action={action("retention-rules/remove")}
-                  class="inline"
-                >
-                  <input type="hidden" name="filter" value={rule.filter} />
-                  <button
-                    type="submit"
-                    class="link danger"
-                    aria-label={`Remove rule ${rule.filter}`}
-                  >
-                    Remove
-                  </button>
-                </PostForm>
+                  field="filter"
+                  value={rule.filter}
+                  label={`Remove rule ${rule.filter}`}
+                />
               )}
             </li>
           ))}
@@ -312,20 +310,16 @@ function RetentionRules(props: SectionProps) {
         wins, the retention above where none matches.
       </p>
       {editable && (
-        <PostForm
+        <AddValueForm
           ctx={ctx}
           action={action("retention-rules/add")}
-          class="row"
           id="retention-rule-form"
+          name="filter"
+          placeholder="level<=info"
+          label="Filter"
+          button="Add rule"
+          error={errors.retentionRule}
         >
-          <input
-            name="filter"
-            required
-            placeholder="level<=info"
-            aria-label="Filter"
-            value={errors.retentionRule?.value ?? ""}
-            aria-invalid={errors.retentionRule ? "true" : undefined}
-          />
           <label>
             kept{" "}
             <input
@@ -338,10 +332,8 @@ function RetentionRules(props: SectionProps) {
             />{" "}
             days
           </label>
-          <button type="submit">Add rule</button>
-        </PostForm>
+        </AddValueForm>
       )}
-      <FieldErrorText error={errors.retentionRule} />
     </>
   );
 }

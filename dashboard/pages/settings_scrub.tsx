@@ -16,7 +16,11 @@ import {
   type ScrubRule,
 } from "../../domain/scrub.ts";
 import { Card, type PageContext, PostForm } from "./layout.tsx";
-import { type FieldError, FieldErrorText } from "./field_error.tsx";
+import {
+  type FieldError,
+  FieldErrorText,
+  RemoveButton,
+} from "./settings_forms.tsx";
 
 /** A dry run to show: the rule tried, what it would change, the form's value. */
 export interface ScrubDryRun {
@@ -83,20 +87,13 @@ export function ScrubbingSection(props: ScrubbingProps) {
               <td>{rule.action}</td>
               {editable && (
                 <td>
-                  <PostForm
+                  <RemoveButton
                     ctx={ctx}
                     action={props.action("scrub/remove")}
-                    class="inline"
-                  >
-                    <input type="hidden" name="rule" value={rule.id} />
-                    <button
-                      type="submit"
-                      class="link danger"
-                      aria-label={`Remove rule ${rule.id}`}
-                    >
-                      Remove
-                    </button>
-                  </PostForm>
+                    field="rule"
+                    value={rule.id}
+                    label={`Remove rule ${rule.id}`}
+                  />
                 </td>
               )}
             </tr>
