@@ -112,6 +112,15 @@ export interface BuildChunkOptions {
    * consumer's), compressed again then. @default {false}
    */
   fast?: boolean;
+  /**
+   * Index the blocks' tokens and field pairs in their Bloom filters. False
+   * for a chunk the merger rewrites soon (the consumer's): each block gets a
+   * filter that answers "maybe" to every member, so a query reads its lines
+   * (a fresh chunk is small, and the backlog of them is bounded), and the
+   * tokens are found once, when the merger indexes the merged chunk.
+   * @default {true}
+   */
+  tokens?: boolean;
   /** The records of the lines, when at hand (else the lines are parsed). */
   records?: readonly LogRecord[];
   /**
@@ -180,7 +189,13 @@ function* chunkSteps(
   /** Index of the block's first line. */
   let first = 0;
   for (const block of blocks) {
-    blooms.push(indexBlock(block, first, options.records, { levels, columns }));
+    blooms.push(
+      indexBlock(block, first, options.records, {
+        levels,
+        columns,
+        tokens: options.tokens ?? true,
+      }),
+    );
     deflated.push(
       deflateRawSync(
         encoder.encode(block.join("\n")),
@@ -257,9 +272,21 @@ function indexBlock(
   lines: string[],
   first: number,
   records: readonly LogRecord[] | undefined,
-  into: { levels: Record<string, number>; columns: ColumnsBuilder | null },
+  into: {
+    levels: Record<string, number>;
+    columns: ColumnsBuilder | null;
+    tokens: boolean;
+  },
 ): Bloom {
   const { levels, columns } = into;
+  if (!into.tokens) {
+    for (const [i, line] of lines.entries()) {
+      const record = records?.[first + i] ?? decodeRecordLine(line);
+      levels[record.level] = (levels[record.level] ?? 0) + 1;
+      columns?.add(record);
+    }
+    return MATCH_ALL;
+  }
   const members = new BloomMembers();
   const addText = (text: string) => {
     const lower = text.toLowerCase();
@@ -278,6 +305,9 @@ function indexBlock(
   }
   return members.build();
 }
+
+/** A filter every member may be in: one probe, every bit set. */
+const MATCH_ALL: Bloom = { bits: new Uint8Array(8).fill(255), k: 1 };
 
 /** Block table: count, then each block's compressed size (32 bits). */
 function blockTable(deflated: Uint8Array[]): Uint8Array {
