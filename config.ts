@@ -39,6 +39,7 @@ const schema = z.object({
   METRICS_TOKEN: z.string().min(16, "expected at least 16 characters")
     .max(1024, "expected at most 1024 characters").optional(),
   ALERT_PRIVATE_TARGETS: z.enum(["allow", "deny"]).default("deny"),
+  DASHBOARD_URL: z.url({ protocol: /^https?$/ }).optional(),
 }).transform((v) => {
   const onDeploy = v.DENO_DEPLOYMENT_ID !== undefined;
   const kvPath = v.KV_PATH ?? (onDeploy ? undefined : DEFAULT_KV_PATH);
@@ -100,6 +101,11 @@ const schema = z.object({
      * (`ALERT_PRIVATE_TARGETS=allow`).
      */
     alertPrivateTargets: v.ALERT_PRIVATE_TARGETS === "allow",
+    /**
+     * The dashboard's URL, for the links in alerts on error groups
+     * (`DASHBOARD_URL`); unset, a link is the page's path.
+     */
+    dashboardUrl: v.DASHBOARD_URL,
   };
 });
 

@@ -128,6 +128,7 @@ if (import.meta.main) {
   const alerts = createAlertLoop({
     kv,
     allowPrivate: config.alertPrivateTargets,
+    ...(config.dashboardUrl ? { dashboardUrl: config.dashboardUrl } : {}),
   });
   alerts.start();
   cronAlerts = () =>

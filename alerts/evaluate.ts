@@ -27,6 +27,7 @@ import { parseQuery, tailLogs } from "../db/query/mod.ts";
 import { recordJson } from "../domain/entry.ts";
 import { createId } from "../domain/ids.ts";
 import { formatAlertDuration, ruleTrigger } from "./rules.ts";
+import { evaluateGroupRule, groupDeliveryBody } from "./group_rules.ts";
 
 /** Entries sent with a delivery at most. */
 export const SAMPLE_ENTRIES = 5;
@@ -51,6 +52,11 @@ export interface EvaluateOptions {
   now?: () => number;
   /** Told of a rule whose evaluation failed; the others go on. */
   onError?: (rule: AlertRule, error: unknown) => void;
+  /**
+   * The dashboard's URL, for the links of group deliveries
+   * (`DASHBOARD_URL`). @default none: the link is the page's path
+   */
+  dashboardUrl?: string;
 }
 
 /** Size of one counting bucket of a threshold window. */
@@ -173,14 +179,69 @@ function advance(
 }
 
 /**
- * Evaluates one rule at `now`; returns the delivery it queued, or `null`
- * (nothing due, or another instance committed first).
+ * Evaluates a rule on error groups (alerts/group_rules.ts): its state and
+ * its deliveries, one per event, in one operation checked on the rule and
+ * the state read (`entries`).
  */
-export async function evaluateRule(
+async function queueGroupDeliveries(
   kv: Deno.Kv,
-  rule: AlertRule,
-  now: number,
-): Promise<Delivery | null> {
+  options: {
+    rule: AlertRule;
+    state: AlertState;
+    project: Project;
+    /** The rule and the state as read. */
+    entries: [Deno.KvEntryMaybe<unknown>, Deno.KvEntryMaybe<unknown>];
+    now: number;
+    dashboardUrl?: string;
+  },
+): Promise<Delivery[]> {
+  const { rule, state, project, now } = options;
+  const [ruleEntry, stateEntry] = options.entries;
+  const { state: next, events } = await evaluateGroupRule(
+    kv,
+    rule,
+    state,
+    now,
+  );
+  if (next.cursor === state.cursor && events.length === 0) return [];
+  const op = kv.atomic().check(ruleEntry).check(stateEntry);
+  const deliveries = events.map((event) => {
+    const id = createId(now);
+    const delivery: Delivery = {
+      id,
+      projectId: rule.projectId,
+      ruleId: rule.id,
+      body: groupDeliveryBody({
+        id,
+        project,
+        rule,
+        event,
+        now,
+        ...(options.dashboardUrl ? { dashboardUrl: options.dashboardUrl } : {}),
+      }),
+      count: 1,
+      attempts: 0,
+      createdAt: now,
+    };
+    op.set(alertOutboxKey(now, id), encodeJson(delivery));
+    return delivery;
+  });
+  if (deliveries.length > 0) next.lastDeliveryAt = now;
+  op.set(alertStateKey(rule.projectId, rule.id), encodeJson(next));
+  return (await op.commit()).ok ? deliveries : [];
+}
+
+/**
+ * A rule as read with its state and project, `null` when it is gone (its
+ * project deleted: then the rule goes with it).
+ */
+async function readRule(kv: Deno.Kv, rule: AlertRule): Promise<
+  {
+    project: Project;
+    state: AlertState;
+    entries: [Deno.KvEntryMaybe<unknown>, Deno.KvEntryMaybe<unknown>];
+  } | null
+> {
   const [ruleEntry, stateEntry] = await kv.getMany([
     alertRuleKey(rule.projectId, rule.id),
     alertStateKey(rule.projectId, rule.id),
@@ -188,11 +249,30 @@ export async function evaluateRule(
   if (ruleEntry.versionstamp === null) return null;
   const project = await getProject(kv, rule.projectId);
   if (project === null) {
-    // The project was deleted: its rules go with it.
     await deleteAlertRule(kv, rule.projectId, rule.id);
     return null;
   }
   const state = decodeAlertState(rule, stateEntry.value);
+  return { project, state, entries: [ruleEntry, stateEntry] };
+}
+
+/**
+ * Evaluates one rule at `now`; returns the deliveries it queued: none
+ * (nothing due, or another instance committed first), one of a query rule,
+ * or one per event of a rule on error groups.
+ */
+export async function evaluateRule(
+  kv: Deno.Kv,
+  rule: AlertRule,
+  now: number,
+  options: { dashboardUrl?: string } = {},
+): Promise<Delivery[]> {
+  const read = await readRule(kv, rule);
+  if (read === null) return [];
+  if (rule.on !== undefined) {
+    return await queueGroupDeliveries(kv, { ...read, rule, now, ...options });
+  }
+  const { project, state, entries: [ruleEntry, stateEntry] } = read;
   const filter = parseQuery(rule.query);
   let cursor = state.cursor;
   let count = 0;
@@ -223,7 +303,7 @@ export async function evaluateRule(
     now,
   );
   if (next.cursor === state.cursor && fired === null && count === 0) {
-    return null;
+    return [];
   }
   let delivery: Delivery | null = null;
   const op = kv.atomic().check(ruleEntry).check(stateEntry);
@@ -253,7 +333,7 @@ export async function evaluateRule(
   }
   op.set(alertStateKey(rule.projectId, rule.id), encodeJson(next));
   const result = await op.commit();
-  return result.ok ? delivery : null;
+  return result.ok && delivery ? [delivery] : [];
 }
 
 /**
@@ -268,8 +348,13 @@ export async function evaluateRules(
   const queued: Delivery[] = [];
   for (const rule of await listAlertRules(kv)) {
     try {
-      const delivery = await evaluateRule(kv, rule, now);
-      if (delivery) queued.push(delivery);
+      queued.push(
+        ...await evaluateRule(kv, rule, now, {
+          ...(options.dashboardUrl
+            ? { dashboardUrl: options.dashboardUrl }
+            : {}),
+        }),
+      );
     } catch (error) {
       options.onError?.(rule, error);
     }

@@ -22,6 +22,8 @@ export interface AlertLoopOptions extends Omit<DispatchOptions, "onError"> {
   onError?: (error: unknown) => void;
   /** @default {ALERT_INTERVAL_MS} */
   intervalMs?: number;
+  /** The dashboard's URL, for the links of group deliveries. @default none */
+  dashboardUrl?: string;
 }
 
 /** What one tick did. */
@@ -68,6 +70,7 @@ export function createAlertLoop(options: AlertLoopOptions): AlertLoop {
   const evaluate: EvaluateOptions = {
     kv: options.kv,
     ...(options.now ? { now: options.now } : {}),
+    ...(options.dashboardUrl ? { dashboardUrl: options.dashboardUrl } : {}),
     onError: (rule, error) =>
       onError(
         new Error(`Cannot evaluate alert rule "${rule.id}"`, { cause: error }),

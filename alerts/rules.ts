@@ -8,9 +8,11 @@
  */
 import {
   type AlertRule,
+  type GroupTrigger,
   listAlertRules,
   putNewAlertRule,
 } from "../db/alerts.ts";
+import { DEFAULT_FACTOR } from "./group_rules.ts";
 import { getProject, ProjectNotFoundError } from "../db/projects.ts";
 import { parseQuery, QuerySyntaxError } from "../db/query/mod.ts";
 import { InvalidValueError } from "../db/validation.ts";
@@ -31,6 +33,17 @@ const MAX_QUERY_CHARS = 1000;
 export const MAX_RULES_PER_PROJECT = 50;
 /** Largest threshold. */
 const MAX_THRESHOLD = 1_000_000_000;
+/** What rules on error groups fire on. */
+export const GROUP_TRIGGERS: readonly GroupTrigger[] = [
+  "new",
+  "regressed",
+  "escalating",
+];
+/** Bounds of an escalating rule's factor. */
+export const MIN_FACTOR = 2;
+export const MAX_FACTOR = 1000;
+/** The query of rules on error groups: the entries they read. */
+const GROUP_QUERY = "level>=error";
 
 /** Thrown when a rule id names no rule of the project. */
 export class AlertRuleNotFoundError extends Error {
@@ -43,7 +56,12 @@ export class AlertRuleNotFoundError extends Error {
 /** What an operator gives to add a rule. */
 export interface AlertRuleInput {
   projectId: string;
+  /** The entries to alert on; not with `on`. */
   query: string;
+  /** A rule on error groups instead (alerts/group_rules.ts). @default none */
+  on?: string;
+  /** Of `escalating`. @default {DEFAULT_FACTOR} */
+  factor?: number;
   webhook: string;
   /** Fire only above this many matches within `windowMs`. */
   threshold?: number;
@@ -113,7 +131,20 @@ export function formatAlertDuration(ms: number): string {
  */
 export function ruleTrigger(
   rule: AlertRule,
-): { threshold?: number; window?: string; every: string } {
+): {
+  on?: GroupTrigger;
+  factor?: number;
+  threshold?: number;
+  window?: string;
+  every: string;
+} {
+  if (rule.on !== undefined) {
+    return {
+      on: rule.on,
+      ...(rule.on === "escalating" ? { factor: rule.factor } : {}),
+      every: formatAlertDuration(rule.everyMs),
+    };
+  }
   return {
     ...(rule.threshold === undefined ? {} : {
       threshold: rule.threshold,
@@ -165,6 +196,9 @@ export async function addAlertRule(
       `Cannot add a rule: project "${project.id}" has ${MAX_RULES_PER_PROJECT} already; remove one first`,
     );
   }
+  if (input.on !== undefined) {
+    return await addGroupRule(kv, input, project.id, options);
+  }
   const query = input.query.trim();
   if (query.length > MAX_QUERY_CHARS) {
     throw new InvalidValueError(
@@ -205,17 +239,72 @@ export async function addAlertRule(
     input.everyMs ?? windowMs ?? DEFAULT_EVERY_MS,
     0,
   );
+  return await storeRule(kv, {
+    projectId: project.id,
+    query,
+    ...(threshold === undefined ? {} : { threshold, windowMs }),
+    everyMs,
+    webhook,
+  }, options);
+}
+
+/** Stores a new rule under a fresh id and secret. */
+async function storeRule(
+  kv: Deno.Kv,
+  fields: Omit<AlertRule, "id" | "secret" | "createdAt">,
+  options: AddAlertRuleOptions,
+): Promise<AlertRule> {
   for (;;) {
     const rule: AlertRule = {
       id: randomHex(8),
-      projectId: project.id,
-      query,
-      ...(threshold === undefined ? {} : { threshold, windowMs }),
-      everyMs,
-      webhook,
+      ...fields,
       secret: `whsec_${randomHex(32)}`,
       createdAt: (options.now ?? Date.now)(),
     };
     if (await putNewAlertRule(kv, rule)) return rule;
   }
+}
+
+/**
+ * A rule on error groups: `new`, `regressed` or `escalating` (with its
+ * factor), one delivery per group event, no query nor threshold.
+ */
+async function addGroupRule(
+  kv: Deno.Kv,
+  input: AlertRuleInput,
+  projectId: string,
+  options: AddAlertRuleOptions,
+): Promise<AlertRule> {
+  const on = input.on as GroupTrigger;
+  if (!GROUP_TRIGGERS.includes(on)) {
+    throw new InvalidValueError(
+      `Cannot alert on "${
+        String(input.on).slice(0, 40)
+      }": expected new, regressed or escalating`,
+    );
+  }
+  if (input.query.trim() !== "" || input.threshold !== undefined) {
+    throw new InvalidValueError(
+      "Cannot use a query or a threshold with a rule on error groups: give --on alone",
+    );
+  }
+  const factor = input.factor ?? DEFAULT_FACTOR;
+  if (on !== "escalating" && input.factor !== undefined) {
+    throw new InvalidValueError(
+      `Cannot use a factor with "${on}": only escalating rules have one`,
+    );
+  }
+  if (!Number.isFinite(factor) || factor < MIN_FACTOR || factor > MAX_FACTOR) {
+    throw new InvalidValueError(
+      `Cannot use factor "${factor}": expected from ${MIN_FACTOR} to ${MAX_FACTOR}`,
+    );
+  }
+  return await storeRule(kv, {
+    projectId,
+    query: GROUP_QUERY,
+    on,
+    ...(on === "escalating" ? { factor } : {}),
+    everyMs: 0,
+    webhook: checkWebhookUrl(input.webhook.trim(), options),
+  }, options);
 }

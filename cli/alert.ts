@@ -20,6 +20,8 @@ import {
   addAlertRule,
   AlertRuleNotFoundError,
   formatAlertDuration,
+  MAX_FACTOR,
+  MIN_FACTOR,
   parseAlertDuration,
   ruleTrigger,
 } from "../alerts/rules.ts";
@@ -40,6 +42,7 @@ import {
   type Subcommands,
 } from "./subcommands.ts";
 import { formatTable, formatTime, inert } from "./format.ts";
+import { DEFAULT_FACTOR, MIN_ESCALATING } from "../alerts/group_rules.ts";
 
 const USAGE: Record<string, string> = {
   "": `Alert rules: a query, an optional threshold and a webhook.
@@ -47,6 +50,8 @@ const USAGE: Record<string, string> = {
 Usage:
   deno task alert add PROJECT --query Q --webhook URL [--threshold N --window 5m]
                       [--every 5m] [--json]
+  deno task alert add PROJECT --on new|regressed|escalating --webhook URL
+                      [--factor N] [--json]
   deno task alert list PROJECT [--json]
   deno task alert remove PROJECT RULE_ID
   deno task alert history PROJECT RULE_ID [--json]
@@ -56,6 +61,8 @@ See docs/alerts.md for the delivery format and how to verify its signature.`,
 
 Usage: deno task alert add PROJECT --query Q --webhook URL
                            [--threshold N --window 5m] [--every 5m] [--json]
+       deno task alert add PROJECT --on new|regressed|escalating --webhook URL
+                           [--factor N] [--json]
 
 A delivery is POSTed to the webhook when new entries match the query (the
 explorer's syntax, e.g. "level:critical" or "payment declined"). With
@@ -67,8 +74,18 @@ The rule's signing secret is printed this once: receivers verify the
 X-Logs-Signature header with it. Webhooks on loopback or private addresses
 are refused unless ALERT_PRIVATE_TARGETS=allow.
 
+With --on, a rule on error groups instead: one delivery per group that is
+new (its first entry), regressed (resolved, then seen again in a later
+release, or at all when resolved without one), or escalating (more entries
+in the current hour than --factor times its average hourly rate over the 7
+days before, default ${DEFAULT_FACTOR}, and at least ${MIN_ESCALATING}; once a day per group).
+Each delivery carries the entry's title, top frame and release, and a link
+to the group's page (docs/errors.md#alerts-on-error-groups).
+
 Options:
-  --query Q        Entries to alert on (required)
+  --query Q        Entries to alert on (required without --on)
+  --on T           new, regressed or escalating: a rule on error groups
+  --factor N       Of escalating: N times the average (${MIN_FACTOR} to ${MAX_FACTOR})
   --webhook URL    http or https URL to POST to (required)
   --threshold N    Fire only above N matches within the window
   --window D       The threshold's window: 30s, 5m, 1h (default 5m)
@@ -118,6 +135,8 @@ function durationFlag(parsed: Parsed, name: string): number | undefined {
 }
 
 function describeScope(rule: AlertRule): string {
+  if (rule.on === "escalating") return `escalating group (× ${rule.factor})`;
+  if (rule.on !== undefined) return `${rule.on} group`;
   return rule.threshold === undefined
     ? "every match"
     : `> ${rule.threshold} in ${formatAlertDuration(rule.windowMs ?? 0)}`;
@@ -133,10 +152,23 @@ const SUBCOMMANDS: Subcommands = {
       threshold: { type: "string" },
       window: { type: "string" },
       every: { type: "string" },
+      on: { type: "string" },
+      factor: { type: "string" },
     },
     async run(ctx, parsed, [named]) {
       const projectId = await projectIdOf(ctx.kv, named);
-      const query = requiredFlag(parsed, "alert add", "query", "Q");
+      const on = stringFlag(parsed, "on");
+      const factorText = stringFlag(parsed, "factor");
+      if (
+        factorText !== undefined && !/^\d{1,6}(\.\d{1,3})?$/.test(factorText)
+      ) {
+        throw new UsageError(
+          `Cannot read --factor "${factorText}": expected a number such as 10`,
+        );
+      }
+      const query = on === undefined
+        ? requiredFlag(parsed, "alert add", "query", "Q")
+        : stringFlag(parsed, "query") ?? "";
       const webhook = requiredFlag(parsed, "alert add", "webhook", "URL");
       const thresholdText = stringFlag(parsed, "threshold");
       if (thresholdText !== undefined && !/^\d{1,10}$/.test(thresholdText)) {
@@ -155,11 +187,15 @@ const SUBCOMMANDS: Subcommands = {
           : { threshold: Number(thresholdText) }),
         ...(windowMs === undefined ? {} : { windowMs }),
         ...(everyMs === undefined ? {} : { everyMs }),
+        ...(on === undefined ? {} : { on }),
+        ...(factorText === undefined ? {} : { factor: Number(factorText) }),
       }, { allowPrivate: ctx.allowPrivateTargets ?? false, now: ctx.now });
       await recordCliChange(ctx, {
         projectId,
         action: "alert.add",
-        detail: `${rule.id}: ${query} -> ${new URL(webhook).host}`,
+        detail: `${rule.id}: ${on === undefined ? query : `on ${on}`} -> ${
+          new URL(webhook).host
+        }`,
       });
       return printResult(ctx, parsed, {
         json: ruleJson(rule, true),

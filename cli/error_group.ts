@@ -7,18 +7,18 @@
  * @module
  */
 import {
-  checkFingerprint,
-  FingerprintError,
   type GroupDetail,
   readGroupDetail,
   type ValueCount,
 } from "../db/error_group_detail.ts";
 import type { Project } from "../db/projects.ts";
+import { type GroupTriage, readTriage } from "../db/error_group_triage.ts";
+import { fingerprintArg, triageJson } from "./errors_triage.ts";
 import { stackLines } from "../domain/fingerprint.ts";
 import type { ResolvedStack } from "../domain/entry.ts";
 import { shownFrameLines, unresolvedReasons } from "../domain/symbolicate.ts";
 import { shownStack, topOfFrames } from "../db/symbolicate.ts";
-import { type CommandContext, println, UsageError } from "./command.ts";
+import { type CommandContext, println } from "./command.ts";
 import { formatTable, formatTime, inert, sparkline } from "./format.ts";
 
 const HOUR_MS = 3_600_000;
@@ -45,6 +45,7 @@ export function detailJson(
   detail: GroupDetail,
   now: number,
   stack: ResolvedStack | null = null,
+  triage?: GroupTriage,
 ): Record<string, unknown> {
   const { group, latest } = detail;
   const hourEnd = Math.floor(now / HOUR_MS) * HOUR_MS + HOUR_MS;
@@ -57,14 +58,23 @@ export function detailJson(
     fingerprint: detail.fingerprint,
     title: group?.title ?? null,
     topFrame: group?.topFrame ?? null,
-    frame: stack === null ? null : topOfFrames(stack.frames),
     count: group?.count ?? null,
     users: detail.users,
     usersAtLeast: detail.usersCapped || partial,
     firstSeen: group === null ? null : iso(group.firstSeen),
     lastSeen: group === null ? null : iso(group.lastSeen),
-    firstRelease: byFirst.find((r) => r.value !== null)?.value ?? null,
-    lastRelease: detail.releases.find((r) => r.value !== null)?.value ?? null,
+    ...(group === null
+      ? { status: null, frame: null, assignee: null }
+      : triageJson(
+        group,
+        triage,
+        stack === null ? null : topOfFrames(stack.frames),
+      )),
+    // Groups stored before their releases were kept: from the entries.
+    firstRelease: group?.firstRelease ??
+      byFirst.find((r) => r.value !== null)?.value ?? null,
+    lastRelease: group?.lastRelease ??
+      detail.releases.find((r) => r.value !== null)?.value ?? null,
     hourly: buckets(detail.hourly, hourEnd, HOUR_MS),
     daily: buckets(detail.daily, dayEnd, DAY_MS),
     topUsers: valueRows("context.userId", detail.topUsers),
@@ -101,6 +111,7 @@ function printDetail(
   ctx: CommandContext,
   detail: GroupDetail,
   stack: ResolvedStack | null,
+  triage: GroupTriage | undefined,
 ): void {
   const { group, latest } = detail;
   const partial = detail.searchedTo !== undefined;
@@ -108,6 +119,16 @@ function printDetail(
   println(ctx, `Error ${detail.fingerprint}: ${inert(group?.title ?? "")}`);
   if (group?.topFrame) println(ctx, `  at ${inert(group.topFrame)}`);
   println(ctx);
+  if (triage !== undefined) {
+    const assignee = triage.assignee === null
+      ? ""
+      : `, assigned to ${inert(triage.assignee)}`;
+    const inRelease = triage.triage?.state === "resolved" &&
+        triage.triage.inRelease !== undefined
+      ? ` (resolved in ${inert(triage.triage.inRelease)})`
+      : "";
+    println(ctx, `Status      ${triage.status}${inRelease}${assignee}`);
+  }
   println(ctx, `Count       ${group?.count ?? "—"}`);
   println(ctx, `Users       ${atLeast}${detail.users}`);
   if (group !== null) {
@@ -187,13 +208,7 @@ export async function printGroupDetail(
   fingerprint: string,
   options: { json: boolean },
 ): Promise<number> {
-  let fp: string;
-  try {
-    fp = checkFingerprint(fingerprint);
-  } catch (error) {
-    if (error instanceof FingerprintError) throw new UsageError(error.message);
-    throw error;
-  }
+  const fp = fingerprintArg(fingerprint);
   const now = ctx.now();
   const detail = await readGroupDetail(ctx.kv, project.id, fp, { now });
   if (
@@ -206,10 +221,14 @@ export async function printGroupDetail(
     );
     return 1;
   }
+  const triage = detail.group === null
+    ? undefined
+    : (await readTriage(ctx.kv, project.id, [detail.group], now))
+      .get(detail.group.id);
   const stack = detail.latest &&
     await shownStack(ctx.kv, project.id, detail.latest);
   if (options.json) {
-    println(ctx, JSON.stringify(detailJson(detail, now, stack)));
-  } else printDetail(ctx, detail, stack);
+    println(ctx, JSON.stringify(detailJson(detail, now, stack, triage)));
+  } else printDetail(ctx, detail, stack, triage);
   return 0;
 }

@@ -10,11 +10,21 @@
  */
 import {
   type ErrorGroup,
-  groupCursor,
   GroupCursorError,
-  listGroups,
   MAX_LIST_GROUPS,
 } from "../db/error_groups.ts";
+import {
+  type GroupTriage,
+  listTriagedGroups,
+  STATUS_FILTERS,
+  type StatusFilter,
+} from "../db/error_group_triage.ts";
+import { TRIAGE_ACTIONS, triageCommand, triageJson } from "./errors_triage.ts";
+import {
+  groupTopFrame,
+  SourceMapResolver,
+  type TopFrame,
+} from "../db/symbolicate.ts";
 import {
   booleanFlag,
   type CommandContext,
@@ -42,8 +52,12 @@ import { printGroupDetail } from "./error_group.ts";
 
 const USAGE = `Show a project's errors, grouped.
 
-Usage: deno task errors PROJECT [--limit N] [--after CURSOR] [--json]
+Usage: deno task errors PROJECT [--status S] [--limit N] [--after CURSOR] [--json]
        deno task errors PROJECT FINGERPRINT [--json]
+       deno task errors resolve PROJECT FINGERPRINT [--in-release R]
+       deno task errors ignore PROJECT FINGERPRINT [--until DATE | --until-count N]
+       deno task errors reopen PROJECT FINGERPRINT
+       deno task errors assign PROJECT FINGERPRINT EMAIL|none
 
 PROJECT is a project's id or name. Entries of level error and critical are
 grouped by their title (numbers, ids, hex and quoted text set aside) and the
@@ -53,14 +67,25 @@ With a FINGERPRINT, one group in detail: its count, users affected and the top
 ones, environments, releases, entries per hour (24 h) and per day (14 days) and
 its latest entry with its stack, counted from its entries of the last 14 days.
 
+A group is unresolved, resolved (in a release R: only an entry of a release
+after R makes it regressed; without one, any new entry), ignored (forever,
+--until a date, or --until-count N more entries) or regressed; it may be
+assigned to a dashboard account. Changes go to the project's audit log
+(docs/errors.md).
+
 Options:
+  --status S  Only groups of status S: unresolved (with regressed ones),
+              resolved, ignored, regressed or all (default all)
   --limit N   Groups shown at most, the most recently seen first (default 50,
               at most ${MAX_LIST_GROUPS})
   --after C   The groups seen before the one of cursor C: the next page (the
               cursor is printed under a full page, and in each JSON line)
   --json      Print one JSON object per group and line: id, fingerprint,
-              title, topFrame, level, count, users, firstSeen, lastSeen,
+              title, count, users, firstSeen, lastSeen, status,
+              firstRelease, lastRelease, frame, assignee, topFrame, level,
               new, hourly, cursor, ...; with a FINGERPRINT, one object
+  --in-release R, --until DATE, --until-count N
+              Of resolve and ignore, as above
   -h, --help  Show this help`;
 
 const COMMAND: CommandSpec = {
@@ -70,31 +95,50 @@ const COMMAND: CommandSpec = {
     json: { type: "boolean" },
     limit: { type: "string" },
     after: { type: "string" },
+    status: { type: "string" },
+    "in-release": { type: "string" },
+    until: { type: "string" },
+    "until-count": { type: "string" },
   },
 };
 
 function groupJson(
   group: ErrorGroup,
   users: GroupUsers,
+  triage: GroupTriage,
+  frame: TopFrame | null,
 ): Record<string, unknown> {
   return {
     id: group.id,
     fingerprint: group.fingerprint,
     title: group.title,
-    topFrame: group.topFrame,
-    level: group.level,
     count: group.count,
     users: users.users.get(group.fingerprint) ?? 0,
     ...(users.searchedTo === undefined ? {} : { usersAtLeast: true }),
     firstSeen: new Date(group.firstSeen).toISOString(),
     lastSeen: new Date(group.lastSeen).toISOString(),
+    ...triageJson(group, triage, frame),
+    topFrame: group.topFrame,
+    level: group.level,
     new: group.isNew,
     hourly: group.hourly,
     sampleId: group.sampleId,
     sampleTitle: group.sampleTitle,
     query: `fingerprint:${group.fingerprint}`,
-    cursor: groupCursor(group),
+    cursor: `${group.lastSeen}.${group.id}`,
   };
+}
+
+function statusOf(text: string | undefined): StatusFilter {
+  const status = text ?? "all";
+  if (!(STATUS_FILTERS as readonly string[]).includes(status)) {
+    throw new UsageError(
+      `Cannot read --status "${status}": expected one of ${
+        STATUS_FILTERS.join(", ")
+      }`,
+    );
+  }
+  return status as StatusFilter;
 }
 
 function limitOf(text: string): number {
@@ -109,7 +153,7 @@ function limitOf(text: string): number {
 
 /** The table of groups: a heading, then a row a group. */
 function groupRows(
-  groups: ErrorGroup[],
+  groups: { group: ErrorGroup; triage: GroupTriage }[],
   users: GroupUsers,
   color: boolean,
 ): string[][] {
@@ -120,11 +164,12 @@ function groupRows(
     "FIRST SEEN",
     "LAST SEEN",
     "USERS",
+    "STATUS",
     "LEVEL",
     "ERROR",
     "FINGERPRINT",
   ]];
-  for (const g of groups) {
+  for (const { group: g, triage } of groups) {
     const title = (g.isNew ? "[new] " : "") + inert(g.title || "(no title)");
     rows.push([
       String(g.count),
@@ -132,12 +177,37 @@ function groupRows(
       formatTime(g.firstSeen),
       formatTime(g.lastSeen),
       `${atLeast}${users.users.get(g.fingerprint) ?? 0}`,
+      triage.status +
+      (triage.assignee === null ? "" : ` (${inert(triage.assignee)})`),
       formatLevel(g.level, color),
       g.topFrame === null ? title : `${title}  at ${inert(g.topFrame)}`,
       g.fingerprint,
     ]);
   }
   return rows;
+}
+
+/**
+ * `errors --json`: a line per group, its frame resolved through its
+ * release's maps (one resolver for the listing: each map is read once).
+ */
+async function printJson(
+  ctx: CommandContext,
+  projectId: string,
+  groups: { group: ErrorGroup; triage: GroupTriage }[],
+  users: GroupUsers,
+): Promise<number> {
+  const resolver = new SourceMapResolver(ctx.kv, { indexTtlMs: 0 });
+  for (const { group, triage } of groups) {
+    const frame = await groupTopFrame(
+      ctx.kv,
+      projectId,
+      group.sampleId,
+      resolver,
+    );
+    println(ctx, JSON.stringify(groupJson(group, users, triage, frame)));
+  }
+  return 0;
 }
 
 /**
@@ -150,6 +220,9 @@ function groupRows(
  */
 export function errorsCommand(ctx: CommandContext): Promise<number> {
   return runCommand(ctx, COMMAND, async (parsed) => {
+    if (TRIAGE_ACTIONS.includes(parsed.positionals[0] ?? "")) {
+      return await triageCommand(ctx, parsed);
+    }
     const [named, fingerprint] = takePositionals(
       "errors",
       parsed.positionals,
@@ -157,15 +230,17 @@ export function errorsCommand(ctx: CommandContext): Promise<number> {
     );
     const limit = limitOf(stringFlag(parsed, "limit") ?? "50");
     const after = stringFlag(parsed, "after");
+    const status = statusOf(stringFlag(parsed, "status"));
     const project = await resolveProject(ctx.kv, named);
     if (fingerprint !== undefined) {
       return await printGroupDetail(ctx, project, fingerprint, {
         json: booleanFlag(parsed, "json"),
       });
     }
-    let groups: ErrorGroup[];
+    let listed;
     try {
-      groups = await listGroups(ctx.kv, project.id, ctx.now(), {
+      listed = await listTriagedGroups(ctx.kv, project.id, ctx.now(), {
+        status,
         limit,
         retentionMs: project.retentionDays * DAY_MS,
         ...(after === undefined ? {} : { after }),
@@ -176,12 +251,15 @@ export function errorsCommand(ctx: CommandContext): Promise<number> {
       }
       throw error;
     }
-    const users = await readGroupUsers(ctx.kv, project.id, groups, {});
+    const groups = listed.groups;
+    const users = await readGroupUsers(
+      ctx.kv,
+      project.id,
+      groups.map((g) => g.group),
+      {},
+    );
     if (booleanFlag(parsed, "json")) {
-      for (const group of groups) {
-        println(ctx, JSON.stringify(groupJson(group, users)));
-      }
-      return 0;
+      return await printJson(ctx, project.id, groups, users);
     }
     if (groups.length === 0) {
       println(
@@ -201,12 +279,10 @@ export function errorsCommand(ctx: CommandContext): Promise<number> {
       ctx,
       "Times in UTC. Entries of a group: deno task logs PROJECT --query 'fingerprint:FINGERPRINT'",
     );
-    if (groups.length === limit) {
+    if (listed.next !== null) {
       println(
         ctx,
-        `Groups seen earlier: deno task errors PROJECT --after ${
-          groupCursor(groups.at(-1)!)
-        }`,
+        `Groups seen earlier: deno task errors PROJECT --after ${listed.next}`,
       );
     }
     return 0;

@@ -44,6 +44,7 @@ import {
   UsageError,
   useColor,
 } from "./command.ts";
+import { stackLines } from "../domain/fingerprint.ts";
 import {
   compact,
   formatLevel,
@@ -261,15 +262,21 @@ class LinePrinter {
       const context = Object.keys(log.context).length > 0
         ? `  context=${compact(log.context)}`
         : "";
+      // A stack reads as lines, under the entry, not as one line of "\n".
+      const stack = stackLines(log.data.stack);
+      const data = stack.length === 0
+        ? log.data
+        : { ...log.data, stack: undefined };
       println(
         this.#ctx,
         [
           formatTime(log.receivedAt, true),
           formatLevel(log.level, color, this.#levelWidth),
           source(log).padEnd(this.#sourceWidth),
-          compact(log.data) + context,
+          compact(data) + context,
         ].join("  "),
       );
+      for (const line of stack) println(this.#ctx, `    ${inert(line)}`);
     }
   }
 }

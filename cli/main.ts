@@ -24,6 +24,7 @@ import { errorsCommand } from "./errors.ts";
 import { logsCommand } from "./logs.ts";
 import { projectCommand } from "./project.ts";
 import { rejectedCommand } from "./rejected.ts";
+import { releasesCommand } from "./releases.ts";
 import { statsCommand } from "./stats.ts";
 import { auditCommand } from "./audit.ts";
 import { tokenCommand } from "./token.ts";
@@ -43,6 +44,7 @@ export const COMMANDS: Record<string, Command> = {
   token: tokenCommand,
   audit: auditCommand,
   errors: errorsCommand,
+  releases: releasesCommand,
   sourcemap: sourcemapCommand,
   usage: usageCommand,
 };
@@ -63,7 +65,10 @@ Usage:
   deno task token create|list|revoke PROJECT ...
                                     Read tokens of the read API
   deno task audit [PROJECT]         Who changed what, and when
-  deno task errors PROJECT          Errors grouped: count, first and last seen
+  deno task errors PROJECT          Errors grouped: count, status, releases
+  deno task errors resolve|ignore|reopen|assign PROJECT FINGERPRINT ...
+                                    Triage of an error group
+  deno task releases PROJECT        Releases: first seen, entries, errors
   deno task sourcemap upload|list|delete PROJECT ...
                                     Source maps that resolve minified stacks
   deno task usage [PROJECT]         Entries accepted, stored, dropped, by day

@@ -12,6 +12,9 @@
  *
  * With `exit: false`, servers report at level `error` and keep running.
  *
+ * Opt-in as well: `captureConsole()` reports what `console.error` and
+ * `console.warn` print, at levels `error` and `warning`, and still prints it.
+ *
  * @module
  */
 
@@ -107,4 +110,55 @@ export function captureErrors(
     scope.process.off("uncaughtException", onException);
     scope.process.off("unhandledRejection", onRejection);
   };
+}
+
+/** The console methods `captureConsole()` reports. */
+export type ConsoleMethod = "error" | "warn";
+
+function textOf(value: unknown): string {
+  if (typeof value === "string") return value;
+  if (value instanceof Error) return value.message;
+  try {
+    return JSON.stringify(value);
+  } catch {
+    return String(value);
+  }
+}
+
+/**
+ * Reports each call of `console.error` and `console.warn` (or `methods`)
+ * as an entry: its arguments as the title, the stack of an `Error` among
+ * them; the console still prints them. What the logging itself prints is
+ * not reported again. Returns the function that restores the console.
+ *
+ * @example
+ * ```ts
+ * const stop = captureConsole(logger, ["error"]);
+ * ```
+ */
+export function captureConsole(
+  sink: CaptureSink,
+  methods: ConsoleMethod[] = ["error", "warn"],
+): () => void {
+  const c = scope.console;
+  const saved = methods.map((m) => c[m]);
+  let busy = false;
+  methods.forEach((m, i) => {
+    c[m] = (...args: unknown[]) => {
+      saved[i].apply(c, args);
+      if (busy) return;
+      busy = true;
+      try {
+        const error = args.find((a) => a instanceof Error) as Error | undefined;
+        sink.log(m == "warn" ? "warning" : "error", {
+          title: args.map(textOf).join(" ").slice(0, 1000),
+          stack: error?.stack,
+          event: `console.${m}`,
+        });
+      } finally {
+        busy = false;
+      }
+    };
+  });
+  return () => methods.forEach((m, i) => c[m] = saved[i]);
 }

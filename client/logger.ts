@@ -17,7 +17,12 @@
  *
  * @module
  */
-import { captureErrors, type CaptureOptions } from "./capture.ts";
+import {
+  captureConsole,
+  captureErrors,
+  type CaptureOptions,
+  type ConsoleMethod,
+} from "./capture.ts";
 import { deviceOf } from "./context.ts";
 import {
   createSender,
@@ -40,6 +45,14 @@ export interface LoggerOptions extends DeliveryOptions {
   secret?: string;
   /** Sent with every entry. */
   context?: Record<string, unknown>;
+  /**
+   * The release of the code sending, as `context.release`: what the
+   * service's releases and "resolved in release" go by (docs/errors.md).
+   * @default none
+   */
+  release?: string;
+  /** The build of the release (`context.dist`), such as a platform's build number. @default none */
+  dist?: string;
   /** Sent with every entry, over what `deviceContext` adds. */
   device?: Record<string, unknown> | string;
   /**
@@ -95,6 +108,11 @@ export interface Logger {
   close(timeoutMs?: number): Promise<boolean>;
   /** Logs uncaught errors and unhandled rejections; returns the function that stops it. */
   captureErrors(options?: CaptureOptions): () => void;
+  /**
+   * Logs what `console.error` and `console.warn` print (or `methods`), at
+   * levels `error` and `warning`; returns the function that stops it.
+   */
+  captureConsole(methods?: ConsoleMethod[]): () => void;
   /** Counters: queued, in flight, sent, retried, dropped, failed, beaconed. */
   stats(): DeliveryStats;
 }
@@ -185,6 +203,16 @@ function beforeSend(
   return out;
 }
 
+/** The context of every entry: `context`, with `release` and `dist` over it. */
+function contextOf(
+  options: LoggerOptions,
+): Record<string, unknown> | undefined {
+  const { release, dist } = options;
+  return release || dist
+    ? { ...options.context, release, dist }
+    : options.context;
+}
+
 /**
  * Creates a logger that sends entries to the service, paced, retried and
  * flushed as the page or process ends.
@@ -213,6 +241,8 @@ export function createLogger(options: LoggerOptions): Logger {
     headers: jobHeaders(options, browser),
   });
   const stops: (() => void)[] = [];
+  const context = contextOf(options);
+  const keep = (stop: () => void) => (stops.push(stop), stop);
   if (options.beacon ?? (browser && !options.secret)) {
     stops.push(watchPage(sender, {
       target: globalThis,
@@ -225,7 +255,7 @@ export function createLogger(options: LoggerOptions): Logger {
       level,
       projectId: options.projectId,
       device: device(),
-      context: options.context,
+      context,
       data,
       appid: options.appid,
     });
@@ -270,14 +300,17 @@ export function createLogger(options: LoggerOptions): Logger {
       for (const stop of stops.splice(0)) stop();
       return idle;
     },
-    captureErrors(capture) {
-      const stop = captureErrors(logger, capture);
-      stops.push(stop);
-      return stop;
-    },
+    captureErrors: (capture) => keep(captureErrors(logger, capture)),
+    captureConsole: (methods) => keep(captureConsole(logger, methods)),
     stats: sender.stats,
   };
   return logger;
 }
 
-export type { CaptureOptions, DeliveryError, DeliveryOptions, DeliveryStats };
+export type {
+  CaptureOptions,
+  ConsoleMethod,
+  DeliveryError,
+  DeliveryOptions,
+  DeliveryStats,
+};

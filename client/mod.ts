@@ -29,6 +29,7 @@
  */
 export {
   type CaptureOptions,
+  type ConsoleMethod,
   createLogger,
   type DeliveryError,
   type DeliveryOptions,

@@ -36,6 +36,7 @@ import {
   type TailTiming,
 } from "./routes/common.ts";
 import { errorsRoutes } from "./routes/errors.ts";
+import { triageRoutes } from "./routes/errors_triage.ts";
 import { viewsRoutes } from "./routes/views.ts";
 import { explorerRoutes } from "./routes/explorer.ts";
 import { projectsRoutes } from "./routes/projects.ts";
@@ -153,21 +154,7 @@ export function createDashboard(options: DashboardOptions): DashApp {
     );
   });
   requireSession(app, deps);
-  // A project id is short URL-safe text: anything else names no project,
-  // and is never made into a database key (whose size is limited).
-  for (const path of ["/projects/:id", "/projects/:id/*"]) {
-    app.use(path, async (c, next) => {
-      if (PROJECT_ID.test(c.req.param("id") ?? "")) return await next();
-      return await message(
-        c,
-        deps,
-        "Not found",
-        "There is no project at this address.",
-        404,
-      );
-    });
-  }
-
+  guardProjectIds(app, deps);
   authRoutes(app, deps);
   projectsRoutes(app, deps);
   settingsRoutes(app, deps);
@@ -176,6 +163,7 @@ export function createDashboard(options: DashboardOptions): DashApp {
   });
   rejectionsRoutes(app, deps);
   errorsRoutes(app, deps);
+  triageRoutes(app, deps);
   viewsRoutes(app, deps);
   deadLettersRoutes(app, deps);
   alertsRoutes(app, deps, {
@@ -209,6 +197,25 @@ export function createDashboard(options: DashboardOptions): DashApp {
     );
   });
   return app;
+}
+
+/**
+ * A project id is short URL-safe text: anything else names no project, and
+ * is never made into a database key (whose size is limited).
+ */
+function guardProjectIds(app: DashApp, deps: DashboardDeps): void {
+  for (const path of ["/projects/:id", "/projects/:id/*"]) {
+    app.use(path, async (c, next) => {
+      if (PROJECT_ID.test(c.req.param("id") ?? "")) return await next();
+      return await message(
+        c,
+        deps,
+        "Not found",
+        "There is no project at this address.",
+        404,
+      );
+    });
+  }
 }
 
 /**

@@ -36,6 +36,7 @@ export type Need =
 export type ProjectTab =
   | "explorer"
   | "errors"
+  | "releases"
   | "rejections"
   | "settings"
   | "alerts"
@@ -88,6 +89,7 @@ export const PAGES: readonly Page[] = [
   // The project tabs.
   tab("explorer", "Explorer", "read", "/projects/:id"),
   tab("errors", "Errors", "read"),
+  tab("releases", "Releases", "read"),
   tab("rejections", "Rejections", "read"),
   // Settings hold the secret, alert rules their webhook URLs (often
   // credentials themselves): both are for those who configure.
@@ -103,7 +105,9 @@ export const PAGES: readonly Page[] = [
     "/projects/:id/rows.csv",
   ].map((path) => get(path, "read")),
   // Every change to a project is for those who configure it.
+  // Triage too: a viewer reads errors, a member works on them.
   ...[
+    "/projects/:id/errors/triage",
     "/projects/:id/views",
     "/projects/:id/views/delete",
     "/projects/:id/rejections/replay",

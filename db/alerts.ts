@@ -19,12 +19,23 @@ import { timeBound } from "../domain/ids.ts";
 /** Delivery attempts kept per rule. */
 export const ALERT_HISTORY_SIZE = 50;
 
+/** What a rule on error groups fires on (alerts/group_rules.ts). */
+export type GroupTrigger = "new" | "regressed" | "escalating";
+
 /** An alert rule as stored. */
 export interface AlertRule {
   id: string;
   projectId: string;
   /** The explorer's query syntax (db/query/parse.ts). */
   query: string;
+  /**
+   * A rule on error groups: fires on each group's first entry, on its
+   * regression, or on its escalation, instead of on matches of `query`.
+   * @default absent: a query rule
+   */
+  on?: GroupTrigger;
+  /** Of `escalating`: the factor over the group's average hourly rate. */
+  factor?: number;
   /** Fire only when more than this many entries match within `windowMs`. */
   threshold?: number;
   /** The threshold's window, in milliseconds (set with `threshold`). */
@@ -53,6 +64,12 @@ export interface AlertState {
   samples: Record<string, unknown>[];
   /** When the last delivery was queued, Unix milliseconds. */
   lastDeliveryAt: number | null;
+  /**
+   * A rule on groups: per group, what it was last alerted for (the
+   * resolution's time, or the escalation's hour), so each fires once.
+   * @default absent
+   */
+  alerted?: Record<string, number>;
 }
 
 /** A delivery waiting in the outbox. */

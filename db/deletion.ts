@@ -8,13 +8,17 @@
 import { deleteAudit } from "./audit.ts";
 import {
   errorGroupCountKey,
+  errorGroupIdKey,
   errorGroupKey,
+  errorGroupReleaseKey,
   errorGroupSeenKey,
+  errorGroupTriageKey,
   fingerprintKeyKey,
   projectKey,
   quotaStateKey,
   rejectedEntriesPrefix,
   rejectionsPrefix,
+  releaseCountKey,
   savedViewKey,
   seenSignaturesPrefix,
   statsPrefix,
@@ -60,6 +64,10 @@ export async function deleteProject(
         errorGroupSeenKey(projectId),
         fingerprintKeyKey(projectId),
         usagePrefix(projectId),
+        errorGroupIdKey(projectId),
+        errorGroupReleaseKey(projectId),
+        errorGroupTriageKey(projectId),
+        releaseCountKey(projectId),
       ]
     ) {
       deleted += await deletePrefix(kv, prefix);

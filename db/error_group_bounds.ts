@@ -9,10 +9,14 @@ import { GROUP_KEY_BYTES } from "../domain/fingerprint.ts";
 import {
   decodeErrorGroupSeenKey,
   errorGroupCountKey,
+  errorGroupIdKey,
   errorGroupKey,
+  errorGroupReleaseKey,
   errorGroupSeenKey,
+  errorGroupTriageKey,
   fingerprintKeyKey,
 } from "./keys.ts";
+import { decodeJson, getManyChunked } from "./kv.ts";
 
 /** Groups a project keeps at most; the least recently seen go first. */
 export const MAX_GROUPS = 10_000;
@@ -63,12 +67,40 @@ export async function groupKeyOf(
   throw new Error(`Cannot make the group key of project "${projectId}"`);
 }
 
-/** The rows of a group beside its index row: the group and its count. */
+/** The rows of a group beside its index row: the group, its count, its triage. */
 function rowsOfGroup(projectId: string, groupId: string): Deno.KvKey[] {
   return [
     errorGroupKey(projectId, groupId),
     errorGroupCountKey(projectId, groupId),
+    errorGroupTriageKey(projectId, groupId),
   ];
+}
+
+/**
+ * The rows named from inside doomed groups: the id kept by fingerprint and
+ * the counts per release. One read of the groups (only doomed ones).
+ */
+async function rowsInsideGroups(
+  kv: Deno.Kv,
+  projectId: string,
+  doomed: Deno.KvKey[],
+): Promise<Deno.KvKey[]> {
+  const groupKeys = doomed.filter((k) => k[0] === errorGroupKey(projectId)[0]);
+  const rows = await getManyChunked<Uint8Array>(kv, groupKeys);
+  const keys: Deno.KvKey[] = [];
+  rows.forEach((row, i) => {
+    const group = decodeJson<{ fingerprint?: string; releases?: string[] }>(
+      row.value,
+    );
+    const groupId = String(groupKeys[i]![2]);
+    if (typeof group?.fingerprint === "string") {
+      keys.push(errorGroupIdKey(projectId, group.fingerprint));
+    }
+    for (const release of group?.releases ?? []) {
+      keys.push(errorGroupReleaseKey(projectId, groupId, release));
+    }
+  });
+  return keys;
 }
 
 const groupCounts = new WeakMap<
@@ -137,6 +169,9 @@ export async function makeRoom(
       }
     }
     count = live;
+  }
+  if (doomed.length > 0) {
+    doomed.push(...await rowsInsideGroups(kv, projectId, doomed));
   }
   for (let i = 0; i < doomed.length; i += DELETE_BATCH) {
     const op = kv.atomic();

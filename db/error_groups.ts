@@ -42,10 +42,28 @@ import { groupKeyOf, makeRoom } from "./error_group_bounds.ts";
 import {
   decodeErrorGroupSeenKey,
   errorGroupCountKey,
+  errorGroupIdKey,
   errorGroupKey,
+  errorGroupReleaseKey,
   errorGroupSeenKey,
 } from "./keys.ts";
 import { decodeJson, encodeJson, getManyChunked } from "./kv.ts";
+import {
+  addReleases,
+  planReleases,
+  releaseOf,
+  type ReleasePlan,
+} from "./releases.ts";
+import {
+  countReleases,
+  MAX_RELEASE_PAIRS_PER_BATCH,
+  trackReleases,
+} from "./error_group_releases.ts";
+
+export {
+  MAX_GROUP_RELEASES,
+  MAX_RELEASE_PAIRS_PER_BATCH,
+} from "./error_group_releases.ts";
 
 export { groupKeyOf, MAX_GROUPS, RECOUNT_MS } from "./error_group_bounds.ts";
 
@@ -57,6 +75,9 @@ export const GROUPED_LEVELS: readonly string[] = ["error", "critical"];
  * grouped; the largest groups of the batch are the ones kept.
  */
 export const MAX_GROUPS_PER_BATCH = 20;
+/** Days of daily counts a group keeps, today included: the escalation's week. */
+export const GROUP_DAYS = 8;
+const DAY_MS = 24 * 3_600_000;
 /** Groups one listing returns at most. */
 export const MAX_LIST_GROUPS = 1_000;
 /** Hours of the sparkline, the newest one included. */
@@ -84,6 +105,18 @@ interface StoredGroup {
   hour: number;
   /** Entries per hour, oldest first, ending with `hour`. */
   hours: number[];
+  /** Id of the group's first entry. @default absent: made before it was kept */
+  firstId?: string;
+  /** Release of the first entry, `null` without one. */
+  firstRelease?: string | null;
+  /** Release of the latest entry that had one. */
+  lastRelease?: string | null;
+  /** Releases whose entries the group counts, the first counted first. */
+  releases?: string[];
+  /** Start of the newest day of `days`, Unix ms. */
+  day?: number;
+  /** Entries per UTC day, oldest first, ending with `day`. */
+  days?: number[];
 }
 
 /** A group as the pages and the CLI show it. */
@@ -112,17 +145,35 @@ export interface ErrorGroup {
   hourly: number[];
   /** First seen in the last {@linkcode NEW_GROUP_MS}. */
   isNew: boolean;
+  /** Id of its first entry; `null` for a group made before it was kept. */
+  firstId: string | null;
+  /** Release of its first entry. */
+  firstRelease: string | null;
+  /** Release of its latest entry that had one. */
+  lastRelease: string | null;
+  /** Entries per UTC day over the last {@linkcode GROUP_DAYS} days, oldest first. */
+  daily: number[];
 }
 
 function hourOf(ms: number): number {
   return Math.floor(ms / HOUR_MS) * HOUR_MS;
 }
 
+function dayOf(ms: number): number {
+  return Math.floor(ms / DAY_MS) * DAY_MS;
+}
+
 /** `hours` ending at `from`, moved to end at `to` (≥ `from`). */
-function shiftHours(hours: number[], from: number, to: number): number[] {
-  const by = Math.max(0, Math.round((to - from) / HOUR_MS));
-  const out = new Array<number>(SPARK_HOURS).fill(0);
-  for (let i = by; i < SPARK_HOURS; i++) out[i - by] = hours[i] ?? 0;
+function shiftHours(
+  hours: number[],
+  from: number,
+  to: number,
+  size = HOUR_MS,
+  length = SPARK_HOURS,
+): number[] {
+  const by = Math.max(0, Math.round((to - from) / size));
+  const out = new Array<number>(length).fill(0);
+  for (let i = by; i < length; i++) out[i - by] = hours[i] ?? 0;
   return out;
 }
 
@@ -134,6 +185,10 @@ interface PlannedGroup {
   after: StoredGroup;
   /** Entries of the batch it counts. */
   added: number;
+  /** Its entries of the batch per release. */
+  byRelease: Map<string, number>;
+  /** Releases whose counts it drops, past {@linkcode MAX_GROUP_RELEASES}. */
+  dropped: string[];
 }
 
 /** What {@linkcode addErrorGroups} writes: from {@linkcode prepareErrorGroups}. */
@@ -141,6 +196,8 @@ export interface GroupPlan {
   projectId: string;
   retentionMs: number;
   groups: PlannedGroup[];
+  /** The releases of all the batch's entries. */
+  releases: ReleasePlan;
 }
 
 /** Options of {@linkcode prepareErrorGroups}. */
@@ -169,14 +226,60 @@ export async function prepareErrorGroups(
   records: LogRecord[],
   options: PrepareGroupsOptions,
 ): Promise<GroupPlan> {
+  const isError = (r: LogRecord) => GROUPED_LEVELS.includes(r.level);
   const plan: GroupPlan = {
     projectId,
     retentionMs: options.retentionMs,
     groups: [],
+    releases: await planReleases(kv, projectId, records, {
+      ...options,
+      isError,
+    }),
   };
-  const errors = records.filter((r) => GROUPED_LEVELS.includes(r.level));
+  const errors = records.filter(isError);
   if (errors.length === 0) return plan;
-  const key = await groupKeyOf(kv, projectId);
+  const batch = groupsOf(await groupKeyOf(kv, projectId), errors);
+  const kept = [...batch].sort((a, b) =>
+    b[1].entries.length - a[1].entries.length
+  ).slice(0, MAX_GROUPS_PER_BATCH);
+  const stored = await getManyChunked<Uint8Array>(
+    kv,
+    kept.map(([id]) => errorGroupKey(projectId, id)),
+  );
+  const pairs = { left: MAX_RELEASE_PAIRS_PER_BATCH };
+  kept.forEach(([id, { entries, fp }], i) => {
+    const prior = decodeJson<StoredGroup>(stored[i]!.value);
+    const { grouped, byRelease } = countReleases(entries, plan.releases, pairs);
+    if (grouped.length === 0) return;
+    const after = merge(prior, fp, grouped);
+    const dropped = trackReleases(after, byRelease);
+    if (prior === null && after.firstRelease) {
+      const tally = plan.releases.releases.get(after.firstRelease);
+      if (tally) tally.groups++;
+    }
+    plan.groups.push({
+      id,
+      before: prior?.lastSeen ?? null,
+      after,
+      added: grouped.length,
+      byRelease,
+      dropped,
+    });
+  });
+  // Also with no new group: once a minute, it sweeps past the retention.
+  const made = plan.groups.filter((g) => g.before === null).length;
+  await makeRoom(kv, projectId, made, {
+    ...options,
+    keep: new Set(plan.groups.map((g) => g.id)),
+  });
+  return plan;
+}
+
+/** The batch's error entries by group id, each with its group's first form. */
+function groupsOf(
+  key: Uint8Array,
+  errors: LogRecord[],
+): Map<string, { entries: LogRecord[]; fp: StoredGroup }> {
   const batch = new Map<string, { entries: LogRecord[]; fp: StoredGroup }>();
   for (const record of errors) {
     const fp = fingerprintOf(record);
@@ -203,29 +306,7 @@ export async function prepareErrorGroups(
       },
     });
   }
-  const kept = [...batch].sort((a, b) =>
-    b[1].entries.length - a[1].entries.length
-  ).slice(0, MAX_GROUPS_PER_BATCH);
-  const stored = await getManyChunked<Uint8Array>(
-    kv,
-    kept.map(([id]) => errorGroupKey(projectId, id)),
-  );
-  kept.forEach(([id, { entries, fp }], i) => {
-    const prior = decodeJson<StoredGroup>(stored[i]!.value);
-    plan.groups.push({
-      id,
-      before: prior?.lastSeen ?? null,
-      after: merge(prior, fp, entries),
-      added: entries.length,
-    });
-  });
-  // Also with no new group: once a minute, it sweeps past the retention.
-  const made = plan.groups.filter((g) => g.before === null).length;
-  await makeRoom(kv, projectId, made, {
-    ...options,
-    keep: new Set(plan.groups.map((g) => g.id)),
-  });
-  return plan;
+  return batch;
 }
 
 /** `prior` (or the batch's first entry, `fresh`) with `entries` counted in. */
@@ -243,15 +324,40 @@ function merge(
   );
   group.hours = shiftHours(group.hours, group.hour, newest);
   group.hour = newest;
+  const newestDay = Math.max(
+    group.day ?? 0,
+    ...entries.map((e) => dayOf(e.receivedAt)),
+  );
+  group.days = shiftHours(
+    group.days ?? [],
+    group.day ?? newestDay,
+    newestDay,
+    DAY_MS,
+    GROUP_DAYS,
+  );
+  group.day = newestDay;
   let sample: LogRecord | null = null;
+  let first: LogRecord | null = null;
   for (const entry of entries) {
     group.count++;
     group.firstSeen = Math.min(group.firstSeen, entry.receivedAt);
     if (sample === null || entry.receivedAt >= sample.receivedAt) {
       sample = entry;
     }
+    if (first === null || entry.id < first.id) first = entry;
     const at = SPARK_HOURS - 1 - (newest - hourOf(entry.receivedAt)) / HOUR_MS;
     if (at >= 0) group.hours[at] = (group.hours[at] ?? 0) + 1;
+    const d = GROUP_DAYS - 1 - (newestDay - dayOf(entry.receivedAt)) / DAY_MS;
+    if (d >= 0) group.days[d] = (group.days[d] ?? 0) + 1;
+  }
+  if (prior === null && first !== null) {
+    group.firstId = first.id;
+    group.firstRelease = releaseOf(first);
+  }
+  if (sample !== null && releaseOf(sample) !== null) {
+    if (sample.receivedAt >= group.lastSeen || !group.lastRelease) {
+      group.lastRelease = releaseOf(sample);
+    }
   }
   if (sample !== null && sample.receivedAt >= group.lastSeen) {
     group.lastSeen = sample.receivedAt;
@@ -276,15 +382,32 @@ const EMPTY = new Uint8Array();
 
 /**
  * Adds to `op` the writes of a {@linkcode GroupPlan}: each group, its
- * count's `sum`, its index row, and the deletion of its former index row.
- * Returns the number of mutations added (4 a group at most).
+ * count's `sum`, its counts per release (`sum`, in the same commit, so they
+ * always agree with the count), its index row, the deletion of its former
+ * index row, the id of a new group by its fingerprint, and the releases'
+ * counters. Returns the number of mutations added: 5 a group at most, plus
+ * one a release pair (at most {@linkcode MAX_RELEASE_PAIRS_PER_BATCH}) and 5
+ * a release (at most 10).
  */
 export function addErrorGroups(op: AtomicWriter, plan: GroupPlan): number {
   const { projectId } = plan;
-  let mutations = 0;
-  for (const { id, before, after, added } of plan.groups) {
+  let mutations = addReleases(op, plan.releases);
+  for (const group of plan.groups) {
+    const { id, before, after, added } = group;
     op.set(errorGroupKey(projectId, id), encodeJson(after));
     op.sum(errorGroupCountKey(projectId, id), BigInt(added));
+    for (const [release, n] of group.byRelease) {
+      op.sum(errorGroupReleaseKey(projectId, id, release), BigInt(n));
+      mutations++;
+    }
+    for (const release of group.dropped) {
+      op.delete(errorGroupReleaseKey(projectId, id, release));
+      mutations++;
+    }
+    if (before === null) {
+      op.set(errorGroupIdKey(projectId, after.fingerprint), id);
+      mutations++;
+    }
     op.set(
       errorGroupSeenKey(projectId, { lastSeen: after.lastSeen, groupId: id }),
       EMPTY,
@@ -410,10 +533,27 @@ async function readGroups(
     const group = decodeJson<StoredGroup>(stored[i]!.value);
     if (group === null) return;
     const counted = stored[ids.length + i]!.value;
-    const { hour, hours, ...shown } = group;
+    const {
+      hour,
+      hours,
+      day,
+      days,
+      releases: _,
+      firstId,
+      firstRelease,
+      lastRelease,
+      ...shown
+    } = group;
+    const today = dayOf(now);
     groups.push({
       ...shown,
       id,
+      firstId: firstId ?? null,
+      firstRelease: firstRelease ?? null,
+      lastRelease: lastRelease ?? null,
+      daily: day !== undefined && today >= day
+        ? shiftHours(days ?? [], day, today, DAY_MS, GROUP_DAYS)
+        : new Array(GROUP_DAYS).fill(0),
       count: counted instanceof Deno.KvU64
         ? Number(counted.value)
         : group.count,
@@ -445,4 +585,41 @@ export async function readGroup(
   const id = groupIdOf(await groupKeyOf(kv, projectId), fingerprint);
   const [group] = await readGroups(kv, projectId, [id], now);
   return group ?? null;
+}
+
+/**
+ * The group of a public fingerprint, `null` when the project has none: by
+ * the id the consumer keeps for each new group, else (a group made before
+ * it kept them) among the {@linkcode MAX_LIST_GROUPS} most recently seen.
+ *
+ * @example
+ * ```ts
+ * const group = await findGroup(kv, projectId, "e5eb45f4ee70b0c0", Date.now());
+ * ```
+ */
+export async function findGroup(
+  kv: Deno.Kv,
+  projectId: string,
+  fingerprint: string,
+  now: number,
+): Promise<ErrorGroup | null> {
+  const row = await kv.get(errorGroupIdKey(projectId, fingerprint));
+  if (typeof row.value === "string") {
+    const [group] = await readGroups(kv, projectId, [row.value], now);
+    if (group?.fingerprint === fingerprint) return group;
+  }
+  const recent = await listGroups(kv, projectId, now, {
+    limit: MAX_LIST_GROUPS,
+  });
+  return recent.find((g) => g.fingerprint === fingerprint) ?? null;
+}
+
+/** The groups of `ids` that exist, in the order of `ids`. */
+export function readGroupsById(
+  kv: Deno.Kv,
+  projectId: string,
+  ids: string[],
+  now: number,
+): Promise<ErrorGroup[]> {
+  return readGroups(kv, projectId, ids, now);
 }

@@ -18,6 +18,10 @@
  * | `log_column_slices/<projectId>/<last entry id>/<n>` | further slices of a chunk's columns too large for one value |
  * | `log_counts/<projectId>/<"m" or "h">/<start ms>/<level>` | `Deno.KvU64`, entries received in that minute or hour |
  * | `log_merges/<projectId>` | `Deno.KvU64`, bumped by every merge commit |
+ * | `log_coarse_groups/<projectId>/<last id of its newest chunk>` | a coarse group: the final chunks one coarse filter covers (db/storage/coarse.ts) |
+ * | `log_coarse_bits/<projectId>/<segment>/<group's last id>` | one segment of a coarse group's Bloom filter |
+ * | `log_coarse_pending/<projectId>/<last entry id>` | the number of a final chunk's token hashes, until a coarse group takes it |
+ * | `log_coarse_hashes/<projectId>/<last entry id>` | those hashes |
  * | `seen_signatures/<projectId>/<signature>` | id of the entry that used it |
  * | `stats/<projectId>/accepted` | `Deno.KvU64` |
  * | `stats/<projectId>/rejected/<reason>` | `Deno.KvU64` |
@@ -50,6 +54,10 @@
  * | `error_groups/<projectId>/<groupId>` | an error group: title, top frame, sample, first and last seen, hourly counts (db/error_groups.ts); deleted when evicted or past the retention |
  * | `error_group_counts/<projectId>/<groupId>` | `KvU64`: the group's exact count, added to with `sum`; deleted with its group |
  * | `error_groups_by_seen/<projectId>/<last seen ms>/<groupId>` | empty bytes: the groups by last seen, newest last; deleted with its group |
+ * | `error_group_ids/<projectId>/<fingerprint>` | the id of the group of a public fingerprint, written when the group is made; deleted with it |
+ * | `error_group_releases/<projectId>/<groupId>/<release>` | `KvU64`: the group's entries of that release, added to with `sum` (db/releases.ts); deleted with its group |
+ * | `error_group_triage/<projectId>/<groupId>` | a group's triage: resolved, ignored, assignee, and the counts when it was set (db/error_group_triage.ts); deleted with its group |
+ * | `release_counts/<projectId>/<release>/<field>` | `KvU64`: a release's first and last seen (`min`, `max`), entries, errors and new groups (`sum`) (db/releases.ts); deleted past the retention or the bound |
  * | `saved_views/<projectId>/<viewId>` | a named query and time range (db/views.ts) |
  * | `source_maps/<projectId>/<release>/<mapId>` | a source map's release, URL, size and slice count (db/sourcemaps.ts) |
  * | `source_map_slices/<projectId>/<mapId>/<n>` | slice `n` (from 0) of a source map's bytes |
@@ -203,6 +211,69 @@ export function decodeLogCountKey(
 /** Counter bumped by every merge of a project's chunks: readers detect a move. */
 export function logMergesKey(projectId: string): Deno.KvKey {
   return ["log_merges", projectId];
+}
+
+/** Key of a coarse group, named by the last id of its newest chunk. */
+export function logCoarseGroupKey(
+  projectId: string,
+  lastId: string,
+): Deno.KvKey {
+  return ["log_coarse_groups", projectId, lastId];
+}
+
+/** Prefix of a project's coarse groups. */
+export function logCoarseGroupsPrefix(projectId: string): Deno.KvKey {
+  return ["log_coarse_groups", projectId];
+}
+
+/** Key of one segment of a coarse group's filter. */
+export function logCoarseBitsKey(
+  projectId: string,
+  segment: number,
+  lastId: string,
+): Deno.KvKey {
+  return ["log_coarse_bits", projectId, segment, lastId];
+}
+
+/** Prefix of a project's coarse filter segments (of one segment number). */
+export function logCoarseBitsPrefix(
+  projectId: string,
+  segment?: number,
+): Deno.KvKey {
+  return segment === undefined
+    ? ["log_coarse_bits", projectId]
+    : ["log_coarse_bits", projectId, segment];
+}
+
+/** Key of a final chunk's token hashes (their number: {@linkcode logCoarsePendingKey}). */
+export function logCoarseHashesKey(
+  projectId: string,
+  lastId: string,
+): Deno.KvKey {
+  return ["log_coarse_hashes", projectId, lastId];
+}
+
+/** Prefix of a project's waiting token hashes. */
+export function logCoarseHashesPrefix(projectId: string): Deno.KvKey {
+  return ["log_coarse_hashes", projectId];
+}
+
+/** The group's last id a coarse filter segment's key names. */
+export function logCoarseBitsGroupId(key: Deno.KvKey): string {
+  return String(key[3]);
+}
+
+/** Key of the number of a final chunk's token hashes waiting for a coarse group. */
+export function logCoarsePendingKey(
+  projectId: string,
+  lastId: string,
+): Deno.KvKey {
+  return ["log_coarse_pending", projectId, lastId];
+}
+
+/** Prefix of a project's token hashes waiting for a coarse group. */
+export function logCoarsePendingPrefix(projectId: string): Deno.KvKey {
+  return ["log_coarse_pending", projectId];
 }
 
 /**
@@ -495,6 +566,80 @@ export function decodeErrorGroupSeenKey(
   return {
     lastSeen: Number(part(key, "error_groups_by_seen", 2)),
     groupId: String(part(key, "error_groups_by_seen", 3)),
+  };
+}
+
+/** Key of the id of the group of a public fingerprint, or their prefix. */
+export function errorGroupIdKey(
+  projectId: string,
+  fingerprint?: string,
+): Deno.KvKey {
+  return fingerprint === undefined
+    ? ["error_group_ids", projectId]
+    : ["error_group_ids", projectId, fingerprint];
+}
+
+/**
+ * Key of a group's count of entries of a release (a `KvU64`); without a
+ * release, the prefix of the group's; without a group, of the project's.
+ */
+export function errorGroupReleaseKey(
+  projectId: string,
+  groupId?: string,
+  release?: string,
+): Deno.KvKey {
+  return [
+    "error_group_releases",
+    projectId,
+    ...(groupId === undefined ? [] : [groupId]),
+    ...(release === undefined ? [] : [release]),
+  ];
+}
+
+/** The release of an {@linkcode errorGroupReleaseKey}. */
+export function decodeErrorGroupReleaseKey(key: Deno.KvKey): string {
+  return String(part(key, "error_group_releases", 3));
+}
+
+/** Key of a group's triage, or (without an id) the project's. */
+export function errorGroupTriageKey(
+  projectId: string,
+  groupId?: string,
+): Deno.KvKey {
+  return [
+    "error_group_triage",
+    projectId,
+    ...(groupId === undefined ? [] : [groupId]),
+  ];
+}
+
+/** The counters of a release (`KvU64` each). */
+export type ReleaseField = "first" | "last" | "entries" | "errors" | "groups";
+
+/**
+ * Key of one counter of a release; without a field, the prefix of the
+ * release's; without a release, of the project's.
+ */
+export function releaseCountKey(
+  projectId: string,
+  release?: string,
+  field?: ReleaseField,
+): Deno.KvKey {
+  return [
+    "release_counts",
+    projectId,
+    ...(release === undefined ? [] : [release]),
+    ...(field === undefined ? [] : [field]),
+  ];
+}
+
+/** The release and field of a {@linkcode releaseCountKey}. */
+export function decodeReleaseCountKey(
+  key: Deno.KvKey,
+): { release: string; field: ReleaseField } {
+  return {
+    release: String(part(key, "release_counts", 2)),
+    field: String(part(key, "release_counts", 3)) as ReleaseField,
   };
 }
 

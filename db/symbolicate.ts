@@ -23,6 +23,7 @@ import {
   unresolvedFrames,
 } from "../domain/symbolicate.ts";
 import { encodeRecordLine } from "./storage/lines.ts";
+import { releaseOf } from "./releases.ts";
 import { getEntry } from "./query/mod.ts";
 import {
   listSourceMaps,
@@ -46,12 +47,6 @@ export interface SourceMapResolverOptions {
   indexTtlMs?: number;
   /** @default {@linkcode MAX_CACHED_MAP_BYTES} */
   maxBytes?: number;
-}
-
-/** The release an entry names in `context.release`, `null` when none. */
-export function releaseOf(record: LogRecord): string | null {
-  const release = record.context?.release;
-  return typeof release === "string" && release !== "" ? release : null;
 }
 
 /** Resolves stacks through a project's maps, with caches for the consumer. */

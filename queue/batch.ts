@@ -122,8 +122,6 @@ export function isEntryList(value: unknown): value is QueuedEntry[] {
 
 /** First byte of a sealed batch: then a 12-byte nonce and the ciphertext. */
 const SEALED = 1;
-/** First byte of a batch queued before batches were sealed: its JSON. */
-const PLAIN = "[".charCodeAt(0);
 const NONCE_BYTES = 12;
 const KEY_BYTES = 32;
 
@@ -190,15 +188,13 @@ export async function sealBatch(
 }
 
 /**
- * The JSON text of a batch from its stored bytes: sealed by
- * {@linkcode sealBatch}, or plain when queued before batches were sealed.
- * Throws when the bytes are neither.
+ * The JSON text of a batch from its stored bytes, sealed by
+ * {@linkcode sealBatch}. Throws when they are not.
  */
 export async function openBatch(
   kv: Deno.Kv,
   bytes: Uint8Array,
 ): Promise<string> {
-  if (bytes[0] === PLAIN) return decoder.decode(bytes);
   if (bytes[0] !== SEALED || bytes.length < 1 + NONCE_BYTES) {
     throw new BatchFormatError("Cannot open batch: unknown form");
   }

@@ -22,6 +22,10 @@ import {
 /** Form values sent back with a refusal. */
 export interface AlertForm {
   query: string;
+  /** A rule on error groups: new, regressed or escalating. @default "" */
+  on?: string;
+  /** Of escalating. @default "" */
+  factor?: string;
   webhook: string;
   threshold: string;
   window: string;
@@ -40,6 +44,10 @@ export interface AlertsData {
 }
 
 function scope(rule: AlertRule): string {
+  if (rule.on === "escalating") {
+    return `an escalating error group (over ${rule.factor} times its hourly average)`;
+  }
+  if (rule.on !== undefined) return `a ${rule.on} error group`;
   return rule.threshold === undefined
     ? "every match"
     : `more than ${rule.threshold} within ${
@@ -91,7 +99,9 @@ function RuleCard(
   return (
     <section class="card" id={`rule-${rule.id}`}>
       <h2>
-        <code>{rule.query}</code>
+        {rule.on === undefined
+          ? <code>{rule.query}</code>
+          : <>Error groups: {rule.on}</>}
       </h2>
       <dl class="pairs">
         <dt>Rule id</dt>
@@ -119,6 +129,22 @@ function RuleCard(
   );
 }
 
+/** The webhook field of the forms that add a rule. */
+function WebhookField(props: { value: string }) {
+  return (
+    <label>
+      Webhook URL
+      <input
+        name="webhook"
+        type="url"
+        required
+        placeholder="https://hooks.slack.com/services/…"
+        value={props.value}
+      />
+    </label>
+  );
+}
+
 /** The form that adds a rule, filled again with what was refused. */
 function AddRuleCard(
   props: { ctx: PageContext; form: AlertForm; add: string },
@@ -136,16 +162,7 @@ function AddRuleCard(
             value={form.query}
           />
         </label>
-        <label>
-          Webhook URL
-          <input
-            name="webhook"
-            type="url"
-            required
-            placeholder="https://hooks.slack.com/services/…"
-            value={form.webhook}
-          />
-        </label>
+        <WebhookField value={form.on ? "" : form.webhook} />
         <div class="row">
           <label>
             Only above N matches (optional)
@@ -176,6 +193,54 @@ function AddRuleCard(
             />
           </label>
         </div>
+        <button type="submit">Add rule</button>
+      </PostForm>
+    </Card>
+  );
+}
+
+/** The form that adds a rule on error groups. */
+function AddGroupRuleCard(
+  props: { ctx: PageContext; form: AlertForm; add: string },
+) {
+  const { ctx, form } = props;
+  return (
+    <Card
+      id="add-group"
+      titleId="add-group-title"
+      title="Add a rule on error groups"
+    >
+      <p class="hint">
+        One message per error group that is new (its first entry), regressed
+        (resolved, then seen in a later release) or escalating (more entries
+        this hour than N times its hourly average over the week before; N is 10
+        by default), with the entry's title, top frame, release and a link to
+        the group's page.
+      </p>
+      <PostForm ctx={ctx} action={props.add} id="add-group-form" class="stack">
+        <div class="row">
+          <label>
+            On
+            <select name="on">
+              {["new", "regressed", "escalating"].map((on) => (
+                <option value={on} selected={form.on === on}>{on}</option>
+              ))}
+            </select>
+          </label>
+          <label>
+            N (escalating)
+            <input
+              name="factor"
+              type="number"
+              min={2}
+              max={1000}
+              class="short"
+              placeholder="10"
+              value={form.factor ?? ""}
+            />
+          </label>
+        </div>
+        <WebhookField value={form.on ? form.webhook : ""} />
         <button type="submit">Add rule</button>
       </PostForm>
     </Card>
@@ -229,6 +294,7 @@ export function AlertsPage(props: { ctx: PageContext; data: AlertsData }) {
           </div>
         )}
       <AddRuleCard ctx={ctx} form={form} add={action("add")} />
+      <AddGroupRuleCard ctx={ctx} form={form} add={action("add")} />
     </ProjectLayout>
   );
 }

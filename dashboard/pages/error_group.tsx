@@ -22,6 +22,8 @@ import {
 } from "./layout.tsx";
 import { orderedStack, ResolvedStackView, StackView } from "./stack.tsx";
 import type { ResolvedStack } from "../../domain/entry.ts";
+import type { GroupTriage } from "../../db/error_group_triage.ts";
+import { TriageCard } from "./triage.tsx";
 
 /** Data of an error group's page. */
 export interface ErrorGroupData {
@@ -30,6 +32,12 @@ export interface ErrorGroupData {
   now: number;
   /** The latest entry's stack resolved through source maps. @default none */
   resolved?: ResolvedStack | null;
+  /** The group's triage. @default none: unresolved */
+  triage?: GroupTriage;
+  /** Accounts the group may be assigned to. @default none */
+  accounts?: string[];
+  /** A notice, after a change. @default none */
+  notice?: { kind: "ok" | "error"; text: string };
 }
 
 const BAR = 12;
@@ -232,6 +240,7 @@ export function ErrorGroupPage(
         </p>
       )}
       <Facts ctx={ctx} data={data} />
+      <TriageCard ctx={ctx} data={data} />
       <Partial detail={detail} />
       <Card titleId="over-time" title="Over time">
         <h3>Last 24 hours ({total(detail.hourly)})</h3>

@@ -9,6 +9,14 @@
  * @module
  */
 import type { ErrorGroup } from "../../db/error_groups.ts";
+import type { GroupTriage, StatusFilter } from "../../db/error_group_triage.ts";
+import {
+  BulkActions,
+  BulkCheckbox,
+  StatusBadge,
+  StatusFilterNav,
+  triagePath,
+} from "./triage.tsx";
 import { DEFAULT_RANGE, type ExplorerState } from "../explorer_state.ts";
 import { explorerHref } from "./explorer_list.tsx";
 import { levelClass, link } from "./format.ts";
@@ -33,6 +41,12 @@ export interface ErrorsData {
   older?: string | null;
   /** This is a page after the first. @default false */
   paged?: boolean;
+  /** The status filter. @default "unresolved" */
+  status?: StatusFilter;
+  /** Each group's triage, by group id. @default none: all unresolved */
+  triage?: Map<string, GroupTriage>;
+  /** A notice, after a change. @default none */
+  notice?: { kind: "ok" | "error"; text: string };
 }
 
 /** The explorer query that lists one group's entries. */
@@ -94,6 +108,8 @@ function GroupRow(
     now: number;
     users: number;
     usersPartial: boolean;
+    triage: GroupTriage | undefined;
+    bulk: boolean;
   },
 ) {
   const { ctx, group, now } = props;
@@ -108,7 +124,13 @@ function GroupRow(
       data-fingerprint={group.fingerprint}
       class={group.isNew ? "new" : undefined}
     >
+      {props.bulk && (
+        <td>
+          <BulkCheckbox fingerprint={group.fingerprint} />
+        </td>
+      )}
       <td>
+        <StatusBadge triage={props.triage} />{" "}
         <span class={`lvl ${levelClass(group.level)}`}>
           {group.level}
         </span>{" "}
@@ -155,11 +177,53 @@ function GroupRow(
   );
 }
 
+/** The table of groups, a checkbox each when `bulk`. */
+function GroupsTable(
+  props: { ctx: PageContext; data: ErrorsData; bulk: boolean },
+) {
+  const { ctx, data, bulk } = props;
+  return (
+    <ListTable
+      class="errors"
+      id="groups"
+      columns={[
+        ...(bulk ? [{ label: "", title: "Select for a bulk action" }] : []),
+        "Error",
+        { label: "Count", class: "num" },
+        {
+          label: "Users",
+          class: "num",
+          title: "Distinct context.userId of the group's entries",
+        },
+        "Last 24 h",
+        "First seen",
+        "Last seen",
+      ]}
+    >
+      {data.groups.map((group) => (
+        <GroupRow
+          key={group.id}
+          ctx={ctx}
+          projectId={data.project.id}
+          group={group}
+          now={data.now}
+          users={data.users?.get(group.fingerprint) ?? 0}
+          usersPartial={data.usersPartial ?? false}
+          triage={data.triage?.get(group.id)}
+          bulk={bulk}
+        />
+      ))}
+    </ListTable>
+  );
+}
+
 /** The errors page. */
 export function ErrorsPage(props: { ctx: PageContext; data: ErrorsData }) {
   const { ctx, data } = props;
   const { project } = data;
   const fresh = data.groups.filter((g) => g.isNew).length;
+  const status = data.status ?? "unresolved";
+  const bulk = ctx.posts(triagePath(project.id));
   return (
     <ProjectLayout ctx={ctx} project={project} tab="errors">
       <h1>Errors</h1>
@@ -168,6 +232,12 @@ export function ErrorsPage(props: { ctx: PageContext; data: ErrorsData }) {
         ids and quoted text set aside) and the top frame of their stack. Times
         in UTC.
       </p>
+      <StatusFilterNav ctx={ctx} projectId={project.id} current={status} />
+      {data.notice && (
+        <p class={`notice ${data.notice.kind}`} id="triage-notice">
+          {data.notice.text}
+        </p>
+      )}
       {data.groups.length === 0
         ? (
           <p class="empty" id="no-groups">
@@ -183,41 +253,19 @@ export function ErrorsPage(props: { ctx: PageContext; data: ErrorsData }) {
               {data.paged ? " seen earlier" : ""}
               {fresh > 0 && `, ${fresh} new in the last 24 hours`}.
             </p>
-            <ListTable
-              class="errors"
-              id="groups"
-              columns={[
-                "Error",
-                { label: "Count", class: "num" },
-                {
-                  label: "Users",
-                  class: "num",
-                  title: "Distinct context.userId of the group's entries",
-                },
-                "Last 24 h",
-                "First seen",
-                "Last seen",
-              ]}
-            >
-              {data.groups.map((group) => (
-                <GroupRow
-                  key={group.id}
-                  ctx={ctx}
-                  projectId={project.id}
-                  group={group}
-                  now={data.now}
-                  users={data.users?.get(group.fingerprint) ?? 0}
-                  usersPartial={data.usersPartial ?? false}
-                />
-              ))}
-            </ListTable>
+            <GroupsTable ctx={ctx} data={data} bulk={bulk} />
+            {bulk && (
+              <BulkActions ctx={ctx} projectId={project.id} status={status} />
+            )}
             {data.older && (
               <p class="pager">
                 <a
                   id="older-groups"
                   href={link(
                     ctx.base,
-                    `/projects/${encodeURIComponent(project.id)}/errors?after=${
+                    `/projects/${
+                      encodeURIComponent(project.id)
+                    }/errors?status=${status}&after=${
                       encodeURIComponent(data.older)
                     }`,
                   )}

@@ -77,6 +77,8 @@ async function alertForm(c: DashContext): Promise<AlertForm> {
     threshold: (await formField(c, "threshold")).trim(),
     window: (await formField(c, "window")).trim(),
     every: (await formField(c, "every")).trim(),
+    on: (await formField(c, "on")).trim(),
+    factor: (await formField(c, "factor")).trim(),
   };
 }
 
@@ -97,6 +99,11 @@ async function addRule(
         `Cannot use threshold "${form.threshold}": expected a whole number`,
       );
     }
+    if (form.factor && !/^\d{1,6}(\.\d{1,3})?$/.test(form.factor)) {
+      throw new InvalidValueError(
+        `Cannot use factor "${form.factor}": expected a number such as 10`,
+      );
+    }
     const windowMs = duration("window", form.window);
     const everyMs = duration("every", form.every);
     const rule = await addAlertRule(deps.kv, {
@@ -106,11 +113,15 @@ async function addRule(
       ...(form.threshold === "" ? {} : { threshold: Number(form.threshold) }),
       ...(windowMs === undefined ? {} : { windowMs }),
       ...(everyMs === undefined ? {} : { everyMs }),
+      ...(form.on ? { on: form.on } : {}),
+      ...(form.factor ? { factor: Number(form.factor) } : {}),
     }, { allowPrivate, now: deps.now });
     await audit(c, deps, {
       projectId: project.id,
       action: "alert.add",
-      detail: `${rule.id}: ${form.query} -> ${new URL(form.webhook).host}`,
+      detail: `${rule.id}: ${form.on ? `on ${form.on}` : form.query} -> ${
+        new URL(form.webhook).host
+      }`,
     });
     await keepFlash(c, deps, {
       kind: "alert",

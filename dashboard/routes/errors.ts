@@ -14,18 +14,25 @@ import {
   readGroupDetail,
   readGroupUsers,
 } from "../../db/error_group_detail.ts";
+import { GroupCursorError } from "../../db/error_groups.ts";
 import {
-  groupCursor,
-  GroupCursorError,
-  listGroups,
-} from "../../db/error_groups.ts";
+  listTriagedGroups,
+  readTriage,
+  STATUS_FILTERS,
+  type StatusFilter,
+} from "../../db/error_group_triage.ts";
+import { accountOf, canRead, listUsers } from "../../db/users.ts";
+import { TRIAGE_DONE } from "./errors_triage.ts";
 import { DAY_MS } from "../../domain/entry.ts";
+import type { Project } from "../../db/projects.ts";
 import { ErrorGroupPage } from "../pages/error_group.tsx";
 import { shownStack } from "../../db/symbolicate.ts";
 import { ErrorsPage } from "../pages/errors.tsx";
 import {
   type DashApp,
   type DashboardDeps,
+  type DashContext,
+  doneNotice,
   message,
   renderPage,
   withProject,
@@ -34,38 +41,57 @@ import {
 /** Groups a page shows, the most recently seen first. */
 const PAGE_GROUPS = 100;
 
+/** The errors list of the status filter (`?status=`, unresolved by default). */
+async function showErrors(
+  c: DashContext,
+  deps: DashboardDeps,
+  project: Project,
+): Promise<Response> {
+  const { kv } = deps;
+  const now = deps.now();
+  const after = c.req.query("after");
+  const status = c.req.query("status") ?? "unresolved";
+  if (!(STATUS_FILTERS as readonly string[]).includes(status)) {
+    return c.json({
+      error: `Cannot read status "${status.slice(0, 40)}": expected one of ${
+        STATUS_FILTERS.join(", ")
+      }`,
+    }, 400);
+  }
+  let listed;
+  try {
+    listed = await listTriagedGroups(kv, project.id, now, {
+      status: status as StatusFilter,
+      limit: PAGE_GROUPS,
+      retentionMs: project.retentionDays * DAY_MS,
+      ...(after === undefined ? {} : { after }),
+    });
+  } catch (error) {
+    if (!(error instanceof GroupCursorError)) throw error;
+    return c.json({ error: error.message }, 400);
+  }
+  const groups = listed.groups.map((g) => g.group);
+  const users = await readGroupUsers(kv, project.id, groups, {});
+  return await renderPage(c, deps, ErrorsPage, {
+    project: { id: project.id, name: project.name },
+    groups,
+    now,
+    users: users.users,
+    usersPartial: users.searchedTo !== undefined,
+    older: listed.next,
+    paged: after !== undefined,
+    status: status as StatusFilter,
+    triage: new Map(listed.groups.map((g) => [g.group.id, g.triage])),
+    ...doneNotice(c, TRIAGE_DONE),
+  });
+}
+
 /** Adds the errors routes. */
 export function errorsRoutes(app: DashApp, deps: DashboardDeps): void {
   const { kv } = deps;
   app.get(
     `/projects/:id/errors`,
-    withProject(deps, async (c, project) => {
-      const now = deps.now();
-      const after = c.req.query("after");
-      let groups;
-      try {
-        groups = await listGroups(kv, project.id, now, {
-          limit: PAGE_GROUPS + 1,
-          retentionMs: project.retentionDays * DAY_MS,
-          ...(after === undefined ? {} : { after }),
-        });
-      } catch (error) {
-        if (!(error instanceof GroupCursorError)) throw error;
-        return c.json({ error: error.message }, 400);
-      }
-      const more = groups.length > PAGE_GROUPS;
-      groups = groups.slice(0, PAGE_GROUPS);
-      const users = await readGroupUsers(kv, project.id, groups, {});
-      return await renderPage(c, deps, ErrorsPage, {
-        project: { id: project.id, name: project.name },
-        groups,
-        now,
-        users: users.users,
-        usersPartial: users.searchedTo !== undefined,
-        older: more ? groupCursor(groups.at(-1)!) : null,
-        paged: after !== undefined,
-      });
-    }),
+    withProject(deps, (c, project) => showErrors(c, deps, project)),
   );
   app.get(
     `/projects/:id/errors/:fingerprint`,
@@ -92,12 +118,22 @@ export function errorsRoutes(app: DashApp, deps: DashboardDeps): void {
           404,
         );
       }
+      const triage = detail.group === null
+        ? undefined
+        : (await readTriage(kv, project.id, [detail.group], now))
+          .get(detail.group.id);
+      const accounts = (await listUsers(kv))
+        .filter((u) => canRead(accountOf(u), project.id))
+        .map((u) => u.email);
       return await renderPage(c, deps, ErrorGroupPage, {
         project: { id: project.id, name: project.name },
         detail,
         now,
         resolved: detail.latest &&
           await shownStack(kv, project.id, detail.latest),
+        ...(triage ? { triage } : {}),
+        accounts,
+        ...doneNotice(c, TRIAGE_DONE),
       });
     }),
   );

@@ -129,6 +129,11 @@ export interface BuildChunkOptions {
    * @default {true}
    */
   columns?: boolean;
+  /**
+   * Collects the first hash of every member of the chunk's filters, for a
+   * coarse group (db/storage/coarse.ts).
+   */
+  members?: Set<number>;
 }
 
 /**
@@ -193,7 +198,9 @@ function* chunkSteps(
       indexBlock(block, first, options.records, {
         levels,
         columns,
-        tokens: options.tokens ?? true,
+        // Members asked for are members found: tokens are indexed then.
+        tokens: (options.tokens ?? true) || options.members !== undefined,
+        members: options.members,
       }),
     );
     deflated.push(
@@ -276,6 +283,7 @@ function indexBlock(
     levels: Record<string, number>;
     columns: ColumnsBuilder | null;
     tokens: boolean;
+    members: Set<number> | undefined;
   },
 ): Bloom {
   const { levels, columns } = into;
@@ -303,6 +311,7 @@ function indexBlock(
     forEachText(record, addText);
     forEachPairParts(record, addPair);
   }
+  if (into.members) { for (const h of members.hashes) into.members.add(h); }
   return members.build();
 }
 

@@ -78,6 +78,8 @@ const ROWS: Row[] = [
   // `:fingerprint` as it stands is no fingerprint.
   getRow("/projects/:id/errors/:fingerprint", "read", 400),
   getRow("/projects/:id/entries/:entryId", "read", 404),
+  getRow("/projects/:id/releases", "read", 200),
+  configureRow("/errors/triage", 400, { fp: "nope", action: "resolve" }),
   configureRow("/views", 400, { name: "" }),
   configureRow("/views/delete", 303, { view: "nope" }),
   configureRow("/alerts/add", 400, { query: "" }),

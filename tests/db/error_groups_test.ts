@@ -165,7 +165,11 @@ kvTest(
     });
     const added = addErrorGroups(op, plan);
     assert.equal(MAX_GROUPS_PER_BATCH, 20);
-    assert.equal(added, 20 * 3, "a group, its count and its index row each");
+    assert.equal(
+      added,
+      20 * 4,
+      "a group, its count, its index row and its id by fingerprint each",
+    );
     assert.equal(op.mutations, added);
     assert.equal(
       plan.groups.filter((g) => g.after.count === 3).length,

@@ -1,0 +1,359 @@
+/**
+ * A project's releases (docs/errors.md#releases): the `context.release` its
+ * entries carry, each with its first and last seen, its entries, its errors
+ * and the error groups first seen in it, kept by the consumer at write time.
+ *
+ * Every figure is a `KvU64` changed by `min`, `max` or `sum` in the result
+ * commit that stores the entries, so it is exact however many commits run at
+ * once and costs the consumer no read but a cached list of the project's
+ * releases (read again once a {@linkcode RELEASE_RECOUNT_MS}). Bounded: a
+ * project keeps {@linkcode MAX_RELEASES}, the least recently seen going
+ * first, and releases last seen before the retention are deleted by the same
+ * sweep; a batch counts {@linkcode MAX_RELEASES_PER_BATCH} releases at most.
+ *
+ * Order: releases whose names both parse as semantic versions compare as
+ * such (`1.10.0` after `1.9.2`, `2.0.0-rc.1` before `2.0.0`); any other pair
+ * compares by first seen. A release not seen yet comes after every release
+ * seen when either name is not a version.
+ *
+ * @module
+ */
+import type { LogRecord } from "../domain/entry.ts";
+import type { AtomicWriter } from "./atomic.ts";
+import {
+  decodeErrorGroupReleaseKey,
+  decodeReleaseCountKey,
+  errorGroupReleaseKey,
+  releaseCountKey,
+  type ReleaseField,
+} from "./keys.ts";
+
+/** Releases a project keeps at most; the least recently seen go first. */
+export const MAX_RELEASES = 500;
+/** Distinct releases one batch counts at most; entries of others are stored uncounted. */
+export const MAX_RELEASES_PER_BATCH = 10;
+/** Longest release name counted, in characters. */
+export const MAX_RELEASE_CHARS = 200;
+/** How long a process trusts its list of a project's releases. */
+export const RELEASE_RECOUNT_MS = 60_000;
+const DELETE_BATCH = 500;
+
+/** A release as the releases page and `deno task releases` show it. */
+export interface Release {
+  name: string;
+  /** Receipt time of its first entry, Unix ms. */
+  firstSeen: number;
+  /** Receipt time of its last entry, Unix ms. */
+  lastSeen: number;
+  entries: number;
+  /** Entries of level error and critical. */
+  errors: number;
+  /** Error groups whose first entry was of this release. */
+  newGroups: number;
+}
+
+/**
+ * The release of an entry: `context.release` when it is a string of 1 to
+ * {@linkcode MAX_RELEASE_CHARS} characters, else `null`.
+ *
+ * @example
+ * ```ts
+ * releaseOf({ context: { release: "1.4.0" } }); // "1.4.0"
+ * ```
+ */
+export function releaseOf(
+  record: { context: Record<string, unknown> },
+): string | null {
+  const release = record.context.release;
+  if (typeof release !== "string") return null;
+  const name = release.trim();
+  return name === "" || name.length > MAX_RELEASE_CHARS ? null : name;
+}
+
+const SEMVER =
+  /^v?(\d{1,15})\.(\d{1,15})\.(\d{1,15})(?:-([0-9A-Za-z.-]+))?(?:\+[0-9A-Za-z.-]+)?$/;
+
+/** `[major, minor, patch, prerelease parts]`, or `null` when not a version. */
+function parseSemver(name: string): [number[], string[]] | null {
+  const m = SEMVER.exec(name);
+  if (m === null) return null;
+  return [[Number(m[1]), Number(m[2]), Number(m[3])], m[4]?.split(".") ?? []];
+}
+
+function comparePre(a: string[], b: string[]): number {
+  if (a.length === 0 || b.length === 0) return b.length - a.length;
+  for (let i = 0; i < Math.max(a.length, b.length); i++) {
+    const x = a[i], y = b[i];
+    if (x === undefined || y === undefined) return x === undefined ? -1 : 1;
+    const nx = /^\d+$/.test(x), ny = /^\d+$/.test(y);
+    if (nx && ny && Number(x) !== Number(y)) return Number(x) - Number(y);
+    if (nx !== ny) return nx ? -1 : 1;
+    if (x !== y) return x < y ? -1 : 1;
+  }
+  return 0;
+}
+
+/**
+ * Compares two releases: negative when `a` comes before `b`, positive
+ * after, 0 for the same place. `firstSeen` gives the first seen time of the
+ * releases seen so far.
+ *
+ * @example
+ * ```ts
+ * compareReleases("1.10.0", "1.9.2", new Map()); // > 0
+ * ```
+ */
+export function compareReleases(
+  a: string,
+  b: string,
+  firstSeen: ReadonlyMap<string, number>,
+): number {
+  if (a === b) return 0;
+  const x = parseSemver(a), y = parseSemver(b);
+  if (x !== null && y !== null) {
+    for (let i = 0; i < 3; i++) {
+      if (x[0][i] !== y[0][i]) return x[0][i]! - y[0][i]!;
+    }
+    return comparePre(x[1], y[1]);
+  }
+  const fa = firstSeen.get(a) ?? Infinity, fb = firstSeen.get(b) ?? Infinity;
+  return fa === fb ? 0 : fa < fb ? -1 : 1;
+}
+
+/** The counts one batch adds to a release. */
+interface ReleaseTally {
+  first: number;
+  last: number;
+  entries: number;
+  errors: number;
+  groups: number;
+}
+
+/** What {@linkcode addReleases} writes: from {@linkcode planReleases}. */
+export interface ReleasePlan {
+  projectId: string;
+  releases: Map<string, ReleaseTally>;
+}
+
+const known = new WeakMap<
+  Deno.Kv,
+  Map<string, { names: Set<string>; at: number }>
+>();
+
+/**
+ * The releases of a project, each with its counters, as stored: one read
+ * of the project's counters.
+ */
+async function readReleases(
+  kv: Deno.Kv,
+  projectId: string,
+): Promise<Map<string, Release>> {
+  const releases = new Map<string, Release>();
+  const list = kv.list<Deno.KvU64>({ prefix: releaseCountKey(projectId) }, {
+    limit: 5 * (MAX_RELEASES + MAX_RELEASES_PER_BATCH) + 100,
+  });
+  for await (const row of list) {
+    const { release, field } = decodeReleaseCountKey(row.key);
+    let r = releases.get(release);
+    if (r === undefined) {
+      releases.set(
+        release,
+        r = {
+          name: release,
+          firstSeen: 0,
+          lastSeen: 0,
+          entries: 0,
+          errors: 0,
+          newGroups: 0,
+        },
+      );
+    }
+    const n = row.value instanceof Deno.KvU64 ? Number(row.value.value) : 0;
+    const into: Record<ReleaseField, keyof Release> = {
+      first: "firstSeen",
+      last: "lastSeen",
+      entries: "entries",
+      errors: "errors",
+      groups: "newGroups",
+    };
+    (r as unknown as Record<string, number>)[into[field]] = n;
+  }
+  return releases;
+}
+
+async function deleteReleases(
+  kv: Deno.Kv,
+  projectId: string,
+  names: string[],
+): Promise<void> {
+  const fields: ReleaseField[] = [
+    "first",
+    "last",
+    "entries",
+    "errors",
+    "groups",
+  ];
+  const keys = names.flatMap((name) =>
+    fields.map((f) => releaseCountKey(projectId, name, f))
+  );
+  for (let i = 0; i < keys.length; i += DELETE_BATCH) {
+    const op = kv.atomic();
+    for (const key of keys.slice(i, i + DELETE_BATCH)) op.delete(key);
+    await op.commit();
+  }
+}
+
+/**
+ * The names of a project's releases, read again (and swept: past the
+ * retention, past the bound with `room` more to come) once a
+ * {@linkcode RELEASE_RECOUNT_MS}, or when `room` would pass the bound.
+ */
+async function releaseNames(
+  kv: Deno.Kv,
+  projectId: string,
+  options: { now: number; retentionMs: number; room: number },
+): Promise<Set<string>> {
+  let cache = known.get(kv);
+  if (cache === undefined) known.set(kv, cache = new Map());
+  const cached = cache.get(projectId);
+  if (
+    cached !== undefined && options.now - cached.at < RELEASE_RECOUNT_MS &&
+    cached.names.size + options.room <= MAX_RELEASES
+  ) {
+    return cached.names;
+  }
+  const releases = [...(await readReleases(kv, projectId)).values()]
+    .sort((a, b) => b.lastSeen - a.lastSeen);
+  const expired = options.now - options.retentionMs;
+  const keep = Math.max(0, MAX_RELEASES - options.room);
+  const doomed = releases.filter((r, i) => i >= keep || r.lastSeen < expired);
+  await deleteReleases(kv, projectId, doomed.map((r) => r.name));
+  const gone = new Set(doomed.map((r) => r.name));
+  const names = new Set(
+    releases.filter((r) => !gone.has(r.name)).map((r) => r.name),
+  );
+  cache.set(projectId, { names, at: options.now });
+  return names;
+}
+
+/**
+ * Counts `records` into their releases (at most
+ * {@linkcode MAX_RELEASES_PER_BATCH} a batch); `isError` tells the entries
+ * that count as errors. Returns the plan and the set of releases counted,
+ * which the error groups count per group.
+ *
+ * @example
+ * ```ts
+ * const plan = await planReleases(kv, projectId, records, { now, retentionMs, isError });
+ * ```
+ */
+export async function planReleases(
+  kv: Deno.Kv,
+  projectId: string,
+  records: LogRecord[],
+  options: {
+    now: number;
+    retentionMs: number;
+    isError: (record: LogRecord) => boolean;
+  },
+): Promise<ReleasePlan> {
+  const plan: ReleasePlan = { projectId, releases: new Map() };
+  for (const record of records) {
+    const name = releaseOf(record);
+    if (name === null) continue;
+    let tally = plan.releases.get(name);
+    if (tally === undefined) {
+      if (plan.releases.size >= MAX_RELEASES_PER_BATCH) continue;
+      plan.releases.set(
+        name,
+        tally = { first: Infinity, last: 0, entries: 0, errors: 0, groups: 0 },
+      );
+    }
+    tally.first = Math.min(tally.first, record.receivedAt);
+    tally.last = Math.max(tally.last, record.receivedAt);
+    tally.entries++;
+    if (options.isError(record)) tally.errors++;
+  }
+  if (plan.releases.size === 0) return plan;
+  let names = await releaseNames(kv, projectId, { ...options, room: 0 });
+  const fresh = [...plan.releases.keys()].filter((n) => !names.has(n));
+  if (fresh.length > 0) {
+    names = await releaseNames(kv, projectId, {
+      ...options,
+      room: fresh.length,
+    });
+    for (const name of fresh) names.add(name);
+  }
+  return plan;
+}
+
+/**
+ * Adds to `op` the counters of a {@linkcode ReleasePlan}: 5 mutations a
+ * release. Returns the number of mutations added.
+ */
+export function addReleases(op: AtomicWriter, plan: ReleasePlan): number {
+  let mutations = 0;
+  for (const [name, t] of plan.releases) {
+    const key = (field: ReleaseField) =>
+      releaseCountKey(plan.projectId, name, field);
+    op.min(key("first"), BigInt(t.first));
+    op.max(key("last"), BigInt(t.last));
+    op.sum(key("entries"), BigInt(t.entries));
+    op.sum(key("errors"), BigInt(t.errors));
+    op.sum(key("groups"), BigInt(t.groups));
+    mutations += 5;
+  }
+  return mutations;
+}
+
+/**
+ * A project's releases in release order, the latest first.
+ *
+ * @example
+ * ```ts
+ * for (const r of await listReleases(kv, projectId)) console.log(r.name, r.errors);
+ * ```
+ */
+export async function listReleases(
+  kv: Deno.Kv,
+  projectId: string,
+  options: { now?: number; retentionMs?: number } = {},
+): Promise<Release[]> {
+  const releases = [...(await readReleases(kv, projectId)).values()]
+    .filter((r) =>
+      options.now === undefined || options.retentionMs === undefined ||
+      r.lastSeen >= options.now - options.retentionMs
+    );
+  const firstSeen = new Map(releases.map((r) => [r.name, r.firstSeen]));
+  return releases.sort((a, b) =>
+    compareReleases(b.name, a.name, firstSeen) || b.firstSeen - a.firstSeen
+  );
+}
+
+/** The first seen time of each of a project's releases, for {@linkcode compareReleases}. */
+export async function releaseFirstSeen(
+  kv: Deno.Kv,
+  projectId: string,
+): Promise<Map<string, number>> {
+  const releases = await readReleases(kv, projectId);
+  return new Map([...releases.values()].map((r) => [r.name, r.firstSeen]));
+}
+
+/** A group's entries per release, as counted (exact). */
+export async function readGroupReleaseCounts(
+  kv: Deno.Kv,
+  projectId: string,
+  groupId: string,
+): Promise<Map<string, number>> {
+  const counts = new Map<string, number>();
+  const list = kv.list<Deno.KvU64>({
+    prefix: errorGroupReleaseKey(projectId, groupId),
+  });
+  for await (const row of list) {
+    counts.set(
+      decodeErrorGroupReleaseKey(row.key),
+      row.value instanceof Deno.KvU64 ? Number(row.value.value) : 0,
+    );
+  }
+  return counts;
+}
