@@ -112,6 +112,15 @@ export interface BuildChunkOptions {
    * consumer's), compressed again then. @default {false}
    */
   fast?: boolean;
+  /**
+   * Index the blocks' tokens and field pairs in their Bloom filters. False
+   * for a chunk the merger rewrites soon (the consumer's): each block gets a
+   * filter that answers "maybe" to every member, so a query reads its lines
+   * (a fresh chunk is small, and the backlog of them is bounded), and the
+   * tokens are found once, when the merger indexes the merged chunk.
+   * @default {true}
+   */
+  tokens?: boolean;
   /** The records of the lines, when at hand (else the lines are parsed). */
   records?: readonly LogRecord[];
   /**
@@ -189,6 +198,8 @@ function* chunkSteps(
       indexBlock(block, first, options.records, {
         levels,
         columns,
+        // Members asked for are members found: tokens are indexed then.
+        tokens: (options.tokens ?? true) || options.members !== undefined,
         members: options.members,
       }),
     );
@@ -271,10 +282,19 @@ function indexBlock(
   into: {
     levels: Record<string, number>;
     columns: ColumnsBuilder | null;
+    tokens: boolean;
     members: Set<number> | undefined;
   },
 ): Bloom {
   const { levels, columns } = into;
+  if (!into.tokens) {
+    for (const [i, line] of lines.entries()) {
+      const record = records?.[first + i] ?? decodeRecordLine(line);
+      levels[record.level] = (levels[record.level] ?? 0) + 1;
+      columns?.add(record);
+    }
+    return MATCH_ALL;
+  }
   const members = new BloomMembers();
   const addText = (text: string) => {
     const lower = text.toLowerCase();
@@ -294,6 +314,9 @@ function indexBlock(
   if (into.members) { for (const h of members.hashes) into.members.add(h); }
   return members.build();
 }
+
+/** A filter every member may be in: one probe, every bit set. */
+const MATCH_ALL: Bloom = { bits: new Uint8Array(8).fill(255), k: 1 };
 
 /** Block table: count, then each block's compressed size (32 bits). */
 function blockTable(deflated: Uint8Array[]): Uint8Array {

@@ -267,8 +267,9 @@ export async function mergeProject(
     const done: Merged = { sources: new Set(), written: [] };
     // A group left for a later round: the project is not quiet.
     let cut = false;
+    const merged = mergedRatio(summaries);
     outer: for (const run of openRuns(summaries)) {
-      const rawLimit = rawLimitOf(run);
+      const rawLimit = rawLimitOf(run, merged);
       const groups = chooseGroups(run, {
         now: options.now,
         settleMs: options.settleMs ?? DEFAULT_SETTLE_MS,
@@ -363,12 +364,34 @@ function openRuns(summaries: ChunkSummary[]): ChunkSummary[][] {
   return runs;
 }
 
-/** JSON bytes a merged chunk of `run` may hold, from the run's own compression. */
-function rawLimitOf(run: ChunkSummary[]): number {
+/**
+ * Compressed over JSON bytes of the project's merged chunks (tier 1 and
+ * up), or null when it has none: a merge's output compresses like them,
+ * far better than the small chunks of tier 0 it is made of.
+ */
+function mergedRatio(summaries: ChunkSummary[]): number | null {
+  let bytes = 0;
+  let raw = 0;
+  for (const s of summaries) {
+    if (s.tier === 0) continue;
+    bytes += s.bytes;
+    raw += s.raw;
+  }
+  return raw > 0 && bytes > 0 ? bytes / raw : null;
+}
+
+/**
+ * JSON bytes a merged chunk of `run` may hold, from the compression of the
+ * project's merged chunks, else the run's own.
+ */
+function rawLimitOf(run: ChunkSummary[], merged: number | null): number {
   const bytes = run.reduce((n, s) => n + s.bytes, 0);
   const raw = run.reduce((n, s) => n + s.raw, 0);
-  const ratio = raw > 0 && bytes > 0 ? Math.max(0.02, bytes / raw) : 0.12;
-  return Math.min(MAX_RAW_BYTES, CHUNK_TARGET_BYTES / ratio);
+  const own = raw > 0 && bytes > 0 ? bytes / raw : 0.12;
+  return Math.min(
+    MAX_RAW_BYTES,
+    CHUNK_TARGET_BYTES / Math.max(0.02, merged ?? own),
+  );
 }
 
 /** What a round has merged so far: the sources replaced, the chunks written. */

@@ -192,9 +192,11 @@ export interface StoreLogsOptions {
   /** A record's line, when known already. @default {encodeRecordLine} */
   lineOf?: (record: LogRecord) => string;
   /**
-   * Build the chunks' columns now. The consumer leaves them to the merger,
-   * which builds them for the chunks it writes, so that the first write
-   * stays light; a store made at once (tests, benchmarks) may ask for them.
+   * Build the chunks' columns and index their tokens in their Bloom
+   * filters now. The consumer leaves both to the merger, which builds them
+   * for the chunks it writes, so that the first write stays light (a query
+   * reads a fresh chunk's lines); a store made at once (tests, benchmarks)
+   * may ask for them.
    * @default false
    */
   columns?: boolean;
@@ -229,11 +231,12 @@ export function storeLogs(
       end < records.length && idTime(records[end]!.id) - first < CHUNK_SPAN_MS
     ) end++;
     const run = records.slice(start, end);
-    // Columns wait for the merger unless asked for: a query reads a fresh
-    // chunk's lines instead.
+    // Columns and tokens wait for the merger unless asked for: a query
+    // reads a fresh chunk's lines instead.
     const chunk = buildChunk(run.map(lineOf), {
       records: run,
       fast: true,
+      tokens: options.columns ?? false,
       columns: options.columns ?? false,
     });
     const expireIn = chunkExpireIn(
