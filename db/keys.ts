@@ -18,6 +18,10 @@
  * | `log_column_slices/<projectId>/<last entry id>/<n>` | further slices of a chunk's columns too large for one value |
  * | `log_counts/<projectId>/<"m" or "h">/<start ms>/<level>` | `Deno.KvU64`, entries received in that minute or hour |
  * | `log_merges/<projectId>` | `Deno.KvU64`, bumped by every merge commit |
+ * | `log_coarse_groups/<projectId>/<last id of its newest chunk>` | a coarse group: the final chunks one coarse filter covers (db/storage/coarse.ts) |
+ * | `log_coarse_bits/<projectId>/<segment>/<group's last id>` | one segment of a coarse group's Bloom filter |
+ * | `log_coarse_pending/<projectId>/<last entry id>` | the number of a final chunk's token hashes, until a coarse group takes it |
+ * | `log_coarse_hashes/<projectId>/<last entry id>` | those hashes |
  * | `seen_signatures/<projectId>/<signature>` | id of the entry that used it |
  * | `stats/<projectId>/accepted` | `Deno.KvU64` |
  * | `stats/<projectId>/rejected/<reason>` | `Deno.KvU64` |
@@ -207,6 +211,69 @@ export function decodeLogCountKey(
 /** Counter bumped by every merge of a project's chunks: readers detect a move. */
 export function logMergesKey(projectId: string): Deno.KvKey {
   return ["log_merges", projectId];
+}
+
+/** Key of a coarse group, named by the last id of its newest chunk. */
+export function logCoarseGroupKey(
+  projectId: string,
+  lastId: string,
+): Deno.KvKey {
+  return ["log_coarse_groups", projectId, lastId];
+}
+
+/** Prefix of a project's coarse groups. */
+export function logCoarseGroupsPrefix(projectId: string): Deno.KvKey {
+  return ["log_coarse_groups", projectId];
+}
+
+/** Key of one segment of a coarse group's filter. */
+export function logCoarseBitsKey(
+  projectId: string,
+  segment: number,
+  lastId: string,
+): Deno.KvKey {
+  return ["log_coarse_bits", projectId, segment, lastId];
+}
+
+/** Prefix of a project's coarse filter segments (of one segment number). */
+export function logCoarseBitsPrefix(
+  projectId: string,
+  segment?: number,
+): Deno.KvKey {
+  return segment === undefined
+    ? ["log_coarse_bits", projectId]
+    : ["log_coarse_bits", projectId, segment];
+}
+
+/** Key of a final chunk's token hashes (their number: {@linkcode logCoarsePendingKey}). */
+export function logCoarseHashesKey(
+  projectId: string,
+  lastId: string,
+): Deno.KvKey {
+  return ["log_coarse_hashes", projectId, lastId];
+}
+
+/** Prefix of a project's waiting token hashes. */
+export function logCoarseHashesPrefix(projectId: string): Deno.KvKey {
+  return ["log_coarse_hashes", projectId];
+}
+
+/** The group's last id a coarse filter segment's key names. */
+export function logCoarseBitsGroupId(key: Deno.KvKey): string {
+  return String(key[3]);
+}
+
+/** Key of the number of a final chunk's token hashes waiting for a coarse group. */
+export function logCoarsePendingKey(
+  projectId: string,
+  lastId: string,
+): Deno.KvKey {
+  return ["log_coarse_pending", projectId, lastId];
+}
+
+/** Prefix of a project's token hashes waiting for a coarse group. */
+export function logCoarsePendingPrefix(projectId: string): Deno.KvKey {
+  return ["log_coarse_pending", projectId];
 }
 
 /**

@@ -132,6 +132,7 @@ const STORAGE_FORMATS = [
   "db/storage/bloom.ts",
   "db/storage/text.ts",
   "db/storage/columns.ts",
+  "db/storage/coarse.ts",
 ];
 /** A write to KV: an atomic operation, its commit, or a single write. */
 const WRITE = /\.atomic\(|\.commit\(|\bkv\.(?:set|delete|enqueue)\(/;

@@ -51,10 +51,17 @@ export interface BuildStoreOptions {
   keep?: boolean;
   /** Keep the records of these entries (by index) in `samples`. */
   sample?: number[];
+  /**
+   * Keep every entry's id in `ids` (a 10,000,000-entry store would hold
+   * about 600 MB of them). @default {true}
+   */
+  ids?: boolean;
   /** Receipt time between merge rounds. @default {600000} */
   mergeEveryMs?: number;
   /** Clock reading of the last merge round, after the last entry. @default {60000} */
   finalDelayMs?: number;
+  /** Final chunks a coarse group takes. @default {COARSE_GROUP_CHUNKS} */
+  coarseGroupChunks?: number;
   /** Told every 100,000 entries. */
   onProgress?: (done: number) => void;
 }
@@ -64,7 +71,7 @@ export interface BuiltStore {
   projectId: string;
   /** Bytes of the entries' JSON as sent (`POST /api/v1/logs` bodies). */
   rawBytes: number;
-  /** Id of each entry, by index. */
+  /** Id of each entry, by index (unless `ids` was false). */
   ids: string[];
   /** The stored records, by index, when `keep` was set. */
   records: LogRecord[];
@@ -74,6 +81,8 @@ export interface BuiltStore {
   levels: Record<string, number>;
   /** Entries per `context.userId`. */
   users: Map<string, number>;
+  /** Id of each `context.userId`'s newest entry. */
+  newestByUser: Map<string, string>;
   /**
    * Errors and criticals per hour and `context.service` (`null` when
    * missing): `<hour start, Unix ms> <service JSON>`.
@@ -136,7 +145,7 @@ function toQueued(
 }
 
 /** The record the store keeps of a queued `entry`. */
-function toRecord(entry: QueuedEntry): LogRecord {
+export function toRecord(entry: QueuedEntry): LogRecord {
   const { appid } = entry;
   const record: LogRecord = {
     id: entry.id,
@@ -179,69 +188,42 @@ function benchPipeline(kv: Deno.Kv, now: () => number) {
 export async function buildStore(
   options: BuildStoreOptions,
 ): Promise<BuiltStore> {
-  const { kv, count, start, spanMs } = options;
+  const { kv, start } = options;
   let t = start;
   const now = () => t;
-  const project = await createProject(kv, {
-    name: "query bench",
-    allow: [ORIGIN, ...APP_IDS],
-    now,
-  });
+  const project = await createBenchProject(kv, now);
   const pipeline = benchPipeline(kv, now);
-  const generator = createGenerator(options.seed);
-  const jitter = mulberry32(options.seed ^ 0x5eed);
   const mergeEveryMs = options.mergeEveryMs ?? 600_000;
-  const built: BuiltStore = {
-    projectId: project.id,
-    rawBytes: 0,
-    ids: [],
-    records: [],
-    samples: new Map(),
-    levels: {},
-    users: new Map(),
-    severeByHour: new Map(),
-    end: start,
-    ingestSeconds: 0,
-    mergeSeconds: 0,
-  };
+  const built = emptyBuilt(project.id, start);
   let mergeSeconds = 0;
   const merge = async (at: number) => {
     await pipeline.worker.idle();
     const began = performance.now();
     t = at;
-    await mergeProject(kv, project.id, { now: at });
+    await mergeProject(kv, project.id, {
+      now: at,
+      ...(options.coarseGroupChunks === undefined
+        ? {}
+        : { coarseGroupChunks: options.coarseGroupChunks }),
+    });
     mergeSeconds += (performance.now() - began) / 1000;
   };
-  const sampled = new Set(options.sample ?? []);
   const began = performance.now();
   let nextMerge = start + mergeEveryMs;
-  for (let from = 0; from < count; from += GROUP) {
-    const group: QueuedEntry[] = [];
-    for (let i = from; i < Math.min(count, from + GROUP); i++) {
-      const receivedAt = start + Math.floor((i + jitter()) * spanMs / count);
-      let generated: GeneratedEntry = generator.next();
-      const word = options.plant?.get(i);
-      if (word !== undefined) generated = plantWord(generated, word);
-      const { entry, sentBytes } = toQueued(generated, project.id, receivedAt);
-      built.rawBytes += sentBytes;
-      built.ids.push(entry.id);
-      built.levels[entry.level] = (built.levels[entry.level] ?? 0) + 1;
-      tally(built, generated, receivedAt);
-      if (options.keep || sampled.has(i)) {
-        const record = toRecord(entry);
-        if (options.keep) built.records.push(record);
-        if (sampled.has(i)) built.samples.set(i, record);
-      }
-      group.push(entry);
-    }
+  let group: QueuedEntry[] = [];
+  let done = 0;
+  for (const entry of generateEntries(options, built)) {
+    group.push(entry);
+    if (group.length < GROUP && done + group.length < options.count) continue;
     t = group.at(-1)!.receivedAt;
     await Promise.all(group.map((entry) => pipeline.producer.submit(entry)));
-    if ((from / GROUP) % 8 === 7) await pipeline.worker.idle();
+    if ((done / GROUP) % 8 === 7) await pipeline.worker.idle();
     if (t >= nextMerge) {
       await merge(t);
       nextMerge = t + mergeEveryMs;
     }
-    const done = Math.min(count, from + GROUP);
+    done += group.length;
+    group = [];
     if (done % 100_000 === 0) options.onProgress?.(done);
   }
   await pipeline.stop();
@@ -250,4 +232,68 @@ export async function buildStore(
   built.mergeSeconds = mergeSeconds;
   built.ingestSeconds = (performance.now() - began) / 1000 - mergeSeconds;
   return built;
+}
+
+/** The benchmark's project, created at `now`. */
+export async function createBenchProject(kv: Deno.Kv, now: () => number) {
+  return await createProject(kv, {
+    name: "query bench",
+    allow: [ORIGIN, ...APP_IDS],
+    now,
+  });
+}
+
+/** A {@linkcode BuiltStore} of nothing yet. */
+export function emptyBuilt(projectId: string, start: number): BuiltStore {
+  return {
+    projectId,
+    rawBytes: 0,
+    ids: [],
+    records: [],
+    samples: new Map(),
+    levels: {},
+    users: new Map(),
+    newestByUser: new Map(),
+    severeByHour: new Map(),
+    end: start,
+    ingestSeconds: 0,
+    mergeSeconds: 0,
+  };
+}
+
+/**
+ * The entries of a store as the endpoint would queue them, in receipt
+ * order, each counted into `built` (ids, levels, users, samples) as it is
+ * made.
+ */
+export function* generateEntries(
+  options: BuildStoreOptions,
+  built: BuiltStore,
+): Generator<QueuedEntry> {
+  const { count, start, spanMs } = options;
+  const generator = createGenerator(options.seed);
+  const jitter = mulberry32(options.seed ^ 0x5eed);
+  const sampled = new Set(options.sample ?? []);
+  for (let i = 0; i < count; i++) {
+    const receivedAt = start + Math.floor((i + jitter()) * spanMs / count);
+    let generated: GeneratedEntry = generator.next();
+    const word = options.plant?.get(i);
+    if (word !== undefined) generated = plantWord(generated, word);
+    const { entry, sentBytes } = toQueued(
+      generated,
+      built.projectId,
+      receivedAt,
+    );
+    built.rawBytes += sentBytes;
+    if (options.ids !== false) built.ids.push(entry.id);
+    built.newestByUser.set(generated.context.userId, entry.id);
+    built.levels[entry.level] = (built.levels[entry.level] ?? 0) + 1;
+    tally(built, generated, receivedAt);
+    if (options.keep || sampled.has(i)) {
+      const record = toRecord(entry);
+      if (options.keep) built.records.push(record);
+      if (sampled.has(i)) built.samples.set(i, record);
+    }
+    yield entry;
+  }
 }

@@ -13,6 +13,7 @@
  * ```sh
  * deno task bench:query                   # 1,000,000 entries
  * deno task bench:query --count 100000    # quicker
+ * deno task bench:query --count 10000000 --direct   # final chunks written straight
  * deno task bench:query --json            # machine-readable summary on stdout
  * deno task bench:query --keep data/bench.sqlite   # keep the store (for bench/dashboard.ts)
  * ```
@@ -25,8 +26,14 @@
  */
 import { parseArgs } from "node:util";
 import { countStoredEntries } from "../../db/query/mod.ts";
-import { logBloomsPrefix, logSummariesPrefix } from "../../db/keys.ts";
+import {
+  logBloomsPrefix,
+  logCoarseBitsPrefix,
+  logCoarseGroupsPrefix,
+  logSummariesPrefix,
+} from "../../db/keys.ts";
 import { buildStore } from "./ingest.ts";
+import { buildStoreDirect } from "./direct.ts";
 import { canOccur } from "./generate.ts";
 import { ABSENT, DAY_MS, measure, PLANTED } from "./queries.ts";
 
@@ -59,6 +66,8 @@ interface Options {
   count: number;
   seed: number;
   json: boolean;
+  /** Write final chunks straight (bench/query/direct.ts). */
+  direct: boolean;
   keep?: string;
 }
 
@@ -69,6 +78,7 @@ function parseOptions(args: string[]): Options {
       count: { type: "string", default: "1000000" },
       seed: { type: "string", default: "42" },
       json: { type: "boolean", default: false },
+      direct: { type: "boolean", default: false },
       keep: { type: "string" },
     },
   });
@@ -83,6 +93,7 @@ function parseOptions(args: string[]): Options {
     count,
     seed: Number(values.seed),
     json: values.json,
+    direct: values.direct,
     ...(values.keep === undefined ? {} : { keep: values.keep }),
   };
 }
@@ -111,25 +122,37 @@ async function build(path: string, options: Options) {
   const plantAt = Math.floor(count * 0.61);
   const middle = Math.floor(count / 2);
   const kv = await Deno.openKv(path);
-  log(`Ingesting ${count} entries into ${path}`);
-  const store = await buildStore({
+  log(
+    `${options.direct ? "Writing" : "Ingesting"} ${count} entries into ${path}`,
+  );
+  const store = await (options.direct ? buildStoreDirect : buildStore)({
     kv,
     count,
     seed: options.seed,
     start,
     spanMs,
     plant: new Map([[plantAt, PLANTED]]),
-    sample: [middle, plantAt],
+    // The middle entry with 50 on each side (around one entry), the planted.
+    sample: [
+      ...Array.from({ length: 101 }, (_, i) => middle - 50 + i),
+      plantAt,
+    ],
+    ids: false,
     onProgress: (n) => log(`  ${n} entries`),
   });
   const stored = await countStoredEntries(kv, store.projectId);
   const summaries = await listed(kv, logSummariesPrefix(store.projectId));
   const blooms = await listed(kv, logBloomsPrefix(store.projectId));
+  const coarse = {
+    groups: await listed(kv, logCoarseGroupsPrefix(store.projectId)),
+    bits: await listed(kv, logCoarseBitsPrefix(store.projectId)),
+  };
   kv.close();
   const file = await sqliteFile(path);
   log(`Stored ${stored}; file ${file.bytes} bytes; querying`);
   return {
     count,
+    direct: options.direct,
     start,
     spanMs,
     plantAt,
@@ -138,6 +161,7 @@ async function build(path: string, options: Options) {
     stored,
     summaries,
     blooms,
+    coarse,
     file,
   };
 }
@@ -149,9 +173,10 @@ function summarize(
   built: Built,
   measured: Awaited<ReturnType<typeof measure>>,
 ) {
-  const { count, store, stored, file, summaries, blooms } = built;
+  const { count, store, stored, file, summaries, blooms, coarse } = built;
   return {
     entries: count,
+    direct: built.direct,
     stored,
     rawBytesPerEntry: store.rawBytes / count,
     fileBytes: file.bytes,
@@ -163,6 +188,8 @@ function summarize(
     chunks: summaries.n,
     summaryBytes: summaries.bytes,
     bloomBytes: blooms.bytes,
+    coarseGroups: coarse.groups.n,
+    coarseBytes: coarse.groups.bytes + coarse.bits.bytes,
     ingestEntriesPerSecond: count / store.ingestSeconds,
     mergeSeconds: store.mergeSeconds,
     listSummariesMs: measured.listSummariesMs,
@@ -198,7 +225,13 @@ function printReport(summary: Summary): void {
       } MiB`,
     ],
     [
-      "ingest (producer + consumer, in process)",
+      "coarse groups (records and filter segments)",
+      `${summary.coarseGroups}, ${f(summary.coarseBytes / 1024 / 1024, 2)} MiB`,
+    ],
+    [
+      summary.direct
+        ? "written straight as final chunks"
+        : "ingest (producer + consumer, in process)",
       `${f(summary.ingestEntriesPerSecond, 0)} entries/s`,
     ],
     ["merging, all rounds", `${f(summary.mergeSeconds)} s`],

@@ -7,6 +7,7 @@
  */
 import { idTime, timeBound } from "../../domain/ids.ts";
 import {
+  logBloomKey,
   logBloomsPrefix,
   logChunkKey,
   logSummariesPrefix,
@@ -15,15 +16,28 @@ import {
 import { bloomHas } from "../storage/bloom.ts";
 import {
   CHUNK_SPAN_MS,
+  type ChunkBlooms,
   type ChunkSummary,
   decodeChunkBlooms,
   decodeSummary,
 } from "../storage/chunk.ts";
 import type { CompiledFilter } from "./filter.ts";
 import { GET_MANY_MAX_KEYS } from "../kv.ts";
+import { coarseSkips } from "./coarse.ts";
 
 /** Above every id. */
 export const MAX_ID = "\uffff";
+
+/** Summaries one step of a listing with coarse groups takes at most. */
+const LIST_MAX = 512;
+
+/**
+ * No entry of a chunk listed after the one whose last id is `lastId` comes
+ * before this, in scan order.
+ */
+function boundAfter(lastId: string, desc: boolean): string {
+  return desc ? lastId : timeBound(idTime(lastId) - CHUNK_SPAN_MS);
+}
 
 /** A chunk listed and not yet read. */
 export interface ListedChunk {
@@ -36,8 +50,8 @@ export interface ListedChunk {
 }
 
 /**
- * Lists the summaries (or, where the filter has probes, the blooms)
- * of the chunks that may hold entries in [lo, hi), in scan order.
+ * Lists the summaries (or, where the filter has probes and no coarse
+ * group covers the range, the blooms) of the chunks that may hold entries in [lo, hi), in scan order.
  */
 function listRange(
   kv: Deno.Kv,
@@ -59,6 +73,23 @@ function listRange(
 }
 
 /**
+ * The blocks of a chunk whose Bloom filter holds every probe; undefined:
+ * all of them.
+ */
+function mayMatchBlocks(
+  chunkBlooms: ChunkBlooms,
+  filter: CompiledFilter,
+): number[] | undefined {
+  const blocks: number[] = [];
+  chunkBlooms.blooms.forEach((bloom, i) => {
+    if (filter.probes.every((probe) => bloomHas(bloom, probe))) {
+      blocks.push(i);
+    }
+  });
+  return blocks.length === chunkBlooms.blooms.length ? undefined : blocks;
+}
+
+/**
  * The chunk a listed summary names, with the blocks that may hold a match,
  * or undefined where the chunk is out of range or cannot match (counted as
  * skipped).
@@ -76,13 +107,7 @@ function listedChunk(
   if (filter.probes.length > 0) {
     const chunkBlooms = decodeChunkBlooms(entry.value, lastId);
     summary = chunkBlooms;
-    blocks = [];
-    chunkBlooms.blooms.forEach((bloom, i) => {
-      if (filter.probes.every((probe) => bloomHas(bloom, probe))) {
-        blocks!.push(i);
-      }
-    });
-    if (blocks.length === chunkBlooms.blooms.length) blocks = undefined;
+    blocks = mayMatchBlocks(chunkBlooms, filter);
   } else summary = decodeSummary(entry.value, lastId);
   if (summary.firstId >= range.hi || summary.lastId < range.lo) return;
   if (!filter.summaryMayMatch(summary) || blocks?.length === 0) {
@@ -90,6 +115,55 @@ function listedChunk(
     return;
   }
   return { summary, fetched: false, blocks };
+}
+
+/**
+ * The chunks of listed summaries that may match, where coarse groups rule
+ * out those in `skip` (by last id, with the entries each held when
+ * grouped): the others' Bloom filters are read (ten per read, the reads
+ * at once), and a chunk
+ * whose filters are gone (merged since) is kept whole, so that reading it
+ * finds it moved.
+ */
+async function listedWithSkips(
+  kv: Deno.Kv,
+  projectId: string,
+  entries: Deno.KvEntry<unknown>[],
+  skip: Map<string, number>,
+  options: ListingOptions,
+): Promise<ListedChunk[]> {
+  const { filter, range, stats } = options;
+  const wanted: ChunkSummary[] = [];
+  for (const entry of entries) {
+    const summary = decodeSummary(entry.value, logUnitId(entry.key));
+    if (summary.firstId >= range.hi || summary.lastId < range.lo) continue;
+    // A chunk rewritten since its group was made holds more entries.
+    const covered = skip.get(summary.lastId) === summary.count;
+    if (!filter.summaryMayMatch(summary) || covered) {
+      stats.chunksSkipped++;
+    } else wanted.push(summary);
+  }
+  const keys = wanted.map((s) => logBloomKey(projectId, s.lastId));
+  const reads: Promise<Deno.KvEntryMaybe<unknown>[]>[] = [];
+  for (let i = 0; i < keys.length; i += GET_MANY_MAX_KEYS) {
+    reads.push(kv.getMany(keys.slice(i, i + GET_MANY_MAX_KEYS)));
+  }
+  const blooms = (await Promise.all(reads)).flat();
+  const listed: ListedChunk[] = [];
+  wanted.forEach((summary, i) => {
+    const value = blooms[i]!.value;
+    if (value === null) {
+      listed.push({ summary, fetched: false, blocks: undefined });
+      return;
+    }
+    const blocks = mayMatchBlocks(
+      decodeChunkBlooms(value, summary.lastId),
+      filter,
+    );
+    if (blocks?.length === 0) stats.chunksSkipped++;
+    else listed.push({ summary, fetched: false, blocks });
+  });
+  return listed;
 }
 
 /**
@@ -147,24 +221,47 @@ export class ChunkListing {
   readonly #kv: Deno.Kv;
   readonly #projectId: string;
   readonly #options: ListingOptions;
-  readonly #summaries: Deno.KvListIterator<unknown>;
+  /** Summaries, or blooms; made by the first {@linkcode listNext}. */
+  #summaries: Deno.KvListIterator<unknown> | null = null;
+  /** Chunks coarse groups rule out; null: the listing reads blooms. */
+  #skip: Map<string, number> | null = null;
   readonly #unread: ListedChunk[] = [];
   #bound: string | null;
   #fetchSize = 1;
+  #listSize = 8;
 
   constructor(kv: Deno.Kv, projectId: string, options: ListingOptions) {
     this.#kv = kv;
     this.#projectId = projectId;
     this.#options = options;
-    const { range, desc, filter } = options;
-    this.#summaries = listRange(
-      kv,
-      projectId,
+    const { range, desc } = options;
+    this.#bound = desc ? range.hi : range.lo;
+  }
+
+  /**
+   * Starts the listing: a search with probes asks the coarse groups first
+   * (db/query/coarse.ts) and lists summaries; where no group covers its
+   * range, it lists the blooms.
+   */
+  async #start(): Promise<Deno.KvListIterator<unknown>> {
+    const { range, desc, filter } = this.#options;
+    let useBloom = false;
+    if (filter.probes.length > 0) {
+      this.#skip = await coarseSkips(
+        this.#kv,
+        this.#projectId,
+        filter.probes,
+        range,
+      );
+      useBloom = this.#skip === null;
+    }
+    return this.#summaries = listRange(
+      this.#kv,
+      this.#projectId,
       range,
       desc,
-      filter.probes.length > 0,
+      useBloom,
     );
-    this.#bound = desc ? range.hi : range.lo;
   }
 
   /**
@@ -182,16 +279,42 @@ export class ChunkListing {
     return this.#options.desc ? chunk.summary.lastId : chunk.summary.firstId;
   }
 
-  /** Lists the next summary; a chunk that may match waits for its turn. */
+  /**
+   * Lists the next summary (with coarse groups, the next few, more each
+   * time); a chunk that may match waits for its turn.
+   */
   async listNext(): Promise<void> {
-    const next = await this.#summaries.next();
+    const summaries = this.#summaries ?? await this.#start();
+    const { filter, range, desc, stats } = this.#options;
+    if (this.#skip !== null) {
+      const entries: Deno.KvEntry<unknown>[] = [];
+      while (entries.length < this.#listSize) {
+        const next = await summaries.next();
+        if (next.done) break;
+        entries.push(next.value);
+      }
+      this.#listSize = Math.min(LIST_MAX, this.#listSize * 2);
+      if (entries.length === 0) {
+        this.#bound = null;
+        return;
+      }
+      const listed = await listedWithSkips(
+        this.#kv,
+        this.#projectId,
+        entries,
+        this.#skip,
+        this.#options,
+      );
+      for (const chunk of listed) addUnread(this.#unread, chunk, desc);
+      this.#bound = boundAfter(logUnitId(entries.at(-1)!.key), desc);
+      return;
+    }
+    const next = await summaries.next();
     if (next.done) {
       this.#bound = null;
       return;
     }
-    const { filter, range, desc, stats } = this.#options;
-    const lastId = logUnitId(next.value.key);
-    this.#bound = desc ? lastId : timeBound(idTime(lastId) - CHUNK_SPAN_MS);
+    this.#bound = boundAfter(logUnitId(next.value.key), desc);
     const chunk = listedChunk(next.value, filter, range, stats);
     if (chunk) addUnread(this.#unread, chunk, desc);
   }

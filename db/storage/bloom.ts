@@ -87,6 +87,11 @@ export class BloomMembers {
     return this.#size;
   }
 
+  /** The first hash of each member, in the order added. */
+  get hashes(): Uint32Array {
+    return this.#h1.subarray(0, this.#size);
+  }
+
   /** Adds `text.slice(start, end)`, hashed as {@linkcode bloomHash} does. */
   addRange(text: string, start: number, end: number): void {
     let a = 0x811c9dc5;

@@ -120,6 +120,11 @@ export interface BuildChunkOptions {
    * @default {true}
    */
   columns?: boolean;
+  /**
+   * Collects the first hash of every member of the chunk's filters, for a
+   * coarse group (db/storage/coarse.ts).
+   */
+  members?: Set<number>;
 }
 
 /**
@@ -180,7 +185,13 @@ function* chunkSteps(
   /** Index of the block's first line. */
   let first = 0;
   for (const block of blocks) {
-    blooms.push(indexBlock(block, first, options.records, { levels, columns }));
+    blooms.push(
+      indexBlock(block, first, options.records, {
+        levels,
+        columns,
+        members: options.members,
+      }),
+    );
     deflated.push(
       deflateRawSync(
         encoder.encode(block.join("\n")),
@@ -257,7 +268,11 @@ function indexBlock(
   lines: string[],
   first: number,
   records: readonly LogRecord[] | undefined,
-  into: { levels: Record<string, number>; columns: ColumnsBuilder | null },
+  into: {
+    levels: Record<string, number>;
+    columns: ColumnsBuilder | null;
+    members: Set<number> | undefined;
+  },
 ): Bloom {
   const { levels, columns } = into;
   const members = new BloomMembers();
@@ -276,6 +291,7 @@ function indexBlock(
     forEachText(record, addText);
     forEachPairParts(record, addPair);
   }
+  if (into.members) { for (const h of members.hashes) into.members.add(h); }
   return members.build();
 }
 

@@ -31,8 +31,14 @@ import {
   logUnitId,
   projectKey,
 } from "../keys.ts";
-import { decodeJson, getManyChunked } from "../kv.ts";
-import { deleteChunk, replaceChunks } from "./write.ts";
+import { ATOMIC_MAX_MUTATIONS, decodeJson, getManyChunked } from "../kv.ts";
+import { chunkExpireIn, deleteChunk, replaceChunks } from "./write.ts";
+import {
+  deletePendingOf,
+  expireCoarse,
+  groupPending,
+  setPending,
+} from "./coarse_groups.ts";
 import { lineId } from "./lines.ts";
 import { deleteExpiredCounts } from "../log_counts.ts";
 import { deleteOldUsage } from "../usage.ts";
@@ -86,6 +92,11 @@ export interface MergeOptions {
    * loop (`setTimeout` 0)
    */
   pause?: () => Promise<void>;
+  /**
+   * Final chunks a coarse group takes (db/storage/coarse.ts).
+   * @default {COARSE_GROUP_CHUNKS}
+   */
+  coarseGroupChunks?: number;
   /**
    * Kept by a merger from round to round: the projects whose last round
    * found nothing to do, skipped while nothing is written to them
@@ -250,6 +261,7 @@ export async function mergeProject(
   const summaries: ChunkSummary[] = [];
   try {
     await expireAndList(round, summaries);
+    await expireCoarse(round);
     await deleteExpiredCounts(kv, projectId, options.now - retentionMs);
     await deleteOldUsage(kv, projectId, options.now);
     const done: Merged = { sources: new Set(), written: [] };
@@ -272,6 +284,7 @@ export async function mergeProject(
         await round.pause();
       }
     }
+    await groupPending(round, options.coarseGroupChunks);
     result.backlog = backlogOf([
       ...summaries.filter((s) => !done.sources.has(s)),
       ...done.written,
@@ -383,10 +396,13 @@ async function mergeGroup(
     1 + Math.max(...group.map((s) => s.tier)),
   );
   const raw = lines.reduce((n, line) => n + line.length + 1, -1);
+  // Its filters' members wait for a coarse group (db/storage/coarse.ts).
+  const members = new Set<number>();
   // Final once it holds half of what a chunk may: no merge takes it again.
   const chunk = await buildChunkPausing(lines, round.pause, {
     tier: raw >= rawLimit / 2 ? FINAL_TIER : tier,
     finalAtBytes: CHUNK_TARGET_BYTES / 2,
+    members,
   });
   if (chunk.summary.bytes > CHUNK_MAX_BYTES && group.length > 1) {
     const half = Math.ceil(group.length / 2);
@@ -397,6 +413,21 @@ async function mergeGroup(
   // The newest source's key names the merged chunk too: written over.
   const op = round.guarded();
   replaceChunks(op, projectId, group, chunk, round);
+  const expireIn = chunkExpireIn(
+    chunk.summary.firstId,
+    round.retentionMs,
+    round.now,
+  );
+  setPending(op, projectId, chunk.summary, members, expireIn);
+  // The sources' waiting hashes, where the commit has room (else a round
+  // drops them once they would be grouped).
+  const sources = group.map((s) => s.lastId)
+    .filter((id) => id !== chunk.summary.lastId);
+  if (
+    mutationsAtMost(group, chunk) + 2 * sources.length <= ATOMIC_MAX_MUTATIONS
+  ) {
+    deletePendingOf(op, projectId, sources);
+  }
   await round.commit(op);
   for (const s of group) done.sources.add(s);
   done.written.push(chunk.summary);
@@ -404,6 +435,20 @@ async function mergeGroup(
   result.sources += group.length;
   result.entries += lines.length;
   result.bytes += chunk.summary.bytes;
+}
+
+/**
+ * Mutations of a merge's commit at most, before its sources' waiting
+ * hashes: its guard, each source's values deleted, the chunk's written, its
+ * own waiting hashes.
+ */
+function mutationsAtMost(
+  group: readonly ChunkSummary[],
+  chunk: { summary: ChunkSummary },
+): number {
+  const values = (s: ChunkSummary) => 3 + s.slices + (s.columns ?? 0);
+  return 2 + group.reduce((n, s) => n + values(s), 0) + values(chunk.summary) +
+    2;
 }
 
 /** The lines of each chunk of `group`, read from KV. */

@@ -24,6 +24,10 @@ import {
   logChunkSliceKey,
   logChunkSlicesPrefix,
   logChunksPrefix,
+  logCoarseBitsPrefix,
+  logCoarseGroupsPrefix,
+  logCoarseHashesPrefix,
+  logCoarsePendingPrefix,
   logColumnsKey,
   logColumnSliceKey,
   logColumnSlicesPrefix,
@@ -52,6 +56,10 @@ export function storedLogPrefixes(projectId: string): Deno.KvKey[] {
     logColumnsPrefix(projectId),
     logColumnSlicesPrefix(projectId),
     logCountsPrefix(projectId),
+    logCoarseGroupsPrefix(projectId),
+    logCoarseBitsPrefix(projectId),
+    logCoarsePendingPrefix(projectId),
+    logCoarseHashesPrefix(projectId),
   ];
 }
 

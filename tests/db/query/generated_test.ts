@@ -30,6 +30,8 @@ Deno.test("every query on 20,000 generated entries answers what a full scan answ
       plant: PLANTED,
       keep: true,
       mergeEveryMs: 3_600_000,
+      // Small coarse groups: most chunks are in one, a few are not yet.
+      coarseGroupChunks: 4,
     });
     const { projectId } = store;
     const all = [...store.records].sort((a, b) => (a.id < b.id ? -1 : 1));

@@ -1,0 +1,24 @@
+/**
+ * The largest groups of a tally: `top N` keeps the N best as the groups go
+ * by instead of sorting them all, and answers what a full sort answers.
+ */
+import assert from "node:assert/strict";
+import { Groups } from "../../../db/query/tally.ts";
+
+Deno.test("the largest n groups are those of a full sort, ties in value order, for any n", () => {
+  let x = 7;
+  const next = () => (x = Math.imul(x ^ (x >>> 13), 0x5bd1e995) >>> 0) % 50;
+  const groups = new Groups(100_000);
+  for (let i = 0; i < 20_000; i++) {
+    const value = next();
+    groups.add([value % 3 === 0 ? null : `user_${value}`], 1 + (value % 4));
+  }
+  const sorted = [...groups.map.values()].sort((a, b) =>
+    b.count - a.count ||
+    (a.cells[0] === null ? 1 : b.cells[0] === null ? -1 : 0) ||
+    (String(a.cells[0]) < String(b.cells[0]) ? -1 : 1)
+  );
+  for (const n of [1, 3, 10, 12, 49, 50, 60]) {
+    assert.deepEqual(groups.largest(n), sorted.slice(0, n), `n = ${n}`);
+  }
+});
