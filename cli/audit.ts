@@ -25,6 +25,7 @@ import {
   UsageError,
 } from "./command.ts";
 import { formatTable, formatTime, inert } from "./format.ts";
+import { printJsonLines } from "./output.ts";
 import { CLI_ACTOR } from "./user.ts";
 
 const USAGE = `Print an audit log, newest first.
@@ -83,23 +84,17 @@ export function auditCommand(ctx: CommandContext): Promise<number> {
       throw error;
     }
     if (booleanFlag(parsed, "json")) {
-      for (const event of events) {
-        println(
-          ctx,
-          JSON.stringify({
-            id: event.id,
-            at: new Date(event.at).toISOString(),
-            actor: event.actor,
-            action: event.action,
-            ...(event.detail === undefined ? {} : { detail: event.detail }),
-            ...(event.repeated === undefined ? {} : {
-              repeated: event.repeated,
-              since: new Date(event.since ?? event.at).toISOString(),
-            }),
-          }),
-        );
-      }
-      return 0;
+      return printJsonLines(ctx, events, (event) => ({
+        id: event.id,
+        at: new Date(event.at).toISOString(),
+        actor: event.actor,
+        action: event.action,
+        ...(event.detail === undefined ? {} : { detail: event.detail }),
+        ...(event.repeated === undefined ? {} : {
+          repeated: event.repeated,
+          since: new Date(event.since ?? event.at).toISOString(),
+        }),
+      }));
     }
     if (events.length === 0) {
       println(ctx, "Nothing recorded yet.");

@@ -326,6 +326,29 @@ export function limitFlag(
   return limit;
 }
 
+/**
+ * Checks that `text`, the value of `--name`, is one of `allowed`; a
+ * {@linkcode UsageError} listing them otherwise.
+ *
+ * @example
+ * ```ts
+ * const status = oneOfFlag("status", "open", STATUS_FILTERS);
+ * // or `Cannot read --status "shut": expected one of all, open, …`
+ * ```
+ */
+export function oneOfFlag<const T extends string>(
+  name: string,
+  text: string,
+  allowed: readonly T[],
+): T {
+  if (!(allowed as readonly string[]).includes(text)) {
+    throw new UsageError(
+      `Cannot read --${name} "${text}": expected one of ${allowed.join(", ")}`,
+    );
+  }
+  return text as T;
+}
+
 /** Reads a string flag that may be repeated. */
 export function stringFlags(parsed: Parsed, name: string): string[] {
   const value = parsed.values[name];

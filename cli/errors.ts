@@ -29,6 +29,7 @@ import {
   booleanFlag,
   type CommandContext,
   type CommandSpec,
+  oneOfFlag,
   println,
   runCommand,
   stringFlag,
@@ -130,15 +131,7 @@ function groupJson(
 }
 
 function statusOf(text: string | undefined): StatusFilter {
-  const status = text ?? "all";
-  if (!(STATUS_FILTERS as readonly string[]).includes(status)) {
-    throw new UsageError(
-      `Cannot read --status "${status}": expected one of ${
-        STATUS_FILTERS.join(", ")
-      }`,
-    );
-  }
-  return status as StatusFilter;
+  return oneOfFlag("status", text ?? "all", STATUS_FILTERS);
 }
 
 function limitOf(text: string): number {

@@ -35,6 +35,7 @@ import {
   type CommandContext,
   type CommandSpec,
   limitFlag,
+  oneOfFlag,
   parseFlags,
   println,
   runCommand,
@@ -126,14 +127,7 @@ function flagFilter(
   if (levels.length > 0) filter.levels = levels;
   const min = stringFlag(parsed, "min-level");
   if (min !== undefined) {
-    if (!(STANDARD_LEVELS as readonly string[]).includes(min)) {
-      throw new UsageError(
-        `Cannot read --min-level "${min}": expected one of ${
-          STANDARD_LEVELS.join(", ")
-        }`,
-      );
-    }
-    filter.minLevel = min;
+    filter.minLevel = oneOfFlag("min-level", min, STANDARD_LEVELS);
   }
   const grep = stringFlag(parsed, "grep");
   if (grep !== undefined && grep.trim() !== "") {

@@ -47,6 +47,24 @@ export function printResult(
 }
 
 /**
+ * Prints one line of JSON per item (NDJSON), as `toJson` makes it. Returns
+ * 0, the exit code of success.
+ *
+ * @example
+ * ```ts
+ * if (booleanFlag(parsed, "json")) return printJsonLines(ctx, events, eventJson);
+ * ```
+ */
+export function printJsonLines<T>(
+  ctx: CommandContext,
+  items: Iterable<T>,
+  toJson: (item: T) => unknown,
+): number {
+  for (const item of items) println(ctx, JSON.stringify(toJson(item)));
+  return 0;
+}
+
+/**
  * Prints `items` as {@linkcode formatList} shows them, as a JSON array
  * with `--json`. Returns 0, the exit code of success.
  */
@@ -81,7 +99,7 @@ export function printAggregation(
 ): void {
   const { columns, rows } = answer;
   if (mode === "json") {
-    for (const row of rows) println(ctx, JSON.stringify(row));
+    printJsonLines(ctx, rows, (row) => row);
   } else if (mode === "csv") {
     ctx.stdout(rowsCsv(columns, rows));
   } else {

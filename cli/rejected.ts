@@ -31,7 +31,7 @@ import {
   UsageError,
   useColor,
 } from "./command.ts";
-import { printResult } from "./output.ts";
+import { printJsonLines, printResult } from "./output.ts";
 import { formatLevel, formatTable, formatTime, inert } from "./format.ts";
 import { resolveProject } from "./resolve.ts";
 
@@ -261,10 +261,7 @@ export function rejectedCommand(ctx: CommandContext): Promise<number> {
       });
       title = `Project "${inert(project.name)}" (${project.id})`;
     }
-    if (booleanFlag(parsed, "json")) {
-      for (const k of kept) println(ctx, JSON.stringify(keptJson(k)));
-      return 0;
-    }
+    if (booleanFlag(parsed, "json")) return printJsonLines(ctx, kept, keptJson);
     if (kept.length === 0) {
       println(ctx, `${title}: no rejected entry kept`);
       return 0;

@@ -17,6 +17,7 @@ import {
   takePositionals,
 } from "./command.ts";
 import { formatTable, formatTime, inert } from "./format.ts";
+import { printJsonLines } from "./output.ts";
 import { resolveProject } from "./resolve.ts";
 
 const USAGE = `Show a project's releases, the latest first.
@@ -59,20 +60,14 @@ export function releasesCommand(ctx: CommandContext): Promise<number> {
       retentionMs: project.retentionDays * DAY_MS,
     });
     if (booleanFlag(parsed, "json")) {
-      for (const r of releases) {
-        println(
-          ctx,
-          JSON.stringify({
-            release: r.name,
-            firstSeen: new Date(r.firstSeen).toISOString(),
-            lastSeen: new Date(r.lastSeen).toISOString(),
-            entries: r.entries,
-            errors: r.errors,
-            newGroups: r.newGroups,
-          }),
-        );
-      }
-      return 0;
+      return printJsonLines(ctx, releases, (r) => ({
+        release: r.name,
+        firstSeen: new Date(r.firstSeen).toISOString(),
+        lastSeen: new Date(r.lastSeen).toISOString(),
+        entries: r.entries,
+        errors: r.errors,
+        newGroups: r.newGroups,
+      }));
     }
     if (releases.length === 0) {
       println(ctx, `No releases in project "${inert(project.name)}"`);

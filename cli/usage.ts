@@ -19,6 +19,7 @@ import {
   UsageError,
 } from "./command.ts";
 import { formatTable, inert } from "./format.ts";
+import { printJsonLines } from "./output.ts";
 
 const USAGE = `Show what projects sent and stored, by UTC day.
 
@@ -99,8 +100,7 @@ export function usageCommand(ctx: CommandContext): Promise<number> {
       for (const day of usage) rows.push(usageJson(project, day));
     }
     if (booleanFlag(parsed, "json")) {
-      for (const row of rows) println(ctx, JSON.stringify(row));
-      return 0;
+      return printJsonLines(ctx, rows, (row) => row);
     }
     if (rows.length === 0) {
       println(ctx, "No usage counted in these days.");

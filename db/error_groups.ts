@@ -88,19 +88,32 @@ const HOUR_MS = 3_600_000;
 /** Longest sample title stored, in characters. */
 const MAX_SAMPLE_TITLE = 300;
 
-/** A group as stored. */
-interface StoredGroup {
-  /** The public fingerprint: what `fingerprint:<hash>` matches. */
+/** What a group is, stored or shown. */
+interface GroupFields {
+  /** The public fingerprint of its entries: `fingerprint:<hash>` lists them. */
   fingerprint: string;
+  /** The normalised title the fingerprint covers. */
   title: string;
+  /** `file:function` of the top stack frame, `null` without a stack. */
   topFrame: string | null;
+  /** The newest entry grouped so far. */
   sampleId: string;
+  /** Its level. */
   level: string;
+  /** Its title before normalisation, cut to 300 characters. */
   sampleTitle: string;
+  /** Entries grouped. */
+  count: number;
+  /** Receipt time of its first entry, Unix ms. */
+  firstSeen: number;
+  /** Receipt time of its last entry, Unix ms. */
+  lastSeen: number;
+}
+
+/** A group as stored. */
+interface StoredGroup extends GroupFields {
   /** Entries counted from what the commit read; the exact count is its own row. */
   count: number;
-  firstSeen: number;
-  lastSeen: number;
   /** Start of the newest hour of `hours`, Unix ms. */
   hour: number;
   /** Entries per hour, oldest first, ending with `hour`. */
@@ -120,27 +133,11 @@ interface StoredGroup {
 }
 
 /** A group as the pages and the CLI show it. */
-export interface ErrorGroup {
+export interface ErrorGroup extends GroupFields {
   /** The group's id in its project (a keyed hash, not the fingerprint). */
   id: string;
-  /** The public fingerprint of its entries: `fingerprint:<hash>` lists them. */
-  fingerprint: string;
-  /** The normalised title the fingerprint covers. */
-  title: string;
-  /** `file:function` of the top stack frame, `null` without a stack. */
-  topFrame: string | null;
-  /** The newest entry grouped so far. */
-  sampleId: string;
-  /** Its level. */
-  level: string;
-  /** Its title before normalisation, cut to 300 characters. */
-  sampleTitle: string;
   /** Entries grouped: exact (added to atomically by each commit). */
   count: number;
-  /** Receipt time of its first entry, Unix ms. */
-  firstSeen: number;
-  /** Receipt time of its last entry, Unix ms. */
-  lastSeen: number;
   /** Entries per hour over the last {@linkcode SPARK_HOURS} hours, oldest first. */
   hourly: number[];
   /** First seen in the last {@linkcode NEW_GROUP_MS}. */

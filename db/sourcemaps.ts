@@ -23,6 +23,7 @@ import {
   sourceMapSliceKey,
 } from "./keys.ts";
 import { deletePrefix, ProjectNotFoundError } from "./projects.ts";
+import { MAX_RELEASE_CHARS } from "./releases.ts";
 
 /** Bytes of one source map at most. */
 export const MAX_MAP_BYTES = 10_000_000;
@@ -30,8 +31,6 @@ export const MAX_MAP_BYTES = 10_000_000;
 export const MAX_MAPS_PER_PROJECT = 500;
 /** Bytes of a project's source maps together at most. */
 export const MAX_PROJECT_MAP_BYTES = 100_000_000;
-/** Longest release name, in characters. */
-export const MAX_RELEASE_CHARS = 200;
 /** Longest URL a map is uploaded for, in characters. */
 export const MAX_MAP_URL_CHARS = 2_048;
 /** Slices one commit writes: 12 × 60 KB stays under KV's 800 KiB a commit. */

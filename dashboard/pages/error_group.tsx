@@ -76,24 +76,57 @@ function total(counts: number[]): number {
   return counts.reduce((a, b) => a + b, 0);
 }
 
-/** A table of values and their counts. */
-function Values(
-  props: { id: string; label: string; rows: ValueCount[]; none: string },
+/** A heading with the total of `counts` over `span`, then their chart. */
+function SpanChart(
+  props: { id: string; counts: number[]; span: string; per: string },
 ) {
-  if (props.rows.length === 0) return <p class="empty">{props.none}</p>;
+  const sum = total(props.counts);
   return (
-    <ListTable
-      class="values"
-      id={props.id}
-      columns={[props.label, { label: "Entries", class: "num" }]}
-    >
-      {props.rows.map((row) => (
-        <tr key={row.value ?? ""}>
-          <td>{row.value ?? <span class="hint">(none)</span>}</td>
-          <td class="num">{row.count.toLocaleString("en-US")}</td>
-        </tr>
-      ))}
-    </ListTable>
+    <>
+      <h3>Last {props.span} ({sum})</h3>
+      <BarChart
+        id={props.id}
+        counts={props.counts}
+        label={`${sum} entries in the last ${props.span}, per ${props.per}, oldest first`}
+      />
+    </>
+  );
+}
+
+/**
+ * A card `name` with a table of the values of `context.<field>` and their
+ * counts, or `none` without any.
+ */
+function ValuesCard(
+  props: {
+    name: string;
+    title: string;
+    field: string;
+    rows: ValueCount[];
+    none: string;
+  },
+) {
+  const { name, rows } = props;
+  return (
+    <Card titleId={name} title={props.title}>
+      {rows.length === 0 ? <p class="empty">{props.none}</p> : (
+        <ListTable
+          class="values"
+          id={`group-${name}`}
+          columns={[`context.${props.field}`, {
+            label: "Entries",
+            class: "num",
+          }]}
+        >
+          {rows.map((row) => (
+            <tr key={row.value ?? ""}>
+              <td>{row.value ?? <span class="hint">(none)</span>}</td>
+              <td class="num">{row.count.toLocaleString("en-US")}</td>
+            </tr>
+          ))}
+        </ListTable>
+      )}
+    </Card>
   );
 }
 
@@ -243,39 +276,33 @@ export function ErrorGroupPage(
       <TriageCard ctx={ctx} data={data} />
       <Partial detail={detail} />
       <Card titleId="over-time" title="Over time">
-        <h3>Last 24 hours ({total(detail.hourly)})</h3>
-        <BarChart
+        <SpanChart
           id="chart-hours"
           counts={detail.hourly}
-          label={`${
-            total(detail.hourly)
-          } entries in the last 24 hours, per hour, oldest first`}
+          span="24 hours"
+          per="hour"
         />
-        <h3>Last 14 days ({total(detail.daily)})</h3>
-        <BarChart
+        <SpanChart
           id="chart-days"
           counts={detail.daily}
-          label={`${
-            total(detail.daily)
-          } entries in the last 14 days, per day (UTC), oldest first`}
+          span="14 days"
+          per="day (UTC)"
         />
       </Card>
-      <Card titleId="top-users" title="Top users">
-        <Values
-          id="group-top-users"
-          label="context.userId"
-          rows={detail.topUsers}
-          none="No entry names a user (context.userId)."
-        />
-      </Card>
-      <Card titleId="environments" title="Environments">
-        <Values
-          id="group-environments"
-          label="context.environment"
-          rows={detail.environments}
-          none="No entries."
-        />
-      </Card>
+      <ValuesCard
+        name="top-users"
+        title="Top users"
+        field="userId"
+        rows={detail.topUsers}
+        none="No entry names a user (context.userId)."
+      />
+      <ValuesCard
+        name="environments"
+        title="Environments"
+        field="environment"
+        rows={detail.environments}
+        none="No entries."
+      />
       <Card titleId="releases" title="Releases">
         <Releases detail={detail} now={data.now} />
       </Card>

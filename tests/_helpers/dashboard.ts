@@ -6,6 +6,7 @@
  *
  * @module
  */
+import assert from "node:assert/strict";
 import { fixtureTest } from "./fixture.ts";
 import type { LogRecord } from "../../domain/entry.ts";
 import { createDashboard, type DashboardOptions } from "../../dashboard/app.ts";
@@ -254,6 +255,31 @@ export function openIds(html: string): string[] {
 }
 
 /** A test run inside {@linkcode withDashboard}. */
+/**
+ * Creates a token on a project's settings page as `admin`: asserts the page
+ * answers 200 and shows the new token; returns the token and the page.
+ *
+ * @example
+ * ```ts
+ * const { token } = await createTokenOnPage(admin, project.id, { name: "ci" });
+ * ```
+ */
+export async function createTokenOnPage(
+  admin: Browser,
+  projectId: string,
+  form: Record<string, string>,
+): Promise<{ token: string; html: string }> {
+  const created = await admin.post(
+    `/projects/${projectId}/settings/tokens`,
+    form,
+  );
+  assert.equal(created.status, 200);
+  const html = await created.text();
+  const token = /id="token-value"[^>]*>(lgr_[\w-]{43})</.exec(html)?.[1];
+  assert.ok(token, "the new token is shown");
+  return { token, html };
+}
+
 export const dashboardTest = fixtureTest(withDashboard);
 /** A test run inside {@linkcode withSignedIn}. */
 export const signedInTest = fixtureTest(withSignedIn);

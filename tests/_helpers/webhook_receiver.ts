@@ -3,14 +3,19 @@
  * request (headers and body) and answers with the statuses it is given,
  * one per request, then 200. And {@linkcode round}: a tick whose
  * deliveries are waited for; {@linkcode addCriticalRule}: a rule that
- * fires on every critical entry.
+ * fires on every critical entry; {@linkcode withAlertRig}: a harness, a
+ * project, a receiver and an alert loop for one test.
  *
  * @module
  */
-import type { AlertLoop } from "../../alerts/mod.ts";
+import {
+  type AlertLoop,
+  type AlertLoopOptions,
+  createAlertLoop,
+} from "../../alerts/mod.ts";
 import type { AttemptOutcome, Delivery } from "../../db/alerts.ts";
 import { addAlertRule } from "../../alerts/rules.ts";
-import { type Harness, serve } from "./harness.ts";
+import { type Harness, harness, ORIGIN, serve } from "./harness.ts";
 
 /**
  * Adds a rule of `projectId` on `level:critical` with no quiet time
@@ -76,4 +81,47 @@ export async function round(
 ): Promise<{ queued: Delivery[]; attempts: AttemptOutcome[] }> {
   const { queued, attempts } = await loop.tick();
   return { queued, attempts: [...attempts, ...await loop.settled()] };
+}
+
+/** What {@linkcode withAlertRig} gives a test. */
+export interface AlertRig {
+  h: Harness;
+  /** A project that allows {@linkcode ORIGIN}. */
+  projectId: string;
+  receiver: Receiver;
+  /** A loop on the harness's KV and clock, private targets allowed. */
+  loop: AlertLoop;
+}
+
+/**
+ * Runs `body` with a fresh harness, a project, a receiver answering
+ * `statuses` (see {@linkcode startReceiver}) and an alert loop with `loop`'s
+ * options added; closes the receiver and the harness after.
+ *
+ * @example
+ * ```ts
+ * await withAlertRig({}, async ({ h, projectId, receiver, loop }) => {
+ *   await addCriticalRule(h, projectId, receiver.url);
+ * });
+ * ```
+ */
+export async function withAlertRig(
+  options: { statuses?: number[]; loop?: Partial<AlertLoopOptions> },
+  body: (rig: AlertRig) => Promise<void>,
+): Promise<void> {
+  const h = await harness();
+  const receiver = startReceiver(options.statuses);
+  try {
+    const project = await h.project([ORIGIN]);
+    const loop = createAlertLoop({
+      kv: h.kv,
+      now: h.clock.now,
+      allowPrivate: true,
+      ...options.loop,
+    });
+    await body({ h, projectId: project.id, receiver, loop });
+  } finally {
+    await receiver.close();
+    await h.close();
+  }
 }

@@ -17,16 +17,12 @@ import {
 } from "../../alerts/deliver.ts";
 import { createAlertLoop } from "../../alerts/mod.ts";
 import { GROUP_MS } from "../../alerts/evaluate.ts";
+import { type Harness, ORIGIN, randomEntry } from "../_helpers/harness.ts";
 import {
-  type Harness,
-  harness,
-  ORIGIN,
-  randomEntry,
-} from "../_helpers/harness.ts";
-import {
+  type AlertRig,
   type Receiver,
   round,
-  startReceiver,
+  withAlertRig,
 } from "../_helpers/webhook_receiver.ts";
 
 /**
@@ -35,11 +31,7 @@ import {
  */
 const SETTLE_MS = 1000 + GROUP_MS;
 
-interface Setup {
-  h: Harness;
-  projectId: string;
-  receiver: Receiver;
-  loop: ReturnType<typeof createAlertLoop>;
+interface Setup extends AlertRig {
   /** Adds a rule for critical entries to the receiver, with `changes`. */
   addRule: (
     changes?: Partial<Parameters<typeof addAlertRule>[1]>,
@@ -58,39 +50,22 @@ async function withAlerts(
   statuses: number[],
   body: (s: Setup) => Promise<void>,
 ): Promise<void> {
-  const h = await harness();
-  const receiver = startReceiver(statuses);
-  try {
-    const project = await h.project([ORIGIN]);
-    const loop = createAlertLoop({
-      kv: h.kv,
-      now: h.clock.now,
-      allowPrivate: true,
-    });
+  await withAlertRig({ statuses }, async (rig) => {
+    const { h, projectId, receiver, loop } = rig;
     const addRule: Setup["addRule"] = (changes = {}) =>
       addAlertRule(h.kv, {
-        projectId: project.id,
+        projectId,
         query: "level:critical",
         webhook: receiver.url,
         ...changes,
       }, { allowPrivate: true, now: h.clock.now });
     const sendAndTick: Setup["sendAndTick"] = async (n, level) => {
-      await send(h, project.id, n, level);
+      await send(h, projectId, n, level);
       h.clock.advance(SETTLE_MS);
       return await round(loop);
     };
-    await body({
-      h,
-      projectId: project.id,
-      receiver,
-      loop,
-      addRule,
-      sendAndTick,
-    });
-  } finally {
-    await receiver.close();
-    await h.close();
-  }
+    await body({ ...rig, addRule, sendAndTick });
+  });
 }
 
 /** Posts `n` entries of `level` from the allowed origin and stores them. */

@@ -9,7 +9,6 @@
  */
 import assert from "node:assert/strict";
 import { addAlertRule } from "../../alerts/rules.ts";
-import { createAlertLoop } from "../../alerts/mod.ts";
 import { MIN_ESCALATING } from "../../alerts/group_rules.ts";
 import { changeTriage } from "../../db/error_group_triage.ts";
 import { InvalidValueError } from "../../db/validation.ts";
@@ -20,9 +19,10 @@ import {
   randomEntry,
 } from "../_helpers/harness.ts";
 import {
+  type AlertRig,
   type Receiver,
   round,
-  startReceiver,
+  withAlertRig,
 } from "../_helpers/webhook_receiver.ts";
 import { cli } from "../_helpers/cli.ts";
 
@@ -32,11 +32,7 @@ const SETTLE_MS = 1500;
 const STACK = "TypeError: cart is undefined\n" +
   "    at pay (https://shop.example.com/app.js:3:9)";
 
-interface Setup {
-  h: Harness;
-  projectId: string;
-  receiver: Receiver;
-  loop: ReturnType<typeof createAlertLoop>;
+interface Setup extends AlertRig {
   /** Stores error entries titled `title` of `release`, then ticks once. */
   sendAndTick: (
     title: string,
@@ -46,21 +42,14 @@ interface Setup {
 }
 
 async function withGroupAlerts(body: (s: Setup) => Promise<void>) {
-  const h = await harness();
-  const receiver = startReceiver();
-  try {
-    const project = await h.project([ORIGIN]);
-    const loop = createAlertLoop({
-      kv: h.kv,
-      now: h.clock.now,
-      allowPrivate: true,
-      dashboardUrl: "https://logs.example.com/dashboard/",
-    });
+  const options = { dashboardUrl: "https://logs.example.com/dashboard/" };
+  await withAlertRig({ loop: options }, async (rig) => {
+    const { h, projectId, loop } = rig;
     const sendAndTick: Setup["sendAndTick"] = async (title, release, n = 1) => {
       for (let i = 0; i < n; i++) {
         const res = await h.post(
           randomEntry({
-            projectId: project.id,
+            projectId,
             level: "error",
             data: { title, stack: STACK },
             context: release === undefined ? {} : { release },
@@ -74,11 +63,8 @@ async function withGroupAlerts(body: (s: Setup) => Promise<void>) {
       h.clock.advance(SETTLE_MS);
       return await round(loop);
     };
-    await body({ h, projectId: project.id, receiver, loop, sendAndTick });
-  } finally {
-    await receiver.close();
-    await h.close();
-  }
+    await body({ ...rig, sendAndTick });
+  });
 }
 
 function rule(

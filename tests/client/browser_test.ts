@@ -11,13 +11,13 @@
 import assert from "node:assert/strict";
 import type { Page } from "puppeteer-core";
 import {
+  capturingPage,
   chromiumPath,
   hasChromium,
   launchBrowser,
+  servePages,
 } from "../_helpers/browser.ts";
 import { type LiveServer, startServer } from "../_helpers/client_server.ts";
-
-const ESM_BUILD = new URL("../../client/dist/logger.js", import.meta.url);
 
 const PAGE = `<!doctype html>
 <meta charset="utf-8">
@@ -29,22 +29,13 @@ const PAGE = `<!doctype html>
 </script>`;
 
 /** A page whose own script fails once the logger captures errors. */
-const FAILING_PAGE = `<!doctype html>
-<meta charset="utf-8">
-<title>Failing</title>
-<script type="module">
-  import { createLogger } from "/logger.js";
-  const query = new URLSearchParams(location.search);
-  window.logger = createLogger({
-    endpoint: query.get("endpoint"),
-    projectId: query.get("projectId"),
-  });
-  window.logger.captureErrors();
-  setTimeout(() => {
+const FAILING_PAGE = capturingPage(
+  "Failing",
+  `setTimeout(() => {
     throw new TypeError("Boom in page");
   }, 0);
-  Promise.reject(new RangeError("Rejected in page"));
-</script>`;
+  Promise.reject(new RangeError("Rejected in page"));`,
+);
 
 if (!hasChromium()) {
   console.log(
@@ -53,30 +44,11 @@ if (!hasChromium()) {
 }
 
 /** Serves the page, the ESM build and a page to navigate to. */
-function servePages(): { origin: string; close: () => Promise<void> } {
-  const server = Deno.serve(
-    { port: 0, hostname: "127.0.0.1", onListen() {} },
-    async (req) => {
-      const path = new URL(req.url).pathname;
-      if (path === "/logger.js") {
-        return new Response(await Deno.readFile(ESM_BUILD), {
-          headers: { "Content-Type": "text/javascript; charset=utf-8" },
-        });
-      }
-      const html = path === "/"
-        ? PAGE
-        : path === "/failing"
-        ? FAILING_PAGE
-        : "<!doctype html><title>Next</title>";
-      return new Response(html, {
-        headers: { "Content-Type": "text/html; charset=utf-8" },
-      });
-    },
-  );
-  return {
-    origin: `http://127.0.0.1:${server.addr.port}`,
-    close: () => server.shutdown(),
-  };
+function serveShop(): { origin: string; close: () => Promise<void> } {
+  return servePages({
+    "/": { body: PAGE, type: "text/html" },
+    "/failing": { body: FAILING_PAGE, type: "text/html" },
+  }, { body: "<!doctype html><title>Next</title>", type: "text/html" });
 }
 
 /** Opens the page and waits until the library is loaded. */
@@ -111,7 +83,7 @@ Deno.test({
         types.add(req.headers.get("content-type") ?? "");
       },
     });
-    const pages = servePages();
+    const pages = serveShop();
     const browser = await launchBrowser();
     try {
       const project = await server.h.project([pages.origin]);

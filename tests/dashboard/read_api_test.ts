@@ -16,6 +16,7 @@ import { cli } from "../_helpers/cli.ts";
 import { everything } from "../_helpers/harness.ts";
 import { assertEachGives } from "../_helpers/table.ts";
 import {
+  createTokenOnPage,
   dashboardTest,
   type DashHarness,
   PEER,
@@ -369,14 +370,9 @@ dashboardTest(
   async (h) => {
     const project = await h.project();
     const admin = await signIn(h.dash);
-    const created = await admin.post(
-      `/projects/${project.id}/settings/tokens`,
-      { name: "export" },
-    );
-    assert.equal(created.status, 200);
-    const html = await created.text();
-    const token = /id="token-value"[^>]*>(lgr_[\w-]{43})</.exec(html)?.[1];
-    assert.ok(token, "the new token is shown");
+    const { token } = await createTokenOnPage(admin, project.id, {
+      name: "export",
+    });
     assert.ok(!(await everything(h.kv)).includes(token));
     assert.equal(
       (await api(h, `/api/v1/projects/${project.id}/logs`, token)).status,

@@ -17,21 +17,12 @@ import * as chromium from "../_helpers/browser.ts";
 import { buildBundle } from "../_helpers/bundle.ts";
 import { startServer } from "../_helpers/client_server.ts";
 
-const PAGE = `<!doctype html>
-<meta charset="utf-8">
-<title>Checkout</title>
-<script type="module">
-  import { createLogger } from "/logger.js";
-  const query = new URLSearchParams(location.search);
-  window.logger = createLogger({
-    endpoint: query.get("endpoint"),
-    projectId: query.get("projectId"),
-    context: { release: "3.2.1" },
-  });
-  window.logger.captureErrors();
-  await import("/assets/app.min.js");
-  setTimeout(() => globalThis.pay(), 0);
-</script>`;
+const PAGE = chromium.capturingPage(
+  "Checkout",
+  `await import("/assets/app.min.js");
+  setTimeout(() => globalThis.pay(), 0);`,
+  { context: { release: "3.2.1" } },
+);
 
 if (!chromium.hasChromium()) {
   console.log(
@@ -46,21 +37,10 @@ Deno.test({
   async fn() {
     const bundle = await buildBundle();
     const server = await startServer({ rps: 10_000, burst: 10_000 });
-    const pages = Deno.serve(
-      { port: 0, hostname: "127.0.0.1", onListen() {} },
-      async (req) => {
-        const path = new URL(req.url).pathname;
-        const [body, type] = path === "/logger.js"
-          ? [await Deno.readFile(chromium.CLIENT_ESM_BUILD), "text/javascript"]
-          : path === "/assets/app.min.js"
-          ? [bundle.js, "text/javascript"]
-          : [PAGE, "text/html"];
-        return new Response(body, {
-          headers: { "Content-Type": `${type}; charset=utf-8` },
-        });
-      },
-    );
-    const origin = `http://127.0.0.1:${pages.addr.port}`;
+    const pages = chromium.servePages({
+      "/assets/app.min.js": { body: bundle.js, type: "text/javascript" },
+    }, { body: PAGE, type: "text/html" });
+    const { origin } = pages;
     const browser = await chromium.launchBrowser();
     try {
       const project = await server.h.project([origin]);
@@ -90,7 +70,7 @@ Deno.test({
       );
     } finally {
       await browser.close();
-      await pages.shutdown();
+      await pages.close();
       await server.close();
     }
   },

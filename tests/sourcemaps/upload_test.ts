@@ -10,6 +10,7 @@ import assert from "node:assert/strict";
 import { createReadToken } from "../../db/tokens.ts";
 import { listSourceMaps, MAX_MAP_BYTES } from "../../db/sourcemaps.ts";
 import {
+  createTokenOnPage,
   dashboardTest,
   type DashHarness,
   PEER,
@@ -175,14 +176,10 @@ dashboardTest(
   async (h) => {
     const project = await h.project();
     const admin = await signIn(h.dash);
-    const created = await admin.post(
-      `/projects/${project.id}/settings/tokens`,
-      { name: "ci", scope: "upload" },
-    );
-    assert.equal(created.status, 200);
-    const html = await created.text();
-    const token = /id="token-value"[^>]*>(lgr_[\w-]{43})</.exec(html)?.[1];
-    assert.ok(token, "the new token is shown");
+    const { token, html } = await createTokenOnPage(admin, project.id, {
+      name: "ci",
+      scope: "upload",
+    });
     assert.match(textOf(html), /ci\s.*uploads source maps/);
     assert.equal((await upload(h, project.id, { token })).status, 201);
     const reading = await h.dash.request(
