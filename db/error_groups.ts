@@ -586,8 +586,7 @@ export async function readGroup(
 
 /**
  * The group of a public fingerprint, `null` when the project has none: by
- * the id the consumer keeps for each new group, else (a group made before
- * it kept them) among the {@linkcode MAX_LIST_GROUPS} most recently seen.
+ * the id the consumer keeps for each new group.
  *
  * @example
  * ```ts
@@ -605,10 +604,7 @@ export async function findGroup(
     const [group] = await readGroups(kv, projectId, [row.value], now);
     if (group?.fingerprint === fingerprint) return group;
   }
-  const recent = await listGroups(kv, projectId, now, {
-    limit: MAX_LIST_GROUPS,
-  });
-  return recent.find((g) => g.fingerprint === fingerprint) ?? null;
+  return null;
 }
 
 /** The groups of `ids` that exist, in the order of `ids`. */
