@@ -57,7 +57,11 @@ export const RIDER_INTERVAL_MS = 250;
  * waiting divide the commits by several.
  */
 export const LINGER_MS = 8;
-/** Entries waiting from which a commit starts at once, without lingering. */
+/**
+ * Entries waiting from which a commit starts at once, without lingering;
+ * nor does one linger after a commit that carried as many (a burst, where
+ * commits are large already and a wait would only leave KV idle).
+ */
 export const LINGER_ENTRIES = 64;
 
 /** Thrown by {@linkcode GroupCommitter.submit} when too many requests wait. */
@@ -208,6 +212,8 @@ export class GroupCommitter {
   #urgent = false;
   /** The linger's wait ran out: the next commit starts at once. */
   #lingered = false;
+  /** Entries the last commit carried. */
+  #lastCount = 0;
 
   constructor(options: ProducerOptions) {
     this.#options = options;
@@ -310,8 +316,9 @@ export class GroupCommitter {
 
   /**
    * Whether the commit of what waits is held back a little for more
-   * entries: while fewer than {@linkcode LINGER_ENTRIES} wait and the
-   * oldest has waited less than `lingerMs` (then a timer pumps again).
+   * entries: while fewer than {@linkcode LINGER_ENTRIES} wait, the last
+   * commit carried fewer too, and the oldest has waited less than
+   * `lingerMs` (then a timer pumps again).
    */
   #linger(): boolean {
     const lingerMs = this.#options.lingerMs ?? LINGER_MS;
@@ -319,6 +326,7 @@ export class GroupCommitter {
     if (
       this.#urgent || this.#lingered || lingerMs <= 0 || oldest === undefined ||
       this.#waiting.length >= LINGER_ENTRIES ||
+      this.#lastCount >= LINGER_ENTRIES ||
       this.#waitingChars >= MAX_COMMIT_CHARS
     ) {
       this.#lingering?.();
@@ -351,6 +359,7 @@ export class GroupCommitter {
       count++;
     }
     const taken = this.#waiting.splice(0, count);
+    this.#lastCount = count;
     this.#waitingChars -= chars;
     let batches: Batch[] = [];
     let told: ((ok: boolean) => void) | undefined;

@@ -102,6 +102,21 @@ Deno.test("LINGER_ENTRIES waiting are committed at once, without lingering", asy
   });
 });
 
+Deno.test("after a commit of LINGER_ENTRIES or more, the next commit does not linger (a burst)", async () => {
+  await withProducer(async ({ kv, producer, timer }) => {
+    await Promise.all(
+      Array.from(
+        { length: LINGER_ENTRIES },
+        () => producer.submit(entry(timer.state.now)),
+      ),
+    );
+    timer.state.waits.length = 0; // the wait of the first of them
+    await producer.submit(entry(timer.state.now));
+    assert.deepEqual(timer.state.waits, []);
+    assert.equal((await pendingBatches(kv)).length, 2);
+  });
+});
+
 Deno.test("a flush commits what lingers at once", async () => {
   await withProducer(async ({ kv, producer, timer }) => {
     const submitted = producer.submit(entry(timer.state.now));
