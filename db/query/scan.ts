@@ -242,6 +242,7 @@ async function scanBody(
     range,
     desc,
     stats,
+    seen,
   });
   const runs = new Heap<Run>((a, b) => first(a.ids[a.pos]!, b.ids[b.pos]!));
   const records: LogRecord[] = [];

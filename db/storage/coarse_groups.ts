@@ -25,9 +25,14 @@ import {
   logCoarseHashesKey,
   logCoarsePendingKey,
   logCoarsePendingPrefix,
+  logCoarseStateKey,
+  logSummariesPrefix,
   logSummaryKey,
+  logUngroupedKey,
+  logUngroupedPrefix,
   logUnitId,
 } from "../keys.ts";
+import { chunkExpireIn, setUngrouped } from "./write.ts";
 import { decodeJson, encodeJson, getManyChunked } from "../kv.ts";
 import { CHUNK_SPAN_MS, decodeSummary, FINAL_TIER } from "./chunk.ts";
 import {
@@ -35,6 +40,7 @@ import {
   COARSE_GROUP_CHUNKS,
   COARSE_SEGMENTS,
   coarseSegment,
+  decodeCoarseGroup,
   decodePending,
   encodeCoarseGroup,
   encodePending,
@@ -66,6 +72,11 @@ export interface CoarseRound {
   guarded(): Deno.AtomicOperation;
   /** Commits `op`, or throws when another writer changed the project. */
   commit(op: Deno.AtomicOperation): Promise<void>;
+  /**
+   * Commits `op` (made by `kv.atomic()`) checked as a guarded one, the
+   * marker left as it is (it moves no entry), or throws as `commit` does.
+   */
+  commitUnmoved(op: Deno.AtomicOperation): Promise<void>;
 }
 
 /** The `log_coarse_pending/` value: members, the chunk's tier and entries. */
@@ -228,6 +239,10 @@ async function writeGroup(
     await round.commit(op);
     return 0;
   }
+  // Named by the group from this commit on: a search lists them no more,
+  // and one that planned before this commit is done again.
+  for (const id of covered) op.delete(logUngroupedKey(projectId, id));
+  op.sum(logCoarseStateKey(projectId), 1n);
   const lastId = covered.at(-1)!;
   const expireIn = Math.max(
     1000,
@@ -272,4 +287,83 @@ export async function expireCoarse(round: CoarseRound): Promise<number> {
     await round.commit(op);
   }
   return expired.length;
+}
+
+/** Marks written by one commit of {@linkcode markUngrouped} at most. */
+const MARK_BATCH = 500;
+
+/**
+ * Once per project: marks ungrouped every chunk no group names at its
+ * count (chunks stored before marks existed), then sets the coarse state,
+ * from which on a word search lists the marks instead of every summary
+ * (db/query/coarse.ts). Each commit is checked as the round's merges are
+ * (without moving the marker: readers need not read again); the consumer
+ * marks the chunks it writes meanwhile itself.
+ */
+export async function markUngrouped(round: CoarseRound): Promise<void> {
+  const { kv, projectId } = round;
+  const state = logCoarseStateKey(projectId);
+  if ((await kv.get(state)).versionstamp !== null) return;
+  const named = new Map<string, number>();
+  for await (
+    const entry of kv.list({ prefix: logCoarseGroupsPrefix(projectId) })
+  ) {
+    const group = decodeCoarseGroup(entry.value, logUnitId(entry.key));
+    group.chunks.forEach((id, i) => named.set(id, group.counts[i]!));
+  }
+  const marked = new Set<string>();
+  for await (
+    const entry of kv.list({ prefix: logUngroupedPrefix(projectId) })
+  ) marked.add(logUnitId(entry.key));
+  let op = kv.atomic();
+  let marks = 0;
+  for await (
+    const entry of kv.list({ prefix: logSummariesPrefix(projectId) }, {
+      batchSize: 1000,
+    })
+  ) {
+    const summary = decodeSummary(entry.value, logUnitId(entry.key));
+    const { lastId } = summary;
+    if (marked.has(lastId) || named.get(lastId) === summary.count) continue;
+    const expireIn = chunkExpireIn(
+      summary.firstId,
+      round.retentionMs,
+      round.now,
+    );
+    marks += setUngrouped(op, projectId, lastId, expireIn);
+    if (marks >= MARK_BATCH) {
+      await round.commitUnmoved(op);
+      op = kv.atomic();
+      marks = 0;
+    }
+  }
+  op.set(state, new Deno.KvU64(0n));
+  await round.commitUnmoved(op);
+}
+
+/**
+ * Whether a merge of `sources` moves a chunk a coarse group names (one
+ * not marked ungrouped): its commit then bumps the coarse state
+ * ({@linkcode bumpCoarseState}), so that a search that skipped by that
+ * group is done again.
+ */
+export async function movesGrouped(
+  kv: Deno.Kv,
+  projectId: string,
+  sources: readonly { lastId: string }[],
+): Promise<boolean> {
+  const marks = await getManyChunked(
+    kv,
+    sources.map((s) => logUngroupedKey(projectId, s.lastId)),
+  );
+  return marks.some((mark) => mark.value === null);
+}
+
+/** Adds to `op` the bump of the coarse state; returns the mutations (1). */
+export function bumpCoarseState(
+  op: Deno.AtomicOperation,
+  projectId: string,
+): number {
+  op.sum(logCoarseStateKey(projectId), 1n);
+  return 1;
 }
