@@ -5,13 +5,16 @@
  * hashes of up to `groupChunks` settled chunks — final, or whose hour
  * closed {@linkcode SETTLED_AFTER_MS} ago — into one group, its filter in
  * segments, and deletes what it used, in one commit guarded as the
- * round's merges are ({@linkcode groupPending}). A group names each chunk
- * with its number of entries: a merge that later rewrites a chunk under
- * the same key adds entries, and a reader then no longer counts it as
- * covered.
+ * round's merges are ({@linkcode groupPending}), which also deletes the
+ * ungrouped marks of the chunks it names: from then on a word search that
+ * the group rules out lists none of them, until a write of one marks it
+ * again. A merge that moves a chunk a group names bumps the coarse state
+ * ({@linkcode movesGrouped}), as making a group does, so that a search
+ * that planned before reads again. A store from before the marks is
+ * marked once ({@linkcode markUngrouped}).
  * A merge deletes its sources' waiting hashes (where its commit has room;
  * else a round drops them once they would be grouped). Groups and waiting
- * hashes past the retention go with the chunks ({@linkcode expireCoarse});
+ * hashes past the retention go with the chunks ({@linkcode prepareCoarse});
  * KV's own expiry is the backstop, and a project's deletion takes their
  * prefixes (db/storage/write.ts).
  *
@@ -265,10 +268,21 @@ async function writeGroup(
 }
 
 /**
+ * What a round does first for coarse groups, before any merge: marks a
+ * store from before the marks ({@linkcode markUngrouped}: a merge's bump
+ * of the coarse state must not make it first), then deletes the groups
+ * past the retention; returns how many.
+ */
+export async function prepareCoarse(round: CoarseRound): Promise<number> {
+  await markUngrouped(round);
+  return await expireCoarse(round);
+}
+
+/**
  * Deletes the groups whose newest chunk is past the retention (their
  * chunks are gone with it), a few per commit; returns how many.
  */
-export async function expireCoarse(round: CoarseRound): Promise<number> {
+async function expireCoarse(round: CoarseRound): Promise<number> {
   const { kv, projectId } = round;
   const horizon = timeBound(round.now - round.retentionMs);
   const prefix = logCoarseGroupsPrefix(projectId);

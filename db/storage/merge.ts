@@ -36,10 +36,9 @@ import { chunkExpireIn, deleteChunk, replaceChunks } from "./write.ts";
 import {
   bumpCoarseState,
   deletePendingOf,
-  expireCoarse,
   groupPending,
-  markUngrouped,
   movesGrouped,
+  prepareCoarse,
   setPending,
 } from "./coarse_groups.ts";
 import { lineId } from "./lines.ts";
@@ -274,8 +273,7 @@ export async function mergeProject(
   const summaries: ChunkSummary[] = [];
   try {
     await expireAndList(round, summaries);
-    await markUngrouped(round);
-    await expireCoarse(round);
+    await prepareCoarse(round);
     await deleteExpiredCounts(kv, projectId, options.now - retentionMs);
     await deleteOldUsage(kv, projectId, options.now);
     const done: Merged = { sources: new Set(), written: [] };
