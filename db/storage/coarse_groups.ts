@@ -364,11 +364,13 @@ export async function markUngrouped(round: CoarseRound): Promise<void> {
 export async function movesGrouped(
   kv: Deno.Kv,
   projectId: string,
-  sources: readonly { lastId: string }[],
+  sources: readonly { lastId: string; tier: number }[],
 ): Promise<boolean> {
+  // A chunk of tier 0 (the consumer's) has no hashes: no group names it.
+  const merged = sources.filter((s) => s.tier > 0);
   const marks = await getManyChunked(
     kv,
-    sources.map((s) => logUngroupedKey(projectId, s.lastId)),
+    merged.map((s) => logUngroupedKey(projectId, s.lastId)),
   );
   return marks.some((mark) => mark.value === null);
 }
