@@ -11,6 +11,7 @@ import {
   logBloomsPrefix,
   logChunkKey,
   logSummariesPrefix,
+  logUngroupedKey,
   logUngroupedPrefix,
   logUnitId,
 } from "../keys.ts";
@@ -23,7 +24,7 @@ import {
   decodeSummary,
 } from "../storage/chunk.ts";
 import type { CompiledFilter } from "./filter.ts";
-import { GET_MANY_MAX_KEYS } from "../kv.ts";
+import { GET_MANY_MAX_KEYS, getManyChunked } from "../kv.ts";
 import { coarsePlan } from "./coarse.ts";
 
 /** Above every id. */
@@ -172,8 +173,8 @@ class CoarseKeys {
 /**
  * The chunks of `keys` that may match, from their Bloom filters (ten per
  * read, the reads at once). A chunk listed as ungrouped whose filters are
- * gone (merged since) makes the scan be done again; one only a group
- * names was merged into a chunk written, and so listed, since.
+ * gone is looked into ({@linkcode goneUngrouped}); one only a group names
+ * was merged into a chunk written, and so marked, since.
  */
 async function listedCoarse(
   kv: Deno.Kv,
@@ -191,12 +192,11 @@ async function listedCoarse(
     ));
   }
   const blooms = (await Promise.all(reads)).flat();
+  const gone = keys.filter((k, i) => k.ungrouped && blooms[i]!.value === null);
+  if (gone.length > 0) await goneUngrouped(kv, projectId, gone, options);
   const listed: ListedChunk[] = [];
   blooms.forEach((entry, i) => {
-    if (entry.value === null) {
-      if (keys[i]!.ungrouped) options.seen?.onGone();
-      return;
-    }
+    if (entry.value === null) return;
     const chunk = listedChunk(
       entry as Deno.KvEntry<unknown>,
       filter,
@@ -206,6 +206,29 @@ async function listedCoarse(
     if (chunk) listed.push(chunk);
   });
   return listed;
+}
+
+/**
+ * Chunks listed as ungrouped and gone when their filters were read: moved
+ * by a merge (which deletes the mark with the chunk), so the scan is done
+ * again; or, where the mark is still there, a mark left behind by a chunk
+ * KV expired first, which holds nothing, unless a write sets the mark
+ * again before the scan ends (it is then done again too).
+ */
+async function goneUngrouped(
+  kv: Deno.Kv,
+  projectId: string,
+  gone: { lastId: string }[],
+  options: ListingOptions,
+): Promise<void> {
+  const marks = await getManyChunked(
+    kv,
+    gone.map((k) => logUngroupedKey(projectId, k.lastId)),
+  );
+  for (const mark of marks) {
+    if (mark.versionstamp === null) options.seen?.onGone();
+    else options.seen?.onRead(mark.key, mark.versionstamp);
+  }
 }
 
 /**

@@ -378,3 +378,16 @@ kvTest(
     assert.deepEqual(await keys(kv, logUngroupedPrefix(projectId)), []);
   },
 );
+
+Deno.test("an ungrouped mark whose chunk KV expired first is passed over, not read as a chunk that moved", async () => {
+  await withStore(async (kv, store) => {
+    const { projectId } = store;
+    // A mark left behind: no chunk under its key.
+    const left = recordAt(store.end - 5 * HOUR).id;
+    await kv.set(logUngroupedKey(projectId, left), new Uint8Array([1]));
+    const page = await queryLogs(kv, projectId, {
+      filter: parseQuery(PLANTED),
+    });
+    assert.deepEqual(page.records.map((r) => r.id), [store.ids[AT]]);
+  });
+});
