@@ -195,16 +195,11 @@ async function listedCoarse(
   const gone = keys.filter((k, i) => k.ungrouped && blooms[i]!.value === null);
   if (gone.length > 0) await goneUngrouped(kv, projectId, gone, options);
   const listed: ListedChunk[] = [];
-  blooms.forEach((entry, i) => {
-    if (entry.value === null) return;
-    const chunk = listedChunk(
-      entry as Deno.KvEntry<unknown>,
-      filter,
-      range,
-      stats,
-    );
+  for (const entry of blooms) {
+    if (entry.value === null) continue;
+    const chunk = listedChunk(entry, filter, range, stats);
     if (chunk) listed.push(chunk);
-  });
+  }
   return listed;
 }
 
