@@ -23,8 +23,7 @@ import {
 import {
   DAY,
   HOUR,
-  kvTest,
-  queryProject,
+  queryProjectTest,
   recordAt,
   storeBatch,
   T0,
@@ -302,10 +301,9 @@ Deno.test("a group made while a word search lists makes the search read again, a
   });
 });
 
-kvTest(
+queryProjectTest(
   "a merge that moves a chunk a group names bumps the coarse state; the entry it adds is found",
-  async (kv) => {
-    const projectId = await queryProject(kv);
+  async (kv, projectId) => {
     await storeBatch(kv, projectId, [recordAt(T0)], T0);
     await storeBatch(kv, projectId, [recordAt(T0 + 1000)], T0 + 1000);
     // Settled: merged into one open chunk, grouped alone.
@@ -363,10 +361,9 @@ Deno.test("a store written before the ungrouped marks is searched through every 
   });
 });
 
-kvTest(
+queryProjectTest(
   "a round past the retention deletes hundreds of chunks with their marks, within KV's mutations per commit",
-  async (kv) => {
-    const projectId = await queryProject(kv);
+  async (kv, projectId) => {
     // 300 chunks of tier 0 with columns: 5 keys each with the mark.
     for (let i = 0; i < 300; i++) {
       await storeBatch(kv, projectId, [recordAt(T0 + i * 1000)], T0 + i * 1000);
