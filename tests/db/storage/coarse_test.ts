@@ -158,7 +158,7 @@ Deno.test("a chunk of a group rewritten under its key with a late entry (as a me
   });
 });
 
-Deno.test("coarse groups and waiting hashes go with the retention and with the project", async (t) => {
+Deno.test("coarse groups, waiting hashes, ungrouped marks and the coarse state go with the retention and with the project", async (t) => {
   await withStore(async (kv, store) => {
     const { projectId } = store;
     const prefixes = [
@@ -166,9 +166,11 @@ Deno.test("coarse groups and waiting hashes go with the retention and with the p
       logCoarseBitsPrefix(projectId),
       logCoarsePendingPrefix(projectId),
       logCoarseHashesPrefix(projectId),
+      logUngroupedPrefix(projectId),
     ];
     assert.ok(await count(kv, prefixes[0]!) > 0);
     assert.ok(await count(kv, prefixes[1]!) > 0);
+    assert.ok(await count(kv, prefixes[4]!) > 0);
     await t.step("deleting the project deletes them", async () => {
       const copy = await Deno.openKv(":memory:");
       try {
@@ -179,6 +181,8 @@ Deno.test("coarse groups and waiting hashes go with the retention and with the p
         for (const prefix of prefixes) {
           assert.equal(await count(copy, prefix), 0, String(prefix[0]));
         }
+        const state = await copy.get(logCoarseStateKey(projectId));
+        assert.equal(state.versionstamp, null);
       } finally {
         copy.close();
       }
