@@ -7,6 +7,7 @@ import assert from "node:assert/strict";
 import { KvOpenError, openKv } from "../../db/open.ts";
 import { isDiskFullError } from "../../db/disk.ts";
 import {
+  FAR_FROM_FLOOR_BYTES,
   openSpaceGuard,
   RESUME_MARGIN_BYTES,
   SETTLE_MS,
@@ -32,6 +33,8 @@ interface Disk {
   dir: string;
   path: string;
   free: number;
+  /** Times the guard read the free space. */
+  reads: number;
   clock: FakeClock;
   log: string[];
   guard(): SpaceGuard;
@@ -42,7 +45,9 @@ async function withDisk(fn: (disk: Disk) => Promise<void>): Promise<void> {
   const disk: Disk = {
     dir,
     path: `${dir}/kv.sqlite`,
-    free: 100 * MiB,
+    // Near the floor: the write path reads the free space every 10 ms.
+    free: 8 * MiB,
+    reads: 0,
     clock: fakeClock(),
     log: [],
     guard: () =>
@@ -50,7 +55,10 @@ async function withDisk(fn: (disk: Disk) => Promise<void>): Promise<void> {
         path: disk.path,
         reserveBytes: RESERVE,
         minFreeBytes: MIN_FREE,
-        freeSpace: () => disk.free,
+        freeSpace: () => {
+          disk.reads++;
+          return disk.free;
+        },
         now: disk.clock.now,
         log: (line) => disk.log.push(line),
       }),
@@ -95,6 +103,45 @@ Deno.test("no guard is made for a database that is no file here", async () => {
   assert.equal(await openSpaceGuard(":memory:"), null);
   assert.equal(await openSpaceGuard(undefined), null);
   assert.equal(await openSpaceGuard("https://kv.example.com/db"), null);
+});
+
+Deno.test("far above the floor the write path leaves the free space to the timer's look every 100 ms, which still closes the gate at once", async () => {
+  await withDisk(async (disk) => {
+    disk.free = MIN_FREE + FAR_FROM_FLOOR_BYTES + MiB;
+    const guard = disk.guard();
+    await guard.prepare();
+    assert.equal(guard.open(), true);
+    const reads = disk.reads;
+    for (let t = 0; t < 9; t++) {
+      disk.clock.advance(10);
+      assert.equal(guard.open(), true);
+    }
+    assert.equal(disk.reads, reads, "no read within the 100 ms");
+    disk.clock.advance(10);
+    assert.equal(guard.open(), true);
+    assert.equal(disk.reads, reads + 1);
+
+    // Within FAR_FROM_FLOOR_BYTES of the floor: every 10 ms again.
+    disk.free = MIN_FREE + FAR_FROM_FLOOR_BYTES;
+    disk.clock.advance(1);
+    assert.equal(await guard.check(), true, "the timer reads at every look");
+    disk.free = MIN_FREE - 1;
+    disk.clock.advance(10);
+    assert.equal(guard.open(), false);
+
+    // Filled at once from far above: the timer's look closes the gate.
+    await withDisk(async (other) => {
+      other.free = MIN_FREE + FAR_FROM_FLOOR_BYTES + MiB;
+      const far = other.guard();
+      await far.prepare();
+      assert.equal(far.open(), true);
+      other.free = 0;
+      other.clock.advance(10);
+      assert.equal(far.open(), true, "not read on the write path yet");
+      assert.equal(await far.check(), false);
+      assert.equal(far.open(), false);
+    });
+  });
 });
 
 Deno.test("the gate closes under the floor, the reserve is released once the free space stops falling, and the gate opens once the reserve is written back", async () => {
@@ -185,7 +232,7 @@ Deno.test("a reserve that cannot be written back keeps the gate closed and is tr
     // Space back, but writing the reserve fails (as under a quota that
     // statfs does not show).
     await Deno.mkdir(guard.reservePath);
-    disk.free = 100 * MiB;
+    disk.free = 8 * MiB;
     assert.equal(await guard.check(), false);
     disk.clock.advance(999);
     assert.equal(await guard.check(), false);
@@ -221,7 +268,7 @@ Deno.test("while the disk is full POST answers 503 at once and nothing is commit
       );
       assert.equal((await pendingBatches(h.kv)).length, 1);
 
-      disk.free = 100 * MiB;
+      disk.free = 8 * MiB;
       disk.clock.advance(100);
       assert.equal(await guard.check(), true);
       assert.equal((await h.post(body(), { Origin: ORIGIN })).status, 200);
