@@ -12,7 +12,7 @@ import {
   type ErrorGroup,
   GroupCursorError,
   MAX_LIST_GROUPS,
-} from "../db/error_groups.ts";
+} from "../db/error_group_reads.ts";
 import {
   type GroupTriage,
   listTriagedGroups,

@@ -10,16 +10,18 @@ import assert from "node:assert/strict";
 import { RecordedAtomic } from "../../db/atomic.ts";
 import {
   addErrorGroups,
-  groupCursor,
-  GroupCursorError,
   groupKeyOf,
-  listGroups,
   MAX_GROUPS,
   MAX_GROUPS_PER_BATCH,
   prepareErrorGroups,
   RECOUNT_MS,
   SPARK_HOURS,
 } from "../../db/error_groups.ts";
+import {
+  groupCursor,
+  GroupCursorError,
+  listGroups,
+} from "../../db/error_group_reads.ts";
 import {
   errorGroupCountKey,
   errorGroupKey,

@@ -6,7 +6,7 @@
  * @module
  */
 import assert from "node:assert/strict";
-import { listGroups } from "../../db/error_groups.ts";
+import { listGroups } from "../../db/error_group_reads.ts";
 import { admitEntries, setQuota, setSpikeProtection } from "../../db/quota.ts";
 import { readUsage } from "../../db/usage.ts";
 import { DAY_MS, toLogRecord } from "../../domain/entry.ts";
