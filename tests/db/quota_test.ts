@@ -22,6 +22,7 @@ import {
   ORIGIN,
   postEntries,
   postQueued,
+  projectUnderQuota,
   randomEntry,
   stats,
 } from "../_helpers/harness.ts";
@@ -31,9 +32,7 @@ const MINUTE_MS = 60_000;
 harnessTest(
   "a per-day quota stores that many entries a day and counts the rest as over_quota",
   async (h) => {
-    const project = await h.project();
-    await setQuota(h.kv, project.id, { perDay: 5 });
-    await postEntries(h, project.id, { origin: ORIGIN, count: 8 });
+    const project = await projectUnderQuota(h, { perDay: 5 }, 8);
     await h.process();
     assert.equal((await h.logs(project.id)).length, 5);
     assert.deepEqual(await stats(h.kv, project.id), {
@@ -166,9 +165,7 @@ harnessTest(
 harnessTest(
   "/metrics gives today's usage by project and the share of its quota used",
   async (h) => {
-    const project = await h.project();
-    await setQuota(h.kv, project.id, { perDay: 4 });
-    await postEntries(h, project.id, { origin: ORIGIN, count: 5 });
+    const project = await projectUnderQuota(h, { perDay: 4 }, 5);
     await h.process();
     const handler = metricsHandler({
       kv: h.kv,
