@@ -29,6 +29,7 @@ import {
   booleanFlag,
   type CommandContext,
   type CommandSpec,
+  flags,
   oneOfFlag,
   println,
   runCommand,
@@ -93,13 +94,17 @@ const COMMAND: CommandSpec = {
   name: "errors",
   usage: USAGE,
   flags: {
-    json: { type: "boolean" },
-    limit: { type: "string" },
-    after: { type: "string" },
-    status: { type: "string" },
-    "in-release": { type: "string" },
-    until: { type: "string" },
-    "until-count": { type: "string" },
+    ...flags({
+      string: [
+        "limit",
+        "after",
+        "status",
+        "in-release",
+        "until",
+        "until-count",
+      ],
+      boolean: ["json"],
+    }),
   },
 };
 
