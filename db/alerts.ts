@@ -172,11 +172,7 @@ export async function deleteAlertRule(
   projectId: string,
   ruleId: string,
 ): Promise<boolean> {
-  const entry = await findRecord(
-    kv,
-    ruleId,
-    (id) => alertRuleKey(projectId, id),
-  );
+  const entry = await findRecord(kv, ruleId, alertRuleKey(projectId, ruleId));
   if (entry === null) return false;
   const op = kv.atomic().check(entry).delete(entry.key)
     .delete(alertStateKey(projectId, ruleId));

@@ -108,11 +108,7 @@ export async function deleteView(
   projectId: string,
   viewId: string,
 ): Promise<boolean> {
-  const found = await findRecord(
-    kv,
-    viewId,
-    (id) => savedViewKey(projectId, id),
-  );
+  const found = await findRecord(kv, viewId, savedViewKey(projectId, viewId));
   if (found === null) return false;
   await kv.delete(found.key);
   return true;
