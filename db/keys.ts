@@ -1,7 +1,9 @@
 /**
  * The KV key layout. This is the only module that spells a key: every other
  * file builds keys through these functions, so the layout can be read (and
- * changed) in one place.
+ * changed) in one place. A key that is its prefix and then its parts in order
+ * is built by {@linkcode keyed}; the rest (optional parts, fixed names after
+ * the project) by a function of their own.
  *
  * | prefix | value |
  * |---|---|
