@@ -166,16 +166,18 @@ export async function readGroupsById(
       lastRelease,
       ...shown
     } = group;
+    const { hourly, daily } = seriesAt(group, now);
     groups.push({
       ...shown,
-      ...seriesAt(group, now),
       id,
       firstId: firstId ?? null,
       firstRelease: firstRelease ?? null,
       lastRelease: lastRelease ?? null,
+      daily,
       count: counted instanceof Deno.KvU64
         ? Number(counted.value)
         : group.count,
+      hourly,
       isNew: now - group.firstSeen < NEW_GROUP_MS,
     });
   });
