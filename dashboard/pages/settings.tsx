@@ -184,8 +184,8 @@ interface ValuesCardProps {
   /** The card's id; its title's is `<id>-title`, its list's `<id>-list`. */
   id: string;
   title: string;
-  /** What the values do. */
-  hint: Child;
+  /** What the values do: the card's hint. */
+  children: Child;
   /** Shown in place of an empty list. @default nothing */
   empty?: Child;
   values: string[];
@@ -203,7 +203,7 @@ function ValuesCard(props: ValuesCardProps) {
   const { ctx, id, field } = props;
   return (
     <Card id={id} titleId={`${id}-title`} title={props.title}>
-      <p class="hint">{props.hint}</p>
+      <p class="hint">{props.children}</p>
       {props.values.length === 0 ? props.empty : (
         <RemovableValues
           ctx={ctx}
@@ -228,7 +228,6 @@ function AllowListSection(
       ctx={ctx}
       id="allow"
       title="Allowed origins and app ids"
-      hint="A browser entry is stored when its Origin is listed here (scheme://host[:port], no path, no wildcard); a mobile entry when its appid is (reverse domain notation)."
       empty={
         <p class="empty">
           Nothing allowed yet: only signed server calls are stored.
@@ -246,7 +245,11 @@ function AllowListSection(
         button: "Allow",
         error: errors.allow,
       }}
-    />
+    >
+      A browser entry is stored when its Origin is listed here
+      (scheme://host[:port], no path, no wildcard); a mobile entry when its
+      appid is (reverse domain notation).
+    </ValuesCard>
   );
 }
 
@@ -259,7 +262,6 @@ function LevelsSection(
       ctx={ctx}
       id="levels"
       title="Custom levels"
-      hint="Beside info, warning, error and critical, entries with these levels are stored; any other level is refused as unknown_level."
       values={project.levels}
       field="level"
       removeAction={action("levels/remove")}
@@ -271,7 +273,10 @@ function LevelsSection(
         button: "Add level",
         error: errors.level,
       }}
-    />
+    >
+      Beside info, warning, error and critical, entries with these levels are
+      stored; any other level is refused as unknown_level.
+    </ValuesCard>
   );
 }
 
