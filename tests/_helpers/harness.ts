@@ -12,7 +12,6 @@ import { listLogs } from "../../db/query/mod.ts";
 import type { LogRecord, RejectReason } from "../../domain/entry.ts";
 import { createProject, type Project } from "../../db/projects.ts";
 import { sign } from "../../auth/signature.ts";
-import { type Quota, setQuota } from "../../db/quota.ts";
 import {
   createPipeline,
   type Pipeline,
@@ -551,21 +550,6 @@ export async function postEntries(
       ...(secret === undefined ? {} : signEntry(secret, body, h.clock.now())),
     });
   }
-}
-
-/**
- * A new project under `quota`, sent `count` entries from {@linkcode ORIGIN}
- * (queued, not yet processed).
- */
-export async function projectUnderQuota(
-  h: Harness,
-  quota: Quota,
-  count: number,
-): Promise<Project> {
-  const project = await h.project();
-  await setQuota(h.kv, project.id, quota);
-  await postEntries(h, project.id, { origin: ORIGIN, count });
-  return project;
 }
 
 /**

@@ -15,12 +15,8 @@ import {
   jsonLines,
   kvTest,
 } from "../_helpers/cli.ts";
-import {
-  harnessTest,
-  postQueued,
-  projectUnderQuota,
-  randomEntry,
-} from "../_helpers/harness.ts";
+import { harnessTest, postQueued, randomEntry } from "../_helpers/harness.ts";
+import { projectUnderQuota } from "../_helpers/quota.ts";
 
 kvTest(
   "project quota sets, shows and removes a project's bounds, each in the audit log",

@@ -23,10 +23,10 @@ import {
   ORIGIN,
   postEntries,
   postQueued,
-  projectUnderQuota,
   randomEntry,
   stats,
 } from "../_helpers/harness.ts";
+import { projectUnderQuota } from "../_helpers/quota.ts";
 
 const MINUTE_MS = 60_000;
 
