@@ -24,6 +24,8 @@
  * | `log_coarse_bits/<projectId>/<segment>/<group's last id>` | one segment of a coarse group's Bloom filter |
  * | `log_coarse_pending/<projectId>/<last entry id>` | the number of a final chunk's token hashes, until a coarse group takes it |
  * | `log_coarse_hashes/<projectId>/<last entry id>` | those hashes |
+ * | `log_ungrouped/<projectId>/<last entry id>` | a chunk written since a coarse group last named it (or never named): a word search lists these beside the groups |
+ * | `log_coarse_state/<projectId>` | `Deno.KvU64`, set once every chunk of the project in no group has its `log_ungrouped/` key; bumped when a group is made or a merge moves a grouped chunk |
  * | `seen_signatures/<projectId>/<signature>` | id of the entry that used it |
  * | `stats/<projectId>/accepted` | `Deno.KvU64` |
  * | `stats/<projectId>/rejected/<reason>` | `Deno.KvU64` |
@@ -243,6 +245,29 @@ export const logCoarsePendingKey = keyed<[projectId: string, lastId: string]>(
 export const logCoarsePendingPrefix = keyed<[projectId: string]>(
   "log_coarse_pending",
 );
+
+/**
+ * Key marking a chunk written since a coarse group last named it: every
+ * write of a chunk sets it, a group deletes those of its chunks.
+ */
+export function logUngroupedKey(projectId: string, lastId: string): Deno.KvKey {
+  return ["log_ungrouped", projectId, lastId];
+}
+
+/** Prefix of a project's chunks in no coarse group. */
+export function logUngroupedPrefix(projectId: string): Deno.KvKey {
+  return ["log_ungrouped", projectId];
+}
+
+/**
+ * A project's coarse state: present once every chunk in no group is
+ * marked ungrouped; bumped when a group is made or a merge moves a chunk
+ * a group names, so that a word search that skipped by the groups reads
+ * again (db/query/listing.ts).
+ */
+export function logCoarseStateKey(projectId: string): Deno.KvKey {
+  return ["log_coarse_state", projectId];
+}
 
 /**
  * The entry id a key of a chunk, summary or Bloom filter is named by

@@ -11,6 +11,8 @@ import {
   logBloomsPrefix,
   logChunkKey,
   logSummariesPrefix,
+  logUngroupedKey,
+  logUngroupedPrefix,
   logUnitId,
 } from "../keys.ts";
 import { bloomHas } from "../storage/bloom.ts";
@@ -22,13 +24,13 @@ import {
   decodeSummary,
 } from "../storage/chunk.ts";
 import type { CompiledFilter } from "./filter.ts";
-import { GET_MANY_MAX_KEYS } from "../kv.ts";
-import { coarseSkips } from "./coarse.ts";
+import { GET_MANY_MAX_KEYS, getManyChunked } from "../kv.ts";
+import { coarsePlan } from "./coarse.ts";
 
 /** Above every id. */
 export const MAX_ID = "\uffff";
 
-/** Summaries one step of a listing with coarse groups takes at most. */
+/** Chunks one step of a listing with coarse groups takes at most. */
 const LIST_MAX = 512;
 
 /**
@@ -50,26 +52,33 @@ export interface ListedChunk {
 }
 
 /**
- * Lists the summaries (or, where the filter has probes and no coarse
- * group covers the range, the blooms) of the chunks that may hold entries in [lo, hi), in scan order.
+ * The last ids a chunk with entries in [lo, hi) may be named by: from `lo`
+ * (a chunk's last id is its newest entry's) to `end`, excluded (a chunk
+ * spans at most `CHUNK_SPAN_MS`).
+ */
+function keySpan(range: { lo: string; hi: string }): { end: string } {
+  const { hi } = range;
+  return {
+    end: hi === MAX_ID ? MAX_ID : timeBound(idTime(hi) + CHUNK_SPAN_MS + 1),
+  };
+}
+
+/**
+ * Lists, in scan order, the keys under `prefix` (summaries, blooms or
+ * ungrouped marks) of the chunks that may hold entries in [lo, hi).
  */
 function listRange(
   kv: Deno.Kv,
-  projectId: string,
+  prefix: Deno.KvKey,
   range: { lo: string; hi: string },
   desc: boolean,
-  useBloom: boolean,
+  batchSize: number,
 ): Deno.KvListIterator<unknown> {
-  const { lo, hi } = range;
-  const prefix = useBloom
-    ? logBloomsPrefix(projectId)
-    : logSummariesPrefix(projectId);
+  const { lo } = range;
   return kv.list({
     start: lo === "" ? prefix : [...prefix, lo],
-    end: hi === MAX_ID
-      ? [...prefix, MAX_ID]
-      : [...prefix, timeBound(idTime(hi) + CHUNK_SPAN_MS + 1)],
-  }, { reverse: desc, batchSize: useBloom ? 100 : 500 });
+    end: [...prefix, keySpan(range).end],
+  }, { reverse: desc, batchSize });
 }
 
 /**
@@ -118,52 +127,103 @@ function listedChunk(
 }
 
 /**
- * The chunks of listed summaries that may match, where coarse groups rule
- * out those in `skip` (by last id, with the entries each held when
- * grouped): the others' Bloom filters are read (ten per read, the reads
- * at once), and a chunk
- * whose filters are gone (merged since) is kept whole, so that reading it
- * finds it moved.
+ * The last ids of the chunks a word search planned with coarse groups
+ * looks at, in scan order: those the groups that may hold a match name,
+ * merged with those listed as ungrouped (written since a group last named
+ * them), each once.
  */
-async function listedWithSkips(
+class CoarseKeys {
+  readonly #named: string[];
+  #at = 0;
+  readonly #marks: Deno.KvListIterator<unknown>;
+  /** The next ungrouped chunk's last id; null: none left; undefined: not read. */
+  #mark: string | null | undefined = undefined;
+  readonly #desc: boolean;
+
+  constructor(
+    named: string[],
+    marks: Deno.KvListIterator<unknown>,
+    desc: boolean,
+  ) {
+    this.#named = desc ? named.toReversed() : named;
+    this.#marks = marks;
+    this.#desc = desc;
+  }
+
+  /** The next last id and whether it was listed as ungrouped; null: done. */
+  async next(): Promise<{ lastId: string; ungrouped: boolean } | null> {
+    if (this.#mark === undefined) {
+      const next = await this.#marks.next();
+      this.#mark = next.done ? null : logUnitId(next.value.key);
+    }
+    const mark = this.#mark;
+    const named = this.#named[this.#at];
+    if (mark === null && named === undefined) return null;
+    const before = (a: string, b: string) => this.#desc ? a > b : a < b;
+    if (mark === null || (named !== undefined && before(named, mark))) {
+      this.#at++;
+      return { lastId: named!, ungrouped: false };
+    }
+    if (named === mark) this.#at++;
+    this.#mark = undefined;
+    return { lastId: mark, ungrouped: true };
+  }
+}
+
+/**
+ * The chunks of `keys` that may match, from their Bloom filters (ten per
+ * read, the reads at once). A chunk listed as ungrouped whose filters are
+ * gone is looked into ({@linkcode goneUngrouped}); one only a group names
+ * was merged into a chunk written, and so marked, since.
+ */
+async function listedCoarse(
   kv: Deno.Kv,
   projectId: string,
-  entries: Deno.KvEntry<unknown>[],
-  skip: Map<string, number>,
+  keys: { lastId: string; ungrouped: boolean }[],
   options: ListingOptions,
 ): Promise<ListedChunk[]> {
   const { filter, range, stats } = options;
-  const wanted: ChunkSummary[] = [];
-  for (const entry of entries) {
-    const summary = decodeSummary(entry.value, logUnitId(entry.key));
-    if (summary.firstId >= range.hi || summary.lastId < range.lo) continue;
-    // A chunk rewritten since its group was made holds more entries.
-    const covered = skip.get(summary.lastId) === summary.count;
-    if (!filter.summaryMayMatch(summary) || covered) {
-      stats.chunksSkipped++;
-    } else wanted.push(summary);
-  }
-  const keys = wanted.map((s) => logBloomKey(projectId, s.lastId));
   const reads: Promise<Deno.KvEntryMaybe<unknown>[]>[] = [];
   for (let i = 0; i < keys.length; i += GET_MANY_MAX_KEYS) {
-    reads.push(kv.getMany(keys.slice(i, i + GET_MANY_MAX_KEYS)));
+    reads.push(kv.getMany(
+      keys.slice(i, i + GET_MANY_MAX_KEYS).map((k) =>
+        logBloomKey(projectId, k.lastId)
+      ),
+    ));
   }
   const blooms = (await Promise.all(reads)).flat();
+  const gone = keys.filter((k, i) => k.ungrouped && blooms[i]!.value === null);
+  if (gone.length > 0) await goneUngrouped(kv, projectId, gone, options);
   const listed: ListedChunk[] = [];
-  wanted.forEach((summary, i) => {
-    const value = blooms[i]!.value;
-    if (value === null) {
-      listed.push({ summary, fetched: false, blocks: undefined });
-      return;
-    }
-    const blocks = mayMatchBlocks(
-      decodeChunkBlooms(value, summary.lastId),
-      filter,
-    );
-    if (blocks?.length === 0) stats.chunksSkipped++;
-    else listed.push({ summary, fetched: false, blocks });
-  });
+  for (const entry of blooms) {
+    if (entry.value === null) continue;
+    const chunk = listedChunk(entry, filter, range, stats);
+    if (chunk) listed.push(chunk);
+  }
   return listed;
+}
+
+/**
+ * Chunks listed as ungrouped and gone when their filters were read: moved
+ * by a merge (which deletes the mark with the chunk), so the scan is done
+ * again; or, where the mark is still there, a mark left behind by a chunk
+ * KV expired first, which holds nothing, unless a write sets the mark
+ * again before the scan ends (it is then done again too).
+ */
+async function goneUngrouped(
+  kv: Deno.Kv,
+  projectId: string,
+  gone: { lastId: string }[],
+  options: ListingOptions,
+): Promise<void> {
+  const marks = await getManyChunked(
+    kv,
+    gone.map((k) => logUngroupedKey(projectId, k.lastId)),
+  );
+  for (const mark of marks) {
+    if (mark.versionstamp === null) options.seen?.onGone();
+    else options.seen?.onRead(mark.key, mark.versionstamp);
+  }
 }
 
 /**
@@ -210,6 +270,14 @@ export interface ListingOptions {
   /** Newest first. */
   desc: boolean;
   stats: { chunksSkipped: number };
+  /**
+   * Told of what the listing read that must not move before the scan
+   * ends (the coarse state), and of a chunk listed and gone.
+   */
+  seen?: {
+    onRead(key: Deno.KvKey, versionstamp: string): void;
+    onGone(): void;
+  };
 }
 
 /**
@@ -221,10 +289,11 @@ export class ChunkListing {
   readonly #kv: Deno.Kv;
   readonly #projectId: string;
   readonly #options: ListingOptions;
-  /** Summaries, or blooms; made by the first {@linkcode listNext}. */
-  #summaries: Deno.KvListIterator<unknown> | null = null;
-  /** Chunks coarse groups rule out; null: the listing reads blooms. */
-  #skip: Map<string, number> | null = null;
+  /**
+   * Summaries or blooms, or with coarse groups the chunks they cannot rule
+   * out and the ungrouped ones; made by the first {@linkcode listNext}.
+   */
+  #summaries: Deno.KvListIterator<unknown> | CoarseKeys | null = null;
   readonly #unread: ListedChunk[] = [];
   #bound: string | null;
   #fetchSize = 1;
@@ -240,28 +309,43 @@ export class ChunkListing {
 
   /**
    * Starts the listing: a search with probes asks the coarse groups first
-   * (db/query/coarse.ts) and lists summaries; where no group covers its
-   * range, it lists the blooms.
+   * (db/query/coarse.ts) and lists the chunks they cannot rule out and
+   * the ungrouped ones; where no group covers its range, it lists the
+   * blooms; any other lists the summaries.
    */
-  async #start(): Promise<Deno.KvListIterator<unknown>> {
+  async #start(): Promise<Deno.KvListIterator<unknown> | CoarseKeys> {
     const { range, desc, filter } = this.#options;
-    let useBloom = false;
-    if (filter.probes.length > 0) {
-      this.#skip = await coarseSkips(
+    const projectId = this.#projectId;
+    if (filter.probes.length === 0) {
+      return this.#summaries = listRange(
         this.#kv,
-        this.#projectId,
-        filter.probes,
+        logSummariesPrefix(projectId),
         range,
+        desc,
+        500,
       );
-      useBloom = this.#skip === null;
     }
-    return this.#summaries = listRange(
+    const plan = await coarsePlan(this.#kv, projectId, filter.probes, range);
+    if (plan === null) {
+      return this.#summaries = listRange(
+        this.#kv,
+        logBloomsPrefix(projectId),
+        range,
+        desc,
+        100,
+      );
+    }
+    this.#options.seen?.onRead(plan.state.key, plan.state.versionstamp);
+    const { end } = keySpan(range);
+    const named = plan.named.filter((id) => id >= range.lo && id < end);
+    const marks = listRange(
       this.#kv,
-      this.#projectId,
+      logUngroupedPrefix(projectId),
       range,
       desc,
-      useBloom,
+      500,
     );
+    return this.#summaries = new CoarseKeys(named, marks, desc);
   }
 
   /**
@@ -286,27 +370,26 @@ export class ChunkListing {
   async listNext(): Promise<void> {
     const summaries = this.#summaries ?? await this.#start();
     const { filter, range, desc, stats } = this.#options;
-    if (this.#skip !== null) {
-      const entries: Deno.KvEntry<unknown>[] = [];
-      while (entries.length < this.#listSize) {
+    if (summaries instanceof CoarseKeys) {
+      const keys: { lastId: string; ungrouped: boolean }[] = [];
+      while (keys.length < this.#listSize) {
         const next = await summaries.next();
-        if (next.done) break;
-        entries.push(next.value);
+        if (next === null) break;
+        keys.push(next);
       }
       this.#listSize = Math.min(LIST_MAX, this.#listSize * 2);
-      if (entries.length === 0) {
+      if (keys.length === 0) {
         this.#bound = null;
         return;
       }
-      const listed = await listedWithSkips(
+      const listed = await listedCoarse(
         this.#kv,
         this.#projectId,
-        entries,
-        this.#skip,
+        keys,
         this.#options,
       );
       for (const chunk of listed) addUnread(this.#unread, chunk, desc);
-      this.#bound = boundAfter(logUnitId(entries.at(-1)!.key), desc);
+      this.#bound = boundAfter(keys.at(-1)!.lastId, desc);
       return;
     }
     const next = await summaries.next();

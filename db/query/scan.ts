@@ -237,12 +237,8 @@ async function scanBody(
   if (lo >= hi) return { records: [], more: false, stats };
   /** Whether `a` comes before `b` in scan order. */
   const first = (a: string, b: string) => desc ? a > b : a < b;
-  const listing = new ChunkListing(kv, projectId, {
-    filter,
-    range,
-    desc,
-    stats,
-  });
+  const listed = { filter, range, desc, stats, seen };
+  const listing = new ChunkListing(kv, projectId, listed);
   const runs = new Heap<Run>((a, b) => first(a.ids[a.pos]!, b.ids[b.pos]!));
   const records: LogRecord[] = [];
   let last = "";

@@ -17,13 +17,14 @@
  * query's probes serve both.
  *
  * Exact in effect: a group is built only from the hashes its chunks were
- * built with (written beside each chunk by the merge that wrote it), and
- * names each chunk with its number of entries; a merge that rewrites a
- * chunk under the same key (its newest source's) adds entries to it, so a
- * reader counts a chunk as covered only at the count the group names. A chunk in no group (the consumer's,
- * one merged since, one written before groups) is searched through its own
- * filters. A false positive costs the group's chunk filters, never a
- * missed entry.
+ * built with (written beside each chunk by the merge that wrote it). Every
+ * write of a chunk marks it ungrouped in its own commit
+ * (db/storage/write.ts), and a group deletes the marks of the chunks it
+ * names in the commit that makes it, so a chunk is either named by a group
+ * and unchanged since (or only rid of entries) or marked: a search lists
+ * the marks and the chunks of the groups that may hold a match, never the
+ * chunks of the others (db/query/coarse.ts). A false positive costs the
+ * group's chunk filters, never a missed entry.
  *
  * This module is the format (read by db/query/); writing is
  * db/storage/coarse_groups.ts's.
@@ -57,7 +58,8 @@ export interface CoarseGroup {
   chunks: string[];
   /**
    * The entries of each chunk as hashed: a chunk rewritten under the same
-   * key holds more (a merge keeps its sources' entries and adds others').
+   * key holds more (a merge keeps its sources' entries and adds others'),
+   * or fewer (retention by level).
    */
   counts: number[];
 }

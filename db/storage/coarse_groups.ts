@@ -5,13 +5,16 @@
  * hashes of up to `groupChunks` settled chunks — final, or whose hour
  * closed {@linkcode SETTLED_AFTER_MS} ago — into one group, its filter in
  * segments, and deletes what it used, in one commit guarded as the
- * round's merges are ({@linkcode groupPending}). A group names each chunk
- * with its number of entries: a merge that later rewrites a chunk under
- * the same key adds entries, and a reader then no longer counts it as
- * covered.
+ * round's merges are ({@linkcode groupPending}), which also deletes the
+ * ungrouped marks of the chunks it names: from then on a word search that
+ * the group rules out lists none of them, until a write of one marks it
+ * again. A merge that moves a chunk a group names bumps the coarse state
+ * ({@linkcode movesGrouped}), as making a group does, so that a search
+ * that planned before reads again. A store from before the marks is
+ * marked once ({@linkcode markUngrouped}).
  * A merge deletes its sources' waiting hashes (where its commit has room;
  * else a round drops them once they would be grouped). Groups and waiting
- * hashes past the retention go with the chunks ({@linkcode expireCoarse});
+ * hashes past the retention go with the chunks ({@linkcode prepareCoarse});
  * KV's own expiry is the backstop, and a project's deletion takes their
  * prefixes (db/storage/write.ts).
  *
@@ -25,9 +28,14 @@ import {
   logCoarseHashesKey,
   logCoarsePendingKey,
   logCoarsePendingPrefix,
+  logCoarseStateKey,
+  logSummariesPrefix,
   logSummaryKey,
+  logUngroupedKey,
+  logUngroupedPrefix,
   logUnitId,
 } from "../keys.ts";
+import { chunkExpireIn, setUngrouped } from "./write.ts";
 import { decodeJson, encodeJson, getManyChunked } from "../kv.ts";
 import { CHUNK_SPAN_MS, decodeSummary, FINAL_TIER } from "./chunk.ts";
 import {
@@ -35,6 +43,7 @@ import {
   COARSE_GROUP_CHUNKS,
   COARSE_SEGMENTS,
   coarseSegment,
+  decodeCoarseGroup,
   decodePending,
   encodeCoarseGroup,
   encodePending,
@@ -66,6 +75,11 @@ export interface CoarseRound {
   guarded(): Deno.AtomicOperation;
   /** Commits `op`, or throws when another writer changed the project. */
   commit(op: Deno.AtomicOperation): Promise<void>;
+  /**
+   * Commits `op` (made by `kv.atomic()`) checked as a guarded one, the
+   * marker left as it is (it moves no entry), or throws as `commit` does.
+   */
+  commitUnmoved(op: Deno.AtomicOperation): Promise<void>;
 }
 
 /** The `log_coarse_pending/` value: members, the chunk's tier and entries. */
@@ -228,6 +242,10 @@ async function writeGroup(
     await round.commit(op);
     return 0;
   }
+  // Named by the group from this commit on: a search lists them no more,
+  // and one that planned before this commit is done again.
+  for (const id of covered) op.delete(logUngroupedKey(projectId, id));
+  op.sum(logCoarseStateKey(projectId), 1n);
   const lastId = covered.at(-1)!;
   const expireIn = Math.max(
     1000,
@@ -250,10 +268,21 @@ async function writeGroup(
 }
 
 /**
+ * What a round does first for coarse groups, before any merge: marks a
+ * store from before the marks ({@linkcode markUngrouped}: a merge's bump
+ * of the coarse state must not make it first), then deletes the groups
+ * past the retention; returns how many.
+ */
+export async function prepareCoarse(round: CoarseRound): Promise<number> {
+  await markUngrouped(round);
+  return await expireCoarse(round);
+}
+
+/**
  * Deletes the groups whose newest chunk is past the retention (their
  * chunks are gone with it), a few per commit; returns how many.
  */
-export async function expireCoarse(round: CoarseRound): Promise<number> {
+async function expireCoarse(round: CoarseRound): Promise<number> {
   const { kv, projectId } = round;
   const horizon = timeBound(round.now - round.retentionMs);
   const prefix = logCoarseGroupsPrefix(projectId);
@@ -272,4 +301,85 @@ export async function expireCoarse(round: CoarseRound): Promise<number> {
     await round.commit(op);
   }
   return expired.length;
+}
+
+/** Marks written by one commit of {@linkcode markUngrouped} at most. */
+const MARK_BATCH = 500;
+
+/**
+ * Once per project: marks ungrouped every chunk no group names at its
+ * count (chunks stored before marks existed), then sets the coarse state,
+ * from which on a word search lists the marks instead of every summary
+ * (db/query/coarse.ts). Each commit is checked as the round's merges are
+ * (without moving the marker: readers need not read again); the consumer
+ * marks the chunks it writes meanwhile itself.
+ */
+export async function markUngrouped(round: CoarseRound): Promise<void> {
+  const { kv, projectId } = round;
+  const state = logCoarseStateKey(projectId);
+  if ((await kv.get(state)).versionstamp !== null) return;
+  const named = new Map<string, number>();
+  for await (
+    const entry of kv.list({ prefix: logCoarseGroupsPrefix(projectId) })
+  ) {
+    const group = decodeCoarseGroup(entry.value, logUnitId(entry.key));
+    group.chunks.forEach((id, i) => named.set(id, group.counts[i]!));
+  }
+  const marked = new Set<string>();
+  for await (
+    const entry of kv.list({ prefix: logUngroupedPrefix(projectId) })
+  ) marked.add(logUnitId(entry.key));
+  let op = kv.atomic();
+  let marks = 0;
+  for await (
+    const entry of kv.list({ prefix: logSummariesPrefix(projectId) }, {
+      batchSize: 1000,
+    })
+  ) {
+    const summary = decodeSummary(entry.value, logUnitId(entry.key));
+    const { lastId } = summary;
+    if (marked.has(lastId) || named.get(lastId) === summary.count) continue;
+    const expireIn = chunkExpireIn(
+      summary.firstId,
+      round.retentionMs,
+      round.now,
+    );
+    marks += setUngrouped(op, projectId, lastId, expireIn);
+    if (marks >= MARK_BATCH) {
+      await round.commitUnmoved(op);
+      op = kv.atomic();
+      marks = 0;
+    }
+  }
+  op.set(state, new Deno.KvU64(0n));
+  await round.commitUnmoved(op);
+}
+
+/**
+ * Whether a merge of `sources` moves a chunk a coarse group names (one
+ * not marked ungrouped): its commit then bumps the coarse state
+ * ({@linkcode bumpCoarseState}), so that a search that skipped by that
+ * group is done again.
+ */
+export async function movesGrouped(
+  kv: Deno.Kv,
+  projectId: string,
+  sources: readonly { lastId: string; tier: number }[],
+): Promise<boolean> {
+  // A chunk of tier 0 (the consumer's) has no hashes: no group names it.
+  const merged = sources.filter((s) => s.tier > 0);
+  const marks = await getManyChunked(
+    kv,
+    merged.map((s) => logUngroupedKey(projectId, s.lastId)),
+  );
+  return marks.some((mark) => mark.value === null);
+}
+
+/** Adds to `op` the bump of the coarse state; returns the mutations (1). */
+export function bumpCoarseState(
+  op: Deno.AtomicOperation,
+  projectId: string,
+): number {
+  op.sum(logCoarseStateKey(projectId), 1n);
+  return 1;
 }

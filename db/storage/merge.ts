@@ -34,9 +34,11 @@ import {
 import { ATOMIC_MAX_MUTATIONS, decodeJson, getManyChunked } from "../kv.ts";
 import { chunkExpireIn, deleteChunk, replaceChunks } from "./write.ts";
 import {
+  bumpCoarseState,
   deletePendingOf,
-  expireCoarse,
   groupPending,
+  movesGrouped,
+  prepareCoarse,
   setPending,
 } from "./coarse_groups.ts";
 import { lineId } from "./lines.ts";
@@ -175,6 +177,11 @@ interface Round {
   guarded(): Deno.AtomicOperation;
   /** Commits `op`, or throws {@linkcode ConflictError}. */
   commit(op: Deno.AtomicOperation): Promise<void>;
+  /**
+   * Commits `op` checked as a guarded one but leaving the marker as it
+   * is (it moves no entry), or throws {@linkcode ConflictError}.
+   */
+  commitUnmoved(op: Deno.AtomicOperation): Promise<void>;
 }
 
 function openRound(
@@ -209,6 +216,11 @@ function openRound(
       const committed = await op.commit();
       if (!committed.ok) throw new ConflictError();
       versionstamp = committed.versionstamp;
+    },
+    async commitUnmoved(op) {
+      const checked = op.check(project)
+        .check({ key: logMergesKey(projectId), versionstamp });
+      if (!(await checked.commit()).ok) throw new ConflictError();
     },
   };
 }
@@ -261,7 +273,7 @@ export async function mergeProject(
   const summaries: ChunkSummary[] = [];
   try {
     await expireAndList(round, summaries);
-    await expireCoarse(round);
+    await prepareCoarse(round);
     await deleteExpiredCounts(kv, projectId, options.now - retentionMs);
     await deleteOldUsage(kv, projectId, options.now);
     const done: Merged = { sources: new Set(), written: [] };
@@ -329,12 +341,14 @@ async function expireAndList(
 ): Promise<void> {
   const { kv, projectId } = round;
   let expired: ChunkSummary[] = [];
+  let op = round.guarded();
+  let mutations = 0;
   const flushExpired = async () => {
-    const op = round.guarded();
-    for (const s of expired) deleteChunk(op, projectId, s);
     await round.commit(op);
     round.result.expired += expired.length;
     expired = [];
+    op = round.guarded();
+    mutations = 0;
   };
   const iter = kv.list({ prefix: logSummariesPrefix(projectId) }, {
     batchSize: 1000,
@@ -343,7 +357,12 @@ async function expireAndList(
   for await (const entry of iter) {
     const summary = decodeSummary(entry.value, logUnitId(entry.key));
     if (summary.lastId < timeBound(round.now - round.retentionOf(summary))) {
+      // Within KV's mutations, beside the guard's 3.
+      if (mutations + deletionsOf(summary) > ATOMIC_MAX_MUTATIONS - 3) {
+        await flushExpired();
+      }
       expired.push(summary);
+      mutations += deleteChunk(op, projectId, summary);
       if (expired.length >= EXPIRE_BATCH) await flushExpired();
     } else {
       // Retention by filter: a chunk's levels past their time go first.
@@ -352,6 +371,12 @@ async function expireAndList(
     }
   }
   if (expired.length > 0) await flushExpired();
+}
+
+/** Mutations deleting a chunk takes: see `deleteChunk`. */
+function deletionsOf(summary: ChunkSummary): number {
+  const columns = summary.columns ?? 0;
+  return 4 + summary.slices - 1 + (columns > 0 ? columns : 0);
 }
 
 /** The runs of open chunks, split where a final chunk stands between. */
@@ -442,6 +467,10 @@ async function mergeGroup(
     round.now,
   );
   setPending(op, projectId, chunk.summary, members, expireIn);
+  // A search that skipped a source by its coarse group reads again.
+  if (await movesGrouped(round.kv, projectId, group)) {
+    bumpCoarseState(op, projectId);
+  }
   // The sources' waiting hashes, where the commit has room (else a round
   // drops them once they would be grouped).
   const sources = group.map((s) => s.lastId)
@@ -462,15 +491,16 @@ async function mergeGroup(
 
 /**
  * Mutations of a merge's commit at most, before its sources' waiting
- * hashes: its guard, each source's values deleted, the chunk's written, its
- * own waiting hashes.
+ * hashes: its guard and the coarse state, each source's values deleted,
+ * the chunk's written, its own waiting hashes.
  */
 function mutationsAtMost(
   group: readonly ChunkSummary[],
   chunk: { summary: ChunkSummary },
 ): number {
-  const values = (s: ChunkSummary) => 3 + s.slices + (s.columns ?? 0);
-  return 2 + group.reduce((n, s) => n + values(s), 0) + values(chunk.summary) +
+  // Its value, summary, filters, ungrouped mark, slices and columns.
+  const values = (s: ChunkSummary) => 4 + s.slices + (s.columns ?? 0);
+  return 3 + group.reduce((n, s) => n + values(s), 0) + values(chunk.summary) +
     2;
 }
 

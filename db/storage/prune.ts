@@ -6,7 +6,7 @@
  *
  * @module
  */
-import { logChunkKey } from "../keys.ts";
+import { logChunkKey, logUngroupedKey } from "../keys.ts";
 import type { Project } from "../projects.ts";
 import { levelRetentionMs } from "../retention_rules.ts";
 import { timeBound } from "../../domain/ids.ts";
@@ -59,9 +59,12 @@ export async function pruneChunk(
 ): Promise<ChunkSummary | null> {
   if (drop.size === 0) return summary;
   const { kv, projectId } = round;
-  const head = await kv.get(logChunkKey(projectId, summary.lastId));
-  if (head.value === null) return null; // gone meanwhile: another round
-  const text = await readChunkText(kv, projectId, summary.lastId, head.value);
+  const [head, ungrouped] = await kv.getMany([
+    logChunkKey(projectId, summary.lastId),
+    logUngroupedKey(projectId, summary.lastId),
+  ]);
+  if (head!.value === null) return null; // gone meanwhile: another round
+  const text = await readChunkText(kv, projectId, summary.lastId, head!.value);
   const lines = text.split("\n").filter((line) =>
     line !== "" && !drop.has(lineLevel(line))
   );
@@ -74,7 +77,13 @@ export async function pruneChunk(
   const chunk = await buildChunkPausing(lines, round.pause, {
     tier: summary.tier,
   });
-  replaceChunks(op, projectId, [summary], chunk, round);
+  // Entries removed only: a coarse group naming the chunk still tells
+  // true, so a chunk in one stays in it.
+  replaceChunks(op, projectId, [summary], chunk, {
+    retentionMs: round.retentionMs,
+    now: round.now,
+    ungrouped: ungrouped!.value !== null,
+  });
   await round.commit(op);
   return chunk.summary;
 }

@@ -28,6 +28,7 @@ import {
   logCoarseGroupsPrefix,
   logCoarseHashesPrefix,
   logCoarsePendingPrefix,
+  logCoarseStateKey,
   logColumnsKey,
   logColumnSliceKey,
   logColumnSlicesPrefix,
@@ -36,6 +37,8 @@ import {
   logMergesKey,
   logSummariesPrefix,
   logSummaryKey,
+  logUngroupedKey,
+  logUngroupedPrefix,
 } from "../keys.ts";
 import { encodeRecordLine } from "./lines.ts";
 import { addLogCounts } from "../log_counts.ts";
@@ -60,12 +63,13 @@ export function storedLogPrefixes(projectId: string): Deno.KvKey[] {
     logCoarseBitsPrefix(projectId),
     logCoarsePendingPrefix(projectId),
     logCoarseHashesPrefix(projectId),
+    logUngroupedPrefix(projectId),
   ];
 }
 
 /** Single keys stored for a project's entries (beside the prefixes). */
 export function storedLogKeys(projectId: string): Deno.KvKey[] {
-  return [logMergesKey(projectId)];
+  return [logMergesKey(projectId), logCoarseStateKey(projectId)];
 }
 
 /**
@@ -80,11 +84,30 @@ export function chunkExpireIn(
   return Math.max(1000, idTime(firstId) + retentionMs - now);
 }
 
+/** The `log_ungrouped/` value: the key alone says it. */
+const UNGROUPED = new Uint8Array([1]);
+
+/**
+ * Adds to `op` the mark of a chunk in no coarse group, expiring with the
+ * chunk (`expireIn`); returns the mutations added (1).
+ */
+export function setUngrouped(
+  op: AtomicWriter,
+  projectId: string,
+  lastId: string,
+  expireIn: number,
+): number {
+  op.set(logUngroupedKey(projectId, lastId), UNGROUPED, { expireIn });
+  return 1;
+}
+
 /**
  * Adds to `op` the mutations that replace the chunks of `sources` by
  * `chunk`: each source deleted, but for the keys of one named by the same
  * last id, which `chunk` is written over; `chunk` set to expire after
- * `retentionMs` from its first entry.
+ * `retentionMs` from its first entry. With `ungrouped: false` (a chunk
+ * rewritten with entries removed, never added) a chunk a coarse group
+ * names stays named by it.
  *
  * @example
  * ```ts
@@ -96,7 +119,7 @@ export function replaceChunks(
   projectId: string,
   sources: readonly ChunkSummary[],
   chunk: BuiltChunk,
-  options: { retentionMs: number; now: number },
+  options: { retentionMs: number; now: number; ungrouped?: boolean },
 ): void {
   const { summary } = chunk;
   for (const s of sources) {
@@ -111,12 +134,16 @@ export function replaceChunks(
   }
   setChunk(op, projectId, chunk, {
     expireIn: chunkExpireIn(summary.firstId, options.retentionMs, options.now),
+    ...(options.ungrouped === false ? { ungrouped: false } : {}),
   });
 }
 
 /**
  * Adds the mutations that write `chunk` (its value and further slices, its
- * summary, its Bloom filter and its columns) to `op`; returns how many.
+ * summary, its Bloom filter, its columns and, unless `ungrouped` is false,
+ * its `log_ungrouped/` key: a chunk written is in no coarse group until a
+ * group names it again, db/storage/coarse_groups.ts) to `op`; returns how
+ * many.
  *
  * @example
  * ```ts
@@ -127,10 +154,14 @@ export function setChunk(
   op: AtomicWriter,
   projectId: string,
   chunk: BuiltChunk,
-  options: { expireIn: number },
+  options: { expireIn: number; ungrouped?: boolean },
 ): number {
   const { lastId } = chunk.summary;
   const { expireIn } = options;
+  let n = 0;
+  if (options.ungrouped !== false) {
+    n += setUngrouped(op, projectId, lastId, expireIn);
+  }
   op.set(logChunkKey(projectId, lastId), chunk.head, { expireIn });
   chunk.rest.forEach((slice, i) =>
     op.set(logChunkSliceKey(projectId, lastId, i + 1), slice, { expireIn })
@@ -138,17 +169,18 @@ export function setChunk(
   op.set(logSummaryKey(projectId, lastId), chunk.summaryValue, { expireIn });
   op.set(logBloomKey(projectId, lastId), chunk.bloomValue, { expireIn });
   const { columns } = chunk;
-  if (!columns) return 3 + chunk.rest.length;
+  if (!columns) return n + 3 + chunk.rest.length;
   op.set(logColumnsKey(projectId, lastId), columns.head, { expireIn });
   columns.rest.forEach((slice, i) =>
     op.set(logColumnSliceKey(projectId, lastId, i + 1), slice, { expireIn })
   );
-  return 4 + chunk.rest.length + columns.rest.length;
+  return n + 4 + chunk.rest.length + columns.rest.length;
 }
 
 /**
  * Adds the mutations that delete the chunk of `summary` (value, slices,
- * summary, Bloom filter, columns and their slices) to `op`, leaving the keys
+ * summary, Bloom filter, columns and their slices, its `log_ungrouped/`
+ * key) to `op`, leaving the keys
  * a chunk written in the same operation under the same last id occupies
  * (`keep` slices of it and `keep.columns` values of its columns); returns
  * how many.
@@ -165,7 +197,8 @@ export function deleteChunk(
     op.delete(logChunkKey(projectId, lastId));
     op.delete(logSummaryKey(projectId, lastId));
     op.delete(logBloomKey(projectId, lastId));
-    n += 3;
+    op.delete(logUngroupedKey(projectId, lastId));
+    n += 4;
   }
   for (let slice = keep?.slices ?? 1; slice < summary.slices; slice++) {
     op.delete(logChunkSliceKey(projectId, lastId, slice));
@@ -207,7 +240,7 @@ export interface StoreLogsOptions {
  * (sorted by id): one chunk of tier 0 (one per `CHUNK_SPAN_MS` of receipt
  * time, for a batch whose entries were received that far apart) and the
  * per-minute and per-hour counters by level that histograms read. Returns
- * how many mutations it added: 3 values per chunk (and further slices of a
+ * how many mutations it added: 4 values per chunk (and further slices of a
  * large one) and at most 2 counters per entry, so a batch of
  * `MAX_BATCH_ENTRIES` (200) stays far under KV's 1,000.
  *

@@ -242,6 +242,7 @@ kvTest(
           ["log_chunks", expected],
           ["log_columns", expected],
           ["log_summaries", expected],
+          ["log_ungrouped", expected],
         ],
       );
     }
