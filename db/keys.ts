@@ -250,14 +250,12 @@ export const logCoarsePendingPrefix = keyed<[projectId: string]>(
  * Key marking a chunk written since a coarse group last named it: every
  * write of a chunk sets it, a group deletes those of its chunks.
  */
-export function logUngroupedKey(projectId: string, lastId: string): Deno.KvKey {
-  return ["log_ungrouped", projectId, lastId];
-}
+export const logUngroupedKey = keyed<[projectId: string, lastId: string]>(
+  "log_ungrouped",
+);
 
 /** Prefix of a project's chunks in no coarse group. */
-export function logUngroupedPrefix(projectId: string): Deno.KvKey {
-  return ["log_ungrouped", projectId];
-}
+export const logUngroupedPrefix = keyed<[projectId: string]>("log_ungrouped");
 
 /**
  * A project's coarse state: present once every chunk in no group is
@@ -265,9 +263,7 @@ export function logUngroupedPrefix(projectId: string): Deno.KvKey {
  * a group names, so that a word search that skipped by the groups reads
  * again (db/query/listing.ts).
  */
-export function logCoarseStateKey(projectId: string): Deno.KvKey {
-  return ["log_coarse_state", projectId];
-}
+export const logCoarseStateKey = keyed<[projectId: string]>("log_coarse_state");
 
 /**
  * The entry id a key of a chunk, summary or Bloom filter is named by
