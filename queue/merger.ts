@@ -44,7 +44,7 @@ export interface Merger {
 /**
  * Runs {@linkcode mergeAll} in rounds: the next round at once while rounds
  * find work, else after `intervalMs`. A round yields to the event loop
- * between merges and between the blocks of a chunk, so it shares the thread
+ * between merges and every few milliseconds of a chunk's work, so it shares the thread
  * with intake instead of waiting for quiet: under traffic it still runs.
  * What keeps it from falling behind for good is the producer's gate on
  * {@linkcode Merger.backlog} (docs/storage.md#backlog).

@@ -76,6 +76,11 @@ export interface PipelineOptions {
    * 250 ms once the pipeline is started.
    */
   rider?: CommitRider;
+  /**
+   * Longest a commit of few entries waits for more (queue/producer.ts
+   * `LINGER_MS`); 0: each commit starts as soon as the previous one ends.
+   */
+  lingerMs?: number;
   /** Hand committed batches straight to this process's consumer. @default {true} */
   handOver?: boolean;
   /** Period of the sweeper. @default {1000} */
@@ -201,6 +206,7 @@ export function createPipeline(options: PipelineOptions): Pipeline {
     ...(handOver ? { onCommitted: (batches) => worker.hand(batches) } : {}),
     ...(sleep ? { sleep } : {}),
     ...(options.rider ? { rider: options.rider } : {}),
+    ...(options.lingerMs !== undefined ? { lingerMs: options.lingerMs } : {}),
     ...(space ? { gate: space } : {}),
   });
   return {

@@ -50,6 +50,19 @@ export const MAX_COMMIT_MUTATIONS = ATOMIC_MAX_MUTATIONS - 10;
  * (docs/design.md#across-instances).
  */
 export const RIDER_INTERVAL_MS = 250;
+/**
+ * Longest the first of few waiting entries waits for others before their
+ * commit starts (docs/design.md#group-commit): a commit costs about the same
+ * CPU whatever it carries, so at moderate rates a few milliseconds of
+ * waiting divide the commits by several.
+ */
+export const LINGER_MS = 8;
+/**
+ * Entries waiting from which a commit starts at once, without lingering;
+ * nor does one linger after a commit that carried as many (a burst, where
+ * commits are large already and a wait would only leave KV idle).
+ */
+export const LINGER_ENTRIES = 64;
 
 /** Thrown by {@linkcode GroupCommitter.submit} when too many requests wait. */
 export class OverloadedError extends Error {
@@ -136,6 +149,22 @@ export interface ProducerOptions {
    * rider's mutations included.
    */
   gate?: WriteGate;
+  /**
+   * Longest the oldest waiting entry waits for others before a commit of
+   * fewer than {@linkcode LINGER_ENTRIES} starts; 0: at once.
+   * @default {LINGER_MS}
+   */
+  lingerMs?: number;
+  /**
+   * Runs `fire` once after `ms`; returns a function that cancels it.
+   * @default a `setTimeout`
+   */
+  after?: (ms: number, fire: () => void) => () => void;
+}
+
+function timeout(ms: number, fire: () => void): () => void {
+  const timer = setTimeout(fire, ms);
+  return () => clearTimeout(timer);
 }
 
 function intervalTimer(ms: number, tick: () => void): () => void {
@@ -153,6 +182,8 @@ interface Batch {
 interface Waiting {
   entry: QueuedEntry;
   json: string;
+  /** When it was queued (the producer's clock). */
+  at: number;
   resolve: () => void;
   reject: (error: unknown) => void;
 }
@@ -175,6 +206,14 @@ export class GroupCommitter {
   #options: ProducerOptions;
   #now: () => number;
   #stopTimer: (() => void) | undefined;
+  /** Cancels the wait of a lingering commit. */
+  #lingering: (() => void) | undefined;
+  /** Commit what waits now, without lingering (a flush). */
+  #urgent = false;
+  /** The linger's wait ran out: the next commit starts at once. */
+  #lingered = false;
+  /** Entries the last commit carried. */
+  #lastCount = 0;
 
   constructor(options: ProducerOptions) {
     this.#options = options;
@@ -215,7 +254,7 @@ export class GroupCommitter {
     }
     this.#waitingChars += json.length;
     return new Promise((resolve, reject) => {
-      this.#waiting.push({ entry, json, resolve, reject });
+      this.#waiting.push({ entry, json, at: this.#now(), resolve, reject });
       this.#pump();
     });
   }
@@ -245,8 +284,13 @@ export class GroupCommitter {
    * nothing waits and no commit is in flight.
    */
   async flush(): Promise<void> {
-    this.#pump();
-    while (this.#inFlight) await this.#inFlight;
+    this.#urgent = true;
+    try {
+      this.#pump();
+      while (this.#inFlight) await this.#inFlight;
+    } finally {
+      this.#urgent = false;
+    }
   }
 
   #pump(): void {
@@ -262,10 +306,44 @@ export class GroupCommitter {
     }
     const rider = this.#options.rider;
     if (this.#waiting.length === 0 && !rider?.pending()) return;
+    if (this.#linger()) return;
+    this.#lingered = false;
     this.#inFlight = this.#commit().finally(() => {
       this.#inFlight = null;
       this.#pump();
     });
+  }
+
+  /**
+   * Whether the commit of what waits is held back a little for more
+   * entries: while fewer than {@linkcode LINGER_ENTRIES} wait, the last
+   * commit carried fewer too, and the oldest has waited less than
+   * `lingerMs` (then a timer pumps again).
+   */
+  #linger(): boolean {
+    const lingerMs = this.#options.lingerMs ?? LINGER_MS;
+    const oldest = this.#waiting[0];
+    if (
+      this.#urgent || this.#lingered || lingerMs <= 0 || oldest === undefined ||
+      this.#waiting.length >= LINGER_ENTRIES ||
+      this.#lastCount >= LINGER_ENTRIES ||
+      this.#waitingChars >= MAX_COMMIT_CHARS
+    ) {
+      this.#lingering?.();
+      this.#lingering = undefined;
+      return false;
+    }
+    // One timer for the oldest entry: those after it wait with it.
+    if (this.#lingering) return true;
+    const left = oldest.at + lingerMs - this.#now();
+    if (left <= 0) return false;
+    const after = this.#options.after ?? timeout;
+    this.#lingering = after(left, () => {
+      this.#lingering = undefined;
+      this.#lingered = true;
+      this.#pump();
+    });
+    return true;
   }
 
   async #commit(): Promise<void> {
@@ -281,6 +359,7 @@ export class GroupCommitter {
       count++;
     }
     const taken = this.#waiting.splice(0, count);
+    this.#lastCount = count;
     this.#waitingChars -= chars;
     let batches: Batch[] = [];
     let told: ((ok: boolean) => void) | undefined;

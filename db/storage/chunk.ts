@@ -41,6 +41,12 @@ export const CHUNK_MAX_BYTES = 60_000;
 export const CHUNK_SPAN_MS = 3_600_000;
 /** JSON bytes of one block of a chunk, about. */
 export const BLOCK_RAW_BYTES = 120_000;
+/**
+ * Lines indexed between two pauses of {@linkcode buildChunkPausing}: about
+ * 2-4 ms of tokens and filters, where a whole block held the thread for
+ * 10-20 ms (a request arriving meanwhile waited for all of it).
+ */
+export const LINES_PER_STEP = 64;
 const FORMAT = 1;
 
 /**
@@ -157,10 +163,10 @@ export function buildChunk(
 }
 
 /**
- * {@linkcode buildChunk}, awaiting `pause()` after each block (about
- * {@linkcode BLOCK_RAW_BYTES} of lines, a few milliseconds of work), so that
- * a chunk built while requests arrive does not hold the thread for the whole
- * chunk.
+ * {@linkcode buildChunk}, awaiting `pause()` after every
+ * {@linkcode LINES_PER_STEP} lines indexed and after each block's deflate
+ * (about {@linkcode BLOCK_RAW_BYTES} of lines), so that a chunk built while
+ * requests arrive holds the thread a few milliseconds at a time.
  *
  * @example
  * ```ts
@@ -180,7 +186,7 @@ export async function buildChunkPausing(
   }
 }
 
-/** The work of {@linkcode buildChunk}, one block between two yields. */
+/** The work of {@linkcode buildChunk}, a few milliseconds between two yields. */
 function* chunkSteps(
   lines: string[],
   options: BuildChunkOptions,
@@ -195,7 +201,7 @@ function* chunkSteps(
   let first = 0;
   for (const block of blocks) {
     blooms.push(
-      indexBlock(block, first, options.records, {
+      yield* indexBlock(block, first, options.records, {
         levels,
         columns,
         // Members asked for are members found: tokens are indexed then.
@@ -275,7 +281,7 @@ function cutBlocks(lines: string[], raw: number): string[][] {
  * entries per level into `levels` and adding them to `columns`. `first` is
  * the index of its first line in `records`, when the records are at hand.
  */
-function indexBlock(
+function* indexBlock(
   lines: string[],
   first: number,
   records: readonly LogRecord[] | undefined,
@@ -285,7 +291,7 @@ function indexBlock(
     tokens: boolean;
     members: Set<number> | undefined;
   },
-): Bloom {
+): Generator<void, Bloom, void> {
   const { levels, columns } = into;
   if (!into.tokens) {
     for (const [i, line] of lines.entries()) {
@@ -310,7 +316,10 @@ function indexBlock(
     columns?.add(record);
     forEachText(record, addText);
     forEachPairParts(record, addPair);
+    // A pause every LINES_PER_STEP lines, the block's deflate after them.
+    if (i % LINES_PER_STEP === LINES_PER_STEP - 1) yield;
   }
+  yield;
   if (into.members) { for (const h of members.hashes) into.members.add(h); }
   return members.build();
 }

@@ -89,8 +89,9 @@ export interface MergeOptions {
   /** Asked before each merge: stop when it says so. */
   shouldStop?: () => boolean;
   /**
-   * Awaited between two blocks of a chunk being built and between merges,
-   * so that arriving requests are not held. @default one turn of the event
+   * Awaited between merges and every few milliseconds of a chunk being
+   * built (db/storage/chunk.ts `buildChunkPausing`), so that arriving
+   * requests are not held. @default one turn of the event
    * loop (`setTimeout` 0)
    */
   pause?: () => Promise<void>;

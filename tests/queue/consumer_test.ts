@@ -384,6 +384,8 @@ harnessTest(
     );
     await assertCounts(h, project.id, 0, { no_credentials: 152 });
   },
+  // Without lingering the first commit goes alone, the rest as one batch.
+  { pipeline: { lingerMs: 0 } },
 );
 
 /**

@@ -82,7 +82,12 @@ async function withFaultyHarness(
   options: HarnessOptions = {},
 ): Promise<void> {
   await withFaultyKv(async (kv, state, real) => {
-    const h = await harness({ ...options, kv });
+    // Without lingering, so that the first request's commit is in flight at once.
+    const h = await harness({
+      ...options,
+      kv,
+      pipeline: { lingerMs: 0, ...options.pipeline },
+    });
     try {
       await fn(h, state, real);
     } finally {
@@ -161,6 +166,7 @@ Deno.test("the backlog is bounded by size as well as by count", async () => {
       kv,
       maxPending: 1000,
       maxPendingChars: 10_000,
+      lingerMs: 0,
     });
     const entry = (n: number) => ({
       id: `e${n}`,

@@ -50,7 +50,8 @@ const CACHE_MS = 2000;
 async function withCache(fn: (h: Harness) => Promise<void>): Promise<void> {
   await withHarness(async (h) => {
     await fn(h);
-  }, { config: { projectCacheMs: CACHE_MS } });
+    // Without lingering: the first commit goes alone (oneBatchFor).
+  }, { config: { projectCacheMs: CACHE_MS }, pipeline: { lingerMs: 0 } });
 }
 
 /** Every key left under a project's id, in every prefix that holds one. */
