@@ -21,12 +21,8 @@ import {
   SourceMapResolver,
   type TopFrame,
 } from "../db/symbolicate.ts";
-import {
-  type ErrorGroup,
-  GROUP_DAYS,
-  groupKeyOf,
-  readGroupsById,
-} from "../db/error_groups.ts";
+import { GROUP_DAYS, groupKeyOf } from "../db/error_groups.ts";
+import { type ErrorGroup, readGroupsById } from "../db/error_group_reads.ts";
 import { type GroupTriage, readTriage } from "../db/error_group_triage.ts";
 import type { Project } from "../db/projects.ts";
 import { parseQuery, tailLogs } from "../db/query/mod.ts";

@@ -10,7 +10,8 @@
  * @module
  */
 import { readGroupDetail, readGroupUsers } from "../db/error_group_detail.ts";
-import { listGroups, prepareErrorGroups } from "../db/error_groups.ts";
+import { prepareErrorGroups } from "../db/error_groups.ts";
+import { listGroups } from "../db/error_group_reads.ts";
 import { createProject } from "../db/projects.ts";
 import { mergeProject } from "../db/storage/merge.ts";
 import { DAY_MS, type LogRecord } from "../domain/entry.ts";

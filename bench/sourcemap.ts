@@ -32,39 +32,52 @@ const RELEASES = ["2026.6.3", "2026.7.0", "2026.7.1", "2026.7.2", "2026.8.0"];
 
 /** A generated app of `count` functions, bundled and minified with its map. */
 async function bigBundle(count: number): Promise<{ js: string; map: string }> {
+  const lines = ["export const all = [];"];
+  for (let i = 0; i < count; i++) {
+    lines.push(
+      `export function handler${i}(order, attempt) {`,
+      `  if (!order || order.total < ${i}) {`,
+      `    throw new RangeError("Order below the minimum of handler ${i}: " + attempt);`,
+      `  }`,
+      `  return { id: order.id, total: order.total * ${i + 1}, tag: "h${i}" };`,
+      `}`,
+      `all.push(handler${i});`,
+    );
+  }
+  return await bundleMinified({ "app.js": lines.join("\n") }, "app.js");
+}
+
+/**
+ * Bundles `entry` of `sources` (file names and their text) with `deno
+ * bundle --minify` into `app.min.js` and its external map, in a temporary
+ * directory removed afterwards; returns both.
+ *
+ * @example
+ * ```ts
+ * const { js, map } = await bundleMinified({ "main.js": "export const a = 1;" }, "main.js");
+ * ```
+ */
+export async function bundleMinified(
+  sources: Record<string, string>,
+  entry: string,
+): Promise<{ js: string; map: string }> {
   const dir = await Deno.makeTempDir();
   try {
-    const lines = ["export const all = [];"];
-    for (let i = 0; i < count; i++) {
-      lines.push(
-        `export function handler${i}(order, attempt) {`,
-        `  if (!order || order.total < ${i}) {`,
-        `    throw new RangeError("Order below the minimum of handler ${i}: " + attempt);`,
-        `  }`,
-        `  return { id: order.id, total: order.total * ${
-          i + 1
-        }, tag: "h${i}" };`,
-        `}`,
-        `all.push(handler${i});`,
-      );
+    for (const [name, text] of Object.entries(sources)) {
+      const at = name.lastIndexOf("/");
+      if (at > 0) {
+        await Deno.mkdir(`${dir}/${name.slice(0, at)}`, { recursive: true });
+      }
+      await Deno.writeTextFile(`${dir}/${name}`, text);
     }
-    await Deno.writeTextFile(`${dir}/app.js`, lines.join("\n"));
-    return await bundleMinified(dir, "app.js");
+    return await bundleIn(dir, entry);
   } finally {
     await Deno.remove(dir, { recursive: true });
   }
 }
 
-/**
- * Bundles `entry` of `dir` with `deno bundle --minify` into
- * `dir/app.min.js` and its external map; returns both.
- *
- * @example
- * ```ts
- * const { js, map } = await bundleMinified(dir, "src/main.js");
- * ```
- */
-export async function bundleMinified(
+/** {@linkcode bundleMinified} in `dir`, where the sources are written. */
+async function bundleIn(
   dir: string,
   entry: string,
 ): Promise<{ js: string; map: string }> {

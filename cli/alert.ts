@@ -27,6 +27,7 @@ import {
 } from "../alerts/rules.ts";
 import {
   type CommandContext,
+  flags,
   type Parsed,
   println,
   requiredFlag,
@@ -145,16 +146,18 @@ function describeScope(rule: AlertRule): string {
 const SUBCOMMANDS: Subcommands = {
   add: subcommand({
     positionals: ["PROJECT"],
-    options: {
-      ...JSON_FLAG,
-      query: { type: "string" },
-      webhook: { type: "string" },
-      threshold: { type: "string" },
-      window: { type: "string" },
-      every: { type: "string" },
-      on: { type: "string" },
-      factor: { type: "string" },
-    },
+    options: flags({
+      string: [
+        "query",
+        "webhook",
+        "threshold",
+        "window",
+        "every",
+        "on",
+        "factor",
+      ],
+      boolean: ["json"],
+    }),
     async run(ctx, parsed, [named]) {
       const projectId = await projectIdOf(ctx.kv, named);
       const on = stringFlag(parsed, "on");

@@ -17,6 +17,7 @@ import {
   booleanFlag,
   type CommandContext,
   type CommandSpec,
+  flags,
   limitFlag,
   println,
   runCommand,
@@ -46,11 +47,7 @@ Options:
 const COMMAND: CommandSpec = {
   name: "audit",
   usage: USAGE,
-  flags: {
-    json: { type: "boolean" },
-    limit: { type: "string" },
-    before: { type: "string" },
-  },
+  flags: flags({ string: ["limit", "before"], boolean: ["json"] }),
 };
 
 /**

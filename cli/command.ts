@@ -125,6 +125,36 @@ export function parseFlags(
   }
 }
 
+/** The names of a command's flags by kind, for {@linkcode flags}. */
+export interface FlagNames {
+  /** Flags that take a value. @default none */
+  string?: string[];
+  /** Flags that take no value. @default none */
+  boolean?: string[];
+  /** Flags that take a value and may repeat. @default none */
+  multiple?: string[];
+}
+
+/**
+ * A command's flags as `parseArgs` takes them, from their names by kind
+ * (the lists std's `parseArgs` takes).
+ *
+ * @example
+ * ```ts
+ * flags({ string: ["limit"], boolean: ["json"] });
+ * // { limit: { type: "string" }, json: { type: "boolean" } }
+ * ```
+ */
+export function flags(names: FlagNames): ParseArgsOptionsConfig {
+  const config: ParseArgsOptionsConfig = {};
+  for (const name of names.string ?? []) config[name] = { type: "string" };
+  for (const name of names.boolean ?? []) config[name] = { type: "boolean" };
+  for (const name of names.multiple ?? []) {
+    config[name] = { type: "string", multiple: true };
+  }
+  return config;
+}
+
 /** The option every command takes. */
 const HELP_FLAG: ParseArgsOptionsConfig = {
   help: { type: "boolean", short: "h" },

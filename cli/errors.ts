@@ -12,7 +12,7 @@ import {
   type ErrorGroup,
   GroupCursorError,
   MAX_LIST_GROUPS,
-} from "../db/error_groups.ts";
+} from "../db/error_group_reads.ts";
 import {
   type GroupTriage,
   listTriagedGroups,
@@ -29,6 +29,7 @@ import {
   booleanFlag,
   type CommandContext,
   type CommandSpec,
+  flags,
   oneOfFlag,
   println,
   runCommand,
@@ -93,13 +94,17 @@ const COMMAND: CommandSpec = {
   name: "errors",
   usage: USAGE,
   flags: {
-    json: { type: "boolean" },
-    limit: { type: "string" },
-    after: { type: "string" },
-    status: { type: "string" },
-    "in-release": { type: "string" },
-    until: { type: "string" },
-    "until-count": { type: "string" },
+    ...flags({
+      string: [
+        "limit",
+        "after",
+        "status",
+        "in-release",
+        "until",
+        "until-count",
+      ],
+      boolean: ["json"],
+    }),
   },
 };
 

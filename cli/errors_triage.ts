@@ -16,7 +16,7 @@ import {
   checkFingerprint,
   FingerprintError,
 } from "../db/error_group_detail.ts";
-import type { ErrorGroup } from "../db/error_groups.ts";
+import type { ErrorGroup } from "../db/error_group_reads.ts";
 import { groupFrame } from "../db/error_group_frame.ts";
 import type { Project } from "../db/projects.ts";
 import { recordCliChange } from "./audit.ts";

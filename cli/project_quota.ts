@@ -15,12 +15,13 @@ import { setQuota, setSpikeProtection } from "../db/quota.ts";
 import {
   booleanFlag,
   type CommandContext,
+  flags,
   type Parsed,
   stringFlag,
   UsageError,
 } from "./command.ts";
 import { printResult } from "./output.ts";
-import { JSON_FLAG, type Subcommand, subcommand } from "./subcommands.ts";
+import { type Subcommand, subcommand } from "./subcommands.ts";
 import { recordCliChange } from "./audit.ts";
 
 /** Help of `project quota`. */
@@ -138,12 +139,10 @@ async function saveAndShow(
 /** `project quota ID …`. */
 export const quotaSubcommand: Subcommand = subcommand({
   positionals: ["ID"],
-  options: {
-    ...JSON_FLAG,
-    "per-day": { type: "string" },
-    "per-minute": { type: "string" },
-    off: { type: "boolean" },
-  },
+  options: flags({
+    string: ["per-day", "per-minute"],
+    boolean: ["json", "off"],
+  }),
   async run(ctx, parsed, [id]) {
     const perDay = wholeFlag(parsed, "per-day");
     const perMinute = wholeFlag(parsed, "per-minute");
@@ -167,12 +166,7 @@ export const quotaSubcommand: Subcommand = subcommand({
 /** `project spike ID …`. */
 export const spikeSubcommand: Subcommand = subcommand({
   positionals: ["ID"],
-  options: {
-    ...JSON_FLAG,
-    multiple: { type: "string" },
-    keep: { type: "string" },
-    off: { type: "boolean" },
-  },
+  options: flags({ string: ["multiple", "keep"], boolean: ["json", "off"] }),
   async run(ctx, parsed, [id]) {
     const multiple = numberFlag(parsed, "multiple");
     const keep = wholeFlag(parsed, "keep");

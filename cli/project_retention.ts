@@ -15,10 +15,10 @@ import {
   MAX_RETENTION_RULES,
   removeRetentionRule,
 } from "../db/retention_rules.ts";
-import { type Parsed, stringFlag, UsageError } from "./command.ts";
+import { flags, type Parsed, stringFlag, UsageError } from "./command.ts";
 import { formatTable } from "./format.ts";
 import { printResult } from "./output.ts";
-import { JSON_FLAG, type Subcommand, subcommand } from "./subcommands.ts";
+import { type Subcommand, subcommand } from "./subcommands.ts";
 import { recordCliChange } from "./audit.ts";
 
 /** Help of `project retention-rules`. */
@@ -78,12 +78,7 @@ function printRules(
 /** `project retention-rules ID …`. */
 export const retentionRulesSubcommand: Subcommand = subcommand({
   positionals: ["ID"],
-  options: {
-    ...JSON_FLAG,
-    add: { type: "string" },
-    days: { type: "string" },
-    remove: { type: "string" },
-  },
+  options: flags({ string: ["add", "days", "remove"], boolean: ["json"] }),
   async run(ctx, parsed, [id]) {
     const add = stringFlag(parsed, "add");
     const remove = stringFlag(parsed, "remove");

@@ -31,12 +31,13 @@ import {
 import {
   booleanFlag,
   type CommandContext,
+  flags,
   type Parsed,
   stringFlag,
   UsageError,
 } from "./command.ts";
 import { printResult } from "./output.ts";
-import { JSON_FLAG, type Subcommand, subcommand } from "./subcommands.ts";
+import { type Subcommand, subcommand } from "./subcommands.ts";
 import { formatTable, inert } from "./format.ts";
 import { recordCliChange } from "./audit.ts";
 
@@ -74,16 +75,10 @@ Options:
   --json             Print one JSON object
   -h, --help         Show this help`;
 
-const OPTIONS = {
-  ...JSON_FLAG,
-  key: { type: "string" },
-  detector: { type: "string" },
-  pattern: { type: "string" },
-  action: { type: "string" },
-  remove: { type: "string" },
-  "dry-run": { type: "boolean" },
-  list: { type: "boolean" },
-} as const;
+const OPTIONS = flags({
+  string: ["key", "detector", "pattern", "action", "remove"],
+  boolean: ["json", "dry-run", "list"],
+});
 
 function parseAction(text: string | undefined): ScrubAction | undefined {
   if (text === undefined) return undefined;

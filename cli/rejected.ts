@@ -23,6 +23,7 @@ import {
   type CommandContext,
   type CommandSpec,
   EXIT_FAILURE,
+  flags,
   println,
   runCommand,
   stringFlag,
@@ -69,12 +70,7 @@ Options:
 const COMMAND: CommandSpec = {
   name: "rejected",
   usage: USAGE,
-  flags: {
-    reason: { type: "string" },
-    limit: { type: "string" },
-    global: { type: "boolean" },
-    json: { type: "boolean" },
-  },
+  flags: flags({ string: ["reason", "limit"], boolean: ["global", "json"] }),
 };
 
 const REPLAY: CommandSpec = {

@@ -9,13 +9,20 @@
  * @module
  */
 import { recordCliChange } from "./audit.ts";
-import { type CommandContext, requiredFlag, stringFlag } from "./command.ts";
+import {
+  type CommandContext,
+  flags,
+  type Parsed,
+  requiredFlag,
+  stringFlag,
+} from "./command.ts";
 import { formatTime, inert } from "./format.ts";
 import { printList, printResult } from "./output.ts";
 import { projectIdOf } from "./resolve.ts";
 import {
   dispatch,
   JSON_FLAG,
+  type Subcommand,
   subcommand,
   type Subcommands,
 } from "./subcommands.ts";
@@ -93,6 +100,28 @@ const FILES = [
   ...Array.from({ length: MAX_UPLOAD_FILES - 1 }, () => "FILE?"),
 ] as readonly string[];
 
+/**
+ * A subcommand of `PROJECT [--release R]`: `run` gets the project's id and
+ * the release, `undefined` for every release.
+ */
+function ofRelease(
+  run: (
+    ctx: CommandContext,
+    parsed: Parsed,
+    projectId: string,
+    release: string | undefined,
+  ) => Promise<number>,
+): Subcommand {
+  return subcommand({
+    positionals: ["PROJECT"],
+    options: flags({ string: ["release"], boolean: ["json"] }),
+    async run(ctx, parsed, [named]) {
+      const projectId = await projectIdOf(ctx.kv, named);
+      return await run(ctx, parsed, projectId, stringFlag(parsed, "release"));
+    },
+  });
+}
+
 const SUBCOMMANDS: Subcommands = {
   upload: subcommand({
     positionals: FILES,
@@ -141,12 +170,8 @@ const SUBCOMMANDS: Subcommands = {
       });
     },
   }),
-  list: subcommand({
-    positionals: ["PROJECT"],
-    options: { ...JSON_FLAG, release: { type: "string" } },
-    async run(ctx, parsed, [named]) {
-      const projectId = await projectIdOf(ctx.kv, named);
-      const release = stringFlag(parsed, "release");
+  list: ofRelease(
+    async (ctx, parsed, projectId, release) => {
       const maps = await listSourceMaps(ctx.kv, projectId, release);
       return printList(ctx, parsed, maps, {
         toJson: sourceMapJson,
@@ -163,13 +188,9 @@ const SUBCOMMANDS: Subcommands = {
         ],
       });
     },
-  }),
-  delete: subcommand({
-    positionals: ["PROJECT"],
-    options: { ...JSON_FLAG, release: { type: "string" } },
-    async run(ctx, parsed, [named]) {
-      const projectId = await projectIdOf(ctx.kv, named);
-      const release = stringFlag(parsed, "release");
+  ),
+  delete: ofRelease(
+    async (ctx, parsed, projectId, release) => {
       const deleted = await deleteSourceMaps(ctx.kv, projectId, release);
       await recordCliChange(ctx, {
         projectId,
@@ -185,7 +206,7 @@ const SUBCOMMANDS: Subcommands = {
         }${release === undefined ? "" : ` of release ${inert(release)}`}`,
       });
     },
-  }),
+  ),
 };
 
 /**

@@ -13,7 +13,7 @@
  */
 import { alertHistoryKey, alertRuleKey, alertStateKey } from "./keys.ts";
 import { decodeJson, encodeJson, listJson } from "./kv.ts";
-import { MAX_RECORD_NAME } from "./validation.ts";
+import { findRecord } from "./validation.ts";
 import { timeBound } from "../domain/ids.ts";
 
 /** Delivery attempts kept per rule. */
@@ -172,11 +172,9 @@ export async function deleteAlertRule(
   projectId: string,
   ruleId: string,
 ): Promise<boolean> {
-  if (ruleId.length > MAX_RECORD_NAME) return false;
-  const key = alertRuleKey(projectId, ruleId);
-  const entry = await kv.get(key);
-  if (entry.versionstamp === null) return false;
-  const op = kv.atomic().check(entry).delete(key)
+  const entry = await findRecord(kv, ruleId, alertRuleKey(projectId, ruleId));
+  if (entry === null) return false;
+  const op = kv.atomic().check(entry).delete(entry.key)
     .delete(alertStateKey(projectId, ruleId));
   for await (
     const h of kv.list({ prefix: alertHistoryKey(projectId, ruleId) })

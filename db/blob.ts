@@ -2,8 +2,9 @@
  * Values larger than Deno KV's 64 KiB limit, the one place that splits and
  * joins them: a head stored under the main key and further slices of at most
  * {@linkcode SLICE_BYTES} under keys of their own, read back with `getMany`.
- * Batches (queue/batch.ts) and chunks of stored entries (db/storage/chunk.ts)
- * use it; the caller names the keys and records how many slices there are.
+ * Batches (queue/batch.ts), chunks of stored entries and their columns
+ * (db/storage/chunk.ts, db/storage/columns.ts) and source maps use it; the
+ * caller names the keys and records how many slices there are.
  *
  * @module
  */
@@ -13,7 +14,6 @@ import { getManyChunked } from "./kv.ts";
 export const SLICE_BYTES = 60_000;
 
 const encoder = new TextEncoder();
-const decoder = new TextDecoder();
 
 /**
  * Cuts `bytes` (or the UTF-8 of a text) into a head and further slices of at
@@ -76,19 +76,20 @@ export async function joinBytes(
 
 /**
  * Reads the `count - 1` slices after `head` (slice `n` under `sliceKey(n)`)
- * and parses the whole JSON document.
+ * and returns the whole value: `head` itself when it is the only slice.
  *
  * @example
  * ```ts
- * const entries = await joinJson(kv, head, 3, (n) => batchSliceKey(batchId, n));
+ * const body = await joinSlices(kv, head, 3, (n) => logChunkSliceKey(projectId, id, n));
  * ```
  */
-export async function joinJson<T>(
+export async function joinSlices(
   kv: Deno.Kv,
   head: Uint8Array,
   count: number,
   sliceKey: (n: number) => Deno.KvKey,
-): Promise<T> {
+): Promise<Uint8Array> {
+  if (count <= 1) return head;
   const keys = Array.from({ length: count - 1 }, (_, i) => sliceKey(i + 1));
-  return JSON.parse(decoder.decode(await joinBytes(kv, head, keys)));
+  return await joinBytes(kv, head, keys);
 }

@@ -7,13 +7,7 @@
  */
 import { deleteAudit } from "./audit.ts";
 import {
-  errorGroupCountKey,
-  errorGroupIdKey,
-  errorGroupKey,
-  errorGroupReleaseKey,
-  errorGroupSeenKey,
-  errorGroupTriageKey,
-  fingerprintKeyKey,
+  errorGroupPrefixes,
   projectKey,
   quotaStateKey,
   rejectedEntriesPrefix,
@@ -59,14 +53,8 @@ export async function deleteProject(
         rejectedEntriesPrefix(projectId),
         seenSignaturesPrefix(projectId),
         savedViewKey(projectId),
-        errorGroupKey(projectId),
-        errorGroupCountKey(projectId),
-        errorGroupSeenKey(projectId),
-        fingerprintKeyKey(projectId),
+        ...errorGroupPrefixes(projectId),
         usagePrefix(projectId),
-        errorGroupIdKey(projectId),
-        errorGroupReleaseKey(projectId),
-        errorGroupTriageKey(projectId),
         releaseCountKey(projectId),
       ]
     ) {

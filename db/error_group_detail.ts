@@ -22,7 +22,7 @@ import type { LogRecord } from "../domain/entry.ts";
 import { DAY_MS } from "../domain/entry.ts";
 import { fingerprintOf } from "../domain/fingerprint.ts";
 import { idTime, timeBound } from "../domain/ids.ts";
-import { type ErrorGroup, readGroup } from "./error_groups.ts";
+import { type ErrorGroup, readGroup } from "./error_group_reads.ts";
 import { compileFilter } from "./query/filter.ts";
 import { parseQuery } from "./query/parse.ts";
 import { MAX_ID, scan } from "./query/scan.ts";

@@ -26,7 +26,7 @@ import {
   groupCursor,
   listGroups,
   MAX_LIST_GROUPS,
-} from "./error_groups.ts";
+} from "./error_group_reads.ts";
 import { errorGroupCountKey, errorGroupTriageKey } from "./keys.ts";
 import { decodeJson, encodeJson, getManyChunked } from "./kv.ts";
 import {

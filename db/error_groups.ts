@@ -11,8 +11,9 @@
  * `KvU64`), and its row in an index by last seen, which listings read newest
  * first. None expires by itself (a count added to with `sum` cannot): a
  * group's rows are deleted together when it is evicted, or past the
- * retention by the recount (db/error_group_bounds.ts), and listings skip
- * groups last seen before the retention meanwhile.
+ * retention by the recount ({@linkcode makeRoom}), and listings
+ * (db/error_group_reads.ts) skip groups last seen before the retention
+ * meanwhile.
  *
  * Bounded: a group is named by a keyed hash under the project's own random
  * key (`groupIdOf`), so a sender cannot aim titles at chosen groups; and a
@@ -33,12 +34,11 @@
  */
 import type { LogRecord } from "../domain/entry.ts";
 import {
-  type Fingerprint,
   fingerprintOf,
+  GROUP_KEY_BYTES,
   groupIdOf,
 } from "../domain/fingerprint.ts";
 import type { AtomicWriter } from "./atomic.ts";
-import { groupKeyOf, makeRoom } from "./error_group_bounds.ts";
 import {
   decodeErrorGroupSeenKey,
   errorGroupCountKey,
@@ -46,6 +46,8 @@ import {
   errorGroupKey,
   errorGroupReleaseKey,
   errorGroupSeenKey,
+  errorGroupTriageKey,
+  fingerprintKeyKey,
 } from "./keys.ts";
 import { decodeJson, encodeJson, getManyChunked } from "./kv.ts";
 import {
@@ -65,8 +67,6 @@ export {
   MAX_RELEASE_PAIRS_PER_BATCH,
 } from "./error_group_releases.ts";
 
-export { groupKeyOf, MAX_GROUPS, RECOUNT_MS } from "./error_group_bounds.ts";
-
 /** Levels whose entries are grouped. */
 export const GROUPED_LEVELS: readonly string[] = ["error", "critical"];
 /**
@@ -78,8 +78,6 @@ export const MAX_GROUPS_PER_BATCH = 20;
 /** Days of daily counts a group keeps, today included: the escalation's week. */
 export const GROUP_DAYS = 8;
 const DAY_MS = 24 * 3_600_000;
-/** Groups one listing returns at most. */
-export const MAX_LIST_GROUPS = 1_000;
 /** Hours of the sparkline, the newest one included. */
 export const SPARK_HOURS = 24;
 /** A group first seen this recently is new. */
@@ -89,7 +87,7 @@ const HOUR_MS = 3_600_000;
 const MAX_SAMPLE_TITLE = 300;
 
 /** What a group is, stored or shown. */
-interface GroupFields {
+export interface GroupFields {
   /** The public fingerprint of its entries: `fingerprint:<hash>` lists them. */
   fingerprint: string;
   /** The normalised title the fingerprint covers. */
@@ -111,7 +109,7 @@ interface GroupFields {
 }
 
 /** A group as stored. */
-interface StoredGroup extends GroupFields {
+export interface StoredGroup extends GroupFields {
   /** Entries counted from what the commit read; the exact count is its own row. */
   count: number;
   /** Start of the newest hour of `hours`, Unix ms. */
@@ -130,26 +128,6 @@ interface StoredGroup extends GroupFields {
   day?: number;
   /** Entries per UTC day, oldest first, ending with `day`. */
   days?: number[];
-}
-
-/** A group as the pages and the CLI show it. */
-export interface ErrorGroup extends GroupFields {
-  /** The group's id in its project (a keyed hash, not the fingerprint). */
-  id: string;
-  /** Entries grouped: exact (added to atomically by each commit). */
-  count: number;
-  /** Entries per hour over the last {@linkcode SPARK_HOURS} hours, oldest first. */
-  hourly: number[];
-  /** First seen in the last {@linkcode NEW_GROUP_MS}. */
-  isNew: boolean;
-  /** Id of its first entry; `null` for a group made before it was kept. */
-  firstId: string | null;
-  /** Release of its first entry. */
-  firstRelease: string | null;
-  /** Release of its latest entry that had one. */
-  lastRelease: string | null;
-  /** Entries per UTC day over the last {@linkcode GROUP_DAYS} days, oldest first. */
-  daily: number[];
 }
 
 function hourOf(ms: number): number {
@@ -172,6 +150,23 @@ function shiftHours(
   const out = new Array<number>(length).fill(0);
   for (let i = by; i < length; i++) out[i - by] = hours[i] ?? 0;
   return out;
+}
+
+/** A stored group's hourly and daily counts as they stand at `now`. */
+export function seriesAt(
+  group: StoredGroup,
+  now: number,
+): { hourly: number[]; daily: number[] } {
+  const hour = hourOf(now);
+  const day = dayOf(now);
+  return {
+    hourly: hour >= group.hour
+      ? shiftHours(group.hours, group.hour, hour)
+      : new Array(SPARK_HOURS).fill(0),
+    daily: group.day !== undefined && day >= group.day
+      ? shiftHours(group.days ?? [], group.day, day, DAY_MS, GROUP_DAYS)
+      : new Array(GROUP_DAYS).fill(0),
+  };
 }
 
 /** A group of the batch, before and after. */
@@ -420,199 +415,169 @@ export function addErrorGroups(op: AtomicWriter, plan: GroupPlan): number {
   return mutations;
 }
 
-/** Options of {@linkcode listGroups}. */
-export interface ListGroupsOptions {
-  /** Groups returned at most. @default 50, at most {@linkcode MAX_LIST_GROUPS} */
-  limit?: number;
-  /**
-   * Only groups seen before this one (a {@linkcode groupCursor}): the next
-   * page. @default none
-   */
-  after?: string;
-  /**
-   * The project's retention: groups last seen before it are skipped (the
-   * recount deletes them). @default none (every group)
-   */
-  retentionMs?: number;
-}
+/** Groups a project keeps at most; the least recently seen go first. */
+export const MAX_GROUPS = 10_000;
+/**
+ * How long a process trusts its count of a project's groups before it
+ * counts them again (one read of the index); meanwhile it adds the groups
+ * it makes itself, so other instances can pass the bound by what they made
+ * in that time, until the next count.
+ */
+export const RECOUNT_MS = 60_000;
 
-/** Thrown for a page cursor that no listing of groups made. */
-export class GroupCursorError extends Error {
-  override name = "GroupCursorError";
-}
+/** Keys deleted per commit by an eviction. */
+const DELETE_BATCH = 500;
+
+const groupKeys = new WeakMap<Deno.Kv, Map<string, Uint8Array>>();
 
 /**
- * The cursor of the page after `group`: its last seen time and id.
+ * The project's key of group ids: read once per process, made on first use
+ * with a check that no other process made it first (so every instance
+ * sharing the database names groups alike, across restarts).
  *
  * @example
  * ```ts
- * listGroups(kv, projectId, now, { after: groupCursor(page.at(-1)!) });
+ * const key = await groupKeyOf(kv, projectId); // 16 bytes
  * ```
  */
-export function groupCursor(group: ErrorGroup): string {
-  return `${group.lastSeen}.${group.id}`;
+export async function groupKeyOf(
+  kv: Deno.Kv,
+  projectId: string,
+): Promise<Uint8Array> {
+  let cache = groupKeys.get(kv);
+  if (cache === undefined) groupKeys.set(kv, cache = new Map());
+  const known = cache.get(projectId);
+  if (known !== undefined) return known;
+  const keyKey = fingerprintKeyKey(projectId);
+  for (let attempt = 0; attempt < 5; attempt++) {
+    const found = await kv.get<Uint8Array>(keyKey);
+    let key = found.value;
+    if (!(key instanceof Uint8Array) || key.length !== GROUP_KEY_BYTES) {
+      key = crypto.getRandomValues(new Uint8Array(GROUP_KEY_BYTES));
+      const made = await kv.atomic().check(found).set(keyKey, key).commit();
+      if (!made.ok) continue;
+    }
+    // The cache holds one key a project; projects are bounded.
+    cache.set(projectId, key);
+    return key;
+  }
+  throw new Error(`Cannot make the group key of project "${projectId}"`);
 }
 
-function cursorKey(projectId: string, cursor: string): Deno.KvKey {
-  const match = /^(\d{1,15})\.([0-9a-f]{16})$/.exec(cursor);
-  if (match === null) {
-    throw new GroupCursorError(
-      `Cannot read cursor "${
-        cursor.slice(0, 40)
-      }": expected LASTSEEN.ID from a page of error groups`,
+/** The rows of a group beside its index row: the group, its count, its triage. */
+function rowsOfGroup(projectId: string, groupId: string): Deno.KvKey[] {
+  return [
+    errorGroupKey(projectId, groupId),
+    errorGroupCountKey(projectId, groupId),
+    errorGroupTriageKey(projectId, groupId),
+  ];
+}
+
+/**
+ * The rows named from inside doomed groups: the id kept by fingerprint and
+ * the counts per release. One read of the groups (only doomed ones).
+ */
+async function rowsInsideGroups(
+  kv: Deno.Kv,
+  projectId: string,
+  doomed: Deno.KvKey[],
+): Promise<Deno.KvKey[]> {
+  const groupKeys = doomed.filter((k) => k[0] === errorGroupKey(projectId)[0]);
+  const rows = await getManyChunked<Uint8Array>(kv, groupKeys);
+  const keys: Deno.KvKey[] = [];
+  rows.forEach((row, i) => {
+    const group = decodeJson<{ fingerprint?: string; releases?: string[] }>(
+      row.value,
     );
-  }
-  return errorGroupSeenKey(projectId, {
-    lastSeen: Number(match[1]),
-    groupId: match[2]!,
+    const groupId = String(groupKeys[i]![2]);
+    if (typeof group?.fingerprint === "string") {
+      keys.push(errorGroupIdKey(projectId, group.fingerprint));
+    }
+    for (const release of group?.releases ?? []) {
+      keys.push(errorGroupReleaseKey(projectId, groupId, release));
+    }
   });
+  return keys;
 }
 
+const groupCounts = new WeakMap<
+  Deno.Kv,
+  Map<string, { count: number; at: number }>
+>();
+
 /**
- * A project's error groups, the most recently seen first, read from the
- * index by last seen (so however many groups there are, the newest come
- * first), with their hourly counts over the last {@linkcode SPARK_HOURS}
- * hours up to `now`.
- *
- * @example
- * ```ts
- * for (const group of await listGroups(kv, projectId, Date.now(), { limit: 50 })) {
- *   console.log(group.count, group.title);
- * }
- * ```
+ * Deletes the least recently seen groups so that `made` new ones fit under
+ * {@linkcode MAX_GROUPS}, and (when it counts, once every
+ * {@linkcode RECOUNT_MS}) the groups and stale index rows past the
+ * retention; never a group of `keep`. A group's rows (the group, its count,
+ * its index row) have no KV expiry: a count added to with `sum` cannot
+ * have one, so these deletions are what bounds them.
  */
-export async function listGroups(
+export async function makeRoom(
   kv: Deno.Kv,
   projectId: string,
-  now: number,
-  options: ListGroupsOptions = {},
-): Promise<ErrorGroup[]> {
-  const limit = Math.max(0, Math.min(options.limit ?? 50, MAX_LIST_GROUPS));
-  if (limit === 0) return [];
+  made: number,
+  options: { now: number; retentionMs: number; keep: Set<string> },
+): Promise<void> {
+  let counts = groupCounts.get(kv);
+  if (counts === undefined) groupCounts.set(kv, counts = new Map());
+  const known = counts.get(projectId);
+  const trusted = known !== undefined && options.now - known.at < RECOUNT_MS;
   const prefix = errorGroupSeenKey(projectId);
-  const selector: Deno.KvListSelector = options.after === undefined
-    ? { prefix }
-    : { prefix, end: cursorKey(projectId, options.after) };
-  const ids: string[] = [];
-  const seen = new Set<string>();
-  // Stale second rows are rare: twice the page bounds the read.
-  for await (
-    const row of kv.list(selector, { reverse: true, limit: 2 * limit + 10 })
-  ) {
-    const { groupId } = decodeErrorGroupSeenKey(row.key);
-    if (seen.has(groupId)) continue;
-    seen.add(groupId);
-    ids.push(groupId);
-    if (ids.length >= limit) break;
+  const doomed: Deno.KvKey[] = [];
+  let count: number;
+  if (trusted) {
+    count = known!.count;
+    const excess = count + made - MAX_GROUPS;
+    if (excess > 0) {
+      const ids = new Set<string>();
+      for await (
+        const row of kv.list({ prefix }, { limit: excess + options.keep.size })
+      ) {
+        const { groupId } = decodeErrorGroupSeenKey(row.key);
+        if (options.keep.has(groupId) || ids.size >= excess) continue;
+        ids.add(groupId);
+        doomed.push(row.key, ...rowsOfGroup(projectId, groupId));
+      }
+      count -= ids.size;
+    }
+  } else {
+    // Count: one read of the index, oldest first. A group has one row;
+    // a commit that lost a race may have left a second, older one.
+    const rows: { key: Deno.KvKey; groupId: string; lastSeen: number }[] = [];
+    const newest = new Map<string, number>();
+    const list = kv.list({ prefix }, { limit: 2 * MAX_GROUPS });
+    for await (const row of list) {
+      const at = decodeErrorGroupSeenKey(row.key);
+      rows.push({ key: row.key, ...at });
+      newest.set(at.groupId, at.lastSeen);
+    }
+    const expired = options.now - options.retentionMs;
+    let live = newest.size;
+    for (const row of rows) {
+      const latest = newest.get(row.groupId)!;
+      if (row.lastSeen !== latest) {
+        doomed.push(row.key); // a stale second row
+      } else if (
+        !options.keep.has(row.groupId) &&
+        (latest < expired || live + made > MAX_GROUPS)
+      ) {
+        doomed.push(row.key, ...rowsOfGroup(projectId, row.groupId));
+        live--;
+      }
+    }
+    count = live;
   }
-  const groups = await readGroups(kv, projectId, ids, now);
-  const expired = options.retentionMs === undefined
-    ? -Infinity
-    : now - options.retentionMs;
-  return groups.filter((g) => g.lastSeen >= expired)
-    .sort((a, b) => b.lastSeen - a.lastSeen);
-}
-
-/** The groups of `ids` that exist, as shown at `now`, in the order of `ids`. */
-async function readGroups(
-  kv: Deno.Kv,
-  projectId: string,
-  ids: string[],
-  now: number,
-): Promise<ErrorGroup[]> {
-  const stored = await getManyChunked<unknown>(kv, [
-    ...ids.map((id) => errorGroupKey(projectId, id)),
-    ...ids.map((id) => errorGroupCountKey(projectId, id)),
-  ]);
-  const newest = hourOf(now);
-  const groups: ErrorGroup[] = [];
-  ids.forEach((id, i) => {
-    const group = decodeJson<StoredGroup>(stored[i]!.value);
-    if (group === null) return;
-    const counted = stored[ids.length + i]!.value;
-    const {
-      hour,
-      hours,
-      day,
-      days,
-      releases: _,
-      firstId,
-      firstRelease,
-      lastRelease,
-      ...shown
-    } = group;
-    const today = dayOf(now);
-    groups.push({
-      ...shown,
-      id,
-      firstId: firstId ?? null,
-      firstRelease: firstRelease ?? null,
-      lastRelease: lastRelease ?? null,
-      daily: day !== undefined && today >= day
-        ? shiftHours(days ?? [], day, today, DAY_MS, GROUP_DAYS)
-        : new Array(GROUP_DAYS).fill(0),
-      count: counted instanceof Deno.KvU64
-        ? Number(counted.value)
-        : group.count,
-      hourly: newest >= hour
-        ? shiftHours(hours, hour, newest)
-        : new Array(SPARK_HOURS).fill(0),
-      isNew: now - group.firstSeen < NEW_GROUP_MS,
-    });
+  if (doomed.length > 0) {
+    doomed.push(...await rowsInsideGroups(kv, projectId, doomed));
+  }
+  for (let i = 0; i < doomed.length; i += DELETE_BATCH) {
+    const op = kv.atomic();
+    for (const key of doomed.slice(i, i + DELETE_BATCH)) op.delete(key);
+    await op.commit();
+  }
+  counts.set(projectId, {
+    count: count + made,
+    at: trusted ? known!.at : options.now,
   });
-  return groups;
-}
-
-/**
- * The group of an entry's fingerprint (its title and top frame, from
- * `fingerprintOf`), `null` when the project has none: one read, since the
- * group's id is the project's keyed hash of them.
- *
- * @example
- * ```ts
- * const group = await readGroup(kv, projectId, fingerprintOf(latest), Date.now());
- * ```
- */
-export async function readGroup(
-  kv: Deno.Kv,
-  projectId: string,
-  fingerprint: Pick<Fingerprint, "title" | "topFrame">,
-  now: number,
-): Promise<ErrorGroup | null> {
-  const id = groupIdOf(await groupKeyOf(kv, projectId), fingerprint);
-  const [group] = await readGroups(kv, projectId, [id], now);
-  return group ?? null;
-}
-
-/**
- * The group of a public fingerprint, `null` when the project has none: by
- * the id the consumer keeps for each new group.
- *
- * @example
- * ```ts
- * const group = await findGroup(kv, projectId, "e5eb45f4ee70b0c0", Date.now());
- * ```
- */
-export async function findGroup(
-  kv: Deno.Kv,
-  projectId: string,
-  fingerprint: string,
-  now: number,
-): Promise<ErrorGroup | null> {
-  const row = await kv.get(errorGroupIdKey(projectId, fingerprint));
-  if (typeof row.value === "string") {
-    const [group] = await readGroups(kv, projectId, [row.value], now);
-    if (group?.fingerprint === fingerprint) return group;
-  }
-  return null;
-}
-
-/** The groups of `ids` that exist, in the order of `ids`. */
-export function readGroupsById(
-  kv: Deno.Kv,
-  projectId: string,
-  ids: string[],
-  now: number,
-): Promise<ErrorGroup[]> {
-  return readGroups(kv, projectId, ids, now);
 }

@@ -1,7 +1,9 @@
 /**
  * The KV key layout. This is the only module that spells a key: every other
  * file builds keys through these functions, so the layout can be read (and
- * changed) in one place.
+ * changed) in one place. A key that is its prefix and then its parts in order
+ * is built by {@linkcode keyed}; the rest (optional parts, fixed names after
+ * the project) by a function of their own.
  *
  * | prefix | value |
  * |---|---|
@@ -69,129 +71,110 @@
  * @module
  */
 
-/** Key of a project record. */
-export function projectKey(projectId: string): Deno.KvKey {
-  return ["projects", projectId];
+/**
+ * A key builder of the form `prefix/<part>/<part>...`, the parts named in
+ * `Parts` (a labelled tuple, so a builder's parameters keep their names).
+ *
+ * @example
+ * ```ts
+ * const logChunkKey = keyed<[projectId: string, lastId: string]>("log_chunks");
+ * logChunkKey("p1", "01J..."); // ["log_chunks", "p1", "01J..."]
+ * ```
+ */
+function keyed<Parts extends Deno.KvKeyPart[]>(
+  prefix: string,
+): (...parts: Parts) => Deno.KvKey {
+  return (...parts) => [prefix, ...parts];
 }
+
+/** Key of a project record. */
+export const projectKey = keyed<[projectId: string]>("projects");
 
 /** Prefix of all project records. */
-export function projectsPrefix(): Deno.KvKey {
-  return ["projects"];
-}
+export const projectsPrefix = keyed<[]>("projects");
 
 /** Key of a batch waiting to be processed. */
-export function pendingBatchKey(batchId: string): Deno.KvKey {
-  return ["pending_batches", batchId];
-}
+export const pendingBatchKey = keyed<[batchId: string]>("pending_batches");
 
 /** Prefix of all pending batches, in creation order. */
-export function pendingBatchesPrefix(): Deno.KvKey {
-  return ["pending_batches"];
-}
+export const pendingBatchesPrefix = keyed<[]>("pending_batches");
 
 /** Key of a batch moved aside after repeated failures. */
-export function deadLetterKey(batchId: string): Deno.KvKey {
-  return ["dead_letters", batchId];
-}
+export const deadLetterKey = keyed<[batchId: string]>("dead_letters");
 
 /** Prefix of all dead letters. */
-export function deadLettersPrefix(): Deno.KvKey {
-  return ["dead_letters"];
-}
+export const deadLettersPrefix = keyed<[]>("dead_letters");
 
 /** Key of slice `n` (from 0) of a batch's entries. */
-export function batchSliceKey(batchId: string, n: number): Deno.KvKey {
-  return ["batch_slices", batchId, n];
-}
+export const batchSliceKey = keyed<[batchId: string, n: number]>(
+  "batch_slices",
+);
 
 /**
  * Key of the projects whose results a batch spanning more projects than one
  * atomic operation can check has committed so far.
  */
-export function batchProgressKey(batchId: string): Deno.KvKey {
-  return ["batch_progress", batchId];
-}
+export const batchProgressKey = keyed<[batchId: string]>("batch_progress");
 
 /** Key of a chunk of stored entries, named by its last entry (see db/storage/chunk.ts). */
-export function logChunkKey(projectId: string, lastId: string): Deno.KvKey {
-  return ["log_chunks", projectId, lastId];
-}
+export const logChunkKey = keyed<[projectId: string, lastId: string]>(
+  "log_chunks",
+);
 
 /** Prefix of a project's chunks. */
-export function logChunksPrefix(projectId: string): Deno.KvKey {
-  return ["log_chunks", projectId];
-}
+export const logChunksPrefix = keyed<[projectId: string]>("log_chunks");
 
 /** Key of slice `n` (from 1) of a chunk too large for one value. */
-export function logChunkSliceKey(
-  projectId: string,
-  lastId: string,
-  n: number,
-): Deno.KvKey {
-  return ["log_chunk_slices", projectId, lastId, n];
-}
+export const logChunkSliceKey = keyed<
+  [projectId: string, lastId: string, n: number]
+>("log_chunk_slices");
 
 /** Prefix of the further slices of a project's large chunks. */
-export function logChunkSlicesPrefix(projectId: string): Deno.KvKey {
-  return ["log_chunk_slices", projectId];
-}
+export const logChunkSlicesPrefix = keyed<[projectId: string]>(
+  "log_chunk_slices",
+);
 
 /** Key of a chunk's summary, named like the chunk. */
-export function logSummaryKey(projectId: string, lastId: string): Deno.KvKey {
-  return ["log_summaries", projectId, lastId];
-}
+export const logSummaryKey = keyed<[projectId: string, lastId: string]>(
+  "log_summaries",
+);
 
 /** Prefix of a project's chunk summaries, ordered by last entry. */
-export function logSummariesPrefix(projectId: string): Deno.KvKey {
-  return ["log_summaries", projectId];
-}
+export const logSummariesPrefix = keyed<[projectId: string]>("log_summaries");
 
 /** Key of a chunk's summary with its Bloom filter, named like the chunk. */
-export function logBloomKey(projectId: string, lastId: string): Deno.KvKey {
-  return ["log_blooms", projectId, lastId];
-}
+export const logBloomKey = keyed<[projectId: string, lastId: string]>(
+  "log_blooms",
+);
 
 /** Prefix of a project's chunk Bloom filters, ordered by last entry. */
-export function logBloomsPrefix(projectId: string): Deno.KvKey {
-  return ["log_blooms", projectId];
-}
+export const logBloomsPrefix = keyed<[projectId: string]>("log_blooms");
 
 /** Key of a chunk's columns (db/storage/columns.ts), named like the chunk. */
-export function logColumnsKey(projectId: string, lastId: string): Deno.KvKey {
-  return ["log_columns", projectId, lastId];
-}
+export const logColumnsKey = keyed<[projectId: string, lastId: string]>(
+  "log_columns",
+);
 
 /** Prefix of a project's chunk columns, ordered by last entry. */
-export function logColumnsPrefix(projectId: string): Deno.KvKey {
-  return ["log_columns", projectId];
-}
+export const logColumnsPrefix = keyed<[projectId: string]>("log_columns");
 
 /** Key of slice `n` (from 1) of a chunk's columns too large for one value. */
-export function logColumnSliceKey(
-  projectId: string,
-  lastId: string,
-  n: number,
-): Deno.KvKey {
-  return ["log_column_slices", projectId, lastId, n];
-}
+export const logColumnSliceKey = keyed<
+  [projectId: string, lastId: string, n: number]
+>("log_column_slices");
 
 /** Prefix of the further slices of a project's large columns. */
-export function logColumnSlicesPrefix(projectId: string): Deno.KvKey {
-  return ["log_column_slices", projectId];
-}
+export const logColumnSlicesPrefix = keyed<[projectId: string]>(
+  "log_column_slices",
+);
 
 /** Resolution of an entry counter: a minute or an hour. */
 export type CountResolution = "m" | "h";
 
 /** Counter of a project's entries of `level` received in one minute or hour. */
-export function logCountKey(
-  projectId: string,
-  resolution: CountResolution,
-  start: number,
-  level: string,
-): Deno.KvKey {
-  return ["log_counts", projectId, resolution, start, level];
-}
+export const logCountKey = keyed<
+  [projectId: string, resolution: CountResolution, start: number, level: string]
+>("log_counts");
 
 /** Prefix of a project's entry counters (of one resolution, when given). */
 export function logCountsPrefix(
@@ -211,31 +194,22 @@ export function decodeLogCountKey(
 }
 
 /** Counter bumped by every merge of a project's chunks: readers detect a move. */
-export function logMergesKey(projectId: string): Deno.KvKey {
-  return ["log_merges", projectId];
-}
+export const logMergesKey = keyed<[projectId: string]>("log_merges");
 
 /** Key of a coarse group, named by the last id of its newest chunk. */
-export function logCoarseGroupKey(
-  projectId: string,
-  lastId: string,
-): Deno.KvKey {
-  return ["log_coarse_groups", projectId, lastId];
-}
+export const logCoarseGroupKey = keyed<[projectId: string, lastId: string]>(
+  "log_coarse_groups",
+);
 
 /** Prefix of a project's coarse groups. */
-export function logCoarseGroupsPrefix(projectId: string): Deno.KvKey {
-  return ["log_coarse_groups", projectId];
-}
+export const logCoarseGroupsPrefix = keyed<[projectId: string]>(
+  "log_coarse_groups",
+);
 
 /** Key of one segment of a coarse group's filter. */
-export function logCoarseBitsKey(
-  projectId: string,
-  segment: number,
-  lastId: string,
-): Deno.KvKey {
-  return ["log_coarse_bits", projectId, segment, lastId];
-}
+export const logCoarseBitsKey = keyed<
+  [projectId: string, segment: number, lastId: string]
+>("log_coarse_bits");
 
 /** Prefix of a project's coarse filter segments (of one segment number). */
 export function logCoarseBitsPrefix(
@@ -248,17 +222,14 @@ export function logCoarseBitsPrefix(
 }
 
 /** Key of a final chunk's token hashes (their number: {@linkcode logCoarsePendingKey}). */
-export function logCoarseHashesKey(
-  projectId: string,
-  lastId: string,
-): Deno.KvKey {
-  return ["log_coarse_hashes", projectId, lastId];
-}
+export const logCoarseHashesKey = keyed<[projectId: string, lastId: string]>(
+  "log_coarse_hashes",
+);
 
 /** Prefix of a project's waiting token hashes. */
-export function logCoarseHashesPrefix(projectId: string): Deno.KvKey {
-  return ["log_coarse_hashes", projectId];
-}
+export const logCoarseHashesPrefix = keyed<[projectId: string]>(
+  "log_coarse_hashes",
+);
 
 /** The group's last id a coarse filter segment's key names. */
 export function logCoarseBitsGroupId(key: Deno.KvKey): string {
@@ -266,30 +237,25 @@ export function logCoarseBitsGroupId(key: Deno.KvKey): string {
 }
 
 /** Key of the number of a final chunk's token hashes waiting for a coarse group. */
-export function logCoarsePendingKey(
-  projectId: string,
-  lastId: string,
-): Deno.KvKey {
-  return ["log_coarse_pending", projectId, lastId];
-}
+export const logCoarsePendingKey = keyed<[projectId: string, lastId: string]>(
+  "log_coarse_pending",
+);
 
 /** Prefix of a project's token hashes waiting for a coarse group. */
-export function logCoarsePendingPrefix(projectId: string): Deno.KvKey {
-  return ["log_coarse_pending", projectId];
-}
+export const logCoarsePendingPrefix = keyed<[projectId: string]>(
+  "log_coarse_pending",
+);
 
 /**
  * Key marking a chunk written since a coarse group last named it: every
  * write of a chunk sets it, a group deletes those of its chunks.
  */
-export function logUngroupedKey(projectId: string, lastId: string): Deno.KvKey {
-  return ["log_ungrouped", projectId, lastId];
-}
+export const logUngroupedKey = keyed<[projectId: string, lastId: string]>(
+  "log_ungrouped",
+);
 
 /** Prefix of a project's chunks in no coarse group. */
-export function logUngroupedPrefix(projectId: string): Deno.KvKey {
-  return ["log_ungrouped", projectId];
-}
+export const logUngroupedPrefix = keyed<[projectId: string]>("log_ungrouped");
 
 /**
  * A project's coarse state: present once every chunk in no group is
@@ -297,9 +263,7 @@ export function logUngroupedPrefix(projectId: string): Deno.KvKey {
  * a group names, so that a word search that skipped by the groups reads
  * again (db/query/listing.ts).
  */
-export function logCoarseStateKey(projectId: string): Deno.KvKey {
-  return ["log_coarse_state", projectId];
-}
+export const logCoarseStateKey = keyed<[projectId: string]>("log_coarse_state");
 
 /**
  * The entry id a key of a chunk, summary or Bloom filter is named by
@@ -310,17 +274,14 @@ export function logUnitId(key: Deno.KvKey): string {
 }
 
 /** Key remembering a signature until it can no longer be replayed. */
-export function seenSignatureKey(
-  projectId: string,
-  signature: string,
-): Deno.KvKey {
-  return ["seen_signatures", projectId, signature];
-}
+export const seenSignatureKey = keyed<[projectId: string, signature: string]>(
+  "seen_signatures",
+);
 
 /** Prefix of a project's remembered signatures. */
-export function seenSignaturesPrefix(projectId: string): Deno.KvKey {
-  return ["seen_signatures", projectId];
-}
+export const seenSignaturesPrefix = keyed<[projectId: string]>(
+  "seen_signatures",
+);
 
 /** Counter of a project's accepted entries. */
 export function acceptedCountKey(projectId: string): Deno.KvKey {
@@ -351,9 +312,7 @@ export function replayedCountKey(projectId: string): Deno.KvKey {
 }
 
 /** Prefix of a project's counters. */
-export function statsPrefix(projectId: string): Deno.KvKey {
-  return ["stats", projectId];
-}
+export const statsPrefix = keyed<[projectId: string]>("stats");
 
 /** Counter of rejections that belong to no existing project. */
 export function globalRejectedCountKey(reason: string): Deno.KvKey {
@@ -371,78 +330,58 @@ export function globalRejectedTotalKey(): Deno.KvKey {
 }
 
 /** Key of one slot of a project's ring of recent rejections. */
-export function rejectionKey(projectId: string, slot: number): Deno.KvKey {
-  return ["rejections", projectId, slot];
-}
+export const rejectionKey = keyed<[projectId: string, slot: number]>(
+  "rejections",
+);
 
 /** Prefix of a project's recent rejections. */
-export function rejectionsPrefix(projectId: string): Deno.KvKey {
-  return ["rejections", projectId];
-}
+export const rejectionsPrefix = keyed<[projectId: string]>("rejections");
 
 /** Key of the content of a rejected entry, in the slot of its rejection. */
-export function rejectedEntryKey(projectId: string, slot: number): Deno.KvKey {
-  return ["rejected_entries", projectId, slot];
-}
+export const rejectedEntryKey = keyed<[projectId: string, slot: number]>(
+  "rejected_entries",
+);
 
 /** Prefix of the content of a project's recent rejected entries. */
-export function rejectedEntriesPrefix(projectId: string): Deno.KvKey {
-  return ["rejected_entries", projectId];
-}
+export const rejectedEntriesPrefix = keyed<[projectId: string]>(
+  "rejected_entries",
+);
 
 /** Key of one slot of the global ring of entries naming no project. */
-export function globalRejectedEntryKey(slot: number): Deno.KvKey {
-  return ["global_rejected_entries", slot];
-}
+export const globalRejectedEntryKey = keyed<[slot: number]>(
+  "global_rejected_entries",
+);
 
 /** Prefix of the global ring of entries naming no project. */
-export function globalRejectedEntriesPrefix(): Deno.KvKey {
-  return ["global_rejected_entries"];
-}
+export const globalRejectedEntriesPrefix = keyed<[]>("global_rejected_entries");
 
 /** Counter of the POSTs from one client address in one epoch. */
-export function rateLimitKey(epoch: number, ip: string): Deno.KvKey {
-  return ["rate_limits", epoch, ip];
-}
+export const rateLimitKey = keyed<[epoch: number, ip: string]>("rate_limits");
 
 /** Prefix of every rate counter. */
-export function rateLimitsPrefix(): Deno.KvKey {
-  return ["rate_limits"];
-}
+export const rateLimitsPrefix = keyed<[]>("rate_limits");
 
 /** Prefix of one epoch's rate counters. */
-export function rateLimitEpochPrefix(epoch: number): Deno.KvKey {
-  return ["rate_limits", epoch];
-}
+export const rateLimitEpochPrefix = keyed<[epoch: number]>("rate_limits");
 
 /** Key of the dashboard's random secret, mixed into its session signing key. */
-export function dashboardSecretKey(): Deno.KvKey {
-  return ["dashboard_secret"];
-}
+export const dashboardSecretKey = keyed<[]>("dashboard_secret");
 
 /** Key of a project's quota and spike state. */
-export function quotaStateKey(projectId: string): Deno.KvKey {
-  return ["quota_state", projectId];
-}
+export const quotaStateKey = keyed<[projectId: string]>("quota_state");
 
 /** Key of what a batch may store under a project's quota. */
-export function quotaGrantKey(batchId: string, projectId: string): Deno.KvKey {
-  return ["quota_grants", batchId, projectId];
-}
+export const quotaGrantKey = keyed<[batchId: string, projectId: string]>(
+  "quota_grants",
+);
 
 /** Key of one usage counter of a project on the UTC day starting at `day`. */
-export function usageKey(
-  projectId: string,
-  day: number,
-  name: string,
-): Deno.KvKey {
-  return ["usage", projectId, day, name];
-}
+export const usageKey = keyed<[projectId: string, day: number, name: string]>(
+  "usage",
+);
 
 /** Prefix of a project's usage counters, by day. */
-export function usagePrefix(projectId: string): Deno.KvKey {
-  return ["usage", projectId];
-}
+export const usagePrefix = keyed<[projectId: string]>("usage");
 
 /** The day and the counter name of a usage key. */
 export function decodeUsageKey(key: Deno.KvKey): { day: number; name: string } {
@@ -453,24 +392,18 @@ export function decodeUsageKey(key: Deno.KvKey): { day: number; name: string } {
 }
 
 /** Key of the random key queued batches are sealed with. */
-export function batchSealKey(): Deno.KvKey {
-  return ["batch_key"];
-}
+export const batchSealKey = keyed<[]>("batch_key");
 
 /** Key of one signed-in dashboard session; deleting it ends the session. */
-export function dashboardSessionKey(sessionId: string): Deno.KvKey {
-  return ["dashboard_sessions", sessionId];
-}
+export const dashboardSessionKey = keyed<[sessionId: string]>(
+  "dashboard_sessions",
+);
 
 /** Prefix of every dashboard session. */
-export function dashboardSessionsPrefix(): Deno.KvKey {
-  return ["dashboard_sessions"];
-}
+export const dashboardSessionsPrefix = keyed<[]>("dashboard_sessions");
 
 /** Key of what a dashboard session's next page shows once. */
-export function dashboardFlashKey(sessionId: string): Deno.KvKey {
-  return ["dashboard_flash", sessionId];
-}
+export const dashboardFlashKey = keyed<[sessionId: string]>("dashboard_flash");
 
 /** Key of an alert rule; fewer ids give the prefix of a project's or of all rules. */
 export function alertRuleKey(
@@ -480,9 +413,9 @@ export function alertRuleKey(
 }
 
 /** Key of an alert rule's evaluation state. */
-export function alertStateKey(projectId: string, ruleId: string): Deno.KvKey {
-  return ["alert_state", projectId, ruleId];
-}
+export const alertStateKey = keyed<[projectId: string, ruleId: string]>(
+  "alert_state",
+);
 
 /** Key of a delivery due at `due` (Unix ms); no arguments give the outbox's prefix. */
 export function alertOutboxKey(...at: [] | [number, string]): Deno.KvKey {
@@ -497,9 +430,7 @@ export function alertHistoryKey(
 }
 
 /** Key the health check reads (never written) to see that KV answers. */
-export function healthProbeKey(): Deno.KvKey {
-  return ["health_probe"];
-}
+export const healthProbeKey = keyed<[]>("health_probe");
 
 /** Key of a dashboard account by email; without one, the prefix of all. */
 export function userKey(email?: string): Deno.KvKey {
@@ -507,19 +438,15 @@ export function userKey(email?: string): Deno.KvKey {
 }
 
 /** Key of a project's read token (its name and hash). */
-export function readTokenKey(projectId: string, tokenId: string): Deno.KvKey {
-  return ["read_tokens", projectId, tokenId];
-}
+export const readTokenKey = keyed<[projectId: string, tokenId: string]>(
+  "read_tokens",
+);
 
 /** Prefix of a project's read tokens. */
-export function readTokensPrefix(projectId: string): Deno.KvKey {
-  return ["read_tokens", projectId];
-}
+export const readTokensPrefix = keyed<[projectId: string]>("read_tokens");
 
 /** Key that finds a read token by the SHA-256 (hex) of the token. */
-export function readTokenHashKey(hash: string): Deno.KvKey {
-  return ["read_token_hashes", hash];
-}
+export const readTokenHashKey = keyed<[hash: string]>("read_token_hashes");
 
 /**
  * Key of an audit event of `scope` (a project id, or `""` for the service);
@@ -533,23 +460,15 @@ export function auditKey(scope: string, eventId?: string): Deno.KvKey {
  * Key of a day's audit budget of `actor` in `scope` (`day`: Unix ms / one
  * day, floored).
  */
-export function auditBudgetKey(
-  scope: string,
-  actor: string,
-  day: number,
-): Deno.KvKey {
-  return ["audit_budgets", scope, actor, day];
-}
+export const auditBudgetKey = keyed<
+  [scope: string, actor: string, day: number]
+>("audit_budgets");
 
 /** Prefix of a scope's audit budgets. */
-export function auditBudgetsPrefix(scope: string): Deno.KvKey {
-  return ["audit_budgets", scope];
-}
+export const auditBudgetsPrefix = keyed<[scope: string]>("audit_budgets");
 
 /** Key of a project's key of error group ids (db/error_groups.ts). */
-export function fingerprintKeyKey(projectId: string): Deno.KvKey {
-  return ["fingerprint_keys", projectId];
-}
+export const fingerprintKeyKey = keyed<[projectId: string]>("fingerprint_keys");
 
 /** Key of an error group; without an id, the prefix of the project's groups. */
 export function errorGroupKey(projectId: string, groupId?: string): Deno.KvKey {
@@ -638,6 +557,23 @@ export function errorGroupTriageKey(
   ];
 }
 
+/**
+ * The prefixes of every row of a project's error groups: the groups, their
+ * counts, index, ids by fingerprint, counts per release and triage, and the
+ * project's key of group ids.
+ */
+export function errorGroupPrefixes(projectId: string): Deno.KvKey[] {
+  return [
+    errorGroupKey(projectId),
+    errorGroupCountKey(projectId),
+    errorGroupSeenKey(projectId),
+    errorGroupIdKey(projectId),
+    errorGroupReleaseKey(projectId),
+    errorGroupTriageKey(projectId),
+    fingerprintKeyKey(projectId),
+  ];
+}
+
 /** The counters of a release (`KvU64` each). */
 export type ReleaseField = "first" | "last" | "entries" | "errors" | "groups";
 
@@ -700,9 +636,7 @@ export function sourceMapSliceKey(
 }
 
 /** Key of a project's index of source maps (releases, count, bytes). */
-export function sourceMapIndexKey(projectId: string): Deno.KvKey {
-  return ["source_map_index", projectId];
-}
+export const sourceMapIndexKey = keyed<[projectId: string]>("source_map_index");
 
 /** Key of a saved view of a project's explorer, or (without id) their prefix. */
 export function savedViewKey(projectId: string, viewId?: string): Deno.KvKey {
@@ -744,6 +678,4 @@ export function counterNameOf(key: Deno.KvKey): string {
 }
 
 /** Key the server writes and deletes at start-up to prove the database writable. */
-export function writeProbeKey(): Deno.KvKey {
-  return ["write_probe"];
-}
+export const writeProbeKey = keyed<[]>("write_probe");

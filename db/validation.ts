@@ -15,6 +15,26 @@ import { isStandardLevel, LEVEL_PATTERN } from "../domain/entry.ts";
  */
 export const MAX_RECORD_NAME = 254;
 
+/**
+ * The stored entry at `key` of the record a caller names by `id`, `null`
+ * when there is none; an id past {@linkcode MAX_RECORD_NAME} names none, and
+ * its key is not read.
+ *
+ * @example
+ * ```ts
+ * const found = await findRecord(kv, viewId, savedViewKey(projectId, viewId));
+ * ```
+ */
+export async function findRecord(
+  kv: Deno.Kv,
+  id: string,
+  key: Deno.KvKey,
+): Promise<Deno.KvEntry<unknown> | null> {
+  if (id.length > MAX_RECORD_NAME) return null;
+  const found = await kv.get(key);
+  return found.versionstamp === null ? null : found;
+}
+
 /** Thrown when an operator's value is refused (allow-list entry, level, ...). */
 export class InvalidValueError extends Error {
   override name = "InvalidValueError";

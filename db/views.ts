@@ -9,7 +9,7 @@
 import { createId } from "../domain/ids.ts";
 import { savedViewKey } from "./keys.ts";
 import { encodeJson, listJson } from "./kv.ts";
-import { InvalidValueError, MAX_RECORD_NAME } from "./validation.ts";
+import { findRecord, InvalidValueError } from "./validation.ts";
 
 /** Saved views one project holds at most. */
 export const MAX_VIEWS = 50;
@@ -108,10 +108,8 @@ export async function deleteView(
   projectId: string,
   viewId: string,
 ): Promise<boolean> {
-  if (viewId.length > MAX_RECORD_NAME) return false;
-  const key = savedViewKey(projectId, viewId);
-  const found = await kv.get(key);
-  if (found.versionstamp === null) return false;
-  await kv.delete(key);
+  const found = await findRecord(kv, viewId, savedViewKey(projectId, viewId));
+  if (found === null) return false;
+  await kv.delete(found.key);
   return true;
 }

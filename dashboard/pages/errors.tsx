@@ -8,7 +8,7 @@
  *
  * @module
  */
-import type { ErrorGroup } from "../../db/error_groups.ts";
+import type { ErrorGroup } from "../../db/error_group_reads.ts";
 import type { GroupTriage, StatusFilter } from "../../db/error_group_triage.ts";
 import {
   BulkActions,

@@ -170,87 +170,119 @@ function RemovableValues(props: RemovableValuesProps) {
 interface SectionProps {
   ctx: PageContext;
   data: SettingsData;
+  /** The project, as in `data`. */
+  project: SettingsProject;
+  /** The refused fields, as in `data`, `{}` for none. */
+  errors: NonNullable<SettingsData["errors"]>;
   /** The URL of a settings form, by its path under `settings/`. */
   action: (path: string) => string;
 }
 
-/** The allow-list: the origins and app ids whose entries are stored. */
-function AllowListSection(props: SectionProps) {
-  const { ctx, action } = props;
-  const { project, errors = {} } = props.data;
+/** Props of {@linkcode ValuesCard}. */
+interface ValuesCardProps {
+  ctx: PageContext;
+  /** The card's id; its title's is `<id>-title`, its list's `<id>-list`. */
+  id: string;
+  title: string;
+  /** What the values do: the card's hint. */
+  children: Child;
+  /** Shown in place of an empty list. @default nothing */
+  empty?: Child;
+  values: string[];
+  /** Name of the field carrying a value, to add or to remove. */
+  field: string;
+  /** Where a Remove form posts. */
+  removeAction: string;
+  removeLabel: (value: string) => string;
+  /** The add form, but for its field's name. */
+  add: Omit<AddValueFormProps, "ctx" | "name">;
+}
+
+/** A card of values: what they do, the list with Remove buttons, an add form. */
+function ValuesCard(props: ValuesCardProps) {
+  const { ctx, id, field } = props;
   return (
-    <Card id="allow" titleId="allow-title" title="Allowed origins and app ids">
-      <p class="hint">
-        A browser entry is stored when its Origin is listed here
-        (scheme://host[:port], no path, no wildcard); a mobile entry when its
-        appid is (reverse domain notation).
-      </p>
-      {project.allowedOrigin.length === 0
-        ? (
-          <p class="empty">
-            Nothing allowed yet: only signed server calls are stored.
-          </p>
-        )
-        : (
-          <RemovableValues
-            ctx={ctx}
-            id="allow-list"
-            values={project.allowedOrigin}
-            action={action("disallow")}
-            field="value"
-            removeLabel={(value) => `Remove ${value}`}
-          />
-        )}
-      <AddValueForm
-        ctx={ctx}
-        action={action("allow")}
-        id="allow-form"
-        name="value"
-        placeholder="https://shop.example.com or com.example.shop.ios"
-        label="Origin or app id to allow"
-        button="Allow"
-        error={errors.allow}
-      />
+    <Card id={id} titleId={`${id}-title`} title={props.title}>
+      <p class="hint">{props.children}</p>
+      {props.values.length === 0 ? props.empty : (
+        <RemovableValues
+          ctx={ctx}
+          id={`${id}-list`}
+          values={props.values}
+          action={props.removeAction}
+          field={field}
+          removeLabel={props.removeLabel}
+        />
+      )}
+      <AddValueForm ctx={ctx} name={field} {...props.add} />
     </Card>
   );
 }
 
-/** The custom levels stored beside the standard ones. */
-function LevelsSection(props: SectionProps) {
-  const { ctx, action } = props;
-  const { project, errors = {} } = props.data;
+/** The allow-list: the origins and app ids whose entries are stored. */
+function AllowListSection(
+  { ctx, action, project, errors }: SectionProps,
+) {
   return (
-    <Card id="levels" titleId="levels-title" title="Custom levels">
-      <p class="hint">
-        Beside info, warning, error and critical, entries with these levels are
-        stored; any other level is refused as unknown_level.
-      </p>
-      {project.levels.length > 0 && (
-        <RemovableValues
-          ctx={ctx}
-          values={project.levels}
-          action={action("levels/remove")}
-          field="level"
-          removeLabel={(level) => `Remove level ${level}`}
-        />
-      )}
-      <AddValueForm
-        ctx={ctx}
-        action={action("levels/add")}
-        name="level"
-        placeholder="audit"
-        label="Level name"
-        button="Add level"
-        error={errors.level}
-      />
-    </Card>
+    <ValuesCard
+      ctx={ctx}
+      id="allow"
+      title="Allowed origins and app ids"
+      empty={
+        <p class="empty">
+          Nothing allowed yet: only signed server calls are stored.
+        </p>
+      }
+      values={project.allowedOrigin}
+      field="value"
+      removeAction={action("disallow")}
+      removeLabel={(value) => `Remove ${value}`}
+      add={{
+        action: action("allow"),
+        id: "allow-form",
+        placeholder: "https://shop.example.com or com.example.shop.ios",
+        label: "Origin or app id to allow",
+        button: "Allow",
+        error: errors.allow,
+      }}
+    >
+      A browser entry is stored when its Origin is listed here
+      (scheme://host[:port], no path, no wildcard); a mobile entry when its
+      appid is (reverse domain notation).
+    </ValuesCard>
+  );
+}
+
+/** The custom levels stored beside the standard ones. */
+function LevelsSection(
+  { ctx, action, project, errors }: SectionProps,
+) {
+  return (
+    <ValuesCard
+      ctx={ctx}
+      id="levels"
+      title="Custom levels"
+      values={project.levels}
+      field="level"
+      removeAction={action("levels/remove")}
+      removeLabel={(level) => `Remove level ${level}`}
+      add={{
+        action: action("levels/add"),
+        placeholder: "audit",
+        label: "Level name",
+        button: "Add level",
+        error: errors.level,
+      }}
+    >
+      Beside info, warning, error and critical, entries with these levels are
+      stored; any other level is refused as unknown_level.
+    </ValuesCard>
   );
 }
 
 /** How long entries stored from now on are kept. */
 function RetentionSection(props: SectionProps) {
-  const { ctx, action } = props;
-  const { project, errors = {} } = props.data;
+  const { ctx, action, project, errors } = props;
   return (
     <Card id="retention" titleId="retention-title" title="Retention">
       <PostForm ctx={ctx} action={action("retention")} class="row">
@@ -278,9 +310,9 @@ function RetentionSection(props: SectionProps) {
 }
 
 /** Retention by filter: the rules, and for an admin their forms. */
-function RetentionRules(props: SectionProps) {
-  const { ctx, action } = props;
-  const { project, errors = {} } = props.data;
+function RetentionRules(
+  { ctx, action, project, errors }: SectionProps,
+) {
   const rules = project.retentionRules ?? [];
   const editable = ctx.posts(
     `/projects/${project.id}/settings/retention-rules/add`,
@@ -339,9 +371,7 @@ function RetentionRules(props: SectionProps) {
 }
 
 /** Rotating the secret, with the new one shown once and the old one's grace. */
-function SecretSection(props: SectionProps) {
-  const { ctx, data, action } = props;
-  const { project, errors = {} } = data;
+function SecretSection({ ctx, data, action, project, errors }: SectionProps) {
   return (
     <Card id="secret" titleId="secret-title" title="Secret">
       {data.newSecret && (
@@ -384,9 +414,9 @@ function SecretSection(props: SectionProps) {
 }
 
 /** Deleting the project, behind its typed name. */
-function DeleteSection(props: SectionProps) {
-  const { ctx, action } = props;
-  const { project, errors = {} } = props.data;
+function DeleteSection(
+  { ctx, action, project, errors }: SectionProps,
+) {
   return (
     <Card
       id="delete"
@@ -426,7 +456,7 @@ export function SettingsPage(props: { ctx: PageContext; data: SettingsData }) {
   const action = (path: string) =>
     link(ctx.base, `/projects/${project.id}/settings/${path}`);
   const origin = project.allowedOrigin.find((v) => v.includes("://"));
-  const parts: SectionProps = { ctx, data, action };
+  const parts: SectionProps = { ctx, data, project, errors, action };
   return (
     <ProjectLayout ctx={ctx} project={project} tab="settings">
       <h1>Settings</h1>

@@ -15,7 +15,7 @@ import {
   SCRUB_ACTIONS,
   type ScrubRule,
 } from "../../domain/scrub.ts";
-import { Card, type PageContext, PostForm } from "./layout.tsx";
+import { Card, ListTable, type PageContext, PostForm } from "./layout.tsx";
 import {
   type FieldError,
   FieldErrorText,
@@ -56,50 +56,43 @@ export function ScrubbingSection(props: ScrubbingProps) {
     "remove";
   return (
     <Card id="scrubbing" titleId="scrubbing-title" title="Scrubbing">
-      <table>
-        <thead>
+      <ListTable
+        class="scrub-rules"
+        columns={["Rule", "Scrubs", "Action", ...(editable ? [""] : [])]}
+      >
+        <tr>
+          <td>default</td>
+          <td>values under keys naming {DEFAULT_SECRET_KEYS.join(", ")}</td>
+          <td>remove</td>
+          {editable && <td></td>}
+        </tr>
+        <tr>
+          <td>default</td>
+          <td>card numbers (Luhn-valid)</td>
+          <td>{card}</td>
+          {editable && <td></td>}
+        </tr>
+        {rules.filter((r) => r.id !== "detector:card").map((rule) => (
           <tr>
-            <th>Rule</th>
-            <th>Scrubs</th>
-            <th>Action</th>
-            {editable && <th></th>}
-          </tr>
-        </thead>
-        <tbody>
-          <tr>
-            <td>default</td>
-            <td>values under keys naming {DEFAULT_SECRET_KEYS.join(", ")}</td>
-            <td>remove</td>
-            {editable && <td></td>}
-          </tr>
-          <tr>
-            <td>default</td>
-            <td>card numbers (Luhn-valid)</td>
-            <td>{card}</td>
-            {editable && <td></td>}
-          </tr>
-          {rules.filter((r) => r.id !== "detector:card").map((rule) => (
-            <tr>
+            <td>
+              <code>{rule.id}</code>
+            </td>
+            <td>{scrubs(rule)}</td>
+            <td>{rule.action}</td>
+            {editable && (
               <td>
-                <code>{rule.id}</code>
+                <RemoveButton
+                  ctx={ctx}
+                  action={props.action("scrub/remove")}
+                  field="rule"
+                  value={rule.id}
+                  label={`Remove rule ${rule.id}`}
+                />
               </td>
-              <td>{scrubs(rule)}</td>
-              <td>{rule.action}</td>
-              {editable && (
-                <td>
-                  <RemoveButton
-                    ctx={ctx}
-                    action={props.action("scrub/remove")}
-                    field="rule"
-                    value={rule.id}
-                    label={`Remove rule ${rule.id}`}
-                  />
-                </td>
-              )}
-            </tr>
-          ))}
-        </tbody>
-      </table>
+            )}
+          </tr>
+        ))}
+      </ListTable>
       <p class="hint">Applies to entries stored from now on.</p>
       {editable && <RuleForm {...props} />}
       {props.dryRun && <DryRunResult dryRun={props.dryRun} />}
@@ -164,6 +157,9 @@ function RuleForm(props: ScrubbingProps) {
   );
 }
 
+/** The fields of a dry run's change, one a column: entry, field, before, after. */
+const CHANGE_FIELDS = ["entryId", "path", "before", "after"] as const;
+
 /** What a dry run found. */
 function DryRunResult(props: { dryRun: ScrubDryRun }) {
   const { rule, run } = props.dryRun;
@@ -176,34 +172,20 @@ function DryRunResult(props: { dryRun: ScrubDryRun }) {
         Of the latest {run.read} entries, {run.changed} would change.
       </p>
       {run.changes.length > 0 && (
-        <table>
-          <thead>
+        <ListTable
+          class="scrub-changes"
+          columns={["Entry", "Field", "Before", "After"]}
+        >
+          {run.changes.map((change) => (
             <tr>
-              <th>Entry</th>
-              <th>Field</th>
-              <th>Before</th>
-              <th>After</th>
+              {CHANGE_FIELDS.map((field) => (
+                <td>
+                  <code>{change[field]}</code>
+                </td>
+              ))}
             </tr>
-          </thead>
-          <tbody>
-            {run.changes.map((change) => (
-              <tr>
-                <td>
-                  <code>{change.entryId}</code>
-                </td>
-                <td>
-                  <code>{change.path}</code>
-                </td>
-                <td>
-                  <code>{change.before}</code>
-                </td>
-                <td>
-                  <code>{change.after}</code>
-                </td>
-              </tr>
-            ))}
-          </tbody>
-        </table>
+          ))}
+        </ListTable>
       )}
     </section>
   );

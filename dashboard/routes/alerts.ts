@@ -25,11 +25,10 @@ import {
   type DashApp,
   type DashboardDeps,
   type DashContext,
-  doneNotice,
   formField,
   keepFlash,
+  projectPageAfterForm,
   renderPage,
-  sessionFlash,
   withProject,
 } from "./common.ts";
 
@@ -174,10 +173,10 @@ export function alertsRoutes(
   const path = "/projects/:id/alerts";
   app.get(
     path,
-    withProject(deps, async (c, project) => {
-      const flash = await sessionFlash(c, deps, "alert", project.id);
-      return await showAlerts(c, deps, project, {
-        ...doneNotice(c, DONE),
+    projectPageAfterForm(deps, "alert", DONE, (c, project, after) => {
+      const { notice, flash } = after;
+      return showAlerts(c, deps, project, {
+        ...notice,
         ...(flash
           ? { created: { ruleId: flash.ruleId, secret: flash.secret } }
           : {}),

@@ -231,6 +231,30 @@ export function withProject(
   };
 }
 
+/**
+ * The GET handler of a project's page that a form redirects to: `show` gets
+ * the notice of its `done=` code (from `done`, as {@linkcode doneNotice}
+ * gives it) and the session's flash of `kind` for the project, taken once.
+ */
+export function projectPageAfterForm<K extends Flash["kind"]>(
+  deps: DashboardDeps,
+  kind: K,
+  done: Record<string, string>,
+  show: (
+    c: DashContext,
+    project: Project,
+    after: {
+      notice: ReturnType<typeof doneNotice>;
+      flash: Flash & { kind: K } | null;
+    },
+  ) => Promise<Response>,
+): (c: DashContext) => Promise<Response> {
+  return withProject(deps, async (c, project) => {
+    const flash = await sessionFlash(c, deps, kind, project.id);
+    return await show(c, project, { notice: doneNotice(c, done), flash });
+  });
+}
+
 /** The 404 page of a project id that names no project. */
 export async function projectNotFound(
   c: DashContext,

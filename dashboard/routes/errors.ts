@@ -14,7 +14,7 @@ import {
   readGroupDetail,
   readGroupUsers,
 } from "../../db/error_group_detail.ts";
-import { GroupCursorError } from "../../db/error_groups.ts";
+import { GroupCursorError } from "../../db/error_group_reads.ts";
 import {
   listTriagedGroups,
   readTriage,

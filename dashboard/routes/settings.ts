@@ -45,14 +45,12 @@ import {
   type DashApp,
   type DashboardDeps,
   type DashContext,
-  doneNotice,
   formField,
   idParam,
   keepFlash,
   projectNotFound,
+  projectPageAfterForm,
   renderPage,
-  sessionFlash,
-  withProject,
 } from "./common.ts";
 
 const DONE: Record<string, string> = {
@@ -463,13 +461,16 @@ export function settingsRoutes(app: DashApp, deps: DashboardDeps): void {
   const path = "/projects/:id/settings";
   app.get(
     path,
-    withProject(deps, async (c, project) => {
-      const flash = await sessionFlash(c, deps, "rotated", project.id);
-      return await showSettings(c, deps, project, {
-        ...doneNotice(c, DONE),
-        ...(flash ? { newSecret: flash.secret } : {}),
-      });
-    }),
+    projectPageAfterForm(
+      deps,
+      "rotated",
+      DONE,
+      (c, project, after) =>
+        showSettings(c, deps, project, {
+          ...after.notice,
+          ...(after.flash ? { newSecret: after.flash.secret } : {}),
+        }),
+    ),
   );
   for (const [action, change] of Object.entries(CHANGES)) {
     app.post(`${path}/${action}`, changeHandler(deps, action, change));

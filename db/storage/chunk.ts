@@ -25,7 +25,7 @@
  * @module
  */
 import { deflateRawSync, inflateRawSync } from "node:zlib";
-import { concatBytes, joinBytes, splitBytes } from "../blob.ts";
+import { concatBytes, joinSlices, splitBytes } from "../blob.ts";
 import { logChunkSliceKey } from "../keys.ts";
 import { decodeRecordLine, lineId } from "./lines.ts";
 import { type Bloom, BloomMembers } from "./bloom.ts";
@@ -428,14 +428,11 @@ export async function readChunkText(
   blocks?: number[],
 ): Promise<string> {
   const bytes = checkFormat(value, `chunk "${lastId}"`);
-  const slices = bytes[1]!;
-  const body = slices <= 1 ? bytes.subarray(2) : await joinBytes(
+  const body = await joinSlices(
     kv,
     bytes.subarray(2),
-    Array.from(
-      { length: slices - 1 },
-      (_, i) => logChunkSliceKey(projectId, lastId, i + 1),
-    ),
+    bytes[1]!,
+    (n) => logChunkSliceKey(projectId, lastId, n),
   );
   const view = new DataView(body.buffer, body.byteOffset, body.length);
   const count = body[0]!;

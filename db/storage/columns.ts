@@ -18,7 +18,7 @@
  * @module
  */
 import { deflateRawSync, inflateRawSync } from "node:zlib";
-import { concatBytes, joinBytes, splitBytes } from "../blob.ts";
+import { concatBytes, joinSlices, splitBytes } from "../blob.ts";
 import { logColumnSliceKey } from "../keys.ts";
 import type { LogRecord } from "../../domain/entry.ts";
 import { idTime } from "../../domain/ids.ts";
@@ -245,14 +245,11 @@ export async function readColumns(
   if (!(value instanceof Uint8Array) || value[0] !== FORMAT) {
     throw new Error(`Cannot read the columns of "${lastId}": unknown format`);
   }
-  const slices = value[1]!;
-  const body = slices <= 1 ? value.subarray(2) : await joinBytes(
+  const body = await joinSlices(
     kv,
     value.subarray(2),
-    Array.from(
-      { length: slices - 1 },
-      (_, i) => logColumnSliceKey(projectId, lastId, i + 1),
-    ),
+    value[1]!,
+    (n) => logColumnSliceKey(projectId, lastId, n),
   );
   return decodeColumnsBody(inflateRawSync(body), wanted);
 }

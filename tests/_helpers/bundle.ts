@@ -42,16 +42,7 @@ export interface Bundle {
  * ```
  */
 export async function buildBundle(): Promise<Bundle> {
-  const dir = await Deno.makeTempDir();
-  try {
-    await Deno.mkdir(`${dir}/src`);
-    for (const [name, text] of Object.entries(APP_SOURCES)) {
-      await Deno.writeTextFile(`${dir}/${name}`, text);
-    }
-    return await bundleMinified(dir, "src/main.js");
-  } finally {
-    await Deno.remove(dir, { recursive: true });
-  }
+  return await bundleMinified(APP_SOURCES, "src/main.js");
 }
 
 /**

@@ -6,11 +6,27 @@
  *
  * @module
  */
-import { textDecoder, withTimeout } from "./harness.ts";
+import { createProject, type Project } from "../../db/projects.ts";
+import { ORIGIN, textDecoder, withTimeout } from "./harness.ts";
 
 const ROOT = new URL("../..", import.meta.url).pathname;
 /** How long a server process may take to start or stop. */
 export const PROCESS_TIMEOUT_MS = 30_000;
+
+/**
+ * A database in a new temporary folder, for servers started on its path,
+ * with a project named `name` that allows {@linkcode ORIGIN}; the caller
+ * removes `dir`.
+ */
+export async function tempDatabase(
+  name: string,
+): Promise<{ dir: string; kvPath: string; kv: Deno.Kv; project: Project }> {
+  const dir = await Deno.makeTempDir();
+  const kvPath = `${dir}/kv.sqlite`;
+  const kv = await Deno.openKv(kvPath);
+  const project = await createProject(kv, { name, allow: [ORIGIN] });
+  return { dir, kvPath, kv, project };
+}
 
 /** A server started by {@linkcode spawnServer}. */
 export interface SpawnedServer<K extends string = string> {

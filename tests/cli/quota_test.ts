@@ -15,14 +15,8 @@ import {
   jsonLines,
   kvTest,
 } from "../_helpers/cli.ts";
-import {
-  harnessTest,
-  ORIGIN,
-  postEntries,
-  postQueued,
-  randomEntry,
-} from "../_helpers/harness.ts";
-import { setQuota } from "../../db/quota.ts";
+import { harnessTest, postQueued, randomEntry } from "../_helpers/harness.ts";
+import { projectUnderQuota } from "../_helpers/quota.ts";
 
 kvTest(
   "project quota sets, shows and removes a project's bounds, each in the audit log",
@@ -117,9 +111,7 @@ kvTest("project spike turns sampling on and off", async (kv) => {
 harnessTest(
   "usage shows a day's entries accepted, stored, dropped by reason, bytes and the quota used",
   async (h) => {
-    const project = await h.project();
-    await setQuota(h.kv, project.id, { perDay: 4 });
-    await postEntries(h, project.id, { origin: ORIGIN, count: 6 });
+    const project = await projectUnderQuota(h, { perDay: 4 }, 6);
     await postQueued(h, randomEntry({ projectId: project.id }), {
       Origin: "https://evil.example.com",
     });

@@ -35,6 +35,20 @@ async function openTails(
   return open;
 }
 
+/** Asks for one more live tail as `browser`: refused with 429 and `reason`. */
+async function assertTailRefused(
+  browser: Browser,
+  tail: string,
+  reason: string | RegExp,
+): Promise<void> {
+  const res = await browser.get(tail);
+  assert.equal(res.status, 429);
+  assert.equal(res.headers.get("retry-after"), "60");
+  const text = await res.text();
+  if (typeof reason === "string") assert.equal(text, reason);
+  else assert.match(text, reason);
+}
+
 Deno.test("a session holds at most its share of live tails and the dashboard its total; past either, 429 says which", async () => {
   await withDashboard(async (h) => {
     const project = await h.project();
@@ -43,18 +57,15 @@ Deno.test("a session holds at most its share of live tails and the dashboard its
     const b = await signIn(h.dash);
     const open: Response[] = [];
     open.push(...await openTails(a, tail, 4));
-    const fifth = await a.get(tail);
-    assert.equal(fifth.status, 429);
-    assert.equal(fifth.headers.get("retry-after"), "60");
-    assert.equal(
-      await fifth.text(),
+    await assertTailRefused(
+      a,
+      tail,
       "Cannot open more than 4 live tails at once in one session: pause the live tail in another tab",
     );
     open.push(...await openTails(b, tail, 2));
-    const over = await b.get(tail);
-    assert.equal(over.status, 429);
-    assert.match(
-      await over.text(),
+    await assertTailRefused(
+      b,
+      tail,
       /more than 6 live tails at once on this dashboard/,
     );
     // A stream the browser closes gives its place back.
@@ -84,11 +95,9 @@ dashboardTest(
     const open: Response[] = [];
     open.push(...await openTails(a, tail, 4));
     open.push(...await openTails(b, tail, 2));
-    const over = await b.get(tail);
-    assert.equal(over.status, 429);
-    assert.equal(over.headers.get("retry-after"), "60");
-    assert.equal(
-      await over.text(),
+    await assertTailRefused(
+      b,
+      tail,
       "Cannot open more than 6 live tails at once for one account: pause the live tail in another tab or browser",
     );
     // A third session of the same account gets none either.

@@ -4,7 +4,7 @@
  * @module
  */
 import assert from "node:assert/strict";
-import { getProject } from "../../db/projects.ts";
+import { getProject, type Project } from "../../db/projects.ts";
 import { setQuota } from "../../db/quota.ts";
 import { addRetentionRule } from "../../db/retention_rules.ts";
 import { signedInTest, textOf } from "../_helpers/dashboard.ts";
@@ -20,37 +20,41 @@ signedInTest(
     const page = textOf(await (await browser.get(path)).text());
     assert.match(page, /Quota and spikes/);
     assert.match(page, /level<=info kept 3 days/);
-    const saved = await browser.post(`${path}/quota`, {
-      per_day: "1000",
-      per_minute: "",
-    });
-    assert.equal(saved.status, 303);
-    assert.deepEqual((await getProject(h.kv, project.id))!.quota, {
-      perDay: 1000,
-    });
-    const bad = await browser.post(`${path}/quota`, {
-      per_day: "0",
-      per_minute: "",
-    });
-    assert.equal(bad.status, 400);
-    assert.match(
-      textOf(await bad.text()),
-      /Cannot set the per-day quota to "0"/,
-    );
-    const spike = await browser.post(`${path}/spike`, {
-      multiple: "5",
-      keep: "10",
-    });
-    assert.equal(spike.status, 303);
-    assert.deepEqual((await getProject(h.kv, project.id))!.spike, {
-      multiple: 5,
-      keep: 10,
-    });
-    const badSpike = await browser.post(`${path}/spike`, {
-      multiple: "5",
-      keep: "one",
-    });
-    assert.equal(badSpike.status, 400);
+    // Each form posted in turn: saved (303, the project shows it) or
+    // refused (400, the reason shown).
+    const posts: {
+      form: "quota" | "spike";
+      fields: Record<string, string>;
+      saved?: Partial<Project>;
+      refused?: RegExp;
+    }[] = [
+      {
+        form: "quota",
+        fields: { per_day: "1000", per_minute: "" },
+        saved: { quota: { perDay: 1000 } },
+      },
+      {
+        form: "quota",
+        fields: { per_day: "0", per_minute: "" },
+        refused: /Cannot set the per-day quota to "0"/,
+      },
+      {
+        form: "spike",
+        fields: { multiple: "5", keep: "10" },
+        saved: { spike: { multiple: 5, keep: 10 } },
+      },
+      { form: "spike", fields: { multiple: "5", keep: "one" } },
+    ];
+    for (const { form, fields, saved, refused } of posts) {
+      const res = await browser.post(`${path}/${form}`, fields);
+      assert.equal(res.status, saved ? 303 : 400, JSON.stringify(fields));
+      if (refused) assert.match(textOf(await res.text()), refused);
+      if (saved === undefined) continue;
+      const stored = (await getProject(h.kv, project.id))!;
+      for (const [name, value] of Object.entries(saved)) {
+        assert.deepEqual(stored[name as keyof Project], value);
+      }
+    }
     await browser.post(`${path}/quota`, { per_day: "", per_minute: "" });
     await browser.post(`${path}/spike`, { multiple: "", keep: "" });
     const cleared = (await getProject(h.kv, project.id))!;

@@ -8,11 +8,8 @@
  */
 import assert from "node:assert/strict";
 import { RecordedAtomic } from "../../db/atomic.ts";
-import {
-  addErrorGroups,
-  findGroup,
-  prepareErrorGroups,
-} from "../../db/error_groups.ts";
+import { addErrorGroups, prepareErrorGroups } from "../../db/error_groups.ts";
+import { findGroup } from "../../db/error_group_reads.ts";
 import {
   changeTriage,
   GroupNotFoundError,

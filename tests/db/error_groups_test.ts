@@ -10,16 +10,18 @@ import assert from "node:assert/strict";
 import { RecordedAtomic } from "../../db/atomic.ts";
 import {
   addErrorGroups,
-  groupCursor,
-  GroupCursorError,
   groupKeyOf,
-  listGroups,
   MAX_GROUPS,
   MAX_GROUPS_PER_BATCH,
   prepareErrorGroups,
   RECOUNT_MS,
   SPARK_HOURS,
 } from "../../db/error_groups.ts";
+import {
+  groupCursor,
+  GroupCursorError,
+  listGroups,
+} from "../../db/error_group_reads.ts";
 import {
   errorGroupCountKey,
   errorGroupKey,
@@ -296,14 +298,22 @@ kvTest(
   },
 );
 
+/** Groups one error, "Old", of project "p" under a week's retention. */
+async function groupOldError(
+  kv: Deno.Kv,
+): Promise<{ t0: number; retentionMs: number }> {
+  const t0 = Date.UTC(2026, 0, 1);
+  const retentionMs = 7 * DAY;
+  await group(kv, "p", [record(t0, "error", { title: "Old" })], {
+    retentionMs,
+  });
+  return { t0, retentionMs };
+}
+
 kvTest(
   "groups last seen before the retention are deleted when the project's groups are counted again",
   async (kv) => {
-    const t0 = Date.UTC(2026, 0, 1);
-    const retentionMs = 7 * DAY;
-    await group(kv, "p", [record(t0, "error", { title: "Old" })], {
-      retentionMs,
-    });
+    const { t0, retentionMs } = await groupOldError(kv);
     const later = t0 + retentionMs + RECOUNT_MS + 1;
     await group(kv, "p", [record(later, "error", { title: "New" })], {
       retentionMs,
@@ -386,11 +396,7 @@ harnessTest(
 kvTest(
   "listings skip groups last seen before the retention until the recount deletes them",
   async (kv) => {
-    const t0 = Date.UTC(2026, 0, 1);
-    const retentionMs = 7 * DAY;
-    await group(kv, "p", [record(t0, "error", { title: "Old" })], {
-      retentionMs,
-    });
+    const { t0, retentionMs } = await groupOldError(kv);
     const later = t0 + retentionMs + 1;
     assert.equal((await listGroups(kv, "p", later)).length, 1);
     assert.deepEqual(await listGroups(kv, "p", later, { retentionMs }), []);

@@ -6,7 +6,7 @@
  * @module
  */
 import assert from "node:assert/strict";
-import { listGroups } from "../../db/error_groups.ts";
+import { listGroups } from "../../db/error_group_reads.ts";
 import { admitEntries, setQuota, setSpikeProtection } from "../../db/quota.ts";
 import { readUsage } from "../../db/usage.ts";
 import { DAY_MS, toLogRecord } from "../../domain/entry.ts";
@@ -17,6 +17,7 @@ import { createId } from "../../domain/ids.ts";
 import { mergeProject } from "../../db/storage/merge.ts";
 import { metricsHandler, RequestMetrics } from "../../server/metrics.ts";
 import {
+  type Harness,
   harnessTest,
   kvTest,
   ORIGIN,
@@ -25,15 +26,28 @@ import {
   randomEntry,
   stats,
 } from "../_helpers/harness.ts";
+import { projectUnderQuota } from "../_helpers/quota.ts";
 
 const MINUTE_MS = 60_000;
+
+/**
+ * Sends `count` entries from {@linkcode ORIGIN}, processes them and returns
+ * how many entries the project holds.
+ */
+async function sendProcessed(
+  h: Harness,
+  projectId: string,
+  count = 1,
+): Promise<number> {
+  await postEntries(h, projectId, { origin: ORIGIN, count });
+  await h.process();
+  return (await h.logs(projectId)).length;
+}
 
 harnessTest(
   "a per-day quota stores that many entries a day and counts the rest as over_quota",
   async (h) => {
-    const project = await h.project();
-    await setQuota(h.kv, project.id, { perDay: 5 });
-    await postEntries(h, project.id, { origin: ORIGIN, count: 8 });
+    const project = await projectUnderQuota(h, { perDay: 5 }, 8);
     await h.process();
     assert.equal((await h.logs(project.id)).length, 5);
     assert.deepEqual(await stats(h.kv, project.id), {
@@ -48,21 +62,21 @@ harnessTest(
 
     // The next day the quota starts again.
     h.clock.advance(DAY_MS);
-    await postEntries(h, project.id, { origin: ORIGIN });
-    await h.process();
-    assert.equal((await h.logs(project.id)).length, 6);
+    assert.equal(await sendProcessed(h, project.id), 6);
   },
 );
 
 harnessTest(
   "a per-minute quota stores that many entries a minute",
   async (h) => {
-    const project = await h.project();
-    await setQuota(h.kv, project.id, { perMinute: 2, perDay: 100 });
+    const project = await projectUnderQuota(
+      h,
+      { perMinute: 2, perDay: 100 },
+      0,
+    );
     for (const minute of [0, 1]) {
       h.clock.set(Date.UTC(2026, 0, 1) + minute * MINUTE_MS);
-      await postEntries(h, project.id, { origin: ORIGIN, count: 3 });
-      await h.process();
+      await sendProcessed(h, project.id, 3);
     }
     assert.equal((await h.logs(project.id)).length, 4);
     assert.equal((await stats(h.kv, project.id)).rejected.over_quota, 2);
@@ -72,9 +86,7 @@ harnessTest(
 harnessTest(
   "over the quota a new error group's first entry is stored, and its group counts every entry",
   async (h) => {
-    const project = await h.project();
-    await setQuota(h.kv, project.id, { perDay: 1 });
-    await postEntries(h, project.id, { origin: ORIGIN });
+    const project = await projectUnderQuota(h, { perDay: 1 }, 1);
     await h.process();
     const error = () =>
       randomEntry({
@@ -98,12 +110,9 @@ harnessTest(
 harnessTest(
   "--off removes the quota: every entry is stored again",
   async (h) => {
-    const project = await h.project();
-    await setQuota(h.kv, project.id, { perDay: 1 });
+    const project = await projectUnderQuota(h, { perDay: 1 }, 0);
     await setQuota(h.kv, project.id, null);
-    await postEntries(h, project.id, { origin: ORIGIN, count: 3 });
-    await h.process();
-    assert.equal((await h.logs(project.id)).length, 3);
+    assert.equal(await sendProcessed(h, project.id, 3), 3);
   },
 );
 
@@ -166,9 +175,7 @@ harnessTest(
 harnessTest(
   "/metrics gives today's usage by project and the share of its quota used",
   async (h) => {
-    const project = await h.project();
-    await setQuota(h.kv, project.id, { perDay: 4 });
-    await postEntries(h, project.id, { origin: ORIGIN, count: 5 });
+    const project = await projectUnderQuota(h, { perDay: 4 }, 5);
     await h.process();
     const handler = metricsHandler({
       kv: h.kv,
@@ -202,16 +209,14 @@ harnessTest(
   async (h) => {
     const project = await h.project();
     await setQuota(h.kv, project.id, { perDay: 100 });
-    await postEntries(h, project.id, { origin: ORIGIN });
-    await h.process();
+    await sendProcessed(h, project.id);
     const usage = () => readUsage(h.kv, project.id, { now: h.clock.now() });
     await mergeProject(h.kv, project.id, { now: h.clock.now() + 89 * DAY_MS });
     assert.equal((await usage()).length, 1);
     await mergeProject(h.kv, project.id, { now: h.clock.now() + 90 * DAY_MS });
     assert.deepEqual(await usage(), []);
 
-    await postEntries(h, project.id, { origin: ORIGIN });
-    await h.process();
+    await sendProcessed(h, project.id);
     assert.equal((await usage()).length, 1);
     await deleteProject(h.kv, project.id);
     assert.deepEqual(await usage(), []);

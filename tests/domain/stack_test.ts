@@ -21,58 +21,59 @@ function where(stack: unknown) {
   );
 }
 
-Deno.test("stacks of each runtime are read into frames", async (t) => {
-  await t.step("V8 (Chrome, Node, Deno)", () => {
-    assert.deepEqual(
-      where(
+/** Stacks of each runtime, and their frames as `function|file|line|column`. */
+const RUNTIME_STACKS: { runtime: string; stack: unknown; frames: string[] }[] =
+  [
+    {
+      runtime: "V8 (Chrome, Node, Deno)",
+      stack:
         "TypeError: x\n    at c (https://shop.example.com/app.min.js:1:44)\n    at async Promise.all (index 0)\n    at https://shop.example.com/app.min.js:2:10\n    at new Cart (file:///srv/cart.js:7:3)",
-      ),
-      [
+      frames: [
         "c|https://shop.example.com/app.min.js|1|44",
         "Promise.all|index 0||",
         "|https://shop.example.com/app.min.js|2|10",
         "new Cart|file:///srv/cart.js|7|3",
       ],
-    );
-  });
-  await t.step("Firefox and Safari", () => {
-    assert.deepEqual(
-      where(
+    },
+    {
+      runtime: "Firefox and Safari",
+      stack:
         "c@https://shop.example.com/app.min.js:1:44\n@https://shop.example.com/app.min.js:2:10\nparse@[native code]",
-      ),
-      [
+      frames: [
         "c|https://shop.example.com/app.min.js|1|44",
         "|https://shop.example.com/app.min.js|2|10",
         "parse|[native code]||",
       ],
-    );
-  });
-  await t.step("Hermes (React Native)", () => {
-    assert.deepEqual(
-      where(
+    },
+    {
+      runtime: "Hermes (React Native)",
+      stack:
         "Error: x\n    at pay (address at index.android.bundle:1:9042)\n    at apply (native)\n    at anonymous (http://10.0.2.2:8081/index.bundle?platform=ios:12:30)",
-      ),
-      [
+      frames: [
         "pay|index.android.bundle|1|9042",
         "apply|native||",
         "anonymous|http://10.0.2.2:8081/index.bundle?platform=ios|12|30",
       ],
-    );
-  });
-  await t.step("an array of strings, Apple crash lines among them", () => {
-    assert.deepEqual(
-      where([
+    },
+    {
+      runtime: "an array of strings, Apple crash lines among them",
+      stack: [
         "0   CoreFoundation   0x00000001804f1234 __exceptionPreprocess + 164",
         "1   Shop             0x0000000102a4b2c4 -[CartController pay:] + 120",
         "at checkout (cart.js:3:11)",
-      ]),
-      [
+      ],
+      frames: [
         "__exceptionPreprocess|CoreFoundation||",
         "-[CartController pay:]|Shop||",
         "checkout|cart.js|3|11",
       ],
-    );
-  });
+    },
+  ];
+
+Deno.test("stacks of each runtime are read into frames", async (t) => {
+  for (const { runtime, stack, frames } of RUNTIME_STACKS) {
+    await t.step(runtime, () => assert.deepEqual(where(stack), frames));
+  }
 });
 
 Deno.test("a stack is read up to its bound of frames", () => {

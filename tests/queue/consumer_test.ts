@@ -49,6 +49,16 @@ async function processRejected(
   return await recentRejections(h.kv, projectId);
 }
 
+/** Queues an entry of `level` sent from `origin`. */
+async function postLevel(
+  h: Harness,
+  projectId: string,
+  level: string,
+  origin = ORIGIN,
+): Promise<void> {
+  await postQueued(h, randomEntry({ projectId, level }), { Origin: origin });
+}
+
 harnessTest(
   "an entry from a browser whose Origin is allowed is stored with auth origin",
   async (h) => {
@@ -251,13 +261,7 @@ harnessTest(
   "an entry with a custom level the project does not declare is dropped as unknown_level",
   async (h) => {
     const project = await h.project();
-    await postQueued(
-      h,
-      randomEntry({ projectId: project.id, level: "audit" }),
-      {
-        Origin: ORIGIN,
-      },
-    );
+    await postLevel(h, project.id, "audit");
     const recent = await processRejected(h, project.id, { unknown_level: 1 });
     assert.equal(recent[0]!.reason, "unknown_level");
     assert.equal(recent[0]!.level, "audit");
@@ -269,20 +273,8 @@ harnessTest(
   async (h) => {
     const project = await h.project();
     await addLevel(h.kv, project.id, "audit");
-    await postQueued(
-      h,
-      randomEntry({ projectId: project.id, level: "audit" }),
-      {
-        Origin: ORIGIN,
-      },
-    );
-    await postQueued(
-      h,
-      randomEntry({ projectId: project.id, level: "trace" }),
-      {
-        Origin: ORIGIN,
-      },
-    );
+    await postLevel(h, project.id, "audit");
+    await postLevel(h, project.id, "trace");
     await h.process();
     const logs = await h.logs(project.id);
     assert.deepEqual(logs.map((l) => l.level), ["audit"]);
@@ -294,13 +286,7 @@ harnessTest(
   "an unauthorized entry with an undeclared level is dropped for its credentials, not its level",
   async (h) => {
     const project = await h.project();
-    await postQueued(
-      h,
-      randomEntry({ projectId: project.id, level: "audit" }),
-      {
-        Origin: "https://evil.example.net",
-      },
-    );
+    await postLevel(h, project.id, "audit", "https://evil.example.net");
     await h.process();
     await assertCounts(h, project.id, 0, { bad_origin: 1 });
   },

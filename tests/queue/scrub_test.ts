@@ -28,7 +28,7 @@ import { listRejected } from "../../db/rejected.ts";
 import { replayRejected } from "../../queue/replay.ts";
 import { allowValue } from "../../db/projects.ts";
 import { addScrubRule } from "../../db/scrub.ts";
-import { listGroups } from "../../db/error_groups.ts";
+import { listGroups } from "../../db/error_group_reads.ts";
 import { FILTERED } from "../../domain/scrub.ts";
 
 const APP = "com.example.app.ios";

@@ -6,19 +6,16 @@
 import assert from "node:assert/strict";
 import { pendingBatchesPrefix } from "../../db/keys.ts";
 import { listLogs } from "../../db/query/mod.ts";
-import { createProject } from "../../db/projects.ts";
 import { ORIGIN, withTimeout } from "../_helpers/harness.ts";
 import {
   postEntry,
   PROCESS_TIMEOUT_MS,
   startIngestServer,
+  tempDatabase,
 } from "../_helpers/server_process.ts";
 
 Deno.test("entries answered 200 survive a SIGKILL and are stored exactly once after restart", async () => {
-  const dir = await Deno.makeTempDir();
-  const kvPath = `${dir}/kv.sqlite`;
-  const kv = await Deno.openKv(kvPath);
-  const project = await createProject(kv, { name: "crash", allow: [ORIGIN] });
+  const { dir, kvPath, kv, project } = await tempDatabase("crash");
   let server = await startIngestServer(kvPath);
   try {
     const total = 3000;

@@ -6,7 +6,6 @@
  * @module
  */
 import assert from "node:assert/strict";
-import { createProject } from "../../db/projects.ts";
 import { listLogs } from "../../db/query/mod.ts";
 import { setQuota } from "../../db/quota.ts";
 import { readStats } from "../../db/stats.ts";
@@ -16,15 +15,13 @@ import {
   PROCESS_TIMEOUT_MS,
   type SpawnedServer,
   startIngestServer,
+  tempDatabase,
 } from "../_helpers/server_process.ts";
 
 Deno.test("a per-day quota of 1,000 stores exactly 1,000 entries sent to two servers sharing one database", async () => {
-  const dir = await Deno.makeTempDir();
-  const kvPath = `${dir}/kv.sqlite`;
-  const kv = await Deno.openKv(kvPath);
+  const { dir, kvPath, kv, project } = await tempDatabase("quota");
   const servers: SpawnedServer<"ingest">[] = [];
   try {
-    const project = await createProject(kv, { name: "quota", allow: [ORIGIN] });
     await setQuota(kv, project.id, { perDay: 1_000 });
     servers.push(
       await startIngestServer(kvPath),

@@ -10,7 +10,7 @@
  * @module
  */
 import assert from "node:assert/strict";
-import { listGroups } from "../../db/error_groups.ts";
+import { listGroups } from "../../db/error_group_reads.ts";
 import { uploadSourceMap } from "../../db/sourcemaps.ts";
 import { entryTopFrame } from "../../db/symbolicate.ts";
 import * as chromium from "../_helpers/browser.ts";

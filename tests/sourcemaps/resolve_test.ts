@@ -11,7 +11,7 @@
  */
 import assert from "node:assert/strict";
 import { deleteProject } from "../../db/deletion.ts";
-import { listGroups } from "../../db/error_groups.ts";
+import { listGroups } from "../../db/error_group_reads.ts";
 import {
   deleteSourceMaps,
   listSourceMaps,

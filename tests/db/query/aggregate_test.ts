@@ -25,17 +25,21 @@ import {
   storePipeRecords,
 } from "../../_helpers/pipes.ts";
 
+/** The aggregation of `query` (which has a pipe), with `options` given. */
 async function run(
   kv: Deno.Kv,
   projectId: string,
   query: string,
-  clock?: () => number,
+  options: { clock?: () => number; maxGroups?: number; exactUniq?: number } =
+    {},
 ): Promise<Aggregation> {
   const { filter, pipe } = parseSearch(query);
   assert.ok(pipe, `"${query}" has a pipe`);
+  const { clock, ...bounds } = options;
   return await aggregate(kv, projectId, {
     filter,
     pipe,
+    ...bounds,
     ...(clock ? { budget: { clock } } : {}),
   });
 }
@@ -170,19 +174,18 @@ kvTest(
     // Each reading of the clock is 1.5 s later: the 2 s budget is spent
     // after the newest hour's chunk.
     const clock = () => (now += 1500);
-    const answer = await run(kv, projectId, "context.userId:* | count", clock);
+    const answer = await run(kv, projectId, "context.userId:* | count", {
+      clock,
+    });
     assert.ok(answer.searchedTo !== undefined, "partial");
     assert.ok(answer.searchedTo > T0 && answer.searchedTo <= T0 + 4 * HOUR);
     const counted =
       PIPE_RECORDS.filter((r) => r.receivedAt >= answer.searchedTo!).length;
     assert.deepEqual(answer.rows, [{ count: counted }]);
     assert.ok(counted < PIPE_RECORDS.length && counted > 0);
-    const whole = await run(
-      kv,
-      projectId,
-      "context.userId:* | count",
-      () => 0,
-    );
+    const whole = await run(kv, projectId, "context.userId:* | count", {
+      clock: () => 0,
+    });
     assert.equal(whole.searchedTo, undefined);
   },
 );
@@ -191,11 +194,11 @@ kvTest(
   "count by refuses more groups than its bound, with a clear message",
   async (kv) => {
     const projectId = await storePipeRecords(kv);
-    const { filter, pipe } = parseSearch("* | count by data.title");
-    const titles = await aggregate(kv, projectId, { filter, pipe: pipe! });
+    const query = "* | count by data.title";
+    const titles = await run(kv, projectId, query);
     assert.equal(titles.groups, PIPE_RECORDS.length);
     await assert.rejects(
-      aggregate(kv, projectId, { filter, pipe: pipe!, maxGroups: 10 }),
+      run(kv, projectId, query, { maxGroups: 10 }),
       (error) =>
         error instanceof InvalidQueryError &&
         /Cannot count more than 10 groups: narrow the query/.test(
@@ -209,14 +212,10 @@ kvTest(
   "uniq past its exact bound answers an estimate, said so",
   async (kv) => {
     const projectId = await storePipeRecords(kv);
-    const { filter, pipe } = parseSearch("* | uniq data.title");
-    const exact = await aggregate(kv, projectId, { filter, pipe: pipe! });
+    const query = "* | uniq data.title";
+    const exact = await run(kv, projectId, query);
     assert.deepEqual(exact.rows, [{ count: PIPE_RECORDS.length }]);
-    const estimated = await aggregate(kv, projectId, {
-      filter,
-      pipe: pipe!,
-      exactUniq: 10,
-    });
+    const estimated = await run(kv, projectId, query, { exactUniq: 10 });
     assert.equal(estimated.estimate, true);
     assert.equal(estimated.rows[0]!.estimate, true);
     assert.deepEqual(estimated.columns, ["count", "estimate"]);
