@@ -65,15 +65,6 @@ const PROJECT_CHECKS = ATOMIC_MAX_CHECKS - 1;
 /** The lock name of the ring of rejections naming no existing project. */
 const GLOBAL_RING = "";
 
-/**
- * Entries authenticated, or turned into records, between two pauses of the
- * consumer: about 1-2 ms of work, where a group of 200 entries held the
- * thread for its whole judgement and chunk (a request arriving meanwhile
- * waited for all of it).
- */
-export const ENTRIES_PER_STEP = 32;
-const nextTurn = () => new Promise<void>((resolve) => setTimeout(resolve, 0));
-
 /** Times a batch is judged again on fresh project records before it fails. */
 const MAX_REJUDGEMENTS = 5;
 
@@ -146,14 +137,6 @@ export interface ConsumerOptions {
    * space (the disk space guard, docs/design.md#full-disk).
    */
   gate?: WriteGate;
-  /**
-   * Awaited every {@linkcode ENTRIES_PER_STEP} entries authenticated or
-   * turned into records and around each project's chunk (its deflate), so
-   * that arriving requests are not held by a whole group's work. Nothing is
-   * committed before the group's result commit, which checks every record
-   * it judged with. @default one turn of the event loop (`setTimeout` 0)
-   */
-  pause?: () => Promise<void>;
 }
 
 /** What {@linkcode Consumer.process} did. */
@@ -167,7 +150,6 @@ export class Consumer {
   #maxSkewMs: number;
   #now: () => number;
   #gate: WriteGate | undefined;
-  #pause: () => Promise<void>;
   /** Stacks resolved through source maps at write time (docs/errors.md#source-maps). */
   #maps: SourceMapResolver;
   /** Makes a result commit, sent again while refused as locked. */
@@ -183,7 +165,6 @@ export class Consumer {
     this.#maxSkewMs = options.maxSkewMs;
     this.#now = options.now ?? Date.now;
     this.#gate = options.gate;
-    this.#pause = options.pause ?? nextTurn;
     this.#maps = new SourceMapResolver(kv, { now: this.#now });
   }
 
@@ -265,12 +246,13 @@ export class Consumer {
       const entries = progress
         ? read.entries.filter((e) => !progress.done.has(e.projectId))
         : read.entries;
-      const results: AuthResult[] = [];
-      for (const [i, entry] of entries.entries()) {
-        if (i > 0 && i % ENTRIES_PER_STEP === 0) await this.#pause();
-        const project = projects.get(entry.projectId)!.project;
-        results.push(authenticate(entry, project, this.#maxSkewMs));
-      }
+      const results = entries.map((entry) =>
+        authenticate(
+          entry,
+          projects.get(entry.projectId)!.project,
+          this.#maxSkewMs,
+        )
+      );
       const current = await claimSignatures({
         kv: this.#kv,
         entries,
@@ -438,8 +420,7 @@ export class Consumer {
     // Lines cut from the committed JSON (db/storage/lines.ts, lineFromQueued).
     const lines = new Map<LogRecord, string>();
     const tally = new StatsTally();
-    for (const [i, entry] of entries.entries()) {
-      if (i > 0 && i % ENTRIES_PER_STEP === 0) await this.#pause();
+    entries.forEach((entry, i) => {
       const result = results[i]!;
       const project = projects.get(entry.projectId) ?? null;
       if (result.ok && project) {
@@ -467,10 +448,8 @@ export class Consumer {
           ...(entry.appid === undefined ? {} : { appid: entry.appid }),
         }, this.#keep(entry, result, project));
       }
-    }
+    });
     for (const [projectId, records] of accepted) {
-      // Around each project's scrubbing and chunk (its deflate).
-      await this.#pause();
       const project = projects.get(projectId)!;
       // Scrubbed before anything is read from them (docs/privacy.md).
       const scrubbed = scrubRecords(project, records, (r) => lines.get(r));
@@ -488,7 +467,6 @@ export class Consumer {
         now,
       });
     }
-    if (accepted.size > 0) await this.#pause();
     for (const [projectId, reasons] of tally.rejected) {
       let rejected = 0;
       for (const n of reasons.values()) rejected += n;

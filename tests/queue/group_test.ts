@@ -10,14 +10,7 @@ import assert from "node:assert/strict";
 import { logSummariesPrefix, pendingBatchKey } from "../../db/keys.ts";
 import { batchEntries } from "../_helpers/batches.ts";
 import { decodeBatchHeader, type HandedBatch } from "../../queue/batch.ts";
-import {
-  Consumer,
-  ENTRIES_PER_STEP,
-  groupFits,
-  MAX_GROUP_BATCHES,
-} from "../../queue/consumer.ts";
-import { ProjectCache } from "../../auth/projects.ts";
-import { createId } from "../../domain/ids.ts";
+import { groupFits, MAX_GROUP_BATCHES } from "../../queue/consumer.ts";
 import { BatchWorker } from "../../queue/worker.ts";
 import {
   type Harness,
@@ -119,49 +112,6 @@ harnessTest(
     assert.equal((await h.logs(project.id)).length, 4);
     assert.deepEqual(await stats(h.kv, project.id), {
       accepted: 4,
-      rejected: {},
-    });
-  },
-);
-
-harnessTest(
-  "a batch of many entries pauses every few entries and around its chunk, commits nothing meanwhile, and stores each entry once",
-  async (h) => {
-    const project = await h.project();
-    await postEntries(h, project.id, { origin: ORIGIN });
-    const [one] = await handedBatches(h);
-    const sent = one!.entries[0]!;
-    // Handed over as one batch of 200 entries, a full group's worth.
-    const entries = [sent];
-    while (entries.length < 200) {
-      entries.push({ ...sent, id: createId(h.clock.now()) });
-    }
-    const texts = entries.map((e) => JSON.stringify(e));
-    let pauses = 0;
-    let stored = -1;
-    const consumer = new Consumer({
-      kv: h.kv,
-      now: h.clock.now,
-      maxSkewMs: h.config.signatureMaxSkewMs,
-      projects: new ProjectCache(h.kv, { ttlMs: 0, now: h.clock.now }),
-      pause: async () => {
-        pauses++;
-        // Nothing of the group is committed while it pauses.
-        const logs = (await h.logs(project.id)).length;
-        assert.equal(logs, stored === -1 ? 0 : stored);
-        stored = logs;
-      },
-    });
-    assert.equal(
-      await consumer.process(one!.id, { ...one!, entries, texts }),
-      "processed",
-    );
-    const steps = Math.ceil(entries.length / ENTRIES_PER_STEP) - 1;
-    // Authenticating, then making records, then around the project's chunk.
-    assert.equal(pauses, 2 * steps + 2);
-    assert.equal((await h.logs(project.id)).length, 200);
-    assert.deepEqual(await stats(h.kv, project.id), {
-      accepted: 200,
       rejected: {},
     });
   },
