@@ -229,9 +229,11 @@ export class GroupCommitter {
    * Queues `entry`; resolves once it is committed to KV. Throws
    * {@linkcode OverloadedError} at once when the backlog is full, rejects
    * with {@linkcode WritesHeldError} at once while the gate is closed and
-   * with {@linkcode CommitFailedError} when the commit fails.
+   * with {@linkcode CommitFailedError} when the commit fails. `json`, when
+   * given, is `JSON.stringify(entry)` already written (the route cuts it
+   * from the request's body): it is what is stored.
    */
-  submit(entry: QueuedEntry): Promise<void> {
+  submit(entry: QueuedEntry, json?: string): Promise<void> {
     if (this.#waiting.length >= this.#options.maxPending) {
       return Promise.reject(new OverloadedError());
     }
@@ -245,7 +247,7 @@ export class GroupCommitter {
         ),
       );
     }
-    const json = JSON.stringify(entry);
+    json ??= JSON.stringify(entry);
     const maxChars = this.#options.maxPendingChars ?? 16 * 1024 * 1024;
     if (
       this.#waiting.length > 0 && this.#waitingChars + json.length > maxChars
