@@ -30,21 +30,11 @@ export interface Scan {
    * write would change (a repeated name included) (at most {@linkcode MAX_INEXACT}), if any.
    */
   inexact?: Inexact[];
-  /**
-   * Whether each top-level member's value text is what `JSON.stringify`
-   * writes for its parse: no whitespace outside strings, no escape, no
-   * number `JSON.stringify` would spell otherwise (`1.0`, `-0`, `1e2`) and
-   * no name it would move (an array index) inside the members checked for
-   * exactness. Then a member's text can be stored without a parse and a
-   * write. `false` when unsure.
-   */
-  compact?: boolean;
 }
 
 /** Inexact values reported at most, so that an answer stays small. */
 export const MAX_INEXACT = 20;
 
-const SPACE = 32, TAB = 9, LF = 10, CR = 13;
 const QUOTE = 34, BACKSLASH = 92, COMMA = 44, COLON = 58, MINUS = 45;
 const DOT = 46, LOWER_E = 101, UPPER_E = 69, ZERO = 48, NINE = 57, PLUS = 43;
 const OPEN_BRACE = 123,
@@ -101,13 +91,9 @@ export function scanJson(
     namesAt: [],
   };
   const { isArray, indexAt, namesAt } = checked;
-  // An escape anywhere, in a name or a value, may be written otherwise.
-  let compact = !text.includes("\\");
   for (let i = 0; i < text.length; i++) {
     const c = text.charCodeAt(i);
-    if (c === SPACE || c === TAB || c === LF || c === CR) {
-      compact = false;
-    } else if (c === QUOTE) {
+    if (c === QUOTE) {
       // Jump to the closing quote natively: most of a body is string text.
       const start = i;
       i = closingQuote(text, i);
@@ -121,12 +107,7 @@ export function scanJson(
         if (many) many.add(key);
         else if (names.push(key) > FEW_NAMES) many = new Set(names);
         checking = exactIn?.has(key) ?? false;
-      } else if (checking) {
-        checkName(text, start, i, key, checked, depth);
-        // `JSON.stringify` writes array-index names first, in order.
-        const first = text.charCodeAt(start + 1);
-        if (first >= ZERO && first <= NINE) compact = false;
-      }
+      } else if (checking) checkName(text, start, i, key, checked, depth);
     } else if (c === OPEN_BRACE || c === OPEN_BRACKET) {
       depth++;
       if (depth > maxDepth) return { tooDeepIn: key, spans };
@@ -156,9 +137,7 @@ export function scanJson(
       else expectKey = true;
     } else if (c === MINUS || (c >= ZERO && c <= NINE)) {
       const end = numberEnd(text, i);
-      const token = text.slice(i, Math.abs(end));
-      const why = end < 0 ? numberProblem(token) : null;
-      if (compact && String(Number(token)) !== token) compact = false;
+      const why = end < 0 ? numberProblem(text.slice(i, -end)) : null;
       if (why !== null) {
         const path = pathTo(text, key, checked, depth);
         report(checked, path, `"${path}" ${why}: send it as a string`);
@@ -167,7 +146,7 @@ export function scanJson(
     }
   }
   const { inexact } = checked;
-  return inexact ? { spans, inexact, compact } : { spans, compact };
+  return inexact ? { spans, inexact } : { spans };
 }
 
 /**

@@ -229,11 +229,9 @@ export class GroupCommitter {
    * Queues `entry`; resolves once it is committed to KV. Throws
    * {@linkcode OverloadedError} at once when the backlog is full, rejects
    * with {@linkcode WritesHeldError} at once while the gate is closed and
-   * with {@linkcode CommitFailedError} when the commit fails. `json`, when
-   * given, is `JSON.stringify(entry)` already written (the route cuts it
-   * from the request's body): it is what is stored.
+   * with {@linkcode CommitFailedError} when the commit fails.
    */
-  submit(entry: QueuedEntry, json?: string): Promise<void> {
+  submit(entry: QueuedEntry): Promise<void> {
     if (this.#waiting.length >= this.#options.maxPending) {
       return Promise.reject(new OverloadedError());
     }
@@ -247,7 +245,7 @@ export class GroupCommitter {
         ),
       );
     }
-    json ??= JSON.stringify(entry);
+    const json = JSON.stringify(entry);
     const maxChars = this.#options.maxPendingChars ?? 16 * 1024 * 1024;
     if (
       this.#waiting.length > 0 && this.#waitingChars + json.length > maxChars

@@ -116,9 +116,9 @@ function postHandler(
     });
     // Everything the checks build stays in this call: only the entry is
     // kept while the request waits for its commit.
-    const { entry, json } = queuedEntry(bytes, req.headers, receivedAt);
+    const entry = queuedEntry(bytes, req.headers, receivedAt);
     try {
-      await options.producer.submit(entry, json);
+      await options.producer.submit(entry);
     } catch (error) {
       if (error instanceof OverloadedError) throw unavailable(error.message);
       if (error instanceof CommitFailedError) {
@@ -133,15 +133,12 @@ function postHandler(
 /**
  * The entry of a request whose body was read: checks 10-14 of
  * docs/design.md#synchronous-checks, each throwing its {@linkcode HttpError}.
- * With it, its JSON as `JSON.stringify` writes it, cut from the body's own
- * text when that text is already so written (the common case): the
- * producer need not write it again.
  */
 function queuedEntry(
   bytes: Uint8Array,
   headers: Headers,
   receivedAt: number,
-): { entry: QueuedEntry; json?: string } {
+): QueuedEntry {
   let text: string;
   try {
     text = decoder.decode(bytes);
@@ -161,7 +158,7 @@ function queuedEntry(
   }
   const signature = headers.get("signature");
   // The members' own text is kept only for a signature check.
-  const scan = scanJson(text, MAX_DEPTH, true, STORED_AS_SENT);
+  const scan = scanJson(text, MAX_DEPTH, signature !== null, STORED_AS_SENT);
   if (scan.duplicate !== undefined) {
     throw invalidJson(
       `Cannot accept the body: member "${scan.duplicate}" appears more than once`,
@@ -200,37 +197,6 @@ function queuedEntry(
       const span = scan.spans!.get(name);
       if (span) entry.raw[name] = text.slice(span[0], span[1]);
     }
-    return { entry };
   }
-  return scan.compact ? { entry, json: entryJson(entry, text, scan.spans!) } : {
-    entry,
-  };
-}
-
-/**
- * `JSON.stringify(entry)` of an unsigned entry, its sent members cut from
- * `text`, whose members are written as `JSON.stringify` writes them
- * (`Scan.compact`), in the entry's own order.
- */
-function entryJson(
-  entry: QueuedEntry,
-  text: string,
-  spans: Map<string, [number, number]>,
-): string {
-  const sent = (name: string) => {
-    const [start, end] = spans.get(name)!;
-    return text.slice(start, end);
-  };
-  let json = `{"id":"${entry.id}","level":${sent("level")},"data":${
-    sent("data")
-  }`;
-  if (entry.device !== undefined) json += `,"device":${sent("device")}`;
-  if (entry.context !== undefined) json += `,"context":${sent("context")}`;
-  if (entry.appid !== undefined) json += `,"appid":${sent("appid")}`;
-  if (entry.origin !== undefined) {
-    json += `,"origin":${JSON.stringify(entry.origin)}`;
-  }
-  return `${json},"receivedAt":${entry.receivedAt},"projectId":${
-    sent("projectId")
-  }}`;
+  return entry;
 }
