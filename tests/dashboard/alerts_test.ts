@@ -10,6 +10,7 @@ import { listAlertRules } from "../../db/alerts.ts";
 import { createAlertLoop } from "../../alerts/mod.ts";
 import {
   post,
+  projectPage,
   signedInTest,
   store,
   textOf,
@@ -20,8 +21,7 @@ import { startReceiver } from "../_helpers/webhook_receiver.ts";
 signedInTest(
   "adding an alert rule on the dashboard stores it and shows its secret once",
   async (h, browser) => {
-    const project = await h.project();
-    const path = `/projects/${project.id}/alerts`;
+    const { project, path } = await projectPage(h, "alerts");
     const empty = await (await browser.get(path)).text();
     assert.ok(empty.includes('id="no-rules"'));
     const res = await browser.post(`${path}/add`, {
@@ -49,8 +49,7 @@ signedInTest(
 signedInTest(
   "a refused alert rule answers 400 with the reason and the form as sent",
   async (h, browser) => {
-    const project = await h.project();
-    const path = `/projects/${project.id}/alerts`;
+    const { project, path } = await projectPage(h, "alerts");
     const res = await browser.post(`${path}/add`, {
       query: "level:critical",
       webhook: "http://10.0.0.8/hook",
@@ -97,8 +96,9 @@ Deno.test("the alerts page shows a rule's deliveries, and removing the rule dele
   const receiver = startReceiver();
   try {
     await withSignedIn(async (h, browser) => {
-      const project = await h.project(["https://app.example.com"]);
-      const path = `/projects/${project.id}/alerts`;
+      const { project, path } = await projectPage(h, "alerts", [
+        "https://app.example.com",
+      ]);
       const added = await browser.post(`${path}/add`, {
         query: "level:critical",
         webhook: receiver.url,
