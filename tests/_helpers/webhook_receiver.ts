@@ -18,6 +18,27 @@ import { addAlertRule } from "../../alerts/rules.ts";
 import { type Harness, harness, ORIGIN, serve } from "./harness.ts";
 
 /**
+ * An alert loop on the harness's KV and clock that may deliver to private
+ * and loopback targets (the receivers), with `options` over that.
+ *
+ * @example
+ * ```ts
+ * const loop = alertLoopOn(h, { timeoutMs: 500 });
+ * ```
+ */
+export function alertLoopOn(
+  h: Harness,
+  options: Partial<AlertLoopOptions> = {},
+): AlertLoop {
+  return createAlertLoop({
+    kv: h.kv,
+    now: h.clock.now,
+    allowPrivate: true,
+    ...options,
+  });
+}
+
+/**
  * Adds a rule of `projectId` on `level:critical` with no quiet time
  * (`everyMs: 0`), private targets allowed, on the harness's clock.
  *
@@ -113,12 +134,7 @@ export async function withAlertRig(
   const receiver = startReceiver(options.statuses);
   try {
     const project = await h.project([ORIGIN]);
-    const loop = createAlertLoop({
-      kv: h.kv,
-      now: h.clock.now,
-      allowPrivate: true,
-      ...options.loop,
-    });
+    const loop = alertLoopOn(h, options.loop);
     await body({ h, projectId: project.id, receiver, loop });
   } finally {
     await receiver.close();

@@ -15,10 +15,10 @@ import {
   SIGNATURE_HEADER,
   verifyDelivery,
 } from "../../alerts/deliver.ts";
-import { createAlertLoop } from "../../alerts/mod.ts";
 import { GROUP_MS } from "../../alerts/evaluate.ts";
 import { type Harness, ORIGIN, randomEntry } from "../_helpers/harness.ts";
 import {
+  alertLoopOn,
   type AlertRig,
   type Receiver,
   round,
@@ -264,11 +264,7 @@ Deno.test("the rules of a deleted project are deleted by the next tick", async (
 
 Deno.test("two loops on one KV deliver each alert once", async () => {
   await withAlerts([], async ({ h, projectId, receiver, loop, addRule }) => {
-    const other = createAlertLoop({
-      kv: h.kv,
-      now: h.clock.now,
-      allowPrivate: true,
-    });
+    const other = alertLoopOn(h);
     await addRule();
     await send(h, projectId, 3, "critical");
     h.clock.advance(SETTLE_MS);

@@ -11,7 +11,7 @@ import assert from "node:assert/strict";
 import { type DeliveryAttempt, readAlertHistory } from "../../db/alerts.ts";
 import { alertOutboxKey } from "../../db/keys.ts";
 import { GROUP_MS } from "../../alerts/evaluate.ts";
-import { type AlertLoop, createAlertLoop } from "../../alerts/mod.ts";
+import type { AlertLoop } from "../../alerts/mod.ts";
 import {
   BACKOFF_AFTER_TIMEOUTS,
   MAX_IN_FLIGHT_PER_PROJECT,
@@ -26,7 +26,11 @@ import {
   withHarness,
 } from "../_helpers/harness.ts";
 import { within } from "../_helpers/timeout.ts";
-import { addCriticalRule, round } from "../_helpers/webhook_receiver.ts";
+import {
+  addCriticalRule,
+  alertLoopOn,
+  round,
+} from "../_helpers/webhook_receiver.ts";
 
 /** Past the query API's settling time and a delivery's grouping time. */
 const SETTLE_MS = 1000 + GROUP_MS;
@@ -116,10 +120,7 @@ async function withTwoProjects(
     const { fetcher, calls } = fakeFetch(behaviour);
     const attempts: (DeliveryAttempt & { ruleId: string })[] = [];
     const waiters = new Map<string, (a: DeliveryAttempt) => void>();
-    const loop = createAlertLoop({
-      kv: h.kv,
-      now: h.clock.now,
-      allowPrivate: true,
+    const loop = alertLoopOn(h, {
       fetch: fetcher,
       onAttempt: (attempt) => {
         attempts.push(attempt);

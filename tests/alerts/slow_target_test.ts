@@ -11,11 +11,11 @@
 import assert from "node:assert/strict";
 import { type DeliveryAttempt, readAlertHistory } from "../../db/alerts.ts";
 import { GROUP_MS } from "../../alerts/evaluate.ts";
-import { createAlertLoop } from "../../alerts/mod.ts";
 import { ORIGIN, randomEntry, withHarness } from "../_helpers/harness.ts";
 import { within } from "../_helpers/timeout.ts";
 import {
   addCriticalRule,
+  alertLoopOn,
   startReceiver,
 } from "../_helpers/webhook_receiver.ts";
 
@@ -65,10 +65,7 @@ Deno.test("project B's alert is delivered while 50 rules of project A wait on a 
       const deliveredB = new Promise<DeliveryAttempt>((resolve) => {
         delivered = resolve;
       });
-      const loop = createAlertLoop({
-        kv: h.kv,
-        now: h.clock.now,
-        allowPrivate: true,
+      const loop = alertLoopOn(h, {
         timeoutMs: A_TIMEOUT_MS,
         onAttempt: (attempt) => {
           if (attempt.ruleId === ruleB.id) delivered(attempt);

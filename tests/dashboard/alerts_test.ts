@@ -7,7 +7,6 @@
  */
 import assert from "node:assert/strict";
 import { listAlertRules } from "../../db/alerts.ts";
-import { createAlertLoop } from "../../alerts/mod.ts";
 import {
   post,
   projectPage,
@@ -16,7 +15,7 @@ import {
   textOf,
   withSignedIn,
 } from "../_helpers/dashboard.ts";
-import { startReceiver } from "../_helpers/webhook_receiver.ts";
+import { alertLoopOn, startReceiver } from "../_helpers/webhook_receiver.ts";
 
 signedInTest(
   "adding an alert rule on the dashboard stores it and shows its secret once",
@@ -109,11 +108,7 @@ Deno.test("the alerts page shows a rule's deliveries, and removing the rule dele
       assert.equal(added.status, 303);
       await store(h, project.id, [{ level: "critical" }]);
       h.clock.advance(3000);
-      const loop = createAlertLoop({
-        kv: h.kv,
-        now: h.clock.now,
-        allowPrivate: true,
-      });
+      const loop = alertLoopOn(h);
       await loop.tick();
       await loop.settled();
       assert.equal(receiver.received.length, 1);
