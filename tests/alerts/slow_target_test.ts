@@ -11,11 +11,12 @@
 import assert from "node:assert/strict";
 import { type DeliveryAttempt, readAlertHistory } from "../../db/alerts.ts";
 import { GROUP_MS } from "../../alerts/evaluate.ts";
-import { ORIGIN, randomEntry, withHarness } from "../_helpers/harness.ts";
+import { ORIGIN, withHarness } from "../_helpers/harness.ts";
 import { within } from "../_helpers/timeout.ts";
 import {
   addCriticalRule,
   alertLoopOn,
+  sendEntries,
   startReceiver,
 } from "../_helpers/webhook_receiver.ts";
 
@@ -73,14 +74,7 @@ Deno.test("project B's alert is delivered while 50 rules of project A wait on a 
         },
       });
       try {
-        for (const projectId of [a.id, b.id]) {
-          const res = await h.post(
-            randomEntry({ projectId, level: "critical" }),
-            { Origin: ORIGIN },
-          );
-          await res.body?.cancel();
-        }
-        await h.process();
+        await sendEntries(h, [a.id, b.id], "critical");
         h.clock.advance(1000 + GROUP_MS);
         const tick = await loop.tick();
         assert.equal(tick.queued.length, 51);
