@@ -17,7 +17,11 @@ import {
   sentSignedText,
 } from "../db/rejected.ts";
 import { replayRejected, type ReplayResult } from "../queue/replay.ts";
-import { REJECT_REASONS, type RejectReason } from "../domain/entry.ts";
+import {
+  REJECT_REASONS,
+  type RejectReason,
+  senderJson,
+} from "../domain/entry.ts";
 import {
   booleanFlag,
   type CommandContext,
@@ -90,8 +94,7 @@ function keptJson(kept: KeptEntry): Record<string, unknown> {
     reason: kept.reason,
     projectId: kept.projectId,
     level: kept.level,
-    ...(kept.origin === undefined ? {} : { origin: kept.origin }),
-    ...(kept.appid === undefined ? {} : { appid: kept.appid }),
+    ...senderJson(kept),
     ...(e === undefined ? {} : { body: sentBody(kept) }),
     ...(e?.signature === undefined ? {} : { signature: e.signature }),
     ...(e?.timestamp === undefined ? {} : { timestamp: e.timestamp }),

@@ -31,6 +31,7 @@ import {
 } from "./command.ts";
 import { printResult } from "./output.ts";
 import { formatLevel, formatTable, formatTime, inert } from "./format.ts";
+import { senderJson } from "../domain/entry.ts";
 
 const USAGE = `Show a project's counters and its recent rejections.
 
@@ -68,8 +69,7 @@ function rejectionJson(r: Rejection): Record<string, unknown> {
     at: new Date(r.at).toISOString(),
     reason: r.reason,
     level: r.level,
-    ...(r.origin === undefined ? {} : { origin: r.origin }),
-    ...(r.appid === undefined ? {} : { appid: r.appid }),
+    ...senderJson(r),
   };
 }
 

@@ -154,6 +154,24 @@ export function toLogRecord(entry: QueuedEntry, auth: AuthMethod): LogRecord {
 }
 
 /**
+ * The sender's `origin` and `appid` of an entry or a rejection, each only
+ * when it has one, for the JSON the operator's views show.
+ *
+ * @example
+ * ```ts
+ * senderJson({ origin: "https://shop.example.com" }); // { origin: "https://shop.example.com" }
+ * ```
+ */
+export function senderJson(
+  sender: { origin?: string; appid?: string },
+): { origin?: string; appid?: string } {
+  return {
+    ...(sender.origin === undefined ? {} : { origin: sender.origin }),
+    ...(sender.appid === undefined ? {} : { appid: sender.appid }),
+  };
+}
+
+/**
  * A stored entry as the operator's views show it (the commands' `--json`,
  * the dashboard's JSON view): receipt time in ISO 8601, the credential next,
  * then the sender's members.
@@ -169,8 +187,7 @@ export function recordJson(record: LogRecord): Record<string, unknown> {
     receivedAt: new Date(record.receivedAt).toISOString(),
     level: record.level,
     auth: record.auth,
-    ...(record.origin === undefined ? {} : { origin: record.origin }),
-    ...(record.appid === undefined ? {} : { appid: record.appid }),
+    ...senderJson(record),
     data: record.data,
     context: record.context,
     device: record.device,

@@ -18,6 +18,7 @@ import {
   ListTable,
   type PageContext,
   ProjectLayout,
+  SeenCells,
   TimeAgo,
 } from "./layout.tsx";
 import { orderedStack, ResolvedStackView, StackView } from "./stack.tsx";
@@ -205,12 +206,7 @@ function Releases(props: { detail: GroupDetail; now: number }) {
         <tr key={row.value ?? ""}>
           <td>{row.value ?? <span class="hint">(none)</span>}</td>
           <td class="num">{row.count.toLocaleString("en-US")}</td>
-          <td>
-            <TimeAgo at={row.firstSeen} now={props.now} />
-          </td>
-          <td>
-            <TimeAgo at={row.lastSeen} now={props.now} />
-          </td>
+          <SeenCells seen={row} now={props.now} />
         </tr>
       ))}
     </ListTable>

@@ -24,7 +24,7 @@ import {
   ListTable,
   type PageContext,
   ProjectLayout,
-  TimeAgo,
+  SeenCells,
 } from "./layout.tsx";
 
 /** Data of the errors page. */
@@ -167,12 +167,7 @@ function GroupRow(
       <td>
         <Sparkline hourly={group.hourly} now={now} />
       </td>
-      <td>
-        <TimeAgo at={group.firstSeen} now={now} />
-      </td>
-      <td>
-        <TimeAgo at={group.lastSeen} now={now} />
-      </td>
+      <SeenCells seen={group} now={now} />
     </tr>
   );
 }

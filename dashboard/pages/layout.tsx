@@ -241,6 +241,22 @@ export function TimeAgo(props: { at: number; now: number }) {
   );
 }
 
+/** Two table cells: when `seen` was first and last seen, as {@link TimeAgo}. */
+export function SeenCells(
+  props: { seen: { firstSeen: number; lastSeen: number }; now: number },
+) {
+  return (
+    <>
+      <td>
+        <TimeAgo at={props.seen.firstSeen} now={props.now} />
+      </td>
+      <td>
+        <TimeAgo at={props.seen.lastSeen} now={props.now} />
+      </td>
+    </>
+  );
+}
+
 /** A button that copies the text of element `target` (an id). */
 export function CopyButton(props: { target: string; label?: string }) {
   return (

@@ -10,7 +10,7 @@ import {
   ListTable,
   type PageContext,
   ProjectLayout,
-  TimeAgo,
+  SeenCells,
 } from "./layout.tsx";
 
 /** Data of the releases page. */
@@ -55,12 +55,7 @@ export function ReleasesPage(props: { ctx: PageContext; data: ReleasesData }) {
                 <td>
                   <code>{r.name}</code>
                 </td>
-                <td>
-                  <TimeAgo at={r.firstSeen} now={data.now} />
-                </td>
-                <td>
-                  <TimeAgo at={r.lastSeen} now={data.now} />
-                </td>
+                <SeenCells seen={r} now={data.now} />
                 <td class="num">{r.entries.toLocaleString("en-US")}</td>
                 <td class="num">{r.errors.toLocaleString("en-US")}</td>
                 <td class="num">{r.newGroups.toLocaleString("en-US")}</td>

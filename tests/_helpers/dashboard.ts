@@ -9,6 +9,7 @@
 import assert from "node:assert/strict";
 import { fixtureTest } from "./fixture.ts";
 import type { LogRecord } from "../../domain/entry.ts";
+import type { Project } from "../../db/projects.ts";
 import { createDashboard, type DashboardOptions } from "../../dashboard/app.ts";
 import type { DashApp } from "../../dashboard/routes/common.ts";
 import {
@@ -234,6 +235,19 @@ export async function store(
   }
   await h.process();
   return await h.logs(projectId);
+}
+
+/**
+ * A new project of the harness (allowing `allow`, or the harness's default
+ * origins) and the dashboard path of its `page`: `settings`, `alerts`.
+ */
+export async function projectPage(
+  h: Harness,
+  page: string,
+  allow?: string[],
+): Promise<{ project: Project; path: string }> {
+  const project = await h.project(allow);
+  return { project, path: `/projects/${project.id}/${page}` };
 }
 
 /** Ids of the rows of a page or fragment, top to bottom. */

@@ -6,6 +6,8 @@
  * @module
  */
 import type { LogRecord } from "../../domain/entry.ts";
+import { fixtureTest } from "./fixture.ts";
+import { withKv } from "./harness.ts";
 import { HOUR, queryProject, recordAt, storeBatch, T0 } from "./query.ts";
 
 const SERVICES = ["api", "web", "worker", undefined] as const;
@@ -37,6 +39,16 @@ export async function storePipeRecords(kv: Deno.Kv): Promise<string> {
   for (let h = 0; h < 4; h++) await storeBatch(kv, projectId, hourRecords(h));
   return projectId;
 }
+
+/** Runs `fn` on an in-memory KV holding the fixture, given its project's id. */
+export async function withPipeRecords(
+  fn: (kv: Deno.Kv, projectId: string) => Promise<void>,
+): Promise<void> {
+  await withKv(async (kv) => await fn(kv, await storePipeRecords(kv)));
+}
+
+/** A test run inside {@linkcode withPipeRecords}. */
+export const pipeRecordsTest = fixtureTest(withPipeRecords);
 
 /** Counts of `key` over the records `keep` admits, largest first, ties by key. */
 export function countsBy<K extends string | number | null>(

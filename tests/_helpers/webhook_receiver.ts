@@ -15,7 +15,62 @@ import {
 } from "../../alerts/mod.ts";
 import type { AttemptOutcome, Delivery } from "../../db/alerts.ts";
 import { addAlertRule } from "../../alerts/rules.ts";
-import { type Harness, harness, ORIGIN, serve } from "./harness.ts";
+import assert from "node:assert/strict";
+import {
+  type Harness,
+  harness,
+  ORIGIN,
+  randomEntry,
+  serve,
+} from "./harness.ts";
+
+/**
+ * Posts `n` entries of `level` to each of `projectIds` from the allowed
+ * origin, checks that each is accepted, and stores them.
+ *
+ * @example
+ * ```ts
+ * await sendEntries(h, [project.id], "critical", 3);
+ * ```
+ */
+export async function sendEntries(
+  h: Harness,
+  projectIds: string[],
+  level: string,
+  n = 1,
+): Promise<void> {
+  for (const projectId of projectIds) {
+    for (let i = 0; i < n; i++) {
+      const res = await h.post(randomEntry({ projectId, level }), {
+        Origin: ORIGIN,
+      });
+      assert.equal(res.status, 200);
+      await res.body?.cancel();
+    }
+  }
+  await h.process();
+}
+
+/**
+ * An alert loop on the harness's KV and clock that may deliver to private
+ * and loopback targets (the receivers), with `options` over that.
+ *
+ * @example
+ * ```ts
+ * const loop = alertLoopOn(h, { timeoutMs: 500 });
+ * ```
+ */
+export function alertLoopOn(
+  h: Harness,
+  options: Partial<AlertLoopOptions> = {},
+): AlertLoop {
+  return createAlertLoop({
+    kv: h.kv,
+    now: h.clock.now,
+    allowPrivate: true,
+    ...options,
+  });
+}
 
 /**
  * Adds a rule of `projectId` on `level:critical` with no quiet time
@@ -113,12 +168,7 @@ export async function withAlertRig(
   const receiver = startReceiver(options.statuses);
   try {
     const project = await h.project([ORIGIN]);
-    const loop = createAlertLoop({
-      kv: h.kv,
-      now: h.clock.now,
-      allowPrivate: true,
-      ...options.loop,
-    });
+    const loop = alertLoopOn(h, options.loop);
     await body({ h, projectId: project.id, receiver, loop });
   } finally {
     await receiver.close();

@@ -15,13 +15,13 @@ import {
   SIGNATURE_HEADER,
   verifyDelivery,
 } from "../../alerts/deliver.ts";
-import { createAlertLoop } from "../../alerts/mod.ts";
 import { GROUP_MS } from "../../alerts/evaluate.ts";
-import { type Harness, ORIGIN, randomEntry } from "../_helpers/harness.ts";
 import {
+  alertLoopOn,
   type AlertRig,
   type Receiver,
   round,
+  sendEntries,
   withAlertRig,
 } from "../_helpers/webhook_receiver.ts";
 
@@ -60,24 +60,12 @@ async function withAlerts(
         ...changes,
       }, { allowPrivate: true, now: h.clock.now });
     const sendAndTick: Setup["sendAndTick"] = async (n, level) => {
-      await send(h, projectId, n, level);
+      await sendEntries(h, [projectId], level, n);
       h.clock.advance(SETTLE_MS);
       return await round(loop);
     };
     await body({ ...rig, addRule, sendAndTick });
   });
-}
-
-/** Posts `n` entries of `level` from the allowed origin and stores them. */
-async function send(h: Harness, projectId: string, n: number, level: string) {
-  for (let i = 0; i < n; i++) {
-    const res = await h.post(randomEntry({ projectId, level }), {
-      Origin: ORIGIN,
-    });
-    assert.equal(res.status, 200);
-    await res.body?.cancel();
-  }
-  await h.process();
 }
 
 function bodies(receiver: Receiver): Record<string, unknown>[] {
@@ -89,7 +77,7 @@ Deno.test("a critical entry produces one signed delivery with the entry in it", 
     [],
     async ({ h, projectId, receiver, loop, addRule, sendAndTick }) => {
       const rule = await addRule();
-      await send(h, projectId, 1, "info");
+      await sendEntries(h, [projectId], "info");
       const { queued, attempts } = await sendAndTick(1, "critical");
       assert.equal(queued.length, 1);
       assert.deepEqual(attempts, ["delivered"]);
@@ -151,7 +139,7 @@ Deno.test("a burst seen over two ticks within the grouping time is one delivery"
     [],
     async ({ h, projectId, receiver, loop, addRule, sendAndTick }) => {
       await addRule();
-      await send(h, projectId, 10, "critical");
+      await sendEntries(h, [projectId], "critical", 10);
       h.clock.advance(1100);
       const first = await round(loop);
       assert.deepEqual(first.queued, [], "the first ten wait for the rest");
@@ -168,7 +156,7 @@ Deno.test("entries arriving within --every are counted in the next delivery", as
       await addRule({ everyMs: 300_000 });
       await sendAndTick(1, "critical");
       for (let i = 0; i < 3; i++) {
-        await send(h, projectId, 4, "critical");
+        await sendEntries(h, [projectId], "critical", 4);
         h.clock.advance(60_000);
         await round(loop);
       }
@@ -264,13 +252,9 @@ Deno.test("the rules of a deleted project are deleted by the next tick", async (
 
 Deno.test("two loops on one KV deliver each alert once", async () => {
   await withAlerts([], async ({ h, projectId, receiver, loop, addRule }) => {
-    const other = createAlertLoop({
-      kv: h.kv,
-      now: h.clock.now,
-      allowPrivate: true,
-    });
+    const other = alertLoopOn(h);
     await addRule();
-    await send(h, projectId, 3, "critical");
+    await sendEntries(h, [projectId], "critical", 3);
     h.clock.advance(SETTLE_MS);
     await Promise.all([round(loop), round(other)]);
     await Promise.all([round(loop), round(other)]);

@@ -11,7 +11,7 @@ import assert from "node:assert/strict";
 import { type DeliveryAttempt, readAlertHistory } from "../../db/alerts.ts";
 import { alertOutboxKey } from "../../db/keys.ts";
 import { GROUP_MS } from "../../alerts/evaluate.ts";
-import { type AlertLoop, createAlertLoop } from "../../alerts/mod.ts";
+import type { AlertLoop } from "../../alerts/mod.ts";
 import {
   BACKOFF_AFTER_TIMEOUTS,
   MAX_IN_FLIGHT_PER_PROJECT,
@@ -19,30 +19,18 @@ import {
   TARGET_BACKOFF_MS,
 } from "../../alerts/dispatch.ts";
 import { RETRY_DELAYS_MS } from "../../alerts/deliver.ts";
-import {
-  type Harness,
-  ORIGIN,
-  randomEntry,
-  withHarness,
-} from "../_helpers/harness.ts";
+import { type Harness, ORIGIN, withHarness } from "../_helpers/harness.ts";
 import { within } from "../_helpers/timeout.ts";
-import { addCriticalRule, round } from "../_helpers/webhook_receiver.ts";
+import {
+  addCriticalRule,
+  alertLoopOn,
+  round,
+  sendEntries,
+} from "../_helpers/webhook_receiver.ts";
 
 /** Past the query API's settling time and a delivery's grouping time. */
 const SETTLE_MS = 1000 + GROUP_MS;
 const B_HOOK = "https://hooks.b.example.com/alert";
-
-/** Posts one critical entry to each project and stores them. */
-async function sendCritical(h: Harness, projectIds: string[]) {
-  for (const projectId of projectIds) {
-    const res = await h.post(randomEntry({ projectId, level: "critical" }), {
-      Origin: ORIGIN,
-    });
-    assert.equal(res.status, 200);
-    await res.body?.cancel();
-  }
-  await h.process();
-}
 
 /**
  * A fetch whose answers the test decides per host: `hang` never answers
@@ -116,10 +104,7 @@ async function withTwoProjects(
     const { fetcher, calls } = fakeFetch(behaviour);
     const attempts: (DeliveryAttempt & { ruleId: string })[] = [];
     const waiters = new Map<string, (a: DeliveryAttempt) => void>();
-    const loop = createAlertLoop({
-      kv: h.kv,
-      now: h.clock.now,
-      allowPrivate: true,
+    const loop = alertLoopOn(h, {
       fetch: fetcher,
       onAttempt: (attempt) => {
         attempts.push(attempt);
@@ -163,7 +148,7 @@ Deno.test("a target that never answers does not delay another project's alert", 
         { rulesOfA: 50, hookOfA },
         (host) => host.endsWith(".a.example.com") ? "hang" : "ok",
         async ({ h, loop, calls, projectA, projectB, ruleB, attemptOf }) => {
-          await sendCritical(h, [projectA, projectB]);
+          await sendEntries(h, [projectA, projectB], "critical");
           h.clock.advance(SETTLE_MS);
           const at = h.clock.now();
           // The tick itself returns though A's attempts never end.
@@ -202,7 +187,7 @@ Deno.test("a target that keeps timing out is backed off, in its rule's history, 
       const slowCalls = () =>
         calls.filter((c) => c === "slow.a.example.com").length;
       const historyOfA = () => readAlertHistory(h.kv, projectA, rulesOfA[0]!);
-      await sendCritical(h, [projectA]);
+      await sendEntries(h, [projectA], "critical");
       h.clock.advance(SETTLE_MS);
       await round(loop);
       for (
@@ -218,7 +203,7 @@ Deno.test("a target that keeps timing out is backed off, in its rule's history, 
       );
       const backedOffAt = h.clock.now();
       // A new alert of A waits, without an attempt; B's goes out.
-      await sendCritical(h, [projectA, projectB]);
+      await sendEntries(h, [projectA, projectB], "critical");
       h.clock.advance(SETTLE_MS);
       const { attempts } = await round(loop);
       assert.deepEqual(attempts.toSorted(), ["backed-off", "delivered"]);

@@ -11,11 +11,12 @@
 import assert from "node:assert/strict";
 import { type DeliveryAttempt, readAlertHistory } from "../../db/alerts.ts";
 import { GROUP_MS } from "../../alerts/evaluate.ts";
-import { createAlertLoop } from "../../alerts/mod.ts";
-import { ORIGIN, randomEntry, withHarness } from "../_helpers/harness.ts";
+import { ORIGIN, withHarness } from "../_helpers/harness.ts";
 import { within } from "../_helpers/timeout.ts";
 import {
   addCriticalRule,
+  alertLoopOn,
+  sendEntries,
   startReceiver,
 } from "../_helpers/webhook_receiver.ts";
 
@@ -65,10 +66,7 @@ Deno.test("project B's alert is delivered while 50 rules of project A wait on a 
       const deliveredB = new Promise<DeliveryAttempt>((resolve) => {
         delivered = resolve;
       });
-      const loop = createAlertLoop({
-        kv: h.kv,
-        now: h.clock.now,
-        allowPrivate: true,
+      const loop = alertLoopOn(h, {
         timeoutMs: A_TIMEOUT_MS,
         onAttempt: (attempt) => {
           if (attempt.ruleId === ruleB.id) delivered(attempt);
@@ -76,14 +74,7 @@ Deno.test("project B's alert is delivered while 50 rules of project A wait on a 
         },
       });
       try {
-        for (const projectId of [a.id, b.id]) {
-          const res = await h.post(
-            randomEntry({ projectId, level: "critical" }),
-            { Origin: ORIGIN },
-          );
-          await res.body?.cancel();
-        }
-        await h.process();
+        await sendEntries(h, [a.id, b.id], "critical");
         h.clock.advance(1000 + GROUP_MS);
         const tick = await loop.tick();
         assert.equal(tick.queued.length, 51);

@@ -15,8 +15,7 @@ import {
   type Resolver,
   WebhookTargetError,
 } from "../../alerts/targets.ts";
-import { createAlertLoop } from "../../alerts/mod.ts";
-import { round } from "../_helpers/webhook_receiver.ts";
+import { alertLoopOn, round } from "../_helpers/webhook_receiver.ts";
 import { harnessTest, randomEntry, withHarness } from "../_helpers/harness.ts";
 import { stepEachGives } from "../_helpers/table.ts";
 
@@ -221,9 +220,7 @@ Deno.test("a host name resolving to a private address is refused at delivery", a
             webhook: "https://hooks.example.com/x",
           }, { allowPrivate: false, now: h.clock.now });
           let fetched = 0;
-          const loop = createAlertLoop({
-            kv: h.kv,
-            now: h.clock.now,
+          const loop = alertLoopOn(h, {
             allowPrivate: false,
             resolve: resolver({ "hooks.example.com": [...answers] }),
             fetch: () => {

@@ -12,10 +12,10 @@ import { addUser } from "../../db/users.ts";
 import { cli } from "../_helpers/cli.ts";
 import { type Harness, harnessTest } from "../_helpers/harness.ts";
 import { store } from "../_helpers/dashboard.ts";
+import { CART_FRAME, CART_STACK } from "../_helpers/stacks.ts";
 
-const STACK = "TypeError: cart is undefined\n" +
-  "    at pay (https://shop.example.com/app.js:3:9)\n" +
-  "    at main (https://shop.example.com/app.js:9:1)";
+const STACK =
+  `${CART_STACK}\n    at main (https://shop.example.com/app.js:9:1)`;
 
 async function seed(h: Harness) {
   const project = await h.project(["https://app.example.com"]);
@@ -65,12 +65,7 @@ harnessTest(
     assert.equal(cart.status, "unresolved");
     assert.equal(cart.firstRelease, "1.2.0");
     assert.equal(cart.lastRelease, "1.3.0");
-    assert.deepEqual(cart.frame, {
-      function: "pay",
-      file: "https://shop.example.com/app.js",
-      line: 3,
-      column: 9,
-    });
+    assert.deepEqual(cart.frame, CART_FRAME);
     assert.equal(cart.assignee, null);
   },
 );

@@ -7,14 +7,14 @@
  */
 import assert from "node:assert/strict";
 import { cli } from "../_helpers/cli.ts";
-import { kvTest, recordAt, storeBatch, T0 } from "../_helpers/query.ts";
+import { recordAt, storeBatch, T0 } from "../_helpers/query.ts";
 import {
   countsBy,
   PIPE_RECORDS,
+  pipeRecordsTest,
   serviceOf,
   SEVERE_BY_HOUR,
   severeByHour,
-  storePipeRecords,
 } from "../_helpers/pipes.ts";
 
 function logs(kv: Deno.Kv, args: string[], now = () => T0 + 86_400_000) {
@@ -31,10 +31,9 @@ function logsQuery(
   return logs(kv, [projectId, "--query", query, ...flags]);
 }
 
-kvTest(
+pipeRecordsTest(
   "--json prints one object per row: the fields' paths, time and count",
-  async (kv) => {
-    const projectId = await storePipeRecords(kv);
+  async (kv, projectId) => {
     const run = await logsQuery(kv, projectId, SEVERE_BY_HOUR, "--json");
     assert.equal(run.code, 0, run.stderr);
     const rows = run.stdout.trim().split("\n").map((l) => JSON.parse(l));
@@ -50,30 +49,31 @@ kvTest(
   },
 );
 
-kvTest("--csv prints the same rows as CSV under a header", async (kv) => {
-  const projectId = await storePipeRecords(kv);
-  const run = await logsQuery(
-    kv,
-    projectId,
-    "* | top 2 context.userId",
-    "--csv",
-  );
-  assert.equal(run.code, 0, run.stderr);
-  const total = PIPE_RECORDS.length;
-  const top = countsBy(() => true, (r) => r.context.userId as string);
-  assert.equal(
-    run.stdout,
-    "context.userId,count,share\r\n" +
-      top.slice(0, 2).map(([user, n]) =>
-        `${user},${n},${Math.round(n / total * 1e6) / 1e6}\r\n`
-      ).join(""),
-  );
-});
+pipeRecordsTest(
+  "--csv prints the same rows as CSV under a header",
+  async (kv, projectId) => {
+    const run = await logsQuery(
+      kv,
+      projectId,
+      "* | top 2 context.userId",
+      "--csv",
+    );
+    assert.equal(run.code, 0, run.stderr);
+    const total = PIPE_RECORDS.length;
+    const top = countsBy(() => true, (r) => r.context.userId as string);
+    assert.equal(
+      run.stdout,
+      "context.userId,count,share\r\n" +
+        top.slice(0, 2).map(([user, n]) =>
+          `${user},${n},${Math.round(n / total * 1e6) / 1e6}\r\n`
+        ).join(""),
+    );
+  },
+);
 
-kvTest(
+pipeRecordsTest(
   "the table is aligned, shows null for a missing value and shares as percentages",
-  async (kv) => {
-    const projectId = await storePipeRecords(kv);
+  async (kv, projectId) => {
     const run = await logsQuery(
       kv,
       projectId,
@@ -102,32 +102,33 @@ kvTest(
   },
 );
 
-kvTest("sender text in a value is printed inert in the table", async (kv) => {
-  const projectId = await storePipeRecords(kv);
-  await storeBatch(kv, projectId, [
-    recordAt(T0 + 5 * 3_600_000, { context: { service: "\u001b[2Jevil" } }),
-  ]);
-  const run = await logsQuery(
-    kv,
-    projectId,
-    "context.service:* | count by context.service",
-  );
-  assert.equal(run.code, 0, run.stderr);
-  assert.ok(!run.stdout.includes("\u001b"), "no escape reaches the terminal");
-  assert.match(run.stdout, /\\u\{1b\}\[2Jevil +1/);
-  const json = await logsQuery(
-    kv,
-    projectId,
-    "context.service:* | count by context.service",
-    "--json",
-  );
-  assert.ok(json.stdout.includes('"context.service":"\\u001b[2Jevil"'));
-});
+pipeRecordsTest(
+  "sender text in a value is printed inert in the table",
+  async (kv, projectId) => {
+    await storeBatch(kv, projectId, [
+      recordAt(T0 + 5 * 3_600_000, { context: { service: "\u001b[2Jevil" } }),
+    ]);
+    const run = await logsQuery(
+      kv,
+      projectId,
+      "context.service:* | count by context.service",
+    );
+    assert.equal(run.code, 0, run.stderr);
+    assert.ok(!run.stdout.includes("\u001b"), "no escape reaches the terminal");
+    assert.match(run.stdout, /\\u\{1b\}\[2Jevil +1/);
+    const json = await logsQuery(
+      kv,
+      projectId,
+      "context.service:* | count by context.service",
+      "--json",
+    );
+    assert.ok(json.stdout.includes('"context.service":"\\u001b[2Jevil"'));
+  },
+);
 
-kvTest(
+pipeRecordsTest(
   "an aggregation cut short by its time budget says how far back it searched",
-  async (kv) => {
-    const projectId = await storePipeRecords(kv);
+  async (kv, projectId) => {
     let now = T0 + 86_400_000;
     const run = await logs(
       kv,
@@ -144,31 +145,33 @@ kvTest(
   },
 );
 
-kvTest("a bad pipe or a flag that does not fit is refused", async (kv) => {
-  const projectId = await storePipeRecords(kv);
-  const cases: [string[], RegExp][] = [
-    [
-      ["--query", "* | count by (time 2h)"],
-      /Cannot parse --query "\* \| count by \(time 2h\)" at column 20: expected a bucket after time/,
-    ],
-    [
-      ["--query", "* | count", "--follow"],
-      /Cannot use --follow with an aggregation/,
-    ],
-    [
-      ["--query", "* | count", "--limit", "5"],
-      /Cannot use --limit with an aggregation/,
-    ],
-    [
-      ["--query", "* | count", "--json", "--csv"],
-      /Cannot use --json with --csv/,
-    ],
-    [["--csv"], /Cannot use --csv without an aggregation/],
-  ];
-  for (const [args, message] of cases) {
-    const run = await logs(kv, [projectId, ...args]);
-    assert.equal(run.code, 2, args.join(" "));
-    assert.match(run.stderr, message);
-    assert.equal(run.stdout, "");
-  }
-});
+pipeRecordsTest(
+  "a bad pipe or a flag that does not fit is refused",
+  async (kv, projectId) => {
+    const cases: [string[], RegExp][] = [
+      [
+        ["--query", "* | count by (time 2h)"],
+        /Cannot parse --query "\* \| count by \(time 2h\)" at column 20: expected a bucket after time/,
+      ],
+      [
+        ["--query", "* | count", "--follow"],
+        /Cannot use --follow with an aggregation/,
+      ],
+      [
+        ["--query", "* | count", "--limit", "5"],
+        /Cannot use --limit with an aggregation/,
+      ],
+      [
+        ["--query", "* | count", "--json", "--csv"],
+        /Cannot use --json with --csv/,
+      ],
+      [["--csv"], /Cannot use --csv without an aggregation/],
+    ];
+    for (const [args, message] of cases) {
+      const run = await logs(kv, [projectId, ...args]);
+      assert.equal(run.code, 2, args.join(" "));
+      assert.match(run.stderr, message);
+      assert.equal(run.stdout, "");
+    }
+  },
+);

@@ -7,21 +7,20 @@
  */
 import assert from "node:assert/strict";
 import { listAlertRules } from "../../db/alerts.ts";
-import { createAlertLoop } from "../../alerts/mod.ts";
 import {
   post,
+  projectPage,
   signedInTest,
   store,
   textOf,
   withSignedIn,
 } from "../_helpers/dashboard.ts";
-import { startReceiver } from "../_helpers/webhook_receiver.ts";
+import { alertLoopOn, startReceiver } from "../_helpers/webhook_receiver.ts";
 
 signedInTest(
   "adding an alert rule on the dashboard stores it and shows its secret once",
   async (h, browser) => {
-    const project = await h.project();
-    const path = `/projects/${project.id}/alerts`;
+    const { project, path } = await projectPage(h, "alerts");
     const empty = await (await browser.get(path)).text();
     assert.ok(empty.includes('id="no-rules"'));
     const res = await browser.post(`${path}/add`, {
@@ -49,8 +48,7 @@ signedInTest(
 signedInTest(
   "a refused alert rule answers 400 with the reason and the form as sent",
   async (h, browser) => {
-    const project = await h.project();
-    const path = `/projects/${project.id}/alerts`;
+    const { project, path } = await projectPage(h, "alerts");
     const res = await browser.post(`${path}/add`, {
       query: "level:critical",
       webhook: "http://10.0.0.8/hook",
@@ -97,8 +95,9 @@ Deno.test("the alerts page shows a rule's deliveries, and removing the rule dele
   const receiver = startReceiver();
   try {
     await withSignedIn(async (h, browser) => {
-      const project = await h.project(["https://app.example.com"]);
-      const path = `/projects/${project.id}/alerts`;
+      const { project, path } = await projectPage(h, "alerts", [
+        "https://app.example.com",
+      ]);
       const added = await browser.post(`${path}/add`, {
         query: "level:critical",
         webhook: receiver.url,
@@ -109,11 +108,7 @@ Deno.test("the alerts page shows a rule's deliveries, and removing the rule dele
       assert.equal(added.status, 303);
       await store(h, project.id, [{ level: "critical" }]);
       h.clock.advance(3000);
-      const loop = createAlertLoop({
-        kv: h.kv,
-        now: h.clock.now,
-        allowPrivate: true,
-      });
+      const loop = alertLoopOn(h);
       await loop.tick();
       await loop.settled();
       assert.equal(receiver.received.length, 1);

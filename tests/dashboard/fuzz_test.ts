@@ -8,7 +8,12 @@
  * @module
  */
 import assert from "node:assert/strict";
-import { signedInTest, store, withSignedIn } from "../_helpers/dashboard.ts";
+import {
+  projectPage,
+  signedInTest,
+  store,
+  withSignedIn,
+} from "../_helpers/dashboard.ts";
 
 /** Values that broke or might break a parser. */
 const NASTY: string[] = [
@@ -185,8 +190,9 @@ signedInTest(
 
 Deno.test("every field of every form, given nasty values, answers the page or a 400, never a 500", async () => {
   await withSignedIn(async (h, browser) => {
-    const project = await h.project(["https://app.example.com"]);
-    const settings = `/projects/${project.id}/settings`;
+    const { project, path: settings } = await projectPage(h, "settings", [
+      "https://app.example.com",
+    ]);
     const forms: [string, string[]][] = [
       ["/projects", ["name", "allow"]],
       [`${settings}/allow`, ["value"]],

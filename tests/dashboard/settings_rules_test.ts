@@ -15,7 +15,13 @@ import { addRetentionRule } from "../../db/retention_rules.ts";
 import { addScrubRule, scrubRules } from "../../db/scrub.ts";
 import { createReadToken } from "../../db/tokens.ts";
 import { signInNew } from "../_helpers/dashboard_accounts.ts";
-import { PEER, signedInTest, store, textOf } from "../_helpers/dashboard.ts";
+import {
+  PEER,
+  projectPage,
+  signedInTest,
+  store,
+  textOf,
+} from "../_helpers/dashboard.ts";
 
 const EMAIL = "ann.smith@example.com";
 
@@ -29,8 +35,7 @@ async function auditLines(kv: Deno.Kv, projectId: string): Promise<string[]> {
 signedInTest(
   "a scrubbing rule added on the settings page scrubs the next stored entry and is audited",
   async (h, browser) => {
-    const project = await h.project();
-    const settings = `/projects/${project.id}/settings`;
+    const { project, path: settings } = await projectPage(h, "settings");
     const page = await (await browser.get(settings)).text();
     assert.match(page, /id="scrub-form"/);
     const res = await browser.post(`${settings}/scrub/add`, {
@@ -83,8 +88,7 @@ signedInTest(
 signedInTest(
   "a scrubbing rule removed on the settings page no longer scrubs, and is audited",
   async (h, browser) => {
-    const project = await h.project();
-    const settings = `/projects/${project.id}/settings`;
+    const { project, path: settings } = await projectPage(h, "settings");
     await browser.post(`${settings}/scrub/add`, {
       kind: "key",
       value: "contact",
@@ -109,8 +113,7 @@ signedInTest(
 signedInTest(
   "a bad pattern, detector, kind or action is answered with the page and the reason",
   async (h, browser) => {
-    const project = await h.project();
-    const settings = `/projects/${project.id}/settings`;
+    const { project, path: settings } = await projectPage(h, "settings");
     const cases: [Record<string, string>, RegExp][] = [
       [
         { kind: "pattern", value: "(a+)+$", action: "remove" },
@@ -149,8 +152,7 @@ signedInTest(
 signedInTest(
   "retention rules are added and removed on the settings page, with the CLI's checks, and audited",
   async (h, browser) => {
-    const project = await h.project();
-    const settings = `/projects/${project.id}/settings`;
+    const { project, path: settings } = await projectPage(h, "settings");
     const add = await browser.post(`${settings}/retention-rules/add`, {
       filter: "level <= info",
       days: "3",

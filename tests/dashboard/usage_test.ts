@@ -7,15 +7,14 @@ import assert from "node:assert/strict";
 import { getProject, type Project } from "../../db/projects.ts";
 import { setQuota } from "../../db/quota.ts";
 import { addRetentionRule } from "../../db/retention_rules.ts";
-import { signedInTest, textOf } from "../_helpers/dashboard.ts";
+import { projectPage, signedInTest, textOf } from "../_helpers/dashboard.ts";
 import { addAccount, signInAs } from "../_helpers/dashboard_accounts.ts";
 import { ORIGIN, postEntries } from "../_helpers/harness.ts";
 
 signedInTest(
   "an administrator sets and removes a quota and spike protection on the settings page, refusals explained",
   async (h, browser) => {
-    const project = await h.project();
-    const path = `/projects/${project.id}/settings`;
+    const { project, path } = await projectPage(h, "settings");
     await addRetentionRule(h.kv, project.id, "level<=info", 3);
     const page = textOf(await (await browser.get(path)).text());
     assert.match(page, /Quota and spikes/);

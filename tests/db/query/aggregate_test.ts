@@ -13,17 +13,29 @@ import {
   InvalidQueryError,
   parseSearch,
 } from "../../../db/query/mod.ts";
-import { HOUR, kvTest, T0 } from "../../_helpers/query.ts";
+import type { LogRecord } from "../../../domain/entry.ts";
+import { HOUR, T0 } from "../../_helpers/query.ts";
 import {
   countsBy,
   hourOf,
   PIPE_RECORDS,
+  pipeRecordsTest,
   serviceOf,
   severe,
   SEVERE_BY_HOUR,
   severeByHour,
-  storePipeRecords,
 } from "../../_helpers/pipes.ts";
+
+/** The rows `| count by` `field` answers over every record, by `key`. */
+function countRows<K extends string | number | null>(
+  field: string,
+  key: (r: LogRecord) => K,
+): Record<string, unknown>[] {
+  return countsBy(() => true, key).map(([value, count]) => ({
+    [field]: value,
+    count,
+  }));
+}
 
 /** The aggregation of `query` (which has a pipe), with `options` given. */
 async function run(
@@ -49,26 +61,27 @@ function sorted(rows: Record<string, unknown>[]): string[] {
   return rows.map((r) => JSON.stringify(r)).sort();
 }
 
-kvTest("| count counts every matching entry", async (kv) => {
-  const projectId = await storePipeRecords(kv);
-  const all = await run(kv, projectId, "* | count");
-  assert.deepEqual(all.rows, [{ count: PIPE_RECORDS.length }]);
-  assert.deepEqual(all.columns, ["count"]);
-  assert.equal(all.searchedTo, undefined);
-  const errors = await run(kv, projectId, "level>=error | count");
-  assert.deepEqual(errors.rows, [{
-    count: PIPE_RECORDS.filter(severe).length,
-  }]);
-  const api = await run(kv, projectId, "context.service:api | count");
-  assert.deepEqual(api.rows, [{
-    count: PIPE_RECORDS.filter((r) => r.context.service === "api").length,
-  }]);
-});
+pipeRecordsTest(
+  "| count counts every matching entry",
+  async (kv, projectId) => {
+    const all = await run(kv, projectId, "* | count");
+    assert.deepEqual(all.rows, [{ count: PIPE_RECORDS.length }]);
+    assert.deepEqual(all.columns, ["count"]);
+    assert.equal(all.searchedTo, undefined);
+    const errors = await run(kv, projectId, "level>=error | count");
+    assert.deepEqual(errors.rows, [{
+      count: PIPE_RECORDS.filter(severe).length,
+    }]);
+    const api = await run(kv, projectId, "context.service:api | count");
+    assert.deepEqual(api.rows, [{
+      count: PIPE_RECORDS.filter((r) => r.context.service === "api").length,
+    }]);
+  },
+);
 
-kvTest(
+pipeRecordsTest(
   "| count by (time 1h, context.service) gives one row per hour and service, missing services as null, largest first",
-  async (kv) => {
-    const projectId = await storePipeRecords(kv);
+  async (kv, projectId) => {
     const answer = await run(kv, projectId, SEVERE_BY_HOUR);
     assert.deepEqual(answer.columns, ["time", "context.service", "count"]);
     const expected = severeByHour();
@@ -79,56 +92,48 @@ kvTest(
   },
 );
 
-kvTest("| count by level counts each level, ties in order", async (kv) => {
-  const projectId = await storePipeRecords(kv);
-  const answer = await run(kv, projectId, "* | count by level");
-  assert.deepEqual(
-    answer.rows,
-    countsBy(() => true, (r) => r.level).map(([level, count]) => ({
-      level,
-      count,
-    })),
-  );
-});
-
-kvTest(
-  "count by keeps a number a number: data.status 502 is not the text 502",
-  async (kv) => {
-    const projectId = await storePipeRecords(kv);
-    const answer = await run(kv, projectId, "* | count by (data.status)");
-    assert.deepEqual(
-      answer.rows,
-      countsBy(() => true, (r) => r.data.status as number).map((
-        [status, count],
-      ) => ({ "data.status": status, count })),
-    );
-    assert.equal(typeof answer.rows[0]!["data.status"], "number");
+pipeRecordsTest(
+  "count by counts each value, ties in order, and keeps a number a number: data.status 502 is not the text 502",
+  async (kv, projectId) => {
+    const cases: [string, string, (r: LogRecord) => string | number][] = [
+      ["* | count by level", "level", (r) => r.level],
+      [
+        "* | count by (data.status)",
+        "data.status",
+        (r) => r.data.status as number,
+      ],
+    ];
+    const rows = new Map<string, Record<string, unknown>[]>();
+    for (const [query, field, key] of cases) {
+      const answer = await run(kv, projectId, query);
+      assert.deepEqual(answer.rows, countRows(field, key), query);
+      rows.set(field, answer.rows);
+    }
+    assert.equal(typeof rows.get("data.status")![0]!["data.status"], "number");
   },
 );
 
-kvTest(
+pipeRecordsTest(
   "count by (time 15m) and (time 1d) bucket by receipt time",
-  async (kv) => {
-    const projectId = await storePipeRecords(kv);
+  async (kv, projectId) => {
     const day = await run(kv, projectId, "* | count by (time 1d)");
     assert.deepEqual(day.rows, [{
       time: new Date(T0).toISOString(),
       count: PIPE_RECORDS.length,
     }]);
     const quarter = await run(kv, projectId, "* | count by (time 15m)");
-    const expected = countsBy(
-      () => true,
+    const expected = countRows(
+      "time",
       (r) =>
         new Date(Math.floor(r.receivedAt / 900_000) * 900_000).toISOString(),
-    ).map(([time, count]) => ({ time, count }));
+    );
     assert.deepEqual(quarter.rows, expected);
   },
 );
 
-kvTest(
+pipeRecordsTest(
   "| top N F gives the N most frequent values with their share",
-  async (kv) => {
-    const projectId = await storePipeRecords(kv);
+  async (kv, projectId) => {
     const answer = await run(kv, projectId, "* | top 3 context.userId");
     assert.deepEqual(answer.columns, ["context.userId", "count", "share"]);
     const total = PIPE_RECORDS.length;
@@ -155,21 +160,22 @@ kvTest(
   },
 );
 
-kvTest("| uniq F counts distinct values, a missing one as null", async (kv) => {
-  const projectId = await storePipeRecords(kv);
-  const users = await run(kv, projectId, "* | uniq context.userId");
-  assert.deepEqual(users.rows, [{ count: 5 }]);
-  assert.equal(users.estimate, undefined);
-  const services = await run(kv, projectId, "* | uniq context.service");
-  assert.deepEqual(services.rows, [{ count: 4 }], "api, web, worker, null");
-  const none = await run(kv, projectId, "nosuchword | uniq context.userId");
-  assert.deepEqual(none.rows, [{ count: 0 }]);
-});
+pipeRecordsTest(
+  "| uniq F counts distinct values, a missing one as null",
+  async (kv, projectId) => {
+    const users = await run(kv, projectId, "* | uniq context.userId");
+    assert.deepEqual(users.rows, [{ count: 5 }]);
+    assert.equal(users.estimate, undefined);
+    const services = await run(kv, projectId, "* | uniq context.service");
+    assert.deepEqual(services.rows, [{ count: 4 }], "api, web, worker, null");
+    const none = await run(kv, projectId, "nosuchword | uniq context.userId");
+    assert.deepEqual(none.rows, [{ count: 0 }]);
+  },
+);
 
-kvTest(
+pipeRecordsTest(
   "an aggregation that runs out of time answers what it counted and how far back it searched",
-  async (kv) => {
-    const projectId = await storePipeRecords(kv);
+  async (kv, projectId) => {
     let now = 0;
     // Each reading of the clock is 1.5 s later: the 2 s budget is spent
     // after the newest hour's chunk.
@@ -190,10 +196,9 @@ kvTest(
   },
 );
 
-kvTest(
+pipeRecordsTest(
   "count by refuses more groups than its bound, with a clear message",
-  async (kv) => {
-    const projectId = await storePipeRecords(kv);
+  async (kv, projectId) => {
     const query = "* | count by data.title";
     const titles = await run(kv, projectId, query);
     assert.equal(titles.groups, PIPE_RECORDS.length);
@@ -208,10 +213,9 @@ kvTest(
   },
 );
 
-kvTest(
+pipeRecordsTest(
   "uniq past its exact bound answers an estimate, said so",
-  async (kv) => {
-    const projectId = await storePipeRecords(kv);
+  async (kv, projectId) => {
     const query = "* | uniq data.title";
     const exact = await run(kv, projectId, query);
     assert.deepEqual(exact.rows, [{ count: PIPE_RECORDS.length }]);
@@ -225,10 +229,9 @@ kvTest(
   },
 );
 
-kvTest(
+pipeRecordsTest(
   "levels grouped by time and level are counted from the counters, exactly, partial minutes at the ends included",
-  async (kv) => {
-    const projectId = await storePipeRecords(kv);
+  async (kv, projectId) => {
     const { filter, pipe } = parseSearch(
       "level>=error | count by (time 15m, level)",
     );
@@ -255,7 +258,7 @@ kvTest(
     assert.deepEqual(
       sorted(all.rows),
       sorted(
-        countsBy(() => true, hourOf).map(([time, count]) => ({ time, count })),
+        countRows("time", hourOf),
       ),
     );
     assert.equal(all.stats.chunksRead, 0, "no chunk read");

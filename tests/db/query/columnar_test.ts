@@ -30,10 +30,10 @@ import {
 import {
   countsBy,
   PIPE_RECORDS,
+  pipeRecordsTest,
   serviceOf,
   SEVERE_BY_HOUR,
   severeByHour,
-  storePipeRecords,
 } from "../../_helpers/pipes.ts";
 
 async function rows(kv: Deno.Kv, projectId: string, query: string) {
@@ -80,14 +80,16 @@ async function checkAnswers(kv: Deno.Kv, projectId: string) {
   );
 }
 
-kvTest("aggregations are answered by the columns alone", async (kv) => {
-  const projectId = await storePipeRecords(kv);
-  // Without their lines, only the columns can answer.
-  for await (const e of kv.list({ prefix: logChunksPrefix(projectId) })) {
-    await kv.delete(e.key);
-  }
-  await checkAnswers(kv, projectId);
-});
+pipeRecordsTest(
+  "aggregations are answered by the columns alone",
+  async (kv, projectId) => {
+    // Without their lines, only the columns can answer.
+    for await (const e of kv.list({ prefix: logChunksPrefix(projectId) })) {
+      await kv.delete(e.key);
+    }
+    await checkAnswers(kv, projectId);
+  },
+);
 
 kvTest(
   "chunks written without columns are answered from their lines",
@@ -144,10 +146,9 @@ kvTest(
   },
 );
 
-kvTest(
+pipeRecordsTest(
   "facets count the values of each field with their shares",
-  async (kv) => {
-    const projectId = await storePipeRecords(kv);
+  async (kv, projectId) => {
     const answer = await facets(kv, projectId, {
       filter: parseQuery("level:info"),
       fields: ["level", "context.service", "data.title"],
@@ -179,10 +180,9 @@ kvTest(
   },
 );
 
-kvTest(
+pipeRecordsTest(
   "an aggregation from columns that merges keep moving throws",
-  async (kv) => {
-    const projectId = await storePipeRecords(kv);
+  async (kv, projectId) => {
     let reads = 0;
     // Every chunk's columns and summary are written again once read.
     const racing = new Proxy(kv, {

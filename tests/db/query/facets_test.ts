@@ -16,15 +16,14 @@ import { queryProject, recordAt } from "../../_helpers/query.ts";
 import {
   countsBy,
   PIPE_RECORDS,
+  pipeRecordsTest,
   serviceOf,
   severe,
-  storePipeRecords,
 } from "../../_helpers/pipes.ts";
 
-kvTest(
+pipeRecordsTest(
   "facets count the top values of each field in one read, with shares",
-  async (kv) => {
-    const projectId = await storePipeRecords(kv);
+  async (kv, projectId) => {
     const { filter } = parseSearch("level>=error");
     const answer = await facets(kv, projectId, {
       filter,
@@ -51,10 +50,9 @@ kvTest(
   },
 );
 
-kvTest(
+pipeRecordsTest(
   "a facet with more distinct values than its bound says so instead of counting them",
-  async (kv) => {
-    const projectId = await storePipeRecords(kv);
+  async (kv, projectId) => {
     const answer = await facets(kv, projectId, {
       fields: ["context.userId", "context.service"],
       maxDistinct: 4,
@@ -70,10 +68,9 @@ kvTest(
   },
 );
 
-kvTest(
+pipeRecordsTest(
   "facets that run out of time answer what they counted and how far back",
-  async (kv) => {
-    const projectId = await storePipeRecords(kv);
+  async (kv, projectId) => {
     let now = 0;
     const answer = await facets(kv, projectId, {
       fields: ["level"],

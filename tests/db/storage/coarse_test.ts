@@ -133,10 +133,7 @@ Deno.test("a word search reads the filters of the chunks of the groups that may 
 Deno.test("a chunk of a group rewritten under its key with a late entry (as a merge does) is searched again", async () => {
   await withStore(async (kv, store) => {
     const { projectId } = store;
-    const [first] = await Array.fromAsync(
-      kv.list({ prefix: logCoarseGroupsPrefix(projectId) }, { limit: 1 }),
-    );
-    const group = decodeCoarseGroup(first!.value, String(first!.key[2]));
+    const group = await firstGroup(kv, projectId);
     const lastId = group.chunks[1]!;
     const value = (await kv.get(logChunkKey(projectId, lastId))).value;
     const text = await readChunkText(kv, projectId, lastId, value);
@@ -220,6 +217,14 @@ async function assertMarkedOrGrouped(kv: Deno.Kv, projectId: string) {
   }
 }
 
+/** The project's first coarse group, decoded. */
+async function firstGroup(kv: Deno.Kv, projectId: string) {
+  const [first] = await Array.fromAsync(
+    kv.list({ prefix: logCoarseGroupsPrefix(projectId) }, { limit: 1 }),
+  );
+  return decodeCoarseGroup(first!.value, String(first!.key[2]));
+}
+
 /** Lists every key under `prefix`. */
 async function keys(kv: Deno.Kv, prefix: Deno.KvKey): Promise<Deno.KvKey[]> {
   return (await Array.fromAsync(kv.list({ prefix }))).map((e) => e.key);
@@ -228,10 +233,7 @@ async function keys(kv: Deno.Kv, prefix: Deno.KvKey): Promise<Deno.KvKey[]> {
 Deno.test("a late entry stored by the consumer inside the span of a group that lacks its word is found", async () => {
   await withStore(async (kv, store) => {
     const { projectId } = store;
-    const [first] = await Array.fromAsync(
-      kv.list({ prefix: logCoarseGroupsPrefix(projectId) }, { limit: 1 }),
-    );
-    const group = decodeCoarseGroup(first!.value, String(first!.key[2]));
+    const group = await firstGroup(kv, projectId);
     // Received between the group's second and third chunks, stored now.
     const late = recordAt(idTime(group.chunks[1]!) + 1, {
       data: { title: "Late", message: "latecomerword" },
