@@ -32,7 +32,12 @@ import {
   projectKey,
 } from "../keys.ts";
 import { ATOMIC_MAX_MUTATIONS, decodeJson, getManyChunked } from "../kv.ts";
-import { chunkExpireIn, deleteChunk, replaceChunks } from "./write.ts";
+import {
+  chunkExpireIn,
+  chunkKeyCount,
+  deleteChunk,
+  replaceChunks,
+} from "./write.ts";
 import {
   bumpCoarseState,
   deletePendingOf,
@@ -359,7 +364,7 @@ async function expireAndList(
     const summary = decodeSummary(entry.value, logUnitId(entry.key));
     if (summary.lastId < timeBound(round.now - round.retentionOf(summary))) {
       // Within KV's mutations, beside the guard's 3.
-      if (mutations + deletionsOf(summary) > ATOMIC_MAX_MUTATIONS - 3) {
+      if (mutations + chunkKeyCount(summary) > ATOMIC_MAX_MUTATIONS - 3) {
         await flushExpired();
       }
       expired.push(summary);
@@ -372,12 +377,6 @@ async function expireAndList(
     }
   }
   if (expired.length > 0) await flushExpired();
-}
-
-/** Mutations deleting a chunk takes: see `deleteChunk`. */
-function deletionsOf(summary: ChunkSummary): number {
-  const columns = summary.columns ?? 0;
-  return 4 + summary.slices - 1 + (columns > 0 ? columns : 0);
 }
 
 /** The runs of open chunks, split where a final chunk stands between. */

@@ -178,6 +178,17 @@ export function setChunk(
 }
 
 /**
+ * The keys a stored chunk occupies, which {@linkcode deleteChunk} deletes
+ * (without `keep`): value, summary, Bloom filter and ungrouped mark, the
+ * further slices, and its columns' values.
+ */
+export function chunkKeyCount(
+  summary: Pick<ChunkSummary, "slices" | "columns">,
+): number {
+  return 4 + summary.slices - 1 + (summary.columns ?? 0);
+}
+
+/**
  * Adds the mutations that delete the chunk of `summary` (value, slices,
  * summary, Bloom filter, columns and their slices, its `log_ungrouped/`
  * key) to `op`, leaving the keys

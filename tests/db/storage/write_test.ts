@@ -1,5 +1,9 @@
 import assert from "node:assert/strict";
-import { storeLogs } from "../../../db/storage/write.ts";
+import {
+  chunkKeyCount,
+  deleteChunk,
+  storeLogs,
+} from "../../../db/storage/write.ts";
 import { listLogs } from "../../../db/query/mod.ts";
 import type { LogRecord } from "../../../domain/entry.ts";
 import { createId } from "../../../domain/ids.ts";
@@ -76,5 +80,22 @@ Deno.test("a chunk larger than one KV value is stored in slices and read back wh
     assert.equal((back[39]!.data.blob as string).length, 3000);
   } finally {
     kv.close();
+  }
+});
+
+Deno.test("chunkKeyCount counts the keys deleteChunk deletes, slices and columns included", () => {
+  for (
+    const summary of [
+      { lastId: "a", slices: 1, columns: 0 },
+      { lastId: "b", slices: 1 },
+      { lastId: "c", slices: 3, columns: 1 },
+      { lastId: "d", slices: 2, columns: 4 },
+    ]
+  ) {
+    const deleted: Deno.KvKey[] = [];
+    const op = { delete: (key: Deno.KvKey) => deleted.push(key) };
+    const n = deleteChunk(op as unknown as Deno.AtomicOperation, "p", summary);
+    assert.equal(n, deleted.length);
+    assert.equal(chunkKeyCount(summary), deleted.length, summary.lastId);
   }
 });
