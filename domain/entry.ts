@@ -155,7 +155,8 @@ export function toLogRecord(entry: QueuedEntry, auth: AuthMethod): LogRecord {
 
 /**
  * The sender's `origin` and `appid` of an entry or a rejection, each only
- * when it has one, for the JSON the operator's views show.
+ * when it has one: what a rejection keeps, and the JSON the operator's
+ * views show.
  *
  * @example
  * ```ts

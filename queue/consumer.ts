@@ -36,6 +36,7 @@ import { addStats, StatsTally } from "../db/stats.ts";
 import {
   type LogRecord,
   type QueuedEntry,
+  senderJson,
   toLogRecord,
 } from "../domain/entry.ts";
 import { scrubRecords } from "./accept.ts";
@@ -444,8 +445,7 @@ export class Consumer {
           at: entry.receivedAt,
           reason: result.reason,
           level: entry.level,
-          ...(entry.origin === undefined ? {} : { origin: entry.origin }),
-          ...(entry.appid === undefined ? {} : { appid: entry.appid }),
+          ...senderJson(entry),
         }, this.#keep(entry, result, project));
       }
     });
