@@ -74,6 +74,28 @@ export function keyWords(key: string): string[] {
 /** A key name as the words it matches. */
 type KeyName = string[];
 
+/** The default secret names, as words. */
+const SECRET_NAMES: KeyName[] = DEFAULT_SECRET_KEYS.map(keyWords);
+/**
+ * Keys whose verdict against the defaults is remembered, at most: keys
+ * repeat from entry to entry, and splitting one into words costs more than
+ * the rest of its walk. The memo is emptied when full.
+ */
+export const MAX_KEY_MEMO = 4096;
+const secretKeys = new Map<string, boolean>();
+
+/** Whether `key` names a secret of {@linkcode DEFAULT_SECRET_KEYS}. */
+function isSecretKey(key: string): boolean {
+  let secret = secretKeys.get(key);
+  if (secret === undefined) {
+    const words = keyWords(key);
+    secret = SECRET_NAMES.some((name) => keyMatches(words, name));
+    if (secretKeys.size >= MAX_KEY_MEMO) secretKeys.clear();
+    secretKeys.set(key, secret);
+  }
+  return secret;
+}
+
 /**
  * Whether a key of `words` names `name`: the name's words appear in a row
  * among them, or the name's words joined are one of them (`apikey`); the
@@ -138,8 +160,6 @@ const MASKED = /^\*+.{0,4}$/s;
 
 /** A project's rules sorted by what they match, ready to run. */
 interface CompiledRules {
-  /** Key names whose values are removed (the defaults). */
-  removeKeys: KeyName[];
   /** Key names of the project's rules, with their actions. */
   keyActions: [KeyName, ScrubAction][];
   /** Rewrites of strings, the card default first. */
@@ -153,9 +173,8 @@ function compileRules(
   rules: readonly ScrubRule[],
   budget: PatternBudget,
 ): CompiledRules {
-  const removeKeys: KeyName[] = DEFAULT_SECRET_KEYS.map(keyWords);
   const keyActions: [KeyName, ScrubAction][] = [];
-  const stems: string[] = removeKeys.map(textStem);
+  const stems: string[] = SECRET_NAMES.map(textStem);
   const strings: StringRule[] = [];
   const triggers = [DETECTOR_TABLE.card.trigger];
   let cardAction: ScrubAction = "remove";
@@ -181,7 +200,6 @@ function compileRules(
   strings.unshift({ find: DETECTOR_TABLE.card.find, action: cardAction });
   const keyTrigger = new RegExp(stems.join("|"), "i");
   return {
-    removeKeys,
     keyActions,
     strings,
     candidate: (text) =>
@@ -217,12 +235,11 @@ class Walk {
 
   /** What a key's value gets: an action, or `undefined` to walk into it. */
   keyAction(key: string): ScrubAction | undefined {
+    if (isSecretKey(key)) return "remove";
+    const { keyActions } = this.#rules;
+    if (keyActions.length === 0) return undefined;
     const words = keyWords(key);
-    if (this.#rules.removeKeys.some((name) => keyMatches(words, name))) {
-      return "remove";
-    }
-    return this.#rules.keyActions.find(([name]) => keyMatches(words, name))
-      ?.[1];
+    return keyActions.find(([name]) => keyMatches(words, name))?.[1];
   }
 
   string(text: string): string {

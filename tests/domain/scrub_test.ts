@@ -3,6 +3,7 @@ import {
   compileScrubber,
   FILTERED,
   keyWords,
+  MAX_KEY_MEMO,
   type ScrubRule,
 } from "../../domain/scrub.ts";
 import {
@@ -305,4 +306,23 @@ Deno.test("an allowed pattern over an adversarial string stays within its budget
   // budget's own clock is tested above, and a busy machine is slow.
   assert.ok(performance.now() - start < 2_000);
   assert.equal(out.entry.data.a, FILTERED);
+});
+
+Deno.test("keys are judged alike before and after the key memo fills", () => {
+  const scrubber = compileScrubber([]);
+  const many: Record<string, string> = {};
+  for (let i = 0; i < MAX_KEY_MEMO + 10; i++) many[`field${i}`] = "kept";
+  many.userPassword = "hunter2";
+  const first = scrubber.scrub({ data: many }).entry.data;
+  assert.equal(first.userPassword, FILTERED);
+  assert.equal(first.field0, "kept");
+  assert.equal(first[`field${MAX_KEY_MEMO + 9}`], "kept");
+  const again = scrubber.scrub({
+    data: { field0: "kept", userPassword: "hunter2", sessionId: "s" },
+  }).entry.data;
+  assert.deepEqual(again, {
+    field0: "kept",
+    userPassword: FILTERED,
+    sessionId: FILTERED,
+  });
 });
