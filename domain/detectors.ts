@@ -52,8 +52,18 @@ const CARD = /(?<![0-9])[0-9](?:[ -]?[0-9]){12,18}(?![0-9])/g;
 /** A run of 13 characters of digits, spaces and dashes: the card trigger. */
 const CARD_TRIGGER = /[0-9][0-9 -]{11,}[0-9]/;
 
+/** Whether `text` holds at least `n` digits: a card's first, cheap test. */
+function hasDigits(text: string, n: number): boolean {
+  for (let i = 0; i < text.length && text.length - i >= n; i++) {
+    const c = text.charCodeAt(i);
+    if (c >= 48 && c <= 57 && --n === 0) return true;
+  }
+  return false;
+}
+
 function findCards(text: string): Span[] {
   const spans: Span[] = [];
+  if (!hasDigits(text, 13)) return spans;
   for (const m of text.matchAll(CARD)) {
     const digits = m[0].replace(/[ -]/g, "");
     if (luhnValid(digits)) spans.push([m.index, m.index + m[0].length]);
