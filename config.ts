@@ -39,6 +39,7 @@ const schema = z.object({
   METRICS_TOKEN: z.string().min(16, "expected at least 16 characters")
     .max(1024, "expected at most 1024 characters").optional(),
   ALERT_PRIVATE_TARGETS: z.enum(["allow", "deny"]).default("deny"),
+  MERGE_THREAD: z.enum(["on", "off"]).default("on"),
   DASHBOARD_URL: z.url({ protocol: /^https?$/ }).optional(),
 }).transform((v) => {
   const onDeploy = v.DENO_DEPLOYMENT_ID !== undefined;
@@ -101,6 +102,12 @@ const schema = z.object({
      * (`ALERT_PRIVATE_TARGETS=allow`).
      */
     alertPrivateTargets: v.ALERT_PRIVATE_TARGETS === "allow",
+    /**
+     * Whether the merger of a database file runs in a thread of its own
+     * (`MERGE_THREAD`, `on` or `off`): then merging takes the machine's
+     * other core, not the thread that answers requests.
+     */
+    mergeThread: v.MERGE_THREAD === "on",
     /**
      * The dashboard's URL, for the links in alerts on error groups
      * (`DASHBOARD_URL`); unset, a link is the page's path.

@@ -16,7 +16,7 @@ import {
 } from "./dashboard/config.ts";
 import { DASHBOARD_BASE, mountDashboard } from "./dashboard/mount.ts";
 import { lockedAsLine } from "./db/locked.ts";
-import { openKv } from "./db/open.ts";
+import { isLocalFile, openKv } from "./db/open.ts";
 import { openSpaceGuard, type SpaceGuard } from "./db/space.ts";
 import { createPipeline } from "./queue/pipeline.ts";
 import { RateLimiter } from "./routes/rate_limit/mod.ts";
@@ -98,6 +98,9 @@ if (import.meta.main) {
     config,
     rider: limiter,
     ...(space ? { space } : {}),
+    ...(config.mergeThread && isLocalFile(config.kvPath)
+      ? { mergeThread: config.kvPath }
+      : {}),
   });
   pipeline.start();
   const timers = [

@@ -12,7 +12,7 @@ import { ProjectCache } from "../auth/projects.ts";
 import { lockedAsLine } from "../db/locked.ts";
 import type { SpaceGuard } from "../db/space.ts";
 import { Consumer } from "./consumer.ts";
-import { createMerger, type Merger } from "./merger.ts";
+import { createMerger, createMergerThread, type Merger } from "./merger.ts";
 import { type CommitRider, GroupCommitter } from "./producer.ts";
 import { BatchWorker, SWEEP_INTERVAL_MS } from "./worker.ts";
 
@@ -90,6 +90,11 @@ export interface PipelineOptions {
    * merger). @default {1000}
    */
   mergeIntervalMs?: number;
+  /**
+   * The database file, when the merger is to run in a thread of its own
+   * over it (queue/merge_thread.ts). @default the merger runs in this thread
+   */
+  mergeThread?: string;
   /** Told of failed processing attempts. @default logs to stderr */
   onError?: (batchId: string, error: unknown) => void;
   /**
@@ -181,16 +186,23 @@ export function createPipeline(options: PipelineOptions): Pipeline {
     onError,
   });
   const mergeIntervalMs = options.mergeIntervalMs ?? 1000;
-  const merger = mergeIntervalMs > 0
-    ? createMerger({
+  const onMergeError = options.onError
+    ? (error: unknown) => onError("", error)
+    : logMergeFailure;
+  const merger = mergeIntervalMs <= 0
+    ? undefined
+    : options.mergeThread
+    ? createMergerThread({
+      kvPath: options.mergeThread,
+      intervalMs: mergeIntervalMs,
+      onError: onMergeError,
+    })
+    : createMerger({
       kv,
       now,
       intervalMs: mergeIntervalMs,
-      onError: options.onError
-        ? (error) => onError("", error)
-        : logMergeFailure,
-    })
-    : undefined;
+      onError: onMergeError,
+    });
   // Intake waits for storage, never the other way round: past either bound
   // entries are refused (503) until the backlog is half worked off.
   const gate = backlogGate({

@@ -1,0 +1,81 @@
+/**
+ * The merger's own thread: a Worker that opens the database file itself and
+ * runs {@linkcode createMerger}'s rounds there, so that a merge's indexing
+ * and deflate never hold the thread that answers requests. Spoken to by
+ * `createMergerThread` (queue/merger.ts) with the messages below; it writes
+ * KV as a second process sharing the file would, and merges are safe
+ * against any other writer (db/storage/merge.ts).
+ *
+ * @module
+ */
+import { openKv } from "../db/open.ts";
+import { lockedAsLine } from "../db/locked.ts";
+import type { MergeResult } from "../db/storage/merge.ts";
+import type { Backlog } from "../db/storage/tiers.ts";
+import { createMerger, type Merger } from "./merger.ts";
+import { errorLine } from "./pipeline.ts";
+
+/** What the host tells the thread. */
+export type ToMergeThread =
+  | { type: "start"; kvPath: string; intervalMs: number }
+  | { type: "round"; id: number; maxMerges?: number }
+  | { type: "stop" };
+
+/** What the thread tells the host. */
+export type FromMergeThread =
+  | { type: "backlog"; backlog: Backlog }
+  | { type: "round"; id: number; result?: MergeResult; error?: string }
+  | { type: "failed"; error: string }
+  | { type: "stopped" };
+
+/** The worker's global scope, as far as this module speaks to it. */
+const scope = self as unknown as {
+  postMessage(message: FromMergeThread): void;
+  onmessage: ((event: MessageEvent<ToMergeThread>) => void) | null;
+};
+
+function post(message: FromMergeThread): void {
+  scope.postMessage(message);
+}
+
+let merger: Promise<{ merger: Merger; kv: Deno.Kv }> | undefined;
+
+async function startMerger(kvPath: string, intervalMs: number) {
+  const kv = await openKv(kvPath);
+  const merger = createMerger({
+    kv,
+    intervalMs,
+    onBacklog: (backlog) => post({ type: "backlog", backlog }),
+    onError: (error) =>
+      console.error(`Cannot merge: ${errorLine(lockedAsLine(error))}`),
+  });
+  merger.start();
+  return { merger, kv };
+}
+
+scope.onmessage = async (event) => {
+  const message = event.data;
+  try {
+    if (message.type === "start") {
+      merger = startMerger(message.kvPath, message.intervalMs);
+      await merger;
+    } else if (message.type === "round") {
+      const { merger: m } = await merger!;
+      const result = await m.round(
+        message.maxMerges === undefined ? {} : { maxMerges: message.maxMerges },
+      ).catch((error) => ({ error: errorLine(lockedAsLine(error)) }));
+      post(
+        "error" in result
+          ? { type: "round", id: message.id, error: result.error }
+          : { type: "round", id: message.id, result },
+      );
+    } else if (message.type === "stop") {
+      const started = await merger?.catch(() => undefined);
+      await started?.merger.stop();
+      started?.kv.close();
+      post({ type: "stopped" });
+    }
+  } catch (error) {
+    post({ type: "failed", error: errorLine(lockedAsLine(error)) });
+  }
+};
