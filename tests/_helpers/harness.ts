@@ -498,6 +498,17 @@ export async function withHarness(
   await h.close();
 }
 
+/**
+ * Runs `fn` with a harness and a project made on it with the default allow
+ * list, the opening most pipeline tests share.
+ */
+export function withHarnessProject(
+  fn: (h: Harness, project: Project) => Promise<void>,
+  options: HarnessOptions = {},
+): Promise<void> {
+  return withHarness(async (h) => fn(h, await h.project()), options);
+}
+
 /** POSTs `body` (an object, or the client's own text) and checks it was queued. */
 export async function postQueued(
   h: Harness,
@@ -682,6 +693,8 @@ export async function withServed(
 
 /** A test run inside {@linkcode withHarness}. */
 export const harnessTest = fixtureTest(withHarness);
+/** A test run inside {@linkcode withHarnessProject}: `async (h, project) => …`. */
+export const projectTest = fixtureTest(withHarnessProject);
 /** A test run inside {@linkcode withKv}. */
 export const kvTest = fixtureTest(withKv);
 

@@ -20,7 +20,7 @@ import {
 } from "../_helpers/dashboard.ts";
 import { cli } from "../_helpers/cli.ts";
 import { buildBundle, thrownStack } from "../_helpers/bundle.ts";
-import { harnessTest } from "../_helpers/harness.ts";
+import { projectTest } from "../_helpers/harness.ts";
 
 const bundle = await buildBundle();
 const { map } = bundle;
@@ -117,10 +117,9 @@ dashboardTest(
   },
 );
 
-harnessTest(
+projectTest(
   "deno task sourcemap uploads, lists and deletes maps by release",
-  async (h) => {
-    const project = await h.project();
+  async (h, project) => {
     const dir = await Deno.makeTempDir();
     try {
       await Deno.writeTextFile(`${dir}/app.min.js.map`, map);
