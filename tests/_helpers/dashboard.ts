@@ -101,6 +101,27 @@ export const PEER = {
   },
 };
 
+/**
+ * A request to the dashboard's API from {@linkcode PEER}, carrying `token`
+ * as its bearer token when one is given.
+ *
+ * @example
+ * ```ts
+ * const res = await apiRequest(h, `/api/v1/projects/${id}/logs`, token);
+ * ```
+ */
+export async function apiRequest(
+  h: DashHarness,
+  path: string,
+  token?: string,
+  init: RequestInit = {},
+): Promise<Response> {
+  return await h.dash.request(path, {
+    ...init,
+    headers: token === undefined ? {} : { authorization: `Bearer ${token}` },
+  }, PEER);
+}
+
 /** Cookies set by an answer, as `name=value` pairs. */
 export function setCookies(res: Response): Record<string, string> {
   const out: Record<string, string> = {};

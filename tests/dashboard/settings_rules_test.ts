@@ -16,7 +16,7 @@ import { addScrubRule, scrubRules } from "../../db/scrub.ts";
 import { createReadToken } from "../../db/tokens.ts";
 import { signInNew } from "../_helpers/dashboard_accounts.ts";
 import {
-  PEER,
+  apiRequest,
   projectPage,
   signedInTest,
   store,
@@ -263,14 +263,11 @@ signedInTest(
       names: [],
       mappings: "AAAA",
     });
-    const res = await h.dash.request(
+    const res = await apiRequest(
+      h,
       `/api/v1/projects/${project.id}/sourcemaps?release=1.2.0&url=app.min.js`,
-      {
-        method: "POST",
-        headers: { authorization: `Bearer ${token}` },
-        body: map,
-      },
-      PEER,
+      token,
+      { method: "POST", body: map },
     );
     assert.equal(res.status, 201);
     assert.deepEqual(await auditLines(h.kv, project.id), [

@@ -10,10 +10,10 @@ import assert from "node:assert/strict";
 import { createReadToken } from "../../db/tokens.ts";
 import { listSourceMaps, MAX_MAP_BYTES } from "../../db/sourcemaps.ts";
 import {
+  apiRequest,
   createTokenOnPage,
   dashboardTest,
   type DashHarness,
-  PEER,
   signIn,
   store,
   textOf,
@@ -31,17 +31,12 @@ function upload(
   options: { token?: string; body?: BodyInit; query?: string },
 ): Promise<Response> {
   const query = options.query ?? "release=1.0.0&url=app.min.js";
-  return Promise.resolve(h.dash.request(
+  return apiRequest(
+    h,
     `/api/v1/projects/${projectId}/sourcemaps?${query}`,
-    {
-      method: "POST",
-      headers: options.token === undefined
-        ? {}
-        : { authorization: `Bearer ${options.token}` },
-      body: options.body ?? map,
-    },
-    PEER,
-  ));
+    options.token,
+    { method: "POST", body: options.body ?? map },
+  );
 }
 
 async function tokens(h: DashHarness, projectId: string) {
@@ -78,10 +73,10 @@ dashboardTest(
     );
     assert.equal((await listSourceMaps(h.kv, project.id)).length, 1);
     // The upload token reads nothing.
-    const reading = await h.dash.request(
+    const reading = await apiRequest(
+      h,
       `/api/v1/projects/${project.id}/logs`,
-      { headers: { authorization: `Bearer ${up}` } },
-      PEER,
+      up,
     );
     assert.equal(reading.status, 403);
   },
@@ -181,10 +176,10 @@ dashboardTest(
     });
     assert.match(textOf(html), /ci\s.*uploads source maps/);
     assert.equal((await upload(h, project.id, { token })).status, 201);
-    const reading = await h.dash.request(
+    const reading = await apiRequest(
+      h,
       `/api/v1/projects/${project.id}/logs`,
-      { headers: { authorization: `Bearer ${token}` } },
-      PEER,
+      token,
     );
     assert.equal(reading.status, 403);
     const bad = await admin.post(
