@@ -10,8 +10,8 @@
  * @module
  */
 import { parseArgs, type ParseArgsOptionsConfig } from "node:util";
-import { ProjectNotFoundError } from "../db/projects.ts";
-import { AmbiguousProjectError } from "./resolve.ts";
+import { type Project, ProjectNotFoundError } from "../db/projects.ts";
+import { AmbiguousProjectError, resolveProject } from "./resolve.ts";
 import { InvalidValueError } from "../db/validation.ts";
 import {
   DeadLetterConflictError,
@@ -298,6 +298,27 @@ export function takePositionals<const Names extends readonly string[]>(
     );
   }
   return names.map((_, i) => positionals[i]) as Positionals<Names>;
+}
+
+/**
+ * The project named by the one argument of `command` (its id or name, as
+ * {@linkcode resolveProject} finds it), shown as `label` in its usage; a
+ * {@linkcode UsageError} when the argument is missing or not alone.
+ *
+ * @example
+ * ```ts
+ * const project = await projectArgument(ctx, "stats", parsed);
+ * // or `Cannot run "stats": missing ID (see --help)`
+ * ```
+ */
+export async function projectArgument(
+  ctx: CommandContext,
+  command: string,
+  parsed: Parsed,
+  label = "ID",
+): Promise<Project> {
+  const [named] = takePositionals(command, parsed.positionals, [label]);
+  return await resolveProject(ctx.kv, named);
 }
 
 /** Reads a string flag that may appear once. */
