@@ -7,7 +7,7 @@
  * @module
  */
 import assert from "node:assert/strict";
-import { fixtureTest } from "./fixture.ts";
+import { fixtureTest, withNewProject } from "./fixture.ts";
 import type { LogRecord } from "../../domain/entry.ts";
 import type { Project } from "../../db/projects.ts";
 import { createDashboard, type DashboardOptions } from "../../dashboard/app.ts";
@@ -316,5 +316,9 @@ export async function createTokenOnPage(
 }
 
 export const dashboardTest = fixtureTest(withDashboard);
+/** A test run inside {@linkcode withDashboard}, given a new project: `async (h, project) => …`. */
+export const dashboardProjectTest = fixtureTest(withNewProject(withDashboard));
 /** A test run inside {@linkcode withSignedIn}. */
 export const signedInTest = fixtureTest(withSignedIn);
+/** A test run inside {@linkcode withSignedIn}, given a new project: `async (h, browser, project) => …`. */
+export const signedInProjectTest = fixtureTest(withNewProject(withSignedIn));

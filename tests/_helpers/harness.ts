@@ -4,7 +4,7 @@
  *
  * @module
  */
-import { fixtureTest } from "./fixture.ts";
+import { fixtureTest, withNewProject } from "./fixture.ts";
 import assert from "node:assert/strict";
 import { createApp } from "../../app.ts";
 import { type Config, loadConfig } from "../../config.ts";
@@ -498,17 +498,6 @@ export async function withHarness(
   await h.close();
 }
 
-/**
- * Runs `fn` with a harness and a project made on it with the default allow
- * list, the opening most pipeline tests share.
- */
-export function withHarnessProject(
-  fn: (h: Harness, project: Project) => Promise<void>,
-  options: HarnessOptions = {},
-): Promise<void> {
-  return withHarness(async (h) => fn(h, await h.project()), options);
-}
-
 /** POSTs `body` (an object, or the client's own text) and checks it was queued. */
 export async function postQueued(
   h: Harness,
@@ -693,8 +682,8 @@ export async function withServed(
 
 /** A test run inside {@linkcode withHarness}. */
 export const harnessTest = fixtureTest(withHarness);
-/** A test run inside {@linkcode withHarnessProject}: `async (h, project) => …`. */
-export const projectTest = fixtureTest(withHarnessProject);
+/** A test run inside {@linkcode withHarness}, given a new project: `async (h, project) => …`. */
+export const projectTest = fixtureTest(withNewProject(withHarness));
 /** A test run inside {@linkcode withKv}. */
 export const kvTest = fixtureTest(withKv);
 

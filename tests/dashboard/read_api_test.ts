@@ -18,6 +18,7 @@ import { assertEachGives } from "../_helpers/table.ts";
 import {
   apiRequest,
   createTokenOnPage,
+  dashboardProjectTest,
   dashboardTest,
   type DashHarness,
   PEER,
@@ -93,10 +94,9 @@ async function seeded(h: DashHarness, n = 30) {
   return project;
 }
 
-dashboardTest(
+dashboardProjectTest(
   "token create prints the token once; only its SHA-256 is stored and list never shows it",
-  async (h) => {
-    const project = await h.project();
+  async (h, project) => {
     const token = await createToken(h, project.id);
     assert.match(token, /^lgr_[A-Za-z0-9_-]{43}$/);
     const stored = await everything(h.kv);
@@ -201,10 +201,9 @@ dashboardTest(
   },
 );
 
-dashboardTest(
+dashboardProjectTest(
   "CSV has a header row, quotes per RFC 4180 and neutralises formulas",
-  async (h) => {
-    const project = await h.project();
+  async (h, project) => {
     const title = '=HYPERLINK("http://evil.example","click")';
     const message = 'a, "quoted"\nsecond line';
     const [record] = await store(h, project.id, [{
@@ -249,10 +248,9 @@ dashboardTest(
   },
 );
 
-dashboardTest(
+dashboardProjectTest(
   "a missing, malformed, unknown or revoked token answers 401 with a JSON error",
-  async (h) => {
-    const project = await h.project();
+  async (h, project) => {
     const token = await createToken(h, project.id);
     const path = `/api/v1/projects/${project.id}/logs`;
     const tries: [string, Record<string, string>][] = [
@@ -346,20 +344,21 @@ dashboardTest(
   },
 );
 
-dashboardTest("the ingest port serves no read API", async (h) => {
-  const project = await h.project();
-  const token = await createToken(h, project.id);
-  const res = await h.app.request(`/api/v1/projects/${project.id}/logs`, {
-    headers: { authorization: `Bearer ${token}` },
-  });
-  assert.notEqual(res.status, 200);
-  assert.ok(!(await res.text()).includes(project.id));
-});
+dashboardProjectTest(
+  "the ingest port serves no read API",
+  async (h, project) => {
+    const token = await createToken(h, project.id);
+    const res = await h.app.request(`/api/v1/projects/${project.id}/logs`, {
+      headers: { authorization: `Bearer ${token}` },
+    });
+    assert.notEqual(res.status, 200);
+    assert.ok(!(await res.text()).includes(project.id));
+  },
+);
 
-dashboardTest(
+dashboardProjectTest(
   "the settings page creates a token shown once and revokes it",
-  async (h) => {
-    const project = await h.project();
+  async (h, project) => {
     const admin = await signIn(h.dash);
     const { token } = await createTokenOnPage(admin, project.id, {
       name: "export",
@@ -395,14 +394,20 @@ dashboardTest(
   },
 );
 
-dashboardTest("deleting a project revokes its read tokens", async (h) => {
-  const project = await h.project();
-  const token = await createToken(h, project.id);
-  const run = await cli(h.kv, ["project", "delete", project.id, "--yes"]);
-  assert.equal(run.code, 0, run.stderr);
-  const stored = await everything(h.kv);
-  assert.ok(!stored.includes(project.id + '"'), "nothing left of it");
-  const res = await apiRequest(h, `/api/v1/projects/${project.id}/logs`, token);
-  assert.equal(res.status, 401);
-  await res.body?.cancel();
-});
+dashboardProjectTest(
+  "deleting a project revokes its read tokens",
+  async (h, project) => {
+    const token = await createToken(h, project.id);
+    const run = await cli(h.kv, ["project", "delete", project.id, "--yes"]);
+    assert.equal(run.code, 0, run.stderr);
+    const stored = await everything(h.kv);
+    assert.ok(!stored.includes(project.id + '"'), "nothing left of it");
+    const res = await apiRequest(
+      h,
+      `/api/v1/projects/${project.id}/logs`,
+      token,
+    );
+    assert.equal(res.status, 401);
+    await res.body?.cancel();
+  },
+);

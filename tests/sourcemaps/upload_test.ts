@@ -12,7 +12,7 @@ import { listSourceMaps, MAX_MAP_BYTES } from "../../db/sourcemaps.ts";
 import {
   apiRequest,
   createTokenOnPage,
-  dashboardTest,
+  dashboardProjectTest,
   type DashHarness,
   signIn,
   store,
@@ -50,10 +50,9 @@ async function tokens(h: DashHarness, projectId: string) {
   return { read: await make("read"), upload: await make("upload") };
 }
 
-dashboardTest(
+dashboardProjectTest(
   "POST /api/v1/projects/:id/sourcemaps stores a map with a token of the upload scope only",
-  async (h) => {
-    const project = await h.project();
+  async (h, project) => {
     const { read, upload: up } = await tokens(h, project.id);
     const none = await upload(h, project.id, {});
     assert.equal(none.status, 401);
@@ -82,10 +81,9 @@ dashboardTest(
   },
 );
 
-dashboardTest(
+dashboardProjectTest(
   "a bad map or parameter is a 400 JSON error, a map past the bound a 413",
-  async (h) => {
-    const project = await h.project();
+  async (h, project) => {
     const { upload: token } = await tokens(h, project.id);
     const cases: [string, { body?: BodyInit; query?: string }, RegExp][] = [
       ["not JSON", { body: "{nope" }, /not JSON/],
@@ -165,10 +163,9 @@ projectTest(
   },
 );
 
-dashboardTest(
+dashboardProjectTest(
   "the settings page creates an upload token, which uploads maps and reads nothing",
-  async (h) => {
-    const project = await h.project();
+  async (h, project) => {
     const admin = await signIn(h.dash);
     const { token, html } = await createTokenOnPage(admin, project.id, {
       name: "ci",
@@ -191,10 +188,9 @@ dashboardTest(
   },
 );
 
-dashboardTest(
+dashboardProjectTest(
   "a map of more than 5 MB uploads over HTTP in slices and resolves a stack",
-  async (h) => {
-    const project = await h.project();
+  async (h, project) => {
     const { upload: token } = await tokens(h, project.id);
     const big = JSON.parse(map);
     // Sources of 6 MB more: the bundle's own first, then filler files.
