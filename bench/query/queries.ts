@@ -22,10 +22,10 @@ import {
   logUnitId,
 } from "../../db/keys.ts";
 import { decodeChunkBlooms, decodeSummary } from "../../db/storage/chunk.ts";
+import { DAY_MS } from "../../domain/entry.ts";
 import { timeRuns } from "../timing.ts";
 import type { BuiltStore } from "./ingest.ts";
 
-export const DAY_MS = 86_400_000;
 /** The word planted in exactly one entry, and one found in none. */
 export const PLANTED = "zanzibarquokka";
 export const ABSENT = "xylophonewombat";
