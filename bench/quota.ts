@@ -14,28 +14,28 @@
  *
  * @module
  */
-import { createProject, type Project } from "../db/projects.ts";
+import type { Project } from "../db/projects.ts";
 import { admitEntries } from "../db/quota.ts";
 import { projectKey } from "../db/keys.ts";
 import { encodeJson } from "../db/kv.ts";
 import { type QueuedEntry, toLogRecord } from "../domain/entry.ts";
 import { openBatch, sealBatch } from "../queue/batch.ts";
 import {
+  benchProjects,
   consumerMicros,
   countAndRounds,
-  median,
+  GROUP,
+  START,
   typicalEntries,
+  withMemoryKv,
 } from "./scrub.ts";
-
-const ORIGIN = "https://shop.example.com";
-const GROUP = 200;
+import { median } from "./timing.ts";
 
 /** Sealing and opening per entry, µs, over batches of {@linkcode GROUP}. */
 async function sealMicros(
   texts: string[],
 ): Promise<{ seal: number; open: number }> {
-  const kv = await Deno.openKv(":memory:");
-  try {
+  return await withMemoryKv(async (kv) => {
     const batches: string[] = [];
     for (let at = 0; at < texts.length; at += GROUP) {
       batches.push(`[${texts.slice(at, at + GROUP).join(",")}]`);
@@ -49,9 +49,7 @@ async function sealMicros(
     for (const bytes of sealed) await openBatch(kv, bytes);
     const open = (performance.now() - began) * 1000 / texts.length;
     return { seal, open };
-  } finally {
-    kv.close();
-  }
+  });
 }
 
 /**
@@ -62,8 +60,7 @@ async function admitMicros(
   project: Project,
   entries: QueuedEntry[],
 ): Promise<number> {
-  const kv = await Deno.openKv(":memory:");
-  try {
+  return await withMemoryKv(async (kv) => {
     const set = await kv.set(projectKey(project.id), encodeJson(project));
     const records = entries.map((e) => toLogRecord(e, "origin"));
     const now = entries.at(-1)!.receivedAt;
@@ -79,21 +76,12 @@ async function admitMicros(
       });
     }
     return (performance.now() - began) * 1000 / entries.length;
-  } finally {
-    kv.close();
-  }
+  });
 }
 
 if (import.meta.main) {
   const { count, rounds } = countAndRounds();
-  const start = Date.UTC(2026, 10, 26);
-  const setup = await Deno.openKv(":memory:");
-  const plain = await createProject(setup, {
-    name: "quota bench",
-    allow: [ORIGIN],
-    now: () => start,
-  });
-  setup.close();
+  const [plain] = await benchProjects("quota bench");
   const variants: [string, Project][] = [
     ["no quota", plain],
     ["quota", { ...plain, quota: { perDay: 1e9, perMinute: 1e7 } }],
@@ -103,7 +91,7 @@ if (import.meta.main) {
       spike: { multiple: 1000, keep: 10 },
     }],
   ];
-  const entries = typicalEntries(plain.id, count, start);
+  const entries = typicalEntries(plain.id, count, START);
   const times = new Map<string, number[]>(variants.map(([n]) => [n, []]));
   const admits: number[] = [];
   for (let round = 0; round < rounds; round++) {

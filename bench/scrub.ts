@@ -27,9 +27,13 @@ import type { HandedBatch } from "../queue/batch.ts";
 import { Consumer } from "../queue/consumer.ts";
 import { GroupCommitter } from "../queue/producer.ts";
 import { createGenerator } from "./query/generate.ts";
+import { median } from "./timing.ts";
 
 const ORIGIN = "https://shop.example.com";
-const GROUP = 200;
+/** Entries the producer is handed at once, and a batch's entries. */
+export const GROUP = 200;
+/** Receipt time of the first typical entry. */
+export const START = Date.UTC(2026, 10, 26);
 
 /** Typical entries for `project`, one a millisecond from `start`. */
 export function typicalEntries(
@@ -56,10 +60,49 @@ export function typicalEntries(
   return entries;
 }
 
-/** Median of `values`. */
-export function median(values: number[]): number {
-  const sorted = [...values].sort((a, b) => a - b);
-  return sorted[Math.floor(sorted.length / 2)]!;
+/**
+ * Runs `fn` on a database of its own in memory, closed after: each
+ * measurement starts from an empty one.
+ *
+ * @example
+ * ```ts
+ * const micros = await withMemoryKv((kv) => timeSomething(kv));
+ * ```
+ */
+export async function withMemoryKv<T>(
+  fn: (kv: Deno.Kv) => Promise<T>,
+): Promise<T> {
+  const kv = await Deno.openKv(":memory:");
+  try {
+    return await fn(kv);
+  } finally {
+    kv.close();
+  }
+}
+
+/**
+ * The bench's project `name`, allowing the typical entries' origin, made
+ * at {@linkcode START}, then what `variants` makes of it in the same
+ * database (rules added). The consumer is handed the records alone.
+ *
+ * @example
+ * ```ts
+ * const [project] = await benchProjects("quota bench");
+ * ```
+ */
+export function benchProjects(
+  name: string,
+  variants: (kv: Deno.Kv, project: Project) => Promise<Project[]> = () =>
+    Promise.resolve([]),
+): Promise<[Project, ...Project[]]> {
+  return withMemoryKv(async (kv) => {
+    const project = await createProject(kv, {
+      name,
+      allow: [ORIGIN],
+      now: () => START,
+    });
+    return [project, ...await variants(kv, project)];
+  });
 }
 
 /**
@@ -72,8 +115,7 @@ export async function consumerMicros(
   entries: QueuedEntry[],
   setup?: (kv: Deno.Kv) => Promise<void>,
 ): Promise<number> {
-  const kv = await Deno.openKv(":memory:");
-  try {
+  return await withMemoryKv(async (kv) => {
     const now = () => entries.at(-1)!.receivedAt;
     await kv.set(projectKey(project.id), encodeJson(project));
     await setup?.(kv);
@@ -99,9 +141,7 @@ export async function consumerMicros(
     const began = performance.now();
     for (const batch of handed) await consumer.process(batch.id, batch);
     return (performance.now() - began) * 1000 / entries.length;
-  } finally {
-    kv.close();
-  }
+  });
 }
 
 /** The scrubber's own time per entry, µs, on the consumer's fast path. */
@@ -141,26 +181,24 @@ export function countAndRounds(): { count: number; rounds: number } {
 
 if (import.meta.main) {
   const { count, rounds } = countAndRounds();
-  const setup = await Deno.openKv(":memory:");
-  const start = Date.UTC(2026, 10, 26);
-  const defaults = await createProject(setup, {
-    name: "scrub bench",
-    allow: [ORIGIN],
-    now: () => start,
-  });
-  let detectors = defaults;
-  for (const detector of DETECTORS) {
-    detectors = (await addScrubRule(setup, defaults.id, {
-      kind: "detector",
-      detector,
-    })).project;
-  }
-  setup.close();
-  const entries = typicalEntries(defaults.id, count, start);
+  const [defaults, detectors] = await benchProjects(
+    "scrub bench",
+    async (kv, project) => {
+      let detectors = project;
+      for (const detector of DETECTORS) {
+        detectors = (await addScrubRule(kv, project.id, {
+          kind: "detector",
+          detector,
+        })).project;
+      }
+      return [detectors];
+    },
+  );
+  const entries = typicalEntries(defaults.id, count, START);
   for (
     const [name, project] of [["defaults", defaults], [
       "every detector",
-      detectors,
+      detectors!,
     ]] as const
   ) {
     const consumer: number[] = [];

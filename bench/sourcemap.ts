@@ -23,7 +23,14 @@ import { createProject, type Project } from "../db/projects.ts";
 import { uploadSourceMap } from "../db/sourcemaps.ts";
 import { SourceMapResolver } from "../db/symbolicate.ts";
 import { type QueuedEntry, toLogRecord } from "../domain/entry.ts";
-import { consumerMicros, median, typicalEntries } from "./scrub.ts";
+import {
+  benchProjects,
+  consumerMicros,
+  START,
+  typicalEntries,
+  withMemoryKv,
+} from "./scrub.ts";
+import { median } from "./timing.ts";
 import { wholeNumber } from "./options.ts";
 
 const ORIGIN = "https://shop.example.com";
@@ -179,8 +186,7 @@ async function resolverMicros(
   project: Project,
   entries: QueuedEntry[],
 ): Promise<number> {
-  const kv = await Deno.openKv(":memory:");
-  try {
+  return await withMemoryKv(async (kv) => {
     const resolver = new SourceMapResolver(kv);
     const records = entries.map((e) => toLogRecord(e, "origin"));
     const line = () => "";
@@ -194,9 +200,7 @@ async function resolverMicros(
       );
     }
     return (performance.now() - began) * 1000 / records.length;
-  } finally {
-    kv.close();
-  }
+  });
 }
 
 /** `--count`, `--rounds` and `--functions`, checked. */
@@ -237,17 +241,10 @@ if (import.meta.main) {
     } ms (${timings[0]!.resolved} of 10 frames resolved)`,
   );
 
-  const setup = await Deno.openKv(":memory:");
-  const start = Date.UTC(2026, 10, 26);
-  const project = await createProject(setup, {
-    name: "sourcemap bench",
-    allow: [ORIGIN],
-    now: () => start,
-  });
-  setup.close();
+  const [project] = await benchProjects("sourcemap bench");
   const small = new TextEncoder().encode(big.map);
   const entries = withStacks(
-    typicalEntries(project.id, count, start),
+    typicalEntries(project.id, count, START),
     bigStack,
   );
   const upload = (releases: string[]) => async (kv: Deno.Kv) => {
@@ -257,7 +254,7 @@ if (import.meta.main) {
         release,
         url: "~/assets/app.min.js",
         bytes: small,
-        now: start,
+        now: START,
       });
     }
   };

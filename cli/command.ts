@@ -10,8 +10,8 @@
  * @module
  */
 import { parseArgs, type ParseArgsOptionsConfig } from "node:util";
-import { ProjectNotFoundError } from "../db/projects.ts";
-import { AmbiguousProjectError } from "./resolve.ts";
+import { type Project, ProjectNotFoundError } from "../db/projects.ts";
+import { AmbiguousProjectError, resolveProject } from "./resolve.ts";
 import { InvalidValueError } from "../db/validation.ts";
 import {
   DeadLetterConflictError,
@@ -300,6 +300,27 @@ export function takePositionals<const Names extends readonly string[]>(
   return names.map((_, i) => positionals[i]) as Positionals<Names>;
 }
 
+/**
+ * The project named by the one argument of `command` (its id or name, as
+ * {@linkcode resolveProject} finds it), shown as `label` in its usage; a
+ * {@linkcode UsageError} when the argument is missing or not alone.
+ *
+ * @example
+ * ```ts
+ * const project = await projectArgument(ctx, "stats", parsed);
+ * // or `Cannot run "stats": missing ID (see --help)`
+ * ```
+ */
+export async function projectArgument(
+  ctx: CommandContext,
+  command: string,
+  parsed: Parsed,
+  label = "ID",
+): Promise<Project> {
+  const [named] = takePositionals(command, parsed.positionals, [label]);
+  return await resolveProject(ctx.kv, named);
+}
+
 /** Reads a string flag that may appear once. */
 export function stringFlag(parsed: Parsed, name: string): string | undefined {
   const value = parsed.values[name];
@@ -333,27 +354,43 @@ export function requiredFlag(
 }
 
 /**
- * Reads `--limit`: a whole number from 1 to `max`, `fallback` when it is
+ * Reads `--name`: a whole number from 1 to `max`, `fallback` when it is
  * absent; a {@linkcode UsageError} naming the bounds otherwise.
  *
  * @example
  * ```ts
+ * const days = countFlag(parsed, "days", { fallback: 7, max: 90 });
+ * // or `Cannot read --days "0": expected a whole number from 1 to 90`
+ * ```
+ */
+export function countFlag(
+  parsed: Parsed,
+  name: string,
+  bounds: { fallback: number; max: number },
+): number {
+  const text = stringFlag(parsed, name) ?? String(bounds.fallback);
+  const count = Number(text);
+  if (!/^\d+$/.test(text) || count < 1 || count > bounds.max) {
+    throw new UsageError(
+      `Cannot read --${name} "${text}": expected a whole number from 1 to ${bounds.max}`,
+    );
+  }
+  return count;
+}
+
+/**
+ * Reads `--limit` as {@linkcode countFlag} does.
+ *
+ * @example
+ * ```ts
  * const limit = limitFlag(parsed, { fallback: 100, max: 100_000 });
- * // or `Cannot read --limit "0": expected a whole number from 1 to 100000`
  * ```
  */
 export function limitFlag(
   parsed: Parsed,
   bounds: { fallback: number; max: number },
 ): number {
-  const text = stringFlag(parsed, "limit") ?? String(bounds.fallback);
-  const limit = Number(text);
-  if (!/^\d+$/.test(text) || limit < 1 || limit > bounds.max) {
-    throw new UsageError(
-      `Cannot read --limit "${text}": expected a whole number from 1 to ${bounds.max}`,
-    );
-  }
-  return limit;
+  return countFlag(parsed, "limit", bounds);
 }
 
 /**

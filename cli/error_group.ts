@@ -15,14 +15,13 @@ import type { Project } from "../db/projects.ts";
 import { type GroupTriage, readTriage } from "../db/error_group_triage.ts";
 import { fingerprintArg, triageJson } from "./errors_triage.ts";
 import { stackLines } from "../domain/fingerprint.ts";
-import type { ResolvedStack } from "../domain/entry.ts";
+import { DAY_MS, type ResolvedStack } from "../domain/entry.ts";
 import { shownFrameLines, unresolvedReasons } from "../domain/symbolicate.ts";
 import { shownStack, topOfFrames } from "../db/symbolicate.ts";
 import { type CommandContext, println } from "./command.ts";
 import { formatTable, formatTime, inert, sparkline } from "./format.ts";
 
 const HOUR_MS = 3_600_000;
-const DAY_MS = 24 * HOUR_MS;
 
 function iso(ms: number): string {
   return new Date(ms).toISOString();

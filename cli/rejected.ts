@@ -29,6 +29,7 @@ import {
   EXIT_FAILURE,
   flags,
   println,
+  projectArgument,
   runCommand,
   stringFlag,
   stringFlags,
@@ -38,7 +39,6 @@ import {
 } from "./command.ts";
 import { printJsonLines, printResult } from "./output.ts";
 import { formatLevel, formatTable, formatTime, inert } from "./format.ts";
-import { resolveProject } from "./resolve.ts";
 
 const USAGE = `Show a project's recent rejected entries, and replay them.
 
@@ -181,10 +181,7 @@ function resultText(r: ReplayResult): string {
 
 function replay(ctx: CommandContext): Promise<number> {
   return runCommand(ctx, REPLAY, async (parsed) => {
-    const [projectId] = takePositionals("rejected replay", parsed.positionals, [
-      "ID",
-    ]);
-    const project = await resolveProject(ctx.kv, projectId!);
+    const project = await projectArgument(ctx, "rejected replay", parsed);
     const named = stringFlags(parsed, "entry");
     const results = await replayRejected(
       ctx.kv,
@@ -247,13 +244,7 @@ export function rejectedCommand(ctx: CommandContext): Promise<number> {
       });
       title = "Entries naming no existing project";
     } else {
-      if (parsed.positionals.length === 0) {
-        throw new UsageError(`Cannot run "rejected": missing ID (see --help)`);
-      }
-      const [projectId] = takePositionals("rejected", parsed.positionals, [
-        "ID",
-      ]);
-      const project = await resolveProject(ctx.kv, projectId!);
+      const project = await projectArgument(ctx, "rejected", parsed);
       kept = await listRejected(ctx.kv, project.id, {
         ...(reason === undefined ? {} : { reason }),
         ...(limit === undefined ? {} : { limit }),

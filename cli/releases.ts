@@ -13,12 +13,11 @@ import {
   type CommandContext,
   type CommandSpec,
   println,
+  projectArgument,
   runCommand,
-  takePositionals,
 } from "./command.ts";
 import { formatTable, formatTime, inert } from "./format.ts";
 import { printJsonLines } from "./output.ts";
-import { resolveProject } from "./resolve.ts";
 
 const USAGE = `Show a project's releases, the latest first.
 
@@ -51,10 +50,7 @@ const COMMAND: CommandSpec = {
  */
 export function releasesCommand(ctx: CommandContext): Promise<number> {
   return runCommand(ctx, COMMAND, async (parsed) => {
-    const [named] = takePositionals("releases", parsed.positionals, [
-      "PROJECT",
-    ]);
-    const project = await resolveProject(ctx.kv, named);
+    const project = await projectArgument(ctx, "releases", parsed, "PROJECT");
     const releases = await listReleases(ctx.kv, project.id, {
       now: ctx.now(),
       retentionMs: project.retentionDays * DAY_MS,

@@ -8,7 +8,6 @@
  *
  * @module
  */
-import { resolveProject } from "./resolve.ts";
 import {
   type BacklogPart,
   readBacklog,
@@ -25,6 +24,7 @@ import {
   booleanFlag,
   type CommandContext,
   type CommandSpec,
+  projectArgument,
   runCommand,
   takePositionals,
   useColor,
@@ -162,8 +162,7 @@ export function statsCommand(ctx: CommandContext): Promise<number> {
         ]),
       });
     }
-    const [named] = takePositionals("stats", parsed.positionals, ["ID"]);
-    const project = await resolveProject(ctx.kv, named!);
+    const project = await projectArgument(ctx, "stats", parsed);
     const stats = await readStats(ctx.kv, project.id);
     const backlog = await readBacklog(ctx.kv, project.id, ctx.now());
     return printResult(ctx, parsed, {

@@ -12,11 +12,10 @@ import {
   booleanFlag,
   type CommandContext,
   type CommandSpec,
+  countFlag,
   println,
   runCommand,
-  stringFlag,
   takePositionals,
-  UsageError,
 } from "./command.ts";
 import { formatTable, inert } from "./format.ts";
 import { printJsonLines } from "./output.ts";
@@ -81,13 +80,7 @@ export function usageCommand(ctx: CommandContext): Promise<number> {
     const [named] = takePositionals("usage", parsed.positionals, [
       "PROJECT?",
     ]);
-    const daysText = stringFlag(parsed, "days") ?? "7";
-    const days = Number(daysText);
-    if (!/^\d+$/.test(daysText) || days < 1 || days > USAGE_DAYS) {
-      throw new UsageError(
-        `Cannot read --days "${daysText}": expected a whole number from 1 to ${USAGE_DAYS}`,
-      );
-    }
+    const days = countFlag(parsed, "days", { fallback: 7, max: USAGE_DAYS });
     const projects = named === undefined
       ? await listProjects(ctx.kv)
       : [(await getProject(ctx.kv, await projectIdOf(ctx.kv, named)))!];

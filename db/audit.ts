@@ -18,9 +18,10 @@ import { createId } from "../domain/ids.ts";
 import { auditBudgetKey, auditBudgetsPrefix, auditKey } from "./keys.ts";
 import { decodeJson, encodeJson } from "./kv.ts";
 import { deletePrefix } from "./projects.ts";
+import { DAY_MS } from "../domain/entry.ts";
 
 /** How long an event is kept: at least 90 days, whatever happens after it. */
-export const AUDIT_TTL_MS = 180 * 86_400_000;
+export const AUDIT_TTL_MS = 180 * DAY_MS;
 /** Events one account records in full per log and UTC day; more are folded. */
 export const MAX_EVENTS_PER_ACTOR_DAY = 200;
 /** Events a listing returns at most. */
@@ -29,7 +30,6 @@ export const MAX_AUDIT_LIST = 500;
 const MAX_DETAIL = 500;
 /** Longest actor and action kept, in characters. */
 const MAX_NAME = 254;
-const DAY_MS = 86_400_000;
 
 /** One audit event as stored. */
 export interface AuditEvent {

@@ -32,7 +32,7 @@
  *
  * @module
  */
-import type { LogRecord } from "../domain/entry.ts";
+import { DAY_MS, type LogRecord } from "../domain/entry.ts";
 import {
   fingerprintOf,
   GROUP_KEY_BYTES,
@@ -77,7 +77,6 @@ export const GROUPED_LEVELS: readonly string[] = ["error", "critical"];
 export const MAX_GROUPS_PER_BATCH = 20;
 /** Days of daily counts a group keeps, today included: the escalation's week. */
 export const GROUP_DAYS = 8;
-const DAY_MS = 24 * 3_600_000;
 /** Hours of the sparkline, the newest one included. */
 export const SPARK_HOURS = 24;
 /** A group first seen this recently is new. */

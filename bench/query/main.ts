@@ -35,7 +35,8 @@ import {
 import { buildStore } from "./ingest.ts";
 import { buildStoreDirect } from "./direct.ts";
 import { canOccur } from "./generate.ts";
-import { ABSENT, DAY_MS, measure, PLANTED } from "./queries.ts";
+import { DAY_MS } from "../../domain/entry.ts";
+import { ABSENT, measure, PLANTED } from "./queries.ts";
 
 /** Bytes and pages of a SQLite file, read from its header. */
 async function sqliteFile(path: string) {

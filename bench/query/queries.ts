@@ -22,10 +22,10 @@ import {
   logUnitId,
 } from "../../db/keys.ts";
 import { decodeChunkBlooms, decodeSummary } from "../../db/storage/chunk.ts";
+import { DAY_MS } from "../../domain/entry.ts";
 import { timeRuns } from "../timing.ts";
 import type { BuiltStore } from "./ingest.ts";
 
-export const DAY_MS = 86_400_000;
 /** The word planted in exactly one entry, and one found in none. */
 export const PLANTED = "zanzibarquokka";
 export const ABSENT = "xylophonewombat";
@@ -62,6 +62,22 @@ type Query = () => Promise<
   { n: number; stats: ScanStats | null; partial?: boolean }
 >;
 
+/**
+ * What a query answers: `n` when the answer is `right`, else -1, and
+ * whether the answer's budget ran out before it was complete.
+ */
+function outcome(
+  answer: { stats: ScanStats; searchedTo?: number },
+  right: boolean,
+  n: number,
+): Awaited<ReturnType<Query>> {
+  return {
+    n: right ? n : -1,
+    stats: answer.stats,
+    partial: answer.searchedTo !== undefined,
+  };
+}
+
 /** Runs `query` once, then 5 more times for the median. */
 async function timeQuery(
   name: string,
@@ -95,11 +111,7 @@ function userPage(kv: Deno.Kv, store: BuiltStore, user: string): Query {
       ids.length === Math.min(100, store.users.get(user)!) &&
       ids[0] === store.newestByUser.get(user) &&
       ids.every((id, i) => i === 0 || ids[i - 1]! > id);
-    return {
-      n: right ? p.records.length : -1,
-      stats: p.stats,
-      partial: p.searchedTo !== undefined,
-    };
+    return outcome(p, right, p.records.length);
   };
 }
 
@@ -115,11 +127,7 @@ function queries(
   const hourStart = start + 3.5 * DAY_MS;
   const page = (filter = {}): Query => async () => {
     const p = await queryLogs(kv, projectId, { filter, limit: 100 });
-    return {
-      n: p.records.length,
-      stats: p.stats,
-      partial: p.searchedTo !== undefined,
-    };
+    return outcome(p, true, p.records.length);
   };
   const levelCheck = (level: string) => (n: number) =>
     n === Math.min(100, store.levels[level] ?? 0) ? "ok" : "WRONG";
@@ -138,11 +146,7 @@ function queries(
       const p = await queryLogs(kv, projectId, { filter: parseQuery(PLANTED) });
       const right = p.records.length === 1 &&
         p.records[0]!.id === store.samples.get(plantAt)!.id;
-      return {
-        n: right ? 1 : -1,
-        stats: p.stats,
-        partial: p.searchedTo !== undefined,
-      };
+      return outcome(p, right, 1);
     }, is(1)],
     [`a word in none (${ABSENT})`, page(parseQuery(ABSENT)), is(0)],
     [`context.userId:${user}`, userPage(kv, store, user), some],
@@ -214,11 +218,7 @@ function pipeQueries(
             }`,
           ) === r.count
         );
-      return {
-        n: right ? a.rows.length : -1,
-        stats: a.stats,
-        partial: a.searchedTo !== undefined,
-      };
+      return outcome(a, right, a.rows.length);
     }, some],
     ["* \\| top 10 context.userId", async () => {
       const a = await run("* | top 10 context.userId");
@@ -226,11 +226,7 @@ function pipeQueries(
         a.rows.every((r, i) =>
           r["context.userId"] === byCount[i]![0] && r.count === byCount[i]![1]
         );
-      return {
-        n: right ? a.rows.length : -1,
-        stats: a.stats,
-        partial: a.searchedTo !== undefined,
-      };
+      return outcome(a, right, a.rows.length);
     }, some],
     ["facets of 7 days (level, service, …)", async () => {
       const { start, spanMs, count } = built;
@@ -243,21 +239,13 @@ function pipeQueries(
       const right = f.searchedTo === undefined && f.total === count &&
         levels.every((v) => built.store.levels[String(v.value)] === v.count) &&
         f.facets.every((field) => !field.tooMany);
-      return {
-        n: right ? f.facets.length : -1,
-        stats: f.stats,
-        partial: f.searchedTo !== undefined,
-      };
+      return outcome(f, right, f.facets.length);
     }, some],
     ["* \\| uniq context.userId", async () => {
       const a = await run("* | uniq context.userId");
       const right = a.searchedTo === undefined && !a.estimate &&
         a.rows[0]!.count === users.size;
-      return {
-        n: right ? users.size : -1,
-        stats: a.stats,
-        partial: a.searchedTo !== undefined,
-      };
+      return outcome(a, right, users.size);
     }, some],
   ];
 }

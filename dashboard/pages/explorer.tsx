@@ -24,7 +24,12 @@ import {
 } from "./entry.tsx";
 import { ExportLinks } from "./export_links.tsx";
 import { LevelChips, TimeControls } from "./explorer_controls.tsx";
-import { entryLinks, EntryList, explorerHref } from "./explorer_list.tsx";
+import {
+  entryLinks,
+  EntryList,
+  EntryRows,
+  explorerHref,
+} from "./explorer_list.tsx";
 import { link } from "./format.ts";
 import { type Histogram, HistogramChart } from "./histogram.tsx";
 import { Notice, type PageContext, ProjectLayout } from "./layout.tsx";
@@ -76,7 +81,6 @@ function ContextView(
   const links = entryLinks(ctx.base, data.project.id, data.state);
   const back: ExplorerState = { ...data.state };
   delete back.around;
-  const rows = [...view.after].reverse();
   return (
     <section class="context">
       <p class="context-head">
@@ -88,15 +92,12 @@ function ContextView(
         </a>
       </p>
       <div id="entries" class="entries">
-        {rows.map((r) => (
-          <EntryRow
-            key={r.id}
-            record={r}
-            links={links}
-            open={r.id === data.state.open}
-            budget={budget}
-          />
-        ))}
+        <EntryRows
+          records={[...view.after].reverse()}
+          links={links}
+          open={data.state.open}
+          budget={budget}
+        />
         {view.entry && (
           <EntryRow
             record={view.entry}
@@ -106,14 +107,12 @@ function ContextView(
             budget={budget}
           />
         )}
-        {[...view.before].reverse().map((r) => (
-          <EntryRow
-            record={r}
-            links={links}
-            open={r.id === data.state.open}
-            budget={budget}
-          />
-        ))}
+        <EntryRows
+          records={[...view.before].reverse()}
+          links={links}
+          open={data.state.open}
+          budget={budget}
+        />
       </div>
     </section>
   );

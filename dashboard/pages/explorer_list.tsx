@@ -74,6 +74,30 @@ export function TailRow(
   return <EntryRow record={props.record} links={links} />;
 }
 
+/** Entries as rows, newest first; the one the view names as `open` open. */
+export function EntryRows(
+  props: {
+    records: LogRecord[];
+    links: EntryLinks;
+    open: string | undefined;
+    budget: PreviewBudget;
+  },
+) {
+  return (
+    <>
+      {props.records.map((record) => (
+        <EntryRow
+          key={record.id}
+          record={record}
+          links={props.links}
+          open={record.id === props.open}
+          budget={props.budget}
+        />
+      ))}
+    </>
+  );
+}
+
 /** Rows of entries plus the link to the next page (also the fragment answer). */
 export function EntryList(
   props: {
@@ -98,14 +122,12 @@ export function EntryList(
   delete next.open;
   return (
     <>
-      {props.records.map((record) => (
-        <EntryRow
-          record={record}
-          links={links}
-          open={record.id === state.open}
-          budget={budget}
-        />
-      ))}
+      <EntryRows
+        records={props.records}
+        links={links}
+        open={state.open}
+        budget={budget}
+      />
       {props.searchedTo !== undefined && (
         <p class="partial" id="partial">
           {`Searched back to ${

@@ -185,6 +185,36 @@ export function Card(
   );
 }
 
+/**
+ * A card holding the form that creates one thing (a project, an account):
+ * its fields in a column, then the primary button.
+ */
+export function CreateFormCard(
+  props: {
+    ctx: PageContext;
+    /** The title's id, which labels the section. */
+    titleId: string;
+    title: Child;
+    /** The path under the dashboard the form posts to. */
+    to: string;
+    /** The form's id. */
+    id: string;
+    /** The button's text. */
+    button: string;
+    children: Child;
+  },
+) {
+  const { ctx } = props;
+  return (
+    <Card titleId={props.titleId} title={props.title}>
+      <PostForm ctx={ctx} to={props.to} class="stack" id={props.id}>
+        {props.children}
+        <button type="submit" class="primary">{props.button}</button>
+      </PostForm>
+    </Card>
+  );
+}
+
 /** A column of a {@linkcode ListTable}: its heading, or that and more. */
 export type Column = string | {
   label: Child;

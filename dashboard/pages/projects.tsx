@@ -12,10 +12,10 @@ import { SavedViewList } from "./views.tsx";
 import {
   Card,
   CopyableCode,
+  CreateFormCard,
   ListTable,
   Notice,
   type PageContext,
-  PostForm,
   SectionLayout,
   TimeAgo,
 } from "./layout.tsx";
@@ -178,27 +178,31 @@ function CreateProjectCard(
 ) {
   const { ctx, form } = props;
   return (
-    <Card titleId="create-title" title="Create a project">
-      <PostForm ctx={ctx} to="/projects" class="stack" id="create-form">
-        <label>
-          Name
-          <input
-            name="name"
-            required
-            maxlength={200}
-            value={form?.name ?? ""}
-          />
-        </label>
-        <label>
-          Allowed origins and app ids{" "}
-          <span class="hint">(optional, one per line)</span>
-          <textarea name="allow" rows={2} placeholder={ALLOW_PLACEHOLDER}>
-            {form?.allow ?? ""}
-          </textarea>
-        </label>
-        <button type="submit" class="primary">Create project</button>
-      </PostForm>
-    </Card>
+    <CreateFormCard
+      ctx={ctx}
+      titleId="create-title"
+      title="Create a project"
+      to="/projects"
+      id="create-form"
+      button="Create project"
+    >
+      <label>
+        Name
+        <input
+          name="name"
+          required
+          maxlength={200}
+          value={form?.name ?? ""}
+        />
+      </label>
+      <label>
+        Allowed origins and app ids{" "}
+        <span class="hint">(optional, one per line)</span>
+        <textarea name="allow" rows={2} placeholder={ALLOW_PLACEHOLDER}>
+          {form?.allow ?? ""}
+        </textarea>
+      </label>
+    </CreateFormCard>
   );
 }
 

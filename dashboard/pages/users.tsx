@@ -11,6 +11,7 @@ import { AuditTable } from "./audit.tsx";
 import { formatTime } from "./format.ts";
 import {
   Card,
+  CreateFormCard,
   ListTable,
   type PageContext,
   PostForm,
@@ -121,38 +122,42 @@ function UserItem(
 function AddUserCard(props: { ctx: PageContext; data: UsersData }) {
   const { ctx, data } = props;
   return (
-    <Card titleId="add-title" title="Add a user">
-      <PostForm ctx={ctx} to="/users" class="stack" id="add-user-form">
-        <label>
-          Email
-          <input
-            name="email"
-            required
-            maxlength={254}
-            autocomplete="off"
-            value={data.form?.email ?? ""}
-          />
-        </label>
-        <label>
-          Role <RoleSelect selected={data.form?.role ?? "viewer"} />
-        </label>
-        <fieldset>
-          <legend>Projects</legend>
-          <ProjectChoices projects={data.projects} chosen={[]} />
-        </fieldset>
-        <label>
-          Password <span class="hint">(at least 8 characters)</span>
-          <input
-            type="password"
-            name="password"
-            required
-            minlength={8}
-            autocomplete="new-password"
-          />
-        </label>
-        <button type="submit" class="primary">Add user</button>
-      </PostForm>
-    </Card>
+    <CreateFormCard
+      ctx={ctx}
+      titleId="add-title"
+      title="Add a user"
+      to="/users"
+      id="add-user-form"
+      button="Add user"
+    >
+      <label>
+        Email
+        <input
+          name="email"
+          required
+          maxlength={254}
+          autocomplete="off"
+          value={data.form?.email ?? ""}
+        />
+      </label>
+      <label>
+        Role <RoleSelect selected={data.form?.role ?? "viewer"} />
+      </label>
+      <fieldset>
+        <legend>Projects</legend>
+        <ProjectChoices projects={data.projects} chosen={[]} />
+      </fieldset>
+      <label>
+        Password <span class="hint">(at least 8 characters)</span>
+        <input
+          type="password"
+          name="password"
+          required
+          minlength={8}
+          autocomplete="new-password"
+        />
+      </label>
+    </CreateFormCard>
   );
 }
 

@@ -7,7 +7,7 @@
  * @module
  */
 import assert from "node:assert/strict";
-import { fixtureTest } from "./fixture.ts";
+import { fixtureTest, withNewProject } from "./fixture.ts";
 import type { LogRecord } from "../../domain/entry.ts";
 import type { Project } from "../../db/projects.ts";
 import { createDashboard, type DashboardOptions } from "../../dashboard/app.ts";
@@ -100,6 +100,27 @@ export const PEER = {
     port: 50000,
   },
 };
+
+/**
+ * A request to the dashboard's API from {@linkcode PEER}, carrying `token`
+ * as its bearer token when one is given.
+ *
+ * @example
+ * ```ts
+ * const res = await apiRequest(h, `/api/v1/projects/${id}/logs`, token);
+ * ```
+ */
+export async function apiRequest(
+  h: DashHarness,
+  path: string,
+  token?: string,
+  init: RequestInit = {},
+): Promise<Response> {
+  return await h.dash.request(path, {
+    ...init,
+    headers: token === undefined ? {} : { authorization: `Bearer ${token}` },
+  }, PEER);
+}
 
 /** Cookies set by an answer, as `name=value` pairs. */
 export function setCookies(res: Response): Record<string, string> {
@@ -295,5 +316,9 @@ export async function createTokenOnPage(
 }
 
 export const dashboardTest = fixtureTest(withDashboard);
+/** A test run inside {@linkcode withDashboard}, given a new project: `async (h, project) => …`. */
+export const dashboardProjectTest = fixtureTest(withNewProject(withDashboard));
 /** A test run inside {@linkcode withSignedIn}. */
 export const signedInTest = fixtureTest(withSignedIn);
+/** A test run inside {@linkcode withSignedIn}, given a new project: `async (h, browser, project) => …`. */
+export const signedInProjectTest = fixtureTest(withNewProject(withSignedIn));

@@ -4,7 +4,7 @@
  *
  * @module
  */
-import { fixtureTest } from "./fixture.ts";
+import { fixtureTest, withNewProject } from "./fixture.ts";
 import assert from "node:assert/strict";
 import { createApp } from "../../app.ts";
 import { type Config, loadConfig } from "../../config.ts";
@@ -682,6 +682,8 @@ export async function withServed(
 
 /** A test run inside {@linkcode withHarness}. */
 export const harnessTest = fixtureTest(withHarness);
+/** A test run inside {@linkcode withHarness}, given a new project: `async (h, project) => …`. */
+export const projectTest = fixtureTest(withNewProject(withHarness));
 /** A test run inside {@linkcode withKv}. */
 export const kvTest = fixtureTest(withKv);
 

@@ -16,7 +16,7 @@ import {
   WebhookTargetError,
 } from "../../alerts/targets.ts";
 import { alertLoopOn, round } from "../_helpers/webhook_receiver.ts";
-import { harnessTest, randomEntry, withHarness } from "../_helpers/harness.ts";
+import { projectTest, randomEntry, withHarness } from "../_helpers/harness.ts";
 import { stepEachGives } from "../_helpers/table.ts";
 
 Deno.test("isPrivateAddress knows the refused ranges", async (t) => {
@@ -136,10 +136,9 @@ Deno.test("a webhook on a private or loopback host is refused without ALERT_PRIV
   });
 });
 
-harnessTest(
+projectTest(
   "adding a rule with a private webhook stores nothing",
-  async (h) => {
-    const project = await h.project();
+  async (h, project) => {
     await assert.rejects(
       addAlertRule(h.kv, {
         projectId: project.id,
@@ -245,10 +244,9 @@ Deno.test("a host name resolving to a private address is refused at delivery", a
   }
 });
 
-harnessTest(
+projectTest(
   "a project holds at most MAX_RULES_PER_PROJECT alert rules",
-  async (h) => {
-    const project = await h.project();
+  async (h, project) => {
     const add = () =>
       addAlertRule(h.kv, {
         projectId: project.id,

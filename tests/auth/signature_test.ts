@@ -21,6 +21,7 @@ import {
   pendingBatches,
   postEntries,
   postQueued,
+  projectTest,
   randomEntry,
   recentRejections,
   signedEntry,
@@ -82,10 +83,9 @@ function clientJson(value: unknown, indent?: string, depth = 0): string {
   return `{${items.join(",")}${close}}`;
 }
 
-harnessTest(
+projectTest(
   "a signature computed like a JavaScript client verifies and is stored with auth signature",
-  async (h) => {
-    const project = await h.project();
+  async (h, project) => {
     const body = randomEntry({
       projectId: project.id,
       data: { title: "Commande créée", message: "Prix: 12€", ratio: 0.5 },

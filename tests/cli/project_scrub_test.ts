@@ -11,7 +11,7 @@ import { getProject } from "../../db/projects.ts";
 import { MAX_SCRUB_RULES } from "../../db/scrub.ts";
 import { FILTERED } from "../../domain/scrub.ts";
 import { assertRefused, cli, create, json, kvTest } from "../_helpers/cli.ts";
-import { harnessTest } from "../_helpers/harness.ts";
+import { projectTest } from "../_helpers/harness.ts";
 import { store } from "../_helpers/dashboard.ts";
 
 /** Runs `deno task project scrub PROJECT <args>`. */
@@ -132,10 +132,9 @@ kvTest(`project scrub holds at most ${MAX_SCRUB_RULES} rules`, async (kv) => {
   assertRefused(over, /at most 20 scrubbing rules; remove one first/);
 });
 
-harnessTest(
+projectTest(
   "a dry run shows what a rule would change in recent entries and saves nothing",
-  async (h) => {
-    const project = await h.project();
+  async (h, project) => {
     await store(h, project.id, [
       {
         data: { message: "from 10.1.2.3", user: { email: "ana@example.com" } },
@@ -170,10 +169,9 @@ harnessTest(
   },
 );
 
-harnessTest(
+projectTest(
   "a saved rule applies to entries stored from then on",
-  async (h) => {
-    const project = await h.project();
+  async (h, project) => {
     const run = await scrub(h.kv, project.id, [
       "--key",
       "phone",

@@ -10,6 +10,7 @@ import { listAlertRules } from "../../db/alerts.ts";
 import {
   post,
   projectPage,
+  signedInProjectTest,
   signedInTest,
   store,
   textOf,
@@ -72,10 +73,9 @@ signedInTest(
   },
 );
 
-signedInTest(
+signedInProjectTest(
   "an alert form without its token is refused with 403",
-  async (h, browser) => {
-    const project = await h.project();
+  async (h, browser, project) => {
     const res = await post(
       h.dash,
       { ...browser, csrf: "forged" },

@@ -9,7 +9,7 @@
 import assert from "node:assert/strict";
 import {
   rowIds,
-  signedInTest,
+  signedInProjectTest,
   store,
   textOf,
   withSignedIn,
@@ -54,10 +54,9 @@ const ENTRIES = [
   { level: "info", device: { host: "db-1" } },
 ];
 
-signedInTest(
+signedInProjectTest(
   "the explorer's facets count the top values with their share, and link to filter and exclude each",
-  async (h, browser) => {
-    const project = await h.project();
+  async (h, browser, project) => {
     await store(h, project.id, ENTRIES);
     const html = await (await browser.get(`/projects/${project.id}`)).text();
     const service = facetOf(html, "context.service");
@@ -93,10 +92,9 @@ signedInTest(
   },
 );
 
-signedInTest(
+signedInProjectTest(
   "a field pinned in the URL gets a facet of its own, which can be unpinned",
-  async (h, browser) => {
-    const project = await h.project();
+  async (h, browser, project) => {
     await store(h, project.id, ENTRIES);
     const html = await (await browser.get(
       `/projects/${project.id}?facet=data.status`,
@@ -124,10 +122,9 @@ signedInTest(
   },
 );
 
-signedInTest(
+signedInProjectTest(
   "a query with a pipe shows its rows as a table and bars, each linking to its entries",
-  async (h, browser) => {
-    const project = await h.project();
+  async (h, browser, project) => {
     await store(h, project.id, ENTRIES);
     const q = "level:info | count by context.service";
     const html = await (await browser.get(
@@ -198,10 +195,9 @@ Deno.test("a pipe by time buckets is drawn as stacked bars, each row linked to i
   });
 });
 
-signedInTest(
+signedInProjectTest(
   "the histogram splits by a chosen field's top values, the rest as other",
-  async (h, browser) => {
-    const project = await h.project();
+  async (h, browser, project) => {
     const services = ["a", "a", "a", "b", "b", "c", "d", "e", "f", "g"];
     await store(
       h,
@@ -237,10 +233,9 @@ signedInTest(
   },
 );
 
-signedInTest(
+signedInProjectTest(
   "the source column shows the service, else the device's host, else the origin, with the auth as a tag",
-  async (h, browser) => {
-    const project = await h.project();
+  async (h, browser, project) => {
     await store(h, project.id, [
       { context: { service: "checkout-api" }, device: { host: "web-3" } },
       { device: { host: "db-1" } },

@@ -12,7 +12,7 @@ import { type Harness, ORIGIN, postEntries } from "../_helpers/harness.ts";
 import {
   openIds,
   rowIds,
-  signedInTest,
+  signedInProjectTest,
   store,
   textOf,
   withSignedIn,
@@ -28,10 +28,9 @@ function storeMany(
   return store(h, projectId, Array.from({ length: count }, () => ({})), stepMs);
 }
 
-signedInTest(
+signedInProjectTest(
   "the explorer lists entries newest first with a histogram and the live tail switch",
-  async (h, browser) => {
-    const project = await h.project();
+  async (h, browser, project) => {
     const stored = await store(h, project.id, [{ level: "info" }, {
       level: "error",
     }, {
@@ -126,10 +125,9 @@ Deno.test("the search box, level chips and time range filter the list", async (t
   });
 });
 
-signedInTest(
+signedInProjectTest(
   "a field value in an expanded entry links to the view filtered by it, or without it",
-  async (h, browser) => {
-    const project = await h.project();
+  async (h, browser, project) => {
     await store(h, project.id, [{ context: { userId: "u 42", team: "a" } }]);
     const html = await (await browser.get(`/projects/${project.id}?level=info`))
       .text();
@@ -153,10 +151,9 @@ signedInTest(
   },
 );
 
-signedInTest(
+signedInProjectTest(
   "a malformed query is explained with its column, and lists nothing",
-  async (h, browser) => {
-    const project = await h.project();
+  async (h, browser, project) => {
     await store(h, project.id, [{}]);
     const res = await browser.get(
       `/projects/${project.id}?q=${encodeURIComponent('ok "open')}`,
@@ -173,10 +170,9 @@ signedInTest(
   },
 );
 
-signedInTest(
+signedInProjectTest(
   "a permalink shows the same view with one entry expanded, even pages down",
-  async (h, browser) => {
-    const project = await h.project();
+  async (h, browser, project) => {
     const stored = await storeMany(h, project.id, PAGE_SIZE + 5, 100);
     const deep = stored[2]!; // on the second page, newest first
     const html =
@@ -192,10 +188,9 @@ signedInTest(
   },
 );
 
-signedInTest(
+signedInProjectTest(
   "a permalink to an entry more than 200 rows down shows it pinned above the first page",
-  async (h, browser) => {
-    const project = await h.project();
+  async (h, browser, project) => {
     const stored = await storeMany(h, project.id, 4 * PAGE_SIZE + 3, 100);
     const far = stored[1]!; // row 4 × PAGE_SIZE + 2, newest first
     const html =
@@ -214,10 +209,9 @@ signedInTest(
   },
 );
 
-signedInTest(
+signedInProjectTest(
   "older entries come as fragments by cursor, each entry once",
-  async (h, browser) => {
-    const project = await h.project();
+  async (h, browser, project) => {
     const stored = await storeMany(h, project.id, PAGE_SIZE * 2 + 3, 10);
     const seen: string[] = [];
     let html = await (await browser.get(`/projects/${project.id}`))
@@ -236,10 +230,9 @@ signedInTest(
   },
 );
 
-signedInTest(
+signedInProjectTest(
   "show in context lists the neighbours of an entry, unfiltered",
-  async (h, browser) => {
-    const project = await h.project();
+  async (h, browser, project) => {
     const stored = await store(h, project.id, [
       { level: "info" },
       { level: "warning" },

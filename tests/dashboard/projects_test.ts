@@ -18,7 +18,8 @@ import {
 } from "../_helpers/harness.ts";
 import {
   type Browser,
-  dashboardTest,
+  dashboardProjectTest,
+  signedInProjectTest,
   signedInTest,
   signIn,
   store,
@@ -83,10 +84,9 @@ signedInTest(
   },
 );
 
-dashboardTest(
+dashboardProjectTest(
   "the projects page shows the last 24 h, all-time counters and the last entry's time",
-  async (h) => {
-    const project = await h.project();
+  async (h, project) => {
     const send = async (origin: string, projectId = project.id) =>
       await postEntries(h, projectId, { origin });
     // A day and a half ago: stored and rejected, out of the last 24 h.
@@ -134,10 +134,9 @@ Deno.test("rejections of the last 24 h are a lower bound when every kept one is 
   });
 });
 
-dashboardTest(
+dashboardProjectTest(
   "entries of the last 24 h are counted exactly, to the millisecond",
-  async (h) => {
-    const project = await h.project();
+  async (h, project) => {
     const start = h.clock.now();
     // One entry every 7 minutes and 13.5 s for 30 hours: partial minutes
     // and hours at both ends of the day.
@@ -425,10 +424,9 @@ signedInTest("dead letters are listed and replayed", async (h, browser) => {
   );
 });
 
-signedInTest(
+signedInProjectTest(
   "a done code after a redirect shows its notice on the page that takes it, an unknown one none",
-  async (h, browser) => {
-    const project = await h.project();
+  async (_h, browser, project) => {
     const pages: [string, RegExp][] = [
       ["/?done=deleted", /Project deleted\./],
       ["/users?done=added", /User added\./],

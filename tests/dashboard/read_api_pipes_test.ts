@@ -8,9 +8,9 @@
 import assert from "node:assert/strict";
 import { cli } from "../_helpers/cli.ts";
 import {
+  apiRequest,
   dashboardTest,
   type DashHarness,
-  PEER,
   store,
 } from "../_helpers/dashboard.ts";
 
@@ -49,10 +49,10 @@ async function get(
   token: string,
   params: Record<string, string>,
 ) {
-  return await h.dash.request(
+  return await apiRequest(
+    h,
     `/api/v1/projects/${projectId}/logs?${new URLSearchParams(params)}`,
-    { headers: { authorization: `Bearer ${token}` } },
-    PEER,
+    token,
   );
 }
 

@@ -16,7 +16,9 @@ import { cli } from "../_helpers/cli.ts";
 import { everything } from "../_helpers/harness.ts";
 import { assertEachGives } from "../_helpers/table.ts";
 import {
+  apiRequest,
   createTokenOnPage,
+  dashboardProjectTest,
   dashboardTest,
   type DashHarness,
   PEER,
@@ -42,16 +44,6 @@ async function createToken(
   });
   assert.equal(run.code, 0, run.stderr);
   return JSON.parse(run.stdout).token;
-}
-
-async function api(
-  h: DashHarness,
-  path: string,
-  token?: string,
-): Promise<Response> {
-  return await h.dash.request(path, {
-    headers: token === undefined ? {} : { authorization: `Bearer ${token}` },
-  }, PEER);
 }
 
 /** Parses CSV text (RFC 4180) into rows of cells. */
@@ -102,10 +94,9 @@ async function seeded(h: DashHarness, n = 30) {
   return project;
 }
 
-dashboardTest(
+dashboardProjectTest(
   "token create prints the token once; only its SHA-256 is stored and list never shows it",
-  async (h) => {
-    const project = await h.project();
+  async (h, project) => {
     const token = await createToken(h, project.id);
     assert.match(token, /^lgr_[A-Za-z0-9_-]{43}$/);
     const stored = await everything(h.kv);
@@ -152,7 +143,7 @@ dashboardTest(
       for (const since of [undefined, "20s"]) {
         const params = new URLSearchParams({ q, limit: "1000" });
         if (since) params.set("since", since);
-        const res = await api(
+        const res = await apiRequest(
           h,
           `/api/v1/projects/${project.id}/logs?${params}`,
           token,
@@ -187,7 +178,7 @@ dashboardTest(
   async (h) => {
     const project = await seeded(h, 23);
     const token = await createToken(h, project.id);
-    const all = (await (await api(
+    const all = (await (await apiRequest(
       h,
       `/api/v1/projects/${project.id}/logs?limit=1000`,
       token,
@@ -198,7 +189,7 @@ dashboardTest(
     const paged: string[] = [];
     let pages = 0;
     while (next !== null) {
-      const res = await api(h, next, token);
+      const res = await apiRequest(h, next, token);
       assert.equal(res.status, 200);
       paged.push(...(await res.text()).split("\n").filter((l) => l !== ""));
       const link = res.headers.get("link");
@@ -210,10 +201,9 @@ dashboardTest(
   },
 );
 
-dashboardTest(
+dashboardProjectTest(
   "CSV has a header row, quotes per RFC 4180 and neutralises formulas",
-  async (h) => {
-    const project = await h.project();
+  async (h, project) => {
     const title = '=HYPERLINK("http://evil.example","click")';
     const message = 'a, "quoted"\nsecond line';
     const [record] = await store(h, project.id, [{
@@ -222,7 +212,7 @@ dashboardTest(
       context: { formula: "@SUM(A1)" },
     }]);
     const token = await createToken(h, project.id);
-    const res = await api(
+    const res = await apiRequest(
       h,
       `/api/v1/projects/${project.id}/logs?format=csv`,
       token,
@@ -258,10 +248,9 @@ dashboardTest(
   },
 );
 
-dashboardTest(
+dashboardProjectTest(
   "a missing, malformed, unknown or revoked token answers 401 with a JSON error",
-  async (h) => {
-    const project = await h.project();
+  async (h, project) => {
     const token = await createToken(h, project.id);
     const path = `/api/v1/projects/${project.id}/logs`;
     const tries: [string, Record<string, string>][] = [
@@ -277,10 +266,10 @@ dashboardTest(
       assert.match(res.headers.get("www-authenticate")!, /^Bearer/);
       assert.equal(typeof (await res.json()).error, "string");
     }
-    assert.equal((await api(h, path, token)).status, 200);
+    assert.equal((await apiRequest(h, path, token)).status, 200);
     const revoke = await cli(h.kv, ["token", "revoke", project.id, "ci"]);
     assert.equal(revoke.code, 0, revoke.stderr);
-    const res = await api(h, path, token);
+    const res = await apiRequest(h, path, token);
     assert.equal(res.status, 401, "revoked");
     await res.body?.cancel();
   },
@@ -292,10 +281,10 @@ dashboardTest(
     const mine = await h.project();
     const other = await h.project();
     const token = await createToken(h, mine.id);
-    const res = await api(h, `/api/v1/projects/${other.id}/logs`, token);
+    const res = await apiRequest(h, `/api/v1/projects/${other.id}/logs`, token);
     assert.equal(res.status, 404);
     assert.match((await res.json()).error, /Cannot find project/);
-    const gone = await api(h, `/api/v1/projects/nope/logs`, token);
+    const gone = await apiRequest(h, `/api/v1/projects/nope/logs`, token);
     assert.equal(gone.status, 404);
     await gone.body?.cancel();
     // An id no project can have is never looked up (a database key is
@@ -316,7 +305,7 @@ dashboardTest(
         "format=xml",
       ]
     ) {
-      const bad = await api(
+      const bad = await apiRequest(
         h,
         `/api/v1/projects/${mine.id}/logs?${query}`,
         token,
@@ -355,27 +344,29 @@ dashboardTest(
   },
 );
 
-dashboardTest("the ingest port serves no read API", async (h) => {
-  const project = await h.project();
-  const token = await createToken(h, project.id);
-  const res = await h.app.request(`/api/v1/projects/${project.id}/logs`, {
-    headers: { authorization: `Bearer ${token}` },
-  });
-  assert.notEqual(res.status, 200);
-  assert.ok(!(await res.text()).includes(project.id));
-});
+dashboardProjectTest(
+  "the ingest port serves no read API",
+  async (h, project) => {
+    const token = await createToken(h, project.id);
+    const res = await h.app.request(`/api/v1/projects/${project.id}/logs`, {
+      headers: { authorization: `Bearer ${token}` },
+    });
+    assert.notEqual(res.status, 200);
+    assert.ok(!(await res.text()).includes(project.id));
+  },
+);
 
-dashboardTest(
+dashboardProjectTest(
   "the settings page creates a token shown once and revokes it",
-  async (h) => {
-    const project = await h.project();
+  async (h, project) => {
     const admin = await signIn(h.dash);
     const { token } = await createTokenOnPage(admin, project.id, {
       name: "export",
     });
     assert.ok(!(await everything(h.kv)).includes(token));
     assert.equal(
-      (await api(h, `/api/v1/projects/${project.id}/logs`, token)).status,
+      (await apiRequest(h, `/api/v1/projects/${project.id}/logs`, token))
+        .status,
       200,
     );
     const again = await (await admin.get(`/projects/${project.id}/settings`))
@@ -388,7 +379,11 @@ dashboardTest(
       { token: id },
     );
     assert.equal(revoked.status, 303);
-    const res = await api(h, `/api/v1/projects/${project.id}/logs`, token);
+    const res = await apiRequest(
+      h,
+      `/api/v1/projects/${project.id}/logs`,
+      token,
+    );
     assert.equal(res.status, 401);
     await res.body?.cancel();
     const audit = textOf(
@@ -399,14 +394,20 @@ dashboardTest(
   },
 );
 
-dashboardTest("deleting a project revokes its read tokens", async (h) => {
-  const project = await h.project();
-  const token = await createToken(h, project.id);
-  const run = await cli(h.kv, ["project", "delete", project.id, "--yes"]);
-  assert.equal(run.code, 0, run.stderr);
-  const stored = await everything(h.kv);
-  assert.ok(!stored.includes(project.id + '"'), "nothing left of it");
-  const res = await api(h, `/api/v1/projects/${project.id}/logs`, token);
-  assert.equal(res.status, 401);
-  await res.body?.cancel();
-});
+dashboardProjectTest(
+  "deleting a project revokes its read tokens",
+  async (h, project) => {
+    const token = await createToken(h, project.id);
+    const run = await cli(h.kv, ["project", "delete", project.id, "--yes"]);
+    assert.equal(run.code, 0, run.stderr);
+    const stored = await everything(h.kv);
+    assert.ok(!stored.includes(project.id + '"'), "nothing left of it");
+    const res = await apiRequest(
+      h,
+      `/api/v1/projects/${project.id}/logs`,
+      token,
+    );
+    assert.equal(res.status, 401);
+    await res.body?.cancel();
+  },
+);

@@ -16,8 +16,9 @@ import { addScrubRule, scrubRules } from "../../db/scrub.ts";
 import { createReadToken } from "../../db/tokens.ts";
 import { signInNew } from "../_helpers/dashboard_accounts.ts";
 import {
-  PEER,
+  apiRequest,
   projectPage,
+  signedInProjectTest,
   signedInTest,
   store,
   textOf,
@@ -58,10 +59,9 @@ signedInTest(
   },
 );
 
-signedInTest(
+signedInProjectTest(
   "a dry run shows what a rule would change in recent entries and saves nothing",
-  async (h, browser) => {
-    const project = await h.project();
+  async (h, browser, project) => {
     await store(h, project.id, [{ data: { contact: EMAIL } }, { data: {} }]);
     const res = await browser.post(
       `/projects/${project.id}/settings/scrub/dry-run`,
@@ -197,10 +197,9 @@ signedInTest(
   },
 );
 
-signedInTest(
+signedInProjectTest(
   "a member sees the rules but no form, and a member's or viewer's change is refused",
-  async (h) => {
-    const project = await h.project();
+  async (h, _browser, project) => {
     await addScrubRule(h.kv, project.id, { kind: "key", key: "contact" });
     await addRetentionRule(h.kv, project.id, "level<=info", 3);
     const settings = `/projects/${project.id}/settings`;
@@ -246,10 +245,9 @@ signedInTest(
   },
 );
 
-signedInTest(
+signedInProjectTest(
   "a source map uploaded over HTTP is in the project's audit log, by its token",
-  async (h) => {
-    const project = await h.project();
+  async (h, _browser, project) => {
     const { token } = await createReadToken(h.kv, {
       projectId: project.id,
       name: "ci",
@@ -263,14 +261,11 @@ signedInTest(
       names: [],
       mappings: "AAAA",
     });
-    const res = await h.dash.request(
+    const res = await apiRequest(
+      h,
       `/api/v1/projects/${project.id}/sourcemaps?release=1.2.0&url=app.min.js`,
-      {
-        method: "POST",
-        headers: { authorization: `Bearer ${token}` },
-        body: map,
-      },
-      PEER,
+      token,
+      { method: "POST", body: map },
     );
     assert.equal(res.status, 201);
     assert.deepEqual(await auditLines(h.kv, project.id), [

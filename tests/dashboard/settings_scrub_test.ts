@@ -6,12 +6,11 @@
  */
 import assert from "node:assert/strict";
 import { addScrubRule } from "../../db/scrub.ts";
-import { signedInTest, textOf } from "../_helpers/dashboard.ts";
+import { signedInProjectTest, textOf } from "../_helpers/dashboard.ts";
 
-signedInTest(
+signedInProjectTest(
   "the settings page lists the scrubbing defaults and the project's rules",
-  async (h, browser) => {
-    const project = await h.project();
+  async (h, browser, project) => {
     const { project: saved } = await addScrubRule(h.kv, project.id, {
       kind: "key",
       key: "email",

@@ -14,6 +14,7 @@ import { randomEntry, serve } from "../_helpers/harness.ts";
 import { addAccount, signInAs } from "../_helpers/dashboard_accounts.ts";
 import {
   type Browser,
+  dashboardProjectTest,
   dashboardTest,
   PASSWORD,
   signIn,
@@ -84,10 +85,9 @@ Deno.test("a session holds at most its share of live tails and the dashboard its
   }, { dashboard: { tailLimits: { perSession: 4, total: 6 } } });
 });
 
-dashboardTest(
+dashboardProjectTest(
   "one account holds at most its share of live tails over all its sessions, and another account still gets one",
-  async (h) => {
-    const project = await h.project();
+  async (h, project) => {
     await addAccount(h.kv, "viewer@example.com", "viewer", [project.id]);
     const tail = `/projects/${project.id}/tail`;
     const a = await signIn(h.dash);

@@ -17,7 +17,7 @@ import {
   PEER,
   rowIds,
   setCookies,
-  signedInTest,
+  signedInProjectTest,
   signIn,
   store,
   submitLogin,
@@ -130,10 +130,9 @@ dashboardTest(
   },
 );
 
-signedInTest(
+signedInProjectTest(
   "live tail holds back an entry until it is settled",
-  async (h, browser) => {
-    const project = await h.project();
+  async (h, browser, project) => {
     const [first] = await store(h, project.id, [{}], 0);
     h.clock.advance(2000);
     const [, young] = await store(h, project.id, [{}], 0);

@@ -7,7 +7,12 @@ import assert from "node:assert/strict";
 import { getProject, type Project } from "../../db/projects.ts";
 import { setQuota } from "../../db/quota.ts";
 import { addRetentionRule } from "../../db/retention_rules.ts";
-import { projectPage, signedInTest, textOf } from "../_helpers/dashboard.ts";
+import {
+  projectPage,
+  signedInProjectTest,
+  signedInTest,
+  textOf,
+} from "../_helpers/dashboard.ts";
 import { addAccount, signInAs } from "../_helpers/dashboard_accounts.ts";
 import { ORIGIN, postEntries } from "../_helpers/harness.ts";
 
@@ -62,10 +67,9 @@ signedInTest(
   },
 );
 
-signedInTest(
+signedInProjectTest(
   "a member sees no quota card and cannot change a quota",
-  async (h) => {
-    const project = await h.project();
+  async (h, _browser, project) => {
     await addAccount(h.kv, "dev@example.com", "member", [project.id]);
     const dev = await signInAs(h.dash, "dev@example.com");
     const path = `/projects/${project.id}/settings`;
@@ -77,10 +81,9 @@ signedInTest(
   },
 );
 
-signedInTest(
+signedInProjectTest(
   "the usage page shows a project's day: accepted, stored, over quota and the quota used",
-  async (h, browser) => {
-    const project = await h.project();
+  async (h, browser, project) => {
     await setQuota(h.kv, project.id, { perDay: 2 });
     await postEntries(h, project.id, { origin: ORIGIN, count: 3 });
     await h.process();

@@ -42,6 +42,7 @@ import {
   kvTest,
   ORIGIN,
   postQueued,
+  projectTest,
   randomEntry,
 } from "../_helpers/harness.ts";
 
@@ -80,10 +81,9 @@ function record(at: number, level: string, data: Record<string, unknown>) {
   } satisfies LogRecord;
 }
 
-harnessTest(
+projectTest(
   "the consumer groups error and critical entries by fingerprint with counts and first and last seen",
-  async (h) => {
-    const project = await h.project();
+  async (h, project) => {
     const start = h.clock.now();
     const send = async (level: string, data: Record<string, unknown>) => {
       await postQueued(
@@ -127,10 +127,9 @@ harnessTest(
   },
 );
 
-harnessTest(
+projectTest(
   "a group first seen more than a day ago is not new, and old hours leave the sparkline",
-  async (h) => {
-    const project = await h.project();
+  async (h, project) => {
     const t0 = h.clock.now();
     await group(h.kv, project.id, [record(t0, "error", { title: "Boom" })]);
     const later = t0 + 30 * HOUR;
@@ -181,10 +180,9 @@ kvTest(
   },
 );
 
-harnessTest(
+projectTest(
   "a fingerprint query lists the entries of one group only",
-  async (h) => {
-    const project = await h.project();
+  async (h, project) => {
     for (const title of ["Order 1 failed", "Order 2 failed", "Disk full"]) {
       await postQueued(
         h,
@@ -204,10 +202,9 @@ harnessTest(
   },
 );
 
-harnessTest(
+projectTest(
   "deleting a project deletes its error groups and saved views",
-  async (h) => {
-    const project = await h.project();
+  async (h, project) => {
     await group(h.kv, project.id, [
       record(h.clock.now(), "error", { title: "A" }),
     ]);
@@ -357,10 +354,9 @@ kvTest(
   },
 );
 
-harnessTest(
+projectTest(
   "two result commits prepared from the same state both count: a group's count is exact",
-  async (h) => {
-    const project = await h.project();
+  async (h, project) => {
     const t0 = h.clock.now();
     const retentionMs = project.retentionDays * DAY;
     const boom = (at: number) => record(at, "error", { title: `Boom ${at}` });

@@ -19,17 +19,16 @@ import {
 import { InvalidValueError } from "../../db/validation.ts";
 import {
   assertStoredOnce,
-  harnessTest,
   kvTest,
   postEntries,
   postQueued,
+  projectTest,
   randomEntry,
 } from "../_helpers/harness.ts";
 
-harnessTest(
+projectTest(
   "deleteProject removes the project and everything under it, counting entries not pages",
-  async (h) => {
-    const project = await h.project();
+  async (h, project) => {
     const kept = await h.project();
     const origin = { Origin: "https://app.example.com" };
     // Three entries in one commit: one batch, one page.

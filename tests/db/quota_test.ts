@@ -23,6 +23,7 @@ import {
   ORIGIN,
   postEntries,
   postQueued,
+  projectTest,
   randomEntry,
   stats,
 } from "../_helpers/harness.ts";
@@ -116,10 +117,9 @@ harnessTest(
   },
 );
 
-harnessTest(
+projectTest(
   "in a spike 1 in k info and warning entries is stored, errors all, until the rate falls back",
-  async (h) => {
-    const project = await h.project();
+  async (h, project) => {
     await setSpikeProtection(h.kv, project.id, { multiple: 2, keep: 4 });
     const send = async (n: number, level: string) => {
       for (let i = 0; i < n; i++) {
@@ -153,10 +153,9 @@ harnessTest(
   },
 );
 
-harnessTest(
+projectTest(
   "quota and spike settings refuse values out of bounds with a clear error",
-  async (h) => {
-    const project = await h.project();
+  async (h, project) => {
     await assert.rejects(
       () => setQuota(h.kv, project.id, { perDay: 0 }),
       /Cannot set the per-day quota to "0"/,
@@ -204,10 +203,9 @@ harnessTest(
   },
 );
 
-harnessTest(
+projectTest(
   "usage is kept 90 days by the merger and deleted with the project",
-  async (h) => {
-    const project = await h.project();
+  async (h, project) => {
     await setQuota(h.kv, project.id, { perDay: 100 });
     await sendProcessed(h, project.id);
     const usage = () => readUsage(h.kv, project.id, { now: h.clock.now() });

@@ -20,6 +20,7 @@ import {
   harnessTest,
   ORIGIN,
   postQueued,
+  projectTest,
   randomEntry,
 } from "../_helpers/harness.ts";
 
@@ -95,10 +96,9 @@ Deno.test("a retention rule refuses a filter or days it cannot read, saying what
   });
 });
 
-harnessTest(
+projectTest(
   "project retention-rules adds, lists and removes rules, refusing bad ones in one line",
-  async (h) => {
-    const project = await h.project();
+  async (h, project) => {
     const rules = (...args: string[]) =>
       cli(h.kv, ["project", "retention-rules", project.id, ...args]);
     const added = json(

@@ -26,6 +26,7 @@ import {
   pendingBatches,
   postEntries,
   postQueued,
+  projectTest,
   randomEntry,
   recentRejections,
   signEntry,
@@ -59,10 +60,9 @@ async function postLevel(
   await postQueued(h, randomEntry({ projectId, level }), { Origin: origin });
 }
 
-harnessTest(
+projectTest(
   "an entry from a browser whose Origin is allowed is stored with auth origin",
-  async (h) => {
-    const project = await h.project();
+  async (h, project) => {
     const body = randomEntry({ projectId: project.id });
     await postQueued(h, body, { Origin: ORIGIN });
     const log = await assertStoredOnce(h, project.id, "origin");
@@ -74,10 +74,9 @@ harnessTest(
   },
 );
 
-harnessTest(
+projectTest(
   "an entry from a mobile app whose appid is allowed is stored with auth appid",
-  async (h) => {
-    const project = await h.project();
+  async (h, project) => {
     await postQueued(h, randomEntry({ projectId: project.id, appid: APP_ID }));
     const log = await assertStoredOnce(h, project.id, "appid");
     assert.equal(log.appid, APP_ID);
@@ -85,19 +84,17 @@ harnessTest(
   },
 );
 
-harnessTest(
+projectTest(
   "an entry signed by a server client is stored with auth signature",
-  async (h) => {
-    const project = await h.project();
+  async (h, project) => {
     await postEntries(h, project.id, { secret: project.secret });
     await assertStoredOnce(h, project.id, "signature");
   },
 );
 
-harnessTest(
+projectTest(
   "an entry with a bad Origin but an allowed appid is accepted via appid",
-  async (h) => {
-    const project = await h.project();
+  async (h, project) => {
     await postQueued(h, randomEntry({ projectId: project.id, appid: APP_ID }), {
       Origin: "https://evil.example.net",
     });
@@ -106,10 +103,9 @@ harnessTest(
   },
 );
 
-harnessTest(
+projectTest(
   "an entry with a bad Origin and an unknown appid but a valid signature is accepted via signature",
-  async (h) => {
-    const project = await h.project();
+  async (h, project) => {
     const body = randomEntry({
       projectId: project.id,
       appid: "com.example.other",
@@ -122,10 +118,9 @@ harnessTest(
   },
 );
 
-harnessTest(
+projectTest(
   "an entry with an allowed Origin, an allowed appid and a signature is recorded as authorized by origin, the first method",
-  async (h) => {
-    const project = await h.project();
+  async (h, project) => {
     const body = randomEntry({ projectId: project.id, appid: APP_ID });
     await postQueued(h, body, {
       Origin: ORIGIN,
@@ -157,10 +152,9 @@ harnessTest(
   },
 );
 
-harnessTest(
+projectTest(
   "an entry from an Origin that is not in the allow-list is dropped as bad_origin",
-  async (h) => {
-    const project = await h.project();
+  async (h, project) => {
     // Listed origins match exactly: another port or scheme is another origin.
     for (
       const origin of [
@@ -181,10 +175,9 @@ harnessTest(
   },
 );
 
-harnessTest(
+projectTest(
   "an entry whose appid is not in the allow-list is dropped as unknown_appid",
-  async (h) => {
-    const project = await h.project();
+  async (h, project) => {
     await postQueued(
       h,
       randomEntry({ projectId: project.id, appid: "com.example.app.android" }),
@@ -196,10 +189,9 @@ harnessTest(
   },
 );
 
-harnessTest(
+projectTest(
   "an entry with no Origin, no appid and no signature is dropped as no_credentials",
-  async (h) => {
-    const project = await h.project();
+  async (h, project) => {
     await postEntries(h, project.id);
     const recent = await processRejected(h, project.id, { no_credentials: 1 });
     assert.deepEqual(recent.map((r) => r.reason), ["no_credentials"]);
@@ -257,10 +249,9 @@ Deno.test("an entry that no method authorizes is dropped for the last credential
   });
 });
 
-harnessTest(
+projectTest(
   "an entry with a custom level the project does not declare is dropped as unknown_level",
-  async (h) => {
-    const project = await h.project();
+  async (h, project) => {
     await postLevel(h, project.id, "audit");
     const recent = await processRejected(h, project.id, { unknown_level: 1 });
     assert.equal(recent[0]!.reason, "unknown_level");
@@ -268,10 +259,9 @@ harnessTest(
   },
 );
 
-harnessTest(
+projectTest(
   "an entry with a custom level declared with addLevel is stored",
-  async (h) => {
-    const project = await h.project();
+  async (h, project) => {
     await addLevel(h.kv, project.id, "audit");
     await postLevel(h, project.id, "audit");
     await postLevel(h, project.id, "trace");
@@ -282,10 +272,9 @@ harnessTest(
   },
 );
 
-harnessTest(
+projectTest(
   "an unauthorized entry with an undeclared level is dropped for its credentials, not its level",
-  async (h) => {
-    const project = await h.project();
+  async (h, project) => {
     await postLevel(h, project.id, "audit", "https://evil.example.net");
     await h.process();
     await assertCounts(h, project.id, 0, { bad_origin: 1 });
@@ -314,10 +303,9 @@ harnessTest(
   },
 );
 
-harnessTest(
+projectTest(
   "stored entries of a project are listed in the order they were received",
-  async (h) => {
-    const project = await h.project();
+  async (h, project) => {
     const titles: string[] = [];
     for (let i = 0; i < 5; i++) {
       const body = randomEntry({ projectId: project.id });
@@ -335,10 +323,9 @@ harnessTest(
   },
 );
 
-harnessTest(
+projectTest(
   "the recent rejections of a project are bounded to 100 and keep the newest",
-  async (h) => {
-    const project = await h.project();
+  async (h, project) => {
     const start = h.clock.now();
     const total = RECENT_REJECTIONS + 5;
     for (let i = 0; i < total; i++) {
@@ -356,10 +343,9 @@ harnessTest(
   },
 );
 
-harnessTest(
+projectTest(
   "a single batch with more than 100 rejections keeps only its newest 100",
-  async (h) => {
-    const project = await h.project();
+  async (h, project) => {
     // Two earlier rejections, so the ring does not start at slot 0.
     await postEntries(h, project.id, { count: 2 });
     await h.process();

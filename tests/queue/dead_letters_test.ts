@@ -20,12 +20,16 @@ import {
   replayAllDeadLetters,
   replayDeadLetter,
 } from "../../queue/dead_letters.ts";
-import { deadLetter, harnessTest, randomEntry } from "../_helpers/harness.ts";
+import {
+  deadLetter,
+  harnessTest,
+  projectTest,
+  randomEntry,
+} from "../_helpers/harness.ts";
 
-harnessTest(
+projectTest(
   "listDeadLetters describes each batch that kept failing, oldest first",
-  async (h) => {
-    const project = await h.project();
+  async (h, project) => {
     const first = await deadLetter(h, randomEntry({ projectId: project.id }));
     h.clock.advance(60_000);
     const second = await deadLetter(h, randomEntry({ projectId: project.id }));
@@ -53,10 +57,9 @@ harnessTest(
   },
 );
 
-harnessTest(
+projectTest(
   "replayDeadLetter moves the batch back to pending with its attempts reset, and it is then stored",
-  async (h) => {
-    const project = await h.project();
+  async (h, project) => {
     const batchId = await deadLetter(h, randomEntry({ projectId: project.id }));
     assert.equal((await h.kv.get(pendingBatchKey(batchId))).value, null);
 
@@ -78,10 +81,9 @@ harnessTest(
   },
 );
 
-harnessTest(
+projectTest(
   "replayDeadLetter keeps the slices of a batch too large for one value",
-  async (h) => {
-    const project = await h.project();
+  async (h, project) => {
     const body = randomEntry({
       projectId: project.id,
       data: { blob: "x".repeat(62_000) },
@@ -99,10 +101,9 @@ harnessTest(
   },
 );
 
-harnessTest(
+projectTest(
   "replayDeadLetter replays a batch once when called twice",
-  async (h) => {
-    const project = await h.project();
+  async (h, project) => {
     const batchId = await deadLetter(h, randomEntry({ projectId: project.id }));
     const results = await Promise.allSettled([
       replayDeadLetter(h.kv, batchId),
@@ -129,10 +130,9 @@ harnessTest("replayDeadLetter refuses an unknown id", async (h) => {
   );
 });
 
-harnessTest(
+projectTest(
   "replayDeadLetter never overwrites a pending batch of the same id",
-  async (h) => {
-    const project = await h.project();
+  async (h, project) => {
     const batchId = await deadLetter(h, randomEntry({ projectId: project.id }));
     const dead = decodeBatchHeader(
       (await h.kv.get(deadLetterKey(batchId))).value,
@@ -151,13 +151,15 @@ harnessTest(
   },
 );
 
-harnessTest("replayAllDeadLetters replays every dead letter", async (h) => {
-  const project = await h.project();
-  await deadLetter(h, randomEntry({ projectId: project.id }));
-  await deadLetter(h, randomEntry({ projectId: project.id }));
-  const replayed = await replayAllDeadLetters(h.kv);
-  assert.equal(replayed.length, 2);
-  assert.deepEqual(await listDeadLetters(h.kv), []);
-  await h.process();
-  assert.equal((await h.logs(project.id)).length, 2);
-});
+projectTest(
+  "replayAllDeadLetters replays every dead letter",
+  async (h, project) => {
+    await deadLetter(h, randomEntry({ projectId: project.id }));
+    await deadLetter(h, randomEntry({ projectId: project.id }));
+    const replayed = await replayAllDeadLetters(h.kv);
+    assert.equal(replayed.length, 2);
+    assert.deepEqual(await listDeadLetters(h.kv), []);
+    await h.process();
+    assert.equal((await h.logs(project.id)).length, 2);
+  },
+);

@@ -14,12 +14,12 @@ import { groupFits, MAX_GROUP_BATCHES } from "../../queue/consumer.ts";
 import { BatchWorker } from "../../queue/worker.ts";
 import {
   type Harness,
-  harnessTest,
   ORIGIN,
   otherConsumer,
   pendingBatchIds,
   postEntries,
   postQueued,
+  projectTest,
   randomEntry,
   signEntry,
   stats,
@@ -53,10 +53,9 @@ async function chunkCount(h: Harness, projectId: string): Promise<number> {
   return n;
 }
 
-harnessTest(
+projectTest(
   "batches processed as a group are stored in one chunk by one commit, each counted once",
-  async (h) => {
-    const project = await h.project();
+  async (h, project) => {
     await postEntries(h, project.id, { origin: ORIGIN, count: 3 });
     await postEntries(h, project.id, { secret: project.secret });
     await postEntries(h, project.id, { origin: "https://evil.example.net" });
@@ -86,10 +85,9 @@ harnessTest(
   },
 );
 
-harnessTest(
+projectTest(
   "a group one of whose batches another processor took commits nothing, and the worker then stores each batch once",
-  async (h) => {
-    const project = await h.project();
+  async (h, project) => {
     await postEntries(h, project.id, { origin: ORIGIN, count: 4 });
     const batches = await handedBatches(h);
     assert.equal(
@@ -117,10 +115,9 @@ harnessTest(
   },
 );
 
-harnessTest(
+projectTest(
   "a group is bounded by its batches, entries and KV's checks of one commit",
-  async (h) => {
-    const project = await h.project();
+  async (h, project) => {
     const body = randomEntry({ projectId: project.id });
     await postQueued(h, body, signEntry(project.secret, body, h.clock.now()));
     const [one] = await handedBatches(h);

@@ -29,13 +29,13 @@ import { BatchWorker } from "../../queue/worker.ts";
 import {
   assertCounts,
   type Harness,
-  harnessTest,
   ORIGIN,
   otherConsumer,
   pendingBatches,
   pendingBatchIds,
   postEntries,
   postQueued,
+  projectTest,
   randomEntry,
   recentRejections,
   signEntry,
@@ -78,10 +78,9 @@ function assertProcessedOnce(outcomes: ProcessOutcome[]): void {
   );
 }
 
-harnessTest(
+projectTest(
   "a batch processed twice stores and counts its entries once",
-  async (h) => {
-    const project = await h.project();
+  async (h, project) => {
     const expected = await postMix(h, project.id, project.secret);
     await h.process();
     assert.equal(h.batches.length, 5);
@@ -161,10 +160,9 @@ Deno.test("consumers racing on the same batch store and count its entries once",
   });
 });
 
-harnessTest(
+projectTest(
   "ids pushed twice at once, and again while running, process each batch once",
-  async (h) => {
-    const project = await h.project();
+  async (h, project) => {
     const expected = await postMix(h, project.id, project.secret);
     const ids = (await pendingBatches(h.kv)).map((b) => b.id);
     const worker = h.pipeline.worker;
@@ -176,10 +174,9 @@ harnessTest(
   },
 );
 
-harnessTest(
+projectTest(
   "with the queue listener off, the sweeper processes batches nobody handed over",
-  async (h) => {
-    const project = await h.project();
+  async (h, project) => {
     const expected = await postMix(h, project.id, project.secret);
     const worker = h.pipeline.worker;
     assert.equal(await worker.sweep({ all: true }), 5);
@@ -193,10 +190,9 @@ harnessTest(
   },
 );
 
-harnessTest(
+projectTest(
   "the sweeper leaves a young batch to the process that committed it and takes it after the grace period",
-  async (h) => {
-    const project = await h.project();
+  async (h, project) => {
     await postEntries(h, project.id, { origin: ORIGIN });
     const worker = h.pipeline.worker;
     assert.equal(await worker.sweep(), 0);
@@ -306,10 +302,9 @@ function assertFailedAttempts(h: Harness, id: string): void {
   }
 }
 
-harnessTest(
+projectTest(
   "a batch that keeps failing is retried with backoff and becomes a dead letter after MAX_ATTEMPTS, entries intact",
-  async (h) => {
-    const project = await h.project();
+  async (h, project) => {
     const bodies = [
       randomEntry({ projectId: project.id }),
       randomEntry({ projectId: project.id }),
@@ -415,10 +410,9 @@ Deno.test("a pending batch overwritten with a value that is not a header still e
   }
 });
 
-harnessTest(
+projectTest(
   "a batch handed over in memory that another process committed first is stored once",
-  async (h) => {
-    const project = await h.project();
+  async (h, project) => {
     const handed: HandedBatch[] = [];
     const producer = new GroupCommitter({
       kv: h.kv,

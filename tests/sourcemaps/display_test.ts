@@ -10,15 +10,14 @@ import { uploadSourceMap } from "../../db/sourcemaps.ts";
 import { fingerprintOf } from "../../domain/fingerprint.ts";
 import { buildBundle, thrownStack } from "../_helpers/bundle.ts";
 import { cli } from "../_helpers/cli.ts";
-import { signedInTest, store, textOf } from "../_helpers/dashboard.ts";
+import { signedInProjectTest, store, textOf } from "../_helpers/dashboard.ts";
 
 const bundle = await buildBundle();
 const stack = await thrownStack(bundle, "https://shop.example.com/app.min.js");
 
-signedInTest(
+signedInProjectTest(
   "the entry's page, the group's page and the CLI show an earlier entry resolved once its map is uploaded",
-  async (h, browser) => {
-    const project = await h.project();
+  async (h, browser, project) => {
     const [entry] = await store(h, project.id, [{
       level: "error",
       data: { title: "Cart has no items", stack },

@@ -32,6 +32,7 @@ import {
   type Harness,
   harnessTest,
   ORIGIN,
+  projectTest,
   randomEntry,
 } from "../_helpers/harness.ts";
 import { allowValue } from "../../db/projects.ts";
@@ -64,10 +65,9 @@ function errorEntry(
   };
 }
 
-harnessTest(
+projectTest(
   "an error of a release with maps is stored resolved, and its group's top frame is the original function",
-  async (h) => {
-    const project = await h.project();
+  async (h, project) => {
     await upload(h, project.id);
     const [entry] = await store(h, project.id, [errorEntry("1.0.0")]);
     const top = entry!.resolved!.frames[0]!;
@@ -98,10 +98,9 @@ harnessTest(
   },
 );
 
-harnessTest(
+projectTest(
   "an entry stored before its map is shown resolved once the map is uploaded",
-  async (h) => {
-    const project = await h.project();
+  async (h, project) => {
     const [entry] = await store(h, project.id, [errorEntry("1.0.0")]);
     assert.equal(entry!.resolved, undefined);
     const before = await shownStack(h.kv, project.id, entry!);
@@ -124,8 +123,7 @@ harnessTest(
   },
 );
 
-harnessTest("each frame that does not resolve says why", async (h) => {
-  const project = await h.project();
+projectTest("each frame that does not resolve says why", async (h, project) => {
   await upload(h, project.id);
   const withoutSources = JSON.parse(bundle.map);
   delete withoutSources.sourcesContent;
@@ -179,10 +177,9 @@ harnessTest("each frame that does not resolve says why", async (h) => {
   assert.ok(groups.every((g) => !g.topFrame?.includes("<anonymous>")));
 });
 
-harnessTest(
+projectTest(
   "maps are listed and deleted by release, and deleted with their project",
-  async (h) => {
-    const project = await h.project();
+  async (h, project) => {
     await upload(h, project.id, "1.0.0");
     await upload(h, project.id, "1.0.0"); // replaces the release's map of that URL
     await upload(h, project.id, "1.1.0");
@@ -200,10 +197,9 @@ harnessTest(
   },
 );
 
-harnessTest(
+projectTest(
   "a map past the size bound is refused before it is read",
-  async (h) => {
-    const project = await h.project();
+  async (h, project) => {
     await assert.rejects(
       uploadSourceMap(h.kv, {
         projectId: project.id,
@@ -218,10 +214,9 @@ harnessTest(
   },
 );
 
-harnessTest(
+projectTest(
   "a map that cannot be read leaves its entries stored, each frame saying why",
-  async (h) => {
-    const project = await h.project();
+  async (h, project) => {
     const map = await upload(h, project.id);
     await h.kv.delete(sourceMapSliceKey(project.id, map.id, 0));
     const [entry] = await store(h, project.id, [errorEntry("1.0.0")]);

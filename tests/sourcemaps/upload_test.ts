@@ -10,17 +10,17 @@ import assert from "node:assert/strict";
 import { createReadToken } from "../../db/tokens.ts";
 import { listSourceMaps, MAX_MAP_BYTES } from "../../db/sourcemaps.ts";
 import {
+  apiRequest,
   createTokenOnPage,
-  dashboardTest,
+  dashboardProjectTest,
   type DashHarness,
-  PEER,
   signIn,
   store,
   textOf,
 } from "../_helpers/dashboard.ts";
 import { cli } from "../_helpers/cli.ts";
 import { buildBundle, thrownStack } from "../_helpers/bundle.ts";
-import { harnessTest } from "../_helpers/harness.ts";
+import { projectTest } from "../_helpers/harness.ts";
 
 const bundle = await buildBundle();
 const { map } = bundle;
@@ -31,17 +31,12 @@ function upload(
   options: { token?: string; body?: BodyInit; query?: string },
 ): Promise<Response> {
   const query = options.query ?? "release=1.0.0&url=app.min.js";
-  return Promise.resolve(h.dash.request(
+  return apiRequest(
+    h,
     `/api/v1/projects/${projectId}/sourcemaps?${query}`,
-    {
-      method: "POST",
-      headers: options.token === undefined
-        ? {}
-        : { authorization: `Bearer ${options.token}` },
-      body: options.body ?? map,
-    },
-    PEER,
-  ));
+    options.token,
+    { method: "POST", body: options.body ?? map },
+  );
 }
 
 async function tokens(h: DashHarness, projectId: string) {
@@ -55,10 +50,9 @@ async function tokens(h: DashHarness, projectId: string) {
   return { read: await make("read"), upload: await make("upload") };
 }
 
-dashboardTest(
+dashboardProjectTest(
   "POST /api/v1/projects/:id/sourcemaps stores a map with a token of the upload scope only",
-  async (h) => {
-    const project = await h.project();
+  async (h, project) => {
     const { read, upload: up } = await tokens(h, project.id);
     const none = await upload(h, project.id, {});
     assert.equal(none.status, 401);
@@ -78,19 +72,18 @@ dashboardTest(
     );
     assert.equal((await listSourceMaps(h.kv, project.id)).length, 1);
     // The upload token reads nothing.
-    const reading = await h.dash.request(
+    const reading = await apiRequest(
+      h,
       `/api/v1/projects/${project.id}/logs`,
-      { headers: { authorization: `Bearer ${up}` } },
-      PEER,
+      up,
     );
     assert.equal(reading.status, 403);
   },
 );
 
-dashboardTest(
+dashboardProjectTest(
   "a bad map or parameter is a 400 JSON error, a map past the bound a 413",
-  async (h) => {
-    const project = await h.project();
+  async (h, project) => {
     const { upload: token } = await tokens(h, project.id);
     const cases: [string, { body?: BodyInit; query?: string }, RegExp][] = [
       ["not JSON", { body: "{nope" }, /not JSON/],
@@ -117,10 +110,9 @@ dashboardTest(
   },
 );
 
-harnessTest(
+projectTest(
   "deno task sourcemap uploads, lists and deletes maps by release",
-  async (h) => {
-    const project = await h.project();
+  async (h, project) => {
     const dir = await Deno.makeTempDir();
     try {
       await Deno.writeTextFile(`${dir}/app.min.js.map`, map);
@@ -171,10 +163,9 @@ harnessTest(
   },
 );
 
-dashboardTest(
+dashboardProjectTest(
   "the settings page creates an upload token, which uploads maps and reads nothing",
-  async (h) => {
-    const project = await h.project();
+  async (h, project) => {
     const admin = await signIn(h.dash);
     const { token, html } = await createTokenOnPage(admin, project.id, {
       name: "ci",
@@ -182,10 +173,10 @@ dashboardTest(
     });
     assert.match(textOf(html), /ci\s.*uploads source maps/);
     assert.equal((await upload(h, project.id, { token })).status, 201);
-    const reading = await h.dash.request(
+    const reading = await apiRequest(
+      h,
       `/api/v1/projects/${project.id}/logs`,
-      { headers: { authorization: `Bearer ${token}` } },
-      PEER,
+      token,
     );
     assert.equal(reading.status, 403);
     const bad = await admin.post(
@@ -197,10 +188,9 @@ dashboardTest(
   },
 );
 
-dashboardTest(
+dashboardProjectTest(
   "a map of more than 5 MB uploads over HTTP in slices and resolves a stack",
-  async (h) => {
-    const project = await h.project();
+  async (h, project) => {
     const { upload: token } = await tokens(h, project.id);
     const big = JSON.parse(map);
     // Sources of 6 MB more: the bundle's own first, then filler files.
