@@ -189,3 +189,24 @@ export function lockedAsLine(error: unknown): unknown {
   }
   return error;
 }
+
+/**
+ * An error as one line: its message and its causes' messages, never its
+ * stack (docs/design.md#locked-database): a batch that fails is retried and
+ * kept as a dead letter with its message, so the log needs no more.
+ *
+ * @example
+ * ```ts
+ * errorLine(new Error("Cannot merge", { cause: new Error("disk\nfull") }));
+ * // "Cannot merge: disk full"
+ * ```
+ */
+export function errorLine(error: unknown): string {
+  const parts: string[] = [];
+  for (let e = error, depth = 0; e !== undefined && depth < 4; depth++) {
+    const text = e instanceof Error ? e.message : String(e);
+    if (!parts.some((p) => p.includes(text))) parts.push(text);
+    e = e instanceof Error ? e.cause : undefined;
+  }
+  return parts.join(": ").replace(/\s*\n\s*/g, " ");
+}

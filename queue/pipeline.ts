@@ -9,10 +9,11 @@
  * @module
  */
 import { ProjectCache } from "../auth/projects.ts";
-import { lockedAsLine } from "../db/locked.ts";
+import { errorLine, lockedAsLine } from "../db/locked.ts";
 import type { SpaceGuard } from "../db/space.ts";
 import { Consumer } from "./consumer.ts";
-import { createMerger, createMergerThread, type Merger } from "./merger.ts";
+import { createMerger, type Merger } from "./merger.ts";
+import { createMergerThread } from "./merger_thread.ts";
 import { type CommitRider, GroupCommitter } from "./producer.ts";
 import { BatchWorker, SWEEP_INTERVAL_MS } from "./worker.ts";
 
@@ -119,27 +120,6 @@ export interface Pipeline {
   start(): void;
   /** Commits what waits, finishes the work in hand and stops the timers. */
   stop(): Promise<void>;
-}
-
-/**
- * An error as one line: its message and its causes' messages, never its
- * stack (docs/design.md#locked-database): a batch that fails is retried and
- * kept as a dead letter with its message, so the log needs no more.
- *
- * @example
- * ```ts
- * errorLine(new Error("Cannot merge", { cause: new Error("disk\nfull") }));
- * // "Cannot merge: disk full"
- * ```
- */
-export function errorLine(error: unknown): string {
-  const parts: string[] = [];
-  for (let e = error, depth = 0; e !== undefined && depth < 4; depth++) {
-    const text = e instanceof Error ? e.message : String(e);
-    if (!parts.some((p) => p.includes(text))) parts.push(text);
-    e = e instanceof Error ? e.cause : undefined;
-  }
-  return parts.join(": ").replace(/\s*\n\s*/g, " ");
 }
 
 /** One line per failure, naming the batch once. */

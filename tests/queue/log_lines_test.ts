@@ -5,7 +5,7 @@
  * @module
  */
 import assert from "node:assert/strict";
-import { errorLine } from "../../queue/pipeline.ts";
+import { errorLine } from "../../db/locked.ts";
 
 Deno.test("a failure is logged as one line of its messages, causes included, without a stack", () => {
   const error = new Error(

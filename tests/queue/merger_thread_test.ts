@@ -8,7 +8,7 @@
  */
 import assert from "node:assert/strict";
 import { logSummariesPrefix } from "../../db/keys.ts";
-import { createMergerThread } from "../../queue/merger.ts";
+import { createMergerThread } from "../../queue/merger_thread.ts";
 import { queryProject, recordAt, storeBatch } from "../_helpers/query.ts";
 import { withTimeout } from "../_helpers/harness.ts";
 

@@ -1,32 +1,15 @@
 /**
- * The merger's own thread: a Worker that opens the database file itself and
- * runs {@linkcode createMerger}'s rounds there, so that a merge's indexing
- * and deflate never hold the thread that answers requests. Spoken to by
- * `createMergerThread` (queue/merger.ts) with the messages below; it writes
- * KV as a second process sharing the file would, and merges are safe
- * against any other writer (db/storage/merge.ts).
+ * The merger's own thread (queue/merger_thread.ts): a Worker that opens the
+ * database file itself and runs {@linkcode createMerger}'s rounds there, so
+ * that a merge's indexing and deflate never hold the thread that answers
+ * requests.
  *
  * @module
  */
 import { openKv } from "../db/open.ts";
-import { lockedAsLine } from "../db/locked.ts";
-import type { MergeResult } from "../db/storage/merge.ts";
-import type { Backlog } from "../db/storage/tiers.ts";
+import { errorLine, lockedAsLine } from "../db/locked.ts";
 import { createMerger, type Merger } from "./merger.ts";
-import { errorLine } from "./pipeline.ts";
-
-/** What the host tells the thread. */
-export type ToMergeThread =
-  | { type: "start"; kvPath: string; intervalMs: number }
-  | { type: "round"; id: number; maxMerges?: number }
-  | { type: "stop" };
-
-/** What the thread tells the host. */
-export type FromMergeThread =
-  | { type: "backlog"; backlog: Backlog }
-  | { type: "round"; id: number; result?: MergeResult; error?: string }
-  | { type: "failed"; error: string }
-  | { type: "stopped" };
+import type { FromMergeThread, ToMergeThread } from "./merger_thread.ts";
 
 /** The worker's global scope, as far as this module speaks to it. */
 const scope = self as unknown as {

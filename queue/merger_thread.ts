@@ -1,0 +1,172 @@
+/**
+ * The merger of a database file in a Worker of its own
+ * (queue/merger_thread_main.ts) with its own KV handle, so that merging takes
+ * the machine's other core instead of the thread that answers requests
+ * (docs/storage.md#the-merger). It writes KV as a second process sharing the
+ * file would; merges are safe against any other writer
+ * (db/storage/merge.ts). No entry crosses between the threads: the Worker
+ * tells its backlog after each round and answers the rounds asked of it.
+ *
+ * @module
+ */
+import type { MergeResult } from "../db/storage/merge.ts";
+import { type Backlog, emptyBacklog } from "../db/storage/tiers.ts";
+import type { Merger } from "./merger.ts";
+
+/** What the server tells the merger's thread. */
+export type ToMergeThread =
+  | { type: "start"; kvPath: string; intervalMs: number }
+  | { type: "round"; id: number; maxMerges?: number }
+  | { type: "stop" };
+
+/** What the merger's thread tells the server. */
+export type FromMergeThread =
+  | { type: "backlog"; backlog: Backlog }
+  | { type: "round"; id: number; result?: MergeResult; error?: string }
+  | { type: "failed"; error: string }
+  | { type: "stopped" };
+
+/** Options of {@linkcode createMergerThread}. */
+export interface MergerThreadOptions {
+  /** The database file the thread opens. */
+  kvPath: string;
+  /** Pause between rounds that merged nothing. @default {1000} */
+  intervalMs?: number;
+  /** Told of a thread that failed; a new one starts a second later. */
+  onError?: (error: unknown) => void;
+}
+
+/** Longest wait for the thread's last round at stop, ms. */
+const THREAD_STOP_MS = 30_000;
+/** Wait before a failed thread is started again, ms. */
+const RESTART_MS = 1000;
+
+/** A round asked of the thread, waiting for its answer. */
+interface Asked {
+  resolve: (result: MergeResult) => void;
+  reject: (error: Error) => void;
+}
+
+class MergerThread implements Merger {
+  #options: MergerThreadOptions;
+  #backlog = emptyBacklog();
+  #thread: Worker | undefined;
+  #stopped = false;
+  #restart: ReturnType<typeof setTimeout> | undefined;
+  #nextId = 0;
+  #asked = new Map<number, Asked>();
+  #onStopped: (() => void) | undefined;
+
+  constructor(options: MergerThreadOptions) {
+    this.#options = options;
+  }
+
+  get backlog(): Backlog {
+    return this.#backlog;
+  }
+
+  start(): void {
+    if (!this.#thread && !this.#stopped) this.#open();
+  }
+
+  round(options: { maxMerges?: number } = {}): Promise<MergeResult> {
+    const thread = this.#thread;
+    if (!thread) {
+      return Promise.reject(
+        new Error("Cannot merge: the merger is not running"),
+      );
+    }
+    const id = this.#nextId++;
+    return new Promise<MergeResult>((resolve, reject) => {
+      this.#asked.set(id, { resolve, reject });
+      this.#post(thread, {
+        type: "round",
+        id,
+        ...(options.maxMerges === undefined
+          ? {}
+          : { maxMerges: options.maxMerges }),
+      });
+    });
+  }
+
+  async stop(): Promise<void> {
+    this.#stopped = true;
+    clearTimeout(this.#restart);
+    const thread = this.#thread;
+    if (!thread) return;
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    await new Promise<void>((resolve) => {
+      this.#onStopped = resolve;
+      timer = setTimeout(resolve, THREAD_STOP_MS);
+      this.#post(thread, { type: "stop" });
+    });
+    clearTimeout(timer);
+    thread.terminate();
+    this.#thread = undefined;
+  }
+
+  #post(thread: Worker, message: ToMergeThread): void {
+    thread.postMessage(message);
+  }
+
+  #open(): void {
+    this.#restart = undefined;
+    const thread = new Worker(
+      new URL("./merger_thread_main.ts", import.meta.url).href,
+      { type: "module" },
+    );
+    thread.onmessage = (event: MessageEvent<FromMergeThread>) =>
+      this.#receive(event.data);
+    thread.onerror = (event) => {
+      event.preventDefault();
+      this.#failed(`the merger's thread stopped: ${event.message}`);
+    };
+    this.#post(thread, {
+      type: "start",
+      kvPath: this.#options.kvPath,
+      intervalMs: this.#options.intervalMs ?? 1000,
+    });
+    this.#thread = thread;
+  }
+
+  #receive(message: FromMergeThread): void {
+    if (message.type === "backlog") this.#backlog = message.backlog;
+    else if (message.type === "round") {
+      const asked = this.#asked.get(message.id);
+      this.#asked.delete(message.id);
+      if (message.result) asked?.resolve(message.result);
+      else asked?.reject(new Error(`Cannot merge: ${message.error}`));
+    } else if (message.type === "failed") this.#failed(message.error);
+    else this.#onStopped?.();
+  }
+
+  /** A thread that cannot go on: told once, ended, started again later. */
+  #failed(reason: string): void {
+    this.#options.onError?.(new Error(`Cannot merge: ${reason}`));
+    for (const asked of this.#asked.values()) {
+      asked.reject(new Error("Cannot merge: the merger's thread failed"));
+    }
+    this.#asked.clear();
+    this.#thread?.terminate();
+    this.#thread = undefined;
+    this.#onStopped?.();
+    if (!this.#stopped) {
+      this.#restart = setTimeout(() => this.#open(), RESTART_MS);
+    }
+  }
+}
+
+/**
+ * The merger of the database file `kvPath`, run in a thread of its own: the
+ * same {@linkcode Merger}, its backlog the thread's as of its last round.
+ *
+ * @example
+ * ```ts
+ * const merger = createMergerThread({ kvPath: "./data/kv.sqlite" });
+ * merger.start();
+ * await merger.stop();
+ * ```
+ */
+export function createMergerThread(options: MergerThreadOptions): Merger {
+  return new MergerThread(options);
+}
