@@ -132,8 +132,12 @@ function logFailure(batchId: string, error: unknown): void {
   console.error(line.startsWith(what) ? line : `${what}: ${line}`);
 }
 
+/** One line per failed merge round (or merger thread), saying so once. */
 function logMergeFailure(error: unknown): void {
-  console.error(`Cannot merge: ${errorLine(lockedAsLine(error))}`);
+  const line = errorLine(lockedAsLine(error));
+  console.error(
+    line.startsWith("Cannot merge") ? line : `Cannot merge: ${line}`,
+  );
 }
 
 /**

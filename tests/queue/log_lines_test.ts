@@ -6,6 +6,8 @@
  */
 import assert from "node:assert/strict";
 import { errorLine } from "../../db/locked.ts";
+import { createPipeline } from "../../queue/pipeline.ts";
+import { testConfig } from "../_helpers/harness.ts";
 
 Deno.test("a failure is logged as one line of its messages, causes included, without a stack", () => {
   const error = new Error(
@@ -36,4 +38,36 @@ Deno.test("a cause that repeats its holder's message is said once", () => {
     "Cannot merge: locked",
   );
   assert.equal(errorLine("plain text"), "plain text");
+});
+
+Deno.test("a merger thread that cannot open its database is logged as one line saying so once", async () => {
+  const dir = await Deno.makeTempDir();
+  const kv = await Deno.openKv(":memory:");
+  const lines: string[] = [];
+  const error = console.error;
+  let logged: () => void;
+  const once = new Promise<void>((resolve) => logged = resolve);
+  console.error = (...parts: unknown[]) => {
+    lines.push(parts.join(" "));
+    logged();
+  };
+  try {
+    // A folder is no database file.
+    const pipeline = createPipeline({
+      kv,
+      config: testConfig(),
+      mergeThread: dir,
+    });
+    pipeline.merger!.start();
+    await once;
+    await pipeline.merger!.stop();
+  } finally {
+    console.error = error;
+    kv.close();
+    await Deno.remove(dir, { recursive: true });
+  }
+  assert.equal(lines.length, 1);
+  assert.match(lines[0]!, /^Cannot merge: /);
+  assert.doesNotMatch(lines[0]!, /Cannot merge: Cannot merge/);
+  assert.ok(!lines[0]!.includes("\n"));
 });
