@@ -82,6 +82,11 @@ const SECRET_NAMES: KeyName[] = DEFAULT_SECRET_KEYS.map(keyWords);
  * the rest of its walk. The memo is emptied when full.
  */
 export const MAX_KEY_MEMO = 4096;
+/**
+ * Longest key remembered, in characters: a sender's member names are bounded
+ * only by the body, so the memo holds at most 4,096 × 128 characters.
+ */
+export const MAX_KEY_MEMO_CHARS = 128;
 const secretKeys = new Map<string, boolean>();
 
 /** Whether `key` names a secret of {@linkcode DEFAULT_SECRET_KEYS}. */
@@ -90,6 +95,7 @@ function isSecretKey(key: string): boolean {
   if (secret === undefined) {
     const words = keyWords(key);
     secret = SECRET_NAMES.some((name) => keyMatches(words, name));
+    if (key.length > MAX_KEY_MEMO_CHARS) return secret;
     if (secretKeys.size >= MAX_KEY_MEMO) secretKeys.clear();
     secretKeys.set(key, secret);
   }

@@ -4,6 +4,7 @@ import {
   FILTERED,
   keyWords,
   MAX_KEY_MEMO,
+  MAX_KEY_MEMO_CHARS,
   type ScrubRule,
 } from "../../domain/scrub.ts";
 import {
@@ -325,4 +326,12 @@ Deno.test("keys are judged alike before and after the key memo fills", () => {
     userPassword: FILTERED,
     sessionId: FILTERED,
   });
+  // A key too long to be remembered is judged all the same, each time.
+  const long = "x".repeat(MAX_KEY_MEMO_CHARS) + "Token";
+  for (let i = 0; i < 2; i++) {
+    assert.equal(
+      scrubber.scrub({ data: { [long]: "t" } }).entry.data[long],
+      FILTERED,
+    );
+  }
 });
