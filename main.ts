@@ -18,6 +18,7 @@ import { DASHBOARD_BASE, mountDashboard } from "./dashboard/mount.ts";
 import { lockedAsLine } from "./db/locked.ts";
 import { isLocalFile, openKv } from "./db/open.ts";
 import { openSpaceGuard, type SpaceGuard } from "./db/space.ts";
+import { logMergeFailure } from "./queue/merger.ts";
 import { createPipeline } from "./queue/pipeline.ts";
 import { RateLimiter } from "./routes/rate_limit/mod.ts";
 import { BodyGuard } from "./routes/body_guard.ts";
@@ -122,9 +123,7 @@ if (import.meta.main) {
     await pipeline.worker.sweep().catch((e) =>
       console.error("Cannot sweep pending batches:", lockedAsLine(e))
     );
-    await pipeline.merger?.round().catch((e) =>
-      console.error("Cannot merge:", lockedAsLine(e))
-    );
+    await pipeline.merger?.round().catch(logMergeFailure);
   };
   // Alerts and metrics (docs/alerts.md, docs/metrics.md): beside the ingest
   // path, never in it.

@@ -11,6 +11,7 @@ import {
   type QuietProjects,
 } from "../db/storage/merge.ts";
 import { type Backlog, emptyBacklog } from "../db/storage/tiers.ts";
+import { errorLine, lockedAsLine } from "../db/locked.ts";
 
 /** Options of {@linkcode createMerger}. */
 export interface MergerOptions {
@@ -21,7 +22,7 @@ export interface MergerOptions {
   intervalMs?: number;
   /** Merges one round makes at most in each project. @default {32} */
   mergesPerRound?: number;
-  /** Told of a failed round. */
+  /** Told of a failed round. @default {logMergeFailure} */
   onError?: (error: unknown) => void;
   /** Told of the backlog after each round. */
   onBacklog?: (backlog: Backlog) => void;
@@ -41,6 +42,17 @@ export interface Merger {
   round(options?: { maxMerges?: number }): Promise<MergeResult>;
   /** Waits for the round in hand and stops. */
   stop(): Promise<void>;
+}
+
+/**
+ * Logs a failed merge round (or merger thread) as one line, saying
+ * "Cannot merge" once, never a stack (docs/design.md#locked-database).
+ */
+export function logMergeFailure(error: unknown): void {
+  const line = errorLine(lockedAsLine(error));
+  console.error(
+    line.startsWith("Cannot merge") ? line : `Cannot merge: ${line}`,
+  );
 }
 
 /**
@@ -87,7 +99,7 @@ export function createMerger(options: MergerOptions): Merger {
       try {
         busy = (await run(perRound)).merges > 0;
       } catch (error) {
-        options.onError?.(error);
+        (options.onError ?? logMergeFailure)(error);
       }
       if (!stopped) {
         timer = setTimeout(tick, busy ? 0 : options.intervalMs ?? 1000);

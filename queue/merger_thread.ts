@@ -11,7 +11,7 @@
  */
 import type { MergeResult } from "../db/storage/merge.ts";
 import { type Backlog, emptyBacklog } from "../db/storage/tiers.ts";
-import type { Merger } from "./merger.ts";
+import { logMergeFailure, type Merger } from "./merger.ts";
 
 /** What the server tells the merger's thread. */
 export type ToMergeThread =
@@ -32,7 +32,10 @@ export interface MergerThreadOptions {
   kvPath: string;
   /** Pause between rounds that merged nothing. @default {1000} */
   intervalMs?: number;
-  /** Told of a thread that failed; a new one starts a second later. */
+  /**
+   * Told of a thread that failed; a new one starts a second later.
+   * @default {logMergeFailure}
+   */
   onError?: (error: unknown) => void;
 }
 
@@ -72,9 +75,7 @@ class MergerThread implements Merger {
   round(options: { maxMerges?: number } = {}): Promise<MergeResult> {
     const thread = this.#thread;
     if (!thread) {
-      return Promise.reject(
-        new Error("Cannot merge: the merger is not running"),
-      );
+      return Promise.reject(new Error("the merger is not running"));
     }
     const id = this.#nextId++;
     return new Promise<MergeResult>((resolve, reject) => {
@@ -135,16 +136,18 @@ class MergerThread implements Merger {
       const asked = this.#asked.get(message.id);
       this.#asked.delete(message.id);
       if (message.result) asked?.resolve(message.result);
-      else asked?.reject(new Error(`Cannot merge: ${message.error}`));
+      else asked?.reject(new Error(message.error));
     } else if (message.type === "failed") this.#failed(message.error);
     else this.#onStopped?.();
   }
 
   /** A thread that cannot go on: told once, ended, started again later. */
   #failed(reason: string): void {
-    this.#options.onError?.(new Error(`Cannot merge: ${reason}`));
+    (this.#options.onError ?? logMergeFailure)(
+      new Error(`Cannot merge: ${reason}`),
+    );
     for (const asked of this.#asked.values()) {
-      asked.reject(new Error("Cannot merge: the merger's thread failed"));
+      asked.reject(new Error("the merger's thread failed"));
     }
     this.#asked.clear();
     this.#thread?.terminate();

@@ -29,8 +29,6 @@ async function startMerger(kvPath: string, intervalMs: number) {
     kv,
     intervalMs,
     onBacklog: (backlog) => post({ type: "backlog", backlog }),
-    onError: (error) =>
-      console.error(`Cannot merge: ${errorLine(lockedAsLine(error))}`),
   });
   merger.start();
   return { merger, kv };

@@ -93,7 +93,7 @@ export interface PipelineOptions {
   mergeIntervalMs?: number;
   /**
    * The database file, when the merger is to run in a thread of its own
-   * over it (queue/merge_thread.ts). @default the merger runs in this thread
+   * over it (queue/merger_thread.ts). @default the merger runs in this thread
    */
   mergeThread?: string;
   /** Told of failed processing attempts. @default logs to stderr */
@@ -132,14 +132,6 @@ function logFailure(batchId: string, error: unknown): void {
   console.error(line.startsWith(what) ? line : `${what}: ${line}`);
 }
 
-/** One line per failed merge round (or merger thread), saying so once. */
-function logMergeFailure(error: unknown): void {
-  const line = errorLine(lockedAsLine(error));
-  console.error(
-    line.startsWith("Cannot merge") ? line : `Cannot merge: ${line}`,
-  );
-}
-
 /**
  * Builds the pipeline of one process.
  *
@@ -171,22 +163,17 @@ export function createPipeline(options: PipelineOptions): Pipeline {
   });
   const mergeIntervalMs = options.mergeIntervalMs ?? 1000;
   const onMergeError = options.onError
-    ? (error: unknown) => onError("", error)
-    : logMergeFailure;
+    ? { onError: (error: unknown) => onError("", error) }
+    : {};
   const merger = mergeIntervalMs <= 0
     ? undefined
     : options.mergeThread
     ? createMergerThread({
       kvPath: options.mergeThread,
       intervalMs: mergeIntervalMs,
-      onError: onMergeError,
+      ...onMergeError,
     })
-    : createMerger({
-      kv,
-      now,
-      intervalMs: mergeIntervalMs,
-      onError: onMergeError,
-    });
+    : createMerger({ kv, now, intervalMs: mergeIntervalMs, ...onMergeError });
   // Intake waits for storage, never the other way round: past either bound
   // entries are refused (503) until the backlog is half worked off.
   const gate = backlogGate({
