@@ -18,7 +18,7 @@
  * @module
  */
 import type { LogRecord } from "../../domain/entry.ts";
-import { logChunkKey } from "../keys.ts";
+import { logSummaryKey } from "../keys.ts";
 import { decodeRecordLine } from "../storage/lines.ts";
 import { type Run, selectLines } from "./select.ts";
 import { getManyChunked } from "../kv.ts";
@@ -101,7 +101,7 @@ export interface ScanResult {
  * other sources, so a scan can only miss entries when a chunk it listed is
  * gone when its value is read, or when a chunk value it read was replaced
  * before the scan ended. It checks both (the versionstamps of what it read,
- * at the end) and is done again then, at most `MAX_READ_ATTEMPTS` times in
+ * at the end, through the chunks' summaries) and is done again then, at most `MAX_READ_ATTEMPTS` times in
  * all, after which it throws {@linkcode InexactReadError} rather than answer
  * what it saw; entries a reader meets twice are handed out once.
  *
@@ -204,7 +204,11 @@ async function readRun(
     scan.seen.onGone();
     return undefined;
   }
-  scan.seen.onRead(logChunkKey(projectId, lastId), chunk.versionstamp!);
+  // The summary is written and deleted in the commit that writes or deletes
+  // the chunk's value (db/storage/write.ts), so it carries the value's
+  // versionstamp: the check at the end reads it, a few hundred bytes,
+  // instead of the value again.
+  scan.seen.onRead(logSummaryKey(projectId, lastId), chunk.versionstamp!);
   const text = await readChunkText(
     kv,
     projectId,

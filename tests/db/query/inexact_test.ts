@@ -6,7 +6,11 @@
  * @module
  */
 import assert from "node:assert/strict";
-import { logChunksPrefix, logMergesKey } from "../../../db/keys.ts";
+import {
+  logChunksPrefix,
+  logMergesKey,
+  logSummaryKey,
+} from "../../../db/keys.ts";
 import {
   countStoredEntries,
   InexactReadError,
@@ -71,7 +75,8 @@ queryProjectTest(
   async (kv, projectId) => {
     await storeBatch(kv, projectId, [recordAt(T0), recordAt(T0 + 1000)]);
     let rewrites = 0;
-    // Every read of chunk values rewrites them first, as a merge would.
+    // Every read of chunk values is followed by their rewrite with their
+    // summaries, in one commit, as a merge committing meanwhile would.
     const racing = replacing(
       kv,
       "getMany",
@@ -80,14 +85,17 @@ queryProjectTest(
         keys: Deno.KvKey[],
         options?: { consistency?: Deno.KvConsistencyLevel },
       ) => {
+        const read = await target.getMany(keys, options);
         for (const key of keys) {
           if (key[0] !== logChunksPrefix(projectId)[0]) continue;
-          const entry = await target.get(key);
-          if (entry.value === null) continue;
-          await target.set(key, entry.value);
+          const summaryKey = logSummaryKey(projectId, String(key.at(-1)));
+          const [entry, summary] = await target.getMany([key, summaryKey]);
+          if (entry!.value === null) continue;
+          await target.atomic().set(key, entry!.value)
+            .set(summaryKey, summary!.value).commit();
           rewrites++;
         }
-        return await target.getMany(keys, options);
+        return read;
       },
     );
     await assert.rejects(
@@ -97,5 +105,35 @@ queryProjectTest(
     assert.ok(rewrites >= MAX_READ_ATTEMPTS, `${rewrites} rewrites`);
     const page = await queryLogs(kv, projectId, { filter: {}, limit: 10 });
     assert.equal(page.records.length, 2);
+  },
+);
+
+queryProjectTest(
+  "an exact search reads each chunk's value once: its check at the end reads their summaries",
+  async (kv, projectId) => {
+    await storeBatch(kv, projectId, [recordAt(T0)]);
+    await storeBatch(kv, projectId, [recordAt(T0 + 1000)]);
+    const read = new Map<string, number>();
+    const counting = replacing(
+      kv,
+      "getMany",
+      (target) =>
+      (
+        keys: Deno.KvKey[],
+        options?: { consistency?: Deno.KvConsistencyLevel },
+      ) => {
+        for (const key of keys) {
+          read.set(String(key[0]), (read.get(String(key[0])) ?? 0) + 1);
+        }
+        return target.getMany(keys, options);
+      },
+    );
+    const page = await queryLogs(counting, projectId, {
+      filter: {},
+      limit: 10,
+    });
+    assert.equal(page.records.length, 2);
+    assert.equal(read.get(logChunksPrefix(projectId)[0] as string), 2);
+    assert.equal(read.get(logSummaryKey(projectId, "x")[0] as string), 2);
   },
 );
