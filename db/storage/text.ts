@@ -46,13 +46,15 @@ export const PAIR_ROOTS: ReadonlySet<string> = new Set([
 
 const WORD = /^[\p{L}\p{N}_]$/u;
 
+/** Whether the ASCII unit `c` (below 128) is a word character. */
+export function isAsciiWord(c: number): boolean {
+  return (c >= 97 && c <= 122) || (c >= 48 && c <= 57) ||
+    (c >= 65 && c <= 90) || c === 95;
+}
+
 /** Whether the code point `c` is a word character. */
 function isWordCodePoint(c: number): boolean {
-  if (c < 128) {
-    return (c >= 97 && c <= 122) || (c >= 48 && c <= 57) ||
-      (c >= 65 && c <= 90) || c === 95;
-  }
-  return WORD.test(String.fromCodePoint(c));
+  return c < 128 ? isAsciiWord(c) : WORD.test(String.fromCodePoint(c));
 }
 
 /** Whether the character starting at `i` is a word character. */
@@ -93,10 +95,8 @@ export function forEachTokenRange(
     const c = lower.charCodeAt(i);
     let word: boolean;
     let width = 1;
-    if (c < 128) {
-      word = (c >= 97 && c <= 122) || (c >= 48 && c <= 57) ||
-        (c >= 65 && c <= 90) || c === 95;
-    } else {
+    if (c < 128) word = isAsciiWord(c);
+    else {
       const cp = lower.codePointAt(i)!;
       if (cp > 0xffff) width = 2;
       word = isWordCodePoint(cp);
