@@ -23,23 +23,21 @@ import { parseArgs } from "node:util";
 import process from "node:process";
 import { resolve } from "node:path";
 import { pathToFileURL } from "node:url";
-import type { LogRecord } from "../domain/entry.ts";
 import { createId } from "../domain/ids.ts";
 import type { BuildChunkOptions, BuiltChunk } from "../db/storage/chunk.ts";
 import * as current from "../db/storage/chunk.ts";
 import { encodeRecordLine } from "../db/storage/lines.ts";
 import { createGenerator } from "./query/generate.ts";
+import { toRecord } from "./query/ingest.ts";
 import { median } from "./timing.ts";
 import { wholeNumber } from "./options.ts";
 
-const { values } = parseArgs({
-  args: Deno.args,
-  options: {
-    base: { type: "string" },
-    rounds: { type: "string", default: "10" },
-    lines: { type: "string", default: "4000" },
-  },
-});
+const options = {
+  base: { type: "string" },
+  rounds: { type: "string", default: "10" },
+  lines: { type: "string", default: "4000" },
+} as const;
+const { values } = parseArgs({ args: Deno.args, options });
 const rounds = wholeNumber("rounds", values.rounds!, 1, 1000);
 const lineCount = wholeNumber("lines", values.lines!, 1, 1_000_000);
 const PER_CHUNK = 2000;
@@ -51,17 +49,11 @@ function generateChunks(): string[][] {
   const generator = createGenerator(11);
   const t0 = Date.UTC(2026, 0, 5);
   const lines = Array.from({ length: lineCount }, (_, i) => {
-    const { appid, ...entry } = generator.next();
+    const { appid, ...body } = generator.next();
     const receivedAt = t0 + i * 500;
-    return encodeRecordLine({
-      id: createId(receivedAt),
-      receivedAt,
-      ...entry,
-      ...(appid === undefined
-        ? { origin: "https://shop.example.com" }
-        : { appid }),
-      auth: appid === undefined ? "origin" : "appid",
-    } as LogRecord);
+    const id = createId(receivedAt);
+    const queued = { ...body, id, receivedAt, projectId: "bench" };
+    return encodeRecordLine(toRecord({ ...queued, ...(appid && { appid }) }));
   });
   const chunks: string[][] = [];
   for (let i = 0; i < lines.length; i += PER_CHUNK) {

@@ -42,6 +42,7 @@ import {
   isAsciiWord,
   PAIR_MAX_CHARS,
   PAIR_MAX_DEPTH,
+  TEXT_MAX_DEPTH,
 } from "./text.ts";
 
 /**
@@ -50,9 +51,6 @@ import {
  * member names costs what it did, and holds no memory).
  */
 export const MAX_PATHS = 4096;
-/** Objects deep from which a value is no longer text (text.ts's `walkText`). */
-const TEXT_MAX_DEPTH = 64;
-const EQUALS = 61;
 
 /** A field path met, and its hashes' states after `path=`. */
 class PathNode {
@@ -68,7 +66,7 @@ class PathNode {
     this.path = path;
     let a = HASH_A_SEED;
     for (let i = 0; i < path.length; i++) a = hashAStep(a, path.charCodeAt(i));
-    this.a = hashAStep(a, EQUALS);
+    this.a = hashAStep(a, 61); // "="
   }
 
   /** The second hash's state after `path=` for a value of `length` units. */
@@ -78,7 +76,7 @@ class PathNode {
     const path = this.path;
     b = hashBSeed(path.length + 1 + length);
     for (let i = 0; i < path.length; i++) b = hashBStep(b, path.charCodeAt(i));
-    b = hashBStep(b, EQUALS);
+    b = hashBStep(b, 61);
     this.#b[length] = b;
     return b;
   }

@@ -29,6 +29,8 @@ import type { LogRecord } from "../../domain/entry.ts";
 export const PAIR_MAX_CHARS = 32;
 /** Deepest path (segments, root included) recorded as a field pair. */
 export const PAIR_MAX_DEPTH = 8;
+/** Objects deep from which a value is no longer searchable text. */
+export const TEXT_MAX_DEPTH = 64;
 /** Roots whose values are searchable text. */
 export const TEXT_ROOTS: ReadonlySet<string> = new Set([
   "data",
@@ -149,7 +151,9 @@ function walkText(value: unknown, fn: (text: string) => void, depth: number) {
   if (typeof value === "string") fn(value);
   else if (typeof value === "number") {
     if (Number.isFinite(value)) fn(String(value));
-  } else if (typeof value === "object" && value !== null && depth < 64) {
+  } else if (
+    typeof value === "object" && value !== null && depth < TEXT_MAX_DEPTH
+  ) {
     for (const item of Object.values(value)) walkText(item, fn, depth + 1);
   }
 }
