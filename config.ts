@@ -40,6 +40,7 @@ const schema = z.object({
     .max(1024, "expected at most 1024 characters").optional(),
   ALERT_PRIVATE_TARGETS: z.enum(["allow", "deny"]).default("deny"),
   MERGE_THREAD: z.enum(["on", "off"]).default("on"),
+  COMMIT_LINGER_MS: integer(0, 100).default(16),
   DASHBOARD_URL: z.url({ protocol: /^https?$/ }).optional(),
 }).transform((v) => {
   const onDeploy = v.DENO_DEPLOYMENT_ID !== undefined;
@@ -108,6 +109,12 @@ const schema = z.object({
      * other core, not the thread that answers requests.
      */
     mergeThread: v.MERGE_THREAD === "on",
+    /**
+     * Longest an entry waits for others to share its commit, while fewer
+     * than 64 wait (`COMMIT_LINGER_MS`; 0: none): CPU per entry at moderate
+     * rates against milliseconds of each answer.
+     */
+    commitLingerMs: v.COMMIT_LINGER_MS,
     /**
      * The dashboard's URL, for the links in alerts on error groups
      * (`DASHBOARD_URL`); unset, a link is the page's path.

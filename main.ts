@@ -98,6 +98,7 @@ if (import.meta.main) {
     kv,
     config,
     rider: limiter,
+    lingerMs: config.commitLingerMs,
     ...(space ? { space } : {}),
     ...(config.mergeThread && isLocalFile(config.kvPath)
       ? { mergeThread: config.kvPath }

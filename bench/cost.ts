@@ -18,7 +18,12 @@
  * @module
  */
 import { parseArgs } from "node:util";
-import { CLOCK_TICKS, treeCpuSeconds, untilAtRest } from "./cpu.ts";
+import {
+  CLOCK_TICKS,
+  threadSeconds,
+  treeCpuSeconds,
+  untilAtRest,
+} from "./cpu.ts";
 import { denoArgs, taskCommand, wholeNumber } from "./options.ts";
 import { cpuModel, loadAverage, sampleRss, serverMemory } from "./process.ts";
 import { createGenerator } from "./query/generate.ts";
@@ -171,6 +176,11 @@ export interface CostTurn {
   seconds: number;
   atRest: boolean;
   settleMs: number;
+  /**
+   * A service's CPU seconds by thread name over the same span (until its
+   * rest was seen), from /proc/<pid>/task.
+   */
+  threads?: Record<string, number>;
 }
 
 /** CPU µs per accepted entry of a turn. */
@@ -296,6 +306,7 @@ async function runTurn(
 ): Promise<CostTurn> {
   const pid = runner.server.child.pid;
   const before = await treeCpuSeconds(pid);
+  const threadsBefore = runner.kvPath ? await threadSeconds(pid) : null;
   const t0 = performance.now();
   const result = await offer(runner, load);
   const loadEnded = performance.now();
@@ -310,6 +321,9 @@ async function runTurn(
   const rest = await untilAtRest(pid, {
     timeoutMs: options.settleTimeout * 1000,
   });
+  const threads = threadsBefore
+    ? threadDelta(threadsBefore, await threadSeconds(pid))
+    : undefined;
   const accepted = result.requests - result.non2xx;
   const record: CostTurn = {
     server: runner.name,
@@ -321,6 +335,7 @@ async function runTurn(
     seconds: (performance.now() - t0) / 1000,
     atRest: rest.atRest,
     settleMs: performance.now() - loadEnded,
+    ...(threads ? { threads } : {}),
   };
   log(
     `  ${runner.name} ${load.name}: ${
@@ -332,6 +347,18 @@ async function runTurn(
     } ms${rest.atRest ? "" : ", not at rest"})`,
   );
   return record;
+}
+
+/** CPU seconds of each thread name between two readings. */
+function threadDelta(
+  before: Map<string, number>,
+  after: Map<string, number>,
+): Record<string, number> {
+  const delta: Record<string, number> = {};
+  for (const [name, seconds] of after) {
+    delta[name] = seconds - (before.get(name) ?? 0);
+  }
+  return delta;
 }
 
 /** CPU share of a core each server uses at rest over `seconds`, all at once. */
@@ -499,6 +526,7 @@ export function renderCost(report: CostReport): string {
     "settled",
   ], rows));
   out.push("");
+  out.push(...threadLines(report.turns, loads, servers));
   if (report.options.rest === 0) out.push("At rest: not measured (--rest 0)");
   else {
     out.push(
@@ -523,6 +551,47 @@ export function renderCost(report: CostReport): string {
   }
   out.push(`(CPU from /proc in ticks of ${1000 / CLOCK_TICKS} ms)`);
   return out.join("\n");
+}
+
+/**
+ * Per load and service, CPU µs per entry by thread (the threads that took
+ * at least 1 µs), over all its turns.
+ *
+ * @example
+ * ```ts
+ * threadLines(turns, ["2000/s"], ["service"]);
+ * // ["By thread, µs per entry: service 2000/s: deno 152, worker-1 40, sw-0 31", ""]
+ * ```
+ */
+export function threadLines(
+  turns: CostTurn[],
+  loads: string[],
+  servers: string[],
+): string[] {
+  const out: string[] = [];
+  for (const load of loads) {
+    for (const server of servers) {
+      const of = turns.filter((t) =>
+        t.server === server && t.load === load && t.threads
+      );
+      const entries = of.reduce((n, t) => n + t.accepted, 0);
+      if (of.length === 0 || entries === 0) continue;
+      const sums = new Map<string, number>();
+      for (const t of of) {
+        for (const [name, s] of Object.entries(t.threads!)) {
+          sums.set(name, (sums.get(name) ?? 0) + s);
+        }
+      }
+      const parts = [...sums].map(([name, s]) => [name, s * 1e6 / entries])
+        .filter(([, us]) => (us as number) >= 1)
+        .sort((a, b) => (b[1] as number) - (a[1] as number))
+        .map(([name, us]) => `${name} ${formatCount(us as number)}`);
+      out.push(`${server} ${load}: ${parts.join(", ")}`);
+    }
+  }
+  return out.length === 0
+    ? []
+    : ["By thread, µs per entry: " + out.join("; "), ""];
 }
 
 /** CPU µs per entry over several turns: their CPU over their entries. */

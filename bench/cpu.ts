@@ -57,6 +57,54 @@ export async function treeCpuSeconds(pid: number): Promise<number> {
   return cpuTicks(text, tree) / CLOCK_TICKS;
 }
 
+/**
+ * CPU seconds (user + system) of each thread of `pid` so far, summed by the
+ * thread's name (`deno`: the isolate's thread, which also serves HTTP;
+ * `worker-1`: the merger's Worker; `sw-0`: KV's SQLite writer;
+ * `V8 DefaultWorke`: V8's helpers, mostly the collector), read by `cat`
+ * (Deno asks for every permission to read even its own /proc entry).
+ *
+ * @example
+ * ```ts
+ * const before = await threadSeconds(Deno.pid);
+ * ```
+ */
+export async function threadSeconds(
+  pid: number,
+): Promise<Map<string, number>> {
+  const out = await new Deno.Command("sh", {
+    args: ["-c", `cat /proc/${pid}/task/*/stat 2>/dev/null`],
+    stdout: "piped",
+    stderr: "null",
+  }).output();
+  return threadTicks(new TextDecoder().decode(out.stdout), CLOCK_TICKS);
+}
+
+/**
+ * Sums concatenated /proc/<pid>/task/<tid>/stat lines by thread name:
+ * user + system ticks over `perSecond`.
+ *
+ * @example
+ * ```ts
+ * threadTicks("9 (sw-0) S 1 7 7 0 -1 0 0 0 0 0 120 30 0 0\n", 100); // sw-0 → 1.5
+ * ```
+ */
+export function threadTicks(
+  statText: string,
+  perSecond: number,
+): Map<string, number> {
+  const seconds = new Map<string, number>();
+  for (const stat of statText.split("\n")) {
+    const close = stat.lastIndexOf(")");
+    if (close < 0) continue;
+    const name = stat.slice(stat.indexOf("(") + 1, close);
+    const fields = stat.slice(close + 2).split(" ");
+    const ticks = Number(fields[11]) + Number(fields[12]);
+    seconds.set(name, (seconds.get(name) ?? 0) + ticks / perSecond);
+  }
+  return seconds;
+}
+
 /** Options of {@linkcode untilAtRest}. */
 export interface RestOptions {
   /** Share of one core under which the tree counts as at rest. @default {0.02} */

@@ -28,33 +28,11 @@ import { mergeAll, type QuietProjects } from "../db/storage/merge.ts";
 import type { QueuedEntry } from "../domain/entry.ts";
 import { createId } from "../domain/ids.ts";
 import { createPipeline, type Pipeline } from "../queue/pipeline.ts";
-import { CLOCK_TICKS } from "./cpu.ts";
+import { threadSeconds } from "./cpu.ts";
 import { wholeNumber } from "./options.ts";
 import { createGenerator } from "./query/generate.ts";
 
 const ORIGIN = "https://bench.example";
-
-/**
- * CPU seconds so far of each thread name of this process, read by `cat`
- * (Deno asks for every permission to read this process's own /proc entry).
- */
-async function threadSeconds(): Promise<Map<string, number>> {
-  const out = await new Deno.Command("sh", {
-    args: ["-c", `cat /proc/${Deno.pid}/task/*/stat`],
-    stdout: "piped",
-    stderr: "null",
-  }).output();
-  const seconds = new Map<string, number>();
-  for (const stat of new TextDecoder().decode(out.stdout).split("\n")) {
-    const close = stat.lastIndexOf(")");
-    if (close < 0) continue;
-    const name = stat.slice(stat.indexOf("(") + 1, close);
-    const fields = stat.slice(close + 2).split(" ");
-    const ticks = Number(fields[11]) + Number(fields[12]);
-    seconds.set(name, (seconds.get(name) ?? 0) + ticks / CLOCK_TICKS);
-  }
-  return seconds;
-}
 
 /** KV commits and mutations made through `kv` since it was wrapped. */
 export interface Counts {
@@ -231,7 +209,7 @@ async function main(): Promise<void> {
     });
     pipeline?.start();
     stopMerging = options.merge && pipeline ? mergeLoop(kv, rewritten) : null;
-    const before = await threadSeconds();
+    const before = await threadSeconds(Deno.pid);
     const end = Date.now() + options.seconds * 1000;
     const accepted = await drive(pipeline, project.id, options, end);
     await pipeline?.producer.flush();
@@ -241,7 +219,7 @@ async function main(): Promise<void> {
       const settle = await mergeAll(kv, { now: Date.now() + 31_000 });
       rewritten.entries += settle.entries;
     }
-    const after = await threadSeconds();
+    const after = await threadSeconds(Deno.pid);
     report(options, accepted, counts, rewritten.entries, before, after);
     await pipeline?.stop();
   } finally {

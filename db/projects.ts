@@ -249,12 +249,16 @@ export function removeLevel(
   });
 }
 
-/** Sets how many days stored entries are kept (applies to entries stored from now on). */
-export function setRetention(
-  kv: Deno.Kv,
-  projectId: string,
-  days: number,
-): Promise<Project> {
+/**
+ * Checks a number of days to keep entries, of the project or of a rule;
+ * returns it or throws {@linkcode InvalidValueError}.
+ *
+ * @example
+ * ```ts
+ * validateRetentionDays(30); // 30
+ * ```
+ */
+export function validateRetentionDays(days: number): number {
   if (
     !Number.isInteger(days) || days < MIN_RETENTION_DAYS ||
     days > MAX_RETENTION_DAYS
@@ -263,6 +267,16 @@ export function setRetention(
       `Cannot keep entries for "${days}" days: expected a whole number from ${MIN_RETENTION_DAYS} to ${MAX_RETENTION_DAYS}`,
     );
   }
+  return days;
+}
+
+/** Sets how many days stored entries are kept (applies to entries stored from now on). */
+export function setRetention(
+  kv: Deno.Kv,
+  projectId: string,
+  days: number,
+): Promise<Project> {
+  validateRetentionDays(days);
   return updateProject(kv, projectId, (project) => {
     project.retentionDays = days;
     return project;

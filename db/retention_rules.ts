@@ -15,10 +15,9 @@
  */
 import { DAY_MS, STANDARD_LEVELS } from "../domain/entry.ts";
 import {
-  MAX_RETENTION_DAYS,
-  MIN_RETENTION_DAYS,
   type Project,
   updateProject,
+  validateRetentionDays,
 } from "./projects.ts";
 import { InvalidValueError, validateLevel } from "./validation.ts";
 import type { RetentionRule } from "../domain/quota.ts";
@@ -58,14 +57,7 @@ export function parseRetentionRule(
       `Cannot compare with level "${level}": only info, warning, error and critical are ordered; use "level=${level}"`,
     );
   }
-  if (
-    !Number.isInteger(days) || days < MIN_RETENTION_DAYS ||
-    days > MAX_RETENTION_DAYS
-  ) {
-    throw new InvalidValueError(
-      `Cannot keep entries for "${days}" days: expected a whole number from ${MIN_RETENTION_DAYS} to ${MAX_RETENTION_DAYS}`,
-    );
-  }
+  validateRetentionDays(days);
   return { filter: `level${op}${level}`, op, level, days };
 }
 

@@ -21,6 +21,7 @@ Deno.test("loadConfig gives the documented defaults", () => {
   assert.equal(config.metricsHostname, "127.0.0.1");
   assert.equal(config.metricsToken, undefined);
   assert.equal(config.alertPrivateTargets, false);
+  assert.equal(config.commitLingerMs, 16);
 });
 
 Deno.test("loadConfig refuses a malformed value, naming the variable", () => {
@@ -33,6 +34,11 @@ Deno.test("loadConfig refuses a malformed value, naming the variable", () => {
     () => loadConfig({ PROJECT_CACHE_MS: "6000" }),
     /"PROJECT_CACHE_MS"/,
   );
+  assert.throws(
+    () => loadConfig({ COMMIT_LINGER_MS: "101" }),
+    /"COMMIT_LINGER_MS"/,
+  );
+  assert.equal(loadConfig({ COMMIT_LINGER_MS: "0" }).commitLingerMs, 0);
 });
 
 Deno.test("an empty variable counts as unset", () => {

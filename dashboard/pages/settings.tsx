@@ -27,6 +27,7 @@ import {
 import { ScrubbingSection, type ScrubDryRun } from "./settings_scrub.tsx";
 import { QuotaSection } from "./settings_quota.tsx";
 import type { ScrubRule } from "../../domain/scrub.ts";
+import { MAX_RETENTION_DAYS, MIN_RETENTION_DAYS } from "../../db/projects.ts";
 import { type TokenRow, TokensSection } from "./tokens.tsx";
 
 /** The project as the settings show it (never its secrets). */
@@ -280,26 +281,40 @@ function LevelsSection(
   );
 }
 
+/** A number of days entries are kept, within what a project may set. */
+function DaysField(props: {
+  /** The words before the field. */
+  label: string;
+  /** @default none: an empty field */
+  value?: string;
+}) {
+  return (
+    <label>
+      {props.label}{" "}
+      <input
+        name="days"
+        type="number"
+        min={MIN_RETENTION_DAYS}
+        max={MAX_RETENTION_DAYS}
+        required
+        class="short"
+        value={props.value}
+      />{" "}
+      days
+    </label>
+  );
+}
+
 /** How long entries stored from now on are kept. */
 function RetentionSection(props: SectionProps) {
   const { ctx, action, project, errors } = props;
   return (
     <Card id="retention" titleId="retention-title" title="Retention">
       <PostForm ctx={ctx} action={action("retention")} class="row">
-        <label>
-          Keep entries for{" "}
-          <input
-            name="days"
-            type="number"
-            min={1}
-            max={3650}
-            required
-            class="short"
-            value={errors.retention?.value ??
-              String(project.retentionDays)}
-          />{" "}
-          days
-        </label>
+        <DaysField
+          label="Keep entries for"
+          value={errors.retention?.value ?? String(project.retentionDays)}
+        />
         <button type="submit">Save</button>
       </PostForm>
       <p class="hint">Applies to entries stored from now on.</p>
@@ -352,18 +367,7 @@ function RetentionRules(
           button="Add rule"
           error={errors.retentionRule}
         >
-          <label>
-            kept{" "}
-            <input
-              name="days"
-              type="number"
-              min={1}
-              max={3650}
-              required
-              class="short"
-            />{" "}
-            days
-          </label>
+          <DaysField label="kept" />
         </AddValueForm>
       )}
     </>

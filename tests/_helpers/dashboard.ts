@@ -31,7 +31,7 @@ export interface Browser {
   /** POSTs a form to the dashboard it signed in to, as {@linkcode post}. */
   post(
     path: string,
-    form: Record<string, string>,
+    form: Form,
     headers?: Record<string, string>,
   ): Promise<Response>;
 }
@@ -207,12 +207,15 @@ export async function get(
   }, PEER);
 }
 
+/** A form's fields; a list is sent as the field once per value, in order. */
+export type Form = Record<string, string | string[]>;
+
 /** POSTs a form (with the CSRF token) as the signed-in browser, same origin. */
 export async function post(
   app: DashApp,
   browser: Session,
   path: string,
-  form: Record<string, string>,
+  form: Form,
   headers: Record<string, string> = {},
 ): Promise<Response> {
   return await app.request(path, {
@@ -223,8 +226,16 @@ export async function post(
       "sec-fetch-site": "same-origin",
       ...headers,
     },
-    body: new URLSearchParams({ _csrf: browser.csrf, ...form }),
+    body: formBody({ _csrf: browser.csrf, ...form }),
   }, PEER);
+}
+
+function formBody(form: Form): URLSearchParams {
+  const body = new URLSearchParams();
+  for (const [name, values] of Object.entries(form)) {
+    for (const value of [values].flat()) body.append(name, value);
+  }
+  return body;
 }
 
 /** Text of an HTML page with tags removed and entities decoded, for matching. */

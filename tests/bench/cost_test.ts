@@ -12,8 +12,9 @@ import {
   loadsOf,
   parseCostOptions,
   renderCost,
+  threadLines,
 } from "../../bench/cost.ts";
-import { cpuTicks } from "../../bench/cpu.ts";
+import { cpuTicks, threadTicks } from "../../bench/cpu.ts";
 import type { WrkResult } from "../../bench/wrk.ts";
 
 Deno.test("the cost run's command line has bounded defaults and refuses what it cannot run", () => {
@@ -45,6 +46,19 @@ Deno.test("CPU ticks are user + system of the processes asked for, whatever thei
   ].join("\n");
   assert.equal(cpuTicks(stat, [7, 8]), 161);
   assert.equal(cpuTicks(stat, []), 0);
+});
+
+Deno.test("a process's threads are summed by name, in seconds", () => {
+  const stat = [
+    "7 (deno) S 1 7 7 0 -1 0 0 0 0 0 120 30 0 0",
+    "11 (sw-0) S 1 7 7 0 -1 0 0 0 0 0 40 10 0 0",
+    "12 (V8 DefaultWorke) S 1 7 7 0 -1 0 0 0 0 0 7 3 0 0",
+    "13 (V8 DefaultWorke) S 1 7 7 0 -1 0 0 0 0 0 5 5 0 0",
+  ].join("\n");
+  assert.deepEqual(
+    [...threadTicks(stat, 100)],
+    [["deno", 1.5], ["sw-0", 0.5], ["V8 DefaultWorke", 0.2]],
+  );
 });
 
 const wrk = (rps: number, p99: number): WrkResult => ({
@@ -87,4 +101,35 @@ Deno.test("the report gives CPU per entry over every turn's entries, and its rat
     /\| 2000\/s \| service \| 2,000 \| 1\.00 \| 5\.00 \| 100\.0 \| 1\.00 \| 4\.0 \| 0 \| yes \|/,
   );
   assert.match(text, /service 0\.50 % of a core/);
+});
+
+Deno.test("CPU by thread is given per entry over a service's turns, largest first, the bare server left out", () => {
+  const turn = (
+    server: string,
+    threads: Record<string, number> | undefined,
+  ): CostTurn => ({
+    server,
+    load: "2000/s",
+    turn: 1,
+    wrk: wrk(2000, 5),
+    accepted: 10_000,
+    cpuSeconds: 2,
+    seconds: 10,
+    atRest: true,
+    settleMs: 2000,
+    ...(threads ? { threads } : {}),
+  });
+  const turns = [
+    turn("service", { deno: 1, "sw-0": 0.3, "worker-1": 0.00001 }),
+    turn("service", { deno: 0.5, "sw-0": 0.1, "worker-1": 0.3 }),
+    turn("bare", undefined),
+  ];
+  assert.deepEqual(
+    threadLines(turns, ["2000/s"], ["service", "bare"]),
+    [
+      "By thread, µs per entry: service 2000/s: deno 75, sw-0 20, worker-1 15",
+      "",
+    ],
+  );
+  assert.deepEqual(threadLines([turns[2]!], ["2000/s"], ["bare"]), []);
 });

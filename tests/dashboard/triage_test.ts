@@ -12,7 +12,6 @@ import {
   type Browser,
   dashboardTest,
   type DashHarness,
-  PEER,
   signIn,
   store,
   textOf,
@@ -51,29 +50,16 @@ function listed(html: string): Map<string, string> {
 
 /** POSTs the bulk form with `fps` checked, as a browser sends it. */
 function bulk(
-  h: DashHarness,
   browser: Browser,
   projectId: string,
   action: string,
   fps: string[],
 ): Promise<Response> {
-  const body = new URLSearchParams({
-    _csrf: browser.csrf,
+  return browser.post(`/projects/${projectId}/errors/triage`, {
     action,
     back: "unresolved",
+    fp: fps,
   });
-  for (const fp of fps) body.append("fp", fp);
-  return Promise.resolve(
-    h.dash.request(`/projects/${projectId}/errors/triage`, {
-      method: "POST",
-      headers: {
-        cookie: browser.cookie,
-        origin: "http://localhost",
-        "sec-fetch-site": "same-origin",
-      },
-      body,
-    }, PEER),
-  );
 }
 
 dashboardTest(
@@ -94,7 +80,7 @@ dashboardTest(
       page,
       /<form method="post" action="[^"]*\/errors\/triage"[^>]*id="bulk"/,
     );
-    const res = await bulk(h, admin, project.id, "resolve", [
+    const res = await bulk(admin, project.id, "resolve", [
       groups.get("Cart failed")!,
       groups.get("Pay failed")!,
     ]);
@@ -119,7 +105,7 @@ dashboardTest(
     const bad = await admin.get(`/projects/${project.id}/errors?status=gone`);
     assert.equal(bad.status, 400);
     assert.match((await bad.json()).error, /Cannot read status "gone"/);
-    const none = await bulk(h, admin, project.id, "resolve", []);
+    const none = await bulk(admin, project.id, "resolve", []);
     assert.equal(none.status, 400);
   },
 );
@@ -178,7 +164,7 @@ dashboardTest(
       await (await viewer.get(`/projects/${project.id}/errors/${fp}`))
         .text();
     assert.doesNotMatch(group, /id="resolve-form"/);
-    const res = await bulk(h, viewer, project.id, "resolve", [fp]);
+    const res = await bulk(viewer, project.id, "resolve", [fp]);
     assert.equal(res.status, 403);
     assert.deepEqual(await listAudit(h.kv, project.id), []);
     const still = await (await viewer.get(`/projects/${project.id}/errors`))

@@ -16,7 +16,12 @@ import {
   readTriage,
   type TriageChange,
 } from "../../db/error_group_triage.ts";
-import { compareReleases, listReleases } from "../../db/releases.ts";
+import {
+  compareReleases,
+  listReleases,
+  type Release,
+} from "../../db/releases.ts";
+import { releaseCountKey } from "../../db/keys.ts";
 import { addUser } from "../../db/users.ts";
 import { InvalidValueError } from "../../db/validation.ts";
 import type { LogRecord } from "../../domain/entry.ts";
@@ -199,6 +204,36 @@ kvTest(
     const seen = new Map([["b", 1], ["a", 2]]);
     assert.ok(compareReleases("a", "b", seen) > 0, "first seen, not names");
     assert.ok(compareReleases("2.0.0-rc.1", "2.0.0", seen) < 0);
+  },
+);
+
+kvTest(
+  "a release's counts of errors and new groups are written only once they are not 0, and read as 0 before",
+  async (kv) => {
+    const fields = async () => {
+      const keys = [];
+      for await (const row of kv.list({ prefix: releaseCountKey("p1") })) {
+        keys.push(row.key.at(-1));
+      }
+      return keys.sort();
+    };
+    await ingest(kv, [{ ...entry(T0, "2.0.0"), level: "info" }]);
+    assert.deepEqual(await fields(), ["entries", "first", "last"]);
+    const counts = (r: Release) => [r.name, r.entries, r.errors, r.newGroups];
+    assert.deepEqual((await listReleases(kv, "p1")).map(counts), [
+      ["2.0.0", 1, 0, 0],
+    ]);
+    await ingest(kv, [entry(T0 + 1, "2.0.0")]);
+    assert.deepEqual(await fields(), [
+      "entries",
+      "errors",
+      "first",
+      "groups",
+      "last",
+    ]);
+    assert.deepEqual((await listReleases(kv, "p1")).map(counts), [
+      ["2.0.0", 2, 1, 1],
+    ]);
   },
 );
 

@@ -17,7 +17,7 @@ import {
 } from "../../db/locked.ts";
 import { openKv } from "../../db/open.ts";
 import { cli } from "../_helpers/cli.ts";
-import { PASSWORD, signIn, withSignedIn } from "../_helpers/dashboard.ts";
+import { PASSWORD, post, signIn, withSignedIn } from "../_helpers/dashboard.ts";
 import { randomEntry } from "../_helpers/harness.ts";
 import { holdWriteLock } from "../_helpers/lock_holder.ts";
 
@@ -134,20 +134,9 @@ Deno.test("the dashboard answers a store locked past the bound with 503 and a pa
     const dash = createDashboard({ kv, password: PASSWORD });
     let res!: Response;
     const lines = await printed(async () => {
-      res = await dash.request("/projects", {
-        method: "POST",
-        headers: {
-          cookie: browser.cookie,
-          origin: "http://localhost",
-          "sec-fetch-site": "same-origin",
-        },
-        body: new URLSearchParams({
-          _csrf: browser.csrf,
-          name: "Web shop",
-          allow: "https://shop.example.com",
-        }),
-      }, {
-        remoteAddr: { transport: "tcp", hostname: "198.51.100.9", port: 1 },
+      res = await post(dash, browser, "/projects", {
+        name: "Web shop",
+        allow: "https://shop.example.com",
       });
     });
     assert.equal(res.status, 503);
