@@ -39,8 +39,28 @@ function mix(h: number): number {
   return (h ^ (h >>> 16)) >>> 0;
 }
 
+/** First state of a member's first hash. */
+export const HASH_A_SEED = 0x811c9dc5;
+
+/** First state of a member's second hash, for a member of `length` units. */
+export function hashBSeed(length: number): number {
+  return 0x01000193 ^ length;
+}
+
+/** The first hash's state after one more UTF-16 unit `c`. */
+export function hashAStep(a: number, c: number): number {
+  return Math.imul(a ^ c, 0x01000193);
+}
+
+/** The second hash's state after one more UTF-16 unit `c`. */
+export function hashBStep(b: number, c: number): number {
+  return Math.imul(b ^ c, 0x5bd1e995);
+}
+
 /**
  * Hashes a member (FNV-1a over its UTF-16 units, two seeds, then mixed).
+ * The steps are exported so that a member hashed in parts (a field pair
+ * whose path is hashed once per chunk) gets the same hashes.
  *
  * @example
  * ```ts
@@ -48,12 +68,12 @@ function mix(h: number): number {
  * ```
  */
 export function bloomHash(member: string): BloomHash {
-  let a = 0x811c9dc5;
-  let b = 0x01000193 ^ member.length;
+  let a = HASH_A_SEED;
+  let b = hashBSeed(member.length);
   for (let i = 0; i < member.length; i++) {
     const c = member.charCodeAt(i);
-    a = Math.imul(a ^ c, 0x01000193);
-    b = Math.imul(b ^ c, 0x5bd1e995);
+    a = hashAStep(a, c);
+    b = hashBStep(b, c);
   }
   return { h1: mix(a), h2: (mix(b) | 1) >>> 0 };
 }
@@ -94,13 +114,37 @@ export class BloomMembers {
 
   /** Adds `text.slice(start, end)`, hashed as {@linkcode bloomHash} does. */
   addRange(text: string, start: number, end: number): void {
-    let a = 0x811c9dc5;
-    let b = 0x01000193 ^ (end - start);
+    let a = HASH_A_SEED;
+    let b = hashBSeed(end - start);
     for (let i = start; i < end; i++) {
       const c = text.charCodeAt(i);
-      a = Math.imul(a ^ c, 0x01000193);
-      b = Math.imul(b ^ c, 0x5bd1e995);
+      a = hashAStep(a, c);
+      b = hashBStep(b, c);
     }
+    this.addStates(a, b);
+  }
+
+  /**
+   * Adds `text.slice(start, end).toLowerCase()` of a range of ASCII
+   * units (A-Z lower-cased as they are hashed), without making it.
+   */
+  addLowerAscii(text: string, start: number, end: number): void {
+    let a = HASH_A_SEED;
+    let b = hashBSeed(end - start);
+    for (let i = start; i < end; i++) {
+      let c = text.charCodeAt(i);
+      if (c >= 65 && c <= 90) c |= 0x20;
+      a = hashAStep(a, c);
+      b = hashBStep(b, c);
+    }
+    this.addStates(a, b);
+  }
+
+  /**
+   * Adds the member whose two hashes reached states `a` and `b` over all
+   * its units (see {@linkcode hashAStep}), before they are mixed.
+   */
+  addStates(a: number, b: number): void {
     this.#insert(mix(a), (mix(b) | 1) >>> 0);
   }
 
@@ -114,21 +158,21 @@ export class BloomMembers {
    * hashes that string, without making it.
    */
   addPair(path: string, text: string): void {
-    let a = 0x811c9dc5;
-    let b = 0x01000193 ^ (path.length + 1 + text.length);
+    let a = HASH_A_SEED;
+    let b = hashBSeed(path.length + 1 + text.length);
     for (let i = 0; i < path.length; i++) {
       const c = path.charCodeAt(i);
-      a = Math.imul(a ^ c, 0x01000193);
-      b = Math.imul(b ^ c, 0x5bd1e995);
+      a = hashAStep(a, c);
+      b = hashBStep(b, c);
     }
-    a = Math.imul(a ^ 61, 0x01000193); // "="
-    b = Math.imul(b ^ 61, 0x5bd1e995);
+    a = hashAStep(a, 61); // "="
+    b = hashBStep(b, 61);
     for (let i = 0; i < text.length; i++) {
       const c = text.charCodeAt(i);
-      a = Math.imul(a ^ c, 0x01000193);
-      b = Math.imul(b ^ c, 0x5bd1e995);
+      a = hashAStep(a, c);
+      b = hashBStep(b, c);
     }
-    this.#insert(mix(a), (mix(b) | 1) >>> 0);
+    this.addStates(a, b);
   }
 
   /** Adds the member of hashes `h1`, `h2` unless it is there already. */
@@ -174,7 +218,7 @@ export class BloomMembers {
   build(): Bloom {
     const bloom = createBloom(this.#size);
     for (let i = 0; i < this.#size; i++) {
-      bloomAdd(bloom, { h1: this.#h1[i]!, h2: this.#h2[i]! });
+      setProbes(bloom, this.#h1[i]!, this.#h2[i]!);
     }
     return bloom;
   }
@@ -191,23 +235,36 @@ export function createBloom(members: number): Bloom {
 
 /** Adds a member, given its hash. */
 export function bloomAdd(bloom: Bloom, hash: BloomHash): void {
-  const m = bloom.bits.length * 8;
-  let at = hash.h1 % m;
-  const step = hash.h2 % m;
+  setProbes(bloom, hash.h1, hash.h2);
+}
+
+/**
+ * Sets the bits of the member of hashes `h1`, `h2`: `k` probes from
+ * `h1 % m`, `h2 % m` apart, round the `m` bits.
+ */
+function setProbes(bloom: Bloom, h1: number, h2: number): void {
+  const bits = bloom.bits;
+  const m = bits.length * 8;
+  // `| 0` (the remainders are below m) keeps it in integers: twice as fast.
+  let at = (h1 >>> 0) % m | 0;
+  const step = (h2 >>> 0) % m | 0;
   for (let i = 0; i < bloom.k; i++) {
-    bloom.bits[at >>> 3]! |= 1 << (at & 7);
-    at = (at + step) % m;
+    bits[at >>> 3]! |= 1 << (at & 7);
+    at += step; // below 2m: one subtraction is the remainder
+    if (at >= m) at -= m;
   }
 }
 
 /** Whether the member with this hash may be present (false: certainly not). */
 export function bloomHas(bloom: Bloom, hash: BloomHash): boolean {
-  const m = bloom.bits.length * 8;
-  let at = hash.h1 % m;
-  const step = hash.h2 % m;
+  const bits = bloom.bits;
+  const m = bits.length * 8;
+  let at = (hash.h1 >>> 0) % m | 0; // as setProbes finds them
+  const step = (hash.h2 >>> 0) % m | 0;
   for (let i = 0; i < bloom.k; i++) {
-    if ((bloom.bits[at >>> 3]! & (1 << (at & 7))) === 0) return false;
-    at = (at + step) % m;
+    if ((bits[at >>> 3]! & (1 << (at & 7))) === 0) return false;
+    at += step;
+    if (at >= m) at -= m;
   }
   return true;
 }

@@ -29,7 +29,7 @@ import { concatBytes, joinSlices, splitBytes } from "../blob.ts";
 import { logChunkSliceKey } from "../keys.ts";
 import { decodeRecordLine, lineId } from "./lines.ts";
 import { type Bloom, BloomMembers } from "./bloom.ts";
-import { forEachPairParts, forEachText, forEachTokenRange } from "./text.ts";
+import { EntryIndexer } from "./indexer.ts";
 import { ColumnsBuilder } from "./columns.ts";
 import type { LogRecord } from "../../domain/entry.ts";
 
@@ -195,6 +195,10 @@ function* chunkSteps(
   const blocks = cutBlocks(lines, raw);
   const levels: Record<string, number> = {};
   const columns = options.columns === false ? null : new ColumnsBuilder();
+  // Members asked for are members found: tokens are indexed then.
+  const indexer = (options.tokens ?? true) || options.members !== undefined
+    ? new EntryIndexer()
+    : null;
   const blooms: Bloom[] = [];
   const deflated: Uint8Array[] = [];
   /** Index of the block's first line. */
@@ -204,8 +208,7 @@ function* chunkSteps(
       yield* indexBlock(block, first, options.records, {
         levels,
         columns,
-        // Members asked for are members found: tokens are indexed then.
-        tokens: (options.tokens ?? true) || options.members !== undefined,
+        indexer,
         members: options.members,
       }),
     );
@@ -288,37 +291,23 @@ function* indexBlock(
   into: {
     levels: Record<string, number>;
     columns: ColumnsBuilder | null;
-    tokens: boolean;
+    /** The chunk's indexer; null: no tokens, a filter of every member. */
+    indexer: EntryIndexer | null;
     members: Set<number> | undefined;
   },
 ): Generator<void, Bloom, void> {
-  const { levels, columns } = into;
-  if (!into.tokens) {
-    for (const [i, line] of lines.entries()) {
-      const record = records?.[first + i] ?? decodeRecordLine(line);
-      levels[record.level] = (levels[record.level] ?? 0) + 1;
-      columns?.add(record);
-    }
-    return MATCH_ALL;
-  }
-  const members = new BloomMembers();
-  const addText = (text: string) => {
-    const lower = text.toLowerCase();
-    forEachTokenRange(
-      lower,
-      (start, end) => members.addRange(lower, start, end),
-    );
-  };
-  const addPair = (path: string, text: string) => members.addPair(path, text);
-  for (const [i, line] of lines.entries()) {
-    const record = records?.[first + i] ?? decodeRecordLine(line);
+  const { levels, columns, indexer } = into;
+  const members = indexer ? new BloomMembers() : null;
+  for (let i = 0; i < lines.length; i++) {
+    const record = records?.[first + i] ?? decodeRecordLine(lines[i]!);
     levels[record.level] = (levels[record.level] ?? 0) + 1;
     columns?.add(record);
-    forEachText(record, addText);
-    forEachPairParts(record, addPair);
+    if (!indexer || !members) continue;
+    indexer.add(record, members);
     // A pause every LINES_PER_STEP lines, the block's deflate after them.
     if (i % LINES_PER_STEP === LINES_PER_STEP - 1) yield;
   }
+  if (!members) return MATCH_ALL;
   yield;
   if (into.members) { for (const h of members.hashes) into.members.add(h); }
   return members.build();

@@ -97,6 +97,28 @@ export function lineId(line: string, from = 0): string {
   return line.slice(from + 7, line.indexOf('"', from + 7));
 }
 
+/**
+ * Whether the id of line `a` sorts before the id of line `b` (lines of
+ * {@linkcode encodeRecordLine}), compared in place: `lineId(a) < lineId(b)`
+ * without making either id, for a sort of a merge's few thousand lines
+ * (twice as fast as slicing the ids).
+ *
+ * @example
+ * ```ts
+ * lines.sort((a, b) => (idBefore(a, b) ? -1 : 1));
+ * ```
+ */
+export function idBefore(a: string, b: string): boolean {
+  for (let i = 7;; i++) {
+    const endA = a.charCodeAt(i) === 34; // the closing quote
+    const endB = b.charCodeAt(i) === 34;
+    if (endA || endB) return endA && !endB; // a shorter id sorts first
+    if (a.charCodeAt(i) !== b.charCodeAt(i)) {
+      return a.charCodeAt(i) < b.charCodeAt(i);
+    }
+  }
+}
+
 /** The level of a line of {@linkcode encodeRecordLine}, read without parsing. */
 export function lineLevel(line: string, from = 0): string {
   const at = line.indexOf('"', from + 7) + 11; // past `","level":"`

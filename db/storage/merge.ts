@@ -46,7 +46,7 @@ import {
   prepareCoarse,
   setPending,
 } from "./coarse_groups.ts";
-import { lineId } from "./lines.ts";
+import { idBefore } from "./lines.ts";
 import { deleteExpiredCounts } from "../log_counts.ts";
 import { deleteOldUsage } from "../usage.ts";
 import { chunkRetentionMs, longestRetentionMs } from "../retention_rules.ts";
@@ -438,7 +438,7 @@ async function mergeGroup(
   const { projectId, result } = round;
   const texts = await readSources(round.kv, projectId, group);
   const lines = texts.flatMap((t) => (t === "" ? [] : t.split("\n")));
-  lines.sort((a, b) => (lineId(a) < lineId(b) ? -1 : 1));
+  lines.sort((a, b) => (idBefore(a, b) ? -1 : 1));
   const tier = Math.min(
     FINAL_TIER - 1,
     1 + Math.max(...group.map((s) => s.tier)),

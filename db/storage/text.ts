@@ -29,6 +29,8 @@ import type { LogRecord } from "../../domain/entry.ts";
 export const PAIR_MAX_CHARS = 32;
 /** Deepest path (segments, root included) recorded as a field pair. */
 export const PAIR_MAX_DEPTH = 8;
+/** Objects deep from which a value is no longer searchable text. */
+export const TEXT_MAX_DEPTH = 64;
 /** Roots whose values are searchable text. */
 export const TEXT_ROOTS: ReadonlySet<string> = new Set([
   "data",
@@ -46,13 +48,15 @@ export const PAIR_ROOTS: ReadonlySet<string> = new Set([
 
 const WORD = /^[\p{L}\p{N}_]$/u;
 
+/** Whether the ASCII unit `c` (below 128) is a word character. */
+export function isAsciiWord(c: number): boolean {
+  return (c >= 97 && c <= 122) || (c >= 48 && c <= 57) ||
+    (c >= 65 && c <= 90) || c === 95;
+}
+
 /** Whether the code point `c` is a word character. */
 function isWordCodePoint(c: number): boolean {
-  if (c < 128) {
-    return (c >= 97 && c <= 122) || (c >= 48 && c <= 57) ||
-      (c >= 65 && c <= 90) || c === 95;
-  }
-  return WORD.test(String.fromCodePoint(c));
+  return c < 128 ? isAsciiWord(c) : WORD.test(String.fromCodePoint(c));
 }
 
 /** Whether the character starting at `i` is a word character. */
@@ -93,10 +97,8 @@ export function forEachTokenRange(
     const c = lower.charCodeAt(i);
     let word: boolean;
     let width = 1;
-    if (c < 128) {
-      word = (c >= 97 && c <= 122) || (c >= 48 && c <= 57) ||
-        (c >= 65 && c <= 90) || c === 95;
-    } else {
+    if (c < 128) word = isAsciiWord(c);
+    else {
       const cp = lower.codePointAt(i)!;
       if (cp > 0xffff) width = 2;
       word = isWordCodePoint(cp);
@@ -149,7 +151,9 @@ function walkText(value: unknown, fn: (text: string) => void, depth: number) {
   if (typeof value === "string") fn(value);
   else if (typeof value === "number") {
     if (Number.isFinite(value)) fn(String(value));
-  } else if (typeof value === "object" && value !== null && depth < 64) {
+  } else if (
+    typeof value === "object" && value !== null && depth < TEXT_MAX_DEPTH
+  ) {
     for (const item of Object.values(value)) walkText(item, fn, depth + 1);
   }
 }

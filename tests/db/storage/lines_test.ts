@@ -12,7 +12,9 @@ import {
   decodeLineMembers,
   decodeRecordLine,
   encodeRecordLine,
+  idBefore,
   lineFromQueued,
+  lineId,
 } from "../../../db/storage/lines.ts";
 import { type QueuedEntry, toLogRecord } from "../../../domain/entry.ts";
 import type { GroupCommitter } from "../../../queue/producer.ts";
@@ -158,6 +160,20 @@ Deno.test("a line read member by member gives the members asked for as the whole
         part[key],
         roots.includes(root) ? whole[key] : undefined,
         `${root} of ${roots}`,
+      );
+    }
+  }
+});
+
+Deno.test("idBefore orders lines as their ids sort, without making the ids", () => {
+  const line = (id: string) => `{"id":"${id}","level":"info","data":{}}`;
+  const ids = ["0193a", "0193b", "0193", "0193a0", "0", "f", "0193a"];
+  for (const a of ids) {
+    for (const b of ids) {
+      assert.equal(idBefore(line(a), line(b)), a < b, `${a} < ${b}`);
+      assert.equal(
+        idBefore(line(a), line(b)),
+        lineId(line(a)) < lineId(line(b)),
       );
     }
   }
