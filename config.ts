@@ -40,7 +40,7 @@ const schema = z.object({
     .max(1024, "expected at most 1024 characters").optional(),
   ALERT_PRIVATE_TARGETS: z.enum(["allow", "deny"]).default("deny"),
   MERGE_THREAD: z.enum(["on", "off"]).default("on"),
-  COMMIT_LINGER_MS: integer(0, 100).default(16),
+  COMMIT_LINGER_MS: integer(0, 100).default(8),
   DASHBOARD_URL: z.url({ protocol: /^https?$/ }).optional(),
 }).transform((v) => {
   const onDeploy = v.DENO_DEPLOYMENT_ID !== undefined;

@@ -56,7 +56,7 @@ export const RIDER_INTERVAL_MS = 250;
  * CPU whatever it carries, so at moderate rates a few milliseconds of
  * waiting divide the commits by several.
  */
-export const LINGER_MS = 16;
+export const LINGER_MS = 8;
 /**
  * Entries waiting from which a commit starts at once, without lingering;
  * nor does one linger after a commit that carried as many (a burst, where

@@ -21,7 +21,7 @@ Deno.test("loadConfig gives the documented defaults", () => {
   assert.equal(config.metricsHostname, "127.0.0.1");
   assert.equal(config.metricsToken, undefined);
   assert.equal(config.alertPrivateTargets, false);
-  assert.equal(config.commitLingerMs, 16);
+  assert.equal(config.commitLingerMs, 8);
 });
 
 Deno.test("loadConfig refuses a malformed value, naming the variable", () => {
