@@ -15,12 +15,11 @@ import {
   logUngroupedPrefix,
   logUnitId,
 } from "../keys.ts";
-import { bloomHas } from "../storage/bloom.ts";
+import { type Bloom, bloomHas } from "../storage/bloom.ts";
 import {
   CHUNK_SPAN_MS,
-  type ChunkBlooms,
   type ChunkSummary,
-  decodeChunkBlooms,
+  decodeBlooms,
   decodeSummary,
 } from "../storage/chunk.ts";
 import type { CompiledFilter } from "./filter.ts";
@@ -86,16 +85,16 @@ function listRange(
  * all of them.
  */
 function mayMatchBlocks(
-  chunkBlooms: ChunkBlooms,
+  blooms: Bloom[],
   filter: CompiledFilter,
 ): number[] | undefined {
   const blocks: number[] = [];
-  chunkBlooms.blooms.forEach((bloom, i) => {
+  blooms.forEach((bloom, i) => {
     if (filter.probes.every((probe) => bloomHas(bloom, probe))) {
       blocks.push(i);
     }
   });
-  return blocks.length === chunkBlooms.blooms.length ? undefined : blocks;
+  return blocks.length === blooms.length ? undefined : blocks;
 }
 
 /**
@@ -114,9 +113,15 @@ function listedChunk(
   // Blocks whose Bloom filter holds every probe; undefined: all blocks.
   let blocks: number[] | undefined;
   if (filter.probes.length > 0) {
-    const chunkBlooms = decodeChunkBlooms(entry.value, lastId);
-    summary = chunkBlooms;
-    blocks = mayMatchBlocks(chunkBlooms, filter);
+    const decoded = decodeBlooms(entry.value);
+    blocks = mayMatchBlocks(decoded.blooms, filter);
+    // A chunk that ends within the range is in it: when its filters rule
+    // it out, it is skipped without decoding its summary.
+    if (blocks?.length === 0 && lastId >= range.lo && lastId < range.hi) {
+      stats.chunksSkipped++;
+      return;
+    }
+    summary = decoded.summary(lastId);
   } else summary = decodeSummary(entry.value, lastId);
   if (summary.firstId >= range.hi || summary.lastId < range.lo) return;
   if (!filter.summaryMayMatch(summary) || blocks?.length === 0) {

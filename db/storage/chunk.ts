@@ -388,10 +388,21 @@ export function decodeSummary(value: unknown, lastId: string): ChunkSummary {
 
 /** Decodes a `log_blooms/` value; `lastId` is its key's name. */
 export function decodeChunkBlooms(value: unknown, lastId: string): ChunkBlooms {
+  const { blooms, summary } = decodeBlooms(value);
+  return { ...summary(lastId), blooms };
+}
+
+/**
+ * The Bloom filters of a `log_blooms/` value, and its summary decoded only
+ * when asked for: a search rules most chunks out by their filters alone.
+ */
+export function decodeBlooms(value: unknown): {
+  blooms: Bloom[];
+  summary: (lastId: string) => ChunkSummary;
+} {
   const bytes = checkFormat(value, "chunk Bloom filter");
   const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.length);
   const size = view.getUint32(1, true);
-  const summary = parseSummary(bytes.subarray(5, 5 + size), lastId);
   const blooms: Bloom[] = [];
   for (let at = 5 + size; at < bytes.length;) {
     const length = view.getUint32(at + 1, true);
@@ -401,7 +412,10 @@ export function decodeChunkBlooms(value: unknown, lastId: string): ChunkBlooms {
     });
     at += 5 + length;
   }
-  return { ...summary, blooms };
+  return {
+    blooms,
+    summary: (lastId) => parseSummary(bytes.subarray(5, 5 + size), lastId),
+  };
 }
 
 /**
