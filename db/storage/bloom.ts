@@ -153,28 +153,6 @@ export class BloomMembers {
     this.addRange(member, 0, member.length);
   }
 
-  /**
-   * Adds the field pair `${path}=${text}`, hashed as {@linkcode bloomHash}
-   * hashes that string, without making it.
-   */
-  addPair(path: string, text: string): void {
-    let a = HASH_A_SEED;
-    let b = hashBSeed(path.length + 1 + text.length);
-    for (let i = 0; i < path.length; i++) {
-      const c = path.charCodeAt(i);
-      a = hashAStep(a, c);
-      b = hashBStep(b, c);
-    }
-    a = hashAStep(a, 61); // "="
-    b = hashBStep(b, 61);
-    for (let i = 0; i < text.length; i++) {
-      const c = text.charCodeAt(i);
-      a = hashAStep(a, c);
-      b = hashBStep(b, c);
-    }
-    this.addStates(a, b);
-  }
-
   /** Adds the member of hashes `h1`, `h2` unless it is there already. */
   #insert(h1: number, h2: number): void {
     const slots = this.#slots;

@@ -2,7 +2,7 @@
  * The Bloom members of a chunk's entries, found in one walk of each entry:
  * exactly the members db/storage/text.ts defines (every token of
  * `forEachText`'s values lower-cased, then every pair of
- * `forEachPairParts`), added to a {@linkcode BloomMembers} in the same
+ * `forEachPair`), added to a {@linkcode BloomMembers} in the same
  * order, hashed as `bloomHash` hashes their strings. Three things make it
  * cheaper than those definitions followed to the letter (the merger indexes
  * every entry it rewrites):
@@ -114,7 +114,7 @@ export class EntryIndexer {
 
   /**
    * Adds the members of `record` to `members`: its tokens, then its field
-   * pairs, in the order of text.ts's `forEachText` and `forEachPairParts`.
+   * pairs, in the order of text.ts's `forEachText` and `forEachPair`.
    */
   add(record: LogRecord, members: BloomMembers): void {
     this.#members = members;

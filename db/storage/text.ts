@@ -206,19 +206,12 @@ function walkPairs(
   if (text !== undefined && text.length <= PAIR_MAX_CHARS) fn(path, text);
 }
 
-/** Calls `fn` with every field pair (`path=value`) of an entry. */
-export function forEachPair(record: LogRecord, fn: (pair: string) => void) {
-  forEachPairParts(record, (path, text) => fn(`${path}=${text}`));
-}
-
 /**
- * {@linkcode forEachPair} with each pair's path and value text apart, so
- * that a caller hashing the pair makes no string of it.
+ * Calls `add` with every field pair (`path=value`) of an entry, in the order
+ * the Bloom filters' members are added (db/storage/indexer.ts).
  */
-export function forEachPairParts(
-  record: LogRecord,
-  fn: (path: string, text: string) => void,
-) {
+export function forEachPair(record: LogRecord, add: (pair: string) => void) {
+  const fn = (path: string, text: string) => add(`${path}=${text}`);
   walkPairs(record.level, "level", 1, fn);
   walkPairs(record.auth, "auth", 1, fn);
   if (record.origin !== undefined) walkPairs(record.origin, "origin", 1, fn);

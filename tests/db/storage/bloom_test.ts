@@ -23,20 +23,3 @@ Deno.test("members added again are counted once, and every member is found", () 
     assert.ok(bloomHas(bloom, bloomHash(w)), w);
   }
 });
-
-Deno.test("a field pair added from its parts is the member its string is", () => {
-  const pairs: [string, string][] = [
-    ["context.service", "checkout"],
-    ["data.émoji", "😀 ünïcode"],
-    ["level", ""],
-  ];
-  const parts = new BloomMembers();
-  const whole = new BloomMembers();
-  for (const [path, text] of pairs) {
-    parts.addPair(path, text);
-    whole.add(`${path}=${text}`);
-    parts.add(`${path}=${text}`); // the same member: not added twice
-  }
-  assert.equal(parts.size, pairs.length);
-  assert.deepEqual(parts.build(), whole.build());
-});
