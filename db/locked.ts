@@ -210,3 +210,18 @@ export function errorLine(error: unknown): string {
   }
   return parts.join(": ").replace(/\s*\n\s*/g, " ");
 }
+
+/**
+ * A failure as the log prints it: one line (a locked database as its own
+ * line, see {@linkcode lockedAsLine}) that says `what` failed once, whether
+ * or not the error's message already says so.
+ *
+ * @example
+ * ```ts
+ * failureLine("Cannot merge", new Error("disk full")); // "Cannot merge: disk full"
+ * ```
+ */
+export function failureLine(what: string, error: unknown): string {
+  const line = errorLine(lockedAsLine(error));
+  return line.startsWith(what) ? line : `${what}: ${line}`;
+}

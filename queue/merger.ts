@@ -11,7 +11,7 @@ import {
   type QuietProjects,
 } from "../db/storage/merge.ts";
 import { type Backlog, emptyBacklog } from "../db/storage/tiers.ts";
-import { errorLine, lockedAsLine } from "../db/locked.ts";
+import { failureLine } from "../db/locked.ts";
 
 /** Options of {@linkcode createMerger}. */
 export interface MergerOptions {
@@ -49,10 +49,7 @@ export interface Merger {
  * "Cannot merge" once, never a stack (docs/design.md#locked-database).
  */
 export function logMergeFailure(error: unknown): void {
-  const line = errorLine(lockedAsLine(error));
-  console.error(
-    line.startsWith("Cannot merge") ? line : `Cannot merge: ${line}`,
-  );
+  console.error(failureLine("Cannot merge", error));
 }
 
 /**

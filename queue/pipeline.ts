@@ -9,7 +9,7 @@
  * @module
  */
 import { ProjectCache } from "../auth/projects.ts";
-import { errorLine, lockedAsLine } from "../db/locked.ts";
+import { failureLine } from "../db/locked.ts";
 import type { SpaceGuard } from "../db/space.ts";
 import { Consumer } from "./consumer.ts";
 import { createMerger, type Merger } from "./merger.ts";
@@ -128,8 +128,7 @@ function logFailure(batchId: string, error: unknown): void {
   const what = batchId === ""
     ? "Cannot sweep pending batches"
     : `Cannot process batch "${batchId}"`;
-  const line = errorLine(lockedAsLine(error));
-  console.error(line.startsWith(what) ? line : `${what}: ${line}`);
+  console.error(failureLine(what, error));
 }
 
 /**

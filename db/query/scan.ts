@@ -101,8 +101,8 @@ export interface ScanResult {
  * other sources, so a scan can only miss entries when a chunk it listed is
  * gone when its value is read, or when a chunk value it read was replaced
  * before the scan ended. It checks both (the versionstamps of what it read,
- * at the end, through the chunks' summaries) and is done again then, at most `MAX_READ_ATTEMPTS` times in
- * all, after which it throws {@linkcode InexactReadError} rather than answer
+ * at the end, through the chunks' summaries) and is done again then, at
+ * most `MAX_READ_ATTEMPTS` times in all, after which it throws {@linkcode InexactReadError} rather than answer
  * what it saw; entries a reader meets twice are handed out once.
  *
  * @example

@@ -10,6 +10,7 @@
 import assert from "node:assert/strict";
 import { createDashboard } from "../../dashboard/app.ts";
 import {
+  failureLine,
   KvLockedError,
   lockedAsLine,
   retryingLocked,
@@ -243,4 +244,22 @@ Deno.test({
       await Deno.remove(dir, { recursive: true });
     }
   },
+});
+
+Deno.test("a failure is one line that names what failed once, without a stack", () => {
+  assert.equal(
+    failureLine("Cannot merge", new Error("disk\nfull")),
+    "Cannot merge: disk full",
+  );
+  assert.equal(
+    failureLine("Cannot merge", new Error("Cannot merge: disk full")),
+    "Cannot merge: disk full",
+  );
+  assert.equal(
+    failureLine(
+      'Cannot process batch "b1"',
+      new Error("Cannot commit", { cause: new Error("disk full") }),
+    ),
+    'Cannot process batch "b1": Cannot commit: disk full',
+  );
 });
