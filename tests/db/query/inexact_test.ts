@@ -18,6 +18,7 @@ import {
   queryLogs,
 } from "../../../db/query/mod.ts";
 import {
+  mergeAt,
   queryProjectTest,
   recordAt,
   storeBatch,
@@ -135,5 +136,32 @@ queryProjectTest(
     assert.equal(page.records.length, 2);
     assert.equal(read.get(logChunksPrefix(projectId)[0] as string), 2);
     assert.equal(read.get(logSummaryKey(projectId, "x")[0] as string), 2);
+  },
+);
+
+queryProjectTest(
+  "every chunk's summary carries the versionstamp of its value, as stored and as merged, which the scan's check relies on",
+  async (kv, projectId) => {
+    const pairs = async () => {
+      const out: [string, string][] = [];
+      for await (
+        const chunk of kv.list({ prefix: logChunksPrefix(projectId) })
+      ) {
+        const lastId = String(chunk.key.at(-1));
+        const summary = await kv.get(logSummaryKey(projectId, lastId));
+        out.push([chunk.versionstamp, summary.versionstamp ?? "none"]);
+      }
+      return out;
+    };
+    for (let i = 0; i < 20; i++) {
+      await storeBatch(kv, projectId, [recordAt(T0 + 1000 * i)]);
+    }
+    const stored = await pairs();
+    assert.equal(stored.length, 20);
+    for (const [value, summary] of stored) assert.equal(summary, value);
+    await mergeAt(kv, projectId, T0 + 3_600_000);
+    const merged = await pairs();
+    assert.ok(merged.length < 20, `${merged.length} chunks after merging`);
+    for (const [value, summary] of merged) assert.equal(summary, value);
   },
 );
