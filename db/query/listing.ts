@@ -31,6 +31,8 @@ export const MAX_ID = "\uffff";
 
 /** Chunks one step of a listing with coarse groups takes at most. */
 const LIST_MAX = 512;
+/** Summaries a fetch lists ahead at most, for chunks to fetch with it. */
+const LOOKAHEAD = 64;
 
 /**
  * No entry of a chunk listed after the one whose last id is `lastId` comes
@@ -407,10 +409,25 @@ export class ChunkListing {
     if (chunk) addUnread(this.#unread, chunk, desc);
   }
 
-  /** Takes the next chunk to read (there is one), its value fetched. */
+  /**
+   * Takes the next chunk to read (there is one), its value fetched. A
+   * fetch lists up to {@linkcode LOOKAHEAD} summaries ahead to fetch the
+   * chunks they find with it: one read of ten chunks costs about what two
+   * reads of one do, and a summary's listing a tenth of either.
+   */
   async takeNext(): Promise<ListedChunk> {
     const chunk = this.#unread.shift()!;
     if (!chunk.fetched) {
+      // Chunks listed from here on come after this one in scan order (it
+      // was taken because its bound comes before the listing's).
+      const unfetched = () => 1 + this.#unread.filter((c) => !c.fetched).length;
+      for (
+        let looked = 0;
+        looked < LOOKAHEAD && this.#bound !== null &&
+        !(this.#summaries instanceof CoarseKeys) &&
+        unfetched() < this.#fetchSize;
+        looked++
+      ) await this.listNext();
       const batch = [chunk, ...this.#unread.filter((c) => !c.fetched)];
       await fetchChunks(
         this.#kv,

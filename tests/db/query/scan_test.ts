@@ -435,3 +435,41 @@ queryProjectTest(
     assert.deepEqual(again.records, []);
   },
 );
+
+queryProjectTest(
+  "a search whose chunks lie far apart fetches them a few at a time, newest and oldest first",
+  async (kv, projectId) => {
+    // 48 chunks, every fourth holding the word: the listing looks ahead
+    // for the next ones instead of fetching each when its turn comes.
+    for (let i = 0; i < 48; i++) {
+      const data = { title: "Entry", message: i % 4 === 0 ? "numbat" : "x" };
+      await storeBatch(kv, projectId, [recordAt(T0 + 1000 * i, { data })]);
+    }
+    const chunkPrefix = String(logChunksPrefix(projectId)[0]);
+    for (const order of ["newest", "oldest"] as const) {
+      const reads: number[] = [];
+      const counting = new Proxy(kv, {
+        get(target, key) {
+          if (key === "getMany") {
+            return (keys: Deno.KvKey[], options?: Deno.KvListOptions) => {
+              const chunks = keys.filter((k) => k[0] === chunkPrefix).length;
+              if (chunks > 0) reads.push(chunks);
+              return target.getMany(keys, options);
+            };
+          }
+          const value = Reflect.get(target, key, target);
+          return typeof value === "function" ? value.bind(target) : value;
+        },
+      });
+      const page = await queryLogs(counting, projectId, {
+        filter: parseQuery("numbat"),
+        limit: 100,
+        order,
+      });
+      assert.equal(page.records.length, 12);
+      // One chunk first (a newest-first page often needs no more), then
+      // two, four, eight at a time.
+      assert.deepEqual(reads, [1, 2, 4, 5], order);
+    }
+  },
+);
