@@ -11,6 +11,7 @@ import {
   logBloomsPrefix,
   logChunkKey,
   logSummariesPrefix,
+  logSummaryKey,
   logUngroupedKey,
   logUngroupedPrefix,
   logUnitId,
@@ -25,6 +26,7 @@ import {
 import type { CompiledFilter } from "./filter.ts";
 import { GET_MANY_MAX_KEYS, getManyChunked } from "../kv.ts";
 import { coarsePlan } from "./coarse.ts";
+import type { AttemptMemory, SelectedLines, Verdict } from "./attempts.ts";
 
 /** Above every id. */
 export const MAX_ID = "\uffff";
@@ -50,6 +52,8 @@ export interface ListedChunk {
   value?: unknown;
   versionstamp?: string | null;
   fetched: boolean;
+  /** Its lines an earlier attempt selected, read unchanged since. */
+  selected?: SelectedLines;
 }
 
 /**
@@ -100,17 +104,18 @@ function mayMatchBlocks(
 }
 
 /**
- * The chunk a listed summary names, with the blocks that may hold a match,
- * or undefined where the chunk is out of range or cannot match (counted as
+ * The verdict on a listed summary, or on listed blooms where the filter
+ * has probes: the chunk to read with the blocks that may hold a match, or
+ * none where the chunk is out of range or cannot match (then counted as
  * skipped).
  */
-function listedChunk(
+function judge(
   entry: Deno.KvEntry<unknown>,
-  filter: CompiledFilter,
-  range: { lo: string; hi: string },
-  stats: { chunksSkipped: number },
-): ListedChunk | undefined {
+  options: ListingOptions,
+): Verdict {
+  const { filter, range } = options;
   const lastId = logUnitId(entry.key);
+  const { versionstamp } = entry;
   let summary: ChunkSummary;
   // Blocks whose Bloom filter holds every probe; undefined: all blocks.
   let blocks: number[] | undefined;
@@ -120,17 +125,72 @@ function listedChunk(
     // A chunk that ends within the range is in it: when its filters rule
     // it out, it is skipped without decoding its summary.
     if (blocks?.length === 0 && lastId >= range.lo && lastId < range.hi) {
-      stats.chunksSkipped++;
-      return;
+      return { versionstamp, skipped: true };
     }
     summary = decoded.summary(lastId);
   } else summary = decodeSummary(entry.value, lastId);
-  if (summary.firstId >= range.hi || summary.lastId < range.lo) return;
-  if (!filter.summaryMayMatch(summary) || blocks?.length === 0) {
-    stats.chunksSkipped++;
-    return;
+  if (summary.firstId >= range.hi || summary.lastId < range.lo) {
+    return { versionstamp, skipped: false };
   }
-  return { summary, fetched: false, blocks };
+  if (!filter.summaryMayMatch(summary) || blocks?.length === 0) {
+    return { versionstamp, skipped: true };
+  }
+  return { versionstamp, read: { summary, blocks }, skipped: false };
+}
+
+/**
+ * The chunks that may match among listed entries, in their order: blooms
+ * where the filter has probes, summaries otherwise and on an attempt after
+ * the first. A chunk whose verdict an earlier attempt drew at the listed
+ * versionstamp is taken from it, with the text it read; the others are
+ * judged, their blooms read first where a summary was listed and the
+ * filter has probes (a chunk gone by then is told to `seen`).
+ */
+async function listedChunks(
+  kv: Deno.Kv,
+  projectId: string,
+  entries: Deno.KvEntry<unknown>[],
+  options: ListingOptions,
+): Promise<ListedChunk[]> {
+  const { memory, filter, stats } = options;
+  const verdicts = entries.map((entry) =>
+    memory?.verdict(logUnitId(entry.key), entry.versionstamp)
+  );
+  const summaries = entries[0]?.key[0] === logSummariesPrefix("")[0];
+  const unknown = entries.filter((_, i) => verdicts[i] === undefined);
+  const blooms = summaries && filter.probes.length > 0 && unknown.length > 0
+    ? await getManyChunked(
+      kv,
+      unknown.map((e) => logBloomKey(projectId, logUnitId(e.key))),
+    )
+    : undefined;
+  const listed: ListedChunk[] = [];
+  let at = 0;
+  entries.forEach((entry, i) => {
+    const lastId = logUnitId(entry.key);
+    let verdict = verdicts[i];
+    if (verdict === undefined) {
+      const judged = blooms ? blooms[at++]! : entry;
+      if (judged.versionstamp === null) {
+        options.seen?.onGone();
+        return;
+      }
+      verdict = judge(judged as Deno.KvEntry<unknown>, options);
+      memory?.keepVerdict(lastId, verdict);
+    }
+    if (verdict.skipped) stats.chunksSkipped++;
+    if (verdict.read === undefined) return;
+    const selected = memory?.selected(lastId, verdict.versionstamp);
+    listed.push(
+      selected === undefined ? { ...verdict.read, fetched: false } : {
+        ...verdict.read,
+        fetched: true,
+        versionstamp: verdict.versionstamp,
+        selected,
+      },
+    );
+  });
+  return listed;
 }
 
 /**
@@ -178,10 +238,11 @@ class CoarseKeys {
 }
 
 /**
- * The chunks of `keys` that may match, from their Bloom filters (ten per
- * read, the reads at once). A chunk listed as ungrouped whose filters are
- * gone is looked into ({@linkcode goneUngrouped}); one only a group names
- * was merged into a chunk written, and so marked, since.
+ * The chunks of `keys` that may match, from their Bloom filters, or on an
+ * attempt after the first from their summaries (ten per read, the reads
+ * at once). A chunk listed as ungrouped whose filters are gone is looked
+ * into ({@linkcode goneUngrouped}); one only a group names was merged into
+ * a chunk written, and so marked, since.
  */
 async function listedCoarse(
   kv: Deno.Kv,
@@ -189,25 +250,22 @@ async function listedCoarse(
   keys: { lastId: string; ungrouped: boolean }[],
   options: ListingOptions,
 ): Promise<ListedChunk[]> {
-  const { filter, range, stats } = options;
+  const key = options.memory?.again ? logSummaryKey : logBloomKey;
   const reads: Promise<Deno.KvEntryMaybe<unknown>[]>[] = [];
   for (let i = 0; i < keys.length; i += GET_MANY_MAX_KEYS) {
     reads.push(kv.getMany(
-      keys.slice(i, i + GET_MANY_MAX_KEYS).map((k) =>
-        logBloomKey(projectId, k.lastId)
-      ),
+      keys.slice(i, i + GET_MANY_MAX_KEYS).map((k) => key(projectId, k.lastId)),
     ));
   }
-  const blooms = (await Promise.all(reads)).flat();
-  const gone = keys.filter((k, i) => k.ungrouped && blooms[i]!.value === null);
+  const entries = (await Promise.all(reads)).flat();
+  const gone = keys.filter((k, i) => k.ungrouped && entries[i]!.value === null);
   if (gone.length > 0) await goneUngrouped(kv, projectId, gone, options);
-  const listed: ListedChunk[] = [];
-  for (const entry of blooms) {
-    if (entry.value === null) continue;
-    const chunk = listedChunk(entry, filter, range, stats);
-    if (chunk) listed.push(chunk);
-  }
-  return listed;
+  return await listedChunks(
+    kv,
+    projectId,
+    entries.filter((e): e is Deno.KvEntry<unknown> => e.value !== null),
+    options,
+  );
 }
 
 /**
@@ -285,6 +343,8 @@ export interface ListingOptions {
     onRead(key: Deno.KvKey, versionstamp: string): void;
     onGone(): void;
   };
+  /** What the scan's earlier attempts learned. */
+  memory?: AttemptMemory;
 }
 
 /**
@@ -318,7 +378,7 @@ export class ChunkListing {
    * Starts the listing: a search with probes asks the coarse groups first
    * (db/query/coarse.ts) and lists the chunks they cannot rule out and
    * the ungrouped ones; where no group covers its range, it lists the
-   * blooms; any other lists the summaries.
+   * blooms on its first attempt; any other lists the summaries.
    */
   async #start(): Promise<Deno.KvListIterator<unknown> | CoarseKeys> {
     const { range, desc, filter } = this.#options;
@@ -336,7 +396,9 @@ export class ChunkListing {
     if (plan === null) {
       return this.#summaries = listRange(
         this.#kv,
-        logBloomsPrefix(projectId),
+        this.#options.memory?.again
+          ? logSummariesPrefix(projectId)
+          : logBloomsPrefix(projectId),
         range,
         desc,
         100,
@@ -376,7 +438,7 @@ export class ChunkListing {
    */
   async listNext(): Promise<void> {
     const summaries = this.#summaries ?? await this.#start();
-    const { filter, range, desc, stats } = this.#options;
+    const { desc } = this.#options;
     if (summaries instanceof CoarseKeys) {
       const keys: { lastId: string; ungrouped: boolean }[] = [];
       while (keys.length < this.#listSize) {
@@ -405,7 +467,12 @@ export class ChunkListing {
       return;
     }
     this.#bound = boundAfter(logUnitId(next.value.key), desc);
-    const chunk = listedChunk(next.value, filter, range, stats);
+    const [chunk] = await listedChunks(
+      this.#kv,
+      this.#projectId,
+      [next.value],
+      this.#options,
+    );
     if (chunk) addUnread(this.#unread, chunk, desc);
   }
 

@@ -27,6 +27,7 @@ import type { CompiledFilter } from "./filter.ts";
 import { Heap } from "./heap.ts";
 import { InexactReadError, MAX_READ_ATTEMPTS } from "./consistent.ts";
 import { ChunkListing, type ListedChunk, MAX_ID } from "./listing.ts";
+import { AttemptMemory } from "./attempts.ts";
 
 export { MAX_ID };
 
@@ -117,8 +118,17 @@ export async function scan(
   projectId: string,
   options: ScanOptions,
 ): Promise<ScanResult> {
+  // What an attempt listed and read: a later attempt that lists a chunk
+  // unchanged takes its verdict and selected lines from here, so it reads
+  // again only what moved (the newest chunks, which merges rewrite most).
+  const memory = new AttemptMemory();
   for (let attempt = 1; attempt <= MAX_READ_ATTEMPTS; attempt++) {
-    const { result, read, moved } = await scanOnce(kv, projectId, options);
+    const { result, read, moved } = await scanOnce(
+      kv,
+      projectId,
+      options,
+      memory,
+    );
     if (moved) continue;
     const now = await getManyChunked(kv, read.map((r) => r.key));
     if (now.every((e, i) => e.versionstamp === read[i]!.versionstamp)) {
@@ -136,6 +146,7 @@ async function scanOnce(
   kv: Deno.Kv,
   projectId: string,
   options: ScanOptions,
+  memory: AttemptMemory,
 ): Promise<{
   result: ScanResult;
   read: { key: Deno.KvKey; versionstamp: string }[];
@@ -148,7 +159,7 @@ async function scanOnce(
     onGone: () => {
       moved = true;
     },
-  });
+  }, memory);
   return { result, read, moved };
 }
 
@@ -186,6 +197,7 @@ interface RunContext {
     onRead(key: Deno.KvKey, versionstamp: string): void;
     onGone(): void;
   };
+  memory: AttemptMemory;
 }
 
 /**
@@ -209,17 +221,31 @@ async function readRun(
   // versionstamp: the check at the end reads it, a few hundred bytes,
   // instead of the value again.
   scan.seen.onRead(logSummaryKey(projectId, lastId), chunk.versionstamp!);
-  const text = await readChunkText(
-    kv,
-    projectId,
-    lastId,
-    chunk.value,
-    chunk.blocks,
-  );
   scan.stats.chunksRead++;
-  const { lo, hi } = scan.range;
-  return selectLines(text, scan.filter, lo, hi, scan.desc, scan.stats) ??
-    undefined;
+  let selected = chunk.selected;
+  if (selected === undefined) {
+    const text = await readChunkText(
+      kv,
+      projectId,
+      lastId,
+      chunk.value,
+      chunk.blocks,
+    );
+    const { lo, hi } = scan.range;
+    const counted = { entriesScanned: 0 };
+    const run = selectLines(text, scan.filter, lo, hi, scan.desc, counted);
+    selected = {
+      versionstamp: chunk.versionstamp!,
+      ids: run?.ids ?? [],
+      lines: run?.lines ?? [],
+      scanned: counted.entriesScanned,
+    };
+    scan.memory.keepSelected(lastId, selected);
+  }
+  scan.stats.entriesScanned += selected.scanned;
+  // Runs share the lines kept: a run only moves its position.
+  const { ids, lines } = selected;
+  return ids.length === 0 ? undefined : { ids, lines, pos: 0 };
 }
 
 async function scanBody(
@@ -227,6 +253,7 @@ async function scanBody(
   projectId: string,
   options: ScanOptions,
   seen: RunContext["seen"],
+  memory: AttemptMemory,
 ): Promise<ScanResult> {
   const { filter, limit } = options;
   const visit = options.visit?.() ?? ((r: LogRecord) => void records.push(r));
@@ -241,7 +268,7 @@ async function scanBody(
   if (lo >= hi) return { records: [], more: false, stats };
   /** Whether `a` comes before `b` in scan order. */
   const first = (a: string, b: string) => desc ? a > b : a < b;
-  const listed = { filter, range, desc, stats, seen };
+  const listed = { filter, range, desc, stats, seen, memory };
   const listing = new ChunkListing(kv, projectId, listed);
   const runs = new Heap<Run>((a, b) => first(a.ids[a.pos]!, b.ids[b.pos]!));
   const records: LogRecord[] = [];
@@ -255,6 +282,7 @@ async function scanBody(
       desc,
       stats,
       seen,
+      memory,
     });
     if (run) runs.push(run);
   };

@@ -7,6 +7,7 @@
  */
 import assert from "node:assert/strict";
 import {
+  logBloomKey,
   logChunksPrefix,
   logMergesKey,
   logSummaryKey,
@@ -15,6 +16,7 @@ import {
   countStoredEntries,
   InexactReadError,
   MAX_READ_ATTEMPTS,
+  parseQuery,
   queryLogs,
 } from "../../../db/query/mod.ts";
 import {
@@ -38,6 +40,29 @@ function replacing(
       return typeof value === "function" ? value.bind(target) : value;
     },
   });
+}
+
+/**
+ * `kv` whose `getMany` calls `after` with each key it read, once it has
+ * read them all, before it answers.
+ */
+function afterEachRead(
+  kv: Deno.Kv,
+  after: (target: Deno.Kv, key: Deno.KvKey) => Promise<void> | void,
+): Deno.Kv {
+  return replacing(
+    kv,
+    "getMany",
+    (target) =>
+    async (
+      keys: Deno.KvKey[],
+      options?: { consistency?: Deno.KvConsistencyLevel },
+    ) => {
+      const read = await target.getMany(keys, options);
+      for (const key of keys) await after(target, key);
+      return read;
+    },
+  );
 }
 
 queryProjectTest(
@@ -78,27 +103,15 @@ queryProjectTest(
     let rewrites = 0;
     // Every read of chunk values is followed by their rewrite with their
     // summaries, in one commit, as a merge committing meanwhile would.
-    const racing = replacing(
-      kv,
-      "getMany",
-      (target) =>
-      async (
-        keys: Deno.KvKey[],
-        options?: { consistency?: Deno.KvConsistencyLevel },
-      ) => {
-        const read = await target.getMany(keys, options);
-        for (const key of keys) {
-          if (key[0] !== logChunksPrefix(projectId)[0]) continue;
-          const summaryKey = logSummaryKey(projectId, String(key.at(-1)));
-          const [entry, summary] = await target.getMany([key, summaryKey]);
-          if (entry!.value === null) continue;
-          await target.atomic().set(key, entry!.value)
-            .set(summaryKey, summary!.value).commit();
-          rewrites++;
-        }
-        return read;
-      },
-    );
+    const racing = afterEachRead(kv, async (target, key) => {
+      if (key[0] !== logChunksPrefix(projectId)[0]) return;
+      const summaryKey = logSummaryKey(projectId, String(key.at(-1)));
+      const [entry, summary] = await target.getMany([key, summaryKey]);
+      if (entry!.value === null) return;
+      await target.atomic().set(key, entry!.value)
+        .set(summaryKey, summary!.value).commit();
+      rewrites++;
+    });
     await assert.rejects(
       () => queryLogs(racing, projectId, { filter: {}, limit: 10 }),
       InexactReadError,
@@ -140,16 +153,23 @@ queryProjectTest(
 );
 
 queryProjectTest(
-  "every chunk's summary carries the versionstamp of its value, as stored and as merged, which the scan's check relies on",
+  "every chunk's summary and blooms carry the versionstamp of its value, as stored and as merged, which the scan's check and its later attempts rely on",
   async (kv, projectId) => {
     const pairs = async () => {
-      const out: [string, string][] = [];
+      const out: [string, string, string][] = [];
       for await (
         const chunk of kv.list({ prefix: logChunksPrefix(projectId) })
       ) {
         const lastId = String(chunk.key.at(-1));
-        const summary = await kv.get(logSummaryKey(projectId, lastId));
-        out.push([chunk.versionstamp, summary.versionstamp ?? "none"]);
+        const [summary, blooms] = await kv.getMany([
+          logSummaryKey(projectId, lastId),
+          logBloomKey(projectId, lastId),
+        ]);
+        out.push([
+          chunk.versionstamp,
+          summary!.versionstamp ?? "none",
+          blooms!.versionstamp ?? "none",
+        ]);
       }
       return out;
     };
@@ -158,10 +178,64 @@ queryProjectTest(
     }
     const stored = await pairs();
     assert.equal(stored.length, 20);
-    for (const [value, summary] of stored) assert.equal(summary, value);
+    for (const [value, ...rest] of stored) {
+      assert.deepEqual(rest, [value, value]);
+    }
     await mergeAt(kv, projectId, T0 + 3_600_000);
     const merged = await pairs();
     assert.ok(merged.length < 20, `${merged.length} chunks after merging`);
-    for (const [value, summary] of merged) assert.equal(summary, value);
+    for (const [value, ...rest] of merged) {
+      assert.deepEqual(rest, [value, value]);
+    }
+  },
+);
+
+queryProjectTest(
+  "a search done again reads only the chunks that moved: the others as its first attempt listed and read them",
+  async (kv, projectId) => {
+    for (let i = 0; i < 4; i++) {
+      await storeBatch(kv, projectId, [recordAt(T0 + 1000 * i)]);
+    }
+    const chunks = await Array.fromAsync(
+      kv.list({ prefix: logChunksPrefix(projectId) }),
+    );
+    const moving = chunks[1]!.key;
+    const reads: string[] = [];
+    const blooms: string[] = [];
+    let rewritten = false;
+    // After the first read of the second chunk, it is rewritten as it is,
+    // value, summary and blooms in one commit, as a merge would rewrite it.
+    const racing = afterEachRead(kv, async (target, key) => {
+      const lastId = String(key.at(-1));
+      if (key[0] === logBloomKey(projectId, "")[0]) blooms.push(lastId);
+      if (key[0] !== logChunksPrefix(projectId)[0]) return;
+      reads.push(lastId);
+      if (rewritten || String(key) !== String(moving)) return;
+      const values = await target.getMany([
+        key,
+        logSummaryKey(projectId, lastId),
+        logBloomKey(projectId, lastId),
+      ]);
+      const op = target.atomic();
+      for (const entry of values) op.set(entry.key, entry.value);
+      await op.commit();
+      rewritten = true;
+    });
+    for (const query of ["", "at"]) {
+      reads.length = 0;
+      blooms.length = 0;
+      rewritten = false;
+      const page = await queryLogs(racing, projectId, {
+        filter: query === "" ? {} : parseQuery(query),
+        limit: 10,
+      });
+      assert.equal(page.records.length, 4);
+      // Four values read by the first attempt, then only the one moved.
+      assert.equal(reads.length, 5, `${query}: ${reads}`);
+      assert.equal(reads.at(-1), String(moving.at(-1)));
+      // The first attempt listed the blooms; the second lists summaries and
+      // reads the blooms of the chunk that moved alone.
+      assert.deepEqual(blooms, query === "" ? [] : [String(moving.at(-1))]);
+    }
   },
 );

@@ -4,6 +4,11 @@ import { logChunksPrefix } from "../../../db/keys.ts";
 import { compileFilter } from "../../../db/query/filter.ts";
 import { scan } from "../../../db/query/scan.ts";
 import {
+  AttemptMemory,
+  MAX_KEPT_CHARS,
+  MAX_KEPT_VERDICTS,
+} from "../../../db/query/attempts.ts";
+import {
   aroundEntry,
   countStoredEntries,
   getEntry,
@@ -473,3 +478,31 @@ queryProjectTest(
     }
   },
 );
+
+Deno.test("a scan keeps what its attempts learned for the next ones, up to its bounds", () => {
+  const memory = new AttemptMemory();
+  assert.equal(memory.again, false);
+  const keep = (lastId: string, versionstamp: string, line: string) =>
+    memory.keepSelected(lastId, {
+      versionstamp,
+      ids: ["i"],
+      lines: [line],
+      scanned: 1,
+    });
+  keep("a", "1", "x".repeat(MAX_KEPT_CHARS - 10));
+  keep("b", "1", "y".repeat(20));
+  assert.equal(memory.selected("b", "1"), undefined);
+  // A chunk read again replaces what was kept of it.
+  keep("a", "2", "z");
+  keep("b", "1", "y".repeat(20));
+  assert.equal(memory.selected("a", "1"), undefined);
+  assert.deepEqual(memory.selected("a", "2")?.lines, ["z"]);
+  assert.deepEqual(memory.selected("b", "1")?.lines, ["y".repeat(20)]);
+  for (let i = 0; i <= MAX_KEPT_VERDICTS; i++) {
+    memory.keepVerdict(String(i), { versionstamp: "1", skipped: true });
+  }
+  assert.equal(memory.again, true);
+  assert.equal(memory.verdict("0", "1")?.skipped, true);
+  assert.equal(memory.verdict("0", "2"), undefined);
+  assert.equal(memory.verdict(String(MAX_KEPT_VERDICTS), "1"), undefined);
+});
