@@ -53,12 +53,20 @@ export class AttemptMemory {
   readonly #selected = new Map<string, SelectedLines>();
   #chars = 0;
 
+  #again = false;
+
   /**
-   * Whether an attempt listed a chunk: a later attempt lists summaries,
-   * and reads blooms only where it meets a chunk it has no verdict of.
+   * Whether an attempt before this one listed a chunk: this one lists
+   * summaries, and reads blooms only where it meets a chunk it has no
+   * verdict of.
    */
   get again(): boolean {
-    return this.#verdicts.size > 0;
+    return this.#again;
+  }
+
+  /** Marks the start of an attempt (the first included). */
+  beginAttempt(): void {
+    this.#again = this.#verdicts.size > 0;
   }
 
   /** The verdict on the chunk `lastId` as listed at `versionstamp`. */
@@ -88,9 +96,23 @@ export class AttemptMemory {
     }
     const added = chars(selected.lines);
     if (this.#chars + added > MAX_KEPT_CHARS) return;
-    this.#selected.set(lastId, selected);
+    // The ids and lines are cut from the text of the blocks read: copies
+    // keep only themselves alive, not that text.
+    this.#selected.set(lastId, {
+      ...selected,
+      ids: selected.ids.map(detached),
+      lines: selected.lines.map(detached),
+    });
     this.#chars += added;
   }
+}
+
+/**
+ * A copy of `line` that does not keep alive the text it was cut from (V8
+ * flattens the joined string into a new one, which the slice then holds).
+ */
+function detached(line: string): string {
+  return (" " + line).slice(1);
 }
 
 function chars(lines: string[]): number {

@@ -123,6 +123,7 @@ export async function scan(
   // again only what moved (the newest chunks, which merges rewrite most).
   const memory = new AttemptMemory();
   for (let attempt = 1; attempt <= MAX_READ_ATTEMPTS; attempt++) {
+    memory.beginAttempt();
     const { result, read, moved } = await scanOnce(
       kv,
       projectId,

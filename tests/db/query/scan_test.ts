@@ -501,6 +501,9 @@ Deno.test("a scan keeps what its attempts learned for the next ones, up to its b
   for (let i = 0; i <= MAX_KEPT_VERDICTS; i++) {
     memory.keepVerdict(String(i), { versionstamp: "1", skipped: true });
   }
+  // Later attempts know of the chunks listed before they began.
+  assert.equal(memory.again, false);
+  memory.beginAttempt();
   assert.equal(memory.again, true);
   assert.equal(memory.verdict("0", "1")?.skipped, true);
   assert.equal(memory.verdict("0", "2"), undefined);

@@ -130,6 +130,36 @@ Deno.test("a word search reads the filters of the chunks of the groups that may 
   });
 });
 
+Deno.test("a word search read once lists each chunk through its filters and reads no summary but those its check at the end reads", async () => {
+  await withStore(async (kv, store) => {
+    const { projectId } = store;
+    const summaries: string[] = [];
+    const counting = new Proxy(kv, {
+      get(target, name) {
+        if (name === "getMany") {
+          return (keys: Deno.KvKey[]) => {
+            for (const key of keys) {
+              if (key[0] === logSummariesPrefix(projectId)[0]) {
+                summaries.push(String(key.at(-1)));
+              }
+            }
+            return target.getMany(keys);
+          };
+        }
+        const value = Reflect.get(target, name);
+        return typeof value === "function" ? value.bind(target) : value;
+      },
+    });
+    const page = await queryLogs(counting, projectId, {
+      filter: parseQuery(PLANTED),
+    });
+    assert.deepEqual(page.records.map((r) => r.id), [store.ids[AT]]);
+    assert.ok(page.stats.chunksSkipped > 0);
+    // The check at the end reads the summary of the one chunk read.
+    assert.equal(summaries.length, page.stats.chunksRead);
+  });
+});
+
 Deno.test("a chunk of a group rewritten under its key with a late entry (as a merge does) is searched again", async () => {
   await withStore(async (kv, store) => {
     const { projectId } = store;
