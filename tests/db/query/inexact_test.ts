@@ -20,11 +20,13 @@ import {
   queryLogs,
 } from "../../../db/query/mod.ts";
 import {
+  HOUR,
   mergeAt,
   queryProjectTest,
   recordAt,
   storeBatch,
   T0,
+  withQueryProject,
 } from "../../_helpers/query.ts";
 
 /** `kv` with `name` replaced by `method`; everything else as it is. */
@@ -239,3 +241,51 @@ queryProjectTest(
     }
   },
 );
+
+Deno.test("a search that a real merge overlaps answers every entry once, in order, newest and oldest first, with and without terms", async (t) => {
+  for (const order of ["newest", "oldest"] as const) {
+    for (const query of ["", "wombat", "level:error"]) {
+      await t.step(`${order} ${query || "(all)"}`, async () => {
+        await withQueryProject(async (kv, projectId) => {
+          const stored: string[] = [];
+          for (let batch = 0; batch < 12; batch++) {
+            const records = [0, 1, 2].map((i) => {
+              const n = batch * 3 + i;
+              return recordAt(T0 + 1000 * n, {
+                level: n % 4 === 0 ? "error" : "info",
+                data: { title: "Entry", message: n % 3 ? `x ${n}` : "wombat" },
+              });
+            });
+            await storeBatch(kv, projectId, records);
+            for (const [i, r] of records.entries()) {
+              const n = batch * 3 + i;
+              const matches = query === "" ||
+                (query === "wombat" ? n % 3 === 0 : n % 4 === 0);
+              if (matches) stored.push(r.id);
+            }
+          }
+          let chunkReads = 0;
+          let merged = false;
+          // A merging round commits once the search has read its third
+          // chunk: it rewrites and deletes chunks listed and read.
+          const racing = afterEachRead(kv, async (target, key) => {
+            if (key[0] !== logChunksPrefix(projectId)[0]) return;
+            if (++chunkReads !== 3 || merged) return;
+            await mergeAt(target, projectId, T0 + HOUR);
+            merged = true;
+          });
+          const page = await queryLogs(racing, projectId, {
+            filter: query === "" ? {} : parseQuery(query),
+            limit: 100,
+            order,
+          });
+          assert.ok(merged);
+          const expected = order === "newest"
+            ? stored.toSorted().reverse()
+            : stored.toSorted();
+          assert.deepEqual(page.records.map((r) => r.id), expected);
+        });
+      });
+    }
+  }
+});
