@@ -487,19 +487,18 @@ export class ChunkListing {
     if (!chunk.fetched) {
       // Chunks listed from here on come after this one in scan order (it
       // was taken because its bound comes before the listing's).
-      const unfetched = () => 1 + this.#unread.filter((c) => !c.fetched).length;
+      const batch = () => [chunk, ...this.#unread.filter((c) => !c.fetched)];
       for (
         let looked = 0;
         looked < LOOKAHEAD && this.#bound !== null &&
         !(this.#summaries instanceof CoarseKeys) &&
-        unfetched() < this.#fetchSize;
+        batch().length < this.#fetchSize;
         looked++
       ) await this.listNext();
-      const batch = [chunk, ...this.#unread.filter((c) => !c.fetched)];
       await fetchChunks(
         this.#kv,
         this.#projectId,
-        batch.slice(0, this.#fetchSize),
+        batch().slice(0, this.#fetchSize),
       );
       this.#fetchSize = Math.min(GET_MANY_MAX_KEYS, this.#fetchSize * 2);
     }

@@ -103,8 +103,10 @@ export interface ScanResult {
  * gone when its value is read, or when a chunk value it read was replaced
  * before the scan ended. It checks both (the versionstamps of what it read,
  * at the end, through the chunks' summaries) and is done again then, at
- * most `MAX_READ_ATTEMPTS` times in all, after which it throws {@linkcode InexactReadError} rather than answer
- * what it saw; entries a reader meets twice are handed out once.
+ * most `MAX_READ_ATTEMPTS` times in all, after which it throws
+ * {@linkcode InexactReadError} rather than answer what it saw; entries a
+ * reader meets twice are handed out once. An attempt after the first reads
+ * again only the chunks that moved (db/query/attempts.ts).
  *
  * @example
  * ```ts
