@@ -10,6 +10,8 @@ import {
   FAR_FROM_FLOOR_BYTES,
   openSpaceGuard,
   RESUME_MARGIN_BYTES,
+  ROOMY_BYTES,
+  ROOMY_TICK_MS,
   SETTLE_MS,
   SpaceGuard,
 } from "../../db/space.ts";
@@ -141,6 +143,34 @@ Deno.test("far above the floor the write path leaves the free space to the timer
       assert.equal(await far.check(), false);
       assert.equal(far.open(), false);
     });
+  });
+});
+
+Deno.test("the timer looks every second while the disk is roomy, and every 100 ms within ROOMY_BYTES of the floor or while the gate is closed", async () => {
+  await withDisk(async (disk) => {
+    disk.free = MIN_FREE + ROOMY_BYTES + MiB;
+    const guard = disk.guard();
+    await guard.prepare();
+    assert.equal(await guard.check(), true);
+    assert.equal(guard.nextLookMs, ROOMY_TICK_MS);
+
+    disk.free = MIN_FREE + ROOMY_BYTES;
+    disk.clock.advance(ROOMY_TICK_MS);
+    assert.equal(await guard.check(), true);
+    assert.equal(guard.nextLookMs, 100, "within ROOMY_BYTES of the floor");
+
+    // Read on the write path too: the next look follows the last read.
+    disk.free = MIN_FREE + ROOMY_BYTES + MiB;
+    disk.clock.advance(100);
+    assert.equal(guard.open(), true);
+    assert.equal(guard.nextLookMs, ROOMY_TICK_MS);
+
+    // Filled at once from a roomy disk: one look closes the gate, and the
+    // looks that wait for space come every 100 ms.
+    disk.free = 0;
+    disk.clock.advance(ROOMY_TICK_MS);
+    assert.equal(await guard.check(), false);
+    assert.equal(guard.nextLookMs, 100);
   });
 });
 
