@@ -42,14 +42,15 @@ export const FAR_FROM_FLOOR_BYTES = 64 * 1024 * 1024;
 /** Period of the timer that watches the disk. */
 const TICK_MS = 100;
 /**
- * Room above the floor past which the timer looks only every
- * {@linkcode ROOMY_TICK_MS}: filling it within one look takes the same 640
- * MB/s as filling {@linkcode FAR_FROM_FLOOR_BYTES} within
- * {@linkcode TICK_MS}. Nine looks in ten fewer are most of what a server at
- * rest spends (each `statfs` costs the thread ~0.2 ms).
+ * Room above the floor past which the free space is read only every
+ * {@linkcode ROOMY_TICK_MS}, by the timer and on the write path: filling it
+ * within one read takes the same 640 MB/s as filling
+ * {@linkcode FAR_FROM_FLOOR_BYTES} within {@linkcode TICK_MS}. Nine reads in
+ * ten fewer were most of what a server at rest spent (each `statfs` costs
+ * the thread ~0.2 ms).
  */
 export const ROOMY_BYTES = 10 * FAR_FROM_FLOOR_BYTES;
-/** Period of the timer while the disk is roomy and the gate open. */
+/** Period of the reads while the disk is roomy and the gate open. */
 export const ROOMY_TICK_MS = 1000;
 /**
  * The reserve is released once the free space has not fallen for this long:
@@ -154,8 +155,9 @@ export class SpaceGuard {
   /**
    * Whether KV may be written now. While it may, the free space is read
    * again (at most every 10 ms, every 100 ms while it was more than
-   * {@linkcode FAR_FROM_FLOOR_BYTES} above the floor), and under the floor
-   * the disk counts as full.
+   * {@linkcode FAR_FROM_FLOOR_BYTES} above the floor, every second while more
+   * than {@linkcode ROOMY_BYTES}), and under the floor the disk counts as
+   * full.
    */
   open(): boolean {
     return this.#open(false);
@@ -165,7 +167,11 @@ export class SpaceGuard {
   #open(look: boolean): boolean {
     if (!this.#full) {
       const now = this.#now();
-      const every = this.#far ? this.#tickMs : FREE_CHECK_MS;
+      const every = this.#roomy
+        ? ROOMY_TICK_MS
+        : this.#far
+        ? this.#tickMs
+        : FREE_CHECK_MS;
       if (look || now - this.#checkedAt >= every) {
         this.#checkedAt = now;
         const free = this.#free();

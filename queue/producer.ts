@@ -295,6 +295,9 @@ export class GroupCommitter {
 
   #pump(): void {
     if (this.#inFlight) return;
+    const rider = this.#options.rider;
+    // Nothing to commit: the gate is not asked (its look may read the disk).
+    if (this.#waiting.length === 0 && !rider?.pending()) return;
     if (this.#options.gate?.open() === false) {
       // Nothing is written while the gate is closed: every waiting request
       // is answered now, and the rider keeps its mutations for later.
@@ -304,8 +307,6 @@ export class GroupCommitter {
       for (const w of refused) w.reject(error);
       return;
     }
-    const rider = this.#options.rider;
-    if (this.#waiting.length === 0 && !rider?.pending()) return;
     if (this.#linger()) return;
     this.#lingered = false;
     this.#inFlight = this.#commit().finally(() => {

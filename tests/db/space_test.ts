@@ -146,7 +146,7 @@ Deno.test("far above the floor the write path leaves the free space to the timer
   });
 });
 
-Deno.test("the timer looks every second while the disk is roomy, and every 100 ms within ROOMY_BYTES of the floor or while the gate is closed", async () => {
+Deno.test("the timer and the write path read the free space every second while the disk is roomy, the timer every 100 ms within ROOMY_BYTES of the floor or while the gate is closed", async () => {
   await withDisk(async (disk) => {
     disk.free = MIN_FREE + ROOMY_BYTES + MiB;
     const guard = disk.guard();
@@ -159,11 +159,19 @@ Deno.test("the timer looks every second while the disk is roomy, and every 100 m
     assert.equal(await guard.check(), true);
     assert.equal(guard.nextLookMs, 100, "within ROOMY_BYTES of the floor");
 
-    // Read on the write path too: the next look follows the last read.
+    // Read on the write path too: the next look follows the last read,
+    // and while roomy the write path reads once a second.
     disk.free = MIN_FREE + ROOMY_BYTES + MiB;
     disk.clock.advance(100);
     assert.equal(guard.open(), true);
     assert.equal(guard.nextLookMs, ROOMY_TICK_MS);
+    const reads = disk.reads;
+    disk.clock.advance(ROOMY_TICK_MS - 1);
+    assert.equal(guard.open(), true);
+    assert.equal(disk.reads, reads, "no read within the second");
+    disk.clock.advance(1);
+    assert.equal(guard.open(), true);
+    assert.equal(disk.reads, reads + 1);
 
     // Filled at once from a roomy disk: one look closes the gate, and the
     // looks that wait for space come every 100 ms.

@@ -131,3 +131,30 @@ Deno.test("a producer with no rider starts no timer", () => {
   producer.start();
   assert.deepEqual(timer.periods, []);
 });
+
+Deno.test("a tick with nothing to commit does not ask the write gate, whose look reads the disk; a tick with counts does", async () => {
+  const kv = await Deno.openKv(":memory:");
+  try {
+    const { rider, state } = countingRider();
+    const timer = manualTimer();
+    let asked = 0;
+    const producer = new GroupCommitter({
+      kv,
+      maxPending: 10,
+      rider,
+      every: timer.every,
+      gate: { open: () => (asked++, true), failed: () => {} },
+    });
+    producer.start();
+    timer.tick();
+    timer.tick();
+    assert.equal(asked, 0);
+    state.waiting = 2;
+    timer.tick();
+    assert.equal(asked, 1);
+    await producer.stop();
+    assert.equal(await counted(kv), 2);
+  } finally {
+    kv.close();
+  }
+});
