@@ -112,10 +112,11 @@ export class SpaceGuard {
   /** Whether this process holds the reserve file. */
   #reserved = false;
   #checkedAt = -Infinity;
-  /** The last free space read was {@linkcode FAR_FROM_FLOOR_BYTES} above the floor. */
-  #far = false;
-  /** The last free space read was {@linkcode ROOMY_BYTES} above the floor. */
-  #roomy = false;
+  /**
+   * Bytes above the floor at the last read of the free space; -Infinity
+   * when unknown or not read since the gate last opened.
+   */
+  #room = -Infinity;
   /** While full: the last free space read, and when it last fell. */
   #lastFree: number | null = null;
   #fellAt = -Infinity;
@@ -167,17 +168,15 @@ export class SpaceGuard {
   #open(look: boolean): boolean {
     if (!this.#full) {
       const now = this.#now();
-      const every = this.#roomy
+      const every = this.#room > ROOMY_BYTES
         ? ROOMY_TICK_MS
-        : this.#far
+        : this.#room > FAR_FROM_FLOOR_BYTES
         ? this.#tickMs
         : FREE_CHECK_MS;
       if (look || now - this.#checkedAt >= every) {
         this.#checkedAt = now;
         const free = this.#free();
-        this.#far = free !== null &&
-          free - this.#minFree > FAR_FROM_FLOOR_BYTES;
-        this.#roomy = free !== null && free - this.#minFree > ROOMY_BYTES;
+        this.#room = free === null ? -Infinity : free - this.#minFree;
         if (free !== null && free < this.#minFree) {
           this.#enterFull(free, `${mib(free)} free`);
         }
@@ -242,8 +241,7 @@ export class SpaceGuard {
       return false;
     }
     this.#full = false;
-    this.#far = false;
-    this.#roomy = false;
+    this.#room = -Infinity;
     this.#checkedAt = -Infinity;
     const left = this.#free();
     this.#log(
@@ -295,7 +293,9 @@ export class SpaceGuard {
    * {@linkcode ROOMY_BYTES} above the floor, else the tick (100 ms).
    */
   get nextLookMs(): number {
-    return !this.#full && this.#roomy ? ROOMY_TICK_MS : this.#tickMs;
+    return !this.#full && this.#room > ROOMY_BYTES
+      ? ROOMY_TICK_MS
+      : this.#tickMs;
   }
 
   /**
