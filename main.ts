@@ -20,6 +20,7 @@ import { isLocalFile, openKv } from "./db/open.ts";
 import { openSpaceGuard, type SpaceGuard } from "./db/space.ts";
 import { logMergeFailure } from "./queue/merger.ts";
 import { createPipeline } from "./queue/pipeline.ts";
+import { BusyTicker } from "./queue/ticker.ts";
 import { RateLimiter } from "./routes/rate_limit/mod.ts";
 import { BodyGuard } from "./routes/body_guard.ts";
 import { ErrorLog } from "./routes/error_log.ts";
@@ -27,7 +28,10 @@ import { onStopSignals, serveResilient } from "./server/serve.ts";
 import { createAlertLoop } from "./alerts/mod.ts";
 import { measured, metricsHandler, RequestMetrics } from "./server/metrics.ts";
 
-/** How often the rate limiter reads other instances' counters. */
+/**
+ * How often the rate limiter reads other instances' counters, while some
+ * address is busy enough to be counted (at rest: never).
+ */
 const RATE_SYNC_MS = 250;
 /** How often the rate limiter deletes the counters of ended epochs. */
 const RATE_CLEANUP_MS = 60_000;
@@ -105,18 +109,20 @@ if (import.meta.main) {
       : {}),
   });
   pipeline.start();
-  const timers = [
-    setInterval(() => {
-      limiter.sync(kv).catch((e) =>
+  const rateSync = new BusyTicker(
+    RATE_SYNC_MS,
+    () => limiter.countedSize > 0,
+    () =>
+      void limiter.sync(kv).catch((e) =>
         console.error("Cannot sync rate counters:", lockedAsLine(e))
-      );
-    }, RATE_SYNC_MS),
-    setInterval(() => {
-      limiter.cleanup(kv).catch((e) =>
-        console.error("Cannot delete old rate counters:", lockedAsLine(e))
-      );
-    }, RATE_CLEANUP_MS),
-  ];
+      ),
+  );
+  limiter.watch(() => rateSync.wake());
+  const cleanup = setInterval(() => {
+    limiter.cleanup(kv).catch((e) =>
+      console.error("Cannot delete old rate counters:", lockedAsLine(e))
+    );
+  }, RATE_CLEANUP_MS);
   // Where intervals may not run while no request comes (Deno Deploy), the
   // cron registered at the top of this module sweeps as well.
   // A failed round is one line, not the runtime's stack trace of the cron.
@@ -158,7 +164,7 @@ if (import.meta.main) {
     timeoutMs: config.bodyTimeoutMs,
   });
   bodies.start();
-  timers.push(setInterval(() => errorLog.flush(), 1000));
+  errorLog.start();
   const routeOptions = {
     producer: pipeline.producer,
     maxBodyBytes: config.maxBodyBytes,
@@ -210,7 +216,9 @@ if (import.meta.main) {
     await metricsServer?.shutdown();
     await alerts.stop();
     bodies.stop();
-    timers.forEach(clearInterval);
+    clearInterval(cleanup);
+    rateSync.stop();
+    errorLog.stop();
     await pipeline.stop();
     kv.close();
     Deno.exit(0);

@@ -5,7 +5,8 @@
  * under `pending_batches/<id>`. A request's promise resolves only once its
  * entry is committed. The mutations of a rider (the rate counters) go with
  * the next commit; once started, the producer makes a commit for them alone
- * when none came within {@linkcode RIDER_INTERVAL_MS}.
+ * when none came within {@linkcode RIDER_INTERVAL_MS} (and has no timer
+ * while the rider has nothing waiting).
  *
  * It must not read KV or process entries: that is the consumer's job.
  *
@@ -22,6 +23,7 @@ import {
   type HandedBatch,
   sealBatch,
 } from "./batch.ts";
+import { type After, BusyTicker, timeout } from "./ticker.ts";
 
 /**
  * Mutations the consumer's result commit makes per entry at most: 4 for a
@@ -109,6 +111,11 @@ export interface CommitRider {
   pending(): boolean;
   /** Adds at most `budget` mutations; returns a callback told the outcome. */
   ride(op: Deno.AtomicOperation, budget: number): (ok: boolean) => void;
+  /**
+   * Calls `wake` (from then on) whenever mutations come to wait where none
+   * did: the producer's tick runs only while the rider has some.
+   */
+  watch(wake: () => void): void;
 }
 
 /** Options of {@linkcode GroupCommitter}. */
@@ -135,15 +142,10 @@ export interface ProducerOptions {
   /** Other mutations each commit takes along (the rate counters). */
   rider?: CommitRider;
   /**
-   * Period at which, once started, the producer commits the rider's
-   * mutations alone when no commit of entries took them. @default {250}
+   * Longest, once started, the rider's mutations wait before the producer
+   * commits them alone when no commit of entries took them. @default {250}
    */
   riderIntervalMs?: number;
-  /**
-   * Runs `tick` every `ms` until the returned function is called.
-   * @default a `setInterval`
-   */
-  every?: (ms: number, tick: () => void) => () => void;
   /**
    * While closed, entries are refused at once and nothing is committed, the
    * rider's mutations included.
@@ -156,20 +158,10 @@ export interface ProducerOptions {
    */
   lingerMs?: number;
   /**
-   * Runs `fire` once after `ms`; returns a function that cancels it.
-   * @default a `setTimeout`
+   * Runs `fire` once after `ms` (the linger's wait and the rider's tick);
+   * returns a function that cancels it. @default a `setTimeout`
    */
-  after?: (ms: number, fire: () => void) => () => void;
-}
-
-function timeout(ms: number, fire: () => void): () => void {
-  const timer = setTimeout(fire, ms);
-  return () => clearTimeout(timer);
-}
-
-function intervalTimer(ms: number, tick: () => void): () => void {
-  const timer = setInterval(tick, ms);
-  return () => clearInterval(timer);
+  after?: After;
 }
 
 /** A batch of one commit, before it is handed over. */
@@ -205,7 +197,8 @@ export class GroupCommitter {
   #inFlight: Promise<void> | null = null;
   #options: ProducerOptions;
   #now: () => number;
-  #stopTimer: (() => void) | undefined;
+  /** The rider's tick, while started. */
+  #ticker: BusyTicker | undefined;
   /** Cancels the wait of a lingering commit. */
   #lingering: (() => void) | undefined;
   /** Commit what waits now, without lingering (a flush). */
@@ -260,22 +253,27 @@ export class GroupCommitter {
   }
 
   /**
-   * Starts committing the rider's mutations every `riderIntervalMs` that
-   * no commit of entries took them.
+   * Starts committing the rider's mutations alone `riderIntervalMs` after
+   * they come to wait, and every `riderIntervalMs` while some still wait.
    */
   start(): void {
-    if (!this.#options.rider || this.#stopTimer) return;
-    const every = this.#options.every ?? intervalTimer;
-    this.#stopTimer = every(
+    const rider = this.#options.rider;
+    if (!rider || this.#ticker) return;
+    const ticker = new BusyTicker(
       this.#options.riderIntervalMs ?? RIDER_INTERVAL_MS,
+      () => rider.pending(),
       () => this.#pump(),
+      this.#options.after,
     );
+    this.#ticker = ticker;
+    rider.watch(() => ticker.wake());
+    if (rider.pending()) ticker.wake();
   }
 
-  /** Stops the rider's timer and commits what waits. */
+  /** Stops the rider's tick and commits what waits. */
   async stop(): Promise<void> {
-    this.#stopTimer?.();
-    this.#stopTimer = undefined;
+    this.#ticker?.stop();
+    this.#ticker = undefined;
     await this.flush();
   }
 

@@ -15,10 +15,11 @@
  * read holds is only freed once the client goes. Deadlines are checked by
  * {@linkcode BodyGuard.sweep} on a coarse timer rather than by one timer per
  * request, which keeps the common case (a body that is already there) to a
- * few counter updates.
+ * few counter updates; the timer runs only while a body is being read.
  *
  * @module
  */
+import { BusyTicker } from "../queue/ticker.ts";
 import { type HttpError, requestTimeout } from "./errors.ts";
 
 /** Options of {@linkcode BodyGuard}. */
@@ -59,7 +60,7 @@ export class BodyGuard {
   #now: () => number;
   #reserved = 0;
   #open = new Set<Reservation>();
-  #timer: ReturnType<typeof setInterval> | undefined;
+  #ticker: BusyTicker | undefined;
 
   constructor(options: BodyGuardOptions) {
     this.budgetBytes = options.budgetBytes;
@@ -93,6 +94,7 @@ export class BodyGuard {
       expired: false,
     };
     this.#open.add(held);
+    this.#ticker?.wake();
     return held;
   }
 
@@ -137,17 +139,25 @@ export class BodyGuard {
 
   /**
    * Sweeps on a timer, a quarter of the timeout apart (between 10 ms and
-   * 1 s), so a stalled body ends within 1.25 × the timeout at most.
+   * 1 s), so a stalled body ends within 1.25 × the timeout at most. The
+   * timer runs only while some body is being read; `after` schedules it
+   * (default: a `setTimeout`).
    */
-  start(): void {
-    if (this.#timer !== undefined) return;
+  start(after?: (ms: number, fire: () => void) => () => void): void {
+    if (this.#ticker !== undefined) return;
     const every = Math.min(1000, Math.max(10, this.timeoutMs / 4));
-    this.#timer = setInterval(() => this.sweep(), every);
+    this.#ticker = new BusyTicker(
+      every,
+      () => this.#open.size > 0,
+      () => this.sweep(),
+      after,
+    );
+    if (this.#open.size > 0) this.#ticker.wake();
   }
 
   /** Stops the timer of {@linkcode BodyGuard.start}. */
   stop(): void {
-    clearInterval(this.#timer);
-    this.#timer = undefined;
+    this.#ticker?.stop();
+    this.#ticker = undefined;
   }
 }

@@ -3,12 +3,18 @@
  * flood it (docs/design.md#errors): per kind of line, the first error of an
  * interval is written at once, as one line; the ones after it in the same
  * interval are only counted, and one line with their number and the last of
- * them follows once the interval is over. Lines hold the error's name,
+ * them follows once the interval is over (a timer that runs only while an
+ * interval is open writes it). Lines hold the error's name,
  * message and where it was thrown, never a stack trace, with control
  * characters escaped.
  *
  * @module
  */
+
+import { type After, BusyTicker } from "../queue/ticker.ts";
+
+/** How often a started log writes the counts of intervals that are over. */
+export const FLUSH_MS = 1000;
 
 /** Options of {@linkcode ErrorLog}. */
 export interface ErrorLogOptions {
@@ -18,6 +24,8 @@ export interface ErrorLogOptions {
   now?: () => number;
   /** Where lines go. @default {console.error} */
   write?: (line: string) => void;
+  /** Schedules the flush of a started log. @default a `setTimeout` */
+  after?: After;
 }
 
 interface Window {
@@ -43,11 +51,34 @@ export class ErrorLog {
   #now: () => number;
   #write: (line: string) => void;
   #windows = new Map<string, Window>();
+  #after: After | undefined;
+  #ticker: BusyTicker | undefined;
 
   constructor(options: ErrorLogOptions = {}) {
     this.intervalMs = options.intervalMs ?? 10_000;
     this.#now = options.now ?? Date.now;
     this.#write = options.write ?? ((line) => console.error(line));
+    this.#after = options.after;
+  }
+
+  /**
+   * Flushes every {@linkcode FLUSH_MS} while an interval is open; at rest,
+   * no timer runs.
+   */
+  start(): void {
+    this.#ticker ??= new BusyTicker(
+      FLUSH_MS,
+      () => this.#windows.size > 0,
+      () => this.flush(),
+      this.#after,
+    );
+    if (this.#windows.size > 0) this.#ticker.wake();
+  }
+
+  /** Stops the timer of {@linkcode ErrorLog.start}. */
+  stop(): void {
+    this.#ticker?.stop();
+    this.#ticker = undefined;
   }
 
   /** Logs `error` under `label`, or counts it if its interval already wrote. */
@@ -65,6 +96,7 @@ export class ErrorLog {
       held: 0,
       last: "",
     });
+    this.#ticker?.wake();
     this.#write(`${label}: ${describeError(error)}`);
   }
 

@@ -136,10 +136,18 @@ export class RateLimiter implements CommitRider {
   }
 
   /**
+   * Calls `wake` whenever counters come to wait, or a first busy address to
+   * be counted, where none did.
+   */
+  watch(wake: () => void): void {
+    this.#counters.watch(wake);
+  }
+
+  /**
    * Reads the counters of the addresses using their bucket and takes from
    * each bucket what other instances admitted since the last sync. Called
-   * every few hundred milliseconds by the server; needs no call on a single
-   * instance.
+   * every few hundred milliseconds by the server while
+   * {@linkcode countedSize} is above 0; needs no call on a single instance.
    */
   sync(kv: Deno.Kv): Promise<void> {
     return this.#counters.sync(kv, this.#buckets);

@@ -91,6 +91,8 @@ export class SharedCounters implements CommitRider {
   #shared = new Map<BucketKey, Shared>();
   /** Addresses with counts to send in the next commit. */
   #unsent = new Set<BucketKey>();
+  /** Told when counts come to wait, or addresses to be counted, where none did. */
+  #watchers: (() => void)[] = [];
 
   constructor(options: SharedCountersOptions = {}) {
     this.#now = options.now ?? Date.now;
@@ -109,6 +111,7 @@ export class SharedCounters implements CommitRider {
    * `inUse` is the tokens its bucket had in use before this request.
    */
   count(key: BucketKey, inUse: number, now: number): void {
+    const idle = this.#unsent.size === 0 || this.#shared.size === 0;
     const epoch = Math.floor(now / this.#epochMs);
     let shared = this.#shared.get(key);
     if (shared === undefined || shared.epoch !== epoch) {
@@ -123,6 +126,20 @@ export class SharedCounters implements CommitRider {
     }
     shared.unsent++;
     this.#unsent.add(key);
+    if (idle) this.#wake();
+  }
+
+  /**
+   * Calls `wake` whenever counts come to wait where none did, or a first
+   * address comes to be counted: the loops that commit and sync them run
+   * only while there is something to do.
+   */
+  watch(wake: () => void): void {
+    this.#watchers.push(wake);
+  }
+
+  #wake(): void {
+    for (const wake of this.#watchers) wake();
   }
 
   /** Whether counters wait for a commit. */
@@ -145,6 +162,7 @@ export class SharedCounters implements CommitRider {
       riding.push([key, shared, n]);
     }
     return (ok) => {
+      const idle = this.#unsent.size === 0;
       for (const [key, shared, n] of riding) {
         shared.sending -= n;
         if (ok) shared.sent += n;
@@ -153,6 +171,7 @@ export class SharedCounters implements CommitRider {
           this.#unsent.add(key);
         }
       }
+      if (idle && this.#unsent.size > 0) this.#wake();
     };
   }
 

@@ -2,23 +2,37 @@
  * What rides the producer's commits (the rate counters): it goes with the
  * next commit of entries, and once the producer is started it is committed
  * on the producer's own tick when no entry comes, with nobody outside
- * poking the producer (docs/design.md#across-instances).
+ * poking the producer (docs/design.md#across-instances). The tick is armed
+ * only while the rider has something waiting: at rest nothing wakes.
  *
  * @module
  */
 import assert from "node:assert/strict";
+import type { QueuedEntry } from "../../domain/entry.ts";
 import {
   type CommitRider,
   GroupCommitter,
   RIDER_INTERVAL_MS,
 } from "../../queue/producer.ts";
 import { pendingBatches } from "../_helpers/harness.ts";
+import { type ManualTimers, manualTimers } from "../_helpers/timers.ts";
 
 const COUNTER: Deno.KvKey = ["rider_test", "count"];
+const ENTRY: QueuedEntry = {
+  id: "0000000000000000000001",
+  receivedAt: Date.UTC(2026, 0, 1),
+  level: "info",
+  projectId: "p1",
+  data: {},
+};
 
-/** A rider that sums what it was given into one counter. */
+/**
+ * A rider that sums what it was given into one counter; `add(n)` counts
+ * `n` more and wakes its watchers when nothing waited.
+ */
 function countingRider() {
   const state = { waiting: 0, rides: 0 };
+  const watchers: (() => void)[] = [];
   const rider: CommitRider = {
     pending: () => state.waiting > 0,
     ride(op) {
@@ -30,26 +44,14 @@ function countingRider() {
         if (!ok) state.waiting += n;
       };
     },
+    watch: (wake) => void watchers.push(wake),
   };
-  return { rider, state };
-}
-
-/** A timer driven by hand: `tick()` runs what the producer scheduled. */
-function manualTimer() {
-  const timer = {
-    periods: [] as number[],
-    ticks: [] as (() => void)[],
-    stopped: 0,
-    every(ms: number, tick: () => void) {
-      timer.periods.push(ms);
-      timer.ticks.push(tick);
-      return () => void timer.stopped++;
-    },
-    tick() {
-      for (const tick of timer.ticks) tick();
-    },
+  const add = (n: number) => {
+    const idle = state.waiting === 0;
+    state.waiting += n;
+    if (idle) { for (const wake of watchers) wake(); }
   };
-  return timer;
+  return { rider, state, add };
 }
 
 async function counted(kv: Deno.Kv): Promise<number> {
@@ -65,54 +67,86 @@ async function withStartedProducer(
     kv: Deno.Kv;
     producer: GroupCommitter;
     state: ReturnType<typeof countingRider>["state"];
-    timer: ReturnType<typeof manualTimer>;
+    add: (n: number) => void;
+    timer: ManualTimers;
   }) => Promise<void>,
 ): Promise<void> {
   const kv = await Deno.openKv(":memory:");
   try {
-    const { rider, state } = countingRider();
-    const timer = manualTimer();
+    const { rider, state, add } = countingRider();
+    const timer = manualTimers();
     const producer = new GroupCommitter({
       kv,
       maxPending: 10,
       rider,
-      every: timer.every,
+      lingerMs: 0,
+      after: timer.after,
     });
     producer.start();
-    await body({ kv, producer, state, timer });
+    await body({ kv, producer, state, add, timer });
   } finally {
     kv.close();
   }
 }
 
-Deno.test("a started producer commits a rider's mutations alone on its own tick, every 250 ms", async () => {
-  await withStartedProducer(async ({ kv, producer, state, timer }) => {
-    assert.deepEqual(timer.periods, [RIDER_INTERVAL_MS]);
+Deno.test("a started producer commits a rider's mutations alone 250 ms after they come, and arms no tick while none wait", async () => {
+  await withStartedProducer(async ({ kv, producer, state, add, timer }) => {
+    assert.deepEqual(timer.armed, [], "at rest nothing is armed");
+    add(3);
+    assert.deepEqual(timer.armed, [RIDER_INTERVAL_MS]);
     assert.equal(RIDER_INTERVAL_MS, 250);
-    state.waiting = 3;
-    timer.tick();
-    // The tick started a commit that carries the counts.
+    add(1); // the tick due serves these too
+    assert.deepEqual(timer.armed, [RIDER_INTERVAL_MS]);
+    timer.fire();
+    // The tick started a commit that carries the counts, and nothing waits
+    // any more: no tick is armed again.
     assert.equal(state.rides, 1);
     assert.equal(state.waiting, 0);
-    timer.tick(); // nothing waits: no commit
-    assert.equal(state.rides, 1);
+    assert.deepEqual(timer.armed, []);
+    await producer.flush();
+    assert.equal(await counted(kv), 4);
+    add(2); // counts again after the rest: a tick again
+    assert.deepEqual(timer.armed, [RIDER_INTERVAL_MS]);
     await producer.stop();
-    assert.equal(timer.stopped, 1);
-    assert.equal(await counted(kv), 3);
+    assert.equal(timer.cancelled, 1, "stop cancels the tick due");
+    assert.equal(await counted(kv), 6);
     assert.deepEqual(await pendingBatches(kv), []);
   });
+});
+
+Deno.test("a tick that leaves mutations waiting (the gate closed) arms the next one, 250 ms later", async () => {
+  const kv = await Deno.openKv(":memory:");
+  try {
+    const { rider, state, add } = countingRider();
+    const timer = manualTimers();
+    let open = false;
+    const producer = new GroupCommitter({
+      kv,
+      maxPending: 10,
+      rider,
+      after: timer.after,
+      gate: { open: () => open, failed: () => {} },
+    });
+    producer.start();
+    add(5);
+    timer.fire();
+    assert.equal(state.rides, 0, "nothing is written while the gate is closed");
+    assert.deepEqual(timer.armed, [RIDER_INTERVAL_MS]);
+    open = true;
+    timer.fire();
+    assert.equal(state.rides, 1);
+    assert.deepEqual(timer.armed, []);
+    await producer.stop();
+    assert.equal(await counted(kv), 5);
+  } finally {
+    kv.close();
+  }
 });
 
 Deno.test("a rider's mutations go with the next commit of entries, and stop commits what is left", async () => {
   await withStartedProducer(async ({ kv, producer, state }) => {
     state.waiting = 2;
-    await producer.submit({
-      id: "0000000000000000000001",
-      receivedAt: Date.UTC(2026, 0, 1),
-      level: "info",
-      projectId: "p1",
-      data: {},
-    });
+    await producer.submit(ENTRY);
     assert.equal(await counted(kv), 2);
     assert.equal((await pendingBatches(kv)).length, 1);
     state.waiting = 5; // counted after the last commit, before any tick
@@ -121,39 +155,53 @@ Deno.test("a rider's mutations go with the next commit of entries, and stop comm
   });
 });
 
-Deno.test("a producer with no rider starts no timer", () => {
-  const timer = manualTimer();
-  const producer = new GroupCommitter({
-    kv: {} as Deno.Kv,
-    maxPending: 10,
-    every: timer.every,
-  });
-  producer.start();
-  assert.deepEqual(timer.periods, []);
-});
-
-Deno.test("a tick with nothing to commit does not ask the write gate, whose look reads the disk; a tick with counts does", async () => {
+Deno.test("a producer started with counts already waiting arms its tick at once", async () => {
   const kv = await Deno.openKv(":memory:");
   try {
-    const { rider, state } = countingRider();
-    const timer = manualTimer();
+    const { rider, add } = countingRider();
+    add(2);
+    const timer = manualTimers();
+    const producer = new GroupCommitter({
+      kv,
+      maxPending: 10,
+      rider,
+      after: timer.after,
+    });
+    producer.start();
+    assert.deepEqual(timer.armed, [RIDER_INTERVAL_MS]);
+    await producer.stop();
+    assert.equal(await counted(kv), 2);
+  } finally {
+    kv.close();
+  }
+});
+
+Deno.test("a tick whose counts a commit of entries took does not ask the write gate, whose look reads the disk; a tick with counts does", async () => {
+  const kv = await Deno.openKv(":memory:");
+  try {
+    const { rider, add } = countingRider();
+    const timer = manualTimers();
     let asked = 0;
     const producer = new GroupCommitter({
       kv,
       maxPending: 10,
       rider,
-      every: timer.every,
+      lingerMs: 0,
+      after: timer.after,
       gate: { open: () => (asked++, true), failed: () => {} },
     });
     producer.start();
-    timer.tick();
-    timer.tick();
+    add(2);
+    await producer.submit(ENTRY);
+    assert.equal(await counted(kv), 2, "the commit of the entry took them");
+    asked = 0;
+    timer.fire();
     assert.equal(asked, 0);
-    state.waiting = 2;
-    timer.tick();
+    add(3);
+    timer.fire();
     assert.equal(asked, 1);
     await producer.stop();
-    assert.equal(await counted(kv), 2);
+    assert.equal(await counted(kv), 5);
   } finally {
     kv.close();
   }

@@ -21,6 +21,7 @@ import {
 } from "../_helpers/harness.ts";
 import { readAnswer } from "../_helpers/raw_http.ts";
 import { within } from "../_helpers/timeout.ts";
+import { manualTimers } from "../_helpers/timers.ts";
 
 const encoder = new TextEncoder();
 
@@ -293,4 +294,28 @@ Deno.test("over a real socket, a stalled body is answered 408 once the shortened
     guard.stop();
     await h.close();
   }
+});
+
+Deno.test("the guard's sweep timer runs only while a body is being read", () => {
+  const clock = fakeClock();
+  const timers = manualTimers();
+  const guard = new BodyGuard({
+    budgetBytes: 1 << 20,
+    timeoutMs: 1000,
+    now: clock.now,
+  });
+  guard.start(timers.after);
+  assert.deepEqual(timers.armed, [], "at rest nothing is armed");
+  const held = guard.reserve(100)!;
+  guard.reserve(100);
+  assert.deepEqual(timers.armed, [250], "a quarter of the timeout, armed once");
+  clock.advance(1001);
+  timers.fire();
+  assert.equal(held.expired, true, "the tick swept the stalled body");
+  assert.deepEqual(timers.armed, [250], "bodies still held: armed again");
+  guard.release(held);
+  timers.fire();
+  assert.deepEqual(timers.armed, [250], "one body still held");
+  guard.stop();
+  assert.deepEqual(timers.armed, [], "stop cancels the tick due");
 });

@@ -5,7 +5,8 @@
  */
 import assert from "node:assert/strict";
 import { createApp } from "../../app.ts";
-import { ErrorLog } from "../../routes/error_log.ts";
+import { ErrorLog, FLUSH_MS } from "../../routes/error_log.ts";
+import { manualTimers } from "../_helpers/timers.ts";
 import {
   fakeClock,
   type Harness,
@@ -70,6 +71,31 @@ Deno.test("the 415 message names both accepted media types", async (t) => {
 
 // ---------------------------------------------------------------------------
 // Unexpected errors
+
+Deno.test("a started error log flushes every second while an interval is open, and arms nothing at rest", () => {
+  const clock = fakeClock();
+  const lines: string[] = [];
+  const timers = manualTimers();
+  const log = new ErrorLog({
+    intervalMs: 2_000,
+    now: clock.now,
+    write: (l) => lines.push(l),
+    after: timers.after,
+  });
+  log.start();
+  assert.deepEqual(timers.armed, [], "at rest nothing is armed");
+  log.report(new Error("one"));
+  log.report(new Error("two"));
+  assert.deepEqual(timers.armed, [FLUSH_MS]);
+  clock.advance(1_000);
+  timers.fire();
+  assert.deepEqual(timers.armed, [FLUSH_MS], "the interval is open: again");
+  clock.advance(1_000);
+  timers.fire();
+  assert.equal(lines.length, 2, "the count written once the interval is over");
+  assert.deepEqual(timers.armed, [], "no interval open: it rests");
+  log.stop();
+});
 
 Deno.test("unexpected errors are logged one line per interval, with a count, never a stack", async () => {
   const clock = fakeClock();

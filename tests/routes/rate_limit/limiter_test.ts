@@ -4,6 +4,7 @@ import { rateLimitsPrefix } from "../../../db/keys.ts";
 import type { Pipeline } from "../../../queue/pipeline.ts";
 import { clientKey, ipKey } from "../../../routes/rate_limit/address.ts";
 import { RateLimiter } from "../../../routes/rate_limit/mod.ts";
+import { SharedCounters } from "../../../routes/rate_limit/shared.ts";
 import { fakeClock, harness, randomEntry } from "../../_helpers/harness.ts";
 import { limiterOnKv, withLimiterKv } from "../../_helpers/rate_limit.ts";
 
@@ -313,4 +314,39 @@ Deno.test("old rate counters are deleted", async () => {
     await limiter.cleanup(kv);
     assert.equal(await count(), 0);
   });
+});
+
+Deno.test("the limiter wakes its watchers only when counts come to wait where none did, and a sync after the epoch leaves nothing counted", async () => {
+  await withLimiterKv({}, async ({ kv, clock, limiter, pipeline }) => {
+    let woken = 0;
+    limiter.watch(() => woken++);
+    limiter.take("198.51.100.1");
+    limiter.take("198.51.100.1");
+    assert.equal(woken, 1);
+    limiter.take("198.51.100.2");
+    assert.equal(woken, 1, "counts already waited");
+    await pipeline.producer.flush();
+    assert.equal(limiter.pending(), false);
+    limiter.take("198.51.100.1");
+    assert.equal(woken, 2, "counts wait again after the commit");
+    await pipeline.producer.flush();
+    assert.ok(limiter.countedSize > 0);
+    clock.advance(120_000);
+    await limiter.sync(kv);
+    assert.equal(limiter.countedSize, 0, "nothing left for a sync to read");
+  });
+});
+
+Deno.test("counts handed back by a failed commit wake the watchers again", () => {
+  const counters = new SharedCounters();
+  let woken = 0;
+  counters.watch(() => woken++);
+  counters.count("198.51.100.1", 5, Date.now());
+  assert.equal(woken, 1);
+  const op = { sum: () => op } as unknown as Deno.AtomicOperation;
+  const told = counters.ride(op, 10);
+  assert.equal(counters.pending(), false);
+  told(false);
+  assert.equal(counters.pending(), true);
+  assert.equal(woken, 2);
 });
