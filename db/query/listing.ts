@@ -35,6 +35,12 @@ export const MAX_ID = "\uffff";
 const LIST_MAX = 512;
 /** Summaries a fetch lists ahead at most, for chunks to fetch with it. */
 const LOOKAHEAD = 64;
+/**
+ * Chunks one read fetches from which the next read starts ahead: only a
+ * scan that has read a few (a newest page or a tail never fetches what it
+ * will not read).
+ */
+const PREFETCH_FROM = 4;
 
 /**
  * No entry of a chunk listed after the one whose last id is `lastId` comes
@@ -52,6 +58,8 @@ export interface ListedChunk {
   value?: unknown;
   versionstamp?: string | null;
   fetched: boolean;
+  /** The read that is fetching it, started ahead. */
+  fetching?: Promise<void>;
   /** Its lines an earlier attempt selected, read unchanged since. */
   selected?: SelectedLines;
 }
@@ -313,6 +321,11 @@ function addUnread(
 }
 
 /** Fetches the values of the chunks of `batch` with one read. */
+/** Whether a listed chunk is neither fetched nor being fetched. */
+function unfetched(chunk: ListedChunk): boolean {
+  return !chunk.fetched && chunk.fetching === undefined;
+}
+
 async function fetchChunks(
   kv: Deno.Kv,
   projectId: string,
@@ -480,28 +493,55 @@ export class ChunkListing {
    * Takes the next chunk to read (there is one), its value fetched. A
    * fetch lists up to {@linkcode LOOKAHEAD} summaries ahead to fetch the
    * chunks they find with it: one read of ten chunks costs about what two
-   * reads of one do, and a summary's listing a tenth of either.
+   * reads of one do, and a summary's listing a tenth of either. Once reads
+   * are {@linkcode PREFETCH_FROM} chunks large, the next read starts before
+   * the caller reads this chunk, so that its wait overlaps that work.
    */
   async takeNext(): Promise<ListedChunk> {
     const chunk = this.#unread.shift()!;
+    if (chunk.fetching) await chunk.fetching;
     if (!chunk.fetched) {
       // Chunks listed from here on come after this one in scan order (it
       // was taken because its bound comes before the listing's).
-      const batch = () => [chunk, ...this.#unread.filter((c) => !c.fetched)];
-      for (
-        let looked = 0;
-        looked < LOOKAHEAD && this.#bound !== null &&
-        !(this.#summaries instanceof CoarseKeys) &&
-        batch().length < this.#fetchSize;
-        looked++
-      ) await this.listNext();
-      await fetchChunks(
-        this.#kv,
-        this.#projectId,
-        batch().slice(0, this.#fetchSize),
-      );
-      this.#fetchSize = Math.min(GET_MANY_MAX_KEYS, this.#fetchSize * 2);
+      await this.#listAhead(1);
+      const batch = [chunk, ...this.#unread.filter(unfetched)];
+      await this.#fetch(batch.slice(0, this.#fetchSize));
+    }
+    if (this.#fetchSize >= PREFETCH_FROM && this.#ahead() < this.#fetchSize) {
+      await this.#listAhead(0);
+      const next = this.#unread.filter(unfetched).slice(0, this.#fetchSize);
+      // A scan that stops before taking them leaves the read unawaited:
+      // its failure is no unhandled rejection; taking one awaits it.
+      if (next.length > 0) this.#fetch(next).catch(() => {});
     }
     return chunk;
+  }
+
+  /**
+   * Lists summaries (up to {@linkcode LOOKAHEAD}) until `taken` and the
+   * chunks listed and not fetched make a read, or the listing ends. With
+   * coarse groups a step lists many at once, so it does not look ahead.
+   */
+  async #listAhead(taken: number): Promise<void> {
+    for (
+      let looked = 0;
+      looked < LOOKAHEAD && this.#bound !== null &&
+      !(this.#summaries instanceof CoarseKeys) &&
+      taken + this.#unread.filter(unfetched).length < this.#fetchSize;
+      looked++
+    ) await this.listNext();
+  }
+
+  /** Chunks fetched or being fetched that wait for their turn. */
+  #ahead(): number {
+    return this.#unread.filter((c) => !unfetched(c)).length;
+  }
+
+  /** Fetches `batch` in one read; the next read is larger, up to 10. */
+  #fetch(batch: ListedChunk[]): Promise<void> {
+    const fetching = fetchChunks(this.#kv, this.#projectId, batch);
+    for (const c of batch) c.fetching = fetching;
+    this.#fetchSize = Math.min(GET_MANY_MAX_KEYS, this.#fetchSize * 2);
+    return fetching;
   }
 }

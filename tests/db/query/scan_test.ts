@@ -479,6 +479,94 @@ queryProjectTest(
   },
 );
 
+queryProjectTest(
+  "a long search starts its next read of chunks before it reads the chunks of the last, so the wait overlaps that work",
+  async (kv, projectId) => {
+    for (let i = 0; i < 48; i++) {
+      const data = { title: "Entry", message: i % 4 === 0 ? "numbat" : "x" };
+      await storeBatch(kv, projectId, [recordAt(T0 + 1000 * i, { data })]);
+    }
+    const chunkPrefix = String(logChunksPrefix(projectId)[0]);
+    // Per read of chunks: how many entries the search had tested by then.
+    const testedAtRead: number[] = [];
+    let tested = 0;
+    const counting = new Proxy(kv, {
+      get(target, key) {
+        if (key === "getMany") {
+          return (keys: Deno.KvKey[], options?: Deno.KvListOptions) => {
+            if (keys.some((k) => k[0] === chunkPrefix)) {
+              testedAtRead.push(tested);
+            }
+            return target.getMany(keys, options);
+          };
+        }
+        const value = Reflect.get(target, key, target);
+        return typeof value === "function" ? value.bind(target) : value;
+      },
+    });
+    const numbat = compileFilter(parseQuery("numbat"));
+    const filter = {
+      ...numbat,
+      test: (record: LogRecord) => (tested++, numbat.test(record)),
+    };
+    const page = await scan(counting, projectId, {
+      filter,
+      limit: 100,
+      order: "newest",
+    });
+    assert.equal(page.records.length, 12);
+    // Reads of 1, 2, 4 and 5 chunks. Once reads are 4 large, the next
+    // starts when a chunk is taken while fewer than a read's worth are
+    // fetched or being fetched ahead, before its entries are tested: the
+    // third with the first chunk of the second read, the fourth with the
+    // first of the third. Without that: 3 and 7 entries tested by then.
+    assert.deepEqual(testedAtRead, [0, 1, 1, 2]);
+  },
+);
+
+queryProjectTest(
+  "a read started ahead that fails is the search's error once its chunk is taken, and nothing at all when the search ends before",
+  async (kv, projectId) => {
+    for (let i = 0; i < 48; i++) {
+      const data = { title: "Entry", message: i % 4 === 0 ? "numbat" : "x" };
+      await storeBatch(kv, projectId, [recordAt(T0 + 1000 * i, { data })]);
+    }
+    const chunkPrefix = String(logChunksPrefix(projectId)[0]);
+    let reads = 0;
+    // The third read of chunks, the first started ahead, fails.
+    const failing = new Proxy(kv, {
+      get(target, key) {
+        if (key === "getMany") {
+          return (keys: Deno.KvKey[], options?: Deno.KvListOptions) => {
+            if (keys.some((k) => k[0] === chunkPrefix) && ++reads === 3) {
+              return Promise.reject(new Error("disk I/O error"));
+            }
+            return target.getMany(keys, options);
+          };
+        }
+        const value = Reflect.get(target, key, target);
+        return typeof value === "function" ? value.bind(target) : value;
+      },
+    });
+    const filter = compileFilter(parseQuery("numbat"));
+    // Three entries (the limit and one more) are in the first two reads.
+    const short = await scan(failing, projectId, {
+      filter,
+      limit: 2,
+      order: "newest",
+    });
+    assert.equal(short.records.length, 2);
+    // The reads ahead were made (the third failed, unheard, and the
+    // fourth was started while fewer than 8 chunks were ahead).
+    assert.equal(reads, 4);
+    reads = 0;
+    await assert.rejects(
+      () => scan(failing, projectId, { filter, limit: 100, order: "newest" }),
+      /disk I\/O error/,
+    );
+  },
+);
+
 Deno.test("a scan keeps what its attempts learned for the next ones, up to its bounds", () => {
   const memory = new AttemptMemory();
   assert.equal(memory.again, false);
