@@ -441,30 +441,56 @@ queryProjectTest(
   },
 );
 
+/**
+ * 48 chunks a second apart from T0, every fourth with the word "numbat" in
+ * its one entry: a search's matches lie far apart.
+ */
+async function storeApart(kv: Deno.Kv, projectId: string): Promise<void> {
+  for (let i = 0; i < 48; i++) {
+    const data = { title: "Entry", message: i % 4 === 0 ? "numbat" : "x" };
+    await storeBatch(kv, projectId, [recordAt(T0 + 1000 * i, { data })]);
+  }
+}
+
+/**
+ * A view of `kv` that calls `onRead` with the number of chunk values each
+ * `getMany` of chunks asks for, before the read; a throw fails the read.
+ */
+function onChunkReads(
+  kv: Deno.Kv,
+  projectId: string,
+  onRead: (chunks: number) => void,
+): Deno.Kv {
+  const chunkPrefix = String(logChunksPrefix(projectId)[0]);
+  return new Proxy(kv, {
+    get(target, key) {
+      if (key === "getMany") {
+        return (keys: Deno.KvKey[], options?: Deno.KvListOptions) => {
+          const chunks = keys.filter((k) => k[0] === chunkPrefix).length;
+          try {
+            if (chunks > 0) onRead(chunks);
+          } catch (error) {
+            return Promise.reject(error);
+          }
+          return target.getMany(keys, options);
+        };
+      }
+      const value = Reflect.get(target, key, target);
+      return typeof value === "function" ? value.bind(target) : value;
+    },
+  });
+}
+
 queryProjectTest(
   "a search whose chunks lie far apart fetches them a few at a time, newest and oldest first",
   async (kv, projectId) => {
     // 48 chunks, every fourth holding the word: the listing looks ahead
     // for the next ones instead of fetching each when its turn comes.
-    for (let i = 0; i < 48; i++) {
-      const data = { title: "Entry", message: i % 4 === 0 ? "numbat" : "x" };
-      await storeBatch(kv, projectId, [recordAt(T0 + 1000 * i, { data })]);
-    }
-    const chunkPrefix = String(logChunksPrefix(projectId)[0]);
+    await storeApart(kv, projectId);
     for (const order of ["newest", "oldest"] as const) {
       const reads: number[] = [];
-      const counting = new Proxy(kv, {
-        get(target, key) {
-          if (key === "getMany") {
-            return (keys: Deno.KvKey[], options?: Deno.KvListOptions) => {
-              const chunks = keys.filter((k) => k[0] === chunkPrefix).length;
-              if (chunks > 0) reads.push(chunks);
-              return target.getMany(keys, options);
-            };
-          }
-          const value = Reflect.get(target, key, target);
-          return typeof value === "function" ? value.bind(target) : value;
-        },
+      const counting = onChunkReads(kv, projectId, (chunks) => {
+        reads.push(chunks);
       });
       const page = await queryLogs(counting, projectId, {
         filter: parseQuery("numbat"),
@@ -482,27 +508,12 @@ queryProjectTest(
 queryProjectTest(
   "a long search starts its next read of chunks before it reads the chunks of the last, so the wait overlaps that work",
   async (kv, projectId) => {
-    for (let i = 0; i < 48; i++) {
-      const data = { title: "Entry", message: i % 4 === 0 ? "numbat" : "x" };
-      await storeBatch(kv, projectId, [recordAt(T0 + 1000 * i, { data })]);
-    }
-    const chunkPrefix = String(logChunksPrefix(projectId)[0]);
+    await storeApart(kv, projectId);
     // Per read of chunks: how many entries the search had tested by then.
     const testedAtRead: number[] = [];
     let tested = 0;
-    const counting = new Proxy(kv, {
-      get(target, key) {
-        if (key === "getMany") {
-          return (keys: Deno.KvKey[], options?: Deno.KvListOptions) => {
-            if (keys.some((k) => k[0] === chunkPrefix)) {
-              testedAtRead.push(tested);
-            }
-            return target.getMany(keys, options);
-          };
-        }
-        const value = Reflect.get(target, key, target);
-        return typeof value === "function" ? value.bind(target) : value;
-      },
+    const counting = onChunkReads(kv, projectId, () => {
+      testedAtRead.push(tested);
     });
     const numbat = compileFilter(parseQuery("numbat"));
     const filter = {
@@ -527,26 +538,11 @@ queryProjectTest(
 queryProjectTest(
   "a read started ahead that fails is the search's error once its chunk is taken, and nothing at all when the search ends before",
   async (kv, projectId) => {
-    for (let i = 0; i < 48; i++) {
-      const data = { title: "Entry", message: i % 4 === 0 ? "numbat" : "x" };
-      await storeBatch(kv, projectId, [recordAt(T0 + 1000 * i, { data })]);
-    }
-    const chunkPrefix = String(logChunksPrefix(projectId)[0]);
+    await storeApart(kv, projectId);
     let reads = 0;
     // The third read of chunks, the first started ahead, fails.
-    const failing = new Proxy(kv, {
-      get(target, key) {
-        if (key === "getMany") {
-          return (keys: Deno.KvKey[], options?: Deno.KvListOptions) => {
-            if (keys.some((k) => k[0] === chunkPrefix) && ++reads === 3) {
-              return Promise.reject(new Error("disk I/O error"));
-            }
-            return target.getMany(keys, options);
-          };
-        }
-        const value = Reflect.get(target, key, target);
-        return typeof value === "function" ? value.bind(target) : value;
-      },
+    const failing = onChunkReads(kv, projectId, () => {
+      if (++reads === 3) throw new Error("disk I/O error");
     });
     const filter = compileFilter(parseQuery("numbat"));
     // Three entries (the limit and one more) are in the first two reads.
