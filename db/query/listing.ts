@@ -27,6 +27,7 @@ import type { CompiledFilter } from "./filter.ts";
 import { GET_MANY_MAX_KEYS, getManyChunked } from "../kv.ts";
 import { coarsePlan } from "./coarse.ts";
 import type { AttemptMemory, SelectedLines, Verdict } from "./attempts.ts";
+import { ListingReads } from "./listing_reads.ts";
 
 /** Above every id. */
 export const MAX_ID = "\uffff";
@@ -86,12 +87,17 @@ function listRange(
   range: { lo: string; hi: string },
   desc: boolean,
   batchSize: number,
-): Deno.KvListIterator<unknown> {
+): ListingReads {
   const { lo } = range;
-  return kv.list({
-    start: lo === "" ? prefix : [...prefix, lo],
-    end: [...prefix, keySpan(range).end],
-  }, { reverse: desc, batchSize });
+  return new ListingReads(
+    kv,
+    {
+      start: lo === "" ? prefix : [...prefix, lo],
+      end: [...prefix, keySpan(range).end],
+    },
+    desc,
+    batchSize,
+  );
 }
 
 /**
@@ -210,14 +216,14 @@ async function listedChunks(
 class CoarseKeys {
   readonly #named: string[];
   #at = 0;
-  readonly #marks: Deno.KvListIterator<unknown>;
+  readonly #marks: ListingReads;
   /** The next ungrouped chunk's last id; null: none left; undefined: not read. */
   #mark: string | null | undefined = undefined;
   readonly #desc: boolean;
 
   constructor(
     named: string[],
-    marks: Deno.KvListIterator<unknown>,
+    marks: ListingReads,
     desc: boolean,
   ) {
     this.#named = desc ? named.toReversed() : named;
@@ -373,7 +379,7 @@ export class ChunkListing {
    * Summaries or blooms, or with coarse groups the chunks they cannot rule
    * out and the ungrouped ones; made by the first {@linkcode listNext}.
    */
-  #summaries: Deno.KvListIterator<unknown> | CoarseKeys | null = null;
+  #summaries: ListingReads | CoarseKeys | null = null;
   readonly #unread: ListedChunk[] = [];
   #bound: string | null;
   #fetchSize = 1;
@@ -393,7 +399,7 @@ export class ChunkListing {
    * the ungrouped ones; where no group covers its range, it lists the
    * blooms on its first attempt; any other lists the summaries.
    */
-  async #start(): Promise<Deno.KvListIterator<unknown> | CoarseKeys> {
+  async #start(): Promise<ListingReads | CoarseKeys> {
     const { range, desc, filter } = this.#options;
     const projectId = this.#projectId;
     if (filter.probes.length === 0) {
