@@ -48,11 +48,6 @@ export class BusyTicker {
     this.#after = after;
   }
 
-  /** Whether a tick is due. */
-  get armed(): boolean {
-    return this.#cancel !== undefined;
-  }
-
   /** Arms the next tick, unless one is due or the ticker is stopped. */
   wake(): void {
     if (this.#cancel || this.#stopped) return;

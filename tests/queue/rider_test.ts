@@ -12,6 +12,7 @@ import type { QueuedEntry } from "../../domain/entry.ts";
 import {
   type CommitRider,
   GroupCommitter,
+  type ProducerOptions,
   RIDER_INTERVAL_MS,
 } from "../../queue/producer.ts";
 import { pendingBatches } from "../_helpers/harness.ts";
@@ -60,9 +61,11 @@ async function counted(kv: Deno.Kv): Promise<number> {
 
 /**
  * Runs `body` with a started producer over an in-memory KV, carrying a
- * {@linkcode countingRider} on a {@linkcode manualTimer}.
+ * {@linkcode countingRider} on {@linkcode manualTimers}, with `options`
+ * besides (a gate) and `waiting` counts before it starts.
  */
 async function withStartedProducer(
+  options: { gate?: ProducerOptions["gate"]; waiting?: number },
   body: (setup: {
     kv: Deno.Kv;
     producer: GroupCommitter;
@@ -74,6 +77,7 @@ async function withStartedProducer(
   const kv = await Deno.openKv(":memory:");
   try {
     const { rider, state, add } = countingRider();
+    if (options.waiting) add(options.waiting);
     const timer = manualTimers();
     const producer = new GroupCommitter({
       kv,
@@ -81,6 +85,7 @@ async function withStartedProducer(
       rider,
       lingerMs: 0,
       after: timer.after,
+      ...(options.gate ? { gate: options.gate } : {}),
     });
     producer.start();
     await body({ kv, producer, state, add, timer });
@@ -90,7 +95,7 @@ async function withStartedProducer(
 }
 
 Deno.test("a started producer commits a rider's mutations alone 250 ms after they come, and arms no tick while none wait", async () => {
-  await withStartedProducer(async ({ kv, producer, state, add, timer }) => {
+  await withStartedProducer({}, async ({ kv, producer, state, add, timer }) => {
     assert.deepEqual(timer.armed, [], "at rest nothing is armed");
     add(3);
     assert.deepEqual(timer.armed, [RIDER_INTERVAL_MS]);
@@ -115,36 +120,31 @@ Deno.test("a started producer commits a rider's mutations alone 250 ms after the
 });
 
 Deno.test("a tick that leaves mutations waiting (the gate closed) arms the next one, 250 ms later", async () => {
-  const kv = await Deno.openKv(":memory:");
-  try {
-    const { rider, state, add } = countingRider();
-    const timer = manualTimers();
-    let open = false;
-    const producer = new GroupCommitter({
-      kv,
-      maxPending: 10,
-      rider,
-      after: timer.after,
-      gate: { open: () => open, failed: () => {} },
-    });
-    producer.start();
-    add(5);
-    timer.fire();
-    assert.equal(state.rides, 0, "nothing is written while the gate is closed");
-    assert.deepEqual(timer.armed, [RIDER_INTERVAL_MS]);
-    open = true;
-    timer.fire();
-    assert.equal(state.rides, 1);
-    assert.deepEqual(timer.armed, []);
-    await producer.stop();
-    assert.equal(await counted(kv), 5);
-  } finally {
-    kv.close();
-  }
+  let open = false;
+  const gate = { open: () => open, failed: () => {} };
+  await withStartedProducer(
+    { gate },
+    async ({ kv, producer, state, add, timer }) => {
+      add(5);
+      timer.fire();
+      assert.equal(
+        state.rides,
+        0,
+        "nothing is written while the gate is closed",
+      );
+      assert.deepEqual(timer.armed, [RIDER_INTERVAL_MS]);
+      open = true;
+      timer.fire();
+      assert.equal(state.rides, 1);
+      assert.deepEqual(timer.armed, []);
+      await producer.stop();
+      assert.equal(await counted(kv), 5);
+    },
+  );
 });
 
 Deno.test("a rider's mutations go with the next commit of entries, and stop commits what is left", async () => {
-  await withStartedProducer(async ({ kv, producer, state }) => {
+  await withStartedProducer({}, async ({ kv, producer, state }) => {
     state.waiting = 2;
     await producer.submit(ENTRY);
     assert.equal(await counted(kv), 2);
@@ -156,41 +156,17 @@ Deno.test("a rider's mutations go with the next commit of entries, and stop comm
 });
 
 Deno.test("a producer started with counts already waiting arms its tick at once", async () => {
-  const kv = await Deno.openKv(":memory:");
-  try {
-    const { rider, add } = countingRider();
-    add(2);
-    const timer = manualTimers();
-    const producer = new GroupCommitter({
-      kv,
-      maxPending: 10,
-      rider,
-      after: timer.after,
-    });
-    producer.start();
+  await withStartedProducer({ waiting: 2 }, async ({ kv, producer, timer }) => {
     assert.deepEqual(timer.armed, [RIDER_INTERVAL_MS]);
     await producer.stop();
     assert.equal(await counted(kv), 2);
-  } finally {
-    kv.close();
-  }
+  });
 });
 
 Deno.test("a tick whose counts a commit of entries took does not ask the write gate, whose look reads the disk; a tick with counts does", async () => {
-  const kv = await Deno.openKv(":memory:");
-  try {
-    const { rider, add } = countingRider();
-    const timer = manualTimers();
-    let asked = 0;
-    const producer = new GroupCommitter({
-      kv,
-      maxPending: 10,
-      rider,
-      lingerMs: 0,
-      after: timer.after,
-      gate: { open: () => (asked++, true), failed: () => {} },
-    });
-    producer.start();
+  let asked = 0;
+  const gate = { open: () => (asked++, true), failed: () => {} };
+  await withStartedProducer({ gate }, async ({ kv, producer, add, timer }) => {
     add(2);
     await producer.submit(ENTRY);
     assert.equal(await counted(kv), 2, "the commit of the entry took them");
@@ -202,7 +178,5 @@ Deno.test("a tick whose counts a commit of entries took does not ask the write g
     assert.equal(asked, 1);
     await producer.stop();
     assert.equal(await counted(kv), 5);
-  } finally {
-    kv.close();
-  }
+  });
 });

@@ -26,7 +26,6 @@ Deno.test("a busy ticker ticks every period while busy, rests once not, and a wa
   timer.fire();
   assert.equal(ticks, 2);
   assert.deepEqual(timer.armed, [], "no work left: it rests");
-  assert.equal(ticker.armed, false);
   work = 1;
   ticker.wake();
   assert.deepEqual(timer.armed, [250]);
