@@ -2,7 +2,8 @@
  * The producer side of the queue: a group commit. Requests hand in entries;
  * while one KV commit is in flight the next ones wait, and the following
  * commit carries all of them in one atomic operation, as batches written
- * under `pending_batches/<id>`. A request's promise resolves only once its
+ * under `pending_batches/<id>` (a second commit starts beside the first
+ * once {@linkcode PIPELINE_ENTRIES} wait). A request's promise resolves only once its
  * entry is committed. The mutations of a rider (the rate counters) go with
  * the next commit; once started, the producer makes a commit for them alone
  * when none came within {@linkcode RIDER_INTERVAL_MS} (and has no timer
@@ -65,6 +66,15 @@ export const LINGER_MS = 8;
  * commits are large already and a wait would only leave KV idle).
  */
 export const LINGER_ENTRIES = 64;
+/**
+ * Entries waiting from which a second commit starts while one is in flight
+ * (never a third): in a burst the next commit is built and sealed while the
+ * one before is written, instead of after it; at moderate rates one commit
+ * at a time carries more entries.
+ */
+export const PIPELINE_ENTRIES = 32;
+/** Commits in flight at most. */
+const MAX_IN_FLIGHT = 2;
 
 /** Thrown by {@linkcode GroupCommitter.submit} when too many requests wait. */
 export class OverloadedError extends Error {
@@ -194,7 +204,7 @@ interface Waiting {
 export class GroupCommitter {
   #waiting: Waiting[] = [];
   #waitingChars = 0;
-  #inFlight: Promise<void> | null = null;
+  #inFlight = new Set<Promise<void>>();
   #options: ProducerOptions;
   #now: () => number;
   /** The rider's tick, while started. */
@@ -213,7 +223,7 @@ export class GroupCommitter {
     this.#now = options.now ?? Date.now;
   }
 
-  /** Requests waiting for a commit, the one in flight excluded. */
+  /** Requests waiting for a commit, those in flight excluded. */
   get backlog(): number {
     return this.#waiting.length;
   }
@@ -285,14 +295,16 @@ export class GroupCommitter {
     this.#urgent = true;
     try {
       this.#pump();
-      while (this.#inFlight) await this.#inFlight;
+      while (this.#inFlight.size > 0) await Promise.all(this.#inFlight);
     } finally {
       this.#urgent = false;
     }
   }
 
   #pump(): void {
-    if (this.#inFlight) return;
+    const inFlight = this.#inFlight.size;
+    if (inFlight >= MAX_IN_FLIGHT) return;
+    if (inFlight > 0 && this.#waiting.length < PIPELINE_ENTRIES) return;
     const rider = this.#options.rider;
     // Nothing to commit: the gate is not asked (its look may read the disk).
     if (this.#waiting.length === 0 && !rider?.pending()) return;
@@ -307,10 +319,11 @@ export class GroupCommitter {
     }
     if (this.#linger()) return;
     this.#lingered = false;
-    this.#inFlight = this.#commit().finally(() => {
-      this.#inFlight = null;
+    const commit: Promise<void> = this.#commit().finally(() => {
+      this.#inFlight.delete(commit);
       this.#pump();
     });
+    this.#inFlight.add(commit);
   }
 
   /**

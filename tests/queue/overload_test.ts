@@ -1,5 +1,9 @@
 import assert from "node:assert/strict";
-import { GroupCommitter, OverloadedError } from "../../queue/producer.ts";
+import {
+  GroupCommitter,
+  OverloadedError,
+  PIPELINE_ENTRIES,
+} from "../../queue/producer.ts";
 import { backlogGate } from "../../queue/pipeline.ts";
 import {
   EVENT_TIMEOUT_MS,
@@ -146,7 +150,11 @@ Deno.test("requests that arrive during a commit share the next one", async () =>
     state.mode = "hold";
     const first = h.post(randomEntry());
     await new Promise((go) => setTimeout(go, 0));
-    const rest = Array.from({ length: 100 }, () => h.post(randomEntry()));
+    // Fewer than would start a second commit beside the first.
+    const rest = Array.from(
+      { length: PIPELINE_ENTRIES - 1 },
+      () => h.post(randomEntry()),
+    );
     await new Promise((go) => setTimeout(go, 0));
     await state.resume(
       [first, ...rest],
@@ -154,9 +162,45 @@ Deno.test("requests that arrive during a commit share the next one", async () =>
     );
     assert.equal(state.commits, 2);
     const batches = await pendingBatches(real);
-    const entries = batches.reduce((n, b) => n + b.header.count, 0);
-    assert.equal(entries, 101);
-    assert.equal(batches.length, 2);
+    const counts = batches.map((b) => b.header.count).sort((a, b) => a - b);
+    assert.deepEqual(counts, [1, PIPELINE_ENTRIES - 1]);
+  });
+});
+
+Deno.test("a second commit starts beside one in flight once PIPELINE_ENTRIES wait, never a third", async () => {
+  await withFaultyKv(async (kv, state) => {
+    const producer = new GroupCommitter({ kv, maxPending: 1000, lingerMs: 0 });
+    let n = 0;
+    const submit = (count: number) =>
+      Array.from({ length: count }, () =>
+        producer.submit({
+          id: `e${++n}`,
+          receivedAt: 0,
+          level: "info",
+          projectId: "p",
+          data: { n },
+        }));
+    try {
+      state.mode = "hold";
+      // The first commit takes one entry; the next PIPELINE_ENTRIES start a
+      // second beside it; twice as many more wait for one of them to end.
+      const all = [
+        ...submit(1),
+        ...submit(PIPELINE_ENTRIES),
+        ...submit(2 * PIPELINE_ENTRIES),
+      ];
+      await state.resume(
+        all,
+        "the entries to be committed once KV is released",
+      );
+      assert.equal(state.commits, 3);
+      const batches = await pendingBatches(kv);
+      const counts = batches.map((b) => b.header.count).sort((a, b) => a - b);
+      assert.deepEqual(counts, [1, PIPELINE_ENTRIES, 2 * PIPELINE_ENTRIES]);
+    } finally {
+      state.release();
+      await producer.flush();
+    }
   });
 });
 
