@@ -112,12 +112,32 @@ export function groupFits(batches: HandedBatch[]): boolean {
   let entries = 0;
   let chars = 0;
   for (const b of batches) {
+    const size = sizeOf(b);
     entries += b.entries.length;
-    for (const e of b.entries) projects.add(e.projectId);
-    for (const t of b.texts) chars += t.length;
+    chars += size.chars;
+    for (const id of size.projects) projects.add(id);
   }
   return entries <= MAX_BATCH_ENTRIES && chars <= MAX_GROUP_CHARS &&
     projects.size + batches.length <= ATOMIC_MAX_CHECKS;
+}
+
+/**
+ * A handed batch's characters and projects, counted once: the worker asks
+ * {@linkcode groupFits} again for every batch that joins the group at its
+ * head, and a batch handed over never changes.
+ */
+const sizes = new WeakMap<HandedBatch, { chars: number; projects: string[] }>();
+
+function sizeOf(batch: HandedBatch): { chars: number; projects: string[] } {
+  let size = sizes.get(batch);
+  if (size) return size;
+  const projects = new Set<string>();
+  for (const e of batch.entries) projects.add(e.projectId);
+  let chars = 0;
+  for (const t of batch.texts) chars += t.length;
+  size = { chars, projects: [...projects] };
+  sizes.set(batch, size);
+  return size;
 }
 
 /** Options of {@linkcode Consumer}. */
