@@ -2,9 +2,9 @@
  * The producer side of the queue: a group commit. Requests hand in entries;
  * while one KV commit is in flight the next ones wait, and the following
  * commit carries all of them in one atomic operation, as batches written
- * under `pending_batches/<id>` (a second commit starts beside the first
- * once {@linkcode PIPELINE_ENTRIES} wait). A request's promise resolves only once its
- * entry is committed. The mutations of a rider (the rate counters) go with
+ * under `pending_batches/<id>` (a second commit starts beside the first once
+ * {@linkcode PIPELINE_ENTRIES} wait). A request's promise resolves only once
+ * its entry is committed. The mutations of a rider (the rate counters) go with
  * the next commit; once started, the producer makes a commit for them alone
  * when none came within {@linkcode RIDER_INTERVAL_MS} (and has no timer
  * while the rider has nothing waiting).
@@ -74,7 +74,7 @@ export const LINGER_ENTRIES = 64;
  */
 export const PIPELINE_ENTRIES = 32;
 /** Commits in flight at most. */
-const MAX_IN_FLIGHT = 2;
+const MAX_COMMITS_IN_FLIGHT = 2;
 
 /** Thrown by {@linkcode GroupCommitter.submit} when too many requests wait. */
 export class OverloadedError extends Error {
@@ -303,7 +303,7 @@ export class GroupCommitter {
 
   #pump(): void {
     const inFlight = this.#inFlight.size;
-    if (inFlight >= MAX_IN_FLIGHT) return;
+    if (inFlight >= MAX_COMMITS_IN_FLIGHT) return;
     if (inFlight > 0 && this.#waiting.length < PIPELINE_ENTRIES) return;
     const rider = this.#options.rider;
     // Nothing to commit: the gate is not asked (its look may read the disk).
