@@ -2,8 +2,8 @@
  * A timer that runs only while there is work: a service at rest has no
  * reason to wake a few times a second, and on this runtime each wake-up
  * costs a hundred microseconds or more of CPU (BENCHMARKS.md). The rate
- * counters' two loops (the producer's rider tick and the server's sync)
- * run on it.
+ * counters' two loops (the producer's rider tick and the server's sync),
+ * the body deadlines' sweep and the error log's flush run on it.
  *
  * @module
  */

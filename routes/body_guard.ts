@@ -19,7 +19,7 @@
  *
  * @module
  */
-import { BusyTicker } from "../queue/ticker.ts";
+import { type After, BusyTicker } from "../queue/ticker.ts";
 import { type HttpError, requestTimeout } from "./errors.ts";
 
 /** Options of {@linkcode BodyGuard}. */
@@ -143,7 +143,7 @@ export class BodyGuard {
    * timer runs only while some body is being read; `after` schedules it
    * (default: a `setTimeout`).
    */
-  start(after?: (ms: number, fire: () => void) => () => void): void {
+  start(after?: After): void {
     if (this.#ticker !== undefined) return;
     const every = Math.min(1000, Math.max(10, this.timeoutMs / 4));
     this.#ticker = new BusyTicker(

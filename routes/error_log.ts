@@ -4,9 +4,9 @@
  * interval is written at once, as one line; the ones after it in the same
  * interval are only counted, and one line with their number and the last of
  * them follows once the interval is over (a timer that runs only while an
- * interval is open writes it). Lines hold the error's name,
- * message and where it was thrown, never a stack trace, with control
- * characters escaped.
+ * interval is open writes it). Lines hold the error's name, message and
+ * where it was thrown, never a stack trace, with control characters
+ * escaped.
  *
  * @module
  */

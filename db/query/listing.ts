@@ -326,12 +326,12 @@ function addUnread(
   unread.splice(at, 0, chunk);
 }
 
-/** Fetches the values of the chunks of `batch` with one read. */
 /** Whether a listed chunk is neither fetched nor being fetched. */
 function unfetched(chunk: ListedChunk): boolean {
   return !chunk.fetched && chunk.fetching === undefined;
 }
 
+/** Fetches the values of the chunks of `batch` with one read. */
 async function fetchChunks(
   kv: Deno.Kv,
   projectId: string,
