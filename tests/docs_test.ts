@@ -1,8 +1,8 @@
 /**
  * The documentation's shape: the README stays a front door, BENCHMARKS.md
- * holds current results, and every link between the pages (README.md,
+ * holds current results, every link between the pages (README.md,
  * BENCHMARKS.md, docs/*.md) reaches a file and, when it names one, a heading
- * of that page.
+ * of that page, and docs/operating.md names every task.
  */
 import assert from "node:assert/strict";
 
@@ -104,4 +104,21 @@ Deno.test("every link between the documentation pages reaches a page and its hea
   }
   assert.ok(checked > 50, `only ${checked} links were checked`);
   assert.deepEqual(broken, []);
+});
+
+Deno.test("every task of deno.json is named in docs/operating.md's table of tasks", async () => {
+  const config = JSON.parse(
+    await Deno.readTextFile(new URL("deno.json", ROOT)),
+  ) as { tasks: Record<string, unknown> };
+  const text = await Deno.readTextFile(new URL("docs/operating.md", ROOT));
+  const section = text.slice(
+    text.indexOf("## Tasks"),
+    text.indexOf("\n## ", text.indexOf("## Tasks") + 1),
+  );
+  const named = new Set(
+    [...section.matchAll(/`(?:deno task )?([a-z:]+)`/g)].map((m) => m[1]!),
+  );
+  const tasks = Object.keys(config.tasks);
+  assert.ok(tasks.length > 20, `only ${tasks.length} tasks were read`);
+  assert.deepEqual(tasks.filter((task) => !named.has(task)), []);
 });
