@@ -10,6 +10,7 @@
 import assert from "node:assert/strict";
 import { listLogs } from "../../db/query/mod.ts";
 import { createProject } from "../../db/projects.ts";
+import { pendingBatchesPrefix } from "../../db/keys.ts";
 import {
   CAN_MOUNT,
   delay,
@@ -209,7 +210,7 @@ async function outage(options: Outage): Promise<void> {
     const deadline = Date.now() + WAIT_MS;
     while (
       (await Array.fromAsync(
-          kv.list({ prefix: ["pending_batches"] }, { limit: 1 }),
+          kv.list({ prefix: pendingBatchesPrefix() }, { limit: 1 }),
         )).length > 0 && Date.now() < deadline
     ) {
       await delay(100);
