@@ -140,8 +140,9 @@ function denoHost(deno: NonNullable<Scope["Deno"]>): string | undefined {
 }
 
 /**
- * The server's context: `runtime` (`deno 2.9.6`, `node v22.1.0`,
- * `bun 1.2.0`), `os` (`linux x86_64`) and `host`.
+ * The server's context: `runtime` (`deno 2.9.6`, `node 22.1.0`,
+ * `bun 1.2.0`), `os` (`linux x86_64` in Deno, `linux x64` in Node) and
+ * `host`.
  *
  * @example
  * ```ts

@@ -84,13 +84,13 @@ Deno.test("on a server, device gets runtime, OS and host name, each when it can 
   assert.deepEqual(
     serverContext({
       process: {
-        versions: { node: "v22.1.0" },
+        versions: { node: "22.1.0" },
         platform: "linux",
         arch: "x64",
         env: { HOSTNAME: "api-1" },
       },
     }),
-    { runtime: "node v22.1.0", os: "linux x64", host: "api-1" },
+    { runtime: "node 22.1.0", os: "linux x64", host: "api-1" },
   );
   assert.deepEqual(
     serverContext({ Bun: { version: "1.2.0" }, process: { env: {} } }),
