@@ -168,7 +168,9 @@ Options:
 
 Usage: deno task project retention ID DAYS [--json]
 
-DAYS is a whole number from 1 to 3650. It applies to entries stored from now on.
+DAYS is a whole number from 1 to 3650. A shorter retention also ends stored
+entries past it at the next merge round; a longer one keeps entries stored from
+now on longer (stored ones keep the time they were given).
 
 Options:
   --json      Print the project as one JSON object
@@ -406,7 +408,7 @@ const SUBCOMMANDS: Subcommands = {
         ctx,
         parsed,
         project,
-        `Entries of project "${id}" stored from now on are kept ${project.retentionDays} days`,
+        `Entries of project "${id}" are kept ${project.retentionDays} days`,
       );
     },
   }),

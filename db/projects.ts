@@ -1,7 +1,7 @@
 /**
  * Project records: creation with a random id and secret, the allow-list of
  * origins and app ids, custom levels, retention, secret rotation with a grace
- * period, and deletion with everything stored under the project.
+ * period. Deleting a project with everything under it is db/deletion.ts's.
  *
  * Every change is a compare-and-swap on the record's versionstamp, so two
  * operators editing at once never lose each other's change.
@@ -270,7 +270,11 @@ export function validateRetentionDays(days: number): number {
   return days;
 }
 
-/** Sets how many days stored entries are kept (applies to entries stored from now on). */
+/**
+ * Sets how many days entries are kept: the next merge round ends stored
+ * entries past a shorter retention; a longer one applies to entries stored
+ * from now on (KV's expiry of a stored chunk is not moved).
+ */
 export function setRetention(
   kv: Deno.Kv,
   projectId: string,

@@ -305,7 +305,7 @@ function DaysField(props: {
   );
 }
 
-/** How long entries stored from now on are kept. */
+/** How long entries are kept (a shorter retention ends stored ones past it). */
 function RetentionSection(props: SectionProps) {
   const { ctx, action, project, errors } = props;
   return (
@@ -317,7 +317,10 @@ function RetentionSection(props: SectionProps) {
         />
         <button type="submit">Save</button>
       </PostForm>
-      <p class="hint">Applies to entries stored from now on.</p>
+      <p class="hint">
+        Shorter: stored entries past it go at the next merge round. Longer:
+        applies to entries stored from now on.
+      </p>
       <FieldErrorText error={errors.retention} />
       <RetentionRules {...props} />
     </Card>

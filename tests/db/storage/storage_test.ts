@@ -160,6 +160,27 @@ queryProjectTest(
   },
 );
 
+queryProjectTest(
+  "a shorter retention ends stored entries past it at the next round; a longer one keeps what is stored",
+  async (kv, projectId) => {
+    const old = Array.from({ length: 20 }, (_, i) => recordAt(T0 + i * 1000));
+    await storeBatch(kv, projectId, old);
+    const now = T0 + 3 * DAY;
+    // Within the default 30 days: kept by a round.
+    await mergeProject(kv, projectId, { now });
+    assert.equal((await Array.fromAsync(listLogs(kv, projectId))).length, 20);
+    // Shortened to 2 days: the entries of three days ago go at the next round.
+    await setRetention(kv, projectId, 2);
+    assert.ok((await mergeProject(kv, projectId, { now })).expired > 0);
+    assert.deepEqual(await Array.fromAsync(listLogs(kv, projectId)), []);
+    // Lengthened again: a new entry is kept, nothing comes back.
+    await setRetention(kv, projectId, 30);
+    await storeBatch(kv, projectId, [recordAt(now)]);
+    await mergeProject(kv, projectId, { now: now + DAY });
+    assert.equal((await Array.fromAsync(listLogs(kv, projectId))).length, 1);
+  },
+);
+
 harnessTest(
   "deleting a project under traffic leaves nothing under it, and merges write nothing after",
   async (h) => {
