@@ -376,7 +376,7 @@ const EMPTY = new Uint8Array();
  * count's `sum`, its counts per release (`sum`, in the same commit, so they
  * always agree with the count), its index row, the deletion of its former
  * index row, the id of a new group by its fingerprint, and the releases'
- * counters. Returns the number of mutations added: 5 a group at most, plus
+ * counters. Returns the number of mutations added: 4 a group at most, plus
  * one a release pair (at most {@linkcode MAX_RELEASE_PAIRS_PER_BATCH}) and 5
  * a release (at most 10).
  */

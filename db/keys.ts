@@ -20,9 +20,9 @@
  * | `log_column_slices/<projectId>/<last entry id>/<n>` | further slices of a chunk's columns too large for one value |
  * | `log_counts/<projectId>/<"m" or "h">/<start ms>/<level>` | `Deno.KvU64`, entries received in that minute or hour |
  * | `log_merges/<projectId>` | `Deno.KvU64`, bumped by every merge commit |
- * | `log_coarse_groups/<projectId>/<last id of its newest chunk>` | a coarse group: the final chunks one coarse filter covers (db/storage/coarse.ts) |
+ * | `log_coarse_groups/<projectId>/<last id of its newest chunk>` | a coarse group: the settled merged chunks one coarse filter covers (db/storage/coarse.ts) |
  * | `log_coarse_bits/<projectId>/<segment>/<group's last id>` | one segment of a coarse group's Bloom filter |
- * | `log_coarse_pending/<projectId>/<last entry id>` | the number of a final chunk's token hashes, until a coarse group takes it |
+ * | `log_coarse_pending/<projectId>/<last entry id>` | a merged chunk's number of token hashes, tier and entries, until a coarse group takes it |
  * | `log_coarse_hashes/<projectId>/<last entry id>` | those hashes |
  * | `log_ungrouped/<projectId>/<last entry id>` | a chunk written since a coarse group last named it (or never named): a word search lists these beside the groups |
  * | `log_coarse_state/<projectId>` | `Deno.KvU64`, set once every chunk of the project in no group has its `log_ungrouped/` key; bumped when a group is made or a merge moves a grouped chunk |
@@ -54,7 +54,7 @@
  * | `read_token_hashes/<sha256 hex>` | the project and id of the read token with that hash |
  * | `audit/<projectId or "">/<eventId>` | one audit event of a project (`""`: of the service), by time (ids start with their ms), expiring |
  * | `audit_budgets/<projectId or "">/<actor>/<day>` | events an account recorded that day in that scope, and its summaries past the budget (db/audit.ts), expiring |
- * | `fingerprint_keys/<projectId>` | 32 random bytes: the project's key of error group ids, made once on first use |
+ * | `fingerprint_keys/<projectId>` | 16 random bytes: the project's key of error group ids, made once on first use |
  * | `error_groups/<projectId>/<groupId>` | an error group: title, top frame, sample, first and last seen, hourly counts (db/error_groups.ts); deleted when evicted or past the retention |
  * | `error_group_counts/<projectId>/<groupId>` | `KvU64`: the group's exact count, added to with `sum`; deleted with its group |
  * | `error_groups_by_seen/<projectId>/<last seen ms>/<groupId>` | empty bytes: the groups by last seen, newest last; deleted with its group |
@@ -221,7 +221,7 @@ export function logCoarseBitsPrefix(
     : ["log_coarse_bits", projectId, segment];
 }
 
-/** Key of a final chunk's token hashes (their number: {@linkcode logCoarsePendingKey}). */
+/** Key of a merged chunk's token hashes (their number: {@linkcode logCoarsePendingKey}). */
 export const logCoarseHashesKey = keyed<[projectId: string, lastId: string]>(
   "log_coarse_hashes",
 );
@@ -236,7 +236,7 @@ export function logCoarseBitsGroupId(key: Deno.KvKey): string {
   return String(key[3]);
 }
 
-/** Key of the number of a final chunk's token hashes waiting for a coarse group. */
+/** Key of the number of a merged chunk's token hashes waiting for a coarse group. */
 export const logCoarsePendingKey = keyed<[projectId: string, lastId: string]>(
   "log_coarse_pending",
 );

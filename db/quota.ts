@@ -305,7 +305,10 @@ async function hourlyAverage(
   return total / (SPIKE_HISTORY_DAYS * 24);
 }
 
-/** Whether the project is in a spike once `accepted` more came this minute. */
+/**
+ * Whether the project is in a spike at `state`'s accepted counts of this
+ * minute and the one before.
+ */
 export function inSpike(
   spike: SpikeProtection | undefined,
   state: QuotaState,

@@ -358,9 +358,9 @@ const LEVEL = '","level":';
 
 /**
  * An accepted record scrubbed by its project's rules, with its line when
- * known (db/lines.ts): a line the scrubber's trigger passes over is kept as
- * it is, the fast path of nearly every entry; a record that changes loses
- * its line, to be encoded again from the scrubbed record.
+ * known (db/storage/lines.ts): a line the scrubber's trigger passes over is
+ * kept as it is, the fast path of nearly every entry; a record that changes
+ * loses its line, to be encoded again from the scrubbed record.
  *
  * @example
  * ```ts
@@ -373,7 +373,7 @@ export function scrubAccepted<T extends ScrubTarget>(
   line: string | undefined,
 ): { record: T; line: string | undefined } {
   const scrubber = scrubberOf(project);
-  // The id that starts a line (db/lines.ts) is not the sender's: its
+  // The id that starts a line (db/storage/lines.ts) is not the sender's: its
   // digits would pass the card trigger in one line out of six.
   if (
     line !== undefined && !scrubber.candidate(line.slice(line.indexOf(LEVEL)))

@@ -1,7 +1,8 @@
 /**
  * A project's counters and its recent rejections: written by the consumer
- * inside its result commit, read by the operator commands and the tests
- * through this module only (docs/design.md#rejection-reasons).
+ * inside its result commit, read through this module by the operator
+ * commands, the dashboard and the tests, and by the metrics' totals
+ * (db/totals.ts) directly (docs/design.md#rejection-reasons).
  *
  * Counters are `Deno.KvU64` sums, so concurrent commits add up without
  * conflicts. Recent rejections are a ring of {@linkcode RECENT_REJECTIONS}

@@ -1,9 +1,11 @@
 /**
  * Aggregations: the answer of a query that ends with a pipe (`| count`,
  * `| count by (…)`, `| top N F`, `| uniq F`; db/query/pipe.ts) as rows, for
- * the CLI, the read API and the explorer alike. Read-only: it streams the
- * matching entries of one scan (newest first, exact while merges move
- * entries, db/query/scan.ts) into counters and never holds the entries.
+ * the CLI, the read API and the explorer alike. Read-only: counted from the
+ * level counters, else from chunk columns where they answer
+ * (db/query/columnar.ts), else by streaming the matching entries of one scan
+ * (newest first, exact while merges move entries, db/query/scan.ts) into
+ * counters; it never holds the entries.
  *
  * Bounds (docs/limits.md): at most {@linkcode MAX_GROUPS} groups are
  * counted (past that the query is refused: narrow it), at most
@@ -107,7 +109,8 @@ function countersAnswer(filter: Filter, by: GroupBy[]): boolean {
  * Runs an aggregation over a project's matching entries. A filter on time
  * and levels grouped by time and level is counted from the counters of
  * levels per hour and per minute (the entries of the partial minutes at
- * the ends are read); anything else reads the matching entries.
+ * the ends are read); one the chunk columns can answer is counted from them
+ * (db/query/columnar.ts); anything else reads the matching entries.
  *
  * @example
  * ```ts

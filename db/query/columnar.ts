@@ -424,7 +424,7 @@ function columnsMask(
 
 /**
  * Counts what `collect` read into `add`: per group of `by`'s cells, the
- * entries received from `from` on (all of them by default).
+ * entries received from `collected.searchedTo` on (all of them when unset).
  */
 export function countCollected(
   collected: Collected,

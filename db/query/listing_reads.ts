@@ -18,7 +18,7 @@ const LIST_READ_MAX = 1000;
  * many, within {@linkcode LIST_READ_MAX}); from its fourth read on, each
  * starts as soon as the one before is handed over, so its wait overlaps
  * the caller's work on those entries. A listing that stops within its first
- * three reads (a page, a tail) never reads ahead.
+ * two reads (a page, a tail) never reads ahead.
  */
 export class ListingReads {
   readonly #kv: Deno.Kv;

@@ -2,8 +2,8 @@
  * The query module: the one way the operator commands and the dashboard read
  * stored entries. Filters and the query syntax, pages of entries with a
  * cursor, aggregations (`| count`, `| top`, `| uniq`), one entry, an entry
- * in context, a live tail, histograms, counts
- * and the backlog. It only reads: what writes and merges stored entries
+ * in context, a live tail, histograms and counts (the storage backlog is
+ * db/backlog.ts's). It only reads: what writes and merges stored entries
  * lives in db/storage/ (docs/storage.md). See docs/query.md.
  *
  * @module

@@ -1,5 +1,5 @@
 /**
- * The query syntax for people (docs/query.md#syntax), used by
+ * The query syntax for people (docs/query.md#query-syntax), used by
  * `deno task logs ID --query '…'` and the dashboard's search box:
  *
  * | form | meaning |
@@ -17,7 +17,8 @@
  * Fields are `level`, `auth`, `origin`, `appid`, `id`, `fingerprint` (of
  * an error group, domain/fingerprint.ts), and paths under
  * `data`, `context` and `device`. A word whose text before `:` names no field
- * is refused unless it is a URL (`https://…`); quote it to search for it.
+ * is refused unless it is a URL (`https://…`) or a time of day (`12:30`), or
+ * uses `=`, `<` or `>` (`a=b`): those are words. Quote it to search for it.
  * Errors are {@linkcode QuerySyntaxError}s naming the 1-based column.
  *
  * @module

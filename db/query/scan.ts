@@ -13,7 +13,7 @@
  * span) and Bloom filters say it may hold a match, and then only its blocks
  * whose Bloom filter says so are inflated; lines are checked as text
  * (ids, levels, the terms' JSON text) and parsed only when they may match.
- * See docs/query.md#reading.
+ * See docs/query.md#what-each-query-reads.
  *
  * @module
  */

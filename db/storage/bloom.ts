@@ -1,8 +1,9 @@
 /**
  * Bloom filters: a set of strings in a few bits per member that answers
- * "certainly absent" or "maybe present", never a false "absent". Each chunk
- * of stored entries has one over its tokens and field pairs (see
- * db/storage/text.ts), so that a query skips chunks that cannot match.
+ * "certainly absent" or "maybe present", never a false "absent". Each block
+ * of a stored chunk has one over its tokens and field pairs (see
+ * db/storage/text.ts), so that a query skips chunks and blocks that cannot
+ * match.
  *
  * Sized at {@linkcode BITS_PER_ITEM} bits per member with
  * {@linkcode HASHES} probes: about 1 % of absent members answer "maybe".

@@ -78,8 +78,8 @@ export interface ChunkSummary {
   bytes: number;
   /**
    * Values its columns are stored in (db/storage/columns.ts), head
-   * included; 0 or absent: none (a chunk written before columns, or one
-   * whose columns could not be held).
+   * included; 0 or absent: none (a fresh chunk of tier 0, until the merger
+   * rewrites it, or one whose columns could not be held).
    */
   columns?: number;
 }
@@ -130,8 +130,8 @@ export interface BuildChunkOptions {
   /** The records of the lines, when at hand (else the lines are parsed). */
   records?: readonly LogRecord[];
   /**
-   * Build the chunk's columns (db/storage/columns.ts); false only for a
-   * chunk as written before columns existed (tests, benchmarks).
+   * Build the chunk's columns (db/storage/columns.ts); false for the
+   * consumer's chunks, whose columns the merger builds when it rewrites them.
    * @default {true}
    */
   columns?: boolean;

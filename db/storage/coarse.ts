@@ -1,9 +1,10 @@
 /**
- * Coarse groups: one Bloom filter over the tokens of many final chunks, so
- * that a word search over a long range rules out thousands of chunks
- * without listing their own filters (about 10 KB each: 25.8 MiB at 3M
- * entries). The merger writes them (db/storage/coarse_groups.ts); a query
- * reads them before it lists a chunk (db/query/listing.ts).
+ * Coarse groups: one Bloom filter over the tokens of many settled merged
+ * chunks (final, or whose hour has closed), so that a word search over a
+ * long range rules out thousands of chunks without listing their own filters
+ * (about 10 KB each: 25.8 MiB at 3M entries). The merger writes them
+ * (db/storage/coarse_groups.ts); a query reads them before it lists a chunk
+ * (db/query/listing.ts).
  *
  * A group names its chunks (by last id) and spans the ids from its oldest
  * chunk's first to its newest chunk's last. Its filter is cut into
@@ -35,10 +36,10 @@ import { BITS_PER_ITEM, type BloomHash, HASHES } from "./bloom.ts";
 
 /** Segments of a group's filter: a probe reads one of them. */
 export const COARSE_SEGMENTS = 128;
-/** Final chunks one coarse group covers at most (and is built from). */
+/** Settled merged chunks one coarse group covers at most (and is built from). */
 export const COARSE_GROUP_CHUNKS = 64;
 /**
- * Distinct members a final chunk's pending hashes hold at most (4 bytes
+ * Distinct members a merged chunk's pending hashes hold at most (4 bytes
  * each, inside one KV value); a chunk with more is left out of groups and
  * searched through its own filters.
  */
@@ -151,7 +152,7 @@ export function decodeCoarseGroup(value: unknown, lastId: string): CoarseGroup {
   return { firstId: raw.f, lastId, chunks: raw.c, counts: raw.n };
 }
 
-/** The `log_coarse_pending/` value: distinct member hashes, 32 bits each. */
+/** The `log_coarse_hashes/` value: distinct member hashes, 32 bits each. */
 export function encodePending(hashes: Iterable<number>): Uint8Array {
   const list = [...hashes];
   const value = new Uint8Array(1 + 4 * list.length);
@@ -161,7 +162,7 @@ export function encodePending(hashes: Iterable<number>): Uint8Array {
   return value;
 }
 
-/** Decodes a `log_coarse_pending/` value into its member hashes. */
+/** Decodes a `log_coarse_hashes/` value into its member hashes. */
 export function decodePending(value: unknown): number[] {
   if (!(value instanceof Uint8Array) || value[0] !== FORMAT) {
     throw new Error("Cannot read a chunk's pending hashes: unknown format");

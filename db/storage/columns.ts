@@ -10,7 +10,7 @@
  *
  * Written with the chunk, in the same atomic operation, under
  * `log_columns/<projectId>/<last id>` (further slices of a value over
- * `PART_BYTES` under `log_column_slices/`), and deleted with it
+ * `SLICE_BYTES`, db/blob.ts, under `log_column_slices/`), and deleted with it
  * (db/storage/write.ts). The value: format, slices, then the deflated body:
  * a JSON header (u32 length first), the minutes (u8 each), the level codes
  * (u8 each) and per field its codes (u8 or u16 each, little-endian).

@@ -101,7 +101,7 @@ export interface MergeOptions {
    */
   pause?: () => Promise<void>;
   /**
-   * Final chunks a coarse group takes (db/storage/coarse.ts).
+   * Settled merged chunks a coarse group takes (db/storage/coarse.ts).
    * @default {COARSE_GROUP_CHUNKS}
    */
   coarseGroupChunks?: number;

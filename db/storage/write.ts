@@ -1,9 +1,10 @@
 /**
  * Stored entries: chunks, written once in their final form. The consumer
  * stores the entries a batch accepted for a project as one chunk — JSON lines
- * (db/storage/lines.ts) deflated in blocks, with a summary and a Bloom filter per
- * block (db/storage/chunk.ts) — in the same commit that accepts them, so an
- * entry is compressed and searchable from the moment it is stored. The
+ * (db/storage/lines.ts) deflated in blocks, with a summary (db/storage/chunk.ts)
+ * — in the same commit that accepts them, so an entry is compressed and
+ * searchable from the moment it is stored; its Bloom filters, one per block,
+ * and its columns are built when the merger rewrites it. The
  * merger (db/storage/merge.ts) later combines small chunks into larger ones;
  * it changes how entries are grouped, never what a reader finds.
  *
