@@ -12,8 +12,9 @@
  * `log_columns/<projectId>/<last id>` (further slices of a value over
  * `SLICE_BYTES`, db/blob.ts, under `log_column_slices/`), and deleted with it
  * (db/storage/write.ts). The value: format, slices, then the deflated body:
- * a JSON header (u32 length first), the minutes (u8 each), the level codes
- * (u8 each) and per field its codes (u8 or u16 each, little-endian).
+ * a JSON header (u32 length first), each held field's dictionary of values,
+ * the minutes (u8 each), the level codes (u8 each) and per field its codes
+ * (u8 or u16 each, little-endian).
  *
  * @module
  */
