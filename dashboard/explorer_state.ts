@@ -14,6 +14,7 @@ import {
   parseSearch,
   type Pipe,
 } from "./source.ts";
+import { idTime, isIdForm } from "../domain/ids.ts";
 
 /** Time presets, newest entries included. */
 export const RANGES = {
@@ -65,7 +66,6 @@ function isField(text: string): boolean {
   return text.length <= MAX_FIELD_CHARS && isPipeField(text);
 }
 
-const ID = /^[0-9a-f]{28}$/;
 /** Latest time a URL may name: the end of year 9999. */
 const MAX_TIME = Date.UTC(9999, 11, 31, 23, 59, 59, 999);
 const CURSOR = /^[\w.~:-]{1,512}$/;
@@ -118,7 +118,7 @@ export function parseUtc(text: string): number | null {
  * ```
  */
 export function isEntryId(text: string): boolean {
-  return ID.test(text) && parseInt(text.slice(0, 12), 16) <= MAX_TIME;
+  return isIdForm(text) && idTime(text) <= MAX_TIME;
 }
 
 /** A time as written in URLs and UTC inputs: `2026-01-15T09:30:00.000Z`. */

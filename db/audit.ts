@@ -14,7 +14,7 @@
  *
  * @module
  */
-import { createId } from "../domain/ids.ts";
+import { createId, isIdForm } from "../domain/ids.ts";
 import { auditBudgetKey, auditBudgetsPrefix, auditKey } from "./keys.ts";
 import { decodeJson, encodeJson } from "./kv.ts";
 import { deletePrefix } from "./projects.ts";
@@ -163,7 +163,7 @@ export async function listAudit(
   limit = MAX_AUDIT_LIST,
   before?: string,
 ): Promise<AuditEvent[]> {
-  if (before !== undefined && !/^[0-9a-f]{28}$/.test(before)) {
+  if (before !== undefined && !isIdForm(before)) {
     throw new AuditCursorError(
       `Cannot read event id "${before.slice(0, 40)}": expected 28 hex digits`,
     );

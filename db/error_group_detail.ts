@@ -21,7 +21,7 @@
 import type { LogRecord } from "../domain/entry.ts";
 import { DAY_MS } from "../domain/entry.ts";
 import { fingerprintOf } from "../domain/fingerprint.ts";
-import { idTime, timeBound } from "../domain/ids.ts";
+import { boundTime, timeBound } from "../domain/ids.ts";
 import { type ErrorGroup, readGroup } from "./error_group_reads.ts";
 import { compileFilter } from "./query/filter.ts";
 import { parseQuery } from "./query/parse.ts";
@@ -249,7 +249,7 @@ export async function readGroupDetail(
 
 /** The receipt time from which a scan that stopped at `resume` counted all. */
 function resumeTime(resume: string): number {
-  return idTime(resume.slice(0, 12).padEnd(12, "0")) + 1;
+  return boundTime(resume) + 1;
 }
 
 /** The users of each group of a page of the errors list. */

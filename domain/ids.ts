@@ -2,14 +2,20 @@
  * Unique, time-sortable ids for entries and batches: 12 hex digits of Unix
  * milliseconds, 8 of a per-process sequence, 8 of a per-process random tag.
  * Ids sort by time, then by arrival within one process; two processes never
- * produce the same id. This module is the only one that knows the layout, so
- * a time range becomes an id range here and nowhere else.
+ * produce the same id. This module is the only one that knows the layout:
+ * a time range becomes an id range here ({@linkcode timeBound},
+ * {@linkcode firstIdAt}), an id's time is read here ({@linkcode idTime},
+ * {@linkcode boundTime}), and an id's form is checked here
+ * ({@linkcode isIdForm}).
  *
  * @module
  */
 
 /** Hex digits of time at the start of an id. */
 const TIME_DIGITS = 12;
+/** Hex digits of a whole id: time, sequence and tag. */
+const ID_DIGITS = 28;
+const ID = /^[0-9a-f]{28}$/;
 
 const tag = Array.from(
   crypto.getRandomValues(new Uint8Array(4)),
@@ -53,4 +59,43 @@ export function idTime(id: string): number {
  */
 export function timeBound(ms: number): string {
   return Math.max(0, Math.floor(ms)).toString(16).padStart(TIME_DIGITS, "0");
+}
+
+/**
+ * Whether `text` has the form of an id: 28 lowercase hex digits.
+ *
+ * @example
+ * ```ts
+ * isIdForm(createId(Date.now())); // true
+ * isIdForm("0193"); // false
+ * ```
+ */
+export function isIdForm(text: string): boolean {
+  return ID.test(text);
+}
+
+/**
+ * The smallest whole id of time `ms`: {@linkcode timeBound} padded with
+ * zeros to an id's length, for a cursor that must have the form of an id.
+ *
+ * @example
+ * ```ts
+ * firstIdAt(Date.UTC(2026, 0, 1)); // "019b76daa800" + "0".repeat(16)
+ * ```
+ */
+export function firstIdAt(ms: number): string {
+  return timeBound(ms).padEnd(ID_DIGITS, "0");
+}
+
+/**
+ * The time an id or a time bound starts with; a bound shorter than the time
+ * digits counts as padded with zeros.
+ *
+ * @example
+ * ```ts
+ * boundTime(timeBound(1_700_000_000_000)); // 1700000000000
+ * ```
+ */
+export function boundTime(bound: string): number {
+  return parseInt(bound.slice(0, TIME_DIGITS).padEnd(TIME_DIGITS, "0"), 16);
 }

@@ -21,6 +21,7 @@
  * @module
  */
 import { getProject } from "../../db/projects.ts";
+import { isIdForm } from "../../domain/ids.ts";
 import {
   aggregate,
   type Aggregation,
@@ -182,7 +183,10 @@ function readParams(url: URL, now: number): {
     );
   }
   const cursor = params.get("cursor") ?? undefined;
-  if (cursor !== undefined && !/^[no][0-9a-f]{28}$/.test(cursor)) {
+  if (
+    cursor !== undefined &&
+    !(/^[no]/.test(cursor) && isIdForm(cursor.slice(1)))
+  ) {
     throw new ApiParameterError(
       `Cannot read "cursor" "${
         cursor.slice(0, 40)

@@ -11,6 +11,7 @@
  */
 import type { ScanBudget } from "../../db/query/scan.ts";
 import { getCookie } from "hono/cookie";
+import { firstIdAt } from "../../domain/ids.ts";
 import type { LogRecord } from "../../domain/entry.ts";
 import { mayRead } from "../access.ts";
 import { getProject, type Project } from "../../db/projects.ts";
@@ -68,12 +69,6 @@ export const PAGE_SIZE = 50;
 const MAX_ROWS_TO_OPEN = 4 * PAGE_SIZE;
 /** Entries shown on each side in "show in context". */
 export const CONTEXT_SIZE = 20;
-
-/** The smallest id of time `ms`: where a tail with nothing shown starts. */
-function idAt(ms: number): string {
-  return Math.max(0, Math.floor(ms)).toString(16).padStart(12, "0") +
-    "0".repeat(16);
-}
 
 /**
  * Reads the state; a malformed query becomes `queryError`, and so does a
@@ -195,7 +190,7 @@ async function explorerPage(
     records: [],
     cursor: null,
     histogram: null,
-    tailAfter: idAt(now - 60_000),
+    tailAfter: firstIdAt(now - 60_000),
     views: await listViews(kv, project.id),
   };
   if (filter !== null && pipe) {
@@ -374,7 +369,7 @@ async function liveTail(
     ? resumed
     : isEntryId(c.req.query("after") ?? "")
     ? c.req.query("after")!
-    : idAt(deps.now() - 60_000);
+    : firstIdAt(deps.now() - 60_000);
   const session = c.get("session")!;
   const slot = tails.take(session.id, session.account.email);
   if (typeof slot === "string") {

@@ -18,7 +18,7 @@
  * @module
  */
 import type { LogRecord } from "../../domain/entry.ts";
-import { idTime, timeBound } from "../../domain/ids.ts";
+import { boundTime, timeBound } from "../../domain/ids.ts";
 import { COUNT_BUCKET_MS, readLogCounts } from "../log_counts.ts";
 import { compileFilter, type Filter } from "./filter.ts";
 import { countedByCounters } from "./histogram.ts";
@@ -296,7 +296,7 @@ function answerOf(
   if (read.resume !== undefined) {
     // Entries after the resume id were counted: from the next millisecond
     // on, all of them (of its own millisecond, those with a larger id).
-    answer.searchedTo = idTime(read.resume.slice(0, 12).padEnd(12, "0")) + 1;
+    answer.searchedTo = boundTime(read.resume) + 1;
   }
   if (distinct) {
     answer.columns = ["count"];

@@ -7,7 +7,7 @@
  * @module
  */
 import type { LogRecord } from "../../domain/entry.ts";
-import { idTime, timeBound } from "../../domain/ids.ts";
+import { idTime, isIdForm, timeBound } from "../../domain/ids.ts";
 import { compileFilter, type Filter, InvalidQueryError } from "./filter.ts";
 import {
   MAX_ID,
@@ -26,7 +26,6 @@ export const MAX_QUERY_LIMIT = 1000;
  * found and a cursor to go on (docs/limits.md).
  */
 export const QUERY_BUDGET_MS = 2000;
-const ID = /^[0-9a-f]{28}$/;
 
 /** Options of {@linkcode queryLogs}. */
 export interface QueryOptions {
@@ -170,7 +169,7 @@ export async function getEntry(
   projectId: string,
   id: string,
 ): Promise<LogRecord | null> {
-  if (!ID.test(id)) return null;
+  if (!isIdForm(id)) return null;
   const filter = compileFilter({
     fields: [{ path: "id", op: "eq", value: id }],
   });
@@ -201,7 +200,7 @@ export async function aroundEntry(
   { before: LogRecord[]; entry: LogRecord | null; after: LogRecord[] }
 > {
   const limit = Math.min(MAX_QUERY_LIMIT, Math.max(0, Math.floor(n)));
-  if (!ID.test(id)) {
+  if (!isIdForm(id)) {
     throw new InvalidQueryError(
       `Cannot show entry "${id}" in context: expected an id of 28 hexadecimal digits`,
     );
