@@ -1,7 +1,8 @@
 /**
  * Who may do what in the dashboard, checked in one place before any route
- * runs (docs/accounts.md#roles), from the page table (dashboard/page_table.ts):
- * a request that matches no row of it answers `404` to everyone; a project
+ * runs (docs/accounts.md#accounts-and-roles), from the page table
+ * (dashboard/page_table.ts): a request that matches no row of it answers
+ * `404` to a signed-in account (anyone else is sent to sign in first); a project
  * the account cannot read answers `404`, as if it did not exist; a page
  * that needs more than the account's role answers `403`. A route added
  * later is open to nobody until the table names it.

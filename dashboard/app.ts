@@ -86,8 +86,9 @@ export interface DashboardOptions {
   /** Live tail timing. @default 500 ms polls, 5 min streams, 15 s heartbeats */
   tail?: Partial<TailTiming>;
   /**
-   * Server time the histogram of a word or field query may take before
-   * older bars are left uncounted (dashboard/histogram.ts).
+   * Server time an explorer page may have taken, from the start of its
+   * listing, before the histogram of a word or field query leaves older bars
+   * uncounted (dashboard/histogram.ts).
    * @default {HISTOGRAM_BUDGET_MS}
    */
   histogramBudgetMs?: number;

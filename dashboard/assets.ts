@@ -1,5 +1,5 @@
 /**
- * The files the pages load — one stylesheet and a few small script modules
+ * The files the pages load — three stylesheets and a few small script modules
  * under dashboard/assets/ — read once, gzipped once, and served by the app
  * itself (no CDN). Their URLs carry a hash of their content, so they can be
  * cached for good and a new version is fetched as soon as it exists.

@@ -43,7 +43,10 @@ export interface DashboardConfig {
   hostname: string;
   /** Port `deno task dashboard` listens on. @default {8001} */
   port: number;
-  /** The one password that signs in. Required; no default. */
+  /**
+   * `ADMIN_PASSWORD`: the built-in `admin` account's password (other
+   * accounts have their own). Required; no default.
+   */
   password: string;
   /** The database, as the service reads `KV_PATH`. */
   kvPath: string | undefined;

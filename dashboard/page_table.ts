@@ -3,9 +3,10 @@
  * may open it and, for the pages of the navigation, their label
  * (docs/dashboard.md#access). It is the one source of both the access
  * check (dashboard/access.ts) and the navigation (pages/layout.tsx), and
- * it denies by default: a request that matches no row answers `404` to
- * everyone, whatever route a module registered, and a link to a page the
- * account may not open is not shown.
+ * it denies by default: a request that matches no row answers `404` to a
+ * signed-in account (anyone else is sent to sign in first), whatever route a
+ * module registered, and a link to a page the account may not open is not
+ * shown.
  *
  * Paths are relative to the dashboard's base and written as Hono writes
  * them: `:name` stands for one segment.

@@ -22,7 +22,9 @@ const SAFE_METHODS = new Set(["GET", "HEAD", "OPTIONS"]);
  */
 export function createNonce(): string {
   const bytes = crypto.getRandomValues(new Uint8Array(16));
-  return btoa(String.fromCharCode(...bytes)).replace(/[+/=]/g, "");
+  // base64url: every one of the 128 random bits kept, never "=".
+  return btoa(String.fromCharCode(...bytes)).replaceAll("+", "-")
+    .replaceAll("/", "_").replace(/=+$/, "");
 }
 
 /**
@@ -270,7 +272,7 @@ export function hostName(host: string): string | null {
  * @example
  * ```ts
  * hostRefusal(new Request("http://evil.example/"), []);
- * // "Cannot serve \"evil.example\": this dashboard answers at localhost, 127.0.0.1, [::1] only"
+ * // "Cannot serve \"evil.example\": this dashboard answers at localhost, 127.0.0.1, [::1] only (set DASHBOARD_PUBLIC_HOST to add its public name)"
  * ```
  */
 export function hostRefusal(

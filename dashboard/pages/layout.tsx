@@ -1,5 +1,5 @@
 /**
- * The frame of every page: head with the app's stylesheet and scripts (each
+ * The frame of every page: head with the app's stylesheets and scripts (each
  * script tag carries the answer's nonce), the top bar with navigation and
  * sign-out, a project's tabs, and small shared pieces (copy button, notice).
  *

@@ -1,6 +1,7 @@
 /**
- * The read API, served by the dashboard (never by the ingest port, which
- * keeps its one endpoint): `GET /api/v1/projects/:id/logs` answers a page
+ * The read API, served by the dashboard (on its own port, or under
+ * `/dashboard/` on the main server with `DASHBOARD=on`; the ingest routes keep
+ * their one endpoint): `GET /api/v1/projects/:id/logs` answers a page
  * of a project's entries, newest first, as NDJSON (one object per line, the
  * fields of `deno task logs --json`) or with `format=csv` as CSV with a
  * header row; the next page's address is in `Link: <…>; rel="next"`.

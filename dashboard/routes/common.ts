@@ -53,7 +53,10 @@ export interface DashboardDeps {
   endpoint: (url: URL) => string;
   assetUrls: Record<string, string>;
   tail: TailTiming;
-  /** Server time the histogram of a word or field query may take. */
+  /**
+   * Server time an explorer page may take, listing included, before its
+   * histogram leaves older bars uncounted.
+   */
   histogramBudgetMs: number;
   /** Server time the explorer's facets may take (db/query/facets.ts). */
   facetsBudgetMs: number;

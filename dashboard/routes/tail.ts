@@ -4,8 +4,9 @@
  * an `entry` event whose `id` is the entry's id and whose data is its
  * rendered row. A browser that reconnects sends that id back as
  * `Last-Event-ID` and the stream resumes right after it: no entry missed,
- * none sent twice. A stream ends after `maxMs` (the browser reconnects at
- * once), so a signed-out session is noticed and no stream lives forever.
+ * none sent twice. A stream ends after `maxMs` (the browser reconnects about
+ * 2 s later, as the stream's `retry: 2000` asks), so a signed-out session is
+ * noticed and no stream lives forever.
  *
  * Every open stream polls the database, so their number is bounded per
  * session, per account (however many sessions it signs in) and in all

@@ -275,6 +275,8 @@ signedInTest(
       const nonce = /script-src 'nonce-([^']+)' 'strict-dynamic'/.exec(csp)
         ?.[1];
       assert.ok(nonce, `${path}: ${csp}`);
+      // 128 random bits in base64url, all of them kept.
+      assert.match(nonce, /^[A-Za-z0-9_-]{22}$/);
       assert.doesNotMatch(csp, /unsafe-inline|unsafe-eval/);
       assert.match(csp, /default-src 'none'/);
       assert.match(csp, /frame-ancestors 'none'/);
