@@ -1,7 +1,8 @@
 /**
  * Configuration: the environment variables the server and the operator
  * commands read, validated once with zod. `loadConfig` fails fast and names
- * the variable at fault; nothing else in the service reads the environment.
+ * the variable at fault; besides it, only the dashboard's own configuration
+ * (dashboard/config.ts) and the CLI's `NO_COLOR` read the environment.
  *
  * The schema is the one source of every default: the {@linkcode Config} type
  * is what it outputs.

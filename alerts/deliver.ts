@@ -2,7 +2,7 @@
  * Sending one delivery of the alert outbox: a durable queue kept in KV
  * (never Deno's `enqueue`, which the new Deno Deploy lacks). Which
  * deliveries go, and how many at once, is alerts/dispatch.ts's business
- * (docs/alerts.md#deliveries).
+ * (docs/alerts.md#deliveries-retries-and-history).
  *
  * A delivery is claimed by moving its outbox key to the end of a lease in
  * one atomic operation checked on its versionstamp: one instance wins, and

@@ -4,7 +4,7 @@
  * when the rule fires put one delivery in the outbox (docs/alerts.md).
  *
  * It runs beside the ingest path, never in it: a loop reads what the
- * consumer has stored, so it works with or without a KV queue. A rule's
+ * consumer has stored. A rule's
  * new state and its delivery are committed in one atomic operation checked
  * on the versionstamps of the rule and the state it read; an instance that
  * loses the race commits nothing, so two instances never queue the same

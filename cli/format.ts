@@ -158,8 +158,8 @@ export function parseDuration(text: string): number | undefined {
 
 /**
  * Reads the value of a time flag: a duration back from `now` (`15m`) or an
- * ISO 8601 date or time (`2026-01-01`, `2026-01-01T10:00:00Z`; without an
- * offset, local time). Throws {@linkcode UsageError} naming `flag` otherwise.
+ * ISO 8601 date or time (`2026-01-01` is midnight UTC, `2026-01-01T10:00:00Z`
+ * as written; a date and time without an offset is local time). Throws {@linkcode UsageError} naming `flag` otherwise.
  *
  * @example
  * ```ts

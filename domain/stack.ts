@@ -9,7 +9,7 @@
  *
  * It also knows which frames are the runtime's own (`<anonymous>`,
  * `native`, `node:internal/…`, `ext:`, the browser's code), which grouping
- * skips when it picks the top frame (docs/errors.md#grouping).
+ * skips when it picks the top frame (docs/errors.md#stacks-and-grouping).
  *
  * @module
  */

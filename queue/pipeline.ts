@@ -79,7 +79,8 @@ export interface PipelineOptions {
   rider?: CommitRider;
   /**
    * Longest a commit of few entries waits for more (queue/producer.ts
-   * `LINGER_MS`); 0: each commit starts as soon as the previous one ends.
+   * `LINGER_MS`); 0: no lingering, a commit starts at once when none is in
+   * flight (and a second beside it once `PIPELINE_ENTRIES` wait).
    */
   lingerMs?: number;
   /** Hand committed batches straight to this process's consumer. @default {true} */

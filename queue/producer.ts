@@ -76,7 +76,10 @@ export const PIPELINE_ENTRIES = 32;
 /** Commits in flight at most. */
 const MAX_COMMITS_IN_FLIGHT = 2;
 
-/** Thrown by {@linkcode GroupCommitter.submit} when too many requests wait. */
+/**
+ * The rejection of {@linkcode GroupCommitter.submit} when too many requests
+ * or characters wait, or storage is behind.
+ */
 export class OverloadedError extends Error {
   override name = "OverloadedError";
   constructor(
@@ -229,10 +232,11 @@ export class GroupCommitter {
   }
 
   /**
-   * Queues `entry`; resolves once it is committed to KV. Throws
-   * {@linkcode OverloadedError} at once when the backlog is full, rejects
-   * with {@linkcode WritesHeldError} at once while the gate is closed and
-   * with {@linkcode CommitFailedError} when the commit fails.
+   * Queues `entry`; resolves once it is committed to KV. Rejects at once
+   * with {@linkcode OverloadedError} when too many requests or characters
+   * wait or storage is behind, at once with {@linkcode WritesHeldError}
+   * while the gate is closed, and with {@linkcode CommitFailedError} when the
+   * commit fails.
    */
   submit(entry: QueuedEntry): Promise<void> {
     if (this.#waiting.length >= this.#options.maxPending) {

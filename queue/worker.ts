@@ -106,7 +106,8 @@ export class BatchWorker {
 
   /**
    * Queues batches just committed by this process, with their entries. At
-   * most 16 keep their entries in memory; the others are read back from KV.
+   * most {@linkcode MAX_HANDED_BATCHES} keep their entries in memory; the
+   * others are read back from KV.
    */
   hand(batches: HandedBatch[]): void {
     for (const batch of batches) {
