@@ -2,7 +2,8 @@
  * The documentation's shape: the README stays a front door, BENCHMARKS.md
  * holds current results, every link between the pages (README.md,
  * BENCHMARKS.md, docs/*.md) reaches a file and, when it names one, a heading
- * of that page, and docs/operating.md names every task.
+ * of that page, docs/operating.md names every task, and every heading a
+ * code comment points to (`docs/query.md#query-syntax`) exists.
  */
 import assert from "node:assert/strict";
 
@@ -121,4 +122,43 @@ Deno.test("every task of deno.json is named in docs/operating.md's table of task
   const tasks = Object.keys(config.tasks);
   assert.ok(tasks.length > 20, `only ${tasks.length} tasks were read`);
   assert.deepEqual(tasks.filter((task) => !named.has(task)), []);
+});
+
+/** The source files of the repository, as paths from the root. */
+async function sources(dir = ""): Promise<string[]> {
+  const found: string[] = [];
+  for await (const entry of Deno.readDir(new URL(dir || ".", ROOT))) {
+    const path = `${dir}${entry.name}`;
+    if (entry.isDirectory && !entry.name.startsWith(".")) {
+      if (entry.name !== "node_modules" && entry.name !== "data") {
+        found.push(...await sources(`${path}/`));
+      }
+    } else if (entry.isFile && /\.tsx?$/.test(entry.name)) found.push(path);
+  }
+  return found;
+}
+
+Deno.test("every heading a code comment names in the docs exists", async () => {
+  const files = await sources();
+  assert.ok(files.includes("db/query/parse.ts"), "the sources were not read");
+  const broken: string[] = [];
+  let checked = 0;
+  for (const file of files) {
+    const text = await Deno.readTextFile(new URL(file, ROOT));
+    for (
+      const [, page, anchor] of text.matchAll(
+        /\b((?:docs\/[a-z_]+|README|BENCHMARKS)\.md)#([a-z0-9-]+)/g,
+      )
+    ) {
+      checked++;
+      const target = await Deno.readTextFile(new URL(page!, ROOT)).catch(() =>
+        undefined
+      );
+      if (target === undefined || !anchors(target).has(anchor!)) {
+        broken.push(`${file}: ${page}#${anchor}`);
+      }
+    }
+  }
+  assert.ok(checked > 30, `only ${checked} references were checked`);
+  assert.deepEqual(broken, []);
 });
