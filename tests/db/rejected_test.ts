@@ -2,7 +2,7 @@
  * Kept rejected entries: what is kept of a rejected entry and within which
  * bounds, the text a `bad_signature` entry should have been signed over,
  * and `deno task rejected` (JSON, and inert human output). Replays are in
- * tests/db/rejected_replay_test.ts.
+ * tests/queue/replay_test.ts.
  *
  * @module
  */

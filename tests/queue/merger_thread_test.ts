@@ -1,6 +1,6 @@
 /**
  * The merger in a thread of its own (queue/merger.ts `createMergerThread`,
- * queue/merge_thread.ts): over a database file it merges what the merger
+ * queue/merger_thread.ts): over a database file it merges what the merger
  * of this thread would, reports its backlog, and a thread that cannot run
  * is one error, not a crash.
  *
