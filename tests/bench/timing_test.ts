@@ -7,13 +7,21 @@ Deno.test("median takes the middle value, the upper one of an even count, 0 of n
   assert.equal(median([]), 0);
 });
 
-Deno.test("timeRuns runs once, then the given number of times more, and answers the first run's value", async () => {
+Deno.test("timeRuns runs once, then the given number of times more, and answers the first run's value and time and the others' median", async () => {
   let calls = 0;
-  const { first, firstMs, medianMs } = await timeRuns(() => {
-    calls++;
-    return Promise.resolve(calls);
-  }, 5);
+  let now = 0;
+  // Run n takes 10 × n ms: the first 10, the next five 20 to 60.
+  const { first, firstMs, medianMs } = await timeRuns(
+    () => {
+      calls++;
+      now += 10 * calls;
+      return Promise.resolve(calls);
+    },
+    5,
+    () => now,
+  );
   assert.equal(calls, 6);
   assert.equal(first, 1);
-  assert.ok(firstMs >= 0 && medianMs >= 0);
+  assert.equal(firstMs, 10);
+  assert.equal(medianMs, 40);
 });

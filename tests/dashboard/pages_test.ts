@@ -93,6 +93,8 @@ Deno.test("sender-supplied text is inert in every place an entry is shown", asyn
     },
   }));
   assert.doesNotMatch(projects, /<script>alert|<img src=x/);
+  // Shown, as text.
+  assert.match(projects, /&lt;script&gt;alert\(1\)&lt;\/script&gt;/);
 });
 
 Deno.test("the projects page marks a 24 h rejection count taken from a full ring as a lower bound", async () => {
@@ -309,7 +311,7 @@ Deno.test("snippets carry the project id and endpoint and never a secret", () =>
   assert.equal(JSON.stringify(JSON.parse(body)), body);
 });
 
-Deno.test("the rejections page shows kept entries inert, and no replay button for one that cannot be replayed", async () => {
+Deno.test("the rejections page shows kept entries inert, a replay button for one that can be replayed and none for one that cannot", async () => {
   const base = { at: 0, projectId: "p1", level: "info" };
   const out = await html(RejectionsPage({
     ctx,
@@ -355,6 +357,18 @@ Deno.test("the rejections page shows kept entries inert, and no replay button fo
             data: {},
           },
         },
+        {
+          ...base,
+          entryId: "e4",
+          reason: "bad_origin",
+          entry: {
+            id: "e4",
+            receivedAt: 0,
+            level: "info",
+            projectId: "p1",
+            data: {},
+          },
+        },
       ],
       keptReplayable: 1,
     },
@@ -376,5 +390,6 @@ Deno.test("the rejections page shows kept entries inert, and no replay button fo
   );
   assert.doesNotMatch(out, /name="entry" value="e2"/, "nothing to replay");
   assert.doesNotMatch(out, /name="entry" value="e3"/, "its signature is used");
+  assert.match(out, /name="entry" value="e4"/, "a bad origin may be cured");
   assert.match(text, /Replay all 1 kept entry/);
 });

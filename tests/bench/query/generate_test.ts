@@ -101,6 +101,7 @@ Deno.test("entries are accepted by the endpoint's schema once the caller sets pr
 
 Deno.test("status and durationMs repeat the numbers the message states", () => {
   let withStatus = 0;
+  let withDuration = 0;
   for (const { data, level } of take(6, 5000)) {
     if (data.status !== undefined) {
       withStatus++;
@@ -108,10 +109,12 @@ Deno.test("status and durationMs repeat the numbers the message states", () => {
       assert.equal(data.status >= 400, level !== "info", data.message);
     }
     if (data.durationMs !== undefined) {
+      withDuration++;
       assert.ok(data.message.includes(`${data.durationMs} ms`), data.message);
     }
   }
   assert.ok(withStatus > 500, `${withStatus} entries with a status`);
+  assert.ok(withDuration > 500, `${withDuration} entries with a duration`);
 });
 
 Deno.test("entries vary: many distinct titles and messages, devices with and without appid", () => {
