@@ -22,8 +22,9 @@ queryProjectTest(
       await storeBatch(kv, projectId, [recordAt(T0 + i * 60_000)]);
     }
     assert.equal(await countStoredEntries(kv, projectId), 30);
-    // A reader whose listing of summaries starts only after a merge
-    // merged its chunks, as the merger of a running server can.
+    // A reader whose first listing of summaries is read in batches of 5
+    // and sees a merge commit after its fifth summary, as the merger of a
+    // running server can: what it listed before and after no longer agree.
     let merged = false;
     const racing = new Proxy(kv, {
       get(target, name) {
@@ -39,8 +40,18 @@ queryProjectTest(
           if (!merged && prefix[0] === logSummariesPrefix(projectId)[0]) {
             merged = true;
             return (async function* () {
-              await mergeAt(target, projectId, T0 + 3 * 3_600_000);
-              yield* target.list(selector, options);
+              let n = 0;
+              for await (
+                const entry of target.list(selector, {
+                  ...options,
+                  batchSize: 5,
+                })
+              ) {
+                yield entry;
+                if (++n === 5) {
+                  await mergeAt(target, projectId, T0 + 3 * 3_600_000);
+                }
+              }
             })();
           }
           return target.list(selector, options);
