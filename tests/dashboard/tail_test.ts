@@ -23,10 +23,19 @@ import {
   submitLogin,
 } from "../_helpers/dashboard.ts";
 
+/**
+ * A dashboard whose live tail sends a heartbeat after every poll, so that a
+ * test counts polls instead of sleeping.
+ */
+const EVERY_POLL = {
+  dashboard: { tail: { intervalMs: 5, maxMs: 60_000, heartbeatMs: 0 } },
+};
+
 /** Entry events of a live tail answer, collected as they come. */
 function collect(res: Response) {
   const reader = res.body!.pipeThrough(textDecoder()).getReader();
   const events: { id: string; html: string }[] = [];
+  let heartbeats = 0;
   let buffer = "";
   const done = (async () => {
     for (;;) {
@@ -37,6 +46,7 @@ function collect(res: Response) {
       while ((end = buffer.indexOf("\n\n")) >= 0) {
         const lines = buffer.slice(0, end).split("\n");
         buffer = buffer.slice(end + 2);
+        if (lines.includes(": keep-alive")) heartbeats++;
         const id = lines.find((l) => l.startsWith("id: "))?.slice(4);
         if (!id || !lines.includes("event: entry")) continue;
         const html = lines.filter((l) => l.startsWith("data: "))
@@ -57,6 +67,15 @@ function collect(res: Response) {
         await new Promise((resolve) => setTimeout(resolve, 5));
       }
       return events;
+    },
+    /** Resolves once `count` more polls were answered (heartbeats). */
+    async polls(count: number) {
+      const target = heartbeats + count;
+      const until = Date.now() + 5000;
+      while (heartbeats < target) {
+        if (Date.now() > until) throw new Error(`No ${count} polls within 5 s`);
+        await new Promise((resolve) => setTimeout(resolve, 5));
+      }
     },
     async close() {
       await reader.cancel();
@@ -97,7 +116,7 @@ dashboardTest(
     let events;
     try {
       await stream.wait(3);
-      await new Promise((resolve) => setTimeout(resolve, 60)); // more polls
+      await stream.polls(3);
       events = [...stream.events];
     } finally {
       await stream.close();
@@ -128,6 +147,7 @@ dashboardTest(
       stored[3]!.id,
     ]);
   },
+  EVERY_POLL,
 );
 
 signedInProjectTest(
@@ -141,7 +161,7 @@ signedInProjectTest(
     );
     const stream = collect(res);
     try {
-      await new Promise((resolve) => setTimeout(resolve, 60)); // several polls
+      await stream.polls(3);
       assert.deepEqual(stream.events, [], "not settled yet: nothing sent");
       // Settled once received more than 1 s ago.
       h.clock.advance(1001);
@@ -150,6 +170,7 @@ signedInProjectTest(
       await stream.close();
     }
   },
+  EVERY_POLL,
 );
 
 dashboardTest(
