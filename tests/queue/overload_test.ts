@@ -16,6 +16,7 @@ import {
 } from "../_helpers/harness.ts";
 import { atomicView } from "../_helpers/hold.ts";
 import { sealBatch } from "../../queue/batch.ts";
+import { until } from "../_helpers/client_fakes.ts";
 
 /** A KV whose commits can be made to fail or to wait, for overload tests. */
 function faultyKv(real: Deno.Kv) {
@@ -131,7 +132,9 @@ Deno.test("past the backlog bound new requests answer 503 at once", async () => 
     state.mode = "hold";
     // One request's commit is in flight and held; five more wait for the next.
     const waiting = Array.from({ length: 6 }, () => h.post(randomEntry()));
-    await new Promise((go) => setTimeout(go, 0));
+    await until(() =>
+      state.held.length === 1 && h.pipeline.producer.backlog === 5
+    );
     const refused = await h.post(randomEntry());
     assert.equal(refused.status, 503);
     assert.equal((await refused.json()).error.code, "unavailable");
@@ -149,13 +152,13 @@ Deno.test("requests that arrive during a commit share the next one", async () =>
   await withFaultyHarness(async (h, state, real) => {
     state.mode = "hold";
     const first = h.post(randomEntry());
-    await new Promise((go) => setTimeout(go, 0));
+    await until(() => state.held.length === 1);
     // Fewer than would start a second commit beside the first.
     const rest = Array.from(
       { length: PIPELINE_ENTRIES - 1 },
       () => h.post(randomEntry()),
     );
-    await new Promise((go) => setTimeout(go, 0));
+    await until(() => h.pipeline.producer.backlog === PIPELINE_ENTRIES - 1);
     await state.resume(
       [first, ...rest],
       "the requests to be answered once KV is released",

@@ -20,6 +20,7 @@ import {
   withServed,
 } from "../_helpers/harness.ts";
 import { readAnswer } from "../_helpers/raw_http.ts";
+import { until } from "../_helpers/client_fakes.ts";
 import { within } from "../_helpers/timeout.ts";
 import { manualTimers } from "../_helpers/timers.ts";
 
@@ -176,9 +177,10 @@ Deno.test("a body that stalls answers 408 request_timeout once its deadline pass
     let settled = false;
     const answer = postBody(app, body.stream, { "Content-Length": "1000" })
       .finally(() => settled = true);
-    await new Promise((r) => setTimeout(r, 0));
+    await until(() => guard.reservedBytes > 0);
     clock.advance(9_999);
     assert.equal(guard.sweep(), 0);
+    // A turn of the event loop for a wrong answer to come, if one would.
     await new Promise((r) => setTimeout(r, 0));
     assert.equal(settled, false, "answered before the deadline");
     clock.advance(1);
@@ -193,8 +195,7 @@ Deno.test("a body that stalls answers 408 request_timeout once its deadline pass
     // bytes (at least what a read holds) stay reserved until the client goes.
     assert.equal(guard.reservedBytes, READ_COST);
     body.fail();
-    await new Promise((r) => setTimeout(r, 0));
-    assert.equal(guard.reservedBytes, 0);
+    await until(() => guard.reservedBytes === 0);
   }, { clock });
 });
 
@@ -211,7 +212,7 @@ Deno.test("past the body budget a request answers 503 with Retry-After before it
     // read holds meanwhile.
     const first = stalledBody(encoder.encode("{"));
     const held = postBody(app, first.stream, { "Content-Length": "65536" });
-    await new Promise((r) => setTimeout(r, 0));
+    await until(() => guard.reservedBytes > 0);
     assert.equal(guard.reservedBytes, READ_COST);
 
     // A small body still fits beside the held one.
@@ -229,7 +230,7 @@ Deno.test("past the body budget a request answers 503 with Retry-After before it
     const heldToo = postBody(app, second.stream, {
       "Content-Length": "65536",
     });
-    await new Promise((r) => setTimeout(r, 0));
+    await until(() => guard.reservedBytes > READ_COST);
     assert.equal(guard.reservedBytes, 2 * READ_COST);
 
     const third = stalledBody(encoder.encode("{"));

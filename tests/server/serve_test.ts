@@ -138,7 +138,17 @@ Deno.test("running out of file descriptors does not end the server, which serves
         );
       } catch { /* refused while the server listens again: expected */ }
     }
-    await new Promise((r) => setTimeout(r, 500));
+    // Wait for the server to say it ran out, then check it is still there.
+    await within(
+      15_000,
+      "the server to report running out of descriptors",
+      (async () => {
+        while (!/Too many open files/.test(server.output())) {
+          if (server.exited()) return;
+          await new Promise((r) => setTimeout(r, 10));
+        }
+      })(),
+    );
     assert.ok(!server.exited(), `server exited: ${server.output()}`);
     assert.match(server.output(), /Too many open files/);
     for (const conn of conns.splice(0)) conn.close();
