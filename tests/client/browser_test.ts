@@ -192,8 +192,16 @@ Deno.test({
             projectId: project.id,
           });
           await page.goto(`${pages.origin}/failing?${query}`);
+          // Both errors caught by the logger, then flushed.
+          await page.waitForFunction(
+            () => {
+              // deno-lint-ignore no-explicit-any
+              const s = (globalThis as any).logger?.stats();
+              return s !== undefined && s.queued + s.inFlight + s.sent >= 2;
+            },
+            { timeout: 10_000, polling: 20 },
+          );
           const flushed = await page.evaluate(async () => {
-            await new Promise((go) => setTimeout(go, 100));
             // deno-lint-ignore no-explicit-any
             return await (globalThis as any).logger.flush(5000);
           });

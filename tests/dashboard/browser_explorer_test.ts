@@ -11,6 +11,7 @@
  */
 import assert from "node:assert/strict";
 import { createProject } from "../../db/projects.ts";
+import { queryLogs } from "../../db/query/mod.ts";
 import { hasChromium } from "../_helpers/browser.ts";
 import {
   clickThrough,
@@ -86,7 +87,18 @@ Deno.test({
             projectId,
             data: { title: "Sent while paused" },
           });
-          await new Promise((resolve) => setTimeout(resolve, 2500));
+          // Stored first, so that "held back" is the paused tail's doing.
+          const stored = Date.now() + STEP_MS;
+          while (
+            (await queryLogs(kv, projectId, { limit: 10 })).records.length < 3
+          ) {
+            if (Date.now() > stored) {
+              throw new Error("The entry was not stored");
+            }
+            await new Promise((resolve) => setTimeout(resolve, 100));
+          }
+          // Past the tail's settling (1 s) and its next polls.
+          await new Promise((resolve) => setTimeout(resolve, 2000));
           assert.equal((await rowIds(page)).length, 2, "held back");
           await page.click("#live-toggle");
           assert.equal(new URL(page.url()).searchParams.get("live"), null);
