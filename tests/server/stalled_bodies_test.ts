@@ -58,7 +58,8 @@ Deno.test({
       // Most of the body, then nothing more.
       const part = new Uint8Array(60_000).fill(32);
       part[0] = 123;
-      let answered = 0;
+      /** The status line of each answer that came. */
+      const answers: string[] = [];
       for (let i = 0; i < 1000; i++) {
         const conn = await Deno.connect({
           hostname: "127.0.0.1",
@@ -67,8 +68,11 @@ Deno.test({
         conns.push(conn);
         await writeAll(conn, head);
         await writeAll(conn, part);
-        conn.read(new Uint8Array(1024)).then((n) => {
-          if (n !== null) answered++;
+        const buffer = new Uint8Array(1024);
+        conn.read(buffer).then((n) => {
+          if (n === null) return;
+          const text = new TextDecoder().decode(buffer.subarray(0, n));
+          answers.push(text.slice(0, text.indexOf("\r\n")));
         }, () => {});
       }
       let peak = 0;
@@ -77,13 +81,20 @@ Deno.test({
         peak = Math.max(peak, await rssOf(pid));
       }
       const grew = peak - before;
+      const refused = answers.filter((line) => / 503 /.test(line)).length;
       console.log(
         `1,000 stalled bodies: server RSS ${before.toFixed(0)} -> ${
           peak.toFixed(0)
-        } MB (+${grew.toFixed(0)} MB), ${answered} answered 503 at once`,
+        } MB (+${grew.toFixed(0)} MB), ${refused} answered 503 at once`,
       );
-      // Past the body budget, the rest are refused before being read.
-      assert.ok(answered > 0, "no body was refused past the budget");
+      // Past the body budget, the rest are refused before being read, and
+      // nothing else is answered while the bodies stall.
+      assert.ok(refused > 0, "no body was refused past the budget");
+      assert.deepEqual(
+        answers.filter((line) => !/ 503 /.test(line)),
+        [],
+        "answers other than 503",
+      );
       assert.ok(grew <= 150, `RSS grew by ${grew.toFixed(0)} MB`);
     } finally {
       for (const conn of conns) {
