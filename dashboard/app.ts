@@ -121,7 +121,7 @@ const LOCKED_ANSWER =
   "The database was held by another process for too long. Try again in a moment.";
 
 /** Methods whose requests carry no form to read. */
-const BODILESS = new Set(["GET", "HEAD", "OPTIONS"]);
+const BODILESS = new Set(["GET", "HEAD"]);
 
 /**
  * Builds the dashboard app.
@@ -297,7 +297,9 @@ function guardRequests(
     } else if (refusal !== null) {
       c.res = await forbidden(c, deps, refusal);
     } else if (
-      !BODILESS.has(c.req.method) && !UPLOAD_PATH.test(c.req.path) &&
+      !BODILESS.has(c.req.method) &&
+      !(c.req.path.startsWith(base) &&
+        UPLOAD_PATH.test(c.req.path.slice(base.length))) &&
       !await takeForm(c, formLimit)
     ) {
       c.res = await message(

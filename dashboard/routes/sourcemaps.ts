@@ -33,8 +33,11 @@ import {
   PROJECT_ID,
 } from "./common.ts";
 
-/** Paths of the upload: the dashboard's form guard leaves their bodies alone. */
-export const UPLOAD_PATH = /\/api\/v1\/projects\/[^/]+\/sourcemaps$/;
+/**
+ * The upload's path below the dashboard's base: the form guard leaves its
+ * bodies alone (the upload bounds them itself), and no other path's.
+ */
+export const UPLOAD_PATH = /^\/api\/v1\/projects\/[^/]+\/sourcemaps$/;
 
 function uploadError(
   c: DashContext,

@@ -109,12 +109,14 @@ export async function postChunked(
     headers?: Record<string, string>;
     chunkBytes?: number;
     timeoutMs?: number;
+    /** @default {"POST"} */
+    method?: string;
   },
 ): Promise<ChunkedResult> {
   const chunkBytes = options.chunkBytes ?? 256 * 1024;
   const conn = await Deno.connect({ hostname: "127.0.0.1", port });
   const head = [
-    `POST ${path} HTTP/1.1`,
+    `${options.method ?? "POST"} ${path} HTTP/1.1`,
     `Host: 127.0.0.1:${port}`,
     "Content-Type: application/x-www-form-urlencoded",
     "Transfer-Encoding: chunked",
