@@ -198,7 +198,14 @@ function compileRules(
       strings.push({ find: detector.find, action: rule.action });
       triggers.push(detector.trigger);
     } else {
-      const find = patternFinder(validatePattern(rule.pattern), budget);
+      let find: (text: string) => Span[] | null;
+      try {
+        find = patternFinder(validatePattern(rule.pattern), budget);
+      } catch {
+        // Stored before a bound that now refuses it: never run, every
+        // string filtered as by a pattern out of time (fail closed).
+        find = () => null;
+      }
       strings.push({ find, action: rule.action });
       always = true; // a pattern has no trigger: every entry is parsed
     }
