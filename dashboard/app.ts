@@ -51,6 +51,9 @@ import { usageRoutes } from "./routes/usage.ts";
 import { tokensRoutes } from "./routes/tokens.ts";
 import { usersRoutes } from "./routes/users.ts";
 import {
+  BODY_TIME_MS,
+  BodyIncompleteError,
+  BodyTimeoutError,
   createNonce,
   crossOriginRefusal,
   hostName,
@@ -109,6 +112,8 @@ export interface DashboardOptions {
   publicHosts?: string[];
   /** Largest form body accepted; past it, `413`. @default {FORM_LIMIT_BYTES} */
   formLimitBytes?: number;
+  /** Time a request body may take to arrive whole; past it, `408`. @default {BODY_TIME_MS} */
+  bodyTimeMs?: number;
   /** Live tails open at once, per session, per account and in all. @default 4, 8 and 64 */
   tailLimits?: { perSession?: number; perAccount?: number; total?: number };
 }
@@ -142,6 +147,7 @@ export function createDashboard(options: DashboardOptions): DashApp {
     publicHosts: (options.publicHosts ?? [])
       .map(hostName).filter((h) => h !== null),
     formLimit: options.formLimitBytes ?? FORM_LIMIT_BYTES,
+    bodyTimeMs: options.bodyTimeMs ?? BODY_TIME_MS,
   });
   // Every route below is written relative to the base.
   const app: DashApp = root.basePath(deps.base);
@@ -280,10 +286,10 @@ function dashboardDeps(
 function guardRequests(
   app: DashApp,
   deps: DashboardDeps,
-  options: { publicHosts: string[]; formLimit: number },
+  options: { publicHosts: string[]; formLimit: number; bodyTimeMs: number },
 ): void {
   const { base } = deps;
-  const { publicHosts, formLimit } = options;
+  const { publicHosts, formLimit, bodyTimeMs } = options;
   app.use("*", async (c, next) => {
     const nonce = createNonce();
     c.set("nonce", nonce);
@@ -297,20 +303,15 @@ function guardRequests(
     } else if (refusal !== null) {
       c.res = await forbidden(c, deps, refusal);
     } else if (
-      !BODILESS.has(c.req.method) &&
-      !(c.req.path.startsWith(base) &&
-        UPLOAD_PATH.test(c.req.path.slice(base.length))) &&
-      !await takeForm(c, formLimit)
+      BODILESS.has(c.req.method) ||
+      (c.req.path.startsWith(base) &&
+        UPLOAD_PATH.test(c.req.path.slice(base.length)))
     ) {
-      c.res = await message(
-        c,
-        deps,
-        "Form too large",
-        `Cannot accept a form of more than ${formLimit} bytes`,
-        413,
-      );
-    } else {
       await next();
+    } else {
+      const refused = await takeForm(c, deps, formLimit, bodyTimeMs);
+      if (refused !== null) c.res = refused;
+      else await next();
     }
     const headers = securityHeaders(nonce, isHttps(c.req.raw));
     for (const [name, value] of Object.entries(headers)) {
@@ -354,17 +355,43 @@ function requireSession(app: DashApp, deps: DashboardDeps): void {
 }
 
 /**
- * Reads the request's form within `limit` bytes and puts it back as the
- * request every route reads; `false` when it is larger (never read whole).
+ * Reads the request's form within `limit` bytes and `timeMs` and puts it
+ * back as the request every route reads; `null` then, else the answer: `413`
+ * when it is larger (never read whole), `408` when it is not whole in time,
+ * `400` when its client cut it short (none of them logged).
  */
-async function takeForm(c: DashContext, limit: number): Promise<boolean> {
+async function takeForm(
+  c: DashContext,
+  deps: DashboardDeps,
+  limit: number,
+  timeMs: number,
+): Promise<Response | null> {
   const raw = c.req.raw;
-  const bytes = await readBodyWithin(raw, limit);
-  if (bytes === null) return false;
+  let bytes;
+  try {
+    bytes = await readBodyWithin(raw, limit, timeMs);
+  } catch (error) {
+    if (error instanceof BodyTimeoutError) {
+      return await message(c, deps, "Form too slow", error.message, 408);
+    }
+    if (error instanceof BodyIncompleteError) {
+      return await message(c, deps, "Form cut short", error.message, 400);
+    }
+    throw error;
+  }
+  if (bytes === null) {
+    return await message(
+      c,
+      deps,
+      "Form too large",
+      `Cannot accept a form of more than ${limit} bytes`,
+      413,
+    );
+  }
   c.req.raw = new Request(raw.url, {
     method: raw.method,
     headers: raw.headers,
     body: bytes,
   });
-  return true;
+  return null;
 }

@@ -292,11 +292,27 @@ export function hostRefusal(
   }": this dashboard answers at ${served} only (set DASHBOARD_PUBLIC_HOST to add its public name)`;
 }
 
+/** Time a request's body may take to arrive whole, by default. */
+export const BODY_TIME_MS = 10_000;
+
+/** Thrown by {@linkcode readBodyWithin} when a body is not whole in time. */
+export class BodyTimeoutError extends Error {
+  override name = "BodyTimeoutError";
+}
+
+/** Thrown by {@linkcode readBodyWithin} when a body ends before it is whole. */
+export class BodyIncompleteError extends Error {
+  override name = "BodyIncompleteError";
+}
+
 /**
- * Reads a request's body, at most `limit` bytes: the bytes, or `null` as
- * soon as the body declares or turns out to be longer (the rest is never
- * read, and the stream is cancelled). Forms are small; a 200 MB body posted
- * to a form must cost no more than its first `limit` bytes.
+ * Reads a request's body, at most `limit` bytes within `timeMs`: the bytes,
+ * or `null` as soon as the body declares or turns out to be longer (the
+ * rest is never read, and the stream is cancelled). Forms are small; a
+ * 200 MB body posted to a form must cost no more than its first `limit`
+ * bytes, and one that trickles must not hold them longer than `timeMs`
+ * ({@linkcode BodyTimeoutError}). A body its client cuts short throws
+ * {@linkcode BodyIncompleteError}.
  *
  * @example
  * ```ts
@@ -307,6 +323,7 @@ export function hostRefusal(
 export async function readBodyWithin(
   req: Request,
   limit: number,
+  timeMs: number = BODY_TIME_MS,
 ): Promise<Uint8Array<ArrayBuffer> | null> {
   const declared = req.headers.get("content-length");
   if (declared !== null && !(Number(declared) <= limit)) {
@@ -317,15 +334,42 @@ export async function readBodyWithin(
   const reader = req.body.getReader();
   const chunks: Uint8Array[] = [];
   let size = 0;
-  for (;;) {
-    const { value, done } = await reader.read();
-    if (done) break;
-    size += value.byteLength;
-    if (size > limit) {
-      await reader.cancel().catch(() => {});
-      return null;
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const late = new Promise<never>((_, reject) => {
+    timer = setTimeout(
+      () =>
+        reject(
+          new BodyTimeoutError(
+            `Cannot read the body: not whole within ${timeMs} ms`,
+          ),
+        ),
+      timeMs,
+    );
+  });
+  late.catch(() => {});
+  try {
+    for (;;) {
+      let step: ReadableStreamReadResult<Uint8Array>;
+      try {
+        step = await Promise.race([reader.read(), late]);
+      } catch (error) {
+        await reader.cancel().catch(() => {});
+        if (error instanceof BodyTimeoutError) throw error;
+        throw new BodyIncompleteError(
+          "Cannot read the body: it ended before it was whole",
+          { cause: error },
+        );
+      }
+      if (step.done) break;
+      size += step.value.byteLength;
+      if (size > limit) {
+        await reader.cancel().catch(() => {});
+        return null;
+      }
+      chunks.push(step.value);
     }
-    chunks.push(value);
+  } finally {
+    clearTimeout(timer);
   }
   const bytes = new Uint8Array(size);
   let at = 0;

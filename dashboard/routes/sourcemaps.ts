@@ -25,7 +25,11 @@ import {
   uploadSourceMap,
 } from "../../db/sourcemaps.ts";
 import { findReadToken, scopeOf } from "../../db/tokens.ts";
-import { readBodyWithin } from "../security.ts";
+import {
+  BodyIncompleteError,
+  BodyTimeoutError,
+  readBodyWithin,
+} from "../security.ts";
 import {
   type DashApp,
   type DashboardDeps,
@@ -39,9 +43,12 @@ import {
  */
 export const UPLOAD_PATH = /^\/api\/v1\/projects\/[^/]+\/sourcemaps$/;
 
+/** Time a map's bytes may take to arrive whole (10 MB at 170 KB/s). */
+export const UPLOAD_TIME_MS = 60_000;
+
 function uploadError(
   c: DashContext,
-  status: 400 | 401 | 403 | 404 | 413,
+  status: 400 | 401 | 403 | 404 | 408 | 413,
   message: string,
 ): Response {
   if (status === 401) c.header("WWW-Authenticate", 'Bearer realm="logs"');
@@ -82,14 +89,8 @@ export function sourceMapRoutes(app: DashApp, deps: DashboardDeps): void {
         }"; create one with --scope upload`,
       );
     }
-    const bytes = await readBodyWithin(c.req.raw, MAX_MAP_BYTES);
-    if (bytes === null) {
-      return uploadError(
-        c,
-        413,
-        `Cannot store a source map of more than ${MAX_MAP_BYTES} bytes`,
-      );
-    }
+    const bytes = await readMap(c);
+    if (bytes instanceof Response) return bytes;
     const params = new URL(c.req.url).searchParams;
     try {
       const url = params.get("url") ?? fileOfMap(bytes);
@@ -124,6 +125,30 @@ export function sourceMapRoutes(app: DashApp, deps: DashboardDeps): void {
       throw error;
     }
   });
+}
+
+/**
+ * The map's bytes, read within {@linkcode MAX_MAP_BYTES} and
+ * {@linkcode UPLOAD_TIME_MS}, or the answer that refuses them.
+ */
+async function readMap(c: DashContext): Promise<Uint8Array | Response> {
+  let bytes;
+  try {
+    bytes = await readBodyWithin(c.req.raw, MAX_MAP_BYTES, UPLOAD_TIME_MS);
+  } catch (error) {
+    if (error instanceof BodyTimeoutError) {
+      return uploadError(c, 408, error.message);
+    }
+    if (error instanceof BodyIncompleteError) {
+      return uploadError(c, 400, error.message);
+    }
+    throw error;
+  }
+  return bytes ?? uploadError(
+    c,
+    413,
+    `Cannot store a source map of more than ${MAX_MAP_BYTES} bytes`,
+  );
 }
 
 /** The `file` a map names, for an upload without `url`. */

@@ -10,7 +10,12 @@ import assert from "node:assert/strict";
 import type { DashboardOptions } from "../../dashboard/app.ts";
 import { mountDashboard } from "../../dashboard/mount.ts";
 import type { Project } from "../../db/projects.ts";
-import { randomEntry, withServed } from "../_helpers/harness.ts";
+import {
+  EVENT_TIMEOUT_MS,
+  randomEntry,
+  withServed,
+  withTimeout,
+} from "../_helpers/harness.ts";
 import {
   type DashHarness,
   PASSWORD,
@@ -258,4 +263,62 @@ Deno.test("the mounted dashboard refuses a 200 MB form with 413 while the endpoi
       `RSS +${result.rssGrowth}`,
     );
   });
+});
+
+/** Replaces console.error while `fn` runs; returns what it logged. */
+async function capturingErrors(fn: () => Promise<void>): Promise<string[]> {
+  const logged: string[] = [];
+  const original = console.error;
+  console.error = (...args: unknown[]) =>
+    logged.push(args.map(String).join(" "));
+  try {
+    await fn();
+  } finally {
+    console.error = original;
+  }
+  return logged;
+}
+
+/** A POST of `head` then part of its body on a raw socket, left open. */
+async function postPart(port: number, path: string): Promise<Deno.Conn> {
+  const conn = await Deno.connect({ hostname: "127.0.0.1", port });
+  await conn.write(
+    new TextEncoder().encode(
+      `POST ${path} HTTP/1.1\r\nHost: 127.0.0.1:${port}\r\nContent-Type: application/x-www-form-urlencoded\r\nContent-Length: 65000\r\n\r\npassword=`,
+    ),
+  );
+  return conn;
+}
+
+Deno.test("a form that is not whole in time answers 408, and one its client cuts short logs nothing", async () => {
+  const logged = await capturingErrors(async () => {
+    await withServedDashboard({ bodyTimeMs: 200 }, async (port) => {
+      for (
+        const path of ["/login", "/nowhere", "/api/v1/projects/p/sourcemaps"]
+      ) {
+        const conn = await postPart(port, path);
+        try {
+          const buffer = new Uint8Array(65536);
+          const n = await withTimeout(
+            conn.read(buffer),
+            EVENT_TIMEOUT_MS,
+            `the answer to ${path}`,
+          );
+          const text = new TextDecoder().decode(buffer.subarray(0, n ?? 0));
+          // The upload, without a token, is refused before its body is read.
+          const status = path.endsWith("/sourcemaps") ? 401 : 408;
+          assert.match(text, new RegExp(`^HTTP/1\\.1 ${status} `), path);
+        } finally {
+          conn.close();
+        }
+      }
+      // Cut short: the client goes away part-way.
+      for (let i = 0; i < 20; i++) (await postPart(port, "/login")).close();
+      // A request after them is answered: the server saw them end.
+      const res = await fetch(`http://127.0.0.1:${port}/login`);
+      assert.equal(res.status, 200);
+      await res.body?.cancel();
+    });
+  });
+  assert.deepEqual(logged, []);
 });
