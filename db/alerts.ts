@@ -13,7 +13,7 @@
  */
 import { alertHistoryKey, alertRuleKey, alertStateKey } from "./keys.ts";
 import { decodeJson, encodeJson, listJson } from "./kv.ts";
-import { findRecord } from "./validation.ts";
+import { findRecord, MAX_RECORD_NAME } from "./validation.ts";
 import { timeBound } from "../domain/ids.ts";
 
 /** Delivery attempts kept per rule. */
@@ -146,7 +146,10 @@ export async function getAlertRule(
   projectId: string,
   ruleId: string,
 ): Promise<AlertRule | null> {
-  if (projectId === "" || ruleId === "") return null;
+  // A name past the bound names nothing, and is never made a key.
+  if (projectId === "" || ruleId === "" || ruleId.length > MAX_RECORD_NAME) {
+    return null;
+  }
   return decodeJson<AlertRule>(
     (await kv.get(alertRuleKey(projectId, ruleId))).value,
   );

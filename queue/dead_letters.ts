@@ -17,6 +17,7 @@ import {
   pendingBatchKey,
 } from "../db/keys.ts";
 import { encodeJson } from "../db/kv.ts";
+import { isIdForm } from "../domain/ids.ts";
 import {
   type BatchHeader,
   decodeBatchHeader,
@@ -152,6 +153,8 @@ export async function getDeadLetter(
   kv: Deno.Kv,
   batchId: string,
 ): Promise<DeadLetter | null> {
+  // Not an id: names nothing, and is never made a key.
+  if (!isIdForm(batchId)) return null;
   const entry = await kv.get(deadLetterKey(batchId));
   return entry.value === null
     ? null
@@ -175,6 +178,7 @@ export async function replayDeadLetter(
   kv: Deno.Kv,
   batchId: string,
 ): Promise<DeadLetter> {
+  if (!isIdForm(batchId)) throw new DeadLetterNotFoundError(batchId);
   for (;;) {
     const [entry, pending] = await kv.getMany<[unknown, unknown]>([
       deadLetterKey(batchId),

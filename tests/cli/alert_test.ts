@@ -130,5 +130,9 @@ Deno.test("alert remove deletes the rule; history of a removed rule is refused",
     assert.match(again.stderr, /Cannot find alert rule/);
     const gone = await cli(kv, ["alert", "history", id, ruleId]);
     assert.equal(gone.code, 1);
+    // Past a key's size: names nothing, never made a key.
+    const long = await cli(kv, ["alert", "history", id, "r".repeat(3000)]);
+    assert.equal(long.code, 1);
+    assert.match(long.stderr, /^Cannot find alert rule/);
   });
 });

@@ -54,6 +54,13 @@ harnessTest(
       await cli(h.kv, ["deadletters", "list", "nope"]),
       `Cannot find dead letter "nope"`,
     );
+    // Past a key's size: names nothing, never made a key.
+    const long = "f".repeat(3000);
+    for (const command of ["list", "replay"]) {
+      const run = await cli(h.kv, ["deadletters", command, long]);
+      assert.equal(run.code, 1, run.stderr);
+      assert.match(run.stderr, /^Cannot find dead letter "f+/);
+    }
     const none = json(await cli(h.kv, ["deadletters", "replay", "--json"]));
     assert.deepEqual(none, { replayed: [] });
   },
