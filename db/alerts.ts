@@ -210,7 +210,9 @@ export async function readAlertHistory(
 
 /**
  * Adds one attempt to a rule's history and deletes what falls past the
- * last {@linkcode ALERT_HISTORY_SIZE}. `attemptId` sorts by time.
+ * last {@linkcode ALERT_HISTORY_SIZE}. `attemptId` sorts by time. Written
+ * only while the rule exists, checked in the same commit: an attempt that
+ * ends after its rule or project was deleted leaves no row behind.
  */
 export async function recordAlertAttempt(
   kv: Deno.Kv,
@@ -219,10 +221,14 @@ export async function recordAlertAttempt(
   attemptId: string,
   attempt: DeliveryAttempt,
 ): Promise<void> {
-  await kv.set(
-    alertHistoryKey(projectId, ruleId, attemptId),
-    encodeJson(attempt),
-  );
+  for (;;) {
+    const rule = await kv.get(alertRuleKey(projectId, ruleId));
+    if (rule.versionstamp === null) return;
+    const written = await kv.atomic().check(rule)
+      .set(alertHistoryKey(projectId, ruleId, attemptId), encodeJson(attempt))
+      .commit();
+    if (written.ok) break;
+  }
   const old = kv.list({ prefix: alertHistoryKey(projectId, ruleId) }, {
     reverse: true,
   });

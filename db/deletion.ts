@@ -7,7 +7,9 @@
  */
 import { deleteAudit } from "./audit.ts";
 import {
+  alertPrefixes,
   errorGroupPrefixes,
+  fingerprintKeyKey,
   projectKey,
   quotaStateKey,
   rejectedEntriesPrefix,
@@ -27,8 +29,9 @@ import { deleteProjectSourceMaps } from "./sourcemaps.ts";
 /**
  * Deletes a project and all under it: entries (chunks, their summaries and
  * counters), counters, recent and kept rejections, remembered signatures,
- * saved views, error groups, usage and quota state, read tokens, source maps
- * and the audit log; returns how many
+ * saved views, error groups and their key, alert rules with their states and
+ * histories, usage and quota state, read tokens, source maps and the audit
+ * log; returns how many
  * entries it deleted. The record goes first:
  * every write under a project checks it in its own atomic operation, so none
  * can land after. The data then goes in passes until one finds nothing
@@ -56,6 +59,7 @@ export async function deleteProject(
         ...errorGroupPrefixes(projectId),
         usagePrefix(projectId),
         releaseCountKey(projectId),
+        ...alertPrefixes(projectId),
       ]
     ) {
       deleted += await deletePrefix(kv, prefix);
@@ -68,6 +72,8 @@ export async function deleteProject(
   }
   // Its writes check the project record: none lands after the deletion.
   await kv.delete(quotaStateKey(projectId));
+  // One key, not a prefix: a prefix's listing leaves the key itself out.
+  await kv.delete(fingerprintKeyKey(projectId));
   await deleteReadTokens(kv, projectId);
   await deleteProjectSourceMaps(kv, projectId);
   await deleteAudit(kv, projectId);

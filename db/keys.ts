@@ -559,8 +559,9 @@ export function errorGroupTriageKey(
 
 /**
  * The prefixes of every row of a project's error groups: the groups, their
- * counts, index, ids by fingerprint, counts per release and triage, and the
- * project's key of group ids.
+ * counts, index, ids by fingerprint, counts per release and triage (the
+ * project's key of group ids, {@linkcode fingerprintKeyKey}, is one key, not
+ * a prefix).
  */
 export function errorGroupPrefixes(projectId: string): Deno.KvKey[] {
   return [
@@ -570,7 +571,15 @@ export function errorGroupPrefixes(projectId: string): Deno.KvKey[] {
     errorGroupIdKey(projectId),
     errorGroupReleaseKey(projectId),
     errorGroupTriageKey(projectId),
-    fingerprintKeyKey(projectId),
+  ];
+}
+
+/** The prefixes of a project's alert rules, their states and histories. */
+export function alertPrefixes(projectId: string): Deno.KvKey[] {
+  return [
+    alertRuleKey(projectId),
+    ["alert_state", projectId],
+    ["alert_history", projectId],
   ];
 }
 

@@ -23,11 +23,15 @@ import {
   listGroups,
 } from "../../db/error_group_reads.ts";
 import {
+  alertHistoryKey,
+  alertRuleKey,
   errorGroupCountKey,
   errorGroupKey,
   errorGroupSeenKey,
   fingerprintKeyKey,
 } from "../../db/keys.ts";
+import { recordAlertAttempt } from "../../db/alerts.ts";
+import { encodeJson } from "../../db/kv.ts";
 import { acceptEntries } from "../../queue/accept.ts";
 import { deleteProject } from "../../db/deletion.ts";
 import { allowValue } from "../../db/projects.ts";
@@ -203,26 +207,43 @@ projectTest(
 );
 
 projectTest(
-  "deleting a project deletes its error groups and saved views",
+  "deleting a project deletes its error groups, their key, saved views and alert rules with their history: no key names it after",
   async (h, project) => {
     await group(h.kv, project.id, [
       record(h.clock.now(), "error", { title: "A" }),
     ]);
     await saveView(h.kv, project.id, { name: "Errors", query: "?level=error" });
+    // A rule with a delivery in its history.
+    await h.kv.set(alertRuleKey(project.id, "r1"), encodeJson({ id: "r1" }));
+    await recordAlertAttempt(h.kv, project.id, "r1", "a1", {
+      deliveryId: "d1",
+      at: h.clock.now(),
+      attempt: 1,
+      count: 1,
+      status: 200,
+      outcome: "delivered",
+    });
     assert.equal((await listGroups(h.kv, project.id, h.clock.now())).length, 1);
+    assert.ok((await h.kv.get(fingerprintKeyKey(project.id))).value !== null);
     await deleteProject(h.kv, project.id);
     assert.deepEqual(await listGroups(h.kv, project.id, h.clock.now()), []);
     assert.deepEqual(await listViews(h.kv, project.id), []);
-    for (
-      const prefix of [
-        errorGroupKey(project.id),
-        errorGroupCountKey(project.id),
-        errorGroupSeenKey(project.id),
-        fingerprintKeyKey(project.id),
-      ]
-    ) {
-      assert.equal(await rows(h.kv, prefix), 0, prefix.join("/"));
+    // No key names the project any more.
+    const left: string[] = [];
+    for await (const entry of h.kv.list({ prefix: [] })) {
+      if (entry.key.includes(project.id)) left.push(JSON.stringify(entry.key));
     }
+    assert.deepEqual(left, []);
+    // An attempt that ends after the deletion writes nothing.
+    await recordAlertAttempt(h.kv, project.id, "r1", "a2", {
+      deliveryId: "d2",
+      at: h.clock.now(),
+      attempt: 1,
+      count: 1,
+      status: 200,
+      outcome: "delivered",
+    });
+    assert.equal(await rows(h.kv, alertHistoryKey(project.id, "r1")), 0);
   },
 );
 
