@@ -12,7 +12,11 @@
  *
  * @module
  */
-import { rateLimitEpochPrefix, rateLimitKey } from "../../db/keys.ts";
+import {
+  rateLimitEpochPrefix,
+  rateLimitKey,
+  rateLimitsPrefix,
+} from "../../db/keys.ts";
 import { GET_MANY_MAX_KEYS } from "../../db/kv.ts";
 import type { CommitRider } from "../../queue/producer.ts";
 import { type BucketKey, bucketText } from "./address.ts";
@@ -216,26 +220,27 @@ export class SharedCounters implements CommitRider {
   }
 
   /**
-   * Deletes the counters of the epochs before those kept, two of them, so
-   * that one missed cleanup leaves nothing behind.
+   * Deletes the counters of every epoch before those kept, however old (a
+   * server stopped for a while leaves its last epochs behind, and counters
+   * added to with `sum` cannot expire).
    */
   async cleanup(kv: Deno.Kv): Promise<void> {
     const epoch = Math.floor(this.#now() / this.#epochMs);
-    const newestOld = epoch - EPOCHS_KEPT;
-    for (const old of [newestOld, newestOld - 1]) {
-      for (;;) {
-        const op = kv.atomic();
-        let n = 0;
-        const entries = kv.list({ prefix: rateLimitEpochPrefix(old) }, {
-          limit: DELETES_PER_COMMIT,
-        });
-        for await (const entry of entries) {
-          op.delete(entry.key);
-          n++;
-        }
-        if (n === 0) break;
-        await op.commit();
+    const selector = {
+      start: rateLimitsPrefix(),
+      end: rateLimitEpochPrefix(epoch - EPOCHS_KEPT + 1),
+    };
+    for (;;) {
+      const op = kv.atomic();
+      let n = 0;
+      for await (
+        const entry of kv.list(selector, { limit: DELETES_PER_COMMIT })
+      ) {
+        op.delete(entry.key);
+        n++;
       }
+      if (n === 0) break;
+      await op.commit();
     }
   }
 }
