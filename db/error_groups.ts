@@ -505,6 +505,19 @@ const groupCounts = new WeakMap<
 >();
 
 /**
+ * Deletes a project's groups last seen past the retention (once every
+ * {@linkcode RECOUNT_MS} per process): for the merge rounds, so that a
+ * project that no longer sends errors keeps none past its retention.
+ */
+export async function sweepErrorGroups(
+  kv: Deno.Kv,
+  projectId: string,
+  options: { now: number; retentionMs: number },
+): Promise<void> {
+  await makeRoom(kv, projectId, 0, { ...options, keep: new Set() });
+}
+
+/**
  * Deletes the least recently seen groups so that `made` new ones fit under
  * {@linkcode MAX_GROUPS}, and (when it counts, once every
  * {@linkcode RECOUNT_MS}) the groups and stale index rows past the

@@ -208,6 +208,19 @@ async function deleteReleases(
  * retention, past the bound with `room` more to come) once a
  * {@linkcode RELEASE_RECOUNT_MS}, or when `room` would pass the bound.
  */
+/**
+ * Deletes a project's releases last seen past the retention (once every
+ * {@linkcode RELEASE_RECOUNT_MS} per process): for the merge rounds, so that
+ * a project that no longer sends releases keeps none past its retention.
+ */
+export async function sweepReleases(
+  kv: Deno.Kv,
+  projectId: string,
+  options: { now: number; retentionMs: number },
+): Promise<void> {
+  await releaseNames(kv, projectId, { ...options, room: 0 });
+}
+
 async function releaseNames(
   kv: Deno.Kv,
   projectId: string,

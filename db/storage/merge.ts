@@ -22,6 +22,7 @@
  *
  * @module
  */
+import { DAY_MS } from "../../domain/entry.ts";
 import { idTime, timeBound } from "../../domain/ids.ts";
 import {
   acceptedCountKey,
@@ -49,6 +50,8 @@ import {
 import { idBefore } from "./lines.ts";
 import { deleteExpiredCounts } from "../log_counts.ts";
 import { deleteOldUsage } from "../usage.ts";
+import { sweepErrorGroups } from "../error_groups.ts";
+import { sweepReleases } from "../releases.ts";
 import { chunkRetentionMs, longestRetentionMs } from "../retention_rules.ts";
 import { levelsPast, pruneChunk } from "./prune.ts";
 import { listProjects, type Project } from "../projects.ts";
@@ -280,8 +283,7 @@ export async function mergeProject(
   try {
     await expireAndList(round, summaries);
     await prepareCoarse(round);
-    await deleteExpiredCounts(kv, projectId, options.now - retentionMs);
-    await deleteOldUsage(kv, projectId, options.now);
+    await sweepProject(kv, project, options.now, retentionMs);
     const done: Merged = { sources: new Set(), written: [] };
     // A group left for a later round: the project is not quiet.
     let cut = false;
@@ -377,6 +379,25 @@ async function expireAndList(
     }
   }
   if (expired.length > 0) await flushExpired();
+}
+
+/**
+ * What a round deletes of a project besides chunks: counters past the
+ * longest retention `retentionMs`, old usage, and error groups and releases
+ * past the project's retention (as the consumer sweeps them, for a project
+ * that no longer sends any).
+ */
+async function sweepProject(
+  kv: Deno.Kv,
+  project: Project,
+  now: number,
+  retentionMs: number,
+): Promise<void> {
+  await deleteExpiredCounts(kv, project.id, now - retentionMs);
+  await deleteOldUsage(kv, project.id, now);
+  const own = { now, retentionMs: project.retentionDays * DAY_MS };
+  await sweepErrorGroups(kv, project.id, own);
+  await sweepReleases(kv, project.id, own);
 }
 
 /** The runs of open chunks, split where a final chunk stands between. */

@@ -27,14 +27,17 @@ import {
   alertRuleKey,
   errorGroupCountKey,
   errorGroupKey,
+  errorGroupReleaseKey,
   errorGroupSeenKey,
   fingerprintKeyKey,
+  releaseCountKey,
 } from "../../db/keys.ts";
+import { mergeProject } from "../../db/storage/merge.ts";
 import { recordAlertAttempt } from "../../db/alerts.ts";
 import { encodeJson } from "../../db/kv.ts";
 import { acceptEntries } from "../../queue/accept.ts";
 import { deleteProject } from "../../db/deletion.ts";
-import { allowValue } from "../../db/projects.ts";
+import { allowValue, setRetention } from "../../db/projects.ts";
 import { replayRejected } from "../../queue/replay.ts";
 import { listViews, saveView } from "../../db/views.ts";
 import { parseQuery, queryLogs } from "../../db/query/mod.ts";
@@ -417,5 +420,37 @@ kvTest(
     const later = t0 + retentionMs + 1;
     assert.equal((await listGroups(kv, "p", later)).length, 1);
     assert.deepEqual(await listGroups(kv, "p", later, { retentionMs }), []);
+  },
+);
+
+projectTest(
+  "a merge round deletes the error groups and releases of a project that stopped sending them, past its retention",
+  async (h, project) => {
+    await setRetention(h.kv, project.id, 1);
+    for (const [release, title] of [["1.0.0", "Payment"], ["1.0.1", "Login"]]) {
+      const entry = randomEntry({ projectId: project.id });
+      entry.level = "error";
+      entry.data = { title: `${title} failed` };
+      entry.context = { release };
+      assert.equal((await h.post(entry, { Origin: ORIGIN })).status, 200);
+    }
+    await h.process();
+    const now = h.clock.now();
+    assert.equal((await listGroups(h.kv, project.id, now)).length, 2);
+    assert.ok(await rows(h.kv, releaseCountKey(project.id)) > 0);
+    // Only info entries since; three days later a round runs.
+    const later = now + 3 * DAY;
+    await mergeProject(h.kv, project.id, { now: later });
+    for (
+      const prefix of [
+        errorGroupKey(project.id),
+        errorGroupCountKey(project.id),
+        errorGroupSeenKey(project.id),
+        errorGroupReleaseKey(project.id),
+        releaseCountKey(project.id),
+      ]
+    ) {
+      assert.equal(await rows(h.kv, prefix), 0, prefix.join("/"));
+    }
   },
 );
