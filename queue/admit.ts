@@ -33,7 +33,8 @@ export interface AdmitAndAcceptOptions {
 /**
  * Adds to `op` what accepting a project's entries of one batch writes:
  * the entries its quota admits, the error groups of them all, the counts
- * of those over the quota or sampled, and the day's usage.
+ * of those over the quota or sampled, and the day's usage. Returns how
+ * many of `records` are stored and why the others are not.
  *
  * @example
  * ```ts
@@ -44,7 +45,7 @@ export async function admitAndAccept(
   kv: Deno.Kv,
   op: AtomicWriter,
   options: AdmitAndAcceptOptions,
-): Promise<void> {
+): Promise<{ stored: number; overQuota: number; sampled: number }> {
   const { project, records, now } = options;
   // Each line once: storing reads it again.
   const lines = new Map<LogRecord, string>();
@@ -87,4 +88,5 @@ export async function admitAndAccept(
     sampled,
     bytes,
   });
+  return { stored: admitted.stored.length, overQuota, sampled };
 }

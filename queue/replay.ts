@@ -21,8 +21,8 @@ import {
   type RejectReason,
   toLogRecord,
 } from "../domain/entry.ts";
-import { acceptEntries, scrubRecords } from "./accept.ts";
-import { prepareErrorGroups } from "../db/error_groups.ts";
+import { scrubRecords } from "./accept.ts";
+import { admitAndAccept } from "./admit.ts";
 import { SourceMapResolver } from "../db/symbolicate.ts";
 
 /** Signature skew assumed for a kept entry that does not say its own. */
@@ -52,7 +52,9 @@ export type ReplayResult =
  * at most once, whoever replays it at the same time. One that fails stays
  * kept. Rejection counters are history and do not change. An entry is
  * judged by the consumer's own authentication and stored by the consumer's
- * own {@linkcode acceptEntries}.
+ * own {@linkcode admitAndAccept}: under the project's quota and spike
+ * protection (an entry they refuse is counted as the consumer counts it,
+ * and not kept), with the day's usage.
  *
  * Not replayed: entries whose content was too large to keep, `replayed`
  * entries (a signature authorizes one entry), signed entries later than the
@@ -149,17 +151,22 @@ async function replayOne(
       records,
       scrubRecords(project, records),
     );
-    acceptEntries(op, project, records, {
-      now,
+    // As the consumer stores a batch: under the quota, counted in usage.
+    const admitted = await admitAndAccept(kv, op, {
+      batchId: `replay-${entryId}`,
+      project,
+      versionstamp: record!.versionstamp,
+      records,
       lineOf,
-      groups: await prepareErrorGroups(kv, projectId, records, {
-        now,
-        retentionMs: project.retentionDays * DAY_MS,
-      }),
+      now,
     });
-    op.sum(replayedCountKey(projectId), 1n);
+    if (admitted.stored > 0) op.sum(replayedCountKey(projectId), 1n);
     if ((await op.commit()).ok) {
-      return { entryId, outcome: "stored", auth: verdict.method };
+      if (admitted.stored > 0) {
+        return { entryId, outcome: "stored", auth: verdict.method };
+      }
+      const reason = admitted.overQuota > 0 ? "over_quota" : "sampled";
+      return { entryId, outcome: "rejected", reason };
     }
   }
   throw new Error(`Cannot replay entry "${entryId}": its keys kept changing`);

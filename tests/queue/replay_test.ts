@@ -20,6 +20,8 @@ import {
 } from "../../db/projects.ts";
 import { listRejected } from "../../db/rejected.ts";
 import { readStats } from "../../db/stats.ts";
+import { setQuota } from "../../db/quota.ts";
+import { readUsage } from "../../db/usage.ts";
 import { replayRejected } from "../../queue/replay.ts";
 import { cli, rejected } from "../_helpers/cli.ts";
 import {
@@ -193,5 +195,36 @@ harnessTest(
     }
     const run = await rejected(h, ["replay", project.id]);
     assert.equal(run.code, 1);
+  },
+);
+
+harnessTest(
+  "a replay is stored under the project's quota and counted in its usage, as the consumer stores a batch",
+  async (h) => {
+    const project = await h.project([ORIGIN]);
+    await setQuota(h.kv, project.id, { perDay: 2 });
+    // One kept for its origin, then the day's quota filled.
+    await postQueued(h, randomEntry({ projectId: project.id }), {
+      Origin: OTHER,
+    });
+    await h.process();
+    for (let i = 0; i < 2; i++) {
+      await postQueued(h, randomEntry({ projectId: project.id }), {
+        Origin: ORIGIN,
+      });
+    }
+    await h.process();
+    assert.equal((await h.logs(project.id)).length, 2);
+    await allowValue(h.kv, project.id, OTHER);
+    const [result] = await replayRejected(h.kv, project.id, undefined, {
+      now: h.clock.now,
+    });
+    assert.equal(result!.outcome, "rejected");
+    assert.equal((result as { reason: string }).reason, "over_quota");
+    assert.equal((await h.logs(project.id)).length, 2);
+    const [day] = await readUsage(h.kv, project.id, { now: h.clock.now() });
+    assert.equal(day!.accepted, 3);
+    assert.equal(day!.stored, 2);
+    assert.equal(day!.over_quota, 1);
   },
 );
