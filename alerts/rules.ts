@@ -16,6 +16,8 @@ import { DEFAULT_FACTOR } from "./group_rules.ts";
 import { getProject, ProjectNotFoundError } from "../db/projects.ts";
 import { parseQuery, QuerySyntaxError } from "../db/query/mod.ts";
 import { InvalidValueError } from "../db/validation.ts";
+import { alertRuleKey, alertStateKey } from "../db/keys.ts";
+import { withinCount } from "../db/kv.ts";
 import { checkWebhookUrl } from "./targets.ts";
 import { DURATION_UNIT_MS } from "../domain/duration.ts";
 
@@ -261,7 +263,21 @@ async function storeRule(
       secret: `whsec_${randomHex(32)}`,
       createdAt: (options.now ?? Date.now)(),
     };
-    if (await putNewAlertRule(kv, rule)) return rule;
+    if (!await putNewAlertRule(kv, rule)) continue;
+    if (
+      !await withinCount(
+        kv,
+        alertRuleKey(rule.projectId),
+        MAX_RULES_PER_PROJECT,
+      )
+    ) {
+      await kv.atomic().delete(alertRuleKey(rule.projectId, rule.id))
+        .delete(alertStateKey(rule.projectId, rule.id)).commit();
+      throw new InvalidValueError(
+        `Cannot add a rule: project "${rule.projectId}" has ${MAX_RULES_PER_PROJECT} already; remove one first`,
+      );
+    }
+    return rule;
   }
 }
 

@@ -219,3 +219,25 @@ export function decodeFramed<T>(value: Uint8Array): Framed<T> {
     payload: value.subarray(end),
   };
 }
+
+/**
+ * Whether at most `max` keys lie under `prefix`, counted after a writer
+ * added its own: a count made before a write lets parallel writers pass it
+ * together, so a writer of a bounded family counts again after its commit
+ * and takes its record back when past the bound (those at the bound in the
+ * same moment may all be refused; never more than `max` stay).
+ *
+ * @example
+ * ```ts
+ * if (!await withinCount(kv, savedViewKey(projectId), MAX_VIEWS)) await kv.delete(key);
+ * ```
+ */
+export async function withinCount(
+  kv: Deno.Kv,
+  prefix: Deno.KvKey,
+  max: number,
+): Promise<boolean> {
+  let n = 0;
+  for await (const _ of kv.list({ prefix }, { limit: max + 1 })) n++;
+  return n <= max;
+}

@@ -8,7 +8,7 @@
  * @module
  */
 import { createHash, timingSafeEqual } from "node:crypto";
-import { decodeJson, encodeJson, listJson } from "./kv.ts";
+import { decodeJson, encodeJson, listJson, withinCount } from "./kv.ts";
 import { readTokenHashKey, readTokenKey, readTokensPrefix } from "./keys.ts";
 import { getProject, ProjectNotFoundError } from "./projects.ts";
 import { InvalidValueError } from "./validation.ts";
@@ -148,7 +148,21 @@ export async function createReadToken(
         encodeJson({ projectId: record.projectId, id: record.id }),
       )
       .commit();
-    if (result.ok) return { token, record };
+    if (!result.ok) continue;
+    if (
+      !await withinCount(
+        kv,
+        readTokensPrefix(options.projectId),
+        MAX_TOKENS_PER_PROJECT,
+      )
+    ) {
+      await kv.atomic().delete(readTokenKey(record.projectId, record.id))
+        .delete(readTokenHashKey(record.hash)).commit();
+      throw new InvalidValueError(
+        `Cannot create token "${name}": the project has ${MAX_TOKENS_PER_PROJECT} tokens, revoke one first`,
+      );
+    }
+    return { token, record };
   }
 }
 

@@ -8,7 +8,7 @@
  */
 import { createId } from "../domain/ids.ts";
 import { savedViewKey } from "./keys.ts";
-import { encodeJson, listJson } from "./kv.ts";
+import { encodeJson, listJson, withinCount } from "./kv.ts";
 import { findRecord, InvalidValueError } from "./validation.ts";
 
 /** Saved views one project holds at most. */
@@ -92,6 +92,12 @@ export async function saveView(
   const createdAt = (options.now ?? Date.now)();
   const view: SavedView = { id: createId(createdAt), name, query, createdAt };
   await kv.set(savedViewKey(projectId, view.id), encodeJson(view));
+  if (!await withinCount(kv, savedViewKey(projectId), MAX_VIEWS)) {
+    await kv.delete(savedViewKey(projectId, view.id));
+    throw new InvalidValueError(
+      `Cannot save view "${name}": a project keeps at most ${MAX_VIEWS} views, remove one first`,
+    );
+  }
   return view;
 }
 
