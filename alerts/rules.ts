@@ -17,7 +17,7 @@ import { getProject, ProjectNotFoundError } from "../db/projects.ts";
 import { parseQuery, QuerySyntaxError } from "../db/query/mod.ts";
 import { InvalidValueError } from "../db/validation.ts";
 import { alertRuleKey, alertStateKey } from "../db/keys.ts";
-import { withinCount } from "../db/kv.ts";
+import { keepWithin } from "../db/kv.ts";
 import { checkWebhookUrl } from "./targets.ts";
 import { DURATION_UNIT_MS } from "../domain/duration.ts";
 
@@ -194,9 +194,7 @@ export async function addAlertRule(
   const project = await getProject(kv, input.projectId);
   if (project === null) throw new ProjectNotFoundError(input.projectId);
   if ((await listAlertRules(kv, project.id)).length >= MAX_RULES_PER_PROJECT) {
-    throw new InvalidValueError(
-      `Cannot add a rule: project "${project.id}" has ${MAX_RULES_PER_PROJECT} already; remove one first`,
-    );
+    throw tooManyRules(project.id);
   }
   if (input.on !== undefined) {
     return await addGroupRule(kv, input, project.id, options);
@@ -251,6 +249,12 @@ export async function addAlertRule(
 }
 
 /** Stores a new rule under a fresh id and secret. */
+function tooManyRules(projectId: string): InvalidValueError {
+  return new InvalidValueError(
+    `Cannot add a rule: project "${projectId}" has ${MAX_RULES_PER_PROJECT} already; remove one first`,
+  );
+}
+
 async function storeRule(
   kv: Deno.Kv,
   fields: Omit<AlertRule, "id" | "secret" | "createdAt">,
@@ -264,19 +268,14 @@ async function storeRule(
       createdAt: (options.now ?? Date.now)(),
     };
     if (!await putNewAlertRule(kv, rule)) continue;
-    if (
-      !await withinCount(
-        kv,
-        alertRuleKey(rule.projectId),
-        MAX_RULES_PER_PROJECT,
-      )
-    ) {
-      await kv.atomic().delete(alertRuleKey(rule.projectId, rule.id))
-        .delete(alertStateKey(rule.projectId, rule.id)).commit();
-      throw new InvalidValueError(
-        `Cannot add a rule: project "${rule.projectId}" has ${MAX_RULES_PER_PROJECT} already; remove one first`,
-      );
-    }
+    const { projectId } = rule;
+    await keepWithin(
+      kv,
+      alertRuleKey(projectId),
+      MAX_RULES_PER_PROJECT,
+      [alertRuleKey(projectId, rule.id), alertStateKey(projectId, rule.id)],
+      () => tooManyRules(projectId),
+    );
     return rule;
   }
 }

@@ -221,23 +221,30 @@ export function decodeFramed<T>(value: Uint8Array): Framed<T> {
 }
 
 /**
- * Whether at most `max` keys lie under `prefix`, counted after a writer
+ * Keeps a bounded family within `max` keys under `prefix` after a writer
  * added its own: a count made before a write lets parallel writers pass it
- * together, so a writer of a bounded family counts again after its commit
- * and takes its record back when past the bound (those at the bound in the
- * same moment may all be refused; never more than `max` stay).
+ * together, so the writer counts again after its commit and, past the
+ * bound, deletes what it wrote (`keys`) and throws `refusal()` (those at
+ * the bound in the same moment may all be refused; never more than `max`
+ * stay).
  *
  * @example
  * ```ts
- * if (!await withinCount(kv, savedViewKey(projectId), MAX_VIEWS)) await kv.delete(key);
+ * await keepWithin(kv, savedViewKey(projectId), MAX_VIEWS, [key], () => new Error("too many"));
  * ```
  */
-export async function withinCount(
+export async function keepWithin(
   kv: Deno.Kv,
   prefix: Deno.KvKey,
   max: number,
-): Promise<boolean> {
+  keys: Deno.KvKey[],
+  refusal: () => Error,
+): Promise<void> {
   let n = 0;
   for await (const _ of kv.list({ prefix }, { limit: max + 1 })) n++;
-  return n <= max;
+  if (n <= max) return;
+  const op = kv.atomic();
+  for (const key of keys) op.delete(key);
+  await op.commit();
+  throw refusal();
 }

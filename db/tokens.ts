@@ -8,7 +8,7 @@
  * @module
  */
 import { createHash, timingSafeEqual } from "node:crypto";
-import { decodeJson, encodeJson, listJson, withinCount } from "./kv.ts";
+import { decodeJson, encodeJson, keepWithin, listJson } from "./kv.ts";
 import { readTokenHashKey, readTokenKey, readTokensPrefix } from "./keys.ts";
 import { getProject, ProjectNotFoundError } from "./projects.ts";
 import { InvalidValueError } from "./validation.ts";
@@ -116,11 +116,11 @@ export async function createReadToken(
       `Cannot create token "${name}": the project has a token of this name`,
     );
   }
-  if (existing.length >= MAX_TOKENS_PER_PROJECT) {
-    throw new InvalidValueError(
+  const full = () =>
+    new InvalidValueError(
       `Cannot create token "${name}": the project has ${MAX_TOKENS_PER_PROJECT} tokens, revoke one first`,
     );
-  }
+  if (existing.length >= MAX_TOKENS_PER_PROJECT) throw full();
   for (;;) {
     const token = TOKEN_PREFIX +
       base64url(crypto.getRandomValues(new Uint8Array(32)));
@@ -149,19 +149,16 @@ export async function createReadToken(
       )
       .commit();
     if (!result.ok) continue;
-    if (
-      !await withinCount(
-        kv,
-        readTokensPrefix(options.projectId),
-        MAX_TOKENS_PER_PROJECT,
-      )
-    ) {
-      await kv.atomic().delete(readTokenKey(record.projectId, record.id))
-        .delete(readTokenHashKey(record.hash)).commit();
-      throw new InvalidValueError(
-        `Cannot create token "${name}": the project has ${MAX_TOKENS_PER_PROJECT} tokens, revoke one first`,
-      );
-    }
+    await keepWithin(
+      kv,
+      readTokensPrefix(options.projectId),
+      MAX_TOKENS_PER_PROJECT,
+      [
+        readTokenKey(record.projectId, record.id),
+        readTokenHashKey(record.hash),
+      ],
+      full,
+    );
     return { token, record };
   }
 }

@@ -8,7 +8,7 @@
  */
 import { createId } from "../domain/ids.ts";
 import { savedViewKey } from "./keys.ts";
-import { encodeJson, listJson, withinCount } from "./kv.ts";
+import { encodeJson, keepWithin, listJson } from "./kv.ts";
 import { findRecord, InvalidValueError } from "./validation.ts";
 
 /** Saved views one project holds at most. */
@@ -84,20 +84,16 @@ export async function saveView(
       `Cannot save view "${name}": its query string is not one`,
     );
   }
-  if ((await listViews(kv, projectId)).length >= MAX_VIEWS) {
-    throw new InvalidValueError(
+  const full = () =>
+    new InvalidValueError(
       `Cannot save view "${name}": a project keeps at most ${MAX_VIEWS} views, remove one first`,
     );
-  }
+  if ((await listViews(kv, projectId)).length >= MAX_VIEWS) throw full();
   const createdAt = (options.now ?? Date.now)();
   const view: SavedView = { id: createId(createdAt), name, query, createdAt };
-  await kv.set(savedViewKey(projectId, view.id), encodeJson(view));
-  if (!await withinCount(kv, savedViewKey(projectId), MAX_VIEWS)) {
-    await kv.delete(savedViewKey(projectId, view.id));
-    throw new InvalidValueError(
-      `Cannot save view "${name}": a project keeps at most ${MAX_VIEWS} views, remove one first`,
-    );
-  }
+  const key = savedViewKey(projectId, view.id);
+  await kv.set(key, encodeJson(view));
+  await keepWithin(kv, savedViewKey(projectId), MAX_VIEWS, [key], full);
   return view;
 }
 

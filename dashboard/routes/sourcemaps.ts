@@ -116,15 +116,25 @@ export function sourceMapRoutes(app: DashApp, deps: DashboardDeps): void {
         hasSources: record.hasSources,
       }, 201);
     } catch (error) {
-      if (error instanceof InvalidSourceMapError) {
-        return uploadError(c, 400, error.message);
-      }
-      if (error instanceof SourceMapTooLargeError) {
-        return uploadError(c, 413, error.message);
-      }
-      throw error;
+      return answerKnown(c, error);
     }
   });
+}
+
+/** The statuses of the errors an upload answers with their own message. */
+const KNOWN_ERRORS: [new (...args: never[]) => Error, 400 | 408 | 413][] = [
+  [InvalidSourceMapError, 400],
+  [SourceMapTooLargeError, 413],
+  [BodyTimeoutError, 408],
+  [BodyIncompleteError, 400],
+];
+
+/** `error`'s answer when it is one of {@linkcode KNOWN_ERRORS}; else throws it. */
+function answerKnown(c: DashContext, error: unknown): Response {
+  for (const [kind, status] of KNOWN_ERRORS) {
+    if (error instanceof kind) return uploadError(c, status, error.message);
+  }
+  throw error;
 }
 
 /**
@@ -136,13 +146,7 @@ async function readMap(c: DashContext): Promise<Uint8Array | Response> {
   try {
     bytes = await readBodyWithin(c.req.raw, MAX_MAP_BYTES, UPLOAD_TIME_MS);
   } catch (error) {
-    if (error instanceof BodyTimeoutError) {
-      return uploadError(c, 408, error.message);
-    }
-    if (error instanceof BodyIncompleteError) {
-      return uploadError(c, 400, error.message);
-    }
-    throw error;
+    return answerKnown(c, error);
   }
   return bytes ?? uploadError(
     c,

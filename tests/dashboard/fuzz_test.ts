@@ -8,6 +8,7 @@
  * @module
  */
 import assert from "node:assert/strict";
+import { capturingErrors } from "../_helpers/console.ts";
 import {
   projectPage,
   signedInTest,
@@ -66,21 +67,6 @@ const NASTY_TEXT = NASTY.filter((v) =>
 
 /** Statuses a nasty value may get. */
 const ACCEPTABLE = new Set([200, 303, 400, 404]);
-
-/** Replaces console.error while `fn` runs; returns what it logged. */
-async function capturingErrors(fn: () => Promise<void>): Promise<string[]> {
-  const logged: string[] = [];
-  const original = console.error;
-  console.error = (...args: unknown[]) => {
-    logged.push(args.map(String).join(" "));
-  };
-  try {
-    await fn();
-  } finally {
-    console.error = original;
-  }
-  return logged;
-}
 
 /** Reads what an answer says, cancelling a stream after its first bytes. */
 async function bodyOf(res: Response): Promise<string> {

@@ -10,6 +10,7 @@ import assert from "node:assert/strict";
 import type { DashboardOptions } from "../../dashboard/app.ts";
 import { mountDashboard } from "../../dashboard/mount.ts";
 import type { Project } from "../../db/projects.ts";
+import { capturingErrors } from "../_helpers/console.ts";
 import {
   EVENT_TIMEOUT_MS,
   randomEntry,
@@ -264,20 +265,6 @@ Deno.test("the mounted dashboard refuses a 200 MB form with 413 while the endpoi
     );
   });
 });
-
-/** Replaces console.error while `fn` runs; returns what it logged. */
-async function capturingErrors(fn: () => Promise<void>): Promise<string[]> {
-  const logged: string[] = [];
-  const original = console.error;
-  console.error = (...args: unknown[]) =>
-    logged.push(args.map(String).join(" "));
-  try {
-    await fn();
-  } finally {
-    console.error = original;
-  }
-  return logged;
-}
 
 /** A POST of `head` then part of its body on a raw socket, left open. */
 async function postPart(port: number, path: string): Promise<Deno.Conn> {

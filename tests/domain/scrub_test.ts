@@ -272,15 +272,15 @@ Deno.test("custom patterns of unbounded cost are refused", async (t) => {
   }
 });
 
+/** A scrubber of one custom pattern that removes what it finds. */
+function onePattern(pattern: string, options: { now?: () => number } = {}) {
+  return compileScrubber([
+    { id: "pattern:1", kind: "pattern", pattern, action: "remove" },
+  ], options);
+}
+
 Deno.test("a stored pattern that the bounds now refuse is never run: every string is filtered, as by one out of time", () => {
-  const scrubber = compileScrubber([
-    {
-      id: "pattern:1",
-      kind: "pattern",
-      pattern: "a{0,30}a{0,30}a{0,30}b",
-      action: "remove",
-    },
-  ]);
+  const scrubber = onePattern("a{0,30}a{0,30}a{0,30}b");
   const out = scrubber.scrub({ data: { text: "a".repeat(256), n: 7 } });
   // Names are strings too: both are filtered, and the number is kept.
   assert.deepEqual(out.entry.data, { [FILTERED]: 7 });
@@ -289,26 +289,14 @@ Deno.test("a stored pattern that the bounds now refuse is never run: every strin
 
 Deno.test("patterns that run out of the time budget filter what they did not search", () => {
   let clock = 0;
-  const scrubber = compileScrubber([
-    {
-      id: "pattern:1",
-      kind: "pattern",
-      pattern: "[a-z0-9]{0,31}[a-z]{0,31}!",
-      action: "remove",
-    },
-  ], { now: () => clock });
+  const scrubber = onePattern("[a-z0-9]{0,31}[a-z]{0,31}!", {
+    now: () => clock,
+  });
   const data = { a: "fine", b: "a".repeat(2_000) };
   const result = scrubber.scrub({ data });
   assert.deepEqual(result.entry.data, data);
   assert.equal(result.changed, false);
-  const slow = compileScrubber([
-    {
-      id: "pattern:1",
-      kind: "pattern",
-      pattern: "[a-z0-9]{0,31}[a-z]{0,31}!",
-      action: "remove",
-    },
-  ], { now: () => clock++ });
+  const slow = onePattern("[a-z0-9]{0,31}[a-z]{0,31}!", { now: () => clock++ });
   const cut = slow.scrub({ data: { a: "fine", b: "a".repeat(20_000) } })
     .entry.data;
   assert.equal(cut.a, "fine");
@@ -316,16 +304,9 @@ Deno.test("patterns that run out of the time budget filter what they did not sea
 });
 
 Deno.test("an allowed pattern over an adversarial string stays within its budget", () => {
-  const scrubber = compileScrubber([
-    {
-      id: "pattern:1",
-      kind: "pattern",
-      // At the bound of ways to match: about 2 ms a window, so 64 KiB
-      // takes far longer than the budget.
-      pattern: "[a-z0-9]{0,31}[a-z]{0,31}!",
-      action: "remove",
-    },
-  ]);
+  // At the bound of ways to match: about 2 ms a window, so 64 KiB takes far
+  // longer than the budget.
+  const scrubber = onePattern("[a-z0-9]{0,31}[a-z]{0,31}!");
   const start = performance.now();
   const out = scrubber.scrub({ data: { a: "a".repeat(65_536) } });
   // Against a hang only (the whole string searched takes far longer): the
