@@ -248,13 +248,17 @@ export async function addAlertRule(
   }, options);
 }
 
-/** Stores a new rule under a fresh id and secret. */
+/** The refusal of a rule past {@linkcode MAX_RULES_PER_PROJECT}. */
 function tooManyRules(projectId: string): InvalidValueError {
   return new InvalidValueError(
     `Cannot add a rule: project "${projectId}" has ${MAX_RULES_PER_PROJECT} already; remove one first`,
   );
 }
 
+/**
+ * Stores a new rule under a fresh id and secret; past the cap (rules added
+ * at the same moment), takes it back and refuses.
+ */
 async function storeRule(
   kv: Deno.Kv,
   fields: Omit<AlertRule, "id" | "secret" | "createdAt">,

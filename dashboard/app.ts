@@ -45,7 +45,11 @@ import { settingsRoutes } from "./routes/settings.ts";
 import { deadLettersRoutes } from "./routes/dead_letters.ts";
 import { alertsRoutes } from "./routes/alerts.ts";
 import { apiRoutes } from "./routes/api.ts";
-import { sourceMapRoutes, UPLOAD_PATH } from "./routes/sourcemaps.ts";
+import {
+  sourceMapRoutes,
+  UPLOAD_PATH,
+  UPLOAD_TIME_MS,
+} from "./routes/sourcemaps.ts";
 import { auditRoutes } from "./routes/audit.ts";
 import { usageRoutes } from "./routes/usage.ts";
 import { tokensRoutes } from "./routes/tokens.ts";
@@ -112,8 +116,10 @@ export interface DashboardOptions {
   publicHosts?: string[];
   /** Largest form body accepted; past it, `413`. @default {FORM_LIMIT_BYTES} */
   formLimitBytes?: number;
-  /** Time a request body may take to arrive whole; past it, `408`. @default {BODY_TIME_MS} */
+  /** Time a form body may take to arrive whole; past it, `408`. @default {BODY_TIME_MS} */
   bodyTimeMs?: number;
+  /** Time a source map's bytes may take to arrive whole; past it, `408`. @default {UPLOAD_TIME_MS} */
+  uploadTimeMs?: number;
   /** Live tails open at once, per session, per account and in all. @default 4, 8 and 64 */
   tailLimits?: { perSession?: number; perAccount?: number; total?: number };
 }
@@ -275,6 +281,7 @@ function dashboardDeps(
     },
     histogramBudgetMs: options.histogramBudgetMs ?? HISTOGRAM_BUDGET_MS,
     facetsBudgetMs: options.facetsBudgetMs ?? FACETS_BUDGET_MS,
+    uploadTimeMs: options.uploadTimeMs ?? UPLOAD_TIME_MS,
     ...(options.queryBudget ? { queryBudget: options.queryBudget } : {}),
   };
 }

@@ -3,11 +3,13 @@
  * headers with a Content-Security-Policy that runs only the scripts marked
  * with this answer's nonce (and the modules they import); the refusal (`403`)
  * of any state-changing request sent from another origin; the refusal of a
- * `Host` the dashboard does not serve; a body read only up to a limit; and
+ * `Host` the dashboard does not serve; a body read only up to a limit and
+ * within a time; and
  * the per-address limit on sign-in attempts.
  *
  * @module
  */
+import { randomToken } from "./session.ts";
 
 /** Methods that change nothing, so they need no origin check. */
 const SAFE_METHODS = new Set(["GET", "HEAD", "OPTIONS"]);
@@ -21,10 +23,8 @@ const SAFE_METHODS = new Set(["GET", "HEAD", "OPTIONS"]);
  * ```
  */
 export function createNonce(): string {
-  const bytes = crypto.getRandomValues(new Uint8Array(16));
   // base64url: every one of the 128 random bits kept, never "=".
-  return btoa(String.fromCharCode(...bytes)).replaceAll("+", "-")
-    .replaceAll("/", "_").replace(/=+$/, "");
+  return randomToken(16);
 }
 
 /**

@@ -9,9 +9,11 @@
  * commit that stores the entries, so a group counts each entry once, as the
  * entries are stored once. The rows of a group: the group, its count (a
  * `KvU64`), its row in an index by last seen, which listings read newest
- * first, the id of its fingerprint, its counts per release and its triage. None expires by itself (a count added to with `sum` cannot): a
+ * first, the id of its fingerprint, its counts per release and its triage.
+ * None expires by itself (a count added to with `sum` cannot): a
  * group's rows are deleted together when it is evicted, or past the
- * retention by the recount ({@linkcode makeRoom}), and listings
+ * retention by the recount ({@linkcode makeRoom}, from the consumer and
+ * from the merge rounds' {@linkcode sweepErrorGroups}), and listings
  * (db/error_group_reads.ts) skip groups last seen before the retention
  * meanwhile.
  *

@@ -574,12 +574,18 @@ export function errorGroupPrefixes(projectId: string): Deno.KvKey[] {
   ];
 }
 
+/** Prefix of a project's alert rule states. */
+const alertStatesPrefix = keyed<[projectId: string]>("alert_state");
+
+/** Prefix of a project's alert histories. */
+const alertHistoriesPrefix = keyed<[projectId: string]>("alert_history");
+
 /** The prefixes of a project's alert rules, their states and histories. */
 export function alertPrefixes(projectId: string): Deno.KvKey[] {
   return [
     alertRuleKey(projectId),
-    ["alert_state", projectId],
-    ["alert_history", projectId],
+    alertStatesPrefix(projectId),
+    alertHistoriesPrefix(projectId),
   ];
 }
 

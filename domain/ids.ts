@@ -15,7 +15,7 @@
 const TIME_DIGITS = 12;
 /** Hex digits of a whole id: time, sequence and tag. */
 const ID_DIGITS = 28;
-const ID = /^[0-9a-f]{28}$/;
+const ID = new RegExp(`^[0-9a-f]{${ID_DIGITS}}$`);
 
 const tag = Array.from(
   crypto.getRandomValues(new Uint8Array(4)),

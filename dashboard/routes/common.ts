@@ -60,6 +60,8 @@ export interface DashboardDeps {
   histogramBudgetMs: number;
   /** Server time the explorer's facets may take (db/query/facets.ts). */
   facetsBudgetMs: number;
+  /** Time a source map's bytes may take to arrive whole. */
+  uploadTimeMs: number;
   /** Work one page of entries may do (db/query/query.ts). @default 2 s */
   queryBudget?: ScanBudget;
 }

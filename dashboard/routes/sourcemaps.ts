@@ -43,7 +43,7 @@ import {
  */
 export const UPLOAD_PATH = /^\/api\/v1\/projects\/[^/]+\/sourcemaps$/;
 
-/** Time a map's bytes may take to arrive whole (10 MB at 170 KB/s). */
+/** Time a map's bytes may take to arrive whole by default (10 MB at 170 KB/s). */
 export const UPLOAD_TIME_MS = 60_000;
 
 function uploadError(
@@ -89,7 +89,7 @@ export function sourceMapRoutes(app: DashApp, deps: DashboardDeps): void {
         }"; create one with --scope upload`,
       );
     }
-    const bytes = await readMap(c);
+    const bytes = await readMap(c, deps.uploadTimeMs);
     if (bytes instanceof Response) return bytes;
     const params = new URL(c.req.url).searchParams;
     try {
@@ -138,13 +138,16 @@ function answerKnown(c: DashContext, error: unknown): Response {
 }
 
 /**
- * The map's bytes, read within {@linkcode MAX_MAP_BYTES} and
- * {@linkcode UPLOAD_TIME_MS}, or the answer that refuses them.
+ * The map's bytes, read within {@linkcode MAX_MAP_BYTES} and `timeMs`, or
+ * the answer that refuses them.
  */
-async function readMap(c: DashContext): Promise<Uint8Array | Response> {
+async function readMap(
+  c: DashContext,
+  timeMs: number,
+): Promise<Uint8Array | Response> {
   let bytes;
   try {
-    bytes = await readBodyWithin(c.req.raw, MAX_MAP_BYTES, UPLOAD_TIME_MS);
+    bytes = await readBodyWithin(c.req.raw, MAX_MAP_BYTES, timeMs);
   } catch (error) {
     return answerKnown(c, error);
   }

@@ -218,3 +218,33 @@ dashboardProjectTest(
     ]);
   },
 );
+
+dashboardProjectTest(
+  "an upload whose bytes stall answers 408, and one cut short 400, with nothing stored",
+  async (h, project) => {
+    const { upload: token } = await tokens(h, project.id);
+    const part = new TextEncoder().encode('{"version":3,');
+    const stalled = new ReadableStream<Uint8Array>({
+      start(controller) {
+        controller.enqueue(part);
+      },
+      pull: () => new Promise(() => {}),
+    });
+    const slow = await upload(h, project.id, { token, body: stalled });
+    assert.equal(slow.status, 408);
+    assert.match((await slow.json()).error, /not whole within 100 ms/);
+    let pulled = false;
+    const cut = new ReadableStream<Uint8Array>({
+      pull(controller) {
+        if (pulled) return controller.error(new Error("connection reset"));
+        pulled = true;
+        controller.enqueue(part);
+      },
+    });
+    const short = await upload(h, project.id, { token, body: cut });
+    assert.equal(short.status, 400);
+    assert.match((await short.json()).error, /ended before it was whole/);
+    assert.deepEqual(await listSourceMaps(h.kv, project.id), []);
+  },
+  { dashboard: { uploadTimeMs: 100 } },
+);
