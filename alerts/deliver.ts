@@ -18,10 +18,13 @@ import {
   type AttemptOutcome,
   type Delivery,
   type DeliveryAttempt,
+  dropOldDeliveries,
+  forgetDelivery,
+  MAX_WAITING_PER_RULE,
+  putDelivery,
   recordAlertAttempt,
 } from "../db/alerts.ts";
 import { alertOutboxKey } from "../db/keys.ts";
-import { encodeJson } from "../db/kv.ts";
 import { createId } from "../domain/ids.ts";
 import {
   checkResolvedTarget,
@@ -225,8 +228,9 @@ export async function claimDelivery(
 ): Promise<Claim | null> {
   const claimed: Delivery = { ...delivery, attempts: delivery.attempts + 1 };
   const leaseKey = alertOutboxKey(now + LEASE_MS, delivery.id);
-  const claim = await kv.atomic().check(entry).delete(entry.key)
-    .set(leaseKey, encodeJson(claimed)).commit();
+  const op = kv.atomic().check(entry).delete(entry.key);
+  putDelivery(op, claimed, now + LEASE_MS);
+  const claim = await op.commit();
   return claim.ok
     ? { delivery: claimed, leaseKey, versionstamp: claim.versionstamp }
     : null;
@@ -242,9 +246,9 @@ export async function postponeDelivery(
   delivery: Delivery,
   dueAt: number,
 ): Promise<boolean> {
-  const result = await kv.atomic().check(entry).delete(entry.key)
-    .set(alertOutboxKey(dueAt, delivery.id), encodeJson(delivery)).commit();
-  return result.ok;
+  const op = kv.atomic().check(entry).delete(entry.key);
+  putDelivery(op, delivery, dueAt);
+  return (await op.commit()).ok;
 }
 
 /**
@@ -268,38 +272,43 @@ export async function settleDelivery(
   const op = kv.atomic()
     .check({ key: claim.leaseKey, versionstamp: claim.versionstamp })
     .delete(claim.leaseKey);
-  if (outcome === "retrying") {
-    op.set(alertOutboxKey(at + delay!, delivery.id), encodeJson(delivery));
-  }
+  if (outcome === "retrying") putDelivery(op, delivery, at + delay!);
+  else forgetDelivery(op, delivery);
   // Lost only if the lease ran out and another instance took it over.
   await op.commit();
-  const attempt: DeliveryAttempt = {
-    deliveryId: delivery.id,
+  return await recordAttempt(kv, delivery, {
     at,
     attempt: delivery.attempts,
-    count: delivery.count,
     ...(result.status === undefined ? {} : { status: result.status }),
     ...(result.error === undefined ? {} : { error: result.error }),
     outcome,
-  };
-  await recordAttempt(kv, delivery, attempt);
-  return attempt;
+  });
 }
 
 /**
- * Writes `attempt` of `delivery` to its rule's history, under an id of the
- * attempt's time.
+ * Writes an attempt of `delivery` to its rule's history, under an id of the
+ * attempt's time; returns what was written.
  *
  * @example
  * ```ts
- * await recordAttempt(kv, delivery, { ...attempt, outcome: "backed-off" });
+ * await recordAttempt(kv, delivery, {
+ *   at: Date.now(),
+ *   attempt: delivery.attempts + 1, // not made
+ *   error: "Backed off: …",
+ *   outcome: "backed-off",
+ * });
  * ```
  */
 export async function recordAttempt(
   kv: Deno.Kv,
   delivery: Delivery,
-  attempt: DeliveryAttempt,
-): Promise<void> {
+  fields: Omit<DeliveryAttempt, "deliveryId" | "count">,
+): Promise<DeliveryAttempt> {
+  const attempt: DeliveryAttempt = {
+    deliveryId: delivery.id,
+    count: delivery.count,
+    ...fields,
+  };
   await recordAlertAttempt(
     kv,
     delivery.projectId,
@@ -307,6 +316,38 @@ export async function recordAttempt(
     createId(attempt.at),
     attempt,
   );
+  return attempt;
+}
+
+/**
+ * Drops a rule's oldest deliveries past {@linkcode MAX_WAITING_PER_RULE}
+ * (its target does not take them as fast as the rule fires), each recorded
+ * as `failed` in the rule's history; returns what was recorded.
+ *
+ * @example
+ * ```ts
+ * await dropPastBound(kv, rule.projectId, rule.id, Date.now());
+ * ```
+ */
+export async function dropPastBound(
+  kv: Deno.Kv,
+  projectId: string,
+  ruleId: string,
+  at: number,
+): Promise<DeliveryAttempt[]> {
+  const recorded: DeliveryAttempt[] = [];
+  for (const delivery of await dropOldDeliveries(kv, projectId, ruleId)) {
+    recorded.push(
+      await recordAttempt(kv, delivery, {
+        at,
+        attempt: delivery.attempts + 1, // not made
+        error:
+          `Dropped unsent: ${MAX_WAITING_PER_RULE} newer deliveries of this rule are waiting`,
+        outcome: "failed",
+      }),
+    );
+  }
+  return recorded;
 }
 
 /** The outbox entries due at `now`, oldest first, at most `limit`. */

@@ -27,6 +27,7 @@ import {
   type AttemptOutcome,
   type Delivery,
   type DeliveryAttempt,
+  forgetDelivery,
   getAlertRule,
 } from "../db/alerts.ts";
 import { decodeJson } from "../db/kv.ts";
@@ -205,7 +206,9 @@ async function sweepOnce(state: DispatchState): Promise<number> {
     const rule = delivery === null ? null : await ruleOf(kv, rules, delivery);
     if (delivery === null || rule === null) {
       // Unreadable, or its rule is gone: dropped.
-      await kv.atomic().check(entry).delete(entry.key).commit();
+      const op = kv.atomic().check(entry).delete(entry.key);
+      if (delivery !== null) forgetDelivery(op, delivery);
+      await op.commit();
       continue;
     }
     const target = targetOf(rule.webhook);
@@ -337,19 +340,15 @@ async function holdBack(
 ): Promise<void> {
   const { kv } = state;
   if (!await postponeDelivery(kv, entry, delivery, backoff.until)) return;
-  const at = state.clock();
-  const attempt: DeliveryAttempt = {
-    deliveryId: delivery.id,
-    at,
-    attempt: delivery.attempts + 1,
-    count: delivery.count,
+  const attempt = await recordAttempt(kv, delivery, {
+    at: state.clock(),
+    attempt: delivery.attempts + 1, // not made
+    outcome: "backed-off",
     error:
       `Backed off: "${target}" timed out ${backoff.timeouts} times in a row; next attempt at ${
         formatUtc(backoff.until)
       }`,
-    outcome: "backed-off",
-  };
-  await recordAttempt(kv, delivery, attempt);
+  });
   record(state, attempt, delivery.ruleId);
 }
 

@@ -19,8 +19,9 @@ import {
   deleteAlertRule,
   type Delivery,
   listAlertRules,
+  putDelivery,
 } from "../db/alerts.ts";
-import { alertOutboxKey, alertRuleKey, alertStateKey } from "../db/keys.ts";
+import { alertRuleKey, alertStateKey } from "../db/keys.ts";
 import { encodeJson, VALUE_MAX_BYTES } from "../db/kv.ts";
 import { getProject, type Project } from "../db/projects.ts";
 import { parseQuery, tailLogs } from "../db/query/mod.ts";
@@ -28,6 +29,7 @@ import { recordJson } from "../domain/entry.ts";
 import { createId } from "../domain/ids.ts";
 import { formatAlertDuration, ruleTrigger } from "./rules.ts";
 import { evaluateGroupRule, groupDeliveryBody } from "./group_rules.ts";
+import { dropPastBound } from "./deliver.ts";
 
 /** Entries sent with a delivery at most. */
 export const SAMPLE_ENTRIES = 5;
@@ -223,12 +225,16 @@ async function queueGroupDeliveries(
       attempts: 0,
       createdAt: now,
     };
-    op.set(alertOutboxKey(now, id), encodeJson(delivery));
+    putDelivery(op, delivery, now);
     return delivery;
   });
   if (deliveries.length > 0) next.lastDeliveryAt = now;
   op.set(alertStateKey(rule.projectId, rule.id), encodeJson(next));
-  return (await op.commit()).ok ? deliveries : [];
+  if (!(await op.commit()).ok) return [];
+  if (deliveries.length > 0) {
+    await dropPastBound(kv, rule.projectId, rule.id, now);
+  }
+  return deliveries;
 }
 
 /**
@@ -329,11 +335,12 @@ export async function evaluateRule(
     next.firstPendingAt = null;
     next.samples = [];
     next.lastDeliveryAt = now;
-    op.set(alertOutboxKey(now, id), encodeJson(delivery));
+    putDelivery(op, delivery, now);
   }
   op.set(alertStateKey(rule.projectId, rule.id), encodeJson(next));
-  const result = await op.commit();
-  return result.ok && delivery ? [delivery] : [];
+  if (!(await op.commit()).ok || delivery === null) return [];
+  await dropPastBound(kv, rule.projectId, rule.id, now);
+  return [delivery];
 }
 
 /**

@@ -7,17 +7,28 @@
  * Every record is JSON bytes (db/kv.ts). A rule's state and its outbox
  * entries are changed only by atomic operations checked on the
  * versionstamp read, so two instances evaluating or sending at once never
- * both win.
+ * both win. Each delivery in the outbox is also listed under its rule
+ * (`alert_waiting/`), moved in the same operations, so that a rule whose
+ * target never answers keeps at most {@linkcode MAX_WAITING_PER_RULE}.
  *
  * @module
  */
-import { alertHistoryKey, alertRuleKey, alertStateKey } from "./keys.ts";
+import type { AtomicWriter } from "./atomic.ts";
+import {
+  alertHistoryKey,
+  alertOutboxKey,
+  alertRuleKey,
+  alertStateKey,
+  alertWaitingKey,
+} from "./keys.ts";
 import { decodeJson, encodeJson, listJson } from "./kv.ts";
 import { findRecord, MAX_RECORD_NAME } from "./validation.ts";
 import { timeBound } from "../domain/ids.ts";
 
 /** Delivery attempts kept per rule. */
 export const ALERT_HISTORY_SIZE = 50;
+/** Deliveries of one rule waiting in the outbox at most; past it the oldest are dropped. */
+export const MAX_WAITING_PER_RULE = 100;
 
 /** What a rule on error groups fires on (alerts/group_rules.ts). */
 export type GroupTrigger = "new" | "regressed" | "escalating";
@@ -85,6 +96,61 @@ export interface Delivery {
   attempts: number;
   /** When it was queued, Unix milliseconds. */
   createdAt: number;
+}
+
+/**
+ * Puts `delivery` in the outbox, due at `due` (Unix ms), and under its rule,
+ * as part of `op`.
+ */
+export function putDelivery(
+  op: Pick<AtomicWriter, "set">,
+  delivery: Delivery,
+  due: number,
+): void {
+  op.set(alertOutboxKey(due, delivery.id), encodeJson(delivery));
+  op.set(
+    alertWaitingKey(delivery.projectId, delivery.ruleId, delivery.id),
+    encodeJson(due),
+  );
+}
+
+/** Takes `delivery` off its rule's list, as part of `op` (it leaves the outbox). */
+export function forgetDelivery(
+  op: Pick<AtomicWriter, "delete">,
+  delivery: Delivery,
+): void {
+  op.delete(alertWaitingKey(delivery.projectId, delivery.ruleId, delivery.id));
+}
+
+/**
+ * Drops a rule's deliveries past the newest {@linkcode MAX_WAITING_PER_RULE}
+ * from the outbox, oldest first; returns those dropped. Each goes in one
+ * operation checked on what was read: one that a server moved meanwhile (to
+ * send it) is left to it.
+ */
+export async function dropOldDeliveries(
+  kv: Deno.Kv,
+  projectId: string,
+  ruleId: string,
+): Promise<Delivery[]> {
+  const waiting = kv.list<Uint8Array>(
+    { prefix: alertWaitingKey(projectId, ruleId) },
+    { reverse: true },
+  );
+  const dropped: Delivery[] = [];
+  let n = 0;
+  for await (const entry of waiting) {
+    if (++n <= MAX_WAITING_PER_RULE) continue;
+    const due = decodeJson<number>(entry.value);
+    const outbox = due === null
+      ? null
+      : await kv.get(alertOutboxKey(due, String(entry.key.at(-1))));
+    const delivery = decodeJson<Delivery>(outbox?.value ?? null);
+    const op = kv.atomic().check(entry).delete(entry.key);
+    if (outbox) op.check(outbox).delete(outbox.key);
+    if ((await op.commit()).ok && delivery !== null) dropped.push(delivery);
+  }
+  return dropped;
 }
 
 /**
@@ -167,8 +233,9 @@ export async function listAlertRules(
 }
 
 /**
- * Deletes a rule, its state and its history; `false` when there was no such
- * rule. Deliveries already in the outbox find no rule and are dropped.
+ * Deletes a rule, its state, its history and its list of waiting
+ * deliveries; `false` when there was no such rule. Deliveries already in
+ * the outbox find no rule and are dropped.
  */
 export async function deleteAlertRule(
   kv: Deno.Kv,
@@ -179,10 +246,13 @@ export async function deleteAlertRule(
   if (entry === null) return false;
   const op = kv.atomic().check(entry).delete(entry.key)
     .delete(alertStateKey(projectId, ruleId));
-  for await (
-    const h of kv.list({ prefix: alertHistoryKey(projectId, ruleId) })
+  for (
+    const prefix of [
+      alertHistoryKey(projectId, ruleId),
+      alertWaitingKey(projectId, ruleId),
+    ]
   ) {
-    op.delete(h.key);
+    for await (const h of kv.list({ prefix })) op.delete(h.key);
   }
   return (await op.commit()).ok;
 }

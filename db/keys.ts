@@ -47,6 +47,7 @@
  * | `alert_rules/<projectId>/<ruleId>` | an alert rule (query, threshold, webhook, signing secret) |
  * | `alert_state/<projectId>/<ruleId>` | a rule's evaluation state: cursor, window counts, what waits for the next delivery |
  * | `alert_outbox/<due ms>/<deliveryId>` | a delivery waiting to be sent (or being sent, due when its lease ends) |
+ * | `alert_waiting/<projectId>/<ruleId>/<deliveryId>` | the due time of a rule's delivery in the outbox, so that a rule's waiting deliveries can be counted and the oldest dropped |
  * | `alert_history/<projectId>/<ruleId>/<attemptId>` | one delivery attempt of a rule; the last 50 are kept |
  * | `health_probe` | never written: the health check reads it to see that KV answers |
  * | `users/<email>` | a dashboard account: role, projects, scrypt hash of its password |
@@ -422,6 +423,16 @@ export function alertOutboxKey(...at: [] | [number, string]): Deno.KvKey {
   return ["alert_outbox", ...at];
 }
 
+/**
+ * Key of a rule's delivery in the outbox (its value: the due time of its
+ * outbox key); fewer ids give the prefix of a rule's or a project's.
+ */
+export function alertWaitingKey(
+  ...ids: [string] | [string, string] | [string, string, string]
+): Deno.KvKey {
+  return ["alert_waiting", ...ids];
+}
+
 /** Key of one delivery attempt of a rule; without the attempt, its history's prefix. */
 export function alertHistoryKey(
   ...ids: [string, string] | [string, string, string]
@@ -580,12 +591,16 @@ const alertStatesPrefix = keyed<[projectId: string]>("alert_state");
 /** Prefix of a project's alert histories. */
 const alertHistoriesPrefix = keyed<[projectId: string]>("alert_history");
 
-/** The prefixes of a project's alert rules, their states and histories. */
+/**
+ * The prefixes of a project's alert rules, their states, histories and
+ * waiting deliveries.
+ */
 export function alertPrefixes(projectId: string): Deno.KvKey[] {
   return [
     alertRuleKey(projectId),
     alertStatesPrefix(projectId),
     alertHistoriesPrefix(projectId),
+    alertWaitingKey(projectId),
   ];
 }
 

@@ -25,6 +25,7 @@ import {
 import {
   alertHistoryKey,
   alertRuleKey,
+  alertWaitingKey,
   errorGroupCountKey,
   errorGroupKey,
   errorGroupReleaseKey,
@@ -216,8 +217,9 @@ projectTest(
       record(h.clock.now(), "error", { title: "A" }),
     ]);
     await saveView(h.kv, project.id, { name: "Errors", query: "?level=error" });
-    // A rule with a delivery in its history.
+    // A rule with a delivery in its history and one waiting.
     await h.kv.set(alertRuleKey(project.id, "r1"), encodeJson({ id: "r1" }));
+    await h.kv.set(alertWaitingKey(project.id, "r1", "d0"), encodeJson(0));
     await recordAlertAttempt(h.kv, project.id, "r1", "a1", {
       deliveryId: "d1",
       at: h.clock.now(),
