@@ -475,8 +475,12 @@ function rowsOfGroup(projectId: string, groupId: string): Deno.KvKey[] {
 }
 
 /**
- * The rows named from inside doomed groups: the id kept by fingerprint and
- * the counts per release. One read of the groups (only doomed ones).
+ * The rows named from inside doomed groups, and their counts per release:
+ * the id kept by fingerprint (one read of the doomed groups) and every row
+ * under each group's release prefix (one listing a group). Listed, not
+ * taken from the group's own list of releases: two batches that wrote one
+ * group at once each keep only their own list, and the rows of the other's
+ * new releases would be left behind.
  */
 async function rowsInsideGroups(
   kv: Deno.Kv,
@@ -486,18 +490,16 @@ async function rowsInsideGroups(
   const groupKeys = doomed.filter((k) => k[0] === errorGroupKey(projectId)[0]);
   const rows = await getManyChunked<Uint8Array>(kv, groupKeys);
   const keys: Deno.KvKey[] = [];
-  rows.forEach((row, i) => {
-    const group = decodeJson<{ fingerprint?: string; releases?: string[] }>(
-      row.value,
-    );
-    const groupId = String(groupKeys[i]![2]);
+  for (const row of rows) {
+    const group = decodeJson<{ fingerprint?: string }>(row.value);
     if (typeof group?.fingerprint === "string") {
       keys.push(errorGroupIdKey(projectId, group.fingerprint));
     }
-    for (const release of group?.releases ?? []) {
-      keys.push(errorGroupReleaseKey(projectId, groupId, release));
-    }
-  });
+  }
+  for (const key of groupKeys) {
+    const prefix = errorGroupReleaseKey(projectId, String(key[2]));
+    for await (const row of kv.list({ prefix })) keys.push(row.key);
+  }
   return keys;
 }
 

@@ -358,6 +358,13 @@ export async function releaseFirstSeen(
   return new Map([...releases.values()].map((r) => [r.name, r.firstSeen]));
 }
 
+/**
+ * Rows of a group's counts per release read at most: its 50 releases
+ * (db/error_group_releases.ts) and rows that two batches writing the group
+ * at once left out of its list, until the group is deleted with them.
+ */
+const MAX_GROUP_RELEASE_ROWS = 100;
+
 /** A group's entries per release, as counted (exact). */
 export async function readGroupReleaseCounts(
   kv: Deno.Kv,
@@ -367,7 +374,7 @@ export async function readGroupReleaseCounts(
   const counts = new Map<string, number>();
   const list = kv.list<Deno.KvU64>({
     prefix: errorGroupReleaseKey(projectId, groupId),
-  });
+  }, { limit: MAX_GROUP_RELEASE_ROWS });
   for await (const row of list) {
     counts.set(
       decodeErrorGroupReleaseKey(row.key),

@@ -16,6 +16,7 @@ import {
   prepareErrorGroups,
   RECOUNT_MS,
   SPARK_HOURS,
+  sweepErrorGroups,
 } from "../../db/error_groups.ts";
 import {
   groupCursor,
@@ -454,5 +455,41 @@ projectTest(
     ) {
       assert.equal(await rows(h.kv, prefix), 0, prefix.join("/"));
     }
+  },
+);
+
+projectTest(
+  "the release rows of a group that two batches wrote at once go with the group",
+  async (h, project) => {
+    const t0 = h.clock.now();
+    const retentionMs = project.retentionDays * DAY;
+    const boom = (at: number, release: string) => ({
+      ...record(at, "error", { title: "Boom" }),
+      context: { release },
+    });
+    await group(h.kv, project.id, [boom(t0, "1.0.0")], { retentionMs });
+    // Two consumers read the group at once, each with a new release: the
+    // last commit keeps its own list of releases only.
+    const plans = [];
+    for (const [i, release] of ["1.0.1", "1.0.2"].entries()) {
+      plans.push(
+        await prepareErrorGroups(h.kv, project.id, [boom(t0 + i, release)], {
+          now: t0 + 10,
+          retentionMs,
+        }),
+      );
+    }
+    for (const plan of plans) {
+      const op = h.kv.atomic();
+      addErrorGroups(op, plan);
+      assert.ok((await op.commit()).ok);
+    }
+    assert.equal(await rows(h.kv, errorGroupReleaseKey(project.id)), 3);
+    await sweepErrorGroups(h.kv, project.id, {
+      now: t0 + retentionMs + DAY,
+      retentionMs,
+    });
+    assert.equal(await rows(h.kv, errorGroupKey(project.id)), 0);
+    assert.equal(await rows(h.kv, errorGroupReleaseKey(project.id)), 0);
   },
 );
