@@ -66,6 +66,7 @@
  * | `saved_views/<projectId>/<viewId>` | a named query and time range (db/views.ts) |
  * | `source_maps/<projectId>/<release>/<mapId>` | a source map's release, URL, size and slice count (db/sourcemaps.ts) |
  * | `source_map_slices/<projectId>/<mapId>/<n>` | slice `n` (from 0) of a source map's bytes |
+ * | `source_map_loose/<projectId>/<mapId>` | a map's slices that go unless its record names them: written before an upload's slices and with a record's deletion, deleted once settled; a merge round deletes what an upload or deletion cut short left |
  * | `source_map_index/<projectId>` | the project's maps per release, their count and bytes: its bounds, and the releases with maps |
  * | `write_probe` | one byte written and deleted at start-up, to find a database that cannot be written |
  *
@@ -664,6 +665,14 @@ export function sourceMapSliceKey(
     ...(n === undefined ? [] : [n]),
   ];
 }
+
+/**
+ * Key of a note that the slices of map `mapId` go unless its record names
+ * them; without a map, the prefix of the project's.
+ */
+export const sourceMapLooseKey = keyed<
+  [projectId: string] | [projectId: string, mapId: string]
+>("source_map_loose");
 
 /** Key of a project's index of source maps (releases, count, bytes). */
 export const sourceMapIndexKey = keyed<[projectId: string]>("source_map_index");

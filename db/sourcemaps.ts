@@ -10,7 +10,10 @@
  * consumer reads it to know, in one read, whether an entry's release has
  * maps at all. A map's slices are written first, in commits of their own,
  * and the map becomes visible only with its record; a deleted map's record
- * goes first, then its slices.
+ * goes first, then its slices. Slices that may be left without a record (an
+ * upload under way, a record deleted or replaced) are noted as loose first:
+ * if the upload or the deletion is cut short (a crash, a KV error), a merge
+ * round deletes them ({@linkcode sweepLooseSlices}).
  *
  * @module
  */
@@ -20,6 +23,7 @@ import {
   projectKey,
   sourceMapIndexKey,
   sourceMapKey,
+  sourceMapLooseKey,
   sourceMapSliceKey,
 } from "./keys.ts";
 import { deletePrefix, ProjectNotFoundError } from "./projects.ts";
@@ -35,6 +39,18 @@ export const MAX_PROJECT_MAP_BYTES = 100_000_000;
 export const MAX_MAP_URL_CHARS = 2_048;
 /** Slices one commit writes: 12 × 60 KB stays under KV's 800 KiB a commit. */
 const SLICES_PER_COMMIT = 12;
+/**
+ * Age after which loose slices are deleted: longer than an upload takes to
+ * write its slices once its bytes have arrived.
+ */
+export const LOOSE_SLICES_MS = 10 * 60_000;
+
+/** A note that a map's slices go unless its record names them. */
+interface LooseSlices {
+  release: string;
+  /** When noted, Unix milliseconds. */
+  at: number;
+}
 
 /** A stored source map, without its bytes. */
 export interface SourceMapRecord {
@@ -198,19 +214,22 @@ export async function uploadSourceMap(
     uploadedAt: options.now,
   };
   await checkRoom(kv, projectId, record, null);
-  for (let at = 0; at < slices.length; at += SLICES_PER_COMMIT) {
-    const op = kv.atomic();
-    slices.slice(at, at + SLICES_PER_COMMIT).forEach((slice, i) =>
-      op.set(sourceMapSliceKey(projectId, record.id, at + i), slice)
-    );
-    await op.commit();
-  }
+  const loose = sourceMapLooseKey(projectId, record.id);
+  await kv.set(loose, looseValue(record, options.now));
   try {
-    await commitRecord(kv, projectId, record);
+    for (let at = 0; at < slices.length; at += SLICES_PER_COMMIT) {
+      const op = kv.atomic();
+      slices.slice(at, at + SLICES_PER_COMMIT).forEach((slice, i) =>
+        op.set(sourceMapSliceKey(projectId, record.id, at + i), slice)
+      );
+      await op.commit();
+    }
+    await commitRecord(kv, projectId, record, options.now);
   } catch (error) {
-    await deletePrefix(kv, sourceMapSliceKey(projectId, record.id));
+    await deleteSlices(kv, projectId, record.id);
     throw error;
   }
+  await kv.delete(loose);
   return record;
 }
 
@@ -237,6 +256,7 @@ async function commitRecord(
   kv: Deno.Kv,
   projectId: string,
   record: SourceMapRecord,
+  now: number,
 ): Promise<void> {
   for (;;) {
     const [project, indexEntry] = await kv.getMany([
@@ -275,13 +295,64 @@ async function commitRecord(
         )).versionstamp,
       });
       op.delete(sourceMapKey(projectId, replaced.release, replaced.id));
+      op.set(
+        sourceMapLooseKey(projectId, replaced.id),
+        looseValue(replaced, now),
+      );
     }
     if (!(await op.commit()).ok) continue;
-    if (replaced) {
-      await deletePrefix(kv, sourceMapSliceKey(projectId, replaced.id));
-    }
+    if (replaced) await deleteSlices(kv, projectId, replaced.id);
     return;
   }
+}
+
+function looseValue(map: { release: string }, at: number): Uint8Array {
+  return encodeJson({ release: map.release, at } satisfies LooseSlices);
+}
+
+/** Deletes a map's slices, then the note that they are loose. */
+async function deleteSlices(
+  kv: Deno.Kv,
+  projectId: string,
+  mapId: string,
+): Promise<void> {
+  await deletePrefix(kv, sourceMapSliceKey(projectId, mapId));
+  await kv.delete(sourceMapLooseKey(projectId, mapId));
+}
+
+/**
+ * Deletes the slices noted loose more than {@linkcode LOOSE_SLICES_MS}
+ * before `now` whose map has no record (an upload or a deletion was cut
+ * short), and the notes of those whose map has one (an upload whose last
+ * step was cut short). Returns how many maps' slices it deleted. A merge
+ * round calls it for each project.
+ *
+ * @example
+ * ```ts
+ * await sweepLooseSlices(kv, projectId, Date.now());
+ * ```
+ */
+export async function sweepLooseSlices(
+  kv: Deno.Kv,
+  projectId: string,
+  now: number,
+): Promise<number> {
+  let deleted = 0;
+  for await (const note of kv.list({ prefix: sourceMapLooseKey(projectId) })) {
+    const loose = decodeJson<LooseSlices>(note.value);
+    if (loose !== null && now - loose.at < LOOSE_SLICES_MS) continue;
+    const mapId = String(note.key.at(-1));
+    const record = loose === null
+      ? null
+      : await kv.get(sourceMapKey(projectId, loose.release, mapId));
+    if (record?.value == null) {
+      await deleteSlices(kv, projectId, mapId);
+      deleted++;
+    } else {
+      await kv.atomic().check(note).delete(note.key).commit();
+    }
+  }
+  return deleted;
 }
 
 /**
@@ -326,6 +397,7 @@ export async function deleteSourceMaps(
       const result = await kv.atomic()
         .check(entry)
         .delete(sourceMapKey(projectId, map.release, map.id))
+        .set(sourceMapLooseKey(projectId, map.id), looseValue(map, Date.now()))
         .set(
           sourceMapIndexKey(projectId),
           encodeJson(
@@ -339,7 +411,7 @@ export async function deleteSourceMaps(
         .commit();
       if (result.ok) break;
     }
-    await deletePrefix(kv, sourceMapSliceKey(projectId, map.id));
+    await deleteSlices(kv, projectId, map.id);
   }
   return maps;
 }
@@ -396,6 +468,7 @@ export async function deleteProjectSourceMaps(
 ): Promise<number> {
   const deleted = await deletePrefix(kv, sourceMapKey(projectId)) +
     await deletePrefix(kv, sourceMapSliceKey(projectId));
+  await deletePrefix(kv, sourceMapLooseKey(projectId));
   await kv.delete(sourceMapIndexKey(projectId));
   return deleted;
 }

@@ -52,6 +52,7 @@ import { deleteExpiredCounts } from "../log_counts.ts";
 import { deleteOldUsage } from "../usage.ts";
 import { sweepErrorGroups } from "../error_groups.ts";
 import { sweepReleases } from "../releases.ts";
+import { sweepLooseSlices } from "../sourcemaps.ts";
 import { chunkRetentionMs, longestRetentionMs } from "../retention_rules.ts";
 import { levelsPast, pruneChunk } from "./prune.ts";
 import { listProjects, type Project } from "../projects.ts";
@@ -383,9 +384,10 @@ async function expireAndList(
 
 /**
  * What a round deletes of a project besides chunks: counters past the
- * longest retention `retentionMs`, old usage, and error groups and releases
+ * longest retention `retentionMs`, old usage, error groups and releases
  * past the project's retention (as the consumer sweeps them, for a project
- * that no longer sends any).
+ * that no longer sends any), and source map slices an upload or a deletion
+ * cut short left loose.
  */
 async function sweepProject(
   kv: Deno.Kv,
@@ -398,6 +400,7 @@ async function sweepProject(
   const own = { now, retentionMs: project.retentionDays * DAY_MS };
   await sweepErrorGroups(kv, project.id, own);
   await sweepReleases(kv, project.id, own);
+  await sweepLooseSlices(kv, project.id, now);
 }
 
 /** The runs of open chunks, split where a final chunk stands between. */
