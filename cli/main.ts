@@ -55,7 +55,7 @@ Usage:
   deno task project <command> ...   Create and change projects (see --help)
   deno task logs ID [options]       Print a project's entries
   deno task stats ID [--json]       Counters and recent rejections of a project
-  deno task deadletters list|replay [ID]
+  deno task deadletters list|replay|delete [ID]
                                     Batches whose processing kept failing
   deno task rejected [replay] ID    Recent rejected entries: why, and replay
   deno task alert add|list|remove|history PROJECT ...

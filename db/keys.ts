@@ -9,8 +9,8 @@
  * |---|---|
  * | `projects/<projectId>` | {@linkcode Project} |
  * | `pending_batches/<batchId>` | batch header |
- * | `dead_letters/<batchId>` | batch header of a batch that kept failing |
- * | `batch_slices/<batchId>/<n>` | the slices of a batch's entries |
+ * | `dead_letters/<batchId>` | batch header of a batch that kept failing; kept until replayed or deleted by an operator |
+ * | `batch_slices/<batchId>/<n>` | the slices of a batch's entries; deleted with the batch's results, or with its dead letter |
  * | `batch_progress/<batchId>` | projects whose results a batch spanning many projects has committed |
  * | `log_chunks/<projectId>/<last entry id>` | a chunk of stored entries: deflated JSON lines |
  * | `log_chunk_slices/<projectId>/<last entry id>/<n>` | further slices of a chunk too large for one value |
@@ -111,6 +111,9 @@ export const deadLettersPrefix = keyed<[]>("dead_letters");
 export const batchSliceKey = keyed<[batchId: string, n: number]>(
   "batch_slices",
 );
+
+/** Prefix of all the slices of a batch's entries. */
+export const batchSlicesPrefix = keyed<[batchId: string]>("batch_slices");
 
 /**
  * Key of the projects whose results a batch spanning more projects than one
@@ -376,6 +379,9 @@ export const quotaStateKey = keyed<[projectId: string]>("quota_state");
 export const quotaGrantKey = keyed<[batchId: string, projectId: string]>(
   "quota_grants",
 );
+
+/** Prefix of the quota grants of a batch, one per project. */
+export const quotaGrantsPrefix = keyed<[batchId: string]>("quota_grants");
 
 /** Key of one usage counter of a project on the UTC day starting at `day`. */
 export const usageKey = keyed<[projectId: string, day: number, name: string]>(

@@ -6,17 +6,23 @@
  * replays them: a replay moves the header back to the pending batches in one
  * atomic operation (attempts reset, no retry time), leaving the batch's slices
  * where they are, so the sweeper of any running server picks it up on its
- * next pass. It never processes a batch itself.
+ * next pass. It never processes a batch itself. An operator may instead
+ * delete a dead letter, with its slices: its entries were answered `200`,
+ * so the service never deletes one by itself.
  *
  * @module
  */
 import {
   batchIdOf,
+  batchProgressKey,
+  batchSlicesPrefix,
   deadLetterKey,
   deadLettersPrefix,
   pendingBatchKey,
+  quotaGrantsPrefix,
 } from "../db/keys.ts";
 import { encodeJson } from "../db/kv.ts";
+import { deletePrefix } from "../db/projects.ts";
 import { isIdForm } from "../domain/ids.ts";
 import {
   type BatchHeader,
@@ -220,4 +226,69 @@ export async function replayAllDeadLetters(
     }
   }
   return replayed;
+}
+
+/**
+ * Deletes dead letter `batchId` and what its batch left: the header first,
+ * in one atomic operation checked on its versionstamp (with the batch's
+ * progress, when it spans many projects), then its slices and quota grants,
+ * listed by prefix and deleted a chunk of keys per atomic operation. Its
+ * entries are gone for good. Throws {@linkcode DeadLetterNotFoundError} when
+ * there is no such dead letter: one that a replay moved back to the pending
+ * batches first is not deleted, and neither are its slices, which the
+ * pending batch needs.
+ *
+ * @example
+ * ```ts
+ * const deleted = await deleteDeadLetter(kv, "0193f0c2a1b4000000017f3a9c21");
+ * console.log(deleted.count, "entries discarded");
+ * ```
+ */
+export async function deleteDeadLetter(
+  kv: Deno.Kv,
+  batchId: string,
+): Promise<DeadLetter> {
+  if (!isIdForm(batchId)) throw new DeadLetterNotFoundError(batchId);
+  for (;;) {
+    const entry = await kv.get(deadLetterKey(batchId));
+    if (entry.versionstamp === null) throw new DeadLetterNotFoundError(batchId);
+    const letter = describe(batchId, decodeBatchHeader(entry.value));
+    const result = await kv.atomic()
+      .check(entry)
+      .delete(deadLetterKey(batchId))
+      .delete(batchProgressKey(batchId))
+      .commit();
+    // On a conflict the header changed meanwhile (replayed, or failed again
+    // after a replay): read it again.
+    if (!result.ok) continue;
+    // Neither pending nor a dead letter now: nothing reads these any more.
+    await deletePrefix(kv, batchSlicesPrefix(batchId));
+    await deletePrefix(kv, quotaGrantsPrefix(batchId));
+    return letter;
+  }
+}
+
+/**
+ * Deletes every dead letter as {@linkcode deleteDeadLetter} does; returns the
+ * ones deleted, oldest first. One replayed or deleted by someone else
+ * meanwhile is skipped.
+ *
+ * @example
+ * ```ts
+ * const deleted = await deleteAllDeadLetters(kv);
+ * console.log(`${deleted.length} dead letters deleted`);
+ * ```
+ */
+export async function deleteAllDeadLetters(
+  kv: Deno.Kv,
+): Promise<DeadLetter[]> {
+  const deleted: DeadLetter[] = [];
+  for (const letter of await listDeadLetters(kv)) {
+    try {
+      deleted.push(await deleteDeadLetter(kv, letter.id));
+    } catch (error) {
+      if (!(error instanceof DeadLetterNotFoundError)) throw error;
+    }
+  }
+  return deleted;
 }

@@ -114,10 +114,10 @@ Deno.test("a bad flag or argument gives one line on stderr and exit 2", async (t
         ],
         [
           ["deadletters"],
-          /^Cannot run "deadletters": missing list\|replay \(see --help\)\n/,
+          /^Cannot run "deadletters": missing list\|replay\|delete \(see --help\)\n/,
         ],
         [["stats"], /^Cannot run "stats": missing ID/],
-        [["deadletters", "purge"], /expected "list" or "replay"/],
+        [["deadletters", "purge"], /expected "list", "replay" or "delete"/],
         [["frobnicate"], /^Cannot run "frobnicate": unknown command/],
       ] as const
     ) {

@@ -1,6 +1,7 @@
 /**
- * `deno task deadletters`: listing the batches that kept failing and
- * handing them back to the sweeper, run in-process against an in-memory KV.
+ * `deno task deadletters`: listing the batches that kept failing, handing
+ * them back to the sweeper and deleting them (one by id, all only with
+ * `--all`), run in-process against an in-memory KV.
  *
  * @module
  */
@@ -8,6 +9,7 @@ import assert from "node:assert/strict";
 import { MAX_ATTEMPTS } from "../../queue/dead_letters.ts";
 import { deadLetter, harnessTest, randomEntry } from "../_helpers/harness.ts";
 import { assertRefused, cli, create, json } from "../_helpers/cli.ts";
+import { keysNaming } from "../_helpers/batches.ts";
 
 harnessTest(
   "deadletters lists dead letters and replays them for the sweeper",
@@ -65,3 +67,113 @@ harnessTest(
     assert.deepEqual(none, { replayed: [] });
   },
 );
+
+harnessTest(
+  "deadletters delete deletes one dead letter with every slice; an unknown id is refused as replay refuses it",
+  async (h) => {
+    const { projectId } = await create(h.kv, "https://app.example.com");
+    const kept = await deadLetter(h, randomEntry({ projectId }));
+    const batchId = await deadLetter(
+      h,
+      randomEntry({ projectId, data: { blob: "x".repeat(62_000) } }),
+    );
+    assert.equal((await keysNaming(h.kv, batchId)).length, 3);
+
+    const run = await cli(h.kv, ["deadletters", "delete", batchId]);
+    assert.equal(run.code, 0, run.stderr);
+    assert.equal(
+      run.stdout,
+      "Deleted 1 dead letter (1 entry); it cannot be replayed\n",
+    );
+    assert.deepEqual(await keysNaming(h.kv, batchId), []);
+    const listed = json(await cli(h.kv, ["deadletters", "list", "--json"]));
+    assert.deepEqual((listed as unknown as { id: string }[]).map((l) => l.id), [
+      kept,
+    ]);
+
+    // Gone: refused as replaying an unknown id is, with its exit code.
+    const replay = await cli(h.kv, ["deadletters", "replay", batchId]);
+    const again = await cli(h.kv, ["deadletters", "delete", batchId]);
+    assertRefused(again, `Cannot find dead letter "${batchId}"`);
+    assert.equal(again.code, replay.code);
+    assert.equal(again.code, 1);
+    for (const id of ["nope", "f".repeat(3000)]) {
+      const unknown = await cli(h.kv, ["deadletters", "delete", id]);
+      assertRefused(unknown, `Cannot find dead letter "${id}"`);
+      assert.equal(unknown.code, 1);
+    }
+    assert.equal((await keysNaming(h.kv, kept)).length, 2);
+  },
+);
+
+harnessTest(
+  "deadletters delete without ID deletes nothing unless --all says so",
+  async (h) => {
+    const { projectId } = await create(h.kv, "https://app.example.com");
+    const first = await deadLetter(h, randomEntry({ projectId }));
+    h.clock.advance(60_000);
+    const second = await deadLetter(h, randomEntry({ projectId }), "boom");
+
+    const refusals = [
+      ["delete"],
+      ["delete", "--json"],
+      ["delete", first, "--all"],
+      ["list", "--all"],
+      ["replay", "--all"],
+    ];
+    for (const args of refusals) {
+      const run = await cli(h.kv, ["deadletters", ...args]);
+      assert.equal(run.code, 2, `${args.join(" ")}: ${run.stderr}`);
+      assertRefused(run, /^Cannot (run|use option)/);
+    }
+    assert.equal((await keysNaming(h.kv, first)).length, 2);
+    assert.equal((await keysNaming(h.kv, second)).length, 2);
+
+    const deleted = json(
+      await cli(h.kv, ["deadletters", "delete", "--all", "--json"]),
+    );
+    const letter = { count: 1, attempts: MAX_ATTEMPTS, slices: 1 };
+    assert.deepEqual(deleted, {
+      deleted: [
+        {
+          id: first,
+          createdAt: "2026-01-01T00:00:00.000Z",
+          ...letter,
+          error: "disk full",
+        },
+        {
+          id: second,
+          createdAt: "2026-01-01T00:01:00.000Z",
+          ...letter,
+          error: "boom",
+        },
+      ],
+    });
+    assert.deepEqual(await keysNaming(h.kv, first), []);
+    assert.deepEqual(await keysNaming(h.kv, second), []);
+    assert.equal(
+      (await cli(h.kv, ["deadletters", "delete", "--all"])).stdout,
+      "No dead letters to delete\n",
+    );
+    assert.deepEqual(
+      json(await cli(h.kv, ["deadletters", "delete", "--all", "--json"])),
+      { deleted: [] },
+    );
+  },
+);
+
+harnessTest("deadletters delete --all counts what it deleted", async (h) => {
+  const { projectId } = await create(h.kv, "https://app.example.com");
+  await deadLetter(h, randomEntry({ projectId }));
+  await deadLetter(h, randomEntry({ projectId }));
+  const run = await cli(h.kv, ["deadletters", "delete", "--all"]);
+  assert.equal(run.code, 0, run.stderr);
+  assert.equal(
+    run.stdout,
+    "Deleted 2 dead letters (2 entries); they cannot be replayed\n",
+  );
+  assert.equal(
+    (await cli(h.kv, ["deadletters", "list"])).stdout,
+    "No dead letters\n",
+  );
+});

@@ -1,19 +1,25 @@
 /**
- * queue/dead_letters.ts: listing the batches that kept failing and moving
- * them back to the pending batches, atomically and once.
+ * queue/dead_letters.ts: listing the batches that kept failing, moving them
+ * back to the pending batches, atomically and once, and deleting them with
+ * every slice, never after a replay took them back.
  *
  * @module
  */
 import assert from "node:assert/strict";
 import {
+  batchProgressKey,
   batchSliceKey,
   deadLetterKey,
   pendingBatchKey,
+  quotaGrantKey,
 } from "../../db/keys.ts";
+import { encodeJson } from "../../db/kv.ts";
 import { decodeBatchHeader, encodeBatchHeader } from "../../queue/batch.ts";
 import {
   DeadLetterConflictError,
   DeadLetterNotFoundError,
+  deleteAllDeadLetters,
+  deleteDeadLetter,
   getDeadLetter,
   listDeadLetters,
   MAX_ATTEMPTS,
@@ -22,10 +28,15 @@ import {
 } from "../../queue/dead_letters.ts";
 import {
   deadLetter,
+  type Harness,
   harnessTest,
+  ORIGIN,
+  pendingBatchIds,
   projectTest,
   randomEntry,
 } from "../_helpers/harness.ts";
+import { holdCommits, within } from "../_helpers/hold.ts";
+import { keysNaming } from "../_helpers/batches.ts";
 
 projectTest(
   "listDeadLetters describes each batch that kept failing, oldest first",
@@ -161,5 +172,154 @@ projectTest(
     assert.deepEqual(await listDeadLetters(h.kv), []);
     await h.process();
     assert.equal((await h.logs(project.id)).length, 2);
+  },
+);
+
+/** Posts one entry and returns the id of the pending batch it made. */
+async function pendingBatch(
+  h: Harness,
+  body: Record<string, unknown>,
+): Promise<string> {
+  const before = new Set(await pendingBatchIds(h.kv));
+  await h.post(body, { Origin: ORIGIN });
+  await h.pipeline.producer.flush();
+  const made = (await pendingBatchIds(h.kv)).filter((id) => !before.has(id));
+  assert.equal(made.length, 1);
+  return made[0]!;
+}
+
+projectTest(
+  "deleteDeadLetter deletes the header and every slice: no key names the batch afterwards",
+  async (h, project) => {
+    const kept = await deadLetter(h, randomEntry({ projectId: project.id }));
+    const batchId = await deadLetter(
+      h,
+      randomEntry({
+        projectId: project.id,
+        data: { blob: "x".repeat(62_000) },
+      }),
+    );
+    // What a batch spanning projects, under a quota, leaves while it fails.
+    await h.kv.set(batchProgressKey(batchId), encodeJson([project.id]));
+    await h.kv.set(quotaGrantKey(batchId, project.id), encodeJson({ n: 1 }));
+    assert.deepEqual((await keysNaming(h.kv, batchId)).sort(), [
+      `batch_progress/${batchId}`,
+      `batch_slices/${batchId}/0`,
+      `batch_slices/${batchId}/1`,
+      `dead_letters/${batchId}`,
+      `quota_grants/${batchId}/${project.id}`,
+    ]);
+
+    const deleted = await deleteDeadLetter(h.kv, batchId);
+    assert.equal(deleted.id, batchId);
+    assert.equal(deleted.count, 1);
+    assert.equal(deleted.slices, 2);
+    assert.deepEqual(await keysNaming(h.kv, batchId), []);
+    // The other dead letter is untouched, and replays as before.
+    assert.deepEqual((await listDeadLetters(h.kv)).map((l) => l.id), [kept]);
+    assert.notEqual((await h.kv.get(batchSliceKey(kept, 0))).value, null);
+    await replayDeadLetter(h.kv, kept);
+    await h.process();
+    assert.equal((await h.logs(project.id)).length, 1);
+    await assert.rejects(
+      deleteDeadLetter(h.kv, batchId),
+      new DeadLetterNotFoundError(batchId),
+    );
+  },
+);
+
+projectTest(
+  "deleteDeadLetter deletes more slices than one atomic operation holds",
+  async (h, project) => {
+    const batchId = await deadLetter(h, randomEntry({ projectId: project.id }));
+    const entry = await h.kv.get(deadLetterKey(batchId));
+    const slices = 2_500;
+    await h.kv.set(
+      deadLetterKey(batchId),
+      encodeBatchHeader({ ...decodeBatchHeader(entry.value), slices }),
+    );
+    for (let n = 1; n < slices; n += 500) {
+      const op = h.kv.atomic();
+      for (let i = n; i < Math.min(n + 500, slices); i++) {
+        op.set(batchSliceKey(batchId, i), new Uint8Array([i % 256]));
+      }
+      assert.equal((await op.commit()).ok, true);
+    }
+    assert.equal((await keysNaming(h.kv, batchId)).length, slices + 1);
+
+    assert.equal((await deleteDeadLetter(h.kv, batchId)).slices, slices);
+    assert.deepEqual(await keysNaming(h.kv, batchId), []);
+  },
+);
+
+projectTest(
+  "deleteDeadLetter after a concurrent replay deletes nothing, and the batch is still stored",
+  async (h, project) => {
+    const batchId = await deadLetter(
+      h,
+      randomEntry({
+        projectId: project.id,
+        data: { blob: "x".repeat(62_000) },
+      }),
+    );
+    const held = holdCommits(h.kv);
+    const gate = held.hold();
+    // The delete has read the header; the replay commits before it does.
+    const deleting = deleteDeadLetter(held.kv, batchId);
+    await within(gate.reached);
+    await replayDeadLetter(h.kv, batchId);
+    gate.release();
+    await assert.rejects(deleting, new DeadLetterNotFoundError(batchId));
+
+    assert.notEqual((await h.kv.get(pendingBatchKey(batchId))).value, null);
+    assert.notEqual((await h.kv.get(batchSliceKey(batchId, 0))).value, null);
+    assert.notEqual((await h.kv.get(batchSliceKey(batchId, 1))).value, null);
+    await h.process();
+    const [log] = await h.logs(project.id);
+    assert.equal((log!.data as { blob: string }).blob.length, 62_000);
+  },
+);
+
+projectTest(
+  "deleteDeadLetter refuses an unknown id, a non-id and a pending batch, deleting nothing",
+  async (h, project) => {
+    const batchId = await pendingBatch(
+      h,
+      randomEntry({ projectId: project.id }),
+    );
+    for (const id of [batchId, "nope", "f".repeat(3000), "0".repeat(28)]) {
+      await assert.rejects(
+        deleteDeadLetter(h.kv, id),
+        new DeadLetterNotFoundError(id),
+      );
+    }
+    assert.deepEqual((await keysNaming(h.kv, batchId)).sort(), [
+      `batch_slices/${batchId}/0`,
+      `pending_batches/${batchId}`,
+    ]);
+    await h.process();
+    assert.equal((await h.logs(project.id)).length, 1);
+  },
+);
+
+projectTest(
+  "deleteAllDeadLetters deletes every dead letter and leaves pending batches",
+  async (h, project) => {
+    const first = await deadLetter(h, randomEntry({ projectId: project.id }));
+    const second = await deadLetter(h, randomEntry({ projectId: project.id }));
+    const pending = await pendingBatch(
+      h,
+      randomEntry({ projectId: project.id }),
+    );
+
+    const deleted = await deleteAllDeadLetters(h.kv);
+    assert.deepEqual(deleted.map((l) => l.id), [first, second]);
+    assert.deepEqual(await listDeadLetters(h.kv), []);
+    assert.deepEqual(await keysNaming(h.kv, first), []);
+    assert.deepEqual(await keysNaming(h.kv, second), []);
+    assert.deepEqual(await deleteAllDeadLetters(h.kv), []);
+    assert.deepEqual(await pendingBatchIds(h.kv), [pending]);
+    await h.process();
+    assert.equal((await h.logs(project.id)).length, 1);
   },
 );
