@@ -22,6 +22,7 @@ import {
   alertWaitingKey,
 } from "./keys.ts";
 import { decodeJson, encodeJson, listJson } from "./kv.ts";
+import { commitUnderProject } from "./projects.ts";
 import { findRecord, MAX_RECORD_NAME } from "./validation.ts";
 import { timeBound } from "../domain/ids.ts";
 
@@ -187,23 +188,23 @@ export function initialAlertState(rule: AlertRule): AlertState {
 }
 
 /**
- * Stores a new rule with its initial state; `false` when a rule with its
- * id exists.
+ * Stores a new rule with its initial state, checked on its project's record
+ * (`ProjectNotFoundError` when it is gone); `false` when a rule with its id
+ * exists.
  */
 export async function putNewAlertRule(
   kv: Deno.Kv,
   rule: AlertRule,
 ): Promise<boolean> {
   const key = alertRuleKey(rule.projectId, rule.id);
-  const result = await kv.atomic()
-    .check({ key, versionstamp: null })
-    .set(key, encodeJson(rule))
-    .set(
-      alertStateKey(rule.projectId, rule.id),
-      encodeJson(initialAlertState(rule)),
-    )
-    .commit();
-  return result.ok;
+  return await commitUnderProject(kv, rule.projectId, (op) =>
+    op
+      .check({ key, versionstamp: null })
+      .set(key, encodeJson(rule))
+      .set(
+        alertStateKey(rule.projectId, rule.id),
+        encodeJson(initialAlertState(rule)),
+      ));
 }
 
 /** Reads a rule, or `null`. */

@@ -25,13 +25,14 @@ import { countStoredEntries } from "./query/summaries.ts";
 import { storedLogKeys, storedLogPrefixes } from "./storage/write.ts";
 import { deleteReadTokens } from "./tokens.ts";
 import { deleteProjectSourceMaps } from "./sourcemaps.ts";
+import { forgetProject } from "./users.ts";
 
 /**
  * Deletes a project and all under it: entries (chunks, their summaries and
  * counters), counters, recent and kept rejections, remembered signatures,
  * saved views, error groups and their key, alert rules with their states and
  * histories, usage and quota state, read tokens, source maps and the audit
- * log; returns how many
+ * log, and takes it out of the accounts given it; returns how many
  * entries it deleted. The record goes first:
  * every write under a project checks it in its own atomic operation, so none
  * can land after. The data then goes in passes until one finds nothing
@@ -76,6 +77,9 @@ export async function deleteProject(
   await kv.delete(fingerprintKeyKey(projectId));
   await deleteReadTokens(kv, projectId);
   await deleteProjectSourceMaps(kv, projectId);
+  // Before the audit log: the accounts' own events are written under
+  // their projects.
+  await forgetProject(kv, projectId);
   await deleteAudit(kv, projectId);
   return logs;
 }

@@ -27,7 +27,11 @@ import {
   listGroups,
   MAX_LIST_GROUPS,
 } from "./error_group_reads.ts";
-import { errorGroupCountKey, errorGroupTriageKey } from "./keys.ts";
+import {
+  errorGroupCountKey,
+  errorGroupKey,
+  errorGroupTriageKey,
+} from "./keys.ts";
 import { decodeJson, encodeJson, getManyChunked } from "./kv.ts";
 import {
   compareReleases,
@@ -305,7 +309,17 @@ export async function changeTriage(
   const triageKey = errorGroupTriageKey(projectId, group.id);
   const countKey = errorGroupCountKey(projectId, group.id);
   for (let attempt = 0; attempt < ATTEMPTS; attempt++) {
-    const [row, counted] = await kv.getMany([triageKey, countKey]);
+    const [row, counted, stored] = await kv.getMany([
+      triageKey,
+      countKey,
+      errorGroupKey(projectId, group.id),
+    ]);
+    if (stored!.versionstamp === null) {
+      // Deleted since it was found (past the retention or the bound).
+      throw new GroupNotFoundError(
+        `Cannot find error group "${fingerprint}" in project "${projectId}"`,
+      );
+    }
     const count = counted!.value instanceof Deno.KvU64
       ? Number(counted!.value.value)
       : group.count;
@@ -321,7 +335,7 @@ export async function changeTriage(
       releaseCounts,
       assignee,
     );
-    const result = await kv.atomic().check(row!, counted!)
+    const result = await kv.atomic().check(row!, counted!, stored!)
       .set(triageKey, encodeJson(triage)).commit();
     if (result.ok) {
       return {

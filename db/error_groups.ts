@@ -50,6 +50,7 @@ import {
   errorGroupSeenKey,
   errorGroupTriageKey,
   fingerprintKeyKey,
+  projectKey,
 } from "./keys.ts";
 import { decodeJson, encodeJson, getManyChunked } from "./kv.ts";
 import {
@@ -454,9 +455,15 @@ export async function groupKeyOf(
     const found = await kv.get<Uint8Array>(keyKey);
     let key = found.value;
     if (!(key instanceof Uint8Array) || key.length !== GROUP_KEY_BYTES) {
-      key = crypto.getRandomValues(new Uint8Array(GROUP_KEY_BYTES));
-      const made = await kv.atomic().check(found).set(keyKey, key).commit();
-      if (!made.ok) continue;
+      const made = crypto.getRandomValues(new Uint8Array(GROUP_KEY_BYTES));
+      const project = await kv.get(projectKey(projectId));
+      // A project deleted meanwhile: nothing of the batch is stored under
+      // it (the result commit checks it), so its key is not kept either.
+      if (project.versionstamp === null) return made;
+      const result = await kv.atomic().check(found, project)
+        .set(keyKey, made).commit();
+      if (!result.ok) continue;
+      key = made;
     }
     // The cache holds one key a project; projects are bounded.
     cache.set(projectId, key);

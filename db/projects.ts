@@ -175,6 +175,34 @@ export async function updateProject(
   }
 }
 
+/**
+ * Commits `op`'s writes checked on the project's record, so that none lands
+ * after the project's deletion ({@linkcode ProjectNotFoundError} when it is
+ * gone). `build` adds them to a fresh operation each time: a record changed
+ * meanwhile (a setting) is read again and the writes retried. `false` when
+ * a check of `build`'s own failed.
+ *
+ * @example
+ * ```ts
+ * await commitUnderProject(kv, projectId, (op) => op.set(key, value));
+ * ```
+ */
+export async function commitUnderProject(
+  kv: Deno.Kv,
+  projectId: string,
+  build: (op: Deno.AtomicOperation) => void,
+): Promise<boolean> {
+  for (;;) {
+    const entry = await kv.get(projectKey(projectId));
+    if (entry.versionstamp === null) throw new ProjectNotFoundError(projectId);
+    const op = kv.atomic().check(entry);
+    build(op);
+    if ((await op.commit()).ok) return true;
+    const now = await kv.get(projectKey(projectId));
+    if (now.versionstamp === entry.versionstamp) return false;
+  }
+}
+
 /** Adds an origin or app id to a project's allow-list (validated first). */
 export function allowValue(
   kv: Deno.Kv,

@@ -10,7 +10,11 @@
 import { createHash, timingSafeEqual } from "node:crypto";
 import { decodeJson, encodeJson, keepWithin, listJson } from "./kv.ts";
 import { readTokenHashKey, readTokenKey, readTokensPrefix } from "./keys.ts";
-import { getProject, ProjectNotFoundError } from "./projects.ts";
+import {
+  commitUnderProject,
+  getProject,
+  ProjectNotFoundError,
+} from "./projects.ts";
 import { InvalidValueError } from "./validation.ts";
 
 /** What every read token starts with (so that scanners recognise one). */
@@ -136,19 +140,19 @@ export async function createReadToken(
       createdAt: (options.now ?? Date.now)(),
       ...(options.scope === "upload" ? { scope: "upload" as const } : {}),
     };
-    const result = await kv.atomic()
-      .check({ key: readTokenHashKey(record.hash), versionstamp: null })
-      .check({
-        key: readTokenKey(record.projectId, record.id),
-        versionstamp: null,
-      })
-      .set(readTokenKey(record.projectId, record.id), encodeJson(record))
-      .set(
-        readTokenHashKey(record.hash),
-        encodeJson({ projectId: record.projectId, id: record.id }),
-      )
-      .commit();
-    if (!result.ok) continue;
+    const made = await commitUnderProject(kv, record.projectId, (op) =>
+      op
+        .check({ key: readTokenHashKey(record.hash), versionstamp: null })
+        .check({
+          key: readTokenKey(record.projectId, record.id),
+          versionstamp: null,
+        })
+        .set(readTokenKey(record.projectId, record.id), encodeJson(record))
+        .set(
+          readTokenHashKey(record.hash),
+          encodeJson({ projectId: record.projectId, id: record.id }),
+        ));
+    if (!made) continue;
     await keepWithin(
       kv,
       readTokensPrefix(options.projectId),

@@ -11,8 +11,8 @@
  * @module
  */
 import { decodeJson, encodeJson, listJson } from "./kv.ts";
-import { userKey } from "./keys.ts";
-import { getProject, ProjectNotFoundError } from "./projects.ts";
+import { projectKey, userKey } from "./keys.ts";
+import { ProjectNotFoundError } from "./projects.ts";
 import { InvalidValueError, MAX_RECORD_NAME } from "./validation.ts";
 import { hashPassword, MAX_PASSWORD_LENGTH } from "./passwords.ts";
 
@@ -132,12 +132,25 @@ function newStamp(): string {
   return crypto.randomUUID();
 }
 
-async function checkProjects(kv: Deno.Kv, ids: string[]): Promise<string[]> {
+/**
+ * The distinct ids of `ids`, each a project's, and the records read: the
+ * account's commit checks them, so that no account is given a project
+ * deleted meanwhile ({@linkcode forgetProject} has run or runs after).
+ */
+async function checkProjects(
+  kv: Deno.Kv,
+  ids: string[],
+): Promise<{ ids: string[]; checks: Deno.AtomicCheck[] }> {
   const unique = [...new Set(ids)];
+  const checks: Deno.AtomicCheck[] = [];
   for (const id of unique) {
-    if (await getProject(kv, id) === null) throw new ProjectNotFoundError(id);
+    const entry = await kv.get(projectKey(id));
+    if (id === "" || entry.versionstamp === null) {
+      throw new ProjectNotFoundError(id);
+    }
+    checks.push(entry);
   }
-  return unique;
+  return { ids: unique, checks };
 }
 
 /** Options of {@linkcode addUser}. */
@@ -171,18 +184,22 @@ export async function addUser(
   const user: User = {
     email,
     role,
-    projects,
+    projects: projects.ids,
     passwordHash: await hashPassword(options.password),
     stamp: newStamp(),
     createdAt: now,
     updatedAt: now,
   };
-  const result = await kv.atomic()
-    .check({ key: userKey(email), versionstamp: null })
-    .set(userKey(email), encodeJson(user))
-    .commit();
-  if (!result.ok) throw new UserExistsError(email);
-  return user;
+  for (;;) {
+    const result = await kv.atomic()
+      .check({ key: userKey(email), versionstamp: null }, ...projects.checks)
+      .set(userKey(email), encodeJson(user))
+      .commit();
+    if (result.ok) return user;
+    if (await getUser(kv, email) !== null) throw new UserExistsError(email);
+    // A project changed meanwhile (a setting), or was deleted: read again.
+    projects.checks = (await checkProjects(kv, projects.ids)).checks;
+  }
 }
 
 /** Reads an account, or `null`. */
@@ -207,6 +224,7 @@ async function changeUser(
   kv: Deno.Kv,
   email: string,
   change: (user: User) => User | Promise<User>,
+  projectIds?: string[],
 ): Promise<User> {
   if (email.trim().length > MAX_RECORD_NAME) throw new UserNotFoundError(email);
   const key = userKey(email.trim().toLowerCase());
@@ -215,8 +233,9 @@ async function changeUser(
     const user = decodeJson<User>(entry.value);
     if (user === null) throw new UserNotFoundError(email);
     const next = await change(user);
-    const result = await kv.atomic().check(entry).set(key, encodeJson(next))
-      .commit();
+    const { checks } = await checkProjects(kv, projectIds ?? []);
+    const result = await kv.atomic().check(entry, ...checks)
+      .set(key, encodeJson(next)).commit();
     if (result.ok) return next;
   }
 }
@@ -240,13 +259,35 @@ export async function updateUser(
   const role = options.role === undefined ? undefined : parseRole(options.role);
   const projects = options.projects === undefined
     ? undefined
-    : await checkProjects(kv, options.projects);
+    : (await checkProjects(kv, options.projects)).ids;
   return await changeUser(kv, email, (user) => ({
     ...user,
     ...(role === undefined ? {} : { role }),
     ...(projects === undefined ? {} : { projects }),
     updatedAt: (options.now ?? Date.now)(),
-  }));
+  }), projects);
+}
+
+/**
+ * Takes a deleted project out of every account given it (the project's
+ * deletion calls it after deleting the record; an account's commit checks
+ * its projects, so none is given the project after).
+ */
+export async function forgetProject(
+  kv: Deno.Kv,
+  projectId: string,
+): Promise<void> {
+  for (const user of await listUsers(kv)) {
+    if (!user.projects.includes(projectId)) continue;
+    try {
+      await changeUser(kv, user.email, (u) => ({
+        ...u,
+        projects: u.projects.filter((id) => id !== projectId),
+      }));
+    } catch (error) {
+      if (!(error instanceof UserNotFoundError)) throw error;
+    }
+  }
 }
 
 /** Sets a new password; every session of the account ends. */

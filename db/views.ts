@@ -9,6 +9,7 @@
 import { createId } from "../domain/ids.ts";
 import { savedViewKey } from "./keys.ts";
 import { encodeJson, keepWithin, listJson } from "./kv.ts";
+import { commitUnderProject } from "./projects.ts";
 import { findRecord, InvalidValueError } from "./validation.ts";
 
 /** Saved views one project holds at most. */
@@ -92,7 +93,11 @@ export async function saveView(
   const createdAt = (options.now ?? Date.now)();
   const view: SavedView = { id: createId(createdAt), name, query, createdAt };
   const key = savedViewKey(projectId, view.id);
-  await kv.set(key, encodeJson(view));
+  await commitUnderProject(
+    kv,
+    projectId,
+    (op) => op.set(key, encodeJson(view)),
+  );
   await keepWithin(kv, savedViewKey(projectId), MAX_VIEWS, [key], full);
   return view;
 }

@@ -7,6 +7,8 @@
  */
 import assert from "node:assert/strict";
 import { listViews, MAX_VIEWS, saveView } from "../../db/views.ts";
+import { projectKey } from "../../db/keys.ts";
+import { encodeJson } from "../../db/kv.ts";
 import { type Browser, signedInTest, textOf } from "../_helpers/dashboard.ts";
 import { kvTest } from "../_helpers/harness.ts";
 
@@ -91,6 +93,7 @@ signedInTest(
 );
 
 kvTest("a project keeps at most 50 saved views", async (kv) => {
+  await kv.set(projectKey("p1"), encodeJson({ id: "p1" }));
   for (let i = 0; i < MAX_VIEWS; i++) {
     await saveView(kv, "p1", { name: `v${i}`, query: "" });
   }

@@ -21,7 +21,8 @@ import {
   listReleases,
   type Release,
 } from "../../db/releases.ts";
-import { releaseCountKey } from "../../db/keys.ts";
+import { projectKey, releaseCountKey } from "../../db/keys.ts";
+import { encodeJson } from "../../db/kv.ts";
 import { addUser } from "../../db/users.ts";
 import { InvalidValueError } from "../../db/validation.ts";
 import type { LogRecord } from "../../domain/entry.ts";
@@ -50,6 +51,7 @@ function entry(at: number, release?: string, title = TITLE): LogRecord {
 /** Stores `records`' groups and releases as the consumer's commit does. */
 async function ingest(kv: Deno.Kv, records: LogRecord[]): Promise<void> {
   const now = records[0]!.receivedAt;
+  await kv.set(projectKey("p1"), encodeJson({ id: "p1" }));
   const op = kv.atomic();
   addErrorGroups(
     op,

@@ -32,6 +32,7 @@ import {
   errorGroupReleaseKey,
   errorGroupSeenKey,
   fingerprintKeyKey,
+  projectKey,
   releaseCountKey,
 } from "../../db/keys.ts";
 import { mergeProject } from "../../db/storage/merge.ts";
@@ -281,6 +282,12 @@ kvTest(
   async (kv) => {
     const at = Date.UTC(2026, 0, 1);
     const boom = () => record(at, "error", { title: "Boom 1" });
+    // A project deleted before its first error keeps no key.
+    await groupKeyOf(kv, "gone");
+    assert.equal((await kv.get(fingerprintKeyKey("gone"))).versionstamp, null);
+    for (const id of ["a", "b"]) {
+      await kv.set(projectKey(id), encodeJson({ id }));
+    }
     const [keyA, keyA2] = await Promise.all([
       groupKeyOf(kv, "a"),
       groupKeyOf(kv, "a"),
