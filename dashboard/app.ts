@@ -31,6 +31,7 @@ import {
   type DashContext,
   type DashEnv,
   formField,
+  isApiPath,
   message,
   PROJECT_ID,
   type TailTiming,
@@ -130,6 +131,17 @@ export const FORM_LIMIT_BYTES = 64 * 1024;
 /** What a request answered `503` for a locked database is told. */
 const LOCKED_ANSWER =
   "The database was held by another process for too long. Try again in a moment.";
+
+/** What a request whose Host header makes no URL is answered (`400`). */
+const BAD_HOST =
+  "Cannot read the request's address: its Host header is no host";
+
+/** What a request to no path of the API is answered (`404` JSON). */
+const NO_API_PATH =
+  "Cannot find this API path: see GET /api/v1/projects/:id/logs and POST /api/v1/projects/:id/sourcemaps";
+
+/** The one form encoding the dashboard's forms send. */
+const FORM_TYPE = /^application\/x-www-form-urlencoded\s*(;|$)/i;
 
 /** Methods whose requests carry no form to read. */
 const BODILESS = new Set(["GET", "HEAD"]);
@@ -245,9 +257,6 @@ async function lockedAnswer(
     lockedAsLine(error),
   );
   c.header("Retry-After", "5");
-  if (c.req.path.startsWith(`${deps.base}/api/`)) {
-    return c.json({ error: LOCKED_ANSWER }, 503);
-  }
   return await message(c, deps, "Busy, try again", LOCKED_ANSWER, 503);
 }
 
@@ -298,6 +307,11 @@ function guardRequests(
   const { base } = deps;
   const { publicHosts, formLimit, bodyTimeMs } = options;
   app.use("*", async (c, next) => {
+    // A Host header that makes no URL (`localhost:99999`): nothing below
+    // could read the request's address.
+    if (!URL.canParse(c.req.url)) {
+      return c.json({ error: BAD_HOST }, 400);
+    }
     const nonce = createNonce();
     c.set("nonce", nonce);
     c.set("session", null);
@@ -345,6 +359,11 @@ function requireSession(app: DashApp, deps: DashboardDeps): void {
       ? findPage(c.req.method, c.req.path.slice(base.length) || "/")
       : null;
     if (found?.page.need === "public") return await next();
+    if (found === null && isApiPath(c, deps)) {
+      // A program is never sent to sign in: the API's paths are all public
+      // (a token is checked by their routes).
+      return await message(c, deps, "Not found", NO_API_PATH, 404);
+    }
     if (session === null) return await signInFirst(c, deps);
     if (c.req.method !== "GET" && c.req.method !== "HEAD") {
       if (!deps.sessions.checkCsrf(session, await formField(c, "_csrf"))) {
@@ -365,7 +384,8 @@ function requireSession(app: DashApp, deps: DashboardDeps): void {
  * Reads the request's form within `limit` bytes and `timeMs` and puts it
  * back as the request every route reads; `null` then, else the answer: `413`
  * when it is larger (never read whole), `408` when it is not whole in time,
- * `400` when its client cut it short (none of them logged).
+ * `400` when its client cut it short, `415` when it is not URL-encoded
+ * (none of them logged).
  */
 async function takeForm(
   c: DashContext,
@@ -393,6 +413,20 @@ async function takeForm(
       "Form too large",
       `Cannot accept a form of more than ${limit} bytes`,
       413,
+    );
+  }
+  const type = raw.headers.get("content-type");
+  if (type !== null && !FORM_TYPE.test(type)) {
+    // Multipart and the rest: no form here is sent so, and a malformed one
+    // would throw in the form's parser.
+    return await message(
+      c,
+      deps,
+      "Form not readable",
+      `Cannot read a form sent as "${
+        type.slice(0, 100)
+      }": expected application/x-www-form-urlencoded`,
+      415,
     );
   }
   c.req.raw = new Request(raw.url, {

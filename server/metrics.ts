@@ -36,6 +36,9 @@ export const LATENCY_BUCKETS_S: readonly number[] = [
 export const HEARTBEAT_MAX_AGE_MS = 30_000;
 /** Time the health check's KV read may take. */
 const KV_PROBE_TIMEOUT_MS = 2000;
+/** The answer to a request whose Host header makes no URL. */
+const BAD_HOST =
+  "Cannot read the request's address: its Host header is no host";
 
 /**
  * This process's requests on the ingest port: a counter per status and a
@@ -343,6 +346,10 @@ export function metricsHandler(
   const now = options.now ?? Date.now;
   const maxAge = options.heartbeatMaxAgeMs ?? HEARTBEAT_MAX_AGE_MS;
   return async (req) => {
+    // A Host header that makes no URL (`localhost:99999`): refused, not thrown.
+    if (!URL.canParse(req.url)) {
+      return json({ status: "error", message: BAD_HOST }, 400);
+    }
     const path = new URL(req.url).pathname;
     if (path !== "/healthz" && path !== "/metrics") {
       return json({ status: "error", message: "Not found" }, 404);

@@ -97,6 +97,7 @@ type PageStatus =
   | 408
   | 409
   | 413
+  | 415
   | 421
   | 429
   | 500
@@ -141,7 +142,10 @@ export async function renderPage<D>(
   return await render(c, Page({ ctx: pageContext(c, deps), data }), status);
 }
 
-/** A page of a title and a sentence, such as an error's. */
+/**
+ * A page of a title and a sentence, such as an error's; below the base's
+ * `/api/`, whose callers are programs, `{"error": text}` instead.
+ */
 export async function message(
   c: DashContext,
   deps: DashboardDeps,
@@ -149,11 +153,17 @@ export async function message(
   text: string,
   status: PageStatus,
 ): Promise<Response> {
+  if (isApiPath(c, deps)) return c.json({ error: text }, status);
   return await render(
     c,
     MessagePage({ ctx: pageContext(c, deps), title, text }),
     status,
   );
+}
+
+/** Whether the request is to the read or upload API below the base. */
+export function isApiPath(c: DashContext, deps: DashboardDeps): boolean {
+  return c.req.path.startsWith(`${deps.base}/api/`);
 }
 
 /** A text field of the request's form (`""` when absent). */

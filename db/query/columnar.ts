@@ -25,7 +25,7 @@ import {
   logUnitId,
 } from "../keys.ts";
 import { GET_MANY_MAX_KEYS, getManyChunked } from "../kv.ts";
-import { CHUNK_SPAN_MS, type ChunkSummary } from "../storage/chunk.ts";
+import type { ChunkSummary } from "../storage/chunk.ts";
 import { decodeSummary, readChunkText } from "../storage/chunk.ts";
 import {
   COLUMN_FIELDS,
@@ -41,7 +41,7 @@ import {
 import { fieldText, resolvePath } from "../storage/text.ts";
 import { InexactReadError, MAX_READ_ATTEMPTS } from "./consistent.ts";
 import { type CompiledFilter, type Filter, termHolds } from "./filter.ts";
-import { MAX_ID } from "./listing.ts";
+import { keyEnd, MAX_ID } from "./listing.ts";
 import type { GroupBy } from "./pipe.ts";
 import type { ScanStats } from "./scan.ts";
 import type { Cell } from "./tally.ts";
@@ -186,9 +186,7 @@ function listChunks(
   const hi = filter.until === undefined ? MAX_ID : timeBound(filter.until);
   const range = (prefix: Deno.KvKey) => ({
     start: lo === "" ? prefix : [...prefix, lo],
-    end: hi === MAX_ID
-      ? [...prefix, MAX_ID]
-      : [...prefix, timeBound(idTime(hi) + CHUNK_SPAN_MS + 1)],
+    end: [...prefix, keyEnd(hi)],
   });
   return {
     lo,

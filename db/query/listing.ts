@@ -31,6 +31,8 @@ import { ListingReads } from "./listing_reads.ts";
 
 /** Above every id. */
 export const MAX_ID = "\uffff";
+/** The first time past what an id's 12 hex digits of time can say. */
+const LAST_TIME = 16 ** 12;
 
 /** Chunks one step of a listing with coarse groups takes at most. */
 const LIST_MAX = 512;
@@ -71,10 +73,23 @@ export interface ListedChunk {
  * spans at most `CHUNK_SPAN_MS`).
  */
 function keySpan(range: { lo: string; hi: string }): { end: string } {
-  const { hi } = range;
-  return {
-    end: hi === MAX_ID ? MAX_ID : timeBound(idTime(hi) + CHUNK_SPAN_MS + 1),
-  };
+  return { end: keyEnd(range.hi) };
+}
+
+/**
+ * The end, excluded, of the keys of chunks that may hold entries before
+ * `hi`: a chunk is named by its newest entry's id and spans at most
+ * `CHUNK_SPAN_MS`. {@linkcode MAX_ID} past what an id's time can say.
+ *
+ * @example
+ * ```ts
+ * kv.list({ start: [...prefix, lo], end: [...prefix, keyEnd(hi)] });
+ * ```
+ */
+export function keyEnd(hi: string): string {
+  const end = hi === MAX_ID ? Infinity : idTime(hi) + CHUNK_SPAN_MS + 1;
+  // Past the ids' 12 digits of time (an id near "fff…"): to the end.
+  return end >= LAST_TIME ? MAX_ID : timeBound(end);
 }
 
 /**

@@ -40,6 +40,7 @@ const NASTY: string[] = [
   "%00",
   "../../etc/passwd",
   "ffffffffffffffffffffffffffff",
+  "id:ffffffffffffffffffffffffffff",
   "0000000000000000000000000000",
   "n" + "f".repeat(28),
   "o" + "0".repeat(28),
@@ -280,6 +281,39 @@ signedInTest(
       const since = await browser.get(`${p}?since=2026-02-30`);
       assert.equal(since.status, 200);
       assert.match(await since.text(), /Cannot read &quot;since&quot; time/);
+    });
+    assert.deepEqual(logged, []);
+  },
+);
+
+signedInTest(
+  "a form sent as multipart, well formed or not, is answered 415 before any field is read; nothing is logged",
+  async (h, browser) => {
+    const multipart = [
+      "multipart/form-data; boundary=X",
+      "multipart/form-data",
+      "text/plain",
+    ];
+    const logged = await capturingErrors(async () => {
+      for (const type of multipart) {
+        // Signed out: the sign-in reads its form before anything else.
+        const login = await h.dash.request("/login", {
+          method: "POST",
+          headers: { origin: "http://localhost", "content-type": type },
+          body: "junk",
+        });
+        assert.equal(login.status, 415, type);
+        assert.match(
+          await login.text(),
+          /expected application\/x-www-form-urlencoded/,
+        );
+        // Signed in: the form's token is read first.
+        const res = await browser.post("/projects", { name: "x" }, {
+          "content-type": type,
+        });
+        assert.equal(res.status, 415, type);
+        await res.text();
+      }
     });
     assert.deepEqual(logged, []);
   },

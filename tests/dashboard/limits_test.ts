@@ -309,3 +309,23 @@ Deno.test("a form that is not whole in time answers 408, and one its client cuts
   });
   assert.deepEqual(logged, []);
 });
+
+Deno.test("a Host header that makes no URL is answered 400 JSON on every path of the mounted dashboard, and nothing is logged", async () => {
+  await withMounted(async (_h, project, port) => {
+    const logged = await capturingErrors(async () => {
+      for (const host of ["localhost:99999", "[::1", "127.0.0.1:abc"]) {
+        for (
+          const path of [
+            "/dashboard/login",
+            `/dashboard/api/v1/projects/${project.id}/logs`,
+          ]
+        ) {
+          const res = await rawGet(port, path, host);
+          assert.equal(res.status, 400, `${host} ${path}`);
+          assert.match(JSON.parse(res.body).error, /Host header/);
+        }
+      }
+    });
+    assert.deepEqual(logged, []);
+  });
+});

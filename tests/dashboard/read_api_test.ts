@@ -411,3 +411,25 @@ dashboardProjectTest(
     await res.body?.cancel();
   },
 );
+
+dashboardProjectTest(
+  "a path of the API that names nothing answers 404 JSON, signed in or not, never a page or a redirect to sign in",
+  async (h, project) => {
+    const token = await createToken(h, project.id);
+    const cases: [string, string][] = [
+      ["GET", "/api/v1/projects/%ZZ/logs"],
+      ["GET", "/api/v1/projects/%E9/logs"],
+      ["POST", "/api/v1/projects/%ZZ/sourcemaps"],
+      ["OPTIONS", `/api/v1/projects/${project.id}/logs`],
+      ["POST", `/api/v1/projects/${project.id}/logs`],
+      ["GET", `/api/v1/projects/${project.id}/sourcemaps`],
+      ["GET", "/api/v2/anything"],
+    ];
+    for (const [method, path] of cases) {
+      const res = await apiRequest(h, path, token, { method });
+      assert.equal(res.status, 404, `${method} ${path}`);
+      assert.match(res.headers.get("content-type") ?? "", /^application\/json/);
+      assert.match((await res.json()).error, /^Cannot find this API path/);
+    }
+  },
+);

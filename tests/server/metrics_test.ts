@@ -12,7 +12,13 @@ import {
   metricsHandler,
   RequestMetrics,
 } from "../../server/metrics.ts";
-import { harness, harnessTest, randomEntry } from "../_helpers/harness.ts";
+import {
+  harness,
+  harnessTest,
+  randomEntry,
+  withServed,
+} from "../_helpers/harness.ts";
+import { rawGet } from "../_helpers/raw_http.ts";
 
 const TOKEN = "0123456789abcdef-metrics";
 
@@ -186,5 +192,23 @@ harnessTest(
         line,
       );
     }
+  },
+);
+
+harnessTest(
+  "a Host header that makes no URL is answered 400 JSON by the metrics port",
+  async (h) => {
+    const handler = metricsHandler({
+      kv: h.kv,
+      requests: new RequestMetrics(),
+      sweptAt: h.clock.now,
+      token: TOKEN,
+      now: h.clock.now,
+    });
+    await withServed(handler, async (port) => {
+      const res = await rawGet(port, "/healthz", "localhost:99999");
+      assert.equal(res.status, 400);
+      assert.match(JSON.parse(res.body).message, /Host header/);
+    });
   },
 );
