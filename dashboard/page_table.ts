@@ -141,6 +141,7 @@ export const PAGES: readonly Page[] = [
   ...[
     "/projects",
     "/dead-letters/replay",
+    "/dead-letters/delete",
     "/users",
     "/users/update",
     "/users/remove",

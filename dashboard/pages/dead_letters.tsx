@@ -2,7 +2,7 @@
  * Dead letters (`/dead-letters`): batches whose processing failed again
  * and again, set aside instead of lost. Each can be replayed — moved back to
  * the pending batches, where a running server's sweeper processes it; an
- * entry is never stored twice.
+ * entry is never stored twice. Or deleted, one at a time, its entries gone.
  *
  * @module
  */
@@ -32,6 +32,8 @@ export function DeadLettersPage(
         Batches of entries whose processing failed 5 times in a row. Replaying
         one moves it back to the pending batches: a running server processes it
         within seconds, and storing is idempotent, so no entry is stored twice.
+        Deleting one discards its entries for good; the service never deletes a
+        dead letter by itself.
       </p>
       {data.letters.length === 0
         ? (
@@ -50,7 +52,7 @@ export function DeadLettersPage(
                 { label: "Attempts", class: "num" },
                 "Last error",
                 {
-                  label: <span class="sr">Replay</span>,
+                  label: <span class="sr">Replay or delete</span>,
                 },
               ]}
             >
@@ -71,6 +73,16 @@ export function DeadLettersPage(
                     >
                       <input type="hidden" name="id" value={letter.id} />
                       <button type="submit" class="small">Replay</button>
+                    </PostForm>{" "}
+                    <PostForm
+                      ctx={ctx}
+                      to="/dead-letters/delete"
+                      class="inline"
+                    >
+                      <input type="hidden" name="id" value={letter.id} />
+                      <button type="submit" class="small danger">
+                        Delete
+                      </button>
                     </PostForm>
                   </td>
                 </tr>

@@ -1,12 +1,15 @@
 /**
  * The dead letters: batches whose processing kept failing
- * (`GET /dead-letters`, `POST /dead-letters/replay` with an id or `all`).
+ * (`GET /dead-letters`, `POST /dead-letters/replay` with an id or `all`,
+ * `POST /dead-letters/delete` with an id: one at a time, as its entries go
+ * for good).
  *
  * @module
  */
 import {
   DeadLetterConflictError,
   DeadLetterNotFoundError,
+  deleteDeadLetter,
   listDeadLetters,
   replayAllDeadLetters,
   replayDeadLetter,
@@ -15,6 +18,7 @@ import { DeadLettersPage } from "../pages/dead_letters.tsx";
 import {
   type DashApp,
   type DashboardDeps,
+  type DashContext,
   doneNotice,
   formField,
   renderPage,
@@ -33,13 +37,14 @@ export function deadLettersRoutes(app: DashApp, deps: DashboardDeps): void {
         replayed: `Replayed ${
           Number.isInteger(n) ? n : 0
         } batch(es): a running server processes them within seconds.`,
+        deleted: "Dead letter deleted: its entries cannot be replayed.",
       }),
     });
   });
 
   app.post(`/dead-letters/replay`, async (c) => {
     const id = await formField(c, "id");
-    try {
+    return await answering(c, async () => {
       // No batch id is this long; as a database key it could not be read.
       if (id.length > 512) throw new DeadLetterNotFoundError(id.slice(0, 40));
       const replayed = id === "all"
@@ -49,6 +54,25 @@ export function deadLettersRoutes(app: DashApp, deps: DashboardDeps): void {
         `${base}/dead-letters?done=replayed&n=${replayed}`,
         303,
       );
+    });
+  });
+
+  app.post(`/dead-letters/delete`, async (c) => {
+    const id = await formField(c, "id");
+    return await answering(c, async () => {
+      // One named id: "all" names no batch (the command line deletes all).
+      await deleteDeadLetter(kv, id);
+      return c.redirect(`${base}/dead-letters?done=deleted`, 303);
+    });
+  });
+
+  /** `act`'s answer, or the page with why the letter could not be had. */
+  async function answering(
+    c: DashContext,
+    act: () => Promise<Response>,
+  ): Promise<Response> {
+    try {
+      return await act();
     } catch (error) {
       if (
         !(error instanceof DeadLetterNotFoundError ||
@@ -61,5 +85,5 @@ export function deadLettersRoutes(app: DashApp, deps: DashboardDeps): void {
         notice: { kind: "error", text: error.message },
       }, error instanceof DeadLetterNotFoundError ? 404 : 409);
     }
-  });
+  }
 }

@@ -424,6 +424,34 @@ signedInTest("dead letters are listed and replayed", async (h, browser) => {
   );
 });
 
+signedInTest(
+  "a dead letter deleted from the page is gone with its slices; one deleted already is not found",
+  async (h, browser) => {
+    const project = await h.project();
+    const batchId = await deadLetter(
+      h,
+      randomEntry({ projectId: project.id }),
+      "disk full",
+    );
+    const html = await (await browser.get("/dead-letters")).text();
+    assert.match(html, /action="\/dead-letters\/delete"/);
+    const res = await browser.post("/dead-letters/delete", { id: batchId });
+    assert.equal(res.status, 303);
+    assert.equal(res.headers.get("location"), "/dead-letters?done=deleted");
+    const left: string[] = [];
+    for await (const entry of h.kv.list({ prefix: [] })) {
+      if (entry.key.includes(batchId)) left.push(JSON.stringify(entry.key));
+    }
+    assert.deepEqual(left, []);
+    const again = await browser.post("/dead-letters/delete", { id: batchId });
+    assert.equal(again.status, 404);
+    assert.match(textOf(await again.text()), /Cannot find dead letter/);
+    const all = await browser.post("/dead-letters/delete", { id: "all" });
+    assert.equal(all.status, 404, "all names no batch here");
+    await all.text();
+  },
+);
+
 signedInProjectTest(
   "a done code after a redirect shows its notice on the page that takes it, an unknown one none",
   async (_h, browser, project) => {
@@ -431,6 +459,7 @@ signedInProjectTest(
       ["/?done=deleted", /Project deleted\./],
       ["/users?done=added", /User added\./],
       ["/dead-letters?done=replayed&n=2", /Replayed 2 batch\(es\)/],
+      ["/dead-letters?done=deleted", /Dead letter deleted/],
       [`/projects/${project.id}/rejections?done=allow`, /Added to the allow/],
       [`/projects/${project.id}/settings?done=retention`, /Retention saved\./],
       [`/projects/${project.id}/alerts?done=removed`, /Alert rule removed\./],

@@ -124,6 +124,7 @@ const ROWS: Row[] = [
   postRow("/api/v1/projects/:id/sourcemaps", "any", 401, {}),
   getRow("/dead-letters", "admin", 200),
   postRow("/dead-letters/replay", "admin", 404, { id: "nope" }),
+  postRow("/dead-letters/delete", "admin", 404, { id: "nope" }),
   getRow("/users", "admin", 200),
   postRow("/users", "admin", 400, {
     email: "not an email",
