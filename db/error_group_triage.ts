@@ -289,19 +289,16 @@ export async function changeTriage(
   let assignee: string | null | undefined;
   if (change.action === "assign" && change.email !== null) {
     const user = await getUser(kv, change.email);
+    // One answer whether the account is missing or may not read the
+    // project: a member learns nothing of other projects' accounts.
     if (
-      user !== null && user.role !== "admin" &&
-      !user.projects.includes(projectId)
+      user === null ||
+      (user.role !== "admin" && !user.projects.includes(projectId))
     ) {
-      throw new InvalidValueError(
-        `Cannot assign to "${user.email}": the account may not read this project`,
-      );
-    }
-    if (user === null) {
       throw new InvalidValueError(
         `Cannot assign to "${
           change.email.slice(0, 100)
-        }": no dashboard account has that email`,
+        }": no account that may read this project has that email`,
       );
     }
     assignee = user.email;

@@ -370,6 +370,10 @@ async function liveTail(
     : isEntryId(c.req.query("after") ?? "")
     ? c.req.query("after")!
     : firstIdAt(deps.now() - 60_000);
+  if (c.req.method === "HEAD") {
+    // No stream to hold a slot: nobody would read it or end it.
+    return c.body(null, 200, { "Content-Type": "text/event-stream" });
+  }
   const session = c.get("session")!;
   const slot = tails.take(session.id, session.account.email);
   if (typeof slot === "string") {

@@ -114,7 +114,7 @@ harnessTest(
     );
     const nobody = await run(["errors", "assign", project.id, fp, "x@y.z"]);
     assert.equal(nobody.code, 1);
-    assert.match(nobody.stderr, /no dashboard account/);
+    assert.match(nobody.stderr, /no account that may read this project/);
     assert.equal(
       (await run(["errors", "ignore", project.id, fp, "--until-count", "5"]))
         .code,

@@ -198,3 +198,22 @@ dashboardTest(
     config: { rateLimitRps: 1_000_000, rateLimitBurst: 1_000_000 },
   },
 );
+
+dashboardProjectTest(
+  "a HEAD of the live tail holds no slot: a session's four tails still open after any number of them",
+  async (h, project) => {
+    const tail = `/projects/${project.id}/tail`;
+    const browser = await signIn(h.dash);
+    for (let i = 0; i < 10; i++) {
+      const res = await h.dash.request(tail, {
+        method: "HEAD",
+        headers: { cookie: browser.cookie },
+      });
+      assert.equal(res.status, 200);
+      assert.equal(res.headers.get("content-type"), "text/event-stream");
+      await res.body?.cancel();
+    }
+    const open = await openTails(browser, tail, 4);
+    for (const res of open) await res.body?.cancel();
+  },
+);

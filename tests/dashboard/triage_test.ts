@@ -143,9 +143,17 @@ dashboardTest(
       /Status: resolved in 1\.4\.0 · ana@example\.com/,
     );
     assert.match(page, /<option value="ana@example.com" selected/);
-    const nobody = await form("assign", { assignee: "nobody@example.com" });
-    assert.equal(nobody.status, 400);
-    assert.match(await nobody.text(), /no dashboard account/);
+    // An account of another project is answered as no account at all.
+    const other = await h.project();
+    await addAccount(h.kv, "bo@example.com", "member", [other.id]);
+    const answers: string[] = [];
+    for (const email of ["nobody@example.com", "bo@example.com"]) {
+      const res = await form("assign", { assignee: email });
+      assert.equal(res.status, 400);
+      answers.push(textOf(await res.text()).replace(email, "EMAIL"));
+    }
+    assert.match(answers[0]!, /no account that may read this project/);
+    assert.equal(answers[1], answers[0]);
   },
 );
 
