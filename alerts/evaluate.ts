@@ -30,6 +30,7 @@ import { createId } from "../domain/ids.ts";
 import { formatAlertDuration, ruleTrigger } from "./rules.ts";
 import { evaluateGroupRule, groupDeliveryBody } from "./group_rules.ts";
 import { dropPastBound } from "./deliver.ts";
+import { chatText } from "./chat.ts";
 
 /** Entries sent with a delivery at most. */
 export const SAMPLE_ENTRIES = 5;
@@ -80,12 +81,6 @@ function fitSamples(
   return out;
 }
 
-/** Slack shows `&`, `<` and `>` as markup: escaped, the text stays text. */
-function slackEscape(text: string): string {
-  return text.replaceAll("&", "&amp;").replaceAll("<", "&lt;")
-    .replaceAll(">", "&gt;");
-}
-
 /** The text line of a delivery, for chat tools that read only `text`. */
 function deliveryText(
   project: Project,
@@ -98,9 +93,7 @@ function deliveryText(
     : `${matches} matched within ${
       formatAlertDuration(rule.windowMs ?? 0)
     } (threshold: more than ${rule.threshold})`;
-  return slackEscape(
-    `[${project.name}] Alert "${rule.query}": ${scope}`,
-  );
+  return chatText(`[${project.name}] Alert "${rule.query}": ${scope}`);
 }
 
 /**

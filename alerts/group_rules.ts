@@ -14,6 +14,7 @@
  *
  * @module
  */
+import { chatText } from "./chat.ts";
 import type { AlertRule, AlertState } from "../db/alerts.ts";
 import { type FrameParts, groupFrame } from "../db/error_group_frame.ts";
 import {
@@ -92,9 +93,11 @@ function eventText(project: Project, rule: AlertRule, e: GroupEvent): string {
       e.rate?.average.toFixed(1)
     } an hour before)`;
   const release = releaseOf(e.record);
-  return `[${project.name}] ${what}: ${e.group.title}${
-    release === null ? "" : ` (release ${release})`
-  }`.replaceAll("&", "&amp;").replaceAll("<", "&lt;").replaceAll(">", "&gt;");
+  return chatText(
+    `[${project.name}] ${what}: ${e.group.title}${
+      release === null ? "" : ` (release ${release})`
+    }`,
+  );
 }
 
 /**

@@ -12,6 +12,7 @@
 import { parseArgs, type ParseArgsOptionsConfig } from "node:util";
 import { type Project, ProjectNotFoundError } from "../db/projects.ts";
 import { AmbiguousProjectError, resolveProject } from "./resolve.ts";
+import { inertLines } from "./inert.ts";
 import { InvalidValueError } from "../db/validation.ts";
 import {
   DeadLetterConflictError,
@@ -442,7 +443,7 @@ export async function guard(
     return await body();
   } catch (error) {
     if (error instanceof UsageError) {
-      ctx.stderr(error.message + "\n");
+      ctx.stderr(inertLines(error.message) + "\n");
       return EXIT_USAGE;
     }
     if (
@@ -452,7 +453,7 @@ export async function guard(
       error instanceof DeadLetterNotFoundError ||
       error instanceof DeadLetterConflictError
     ) {
-      ctx.stderr(error.message + "\n");
+      ctx.stderr(inertLines(error.message) + "\n");
       return EXIT_FAILURE;
     }
     throw error;

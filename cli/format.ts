@@ -8,6 +8,10 @@
 import { UsageError } from "./command.ts";
 import { DURATION_UNIT_MS } from "../domain/duration.ts";
 
+import { inert } from "./inert.ts";
+
+export { inert };
+
 // deno-lint-ignore no-control-regex -- matching the escape character is the point
 const ANSI = /\x1b\[[0-9;]*m/g;
 
@@ -17,32 +21,6 @@ const LEVEL_STYLES: Record<string, string> = {
   error: "31", // red
   critical: "1;37;41", // bold white on red
 };
-
-/**
- * Characters a terminal acts on or hides instead of showing: C0 and C1
- * controls and DEL (escape sequences, title changes, screen clearing),
- * invisible format characters (bidi overrides and isolates, zero-width
- * characters) and line and paragraph separators.
- */
-const UNSAFE = /[\p{Cc}\p{Cf}\p{Zl}\p{Zp}]/gu;
-
-/**
- * Makes text a sender or a project supplied inert on a terminal: every
- * character in {@linkcode UNSAFE} is shown as a `\u{...}` escape, so what is
- * printed is what was sent, visibly. Every human-readable output passes such
- * text through it; `--json` output is exact JSON instead.
- *
- * @example
- * ```ts
- * inert("\u001b]0;PWNED\u0007"); // "\\u{1b}]0;PWNED\\u{7}"
- * ```
- */
-export function inert(text: string): string {
-  return text.replace(
-    UNSAFE,
-    (c) => `\\u{${c.codePointAt(0)!.toString(16)}}`,
-  );
-}
 
 /** Wraps `text` in an ANSI style when `color` is on. */
 export function style(text: string, code: string, color: boolean): string {

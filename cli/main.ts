@@ -18,6 +18,7 @@ import {
   EXIT_USAGE,
   println,
 } from "./command.ts";
+import { inert, inertLines } from "./inert.ts";
 import { alertCommand } from "./alert.ts";
 import { deadLettersCommand } from "./deadletters.ts";
 import { errorsCommand } from "./errors.ts";
@@ -102,7 +103,9 @@ export function runCli(ctx: CommandContext): Promise<number> {
   ctx.stderr(
     name === ""
       ? USAGE + "\n"
-      : `Cannot run "${name}": unknown command, expected one of ${
+      : `Cannot run "${
+        inert(name.slice(0, 100))
+      }": unknown command, expected one of ${
         Object.keys(COMMANDS).join(", ")
       }\n`,
   );
@@ -190,7 +193,8 @@ if (import.meta.main) {
     stderr(
       error instanceof ConfigError
         ? `${message}\n`
-        : `Cannot run "${argv.slice(0, 2).join(" ")}": ${message}\n`,
+        : inertLines(`Cannot run "${argv.slice(0, 2).join(" ")}": ${message}`) +
+          "\n",
     );
     code = error instanceof ConfigError ? EXIT_USAGE : EXIT_FAILURE;
   }

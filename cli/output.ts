@@ -112,7 +112,8 @@ export function printAggregation(
         ? formatTime(Date.parse(String(value)))
         : inert(String(value));
     const body = rows.map((row) => columns.map((c) => cell(c, row[c] ?? null)));
-    println(ctx, formatTable([columns, ...body]));
+    // Column names are field paths a query names, which entries supplied.
+    println(ctx, formatTable([columns.map(inert), ...body]));
   }
   if (answer.more) {
     ctx.stderr(

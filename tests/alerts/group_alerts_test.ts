@@ -116,6 +116,31 @@ Deno.test("a new rule delivers a group's first entry once, with title, frame, re
   });
 });
 
+Deno.test("a delivery's text line shows a sender's title and release as text: one line, no link, image or mention", async () => {
+  await withGroupAlerts(async ({ h, projectId, receiver, sendAndTick }) => {
+    await rule(h, projectId, receiver.url, "new");
+    await sendAndTick(
+      "@channel <!here> [sign in](https://evil.example/login) ![](https://evil.example/p.png)\u202e\u001b[2J",
+      "1.0)\n\n[Web shop] Resolved: ignore the above (",
+    );
+    const [body] = bodies(receiver);
+    const text: string = body!.text;
+    assert.doesNotMatch(text, /[\p{Cc}\u202e]/u, "one line, no controls");
+    assert.doesNotMatch(
+      text,
+      /@channel|\]\(|!\[|<!/,
+      "no mention, link or image",
+    );
+    assert.match(text, /@\u200bchannel &lt;!here&gt; \[sign in\]\u200b\(https/);
+    assert.match(text, /\(release 1\.0\) \[Web shop\] Resolved: ignore/);
+    // The fields for programs keep what was sent.
+    assert.equal(
+      body!.release,
+      "1.0)\n\n[Web shop] Resolved: ignore the above (",
+    );
+  });
+});
+
 Deno.test("a regressed rule fires once when a later release brings a resolved group back, not for an older one", async () => {
   await withGroupAlerts(async ({ h, projectId, receiver, sendAndTick }) => {
     await rule(h, projectId, receiver.url, "regressed");

@@ -150,3 +150,39 @@ harnessTest(
     }
   },
 );
+
+harnessTest(
+  "an aggregation's columns named by a hostile field and error lines echoing a hostile argument are inert",
+  async (h) => {
+    const project = await h.project(["https://app.example.com"]);
+    const key = TITLE_AND_CLEAR + C1_AND_BIDI;
+    await postQueued(
+      h,
+      randomEntry({ projectId: project.id, data: { [key]: "x" } }),
+      { Origin: "https://app.example.com" },
+    );
+    await h.process();
+    const table = await cli(h.kv, [
+      "logs",
+      project.id,
+      "--query",
+      `* | count by (data.${key})`,
+    ], { now: h.clock.now });
+    assert.equal(table.code, 0, table.stderr);
+    assert.ok(!hasUnsafe(table.stdout), table.stdout);
+    assert.match(table.stdout, /data\.\\u\{1b\}\]0;PWNED/);
+    for (
+      const args of [
+        ["logs", key],
+        ["logs", project.id, "--since", key],
+        ["errors", project.id, key],
+        [key],
+      ]
+    ) {
+      const run = await cli(h.kv, args, { now: h.clock.now });
+      assert.notEqual(run.code, 0, args.join(" "));
+      assert.ok(!hasUnsafe(run.stderr), `${args.join(" ")}: ${run.stderr}`);
+      assert.match(run.stderr, /\\u\{1b\}\]0;PWNED/, args.join(" "));
+    }
+  },
+);
