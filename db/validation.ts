@@ -45,6 +45,19 @@ const SCHEME_HOST_PORT =
 const APP_ID = /^[A-Za-z][A-Za-z0-9_-]*(?:\.[A-Za-z0-9_-]+)+$/;
 
 /**
+ * What a browser sends in `Origin` for `value`, `null` when it is no URL:
+ * the pattern above lets through a port above 65535, an IPv4 address with
+ * a number above 255 or a malformed IPv6 address, which `new URL` refuses.
+ */
+function originOf(value: string): string | null {
+  try {
+    return new URL(value).origin;
+  } catch {
+    return null;
+  }
+}
+
+/**
  * Checks one allow-list value: a browser origin `scheme://host[:port]` or a
  * reverse-domain app id. Returns it unchanged or throws {@linkcode InvalidValueError}.
  *
@@ -53,6 +66,7 @@ const APP_ID = /^[A-Za-z][A-Za-z0-9_-]*(?:\.[A-Za-z0-9_-]+)+$/;
  * validateAllowValue("https://app.example.com"); // ok
  * validateAllowValue("com.example.app.ios"); // ok
  * validateAllowValue("*"); // throws: no wildcards
+ * validateAllowValue("http://a:99999"); // throws: no valid origin
  * ```
  */
 export function validateAllowValue(value: string): string {
@@ -76,7 +90,12 @@ export function validateAllowValue(value: string): string {
       );
     }
     if (/^https?:/.test(value)) {
-      const origin = new URL(value).origin;
+      const origin = originOf(value);
+      if (origin === null) {
+        throw new InvalidValueError(
+          `Cannot allow "${value}": it is no valid origin`,
+        );
+      }
       if (origin !== value) {
         throw new InvalidValueError(
           `Cannot allow "${value}": browsers send it as "${origin}"`,

@@ -165,6 +165,39 @@ Deno.test("project allow adds a value and refuses wildcards, null and paths", as
   });
 });
 
+/** Origins of the right shape that `new URL` refuses. */
+const NO_URL_ORIGINS = [
+  "http://a:99999",
+  "https://999.1.1.1",
+  "http://[:::::]",
+];
+
+Deno.test("project allow and create refuse an origin of the right shape that is no URL, in one line", async (t) => {
+  await withKv(async (kv) => {
+    const { projectId } = await create(kv);
+    for (const value of NO_URL_ORIGINS) {
+      const message = `Cannot allow "${value}": it is no valid origin`;
+      await t.step(value, async () => {
+        for (
+          const args of [
+            ["project", "allow", projectId, value],
+            ["project", "create", "--name", "other", "--allow", value],
+          ]
+        ) {
+          const run = await cli(kv, args);
+          assertRefused(run, message);
+          assert.equal(run.code, 1);
+          assert.doesNotMatch(run.stderr, /^\s+at /m);
+        }
+      });
+    }
+    assert.deepEqual((await getProject(kv, projectId))?.settings, {
+      allowedOrigin: [],
+    });
+    assert.equal((await listProjects(kv)).length, 1, "nothing was created");
+  });
+});
+
 kvTest(
   "project disallow removes a value and refuses one not listed",
   async (kv) => {

@@ -16,7 +16,7 @@ import {
   MAX_ALLOWED_VALUES,
   MAX_LEVELS,
 } from "../../db/projects.ts";
-import { InvalidValueError } from "../../db/validation.ts";
+import { InvalidValueError, validateAllowValue } from "../../db/validation.ts";
 import {
   assertStoredOnce,
   kvTest,
@@ -111,3 +111,20 @@ kvTest(
     assert.equal(stored?.levels.length, MAX_LEVELS);
   },
 );
+
+Deno.test("an origin of the right shape that is no URL is refused as a value, not thrown as a TypeError", () => {
+  for (
+    const value of ["http://a:99999", "https://999.1.1.1", "http://[:::::]"]
+  ) {
+    assert.throws(
+      () => validateAllowValue(value),
+      (error) =>
+        error instanceof InvalidValueError &&
+        error.message === `Cannot allow "${value}": it is no valid origin`,
+      value,
+    );
+  }
+  // Its neighbours still pass.
+  assert.equal(validateAllowValue("http://[::1]:8080"), "http://[::1]:8080");
+  assert.equal(validateAllowValue("https://10.0.0.1"), "https://10.0.0.1");
+});
