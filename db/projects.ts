@@ -14,6 +14,7 @@ import type { Quota, RetentionRule, SpikeProtection } from "../domain/quota.ts";
 import { decodeJson, encodeJson, listJson } from "./kv.ts";
 import {
   InvalidValueError,
+  MAX_RECORD_NAME,
   validateAllowValue,
   validateLevel,
 } from "./validation.ts";
@@ -71,11 +72,14 @@ export interface Project {
   retentionRules?: RetentionRule[];
 }
 
-/** Thrown when a project id names no project. */
+/**
+ * Thrown when a project id (or name) names no project; the message shows
+ * its first 100 characters, so that a long argument is not echoed whole.
+ */
 export class ProjectNotFoundError extends Error {
   override name = "ProjectNotFoundError";
   constructor(projectId: string) {
-    super(`Cannot find project "${projectId}"`);
+    super(`Cannot find project "${projectId.slice(0, 100)}"`);
   }
 }
 
@@ -139,12 +143,22 @@ export async function createProject(
   }
 }
 
-/** Reads a project, or `null` when there is none with that id. */
+/**
+ * Reads a project, or `null` when there is none with that id. An id that is
+ * empty or past {@linkcode MAX_RECORD_NAME} names none (ids are 22
+ * characters), and is never made a database key, whose size is limited.
+ *
+ * @example
+ * ```ts
+ * const project = await getProject(kv, projectId);
+ * if (project === null) throw new ProjectNotFoundError(projectId);
+ * ```
+ */
 export async function getProject(
   kv: Deno.Kv,
   projectId: string,
 ): Promise<Project | null> {
-  if (projectId === "") return null;
+  if (projectId === "" || projectId.length > MAX_RECORD_NAME) return null;
   return decodeJson<Project>((await kv.get(projectKey(projectId))).value);
 }
 

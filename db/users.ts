@@ -144,10 +144,12 @@ async function checkProjects(
   const unique = [...new Set(ids)];
   const checks: Deno.AtomicCheck[] = [];
   for (const id of unique) {
-    const entry = await kv.get(projectKey(id));
-    if (id === "" || entry.versionstamp === null) {
+    // An id past the longest record name names none: never made a key.
+    if (id === "" || id.length > MAX_RECORD_NAME) {
       throw new ProjectNotFoundError(id);
     }
+    const entry = await kv.get(projectKey(id));
+    if (entry.versionstamp === null) throw new ProjectNotFoundError(id);
     checks.push(entry);
   }
   return { ids: unique, checks };

@@ -37,6 +37,49 @@ Deno.test("every command refuses an unknown project with one line and exit 1", a
   });
 });
 
+Deno.test("a project argument longer than any id or name is not found, in one line cut to 100 characters", async (t) => {
+  await withKv(async (kv) => {
+    const { projectId } = await create(kv);
+    const long = "x".repeat(3000);
+    const message = `Cannot find project "${"x".repeat(100)}"`;
+    for (
+      const args of [
+        ["logs", long],
+        ["stats", long],
+        ["rejected", long],
+        ["rejected", "replay", long],
+        ["errors", long],
+        ["errors", "resolve", long, "f".repeat(16)],
+        ["releases", long],
+        ["usage", long],
+        ["audit", long],
+        ["alert", "list", long],
+        ["token", "list", long],
+        ["sourcemap", "list", long],
+        ["project", "show", long],
+        ["project", "allow", long, "https://app.example.com"],
+        ["user", "add", "a@example.com", "--role", "viewer", "--project", long]
+          .concat("--password-stdin"),
+      ]
+    ) {
+      await t.step(`${args.join(" ").slice(0, 40)}…`, async () => {
+        const run = await cli(kv, args, {
+          readLine: () => Promise.resolve("correct horse battery"),
+        });
+        assertRefused(run, message);
+        assert.equal(run.code, 1);
+      });
+    }
+    // A project of the longest name is found by it.
+    const named = "n".repeat(200);
+    const made = await cli(kv, ["project", "create", "--name", named]);
+    assert.equal(made.code, 0, made.stderr);
+    const shown = await cli(kv, ["project", "show", named, "--json"]);
+    assert.equal(shown.code, 0, shown.stderr);
+    assert.notEqual(JSON.parse(shown.stdout).projectId, projectId);
+  });
+});
+
 Deno.test("a bad flag or argument gives one line on stderr and exit 2", async (t) => {
   await withKv(async (kv) => {
     const { projectId } = await create(kv);
@@ -302,6 +345,9 @@ Deno.test("deno task project runs against the KV named by KV_PATH", async () => 
     const missing = await run("project", "show", "nope");
     assert.equal(missing.code, 1);
     assert.equal(missing.stderr, `Cannot find project "nope"\n`);
+    const long = await run("logs", "x".repeat(3000));
+    assert.equal(long.code, 1);
+    assert.equal(long.stderr, `Cannot find project "${"x".repeat(100)}"\n`);
   } finally {
     await Deno.remove(dir, { recursive: true });
   }

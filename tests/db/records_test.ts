@@ -1,13 +1,15 @@
 /**
- * A text longer than any stored record's name (an email, a view's or an
- * alert rule's id) names none: the record functions answer "not found", and
- * never make it a database key, whose size is limited.
+ * A text longer than any stored record's name (an email, a project's, a
+ * view's or an alert rule's id) names none: the record functions answer "not
+ * found", and never make it a database key, whose size is limited.
  *
  * @module
  */
 import assert from "node:assert/strict";
 import { deleteAlertRule } from "../../db/alerts.ts";
+import { getProject, ProjectNotFoundError } from "../../db/projects.ts";
 import {
+  addUser,
   getUser,
   removeUser,
   updateUser,
@@ -34,5 +36,26 @@ kvTest(
     );
     assert.equal(await deleteView(kv, "p", LONG), false);
     assert.equal(await deleteAlertRule(kv, "p", LONG), false);
+  },
+);
+
+kvTest(
+  "a project id longer than any record's is not found, and an account given it is refused",
+  async (kv) => {
+    assert.equal(await getProject(kv, LONG), null);
+    assert.equal(await getProject(kv, ""), null);
+    const refused = (error: unknown) =>
+      error instanceof ProjectNotFoundError &&
+      error.message === `Cannot find project "${"x".repeat(100)}"`;
+    await assert.rejects(
+      addUser(kv, {
+        email: "ana@example.com",
+        role: "viewer",
+        projects: [LONG],
+        password: "correct horse battery",
+      }),
+      refused,
+    );
+    assert.equal(await getUser(kv, "ana@example.com"), null);
   },
 );
