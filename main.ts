@@ -1,8 +1,9 @@
 /**
  * Entry point: reads the configuration, opens KV, starts the queue pipeline
  * (which commits the rate limiter's counters) and the limiter's timers, and
- * serves HTTP. Wiring only; everything
- * else receives what it needs.
+ * serves HTTP. A malformed variable, a database that cannot be opened and an
+ * address that cannot be listened on (a port taken) stop start-up with one
+ * line and exit code 1. Wiring only; everything else receives what it needs.
  *
  * @module
  */
@@ -24,7 +25,7 @@ import { BusyTicker } from "./queue/ticker.ts";
 import { RateLimiter } from "./routes/rate_limit/mod.ts";
 import { BodyGuard } from "./routes/body_guard.ts";
 import { ErrorLog } from "./routes/error_log.ts";
-import { onStopSignals, serveResilient } from "./server/serve.ts";
+import { listenOrExit, onStopSignals, serveResilient } from "./server/serve.ts";
 import { createAlertLoop } from "./alerts/mod.ts";
 import { measured, metricsHandler, RequestMetrics } from "./server/metrics.ts";
 
@@ -143,21 +144,25 @@ if (import.meta.main) {
   cronAlerts = () =>
     alerts.tick().catch((e) => console.error("Alerts:", lockedAsLine(e)));
   const requests = new RequestMetrics();
-  const metricsServer = config.metricsPort === undefined ? null : Deno.serve(
-    {
-      port: config.metricsPort,
-      hostname: config.metricsHostname,
-      onListen: ({ hostname, port }) =>
-        console.log(`Metrics and health on http://${hostname}:${port}/`),
-    },
-    metricsHandler({
-      kv,
-      requests,
-      // The worker's own sweeps are the consumer's sign of life.
-      sweptAt: () => pipeline.worker.sweptAt,
-      token: config.metricsToken,
-    }),
-  );
+  const metricsPort = config.metricsPort;
+  const metricsServer = metricsPort === undefined
+    ? null
+    : listenOrExit(config.metricsHostname, metricsPort, () =>
+      Deno.serve(
+        {
+          port: metricsPort,
+          hostname: config.metricsHostname,
+          onListen: ({ hostname, port }) =>
+            console.log(`Metrics and health on http://${hostname}:${port}/`),
+        },
+        metricsHandler({
+          kv,
+          requests,
+          // The worker's own sweeps are the consumer's sign of life.
+          sweptAt: () => pipeline.worker.sweptAt,
+          token: config.metricsToken,
+        }),
+      ));
   const errorLog = new ErrorLog();
   const bodies = new BodyGuard({
     budgetBytes: config.maxBodyBudgetBytes,
@@ -186,31 +191,37 @@ if (import.meta.main) {
     app.fetch(req, info);
   // Requests are observed for /metrics only when it is served.
   const service = metricsServer ? measured(serve, requests) : serve;
-  const server = serveResilient({
-    port: config.port,
-    hostname: config.hostname,
-    onListen: ({ hostname, port }, again) => {
-      console.log(
-        `Listening${
-          again ? " again" : ""
-        } on http://${hostname}:${port}/api/v1/logs`,
-      );
-      if (dashboard && !again) {
-        console.log(
-          `Dashboard on http://${hostname}:${port}${DASHBOARD_BASE}/`,
-        );
-      }
-    },
-    onFailure: (error) =>
-      errorLog.report(error, "Cannot accept connections, listening again"),
-    // Only what escapes the app (a failing response body): logged, capped.
-    onError: (error) => {
-      errorLog.report(error);
-      return new Response(null, { status: 500 });
-    },
-    // The peer address is made on demand: `info` is passed as it is.
-    handler: service,
-  });
+  // A port taken at start-up is one line and exit code 1, not a stack.
+  const server = listenOrExit(
+    config.hostname,
+    config.port,
+    () =>
+      serveResilient({
+        port: config.port,
+        hostname: config.hostname,
+        onListen: ({ hostname, port }, again) => {
+          console.log(
+            `Listening${
+              again ? " again" : ""
+            } on http://${hostname}:${port}/api/v1/logs`,
+          );
+          if (dashboard && !again) {
+            console.log(
+              `Dashboard on http://${hostname}:${port}${DASHBOARD_BASE}/`,
+            );
+          }
+        },
+        onFailure: (error) =>
+          errorLog.report(error, "Cannot accept connections, listening again"),
+        // Only what escapes the app (a failing response body): logged, capped.
+        onError: (error) => {
+          errorLog.report(error);
+          return new Response(null, { status: 500 });
+        },
+        // The peer address is made on demand: `info` is passed as it is.
+        handler: service,
+      }),
+  );
   const shutdown = async () => {
     await server.shutdown();
     await metricsServer?.shutdown();

@@ -1,14 +1,15 @@
 /**
  * `deno task dashboard`: reads the dashboard's configuration, opens the
  * service's KV and serves the dashboard on `DASHBOARD_HOSTNAME`:
- * `DASHBOARD_PORT` (127.0.0.1:8001). Without `ADMIN_PASSWORD` it prints one
- * line saying so and exits. Wiring only.
+ * `DASHBOARD_PORT` (127.0.0.1:8001). Without `ADMIN_PASSWORD`, or when that
+ * address cannot be listened on (a port taken), it prints one line saying so
+ * and exits. Wiring only.
  *
  * @module
  */
 import { loadConfig } from "../config.ts";
 import { openKv } from "../db/open.ts";
-import { onStopSignals } from "../server/serve.ts";
+import { listenOrExit, onStopSignals } from "../server/serve.ts";
 import { createDashboard } from "./app.ts";
 import {
   dashboardBounds,
@@ -40,16 +41,17 @@ if (import.meta.main) {
       return `${service.origin}/api/v1/logs`;
     },
   });
-  const server = Deno.serve(
-    {
-      port: config.port,
-      hostname: config.hostname,
-      onListen: ({ hostname, port }) =>
-        console.log(`Dashboard on http://${hostname}:${port}/`),
-    },
-    (req, info) =>
-      app.fetch(req, { remoteAddr: info.remoteAddr as Deno.NetAddr }),
-  );
+  const server = listenOrExit(config.hostname, config.port, () =>
+    Deno.serve(
+      {
+        port: config.port,
+        hostname: config.hostname,
+        onListen: ({ hostname, port }) =>
+          console.log(`Dashboard on http://${hostname}:${port}/`),
+      },
+      (req, info) =>
+        app.fetch(req, { remoteAddr: info.remoteAddr as Deno.NetAddr }),
+    ));
   const shutdown = async () => {
     await server.shutdown();
     kv.close();

@@ -11,6 +11,10 @@
  * new server listens on the same port, retried with a growing delay until
  * the socket can be opened again.
  *
+ * At start-up, an address that cannot be listened on (a port taken or not
+ * permitted, a host not of this machine) is one line and exit code 1
+ * ({@linkcode listenOrExit}), not a stack trace.
+ *
  * @module
  */
 
@@ -129,6 +133,66 @@ export function serveResilient(
       await current.shutdown();
     },
   };
+}
+
+/**
+ * Errors of opening a listening socket that an operator fixes: the port is
+ * taken, the process may not use it (a port below 1024), or the host is no
+ * address of this machine.
+ */
+const LISTEN_FAILURES = [
+  Deno.errors.AddrInUse,
+  Deno.errors.PermissionDenied,
+  Deno.errors.AddrNotAvailable,
+];
+
+/**
+ * The one line that says why `hostname`:`port` cannot be listened on, or
+ * `null` when `error` is not one an operator fixes by choosing another
+ * address.
+ *
+ * @example
+ * ```ts
+ * listenFailure(new Deno.errors.AddrInUse("Address already in use (os error 98)"), "127.0.0.1", 8000);
+ * // "Cannot listen on 127.0.0.1:8000: Address already in use (os error 98)"
+ * ```
+ */
+export function listenFailure(
+  error: unknown,
+  hostname: string,
+  port: number,
+): string | null {
+  if (!LISTEN_FAILURES.some((kind) => error instanceof kind)) return null;
+  const host = hostname.includes(":") ? `[${hostname}]` : hostname;
+  return `Cannot listen on ${host}:${port}: ${(error as Error).message}`;
+}
+
+/**
+ * Runs `listen` (`Deno.serve` or {@linkcode serveResilient}, at start-up)
+ * and returns what it returns; when the socket cannot be opened (a port
+ * taken, not permitted, a host not of this machine), prints one line on
+ * stderr and exits with code 1 instead of a stack trace. Other errors
+ * propagate.
+ *
+ * @example
+ * ```ts
+ * const server = listenOrExit("127.0.0.1", 8000, () =>
+ *   Deno.serve({ hostname: "127.0.0.1", port: 8000 }, handler));
+ * ```
+ */
+export function listenOrExit<T>(
+  hostname: string,
+  port: number,
+  listen: () => T,
+): T {
+  try {
+    return listen();
+  } catch (error) {
+    const line = listenFailure(error, hostname, port);
+    if (line === null) throw error;
+    console.error(line);
+    Deno.exit(1);
+  }
 }
 
 /**
