@@ -4,7 +4,8 @@
  * `FILE.map` for the minified file it describes: the map's `file` (else
  * the file name without `.map`), after `--url-prefix` when given (a URL,
  * or `~/path/` for any origin); without a prefix, a frame matches by the
- * end of its URL. Every change goes to the project's audit log.
+ * end of its URL. A file is read within the bound of one map, and only if it
+ * is a regular file. Every change goes to the project's audit log.
  *
  * @module
  */
@@ -31,6 +32,7 @@ import {
   inspectSourceMap,
   InvalidSourceMapError,
   listSourceMaps,
+  MAX_MAP_BYTES,
   type SourceMapRecord,
   SourceMapTooLargeError,
   uploadSourceMap,
@@ -94,6 +96,66 @@ function urlOf(path: string, text: string, prefix: string | undefined): string {
   return prefix.endsWith("/") ? prefix + file : `${prefix}/${file}`;
 }
 
+/** Bytes one read of a map file takes at most. */
+const READ_BYTES = 1 << 20;
+
+/**
+ * The bytes of the map file at `path` (`name` in messages), read within
+ * {@linkcode MAX_MAP_BYTES}: a path that is no regular file (a directory, a
+ * FIFO, `/dev/zero`) is refused without being read, a file larger than the
+ * bound at its size, and one that grows while it is read once it passes
+ * the bound.
+ */
+async function readMapFile(path: string, name: string): Promise<Uint8Array> {
+  const tooLarge = (size: string) =>
+    new SourceMapTooLargeError(
+      `Cannot store a source map of ${size} bytes: the most is ${MAX_MAP_BYTES} (${name})`,
+    );
+  const info = await statFile(path);
+  if (info.size > MAX_MAP_BYTES) throw tooLarge(String(info.size));
+  const file = await Deno.open(path);
+  try {
+    const chunks: Uint8Array[] = [];
+    let total = 0;
+    for (;;) {
+      const chunk = new Uint8Array(READ_BYTES);
+      const n = await file.read(chunk);
+      if (n === null) break;
+      chunks.push(chunk.subarray(0, n));
+      total += n;
+      if (total > MAX_MAP_BYTES) throw tooLarge(`more than ${MAX_MAP_BYTES}`);
+    }
+    const bytes = new Uint8Array(total);
+    let at = 0;
+    for (const chunk of chunks) {
+      bytes.set(chunk, at);
+      at += chunk.length;
+    }
+    return bytes;
+  } finally {
+    file.close();
+  }
+}
+
+/** `path`'s information, refused unless it is a regular file. */
+async function statFile(path: string): Promise<Deno.FileInfo> {
+  let info: Deno.FileInfo;
+  try {
+    info = await Deno.stat(path);
+  } catch (error) {
+    if (error instanceof Deno.errors.NotFound) {
+      throw new InvalidSourceMapError(`Cannot read "${path}": no such file`);
+    }
+    throw error;
+  }
+  if (!info.isFile) {
+    throw new InvalidSourceMapError(
+      `Cannot read "${path}": not a regular file`,
+    );
+  }
+  return info;
+}
+
 const FILES = [
   "PROJECT",
   "FILE",
@@ -136,8 +198,8 @@ const SUBCOMMANDS: Subcommands = {
       const prefix = stringFlag(parsed, "url-prefix");
       const stored: SourceMapRecord[] = [];
       for (const path of files.filter((f): f is string => f !== undefined)) {
-        const bytes = await Deno.readFile(path);
         const name = path.split(/[\\/]/).at(-1)!;
+        const bytes = await readMapFile(path, name);
         try {
           const url = urlOf(path, new TextDecoder().decode(bytes), prefix);
           stored.push(
