@@ -111,7 +111,7 @@ export interface DeadLetter {
 export class DeadLetterNotFoundError extends Error {
   override name = "DeadLetterNotFoundError";
   constructor(batchId: string) {
-    super(`Cannot find dead letter "${batchId}"`);
+    super(`Cannot find dead letter "${batchId.slice(0, 100)}"`);
   }
 }
 
