@@ -141,7 +141,13 @@ function validIpv6(candidate: string): boolean {
 }
 
 const BEARER = /\bbearer\s+[A-Za-z0-9\-._~+/]{8,}=*/gi;
-const JWT = /\beyJ[A-Za-z0-9_-]{4,}\.eyJ[A-Za-z0-9_-]{4,}\.[A-Za-z0-9_-]*/g;
+/**
+ * A JWT: it starts where no base64url character or dot stands before it, so
+ * that a long run of them is tried once, not from each of its `eyJ` (which
+ * took seconds over 64 KB of `eyJ-` repeated).
+ */
+const JWT =
+  /(?<![A-Za-z0-9_.-])eyJ[A-Za-z0-9_-]{4,}\.eyJ[A-Za-z0-9_-]{4,}\.[A-Za-z0-9_-]*/g;
 
 function findTokens(text: string): Span[] {
   const spans: Span[] = [];

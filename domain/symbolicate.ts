@@ -63,9 +63,14 @@ function sourceLines(parsed: ParsedMap, source: string): string[] | null {
   return lines;
 }
 
+/**
+ * Declarations a line may hold, the name captured; each starts where no
+ * name character stands before it, so that a long word is tried once, not
+ * from each of its characters.
+ */
 const DECLARED = [
   /function\s*\*?\s*([A-Za-z_$][\w$]*)\s*\(/,
-  /([A-Za-z_$][\w$]*)\s*[:=]\s*(?:async\s+)?(?:function\b|(?:\([^)]*\)|[A-Za-z_$][\w$]*)\s*=>)/,
+  /(?<![\w$])([A-Za-z_$][\w$]*)\s*[:=]\s*(?:async\s+)?(?:function\b|(?:\([^()]*\)|[A-Za-z_$][\w$]*)\s*=>)/,
   /^\s*(?:(?:async|static|public|private|protected|get|set)\s+)*([A-Za-z_$][\w$]*)\s*\([^)]*\)\s*(?::[^{]*)?\{/,
 ];
 const NOT_NAMES = new Set(["if", "for", "while", "switch", "catch", "return"]);

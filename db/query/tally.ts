@@ -24,6 +24,20 @@ export function compareCells(a: Cell, b: Cell): number {
   return String(a) < String(b) ? -1 : 1;
 }
 
+/**
+ * Characters of a text cell a group is kept by at most: longer values are
+ * grouped, and answered, by their start, so that an aggregation's memory and
+ * answer are bounded by its groups, not by what senders sent.
+ */
+export const MAX_CELL_CHARS = 1000;
+
+/** `cell`, a text cut to {@linkcode MAX_CELL_CHARS} with "…". */
+function boundedCell(cell: Cell): Cell {
+  return typeof cell === "string" && cell.length > MAX_CELL_CHARS
+    ? cell.slice(0, MAX_CELL_CHARS) + "…"
+    : cell;
+}
+
 /** Counts per group, refused past {@linkcode MAX_GROUPS}. */
 export class Groups {
   readonly max: number;
@@ -32,7 +46,8 @@ export class Groups {
   }
   /** Keyed by the cell itself when there is one (a Map tells 502 from "502"). */
   readonly map = new Map<Cell, { cells: Cell[]; count: number }>();
-  add(cells: Cell[], n = 1): void {
+  add(given: Cell[], n = 1): void {
+    const cells = given.map(boundedCell);
     const key = cells.length === 1
       ? cells[0]!
       : cells.map(keyOf).join("\u0000");
@@ -125,6 +140,22 @@ class HyperLogLog {
   }
 }
 
+/** A 53-bit digest of `text` (cyrb53): two texts share one about never. */
+function digest(text: string): number {
+  let h1 = 0xdeadbeef;
+  let h2 = 0x41c6ce57;
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    h1 = Math.imul(h1 ^ c, 2654435761);
+    h2 = Math.imul(h2 ^ c, 1597334677);
+  }
+  h1 = Math.imul(h1 ^ (h1 >>> 16), 2246822507) ^
+    Math.imul(h2 ^ (h2 >>> 13), 3266489909);
+  h2 = Math.imul(h2 ^ (h2 >>> 16), 2246822507) ^
+    Math.imul(h1 ^ (h1 >>> 13), 3266489909);
+  return 4294967296 * (2097151 & h2) + (h1 >>> 0);
+}
+
 /** Distinct values: exact up to {@linkcode MAX_EXACT_UNIQ}, then estimated. */
 export class Distinct {
   readonly max: number;
@@ -133,7 +164,12 @@ export class Distinct {
   }
   #exact: Set<Cell> | null = new Set();
   #sketch: HyperLogLog | null = null;
-  add(cell: Cell): void {
+  add(given: Cell): void {
+    // A long text is kept as its digest: the set's memory is bounded by its
+    // values' count, not by what senders sent.
+    const cell = typeof given === "string" && given.length > MAX_CELL_CHARS
+      ? `\u0000${digest(given)}:${given.length}`
+      : given;
     if (this.#exact) {
       this.#exact.add(cell);
       if (this.#exact.size <= this.max) return;

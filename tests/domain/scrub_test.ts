@@ -175,6 +175,10 @@ Deno.test("detectors find emails, IPs, tokens and IBANs", () => {
     d: "jwt eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxIn0.sig-nature",
     e: "pay to DE89 3704 0044 0532 0130 00 please",
     f: "version 1.2.3 and not@domain",
+    // A JWT starts after no base64url character: a run of "eyJ-" (tried
+    // from each of its starts, it took seconds) holds none.
+    g: "eyJ-".repeat(2000) + " token=" +
+      "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxIn0.sig",
   }, rules);
   assert.equal(out.a, `mail ${FILTERED} now`);
   assert.equal(out.b, `from ${FILTERED} and ${FILTERED} at 10:30:00`);
@@ -182,6 +186,7 @@ Deno.test("detectors find emails, IPs, tokens and IBANs", () => {
   assert.equal(out.d, `jwt ${FILTERED}`);
   assert.equal(out.e, `pay to ${FILTERED} please`);
   assert.equal(out.f, "version 1.2.3 and not@domain");
+  assert.equal(out.g, "eyJ-".repeat(2000) + ` token=${FILTERED}`);
   assert.ok(ibanValid("GB82WEST12345698765432"));
   assert.ok(!ibanValid("GB82WEST12345698765431"));
 });

@@ -3,7 +3,7 @@
  * by instead of sorting them all, and answers what a full sort answers.
  */
 import assert from "node:assert/strict";
-import { Groups } from "../../../db/query/tally.ts";
+import { Distinct, Groups, MAX_CELL_CHARS } from "../../../db/query/tally.ts";
 
 Deno.test("the largest n groups are those of a full sort, ties in value order, for any n", () => {
   let x = 7;
@@ -21,4 +21,21 @@ Deno.test("the largest n groups are those of a full sort, ties in value order, f
   for (const n of [1, 3, 10, 12, 49, 50, 60]) {
     assert.deepEqual(groups.largest(n), sorted.slice(0, n), `n = ${n}`);
   }
+});
+
+Deno.test("a long text is grouped and answered by its first 1,000 characters, and counted distinct exactly by a digest", () => {
+  const head = "x".repeat(MAX_CELL_CHARS);
+  const a = head + "a".repeat(60_000);
+  const b = head + "b".repeat(60_000);
+  const groups = new Groups(100);
+  groups.add([a]);
+  groups.add([b]);
+  groups.add(["short"]);
+  const [long, short] = groups.largest(2);
+  assert.equal(long!.count, 2, "one group of the two long values");
+  assert.equal(long!.cells[0], head + "…");
+  assert.deepEqual(short!.cells, ["short"]);
+  const distinct = new Distinct(100);
+  for (const value of [a, b, a, "short", head + "…"]) distinct.add(value);
+  assert.equal(distinct.count, 4);
 });
