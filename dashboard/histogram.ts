@@ -18,6 +18,8 @@ import {
   type Filter,
   type Histogram,
   histogram,
+  HistogramCutError,
+  QUERY_BUDGET_MS,
 } from "./source.ts";
 
 /**
@@ -120,12 +122,25 @@ export async function explorerHistogram(
     const from = next - n;
     // `buckets: n` makes the interval at most this chart's, and the standard
     // intervals divide one another, so each part falls within one bar.
-    const part = await histogram(kv, projectId, {
-      since: Math.max(since, buckets[from]!.start),
-      until: Math.min(until, buckets[next - 1]!.start + intervalMs),
-      filter,
-      buckets: n,
-    });
+    let part;
+    try {
+      part = await histogram(kv, projectId, {
+        since: Math.max(since, buckets[from]!.start),
+        until: Math.min(until, buckets[next - 1]!.start + intervalMs),
+        filter,
+        buckets: n,
+        // The newest bar is counted whatever is left, within a page's
+        // budget of its own.
+        deadline: next === buckets.length
+          ? Math.max(deadline, counting + QUERY_BUDGET_MS)
+          : deadline,
+        clock,
+      });
+    } catch (error) {
+      // Out of time within these bars: they are left uncounted.
+      if (error instanceof HistogramCutError) break;
+      throw error;
+    }
     for (const { start, counts } of part.buckets) {
       const bucket = buckets[Math.floor((start - first) / intervalMs)]!;
       for (const [level, count] of Object.entries(counts)) {
@@ -135,7 +150,11 @@ export async function explorerHistogram(
     next = from;
     size *= 2;
   }
-  const countedFrom = next > 0 ? buckets[next]!.start : null;
+  const countedFrom = next === buckets.length
+    ? until
+    : next > 0
+    ? buckets[next]!.start
+    : null;
   return { intervalMs, buckets, countedFrom };
 }
 

@@ -99,3 +99,23 @@ export function firstIdAt(ms: number): string {
 export function boundTime(bound: string): number {
   return parseInt(bound.slice(0, TIME_DIGITS).padEnd(TIME_DIGITS, "0"), 16);
 }
+
+/**
+ * The greatest id that sorts before `bound` (a scan's resume: an id, an id
+ * and `"\0"`, or a time's 12 digits), so that every id after it is at or
+ * after `bound`; `null` when none sorts before it.
+ *
+ * @example
+ * ```ts
+ * idJustBefore("019b76daa800"); // "019b76daa7ff" followed by 16 "f"
+ * ```
+ */
+export function idJustBefore(bound: string): string | null {
+  if (bound.length > ID_DIGITS) return bound.slice(0, ID_DIGITS);
+  const digits = bound.padEnd(ID_DIGITS, "0");
+  if (!/^[0-9a-f]+$/.test(digits)) return null;
+  const at = digits.search(/[1-9a-f]0*$/);
+  if (at < 0) return null;
+  const less = (parseInt(digits[at]!, 16) - 1).toString(16);
+  return digits.slice(0, at) + less + "f".repeat(ID_DIGITS - at - 1);
+}

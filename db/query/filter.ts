@@ -148,14 +148,6 @@ function compileLevels(
   return (level) => checks.every((check) => check(level));
 }
 
-function testField(record: LogRecord, term: FieldTerm): boolean {
-  // `fingerprint` is computed, not stored (domain/fingerprint.ts).
-  const text = term.path === "fingerprint"
-    ? fingerprintOf(record).fingerprint
-    : fieldText(resolvePath(record, term.path));
-  return termHolds(term, text);
-}
-
 /**
  * Whether a field whose text is `text` (`undefined`: absent) meets `term`,
  * for a record's field and a column's value alike.
@@ -223,7 +215,18 @@ export function compileFilter(filter: Filter): CompiledFilter {
       const found = (term: string) => values.some((v) => containsTerm(v, term));
       if (!text.every(found) || notText.some(found)) return false;
     }
-    return fields.every((term) => testField(record, term));
+    // A record's fingerprint is computed once, however many terms name it.
+    let fingerprint: string | undefined;
+    const fingerprintOfRecord = () =>
+      fingerprint ??= fingerprintOf(record).fingerprint;
+    return fields.every((term) =>
+      termHolds(
+        term,
+        term.path === "fingerprint"
+          ? fingerprintOfRecord()
+          : fieldText(resolvePath(record, term.path)),
+      )
+    );
   };
   return {
     filter,

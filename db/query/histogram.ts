@@ -45,6 +45,21 @@ export interface HistogramOptions {
   filter?: Filter;
   /** About how many bars. @default {60} */
   buckets?: number;
+  /**
+   * When counting entry by entry must stop (a reading of `clock`): past it
+   * {@linkcode HistogramCutError} is thrown. @default none
+   */
+  deadline?: number;
+  /** @default {performance.now} */
+  clock?: () => number;
+}
+
+/** Thrown when a histogram's counting reached its deadline before its end. */
+export class HistogramCutError extends Error {
+  override name = "HistogramCutError";
+  constructor() {
+    super("Cannot count every bar within the time given");
+  }
 }
 
 /** Counts per interval, by level. */
@@ -97,7 +112,14 @@ export async function histogram(
   const since = Math.max(options.since, filter.since ?? -Infinity);
   const until = Math.min(options.until, filter.until ?? Infinity);
   if (since >= until) return { intervalMs, buckets };
-  const counting = { kv, projectId, filter: compileFilter(filter), tally };
+  const counting = {
+    kv,
+    projectId,
+    filter: compileFilter(filter),
+    tally,
+    deadline: options.deadline ?? Infinity,
+    clock: options.clock ?? (() => performance.now()),
+  };
   const minute = COUNT_BUCKET_MS.m;
   const m1 = Math.ceil(since / minute) * minute;
   const m2 = Math.floor(until / minute) * minute;
@@ -122,6 +144,8 @@ interface Counting {
   projectId: string;
   filter: CompiledFilter;
   tally: Tally;
+  deadline: number;
+  clock: () => number;
 }
 
 /**
@@ -165,7 +189,7 @@ function addCount(tally: Tally, ms: number, level: string, n: number) {
 
 /** Counts the matching entries received in [from, to), one by one. */
 async function countEntries(counting: Counting, from: number, to: number) {
-  const { kv, projectId, filter, tally } = counting;
+  const { kv, projectId, filter, tally, deadline, clock } = counting;
   let lo = timeBound(from);
   const hi = timeBound(to);
   for (;;) {
@@ -175,7 +199,11 @@ async function countEntries(counting: Counting, from: number, to: number) {
       hi,
       filter,
       limit: 1000,
+      ...(deadline === Infinity
+        ? {}
+        : { budget: { ms: Math.max(0, deadline - clock()), clock } }),
     });
+    if (page.resume !== undefined) throw new HistogramCutError();
     for (const r of page.records) addCount(tally, r.receivedAt, r.level, 1);
     if (!page.more) return;
     lo = page.records.at(-1)!.id + "\0";

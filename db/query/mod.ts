@@ -57,6 +57,7 @@ export {
   listLogs,
   type ListLogsOptions,
   MAX_QUERY_LIMIT,
+  QUERY_BUDGET_MS,
   queryLogs,
   type QueryOptions,
   type QueryPage,
@@ -68,6 +69,7 @@ export {
   countedByCounters,
   type Histogram,
   histogram,
+  HistogramCutError,
   type HistogramOptions,
 } from "./histogram.ts";
 export { countStoredEntries, listSummaries } from "./summaries.ts";

@@ -30,6 +30,12 @@ import { QuerySyntaxError } from "./syntax.ts";
 
 export { QuerySyntaxError };
 
+/**
+ * Terms one query holds at most: each is tested against every value of an
+ * entry, so that a query's cost per entry is bounded.
+ */
+export const MAX_TERMS = 64;
+
 const FIELD = /^[A-Za-z_][A-Za-z0-9_]*(?:\.[^\s.:"><=,]+)*/;
 const TOP_FIELDS = new Set([
   "level",
@@ -144,7 +150,20 @@ export function parseSearch(
       pipe = parsePipe(query, at);
       break;
     }
-    at = isSpace(query[at]) ? at + 1 : readTerm(query, at, terms);
+    if (isSpace(query[at])) {
+      at++;
+      continue;
+    }
+    const start = at;
+    at = readTerm(query, at, terms);
+    if (
+      terms.fields.length + terms.text.length + terms.notText.length > MAX_TERMS
+    ) {
+      throw new QuerySyntaxError(
+        start + 1,
+        `more than ${MAX_TERMS} terms: narrow the query`,
+      );
+    }
   }
   return { filter: termsFilter(terms), pipe };
 }

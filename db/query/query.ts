@@ -7,7 +7,7 @@
  * @module
  */
 import type { LogRecord } from "../../domain/entry.ts";
-import { idTime, isIdForm, timeBound } from "../../domain/ids.ts";
+import { idJustBefore, idTime, isIdForm, timeBound } from "../../domain/ids.ts";
 import { compileFilter, type Filter, InvalidQueryError } from "./filter.ts";
 import {
   MAX_ID,
@@ -243,6 +243,11 @@ export interface TailOptions {
    * @default {1000}
    */
   settleMs?: number;
+  /**
+   * Work one call may do: past it, it returns what it found with a
+   * `lastId` where the next call goes on. @default {QUERY_BUDGET_MS}
+   */
+  budget?: ScanBudget;
 }
 
 /**
@@ -278,7 +283,18 @@ export async function tailLogs(
     hi,
     filter: compileFilter(filter),
     limit,
+    budget: options.budget ?? { ms: QUERY_BUDGET_MS },
   });
+  if (result.resume !== undefined) {
+    // Out of budget: the next call goes on from where this one stopped.
+    const before = idJustBefore(result.resume);
+    return {
+      records: result.records,
+      lastId: before === null || (afterId !== null && afterId > before)
+        ? afterId
+        : before,
+    };
+  }
   if (result.more) {
     return { records: result.records, lastId: result.records.at(-1)!.id };
   }

@@ -178,7 +178,17 @@ function scanRange(options: ScanOptions): { lo: string; hi: string } {
   return { lo, hi };
 }
 
-/** Whether a scan has spent its budget (it always reads one chunk). */
+/**
+ * Lines a scan examines before its time is checked within a chunk: each
+ * call goes on by at least these.
+ */
+const MIN_LINES = 16;
+
+/**
+ * Whether a scan has spent its budget (it always reads one chunk); checked
+ * before each chunk is read, and its time before each line past
+ * {@linkcode MIN_LINES}.
+ */
 function budgetCheck(
   budget: ScanBudget | undefined,
   stats: ScanStats,
@@ -188,6 +198,21 @@ function budgetCheck(
   return () =>
     stats.chunksRead > 0 &&
     (stats.chunksRead >= (budget?.chunks ?? Infinity) || clock() >= deadline);
+}
+
+/**
+ * Called before each line a scan examines: whether the budget's time ran
+ * out, past {@linkcode MIN_LINES} (so that every call goes on), since one
+ * chunk of large entries under a costly filter would otherwise run past it
+ * by seconds.
+ */
+function lineGate(
+  budget: ScanBudget | undefined,
+  stats: ScanStats,
+): () => Promise<boolean> {
+  const late = budgetCheck({ ...budget, chunks: Infinity }, stats);
+  let examined = 0;
+  return () => Promise.resolve(++examined > MIN_LINES && late());
 }
 
 /** What {@linkcode readRun} needs of the scan. */
@@ -291,6 +316,7 @@ async function scanBody(
   };
 
   const spent = budgetCheck(options.budget, stats);
+  const stopsAt = lineGate(options.budget, stats);
   while (records.length <= limit) {
     // The listing or pending chunk whose bound comes first blocks the rest.
     let bound: string | null = null;
@@ -306,6 +332,7 @@ async function scanBody(
     const run = runs.peek();
     if (run && (bound === null || first(run.ids[run.pos]!, bound))) {
       const id = run.ids[run.pos]!;
+      if (await stopsAt()) return { records, more: true, stats, resume: id };
       const line = run.lines[run.pos]!;
       if (++run.pos >= run.ids.length) runs.pop();
       else runs.fix();

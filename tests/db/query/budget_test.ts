@@ -5,7 +5,7 @@
  * the cursors still gives the exact answer.
  */
 import assert from "node:assert/strict";
-import { parseQuery, queryLogs } from "../../../db/query/mod.ts";
+import { parseQuery, queryLogs, tailLogs } from "../../../db/query/mod.ts";
 import type { LogRecord } from "../../../domain/entry.ts";
 import { idTime } from "../../../domain/ids.ts";
 import {
@@ -155,3 +155,61 @@ queryProjectTest(
     }
   },
 );
+
+Deno.test("a time budget stops a search within a chunk, and its cursors still give the exact answer", async () => {
+  await withQueryProject(async (kv, projectId) => {
+    const all = await store(kv, projectId); // 40 chunks of 25 entries
+    const expected = all.map((r) => r.id).reverse();
+    // Each reading of the clock is a millisecond later: a budget of 4 ms
+    // runs out after a few lines, whatever the machine.
+    let now = 0;
+    const clock = () => now++;
+    const found: string[] = [];
+    let cursor: string | undefined;
+    let pages = 0;
+    for (;;) {
+      const page = await queryLogs(kv, projectId, {
+        filter: parseQuery("-data.none:*"),
+        limit: 1000,
+        budget: { ms: 4, clock },
+        ...(cursor === undefined ? {} : { cursor }),
+      });
+      pages++;
+      found.push(...page.records.map((r) => r.id));
+      if (page.cursor === null) break;
+      cursor = page.cursor;
+      assert.ok(pages < 1000);
+    }
+    assert.deepEqual(found, expected);
+    // Stopping only between chunks, it took at most one page a chunk.
+    assert.ok(pages > 40, `${pages} pages`);
+  });
+});
+
+Deno.test("a live tail's poll stops within its budget and the next poll goes on where it stopped, missing nothing", async () => {
+  await withQueryProject(async (kv, projectId) => {
+    const all = await store(kv, projectId);
+    let now = 0;
+    const clock = () => now++;
+    const found: string[] = [];
+    let afterId: string | null = null;
+    for (let polls = 1;; polls++) {
+      const poll: { records: LogRecord[]; lastId: string | null } =
+        await tailLogs(kv, projectId, {
+          afterId,
+          filter: parseQuery("-data.none:*"),
+          limit: 1000,
+          now: T0 + 3_600_000,
+          budget: { ms: 4, clock },
+        });
+      found.push(...poll.records.map((r) => r.id));
+      if (poll.lastId === afterId && poll.records.length === 0) {
+        assert.ok(polls > 40, `${polls} polls`);
+        break;
+      }
+      afterId = poll.lastId;
+      assert.ok(polls < 1000);
+    }
+    assert.deepEqual(found, all.map((r) => r.id));
+  });
+});

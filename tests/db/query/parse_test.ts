@@ -133,3 +133,18 @@ Deno.test("andFilters intersects ranges and level sets and joins terms", () => {
     levels: [],
   });
 });
+
+Deno.test("a query of more than 64 terms is refused, naming the first term past them", () => {
+  const terms = Array.from({ length: 65 }, (_, i) => `-w${i}`);
+  assert.equal(
+    parseQuery(terms.slice(0, 64).join(" ")).notText?.length,
+    64,
+  );
+  assert.throws(
+    () => parseQuery(terms.join(" ")),
+    (error: unknown) =>
+      error instanceof QuerySyntaxError &&
+      error.column === terms.slice(0, 64).join(" ").length + 2 &&
+      /more than 64 terms/.test(error.message),
+  );
+});
