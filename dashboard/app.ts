@@ -14,6 +14,7 @@
  *
  * @module
  */
+import { QuerySlots, type QuerySlotsOptions } from "./query_slots.ts";
 import type { ScanBudget } from "../db/query/scan.ts";
 import { Hono } from "hono";
 import { isLockedError } from "../db/kv.ts";
@@ -123,6 +124,8 @@ export interface DashboardOptions {
   uploadTimeMs?: number;
   /** Live tails open at once, per session, per account and in all. @default 4, 8 and 64 */
   tailLimits?: { perSession?: number; perAccount?: number; total?: number };
+  /** Queries running at once, per account or token and in all. @default 4 and 16 */
+  queryLimits?: QuerySlotsOptions;
 }
 
 /** Largest form body accepted by default: the forms are a few fields. */
@@ -180,6 +183,7 @@ export function createDashboard(options: DashboardOptions): DashApp {
   });
   requireSession(app, deps);
   guardProjectIds(app, deps);
+  boundQueries(app, deps);
   authRoutes(app, deps);
   projectsRoutes(app, deps);
   settingsRoutes(app, deps);
@@ -271,6 +275,7 @@ function dashboardDeps(
     kv: options.kv,
     base,
     now,
+    querySlots: new QuerySlots(options.queryLimits),
     sessions: new SessionStore({
       kv: options.kv,
       password: options.password,
@@ -340,6 +345,36 @@ function guardRequests(
     }
     if (!c.req.path.startsWith(`${base}/assets/`)) {
       c.res.headers.set("Cache-Control", "no-store");
+    }
+  });
+}
+
+/** The pages that query a project's entries (the read API takes its own). */
+const QUERY_PAGE =
+  /^\/projects\/[^/]+(?:\/(?:errors(?:\/[^/]+)?|entries(?:\/[^/]+)?|rows\.csv|releases))?\/?$/;
+
+/**
+ * A query page of a signed-in account runs in one of its account's query
+ * slots ({@linkcode QuerySlots}): past them, `429` saying so.
+ */
+function boundQueries(app: DashApp, deps: DashboardDeps): void {
+  app.use("*", async (c, next) => {
+    const session = c.get("session");
+    if (
+      session === null || (c.req.method !== "GET" && c.req.method !== "HEAD") ||
+      !QUERY_PAGE.test(c.req.path.slice(deps.base.length))
+    ) {
+      return await next();
+    }
+    const slot = deps.querySlots.take(`account:${session.account.email}`);
+    if (typeof slot === "string") {
+      c.header("Retry-After", "1");
+      return await message(c, deps, "Too many queries", slot, 429);
+    }
+    try {
+      await next();
+    } finally {
+      slot();
     }
   });
 }

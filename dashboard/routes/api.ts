@@ -121,7 +121,7 @@ export function csvRow(record: LogRecord): string {
 
 function apiError(
   c: DashContext,
-  status: 400 | 401 | 403 | 404,
+  status: 400 | 401 | 403 | 404 | 429,
   message: string,
 ): Response {
   if (status === 401) c.header("WWW-Authenticate", 'Bearer realm="logs"');
@@ -271,23 +271,51 @@ async function rowsOf(
   return rowsResponse(c, { answer, format: params.format });
 }
 
-/** A page of entries as CSV or NDJSON. */
+/**
+ * Characters of one page's rows at most: past them the page ends early
+ * (with at least one entry) and its `Link` goes on from its last entry, so
+ * that a page of large entries is never hundreds of megabytes.
+ */
+export const MAX_PAGE_CHARS = 8_000_000;
+
+/**
+ * The rows of a page as CSV or NDJSON, cut to {@linkcode MAX_PAGE_CHARS}
+ * (never to none).
+ *
+ * @example
+ * ```ts
+ * const rows = pageRows(page.records, false); // NDJSON lines
+ * ```
+ */
+export function pageRows(records: LogRecord[], csv: boolean): string[] {
+  const rows: string[] = [];
+  let size = 0;
+  for (const record of records) {
+    const row = csv
+      ? csvRow(record)
+      : JSON.stringify(recordJson(record)) + "\n";
+    size += row.length;
+    if (size > MAX_PAGE_CHARS && rows.length > 0) break;
+    rows.push(row);
+  }
+  return rows;
+}
+
+/** A page's rows as CSV or NDJSON. */
 function entriesResponse(
   c: DashContext,
-  records: LogRecord[],
+  rows: string[],
   csv: boolean,
   headers: Record<string, string>,
 ): Response {
   if (csv) {
-    const body = CSV_COLUMNS.join(",") + "\r\n" + records.map(csvRow).join("");
+    const body = CSV_COLUMNS.join(",") + "\r\n" + rows.join("");
     return c.body(body, 200, {
       ...headers,
       "Content-Type": "text/csv; charset=utf-8; header=present",
     });
   }
-  const body = records.map((r) => JSON.stringify(recordJson(r)) + "\n")
-    .join("");
-  return c.body(body, 200, {
+  return c.body(rows.join(""), 200, {
     ...headers,
     "Content-Type": "application/x-ndjson; charset=utf-8",
   });
@@ -301,6 +329,7 @@ export function apiRoutes(app: DashApp, deps: DashboardDeps): void {
     const projectId = c.req.param("id");
     const authorization = c.req.header("authorization");
     let browser = false;
+    let reader: string;
     if (authorization !== undefined) {
       const bearer = /^Bearer[ ]+([^\s]+)[ ]*$/i.exec(authorization);
       const token = bearer ? await findReadToken(kv, bearer[1]!) : null;
@@ -321,6 +350,7 @@ export function apiRoutes(app: DashApp, deps: DashboardDeps): void {
           `Cannot read: the token's scope is "${scopeOf(token)}"`,
         );
       }
+      reader = `token:${token.id}`;
     } else {
       const session = c.get("session");
       if (session === null) {
@@ -334,43 +364,69 @@ export function apiRoutes(app: DashApp, deps: DashboardDeps): void {
         return apiError(c, 404, `Cannot find project "${projectId}"`);
       }
       browser = true;
+      reader = `account:${session.account.email}`;
     }
     if (
       !PROJECT_ID.test(projectId) || await getProject(kv, projectId) === null
     ) {
       return apiError(c, 404, `Cannot find project "${projectId}"`);
     }
-    const url = new URL(c.req.url);
-    let params;
-    let page;
+    const slot = deps.querySlots.take(reader);
+    if (typeof slot === "string") {
+      c.header("Retry-After", "1");
+      return apiError(c, 429, slot);
+    }
     try {
-      params = readParams(url, deps.now());
-      if (params.pipe) return await rowsOf(c, deps, projectId, params);
-      page = await queryLogs(kv, projectId, {
-        filter: params.filter,
-        limit: params.limit,
-        ...(params.cursor === undefined ? {} : { cursor: params.cursor }),
-      });
-    } catch (error) {
-      if (
-        error instanceof ApiParameterError || error instanceof InvalidQueryError
-      ) {
-        return apiError(c, 400, error.message);
-      }
-      throw error;
+      return await readPage(c, deps, projectId, browser);
+    } finally {
+      slot();
     }
-    const headers: Record<string, string> = {};
-    if (page.cursor !== null) {
-      headers["Link"] = `<${
-        nextLink(url, page.cursor, params.since, params.until)
-      }>; rel="next"`;
-    }
-    const csv = params.format === "csv";
-    if (browser) {
-      headers["Content-Disposition"] = `attachment; filename="logs-${
-        projectId.replace(/[^\w-]/g, "")
-      }.${csv ? "csv" : "ndjson"}"`;
-    }
-    return entriesResponse(c, page.records, csv, headers);
   });
+}
+
+/** A page of the read API for a reader allowed to read `projectId`. */
+async function readPage(
+  c: DashContext,
+  deps: DashboardDeps,
+  projectId: string,
+  browser: boolean,
+): Promise<Response> {
+  const { kv } = deps;
+  const url = new URL(c.req.url);
+  let params;
+  let page;
+  try {
+    params = readParams(url, deps.now());
+    if (params.pipe) return await rowsOf(c, deps, projectId, params);
+    page = await queryLogs(kv, projectId, {
+      filter: params.filter,
+      limit: params.limit,
+      ...(params.cursor === undefined ? {} : { cursor: params.cursor }),
+    });
+  } catch (error) {
+    if (
+      error instanceof ApiParameterError || error instanceof InvalidQueryError
+    ) {
+      return apiError(c, 400, error.message);
+    }
+    throw error;
+  }
+  const csv = params.format === "csv";
+  const rows = pageRows(page.records, csv);
+  // Ended early for its size: the next page goes on after its last entry.
+  const cursor = rows.length < page.records.length
+    ? `n${page.records[rows.length - 1]!.id}`
+    : page.cursor;
+  const headers: Record<string, string> = {};
+  if (cursor !== null) {
+    headers["Link"] = `<${
+      nextLink(url, cursor, params.since, params.until)
+    }>; rel="next"`;
+  }
+  if (browser) {
+    headers["Content-Disposition"] = `attachment; filename="logs-${
+      projectId.replace(/[^\w-]/g, "")
+    }.${csv ? "csv" : "ndjson"}"`;
+  }
+  return entriesResponse(c, rows, csv, headers);
 }

@@ -6,6 +6,7 @@
  *
  * @module
  */
+import type { QuerySlots } from "../query_slots.ts";
 import type { ScanBudget } from "../../db/query/scan.ts";
 import type { Context, Hono } from "hono";
 import type { BlankSchema } from "hono/types";
@@ -64,6 +65,8 @@ export interface DashboardDeps {
   uploadTimeMs: number;
   /** Work one page of entries may do (db/query/query.ts). @default 2 s */
   queryBudget?: ScanBudget;
+  /** Queries running at once, per reader and in all. */
+  querySlots: QuerySlots;
 }
 
 /** The page context of a request. */

@@ -42,6 +42,7 @@ import { fieldText, resolvePath } from "../storage/text.ts";
 import { InexactReadError, MAX_READ_ATTEMPTS } from "./consistent.ts";
 import { type CompiledFilter, type Filter, termHolds } from "./filter.ts";
 import { keyEnd, MAX_ID } from "./listing.ts";
+import { turnTaker } from "./turns.ts";
 import type { GroupBy } from "./pipe.ts";
 import type { ScanStats } from "./scan.ts";
 import type { Cell } from "./tally.ts";
@@ -261,7 +262,9 @@ async function collectOnce(
     lines = [];
     return gone;
   };
+  const turn = turnTaker();
   for await (const entry of listed.summaries) {
+    await turn();
     const summary = decodeSummary(entry.value, logUnitId(entry.key));
     if (
       summary.lastId < lo || summary.firstId >= hi ||

@@ -17,6 +17,7 @@
  *
  * @module
  */
+import { turnTaker } from "./turns.ts";
 import type { LogRecord } from "../../domain/entry.ts";
 import { logSummaryKey } from "../keys.ts";
 import { decodeRecordLine } from "../storage/lines.ts";
@@ -204,15 +205,20 @@ function budgetCheck(
  * Called before each line a scan examines: whether the budget's time ran
  * out, past {@linkcode MIN_LINES} (so that every call goes on), since one
  * chunk of large entries under a costly filter would otherwise run past it
- * by seconds.
+ * by seconds; the event loop is given a turn when due.
  */
 function lineGate(
   budget: ScanBudget | undefined,
   stats: ScanStats,
 ): () => Promise<boolean> {
   const late = budgetCheck({ ...budget, chunks: Infinity }, stats);
+  const turn = turnTaker();
   let examined = 0;
-  return () => Promise.resolve(++examined > MIN_LINES && late());
+  return async () => {
+    if (++examined > MIN_LINES && late()) return true;
+    await turn();
+    return false;
+  };
 }
 
 /** What {@linkcode readRun} needs of the scan. */
