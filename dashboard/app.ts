@@ -88,7 +88,10 @@ export interface DashboardOptions {
   endpoint?: (url: URL) => string;
   /** Trusted proxy hops for the sign-in limit's client address. @default {0} */
   trustProxy?: number;
-  /** Sign-in attempts per address. @default 5 at once, then one per 12 s */
+  /**
+   * Sign-in attempts per address, per network and in all.
+   * @default 5 at once, then one per 12 s; 20, then one per 6 s; 300, then one per 200 ms
+   */
   loginLimit?: Omit<LoginLimiterOptions, "now">;
   /** Session lifetime. @default 12 h */
   sessionTtlMs?: number;

@@ -4,8 +4,8 @@
  * with this answer's nonce (and the modules they import); the refusal (`403`)
  * of any state-changing request sent from another origin; the refusal of a
  * `Host` the dashboard does not serve; a body read only up to a limit and
- * within a time; and
- * the per-address limit on sign-in attempts.
+ * within a time; and the limit on sign-in attempts per address, per network
+ * and in all.
  *
  * @module
  */
@@ -117,14 +117,65 @@ export interface LoginLimiterOptions {
   burst?: number;
   /** Time for one more attempt of an address to become available. @default {12000} */
   refillMs?: number;
-  /** Attempts all addresses together may make at once. @default {60} */
+  /**
+   * Attempts the addresses of one network (an IPv4 /24, an IPv6 /48) may
+   * make at once; never fewer than `burst`. @default {20}
+   */
+  networkBurst?: number;
+  /**
+   * Time for one more attempt of a network to become available; never more
+   * than `refillMs`. @default {6000}
+   */
+  networkRefillMs?: number;
+  /**
+   * Attempts all networks together may make at once, the ceiling against
+   * hashing; never fewer than `networkBurst`. @default {300}
+   */
   totalBurst?: number;
-  /** Time for one more attempt of all addresses together. @default {1000} */
+  /**
+   * Time for one more attempt of all networks together; never more than
+   * `networkRefillMs`. @default {200}
+   */
   totalRefillMs?: number;
-  /** Addresses remembered at most; past it the oldest are forgotten. @default {10000} */
+  /**
+   * Addresses remembered at most, and networks remembered at most; past it
+   * the oldest are forgotten. @default {10000}
+   */
   maxAddresses?: number;
   /** Clock. @default {Date.now} */
   now?: () => number;
+}
+
+/** The 8 groups of an IPv6 address, lower case, `::` expanded. */
+function ipv6Groups(plain: string): string[] {
+  const [head = "", tail = ""] = plain.toLowerCase().split("::");
+  const left = head === "" ? [] : head.split(":");
+  if (!plain.includes("::")) return left;
+  const right = tail === "" ? [] : tail.split(":");
+  return [
+    ...left,
+    ...Array(Math.max(0, 8 - left.length - right.length)).fill("0"),
+    ...right,
+  ];
+}
+
+/**
+ * An address without brackets or zone; an IPv4-mapped IPv6 address
+ * (`::ffff:a.b.c.d`) as its IPv4 address.
+ */
+function plainAddress(address: string): string {
+  const plain = address.replace(/^\[|\]$/g, "").replace(/%.*$/, "");
+  const mapped = /^(?:0{0,4}:){0,5}(?:0{0,4}:)?ffff:(\d+\.\d+\.\d+\.\d+)$/i
+    .exec(plain);
+  return mapped ? mapped[1]! : plain;
+}
+
+/** The first `count` groups of an IPv6 address, as a prefix of `bits`. */
+function ipv6Prefix(plain: string, count: number, bits: number): string {
+  const prefix = ipv6Groups(plain).slice(0, count)
+    .map((g) => g.replace(/^0+(?=.)/, ""));
+  while (prefix.length < count) prefix.push("0");
+  return `${prefix.join(":")}::/${bits}`;
 }
 
 /**
@@ -139,83 +190,143 @@ export interface LoginLimiterOptions {
  * ```
  */
 export function addressBucket(address: string): string {
-  const plain = address.replace(/^\[|\]$/g, "").replace(/%.*$/, "");
-  if (!plain.includes(":")) return plain;
-  const mapped = /^(?:0{0,4}:){0,5}(?:0{0,4}:)?ffff:(\d+\.\d+\.\d+\.\d+)$/i
-    .exec(plain);
-  if (mapped) return mapped[1]!;
-  const [head = "", tail = ""] = plain.toLowerCase().split("::");
-  const left = head === "" ? [] : head.split(":");
-  const right = plain.includes("::")
-    ? (tail === "" ? [] : tail.split(":"))
-    : [];
-  const groups = plain.includes("::")
-    ? [
-      ...left,
-      ...Array(Math.max(0, 8 - left.length - right.length)).fill("0"),
-      ...right,
-    ]
-    : left;
-  const prefix = groups.slice(0, 4).map((g) => g.replace(/^0+(?=.)/, ""));
-  while (prefix.length < 4) prefix.push("0");
-  return `${prefix.join(":")}::/64`;
+  const plain = plainAddress(address);
+  return plain.includes(":") ? ipv6Prefix(plain, 4, 64) : plain;
 }
 
 /**
- * Sign-in attempts: per client address (an IPv6 /64, see
- * {@linkcode addressBucket}) a bucket of `burst` attempts that refills one
- * every `refillMs`, and one bucket for all addresses together (`totalBurst`,
- * `totalRefillMs`), the ceiling that bounds the hashing a spread-out guesser
- * can cause. GCRA form: one time per bucket, the moment it will be full
- * again. Kept in memory, per process; at most `maxAddresses` addresses are
- * remembered (the oldest are forgotten first).
+ * What one sign-in network counts as: an IPv4 address its /24, an IPv6
+ * address its /48 (the block one site is given, 65,536 /64s), so that the
+ * addresses one holder can rotate through share one bucket. Anything else
+ * (no address known) counts as itself.
+ *
+ * @example
+ * ```ts
+ * networkBucket("2001:db8:1:2::99"); // "2001:db8:1::/48"
+ * networkBucket("198.51.100.9"); // "198.51.100.0/24"
+ * ```
  */
-export class LoginLimiter {
-  #burst: number;
-  #refillMs: number;
-  #totalBurst: number;
-  #totalRefillMs: number;
-  #max: number;
-  #now: () => number;
-  #full = new Map<string, number>();
-  #totalFull = 0;
+export function networkBucket(address: string): string {
+  const plain = plainAddress(address);
+  if (plain.includes(":")) return ipv6Prefix(plain, 3, 48);
+  const v4 = /^(\d+\.\d+\.\d+)\.\d+$/.exec(plain);
+  return v4 ? `${v4[1]}.0/24` : plain;
+}
 
-  constructor(options: LoginLimiterOptions = {}) {
-    this.#burst = options.burst ?? 5;
-    this.#refillMs = options.refillMs ?? 12_000;
-    this.#totalBurst = options.totalBurst ?? 60;
-    this.#totalRefillMs = options.totalRefillMs ?? 1_000;
-    this.#max = options.maxAddresses ?? 10_000;
-    this.#now = options.now ?? Date.now;
-  }
+/**
+ * A bucket of `burst` attempts refilling one every `refillMs`, kept in GCRA
+ * form: per key, the moment it will be full again.
+ */
+class Buckets {
+  readonly #full = new Map<string, number>();
+  constructor(
+    readonly burst: number,
+    readonly refillMs: number,
+    readonly max: number,
+  ) {}
 
-  /** Addresses remembered now. */
   get size(): number {
     return this.#full.size;
   }
 
   /**
+   * When `key` is full again after one more attempt, and the seconds to
+   * wait for that attempt first (`0`: allowed now).
+   */
+  peek(key: string, now: number): { next: number; wait: number } {
+    const next = Math.max(this.#full.get(key) ?? now, now) + this.refillMs;
+    return { next, wait: waitSeconds(next - now, this.burst * this.refillMs) };
+  }
+
+  /** Records the attempt `peek` allowed; the oldest key goes past `max`. */
+  commit(key: string, next: number): void {
+    this.#full.delete(key);
+    if (this.#full.size >= this.max) {
+      this.#full.delete(this.#full.keys().next().value!);
+    }
+    this.#full.set(key, next);
+  }
+}
+
+/**
+ * Sign-in attempts, counted in three buckets that must all allow one: per
+ * client address (an IPv6 /64, see {@linkcode addressBucket}) 5 at once,
+ * then one per 12 s; per network (an IPv4 /24 or IPv6 /48, see
+ * {@linkcode networkBucket}) 20 at once, then one per 6 s; all networks
+ * together 300 at once, then one per 200 ms. Kept in memory, per process;
+ * at most `maxAddresses` addresses and as many networks are remembered (the
+ * oldest are forgotten first).
+ *
+ * The numbers come from what an attempt costs: a wrong password for an
+ * account is one scrypt hash, 0.2 s to 0.4 s of one core (0.4 s of CPU
+ * time measured on a busy two-core machine), and at most two run at once
+ * (`MAX_CONCURRENT_HASHES`), so the process hashes about 5 attempts a
+ * second. The ceiling of all networks refills at that rate, so that the
+ * queue of attempts waiting for a hash never grows faster than it drains;
+ * its 300 at once are 60 s of both hashes' work (the longest a sign-in
+ * waits behind a burst), more than 60 addresses or 15 networks can spend
+ * at once. One network refills at a thirtieth of
+ * that (one hash per 6 s, 7% of one core): however many addresses it
+ * rotates through (a /48 holds 65,536 /64s), one network holds at most a
+ * thirtieth of the ceiling, and it takes 30 networks, each with at least
+ * two addresses, to reach it. Its 20 at once let a shared office or NAT sign
+ * in side by side.
+ *
+ * @example
+ * ```ts
+ * const limiter = new LoginLimiter();
+ * limiter.take("198.51.100.9"); // 0: allowed
+ * ```
+ */
+export class LoginLimiter {
+  #address: Buckets;
+  #network: Buckets;
+  #total: Buckets;
+  #now: () => number;
+
+  constructor(options: LoginLimiterOptions = {}) {
+    const max = options.maxAddresses ?? 10_000;
+    // A wider bucket never allows less than a narrower one it contains.
+    this.#address = new Buckets(
+      options.burst ?? 5,
+      options.refillMs ?? 12_000,
+      max,
+    );
+    this.#network = new Buckets(
+      Math.max(options.networkBurst ?? 20, this.#address.burst),
+      Math.min(options.networkRefillMs ?? 6_000, this.#address.refillMs),
+      max,
+    );
+    this.#total = new Buckets(
+      Math.max(options.totalBurst ?? 300, this.#network.burst),
+      Math.min(options.totalRefillMs ?? 200, this.#network.refillMs),
+      1,
+    );
+    this.#now = options.now ?? Date.now;
+  }
+
+  /** Addresses remembered now. */
+  get size(): number {
+    return this.#address.size;
+  }
+
+  /** Networks remembered now. */
+  get networks(): number {
+    return this.#network.size;
+  }
+
+  /**
    * Takes one attempt for `address`: `0` when allowed, else the seconds to
-   * wait before the next one.
+   * wait before the next one. A refused attempt takes nothing.
    */
   take(address: string): number {
     const now = this.#now();
-    const bucket = addressBucket(address);
-    const full = Math.max(this.#full.get(bucket) ?? now, now);
-    const next = full + this.#refillMs;
-    const wait = waitSeconds(next - now, this.#burst * this.#refillMs);
-    const totalNext = Math.max(this.#totalFull, now) + this.#totalRefillMs;
-    const totalWait = waitSeconds(
-      totalNext - now,
-      this.#totalBurst * this.#totalRefillMs,
-    );
-    if (wait > 0 || totalWait > 0) return Math.max(wait, totalWait);
-    this.#totalFull = totalNext;
-    this.#full.delete(bucket);
-    if (this.#full.size >= this.#max) {
-      this.#full.delete(this.#full.keys().next().value!);
-    }
-    this.#full.set(bucket, next);
+    const keys = [addressBucket(address), networkBucket(address), ""];
+    const buckets = [this.#address, this.#network, this.#total];
+    const seen = buckets.map((bucket, i) => bucket.peek(keys[i]!, now));
+    const wait = Math.max(...seen.map((s) => s.wait));
+    if (wait > 0) return wait;
+    buckets.forEach((bucket, i) => bucket.commit(keys[i]!, seen[i]!.next));
     return 0;
   }
 }

@@ -1,10 +1,11 @@
 /**
  * Signing in and out. `GET /login` shows the form with a fresh token (also
  * set as a short-lived cookie: the form must send both); `POST /login`
- * counts the attempt against the client's address (an IPv6 /64) and against
- * all addresses together, checks the token, then the email and password
- * (`admin` or no email: the built-in account of `ADMIN_PASSWORD`; any other:
- * an account's scrypt hash), and sets the signed session cookie
+ * checks the token (without it the request takes no attempt), counts the
+ * attempt against the client's address (an IPv6 /64), its network (an IPv4
+ * /24, an IPv6 /48) and all networks together, then checks the email and
+ * password (`admin` or no email: the built-in account of `ADMIN_PASSWORD`;
+ * any other: an account's scrypt hash), and sets the signed session cookie
  * (`HttpOnly`, `SameSite=Strict`, `Secure` over HTTPS, expiring with the
  * session); `POST /logout` ends the session on the server and clears it.
  *
@@ -88,6 +89,15 @@ export function authRoutes(app: DashApp, deps: DashboardDeps): void {
 
   app.post(`/login`, async (c) => {
     const next = safeNext(base, await formField(c, "next"));
+    // The form's token first: a request without it could never sign in,
+    // so it costs no hash and takes no attempt from anyone's bucket.
+    const token = await formField(c, "_csrf");
+    const expected = getCookie(c, LOGIN_COOKIE);
+    if (expected === undefined || token === "" || !safeEqual(token, expected)) {
+      return await loginForm(c, deps, next, 403, {
+        error: "The form expired: enter the password again",
+      });
+    }
     const address = clientAddress(
       c.req.raw,
       c.env?.remoteAddr,
@@ -98,13 +108,6 @@ export function authRoutes(app: DashApp, deps: DashboardDeps): void {
       c.header("Retry-After", String(wait));
       return await loginForm(c, deps, next, 429, {
         error: `Too many attempts: try again in ${wait} s`,
-      });
-    }
-    const token = await formField(c, "_csrf");
-    const expected = getCookie(c, LOGIN_COOKIE);
-    if (expected === undefined || token === "" || !safeEqual(token, expected)) {
-      return await loginForm(c, deps, next, 403, {
-        error: "The form expired: enter the password again",
       });
     }
     const email = (await formField(c, "email")).slice(0, 254);

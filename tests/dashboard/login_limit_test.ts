@@ -1,22 +1,34 @@
 /**
  * The sign-in limit: wrong passwords counted per IPv6 /64 and per IPv4
- * address, a ceiling for all addresses together, and a table of addresses
- * bounded in entries whatever a client claims in `X-Forwarded-For`.
+ * address, per network (an IPv4 /24, an IPv6 /48), under a ceiling for all
+ * networks together; a request without the form's token takes no attempt;
+ * and tables of addresses and networks bounded in entries whatever a client
+ * claims in `X-Forwarded-For`.
  *
  * @module
  */
 import assert from "node:assert/strict";
-import { addressBucket, LoginLimiter } from "../../dashboard/security.ts";
+import {
+  addressBucket,
+  LoginLimiter,
+  networkBucket,
+} from "../../dashboard/security.ts";
 import { fakeClock } from "../_helpers/harness.ts";
 import { submitAs } from "../_helpers/dashboard_accounts.ts";
 import type { DashApp } from "../../dashboard/routes/common.ts";
 import {
   dashboardTest,
+  type DashHarness,
   PASSWORD,
   textOf,
   withDashboard,
 } from "../_helpers/dashboard.ts";
 import { assertEachGives } from "../_helpers/table.ts";
+
+/** The peer of a request from `hostname`. */
+function peerOf(hostname: string) {
+  return { remoteAddr: { transport: "tcp" as const, hostname, port: 40000 } };
+}
 
 /** Submits the administrator's sign-in with `password` from `hostname`. */
 function signInFrom(
@@ -25,11 +37,39 @@ function signInFrom(
   hostname: string,
   headers: Record<string, string> = {},
 ): Promise<Response> {
-  const peer = {
-    remoteAddr: { transport: "tcp" as const, hostname, port: 40000 },
-  };
-  return submitAs(app, "admin", password, peer, headers);
+  return submitAs(app, "admin", password, peerOf(hostname), headers);
 }
+
+/**
+ * POSTs the sign-in form from `hostname` the way a script does: `fields`,
+ * and, when `token` is given, it as both the form's token cookie and its
+ * `_csrf` field (the pair is checked, nothing more, so a script can mint
+ * one). Answers the status and `Retry-After`; the body is dropped.
+ */
+async function post(
+  app: DashApp,
+  hostname: string,
+  fields: Record<string, string>,
+  token?: string,
+): Promise<{ status: number; retryAfter: string | null }> {
+  const res = await app.request("/login", {
+    method: "POST",
+    headers: {
+      origin: "http://localhost",
+      "sec-fetch-site": "same-origin",
+      ...(token === undefined ? {} : { cookie: `dash_login=${token}` }),
+    },
+    body: new URLSearchParams({
+      ...(token === undefined ? {} : { _csrf: token }),
+      ...fields,
+    }),
+  }, peerOf(hostname));
+  await res.body?.cancel();
+  return { status: res.status, retryAfter: res.headers.get("retry-after") };
+}
+
+/** A form token a script made up: 22 URL-safe characters. */
+const MINTED = "guesser-made-this-up-0";
 
 /**
  * Makes `count` sign-in attempts, the i-th (from 1) by `attempt`: their
@@ -50,6 +90,43 @@ async function attempts(
   return { statuses, last };
 }
 
+/**
+ * `guessers` send a wrong password with a valid form token every `stepMs`
+ * for `seconds` (fake clock) while the administrator signs in properly
+ * once a second, among them (after half of the guessers' turn), the n-th
+ * time from `admin(n)` (its own address allows only 5 at once): the
+ * administrator's statuses, and how the guessers were answered.
+ */
+async function hammer(
+  h: DashHarness,
+  guessers: string[],
+  admin: (n: number) => string,
+  options: { seconds: number; stepMs: number },
+): Promise<{ admin: number[]; guessers: Map<number, number> }> {
+  const statuses: number[] = [];
+  const answered = new Map<number, number>();
+  const steps = options.seconds * 1000 / options.stepMs;
+  const adminTurn = Math.floor(guessers.length / 2);
+  for (let step = 0; step < steps; step++) {
+    for (const [i, address] of guessers.entries()) {
+      if (i === adminTurn && step % (1000 / options.stepMs) === 0) {
+        const res = await signInFrom(
+          h.dash,
+          PASSWORD,
+          admin(statuses.length + 1),
+        );
+        await res.body?.cancel();
+        statuses.push(res.status);
+      }
+      const res = await post(h.dash, address, { password: "guess" }, MINTED);
+      answered.set(res.status, (answered.get(res.status) ?? 0) + 1);
+      if (res.status === 429) assert.match(res.retryAfter ?? "", /^\d+$/);
+    }
+    h.clock.advance(options.stepMs);
+  }
+  return { admin: statuses, guessers: answered };
+}
+
 Deno.test("an address counts as its IPv6 /64, or as itself for IPv4", () => {
   assertEachGives(addressBucket, [
     ["2001:db8:1:2::99", "2001:db8:1:2::/64"],
@@ -59,6 +136,19 @@ Deno.test("an address counts as its IPv6 /64, or as itself for IPv4", () => {
     ["fe80::1%eth0", "fe80:0:0:0::/64"],
     ["::ffff:198.51.100.7", "198.51.100.7"],
     ["198.51.100.7", "198.51.100.7"],
+  ]);
+});
+
+Deno.test("a network counts as its IPv6 /48, or its IPv4 /24", () => {
+  assertEachGives(networkBucket, [
+    ["2001:db8:1:2::99", "2001:db8:1::/48"],
+    ["2001:0db8:0001:ffff:aaaa:bbbb:cccc:dddd", "2001:db8:1::/48"],
+    ["[2001:db8:1:2:ffff::1]", "2001:db8:1::/48"],
+    ["2001:db8::1", "2001:db8:0::/48"],
+    ["fe80::1%eth0", "fe80:0:0::/48"],
+    ["::ffff:198.51.100.7", "198.51.100.0/24"],
+    ["198.51.100.7", "198.51.100.0/24"],
+    ["unknown", "unknown"],
   ]);
 });
 
@@ -79,18 +169,142 @@ dashboardTest(
 );
 
 dashboardTest(
-  "IPv4 addresses are counted one by one, and all addresses together have a ceiling",
+  "the addresses of one IPv4 /24 exhaust that network's 20 attempts, and no other network's",
   async (h) => {
     const { statuses, last } = await attempts(
-      70,
+      30,
       (i) => signInFrom(h.dash, `guess ${i}`, `198.51.100.${i}`),
     );
-    assert.match(textOf(last), /Too many attempts/);
-    assert.ok(statuses.slice(0, 60).every((s) => s === 401), String(statuses));
-    assert.ok(statuses.slice(60).every((s) => s === 429), String(statuses));
-    h.clock.advance(10_000);
+    assert.match(textOf(last), /Too many attempts: try again in 6 s/);
+    assert.ok(statuses.slice(0, 20).every((s) => s === 401), String(statuses));
+    assert.ok(statuses.slice(20).every((s) => s === 429), String(statuses));
+    const same = await post(h.dash, "198.51.100.200", {
+      password: PASSWORD,
+    }, MINTED);
+    assert.deepEqual(same, { status: 429, retryAfter: "6" }, "same /24");
+    const other = await signInFrom(h.dash, PASSWORD, "198.51.101.200");
+    assert.equal(other.status, 303, "the next /24 is counted apart");
+    h.clock.advance(6_000);
+    const later = await signInFrom(h.dash, PASSWORD, "198.51.100.200");
+    assert.equal(later.status, 303, "the network refills one per 6 s");
+  },
+);
+
+dashboardTest(
+  "16 /64s of one IPv6 /48 share its 20 attempts; the next /48 signs in",
+  async (h) => {
+    const statuses: number[] = [];
+    for (let net = 0; net < 16; net++) {
+      for (let i = 1; i <= 5; i++) {
+        const address = `2001:db8:60:${net.toString(16)}::${i}`;
+        statuses.push(
+          (await post(h.dash, address, { password: "x" }, MINTED))
+            .status,
+        );
+      }
+    }
+    assert.equal(statuses.filter((s) => s === 401).length, 20);
+    assert.ok(statuses.slice(20).every((s) => s === 429), String(statuses));
+    assert.deepEqual(
+      await post(h.dash, "2001:db8:60:ff::1", { password: PASSWORD }, MINTED),
+      { status: 429, retryAfter: "6" },
+    );
+    const other = await signInFrom(h.dash, PASSWORD, "2001:db8:61::1");
+    assert.equal(other.status, 303);
+  },
+);
+
+dashboardTest(
+  "30 guessers in 30 IPv4 /24s hammering for 19 s never refuse the administrator's sign-in",
+  async (h) => {
+    const guessers = Array.from({ length: 30 }, (_, i) => `10.${i}.0.7`);
+    const seen = await hammer(h, guessers, (n) => `203.0.113.${n}`, {
+      seconds: 19,
+      stepMs: 100,
+    });
+    assert.deepEqual(seen.admin, Array(19).fill(303));
+    // 5 at once, then one per 12 s each: the rest are refused.
+    assert.equal(seen.guessers.get(401), 30 * 6);
+    assert.equal(seen.guessers.get(429), 30 * 10 * 19 - 30 * 6);
+  },
+);
+
+dashboardTest(
+  "16 /64s of one IPv6 /48 hammering for 19 s never refuse the administrator's sign-in",
+  async (h) => {
+    const guessers = Array.from(
+      { length: 16 },
+      (_, i) => `2001:db8:60:${i.toString(16)}::1`,
+    );
+    const seen = await hammer(h, guessers, (n) => `2001:db8:61:${n}::1`, {
+      seconds: 19,
+      stepMs: 100,
+    });
+    assert.deepEqual(seen.admin, Array(19).fill(303));
+    // The /48's 20 at once, then one per 6 s.
+    assert.equal(seen.guessers.get(401), 20 + 3);
+  },
+);
+
+dashboardTest(
+  "all networks together stop at 300 at once, then one per 200 ms",
+  async (h) => {
+    const statuses: number[] = [];
+    for (let net = 0; net < 16; net++) {
+      for (let i = 1; i <= 20; i++) {
+        const address = `10.9.${net}.${i}`;
+        statuses.push(
+          (await post(h.dash, address, { password: "x" }, MINTED)).status,
+        );
+      }
+    }
+    assert.ok(statuses.slice(0, 300).every((s) => s === 401), String(statuses));
+    assert.ok(statuses.slice(300).every((s) => s === 429), String(statuses));
+    assert.deepEqual(
+      await post(h.dash, "203.0.113.9", { password: PASSWORD }, MINTED),
+      { status: 429, retryAfter: "1" },
+    );
+    h.clock.advance(1_000);
     const later = await signInFrom(h.dash, PASSWORD, "203.0.113.9");
     assert.equal(later.status, 303, "the ceiling refills");
+  },
+);
+
+dashboardTest(
+  "a POST without the form's token takes no attempt: 403 a hundred times, then the address signs in",
+  async (h) => {
+    const forms: [Record<string, string>, string | undefined][] = [
+      [{}, undefined], // the measured flood: no token, no password
+      [{ password: "guess" }, undefined],
+      [{ password: "guess", _csrf: MINTED }, undefined], // no cookie
+    ];
+    for (let i = 0; i < 100; i++) {
+      const [fields, token] = forms[i % forms.length]!;
+      assert.deepEqual(await post(h.dash, "198.51.100.9", fields, token), {
+        status: 403,
+        retryAfter: null,
+      });
+    }
+    // A cookie whose field differs is refused the same.
+    const res = await h.dash.request("/login", {
+      method: "POST",
+      headers: { origin: "http://localhost", cookie: `dash_login=${MINTED}` },
+      body: new URLSearchParams({ _csrf: "another-made-up-token0" }),
+    }, peerOf("198.51.100.9"));
+    assert.equal(res.status, 403);
+    await res.body?.cancel();
+    // 30 addresses of 30 networks flooding tokenless: nobody's bucket moves.
+    for (let i = 0; i < 30 * 20; i++) {
+      const address = `10.${i % 30}.1.1`;
+      assert.equal((await post(h.dash, address, {})).status, 403);
+    }
+    const own = await signInFrom(h.dash, PASSWORD, "198.51.100.9");
+    assert.equal(own.status, 303);
+    const { statuses } = await attempts(
+      6,
+      (i) => signInFrom(h.dash, `guess ${i}`, "10.0.1.1"),
+    );
+    assert.deepEqual(statuses, [401, 401, 401, 401, 401, 429]);
   },
 );
 
@@ -107,7 +321,18 @@ Deno.test("X-Forwarded-For from a trusted proxy is counted per /64 too", async (
   }, { dashboard: { trustProxy: 1 } });
 });
 
-Deno.test("the sign-in table stays bounded in entries under a flood of addresses", () => {
+Deno.test("a wider bucket never allows less than a narrower one", () => {
+  const clock = fakeClock();
+  const limiter = new LoginLimiter({ now: clock.now, burst: 1000 });
+  let admitted = 0;
+  for (let i = 0; i < 1000; i++) {
+    if (limiter.take("127.0.0.1") === 0) admitted++;
+  }
+  assert.equal(admitted, 1000, "the network and the ceiling follow burst");
+  assert.equal(limiter.take("127.0.0.1"), 12);
+});
+
+Deno.test("the sign-in tables stay bounded in entries under a flood of addresses", () => {
   const clock = fakeClock();
   const limiter = new LoginLimiter({ now: clock.now, maxAddresses: 1000 });
   const before = Deno.memoryUsage().heapUsed;
@@ -120,6 +345,7 @@ Deno.test("the sign-in table stays bounded in entries under a flood of addresses
   }
   assert.equal(admitted, 50_000);
   assert.equal(limiter.size, 1000);
+  assert.equal(limiter.networks, 1000);
   const grown = Deno.memoryUsage().heapUsed - before;
   assert.ok(grown < 32 * 1024 * 1024, `heap grew ${grown} bytes`);
 });
