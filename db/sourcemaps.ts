@@ -15,6 +15,12 @@
  * if the upload or the deletion is cut short (a crash, a KV error), a merge
  * round deletes them ({@linkcode sweepLooseSlices}).
  *
+ * A map is refused whose decoded form would be out of proportion to its
+ * JSON: the consumer decodes a map into an array per generated line and one
+ * per segment, so 10 MB of `"AAAA;"` took 556 MB of memory. Its lines,
+ * segments and sections are counted at upload, without decoding them
+ * ({@linkcode countMappings}).
+ *
  * @module
  */
 import { SLICE_BYTES, splitBytes } from "./blob.ts";
@@ -27,6 +33,7 @@ import {
   sourceMapSliceKey,
 } from "./keys.ts";
 import { deletePrefix, ProjectNotFoundError } from "./projects.ts";
+import { countMappings } from "../domain/symbolicate.ts";
 import { MAX_RELEASE_CHARS } from "./releases.ts";
 
 /** Bytes of one source map at most. */
@@ -35,6 +42,24 @@ export const MAX_MAP_BYTES = 10_000_000;
 export const MAX_MAPS_PER_PROJECT = 500;
 /** Bytes of a project's source maps together at most. */
 export const MAX_PROJECT_MAP_BYTES = 100_000_000;
+/**
+ * Generated lines one map's mappings describe at most, its sections' offsets
+ * included: the map of a 9.7 MB bundle that is not minified (the TypeScript
+ * compiler) has 206,531; each line takes 40 to 184 bytes decoded.
+ */
+export const MAX_MAP_LINES = 250_000;
+/**
+ * Segments of one map's mappings at most: a minified bundle's map has about
+ * one per 6.5 characters of mappings (684,233 for the TypeScript compiler's
+ * 3.5 MB), so 10 MB of mappings about 1.55 million; each takes 64 to 96
+ * bytes decoded.
+ */
+export const MAX_MAP_SEGMENTS = 2_000_000;
+/**
+ * Sections of one sectioned (index) map at most, nested ones included;
+ * each is read as a map of its own.
+ */
+export const MAX_MAP_SECTIONS = 10_000;
 /** Longest URL a map is uploaded for, in characters. */
 export const MAX_MAP_URL_CHARS = 2_048;
 /** Slices one commit writes: 12 × 60 KB stays under KV's 800 KiB a commit. */
@@ -107,7 +132,14 @@ export function checkRelease(release: string): string {
 /**
  * What a map's text says about itself: whether it holds its sources, and
  * the `file` it names. Throws {@linkcode InvalidSourceMapError} for text
- * that is no version 3 source map.
+ * that is no version 3 source map, or whose mappings pass
+ * {@linkcode MAX_MAP_LINES}, {@linkcode MAX_MAP_SEGMENTS} or
+ * {@linkcode MAX_MAP_SECTIONS}.
+ *
+ * @example
+ * ```ts
+ * inspectSourceMap('{"version":3,"sources":["a.js"],"mappings":"AAAA"}'); // { hasSources: false, file: null }
+ * ```
  */
 export function inspectSourceMap(
   text: string,
@@ -134,6 +166,7 @@ export function inspectSourceMap(
       'Cannot read the source map: expected "mappings" (a string) and "sources" (an array), or "sections"',
     );
   }
+  checkShape(m);
   const contents = sections
     ? (m.sections as { map?: { sourcesContent?: unknown } }[])
       .some((s) => Array.isArray(s?.map?.sourcesContent))
@@ -143,6 +176,89 @@ export function inspectSourceMap(
     hasSources: contents,
     file: typeof m.file === "string" && m.file !== "" ? m.file : null,
   };
+}
+
+/**
+ * Throws {@linkcode InvalidSourceMapError} when the map `m` (a plain or a
+ * sectioned one, checked as far as its version) would decode to more than
+ * the bounds of lines, segments or sections. A section's lines start at its
+ * offset, so a section far down counts the empty lines before it.
+ */
+function checkShape(m: Record<string, unknown>): void {
+  const refuse = (what: string) =>
+    new InvalidSourceMapError(`Cannot read the source map: ${what}`);
+  let lines = 0;
+  let segments = 0;
+  let sections = 0;
+  const todo: { map: unknown; line: number }[] = [{ map: m, line: 0 }];
+  for (let next = todo.pop(); next !== undefined; next = todo.pop()) {
+    const map = sectionMap(next.map, refuse);
+    if (Array.isArray(map.sections)) {
+      sections += map.sections.length;
+      if (sections > MAX_MAP_SECTIONS) {
+        throw refuse(
+          `more than ${MAX_MAP_SECTIONS} sections, the most is ${MAX_MAP_SECTIONS}`,
+        );
+      }
+      for (const section of map.sections as { offset?: { line?: unknown } }[]) {
+        const line = section?.offset?.line;
+        if (
+          typeof line !== "number" || !Number.isSafeInteger(line) || line < 0
+        ) {
+          throw refuse(
+            'expected each section\'s "offset" to have a whole "line" from 0',
+          );
+        }
+        todo.push({
+          map: (section as { map?: unknown }).map,
+          line: next.line + line,
+        });
+      }
+      continue;
+    }
+    const counted = countMappings(map.mappings as string);
+    lines = Math.max(lines, next.line + counted.lines);
+    segments += counted.segments;
+  }
+  if (lines > MAX_MAP_LINES) {
+    throw refuse(
+      `its mappings describe ${lines} generated lines, the most is ${MAX_MAP_LINES}`,
+    );
+  }
+  if (segments > MAX_MAP_SEGMENTS) {
+    throw refuse(
+      `its mappings hold ${segments} segments, the most is ${MAX_MAP_SEGMENTS}`,
+    );
+  }
+}
+
+/**
+ * A section's map as the decoder reads it (an object, or JSON text of one),
+ * with `"mappings"` and `"sources"` or `"sections"`; refused otherwise.
+ */
+function sectionMap(
+  map: unknown,
+  refuse: (what: string) => Error,
+): Record<string, unknown> {
+  let value = map;
+  if (typeof value === "string") {
+    try {
+      value = JSON.parse(value);
+    } catch {
+      value = null;
+    }
+  }
+  const m = value as Record<string, unknown> | null;
+  if (
+    typeof m === "object" && m !== null &&
+    (Array.isArray(m.sections) ||
+      typeof m.mappings === "string" && Array.isArray(m.sources))
+  ) {
+    return m;
+  }
+  throw refuse(
+    'expected each section\'s "map" to have "mappings" (a string) and "sources" (an array), or "sections"',
+  );
 }
 
 /** A project's index of maps. */

@@ -4,9 +4,12 @@
  * consumer needs between batches: each project's index of releases with
  * maps, trusted for {@linkcode INDEX_TTL_MS}, so an entry of a release
  * without maps costs one lookup in memory; and parsed maps, up to
- * {@linkcode MAX_CACHED_MAP_BYTES} of their JSON, the least recently used
- * going first. Pages and the CLI resolve an entry stored before its map
- * arrived when they show it ({@linkcode shownStack}).
+ * {@linkcode MAX_CACHED_MAP_BYTES} of the memory they take (estimated by
+ * `parseSourceMap`: their decoded mappings take 8 to 56 times their JSON),
+ * the least recently used going first. The maps one stack is resolved
+ * through are bounded the same: once those it holds take the budget, a map
+ * not kept is not parsed for it. Pages and the CLI resolve an entry stored
+ * before its map arrived when they show it ({@linkcode shownStack}).
  *
  * @module
  */
@@ -15,7 +18,11 @@ import {
   type ResolvedStack,
   type ShownFrame,
 } from "../domain/entry.ts";
-import { isRuntimeFrame, parseStack } from "../domain/stack.ts";
+import {
+  isRuntimeFrame,
+  parseStack,
+  type StackFrame,
+} from "../domain/stack.ts";
 import {
   type ParsedMap,
   parseSourceMap,
@@ -36,8 +43,13 @@ import {
 
 /** How long the consumer trusts a project's index of releases with maps. */
 export const INDEX_TTL_MS = 5_000;
-/** Bytes of map JSON whose parsed maps a resolver keeps in memory. */
-export const MAX_CACHED_MAP_BYTES = 64_000_000;
+/**
+ * Bytes of memory the parsed maps a resolver keeps take at most, as
+ * `parseSourceMap` estimates them (a map at every bound of an upload about
+ * 230 MB; a 5.3 MB map of a minified bundle 39 MB); also the most the maps
+ * of one stack may take before a further map is left unparsed.
+ */
+export const MAX_CACHED_MAP_BYTES = 256_000_000;
 
 /** Options of {@linkcode SourceMapResolver}. */
 export interface SourceMapResolverOptions {
@@ -47,6 +59,19 @@ export interface SourceMapResolverOptions {
   indexTtlMs?: number;
   /** @default {@linkcode MAX_CACHED_MAP_BYTES} */
   maxBytes?: number;
+}
+
+/** The key a parsed map is kept by. */
+function keyOf(projectId: string, map: SourceMapRecord): string {
+  return `${projectId}\0${map.id}`;
+}
+
+/**
+ * Why a frame is not resolved when the maps of its stack's other frames
+ * already take `maxBytes` of memory.
+ */
+function stackMapsWhy(maxBytes: number): string {
+  return `the stack's other maps take the ${maxBytes} bytes of memory given to maps`;
 }
 
 /** Resolves stacks through a project's maps, with caches for the consumer. */
@@ -91,27 +116,102 @@ export class SourceMapResolver {
     return list;
   }
 
-  async #parsed(projectId: string, map: SourceMapRecord): Promise<ParsedMap> {
-    const key = `${projectId}\0${map.id}`;
+  /**
+   * The maps kept and the bytes of memory they take, as estimated.
+   *
+   * @example
+   * ```ts
+   * const { maps, bytes } = resolver.cached;
+   * ```
+   */
+  get cached(): { maps: number; bytes: number } {
+    return { maps: this.#maps.size, bytes: this.#bytes };
+  }
+
+  /**
+   * `map` as kept, else read and parsed; `null` when it is not kept and the
+   * maps the stack holds already take `held` bytes, the budget or more.
+   */
+  async #parsed(
+    projectId: string,
+    map: SourceMapRecord,
+    held: number,
+  ): Promise<ParsedMap | null> {
+    const key = keyOf(projectId, map);
     const cached = this.#maps.get(key);
     if (cached) {
-      this.#maps.delete(key);
-      this.#maps.set(key, cached);
+      this.#keep(key, cached.parsed);
       return cached.parsed;
     }
+    if (held >= this.#maxBytes) return null;
     const parsed = parseSourceMap(
       await readSourceMapText(this.#kv, projectId, map),
     );
-    if (map.bytes <= this.#maxBytes) {
-      this.#maps.set(key, { parsed, bytes: map.bytes });
-      this.#bytes += map.bytes;
-      for (const [old, { bytes }] of this.#maps) {
-        if (this.#bytes <= this.#maxBytes) break;
-        this.#maps.delete(old);
-        this.#bytes -= bytes;
-      }
-    }
+    this.#keep(key, parsed);
     return parsed;
+  }
+
+  /**
+   * Keeps `parsed` as the most recently used, counted at the bytes it takes
+   * now (its source lines add to them as they are split), then lets the
+   * least recently used go past the budget. A map larger than the budget
+   * is not kept.
+   */
+  #keep(key: string, parsed: ParsedMap): void {
+    const old = this.#maps.get(key);
+    if (old !== undefined) {
+      this.#maps.delete(key);
+      this.#bytes -= old.bytes;
+    }
+    if (parsed.bytes > this.#maxBytes) return;
+    this.#maps.set(key, { parsed, bytes: parsed.bytes });
+    this.#bytes += parsed.bytes;
+    for (const [other, { bytes }] of this.#maps) {
+      if (this.#bytes <= this.#maxBytes) break;
+      this.#maps.delete(other);
+      this.#bytes -= bytes;
+    }
+  }
+
+  /**
+   * The map of each frame's file, or why there is none, and the maps used
+   * by their keys: parsed one at a time while those the stack holds take
+   * less than the budget.
+   */
+  async #mapsOf(
+    projectId: string,
+    release: string,
+    frames: StackFrame[],
+  ): Promise<{
+    found: Map<string, ParsedMap | string>;
+    used: Map<string, ParsedMap>;
+  }> {
+    const maps = await this.#list(projectId, release);
+    const found = new Map<string, ParsedMap | string>();
+    const used = new Map<string, ParsedMap>();
+    let held = 0;
+    for (const frame of frames) {
+      if (found.has(frame.file) || isRuntimeFrame(frame)) continue;
+      const map = maps.find((m) => mapMatches(m.url, frame.file));
+      if (map === undefined) {
+        found.set(
+          frame.file,
+          `no source map of release "${release}" for "${frame.file}"`,
+        );
+        continue;
+      }
+      const key = keyOf(projectId, map);
+      const parsed = used.get(key) ??
+        await this.#parsed(projectId, map, held).catch((error: Error) =>
+          `the map "${map.name}" cannot be read: ${error.message}`
+        );
+      if (typeof parsed === "object" && parsed !== null && !used.has(key)) {
+        used.set(key, parsed);
+        held += parsed.bytes;
+      }
+      found.set(frame.file, parsed ?? stackMapsWhy(this.#maxBytes));
+    }
+    return { found, used };
   }
 
   /**
@@ -127,27 +227,14 @@ export class SourceMapResolver {
     if (!(await this.index(projectId)).releases[release]) return null;
     const frames = parseStack(record.data.stack);
     if (frames.length === 0) return null;
-    const maps = await this.#list(projectId, release);
-    const found = new Map<string, ParsedMap | string>();
-    for (const frame of frames) {
-      if (found.has(frame.file) || isRuntimeFrame(frame)) continue;
-      const map = maps.find((m) => mapMatches(m.url, frame.file));
-      found.set(
-        frame.file,
-        map
-          ? await this.#parsed(projectId, map).catch((error: Error) =>
-            `the map "${map.name}" cannot be read: ${error.message}`
-          )
-          : `no source map of release "${release}" for "${frame.file}"`,
-      );
-    }
+    const { found, used } = await this.#mapsOf(projectId, release, frames);
     try {
       return {
         release,
         frames: resolveFrames(frames, (file) => found.get(file) ?? "no map"),
       };
     } catch (error) {
-      // A map whose mappings do not decode: the entry is stored as sent.
+      // A map that fails while resolving: the entry is stored as sent.
       return {
         release,
         frames: unresolvedFrames(
@@ -155,6 +242,11 @@ export class SourceMapResolver {
           `the map cannot be read: ${(error as Error).message}`,
         ),
       };
+    } finally {
+      // Source lines split while resolving add to the kept maps' bytes.
+      for (const [key, parsed] of used) {
+        if (this.#maps.get(key)?.parsed === parsed) this.#keep(key, parsed);
+      }
     }
   }
 
