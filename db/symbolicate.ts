@@ -50,6 +50,16 @@ export const INDEX_TTL_MS = 5_000;
  * of one stack may take before a further map is left unparsed.
  */
 export const MAX_CACHED_MAP_BYTES = 256_000_000;
+/**
+ * Time one project's maps may be parsed in for the entries of each
+ * {@linkcode PARSE_WINDOW_MS}: parsing runs on the thread that answers every
+ * project, and a sender whose stacks name more maps than are kept would
+ * have them parsed again for every entry. Past it a frame waits for the
+ * page that shows it (which resolves it then).
+ */
+export const PARSE_BUDGET_MS = 1_000;
+/** The window {@linkcode PARSE_BUDGET_MS} is counted over. */
+export const PARSE_WINDOW_MS = 10_000;
 
 /** Options of {@linkcode SourceMapResolver}. */
 export interface SourceMapResolverOptions {
@@ -59,6 +69,10 @@ export interface SourceMapResolverOptions {
   indexTtlMs?: number;
   /** @default {@linkcode MAX_CACHED_MAP_BYTES} */
   maxBytes?: number;
+  /** @default {@linkcode PARSE_BUDGET_MS} */
+  parseBudgetMs?: number;
+  /** Measures the time parsing takes. @default {performance.now} */
+  clock?: () => number;
 }
 
 /** The key a parsed map is kept by. */
@@ -74,6 +88,9 @@ function stackMapsWhy(maxBytes: number): string {
   return `the stack's other maps take the ${maxBytes} bytes of memory given to maps`;
 }
 
+/** Why a frame is not resolved when its project's parsing time is spent. */
+const PARSE_WHY = "its project's maps took their parsing time";
+
 /** Resolves stacks through a project's maps, with caches for the consumer. */
 export class SourceMapResolver {
   #kv: Deno.Kv;
@@ -84,12 +101,18 @@ export class SourceMapResolver {
   #lists = new Map<string, SourceMapRecord[]>();
   #maps = new Map<string, { parsed: ParsedMap; bytes: number }>();
   #bytes = 0;
+  #parseBudgetMs: number;
+  #clock: () => number;
+  /** Parsing time spent per project in its current window. */
+  #parsing = new Map<string, { since: number; ms: number }>();
 
   constructor(kv: Deno.Kv, options: SourceMapResolverOptions = {}) {
     this.#kv = kv;
     this.#now = options.now ?? Date.now;
     this.#ttl = options.indexTtlMs ?? INDEX_TTL_MS;
     this.#maxBytes = options.maxBytes ?? MAX_CACHED_MAP_BYTES;
+    this.#parseBudgetMs = options.parseBudgetMs ?? PARSE_BUDGET_MS;
+    this.#clock = options.clock ?? (() => performance.now());
   }
 
   /** A project's index of maps, read again once older than the TTL. */
@@ -129,26 +152,39 @@ export class SourceMapResolver {
   }
 
   /**
-   * `map` as kept, else read and parsed; `null` when it is not kept and the
-   * maps the stack holds already take `held` bytes, the budget or more.
+   * `map` as kept, else read and parsed; why not when it is not kept and
+   * the maps the stack holds already take `held` bytes (the budget or
+   * more), or its project spent its parsing time.
    */
   async #parsed(
     projectId: string,
     map: SourceMapRecord,
     held: number,
-  ): Promise<ParsedMap | null> {
+  ): Promise<ParsedMap | string> {
     const key = keyOf(projectId, map);
     const cached = this.#maps.get(key);
     if (cached) {
       this.#keep(key, cached.parsed);
       return cached.parsed;
     }
-    if (held >= this.#maxBytes) return null;
-    const parsed = parseSourceMap(
-      await readSourceMapText(this.#kv, projectId, map),
-    );
-    this.#keep(key, parsed);
-    return parsed;
+    if (held >= this.#maxBytes) return stackMapsWhy(this.#maxBytes);
+    const now = this.#now();
+    let spent = this.#parsing.get(projectId);
+    if (spent === undefined || now - spent.since >= PARSE_WINDOW_MS) {
+      spent = { since: now, ms: 0 };
+      this.#parsing.set(projectId, spent);
+      if (this.#parsing.size > 10_000) this.#parsing.clear();
+    }
+    if (spent.ms >= this.#parseBudgetMs) return PARSE_WHY;
+    const text = await readSourceMapText(this.#kv, projectId, map);
+    const started = this.#clock();
+    try {
+      const parsed = parseSourceMap(text);
+      this.#keep(key, parsed);
+      return parsed;
+    } finally {
+      spent.ms += this.#clock() - started;
+    }
   }
 
   /**
@@ -205,18 +241,21 @@ export class SourceMapResolver {
         await this.#parsed(projectId, map, held).catch((error: Error) =>
           `the map "${map.name}" cannot be read: ${error.message}`
         );
-      if (typeof parsed === "object" && parsed !== null && !used.has(key)) {
+      if (typeof parsed === "object" && !used.has(key)) {
         used.set(key, parsed);
         held += parsed.bytes;
       }
-      found.set(frame.file, parsed ?? stackMapsWhy(this.#maxBytes));
+      found.set(frame.file, parsed);
     }
     return { found, used };
   }
 
   /**
    * The stack of `record` resolved through the maps of its release; `null`
-   * when it has no stack, no release, or its release has no maps.
+   * when it has no stack, no release, its release has no maps, or a map it
+   * needs is not kept and its project spent its parsing time
+   * ({@linkcode PARSE_BUDGET_MS}): then it is stored as sent, and resolved
+   * by the page that shows it.
    */
   async resolve(
     projectId: string,
@@ -228,6 +267,8 @@ export class SourceMapResolver {
     const frames = parseStack(record.data.stack);
     if (frames.length === 0) return null;
     const { found, used } = await this.#mapsOf(projectId, release, frames);
+    // Out of parsing time: stored as sent, resolved by the page showing it.
+    if ([...found.values()].includes(PARSE_WHY)) return null;
     try {
       return {
         release,

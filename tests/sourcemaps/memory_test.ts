@@ -19,7 +19,11 @@ import {
   MAX_MAP_SEGMENTS,
   uploadSourceMap,
 } from "../../db/sourcemaps.ts";
-import { SourceMapResolver } from "../../db/symbolicate.ts";
+import {
+  PARSE_WINDOW_MS,
+  shownStack,
+  SourceMapResolver,
+} from "../../db/symbolicate.ts";
 import type { LogRecord } from "../../domain/entry.ts";
 import { countMappings, parseSourceMap } from "../../domain/symbolicate.ts";
 import { bundleMinified } from "../../bench/sourcemap.ts";
@@ -333,5 +337,32 @@ projectTest(
       stack!.frames[2]!.why,
       `the stack's other maps take the ${maxBytes} bytes of memory given to maps`,
     );
+  },
+);
+
+projectTest(
+  "a project's maps are parsed within its parsing time each window: past it an entry is stored as sent and a page resolves it",
+  async (h, project) => {
+    const text = heavyMap(20_000);
+    for (let i = 0; i < 2; i++) await uploadAs(h, project.id, i, text);
+    // Each parse takes 5 ms of this clock; the project has 1 ms a window.
+    let t = 0;
+    const resolver = new SourceMapResolver(h.kv, {
+      now: h.clock.now,
+      maxBytes: parseSourceMap(text).bytes,
+      parseBudgetMs: 1,
+      clock: () => (t += 5),
+    });
+    const first = await resolver.resolve(project.id, errorIn([0]));
+    assert.equal(first!.frames[0]!.resolved, true);
+    // Kept: no parse needed.
+    assert.ok(await resolver.resolve(project.id, errorIn([0])));
+    // Another map, not kept (one fits): the window's time is spent.
+    assert.equal(await resolver.resolve(project.id, errorIn([1])), null);
+    const shown = await shownStack(h.kv, project.id, errorIn([1]));
+    assert.equal(shown!.frames[0]!.resolved, true, "the page resolves it");
+    h.clock.advance(PARSE_WINDOW_MS);
+    const next = await resolver.resolve(project.id, errorIn([1]));
+    assert.equal(next!.frames[0]!.resolved, true, "the next window parses");
   },
 );
