@@ -214,18 +214,27 @@ export async function replayDeadLetter(
  * (Each is replayed by {@linkcode replayDeadLetter}; one already replayed by
  * someone else meanwhile is skipped.)
  */
-export async function replayAllDeadLetters(
+export function replayAllDeadLetters(kv: Deno.Kv): Promise<DeadLetter[]> {
+  return everyDeadLetter(kv, replayDeadLetter);
+}
+
+/**
+ * `act` on every dead letter, oldest first; returns what it answered. One
+ * that someone else replayed or deleted meanwhile is skipped.
+ */
+async function everyDeadLetter(
   kv: Deno.Kv,
+  act: (kv: Deno.Kv, batchId: string) => Promise<DeadLetter>,
 ): Promise<DeadLetter[]> {
-  const replayed: DeadLetter[] = [];
+  const done: DeadLetter[] = [];
   for (const letter of await listDeadLetters(kv)) {
     try {
-      replayed.push(await replayDeadLetter(kv, letter.id));
+      done.push(await act(kv, letter.id));
     } catch (error) {
       if (!(error instanceof DeadLetterNotFoundError)) throw error;
     }
   }
-  return replayed;
+  return done;
 }
 
 /**
@@ -279,16 +288,6 @@ export async function deleteDeadLetter(
  * console.log(`${deleted.length} dead letters deleted`);
  * ```
  */
-export async function deleteAllDeadLetters(
-  kv: Deno.Kv,
-): Promise<DeadLetter[]> {
-  const deleted: DeadLetter[] = [];
-  for (const letter of await listDeadLetters(kv)) {
-    try {
-      deleted.push(await deleteDeadLetter(kv, letter.id));
-    } catch (error) {
-      if (!(error instanceof DeadLetterNotFoundError)) throw error;
-    }
-  }
-  return deleted;
+export function deleteAllDeadLetters(kv: Deno.Kv): Promise<DeadLetter[]> {
+  return everyDeadLetter(kv, deleteDeadLetter);
 }

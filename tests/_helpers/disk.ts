@@ -211,11 +211,27 @@ export interface Exit {
  * Runs `main.ts` with `env` added, expecting it to end by itself within
  * 15 s (it is killed otherwise, and `code` is then -1).
  */
-export async function runMain(env: Record<string, string>): Promise<Exit> {
+export function runMain(env: Record<string, string>): Promise<Exit> {
+  return runToEnd(START_ARGS, { PORT: "0", HOSTNAME: "127.0.0.1", ...env });
+}
+
+/**
+ * Runs Deno with `args` and `env` added, expecting it to end by itself
+ * within 15 s (it is killed otherwise, and `code` is then -1).
+ *
+ * @example
+ * ```ts
+ * const exit = await runToEnd(["run", "-A", "dashboard/main.ts"], env);
+ * ```
+ */
+export async function runToEnd(
+  args: string[],
+  env: Record<string, string>,
+): Promise<Exit> {
   const child = new Deno.Command(Deno.execPath(), {
-    args: START_ARGS,
+    args,
     cwd: ROOT,
-    env: { PORT: "0", HOSTNAME: "127.0.0.1", ...env },
+    env,
     stdin: "null",
     stdout: "piped",
     stderr: "piped",

@@ -9,7 +9,7 @@
 import assert from "node:assert/strict";
 import { denoArgs, taskCommand } from "../../bench/options.ts";
 import { listenFailure } from "../../server/serve.ts";
-import { type Exit, runMain, within } from "../_helpers/disk.ts";
+import { type Exit, runMain, runToEnd } from "../_helpers/disk.ts";
 
 const ROOT = new URL("../..", import.meta.url).pathname;
 
@@ -61,28 +61,13 @@ Deno.test("deno task start with METRICS_PORT taken prints one line and exits 1",
  * within 15 s (it is killed otherwise, and `code` is then -1).
  */
 async function runDashboard(env: Record<string, string>): Promise<Exit> {
-  const args = denoArgs(
-    taskCommand(await Deno.readTextFile(`${ROOT}deno.json`), "dashboard"),
-    "dashboard/main.ts",
-  );
-  const child = new Deno.Command(Deno.execPath(), {
-    args,
-    cwd: ROOT,
+  return runToEnd(
+    denoArgs(
+      taskCommand(await Deno.readTextFile(`${ROOT}deno.json`), "dashboard"),
+      "dashboard/main.ts",
+    ),
     env,
-    stdin: "null",
-    stdout: "piped",
-    stderr: "piped",
-  }).spawn();
-  const output = child.output();
-  const ended = await within(output.then(() => true), 15_000, false);
-  if (!ended) child.kill("SIGKILL");
-  const out = await output;
-  const text = new TextDecoder();
-  return {
-    code: ended ? out.code : -1,
-    stdout: text.decode(out.stdout),
-    stderr: text.decode(out.stderr),
-  };
+  );
 }
 
 Deno.test("deno task dashboard on a port that is taken prints one line and exits 1", async () => {
