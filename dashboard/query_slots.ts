@@ -3,6 +3,8 @@
  * run at once, and the dashboard in all: each runs on the thread that also
  * answers the endpoint, so one reader looping heavy queries must not hold
  * it for everyone (docs/limits.md#dashboard). Kept in memory, per process.
+ * The live tail's slots (dashboard/routes/tail.ts) count with the same
+ * {@linkcode giveBack}.
  *
  * @module
  */
@@ -54,9 +56,22 @@ export class QuerySlots {
       if (released) return;
       released = true;
       this.#running--;
-      const left = (this.#byReader.get(reader) ?? 1) - 1;
-      if (left > 0) this.#byReader.set(reader, left);
-      else this.#byReader.delete(reader);
+      giveBack(this.#byReader, reader);
     };
   }
+}
+
+/**
+ * Counts one holder fewer for `key` (a stream, a query), forgetting it at
+ * none.
+ *
+ * @example
+ * ```ts
+ * giveBack(bySession, sessionId);
+ * ```
+ */
+export function giveBack(counts: Map<string, number>, key: string): void {
+  const left = (counts.get(key) ?? 1) - 1;
+  if (left > 0) counts.set(key, left);
+  else counts.delete(key);
 }

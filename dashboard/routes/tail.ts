@@ -15,6 +15,7 @@
  *
  * @module
  */
+import { giveBack } from "../query_slots.ts";
 import type { LogRecord } from "../../domain/entry.ts";
 import { type Filter, tailLogs } from "../source.ts";
 import { lockedAsLine } from "../../db/locked.ts";
@@ -112,13 +113,6 @@ export class TailSlots {
       giveBack(this.#byAccount, accountId);
     };
   }
-}
-
-/** Counts one stream fewer for `key`, forgetting it at none. */
-function giveBack(counts: Map<string, number>, key: string): void {
-  const left = (counts.get(key) ?? 1) - 1;
-  if (left > 0) counts.set(key, left);
-  else counts.delete(key);
 }
 
 const encoder = new TextEncoder();
