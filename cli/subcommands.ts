@@ -6,6 +6,7 @@
  *
  * @module
  */
+import { inertLines } from "./inert.ts";
 import type { ParseArgsOptionsConfig } from "node:util";
 import {
   booleanFlag,
@@ -202,7 +203,7 @@ function guardFailures(
       return await body();
     } catch (error) {
       if (kinds.some((kind) => error instanceof kind)) {
-        ctx.stderr((error as Error).message + "\n");
+        ctx.stderr(inertLines((error as Error).message) + "\n");
         return EXIT_FAILURE;
       }
       throw error;

@@ -432,6 +432,20 @@ async function takeForm(
   timeMs: number,
 ): Promise<Response | null> {
   const raw = c.req.raw;
+  const type = raw.headers.get("content-type");
+  if (type !== null && !FORM_TYPE.test(type)) {
+    // Multipart and the rest: no form here is sent so, and a malformed one
+    // would throw in the form's parser.
+    return await message(
+      c,
+      deps,
+      "Form not readable",
+      `Cannot read a form sent as "${
+        type.slice(0, 100)
+      }": expected application/x-www-form-urlencoded`,
+      415,
+    );
+  }
   let bytes;
   try {
     bytes = await readBodyWithin(raw, limit, timeMs);
@@ -451,20 +465,6 @@ async function takeForm(
       "Form too large",
       `Cannot accept a form of more than ${limit} bytes`,
       413,
-    );
-  }
-  const type = raw.headers.get("content-type");
-  if (type !== null && !FORM_TYPE.test(type)) {
-    // Multipart and the rest: no form here is sent so, and a malformed one
-    // would throw in the form's parser.
-    return await message(
-      c,
-      deps,
-      "Form not readable",
-      `Cannot read a form sent as "${
-        type.slice(0, 100)
-      }": expected application/x-www-form-urlencoded`,
-      415,
     );
   }
   c.req.raw = new Request(raw.url, {

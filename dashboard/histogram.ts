@@ -33,8 +33,8 @@ export const HISTOGRAM_BUDGET_MS = 200;
 /** A histogram whose older bars may be uncounted. */
 export interface ExplorerHistogram extends Histogram {
   /**
-   * Start of the oldest bar counted when older bars were left uncounted;
-   * `null` when every bar was counted.
+   * Start of the oldest bar counted when older bars were left uncounted
+   * (`until` when none was); `null` when every bar was counted.
    */
   countedFrom: number | null;
   /**

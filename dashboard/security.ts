@@ -270,7 +270,7 @@ class Buckets {
  * second. The ceiling of all networks refills at that rate, so that the
  * queue of attempts waiting for a hash never grows faster than it drains;
  * its 300 at once are 60 s of both hashes' work (the longest a sign-in
- * waits behind a burst), more than 60 addresses or 15 networks can spend
+ * waits behind a burst), as much as 60 addresses or 15 networks can spend
  * at once. One network refills at a thirtieth of
  * that (one hash per 6 s, 7% of one core): however many addresses it
  * rotates through (a /48 holds 65,536 /64s), one network holds at most a
