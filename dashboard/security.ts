@@ -238,12 +238,6 @@ class Buckets {
     return { next, wait: waitSeconds(next - now, this.burst * this.refillMs) };
   }
 
-  /** Gives back one attempt of `key` (one that succeeded). */
-  refund(key: string): void {
-    const full = this.#full.get(key);
-    if (full !== undefined) this.#full.set(key, full - this.refillMs);
-  }
-
   /** Records the attempt `peek` allowed; the oldest key goes past `max`. */
   commit(key: string, next: number): void {
     this.#full.delete(key);
@@ -334,22 +328,6 @@ export class LoginLimiter {
     if (wait > 0) return wait;
     buckets.forEach((bucket, i) => bucket.commit(keys[i]!, seen[i]!.next));
     return 0;
-  }
-
-  /**
-   * Gives back the attempt `address` took for a sign-in that succeeded:
-   * only failed attempts count, so an account signing in often (several
-   * browsers, a script) is never refused for it.
-   *
-   * @example
-   * ```ts
-   * if (account !== null) limiter.giveBack(address);
-   * ```
-   */
-  giveBack(address: string): void {
-    this.#address.refund(addressBucket(address));
-    this.#network.refund(networkBucket(address));
-    this.#total.refund("");
   }
 }
 

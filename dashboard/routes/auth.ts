@@ -121,8 +121,6 @@ export function authRoutes(app: DashApp, deps: DashboardDeps): void {
         email,
       });
     }
-    // Only failed attempts count.
-    limiter.giveBack(address);
     const { cookie } = await sessions.create(account);
     deleteCookie(c, LOGIN_COOKIE, { path: `${base}/login` });
     setCookie(c, SESSION_COOKIE, cookie, {
