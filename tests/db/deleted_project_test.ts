@@ -46,8 +46,8 @@ projectTest(
       saveView(h.kv, project.id, { name: "Errors", query: "?level=error" }),
       ProjectNotFoundError,
     );
-    assert.equal(
-      await putNewAlertRule(h.kv, {
+    await assert.rejects(
+      putNewAlertRule(h.kv, {
         id: "r1",
         projectId: project.id,
         query: "level:error",
@@ -55,8 +55,8 @@ projectTest(
         webhook: "https://hooks.example.com/",
         secret: "whsec_x",
         createdAt: h.clock.now(),
-      }).catch((e) => e instanceof ProjectNotFoundError),
-      true,
+      }),
+      ProjectNotFoundError,
     );
     await assert.rejects(
       createReadToken(h.kv, {

@@ -312,11 +312,9 @@ Deno.test("an allowed pattern over an adversarial string stays within its budget
   // At the bound of ways to match: about 2 ms a window, so 64 KiB takes far
   // longer than the budget.
   const scrubber = onePattern("[a-z0-9]{0,31}[a-z]{0,31}!");
-  const start = performance.now();
   const out = scrubber.scrub({ data: { a: "a".repeat(65_536) } });
-  // Against a hang only (the whole string searched takes far longer): the
-  // budget's own clock is tested above, and a busy machine is slow.
-  assert.ok(performance.now() - start < 2_000);
+  // Filtered: the budget ran out before the string was searched whole (its
+  // own clock is tested above).
   assert.equal(out.entry.data.a, FILTERED);
 });
 
