@@ -229,7 +229,7 @@ export async function claimDelivery(
   const claimed: Delivery = { ...delivery, attempts: delivery.attempts + 1 };
   const leaseKey = alertOutboxKey(now + LEASE_MS, delivery.id);
   const op = kv.atomic().check(entry).delete(entry.key);
-  putDelivery(op, claimed, now + LEASE_MS);
+  putDelivery(op, claimed, now + LEASE_MS, true);
   const claim = await op.commit();
   return claim.ok
     ? { delivery: claimed, leaseKey, versionstamp: claim.versionstamp }

@@ -99,19 +99,29 @@ export interface Delivery {
   createdAt: number;
 }
 
+/** A delivery as listed under its rule: its outbox key's due time. */
+interface Waiting {
+  due: number;
+  /** Claimed by a server, which is sending it (due when its lease ends). */
+  sending?: true;
+}
+
 /**
  * Puts `delivery` in the outbox, due at `due` (Unix ms), and under its rule,
- * as part of `op`.
+ * as part of `op`; `sending` when a server claims it to send it.
  */
 export function putDelivery(
   op: Pick<AtomicWriter, "set">,
   delivery: Delivery,
   due: number,
+  sending = false,
 ): void {
   op.set(alertOutboxKey(due, delivery.id), encodeJson(delivery));
   op.set(
     alertWaitingKey(delivery.projectId, delivery.ruleId, delivery.id),
-    encodeJson(due),
+    encodeJson(
+      { due, ...(sending ? { sending: true } : {}) } satisfies Waiting,
+    ),
   );
 }
 
@@ -125,30 +135,29 @@ export function forgetDelivery(
 
 /**
  * Drops a rule's deliveries past the newest {@linkcode MAX_WAITING_PER_RULE}
- * from the outbox, oldest first; returns those dropped. Each goes in one
- * operation checked on what was read: one that a server moved meanwhile (to
- * send it) is left to it.
+ * from the outbox, oldest first, except those being sent; returns those
+ * dropped. Each goes in one operation checked on what was read: one that a
+ * server moved meanwhile (to send it) is left to it.
  */
 export async function dropOldDeliveries(
   kv: Deno.Kv,
   projectId: string,
   ruleId: string,
 ): Promise<Delivery[]> {
-  const waiting = kv.list<Uint8Array>(
+  const past = (await Array.fromAsync(kv.list<Uint8Array>(
     { prefix: alertWaitingKey(projectId, ruleId) },
     { reverse: true },
-  );
+  ))).slice(MAX_WAITING_PER_RULE).reverse();
   const dropped: Delivery[] = [];
-  let n = 0;
-  for await (const entry of waiting) {
-    if (++n <= MAX_WAITING_PER_RULE) continue;
-    const due = decodeJson<number>(entry.value);
-    const outbox = due === null
-      ? null
-      : await kv.get(alertOutboxKey(due, String(entry.key.at(-1))));
-    const delivery = decodeJson<Delivery>(outbox?.value ?? null);
-    const op = kv.atomic().check(entry).delete(entry.key);
-    if (outbox) op.check(outbox).delete(outbox.key);
+  for (const entry of past) {
+    const waiting = decodeJson<Waiting>(entry.value);
+    if (waiting === null || waiting.sending) continue;
+    const outbox = await kv.get(
+      alertOutboxKey(waiting.due, String(entry.key.at(-1))),
+    );
+    const delivery = decodeJson<Delivery>(outbox.value);
+    const op = kv.atomic().check(entry, outbox).delete(entry.key);
+    if (outbox.versionstamp !== null) op.delete(outbox.key);
     if ((await op.commit()).ok && delivery !== null) dropped.push(delivery);
   }
   return dropped;
