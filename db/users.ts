@@ -12,7 +12,7 @@
  */
 import { decodeJson, encodeJson, listJson } from "./kv.ts";
 import { projectKey, userKey } from "./keys.ts";
-import { ProjectNotFoundError } from "./projects.ts";
+import { getProject, ProjectNotFoundError } from "./projects.ts";
 import { InvalidValueError, MAX_RECORD_NAME } from "./validation.ts";
 import { hashPassword, MAX_PASSWORD_LENGTH } from "./passwords.ts";
 
@@ -133,26 +133,37 @@ function newStamp(): string {
 }
 
 /**
- * The distinct ids of `ids`, each a project's, and the records read: the
- * account's commit checks them, so that no account is given a project
- * deleted meanwhile ({@linkcode forgetProject} has run or runs after).
+ * The distinct ids of `ids`, each a project's (else
+ * {@linkcode ProjectNotFoundError}).
  */
-async function checkProjects(
-  kv: Deno.Kv,
-  ids: string[],
-): Promise<{ ids: string[]; checks: Deno.AtomicCheck[] }> {
+async function checkProjects(kv: Deno.Kv, ids: string[]): Promise<string[]> {
   const unique = [...new Set(ids)];
-  const checks: Deno.AtomicCheck[] = [];
   for (const id of unique) {
-    // An id past the longest record name names none: never made a key.
-    if (id === "" || id.length > MAX_RECORD_NAME) {
-      throw new ProjectNotFoundError(id);
-    }
-    const entry = await kv.get(projectKey(id));
-    if (entry.versionstamp === null) throw new ProjectNotFoundError(id);
-    checks.push(entry);
+    if (await getProject(kv, id) === null) throw new ProjectNotFoundError(id);
   }
-  return { ids: unique, checks };
+  return unique;
+}
+
+/**
+ * After an account's commit, takes out of it those of `ids` whose project
+ * was deleted meanwhile: the deletion's {@linkcode forgetProject} may have
+ * read the accounts before the commit, and an account holds any number of
+ * projects, more than one commit may check.
+ */
+async function forgetDeleted(
+  kv: Deno.Kv,
+  email: string,
+  ids: string[],
+): Promise<void> {
+  const gone: string[] = [];
+  for (const id of ids) {
+    if ((await kv.get(projectKey(id))).versionstamp === null) gone.push(id);
+  }
+  if (gone.length === 0) return;
+  await changeUser(kv, email, (user) => ({
+    ...user,
+    projects: user.projects.filter((id) => !gone.includes(id)),
+  }));
 }
 
 /** Options of {@linkcode addUser}. */
@@ -186,22 +197,19 @@ export async function addUser(
   const user: User = {
     email,
     role,
-    projects: projects.ids,
+    projects,
     passwordHash: await hashPassword(options.password),
     stamp: newStamp(),
     createdAt: now,
     updatedAt: now,
   };
-  for (;;) {
-    const result = await kv.atomic()
-      .check({ key: userKey(email), versionstamp: null }, ...projects.checks)
-      .set(userKey(email), encodeJson(user))
-      .commit();
-    if (result.ok) return user;
-    if (await getUser(kv, email) !== null) throw new UserExistsError(email);
-    // A project changed meanwhile (a setting), or was deleted: read again.
-    projects.checks = (await checkProjects(kv, projects.ids)).checks;
-  }
+  const result = await kv.atomic()
+    .check({ key: userKey(email), versionstamp: null })
+    .set(userKey(email), encodeJson(user))
+    .commit();
+  if (!result.ok) throw new UserExistsError(email);
+  await forgetDeleted(kv, email, projects);
+  return user;
 }
 
 /** Reads an account, or `null`. */
@@ -226,7 +234,6 @@ async function changeUser(
   kv: Deno.Kv,
   email: string,
   change: (user: User) => User | Promise<User>,
-  projectIds?: string[],
 ): Promise<User> {
   if (email.trim().length > MAX_RECORD_NAME) throw new UserNotFoundError(email);
   const key = userKey(email.trim().toLowerCase());
@@ -235,9 +242,8 @@ async function changeUser(
     const user = decodeJson<User>(entry.value);
     if (user === null) throw new UserNotFoundError(email);
     const next = await change(user);
-    const { checks } = await checkProjects(kv, projectIds ?? []);
-    const result = await kv.atomic().check(entry, ...checks)
-      .set(key, encodeJson(next)).commit();
+    const result = await kv.atomic().check(entry).set(key, encodeJson(next))
+      .commit();
     if (result.ok) return next;
   }
 }
@@ -261,19 +267,22 @@ export async function updateUser(
   const role = options.role === undefined ? undefined : parseRole(options.role);
   const projects = options.projects === undefined
     ? undefined
-    : (await checkProjects(kv, options.projects)).ids;
-  return await changeUser(kv, email, (user) => ({
+    : await checkProjects(kv, options.projects);
+  const user = await changeUser(kv, email, (user) => ({
     ...user,
     ...(role === undefined ? {} : { role }),
     ...(projects === undefined ? {} : { projects }),
     updatedAt: (options.now ?? Date.now)(),
-  }), projects);
+  }));
+  if (projects === undefined) return user;
+  await forgetDeleted(kv, email, projects);
+  return (await getUser(kv, email)) ?? user;
 }
 
 /**
  * Takes a deleted project out of every account given it (the project's
- * deletion calls it after deleting the record; an account's commit checks
- * its projects, so none is given the project after).
+ * deletion calls it after deleting the record; an account given projects
+ * reads them again after its commit, so none keeps the project after).
  */
 export async function forgetProject(
   kv: Deno.Kv,

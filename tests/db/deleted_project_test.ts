@@ -143,3 +143,26 @@ projectTest(
     assert.deepEqual(rows, []);
   },
 );
+
+projectTest(
+  "an account may be given 150 projects, more than one commit may check, and loses the one deleted",
+  async (h, project) => {
+    const ids = [project.id];
+    for (let i = 0; i < 149; i++) ids.push((await h.project([ORIGIN])).id);
+    await addUser(h.kv, {
+      email: "bo@example.com",
+      role: "viewer",
+      projects: ids,
+      password: PASSWORD,
+    });
+    const updated = await updateUser(h.kv, "bo@example.com", {
+      projects: ids.slice(1),
+    });
+    assert.equal(updated.projects.length, 149);
+    await deleteProject(h.kv, ids[1]!);
+    assert.deepEqual(
+      (await getUser(h.kv, "bo@example.com"))!.projects,
+      ids.slice(2),
+    );
+  },
+);
