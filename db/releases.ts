@@ -204,11 +204,6 @@ async function deleteReleases(
 }
 
 /**
- * The names of a project's releases, read again (and swept: past the
- * retention, past the bound with `room` more to come) once a
- * {@linkcode RELEASE_RECOUNT_MS}, or when `room` would pass the bound.
- */
-/**
  * Deletes a project's releases last seen past the retention (once every
  * {@linkcode RELEASE_RECOUNT_MS} per process): for the merge rounds, so that
  * a project that no longer sends releases keeps none past its retention.
@@ -221,6 +216,11 @@ export async function sweepReleases(
   await releaseNames(kv, projectId, { ...options, room: 0 });
 }
 
+/**
+ * The names of a project's releases, read again (and swept: past the
+ * retention, past the bound with `room` more to come) once a
+ * {@linkcode RELEASE_RECOUNT_MS}, or when `room` would pass the bound.
+ */
 async function releaseNames(
   kv: Deno.Kv,
   projectId: string,

@@ -302,9 +302,9 @@ class Walk {
 
 /**
  * Compiles a project's rules (the defaults always first) into a
- * {@linkcode Scrubber}. Throws when a rule hashes and no key is given, or a
- * pattern is refused (they are checked when saved, so neither happens to a
- * stored rule).
+ * {@linkcode Scrubber}. Throws when a rule hashes and no key is given; a
+ * stored pattern the bounds now refuse is never run, it filters every string
+ * (fail closed).
  *
  * @example
  * ```ts

@@ -6,6 +6,7 @@
  *
  * @module
  */
+import { timeout } from "../kv.ts";
 
 /** Time a read keeps the thread before it gives the event loop a turn. */
 export const SLICE_MS = 10;
@@ -33,11 +34,8 @@ export function turnTaker(
   return () => {
     const now = clock();
     if (now - since < sliceMs) return undefined;
-    return new Promise<void>((resolve) =>
-      setTimeout(() => {
-        since = clock();
-        resolve();
-      }, 0)
-    );
+    return timeout(0).then(() => {
+      since = clock();
+    });
   };
 }
