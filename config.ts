@@ -41,6 +41,7 @@ const schema = z.object({
     .max(1024, "expected at most 1024 characters").optional(),
   ALERT_PRIVATE_TARGETS: z.enum(["allow", "deny"]).default("deny"),
   MERGE_THREAD: z.enum(["on", "off"]).default("on"),
+  QUERY_THREAD: z.enum(["on", "off"]).default("on"),
   COMMIT_LINGER_MS: integer(0, 100).default(8),
   DASHBOARD_URL: z.url({ protocol: /^https?$/ }).optional(),
 }).transform((v) => {
@@ -104,12 +105,10 @@ const schema = z.object({
      * (`ALERT_PRIVATE_TARGETS=allow`).
      */
     alertPrivateTargets: v.ALERT_PRIVATE_TARGETS === "allow",
-    /**
-     * Whether the merger of a database file runs in a thread of its own
-     * (`MERGE_THREAD`, `on` or `off`): then merging takes the machine's
-     * other core, not the thread that answers requests.
-     */
+    /** Whether a database file's merger has a thread of its own (`MERGE_THREAD`). */
     mergeThread: v.MERGE_THREAD === "on",
+    /** Whether its searches of the dashboard have one (`QUERY_THREAD`). */
+    queryThread: v.QUERY_THREAD === "on",
     /**
      * Longest an entry waits for others to share its commit, while fewer
      * than 64 wait (`COMMIT_LINGER_MS`; 0: none): CPU per entry at moderate

@@ -20,6 +20,8 @@ import { lockedAsLine } from "./db/locked.ts";
 import { isLocalFile, openKv } from "./db/open.ts";
 import { openSpaceGuard, type SpaceGuard } from "./db/space.ts";
 import { logMergeFailure } from "./queue/merger.ts";
+import { localReads } from "./db/query/reads.ts";
+import { createQueryThread } from "./db/query/thread.ts";
 import { createPipeline } from "./queue/pipeline.ts";
 import { BusyTicker } from "./queue/ticker.ts";
 import { RateLimiter } from "./routes/rate_limit/mod.ts";
@@ -178,9 +180,16 @@ if (import.meta.main) {
     errorLog,
   };
   const app = createApp(routeOptions);
+  // The dashboard's searches read the file in a thread of their own
+  // (docs/query.md#a-thread-of-its-own).
+  const queryThread = dashboard && config.queryThread &&
+      isLocalFile(config.kvPath)
+    ? createQueryThread({ kvPath: config.kvPath, local: localReads(kv) })
+    : null;
   if (dashboard) {
     mountDashboard(app, {
       kv,
+      ...(queryThread ? { reads: queryThread } : {}),
       password: dashboard.password,
       ...dashboardBounds(dashboard),
       trustProxy: config.trustProxy,
@@ -231,6 +240,7 @@ if (import.meta.main) {
     rateSync.stop();
     errorLog.stop();
     await pipeline.stop();
+    await queryThread?.stop();
     kv.close();
     Deno.exit(0);
   };

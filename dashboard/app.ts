@@ -18,6 +18,7 @@ import { QuerySlots, type QuerySlotsOptions } from "./query_slots.ts";
 import type { ScanBudget } from "../db/query/scan.ts";
 import { Hono } from "hono";
 import { isLockedError } from "../db/kv.ts";
+import { localReads, type Reads } from "../db/query/reads.ts";
 import { lockedAsLine } from "../db/locked.ts";
 import { getCookie } from "hono/cookie";
 import { accessRefusal, forbidden } from "./access.ts";
@@ -129,6 +130,13 @@ export interface DashboardOptions {
   tailLimits?: { perSession?: number; perAccount?: number; total?: number };
   /** Queries running at once, per account or token and in all. @default 4 and 16 */
   queryLimits?: QuerySlotsOptions;
+  /**
+   * What searches, aggregations, facets and histograms read with: a query
+   * thread of the database file (db/query/thread.ts), so that they never hold
+   * the thread that answers the endpoint.
+   * @default the reads of `kv` in this thread
+   */
+  reads?: Reads;
 }
 
 /** Largest form body accepted by default: the forms are a few fields. */
@@ -276,6 +284,7 @@ function dashboardDeps(
   const now = options.now ?? Date.now;
   return {
     kv: options.kv,
+    reads: options.reads ?? localReads(options.kv),
     base,
     now,
     querySlots: new QuerySlots(options.queryLimits),

@@ -11,15 +11,14 @@
  * @module
  */
 import {
-  aggregate,
   type Cell,
   chooseInterval,
   countedByCounters,
   type Filter,
   type Histogram,
-  histogram,
   HistogramCutError,
   QUERY_BUDGET_MS,
+  type Reads,
 } from "./source.ts";
 
 /**
@@ -85,19 +84,19 @@ function emptyBars(since: number, until: number) {
  *
  * @example
  * ```ts
- * const chart = await explorerHistogram(kv, projectId, { since, until, filter });
+ * const chart = await explorerHistogram(localReads(kv), projectId, { since, until, filter });
  * if (chart.countedFrom !== null) console.log("older bars not counted");
  * ```
  */
 export async function explorerHistogram(
-  kv: Deno.Kv,
+  reads: Reads,
   projectId: string,
   options: ExplorerHistogramOptions,
 ): Promise<ExplorerHistogram> {
   const { since, until, filter } = options;
   if (countedByCounters(filter)) {
     return {
-      ...await histogram(kv, projectId, { since, until, filter }),
+      ...await reads.histogram(projectId, { since, until, filter }),
       countedFrom: null,
     };
   }
@@ -124,7 +123,7 @@ export async function explorerHistogram(
     // intervals divide one another, so each part falls within one bar.
     let part;
     try {
-      part = await histogram(kv, projectId, {
+      part = await reads.histogram(projectId, {
         since: Math.max(since, buckets[from]!.start),
         until: Math.min(until, buckets[next - 1]!.start + intervalMs),
         filter,
@@ -187,18 +186,18 @@ function seriesName(cell: Cell): string {
  *
  * @example
  * ```ts
- * const chart = await splitHistogram(kv, projectId, { since, until, filter, field: "context.service" });
+ * const chart = await splitHistogram(localReads(kv), projectId, { since, until, filter, field: "context.service" });
  * chart.split!.series; // ["api", "worker", "other"]
  * ```
  */
 export async function splitHistogram(
-  kv: Deno.Kv,
+  reads: Reads,
   projectId: string,
   options: SplitHistogramOptions,
 ): Promise<ExplorerHistogram> {
   const { since, until, field } = options;
   const { intervalMs, first, buckets } = emptyBars(since, until);
-  const answer = await aggregate(kv, projectId, {
+  const answer = await reads.aggregate(projectId, {
     filter: {
       ...options.filter,
       since: Math.max(options.filter.since ?? since, since),

@@ -22,6 +22,8 @@ Deno.test("loadConfig gives the documented defaults", () => {
   assert.equal(config.metricsToken, undefined);
   assert.equal(config.alertPrivateTargets, false);
   assert.equal(config.commitLingerMs, 8);
+  assert.equal(config.mergeThread, true);
+  assert.equal(config.queryThread, true);
 });
 
 Deno.test("loadConfig refuses a malformed value, naming the variable", () => {
@@ -39,6 +41,8 @@ Deno.test("loadConfig refuses a malformed value, naming the variable", () => {
     /"COMMIT_LINGER_MS"/,
   );
   assert.equal(loadConfig({ COMMIT_LINGER_MS: "0" }).commitLingerMs, 0);
+  assert.throws(() => loadConfig({ QUERY_THREAD: "yes" }), /"QUERY_THREAD"/);
+  assert.equal(loadConfig({ QUERY_THREAD: "off" }).queryThread, false);
 });
 
 Deno.test("an empty variable counts as unset", () => {

@@ -24,7 +24,6 @@
 import { getProject } from "../../db/projects.ts";
 import { isIdForm } from "../../domain/ids.ts";
 import {
-  aggregate,
   type Aggregation,
   andFilters,
   DEFAULT_QUERY_LIMIT,
@@ -33,7 +32,6 @@ import {
   MAX_QUERY_LIMIT,
   parseSearch,
   type Pipe,
-  queryLogs,
   QuerySyntaxError,
 } from "../../db/query/mod.ts";
 import { findReadToken, scopeOf } from "../../db/tokens.ts";
@@ -263,7 +261,7 @@ async function rowsOf(
   projectId: string,
   params: { filter: Filter; pipe: Pipe | null; format: "ndjson" | "csv" },
 ): Promise<Response> {
-  const answer = await aggregate(deps.kv, projectId, {
+  const answer = await deps.reads.aggregate(projectId, {
     filter: params.filter,
     pipe: params.pipe!,
     budget: { clock: deps.now },
@@ -391,14 +389,13 @@ async function readPage(
   projectId: string,
   browser: boolean,
 ): Promise<Response> {
-  const { kv } = deps;
   const url = new URL(c.req.url);
   let params;
   let page;
   try {
     params = readParams(url, deps.now());
     if (params.pipe) return await rowsOf(c, deps, projectId, params);
-    page = await queryLogs(kv, projectId, {
+    page = await deps.reads.queryLogs(projectId, {
       filter: params.filter,
       limit: params.limit,
       ...(params.cursor === undefined ? {} : { cursor: params.cursor }),

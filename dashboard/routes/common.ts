@@ -8,6 +8,7 @@
  */
 import type { QuerySlots } from "../query_slots.ts";
 import type { ScanBudget } from "../../db/query/scan.ts";
+import type { Reads } from "../../db/query/reads.ts";
 import type { Context, Hono } from "hono";
 import type { BlankSchema } from "hono/types";
 import { recordAudit } from "../../db/audit.ts";
@@ -44,6 +45,8 @@ export interface TailTiming {
 /** Everything the routes need. */
 export interface DashboardDeps {
   kv: Deno.Kv;
+  /** What searches, aggregations, facets and histograms read with. */
+  reads: Reads;
   /** `""` standalone, `/dashboard` when mounted. */
   base: string;
   now: () => number;

@@ -10,6 +10,7 @@
  * @module
  */
 import type { ScanBudget } from "../../db/query/scan.ts";
+import type { Reads } from "../../db/query/reads.ts";
 import { getCookie } from "hono/cookie";
 import { firstIdAt } from "../../domain/ids.ts";
 import type { LogRecord } from "../../domain/entry.ts";
@@ -35,7 +36,6 @@ import {
   InvalidQueryError,
   matches,
   type Pipe,
-  queryLogs,
   QuerySyntaxError,
 } from "../source.ts";
 import {
@@ -130,7 +130,7 @@ async function readScriptRequest(
  * rows down to it, in one more read.
  */
 async function listDownTo(
-  kv: Deno.Kv,
+  reads: Reads,
   projectId: string,
   filter: Filter,
   state: ExplorerState,
@@ -138,7 +138,7 @@ async function listDownTo(
 ): Promise<
   { records: LogRecord[]; cursor: string | null; searchedTo?: number }
 > {
-  const first = await queryLogs(kv, projectId, {
+  const first = await reads.queryLogs(projectId, {
     filter,
     limit: PAGE_SIZE,
     ...(state.cursor ? { cursor: state.cursor } : {}),
@@ -150,7 +150,7 @@ async function listDownTo(
     state.open !== undefined && cursor !== null &&
     !records.some((r) => r.id === state.open)
   ) {
-    const next = await queryLogs(kv, projectId, {
+    const next = await reads.queryLogs(projectId, {
       filter,
       limit: MAX_ROWS_TO_OPEN - records.length,
       cursor,
@@ -205,7 +205,7 @@ async function explorerPage(
   } else if (filter !== null) {
     const began = performance.now();
     const list = () =>
-      listDownTo(kv, project.id, filter, state, deps.queryBudget);
+      listDownTo(deps.reads, project.id, filter, state, deps.queryBudget);
     let listed: Awaited<ReturnType<typeof listDownTo>>;
     try {
       listed = await list();
@@ -318,7 +318,7 @@ export function explorerRoutes(
     const { project, state, filter } = read;
     let page;
     try {
-      page = await queryLogs(kv, project.id, {
+      page = await deps.reads.queryLogs(project.id, {
         filter,
         limit: PAGE_SIZE,
         ...(state.cursor ? { cursor: state.cursor } : {}),

@@ -20,9 +20,7 @@ import { facetFields } from "../pages/explorer_facets.tsx";
 import type { RowsData } from "../pages/explorer_rows.tsx";
 import type { ExplorerData } from "../pages/explorer.tsx";
 import {
-  aggregate,
   type Facets,
-  facets,
   type Filter,
   InvalidQueryError,
   type Pipe,
@@ -41,7 +39,7 @@ export async function aggregationRows(
   pipe: Pipe,
 ): Promise<RowsData | string> {
   try {
-    const answer = await aggregate(deps.kv, projectId, {
+    const answer = await deps.reads.aggregate(projectId, {
       filter,
       pipe,
       ...(deps.queryBudget?.ms === undefined
@@ -96,7 +94,7 @@ export async function viewFacets(
   state: ExplorerState,
   filter: Filter,
 ): Promise<Facets> {
-  return await facets(deps.kv, projectId, {
+  return await deps.reads.facets(projectId, {
     filter,
     fields: facetFields(state),
     budget: { ms: deps.facetsBudgetMs },
@@ -116,7 +114,7 @@ export async function viewHistogram(
 ): Promise<ExplorerHistogram> {
   const { state, filter, window } = view;
   if (state.split !== undefined) {
-    return await splitHistogram(deps.kv, projectId, {
+    return await splitHistogram(deps.reads, projectId, {
       since: window.since,
       until: window.until,
       filter,
@@ -124,7 +122,7 @@ export async function viewHistogram(
       budgetMs: deps.histogramBudgetMs,
     });
   }
-  return await explorerHistogram(deps.kv, projectId, {
+  return await explorerHistogram(deps.reads, projectId, {
     since: window.since,
     until: window.until,
     filter,

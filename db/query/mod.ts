@@ -73,5 +73,6 @@ export {
   type HistogramOptions,
 } from "./histogram.ts";
 export { countStoredEntries, listSummaries } from "./summaries.ts";
+export { localReads, type ReadName, type Reads } from "./reads.ts";
 export { InexactReadError, MAX_READ_ATTEMPTS } from "./consistent.ts";
 export type { Order, ScanStats } from "./scan.ts";

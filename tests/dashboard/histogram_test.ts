@@ -10,6 +10,7 @@ import { explorerHistogram } from "../../dashboard/histogram.ts";
 import {
   countedByCounters,
   histogram,
+  localReads,
   parseQuery,
 } from "../../dashboard/source.ts";
 import type { LogRecord } from "../../domain/entry.ts";
@@ -48,7 +49,7 @@ Deno.test("a histogram of levels alone is the query module's, from its counters"
   await withStore(async (kv, records) => {
     const filter = { ...parseQuery("level>=error"), since: RANGE.since };
     assert.ok(countedByCounters(filter));
-    const chart = await explorerHistogram(kv, "p1", {
+    const chart = await explorerHistogram(localReads(kv), "p1", {
       ...RANGE,
       filter,
       budgetMs: 0,
@@ -71,7 +72,7 @@ Deno.test("a word's histogram counts every bar exactly within its budget", async
   await withStore(async (kv, records) => {
     const filter = { ...parseQuery("payment"), since: RANGE.since };
     assert.equal(countedByCounters(filter), false);
-    const chart = await explorerHistogram(kv, "p1", {
+    const chart = await explorerHistogram(localReads(kv), "p1", {
       ...RANGE,
       filter,
       budgetMs: Infinity,
@@ -98,7 +99,7 @@ Deno.test("past its budget, a word's histogram keeps the newest bars and marks t
     // entries reading it too: the newest bar has a page's budget of its
     // own, the next ones what is left of the 25 ms.
     let t = 0;
-    const chart = await explorerHistogram(kv, "p1", {
+    const chart = await explorerHistogram(localReads(kv), "p1", {
       ...RANGE,
       filter,
       budgetMs: 25,
@@ -126,7 +127,7 @@ Deno.test("past its budget, a word's histogram keeps the newest bars and marks t
 Deno.test("with no budget at all, the newest bar is still counted", async () => {
   await withStore(async (kv) => {
     const filter = { ...parseQuery("payment"), since: RANGE.since };
-    const chart = await explorerHistogram(kv, "p1", {
+    const chart = await explorerHistogram(localReads(kv), "p1", {
       ...RANGE,
       filter,
       budgetMs: 0,

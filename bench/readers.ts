@@ -1,0 +1,212 @@
+/**
+ * Heavy readers against the endpoint: another project's `POST` latency while
+ * read tokens loop a heavy aggregation over a stored project through the read
+ * API, with the service's searches in their query thread (`QUERY_THREAD=on`,
+ * the default) and in the thread that answers the endpoint (`off`), turn
+ * about, each on a fresh copy of the store. The service runs as its `start`
+ * task runs it, with the dashboard, on 127.0.0.1.
+ *
+ * ```sh
+ * deno task bench:query --count 500000 --direct --keep data/bench-500k.sqlite
+ * deno task bench:readers --store data/bench-500k.sqlite   # --readers 0,1,4 --seconds 15
+ * ```
+ *
+ * @module
+ */
+import { parseArgs } from "node:util";
+import { createProject, listProjects, updateProject } from "../db/projects.ts";
+import { createReadToken } from "../db/tokens.ts";
+import { denoArgs, taskCommand } from "./options.ts";
+import { freePort, startServer } from "./server.ts";
+import { markdownTable } from "./report.ts";
+
+const ROOT = new URL("../", import.meta.url);
+const ORIGIN = "https://app.example.com";
+/** Pause between two timed `POST`s, ms. */
+const POST_EVERY_MS = 50;
+
+const log = (line: string) => console.error(line);
+
+/** The `q` quantile of `values`. */
+function quantile(values: number[], q: number): number {
+  const sorted = [...values].sort((x, y) => x - y);
+  return sorted[Math.min(sorted.length - 1, Math.ceil(sorted.length * q) - 1)]!;
+}
+
+/** A copy of the store with a reader's token and a victim project. */
+async function prepare(store: string, dir: string) {
+  const kvPath = `${dir}/kv.sqlite`;
+  await Deno.copyFile(store, kvPath);
+  const kv = await Deno.openKv(kvPath);
+  try {
+    const [read] = await listProjects(kv);
+    if (!read) throw new Error(`Cannot find a project in ${store}`);
+    // The generated entries are dated in the past: kept while measured.
+    await updateProject(kv, read.id, (p) => ({ ...p, retentionDays: 3650 }));
+    const victim = await createProject(kv, {
+      name: "victim",
+      allow: [ORIGIN],
+    });
+    const { token } = await createReadToken(kv, {
+      projectId: read.id,
+      name: "bench",
+      createdBy: "cli",
+    });
+    return { kvPath, readId: read.id, victimId: victim.id, token };
+  } finally {
+    kv.close();
+  }
+}
+
+/** Loops the query until `stop`; how many answers came back whole. */
+async function readLoop(url: string, token: string, stop: () => boolean) {
+  let answered = 0;
+  while (!stop()) {
+    const res = await fetch(url, {
+      headers: { authorization: `Bearer ${token}` },
+    });
+    await res.arrayBuffer();
+    if (res.status === 200) answered++;
+    else if (res.status !== 429) {
+      throw new Error(`The read answered ${res.status}`);
+    }
+  }
+  return answered;
+}
+
+/** The victim's `POST` times while `readers` loop the query, for `ms`. */
+async function measure(
+  base: string,
+  setup: Awaited<ReturnType<typeof prepare>>,
+  options: { readers: number; ms: number; query: string },
+) {
+  const until = performance.now() + options.ms;
+  const stop = () => performance.now() >= until;
+  const url =
+    `${base}/dashboard/api/v1/projects/${setup.readId}/logs?${new URLSearchParams(
+      {
+        q: options.query,
+      },
+    )}`;
+  const loops = Array.from(
+    { length: options.readers },
+    () => readLoop(url, setup.token, stop),
+  );
+  const times: number[] = [];
+  for (let n = 0; !stop(); n++) {
+    const began = performance.now();
+    const res = await fetch(`${base}/api/v1/logs`, {
+      method: "POST",
+      headers: { "Content-Type": "application/json", Origin: ORIGIN },
+      body: JSON.stringify({
+        level: "info",
+        projectId: setup.victimId,
+        data: { title: "Victim", n },
+      }),
+    });
+    await res.body?.cancel();
+    if (res.status !== 200) throw new Error(`The POST answered ${res.status}`);
+    times.push(performance.now() - began);
+    await new Promise((resolve) => setTimeout(resolve, POST_EVERY_MS));
+  }
+  const answered = (await Promise.all(loops)).reduce((a, b) => a + b, 0);
+  return {
+    p50: quantile(times, 0.5),
+    p99: quantile(times, 0.99),
+    posts: times.length,
+    answered,
+  };
+}
+
+/** One service run over a fresh copy: a row per count of readers. */
+async function runMode(
+  mode: "on" | "off",
+  options: { store: string; readers: number[]; ms: number; query: string },
+  args: string[],
+): Promise<string[][]> {
+  const dir = await Deno.makeTempDir({ prefix: "bench-readers-" });
+  try {
+    const setup = await prepare(options.store, dir);
+    const port = freePort();
+    const service = await startServer({
+      name: "the service",
+      args,
+      cwd: ROOT,
+      port,
+      env: {
+        KV_PATH: setup.kvPath,
+        PORT: String(port),
+        HOSTNAME: "127.0.0.1",
+        DASHBOARD: "on",
+        ADMIN_PASSWORD: "readers benchmark",
+        QUERY_THREAD: mode,
+      },
+    });
+    const rows: string[][] = [];
+    try {
+      for (const readers of options.readers) {
+        log(`QUERY_THREAD=${mode}, ${readers} readers`);
+        const r = await measure(service.url, setup, {
+          readers,
+          ms: options.ms,
+          query: options.query,
+        });
+        rows.push([
+          mode,
+          String(readers),
+          r.p50.toFixed(1),
+          r.p99.toFixed(1),
+          String(r.posts),
+          String(r.answered),
+        ]);
+      }
+    } finally {
+      await service.stop();
+    }
+    return rows;
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+}
+
+if (import.meta.main) {
+  const { values } = parseArgs({
+    args: Deno.args,
+    options: {
+      store: { type: "string" },
+      readers: { type: "string", default: "0,1,4" },
+      seconds: { type: "string", default: "15" },
+      query: { type: "string", default: "* | uniq context.userId" },
+    },
+  });
+  if (values.store === undefined) {
+    throw new Error(
+      "Cannot run: expected --store, a store kept by bench:query --keep",
+    );
+  }
+  const config = await Deno.readTextFile(new URL("deno.json", ROOT));
+  const args = denoArgs(taskCommand(config, "start"), "main.ts");
+  const options = {
+    store: values.store,
+    readers: values.readers.split(",").map(Number),
+    ms: Number(values.seconds) * 1000,
+    query: values.query,
+  };
+  const rows = [
+    ...await runMode("on", options, args),
+    ...await runMode("off", options, args),
+  ];
+  console.log(
+    `Readers looping \`${options.query}\`; a POST every ${POST_EVERY_MS} ms, ${values.seconds} s each\n`,
+  );
+  console.log(
+    markdownTable([
+      "QUERY_THREAD",
+      "readers",
+      "POST p50 ms",
+      "POST p99 ms",
+      "POSTs",
+      "reads answered",
+    ], rows),
+  );
+}

@@ -1,0 +1,241 @@
+/**
+ * The reads of a database file in a Worker of its own
+ * (db/query/thread_main.ts) with its own KV handle: a search's reading,
+ * inflating and matching take the machine's other core instead of the thread
+ * that answers the endpoint (docs/query.md#a-thread-of-its-own). Only a
+ * request's options and its answer cross between the threads; a clock does
+ * not (the thread reads its own), and a histogram's deadline crosses as the
+ * time left. A thread that fails is one line in the log: the reads it had in
+ * hand run again in this thread, as every read does until a new thread
+ * starts a second later.
+ *
+ * @module
+ */
+import { InexactReadError } from "./consistent.ts";
+import { InvalidQueryError } from "./filter.ts";
+import { HistogramCutError } from "./histogram.ts";
+import type { ReadName, Reads } from "./reads.ts";
+
+/** What the server tells the query thread. */
+export type ToQueryThread =
+  | { type: "start"; kvPath: string }
+  | {
+    type: "read";
+    id: number;
+    read: ReadName;
+    projectId: string;
+    options: Record<string, unknown>;
+  }
+  | { type: "stop" };
+
+/** What the query thread tells the server. */
+export type FromQueryThread =
+  | { type: "read"; id: number; result: unknown }
+  | { type: "read"; id: number; error: { name: string; message: string } }
+  | { type: "failed"; error: string }
+  | { type: "stopped" };
+
+/** Options of {@linkcode createQueryThread}. */
+export interface QueryThreadOptions {
+  /** The database file the thread opens. */
+  kvPath: string;
+  /**
+   * The same reads in this thread: for every read while no thread runs, and
+   * again for the reads a failed thread had in hand.
+   */
+  local: Reads;
+  /** Told of a thread that failed. @default one line on stderr */
+  onError?: (error: unknown) => void;
+}
+
+/** The reads of a thread of their own, and its end. */
+export interface QueryThread extends Reads {
+  /** Ends the thread once it closed its KV handle (or after 5 s). */
+  stop(): Promise<void>;
+}
+
+/** Longest wait for the thread to close its handle at stop, ms. */
+const THREAD_STOP_MS = 5_000;
+/** Wait before a failed thread is started again, ms. */
+const RESTART_MS = 1000;
+
+/** A read sent to the thread, waiting for its answer. */
+interface Asked {
+  read: ReadName;
+  projectId: string;
+  options: unknown;
+  resolve: (result: unknown) => void;
+  reject: (error: Error) => void;
+}
+
+/**
+ * `options` as they cross to the thread: without a clock, and with a
+ * deadline (a reading of the caller's clock) as the milliseconds left.
+ */
+export function portableOptions(options: unknown): Record<string, unknown> {
+  const { clock, deadline, budget, ...rest } = (options ?? {}) as {
+    clock?: () => number;
+    deadline?: number;
+    budget?: Record<string, unknown>;
+  };
+  const portable: Record<string, unknown> = rest;
+  if (budget !== undefined) {
+    const { clock: _, ...counted } = budget;
+    portable.budget = counted;
+  }
+  if (deadline !== undefined) {
+    portable.deadlineInMs = deadline - (clock ? clock() : performance.now());
+  }
+  return portable;
+}
+
+/** The error a read failed with in the thread, as its own class where known. */
+export function errorFromThread(
+  error: { name: string; message: string },
+): Error {
+  if (error.name === "InvalidQueryError") {
+    return new InvalidQueryError(error.message);
+  }
+  if (error.name === "InexactReadError") return new InexactReadError();
+  if (error.name === "HistogramCutError") return new HistogramCutError();
+  const other = new Error(error.message);
+  // The name carries a locked database (`KvLockedError`) to the edges' 503.
+  other.name = error.name;
+  return other;
+}
+
+class ReadThread {
+  #options: QueryThreadOptions;
+  #thread: Worker | undefined;
+  #stopped = false;
+  #restart: ReturnType<typeof setTimeout> | undefined;
+  #nextId = 0;
+  #asked = new Map<number, Asked>();
+  #onStopped: (() => void) | undefined;
+
+  constructor(options: QueryThreadOptions) {
+    this.#options = options;
+    this.#open();
+  }
+
+  read(read: ReadName, projectId: string, options: unknown): Promise<unknown> {
+    const thread = this.#thread;
+    if (!thread) return this.#local(read, projectId, options);
+    const id = this.#nextId++;
+    return new Promise((resolve, reject) => {
+      const message: ToQueryThread = {
+        type: "read",
+        id,
+        read,
+        projectId,
+        options: portableOptions(options),
+      };
+      this.#asked.set(id, { read, projectId, options, resolve, reject });
+      thread.postMessage(message);
+    });
+  }
+
+  async stop(): Promise<void> {
+    this.#stopped = true;
+    clearTimeout(this.#restart);
+    const thread = this.#thread;
+    if (!thread) return;
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    await new Promise<void>((resolve) => {
+      this.#onStopped = resolve;
+      timer = setTimeout(resolve, THREAD_STOP_MS);
+      thread.postMessage({ type: "stop" } satisfies ToQueryThread);
+    });
+    clearTimeout(timer);
+    this.#end();
+  }
+
+  #local(
+    read: ReadName,
+    projectId: string,
+    options: unknown,
+  ): Promise<unknown> {
+    const local = this.#options.local[read] as (
+      projectId: string,
+      options: unknown,
+    ) => Promise<unknown>;
+    return local(projectId, options);
+  }
+
+  #open(): void {
+    this.#restart = undefined;
+    const thread = new Worker(
+      new URL("./thread_main.ts", import.meta.url).href,
+      { type: "module" },
+    );
+    thread.onmessage = (event: MessageEvent<FromQueryThread>) =>
+      this.#receive(event.data);
+    thread.onerror = (event) => {
+      event.preventDefault();
+      this.#failed(`the query thread stopped: ${event.message}`);
+    };
+    thread.postMessage(
+      { type: "start", kvPath: this.#options.kvPath } satisfies ToQueryThread,
+    );
+    this.#thread = thread;
+  }
+
+  #receive(message: FromQueryThread): void {
+    if (message.type === "read") {
+      const asked = this.#asked.get(message.id);
+      this.#asked.delete(message.id);
+      if ("error" in message) asked?.reject(errorFromThread(message.error));
+      else asked?.resolve(message.result);
+    } else if (message.type === "failed") this.#failed(message.error);
+    else this.#onStopped?.();
+  }
+
+  /** A thread that cannot go on: told once, ended, its reads run here. */
+  #failed(reason: string): void {
+    const report = this.#options.onError ??
+      ((error: unknown) => console.error(String(error)));
+    report(new Error(`Cannot read in the query thread: ${reason}`));
+    this.#end();
+    if (!this.#stopped) {
+      this.#restart = setTimeout(() => this.#open(), RESTART_MS);
+    }
+  }
+
+  /** Ends the thread; the reads it had in hand run in this thread. */
+  #end(): void {
+    this.#thread?.terminate();
+    this.#thread = undefined;
+    const asked = [...this.#asked.values()];
+    this.#asked.clear();
+    for (const { read, projectId, options, resolve, reject } of asked) {
+      this.#local(read, projectId, options).then(resolve, reject);
+    }
+    this.#onStopped?.();
+  }
+}
+
+/**
+ * The reads of the database file `kvPath`, run in a thread of their own: the
+ * same {@linkcode Reads}, answers and errors alike.
+ *
+ * @example
+ * ```ts
+ * const reads = createQueryThread({ kvPath: "./data/kv.sqlite", local: localReads(kv) });
+ * const page = await reads.queryLogs(projectId, { limit: 10 });
+ * await reads.stop();
+ * ```
+ */
+export function createQueryThread(options: QueryThreadOptions): QueryThread {
+  const thread = new ReadThread(options);
+  return {
+    queryLogs: (projectId, o) =>
+      thread.read("queryLogs", projectId, o) as ReturnType<Reads["queryLogs"]>,
+    aggregate: (projectId, o) =>
+      thread.read("aggregate", projectId, o) as ReturnType<Reads["aggregate"]>,
+    facets: (projectId, o) =>
+      thread.read("facets", projectId, o) as ReturnType<Reads["facets"]>,
+    histogram: (projectId, o) =>
+      thread.read("histogram", projectId, o) as ReturnType<Reads["histogram"]>,
+    stop: () => thread.stop(),
+  };
+}

@@ -1,0 +1,71 @@
+/**
+ * The query thread (db/query/thread.ts): a Worker that opens the database
+ * file itself and runs the reads asked of it there, several at once, each
+ * giving the others a turn as it does in the server's thread.
+ *
+ * @module
+ */
+import { openKv } from "../open.ts";
+import { errorLine, lockedAsLine } from "../locked.ts";
+import { localReads, type Reads } from "./reads.ts";
+import type { FromQueryThread, ToQueryThread } from "./thread.ts";
+
+/** The worker's global scope, as far as this module speaks to it. */
+const scope = self as unknown as {
+  postMessage(message: FromQueryThread): void;
+  onmessage: ((event: MessageEvent<ToQueryThread>) => void) | null;
+};
+
+function post(message: FromQueryThread): void {
+  scope.postMessage(message);
+}
+
+let opened: Promise<{ kv: Deno.Kv; reads: Reads }> | undefined;
+
+async function open(kvPath: string) {
+  const kv = await openKv(kvPath);
+  return { kv, reads: localReads(kv) };
+}
+
+/** The options as sent, with a deadline in this thread's clock again. */
+function ownOptions(options: Record<string, unknown>): Record<string, unknown> {
+  const { deadlineInMs, ...rest } = options;
+  return deadlineInMs === undefined
+    ? rest
+    : { ...rest, deadline: performance.now() + (deadlineInMs as number) };
+}
+
+async function read(message: Extract<ToQueryThread, { type: "read" }>) {
+  const { reads } = await opened!;
+  const run = reads[message.read] as (
+    projectId: string,
+    options: unknown,
+  ) => Promise<unknown>;
+  try {
+    const result = await run(message.projectId, ownOptions(message.options));
+    post({ type: "read", id: message.id, result });
+  } catch (error) {
+    const { name, message: text } = error instanceof Error
+      ? error
+      : new Error(String(error));
+    post({ type: "read", id: message.id, error: { name, message: text } });
+  }
+}
+
+scope.onmessage = async (event) => {
+  const message = event.data;
+  try {
+    if (message.type === "start") {
+      opened = open(message.kvPath);
+      await opened;
+    } else if (message.type === "read") {
+      await read(message);
+    } else if (message.type === "stop") {
+      const started = await opened?.catch(() => undefined);
+      started?.kv.close();
+      post({ type: "stopped" });
+    }
+  } catch (error) {
+    post({ type: "failed", error: errorLine(lockedAsLine(error)) });
+  }
+};

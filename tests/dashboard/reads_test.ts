@@ -1,0 +1,78 @@
+/**
+ * The dashboard's searches, aggregations, facets and histograms read with the
+ * reads it is given (`reads`, a query thread in the service): the read API and
+ * the explorer call them, and show what they answer.
+ *
+ * @module
+ */
+import assert from "node:assert/strict";
+import {
+  apiRequest,
+  signIn,
+  store,
+  textOf,
+  withDashboard,
+} from "../_helpers/dashboard.ts";
+import { localReads, type Reads } from "../../db/query/reads.ts";
+import { createReadToken } from "../../db/tokens.ts";
+
+/** Reads of the harness's KV that note each call's name. */
+function notedReads(kv: () => Deno.Kv, calls: string[]): Reads {
+  const noted =
+    <K extends keyof Reads>(name: K) => (projectId: string, options: never) => {
+      calls.push(name);
+      const read = localReads(kv())[name] as (
+        p: string,
+        o: never,
+      ) => Promise<never>;
+      return read(projectId, options);
+    };
+  return {
+    queryLogs: noted("queryLogs"),
+    aggregate: noted("aggregate"),
+    facets: noted("facets"),
+    histogram: noted("histogram"),
+  };
+}
+
+Deno.test("the read API and the explorer read with the dashboard's reads", async () => {
+  const calls: string[] = [];
+  let kv: Deno.Kv | undefined;
+  await withDashboard(async (h) => {
+    kv = h.kv;
+    const project = await h.project();
+    await store(h, project.id, [
+      { level: "error", data: { title: "Checkout failed" } },
+      { level: "info", data: { title: "Cart opened" } },
+    ]);
+    const { token } = await createReadToken(h.kv, {
+      projectId: project.id,
+      name: "ci",
+      createdBy: "cli",
+    });
+    const api = `/api/v1/projects/${project.id}/logs`;
+    const page = await apiRequest(h, `${api}?q=checkout`, token);
+    assert.equal(page.status, 200);
+    assert.match(await page.text(), /Checkout failed/);
+    assert.deepEqual(calls.splice(0), ["queryLogs"]);
+    const rows = await apiRequest(h, `${api}?q=*%20%7C%20count`, token);
+    assert.equal(await rows.text(), '{"count":2}\n');
+    assert.deepEqual(calls.splice(0), ["aggregate"]);
+
+    const browser = await signIn(h.dash);
+    const explorer = await browser.get(`/projects/${project.id}?q=checkout`);
+    assert.equal(explorer.status, 200);
+    assert.match(textOf(await explorer.text()), /Checkout failed/);
+    // The histogram counts its bars in several reads.
+    assert.deepEqual([...new Set(calls.splice(0))].sort(), [
+      "facets",
+      "histogram",
+      "queryLogs",
+    ]);
+    const counted = await browser.get(
+      `/projects/${project.id}?q=${encodeURIComponent("* | count by level")}`,
+    );
+    assert.equal(counted.status, 200);
+    assert.ok(calls.includes("aggregate"), calls.join(", "));
+  }, { dashboard: { reads: notedReads(() => kv!, calls) } });
+});
