@@ -382,7 +382,7 @@ async function liveTail(
   }
   return tailStream({
     onClose: slot,
-    kv,
+    reads: deps.reads,
     projectId: project.id,
     filter,
     after,

@@ -17,13 +17,14 @@
  */
 import { giveBack } from "../query_slots.ts";
 import type { LogRecord } from "../../domain/entry.ts";
-import { type Filter, tailLogs } from "../source.ts";
+import type { Filter, Reads } from "../source.ts";
 import { lockedAsLine } from "../../db/locked.ts";
 import type { TailTiming } from "./common.ts";
 
 /** Options of {@linkcode tailStream}. */
 export interface TailStreamOptions {
-  kv: Deno.Kv;
+  /** What each poll reads with. */
+  reads: Reads;
   projectId: string;
   filter: Filter;
   /** Id of the last entry the browser shows. */
@@ -132,7 +133,7 @@ export function sseEvent(event: string, id: string, data: string): string {
 
 /** The `text/event-stream` answer of a live tail. */
 export function tailStream(options: TailStreamOptions): Response {
-  const { kv, projectId, filter, timing } = options;
+  const { reads, projectId, filter, timing } = options;
   let after = options.after;
   let timer: ReturnType<typeof setTimeout> | undefined;
   let closed = false;
@@ -155,7 +156,7 @@ export function tailStream(options: TailStreamOptions): Response {
         try {
           if (options.alive && !(await options.alive())) return finish();
           if (closed) return;
-          const { records, lastId } = await tailLogs(kv, projectId, {
+          const { records, lastId } = await reads.tailLogs(projectId, {
             afterId: after,
             filter,
             limit: 200,

@@ -1,6 +1,6 @@
 /**
  * The reads a reader's request runs: a page of entries, an aggregation,
- * facets and a histogram, over one KV handle in this thread
+ * facets, a histogram and a live tail's poll, over one KV handle in this thread
  * ({@linkcode localReads}) or in a thread of their own (db/query/thread.ts),
  * so that a heavy search never holds the thread that answers the endpoint.
  *
@@ -17,7 +17,13 @@ import {
   histogram,
   type HistogramOptions,
 } from "./histogram.ts";
-import { queryLogs, type QueryOptions, type QueryPage } from "./query.ts";
+import {
+  queryLogs,
+  type QueryOptions,
+  type QueryPage,
+  tailLogs,
+  type TailOptions,
+} from "./query.ts";
 
 /** The query module's heavy reads, of one database. */
 export interface Reads {
@@ -25,6 +31,10 @@ export interface Reads {
   aggregate(projectId: string, options: AggregateOptions): Promise<Aggregation>;
   facets(projectId: string, options?: FacetsOptions): Promise<Facets>;
   histogram(projectId: string, options: HistogramOptions): Promise<Histogram>;
+  tailLogs(
+    projectId: string,
+    options: TailOptions,
+  ): ReturnType<typeof tailLogs>;
 }
 
 /** The name of one of the {@linkcode Reads}. */
@@ -44,5 +54,6 @@ export function localReads(kv: Deno.Kv): Reads {
     aggregate: (projectId, options) => aggregate(kv, projectId, options),
     facets: (projectId, options) => facets(kv, projectId, options),
     histogram: (projectId, options) => histogram(kv, projectId, options),
+    tailLogs: (projectId, options) => tailLogs(kv, projectId, options),
   };
 }

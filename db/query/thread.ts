@@ -236,6 +236,8 @@ export function createQueryThread(options: QueryThreadOptions): QueryThread {
       thread.read("facets", projectId, o) as ReturnType<Reads["facets"]>,
     histogram: (projectId, o) =>
       thread.read("histogram", projectId, o) as ReturnType<Reads["histogram"]>,
+    tailLogs: (projectId, o) =>
+      thread.read("tailLogs", projectId, o) as ReturnType<Reads["tailLogs"]>,
     stop: () => thread.stop(),
   };
 }

@@ -1,7 +1,7 @@
 /**
  * The dashboard's searches, aggregations, facets and histograms read with the
- * reads it is given (`reads`, a query thread in the service): the read API and
- * the explorer call them, and show what they answer.
+ * reads it is given (`reads`, a query thread in the service): the read API,
+ * the explorer and its live tail call them, and show what they answer.
  *
  * @module
  */
@@ -32,16 +32,17 @@ function notedReads(kv: () => Deno.Kv, calls: string[]): Reads {
     aggregate: noted("aggregate"),
     facets: noted("facets"),
     histogram: noted("histogram"),
+    tailLogs: noted("tailLogs"),
   };
 }
 
-Deno.test("the read API and the explorer read with the dashboard's reads", async () => {
+Deno.test("the read API, the explorer and its live tail read with the dashboard's reads", async () => {
   const calls: string[] = [];
   let kv: Deno.Kv | undefined;
   await withDashboard(async (h) => {
     kv = h.kv;
     const project = await h.project();
-    await store(h, project.id, [
+    const stored = await store(h, project.id, [
       { level: "error", data: { title: "Checkout failed" } },
       { level: "info", data: { title: "Cart opened" } },
     ]);
@@ -74,5 +75,20 @@ Deno.test("the read API and the explorer read with the dashboard's reads", async
     );
     assert.equal(counted.status, 200);
     assert.ok(calls.includes("aggregate"), calls.join(", "));
+
+    h.clock.advance(2000);
+    const tail = await browser.get(
+      `/projects/${project.id}/tail?after=${stored[0]!.id}`,
+    );
+    const reader = tail.body!.pipeThrough(new TextDecoderStream()).getReader();
+    let sent = "";
+    while (!sent.includes("event: entry")) {
+      const { value, done } = await reader.read();
+      if (done) break;
+      sent += value;
+    }
+    await reader.cancel();
+    assert.match(sent, new RegExp(`id: ${stored[1]!.id}`));
+    assert.ok(calls.includes("tailLogs"), calls.join(", "));
   }, { dashboard: { reads: notedReads(() => kv!, calls) } });
 });

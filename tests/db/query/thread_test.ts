@@ -44,6 +44,7 @@ function counted(reads: Reads): { reads: Reads; calls: string[] } {
       aggregate: wrap("aggregate"),
       facets: wrap("facets"),
       histogram: wrap("histogram"),
+      tailLogs: wrap("tailLogs"),
     },
   };
 }
@@ -85,6 +86,7 @@ Deno.test("the query thread answers each read as this thread does, and this thre
       );
       const page = { filter: parseQuery("checkout"), limit: 7 };
       const range = { since: T0, until: T0 + 2 * HOUR, filter };
+      const tail = { afterId: null, filter, now: T0 + 3 * HOUR, limit: 5 };
       const asked = {
         queryLogs: [page, await local.queryLogs(projectId, page)],
         aggregate: [
@@ -93,6 +95,7 @@ Deno.test("the query thread answers each read as this thread does, and this thre
         ],
         facets: [{ filter }, await local.facets(projectId, { filter })],
         histogram: [range, await local.histogram(projectId, range)],
+        tailLogs: [tail, await local.tailLogs(projectId, tail)],
       } as const;
       for (const [name, [options, expected]] of Object.entries(asked)) {
         const read = thread[name as keyof Reads] as (
