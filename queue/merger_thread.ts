@@ -12,6 +12,7 @@
 import type { MergeResult } from "../db/storage/merge.ts";
 import { type Backlog, emptyBacklog } from "../db/storage/tiers.ts";
 import { logMergeFailure, type Merger } from "./merger.ts";
+import { OwnThread } from "../db/own_thread.ts";
 
 /** What the server tells the merger's thread. */
 export type ToMergeThread =
@@ -19,12 +20,10 @@ export type ToMergeThread =
   | { type: "round"; id: number; maxMerges?: number }
   | { type: "stop" };
 
-/** What the merger's thread tells the server. */
+/** What the merger's thread tells the server, beside the notices. */
 export type FromMergeThread =
   | { type: "backlog"; backlog: Backlog }
-  | { type: "round"; id: number; result?: MergeResult; error?: string }
-  | { type: "failed"; error: string }
-  | { type: "stopped" };
+  | { type: "round"; id: number; result?: MergeResult; error?: string };
 
 /** Options of {@linkcode createMergerThread}. */
 export interface MergerThreadOptions {
@@ -41,8 +40,6 @@ export interface MergerThreadOptions {
 
 /** Longest wait for the thread's last round at stop, ms. */
 const THREAD_STOP_MS = 30_000;
-/** Wait before a failed thread is started again, ms. */
-const RESTART_MS = 1000;
 
 /** A round asked of the thread, waiting for its answer. */
 interface Asked {
@@ -51,17 +48,32 @@ interface Asked {
 }
 
 class MergerThread implements Merger {
-  #options: MergerThreadOptions;
   #backlog = emptyBacklog();
-  #thread: Worker | undefined;
-  #stopped = false;
-  #restart: ReturnType<typeof setTimeout> | undefined;
+  #thread: OwnThread<ToMergeThread, FromMergeThread>;
   #nextId = 0;
   #asked = new Map<number, Asked>();
-  #onStopped: (() => void) | undefined;
 
   constructor(options: MergerThreadOptions) {
-    this.#options = options;
+    this.#thread = new OwnThread({
+      url: new URL("./merger_thread_main.ts", import.meta.url),
+      start: {
+        type: "start",
+        kvPath: options.kvPath,
+        intervalMs: options.intervalMs ?? 1000,
+      },
+      stop: { type: "stop" },
+      stopMs: THREAD_STOP_MS,
+      receive: (message) => this.#receive(message),
+      failed: (reason) => {
+        (options.onError ?? logMergeFailure)(
+          new Error(`Cannot merge: ${reason}`),
+        );
+        for (const asked of this.#asked.values()) {
+          asked.reject(new Error("the merger's thread failed"));
+        }
+        this.#asked.clear();
+      },
+    });
   }
 
   get backlog(): Backlog {
@@ -69,18 +81,17 @@ class MergerThread implements Merger {
   }
 
   start(): void {
-    if (!this.#thread && !this.#stopped) this.#open();
+    this.#thread.start();
   }
 
   round(options: { maxMerges?: number } = {}): Promise<MergeResult> {
-    const thread = this.#thread;
-    if (!thread) {
+    if (!this.#thread.running) {
       return Promise.reject(new Error("the merger is not running"));
     }
     const id = this.#nextId++;
     return new Promise<MergeResult>((resolve, reject) => {
       this.#asked.set(id, { resolve, reject });
-      this.#post(thread, {
+      this.#thread.post({
         type: "round",
         id,
         ...(options.maxMerges === undefined
@@ -91,43 +102,7 @@ class MergerThread implements Merger {
   }
 
   async stop(): Promise<void> {
-    this.#stopped = true;
-    clearTimeout(this.#restart);
-    const thread = this.#thread;
-    if (!thread) return;
-    let timer: ReturnType<typeof setTimeout> | undefined;
-    await new Promise<void>((resolve) => {
-      this.#onStopped = resolve;
-      timer = setTimeout(resolve, THREAD_STOP_MS);
-      this.#post(thread, { type: "stop" });
-    });
-    clearTimeout(timer);
-    thread.terminate();
-    this.#thread = undefined;
-  }
-
-  #post(thread: Worker, message: ToMergeThread): void {
-    thread.postMessage(message);
-  }
-
-  #open(): void {
-    this.#restart = undefined;
-    const thread = new Worker(
-      new URL("./merger_thread_main.ts", import.meta.url).href,
-      { type: "module" },
-    );
-    thread.onmessage = (event: MessageEvent<FromMergeThread>) =>
-      this.#receive(event.data);
-    thread.onerror = (event) => {
-      event.preventDefault();
-      this.#failed(`the merger's thread stopped: ${event.message}`);
-    };
-    this.#post(thread, {
-      type: "start",
-      kvPath: this.#options.kvPath,
-      intervalMs: this.#options.intervalMs ?? 1000,
-    });
-    this.#thread = thread;
+    await this.#thread.stop();
   }
 
   #receive(message: FromMergeThread): void {
@@ -137,24 +112,6 @@ class MergerThread implements Merger {
       this.#asked.delete(message.id);
       if (message.result) asked?.resolve(message.result);
       else asked?.reject(new Error(message.error));
-    } else if (message.type === "failed") this.#failed(message.error);
-    else this.#onStopped?.();
-  }
-
-  /** A thread that cannot go on: told once, ended, started again later. */
-  #failed(reason: string): void {
-    (this.#options.onError ?? logMergeFailure)(
-      new Error(`Cannot merge: ${reason}`),
-    );
-    for (const asked of this.#asked.values()) {
-      asked.reject(new Error("the merger's thread failed"));
-    }
-    this.#asked.clear();
-    this.#thread?.terminate();
-    this.#thread = undefined;
-    this.#onStopped?.();
-    if (!this.#stopped) {
-      this.#restart = setTimeout(() => this.#open(), RESTART_MS);
     }
   }
 }

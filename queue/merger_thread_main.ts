@@ -10,14 +10,15 @@ import { openKv } from "../db/open.ts";
 import { errorLine, lockedAsLine } from "../db/locked.ts";
 import { createMerger, type Merger } from "./merger.ts";
 import type { FromMergeThread, ToMergeThread } from "./merger_thread.ts";
+import type { ThreadNotice } from "../db/own_thread.ts";
 
 /** The worker's global scope, as far as this module speaks to it. */
 const scope = self as unknown as {
-  postMessage(message: FromMergeThread): void;
+  postMessage(message: FromMergeThread | ThreadNotice): void;
   onmessage: ((event: MessageEvent<ToMergeThread>) => void) | null;
 };
 
-function post(message: FromMergeThread): void {
+function post(message: FromMergeThread | ThreadNotice): void {
   scope.postMessage(message);
 }
 

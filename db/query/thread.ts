@@ -15,6 +15,7 @@ import { InexactReadError } from "./consistent.ts";
 import { InvalidQueryError } from "./filter.ts";
 import { HistogramCutError } from "./histogram.ts";
 import type { ReadName, Reads } from "./reads.ts";
+import { OwnThread } from "../own_thread.ts";
 
 /** What the server tells the query thread. */
 export type ToQueryThread =
@@ -28,12 +29,10 @@ export type ToQueryThread =
   }
   | { type: "stop" };
 
-/** What the query thread tells the server. */
+/** What the query thread tells the server, beside the notices. */
 export type FromQueryThread =
   | { type: "read"; id: number; result: unknown }
-  | { type: "read"; id: number; error: { name: string; message: string } }
-  | { type: "failed"; error: string }
-  | { type: "stopped" };
+  | { type: "read"; id: number; error: { name: string; message: string } };
 
 /** Options of {@linkcode createQueryThread}. */
 export interface QueryThreadOptions {
@@ -56,8 +55,6 @@ export interface QueryThread extends Reads {
 
 /** Longest wait for the thread to close its handle at stop, ms. */
 const THREAD_STOP_MS = 5_000;
-/** Wait before a failed thread is started again, ms. */
-const RESTART_MS = 1000;
 
 /** A read sent to the thread, waiting for its answer. */
 interface Asked {
@@ -105,112 +102,71 @@ export function errorFromThread(
 }
 
 class ReadThread {
-  #options: QueryThreadOptions;
-  #thread: Worker | undefined;
-  #stopped = false;
-  #restart: ReturnType<typeof setTimeout> | undefined;
+  #local: Reads;
+  #thread: OwnThread<ToQueryThread, FromQueryThread>;
   #nextId = 0;
   #asked = new Map<number, Asked>();
-  #onStopped: (() => void) | undefined;
 
   constructor(options: QueryThreadOptions) {
-    this.#options = options;
-    this.#open();
+    this.#local = options.local;
+    const report = options.onError ??
+      ((error: unknown) => console.error(String(error)));
+    this.#thread = new OwnThread({
+      url: new URL("./thread_main.ts", import.meta.url),
+      start: { type: "start", kvPath: options.kvPath },
+      stop: { type: "stop" },
+      stopMs: THREAD_STOP_MS,
+      receive: (message) => this.#receive(message),
+      failed: (reason) => {
+        report(new Error(`Cannot read in the query thread: ${reason}`));
+        this.#readHere();
+      },
+    });
+    this.#thread.start();
   }
 
   read(read: ReadName, projectId: string, options: unknown): Promise<unknown> {
-    const thread = this.#thread;
-    if (!thread) return this.#local(read, projectId, options);
+    if (!this.#thread.running) return this.#run(read, projectId, options);
     const id = this.#nextId++;
     return new Promise((resolve, reject) => {
-      const message: ToQueryThread = {
+      this.#asked.set(id, { read, projectId, options, resolve, reject });
+      this.#thread.post({
         type: "read",
         id,
         read,
         projectId,
         options: portableOptions(options),
-      };
-      this.#asked.set(id, { read, projectId, options, resolve, reject });
-      thread.postMessage(message);
+      });
     });
   }
 
   async stop(): Promise<void> {
-    this.#stopped = true;
-    clearTimeout(this.#restart);
-    const thread = this.#thread;
-    if (!thread) return;
-    let timer: ReturnType<typeof setTimeout> | undefined;
-    await new Promise<void>((resolve) => {
-      this.#onStopped = resolve;
-      timer = setTimeout(resolve, THREAD_STOP_MS);
-      thread.postMessage({ type: "stop" } satisfies ToQueryThread);
-    });
-    clearTimeout(timer);
-    this.#end();
+    await this.#thread.stop();
+    this.#readHere();
   }
 
-  #local(
-    read: ReadName,
-    projectId: string,
-    options: unknown,
-  ): Promise<unknown> {
-    const local = this.#options.local[read] as (
+  #run(read: ReadName, projectId: string, options: unknown): Promise<unknown> {
+    const local = this.#local[read] as (
       projectId: string,
       options: unknown,
     ) => Promise<unknown>;
     return local(projectId, options);
   }
 
-  #open(): void {
-    this.#restart = undefined;
-    const thread = new Worker(
-      new URL("./thread_main.ts", import.meta.url).href,
-      { type: "module" },
-    );
-    thread.onmessage = (event: MessageEvent<FromQueryThread>) =>
-      this.#receive(event.data);
-    thread.onerror = (event) => {
-      event.preventDefault();
-      this.#failed(`the query thread stopped: ${event.message}`);
-    };
-    thread.postMessage(
-      { type: "start", kvPath: this.#options.kvPath } satisfies ToQueryThread,
-    );
-    this.#thread = thread;
-  }
-
   #receive(message: FromQueryThread): void {
-    if (message.type === "read") {
-      const asked = this.#asked.get(message.id);
-      this.#asked.delete(message.id);
-      if ("error" in message) asked?.reject(errorFromThread(message.error));
-      else asked?.resolve(message.result);
-    } else if (message.type === "failed") this.#failed(message.error);
-    else this.#onStopped?.();
+    const asked = this.#asked.get(message.id);
+    this.#asked.delete(message.id);
+    if ("error" in message) asked?.reject(errorFromThread(message.error));
+    else asked?.resolve(message.result);
   }
 
-  /** A thread that cannot go on: told once, ended, its reads run here. */
-  #failed(reason: string): void {
-    const report = this.#options.onError ??
-      ((error: unknown) => console.error(String(error)));
-    report(new Error(`Cannot read in the query thread: ${reason}`));
-    this.#end();
-    if (!this.#stopped) {
-      this.#restart = setTimeout(() => this.#open(), RESTART_MS);
-    }
-  }
-
-  /** Ends the thread; the reads it had in hand run in this thread. */
-  #end(): void {
-    this.#thread?.terminate();
-    this.#thread = undefined;
+  /** The reads a thread that ended had in hand, run in this thread. */
+  #readHere(): void {
     const asked = [...this.#asked.values()];
     this.#asked.clear();
     for (const { read, projectId, options, resolve, reject } of asked) {
-      this.#local(read, projectId, options).then(resolve, reject);
+      this.#run(read, projectId, options).then(resolve, reject);
     }
-    this.#onStopped?.();
   }
 }
 

@@ -9,14 +9,15 @@ import { openKv } from "../open.ts";
 import { errorLine, lockedAsLine } from "../locked.ts";
 import { localReads, type Reads } from "./reads.ts";
 import type { FromQueryThread, ToQueryThread } from "./thread.ts";
+import type { ThreadNotice } from "../own_thread.ts";
 
 /** The worker's global scope, as far as this module speaks to it. */
 const scope = self as unknown as {
-  postMessage(message: FromQueryThread): void;
+  postMessage(message: FromQueryThread | ThreadNotice): void;
   onmessage: ((event: MessageEvent<ToQueryThread>) => void) | null;
 };
 
-function post(message: FromQueryThread): void {
+function post(message: FromQueryThread | ThreadNotice): void {
   scope.postMessage(message);
 }
 
