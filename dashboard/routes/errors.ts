@@ -11,8 +11,6 @@
 import {
   checkFingerprint,
   FingerprintError,
-  readGroupDetail,
-  readGroupUsers,
 } from "../../db/error_group_detail.ts";
 import { GroupCursorError } from "../../db/error_group_reads.ts";
 import {
@@ -71,7 +69,7 @@ async function showErrors(
     return c.json({ error: error.message }, 400);
   }
   const groups = listed.groups.map((g) => g.group);
-  const users = await readGroupUsers(kv, project.id, groups, {});
+  const users = await deps.reads.readGroupUsers(project.id, groups, {});
   return await renderPage(c, deps, ErrorsPage, {
     project: { id: project.id, name: project.name },
     groups,
@@ -104,7 +102,7 @@ export function errorsRoutes(app: DashApp, deps: DashboardDeps): void {
         return c.json({ error: error.message }, 400);
       }
       const now = deps.now();
-      const detail = await readGroupDetail(kv, project.id, fingerprint, {
+      const detail = await deps.reads.readGroupDetail(project.id, fingerprint, {
         now,
       });
       if (

@@ -1,6 +1,6 @@
 /**
  * The reads a reader's request runs: a page of entries, an aggregation,
- * facets, a histogram and a live tail's poll, over one KV handle in this thread
+ * facets, a histogram, a live tail's poll and an error group's breakdowns, over one KV handle in this thread
  * ({@linkcode localReads}) or in a thread of their own (db/query/thread.ts),
  * so that a heavy search never holds the thread that answers the endpoint.
  *
@@ -11,6 +11,14 @@ import {
   type AggregateOptions,
   type Aggregation,
 } from "./aggregate.ts";
+import {
+  type DetailOptions,
+  type GroupDetail,
+  type GroupUsers,
+  readGroupDetail,
+  readGroupUsers,
+} from "../error_group_detail.ts";
+import type { ErrorGroup } from "../error_group_reads.ts";
 import { type Facets, facets, type FacetsOptions } from "./facets.ts";
 import {
   type Histogram,
@@ -25,7 +33,7 @@ import {
   type TailOptions,
 } from "./query.ts";
 
-/** The query module's heavy reads, of one database. */
+/** The heavy reads of one database: the query module's and an error group's. */
 export interface Reads {
   queryLogs(projectId: string, options?: QueryOptions): Promise<QueryPage>;
   aggregate(projectId: string, options: AggregateOptions): Promise<Aggregation>;
@@ -35,10 +43,33 @@ export interface Reads {
     projectId: string,
     options: TailOptions,
   ): ReturnType<typeof tailLogs>;
+  readGroupDetail(
+    projectId: string,
+    fingerprint: string,
+    options: DetailOptions,
+  ): Promise<GroupDetail>;
+  readGroupUsers(
+    projectId: string,
+    groups: ErrorGroup[],
+    options: { budgetMs?: number; clock?: () => number },
+  ): Promise<GroupUsers>;
 }
 
 /** The name of one of the {@linkcode Reads}. */
 export type ReadName = keyof Reads;
+
+/** Every name of the {@linkcode Reads} (the type checks that none is missing). */
+export const READ_NAMES = Object.keys(
+  {
+    queryLogs: true,
+    aggregate: true,
+    facets: true,
+    histogram: true,
+    tailLogs: true,
+    readGroupDetail: true,
+    readGroupUsers: true,
+  } satisfies Record<ReadName, true>,
+) as ReadName[];
 
 /**
  * The reads of `kv`, run in this thread.
@@ -55,5 +86,9 @@ export function localReads(kv: Deno.Kv): Reads {
     facets: (projectId, options) => facets(kv, projectId, options),
     histogram: (projectId, options) => histogram(kv, projectId, options),
     tailLogs: (projectId, options) => tailLogs(kv, projectId, options),
+    readGroupDetail: (projectId, fingerprint, options) =>
+      readGroupDetail(kv, projectId, fingerprint, options),
+    readGroupUsers: (projectId, groups, options) =>
+      readGroupUsers(kv, projectId, groups, options),
   };
 }

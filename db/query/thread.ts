@@ -14,7 +14,7 @@
 import { InexactReadError } from "./consistent.ts";
 import { InvalidQueryError } from "./filter.ts";
 import { HistogramCutError } from "./histogram.ts";
-import type { ReadName, Reads } from "./reads.ts";
+import { READ_NAMES, type ReadName, type Reads } from "./reads.ts";
 import { OwnThread } from "../own_thread.ts";
 
 /** What the server tells the query thread. */
@@ -24,8 +24,8 @@ export type ToQueryThread =
     type: "read";
     id: number;
     read: ReadName;
-    projectId: string;
-    options: Record<string, unknown>;
+    /** The read's arguments, its options last as they cross. */
+    args: unknown[];
   }
   | { type: "stop" };
 
@@ -59,8 +59,7 @@ const THREAD_STOP_MS = 5_000;
 /** A read sent to the thread, waiting for its answer. */
 interface Asked {
   read: ReadName;
-  projectId: string;
-  options: unknown;
+  args: unknown[];
   resolve: (result: unknown) => void;
   reject: (error: Error) => void;
 }
@@ -125,17 +124,16 @@ class ReadThread {
     this.#thread.start();
   }
 
-  read(read: ReadName, projectId: string, options: unknown): Promise<unknown> {
-    if (!this.#thread.running) return this.#run(read, projectId, options);
+  read(read: ReadName, args: unknown[]): Promise<unknown> {
+    if (!this.#thread.running) return this.#run(read, args);
     const id = this.#nextId++;
     return new Promise((resolve, reject) => {
-      this.#asked.set(id, { read, projectId, options, resolve, reject });
+      this.#asked.set(id, { read, args, resolve, reject });
       this.#thread.post({
         type: "read",
         id,
         read,
-        projectId,
-        options: portableOptions(options),
+        args: [...args.slice(0, -1), portableOptions(args.at(-1))],
       });
     });
   }
@@ -145,12 +143,9 @@ class ReadThread {
     this.#readHere();
   }
 
-  #run(read: ReadName, projectId: string, options: unknown): Promise<unknown> {
-    const local = this.#local[read] as (
-      projectId: string,
-      options: unknown,
-    ) => Promise<unknown>;
-    return local(projectId, options);
+  #run(read: ReadName, args: unknown[]): Promise<unknown> {
+    const local = this.#local[read] as (...args: unknown[]) => Promise<unknown>;
+    return local(...args);
   }
 
   #receive(message: FromQueryThread): void {
@@ -164,8 +159,8 @@ class ReadThread {
   #readHere(): void {
     const asked = [...this.#asked.values()];
     this.#asked.clear();
-    for (const { read, projectId, options, resolve, reject } of asked) {
-      this.#run(read, projectId, options).then(resolve, reject);
+    for (const { read, args, resolve, reject } of asked) {
+      this.#run(read, args).then(resolve, reject);
     }
   }
 }
@@ -183,17 +178,11 @@ class ReadThread {
  */
 export function createQueryThread(options: QueryThreadOptions): QueryThread {
   const thread = new ReadThread(options);
-  return {
-    queryLogs: (projectId, o) =>
-      thread.read("queryLogs", projectId, o) as ReturnType<Reads["queryLogs"]>,
-    aggregate: (projectId, o) =>
-      thread.read("aggregate", projectId, o) as ReturnType<Reads["aggregate"]>,
-    facets: (projectId, o) =>
-      thread.read("facets", projectId, o) as ReturnType<Reads["facets"]>,
-    histogram: (projectId, o) =>
-      thread.read("histogram", projectId, o) as ReturnType<Reads["histogram"]>,
-    tailLogs: (projectId, o) =>
-      thread.read("tailLogs", projectId, o) as ReturnType<Reads["tailLogs"]>,
-    stop: () => thread.stop(),
-  };
+  const reads = Object.fromEntries(
+    READ_NAMES.map((name) => [
+      name,
+      (...args: unknown[]) => thread.read(name, args),
+    ]),
+  ) as unknown as Reads;
+  return { ...reads, stop: () => thread.stop() };
 }

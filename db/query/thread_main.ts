@@ -38,12 +38,10 @@ function ownOptions(options: Record<string, unknown>): Record<string, unknown> {
 
 async function read(message: Extract<ToQueryThread, { type: "read" }>) {
   const { reads } = await opened!;
-  const run = reads[message.read] as (
-    projectId: string,
-    options: unknown,
-  ) => Promise<unknown>;
+  const run = reads[message.read] as (...args: unknown[]) => Promise<unknown>;
+  const options = ownOptions(message.args.at(-1) as Record<string, unknown>);
   try {
-    const result = await run(message.projectId, ownOptions(message.options));
+    const result = await run(...message.args.slice(0, -1), options);
     post({ type: "read", id: message.id, result });
   } catch (error) {
     const { name, message: text } = error instanceof Error

@@ -11,6 +11,7 @@ import { storeLogs } from "../../db/storage/write.ts";
 import { createProject } from "../../db/projects.ts";
 import { mergeProject } from "../../db/storage/merge.ts";
 import { createId } from "../../domain/ids.ts";
+import { READ_NAMES, type Reads } from "../../db/query/reads.ts";
 
 import { kvTest, ORIGIN, withKv } from "./harness.ts";
 
@@ -102,3 +103,19 @@ export function noise(seed: number, length = 240): string {
 
 /** A test run inside {@linkcode withQueryProject}. */
 export const queryProjectTest = fixtureTest(withQueryProject);
+
+/**
+ * Reads that note each call's name in `calls`, then read with `reads()`
+ * (asked at each call: a harness's KV may come later), to tell which reads
+ * ran and in which thread.
+ */
+export function notedReads(reads: () => Reads, calls: string[]): Reads {
+  return Object.fromEntries(
+    READ_NAMES.map((name) => [name, (...args: unknown[]) => {
+      calls.push(name);
+      return (reads()[name] as (...args: unknown[]) => Promise<unknown>)(
+        ...args,
+      );
+    }]),
+  ) as unknown as Reads;
+}

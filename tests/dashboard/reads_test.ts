@@ -1,7 +1,7 @@
 /**
  * The dashboard's searches, aggregations, facets and histograms read with the
  * reads it is given (`reads`, a query thread in the service): the read API,
- * the explorer and its live tail call them, and show what they answer.
+ * the explorer, its live tail and the error pages call them, and show what they answer.
  *
  * @module
  */
@@ -13,30 +13,12 @@ import {
   textOf,
   withDashboard,
 } from "../_helpers/dashboard.ts";
-import { localReads, type Reads } from "../../db/query/reads.ts";
+import { localReads } from "../../db/query/reads.ts";
+import { notedReads } from "../_helpers/query.ts";
+import { fingerprintOf } from "../../domain/fingerprint.ts";
 import { createReadToken } from "../../db/tokens.ts";
 
-/** Reads of the harness's KV that note each call's name. */
-function notedReads(kv: () => Deno.Kv, calls: string[]): Reads {
-  const noted =
-    <K extends keyof Reads>(name: K) => (projectId: string, options: never) => {
-      calls.push(name);
-      const read = localReads(kv())[name] as (
-        p: string,
-        o: never,
-      ) => Promise<never>;
-      return read(projectId, options);
-    };
-  return {
-    queryLogs: noted("queryLogs"),
-    aggregate: noted("aggregate"),
-    facets: noted("facets"),
-    histogram: noted("histogram"),
-    tailLogs: noted("tailLogs"),
-  };
-}
-
-Deno.test("the read API, the explorer and its live tail read with the dashboard's reads", async () => {
+Deno.test("the read API, the explorer, its live tail and the error pages read with the dashboard's reads", async () => {
   const calls: string[] = [];
   let kv: Deno.Kv | undefined;
   await withDashboard(async (h) => {
@@ -90,5 +72,16 @@ Deno.test("the read API, the explorer and its live tail read with the dashboard'
     await reader.cancel();
     assert.match(sent, new RegExp(`id: ${stored[1]!.id}`));
     assert.ok(calls.includes("tailLogs"), calls.join(", "));
-  }, { dashboard: { reads: notedReads(() => kv!, calls) } });
+
+    calls.length = 0;
+    const errors = await browser.get(`/projects/${project.id}/errors`);
+    assert.match(textOf(await errors.text()), /Checkout failed/);
+    const { fingerprint } = fingerprintOf(stored[0]!);
+    const group = await browser.get(
+      `/projects/${project.id}/errors/${fingerprint}`,
+    );
+    assert.equal(group.status, 200);
+    assert.match(textOf(await group.text()), /Checkout failed/);
+    assert.deepEqual(calls, ["readGroupUsers", "readGroupDetail"]);
+  }, { dashboard: { reads: notedReads(() => localReads(kv!), calls) } });
 });

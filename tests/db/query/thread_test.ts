@@ -17,37 +17,17 @@ import {
   portableOptions,
 } from "../../../db/query/thread.ts";
 import { isLockedError } from "../../../db/kv.ts";
+import type { ErrorGroup } from "../../../db/error_group_reads.ts";
+import { fingerprintOf } from "../../../domain/fingerprint.ts";
 import {
   HOUR,
+  notedReads,
   queryProject,
   recordAt,
   storeBatch,
   T0,
 } from "../../_helpers/query.ts";
 import { withTimeout } from "../../_helpers/harness.ts";
-
-/** Reads that count their calls, to tell which thread answered. */
-function counted(reads: Reads): { reads: Reads; calls: string[] } {
-  const calls: string[] = [];
-  const wrap = <K extends keyof Reads>(name: K): Reads[K] =>
-    ((projectId: string, options: never) => {
-      calls.push(name);
-      return (reads[name] as (p: string, o: never) => Promise<unknown>)(
-        projectId,
-        options,
-      );
-    }) as Reads[K];
-  return {
-    calls,
-    reads: {
-      queryLogs: wrap("queryLogs"),
-      aggregate: wrap("aggregate"),
-      facets: wrap("facets"),
-      histogram: wrap("histogram"),
-      tailLogs: wrap("tailLogs"),
-    },
-  };
-}
 
 /** A database file with one project of 40 entries over two hours. */
 async function withStore(
@@ -78,8 +58,9 @@ async function withStore(
 Deno.test("the query thread answers each read as this thread does, and this thread reads nothing", async () => {
   await withStore(async (kv, kvPath, projectId) => {
     const local = localReads(kv);
-    const spy = counted(local);
-    const thread = createQueryThread({ kvPath, local: spy.reads });
+    const calls: string[] = [];
+    const noted = notedReads(() => local, calls);
+    const thread = createQueryThread({ kvPath, local: noted });
     try {
       const { filter, pipe } = parseSearch(
         "checkout | count by context.service",
@@ -87,34 +68,38 @@ Deno.test("the query thread answers each read as this thread does, and this thre
       const page = { filter: parseQuery("checkout"), limit: 7 };
       const range = { since: T0, until: T0 + 2 * HOUR, filter };
       const tail = { afterId: null, filter, now: T0 + 3 * HOUR, limit: 5 };
-      const asked = {
-        queryLogs: [page, await local.queryLogs(projectId, page)],
-        aggregate: [
-          { filter, pipe: pipe! },
-          await local.aggregate(projectId, { filter, pipe: pipe! }),
-        ],
-        facets: [{ filter }, await local.facets(projectId, { filter })],
-        histogram: [range, await local.histogram(projectId, range)],
-        tailLogs: [tail, await local.tailLogs(projectId, tail)],
-      } as const;
-      for (const [name, [options, expected]] of Object.entries(asked)) {
-        const read = thread[name as keyof Reads] as (
-          p: string,
-          o: unknown,
-        ) => Promise<unknown>;
-        const answer = await withTimeout(
-          read(projectId, options),
-          20_000,
-          name,
-        );
-        assert.deepEqual(answer, expected, name);
+      const errors = { filter: parseQuery("level:error"), limit: 1 };
+      const [error] = (await local.queryLogs(projectId, errors)).records;
+      const { fingerprint } = fingerprintOf(error!);
+      const group = { fingerprint, firstSeen: T0 } as ErrorGroup;
+      const detail = [fingerprint, { now: T0 + 3 * HOUR }] as const;
+      const asked: [keyof Reads, unknown[]][] = [
+        ["queryLogs", [page]],
+        ["aggregate", [{ filter, pipe: pipe! }]],
+        ["facets", [{ filter }]],
+        ["histogram", [range]],
+        ["tailLogs", [tail]],
+        ["readGroupDetail", [...detail]],
+        ["readGroupUsers", [[group], {}]],
+      ];
+      for (const [name, args] of asked) {
+        const read = (reads: Reads) =>
+          (reads[name] as (...a: unknown[]) => Promise<unknown>)(
+            projectId,
+            ...args,
+          );
+        const answer = await withTimeout(read(thread), 20_000, name);
+        assert.deepEqual(answer, await read(local), name);
       }
+      const shown = await thread.readGroupDetail(projectId, ...detail);
+      assert.equal(shown.latest?.id, error!.id, "the group's latest entry");
+      assert.ok(shown.total > 0);
       assert.equal(
         (await thread.queryLogs(projectId, page)).records.length,
         7,
         "the page holds what it asked",
       );
-      assert.deepEqual(spy.calls, [], "every read ran in the thread");
+      assert.deepEqual(calls, [], "every read ran in the thread");
     } finally {
       await thread.stop();
     }
@@ -153,11 +138,12 @@ Deno.test("a query thread that cannot open its database is one error, and its re
     const dir = await Deno.makeTempDir();
     let told: (error: unknown) => void;
     const failed = new Promise<unknown>((resolve) => told = resolve);
-    const spy = counted(localReads(kv));
+    const calls: string[] = [];
+    const noted = notedReads(() => localReads(kv), calls);
     // A folder is no database file.
     const thread = createQueryThread({
       kvPath: dir,
-      local: spy.reads,
+      local: noted,
       onError: (e) => told(e),
     });
     try {
@@ -170,12 +156,12 @@ Deno.test("a query thread that cannot open its database is one error, and its re
       const error = await withTimeout(failed, 20_000, "the thread's failure");
       assert.match(String(error), /^Error: Cannot read in the query thread: /);
       assert.doesNotMatch(String(error), /\n/);
-      assert.deepEqual(spy.calls, ["queryLogs"]);
+      assert.deepEqual(calls, ["queryLogs"]);
       // Until a new thread runs, reads are answered here.
       await thread.aggregate(projectId, {
         pipe: parseSearch("* | count").pipe!,
       });
-      assert.deepEqual(spy.calls, ["queryLogs", "aggregate"]);
+      assert.deepEqual(calls, ["queryLogs", "aggregate"]);
     } finally {
       await thread.stop();
       await Deno.remove(dir, { recursive: true });
