@@ -4,6 +4,7 @@
  *
  * @module
  */
+import type { LogRecord } from "./entry.ts";
 
 /**
  * One CSV cell (RFC 4180): quoted when it holds a comma, a quote or a line
@@ -41,4 +42,41 @@ export function rowsCsv(
       return value === undefined || value === null ? "" : String(value);
     }))
   ).join("");
+}
+
+/** The CSV columns of an entry, in order. */
+export const CSV_COLUMNS = [
+  "id",
+  "receivedAt",
+  "level",
+  "title",
+  "message",
+  "data",
+  "context",
+  "device",
+  "appid",
+  "auth",
+] as const;
+
+/** A cell's text: a string as it is, any other value as its JSON. */
+function textOf(value: unknown): string {
+  if (value === undefined || value === null) return "";
+  return typeof value === "string" ? value : JSON.stringify(value);
+}
+
+/** The CSV row of one entry, in {@linkcode CSV_COLUMNS} (CRLF-terminated). */
+export function csvRow(record: LogRecord): string {
+  const cells = [
+    record.id,
+    new Date(record.receivedAt).toISOString(),
+    record.level,
+    textOf(record.data.title),
+    textOf(record.data.message),
+    JSON.stringify(record.data),
+    JSON.stringify(record.context),
+    JSON.stringify(record.device),
+    record.appid ?? "",
+    record.auth,
+  ];
+  return cells.map(csvCell).join(",") + "\r\n";
 }

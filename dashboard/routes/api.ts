@@ -36,7 +36,6 @@ import {
 } from "../../db/query/mod.ts";
 import { findReadToken, scopeOf } from "../../db/tokens.ts";
 import { canRead } from "../../db/users.ts";
-import { type LogRecord, recordJson } from "../../domain/entry.ts";
 import {
   type DashApp,
   type DashboardDeps,
@@ -44,9 +43,7 @@ import {
   PROJECT_ID,
 } from "./common.ts";
 import { DURATION_UNIT_MS } from "../../domain/duration.ts";
-import { csvCell, rowsCsv } from "../../domain/csv.ts";
-
-export { csvCell };
+import { CSV_COLUMNS, rowsCsv } from "../../domain/csv.ts";
 
 /** Thrown for a parameter the API cannot read; answered with `400`. */
 export class ApiParameterError extends Error {
@@ -79,42 +76,6 @@ export function readTime(name: string, text: string, now: number): number {
       text.slice(0, 100)
     }": expected a duration such as "15m" or an ISO 8601 time such as "2026-01-01T10:00:00Z"`,
   );
-}
-
-/** The CSV columns, in order. */
-export const CSV_COLUMNS = [
-  "id",
-  "receivedAt",
-  "level",
-  "title",
-  "message",
-  "data",
-  "context",
-  "device",
-  "appid",
-  "auth",
-] as const;
-
-function textOf(value: unknown): string {
-  if (value === undefined || value === null) return "";
-  return typeof value === "string" ? value : JSON.stringify(value);
-}
-
-/** The CSV row of one record (CRLF-terminated). */
-export function csvRow(record: LogRecord): string {
-  const cells = [
-    record.id,
-    new Date(record.receivedAt).toISOString(),
-    record.level,
-    textOf(record.data.title),
-    textOf(record.data.message),
-    JSON.stringify(record.data),
-    JSON.stringify(record.context),
-    JSON.stringify(record.device),
-    record.appid ?? "",
-    record.auth,
-  ];
-  return cells.map(csvCell).join(",") + "\r\n";
 }
 
 function apiError(
@@ -269,36 +230,6 @@ async function rowsOf(
   return rowsResponse(c, { answer, format: params.format });
 }
 
-/**
- * Characters of one page's rows at most: past them the page ends early
- * (with at least one entry) and its `Link` goes on from its last entry, so
- * that a page of large entries is never hundreds of megabytes.
- */
-export const MAX_PAGE_CHARS = 8_000_000;
-
-/**
- * The rows of a page as CSV or NDJSON, cut to {@linkcode MAX_PAGE_CHARS}
- * (never to none).
- *
- * @example
- * ```ts
- * const rows = pageRows(page.records, false); // NDJSON lines
- * ```
- */
-export function pageRows(records: LogRecord[], csv: boolean): string[] {
-  const rows: string[] = [];
-  let size = 0;
-  for (const record of records) {
-    const row = csv
-      ? csvRow(record)
-      : JSON.stringify(recordJson(record)) + "\n";
-    size += row.length;
-    if (size > MAX_PAGE_CHARS && rows.length > 0) break;
-    rows.push(row);
-  }
-  return rows;
-}
-
 /** A page's rows as CSV or NDJSON. */
 function entriesResponse(
   c: DashContext,
@@ -395,10 +326,11 @@ async function readPage(
   try {
     params = readParams(url, deps.now());
     if (params.pipe) return await rowsOf(c, deps, projectId, params);
-    page = await deps.reads.queryLogs(projectId, {
+    page = await deps.reads.exportPage(projectId, {
       filter: params.filter,
       limit: params.limit,
       ...(params.cursor === undefined ? {} : { cursor: params.cursor }),
+      csv: params.format === "csv",
     });
   } catch (error) {
     if (
@@ -409,11 +341,7 @@ async function readPage(
     throw error;
   }
   const csv = params.format === "csv";
-  const rows = pageRows(page.records, csv);
-  // Ended early for its size: the next page goes on after its last entry.
-  const cursor = rows.length < page.records.length
-    ? `n${page.records[rows.length - 1]!.id}`
-    : page.cursor;
+  const { rows, cursor } = page;
   const headers: Record<string, string> = {};
   if (cursor !== null) {
     headers["Link"] = `<${

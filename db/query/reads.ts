@@ -1,6 +1,7 @@
 /**
  * The reads a reader's request runs: a page of entries, an aggregation,
- * facets, a histogram, a live tail's poll and an error group's breakdowns, over one KV handle in this thread
+ * facets, a histogram, a live tail's poll, an export's page and an error
+ * group's breakdowns, over one KV handle in this thread
  * ({@linkcode localReads}) or in a thread of their own (db/query/thread.ts),
  * so that a heavy search never holds the thread that answers the endpoint.
  *
@@ -19,6 +20,7 @@ import {
   readGroupUsers,
 } from "../error_group_detail.ts";
 import type { ErrorGroup } from "../error_group_reads.ts";
+import { type ExportOptions, type ExportPage, exportPage } from "./export.ts";
 import { type Facets, facets, type FacetsOptions } from "./facets.ts";
 import {
   type Histogram,
@@ -43,6 +45,7 @@ export interface Reads {
     projectId: string,
     options: TailOptions,
   ): ReturnType<typeof tailLogs>;
+  exportPage(projectId: string, options: ExportOptions): Promise<ExportPage>;
   readGroupDetail(
     projectId: string,
     fingerprint: string,
@@ -66,6 +69,7 @@ export const READ_NAMES = Object.keys(
     facets: true,
     histogram: true,
     tailLogs: true,
+    exportPage: true,
     readGroupDetail: true,
     readGroupUsers: true,
   } satisfies Record<ReadName, true>,
@@ -86,6 +90,7 @@ export function localReads(kv: Deno.Kv): Reads {
     facets: (projectId, options) => facets(kv, projectId, options),
     histogram: (projectId, options) => histogram(kv, projectId, options),
     tailLogs: (projectId, options) => tailLogs(kv, projectId, options),
+    exportPage: (projectId, options) => exportPage(kv, projectId, options),
     readGroupDetail: (projectId, fingerprint, options) =>
       readGroupDetail(kv, projectId, fingerprint, options),
     readGroupUsers: (projectId, groups, options) =>

@@ -7,9 +7,6 @@
  */
 import assert from "node:assert/strict";
 import { QuerySlots } from "../../dashboard/query_slots.ts";
-import { MAX_PAGE_CHARS, pageRows } from "../../dashboard/routes/api.ts";
-import type { LogRecord } from "../../domain/entry.ts";
-import { createId } from "../../domain/ids.ts";
 import { createReadToken } from "../../db/tokens.ts";
 import { apiRequest, withSignedIn } from "../_helpers/dashboard.ts";
 
@@ -54,23 +51,4 @@ Deno.test("a reader past its query slots gets 429 from the read API (JSON) and t
     assert.equal(settings.status, 200, "no query there");
     await settings.text();
   }, { dashboard: { queryLimits: { perReader: 0 } } });
-});
-
-Deno.test("a page of the read API ends before its rows pass the page's size, never before its first entry", () => {
-  const record = (n: number, chars: number): LogRecord => ({
-    id: createId(n),
-    receivedAt: n,
-    level: "info",
-    data: { text: "x".repeat(chars) },
-    device: {},
-    context: {},
-    auth: "origin",
-    origin: "https://app.example.com",
-  });
-  const third = Math.floor(MAX_PAGE_CHARS / 3) + 1000;
-  const records = [1, 2, 3].map((n) => record(n, third));
-  for (const csv of [false, true]) {
-    assert.equal(pageRows(records, csv).length, 2, `csv: ${csv}`);
-    assert.equal(pageRows([record(1, MAX_PAGE_CHARS)], csv).length, 1);
-  }
 });

@@ -11,7 +11,7 @@
  */
 import assert from "node:assert/strict";
 import { signInNew } from "../_helpers/dashboard_accounts.ts";
-import { csvCell } from "../../dashboard/routes/api.ts";
+import { csvCell } from "../../domain/csv.ts";
 import { cli } from "../_helpers/cli.ts";
 import { everything } from "../_helpers/harness.ts";
 import { assertEachGives } from "../_helpers/table.ts";

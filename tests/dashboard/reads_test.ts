@@ -37,7 +37,7 @@ Deno.test("the read API, the explorer, its live tail and the error pages read wi
     const page = await apiRequest(h, `${api}?q=checkout`, token);
     assert.equal(page.status, 200);
     assert.match(await page.text(), /Checkout failed/);
-    assert.deepEqual(calls.splice(0), ["queryLogs"]);
+    assert.deepEqual(calls.splice(0), ["exportPage"]);
     const rows = await apiRequest(h, `${api}?q=*%20%7C%20count`, token);
     assert.equal(await rows.text(), '{"count":2}\n');
     assert.deepEqual(calls.splice(0), ["aggregate"]);

@@ -79,6 +79,7 @@ Deno.test("the query thread answers each read as this thread does, and this thre
         ["facets", [{ filter }]],
         ["histogram", [range]],
         ["tailLogs", [tail]],
+        ["exportPage", [{ ...page, csv: true }]],
         ["readGroupDetail", [...detail]],
         ["readGroupUsers", [[group], {}]],
       ];
