@@ -3,12 +3,14 @@
  * read tokens loop a heavy aggregation over a stored project through the read
  * API, with the service's searches in their query thread (`QUERY_THREAD=on`,
  * the default) and in the thread that answers the endpoint (`off`), turn
- * about, each on a fresh copy of the store. The service runs as its `start`
+ * about, each on a fresh copy of the store; with `--rate`, wrk offers that many
+ * entries a second to the other project besides. The service runs as its `start`
  * task runs it, with the dashboard, on 127.0.0.1.
  *
  * ```sh
  * deno task bench:query --count 500000 --direct --keep data/bench-500k.sqlite
  * deno task bench:readers --store data/bench-500k.sqlite   # --readers 0,1,4 --seconds 15
+ * deno task bench:readers --store data/bench-500k.sqlite --rate 2000   # with wrk's ingest besides
  * ```
  *
  * @module
@@ -19,6 +21,7 @@ import { createReadToken } from "../db/tokens.ts";
 import { denoArgs, taskCommand } from "./options.ts";
 import { freePort, startServer } from "./server.ts";
 import { markdownTable } from "./report.ts";
+import { runWrk } from "./wrk.ts";
 
 const ROOT = new URL("../", import.meta.url);
 const ORIGIN = "https://app.example.com";
@@ -74,11 +77,42 @@ async function readLoop(url: string, token: string, stop: () => boolean) {
   return answered;
 }
 
+/** What a run measures. */
+interface Options {
+  store: string;
+  readers: number[];
+  ms: number;
+  query: string;
+  /** Entries a second offered to the victim's project besides, by wrk. */
+  rate: number;
+}
+
+/** Connections of the background ingest. */
+const INGEST_CONNECTIONS = 16;
+
+/** wrk offering about `rate` entries a second for `ms`, when `rate` > 0. */
+function ingest(base: string, victimId: string, rate: number, ms: number) {
+  if (rate === 0) return Promise.resolve(null);
+  return runWrk({
+    url: `${base}/api/v1/logs`,
+    connections: INGEST_CONNECTIONS,
+    threads: 2,
+    durationSeconds: Math.round(ms / 1000),
+    body: JSON.stringify({
+      level: "info",
+      projectId: victimId,
+      data: { title: "Background entry", message: "x".repeat(200) },
+    }),
+    addressOffset: 0,
+    delayMs: Math.round(INGEST_CONNECTIONS * 1000 / rate),
+  }).then(({ result }) => result);
+}
+
 /** The victim's `POST` times while `readers` loop the query, for `ms`. */
 async function measure(
   base: string,
   setup: Awaited<ReturnType<typeof prepare>>,
-  options: { readers: number; ms: number; query: string },
+  options: Omit<Options, "readers" | "store"> & { readers: number },
 ) {
   const until = performance.now() + options.ms;
   const stop = () => performance.now() >= until;
@@ -92,6 +126,7 @@ async function measure(
     { length: options.readers },
     () => readLoop(url, setup.token, stop),
   );
+  const background = ingest(base, setup.victimId, options.rate, options.ms);
   const times: number[] = [];
   for (let n = 0; !stop(); n++) {
     const began = performance.now();
@@ -110,18 +145,22 @@ async function measure(
     await new Promise((resolve) => setTimeout(resolve, POST_EVERY_MS));
   }
   const answered = (await Promise.all(loops)).reduce((a, b) => a + b, 0);
+  const wrk = await background;
   return {
     p50: quantile(times, 0.5),
     p99: quantile(times, 0.99),
     posts: times.length,
     answered,
+    ingested: wrk
+      ? `${Math.round(wrk.requestsPerSec)} (${wrk.non2xx} non-2xx)`
+      : "-",
   };
 }
 
 /** One service run over a fresh copy: a row per count of readers. */
 async function runMode(
   mode: "on" | "off",
-  options: { store: string; readers: number[]; ms: number; query: string },
+  options: Options,
   args: string[],
 ): Promise<string[][]> {
   const dir = await Deno.makeTempDir({ prefix: "bench-readers-" });
@@ -140,17 +179,15 @@ async function runMode(
         DASHBOARD: "on",
         ADMIN_PASSWORD: "readers benchmark",
         QUERY_THREAD: mode,
+        // wrk's requests come from one address, each its own by the header.
+        TRUST_PROXY: "1",
       },
     });
     const rows: string[][] = [];
     try {
       for (const readers of options.readers) {
         log(`QUERY_THREAD=${mode}, ${readers} readers`);
-        const r = await measure(service.url, setup, {
-          readers,
-          ms: options.ms,
-          query: options.query,
-        });
+        const r = await measure(service.url, setup, { ...options, readers });
         rows.push([
           mode,
           String(readers),
@@ -158,6 +195,7 @@ async function runMode(
           r.p99.toFixed(1),
           String(r.posts),
           String(r.answered),
+          r.ingested,
         ]);
       }
     } finally {
@@ -177,6 +215,7 @@ if (import.meta.main) {
       readers: { type: "string", default: "0,1,4" },
       seconds: { type: "string", default: "15" },
       query: { type: "string", default: "* | uniq context.userId" },
+      rate: { type: "string", default: "0" },
     },
   });
   if (values.store === undefined) {
@@ -191,6 +230,7 @@ if (import.meta.main) {
     readers: values.readers.split(",").map(Number),
     ms: Number(values.seconds) * 1000,
     query: values.query,
+    rate: Number(values.rate),
   };
   const rows = [
     ...await runMode("on", options, args),
@@ -207,6 +247,7 @@ if (import.meta.main) {
       "POST p99 ms",
       "POSTs",
       "reads answered",
+      "ingest req/s",
     ], rows),
   );
 }
