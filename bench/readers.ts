@@ -88,7 +88,7 @@ interface Options {
 }
 
 /** Connections of the background ingest. */
-const INGEST_CONNECTIONS = 16;
+const INGEST_CONNECTIONS = 64;
 
 /** wrk offering about `rate` entries a second for `ms`, when `rate` > 0. */
 function ingest(base: string, victimId: string, rate: number, ms: number) {
