@@ -14,7 +14,7 @@
 import { InexactReadError } from "./consistent.ts";
 import { InvalidQueryError } from "./filter.ts";
 import { HistogramCutError } from "./histogram.ts";
-import { READ_NAMES, type ReadName, type Reads } from "./reads.ts";
+import { OPTIONS_AT, READ_NAMES, type ReadName, type Reads } from "./reads.ts";
 import { OwnThread } from "../own_thread.ts";
 
 /** What the server tells the query thread. */
@@ -85,6 +85,15 @@ export function portableOptions(options: unknown): Record<string, unknown> {
   return portable;
 }
 
+/**
+ * A read's arguments as they cross: its options, or `{}` where they were
+ * left out, last.
+ */
+function crossing(read: ReadName, args: unknown[]): unknown[] {
+  const at = OPTIONS_AT[read];
+  return [...args.slice(0, at), portableOptions(args[at])];
+}
+
 /** The error a read failed with in the thread, as its own class where known. */
 export function errorFromThread(
   error: { name: string; message: string },
@@ -133,7 +142,7 @@ class ReadThread {
         type: "read",
         id,
         read,
-        args: [...args.slice(0, -1), portableOptions(args.at(-1))],
+        args: crossing(read, args),
       });
     });
   }

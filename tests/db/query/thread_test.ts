@@ -92,6 +92,15 @@ Deno.test("the query thread answers each read as this thread does, and this thre
         const answer = await withTimeout(read(thread), 20_000, name);
         assert.deepEqual(answer, await read(local), name);
       }
+      assert.deepEqual(
+        await thread.queryLogs(projectId),
+        await local.queryLogs(projectId),
+        "a read without its options takes their defaults",
+      );
+      assert.deepEqual(
+        await thread.facets(projectId),
+        await local.facets(projectId),
+      );
       const shown = await thread.readGroupDetail(projectId, ...detail);
       assert.equal(shown.latest?.id, error!.id, "the group's latest entry");
       assert.ok(shown.total > 0);
