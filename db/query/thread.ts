@@ -138,12 +138,18 @@ class ReadThread {
     const id = this.#nextId++;
     return new Promise((resolve, reject) => {
       this.#asked.set(id, { read, args, resolve, reject });
-      this.#thread.post({
-        type: "read",
-        id,
-        read,
-        args: crossing(read, args),
-      });
+      try {
+        this.#thread.post({
+          type: "read",
+          id,
+          read,
+          args: crossing(read, args),
+        });
+      } catch {
+        // Arguments that cannot cross (a function in a filter): read here.
+        this.#asked.delete(id);
+        this.#run(read, args).then(resolve, reject);
+      }
     });
   }
 

@@ -101,6 +101,14 @@ Deno.test("the query thread answers each read as this thread does, and this thre
         await thread.facets(projectId),
         await local.facets(projectId),
       );
+      assert.deepEqual(calls, [], "every read ran in the thread");
+      // Options that cannot cross are read here, not refused.
+      const odd = { ...page, note: () => "a function" } as typeof page;
+      assert.deepEqual(
+        await thread.queryLogs(projectId, odd),
+        await local.queryLogs(projectId, page),
+      );
+      assert.deepEqual(calls.splice(0), ["queryLogs"]);
       const shown = await thread.readGroupDetail(projectId, ...detail);
       assert.equal(shown.latest?.id, error!.id, "the group's latest entry");
       assert.ok(shown.total > 0);
