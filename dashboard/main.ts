@@ -8,7 +8,9 @@
  * @module
  */
 import { loadConfig } from "../config.ts";
-import { openKv } from "../db/open.ts";
+import { isLocalFile, openKv } from "../db/open.ts";
+import { localReads } from "../db/query/reads.ts";
+import { createQueryThread } from "../db/query/thread.ts";
 import { listenOrExit, onStopSignals } from "../server/serve.ts";
 import { createDashboard } from "./app.ts";
 import {
@@ -29,8 +31,14 @@ if (import.meta.main) {
   }
   const kv = await openKv(config.kvPath);
   const servicePort = config.servicePort;
+  // Searches read in a thread of their own, as in the service
+  // (docs/query.md#a-thread-of-its-own): one reader's never holds the pages.
+  const queryThread = loadConfig(env).queryThread && isLocalFile(config.kvPath)
+    ? createQueryThread({ kvPath: config.kvPath, local: localReads(kv) })
+    : null;
   const app = createDashboard({
     kv,
+    ...(queryThread ? { reads: queryThread } : {}),
     password: config.password,
     ...dashboardBounds(config),
     trustProxy: loadConfig(env).trustProxy,
@@ -54,6 +62,7 @@ if (import.meta.main) {
     ));
   const shutdown = async () => {
     await server.shutdown();
+    await queryThread?.stop();
     kv.close();
     Deno.exit(0);
   };
