@@ -145,7 +145,10 @@ function readParams(url: URL, now: number): {
   const cursor = params.get("cursor") ?? undefined;
   if (
     cursor !== undefined &&
-    !(/^[no]/.test(cursor) && isIdForm(cursor.slice(1)))
+    // After an entry (`n`, an id) or where a budget stopped (`N`, an id or
+    // a time's prefix of one).
+    !(/^[no]/.test(cursor) && isIdForm(cursor.slice(1)) ||
+      /^[NO][0-9a-f]{1,28}$/.test(cursor))
   ) {
     throw new ApiParameterError(
       `Cannot read "cursor" "${
@@ -330,6 +333,7 @@ async function readPage(
       filter: params.filter,
       limit: params.limit,
       ...(params.cursor === undefined ? {} : { cursor: params.cursor }),
+      ...(deps.queryBudget ? { budget: deps.queryBudget } : {}),
       csv: params.format === "csv",
     });
   } catch (error) {
