@@ -9,7 +9,7 @@
 import { csvRow } from "../../domain/csv.ts";
 import { type LogRecord, recordJson } from "../../domain/entry.ts";
 import {
-  DEFAULT_QUERY_LIMIT,
+  pageLimit,
   QUERY_BUDGET_MS,
   queryLogs,
   type QueryOptions,
@@ -60,22 +60,25 @@ export async function exportPage(
   projectId: string,
   options: ExportOptions,
 ): Promise<ExportPage> {
-  const { csv, limit = DEFAULT_QUERY_LIMIT, budget = {}, ...query } = options;
+  const { csv, budget = {}, ...query } = options;
+  const limit = pageLimit(options.limit);
+  const after = (query.order ?? "newest")[0];
   const clock = budget.clock ?? (() => performance.now());
   const deadline = clock() + (budget.ms ?? QUERY_BUDGET_MS);
+  let chunks = budget.chunks ?? Infinity;
   const rows: string[] = [];
   let size = 0;
   let cursor = query.cursor;
   while (rows.length < limit) {
-    const left = limit - rows.length;
     const part = await queryLogs(kv, projectId, {
       ...query,
-      limit: rows.length === 0 ? Math.min(left, FIRST_READ) : Math.min(
-        left,
-        Math.ceil((MAX_PAGE_CHARS - size) * rows.length / size) + 1,
-      ),
+      limit: partSize(limit - rows.length, rows.length, size),
       ...(cursor === undefined ? {} : { cursor }),
-      budget: { ...budget, ms: Math.max(1, deadline - clock()) },
+      budget: {
+        ...budget,
+        ms: Math.max(1, deadline - clock()),
+        ...(chunks === Infinity ? {} : { chunks }),
+      },
     });
     for (const record of part.records) {
       const row = entryRow(record, csv);
@@ -84,11 +87,24 @@ export async function exportPage(
       }
       size += row.length;
       rows.push(row);
-      cursor = `n${record.id}`;
+      cursor = `${after}${record.id}`;
     }
     if (part.cursor === null) return { rows, cursor: null };
     cursor = part.cursor;
-    if (part.searchedTo !== undefined) break;
+    chunks -= part.stats.chunksRead;
+    if (part.searchedTo !== undefined || chunks <= 0) break;
   }
   return { rows, cursor: cursor ?? null };
+}
+
+/**
+ * Entries the next part reads: the first {@linkcode FIRST_READ}, then as many
+ * as the rows so far say fit in what is left of the page (at least
+ * {@linkcode FIRST_READ}, so that a few large entries first do not make
+ * every later part small).
+ */
+function partSize(left: number, written: number, size: number): number {
+  if (written === 0) return Math.min(left, FIRST_READ);
+  const fit = Math.ceil((MAX_PAGE_CHARS - size) * written / size) + 1;
+  return Math.min(left, Math.max(fit, FIRST_READ));
 }

@@ -97,7 +97,7 @@ function afterCursor(
 }
 
 /** Records of a page: `limit` made a whole number from 1 to the most. */
-function pageLimit(limit = DEFAULT_QUERY_LIMIT): number {
+export function pageLimit(limit = DEFAULT_QUERY_LIMIT): number {
   return Math.min(MAX_QUERY_LIMIT, Math.max(1, Math.floor(limit)));
 }
 

@@ -92,3 +92,39 @@ queryProjectTest(
     );
   },
 );
+
+queryProjectTest(
+  "oldest first, a page cut for its size goes on oldest first",
+  async (kv, projectId) => {
+    const third = Math.floor(MAX_PAGE_CHARS / 3) + 1000;
+    const records = [1, 2, 3].map((n) =>
+      recordAt(T0 + n * 1000, { data: { text: `${n}`.repeat(third) } })
+    );
+    await storeBatch(kv, projectId, records);
+    const pages = await allPages(kv, projectId, {
+      csv: false,
+      order: "oldest",
+    });
+    assert.deepEqual(pages.map((p) => p.rows.length), [2, 1]);
+    assert.deepEqual(
+      pages.flatMap((p) => ids(p.rows)),
+      records.map((r) => r.id),
+    );
+  },
+);
+
+queryProjectTest(
+  "a page's limit is bounded as a query's: at least one entry, at most 1,000",
+  async (kv, projectId) => {
+    const records = Array.from(
+      { length: 1200 },
+      (_, i) => recordAt(T0 + i * 1000, { data: { n: i } }),
+    );
+    await storeBatch(kv, projectId, records);
+    for (const [limit, rows] of [[0, 1], [2.5, 2], [5000, 1000]]) {
+      const page = await exportPage(kv, projectId, { csv: false, limit });
+      assert.equal(page.rows.length, rows, `limit ${limit}`);
+      assert.notEqual(page.cursor, null, `limit ${limit}`);
+    }
+  },
+);
