@@ -39,6 +39,7 @@ export class OwnThread<To, From extends { type: string }> {
   #stopped = false;
   #restart: ReturnType<typeof setTimeout> | undefined;
   #onStopped: (() => void) | undefined;
+  #stopping: Promise<void> | undefined;
 
   constructor(options: OwnThreadOptions<To, From>) {
     this.#options = options;
@@ -61,8 +62,16 @@ export class OwnThread<To, From extends { type: string }> {
     return true;
   }
 
-  /** Asks the Worker to stop, waits for it (at most `stopMs`), ends it. */
-  async stop(): Promise<void> {
+  /**
+   * Asks the Worker to stop, waits for it (at most `stopMs`), ends it; a
+   * second call waits for the first.
+   */
+  stop(): Promise<void> {
+    this.#stopping ??= this.#stop();
+    return this.#stopping;
+  }
+
+  async #stop(): Promise<void> {
     this.#stopped = true;
     clearTimeout(this.#restart);
     const worker = this.#worker;

@@ -63,3 +63,21 @@ Deno.test("a merger thread that cannot open its database is one error, and stops
     await Deno.remove(dir, { recursive: true });
   }
 });
+
+Deno.test("stopping a merger thread twice at once waits for one stop, not for the bound", async () => {
+  const dir = await Deno.makeTempDir();
+  try {
+    const merger = createMergerThread({ kvPath: `${dir}/kv.sqlite` });
+    merger.start();
+    await withTimeout(merger.round(), 20_000, "the thread's round");
+    // A signal and a second one: the second stop must not take the first's
+    // answer, which would leave it waiting for its 30 s bound.
+    await withTimeout(
+      Promise.all([merger.stop(), merger.stop()]),
+      20_000,
+      "both stops",
+    );
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+});
