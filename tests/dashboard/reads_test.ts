@@ -15,6 +15,7 @@ import {
 } from "../_helpers/dashboard.ts";
 import { localReads } from "../../db/query/reads.ts";
 import { notedReads } from "../_helpers/query.ts";
+import { withTimeout } from "../_helpers/harness.ts";
 import { fingerprintOf } from "../../domain/fingerprint.ts";
 import { createReadToken } from "../../db/tokens.ts";
 
@@ -64,12 +65,15 @@ Deno.test("the read API, the explorer, its live tail and the error pages read wi
     );
     const reader = tail.body!.pipeThrough(new TextDecoderStream()).getReader();
     let sent = "";
-    while (!sent.includes("event: entry")) {
-      const { value, done } = await reader.read();
-      if (done) break;
-      sent += value;
-    }
-    await reader.cancel();
+    const firstEntry = async () => {
+      while (!sent.includes("event: entry")) {
+        const { value, done } = await reader.read();
+        if (done) break;
+        sent += value;
+      }
+    };
+    await withTimeout(firstEntry(), 5_000, "the tail's first entry")
+      .finally(() => reader.cancel());
     assert.match(sent, new RegExp(`id: ${stored[1]!.id}`));
     assert.ok(calls.includes("tailLogs"), calls.join(", "));
 
