@@ -47,8 +47,8 @@ const FIRST_READ = 100;
  * A page of a project's entries as rows, cut before they pass
  * {@linkcode MAX_PAGE_CHARS} (never to none), its cursor then after the
  * last row written. The entries are read in parts sized by the rows so far
- * (100 first), so a page of large entries reads about what it writes, not
- * its whole `limit`; the parts share the page's time budget.
+ * ({@linkcode partSize}), so a page of large entries reads about what it
+ * writes, not its whole `limit`; the parts share the page's budget.
  *
  * @example
  * ```ts
