@@ -7,6 +7,9 @@
  */
 import assert from "node:assert/strict";
 import { startServer, stopServer } from "./_helpers/disk.ts";
+import { withTimeout } from "./_helpers/harness.ts";
+import { createProject } from "../db/projects.ts";
+import { createReadToken } from "../db/tokens.ts";
 
 /** Asserts the status of `res` and one of its headers; drops the body. */
 async function assertHead(
@@ -64,6 +67,68 @@ Deno.test("main.ts routes the endpoint, the mounted dashboard and its assets thr
       "content-type",
       /text\/css/,
     );
+  } finally {
+    await stopServer(server);
+    await Deno.remove(dir, { recursive: true });
+  }
+});
+
+/** A project that allows `origin`, and a read token of it, in `kvPath`. */
+async function readableProject(kvPath: string, origin: string) {
+  const kv = await Deno.openKv(kvPath);
+  try {
+    const project = await createProject(kv, { name: "web", allow: [origin] });
+    const { token } = await createReadToken(kv, {
+      projectId: project.id,
+      name: "ci",
+      createdBy: "cli",
+    });
+    return { projectId: project.id, token };
+  } finally {
+    kv.close();
+  }
+}
+
+Deno.test("main.ts with the dashboard reads through its query thread: an entry sent is read back, and the thread logs no failure", async () => {
+  const dir = await Deno.makeTempDir();
+  const origin = "https://app.example.com";
+  const { projectId, token } = await readableProject(
+    `${dir}/kv.sqlite`,
+    origin,
+  );
+  const server = await startServer({
+    KV_PATH: `${dir}/kv.sqlite`,
+    DASHBOARD: "on",
+    ADMIN_PASSWORD: "correct horse battery",
+  });
+  try {
+    const posted = await fetch(`${server.url}/api/v1/logs`, {
+      method: "POST",
+      headers: { "Content-Type": "application/json", Origin: origin },
+      body: JSON.stringify({ level: "info", projectId, data: { title: "Hi" } }),
+    });
+    assert.equal(posted.status, 200);
+    await posted.body?.cancel();
+    const api = `${server.url}/dashboard/api/v1/projects/${projectId}/logs`;
+    // Stored within a second or so: read until the entry is there.
+    const readBack = async () => {
+      for (;;) {
+        const res = await fetch(`${api}?q=hi`, {
+          headers: { authorization: `Bearer ${token}` },
+        });
+        assert.equal(res.status, 200);
+        const text = await res.text();
+        if (text !== "") return JSON.parse(text);
+        await new Promise((resolve) => setTimeout(resolve, 100));
+      }
+    };
+    const entry = await withTimeout(readBack(), 20_000, "the entry read back");
+    assert.equal(entry.data.title, "Hi");
+    const rows = await fetch(`${api}?q=${encodeURIComponent("* | count")}`, {
+      headers: { authorization: `Bearer ${token}` },
+    });
+    assert.equal(await rows.text(), '{"count":1}\n');
+    assert.doesNotMatch(server.stderr(), /query thread/);
   } finally {
     await stopServer(server);
     await Deno.remove(dir, { recursive: true });
