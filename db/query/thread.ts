@@ -127,7 +127,7 @@ class ReadThread {
       receive: (message) => this.#receive(message),
       failed: (reason) => {
         report(new Error(`Cannot read in the query thread: ${reason}`));
-        this.#readHere();
+        void this.#readHere();
       },
     });
     this.#thread.start();
@@ -155,7 +155,8 @@ class ReadThread {
 
   async stop(): Promise<void> {
     await this.#thread.stop();
-    this.#readHere();
+    // Answered before the caller closes the handle they read with.
+    await this.#readHere();
   }
 
   #run(read: ReadName, args: unknown[]): Promise<unknown> {
@@ -171,12 +172,14 @@ class ReadThread {
   }
 
   /** The reads a thread that ended had in hand, run in this thread. */
-  #readHere(): void {
+  #readHere(): Promise<unknown> {
     const asked = [...this.#asked.values()];
     this.#asked.clear();
-    for (const { read, args, resolve, reject } of asked) {
-      this.#run(read, args).then(resolve, reject);
-    }
+    return Promise.allSettled(
+      asked.map(({ read, args, resolve, reject }) =>
+        this.#run(read, args).then(resolve, reject)
+      ),
+    );
   }
 }
 

@@ -22,6 +22,8 @@ function post(message: FromQueryThread | ThreadNotice): void {
 }
 
 let opened: Promise<{ kv: Deno.Kv; reads: Reads }> | undefined;
+/** The reads under way. */
+const inFlight = new Set<Promise<void>>();
 
 async function open(kvPath: string) {
   const kv = await openKv(kvPath);
@@ -58,9 +60,14 @@ scope.onmessage = async (event) => {
       opened = open(message.kvPath);
       await opened;
     } else if (message.type === "read") {
-      await read(message);
+      const reading = read(message);
+      inFlight.add(reading);
+      await reading.finally(() => inFlight.delete(reading));
     } else if (message.type === "stop") {
       const started = await opened?.catch(() => undefined);
+      // The reads under way finish (each within its budget) before the
+      // handle they read with closes.
+      await Promise.allSettled(inFlight);
       started?.kv.close();
       post({ type: "stopped" });
     }

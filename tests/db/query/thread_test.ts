@@ -206,3 +206,30 @@ Deno.test("options cross without clocks, a deadline as the time left, errors by 
   assert.ok(isLockedError(locked), "a locked database stays a 503");
   assert.equal(locked.message, "held");
 });
+
+Deno.test("a read under way when the thread stops is answered, not failed by its closing handle", async () => {
+  await withStore(async (kv, kvPath, projectId) => {
+    // Enough entries that a count of distinct values takes many turns.
+    for (let b = 0; b < 20; b++) {
+      await storeBatch(
+        kv,
+        projectId,
+        Array.from(
+          { length: 1000 },
+          (_, i) =>
+            recordAt(T0 + HOUR + b * 1000 + i, {
+              context: { userId: `user_${b * 1000 + i}` },
+            }),
+        ),
+      );
+    }
+    const local = localReads(kv);
+    const thread = createQueryThread({ kvPath, local });
+    const asked = { pipe: parseSearch("* | uniq context.userId").pipe! };
+    // The thread opens its handle first: a read it already began is the case.
+    await thread.queryLogs(projectId, { limit: 1 });
+    const reading = thread.aggregate(projectId, asked);
+    await thread.stop();
+    assert.deepEqual(await reading, await local.aggregate(projectId, asked));
+  });
+});
