@@ -31,7 +31,7 @@ import {
 } from "../domain/symbolicate.ts";
 import { encodeRecordLine } from "./storage/lines.ts";
 import { releaseOf } from "./releases.ts";
-import { getEntry } from "./query/mod.ts";
+import { getEntry } from "./query/query.ts";
 import {
   listSourceMaps,
   mapMatches,

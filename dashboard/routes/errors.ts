@@ -24,7 +24,6 @@ import { TRIAGE_DONE } from "./errors_triage.ts";
 import { DAY_MS } from "../../domain/entry.ts";
 import type { Project } from "../../db/projects.ts";
 import { ErrorGroupPage } from "../pages/error_group.tsx";
-import { shownStack } from "../../db/symbolicate.ts";
 import { ErrorsPage } from "../pages/errors.tsx";
 import {
   type DashApp,
@@ -128,7 +127,7 @@ export function errorsRoutes(app: DashApp, deps: DashboardDeps): void {
         detail,
         now,
         resolved: detail.latest &&
-          await shownStack(kv, project.id, detail.latest),
+          await deps.reads.shownStack(project.id, detail.latest),
         ...(triage ? { triage } : {}),
         accounts,
         ...doneNotice(c, TRIAGE_DONE),

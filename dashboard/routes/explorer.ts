@@ -27,7 +27,6 @@ import {
 import { type ExplorerData, ExplorerPage } from "../pages/explorer.tsx";
 import { EntryDetail } from "../pages/entry.tsx";
 import { ExplorerEntryPage } from "../pages/explorer_entry.tsx";
-import { shownStack } from "../../db/symbolicate.ts";
 import { entryLinks, EntryList, TailRow } from "../pages/explorer_list.tsx";
 import {
   aroundEntry,
@@ -273,7 +272,7 @@ async function entryPage(
   }
   const { state } = readState(new URL(c.req.url).searchParams);
   const ctx = pageContext(c, deps);
-  const resolved = await shownStack(kv, project.id, record);
+  const resolved = await deps.reads.shownStack(project.id, record);
   if (detail) {
     const links = entryLinks(ctx.base, project.id, state);
     return c.html(

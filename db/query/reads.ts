@@ -1,7 +1,7 @@
 /**
  * The reads a reader's request runs: a page of entries, an aggregation,
- * facets, a histogram, a live tail's poll, an export's page and an error
- * group's breakdowns, over one KV handle in this thread
+ * facets, a histogram, a live tail's poll, an export's page, an error
+ * group's breakdowns and a stack resolved through its source maps, over one KV handle in this thread
  * ({@linkcode localReads}) or in a thread of their own (db/query/thread.ts),
  * so that a heavy search never holds the thread that answers the endpoint.
  *
@@ -20,6 +20,8 @@ import {
   readGroupUsers,
 } from "../error_group_detail.ts";
 import type { ErrorGroup } from "../error_group_reads.ts";
+import { shownStack } from "../symbolicate.ts";
+import type { LogRecord, ResolvedStack } from "../../domain/entry.ts";
 import { type ExportOptions, type ExportPage, exportPage } from "./export.ts";
 import { type Facets, facets, type FacetsOptions } from "./facets.ts";
 import {
@@ -56,6 +58,12 @@ export interface Reads {
     groups: ErrorGroup[],
     options: { budgetMs?: number; clock?: () => number },
   ): Promise<GroupUsers>;
+  /** An entry's stack as shown, resolved through its release's maps now. */
+  shownStack(
+    projectId: string,
+    record: LogRecord,
+    options?: Record<never, never>,
+  ): Promise<ResolvedStack | null>;
 }
 
 /** The name of one of the {@linkcode Reads}. */
@@ -74,6 +82,7 @@ export const OPTIONS_AT = {
   exportPage: 1,
   readGroupDetail: 2,
   readGroupUsers: 2,
+  shownStack: 2,
 } as const satisfies Record<ReadName, number>;
 
 /** Every name of the {@linkcode Reads}. */
@@ -99,5 +108,6 @@ export function localReads(kv: Deno.Kv): Reads {
       readGroupDetail(kv, projectId, fingerprint, options),
     readGroupUsers: (projectId, groups, options) =>
       readGroupUsers(kv, projectId, groups, options),
+    shownStack: (projectId, record) => shownStack(kv, projectId, record),
   };
 }

@@ -86,6 +86,15 @@ Deno.test("the read API, the explorer, its live tail and the error pages read wi
     );
     assert.equal(group.status, 200);
     assert.match(textOf(await group.text()), /Checkout failed/);
-    assert.deepEqual(calls, ["readGroupUsers", "readGroupDetail"]);
+    assert.deepEqual(calls.splice(0), [
+      "readGroupUsers",
+      "readGroupDetail",
+      "shownStack",
+    ]);
+    const entry = await browser.get(
+      `/projects/${project.id}/entries/${stored[0]!.id}`,
+    );
+    assert.match(textOf(await entry.text()), /Checkout failed/);
+    assert.deepEqual(calls, ["shownStack"]);
   }, { dashboard: { reads: notedReads(() => localReads(kv!), calls) } });
 });

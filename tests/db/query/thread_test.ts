@@ -72,6 +72,12 @@ Deno.test("the query thread answers each read as this thread does, and this thre
       const [error] = (await local.queryLogs(projectId, errors)).records;
       const { fingerprint } = fingerprintOf(error!);
       const group = { fingerprint, firstSeen: T0 } as ErrorGroup;
+      const withStack = recordAt(T0, {
+        data: {
+          stack: "TypeError: x\n    at pay (https://a.example/app.js:1:9)",
+        },
+        context: { release: "1.0.0" },
+      });
       const detail = [fingerprint, { now: T0 + 3 * HOUR }] as const;
       const asked: [keyof Reads, unknown[]][] = [
         ["queryLogs", [page]],
@@ -82,6 +88,8 @@ Deno.test("the query thread answers each read as this thread does, and this thre
         ["exportPage", [{ ...page, csv: true }]],
         ["readGroupDetail", [...detail]],
         ["readGroupUsers", [[group], {}]],
+        ["shownStack", [error]],
+        ["shownStack", [withStack]],
       ];
       for (const [name, args] of asked) {
         const read = (reads: Reads) =>
