@@ -107,7 +107,7 @@ const schema = z.object({
     alertPrivateTargets: v.ALERT_PRIVATE_TARGETS === "allow",
     /** Whether a database file's merger has a thread of its own (`MERGE_THREAD`). */
     mergeThread: v.MERGE_THREAD === "on",
-    /** Whether the dashboard's and read API's reads have one (`QUERY_THREAD`). */
+    /** Whether reads and source map resolution have one (`QUERY_THREAD`). */
     queryThread: v.QUERY_THREAD === "on",
     /**
      * Longest an entry waits for others to share its commit, while fewer

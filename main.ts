@@ -101,6 +101,12 @@ if (import.meta.main) {
     burst: config.rateLimitBurst,
     trustProxy: config.trustProxy,
   });
+  // Reads of the file in a thread of their own
+  // (docs/query.md#a-thread-of-its-own): the dashboard's searches, and the
+  // consumer's stacks resolved through source maps.
+  const queryThread = config.queryThread && isLocalFile(config.kvPath)
+    ? createQueryThread({ kvPath: config.kvPath, local: localReads(kv) })
+    : null;
   const pipeline = createPipeline({
     kv,
     config,
@@ -110,6 +116,7 @@ if (import.meta.main) {
     ...(config.mergeThread && isLocalFile(config.kvPath)
       ? { mergeThread: config.kvPath }
       : {}),
+    ...(queryThread ? { resolveStacks: queryThread.resolveStacks } : {}),
   });
   pipeline.start();
   const rateSync = new BusyTicker(
@@ -180,12 +187,6 @@ if (import.meta.main) {
     errorLog,
   };
   const app = createApp(routeOptions);
-  // The dashboard's searches read the file in a thread of their own
-  // (docs/query.md#a-thread-of-its-own).
-  const queryThread = dashboard && config.queryThread &&
-      isLocalFile(config.kvPath)
-    ? createQueryThread({ kvPath: config.kvPath, local: localReads(kv) })
-    : null;
   if (dashboard) {
     mountDashboard(app, {
       kv,

@@ -73,7 +73,19 @@ export interface SourceMapResolverOptions {
   parseBudgetMs?: number;
   /** Measures the time parsing takes. @default {performance.now} */
   clock?: () => number;
+  /**
+   * Resolves the stacks of records whose release has maps elsewhere (the
+   * query thread, db/query/thread.ts), one answer per record in order.
+   * @default {@linkcode SourceMapResolver.resolveMany} in this thread
+   */
+  resolveStacks?: ResolveStacks;
 }
+
+/** Resolves the stacks of `records` of a project, one answer each, in order. */
+export type ResolveStacks = (
+  projectId: string,
+  records: LogRecord[],
+) => Promise<(ResolvedStack | null)[]>;
 
 /** The key a parsed map is kept by. */
 function keyOf(projectId: string, map: SourceMapRecord): string {
@@ -103,6 +115,7 @@ export class SourceMapResolver {
   #bytes = 0;
   #parseBudgetMs: number;
   #clock: () => number;
+  #resolveStacks: ResolveStacks;
   /** Parsing time spent per project in its current window. */
   #parsing = new Map<string, { since: number; ms: number }>();
 
@@ -113,6 +126,8 @@ export class SourceMapResolver {
     this.#maxBytes = options.maxBytes ?? MAX_CACHED_MAP_BYTES;
     this.#parseBudgetMs = options.parseBudgetMs ?? PARSE_BUDGET_MS;
     this.#clock = options.clock ?? (() => performance.now());
+    this.#resolveStacks = options.resolveStacks ??
+      ((projectId, records) => this.resolveMany(projectId, records));
   }
 
   /** A project's index of maps, read again once older than the TTL. */
@@ -292,29 +307,54 @@ export class SourceMapResolver {
   }
 
   /**
+   * The stacks of `records` resolved as {@linkcode resolve} does, one
+   * answer each, in order.
+   *
+   * @example
+   * ```ts
+   * const [stack] = await resolver.resolveMany(projectId, [record]);
+   * ```
+   */
+  async resolveMany(
+    projectId: string,
+    records: LogRecord[],
+  ): Promise<(ResolvedStack | null)[]> {
+    const stacks: (ResolvedStack | null)[] = [];
+    for (const record of records) {
+      stacks.push(await this.resolve(projectId, record));
+    }
+    return stacks;
+  }
+
+  /**
    * Resolves the stacks of `records` whose release has maps, in place
    * (`record.resolved`), and returns the lines to store them by: such
-   * records are encoded again, the others keep `lineOf`'s line.
+   * records are encoded again, the others keep `lineOf`'s line. Only those
+   * records go to `resolveStacks`; the others cost an index lookup.
    */
   async resolveRecords(
     projectId: string,
     records: LogRecord[],
     lineOf: (record: LogRecord) => string,
   ): Promise<(record: LogRecord) => string> {
-    let changed: Set<LogRecord> | null = null;
+    const mapped: LogRecord[] = [];
     for (const record of records) {
-      if (record.data.stack === undefined || releaseOf(record) === null) {
-        continue;
-      }
-      const resolved = await this.resolve(projectId, record);
-      if (resolved === null) continue;
-      record.resolved = resolved;
-      (changed ??= new Set()).add(record);
+      const release = releaseOf(record);
+      if (record.data.stack === undefined || release === null) continue;
+      if ((await this.index(projectId)).releases[release]) mapped.push(record);
     }
-    if (changed === null) return lineOf;
-    const encoded = changed;
+    if (mapped.length === 0) return lineOf;
+    const stacks = await this.#resolveStacks(projectId, mapped);
+    const changed = new Set<LogRecord>();
+    mapped.forEach((record, i) => {
+      const resolved = stacks[i];
+      if (resolved === null || resolved === undefined) return;
+      record.resolved = resolved;
+      changed.add(record);
+    });
+    if (changed.size === 0) return lineOf;
     return (record) =>
-      encoded.has(record) ? encodeRecordLine(record) : lineOf(record);
+      changed.has(record) ? encodeRecordLine(record) : lineOf(record);
   }
 }
 

@@ -42,7 +42,7 @@ import {
 import { scrubRecords } from "./accept.ts";
 import { admitAndAccept } from "./admit.ts";
 import { addUsage } from "../db/usage.ts";
-import { SourceMapResolver } from "../db/symbolicate.ts";
+import { type ResolveStacks, SourceMapResolver } from "../db/symbolicate.ts";
 import {
   BatchFormatError,
   decodeBatchHeader,
@@ -158,6 +158,11 @@ export interface ConsumerOptions {
    * space (the disk space guard, docs/design.md#full-disk).
    */
   gate?: WriteGate;
+  /**
+   * Resolves stacks through source maps elsewhere (the query thread).
+   * @default in this thread
+   */
+  resolveStacks?: ResolveStacks;
 }
 
 /** What {@linkcode Consumer.process} did. */
@@ -186,7 +191,12 @@ export class Consumer {
     this.#maxSkewMs = options.maxSkewMs;
     this.#now = options.now ?? Date.now;
     this.#gate = options.gate;
-    this.#maps = new SourceMapResolver(kv, { now: this.#now });
+    this.#maps = new SourceMapResolver(kv, {
+      now: this.#now,
+      ...(options.resolveStacks
+        ? { resolveStacks: options.resolveStacks }
+        : {}),
+    });
   }
 
   /**

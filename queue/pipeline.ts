@@ -12,6 +12,7 @@ import { ProjectCache } from "../auth/projects.ts";
 import { failureLine } from "../db/locked.ts";
 import type { SpaceGuard } from "../db/space.ts";
 import { Consumer } from "./consumer.ts";
+import type { ResolveStacks } from "../db/symbolicate.ts";
 import { createMerger, type Merger } from "./merger.ts";
 import { createMergerThread } from "./merger_thread.ts";
 import { type CommitRider, GroupCommitter } from "./producer.ts";
@@ -105,6 +106,11 @@ export interface PipelineOptions {
    * pipeline.
    */
   space?: SpaceGuard;
+  /**
+   * Resolves the consumer's stacks through source maps elsewhere (the query
+   * thread). @default in this thread
+   */
+  resolveStacks?: ResolveStacks;
 }
 
 /** The running queue of one process. */
@@ -152,6 +158,7 @@ export function createPipeline(options: PipelineOptions): Pipeline {
     projects: new ProjectCache(kv, { ttlMs: config.projectCacheMs, now }),
     ...(sleep ? { sleep } : {}),
     ...(space ? { gate: space } : {}),
+    ...(options.resolveStacks ? { resolveStacks: options.resolveStacks } : {}),
   });
   const worker = new BatchWorker({
     kv,

@@ -20,7 +20,7 @@ import {
   readGroupUsers,
 } from "../error_group_detail.ts";
 import type { ErrorGroup } from "../error_group_reads.ts";
-import { shownStack } from "../symbolicate.ts";
+import { shownStack, SourceMapResolver } from "../symbolicate.ts";
 import type { LogRecord, ResolvedStack } from "../../domain/entry.ts";
 import { type ExportOptions, type ExportPage, exportPage } from "./export.ts";
 import { type Facets, facets, type FacetsOptions } from "./facets.ts";
@@ -58,6 +58,15 @@ export interface Reads {
     groups: ErrorGroup[],
     options: { budgetMs?: number; clock?: () => number },
   ): Promise<GroupUsers>;
+  /**
+   * The stacks of records resolved through their releases' maps, as the
+   * consumer stores them (one resolver of parsed maps kept per reads).
+   */
+  resolveStacks(
+    projectId: string,
+    records: LogRecord[],
+    options?: Record<never, never>,
+  ): Promise<(ResolvedStack | null)[]>;
   /** An entry's stack as shown, resolved through its release's maps now. */
   shownStack(
     projectId: string,
@@ -83,6 +92,7 @@ export const OPTIONS_AT = {
   readGroupDetail: 2,
   readGroupUsers: 2,
   shownStack: 2,
+  resolveStacks: 2,
 } as const satisfies Record<ReadName, number>;
 
 /** Every name of the {@linkcode Reads}. */
@@ -97,6 +107,7 @@ export const READ_NAMES = Object.keys(OPTIONS_AT) as ReadName[];
  * ```
  */
 export function localReads(kv: Deno.Kv): Reads {
+  let resolver: SourceMapResolver | undefined;
   return {
     queryLogs: (projectId, options) => queryLogs(kv, projectId, options),
     aggregate: (projectId, options) => aggregate(kv, projectId, options),
@@ -109,5 +120,7 @@ export function localReads(kv: Deno.Kv): Reads {
     readGroupUsers: (projectId, groups, options) =>
       readGroupUsers(kv, projectId, groups, options),
     shownStack: (projectId, record) => shownStack(kv, projectId, record),
+    resolveStacks: (projectId, records) =>
+      (resolver ??= new SourceMapResolver(kv)).resolveMany(projectId, records),
   };
 }

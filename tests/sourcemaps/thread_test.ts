@@ -1,0 +1,117 @@
+/**
+ * The consumer's stacks resolved in the query thread (`resolveStacks`): an
+ * error of a release with maps is stored resolved by the thread, not by the
+ * server's thread, and only such entries cross; the rest keep their lines.
+ *
+ * @module
+ */
+import assert from "node:assert/strict";
+import { uploadSourceMap } from "../../db/sourcemaps.ts";
+import { SourceMapResolver } from "../../db/symbolicate.ts";
+import { localReads } from "../../db/query/reads.ts";
+import { createQueryThread } from "../../db/query/thread.ts";
+import type { LogRecord } from "../../domain/entry.ts";
+import { buildBundle, thrownStack } from "../_helpers/bundle.ts";
+import { store } from "../_helpers/dashboard.ts";
+import { type Harness, withHarness } from "../_helpers/harness.ts";
+import { notedReads, recordAt, T0 } from "../_helpers/query.ts";
+
+const bundle = await buildBundle();
+const stack = await thrownStack(
+  bundle,
+  "https://shop.example.com/assets/app.min.js",
+);
+
+async function upload(h: Harness, projectId: string) {
+  await uploadSourceMap(h.kv, {
+    projectId,
+    release: "1.0.0",
+    url: "app.min.js",
+    bytes: new TextEncoder().encode(bundle.map),
+    now: h.clock.now(),
+  });
+}
+
+Deno.test("an error of a release with maps is stored resolved by the query thread, and the server's thread parses no map", async () => {
+  const dir = await Deno.makeTempDir();
+  const kvPath = `${dir}/kv.sqlite`;
+  const kv = await Deno.openKv(kvPath);
+  const calls: string[] = [];
+  const crossed: number[] = [];
+  const thread = createQueryThread({
+    kvPath,
+    local: notedReads(() => localReads(kv), calls),
+  });
+  try {
+    await withHarness(async (h) => {
+      const project = await h.project();
+      await upload(h, project.id);
+      const [resolved, plain] = await store(h, project.id, [
+        {
+          level: "error",
+          data: { title: "Cart", stack },
+          context: { release: "1.0.0" },
+        },
+        { level: "error", data: { title: "Cart", stack }, context: {} },
+      ]);
+      const top = resolved!.resolved!.frames[0]!;
+      assert.deepEqual([top.resolved, top.function, top.file], [
+        true,
+        "checkout",
+        "src/cart.js",
+      ]);
+      assert.equal(plain!.resolved, undefined);
+      assert.deepEqual(crossed, [1], "one record crossed");
+      assert.deepEqual(calls, [], "resolved in the thread");
+    }, {
+      kv,
+      pipeline: {
+        resolveStacks: (projectId, records) => {
+          crossed.push(records.length);
+          return thread.resolveStacks(projectId, records);
+        },
+      },
+    });
+  } finally {
+    await thread.stop();
+    try {
+      kv.close();
+    } catch { /* closed with the harness */ }
+    await Deno.remove(dir, { recursive: true });
+  }
+});
+
+Deno.test("only records whose release has maps go to resolveStacks, and their lines are encoded again", async () => {
+  await withHarness(async (h) => {
+    const project = await h.project();
+    await upload(h, project.id);
+    const asked: LogRecord[][] = [];
+    const resolver = new SourceMapResolver(h.kv, {
+      resolveStacks: (projectId, records) => {
+        asked.push(records);
+        return new SourceMapResolver(h.kv).resolveMany(projectId, records);
+      },
+    });
+    const mapped = recordAt(T0, {
+      data: { stack },
+      context: { release: "1.0.0" },
+    });
+    const others = [
+      recordAt(T0 + 1, { data: { stack }, context: { release: "2.0.0" } }),
+      recordAt(T0 + 2, { data: { stack } }),
+      recordAt(T0 + 3, { context: { release: "1.0.0" } }),
+    ];
+    const lineOf = await resolver.resolveRecords(
+      project.id,
+      [mapped, ...others],
+      () => "as sent",
+    );
+    assert.deepEqual(asked, [[mapped]]);
+    assert.equal(mapped.resolved!.frames[0]!.function, "checkout");
+    assert.match(lineOf(mapped), /"resolved"/);
+    assert.deepEqual(others.map(lineOf), ["as sent", "as sent", "as sent"]);
+    asked.length = 0;
+    await resolver.resolveRecords(project.id, others, () => "as sent");
+    assert.deepEqual(asked, [], "no crossing without a mapped release");
+  });
+});
