@@ -114,6 +114,7 @@ class ReadThread {
   #thread: OwnThread<ToQueryThread, FromQueryThread>;
   #nextId = 0;
   #asked = new Map<number, Asked>();
+  #started = false;
 
   constructor(options: QueryThreadOptions) {
     this.#local = options.local;
@@ -130,10 +131,15 @@ class ReadThread {
         void this.#readHere();
       },
     });
-    this.#thread.start();
   }
 
   read(read: ReadName, args: unknown[]): Promise<unknown> {
+    // Started at the first read: a service nothing reads costs nothing more
+    // at rest.
+    if (!this.#started) {
+      this.#started = true;
+      this.#thread.start();
+    }
     if (!this.#thread.running) return this.#run(read, args);
     const id = this.#nextId++;
     return new Promise((resolve, reject) => {

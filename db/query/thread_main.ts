@@ -21,6 +21,7 @@ function post(message: FromQueryThread | ThreadNotice): void {
   scope.postMessage(message);
 }
 
+let kvPath: string | undefined;
 let opened: Promise<{ kv: Deno.Kv; reads: Reads }> | undefined;
 /** The reads under way. */
 const inFlight = new Set<Promise<void>>();
@@ -57,9 +58,11 @@ scope.onmessage = async (event) => {
   const message = event.data;
   try {
     if (message.type === "start") {
-      opened = open(message.kvPath);
-      await opened;
+      // Opened at the first read: a thread nothing reads with costs nothing
+      // at rest (a KV handle has timers of its own).
+      kvPath = message.kvPath;
     } else if (message.type === "read") {
+      opened ??= open(kvPath!);
       const reading = read(message);
       inFlight.add(reading);
       await reading.finally(() => inFlight.delete(reading));
