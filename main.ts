@@ -20,8 +20,7 @@ import { lockedAsLine } from "./db/locked.ts";
 import { isLocalFile, openKv } from "./db/open.ts";
 import { openSpaceGuard, type SpaceGuard } from "./db/space.ts";
 import { logMergeFailure } from "./queue/merger.ts";
-import { localReads } from "./db/query/reads.ts";
-import { createQueryThread } from "./db/query/thread.ts";
+import { queryThreadOf } from "./db/query/thread.ts";
 import { createPipeline } from "./queue/pipeline.ts";
 import { BusyTicker } from "./queue/ticker.ts";
 import { RateLimiter } from "./routes/rate_limit/mod.ts";
@@ -104,9 +103,7 @@ if (import.meta.main) {
   // Reads of the file in a thread of their own
   // (docs/query.md#a-thread-of-its-own): the dashboard's searches, and the
   // consumer's stacks resolved through source maps.
-  const queryThread = config.queryThread && isLocalFile(config.kvPath)
-    ? createQueryThread({ kvPath: config.kvPath, local: localReads(kv) })
-    : null;
+  const queryThread = queryThreadOf(kv, config.kvPath, config.queryThread);
   const pipeline = createPipeline({
     kv,
     config,

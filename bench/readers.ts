@@ -22,6 +22,7 @@ import { denoArgs, taskCommand } from "./options.ts";
 import { freePort, startServer } from "./server.ts";
 import { markdownTable } from "./report.ts";
 import { runWrk } from "./wrk.ts";
+import { quantile } from "./timing.ts";
 
 const ROOT = new URL("../", import.meta.url);
 const ORIGIN = "https://app.example.com";
@@ -31,12 +32,6 @@ const WRK_ORIGIN = "https://bench.example";
 const POST_EVERY_MS = 50;
 
 const log = (line: string) => console.error(line);
-
-/** The `q` quantile of `values`. */
-function quantile(values: number[], q: number): number {
-  const sorted = [...values].sort((x, y) => x - y);
-  return sorted[Math.min(sorted.length - 1, Math.ceil(sorted.length * q) - 1)]!;
-}
 
 /** A copy of the store with a reader's token and a victim project. */
 async function prepare(store: string, dir: string) {

@@ -21,15 +21,10 @@ import { createDashboard } from "../dashboard/app.ts";
 import { createProject } from "../db/projects.ts";
 import { createPipeline } from "../queue/pipeline.ts";
 import { signIn } from "./dashboard.ts";
+import { quantile } from "./timing.ts";
 
 const PASSWORD = "tails benchmark";
 const ORIGIN = "https://app.example.com";
-/** The `q` quantile of `values`, in their unit. */
-function quantile(values: number[], q: number): number {
-  const sorted = [...values].sort((x, y) => x - y);
-  return sorted[Math.min(sorted.length - 1, Math.ceil(sorted.length * q) - 1)]!;
-}
-
 /** POSTs `count` entries one after the other; each one's time in ms. */
 async function timePosts(
   endpoint: string,

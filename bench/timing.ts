@@ -20,6 +20,20 @@ export function median(values: number[]): number {
 }
 
 /**
+ * The `q` quantile of `values` (the smallest value at or above that share),
+ * in their unit.
+ *
+ * @example
+ * ```ts
+ * quantile([5, 1, 3, 2], 0.5); // 2
+ * ```
+ */
+export function quantile(values: number[], q: number): number {
+  const sorted = [...values].sort((x, y) => x - y);
+  return sorted[Math.min(sorted.length - 1, Math.ceil(sorted.length * q) - 1)]!;
+}
+
+/**
  * Runs `run` once, timed ("first": a fresh handle, nothing cached), then
  * `runs` more times for the median of their times. Answers what the first
  * run gave. `clock` reads milliseconds (tests script it).

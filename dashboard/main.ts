@@ -8,9 +8,8 @@
  * @module
  */
 import { loadConfig } from "../config.ts";
-import { isLocalFile, openKv } from "../db/open.ts";
-import { localReads } from "../db/query/reads.ts";
-import { createQueryThread } from "../db/query/thread.ts";
+import { openKv } from "../db/open.ts";
+import { queryThreadOf } from "../db/query/thread.ts";
 import { listenOrExit, onStopSignals } from "../server/serve.ts";
 import { createDashboard } from "./app.ts";
 import {
@@ -33,9 +32,11 @@ if (import.meta.main) {
   const servicePort = config.servicePort;
   // Searches read in a thread of their own, as in the service
   // (docs/query.md#a-thread-of-its-own): one reader's never holds the pages.
-  const queryThread = loadConfig(env).queryThread && isLocalFile(config.kvPath)
-    ? createQueryThread({ kvPath: config.kvPath, local: localReads(kv) })
-    : null;
+  const queryThread = queryThreadOf(
+    kv,
+    config.kvPath,
+    loadConfig(env).queryThread,
+  );
   const app = createDashboard({
     kv,
     ...(queryThread ? { reads: queryThread } : {}),

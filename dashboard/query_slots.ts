@@ -1,8 +1,9 @@
 /**
  * Queries one account (all its sessions together) or one read token may
- * run at once, and the dashboard in all: each runs on the thread that also
- * answers the endpoint, so one reader looping heavy queries must not hold
- * it for everyone (docs/limits.md#dashboard). Kept in memory, per process.
+ * run at once, and the dashboard in all: whether they read in the query
+ * thread or in the server's, one reader looping heavy queries must not
+ * hold them for everyone (docs/limits.md#dashboard). Kept in memory, per
+ * process.
  * The live tail's slots (dashboard/routes/tail.ts) count with the same
  * {@linkcode giveBack}.
  *

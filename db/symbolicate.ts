@@ -52,9 +52,9 @@ export const INDEX_TTL_MS = 5_000;
 export const MAX_CACHED_MAP_BYTES = 256_000_000;
 /**
  * Time one project's maps may be parsed in for the entries of each
- * {@linkcode PARSE_WINDOW_MS}: parsing runs on the thread that answers every
- * project, and a sender whose stacks name more maps than are kept would
- * have them parsed again for every entry. Past it a frame waits for the
+ * {@linkcode PARSE_WINDOW_MS}: parsing runs on a thread every project
+ * shares (the query thread, or the server's), and a sender whose stacks name
+ * more maps than are kept would have them parsed again for every entry. Past it a frame waits for the
  * page that shows it (which resolves it then).
  */
 export const PARSE_BUDGET_MS = 1_000;

@@ -14,8 +14,15 @@
 import { InexactReadError } from "./consistent.ts";
 import { InvalidQueryError } from "./filter.ts";
 import { HistogramCutError } from "./histogram.ts";
-import { OPTIONS_AT, READ_NAMES, type ReadName, type Reads } from "./reads.ts";
+import {
+  localReads,
+  OPTIONS_AT,
+  READ_NAMES,
+  type ReadName,
+  type Reads,
+} from "./reads.ts";
 import { OwnThread } from "../own_thread.ts";
+import { isLocalFile } from "../open.ts";
 
 /** What the server tells the query thread. */
 export type ToQueryThread =
@@ -209,4 +216,25 @@ export function createQueryThread(options: QueryThreadOptions): QueryThread {
     ]),
   ) as unknown as Reads;
   return { ...reads, stop: () => thread.stop() };
+}
+
+/**
+ * The query thread of the database at `kvPath` when `enabled`
+ * (`QUERY_THREAD`) and it is a file on this machine; `null` for `:memory:`,
+ * a KV Connect URL or Deno Deploy's own KV, whose reads run in this thread.
+ *
+ * @example
+ * ```ts
+ * const thread = queryThreadOf(kv, config.kvPath, config.queryThread);
+ * await thread?.stop();
+ * ```
+ */
+export function queryThreadOf(
+  kv: Deno.Kv,
+  kvPath: string | undefined,
+  enabled: boolean,
+): QueryThread | null {
+  return enabled && isLocalFile(kvPath)
+    ? createQueryThread({ kvPath, local: localReads(kv) })
+    : null;
 }

@@ -15,6 +15,7 @@ import {
   createQueryThread,
   errorFromThread,
   portableOptions,
+  queryThreadOf,
 } from "../../../db/query/thread.ts";
 import { isLockedError } from "../../../db/kv.ts";
 import type { ErrorGroup } from "../../../db/error_group_reads.ts";
@@ -239,5 +240,17 @@ Deno.test("a read under way when the thread stops is answered, not failed by its
     const reading = thread.aggregate(projectId, asked);
     await thread.stop();
     assert.deepEqual(await reading, await local.aggregate(projectId, asked));
+  });
+});
+
+Deno.test("a query thread runs only over a file on this machine, and only when asked for", async () => {
+  await withStore(async (kv, kvPath) => {
+    for (const path of [":memory:", "https://kv.example.com/db", undefined]) {
+      assert.equal(queryThreadOf(kv, path, true), null, String(path));
+    }
+    assert.equal(queryThreadOf(kv, kvPath, false), null);
+    const thread = queryThreadOf(kv, kvPath, true);
+    assert.notEqual(thread, null);
+    await thread!.stop();
   });
 });
