@@ -3,9 +3,8 @@
  * run at once, and the dashboard in all: whether they read in the query
  * thread or in the server's, one reader looping heavy queries must not
  * hold them for everyone (docs/limits.md#dashboard). Kept in memory, per
- * process.
- * The live tail's slots (dashboard/routes/tail.ts) count with the same
- * {@linkcode giveBack}.
+ * process. The live tail's slots (dashboard/routes/tail.ts) are the same
+ * {@linkcode Slots}.
  *
  * @module
  */
@@ -18,16 +17,81 @@ export interface QuerySlotsOptions {
   total?: number;
 }
 
+/** One bound of {@linkcode Slots}: holders at most, and why a take past it is refused. */
+export interface SlotBound {
+  most: number;
+  why: string;
+}
+
+/**
+ * Holders counted per key at each level (a session, an account, a reader)
+ * and in all, each with its bound, in memory. A take answers the function
+ * that gives the slot back (once, however often it is called), or why there
+ * is none: the first bound it would pass.
+ *
+ * @example
+ * ```ts
+ * const slots = new Slots([{ most: 4, why: "one reader holds 4" }], { most: 16, why: "16 in all" });
+ * const slot = slots.take(["account:a@example.com"]);
+ * ```
+ */
+export class Slots {
+  #open = 0;
+  #levels: SlotBound[];
+  #total: SlotBound;
+  #counts: Map<string, number>[];
+
+  constructor(levels: SlotBound[], total: SlotBound) {
+    this.#levels = levels;
+    this.#total = total;
+    this.#counts = levels.map(() => new Map());
+  }
+
+  /** Slots held now. */
+  get open(): number {
+    return this.#open;
+  }
+
+  /** Takes a slot for `keys`, one per level, in the levels' order. */
+  take(keys: string[]): (() => void) | string {
+    for (const [i, key] of keys.entries()) {
+      const bound = this.#levels[i]!;
+      if ((this.#counts[i]!.get(key) ?? 0) >= bound.most) return bound.why;
+    }
+    if (this.#open >= this.#total.most) return this.#total.why;
+    this.#open++;
+    keys.forEach((key, i) => {
+      const counts = this.#counts[i]!;
+      counts.set(key, (counts.get(key) ?? 0) + 1);
+    });
+    let released = false;
+    return () => {
+      if (released) return;
+      released = true;
+      this.#open--;
+      keys.forEach((key, i) => giveBack(this.#counts[i]!, key));
+    };
+  }
+}
+
 /** The queries running now, by reader. */
 export class QuerySlots {
   readonly perReader: number;
   readonly total: number;
-  #running = 0;
-  #byReader = new Map<string, number>();
+  #slots: Slots;
 
   constructor(options: QuerySlotsOptions = {}) {
     this.perReader = options.perReader ?? 4;
     this.total = options.total ?? 16;
+    this.#slots = new Slots([{
+      most: this.perReader,
+      why:
+        `Cannot run more than ${this.perReader} queries at once for one reader: wait for one to end`,
+    }], {
+      most: this.total,
+      why:
+        `Cannot run more than ${this.total} queries at once on this dashboard: try again in a moment`,
+    });
   }
 
   /**
@@ -43,35 +107,12 @@ export class QuerySlots {
    * ```
    */
   take(reader: string): (() => void) | string {
-    const held = this.#byReader.get(reader) ?? 0;
-    if (held >= this.perReader) {
-      return `Cannot run more than ${this.perReader} queries at once for one reader: wait for one to end`;
-    }
-    if (this.#running >= this.total) {
-      return `Cannot run more than ${this.total} queries at once on this dashboard: try again in a moment`;
-    }
-    this.#running++;
-    this.#byReader.set(reader, held + 1);
-    let released = false;
-    return () => {
-      if (released) return;
-      released = true;
-      this.#running--;
-      giveBack(this.#byReader, reader);
-    };
+    return this.#slots.take([reader]);
   }
 }
 
-/**
- * Counts one holder fewer for `key` (a stream, a query), forgetting it at
- * none.
- *
- * @example
- * ```ts
- * giveBack(bySession, sessionId);
- * ```
- */
-export function giveBack(counts: Map<string, number>, key: string): void {
+/** Counts one holder fewer for `key`, forgetting it at none. */
+function giveBack(counts: Map<string, number>, key: string): void {
   const left = (counts.get(key) ?? 1) - 1;
   if (left > 0) counts.set(key, left);
   else counts.delete(key);

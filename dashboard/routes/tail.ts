@@ -15,7 +15,7 @@
  *
  * @module
  */
-import { giveBack } from "../query_slots.ts";
+import { Slots } from "../query_slots.ts";
 import type { LogRecord } from "../../domain/entry.ts";
 import type { Filter, Reads } from "../source.ts";
 import { lockedAsLine } from "../../db/locked.ts";
@@ -71,19 +71,33 @@ export class TailSlots {
   readonly perSession: number;
   readonly perAccount: number;
   readonly total: number;
-  #open = 0;
-  #bySession = new Map<string, number>();
-  #byAccount = new Map<string, number>();
+  #slots: Slots;
 
   constructor(options: TailSlotsOptions = {}) {
     this.perSession = options.perSession ?? 4;
     this.perAccount = options.perAccount ?? 8;
     this.total = options.total ?? 64;
+    this.#slots = new Slots([
+      {
+        most: this.perSession,
+        why:
+          `Cannot open more than ${this.perSession} live tails at once in one session: pause the live tail in another tab`,
+      },
+      {
+        most: this.perAccount,
+        why:
+          `Cannot open more than ${this.perAccount} live tails at once for one account: pause the live tail in another tab or browser`,
+      },
+    ], {
+      most: this.total,
+      why:
+        `Cannot open more than ${this.total} live tails at once on this dashboard: try again in a minute`,
+    });
   }
 
   /** Streams open now. */
   get open(): number {
-    return this.#open;
+    return this.#slots.open;
   }
 
   /**
@@ -91,28 +105,7 @@ export class TailSlots {
    * gives it back (once, however often it is called), or why there is none.
    */
   take(sessionId: string, accountId: string): (() => void) | string {
-    const held = this.#bySession.get(sessionId) ?? 0;
-    if (held >= this.perSession) {
-      return `Cannot open more than ${this.perSession} live tails at once in one session: pause the live tail in another tab`;
-    }
-    const ofAccount = this.#byAccount.get(accountId) ?? 0;
-    if (ofAccount >= this.perAccount) {
-      return `Cannot open more than ${this.perAccount} live tails at once for one account: pause the live tail in another tab or browser`;
-    }
-    if (this.#open >= this.total) {
-      return `Cannot open more than ${this.total} live tails at once on this dashboard: try again in a minute`;
-    }
-    this.#open++;
-    this.#bySession.set(sessionId, held + 1);
-    this.#byAccount.set(accountId, ofAccount + 1);
-    let released = false;
-    return () => {
-      if (released) return;
-      released = true;
-      this.#open--;
-      giveBack(this.#bySession, sessionId);
-      giveBack(this.#byAccount, accountId);
-    };
+    return this.#slots.take([sessionId, accountId]);
   }
 }
 
