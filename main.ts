@@ -145,6 +145,7 @@ if (import.meta.main) {
     kv,
     allowPrivate: config.alertPrivateTargets,
     ...(config.dashboardUrl ? { dashboardUrl: config.dashboardUrl } : {}),
+    ...(queryThread ? { reads: queryThread } : {}),
   });
   alerts.start();
   cronAlerts = () =>

@@ -24,7 +24,8 @@ import {
 import { alertRuleKey, alertStateKey } from "../db/keys.ts";
 import { encodeJson, VALUE_MAX_BYTES } from "../db/kv.ts";
 import { getProject, type Project } from "../db/projects.ts";
-import { parseQuery, tailLogs } from "../db/query/mod.ts";
+import { parseQuery } from "../db/query/mod.ts";
+import { localReads, type Reads } from "../db/query/reads.ts";
 import { recordJson } from "../domain/entry.ts";
 import { createId } from "../domain/ids.ts";
 import { formatAlertDuration, ruleTrigger } from "./rules.ts";
@@ -60,6 +61,12 @@ export interface EvaluateOptions {
    * (`DASHBOARD_URL`). @default none: the link is the page's path
    */
   dashboardUrl?: string;
+  /**
+   * Where the rules' entries are read: the query thread's reads, so that
+   * rules on a busy project do not hold the endpoint's thread.
+   * @default localReads(kv)
+   */
+  reads?: Reads;
 }
 
 /** Size of one counting bucket of a threshold window. */
@@ -188,6 +195,7 @@ async function queueGroupDeliveries(
     entries: [Deno.KvEntryMaybe<unknown>, Deno.KvEntryMaybe<unknown>];
     now: number;
     dashboardUrl?: string;
+    reads?: Reads;
   },
 ): Promise<Delivery[]> {
   const { rule, state, project, now } = options;
@@ -197,6 +205,7 @@ async function queueGroupDeliveries(
     rule,
     state,
     now,
+    options.reads,
   );
   if (next.cursor === state.cursor && events.length === 0) return [];
   const op = kv.atomic().check(ruleEntry).check(stateEntry);
@@ -264,7 +273,7 @@ export async function evaluateRule(
   kv: Deno.Kv,
   rule: AlertRule,
   now: number,
-  options: { dashboardUrl?: string } = {},
+  options: { dashboardUrl?: string; reads?: Reads } = {},
 ): Promise<Delivery[]> {
   const read = await readRule(kv, rule);
   if (read === null) return [];
@@ -273,12 +282,13 @@ export async function evaluateRule(
   }
   const { project, state, entries: [ruleEntry, stateEntry] } = read;
   const filter = parseQuery(rule.query);
+  const reads = options.reads ?? localReads(kv);
   let cursor = state.cursor;
   let count = 0;
   const samples: Record<string, unknown>[] = [];
   const times: number[] = [];
   for (let page = 0; page < MAX_PAGES; page++) {
-    const { records, lastId } = await tailLogs(kv, rule.projectId, {
+    const { records, lastId } = await reads.tailLogs(rule.projectId, {
       afterId: cursor,
       filter,
       now,
@@ -353,6 +363,7 @@ export async function evaluateRules(
           ...(options.dashboardUrl
             ? { dashboardUrl: options.dashboardUrl }
             : {}),
+          ...(options.reads ? { reads: options.reads } : {}),
         }),
       );
     } catch (error) {

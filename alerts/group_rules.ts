@@ -26,7 +26,8 @@ import { GROUP_DAYS, groupKeyOf } from "../db/error_groups.ts";
 import { type ErrorGroup, readGroupsById } from "../db/error_group_reads.ts";
 import { type GroupTriage, readTriage } from "../db/error_group_triage.ts";
 import type { Project } from "../db/projects.ts";
-import { parseQuery, tailLogs } from "../db/query/mod.ts";
+import { parseQuery } from "../db/query/mod.ts";
+import { localReads, type Reads } from "../db/query/reads.ts";
 import {
   compareReleases,
   releaseFirstSeen,
@@ -245,6 +246,7 @@ export async function evaluateGroupRule(
   rule: AlertRule,
   state: AlertState,
   now: number,
+  reads: Reads = localReads(kv),
 ): Promise<{ state: AlertState; events: GroupEvent[] }> {
   const cache = new GroupCache(kv, rule.projectId, now);
   const alerted = { ...state.alerted };
@@ -252,7 +254,7 @@ export async function evaluateGroupRule(
   const resolver = new SourceMapResolver(kv);
   let cursor = state.cursor;
   pages: for (let page = 0; page < MAX_PAGES; page++) {
-    const { records, lastId } = await tailLogs(kv, rule.projectId, {
+    const { records, lastId } = await reads.tailLogs(rule.projectId, {
       afterId: cursor,
       filter: ERRORS,
       now,

@@ -12,6 +12,7 @@ import type { AttemptOutcome, Delivery } from "../db/alerts.ts";
 import { type EvaluateOptions, evaluateRules } from "./evaluate.ts";
 import { createDispatcher, type DispatchOptions } from "./dispatch.ts";
 import { lockedAsLine } from "../db/locked.ts";
+import type { Reads } from "../db/query/reads.ts";
 
 /** Period of the alert loop. */
 export const ALERT_INTERVAL_MS = 2000;
@@ -24,6 +25,8 @@ export interface AlertLoopOptions extends Omit<DispatchOptions, "onError"> {
   intervalMs?: number;
   /** The dashboard's URL, for the links of group deliveries. @default none */
   dashboardUrl?: string;
+  /** Where the rules' entries are read (the query thread). @default in this thread */
+  reads?: Reads;
 }
 
 /** What one tick did. */
@@ -71,6 +74,7 @@ export function createAlertLoop(options: AlertLoopOptions): AlertLoop {
     kv: options.kv,
     ...(options.now ? { now: options.now } : {}),
     ...(options.dashboardUrl ? { dashboardUrl: options.dashboardUrl } : {}),
+    ...(options.reads ? { reads: options.reads } : {}),
     onError: (rule, error) =>
       onError(
         new Error(`Cannot evaluate alert rule "${rule.id}"`, { cause: error }),
