@@ -19,6 +19,7 @@ import type { ScanBudget } from "../db/query/scan.ts";
 import { Hono } from "hono";
 import { isLockedError } from "../db/kv.ts";
 import { localReads, type Reads } from "../db/query/reads.ts";
+import { ThreadStalledError } from "../db/own_thread.ts";
 import { lockedAsLine } from "../db/locked.ts";
 import { getCookie } from "hono/cookie";
 import { accessRefusal, forbidden } from "./access.ts";
@@ -146,6 +147,10 @@ export const FORM_LIMIT_BYTES = 64 * 1024;
 const LOCKED_ANSWER =
   "The database was held by another process for too long. Try again in a moment.";
 
+/** What a request answered `503` for a stalled query thread is told. */
+const STALLED_ANSWER =
+  "The search's thread stopped answering and was restarted. Try again in a moment.";
+
 /** What a request whose Host header makes no URL is answered (`400`). */
 const BAD_HOST =
   "Cannot read the request's address: its Host header is no host";
@@ -226,7 +231,12 @@ export function createDashboard(options: DashboardOptions): DashApp {
     )
   );
   app.onError(async (error, c) => {
-    if (isLockedError(error)) return await lockedAnswer(c, deps, error);
+    if (isLockedError(error)) {
+      return await busyAnswer(c, deps, lockedAsLine(error), LOCKED_ANSWER);
+    }
+    if (error instanceof ThreadStalledError) {
+      return await busyAnswer(c, deps, error.message, STALLED_ANSWER);
+    }
     console.error("Dashboard error:", error);
     return await message(
       c,
@@ -259,20 +269,22 @@ function guardProjectIds(app: DashApp, deps: DashboardDeps): void {
 }
 
 /**
- * Another process held the database past the retries (db/locked.ts): one
- * line, and an answer that says to retry, never a 500.
+ * Another process held the database past the retries (db/locked.ts), or the
+ * query thread stopped answering (db/query/thread.ts): one line, and an
+ * answer that says to retry, never a 500.
  */
-async function lockedAnswer(
+async function busyAnswer(
   c: DashContext,
   deps: DashboardDeps,
-  error: unknown,
+  line: unknown,
+  answer: string,
 ): Promise<Response> {
   console.error(
     `Dashboard: cannot answer ${c.req.method} ${c.req.path}:`,
-    lockedAsLine(error),
+    line,
   );
   c.header("Retry-After", "5");
-  return await message(c, deps, "Busy, try again", LOCKED_ANSWER, 503);
+  return await message(c, deps, "Busy, try again", answer, 503);
 }
 
 /** The dependencies every route is given, from the options. */

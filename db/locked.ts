@@ -13,6 +13,7 @@
  * @module
  */
 import { isLockedError, timeout } from "./kv.ts";
+import { ThreadStalledError } from "./own_thread.ts";
 
 /** Past this many milliseconds after the first attempt, no new one starts. */
 export const LOCKED_RETRY_MAX_MS = 10_000;
@@ -174,8 +175,9 @@ export function retryingLocked(
 }
 
 /**
- * `error` for a log line: a locked refusal (or an error caused by one) as
- * its one-line message, anything else as it is, stack included.
+ * `error` for a log line: a locked refusal or a stalled thread
+ * (db/own_thread.ts), or an error caused by one, as its one-line message;
+ * anything else as it is, stack included.
  *
  * @example
  * ```ts
@@ -183,11 +185,16 @@ export function retryingLocked(
  * ```
  */
 export function lockedAsLine(error: unknown): unknown {
-  if (isLockedError(error)) return (error as Error).message;
-  if (error instanceof Error && isLockedError(error.cause)) {
+  if (expected(error)) return (error as Error).message;
+  if (error instanceof Error && expected(error.cause)) {
     return `${error.message}: ${(error.cause as Error).message}`;
   }
   return error;
+}
+
+/** A failure the service expects and says in one line. */
+function expected(error: unknown): boolean {
+  return isLockedError(error) || error instanceof ThreadStalledError;
 }
 
 /**

@@ -14,6 +14,22 @@ export type ThreadNotice =
   | { type: "failed"; error: string }
   | { type: "stopped" };
 
+/**
+ * A call an own thread had in hand when it stopped answering: the thread was
+ * ended and starts again; the call is not run again in the server's thread
+ * (the edges answer `503`, to be retried).
+ */
+export class ThreadStalledError extends Error {
+  override name = "ThreadStalledError";
+  constructor(thread: string, stalledMs: number) {
+    super(
+      `${thread} did not answer for ${
+        Math.round(stalledMs / 1000)
+      } s and was restarted; retry in a moment`,
+    );
+  }
+}
+
 /** Options of {@linkcode OwnThread}. */
 export interface OwnThreadOptions<To, From> {
   /** The Worker's module. */
@@ -60,6 +76,14 @@ export class OwnThread<To, From extends { type: string }> {
     if (!this.#worker) return false;
     this.#worker.postMessage(message);
     return true;
+  }
+
+  /**
+   * Ends a Worker that stopped answering its owner: told to `failed` as any
+   * failure is, and started again after the wait.
+   */
+  restart(reason: string): void {
+    if (this.#worker) this.#failed(reason);
   }
 
   /**

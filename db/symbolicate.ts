@@ -31,6 +31,7 @@ import {
 } from "../domain/symbolicate.ts";
 import { encodeRecordLine } from "./storage/lines.ts";
 import { releaseOf } from "./releases.ts";
+import { ThreadStalledError } from "./own_thread.ts";
 import { getEntry } from "./query/query.ts";
 import {
   listSourceMaps,
@@ -344,7 +345,15 @@ export class SourceMapResolver {
       if ((await this.index(projectId)).releases[release]) mapped.push(record);
     }
     if (mapped.length === 0) return lineOf;
-    const stacks = await this.#resolveStacks(projectId, mapped);
+    let stacks: (ResolvedStack | null)[];
+    try {
+      stacks = await this.#resolveStacks(projectId, mapped);
+    } catch (error) {
+      // A thread whose parsing never ends must not hold the batch: its
+      // entries are stored as sent, and resolved when a page shows them.
+      if (error instanceof ThreadStalledError) return lineOf;
+      throw error;
+    }
     const changed = new Set<LogRecord>();
     mapped.forEach((record, i) => {
       const resolved = stacks[i];

@@ -7,7 +7,11 @@
  * not (the thread reads its own), and a histogram's deadline crosses as the
  * time left. A thread that fails is one line in the log: the reads it had in
  * hand run again in this thread, as every read does until a new thread
- * starts a second later.
+ * starts a second later. A thread that holds reads and has not answered for
+ * {@linkcode STALL_MS} (its loop held by one task: no read yields that
+ * long) is ended the same way, but its reads fail with
+ * {@linkcode ThreadStalledError} rather than run again here, where
+ * they would hold the endpoint.
  *
  * @module
  */
@@ -21,7 +25,7 @@ import {
   type ReadName,
   type Reads,
 } from "./reads.ts";
-import { OwnThread } from "../own_thread.ts";
+import { OwnThread, ThreadStalledError } from "../own_thread.ts";
 import { isLocalFile } from "../open.ts";
 
 /** What the server tells the query thread. */
@@ -34,10 +38,12 @@ export type ToQueryThread =
     /** The read's arguments, its options last as they cross. */
     args: unknown[];
   }
+  | { type: "ping" }
   | { type: "stop" };
 
 /** What the query thread tells the server, beside the notices. */
 export type FromQueryThread =
+  | { type: "pong" }
   | { type: "read"; id: number; result: unknown }
   | { type: "read"; id: number; error: { name: string; message: string } };
 
@@ -52,6 +58,13 @@ export interface QueryThreadOptions {
   local: Reads;
   /** Told of a thread that failed. @default one line on stderr */
   onError?: (error: unknown) => void;
+  /**
+   * How long a thread holding reads may go without answering before it is
+   * ended. @default {STALL_MS}
+   */
+  stallMs?: number;
+  /** The Worker's module (tests give one of their own). @default thread_main.ts */
+  url?: URL;
 }
 
 /** The reads of a thread of their own, and its end. */
@@ -62,6 +75,12 @@ export interface QueryThread extends Reads {
 
 /** Longest wait for the thread to close its handle at stop, ms. */
 const THREAD_STOP_MS = 5_000;
+/**
+ * How long a thread holding reads may go without answering (a read, or the
+ * ping sent every fifth of it): far past any one task of a read, which
+ * yields between chunks and within a budget of seconds.
+ */
+export const STALL_MS = 15_000;
 
 /** A read sent to the thread, waiting for its answer. */
 interface Asked {
@@ -122,18 +141,26 @@ class ReadThread {
   #nextId = 0;
   #asked = new Map<number, Asked>();
   #started = false;
+  #stallMs: number;
+  /** Whether the Worker running has spoken yet (it answers its start). */
+  #heard = false;
+  /** When it last did. */
+  #heardAt = 0;
+  #watch: ReturnType<typeof setInterval> | undefined;
 
   constructor(options: QueryThreadOptions) {
     this.#local = options.local;
+    this.#stallMs = options.stallMs ?? STALL_MS;
     const report = options.onError ??
       ((error: unknown) => console.error(String(error)));
     this.#thread = new OwnThread({
-      url: new URL("./thread_main.ts", import.meta.url),
+      url: options.url ?? new URL("./thread_main.ts", import.meta.url),
       start: { type: "start", kvPath: options.kvPath },
       stop: { type: "stop" },
       stopMs: THREAD_STOP_MS,
       receive: (message) => this.#receive(message),
       failed: (reason) => {
+        this.#heard = false;
         report(new Error(`Cannot read in the query thread: ${reason}`));
         void this.#readHere();
       },
@@ -151,6 +178,7 @@ class ReadThread {
     const id = this.#nextId++;
     return new Promise((resolve, reject) => {
       this.#asked.set(id, { read, args, resolve, reject });
+      this.#watching();
       try {
         this.#thread.post({
           type: "read",
@@ -168,6 +196,7 @@ class ReadThread {
 
   async stop(): Promise<void> {
     await this.#thread.stop();
+    this.#unwatch();
     // Answered before the caller closes the handle they read with.
     await this.#readHere();
   }
@@ -178,10 +207,45 @@ class ReadThread {
   }
 
   #receive(message: FromQueryThread): void {
+    this.#heard = true;
+    this.#heardAt = performance.now();
+    if (message.type === "pong") return;
     const asked = this.#asked.get(message.id);
     this.#asked.delete(message.id);
     if ("error" in message) asked?.reject(errorFromThread(message.error));
     else asked?.resolve(message.result);
+  }
+
+  /** Pings the thread while it holds reads, and ends it once it is silent. */
+  #watching(): void {
+    if (this.#watch !== undefined) return;
+    this.#heardAt = performance.now();
+    this.#watch = setInterval(() => {
+      if (this.#asked.size === 0) return this.#unwatch();
+      // A Worker still loading its modules is not silent yet.
+      if (!this.#heard) this.#heardAt = performance.now();
+      const silentMs = performance.now() - this.#heardAt;
+      if (silentMs <= this.#stallMs) {
+        this.#thread.post({ type: "ping" });
+        return;
+      }
+      this.#unwatch();
+      const asked = [...this.#asked.values()];
+      this.#asked.clear();
+      for (const { reject } of asked) {
+        reject(new ThreadStalledError("The query thread", silentMs));
+      }
+      this.#thread.restart(
+        `no answer for ${
+          Math.round(silentMs)
+        } ms with ${asked.length} reads in hand`,
+      );
+    }, Math.max(10, Math.round(this.#stallMs / 5)));
+  }
+
+  #unwatch(): void {
+    clearInterval(this.#watch);
+    this.#watch = undefined;
   }
 
   /** The reads a thread that ended had in hand, run in this thread. */

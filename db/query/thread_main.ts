@@ -61,6 +61,11 @@ scope.onmessage = async (event) => {
       // Opened at the first read: a thread nothing reads with costs nothing
       // at rest (a KV handle has timers of its own).
       kvPath = message.kvPath;
+      // Heard before any read: the server counts silence from here.
+      post({ type: "pong" });
+    } else if (message.type === "ping") {
+      // Answered whenever this thread's loop is free: a sign of life.
+      post({ type: "pong" });
     } else if (message.type === "read") {
       opened ??= open(kvPath!);
       const reading = read(message);

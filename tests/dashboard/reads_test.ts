@@ -18,6 +18,7 @@ import { notedReads } from "../_helpers/query.ts";
 import { withTimeout } from "../_helpers/harness.ts";
 import { fingerprintOf } from "../../domain/fingerprint.ts";
 import { createReadToken } from "../../db/tokens.ts";
+import { ThreadStalledError } from "../../db/own_thread.ts";
 
 Deno.test("the read API, the explorer, its live tail and the error pages read with the dashboard's reads", async () => {
   const calls: string[] = [];
@@ -97,4 +98,41 @@ Deno.test("the read API, the explorer, its live tail and the error pages read wi
     assert.match(textOf(await entry.text()), /Checkout failed/);
     assert.deepEqual(calls, ["shownStack"]);
   }, { dashboard: { reads: notedReads(() => localReads(kv!), calls) } });
+});
+
+Deno.test("a read whose thread stalled is a 503 to retry, on a page and in the read API", async () => {
+  const stalled = () =>
+    Promise.reject(new ThreadStalledError("The query thread", 15_000));
+  let kv: Deno.Kv | undefined;
+  const lines: unknown[][] = [];
+  const error = console.error;
+  console.error = (...args: unknown[]) => void lines.push(args);
+  try {
+    await withDashboard(async (h) => {
+      kv = h.kv;
+      const project = await h.project();
+      const { token } = await createReadToken(h.kv, {
+        projectId: project.id,
+        name: "ci",
+        createdBy: "cli",
+      });
+      const api = `/api/v1/projects/${project.id}/logs`;
+      const page = await apiRequest(h, api, token);
+      assert.equal(page.status, 503);
+      assert.equal(page.headers.get("retry-after"), "5");
+      assert.match(await page.text(), /stopped answering.*Try again/);
+      const browser = await signIn(h.dash);
+      const explorer = await browser.get(`/projects/${project.id}`);
+      assert.equal(explorer.status, 503);
+      assert.match(textOf(await explorer.text()), /Try again in a moment/);
+    }, {
+      dashboard: {
+        reads: { ...localReads(kv!), queryLogs: stalled, exportPage: stalled },
+      },
+    });
+  } finally {
+    console.error = error;
+  }
+  assert.equal(lines.length, 2, "one line a request");
+  assert.doesNotMatch(lines.map(String).join("\n"), /\n\s+at /);
 });

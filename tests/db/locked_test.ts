@@ -8,6 +8,7 @@
  * @module
  */
 import assert from "node:assert/strict";
+import { ThreadStalledError } from "../../db/own_thread.ts";
 import { createDashboard } from "../../dashboard/app.ts";
 import {
   failureLine,
@@ -74,6 +75,10 @@ Deno.test("a call refused past the bound throws one KvLockedError of one line", 
     cause: error,
   });
   assert.equal(lockedAsLine(wrapped), `${wrapped.message}: ${error.message}`);
+  const stalled = new ThreadStalledError("The query thread", 15_000);
+  assert.equal(lockedAsLine(stalled), stalled.message);
+  const other = new TypeError("database or disk is full");
+  assert.equal(lockedAsLine(other), other, "any other error as it is");
 });
 
 Deno.test("any other error is thrown at once, as it is", async () => {

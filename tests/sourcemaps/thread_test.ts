@@ -10,6 +10,7 @@ import { uploadSourceMap } from "../../db/sourcemaps.ts";
 import { SourceMapResolver } from "../../db/symbolicate.ts";
 import { localReads } from "../../db/query/reads.ts";
 import { createQueryThread } from "../../db/query/thread.ts";
+import { ThreadStalledError } from "../../db/own_thread.ts";
 import type { LogRecord } from "../../domain/entry.ts";
 import { buildBundle, thrownStack } from "../_helpers/bundle.ts";
 import { store } from "../_helpers/dashboard.ts";
@@ -113,5 +114,36 @@ Deno.test("only records whose release has maps go to resolveStacks, and their li
     asked.length = 0;
     await resolver.resolveRecords(project.id, others, () => "as sent");
     assert.deepEqual(asked, [], "no crossing without a mapped release");
+  });
+});
+
+Deno.test("stacks whose thread stalled are stored as sent, not failed with their batch", async () => {
+  await withHarness(async (h) => {
+    const project = await h.project();
+    await upload(h, project.id);
+    const resolver = new SourceMapResolver(h.kv, {
+      resolveStacks: () =>
+        Promise.reject(new ThreadStalledError("The query thread", 15_000)),
+    });
+    const mapped = recordAt(T0, {
+      data: { stack },
+      context: { release: "1.0.0" },
+    });
+    const lineOf = await resolver.resolveRecords(
+      project.id,
+      [mapped],
+      () => "as sent",
+    );
+    assert.equal(lineOf(mapped), "as sent");
+    assert.equal(mapped.resolved, undefined);
+    const failing = new SourceMapResolver(h.kv, {
+      resolveStacks: () =>
+        Promise.reject(new Error("database or disk is full")),
+    });
+    await assert.rejects(
+      failing.resolveRecords(project.id, [mapped], () => "as sent"),
+      /disk is full/,
+      "any other failure fails the batch, to be retried",
+    );
   });
 });

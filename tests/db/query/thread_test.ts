@@ -18,6 +18,7 @@ import {
   queryThreadOf,
 } from "../../../db/query/thread.ts";
 import { isLockedError } from "../../../db/kv.ts";
+import { ThreadStalledError } from "../../../db/own_thread.ts";
 import type { ErrorGroup } from "../../../db/error_group_reads.ts";
 import { fingerprintOf } from "../../../domain/fingerprint.ts";
 import {
@@ -252,5 +253,41 @@ Deno.test("a query thread runs only over a file on this machine, and only when a
     const thread = queryThreadOf(kv, kvPath, true);
     assert.notEqual(thread, null);
     await thread!.stop();
+  });
+});
+
+Deno.test("a query thread that stops answering is ended: its reads fail as stalled, and the next are answered here until a new one starts", async () => {
+  await withStore(async (kv, kvPath, projectId) => {
+    const calls: string[] = [];
+    const reported: unknown[] = [];
+    const thread = createQueryThread({
+      kvPath,
+      local: notedReads(() => localReads(kv), calls),
+      url: new URL("../../_helpers/stalling_thread.ts", import.meta.url),
+      stallMs: 300,
+      onError: (error) => reported.push(error),
+    });
+    try {
+      // A slow read that lets the thread answer pings is waited for.
+      const slow = await thread.facets(projectId, {});
+      assert.equal(slow as unknown, "slow");
+      assert.deepEqual(reported, []);
+      const held = thread.queryLogs(projectId, { limit: 3 });
+      const error = await withTimeout(
+        held.then(() => null, (e) => e),
+        10_000,
+        "the held read",
+      );
+      assert.ok(error instanceof ThreadStalledError, String(error));
+      assert.match(error.message, /did not answer for \d+ s/);
+      assert.equal(reported.length, 1);
+      assert.match(String(reported[0]), /query thread: no answer for \d+ ms/);
+      assert.deepEqual(calls, [], "a held read is not run again here");
+      const page = await thread.queryLogs(projectId, { limit: 3 });
+      assert.equal(page.records.length, 3);
+      assert.deepEqual(calls, ["queryLogs"]);
+    } finally {
+      await thread.stop();
+    }
   });
 });
