@@ -383,7 +383,7 @@ async function commitRecord(
     const replaced = (await listSourceMaps(kv, projectId, record.release))
       .find((m) => m.url === record.url) ?? null;
     const index = await checkRoom(kv, projectId, record, replaced);
-    const releases = { ...index.releases };
+    const releases = ownReleases(index);
     releases[record.release] = (releases[record.release] ?? 0) + 1 -
       (replaced ? 1 : 0);
     const op = kv.atomic()
@@ -494,6 +494,15 @@ export async function listSourceMaps(
 }
 
 /**
+ * A copy of an index's counts with no prototype: a release named
+ * `constructor` has no count until it has maps, and one named `__proto__`
+ * is a count like any other.
+ */
+function ownReleases(index: SourceMapIndex): Record<string, number> {
+  return Object.assign(Object.create(null), index.releases);
+}
+
+/**
  * Deletes a project's source maps, of one release or of all; returns the
  * maps deleted.
  */
@@ -506,7 +515,7 @@ export async function deleteSourceMaps(
   for (const map of maps) {
     for (;;) {
       const { index, entry } = await readSourceMapIndex(kv, projectId);
-      const releases = { ...index.releases };
+      const releases = ownReleases(index);
       const left = (releases[map.release] ?? 1) - 1;
       if (left > 0) releases[map.release] = left;
       else delete releases[map.release];

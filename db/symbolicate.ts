@@ -279,7 +279,7 @@ export class SourceMapResolver {
   ): Promise<ResolvedStack | null> {
     const release = releaseOf(record);
     if (release === null || record.data.stack === undefined) return null;
-    if (!(await this.index(projectId)).releases[release]) return null;
+    if (!hasMaps(await this.index(projectId), release)) return null;
     const frames = parseStack(record.data.stack);
     if (frames.length === 0) return null;
     const { found, used } = await this.#mapsOf(projectId, release, frames);
@@ -342,7 +342,7 @@ export class SourceMapResolver {
     for (const record of records) {
       const release = releaseOf(record);
       if (record.data.stack === undefined || release === null) continue;
-      if ((await this.index(projectId)).releases[release]) mapped.push(record);
+      if (hasMaps(await this.index(projectId), release)) mapped.push(record);
     }
     if (mapped.length === 0) return lineOf;
     let stacks: (ResolvedStack | null)[];
@@ -365,6 +365,15 @@ export class SourceMapResolver {
     return (record) =>
       changed.has(record) ? encodeRecordLine(record) : lineOf(record);
   }
+}
+
+/**
+ * Whether `release` has maps in `index`: its own count, not a name every
+ * object has (`constructor`, `toString`).
+ */
+function hasMaps(index: SourceMapIndex, release: string): boolean {
+  return Object.hasOwn(index.releases, release) &&
+    index.releases[release]! > 0;
 }
 
 /** The top frame of a stack as the errors' `frame` field gives it. */

@@ -137,7 +137,9 @@ export function scanJson(
       else expectKey = true;
     } else if (c === MINUS || (c >= ZERO && c <= NINE)) {
       const end = numberEnd(text, i);
-      const why = end < 0 ? numberProblem(text.slice(i, -end)) : null;
+      const why = end < 0 && !full(checked)
+        ? numberProblem(text.slice(i, -end))
+        : null;
       if (why !== null) {
         const path = pathTo(text, key, checked, depth);
         report(checked, path, `"${path}" ${why}: send it as a string`);
@@ -179,6 +181,9 @@ function checkName(
 ): void {
   checked.nameAt[depth] = start;
   const name = decodeName(text, start, end);
+  // Past the findings listed, none is described again: a path costs its
+  // names' length, which a sender could repeat thousands of times.
+  if (full(checked)) return;
   if (name === "__proto__") {
     const path = pathTo(text, key, checked, depth - 1, name);
     report(
@@ -200,6 +205,11 @@ function checkName(
   } else if (Array.isArray(seen)) {
     if (seen.push(name) > FEW_NAMES) checked.namesAt[depth] = new Set(seen);
   } else seen.add(name);
+}
+
+/** Whether {@linkcode MAX_INEXACT} findings are listed already. */
+function full(checked: Checked): boolean {
+  return (checked.inexact?.length ?? 0) >= MAX_INEXACT;
 }
 
 /** Records a finding, while fewer than {@linkcode MAX_INEXACT} are. */
@@ -303,10 +313,15 @@ function decimalValue(number: string): string {
     exponent -= text.length - dot - 1;
     text = text.slice(0, dot) + text.slice(dot + 1);
   }
-  text = text.replace(/^0+/, "");
-  if (text === "") return "0";
-  const trailing = text.length - text.replace(/0+$/, "").length;
-  return `${negative ? "-" : ""}${text.slice(0, text.length - trailing)}e${
+  // Counted, not matched: a regex's `0+$` backtracks over every run of
+  // zeros that a later digit ends, quadratic in a sender's number.
+  let first = 0;
+  while (text.charCodeAt(first) === ZERO) first++;
+  let end = text.length;
+  while (end > first && text.charCodeAt(end - 1) === ZERO) end--;
+  if (end === first) return "0";
+  const trailing = text.length - end;
+  return `${negative ? "-" : ""}${text.slice(first, end)}e${
     exponent + trailing
   }`;
 }

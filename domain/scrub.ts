@@ -67,7 +67,9 @@ export const DEFAULT_SECRET_KEYS = [
 /** A key's words, lower case: `"X-ApiKey"` → `["x", "api", "key"]`. */
 export function keyWords(key: string): string[] {
   return key.replace(/([a-z0-9])([A-Z])/g, "$1 $2")
-    .replace(/([A-Z]+)([A-Z][a-z])/g, "$1 $2")
+    // A lookahead, not `([A-Z]+)([A-Z][a-z])`, which backtracks over a
+    // run of capitals: quadratic in a sender's key (60,000 capitals 2.4 s).
+    .replace(/([A-Z])(?=[A-Z][a-z])/g, "$1 ")
     .toLowerCase().split(/[^a-z0-9]+/).filter((w) => w !== "");
 }
 

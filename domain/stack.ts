@@ -131,9 +131,15 @@ export function v8Call(line: string): [fn: string, location: string] | null {
 // read by v8Call.
 const V8_BARE = /^\s*at\s+(?:async\s+)?(\S+)\s*$/;
 const GECKO = /^\s*([^@\s]*)@(\[native code\]|\S+)\s*$/;
-/** An Apple crash line: index, binary, address, symbol, offset. */
-const APPLE =
-  /^\s*\d{1,5}\s+(\S{1,200})\s+0x[0-9a-fA-F]{1,16}\s+(.{1,500}?)(?:\s+\+\s+\d{1,12})?\s*$/;
+/**
+ * The head of an Apple crash line: index, binary, address. The symbol and
+ * its offset that follow are read by {@linkcode appleCall}: as one pattern
+ * (`\s+(.{1,500}?)(?:\s+\+\s+\d{1,12})?\s*$`) they backtracked over
+ * runs of spaces, quadratic in a sender's line (a 6 KB line 11 s).
+ */
+const APPLE_HEAD = /^\s*\d{1,5}\s+(\S{1,200})\s+0x[0-9a-fA-F]{1,16}(\s+)/;
+/** Longest symbol of an Apple crash line. */
+const APPLE_SYMBOL_CHARS = 500;
 /** Hermes writes a bytecode location as `address at bundle:1:2`. */
 const HERMES_ADDRESS = /^address at /;
 const LINE_COLUMN = /^(.*?):(\d{1,10})(?::(\d{1,10}))?$/;
@@ -149,9 +155,50 @@ export function lineCall(line: string): [fn: string, location: string] | null {
   if (m) return ["", m[1]!];
   m = GECKO.exec(line);
   if (m) return [m[1]!, m[2]!];
-  m = APPLE.exec(line);
-  if (m) return [m[2]!, m[1]!];
-  return null;
+  return appleCall(line);
+}
+
+/**
+ * An Apple crash line's symbol and binary: the symbol is what follows the
+ * address up to an offset (` + 12`) and spaces at the end, 1 to 500
+ * characters on one line; each character is looked at a bounded number of
+ * times. It reads what the pattern read, but for a line with a line break
+ * (U+2028, U+2029) among its spaces, where the pattern took a space for the
+ * symbol and this finds no frame.
+ */
+function appleCall(line: string): [fn: string, location: string] | null {
+  const head = APPLE_HEAD.exec(line);
+  if (!head) return null;
+  const from = head[0].length;
+  let end = line.length;
+  while (end > from && SPACE.test(line[end - 1]!)) end--;
+  if (end === from) {
+    // Only spaces follow: the pattern gave the last of them that is no line
+    // break as the symbol, leaving it one space before.
+    for (let k = line.length - 1; k > from - head[2]!.length; k--) {
+      if (!LINE_END.test(line[k]!)) return [line[k]!, head[1]!];
+    }
+    return null;
+  }
+  let symbolEnd = end;
+  let i = end;
+  while (
+    i > from && line.charCodeAt(i - 1) >= 48 && line.charCodeAt(i - 1) <= 57
+  ) i--;
+  const digits = end - i;
+  if (digits >= 1 && digits <= 12 && SPACE.test(line[i - 1] ?? "")) {
+    let j = i - 1;
+    while (j > from && SPACE.test(line[j - 1]!)) j--;
+    if (line[j - 1] === "+" && j - 1 > from && SPACE.test(line[j - 2]!)) {
+      let k = j - 2;
+      while (k > from && SPACE.test(line[k - 1]!)) k--;
+      if (k > from) symbolEnd = k;
+    }
+  }
+  const symbol = line.slice(from, symbolEnd);
+  return symbol.length <= APPLE_SYMBOL_CHARS && !LINE_END.test(symbol)
+    ? [symbol, head[1]!]
+    : null;
 }
 
 /** A frame of a function and a location as written. */

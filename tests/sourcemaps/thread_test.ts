@@ -6,7 +6,11 @@
  * @module
  */
 import assert from "node:assert/strict";
-import { uploadSourceMap } from "../../db/sourcemaps.ts";
+import {
+  deleteSourceMaps,
+  readSourceMapIndex,
+  uploadSourceMap,
+} from "../../db/sourcemaps.ts";
 import { SourceMapResolver } from "../../db/symbolicate.ts";
 import { localReads } from "../../db/query/reads.ts";
 import { createQueryThread } from "../../db/query/thread.ts";
@@ -145,5 +149,34 @@ Deno.test("stacks whose thread stalled are stored as sent, not failed with their
       /disk is full/,
       "any other failure fails the batch, to be retried",
     );
+  });
+});
+
+Deno.test("a release named as a property of every object has maps only once uploaded, and one named __proto__ keeps its count", async () => {
+  await withHarness(async (h) => {
+    const project = await h.project();
+    const resolver = new SourceMapResolver(h.kv, { indexTtlMs: 0 });
+    for (const release of ["constructor", "toString", "__proto__"]) {
+      const record = recordAt(T0, { data: { stack }, context: { release } });
+      assert.equal(await resolver.resolve(project.id, record), null, release);
+    }
+    await uploadSourceMap(h.kv, {
+      projectId: project.id,
+      release: "__proto__",
+      url: "app.min.js",
+      bytes: new TextEncoder().encode(bundle.map),
+      now: h.clock.now(),
+    });
+    const { index } = await readSourceMapIndex(h.kv, project.id);
+    assert.deepEqual(Object.entries(index.releases), [["__proto__", 1]]);
+    const record = recordAt(T0, {
+      data: { stack },
+      context: { release: "__proto__" },
+    });
+    const resolved = await resolver.resolve(project.id, record);
+    assert.equal(resolved?.frames[0]?.function, "checkout");
+    await deleteSourceMaps(h.kv, project.id, "__proto__");
+    const after = await readSourceMapIndex(h.kv, project.id);
+    assert.deepEqual(Object.entries(after.index.releases), []);
   });
 });
