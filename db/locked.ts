@@ -198,6 +198,15 @@ function expected(error: unknown): boolean {
 }
 
 /**
+ * `text` with each run of white space that holds a line break made one
+ * space: `\s+` matches a run once, where `\s*\n\s*` was tried from each of
+ * its characters.
+ */
+export function oneLine(text: string): string {
+  return text.replace(/\s+/g, (space) => space.includes("\n") ? " " : space);
+}
+
+/**
  * An error as one line: its message and its causes' messages, never its
  * stack (docs/design.md#locked-database): a batch that fails is retried and
  * kept as a dead letter with its message, so the log needs no more.
@@ -215,7 +224,7 @@ export function errorLine(error: unknown): string {
     if (!parts.some((p) => p.includes(text))) parts.push(text);
     e = e instanceof Error ? e.cause : undefined;
   }
-  return parts.join(": ").replace(/\s*\n\s*/g, " ");
+  return oneLine(parts.join(": "));
 }
 
 /**

@@ -11,7 +11,7 @@
  * @module
  */
 import { writeProbeKey } from "./keys.ts";
-import { retryingLocked } from "./locked.ts";
+import { oneLine, retryingLocked } from "./locked.ts";
 
 /** Thrown when the database named by `KV_PATH` cannot be opened or written. */
 export class KvOpenError extends Error {
@@ -24,7 +24,7 @@ export class KvOpenError extends Error {
     const where = path === undefined ? "the platform's KV" : `"${path}"`;
     // One line: the reason may come from SQLite or the OS with a newline.
     super(
-      `Cannot open KV_PATH ${where}: ${reason.replace(/\s*\n\s*/g, " ")}`,
+      `Cannot open KV_PATH ${where}: ${oneLine(reason)}`,
       options,
     );
   }

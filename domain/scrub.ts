@@ -123,13 +123,38 @@ function keyMatches(words: string[], name: KeyName): boolean {
   return false;
 }
 
+/** What may separate a key's words in JSON text: a character, or an escape. */
+const SEPARATOR = "(?:[^a-z0-9]|\\\\(?:u[0-9a-f]{4}|[a-z]))";
+/**
+ * A word that can stand inside a run of separators: the letter of an
+ * escape (`\t`) or part of a `\u001e`.
+ */
+const ESCAPE_LIKE = /^(?:[a-z]|u?[0-9a-f]{1,4})$/;
+/**
+ * Separators between two words of a key that a trigger looks past, after a
+ * word {@linkcode ESCAPE_LIKE}: an unbounded run would be scanned again from
+ * every place such a word stands inside it (64 KB of `\t` took 5.4 s for a
+ * rule on `t_id`).
+ */
+const MAX_SEPARATORS = 16;
+/**
+ * A longer run of separators anywhere in a text: with a bounded stem, a key
+ * whose words it parts would pass no trigger, so such a text is looked at.
+ */
+const LONG_SEPARATION = new RegExp(`${SEPARATOR}{${MAX_SEPARATORS + 1}}`, "i");
+
 /**
  * A regular expression source that every key matching `name` passes in
  * JSON text, whatever separates its words (a case change, a character,
- * or an escape sequence).
+ * or an escape sequence): any number of them, or up to
+ * {@linkcode MAX_SEPARATORS} after an escape-like word (`bounded`).
  */
-function textStem(name: KeyName): string {
-  return name.join("(?:[^a-z0-9]|\\\\(?:u[0-9a-f]{4}|[a-z]))*");
+function textStem(name: KeyName): { source: string; bounded: boolean } {
+  const bounded = name.slice(0, -1).some((word) => ESCAPE_LIKE.test(word));
+  const between = bounded
+    ? `${SEPARATOR}{0,${MAX_SEPARATORS}}`
+    : `${SEPARATOR}*`;
+  return { source: name.join(between), bounded };
 }
 
 /** A string rewrite: the spans a finder matched, replaced. */
@@ -182,7 +207,7 @@ function compileRules(
   budget: PatternBudget,
 ): CompiledRules {
   const keyActions: [KeyName, ScrubAction][] = [];
-  const stems: string[] = SECRET_NAMES.map(textStem);
+  const stems = SECRET_NAMES.map(textStem);
   const strings: StringRule[] = [];
   const triggers = [DETECTOR_TABLE.card.trigger];
   let cardAction: ScrubAction = "remove";
@@ -213,7 +238,10 @@ function compileRules(
     }
   }
   strings.unshift({ find: DETECTOR_TABLE.card.find, action: cardAction });
-  const keyTrigger = new RegExp(stems.join("|"), "i");
+  const keyTrigger = new RegExp(stems.map((s) => s.source).join("|"), "i");
+  if (stems.some((stem) => stem.bounded)) {
+    triggers.push((text) => LONG_SEPARATION.test(text));
+  }
   return {
     keyActions,
     strings,

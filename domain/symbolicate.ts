@@ -164,7 +164,9 @@ function sourceLines(parsed: ParsedMap, source: string): string[] | null {
  * from each of its characters.
  */
 const DECLARED = [
-  /function\s*\*?\s*([A-Za-z_$][\w$]*)\s*\(/,
+  // `\s*(?:\*\s*)?`, not `\s*\*?\s*`: two runs of spaces side by side split
+  // a long one every way (a map's line of 500 spaces, 7 ms a frame).
+  /function\s*(?:\*\s*)?([A-Za-z_$][\w$]*)\s*\(/,
   /(?<![\w$])([A-Za-z_$][\w$]*)\s*[:=]\s*(?:async\s+)?(?:function\b|(?:\([^()]*\)|[A-Za-z_$][\w$]*)\s*=>)/,
   /^\s*(?:(?:async|static|public|private|protected|get|set)\s+)*([A-Za-z_$][\w$]*)\s*\([^)]*\)\s*(?::[^{]*)?\{/,
 ];

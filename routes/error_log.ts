@@ -131,8 +131,14 @@ export class ErrorLog {
 export function describeError(error: unknown): string {
   if (!(error instanceof Error)) return escapeControls(String(error));
   const frame = /\n\s*at (.*)/.exec(error.stack ?? "")?.[1];
-  const where = frame ? ` (at ${frame.replace(/^.*\((.*)\)$/, "$1")})` : "";
+  const where = frame ? ` (at ${callSite(frame)})` : "";
   return escapeControls(`${error.name}: ${error.message}${where}`);
+}
+
+/** A stack line's place: inside its last parentheses, if it ends with one. */
+function callSite(frame: string): string {
+  const open = frame.lastIndexOf("(");
+  return open >= 0 && frame.endsWith(")") ? frame.slice(open + 1, -1) : frame;
 }
 
 // C0 and C1 controls, DEL, and the bidirectional formatting characters:
