@@ -84,7 +84,8 @@ export function printList<T>(
 /**
  * Prints the rows of an aggregation (`--query 'Q | count by (…)'`): a table
  * for people (sender text made inert, `null` for a missing value, `share` as
- * a percentage), one JSON object per row with `json`, CSV with `csv`. What
+ * a percentage), one JSON object per row with `json`, CSV with `csv` (its
+ * text made inert too when written to a terminal). What
  * is only partly counted or estimated is said on stderr.
  *
  * @example
@@ -101,7 +102,19 @@ export function printAggregation(
   if (mode === "json") {
     printJsonLines(ctx, rows, (row) => row);
   } else if (mode === "csv") {
-    ctx.stdout(rowsCsv(columns, rows));
+    // To a terminal, a sender's escape sequences are shown, not obeyed; to a
+    // file or a pipe, the values are written as stored.
+    const shown = ctx.isTerminal
+      ? rows.map((row) =>
+        Object.fromEntries(
+          Object.entries(row).map(([k, v]) => [
+            inert(k),
+            typeof v === "string" ? inert(v) : v,
+          ]),
+        )
+      )
+      : rows;
+    ctx.stdout(rowsCsv(ctx.isTerminal ? columns.map(inert) : columns, shown));
   } else {
     const cell = (column: string, value: Cell) =>
       value === null

@@ -7,7 +7,7 @@
  *
  * @module
  */
-import { loadConfig } from "../config.ts";
+import { ConfigError, loadConfig } from "../config.ts";
 import { openKv } from "../db/open.ts";
 import { queryThreadOf } from "../db/query/thread.ts";
 import { listenOrExit, onStopSignals } from "../server/serve.ts";
@@ -21,29 +21,35 @@ import {
 if (import.meta.main) {
   const env = Deno.env.toObject();
   let config;
+  let service;
   try {
     config = loadDashboardConfig(env);
+    service = loadConfig(env);
   } catch (error) {
-    if (!(error instanceof DashboardConfigError)) throw error;
+    if (
+      !(error instanceof DashboardConfigError || error instanceof ConfigError)
+    ) {
+      throw error;
+    }
     console.error(error.message);
     Deno.exit(1);
   }
-  const kv = await openKv(config.kvPath);
+  // One line, as the service says it: a path that is no database.
+  const kv = await openKv(config.kvPath).catch((error) => {
+    console.error(error instanceof Error ? error.message : String(error));
+    Deno.exit(1);
+  });
   const servicePort = config.servicePort;
   // Searches read in a thread of their own, as in the service
   // (docs/query.md#a-thread-of-its-own): one reader's never holds the pages.
-  const queryThread = queryThreadOf(
-    kv,
-    config.kvPath,
-    loadConfig(env).queryThread,
-  );
+  const queryThread = queryThreadOf(kv, config.kvPath, service.queryThread);
   const app = createDashboard({
     kv,
     ...(queryThread ? { reads: queryThread } : {}),
     password: config.password,
     ...dashboardBounds(config),
-    trustProxy: loadConfig(env).trustProxy,
-    allowPrivateTargets: loadConfig(env).alertPrivateTargets,
+    trustProxy: service.trustProxy,
+    allowPrivateTargets: service.alertPrivateTargets,
     endpoint: (url) => {
       const service = new URL(url.origin);
       service.port = String(servicePort);

@@ -14,6 +14,7 @@ import { ProjectNotFoundError } from "../../db/projects.ts";
 import { listRejected } from "../../db/rejected.ts";
 import { replayRejected } from "../../queue/replay.ts";
 import { REJECT_REASONS, type RejectReason } from "../../domain/entry.ts";
+import { isIdForm } from "../../domain/ids.ts";
 import { lastDayByReason, readStats, recentCount } from "../data.ts";
 import { replayable } from "../pages/rejected_entry.tsx";
 import { RejectionsPage } from "../pages/rejections.tsx";
@@ -23,6 +24,7 @@ import {
   doneNotice,
   formField,
   keepFlash,
+  message,
   projectNotFound,
   renderPage,
   sessionFlash,
@@ -82,6 +84,17 @@ export function rejectionsRoutes(app: DashApp, deps: DashboardDeps): void {
     `/projects/:id/rejections/replay`,
     withProject(deps, async (c, project) => {
       const entry = await formField(c, "entry");
+      // An id or "all": anything else names no entry, and is never kept in
+      // the page's message (a value of its own, bounded by KV).
+      if (entry !== "all" && !isIdForm(entry)) {
+        return await message(
+          c,
+          deps,
+          "No such entry",
+          'Replay takes the id of a kept entry (28 hexadecimal digits) or "all".',
+          400,
+        );
+      }
       try {
         // "all" replays only the entries a replay can store.
         const ids = entry === "all"

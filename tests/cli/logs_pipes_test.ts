@@ -103,7 +103,7 @@ pipeRecordsTest(
 );
 
 pipeRecordsTest(
-  "sender text in a value is printed inert in the table",
+  "sender text in a value is printed inert in the table, and in CSV to a terminal",
   async (kv, projectId) => {
     await storeBatch(kv, projectId, [
       recordAt(T0 + 5 * 3_600_000, { context: { service: "\u001b[2Jevil" } }),
@@ -123,6 +123,21 @@ pipeRecordsTest(
       "--json",
     );
     assert.ok(json.stdout.includes('"context.service":"\\u001b[2Jevil"'));
+    const args = [
+      projectId,
+      "--query",
+      "context.service:* | count by context.service",
+      "--csv",
+    ];
+    const shown = await cli(kv, ["logs", ...args], { isTerminal: true });
+    assert.equal(shown.code, 0, shown.stderr);
+    assert.ok(!shown.stdout.includes("\u001b"), "none in CSV to a terminal");
+    assert.match(shown.stdout, /^\\u\{1b\}\[2Jevil,1\r$/m);
+    const piped = await cli(kv, ["logs", ...args]);
+    assert.ok(
+      piped.stdout.includes("\n\u001b[2Jevil,1\r\n"),
+      "to a pipe as stored",
+    );
   },
 );
 

@@ -244,3 +244,23 @@ signedInTest(
     assert.match(after, /There was no kept entry to replay/);
   },
 );
+
+signedInTest(
+  "a replay of anything but an entry id or all is a 400 that names what it takes, however long",
+  async (h, browser) => {
+    const project = await h.project(["https://app.example.com"]);
+    const path = `/projects/${project.id}/rejections/replay`;
+    // Just under the form limit: its results once overflowed a KV value.
+    for (const entry of ["x".repeat(65_440), "abc", "ALL", ""]) {
+      const res = await browser.post(path, { entry });
+      assert.equal(res.status, 400, entry.slice(0, 10));
+      assert.match(
+        textOf(await res.text()),
+        /28 hexadecimal digits\) or "all"/,
+      );
+    }
+    const missing = await browser.post(path, { entry: "0".repeat(28) });
+    assert.equal(missing.status, 303);
+    await missing.body?.cancel();
+  },
+);

@@ -102,3 +102,27 @@ Deno.test("listenFailure names the address of a socket an operator can fix, and 
   );
   assert.equal(listenFailure(new TypeError("bug"), "127.0.0.1", 8000), null);
 });
+
+Deno.test("deno task dashboard over a KV_PATH that is no database, or a malformed variable, prints one line and exits 1", async () => {
+  const dir = await Deno.makeTempDir();
+  try {
+    const cases: [Record<string, string>, RegExp][] = [
+      [{ KV_PATH: dir }, new RegExp(`^Cannot open KV_PATH "${dir}": \\S`)],
+      [{ KV_PATH: ":memory:", QUERY_THREAD: "sometimes" }, /QUERY_THREAD/],
+    ];
+    for (const [env, line] of cases) {
+      const exit = await runDashboard({
+        ADMIN_PASSWORD: "correct horse battery",
+        DASHBOARD_HOSTNAME: "127.0.0.1",
+        DASHBOARD_PORT: "0",
+        ...env,
+      });
+      assert.equal(exit.code, 1, exit.stderr);
+      const lines = exit.stderr.split("\n").filter((l) => l.trim() !== "");
+      assert.equal(lines.length, 1, exit.stderr);
+      assert.match(lines[0]!, line);
+    }
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+});
