@@ -20,7 +20,8 @@ import { Hono } from "hono";
 import { isLockedError } from "../db/kv.ts";
 import { localReads, type Reads } from "../db/query/reads.ts";
 import { ThreadStalledError } from "../db/own_thread.ts";
-import { lockedAsLine } from "../db/locked.ts";
+import { errorLine, lockedAsLine } from "../db/locked.ts";
+import { isDiskFullError } from "../db/disk.ts";
 import { getCookie } from "hono/cookie";
 import { accessRefusal, forbidden } from "./access.ts";
 import { type Asset, assetResponse, assetUrls, loadAssets } from "./assets.ts";
@@ -147,6 +148,10 @@ export const FORM_LIMIT_BYTES = 64 * 1024;
 const LOCKED_ANSWER =
   "The database was held by another process for too long. Try again in a moment.";
 
+/** What a request answered `503` for a full disk is told. */
+const DISK_FULL_ANSWER =
+  "The database's disk is full: nothing can be saved until space is freed. Try again in a moment.";
+
 /** What a request answered `503` for a stalled query thread is told. */
 const STALLED_ANSWER =
   "The search's thread stopped answering and was restarted. Try again in a moment.";
@@ -236,6 +241,9 @@ export function createDashboard(options: DashboardOptions): DashApp {
     }
     if (error instanceof ThreadStalledError) {
       return await busyAnswer(c, deps, error.message, STALLED_ANSWER);
+    }
+    if (isDiskFullError(error)) {
+      return await busyAnswer(c, deps, errorLine(error), DISK_FULL_ANSWER);
     }
     console.error("Dashboard error:", error);
     return await message(

@@ -91,18 +91,18 @@ Deno.test("any other error is thrown at once, as it is", async () => {
   assert.equal(lockedAsLine(other), other);
 });
 
-/** A KV whose writes are always refused as locked, behind the retries. */
-async function alwaysLocked() {
+/** A KV whose writes are always refused (as locked by default), behind the retries. */
+async function alwaysLocked(refusal: () => Error = locked) {
   const raw = await Deno.openKv(":memory:");
   const refusing = new Proxy(raw, {
     get(target, name) {
       if (name === "set" || name === "delete") {
-        return () => Promise.reject(locked());
+        return () => Promise.reject(refusal());
       }
       if (name === "atomic") {
         return () => {
           const op = target.atomic();
-          op.commit = () => Promise.reject(locked());
+          op.commit = () => Promise.reject(refusal());
           return op;
         };
       }
@@ -155,6 +155,29 @@ Deno.test("the dashboard answers a store locked past the bound with 503 and a pa
       /^Dashboard: cannot answer POST \/projects: The database stayed locked/,
     );
     assert.doesNotMatch(lines[0]!, /\n\s+at /);
+  } finally {
+    raw.close();
+  }
+});
+
+Deno.test("the dashboard answers a full disk with 503, a page that says so, and one line", async () => {
+  const full = () => new TypeError("database or disk is full");
+  const { raw, kv } = await alwaysLocked(full);
+  try {
+    const browser = await signIn(
+      createDashboard({ kv: raw, password: PASSWORD }),
+    );
+    const dash = createDashboard({ kv, password: PASSWORD });
+    let res!: Response;
+    const lines = await printed(async () => {
+      res = await post(dash, browser, "/projects", { name: "Web shop" });
+    });
+    assert.equal(res.status, 503);
+    assert.equal(res.headers.get("retry-after"), "5");
+    assert.match(await res.text(), /disk is full: nothing can be saved/);
+    assert.deepEqual(lines, [
+      "Dashboard: cannot answer POST /projects: database or disk is full",
+    ]);
   } finally {
     raw.close();
   }
