@@ -15,6 +15,13 @@ export interface QuerySlotsOptions {
   perReader?: number;
   /** Queries the dashboard runs at once. @default {16} */
   total?: number;
+  /** Queries the read tokens of one project run at once. @default {8} */
+  perProjectTokens?: number;
+  /**
+   * Queries read tokens run at once in all, so that signed-in readers keep
+   * the rest of `total`. @default {total - perReader}
+   */
+  allTokens?: number;
 }
 
 /** One bound of {@linkcode Slots}: holders at most, and why a take past it is refused. */
@@ -52,7 +59,10 @@ export class Slots {
     return this.#open;
   }
 
-  /** Takes a slot for `keys`, one per level, in the levels' order. */
+  /**
+   * Takes a slot for `keys`, one per level, in the levels' order; levels
+   * past the keys given do not count this holder.
+   */
   take(keys: string[]): (() => void) | string {
     for (const [i, key] of keys.entries()) {
       const bound = this.#levels[i]!;
@@ -74,19 +84,36 @@ export class Slots {
   }
 }
 
-/** The queries running now, by reader. */
+/**
+ * The queries running now, by reader; a read token's also by its project
+ * and among all tokens', since a member may make up to 100 tokens a project
+ * (4 tokens × 4 queries were every slot).
+ */
 export class QuerySlots {
   readonly perReader: number;
   readonly total: number;
+  readonly perProjectTokens: number;
+  readonly allTokens: number;
   #slots: Slots;
 
   constructor(options: QuerySlotsOptions = {}) {
     this.perReader = options.perReader ?? 4;
     this.total = options.total ?? 16;
+    this.perProjectTokens = options.perProjectTokens ?? 8;
+    this.allTokens = options.allTokens ??
+      Math.max(1, this.total - this.perReader);
     this.#slots = new Slots([{
       most: this.perReader,
       why:
         `Cannot run more than ${this.perReader} queries at once for one reader: wait for one to end`,
+    }, {
+      most: this.perProjectTokens,
+      why:
+        `Cannot run more than ${this.perProjectTokens} queries at once with one project's read tokens: wait for one to end`,
+    }, {
+      most: this.allTokens,
+      why:
+        `Cannot run more than ${this.allTokens} queries at once with read tokens: the rest are kept for signed-in readers; try again in a moment`,
     }], {
       most: this.total,
       why:
@@ -95,9 +122,9 @@ export class QuerySlots {
   }
 
   /**
-   * Takes a slot for `reader` (`account:<email>` or `token:<id>`): the
-   * function that gives it back (once, however often it is called), or why
-   * there is none.
+   * Takes a slot for `reader` (`account:<email>`, or `token:<id>` with the
+   * token's `projectId`): the function that gives it back (once, however
+   * often it is called), or why there is none.
    *
    * @example
    * ```ts
@@ -106,8 +133,13 @@ export class QuerySlots {
    * try { return await query(); } finally { slot(); }
    * ```
    */
-  take(reader: string): (() => void) | string {
-    return this.#slots.take([reader]);
+  take(reader: string, projectId?: string): (() => void) | string {
+    // An account is counted at the first level only.
+    return this.#slots.take(
+      projectId === undefined
+        ? [reader]
+        : [reader, `project:${projectId}`, "tokens"],
+    );
   }
 }
 

@@ -262,6 +262,7 @@ export function apiRoutes(app: DashApp, deps: DashboardDeps): void {
     const authorization = c.req.header("authorization");
     let browser = false;
     let reader: string;
+    let tokenProject: string | undefined;
     if (authorization !== undefined) {
       const bearer = /^Bearer[ ]+([^\s]+)[ ]*$/i.exec(authorization);
       const token = bearer ? await findReadToken(kv, bearer[1]!) : null;
@@ -283,6 +284,7 @@ export function apiRoutes(app: DashApp, deps: DashboardDeps): void {
         );
       }
       reader = `token:${token.id}`;
+      tokenProject = projectId;
     } else {
       const session = c.get("session");
       if (session === null) {
@@ -303,7 +305,7 @@ export function apiRoutes(app: DashApp, deps: DashboardDeps): void {
     ) {
       return apiError(c, 404, `Cannot find project "${projectId}"`);
     }
-    const slot = deps.querySlots.take(reader);
+    const slot = deps.querySlots.take(reader, tokenProject);
     if (typeof slot === "string") {
       c.header("Retry-After", "1");
       return apiError(c, 429, slot);

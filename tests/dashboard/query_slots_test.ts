@@ -8,6 +8,9 @@
 import assert from "node:assert/strict";
 import { QuerySlots } from "../../dashboard/query_slots.ts";
 import { createReadToken } from "../../db/tokens.ts";
+import { localReads } from "../../db/query/reads.ts";
+import { notedReads } from "../_helpers/query.ts";
+import { withTimeout } from "../_helpers/harness.ts";
 import { apiRequest, withSignedIn } from "../_helpers/dashboard.ts";
 
 Deno.test("query slots hold per reader and in all, and a slot given back twice counts once", () => {
@@ -51,4 +54,94 @@ Deno.test("a reader past its query slots gets 429 from the read API (JSON) and t
     assert.equal(settings.status, 200, "no query there");
     await settings.text();
   }, { dashboard: { queryLimits: { perReader: 0 } } });
+});
+
+Deno.test("read tokens hold at most their project's share and all tokens' share, and signed-in readers keep the rest", () => {
+  const slots = new QuerySlots({ perReader: 4, total: 16 });
+  assert.equal(slots.perProjectTokens, 8);
+  assert.equal(slots.allTokens, 12);
+  const held = [1, 2].flatMap((t) =>
+    [1, 2, 3, 4].map(() => slots.take(`token:a${t}`, "A"))
+  );
+  assert.ok(held.every((slot) => typeof slot === "function"));
+  assert.match(
+    slots.take("token:a3", "A") as string,
+    /8 queries at once with one project's read tokens/,
+  );
+  for (let i = 0; i < 4; i++) {
+    assert.equal(typeof slots.take(`token:b${i}`, "B"), "function");
+  }
+  assert.match(
+    slots.take("token:c1", "C") as string,
+    /12 queries at once with read tokens: the rest are kept/,
+  );
+  for (const account of ["account:x", "account:y", "account:x", "account:z"]) {
+    assert.equal(typeof slots.take(account), "function", account);
+  }
+  assert.match(slots.take("account:w") as string, /on this dashboard/);
+});
+
+Deno.test("one project's read tokens looping exports leave the explorer to a signed-in reader", async () => {
+  let release!: () => void;
+  const held = new Promise<void>((resolve) => release = resolve);
+  let kv: Deno.Kv | undefined;
+  let holding = 0;
+  await withSignedIn(async (h, browser) => {
+    kv = h.kv;
+    const [a, b] = [await h.project(), await h.project()];
+    const tokens = await Promise.all(
+      [1, 2, 3, 4].map(async (i) =>
+        (await createReadToken(h.kv, {
+          projectId: a.id,
+          name: `t${i}`,
+          createdBy: "test",
+        })).token
+      ),
+    );
+    const api = `/api/v1/projects/${a.id}/logs`;
+    let refused = 0;
+    const exports = tokens.flatMap((token) =>
+      [1, 2, 3, 4].map(() =>
+        apiRequest(h, api, token).then((res) => {
+          if (res.status === 429) refused++;
+          return res;
+        })
+      )
+    );
+    // Every export holds a slot or was refused before the page is asked.
+    await withTimeout(
+      (async () => {
+        while (holding + refused < exports.length) {
+          await new Promise((resolve) => setTimeout(resolve, 5));
+        }
+      })(),
+      10_000,
+      "the exports' slots",
+    );
+    assert.equal(holding, 8);
+    const page = await browser.get(`/projects/${b.id}`);
+    assert.equal(page.status, 200);
+    await page.text();
+    release();
+    const statuses = await Promise.all(
+      exports.map(async (res) => {
+        const answer = await res;
+        await answer.body?.cancel();
+        return answer.status;
+      }),
+    );
+    assert.equal(statuses.filter((s) => s === 200).length, 8);
+    assert.equal(statuses.filter((s) => s === 429).length, 8);
+  }, {
+    dashboard: {
+      reads: {
+        ...notedReads(() => localReads(kv!), []),
+        exportPage: async (projectId, options) => {
+          holding++;
+          await held;
+          return await localReads(kv!).exportPage(projectId, options);
+        },
+      },
+    },
+  });
 });
