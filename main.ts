@@ -138,6 +138,10 @@ if (import.meta.main) {
       console.error("Cannot sweep pending batches:", lockedAsLine(e))
     );
     await pipeline.merger?.round().catch(logMergeFailure);
+    // Counters of past epochs carry no expiry: their sweep, too.
+    await limiter.cleanup(kv).catch((e) =>
+      console.error("Cannot delete old rate counters:", lockedAsLine(e))
+    );
   };
   // Alerts and metrics (docs/alerts.md, docs/metrics.md): beside the ingest
   // path, never in it.
