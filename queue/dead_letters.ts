@@ -21,7 +21,8 @@ import {
   pendingBatchKey,
   quotaGrantsPrefix,
 } from "../db/keys.ts";
-import { encodeJson } from "../db/kv.ts";
+import { encodeJson, isLockedError } from "../db/kv.ts";
+import { isDiskFullError } from "../db/disk.ts";
 import { deletePrefix } from "../db/projects.ts";
 import { isIdForm } from "../domain/ids.ts";
 import {
@@ -38,7 +39,8 @@ const BACKOFF_MS = [1000, 5000, 30_000, 60_000];
 /**
  * Records a failed attempt at batch `batchId`: it is retried after a
  * backoff, and after {@linkcode MAX_ATTEMPTS} it moves to the dead letters.
- * A stored value that cannot be read at all is kept whole in the dead
+ * A database locked past its retries or a full disk counts no attempt. A
+ * stored value that cannot be read at all is kept whole in the dead
  * letter, so it reaches the dead letters instead of being retried forever.
  *
  * @example
@@ -69,7 +71,11 @@ export async function recordFailure(
       attempts: 0,
     };
   }
-  const attempts = previous.attempts + 1;
+  // A database locked by another process or a full disk is no fault of the
+  // batch: it waits and is tried again, however long that lasts, without
+  // moving toward the dead letters.
+  const passing = isLockedError(error) || isDiskFullError(error);
+  const attempts = previous.attempts + (passing ? 0 : 1);
   const message = error instanceof Error ? error.message : String(error);
   if (attempts >= MAX_ATTEMPTS) {
     const { retryAt: _, ...rest } = previous;
@@ -84,7 +90,8 @@ export async function recordFailure(
     ...previous,
     attempts,
     error: message,
-    retryAt: now + BACKOFF_MS[Math.min(attempts, BACKOFF_MS.length) - 1]!,
+    retryAt: now +
+      BACKOFF_MS[Math.min(Math.max(attempts, 1), BACKOFF_MS.length) - 1]!,
   };
   await kv.atomic().check(pending)
     .set(pendingBatchKey(batchId), encodeBatchHeader(header)).commit();

@@ -14,6 +14,7 @@ import {
   quotaGrantKey,
 } from "../../db/keys.ts";
 import { encodeJson } from "../../db/kv.ts";
+import { KvLockedError } from "../../db/locked.ts";
 import { decodeBatchHeader, encodeBatchHeader } from "../../queue/batch.ts";
 import {
   DeadLetterConflictError,
@@ -23,6 +24,7 @@ import {
   getDeadLetter,
   listDeadLetters,
   MAX_ATTEMPTS,
+  recordFailure,
   replayAllDeadLetters,
   replayDeadLetter,
 } from "../../queue/dead_letters.ts";
@@ -321,5 +323,34 @@ projectTest(
     assert.deepEqual(await pendingBatchIds(h.kv), [pending]);
     await h.process();
     assert.equal((await h.logs(project.id)).length, 1);
+  },
+);
+
+projectTest(
+  "a locked database or a full disk never moves a batch toward the dead letters; any other failure does",
+  async (h, project) => {
+    await h.post(randomEntry({ projectId: project.id }), { Origin: ORIGIN });
+    await h.pipeline.producer.flush();
+    const [batchId] = await pendingBatchIds(h.kv);
+    const header = async () =>
+      decodeBatchHeader((await h.kv.get(pendingBatchKey(batchId!))).value);
+    const passing = [
+      new KvLockedError(40, 10_000),
+      new TypeError("database or disk is full"),
+    ];
+    for (let i = 0; i < 2 * MAX_ATTEMPTS; i++) {
+      const error = passing[i % 2]!;
+      assert.equal(
+        await recordFailure(h.kv, batchId!, error, h.clock.now()),
+        "retry",
+      );
+    }
+    const waiting = await header();
+    assert.equal(waiting.attempts, 0);
+    assert.equal(waiting.retryAt, h.clock.now() + 1000);
+    assert.match(waiting.error ?? "", /disk is full/);
+    await recordFailure(h.kv, batchId!, new Error("bad batch"), h.clock.now());
+    assert.equal((await header()).attempts, 1);
+    assert.deepEqual(await listDeadLetters(h.kv), []);
   },
 );
