@@ -250,6 +250,27 @@ function compileRules(
   };
 }
 
+/**
+ * `name`, a member name that scrubbing rewrote, or `name (2)`, `name (3)`…
+ * where the object already has it (two card numbers as names, both
+ * `[Filtered]`): a rewritten name never takes another member's value.
+ */
+function unusedName(
+  name: string,
+  out: Record<string, unknown>,
+  source: object,
+): string {
+  let free = name;
+  for (
+    let n = 2;
+    Object.hasOwn(out, free) || Object.hasOwn(source, free);
+    n++
+  ) {
+    free = `${name} (${n})`;
+  }
+  return free;
+}
+
 /** What an action makes of a value: `[Filtered]`, a mask, a keyed hash. */
 function actionOf(
   hashKey: string | undefined,
@@ -311,9 +332,11 @@ class Walk {
     const out: Record<string, unknown> = {};
     for (const [key, inner] of Object.entries(value)) {
       const action = this.keyAction(key);
-      out[this.string(key)] = action === undefined
-        ? this.value(inner, depth + 1)
-        : this.keyed(inner, action);
+      const name = this.string(key);
+      out[name === key ? key : unusedName(name, out, value)] =
+        action === undefined
+          ? this.value(inner, depth + 1)
+          : this.keyed(inner, action);
     }
     return out;
   }

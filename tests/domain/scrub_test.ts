@@ -287,8 +287,12 @@ function onePattern(pattern: string, options: { now?: () => number } = {}) {
 Deno.test("a stored pattern that the bounds now refuse is never run: every string is filtered, as by one out of time", () => {
   const scrubber = onePattern("a{0,30}a{0,30}a{0,30}b");
   const out = scrubber.scrub({ data: { text: "a".repeat(256), n: 7 } });
-  // Names are strings too: both are filtered, and the number is kept.
-  assert.deepEqual(out.entry.data, { [FILTERED]: 7 });
+  // Names are strings too: both are filtered, numbered apart, and the
+  // number is kept.
+  assert.deepEqual(out.entry.data, {
+    [FILTERED]: FILTERED,
+    [`${FILTERED} (2)`]: 7,
+  });
   assert.equal(out.changed, true);
 });
 
@@ -343,4 +347,23 @@ Deno.test("keys are judged alike before and after the key memo fills", () => {
       FILTERED,
     );
   }
+});
+
+Deno.test("member names rewritten into one another's keep every value, numbered", () => {
+  const scrubber = compileScrubber([]);
+  const data = {
+    "[Filtered]": "important",
+    "4111111111111111": "x",
+    "4012888888881881": "y",
+  };
+  assert.deepEqual(scrubber.scrub({ data }).entry.data, {
+    "[Filtered]": "important",
+    "[Filtered] (2)": "x",
+    "[Filtered] (3)": "y",
+  });
+  const later = { "4111111111111111": "x", "[Filtered]": "kept" };
+  assert.deepEqual(scrubber.scrub({ data: later }).entry.data, {
+    "[Filtered] (2)": "x",
+    "[Filtered]": "kept",
+  });
 });
