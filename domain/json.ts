@@ -136,19 +136,33 @@ export function scanJson(
       if (isArray[depth]) indexAt[depth]!++;
       else expectKey = true;
     } else if (c === MINUS || (c >= ZERO && c <= NINE)) {
-      const end = numberEnd(text, i);
-      const why = end < 0 && !full(checked)
-        ? numberProblem(text.slice(i, -end))
-        : null;
-      if (why !== null) {
-        const path = pathTo(text, key, checked, depth);
-        report(checked, path, `"${path}" ${why}: send it as a string`);
-      }
-      i = Math.abs(end) - 1;
+      i = checkNumber(text, i, key, checked, depth) - 1;
     }
   }
   const { inexact } = checked;
   return inexact ? { spans, inexact } : { spans };
+}
+
+/**
+ * Checks the number that starts at `start` inside the checked member `key`
+ * and reports it when a double would not hold it; the index past it.
+ */
+function checkNumber(
+  text: string,
+  start: number,
+  key: string,
+  checked: Checked,
+  depth: number,
+): number {
+  const end = numberEnd(text, start);
+  const why = end < 0 && !full(checked)
+    ? numberProblem(text.slice(start, -end))
+    : null;
+  if (why !== null) {
+    const path = pathTo(text, key, checked, depth);
+    report(checked, path, `"${path}" ${why}: send it as a string`);
+  }
+  return Math.abs(end);
 }
 
 /**

@@ -21,6 +21,7 @@ import { RejectionsPage } from "../pages/rejections.tsx";
 import {
   type DashApp,
   type DashboardDeps,
+  type DashContext,
   doneNotice,
   formField,
   keepFlash,
@@ -86,15 +87,7 @@ export function rejectionsRoutes(app: DashApp, deps: DashboardDeps): void {
       const entry = await formField(c, "entry");
       // An id or "all": anything else names no entry, and is never kept in
       // the page's message (a value of its own, bounded by KV).
-      if (entry !== "all" && !isIdForm(entry)) {
-        return await message(
-          c,
-          deps,
-          "No such entry",
-          'Replay takes the id of a kept entry (28 hexadecimal digits) or "all".',
-          400,
-        );
-      }
+      if (entry !== "all" && !isIdForm(entry)) return await notAnId(c, deps);
       try {
         // "all" replays only the entries a replay can store.
         const ids = entry === "all"
@@ -121,5 +114,16 @@ export function rejectionsRoutes(app: DashApp, deps: DashboardDeps): void {
         303,
       );
     }),
+  );
+}
+
+/** The answer to a replay of something that is no entry id nor "all". */
+function notAnId(c: DashContext, deps: DashboardDeps): Promise<Response> {
+  return message(
+    c,
+    deps,
+    "No such entry",
+    'Replay takes the id of a kept entry (28 hexadecimal digits) or "all".',
+    400,
   );
 }

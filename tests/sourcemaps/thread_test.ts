@@ -27,10 +27,10 @@ const stack = await thrownStack(
   "https://shop.example.com/assets/app.min.js",
 );
 
-async function upload(h: Harness, projectId: string) {
+async function upload(h: Harness, projectId: string, release = "1.0.0") {
   await uploadSourceMap(h.kv, {
     projectId,
-    release: "1.0.0",
+    release,
     url: "app.min.js",
     bytes: new TextEncoder().encode(bundle.map),
     now: h.clock.now(),
@@ -160,13 +160,7 @@ Deno.test("a release named as a property of every object has maps only once uplo
       const record = recordAt(T0, { data: { stack }, context: { release } });
       assert.equal(await resolver.resolve(project.id, record), null, release);
     }
-    await uploadSourceMap(h.kv, {
-      projectId: project.id,
-      release: "__proto__",
-      url: "app.min.js",
-      bytes: new TextEncoder().encode(bundle.map),
-      now: h.clock.now(),
-    });
+    await upload(h, project.id, "__proto__");
     const { index } = await readSourceMapIndex(h.kv, project.id);
     assert.deepEqual(Object.entries(index.releases), [["__proto__", 1]]);
     const record = recordAt(T0, {
