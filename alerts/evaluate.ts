@@ -1,7 +1,9 @@
 /**
  * Evaluating alert rules: for each rule, read the entries stored since its
  * cursor through the public query API (`tailLogs`), count the matches, and
- * when the rule fires put one delivery in the outbox (docs/alerts.md).
+ * when the rule fires put one delivery in the outbox (docs/alerts.md). A
+ * tick's time is shared among projects, which take turns
+ * (alerts/rotation.ts).
  *
  * It runs beside the ingest path, never in it: a loop reads what the
  * consumer has stored. A rule's
@@ -32,12 +34,25 @@ import { formatAlertDuration, ruleTrigger } from "./rules.ts";
 import { evaluateGroupRule, groupDeliveryBody } from "./group_rules.ts";
 import { dropPastBound } from "./deliver.ts";
 import { chatText } from "./chat.ts";
+import {
+  createTurns,
+  type Deadline,
+  inTurn,
+  pageBudget,
+  projectDeadline,
+  spent,
+  TICK_BUDGET_MS,
+  type Turns,
+} from "./rotation.ts";
 
 /** Entries sent with a delivery at most. */
 export const SAMPLE_ENTRIES = 5;
 /** Entries one rule reads per call of the query API. */
 const PAGE = 1000;
-/** Pages one rule reads per evaluation; the rest waits for the next one. */
+/**
+ * Pages one rule reads per evaluation (fewer when its project's share of
+ * the tick runs out); the rest waits for the next one.
+ */
 const MAX_PAGES = 20;
 /**
  * Time the first match of a delivery waits for others, so that a burst
@@ -54,6 +69,17 @@ export interface EvaluateOptions {
   kv: Deno.Kv;
   /** Clock. @default {Date.now} */
   now?: () => number;
+  /**
+   * Milliseconds of a monotonic clock, for the time a tick spends.
+   * @default {performance.now}
+   */
+  clock?: () => number;
+  /**
+   * Where the turns of projects and rules stand; kept between ticks, so
+   * that each tick starts after the last project and rule the previous
+   * one reached. @default from the start
+   */
+  turns?: Turns;
   /** Told of a rule whose evaluation failed; the others go on. */
   onError?: (rule: AlertRule, error: unknown) => void;
   /**
@@ -196,6 +222,7 @@ async function queueGroupDeliveries(
     now: number;
     dashboardUrl?: string;
     reads?: Reads;
+    deadline?: Deadline;
   },
 ): Promise<Delivery[]> {
   const { rule, state, project, now } = options;
@@ -206,6 +233,7 @@ async function queueGroupDeliveries(
     state,
     now,
     options.reads,
+    options.deadline,
   );
   if (next.cursor === state.cursor && events.length === 0) return [];
   const op = kv.atomic().check(ruleEntry).check(stateEntry);
@@ -264,6 +292,64 @@ async function readRule(kv: Deno.Kv, rule: AlertRule): Promise<
   return { project, state, entries: [ruleEntry, stateEntry] };
 }
 
+/** What a query rule read since its cursor. */
+interface Found {
+  cursor: string;
+  count: number;
+  samples: Record<string, unknown>[];
+  /** The matches' receipt times. */
+  times: number[];
+}
+
+/**
+ * Reads the matches of `rule` after `cursor`, page by page, until a short
+ * page, {@linkcode MAX_PAGES}, or `deadline` (each page read with what is
+ * left of it; the first one always).
+ */
+async function readMatches(
+  reads: Reads,
+  rule: AlertRule,
+  cursor: string,
+  now: number,
+  deadline?: Deadline,
+): Promise<Found> {
+  const filter = parseQuery(rule.query);
+  const found: Found = { cursor, count: 0, samples: [], times: [] };
+  for (let page = 0; page < MAX_PAGES; page++) {
+    if (page > 0 && spent(deadline)) break;
+    const { records, lastId } = await reads.tailLogs(rule.projectId, {
+      afterId: found.cursor,
+      filter,
+      now,
+      limit: PAGE,
+      ...pageBudget(deadline),
+    });
+    found.count += records.length;
+    for (const record of records) {
+      found.times.push(record.receivedAt);
+      if (found.samples.length < SAMPLE_ENTRIES) {
+        found.samples.push(recordJson(record));
+      }
+    }
+    if (lastId !== null) found.cursor = lastId;
+    if (records.length < PAGE) break;
+  }
+  return found;
+}
+
+/** Options of {@linkcode evaluateRule}. */
+export interface EvaluateRuleOptions {
+  /** See {@linkcode EvaluateOptions.dashboardUrl}. */
+  dashboardUrl?: string;
+  /** See {@linkcode EvaluateOptions.reads}. */
+  reads?: Reads;
+  /**
+   * No page read starts past it (the first always does), and the last one
+   * read is given what is left of it. @default none: up to `MAX_PAGES`
+   */
+  deadline?: Deadline;
+}
+
 /**
  * Evaluates one rule at `now`; returns the deliveries it queued: none
  * (nothing due, or another instance committed first), one of a query rule,
@@ -273,7 +359,7 @@ export async function evaluateRule(
   kv: Deno.Kv,
   rule: AlertRule,
   now: number,
-  options: { dashboardUrl?: string; reads?: Reads } = {},
+  options: EvaluateRuleOptions = {},
 ): Promise<Delivery[]> {
   const read = await readRule(kv, rule);
   if (read === null) return [];
@@ -281,37 +367,22 @@ export async function evaluateRule(
     return await queueGroupDeliveries(kv, { ...read, rule, now, ...options });
   }
   const { project, state, entries: [ruleEntry, stateEntry] } = read;
-  const filter = parseQuery(rule.query);
   const reads = options.reads ?? localReads(kv);
-  let cursor = state.cursor;
-  let count = 0;
-  const samples: Record<string, unknown>[] = [];
-  const times: number[] = [];
-  for (let page = 0; page < MAX_PAGES; page++) {
-    const { records, lastId } = await reads.tailLogs(rule.projectId, {
-      afterId: cursor,
-      filter,
-      now,
-      limit: PAGE,
-    });
-    count += records.length;
-    for (const record of records) {
-      times.push(record.receivedAt);
-      if (samples.length < SAMPLE_ENTRIES) {
-        samples.push(recordJson(record));
-      }
-    }
-    if (lastId !== null) cursor = lastId;
-    if (records.length < PAGE) break;
-  }
+  const found = await readMatches(
+    reads,
+    rule,
+    state.cursor,
+    now,
+    options.deadline,
+  );
   const { state: next, count: fired } = advance(
     rule,
     state,
-    { cursor, count, samples },
-    times,
+    found,
+    found.times,
     now,
   );
-  if (next.cursor === state.cursor && fired === null && count === 0) {
+  if (next.cursor === state.cursor && fired === null && found.count === 0) {
     return [];
   }
   let delivery: Delivery | null = null;
@@ -347,27 +418,41 @@ export async function evaluateRule(
 }
 
 /**
- * Evaluates every rule of every project once; returns the deliveries
- * queued. A rule that fails is reported and skipped.
+ * Evaluates the rules of every project once, within a budget of
+ * {@linkcode TICK_BUDGET_MS} shared among the projects, which take turns
+ * (alerts/rotation.ts); returns the deliveries queued. A rule that fails is
+ * reported and skipped.
  */
 export async function evaluateRules(
   options: EvaluateOptions,
 ): Promise<Delivery[]> {
   const { kv } = options;
   const now = (options.now ?? Date.now)();
+  const clock = options.clock ?? (() => performance.now());
+  const turns = options.turns ?? createTurns();
+  const tickEnd = clock() + TICK_BUDGET_MS;
+  const projects = inTurn(await listAlertRules(kv), turns);
   const queued: Delivery[] = [];
-  for (const rule of await listAlertRules(kv)) {
-    try {
-      queued.push(
-        ...await evaluateRule(kv, rule, now, {
-          ...(options.dashboardUrl
-            ? { dashboardUrl: options.dashboardUrl }
-            : {}),
-          ...(options.reads ? { reads: options.reads } : {}),
-        }),
-      );
-    } catch (error) {
-      options.onError?.(rule, error);
+  for (const [index, rules] of projects.entries()) {
+    if (index > 0 && clock() >= tickEnd) break;
+    const deadline = projectDeadline(tickEnd, index, projects.length, clock);
+    turns.project = rules[0]!.projectId;
+    for (const [at, rule] of rules.entries()) {
+      if (at > 0 && spent(deadline)) break;
+      turns.rules.set(rule.projectId, rule.id);
+      try {
+        queued.push(
+          ...await evaluateRule(kv, rule, now, {
+            ...(options.dashboardUrl
+              ? { dashboardUrl: options.dashboardUrl }
+              : {}),
+            ...(options.reads ? { reads: options.reads } : {}),
+            deadline,
+          }),
+        );
+      } catch (error) {
+        options.onError?.(rule, error);
+      }
     }
   }
   return queued;

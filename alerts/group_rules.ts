@@ -10,7 +10,8 @@
  * error entries) and commits its state with its deliveries; each delivery
  * goes through the same outbox, fairness and backoff (alerts/dispatch.ts).
  * At most {@linkcode MAX_GROUP_DELIVERIES} deliveries an evaluation: the
- * cursor stops at the entry after the last one, so the rest go next time.
+ * cursor stops at the entry after the last one, so the rest go next time;
+ * likewise at its project's share of the tick (alerts/rotation.ts).
  *
  * @module
  */
@@ -36,6 +37,7 @@ import {
 import type { LogRecord } from "../domain/entry.ts";
 import { recordJson } from "../domain/entry.ts";
 import { entryTitle, fingerprintOf, groupIdOf } from "../domain/fingerprint.ts";
+import { type Deadline, pageBudget, spent } from "./rotation.ts";
 
 /** Deliveries one rule queues per evaluation at most. */
 export const MAX_GROUP_DELIVERIES = 20;
@@ -239,7 +241,8 @@ async function fires(
 /**
  * Reads the error entries stored since `state`'s cursor and returns the
  * events of `rule` (at most {@linkcode MAX_GROUP_DELIVERIES}) and the state
- * after them.
+ * after them. Past `deadline` no page is read and no further entry looked
+ * at (the first of each always is): the cursor stays at the last one.
  */
 export async function evaluateGroupRule(
   kv: Deno.Kv,
@@ -247,6 +250,7 @@ export async function evaluateGroupRule(
   state: AlertState,
   now: number,
   reads: Reads = localReads(kv),
+  deadline?: Deadline,
 ): Promise<{ state: AlertState; events: GroupEvent[] }> {
   const cache = new GroupCache(kv, rule.projectId, now);
   const alerted = { ...state.alerted };
@@ -254,14 +258,17 @@ export async function evaluateGroupRule(
   const resolver = new SourceMapResolver(kv);
   let cursor = state.cursor;
   pages: for (let page = 0; page < MAX_PAGES; page++) {
+    if (page > 0 && spent(deadline)) break;
     const { records, lastId } = await reads.tailLogs(rule.projectId, {
       afterId: cursor,
       filter: ERRORS,
       now,
       limit: PAGE,
+      ...pageBudget(deadline),
     });
-    for (const record of records) {
+    for (const [at, record] of records.entries()) {
       if (events.length >= MAX_GROUP_DELIVERIES) break pages;
+      if (at > 0 && spent(deadline)) break pages;
       cursor = record.id;
       const found = await cache.of(record);
       if (found === null) continue;

@@ -1,7 +1,8 @@
 /**
- * The alert loop of one process: each tick evaluates every rule
- * (alerts/evaluate.ts) and starts the deliveries that are due
- * (alerts/dispatch.ts), without waiting for their answers. `main.ts` starts it on an interval and calls
+ * The alert loop of one process: each tick evaluates the rules within a
+ * budget of time shared among projects, which take turns from tick to tick
+ * (alerts/evaluate.ts, alerts/rotation.ts), and starts the deliveries that
+ * are due (alerts/dispatch.ts), without waiting for their answers. `main.ts` starts it on an interval and calls
  * {@linkcode AlertLoop.tick} from its cron as well, since intervals may not
  * run between requests on Deno Deploy; tests call `tick` by hand. Ticks do
  * not overlap: a tick asked for while one runs joins it.
@@ -13,6 +14,7 @@ import { type EvaluateOptions, evaluateRules } from "./evaluate.ts";
 import { createDispatcher, type DispatchOptions } from "./dispatch.ts";
 import { lockedAsLine } from "../db/locked.ts";
 import type { Reads } from "../db/query/reads.ts";
+import { createTurns } from "./rotation.ts";
 
 /** Period of the alert loop. */
 export const ALERT_INTERVAL_MS = 2000;
@@ -27,6 +29,11 @@ export interface AlertLoopOptions extends Omit<DispatchOptions, "onError"> {
   dashboardUrl?: string;
   /** Where the rules' entries are read (the query thread). @default in this thread */
   reads?: Reads;
+  /**
+   * Milliseconds of a monotonic clock, for the time a tick spends
+   * evaluating rules. @default {performance.now}
+   */
+  clock?: () => number;
 }
 
 /** What one tick did. */
@@ -40,7 +47,10 @@ export interface TickResult {
 
 /** The running alert loop. */
 export interface AlertLoop {
-  /** Evaluates the rules once, then starts what is due. */
+  /**
+   * Evaluates the rules (those of the projects whose turn it is, within the
+   * tick's budget), then starts what is due.
+   */
   tick(): Promise<TickResult>;
   /**
    * Waits until no delivery is in flight; the outcomes recorded since the
@@ -75,6 +85,8 @@ export function createAlertLoop(options: AlertLoopOptions): AlertLoop {
     ...(options.now ? { now: options.now } : {}),
     ...(options.dashboardUrl ? { dashboardUrl: options.dashboardUrl } : {}),
     ...(options.reads ? { reads: options.reads } : {}),
+    ...(options.clock ? { clock: options.clock } : {}),
+    turns: createTurns(),
     onError: (rule, error) =>
       onError(
         new Error(`Cannot evaluate alert rule "${rule.id}"`, { cause: error }),

@@ -53,7 +53,9 @@ export async function sendEntries(
 
 /**
  * An alert loop on the harness's KV and clock that may deliver to private
- * and loopback targets (the receivers), with `options` over that.
+ * and loopback targets (the receivers), with `options` over that. The
+ * harness's clock is also the one a tick's budget is counted on, so a tick
+ * evaluates every rule unless the test moves the clock during it.
  *
  * @example
  * ```ts
@@ -67,6 +69,7 @@ export function alertLoopOn(
   return createAlertLoop({
     kv: h.kv,
     now: h.clock.now,
+    clock: h.clock.now,
     allowPrivate: true,
     ...options,
   });
