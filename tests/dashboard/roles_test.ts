@@ -71,7 +71,7 @@ const ROWS: Row[] = [
   getRow("/projects/:id/tail", "read", 200),
   getRow("/projects/:id/rows.csv", "read", 400),
   getRow("/projects/:id/rejections", "read", 200),
-  configureRow("/rejections/replay", 303, { entry: "nope" }),
+  configureRow("/rejections/replay", 303, { entry: "0".repeat(28) }),
   getRow("/projects/:id/audit", "read", 200),
   getRow("/projects/:id/alerts", "configure", 200),
   getRow("/projects/:id/errors", "read", 200),
