@@ -59,7 +59,7 @@ export interface ExplorerState {
 /** Fields a URL may pin to the facets at most. */
 export const MAX_PINNED_FACETS = 8;
 /** Characters of a pinned or split field's path at most. */
-const MAX_FIELD_CHARS = 200;
+export const MAX_FIELD_CHARS = 200;
 
 /** Whether `text` names a field the facets and the split can count. */
 function isField(text: string): boolean {

@@ -16,6 +16,13 @@
  * pretty-printed JSON, so that an entry with thousands of members costs a
  * preview no more than the preview shows.
  *
+ * The full entry shows all its JSON and its first fields, as many as
+ * {@linkcode FULL_FIELDS} and {@linkcode FULL_PATH_CHARS} allow. A row
+ * writes its path several times (one long key above a thousand leaves, a
+ * 42 KB entry, once made 229 MB of HTML), so it shows a long path by its
+ * start and end, and a path too long to filter by gets no links; the page
+ * says what its table leaves out.
+ *
  * @module
  */
 import {
@@ -23,6 +30,7 @@ import {
   recordJson,
   type ResolvedStack,
 } from "../../domain/entry.ts";
+import { MAX_FIELD_CHARS } from "../explorer_state.ts";
 import { formatTime, levelClass, summary, whereFrom } from "./format.ts";
 import { CopyButton } from "./layout.tsx";
 import {
@@ -49,6 +57,27 @@ const PREVIEW_JSON_CHARS = 4096;
 export const FULL_FIELDS = 1000;
 /** Markup around one field's row, counted against the budget. */
 const FIELD_MARKUP_BYTES = 300;
+/**
+ * Characters of a field's path its row shows: a longer path shows its
+ * start and end around "…", and has no `data-path` to pin it to the facets
+ * by (a facet's field has at most as many).
+ */
+const SHOWN_PATH_CHARS = MAX_FIELD_CHARS;
+/** Characters of a long path's start that its row shows. */
+const PATH_HEAD_CHARS = Math.ceil((SHOWN_PATH_CHARS - 1) / 2);
+/** Characters of a long path's end that its row shows, after "…". */
+const PATH_TAIL_CHARS = SHOWN_PATH_CHARS - 1 - PATH_HEAD_CHARS;
+/**
+ * Characters of a path whose field links by value at most: a longer one's
+ * links would pass half of the 2,000 characters a query keeps.
+ */
+const LINKED_PATH_CHARS = 1000;
+/**
+ * Characters of paths the full entry's field table writes: each row's path
+ * as shown (its header, titles and `data-path`) and as its links encode it.
+ * The fields past it are left to the JSON, which has them all.
+ */
+export const FULL_PATH_CHARS = 1024 * 1024;
 
 /** What is left of a page's preview budget, shared by its rows. */
 export interface PreviewBudget {
@@ -142,14 +171,22 @@ export function EntryRow(props: EntryRowProps) {
   );
 }
 
-interface ShownField {
-  path: string;
-  value: string;
-  linkable: boolean;
+/** A field as a detail shows it. */
+interface ShownField extends Leaf {
   /** The value is cut short. */
   cut: boolean;
   /** Links by value and without it, when linkable. */
   hrefs: { only: string; without: string } | null;
+}
+
+/** What of an entry's paths its full field table leaves out. */
+interface PathsLeft {
+  /** Fields whose path is shown by its start and end. */
+  long: number;
+  /** Of those, fields with no links for their path's length. */
+  unlinked: number;
+  /** The table stopped at {@linkcode FULL_PATH_CHARS}. */
+  full: boolean;
 }
 
 /** What of an entry its detail shows. */
@@ -160,6 +197,8 @@ interface Shown {
   jsonCut: boolean;
   stack: string[];
   stackCut: boolean;
+  /** The full entry's paths left out. @default none (a preview) */
+  paths?: PathsLeft;
 }
 
 /** A field's links: the entries sharing its value, and those without it. */
@@ -167,20 +206,54 @@ type FieldHrefs = (
   field: { path: string; value: string },
 ) => { only: string; without: string };
 
-/** The whole entry: every field, the whole JSON and the whole stack. */
-function shownWhole(record: LogRecord, hrefs: FieldHrefs, stack: string[]) {
-  const { fields, total } = walkFields(record, FULL_FIELDS);
-  return {
-    fields: fields.map((f) => ({
-      ...f,
+/** Characters of `path` a full entry's row writes, with links or without. */
+function pathChars(path: string, linked: boolean): number {
+  const shown = Math.min(path.length, SHOWN_PATH_CHARS);
+  const pin = path.length <= SHOWN_PATH_CHARS ? path.length : 0;
+  // A linked path is of ASCII names, which encode without fail.
+  return pin + shown * (linked ? 4 : 1) +
+    (linked ? 2 * encodeURIComponent(path).length : 0);
+}
+
+/**
+ * The whole entry: the whole JSON and stack, and the first fields, as many
+ * as {@linkcode FULL_FIELDS} and {@linkcode FULL_PATH_CHARS} allow.
+ */
+function shownWhole(
+  record: LogRecord,
+  hrefs: FieldHrefs,
+  stack: string[],
+): Shown {
+  const { fields: all, total } = walkFields(record, FULL_FIELDS);
+  const fields: ShownField[] = [];
+  const paths: PathsLeft = { long: 0, unlinked: 0, full: false };
+  let left = FULL_PATH_CHARS;
+  for (const field of all) {
+    const linkable = field.linkable &&
+      field.path.length <= LINKED_PATH_CHARS;
+    const cost = pathChars(field.path, linkable);
+    if (cost > left) {
+      paths.full = true;
+      break;
+    }
+    left -= cost;
+    if (field.path.length > SHOWN_PATH_CHARS) paths.long++;
+    if (field.linkable && !linkable) paths.unlinked++;
+    fields.push({
+      ...field,
+      linkable,
       cut: false,
-      hrefs: f.linkable ? hrefs(f) : null,
-    })),
+      hrefs: linkable ? hrefs(field) : null,
+    });
+  }
+  return {
+    fields,
     total,
     json: JSON.stringify(recordJson(record), null, 2),
     jsonCut: false,
     stack,
     stackCut: false,
+    paths,
   };
 }
 
@@ -202,13 +275,17 @@ function previewFields(
       ? `${field.value.slice(0, PREVIEW_VALUE_CHARS - 1)}…`
       : field.value;
     // A cut value filters by nothing shown: no links for it here.
-    const linked = field.linkable && !cut ? hrefs(field) : null;
+    const linked =
+      field.linkable && !cut && field.path.length <= LINKED_PATH_CHARS
+        ? hrefs(field)
+        : null;
     const cost = FIELD_MARKUP_BYTES + field.path.length + value.length +
       (linked ? linked.only.length + linked.without.length : 0);
     if (cost > left) break;
     left -= cost;
     fields.push({
       path: field.path,
+      shown: field.shown,
       value,
       linkable: linked !== null,
       cut,
@@ -265,44 +342,85 @@ function chooseShown(
 }
 
 /**
- * The fields shown, a row each: a value links to the entries sharing it,
- * and "−" to those without it.
+ * One field's row: a value links to the entries sharing it, and "−" to
+ * those without it. A long path is shown by its start and end.
  */
+function FieldRow(props: { field: ShownField }) {
+  const { field } = props;
+  const path = field.shown;
+  const pin = path === field.path ? { "data-path": field.path } : {};
+  return (
+    <tr {...pin}>
+      <th scope="row">{path}</th>
+      <td>
+        {field.hrefs
+          ? (
+            <a
+              class="value"
+              title={`Show only entries with ${path} = this value`}
+              href={field.hrefs.only}
+            >
+              {field.value}
+            </a>
+          )
+          : <span class="value">{field.value}</span>}
+      </td>
+      <td class="exclude">
+        {field.hrefs && (
+          <a
+            title={`Hide entries with ${path} = this value`}
+            aria-label={`Exclude ${path}`}
+            href={field.hrefs.without}
+          >
+            −
+          </a>
+        )}
+      </td>
+    </tr>
+  );
+}
+
+/** The fields shown, a row each. */
 function FieldTable(props: { fields: ShownField[] }) {
   return (
     <table class="fields">
       <tbody>
-        {props.fields.map((field) => (
-          <tr data-path={field.path}>
-            <th scope="row">{field.path}</th>
-            <td>
-              {field.hrefs
-                ? (
-                  <a
-                    class="value"
-                    title={`Show only entries with ${field.path} = this value`}
-                    href={field.hrefs.only}
-                  >
-                    {field.value}
-                  </a>
-                )
-                : <span class="value">{field.value}</span>}
-            </td>
-            <td class="exclude">
-              {field.hrefs && (
-                <a
-                  title={`Hide entries with ${field.path} = this value`}
-                  aria-label={`Exclude ${field.path}`}
-                  href={field.hrefs.without}
-                >
-                  −
-                </a>
-              )}
-            </td>
-          </tr>
-        ))}
+        {props.fields.map((field, i) => <FieldRow key={i} field={field} />)}
       </tbody>
     </table>
+  );
+}
+
+/** What the full entry's field table leaves out, said in words. */
+function FullNotes(props: { shown: Shown }) {
+  const { fields, total, paths } = props.shown;
+  const long = paths?.long ?? 0;
+  const unlinked = paths?.unlinked ?? 0;
+  const stopped = paths?.full
+    ? ` (the table writes at most ${
+      FULL_PATH_CHARS.toLocaleString("en")
+    } characters of their paths)`
+    : "";
+  const noLinks = unlinked === 0
+    ? ""
+    : `; ${unlinked} of them, longer than ${
+      LINKED_PATH_CHARS.toLocaleString("en")
+    } characters, ${unlinked === 1 ? "has" : "have"} no links to filter by`;
+  return (
+    <>
+      {fields.length < total && (
+        <p class="preview-note">
+          {`The first ${fields.length} of ${total} fields${stopped}; the JSON below has them all.`}
+        </p>
+      )}
+      {long > 0 && (
+        <p class="preview-note">
+          {`${long} ${
+            long === 1 ? "field has a path" : "fields have paths"
+          } longer than ${SHOWN_PATH_CHARS} characters, shown cut in the middle${noLinks}. The JSON below has the paths whole.`}
+        </p>
+      )}
+    </>
   );
 }
 
@@ -349,11 +467,7 @@ export function EntryDetail(
           </a>
         </p>
       )}
-      {props.full && shown.fields.length < shown.total && (
-        <p class="preview-note">
-          {`The first ${shown.fields.length} of ${shown.total} fields; the JSON below has them all.`}
-        </p>
-      )}
+      {props.full && <FullNotes shown={shown} />}
       <ResolvedStackView stack={props.resolved} />
       <StackView lines={shown.stack} />
       {shown.fields.length > 0 && <FieldTable fields={shown.fields} />}
@@ -368,11 +482,55 @@ export function EntryDetail(
 
 const PATH_PART = /^[A-Za-z_$][\w$-]*$/;
 
+/** A leaf of an entry: its path and its value as text. */
+export interface Leaf {
+  path: string;
+  /** The path as a row shows it: whole, or its start and end around "…". */
+  shown: string;
+  value: string;
+  /** The path is of names a query can write. */
+  linkable: boolean;
+}
+
 /** The leaves of an entry that can be filtered on: path and text value. */
-export function entryFields(
-  record: LogRecord,
-): { path: string; value: string; linkable: boolean }[] {
+export function entryFields(record: LogRecord): Leaf[] {
   return walkFields(record, Infinity).fields;
+}
+
+/**
+ * The start and end of a path, as far as a row shows them; kept as a walk
+ * goes down, so that the leaves of a long key do not each copy it whole.
+ */
+interface PathEnds {
+  head: string;
+  tail: string;
+}
+
+/** The ends of `${path}.${key}`, from those of `path`. */
+function endsBelow(ends: PathEnds, key: string): PathEnds {
+  const head = ends.head.length >= PATH_HEAD_CHARS
+    ? ends.head
+    : `${ends.head}.${key.slice(0, PATH_HEAD_CHARS)}`.slice(0, PATH_HEAD_CHARS);
+  const tail = key.length >= PATH_TAIL_CHARS
+    ? key.slice(key.length - PATH_TAIL_CHARS)
+    : `${ends.tail}.${key}`.slice(-PATH_TAIL_CHARS);
+  return { head, tail };
+}
+
+/**
+ * `path` as a row shows it: whole up to {@linkcode SHOWN_PATH_CHARS}, else
+ * its start and end around "…" (`data.aaa…aaa.k1`), neither keeping half
+ * of a surrogate pair.
+ */
+function shownPath(path: string, ends: PathEnds): string {
+  if (path.length <= SHOWN_PATH_CHARS) return path;
+  const head = /[\uD800-\uDBFF]$/.test(ends.head)
+    ? ends.head.slice(0, -1)
+    : ends.head;
+  const tail = /^[\uDC00-\uDFFF]/.test(ends.tail)
+    ? ends.tail.slice(1)
+    : ends.tail;
+  return `${head}…${tail}`;
 }
 
 /**
@@ -382,18 +540,23 @@ export function entryFields(
 export function walkFields(
   record: LogRecord,
   limit: number,
-): {
-  fields: { path: string; value: string; linkable: boolean }[];
-  total: number;
-} {
-  const out: { path: string; value: string; linkable: boolean }[] = [];
+): { fields: Leaf[]; total: number } {
+  const out: Leaf[] = [];
   let total = 0;
-  const add = (path: string, value: string, linkable: boolean) => {
+  const add = (
+    path: string,
+    value: string,
+    linkable: boolean,
+    ends: PathEnds = { head: path, tail: path },
+  ) => {
     total++;
-    if (out.length < limit) out.push({ path, value, linkable });
+    if (out.length < limit) {
+      out.push({ path, shown: shownPath(path, ends), value, linkable });
+    }
   };
   const visit = (
     path: string,
+    ends: PathEnds,
     value: unknown,
     linkable: boolean,
     depth: number,
@@ -410,6 +573,7 @@ export function walkFields(
         if (!Object.hasOwn(value, key)) continue;
         visit(
           `${path}.${key}`,
+          endsBelow(ends, key),
           (value as Record<string, unknown>)[key],
           linkable && PATH_PART.test(key),
           depth + 1,
@@ -422,15 +586,16 @@ export function walkFields(
       path,
       typeof value === "string" ? value : JSON.stringify(value),
       linkable,
+      ends,
     );
   };
   add("level", record.level, true);
   add("auth", record.auth, true);
   if (record.origin !== undefined) add("origin", record.origin, true);
   if (record.appid !== undefined) add("appid", record.appid, true);
-  visit("data", record.data, true, 0);
-  visit("context", record.context, true, 0);
-  visit("device", record.device, true, 0);
+  for (const top of ["data", "context", "device"] as const) {
+    visit(top, { head: top, tail: top }, record[top], true, 0);
+  }
   return { fields: out, total };
 }
 

@@ -6,11 +6,18 @@
  * takes is the dashboard benchmark's to measure (BENCHMARKS.md): here the
  * page's clock stands still, so a busy machine shows the same 50 rows.
  *
+ * An entry of one long key above a thousand leaves opens in full within a
+ * bound too: its rows show long paths cut in the middle, without links when
+ * too long to filter by, and say so.
+ *
  * @module
  */
 import assert from "node:assert/strict";
 import { QUERY_BUDGET_MS } from "../../db/query/query.ts";
-import { jsonStart } from "../../dashboard/pages/entry.tsx";
+import { EntryDetail, jsonStart } from "../../dashboard/pages/entry.tsx";
+import { entryLinks } from "../../dashboard/pages/explorer_list.tsx";
+import { readState } from "../../dashboard/explorer_state.ts";
+import type { LogRecord } from "../../domain/entry.ts";
 import { signedInTest, store } from "../_helpers/dashboard.ts";
 import { serve } from "../_helpers/harness.ts";
 import { wideData } from "../_helpers/dashboard_seed.ts";
@@ -156,4 +163,106 @@ Deno.test("jsonStart writes the start of JSON.stringify(value, null, 2), exactly
       assert.equal(start.cut, limit < whole.length);
     }
   }
+});
+
+/** Characters of the long key of the entry the full entry page opens. */
+const LONG_KEY_CHARS = 32 * 1024;
+
+/** An entry's `data`: one key of `keyChars` above 1,000 leaves. */
+function longKeyData(keyChars: number, char = "a"): Record<string, unknown> {
+  return { [char.repeat(keyChars)]: wideData(1000) };
+}
+
+signedInTest(
+  "an entry of one 32 KB key above 1,000 leaves opens in full within 2 MB, its paths cut in the middle and unlinked, saying so",
+  async (h, browser) => {
+    const project = await h.project(["https://app.example.com"]);
+    const [record] = await store(h, project.id, [
+      { level: "info", data: longKeyData(LONG_KEY_CHARS) },
+    ]);
+    const key = "a".repeat(LONG_KEY_CHARS);
+    const page = `/projects/${project.id}/entries/${record!.id}`;
+    for (const path of [page, `${page}?part=detail`]) {
+      const started = performance.now();
+      const res = await browser.get(path);
+      assert.equal(res.status, 200, path);
+      const html = await res.text();
+      const ms = performance.now() - started;
+      const bytes = new TextEncoder().encode(html).length;
+      console.log(
+        `${path}: ${(bytes / 1024).toFixed(0)} KiB, ${ms.toFixed(0)} ms`,
+      );
+      // It was 229 MB, each of the 1,000 rows writing the key six times.
+      assert.ok(bytes <= PAGE_BYTES, `${bytes} bytes`);
+      assert.equal(
+        html.split(key).length - 1,
+        1,
+        "the key is whole once, in the JSON",
+      );
+      assert.match(html, /&quot;krr&quot;: 999\n/, "the JSON has every leaf");
+      assert.match(
+        html,
+        /The first 1000 of 100\d fields; the JSON below has them all\./,
+      );
+      assert.match(
+        html,
+        /(\d+) fields have paths longer than 200 characters, shown cut in the middle; \1 of them, longer than 1,000 characters, have no links to filter by\. The JSON below has the paths whole\./,
+      );
+      const row =
+        /<tr><th scope="row">(data\.a+…a+\.k0)<\/th><td><span class="value">0<\/span><\/td><td class="exclude"><\/td><\/tr>/
+          .exec(html);
+      assert.ok(row, "a long path's row: its start and end, no links");
+      assert.equal(row[1]!.length, 200);
+      assert.doesNotMatch(html, /<tr data-path="data\.a/);
+    }
+  },
+);
+
+Deno.test("the full entry writes at most 1,048,576 characters of paths, links paths of up to 1,000 characters and cuts none in half a surrogate pair", async () => {
+  const links = entryLinks("", "p1", readState(new URLSearchParams()).state);
+  const record = (data: Record<string, unknown>): LogRecord => ({
+    id: "0".repeat(28),
+    receivedAt: 0,
+    level: "error",
+    auth: "signature",
+    data,
+    device: {},
+    context: {},
+  });
+  const render = async (data: Record<string, unknown>) =>
+    await EntryDetail({ record: record(data), links, full: true }).toString();
+  // Paths of 900 characters keep their links, until the budget is spent.
+  const linked = await render(longKeyData(895, "b"));
+  assert.ok(linked.length <= PAGE_BYTES, `${linked.length}`);
+  const shown =
+    /The first (\d+) of 1002 fields \(the table writes at most 1,048,576 characters of their paths\); the JSON below has them all\./
+      .exec(linked);
+  assert.ok(shown, "the table says where it stopped");
+  assert.ok(Number(shown[1]) > 300 && Number(shown[1]) < 1000, shown[1]);
+  assert.match(
+    linked,
+    /\d+ fields have paths longer than 200 characters, shown cut in the middle\. The JSON/,
+  );
+  assert.match(linked, /href="\/projects\/p1\?q=data\.b{895}\.k0%3A0"/);
+  assert.match(
+    linked,
+    /title="Show only entries with data\.b+…b+\.k0 = this value"/,
+  );
+  // A path of emoji is cut between two of them, never inside one.
+  const emoji = await render({
+    ["😀".repeat(300)]: { ["é😀".repeat(100)]: 1 },
+  });
+  const th = /<th scope="row">(data\.[^<]+)<\/th>/.exec(emoji)![1]!;
+  assert.match(th, /^data\.(?:😀)+…(?:é?😀)+$/u);
+  assert.equal(new TextDecoder().decode(new TextEncoder().encode(th)), th);
+  assert.match(emoji, /1 field has a path longer than 200 characters/);
+  // Paths of up to 200 characters are written as before, pinnable.
+  const plain = await render({ ["p".repeat(190)]: 1 });
+  assert.match(
+    plain,
+    new RegExp(
+      `<tr data-path="data\\.p{190}"><th scope="row">data\\.p{190}</th>`,
+    ),
+  );
+  assert.doesNotMatch(plain, /shown cut/);
 });
