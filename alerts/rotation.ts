@@ -21,7 +21,10 @@
 import type { AlertRule } from "../db/alerts.ts";
 import { QUERY_BUDGET_MS, type TailOptions } from "../db/query/mod.ts";
 
-/** Time one tick spends evaluating rules, ms (past it by one rule's last read at most). */
+/**
+ * Time one tick spends evaluating rules, ms (past it by a project's least
+ * share and one rule's last read and commit at most).
+ */
 export const TICK_BUDGET_MS = 1000;
 /**
  * A project's share of a tick at least, ms: with many projects busy, fewer

@@ -138,23 +138,23 @@ const ESCAPE_LIKE = /^(?:[a-z]|u?[0-9a-f]{1,4})$/;
  */
 const MAX_SEPARATORS = 16;
 /**
- * A longer run of separators anywhere in a text: with a bounded stem, a key
- * whose words it parts would pass no trigger, so such a text is looked at.
- */
-const LONG_SEPARATION = new RegExp(`${SEPARATOR}{${MAX_SEPARATORS + 1}}`, "i");
-
-/**
  * A regular expression source that every key matching `name` passes in
  * JSON text, whatever separates its words (a case change, a character,
- * or an escape sequence): any number of them, or up to
- * {@linkcode MAX_SEPARATORS} after an escape-like word (`bounded`).
+ * or an escape sequence): any number of them; or, once a word but the last
+ * is {@linkcode ESCAPE_LIKE}, up to {@linkcode MAX_SEPARATORS}, or any word
+ * but the last followed by more (a key whose words a longer run parts is
+ * still looked at, and text without such a word and run is not).
  */
-function textStem(name: KeyName): { source: string; bounded: boolean } {
-  const bounded = name.slice(0, -1).some((word) => ESCAPE_LIKE.test(word));
-  const between = bounded
-    ? `${SEPARATOR}{0,${MAX_SEPARATORS}}`
-    : `${SEPARATOR}*`;
-  return { source: name.join(between), bounded };
+function textStem(name: KeyName): string {
+  const words = name.slice(0, -1);
+  if (!words.some((word) => ESCAPE_LIKE.test(word))) {
+    return name.join(`${SEPARATOR}*`);
+  }
+  const chain = name.join(`${SEPARATOR}{0,${MAX_SEPARATORS}}`);
+  const parted = words.map((word) =>
+    `${word}${SEPARATOR}{${MAX_SEPARATORS + 1}}`
+  );
+  return [chain, ...parted].join("|");
 }
 
 /** A string rewrite: the spans a finder matched, replaced. */
@@ -238,10 +238,7 @@ function compileRules(
     }
   }
   strings.unshift({ find: DETECTOR_TABLE.card.find, action: cardAction });
-  const keyTrigger = new RegExp(stems.map((s) => s.source).join("|"), "i");
-  if (stems.some((stem) => stem.bounded)) {
-    triggers.push((text) => LONG_SEPARATION.test(text));
-  }
+  const keyTrigger = new RegExp(stems.join("|"), "i");
   return {
     keyActions,
     strings,
@@ -259,15 +256,16 @@ function unusedName(
   name: string,
   out: Record<string, unknown>,
   source: object,
+  next: Map<string, number>,
 ): string {
-  let free = name;
-  for (
-    let n = 2;
-    Object.hasOwn(out, free) || Object.hasOwn(source, free);
-    n++
-  ) {
-    free = `${name} (${n})`;
+  // Numbering goes on from where it stopped for this name: thousands of
+  // card numbers as names of one object cost one try each, not each a walk.
+  let n = next.get(name) ?? 1;
+  let free = n === 1 ? name : `${name} (${n})`;
+  while (Object.hasOwn(out, free) || Object.hasOwn(source, free)) {
+    free = `${name} (${++n})`;
   }
+  next.set(name, n + 1);
   return free;
 }
 
@@ -330,13 +328,15 @@ class Walk {
     }
     if (Array.isArray(value)) return value.map((v) => this.value(v, depth + 1));
     const out: Record<string, unknown> = {};
+    let next: Map<string, number> | undefined;
     for (const [key, inner] of Object.entries(value)) {
       const action = this.keyAction(key);
       const name = this.string(key);
-      out[name === key ? key : unusedName(name, out, value)] =
-        action === undefined
-          ? this.value(inner, depth + 1)
-          : this.keyed(inner, action);
+      out[
+        name === key ? key : unusedName(name, out, value, next ??= new Map())
+      ] = action === undefined
+        ? this.value(inner, depth + 1)
+        : this.keyed(inner, action);
     }
     return out;
   }

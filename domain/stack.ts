@@ -162,9 +162,10 @@ export function lineCall(line: string): [fn: string, location: string] | null {
  * An Apple crash line's symbol and binary: the symbol is what follows the
  * address up to an offset (` + 12`) and spaces at the end, 1 to 500
  * characters on one line; each character is looked at a bounded number of
- * times. It reads what the pattern read, but for a line with a line break
- * (U+2028, U+2029) among its spaces, where the pattern took a space for the
- * symbol and this finds no frame.
+ * times. It reads what the pattern read, but where nothing but spaces and
+ * an offset (`\t +   0`) or a line break (U+2028, U+2029) among spaces
+ * follows the address: the pattern took a space for the symbol, and this
+ * finds no frame.
  */
 function appleCall(line: string): [fn: string, location: string] | null {
   const head = APPLE_HEAD.exec(line);

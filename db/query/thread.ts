@@ -65,6 +65,11 @@ export interface QueryThreadOptions {
   stallMs?: number;
   /** The Worker's module (tests give one of their own). @default thread_main.ts */
   url?: URL;
+  /**
+   * How long a new Worker may take to load before it counts as silent.
+   * @default {LOAD_MS}
+   */
+  loadMs?: number;
 }
 
 /** The reads of a thread of their own, and its end. */
@@ -81,6 +86,8 @@ const THREAD_STOP_MS = 5_000;
  * yields between chunks and within a budget of seconds.
  */
 export const STALL_MS = 15_000;
+/** How long a new Worker may take to load before it counts as silent, ms. */
+export const LOAD_MS = 30_000;
 
 /** A read sent to the thread, waiting for its answer. */
 interface Asked {
@@ -142,6 +149,7 @@ class ReadThread {
   #asked = new Map<number, Asked>();
   #started = false;
   #stallMs: number;
+  #loadMs: number;
   /** Whether the Worker running has spoken yet (it answers its start). */
   #heard = false;
   /** When it last did. */
@@ -151,6 +159,7 @@ class ReadThread {
   constructor(options: QueryThreadOptions) {
     this.#local = options.local;
     this.#stallMs = options.stallMs ?? STALL_MS;
+    this.#loadMs = options.loadMs ?? LOAD_MS;
     const report = options.onError ??
       ((error: unknown) => console.error(String(error)));
     this.#thread = new OwnThread({
@@ -219,13 +228,21 @@ class ReadThread {
   /** Pings the thread while it holds reads, and ends it once it is silent. */
   #watching(): void {
     if (this.#watch !== undefined) return;
-    this.#heardAt = performance.now();
+    const period = Math.max(10, Math.round(this.#stallMs / 5));
+    let tickAt = this.#heardAt = performance.now();
     this.#watch = setInterval(() => {
       if (this.#asked.size === 0) return this.#unwatch();
-      // A Worker still loading its modules is not silent yet.
-      if (!this.#heard) this.#heardAt = performance.now();
-      const silentMs = performance.now() - this.#heardAt;
-      if (silentMs <= this.#stallMs) {
+      const now = performance.now();
+      // A tick this thread was too busy to run on time judges nothing: the
+      // Worker's answers may be waiting behind it.
+      const late = now - tickAt > 2 * period;
+      tickAt = now;
+      const silentMs = now - this.#heardAt;
+      // A Worker still loading its modules has longer.
+      const most = this.#heard
+        ? this.#stallMs
+        : Math.max(this.#stallMs, this.#loadMs);
+      if (late || silentMs <= most) {
         this.#thread.post({ type: "ping" });
         return;
       }
@@ -240,7 +257,7 @@ class ReadThread {
           Math.round(silentMs)
         } ms with ${asked.length} reads in hand`,
       );
-    }, Math.max(10, Math.round(this.#stallMs / 5)));
+    }, period);
   }
 
   #unwatch(): void {

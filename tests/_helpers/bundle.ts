@@ -6,6 +6,7 @@
  * @module
  */
 import { bundleMinified } from "../../bench/sourcemap.ts";
+import { type SourceMapRecord, uploadSourceMap } from "../../db/sourcemaps.ts";
 
 /** The bundle's app: file names and their sources. */
 export const APP_SOURCES: Record<string, string> = {
@@ -73,4 +74,29 @@ export async function thrownStack(
   } finally {
     await Deno.remove(dir, { recursive: true });
   }
+}
+
+/**
+ * Uploads `bundle`'s map as `app.min.js` of `release` for `projectId`, at
+ * the clock `now`.
+ *
+ * @example
+ * ```ts
+ * await uploadBundleMap(h.kv, project.id, bundle, h.clock.now(), "2.0.0");
+ * ```
+ */
+export function uploadBundleMap(
+  kv: Deno.Kv,
+  projectId: string,
+  bundle: Bundle,
+  now: number,
+  release = "1.0.0",
+): Promise<SourceMapRecord> {
+  return uploadSourceMap(kv, {
+    projectId,
+    release,
+    url: "app.min.js",
+    bytes: new TextEncoder().encode(bundle.map),
+    now,
+  });
 }

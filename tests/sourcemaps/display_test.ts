@@ -6,9 +6,12 @@
  * @module
  */
 import assert from "node:assert/strict";
-import { uploadSourceMap } from "../../db/sourcemaps.ts";
 import { fingerprintOf } from "../../domain/fingerprint.ts";
-import { buildBundle, thrownStack } from "../_helpers/bundle.ts";
+import {
+  buildBundle,
+  thrownStack,
+  uploadBundleMap,
+} from "../_helpers/bundle.ts";
 import { cli } from "../_helpers/cli.ts";
 import { signedInProjectTest, store, textOf } from "../_helpers/dashboard.ts";
 
@@ -36,13 +39,7 @@ signedInProjectTest(
         path,
       );
     }
-    await uploadSourceMap(h.kv, {
-      projectId: project.id,
-      release: "4.0.0",
-      url: "app.min.js",
-      bytes: new TextEncoder().encode(bundle.map),
-      now: h.clock.now(),
-    });
+    await uploadBundleMap(h.kv, project.id, bundle, h.clock.now(), "4.0.0");
     for (const path of pages) {
       const text = textOf(await (await browser.get(path)).text());
       assert.match(text, /Original stack \(release 4\.0\.0\)/, path);

@@ -26,7 +26,12 @@ import {
   shownStack,
 } from "../../db/symbolicate.ts";
 import { sourceMapSliceKey } from "../../db/keys.ts";
-import { buildBundle, type Bundle, thrownStack } from "../_helpers/bundle.ts";
+import {
+  buildBundle,
+  type Bundle,
+  thrownStack,
+  uploadBundleMap,
+} from "../_helpers/bundle.ts";
 import {
   everything,
   type Harness,
@@ -45,13 +50,7 @@ const URL_OF_BUNDLE = "https://shop.example.com/assets/app.min.js?v=7";
 const stack = await thrownStack(bundle, URL_OF_BUNDLE);
 
 function upload(h: Harness, projectId: string, release = "1.0.0") {
-  return uploadSourceMap(h.kv, {
-    projectId,
-    release,
-    url: "app.min.js",
-    bytes: new TextEncoder().encode(bundle.map),
-    now: h.clock.now(),
-  });
+  return uploadBundleMap(h.kv, projectId, bundle, h.clock.now(), release);
 }
 
 function errorEntry(

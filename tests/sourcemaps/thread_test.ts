@@ -6,17 +6,17 @@
  * @module
  */
 import assert from "node:assert/strict";
-import {
-  deleteSourceMaps,
-  readSourceMapIndex,
-  uploadSourceMap,
-} from "../../db/sourcemaps.ts";
+import { deleteSourceMaps, readSourceMapIndex } from "../../db/sourcemaps.ts";
 import { SourceMapResolver } from "../../db/symbolicate.ts";
 import { localReads } from "../../db/query/reads.ts";
 import { createQueryThread } from "../../db/query/thread.ts";
 import { ThreadStalledError } from "../../db/own_thread.ts";
 import type { LogRecord } from "../../domain/entry.ts";
-import { buildBundle, thrownStack } from "../_helpers/bundle.ts";
+import {
+  buildBundle,
+  thrownStack,
+  uploadBundleMap,
+} from "../_helpers/bundle.ts";
 import { store } from "../_helpers/dashboard.ts";
 import { type Harness, withHarness } from "../_helpers/harness.ts";
 import { notedReads, recordAt, T0 } from "../_helpers/query.ts";
@@ -27,14 +27,8 @@ const stack = await thrownStack(
   "https://shop.example.com/assets/app.min.js",
 );
 
-async function upload(h: Harness, projectId: string, release = "1.0.0") {
-  await uploadSourceMap(h.kv, {
-    projectId,
-    release,
-    url: "app.min.js",
-    bytes: new TextEncoder().encode(bundle.map),
-    now: h.clock.now(),
-  });
+function upload(h: Harness, projectId: string, release = "1.0.0") {
+  return uploadBundleMap(h.kv, projectId, bundle, h.clock.now(), release);
 }
 
 Deno.test("an error of a release with maps is stored resolved by the query thread, and the server's thread parses no map", async () => {

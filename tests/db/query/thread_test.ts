@@ -271,6 +271,11 @@ Deno.test("a query thread that stops answering is ended: its reads fail as stall
       // A slow read that lets the thread answer pings is waited for.
       const slow = await thread.facets(projectId, {});
       assert.equal(slow as unknown, "slow");
+      // Nor is one this thread was too busy to hear for longer than that.
+      const busy = thread.facets(projectId, {});
+      const until = performance.now() + 450;
+      while (performance.now() < until) { /* this thread held */ }
+      assert.equal(await busy as unknown, "slow");
       assert.deepEqual(reported, []);
       const held = thread.queryLogs(projectId, { limit: 3 });
       const error = await withTimeout(
@@ -286,6 +291,31 @@ Deno.test("a query thread that stops answering is ended: its reads fail as stall
       const page = await thread.queryLogs(projectId, { limit: 3 });
       assert.equal(page.records.length, 3);
       assert.deepEqual(calls, ["queryLogs"]);
+    } finally {
+      await thread.stop();
+    }
+  });
+});
+
+Deno.test("a query thread that never loads is ended once its load time has passed, and its reads fail as stalled", async () => {
+  await withStore(async (kv, kvPath, projectId) => {
+    const reported: unknown[] = [];
+    const thread = createQueryThread({
+      kvPath,
+      local: localReads(kv),
+      url: new URL("../../_helpers/unloaded_thread.ts", import.meta.url),
+      stallMs: 100,
+      loadMs: 300,
+      onError: (error) => reported.push(error),
+    });
+    try {
+      const error = await withTimeout(
+        thread.queryLogs(projectId, { limit: 1 }).then(() => null, (e) => e),
+        10_000,
+        "the unanswered read",
+      );
+      assert.ok(error instanceof ThreadStalledError, String(error));
+      assert.equal(reported.length, 1);
     } finally {
       await thread.stop();
     }
