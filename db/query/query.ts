@@ -149,8 +149,16 @@ export async function queryLogs(
   };
   if (result.resume !== undefined) {
     // Out of budget: go on from where it stopped, not after the last match.
-    const resume = result.resume.slice(0, 28);
-    page.cursor = order[0]!.toUpperCase() + resume;
+    // A chunk that straddles the range's end (chunks of two writers
+    // overlap) is named by an id outside it: then nothing in the range was
+    // handed out, and the next page starts where this one did, never before
+    // the previous cursor.
+    let resume = result.resume.slice(0, 28);
+    const outside = order === "newest" ? resume + "\0" > hi : resume < lo;
+    if (outside) resume = order === "newest" ? hi : lo;
+    page.cursor = outside && options.cursor !== undefined
+      ? options.cursor
+      : order[0]!.toUpperCase() + resume;
     page.searchedTo = idTime(resume.padEnd(12, "0"));
   }
   return page;

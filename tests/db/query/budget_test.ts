@@ -213,3 +213,34 @@ Deno.test("a live tail's poll stops within its budget and the next poll goes on 
     assert.deepEqual(found, all.map((r) => r.id));
   });
 });
+
+queryProjectTest(
+  "a page cut before a chunk that straddles its cursor goes on from where it began: every entry once, both orders",
+  async (kv, projectId) => {
+    const records = Array.from(
+      { length: 20 },
+      (_, i) => recordAt(T0 + i * 1000),
+    );
+    // Two writers' chunks, overlapping in time.
+    await storeBatch(kv, projectId, records.filter((_, i) => i % 2 === 0));
+    await storeBatch(kv, projectId, records.filter((_, i) => i % 2 === 1));
+    for (const order of ["newest", "oldest"] as const) {
+      const seen: string[] = [];
+      let cursor: string | undefined;
+      for (let page = 0; page < 20; page++) {
+        const answer = await queryLogs(kv, projectId, {
+          order,
+          limit: 5,
+          ...(cursor ? { cursor } : {}),
+          // The second page stops before its first chunk.
+          ...(page === 1 ? { budget: { chunks: 1 } } : {}),
+        });
+        seen.push(...answer.records.map((r) => r.id));
+        if (answer.cursor === null) break;
+        cursor = answer.cursor;
+      }
+      assert.equal(seen.length, 20, `${order}: ${seen.length} handed out`);
+      assert.equal(new Set(seen).size, 20, order);
+    }
+  },
+);
