@@ -20,6 +20,7 @@ import {
   pairIndexed,
   resolvePath,
   termTokens,
+  TEXT_MAX_DEPTH,
   TEXT_ROOTS,
 } from "../storage/text.ts";
 
@@ -166,6 +167,30 @@ export function termHolds(term: FieldTerm, text: string | undefined): boolean {
 }
 
 /**
+ * `lowered` with every final sigma (ς) made σ: lower-casing a whole line
+ * writes Σ as ς after an escape's letter (`\nΣ`) where the value alone
+ * gives σ, so needles and the lines they are looked for in both fold it.
+ */
+export function foldSigma(lowered: string): string {
+  return lowered.replaceAll("ς", "σ");
+}
+
+/** Values a field may hold as a JSON literal, which no text index holds. */
+const LITERALS: ReadonlySet<string> = new Set(["true", "false", "null"]);
+
+/**
+ * Whether an entry whose field at `path` equals `value` surely holds the
+ * value's words as searchable text (so a chunk without them is skipped):
+ * not for an object or a list, nor a value a boolean or `null` may be, nor a
+ * field deeper than text is indexed.
+ */
+function probesText(path: string, value: string): boolean {
+  const segments = path.split(".");
+  return TEXT_ROOTS.has(segments[0]!) && !/^[[{]/.test(value) &&
+    !LITERALS.has(value) && segments.length - 1 <= TEXT_MAX_DEPTH;
+}
+
+/**
  * Prepares a filter: the exact check and what it implies before parsing.
  *
  * @example
@@ -182,7 +207,7 @@ export function compileFilter(filter: Filter): CompiledFilter {
   const needles: Needle[] = [];
   const probes: BloomHash[] = [];
   for (const term of text) {
-    needles.push({ lower: true, alternatives: [jsonInner(term)] });
+    needles.push({ lower: true, alternatives: [foldSigma(jsonInner(term))] });
     for (const token of termTokens(term)) probes.push(bloomHash(token));
   }
   let id: string | undefined;
@@ -194,10 +219,9 @@ export function compileFilter(filter: Filter): CompiledFilter {
       lower: false,
       alternatives: inner === term.value ? [inner] : [inner, term.value],
     });
-    const root = term.path.split(".")[0]!;
     if (pairIndexed(term.path, term.value)) {
       probes.push(bloomHash(`${term.path}=${term.value}`));
-    } else if (TEXT_ROOTS.has(root) && !/^[[{]/.test(term.value)) {
+    } else if (probesText(term.path, term.value)) {
       for (const token of termTokens(term.value)) probes.push(bloomHash(token));
     }
   }

@@ -7,7 +7,7 @@
  * @module
  */
 import { lineId, lineLevel } from "../storage/lines.ts";
-import type { CompiledFilter } from "./filter.ts";
+import { type CompiledFilter, foldSigma } from "./filter.ts";
 
 /** Candidate lines of a chunk, in scan order. */
 export interface Run {
@@ -78,7 +78,7 @@ export function selectLines(
     let hay = { text, starts };
     if (needle.lower) {
       if (!lower) {
-        const lowered = text.toLowerCase();
+        const lowered = foldSigma(text.toLowerCase());
         lower = {
           text: lowered,
           starts: lowered.length === text.length ? starts : lineStarts(lowered),

@@ -1,6 +1,6 @@
 import type { LogRecord } from "../../../domain/entry.ts";
 import assert from "node:assert/strict";
-import { matches, parseQuery } from "../../../db/query/mod.ts";
+import { matches, parseQuery, queryLogs } from "../../../db/query/mod.ts";
 import {
   bloomAdd,
   bloomHas,
@@ -13,7 +13,14 @@ import { containsTerm, termTokens } from "../../../db/storage/text.ts";
 import { encodeRecordLine } from "../../../db/storage/lines.ts";
 import { createId } from "../../../domain/ids.ts";
 import { stepEachGives } from "../../_helpers/table.ts";
-import { T0 } from "../../_helpers/query.ts";
+import {
+  DAY,
+  mergeAt,
+  queryProjectTest,
+  recordAt,
+  storeBatch,
+  T0,
+} from "../../_helpers/query.ts";
 
 function record(overrides: Partial<LogRecord> = {}): LogRecord {
   return {
@@ -191,3 +198,36 @@ Deno.test("a chunk's Bloom filters hold every token and field pair its entries c
     assert.equal(absent.every((p) => bloomHas(b, p)), false);
   }
 });
+
+queryProjectTest(
+  "a search finds what a full scan finds before and after a merge: a capital sigma after an escape, a deep boolean or null",
+  async (kv, projectId) => {
+    const deep = {
+      a: { b: { c: { d: { e: { f: { g: { ok: true, nil: null } } } } } } },
+    };
+    const records = [
+      recordAt(T0 + 1000, { data: { message: "total\nΣ 42" } }),
+      recordAt(T0 + 2000, { data: { message: "plain σ 42" } }),
+      recordAt(T0 + 3000, { data: deep }),
+      ...Array.from({ length: 5 }, (_, i) => recordAt(T0 + 4000 + i)),
+    ];
+    await storeBatch(kv, projectId, records);
+    const queries = [
+      "σ",
+      "Σ",
+      '"Σ 42"',
+      "data.a.b.c.d.e.f.g.ok:true",
+      "data.a.b.c.d.e.f.g.nil:null",
+    ];
+    for (const merged of [false, true]) {
+      if (merged) await mergeAt(kv, projectId, T0 + DAY);
+      for (const q of queries) {
+        const filter = parseQuery(q);
+        const scanned = records.filter((r) => matches(r, filter)).length;
+        assert.ok(scanned > 0, q);
+        const page = await queryLogs(kv, projectId, { filter });
+        assert.equal(page.records.length, scanned, `${q}, merged: ${merged}`);
+      }
+    }
+  },
+);
