@@ -18,6 +18,15 @@ import {
 } from "../db/kv.ts";
 import type { QueuedEntry } from "../domain/entry.ts";
 
+/**
+ * How much longer than twice the skew a signature is remembered, ms: a copy
+ * that passes the skew check may be processed later than the first by the
+ * retries of its batch (1 s, 5 s, 30 s, 60 s) and the sweeps between them.
+ * A copy processed later still (a dead letter replayed by hand, a backlog
+ * held longer) is not recognized (docs/design.md#replays).
+ */
+export const CLAIM_MARGIN_MS = 10 * 60_000;
+
 /** Project records by id, with the versionstamps they were judged with. */
 export type Reads = Map<string, ProjectRead>;
 
@@ -111,7 +120,7 @@ export async function claimSignatures(
       holders.set(local, entry.id);
       if (stored === entry.id) return;
       op.check(seen[j]!).set(keyOf(entry), encodeJson(entry.id), {
-        expireIn: 2 * maxSkewMs,
+        expireIn: 2 * maxSkewMs + CLAIM_MARGIN_MS,
       });
       claiming.push(i);
     });

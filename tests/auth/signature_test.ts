@@ -11,6 +11,7 @@
 import assert from "node:assert/strict";
 import { sign } from "../../auth/signature.ts";
 import { rotateSecret } from "../../db/projects.ts";
+import { CLAIM_MARGIN_MS } from "../../queue/claims.ts";
 import {
   assertCounts,
   assertOnlyRejected,
@@ -516,3 +517,37 @@ harnessTest(
     await assertCounts(h, project.id, 1, { bad_signature: 1 });
   },
 );
+
+Deno.test("a signature is remembered twice the skew and 10 minutes more, so that a copy whose batch is retried late is still a replay", async () => {
+  const raw = await Deno.openKv(":memory:");
+  const kept: number[] = [];
+  // Each claim's expiry, as it is set.
+  const kv = new Proxy(raw, {
+    get(target, name) {
+      if (name === "atomic") {
+        return () => {
+          const op = target.atomic();
+          const set = op.set.bind(op);
+          op.set = (key, value, options) => {
+            if (key[0] === "seen_signatures") kept.push(options?.expireIn ?? 0);
+            return set(key, value, options);
+          };
+          return op;
+        };
+      }
+      const value = Reflect.get(target, name, target);
+      return typeof value === "function" ? value.bind(target) : value;
+    },
+  });
+  try {
+    await withHarness(async (h) => {
+      const { body, headers } = await signedEntry(h);
+      await postQueued(h, body, headers);
+      await h.process();
+    }, { kv, config: { signatureMaxSkewMs: 60_000 } });
+    assert.deepEqual(kept, [2 * 60_000 + CLAIM_MARGIN_MS]);
+    assert.equal(CLAIM_MARGIN_MS, 10 * 60_000);
+  } finally {
+    raw.close();
+  }
+});
