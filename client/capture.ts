@@ -126,10 +126,41 @@ function textOf(value: unknown): string {
 }
 
 /**
+ * How many calls of the logger's own callbacks (`onError`, `beforeSend`)
+ * and of its own reports are running: while any is, what the console
+ * prints is not reported. Module-wide, so that one logger's callback does
+ * not feed another's capture either.
+ */
+let quiet = 0;
+
+/**
+ * Runs `fn` with the console's capture off: what it prints synchronously is
+ * still printed but not reported. The logger calls its user callbacks this
+ * way, `onError` included, which delivery calls long after the entry was
+ * logged: an `onError` that prints with `console.error` would otherwise log
+ * a new entry, which may fail again, and so on.
+ *
+ * @example
+ * ```ts
+ * quietly(() => onError(error));
+ * ```
+ */
+export function quietly<T>(fn: () => T): T {
+  quiet++;
+  try {
+    return fn();
+  } finally {
+    quiet--;
+  }
+}
+
+/**
  * Reports each call of `console.error` and `console.warn` (or `methods`)
  * as an entry: its arguments as the title, the stack of an `Error` among
  * them; the console still prints them. What the logging itself prints is
- * not reported again. Returns the function that restores the console.
+ * not reported again: neither what is printed while an entry is being
+ * logged nor what the logger's callbacks print (see {@linkcode quietly}).
+ * Returns the function that restores the console.
  *
  * @example
  * ```ts
@@ -142,22 +173,18 @@ export function captureConsole(
 ): () => void {
   const c = scope.console;
   const saved = methods.map((m) => c[m]);
-  let busy = false;
   methods.forEach((m, i) => {
     c[m] = (...args: unknown[]) => {
       saved[i].apply(c, args);
-      if (busy) return;
-      busy = true;
-      try {
-        const error = args.find((a) => a instanceof Error) as Error | undefined;
+      if (quiet > 0) return;
+      const error = args.find((a) => a instanceof Error) as Error | undefined;
+      quietly(() =>
         sink.log(m == "warn" ? "warning" : "error", {
           title: args.map(textOf).join(" ").slice(0, 1000),
           stack: error?.stack,
           event: `console.${m}`,
-        });
-      } finally {
-        busy = false;
-      }
+        })
+      );
     };
   });
   return () => methods.forEach((m, i) => c[m] = saved[i]);

@@ -18,6 +18,9 @@
  * bucket to fit. Other answers (`400`, `413`, `415`...) are not retried: the
  * entry would be refused again; it goes to `onError`.
  *
+ * Beacons (client/page.ts) keep to the same pace and pause: their answers
+ * are never read, so a beacon the service refuses is lost.
+ *
  * @module
  */
 import { createPace, type Pace } from "./pace.ts";
@@ -69,7 +72,10 @@ export interface DeliveryStats {
   dropped: number;
   /** Entries given up on: refused (`4xx`) or out of retries; each went to `onError`. */
   failed: number;
-  /** Entries sent by beacon when the page was hidden or left (their answer is not known). */
+  /**
+   * Entries sent by beacon when the page was hidden or left, within what the
+   * service's rate limit takes then (their answer is not known).
+   */
   beaconed: number;
 }
 
@@ -129,8 +135,14 @@ export interface Sender {
   push(job: Job): void;
   /** Resolves `true` once nothing is queued or in flight, `false` after `timeoutMs`. */
   flush(timeoutMs?: number): Promise<boolean>;
-  /** Sends queued jobs, oldest first, with `send` while they fit the keepalive budget. */
-  beacon(send: (body: string) => boolean): void;
+  /**
+   * Sends queued jobs, oldest first, with `send` while they fit the
+   * keepalive budget and the pace: none while the sender is paused; when the
+   * page is hidden, what the bucket holds now; when it is `leaving`, at most
+   * the service's burst less what was spent recently. The rest stays queued.
+   * (A beacon the browser refuses costs its token all the same.)
+   */
+  beacon(send: (body: string) => boolean, leaving?: boolean): void;
   /** Refuses further jobs (they are counted as dropped); what is queued still goes. */
   seal(): void;
   /** Drops what is queued and stops sending. */
@@ -221,6 +233,8 @@ interface Dispatch {
   stop(): void;
   /** Bytes of the keepalive budget not in flight. */
   budget(): number;
+  /** The pace, which beacons keep to as well. */
+  pace: Pace;
 }
 
 /**
@@ -304,6 +318,7 @@ function createDispatch(
       timer = undefined;
     },
     budget: () => KEEPALIVE_BUDGET - keepaliveBytes,
+    pace,
   };
 }
 
@@ -375,11 +390,11 @@ export function createSender(options: SenderOptions): Sender {
         settle();
       });
     },
-    beacon(sendBeacon) {
+    beacon(sendBeacon, leaving) {
       let budget = dispatch.budget();
       while (
         queue.length > 0 && queue[0]!.bytes <= budget &&
-        sendBeacon(queue[0]!.body)
+        dispatch.pace.take(leaving) <= 0 && sendBeacon(queue[0]!.body)
       ) {
         budget -= queue.shift()!.bytes;
         stats.beaconed++;

@@ -22,6 +22,7 @@ import {
   captureErrors,
   type CaptureOptions,
   type ConsoleMethod,
+  quietly,
 } from "./capture.ts";
 import { deviceOf } from "./context.ts";
 import {
@@ -64,7 +65,7 @@ export interface LoggerOptions extends DeliveryOptions {
   deviceContext?: boolean;
   /** Age past which a retried signed entry is signed again. @default {240000} */
   resignAfterMs?: number;
-  /** Send what is queued by beacon when the page is hidden or left. @default {true} in a browser without `secret` */
+  /** Send what is queued by beacon when the page is hidden or left, at the pace (client/page.ts). @default {true} in a browser without `secret` */
   beacon?: boolean;
   /**
    * Called with each entry before it is sent (and signed): returns the
@@ -179,10 +180,11 @@ function beforeSend(
   onError: (error: DeliveryError) => void,
   entry: Entry,
 ): Entry | null {
-  if (!options.beforeSend) return entry;
+  const hook = options.beforeSend;
+  if (!hook) return entry;
   let out: Entry | null;
   try {
-    out = options.beforeSend(entry);
+    out = quietly(() => hook(entry));
     if (out !== null && (typeof out !== "object" || !out.data)) {
       throw new Error("it returned no entry");
     }
@@ -201,6 +203,18 @@ function beforeSend(
   out.projectId = options.projectId;
   out.appid = options.appid;
   return out;
+}
+
+/**
+ * `options.onError`, called so that what it prints is not captured
+ * (`captureConsole`): it is called as delivery gives up on an entry, long
+ * after the entry was logged, and an entry made of its print could fail the
+ * same way, and so on without end.
+ */
+function quietOnError(
+  options: LoggerOptions,
+): (error: DeliveryError) => void {
+  return (error) => quietly(() => options.onError?.(error));
 }
 
 /** The context of every entry: `context`, with `release` and `dist` over it. */
@@ -228,7 +242,7 @@ function contextOf(
  * ```
  */
 export function createLogger(options: LoggerOptions): Logger {
-  const onError = options.onError ?? (() => {});
+  const onError = quietOnError(options);
   const browser = !!page.document;
   const device = deviceOf(
     globalThis,
@@ -237,6 +251,7 @@ export function createLogger(options: LoggerOptions): Logger {
   );
   const sender = createSender({
     ...options,
+    onError,
     keepalive: browser,
     headers: jobHeaders(options, browser),
   });

@@ -25,8 +25,13 @@ export interface PaceOptions {
 
 /** The pace of a sender (see the module doc). */
 export interface Pace {
-  /** Milliseconds before the next request may go; at 0 it takes its token. */
-  take(): number;
+  /**
+   * Milliseconds before the next request may go; at 0 it takes its token.
+   * With `whole`, for beacons as the page goes away (nothing is sent after
+   * them), the bucket's reserve may be spent too: the service's whole burst
+   * less what was spent and not yet refilled. Never while paused.
+   */
+  take(whole?: boolean): number;
   /** Fits the bucket under a service burst of `limit`, told by a `429`. */
   fit(limit: number): void;
   /** Pauses after a retryable failure of a request sent at `sentAt`. */
@@ -55,23 +60,29 @@ export function createPace(options: PaceOptions): Pace {
   const baseMs = options.retryBaseMs ?? 500;
   const maxMs = options.retryMaxMs ?? 30000;
   const random = options.random ?? Math.random;
-  let burst = capacity(options.burst ?? 50);
+  let limit = options.burst ?? 50;
+  let burst = capacity(limit);
   let tokens = burst;
   let filledAt = now();
   let pausedUntil = 0;
   let failures = 0;
   let lastFailureAt = -Infinity;
   return {
-    take() {
+    take(whole) {
       const t = now();
       tokens = Math.min(burst, tokens + (t - filledAt) * rate / 1000);
       filledAt = t;
-      const wait = Math.max(pausedUntil - t, (1 - tokens) * 1000 / rate);
+      const reserve = whole ? limit - burst : 0;
+      const wait = Math.max(
+        pausedUntil - t,
+        (1 - tokens - reserve) * 1000 / rate,
+      );
       if (wait <= 0) tokens--;
       return wait;
     },
-    fit(limit) {
-      burst = Math.min(burst, capacity(limit));
+    fit(served) {
+      limit = Math.min(limit, served);
+      burst = capacity(limit);
     },
     pause(sentAt, retryAfter) {
       const t = now();

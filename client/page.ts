@@ -1,11 +1,21 @@
 /**
  * Leaving a page: when it is hidden (tab switched, app sent to the
  * background, where mobile browsers may kill it) or unloaded, what is still
- * queued goes out at once by `navigator.sendBeacon`. A beacon is sent even
- * after the page is gone, but its answer is never read, so there are no
- * retries; and the browser allows 64 KiB of beacons and `keepalive` requests
- * in flight per page, so entries beyond that stay queued (and are sent
- * normally if the page comes back).
+ * queued goes out at once by `navigator.sendBeacon`, as far as the service
+ * would take it. A beacon is sent even after the page is gone, but its
+ * answer is never read, so there are no retries: a beacon over the service's
+ * rate limit is refused (`429`) and lost. So beacons keep to the sender's
+ * pace (client/pace.ts), and none goes while it is paused after a failure:
+ *
+ * - `visibilitychange` to hidden (the page may well come back): what the
+ *   pace allows now, the rest staying queued for normal delivery.
+ * - `pagehide` (the page is going away): at most the service's burst less
+ *   what the pace spent recently. The rest stays queued: sent if the page
+ *   comes back (from the back/forward cache), else lost with it, as it
+ *   would have been by the service's refusals.
+ *
+ * And the browser allows 64 KiB of beacons and `keepalive` requests in
+ * flight per page, so entries beyond that stay queued too.
  *
  * A string body makes the beacon `text/plain;charset=UTF-8`, a type a page may
  * send to another origin without a CORS preflight (which a beacon cannot
@@ -26,8 +36,9 @@ export interface PageOptions {
 }
 
 /**
- * Sends what `sender` holds when the page is hidden or left. Returns the
- * function that stops listening.
+ * Sends what `sender` holds, as far as its pace allows, when the page is
+ * hidden or left (see the module doc). Returns the function that stops
+ * listening.
  *
  * @example
  * ```ts
@@ -40,8 +51,9 @@ export interface PageOptions {
  */
 export function watchPage(sender: Sender, options: PageOptions): () => void {
   const { target } = options;
-  const onHide = () => sender.beacon(options.sendBeacon);
-  const onVisibility = () => options.hidden() && onHide();
+  const onHide = () => sender.beacon(options.sendBeacon, true);
+  const onVisibility = () =>
+    options.hidden() && sender.beacon(options.sendBeacon, false);
   target.addEventListener("pagehide", onHide);
   target.addEventListener("visibilitychange", onVisibility);
   return () => {

@@ -1,11 +1,14 @@
 /**
  * The client's release options and its opt-in capture of `console.error`
  * and `console.warn`: what is sent, that the console still prints, that
- * nothing is captured unless asked, and that stopping restores the console.
+ * nothing is captured unless asked, that stopping restores the console, and
+ * that what the logger's own callbacks print (`onError`, `beforeSend`) is not
+ * reported again.
  *
  * @module
  */
 import assert from "node:assert/strict";
+import { refused } from "../_helpers/client_fakes.ts";
 import { fakeLogger as setup } from "../_helpers/client_logger.ts";
 
 Deno.test("release and dist are sent in every entry's context, over the logger's context", async () => {
@@ -56,5 +59,59 @@ Deno.test("captureConsole reports console.error and console.warn, which still pr
     console.error = original.error;
     console.warn = original.warn;
   }
+  await logger.close();
+});
+
+Deno.test("what onError prints with console.error is not reported: an entry refused is one request, not a loop", async () => {
+  const printed: unknown[][] = [];
+  const original = console.error;
+  console.error = (...args: unknown[]) => printed.push(args);
+  // The docs' server snippet: onError prints what was refused. Every
+  // request is refused (400, as for a project id of 129 characters).
+  const { time, net, logger, titles } = setup({
+    projectId: "p".repeat(129),
+    onError: (error) =>
+      console.error("Entry refused:", error.code, error.message),
+  }, () => refused(400, "invalid_body"));
+  const stop = logger.captureConsole();
+  try {
+    console.error("Checkout failed");
+    // Before, each print of onError was a new entry, refused in turn: 1,245
+    // requests in these 60 s.
+    await time.advance(60_000);
+  } finally {
+    stop();
+    console.error = original;
+  }
+  // The entry's one attempt (a 400 is not retried), and no other entry.
+  assert.equal(net.calls.length, 1);
+  assert.deepEqual(titles(), ["Checkout failed"]);
+  assert.equal(logger.stats().failed, 1);
+  assert.deepEqual(printed.map((args) => args.slice(0, 2)), [
+    ["Checkout failed"],
+    ["Entry refused:", "invalid_body"],
+  ], "the console still printed both");
+  await logger.close();
+});
+
+Deno.test("what beforeSend prints is not reported either", async () => {
+  const original = console.warn;
+  console.warn = () => {};
+  const { time, logger, titles } = setup({
+    beforeSend(entry) {
+      console.warn("Scrubbing", entry.data.title);
+      return entry;
+    },
+  });
+  const stop = logger.captureConsole();
+  try {
+    logger.info("Login");
+    console.warn("Slow");
+  } finally {
+    stop();
+    console.warn = original;
+  }
+  await time.advance(0);
+  assert.deepEqual(titles(), ["Login", "Slow"]);
   await logger.close();
 });

@@ -35,7 +35,11 @@ function job(title: string, bytes = 1000): Job {
   };
 }
 
-/** A browser-like sender that lets one request out, then holds the rest queued. */
+/**
+ * A browser-like sender that lets one request out and holds it, so the rest
+ * stays queued; its bucket is large, so that only the bytes bound beacons.
+ * (How beacons keep to the pace: tests/client/beacon_pace_test.ts.)
+ */
 function setup(options: Partial<SenderOptions> = {}) {
   const time = fakeTime();
   const net = fakeFetch(time.now, () => "hold");
@@ -43,8 +47,8 @@ function setup(options: Partial<SenderOptions> = {}) {
     endpoint: "https://logs.example.com/api/v1/logs",
     headers: () => ({ "Content-Type": "text/plain;charset=UTF-8" }),
     keepalive: true,
-    rate: 0.001,
-    burst: 1,
+    concurrency: 1,
+    burst: 1000,
     fetch: net.fetch,
     now: time.now,
     setTimeout: time.setTimeout,
@@ -130,7 +134,7 @@ Deno.test("after unwatching, leaving the page sends nothing", () => {
 });
 
 Deno.test("requests use keepalive while the bytes in flight fit 64 KiB", async () => {
-  const s = setup({ rate: 1000, burst: 1000 });
+  const s = setup({ rate: 1000, concurrency: 4 });
   for (let i = 0; i < 4; i++) s.sender.push(job(`e${i}`, 30_000));
   await s.time.advance(0);
   assert.deepEqual(s.net.calls.map((c) => c.keepalive), [
