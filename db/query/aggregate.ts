@@ -21,7 +21,7 @@ import type { LogRecord } from "../../domain/entry.ts";
 import { boundTime, timeBound } from "../../domain/ids.ts";
 import { COUNT_BUCKET_MS, readLogCounts } from "../log_counts.ts";
 import { compileFilter, type Filter } from "./filter.ts";
-import { countedByCounters } from "./histogram.ts";
+import { countedByCounters, countersFrom } from "./histogram.ts";
 import type { GroupBy, Pipe } from "./pipe.ts";
 import { QUERY_BUDGET_MS } from "./query.ts";
 import { MAX_ID, scan, type ScanStats } from "./scan.ts";
@@ -35,6 +35,8 @@ export const MAX_GROUPS = 100_000;
 export const MAX_ROWS = 10_000;
 /** Distinct values `uniq` counts exactly; past that it estimates. */
 export const MAX_EXACT_UNIQ = 100_000;
+/** The end of an open range: the largest time a `Date` holds (Unix ms). */
+const END_OF_TIME = 8.64e15;
 
 export type { Cell };
 
@@ -72,6 +74,12 @@ export interface AggregateOptions {
   maxGroups?: number;
   /** Distinct values `uniq` counts exactly. @default {MAX_EXACT_UNIQ} */
   exactUniq?: number;
+  /**
+   * The time retention is judged by (Unix ms): counters answer only the
+   * minutes no retention may have thinned yet (`countersFrom` in
+   * db/query/histogram.ts). @default {Date.now()}
+   */
+  now?: number;
 }
 
 /** A field's value as a cell: objects and arrays as their JSON. */
@@ -88,6 +96,13 @@ function groupCell(record: LogRecord, by: GroupBy): Cell {
     return new Date(start).toISOString();
   }
   return cellOf(resolvePath(record, by.path));
+}
+
+/** Adds what one read read to `stats`. */
+function addStats(stats: ScanStats, read: ScanStats) {
+  stats.chunksRead += read.chunksRead;
+  stats.chunksSkipped += read.chunksSkipped;
+  stats.entriesScanned += read.entriesScanned;
 }
 
 /** The header of a grouping: the field's path, or `time`. */
@@ -109,8 +124,10 @@ function countersAnswer(filter: Filter, by: GroupBy[]): boolean {
  * Runs an aggregation over a project's matching entries. A filter on time
  * and levels grouped by time and level is counted from the counters of
  * levels per hour and per minute (the entries of the partial minutes at
- * the ends are read); one the chunk columns can answer is counted from them
- * (db/query/columnar.ts); anything else reads the matching entries.
+ * the ends are read), for the minutes no retention may have thinned
+ * ({@linkcode countersFrom}; older ones from the columns); one the chunk
+ * columns can answer is counted from them (db/query/columnar.ts); anything
+ * else reads the matching entries.
  *
  * @example
  * ```ts
@@ -142,9 +159,9 @@ export async function aggregate(
   };
   /**
    * Counts the matching entries of [lo, hi) into `tally`, afresh when
-   * `fresh`; where it stopped for want of time.
+   * `fresh`, within `ms` of reading; where it stopped for want of time.
    */
-  const read = async (lo: string, hi: string, fresh: boolean) => {
+  const read = async (lo: string, hi: string, fresh: boolean, ms: number) => {
     let found: Cell[][] = [];
     const result = await scan(kv, projectId, {
       order: "newest",
@@ -162,27 +179,28 @@ export async function aggregate(
         found = [];
         return (record) => found.push(by.map((b) => groupCell(record, b)));
       },
-      budget: {
-        ms: budget.ms ?? QUERY_BUDGET_MS,
-        ...(budget.clock ? { clock: budget.clock } : {}),
-      },
+      budget: { ms, ...(budget.clock ? { clock: budget.clock } : {}) },
     });
     for (const cells of found) tally.add(cells);
-    stats.chunksRead += result.stats.chunksRead;
-    stats.chunksSkipped += result.stats.chunksSkipped;
-    stats.entriesScanned += result.stats.entriesScanned;
+    addStats(stats, result.stats);
     return result.resume;
   };
   const lo = filter.since === undefined ? "" : timeBound(filter.since);
   const hi = filter.until === undefined ? MAX_ID : timeBound(filter.until);
+  const counted = countersAnswer(filter, by)
+    ? await countersFrom(kv, projectId, filter, options.now ?? Date.now())
+    : Infinity;
   let resume: string | undefined;
-  if (countersAnswer(filter, by)) {
-    await countFromCounters(kv, projectId, {
+  if (counted < (filter.until ?? END_OF_TIME)) {
+    resume = await countWithCounters(kv, projectId, {
       filter,
+      from: counted,
+      compiled,
       by,
-      levelOk: compiled.levelOk,
-      add: (cells, n) => tally.add(cells, n),
-      read: (from, to) => read(timeBound(from), timeBound(to), false),
+      budget,
+      tally,
+      stats,
+      read: (from, to, ms) => read(timeBound(from), timeBound(to), false, ms),
     });
   } else if (columnsMayAnswer(filter, by)) {
     resume = await countFromColumns(kv, projectId, {
@@ -193,9 +211,50 @@ export async function aggregate(
       stats,
     });
   } else {
-    resume = await read(lo, hi, true);
+    resume = await read(lo, hi, true, budget.ms ?? QUERY_BUDGET_MS);
   }
   return answerOf(pipe, by, tally, { stats, resume });
+}
+
+/**
+ * Counts from the counters from `from` on, and before it from the columns,
+ * into `tally`, under one deadline; where it stopped, as a resume id.
+ */
+async function countWithCounters(
+  kv: Deno.Kv,
+  projectId: string,
+  counting: {
+    filter: Filter;
+    from: number;
+    compiled: ReturnType<typeof compileFilter>;
+    by: GroupBy[];
+    budget: NonNullable<AggregateOptions["budget"]>;
+    tally: Tally;
+    stats: ScanStats;
+    /** Counts the entries received in [from, to) within `ms`. */
+    read: (from: number, to: number, ms: number) => Promise<string | undefined>;
+  },
+): Promise<string | undefined> {
+  const { filter, by, budget, tally } = counting;
+  const clock = budget.clock ?? (() => performance.now());
+  const deadline = clock() + (budget.ms ?? QUERY_BUDGET_MS);
+  const left = () => Math.max(0, deadline - clock());
+  return await countFromCounters(kv, projectId, {
+    filter,
+    from: counting.from,
+    by,
+    levelOk: counting.compiled.levelOk,
+    add: (cells, n) => tally.add(cells, n),
+    read: (from, to) => counting.read(from, to, left()),
+    older: (to) =>
+      countFromColumns(kv, projectId, {
+        compiled: compileFilter({ ...filter, until: to }),
+        by,
+        budget: { ms: left(), ...(budget.clock ? { clock } : {}) },
+        tally,
+        stats: counting.stats,
+      }),
+  });
 }
 
 /**
@@ -213,7 +272,7 @@ async function countFromColumns(
     stats: ScanStats;
   },
 ): Promise<string | undefined> {
-  const { by, budget, tally } = counting;
+  const { by, budget, tally, stats } = counting;
   const collected = await collect(kv, projectId, {
     filter: counting.compiled,
     paths: by.flatMap((b) => b.kind === "field" ? [b.path] : []),
@@ -223,7 +282,7 @@ async function countFromColumns(
     },
   });
   countCollected(collected, by, (cells, n) => tally.add(cells, n));
-  Object.assign(counting.stats, collected.stats);
+  addStats(stats, collected.stats);
   const { searchedTo } = collected;
   return searchedTo === undefined ? undefined : timeBound(searchedTo - 1);
 }
@@ -231,35 +290,50 @@ async function countFromColumns(
 /** What {@linkcode countFromCounters} needs. */
 interface CounterRead {
   filter: Filter;
+  /** Counters answer from this time on (Unix ms, a whole minute). */
+  from: number;
   by: GroupBy[];
   levelOk: ((level: string) => boolean) | null;
   add: (cells: Cell[], n: number) => void;
-  /** Counts the entries received in [from, to) from the entries. */
-  read: (from: number, to: number) => Promise<unknown>;
+  /**
+   * Counts the entries received in [from, to) from the entries, within
+   * what is left of the budget; where it stopped, as a resume id.
+   */
+  read: (from: number, to: number) => Promise<string | undefined>;
+  /**
+   * Counts the matching entries received before `to` from the columns,
+   * within what is left of the budget; where it stopped, as a resume id.
+   */
+  older: (to: number) => Promise<string | undefined>;
 }
 
 /**
  * Counts from the counters of levels: whole hours from the hour counters
  * when every time bucket is whole hours, the other whole minutes from the
- * minute counters, the partial minutes at the ends from the entries.
+ * minute counters, the partial minutes at the ends from the entries, and
+ * what lies before `from` from the columns. Reads newest first under one
+ * budget: where one stopped, nothing older is counted, and its resume id
+ * is answered.
  */
 async function countFromCounters(
   kv: Deno.Kv,
   projectId: string,
   counting: CounterRead,
-): Promise<void> {
+): Promise<string | undefined> {
   const { filter, by, levelOk, add } = counting;
   const minute = COUNT_BUCKET_MS.m;
   const hour = COUNT_BUCKET_MS.h;
-  const since = filter.since ?? 0;
-  const until = filter.until ?? 8.64e15;
+  const since = Math.max(filter.since ?? 0, counting.from);
+  const until = filter.until ?? END_OF_TIME;
   const m1 = Math.min(until, Math.ceil(since / minute) * minute);
   const m2 = Math.max(m1, Math.floor(until / minute) * minute);
   const hourly = by.every((b) => b.kind !== "time" || b.ms % hour === 0);
   const h1 = Math.min(m2, Math.ceil(m1 / hour) * hour);
   const h2 = hourly ? Math.max(h1, Math.floor(m2 / hour) * hour) : h1;
-  if (since < m1) await counting.read(since, m1);
-  if (m2 < until) await counting.read(m2, until);
+  if (m2 < until) {
+    const resume = await counting.read(m2, until);
+    if (resume !== undefined) return resume;
+  }
   const counters = [
     ...await readLogCounts(kv, projectId, "m", m1, h1),
     ...await readLogCounts(kv, projectId, "h", h1, h2),
@@ -276,6 +350,12 @@ async function countFromCounters(
       count,
     );
   }
+  if (since < m1) {
+    const resume = await counting.read(since, m1);
+    if (resume !== undefined) return resume;
+  }
+  const older = counting.from > (filter.since ?? -Infinity);
+  return older ? await counting.older(since) : undefined;
 }
 
 /** The rows of what `tally` counted. */

@@ -7,9 +7,18 @@
  * exact either way: counters are summed in the commit that stores their
  * entries, and a scan stays exact while merges move entries (scan.ts).
  *
+ * Counters outlive entries: they go past the project's longest retention,
+ * while retention rules by level delete entries earlier and KV expires a
+ * chunk up to an hour before its newest entry's time. So counters answer
+ * only from {@linkcode countersFrom} on; older minutes are counted from the
+ * chunk columns (db/query/columnar.ts), which hold what is stored.
+ *
  * @module
  */
 import { COUNT_BUCKET_MS, readLogCounts } from "../log_counts.ts";
+import { getProject } from "../projects.ts";
+import { levelRetentionMs } from "../retention_rules.ts";
+import { STANDARD_LEVELS } from "../../domain/entry.ts";
 import { timeBound } from "../../domain/ids.ts";
 import {
   type CompiledFilter,
@@ -17,6 +26,7 @@ import {
   type Filter,
   InvalidQueryError,
 } from "./filter.ts";
+import { collect, countCollected } from "./columnar.ts";
 import { scan } from "./scan.ts";
 
 /** The intervals a histogram chooses from. */
@@ -52,6 +62,11 @@ export interface HistogramOptions {
   deadline?: number;
   /** @default {performance.now} */
   clock?: () => number;
+  /**
+   * The time retention is judged by (Unix ms; {@linkcode countersFrom}).
+   * @default {Date.now()}
+   */
+  now?: number;
 }
 
 /** Thrown when a histogram's counting reached its deadline before its end. */
@@ -94,6 +109,58 @@ export function countedByCounters(filter: Filter): boolean {
 }
 
 /**
+ * How far before the edge of a retention counters are not trusted: KV
+ * expires a chunk by its first entry's time, and a chunk spans up to an
+ * hour, so an entry may go up to an hour before its retention ends.
+ */
+export const RETENTION_MARGIN_MS = 3_600_000;
+
+/** A custom level that no filter or rule names (none is spelled so). */
+const UNNAMED_LEVEL = "\0unnamed";
+
+/**
+ * The first minute (Unix ms) from which the counters of the levels
+ * `filter` asks for agree with the stored entries at `now`: no retention
+ * of those levels, the project's or a rule's, may have deleted an entry
+ * received since (less {@linkcode RETENTION_MARGIN_MS}). `-Infinity` when
+ * the project has no record (nothing applies a retention to it).
+ *
+ * @example
+ * ```ts
+ * // A rule `level<=info 3` (days): counters answer `* | count` for the
+ * // last 3 days less an hour, entries before that.
+ * const from = await countersFrom(kv, projectId, {}, Date.now());
+ * ```
+ */
+export async function countersFrom(
+  kv: Deno.Kv,
+  projectId: string,
+  filter: Filter,
+  now: number,
+): Promise<number> {
+  const project = await getProject(kv, projectId);
+  if (!project) return -Infinity;
+  const { levelOk } = compileFilter(filter);
+  const levels = new Set<string>([
+    ...STANDARD_LEVELS,
+    UNNAMED_LEVEL,
+    ...(filter.levels ?? []),
+    ...(filter.fields ?? []).flatMap((t) =>
+      t.path === "level" && "value" in t ? [t.value] : []
+    ),
+    ...(project.retentionRules ?? []).map((r) => r.level),
+  ]);
+  let shortest = Infinity;
+  for (const level of levels) {
+    if (levelOk && !levelOk(level)) continue;
+    shortest = Math.min(shortest, levelRetentionMs(project, level));
+  }
+  if (shortest === Infinity) return -Infinity;
+  const minute = COUNT_BUCKET_MS.m;
+  return Math.ceil((now - shortest + RETENTION_MARGIN_MS) / minute) * minute;
+}
+
+/**
  * Counts a project's entries per interval by level over [since, until).
  *
  * @example
@@ -120,17 +187,63 @@ export async function histogram(
     deadline: options.deadline ?? Infinity,
     clock: options.clock ?? (() => performance.now()),
   };
-  const minute = COUNT_BUCKET_MS.m;
-  const m1 = Math.ceil(since / minute) * minute;
-  const m2 = Math.floor(until / minute) * minute;
-  if (!countedByCounters(filter) || intervalMs < minute || m1 >= m2) {
+  if (!countedByCounters(filter) || intervalMs < COUNT_BUCKET_MS.m) {
     await countEntries(counting, since, until);
-  } else {
-    await countEntries(counting, since, m1);
-    await countEntries(counting, m2, until);
-    await countWholeMinutes(counting, m1, m2);
+    return { intervalMs, buckets };
   }
+  const now = options.now ?? Date.now();
+  const from = Math.min(
+    until,
+    Math.max(since, await countersFrom(kv, projectId, filter, now)),
+  );
+  await countFromCounters(counting, from, until);
+  if (since < from) await countFromColumns(counting, since, from);
   return { intervalMs, buckets };
+}
+
+/**
+ * Counts [from, until) from the counters: whole minutes from them, the
+ * partial minutes at the ends from the entries.
+ */
+async function countFromCounters(
+  counting: Counting,
+  from: number,
+  until: number,
+) {
+  const minute = COUNT_BUCKET_MS.m;
+  const m1 = Math.ceil(from / minute) * minute;
+  const m2 = Math.floor(until / minute) * minute;
+  if (m1 >= m2) {
+    await countEntries(counting, from, until);
+    return;
+  }
+  await countEntries(counting, m2, until);
+  await countEntries(counting, from, m1);
+  await countWholeMinutes(counting, m1, m2);
+}
+
+/**
+ * Counts [from, to) from the chunk columns (the lines where they do not
+ * answer): what is stored, where counters may count entries retention
+ * deleted. Throws {@linkcode HistogramCutError} past the deadline.
+ */
+async function countFromColumns(counting: Counting, from: number, to: number) {
+  const { kv, projectId, filter, tally, deadline, clock } = counting;
+  const collected = await collect(kv, projectId, {
+    filter: compileFilter({ ...filter.filter, since: from, until: to }),
+    paths: ["level"],
+    budget: {
+      ms: deadline === Infinity ? Infinity : Math.max(0, deadline - clock()),
+      clock,
+    },
+  });
+  if (collected.searchedTo !== undefined) throw new HistogramCutError();
+  countCollected(collected, [
+    { kind: "time", ms: tally.intervalMs, label: "" },
+    { kind: "field", path: "level" },
+  ], (cells, n) => {
+    addCount(tally, Date.parse(cells[0] as string), String(cells[1]), n);
+  });
 }
 
 /** A histogram's buckets being filled: the first starts at `first`. */

@@ -14,7 +14,7 @@ import {
   parseSearch,
 } from "../../../db/query/mod.ts";
 import type { LogRecord } from "../../../domain/entry.ts";
-import { HOUR, T0 } from "../../_helpers/query.ts";
+import { DAY, HOUR, T0 } from "../../_helpers/query.ts";
 import {
   countsBy,
   hourOf,
@@ -37,6 +37,12 @@ function countRows<K extends string | number | null>(
   }));
 }
 
+/**
+ * The time retention is judged by: a day after the records, well within
+ * their retention, so that the counters answer for them.
+ */
+const NOW = T0 + DAY;
+
 /** The aggregation of `query` (which has a pipe), with `options` given. */
 async function run(
   kv: Deno.Kv,
@@ -51,6 +57,7 @@ async function run(
   return await aggregate(kv, projectId, {
     filter,
     pipe,
+    now: NOW,
     ...bounds,
     ...(clock ? { budget: { clock } } : {}),
   });
@@ -241,6 +248,7 @@ pipeRecordsTest(
     const answer = await aggregate(kv, projectId, {
       filter: { ...filter, since, until },
       pipe: pipe!,
+      now: NOW,
     });
     const expected = countsBy(
       (r) => severe(r) && r.receivedAt >= since && r.receivedAt < until,
