@@ -172,6 +172,8 @@ function queries(
       const h = await histogram(kv, projectId, {
         since: start,
         until: start + built.spanMs,
+        // As read at the store's end: its counters within every retention.
+        now: start + built.spanMs,
       });
       let total = 0;
       const byLevel: Record<string, number> = {};
@@ -200,7 +202,11 @@ function pipeQueries(
   const { projectId, users, severeByHour } = built.store;
   const run = async (q: string) => {
     const { filter, pipe } = parseSearch(q);
-    return await aggregate(kv, projectId, { filter, pipe: pipe! });
+    return await aggregate(kv, projectId, {
+      filter,
+      pipe: pipe!,
+      now: built.start + built.spanMs,
+    });
   };
   const byCount = [...users].sort((a, b) =>
     b[1] - a[1] || (a[0] < b[0] ? -1 : 1)
