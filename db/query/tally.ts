@@ -48,9 +48,12 @@ export class Groups {
   readonly map = new Map<Cell, { cells: Cell[]; count: number }>();
   add(given: Cell[], n = 1): void {
     const cells = given.map(boundedCell);
-    const key = cells.length === 1
-      ? cells[0]!
-      : cells.map(keyOf).join("\u0000");
+    // Each cell's key after its length: a text holding the separator
+    // cannot make two groups one.
+    const key = cells.length === 1 ? cells[0]! : cells.map((cell) => {
+      const k = keyOf(cell);
+      return `${k.length}:${k}`;
+    }).join("");
     const group = this.map.get(key);
     if (group) {
       group.count += n;

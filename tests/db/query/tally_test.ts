@@ -39,3 +39,14 @@ Deno.test("a long text is grouped and answered by its first 1,000 characters, an
   for (const value of [a, b, a, "short", head + "…"]) distinct.add(value);
   assert.equal(distinct.count, 4);
 });
+
+Deno.test("groups of several fields stay apart whatever their texts hold", () => {
+  const groups = new Groups(10);
+  groups.add(["x\u0000sy", "z"]);
+  groups.add(["x", "y\u0000sz"]);
+  groups.add(["x", "y\u0000sz"]);
+  assert.deepEqual(
+    [...groups.map.values()].map((g) => [g.cells, g.count]),
+    [[["x\u0000sy", "z"], 1], [["x", "y\u0000sz"], 2]],
+  );
+});
