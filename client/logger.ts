@@ -199,10 +199,8 @@ function beforeSend(
     });
     return null;
   }
-  if (out === null) return null;
-  out.projectId = options.projectId;
-  out.appid = options.appid;
-  return out;
+  // A copy: the hook may hand back an entry it froze.
+  return out && { ...out, projectId: options.projectId, appid: options.appid };
 }
 
 /**

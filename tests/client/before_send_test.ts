@@ -56,6 +56,18 @@ Deno.test("a beforeSend that throws drops that entry, tells onError, and logging
   assert.match(errors[0]!.message, /beforeSend failed: boom/);
 });
 
+Deno.test("a beforeSend that returns a frozen entry has it sent, for the logger's own project", async () => {
+  const { time, net, logger, errors } = setup({
+    beforeSend: (entry) => Object.freeze({ ...entry, projectId: "other" }),
+  });
+  logger.info("Frozen");
+  await time.advance(0);
+  const [body] = net.calls.map((call) => JSON.parse(call.body));
+  assert.equal(body.data.title, "Frozen");
+  assert.notEqual(body.projectId, "other");
+  assert.equal(errors.length, 0);
+});
+
 Deno.test("a signed entry is signed over what beforeSend returned, for its own project", async () => {
   const { time, net, logger } = setup({
     secret: "s3cret",
