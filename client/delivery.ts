@@ -219,10 +219,12 @@ function poster(
 
 /**
  * Whether an answer is worth sending again: none at all (a network
- * failure, `0`), `429`, or a `5xx`.
+ * failure, `0`), `429`, a `5xx`, or a body that did not arrive whole
+ * (`408`, `400 incomplete_body`: nothing was queued).
  */
-function retried(status: number): boolean {
-  return !status || status >= 500 || status === 429;
+function retried(status: number, code?: string): boolean {
+  return !status || status >= 500 || status === 429 || status === 408 ||
+    code === "incomplete_body";
 }
 
 /** The sending half of a sender, as its queue side sees it. */
@@ -299,7 +301,9 @@ function createDispatch(
     if (status === 200) {
       stats.sent++;
       pace.succeed();
-    } else if (!retried(status) || ++job.attempts > maxRetries || stopped) {
+    } else if (
+      !retried(status, error?.code) || ++job.attempts > maxRetries || stopped
+    ) {
       stats.failed++;
       onError(deliveryError(job, status, error));
     } else {

@@ -202,6 +202,23 @@ Deno.test("other 4xx answers are not retried either, JSON or not", async () => {
   ]);
 });
 
+Deno.test("a body the service did not receive whole (408, 400 incomplete_body) is sent again", async () => {
+  const { time, errors, logger, titles } = setup(
+    { random: () => 0 },
+    (_, i) =>
+      i === 0
+        ? refused(408, "request_timeout")
+        : i === 1
+        ? refused(400, "incomplete_body")
+        : queued(),
+  );
+  logger.info("slow link");
+  await time.advance(60_000);
+  assert.deepEqual(titles(), ["slow link", "slow link", "slow link"]);
+  assert.deepEqual(errors, []);
+  assert.equal(logger.stats().sent, 1);
+});
+
 Deno.test("a request not answered within timeoutMs is aborted and retried", async () => {
   const { time, logger, times } = setup(
     { timeoutMs: 5000, retryBaseMs: 1000 },
