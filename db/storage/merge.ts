@@ -375,7 +375,13 @@ async function expireAndList(
       if (expired.length >= EXPIRE_BATCH) await flushExpired();
     } else {
       // Retention by filter: a chunk's levels past their time go first.
-      const kept = await pruneChunk(round, summary, round.pastOf(summary));
+      const past = round.pastOf(summary);
+      // A prune commits, moving the round's marker: the deletions gathered
+      // so far go first, and the next are checked as of after it (else the
+      // last commit fails its check and the whole round is lost).
+      if (past.size > 0 && expired.length > 0) await flushExpired();
+      const kept = await pruneChunk(round, summary, past);
+      if (past.size > 0) op = round.guarded();
       if (kept) summaries.push(kept);
     }
   }

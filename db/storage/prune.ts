@@ -82,7 +82,10 @@ export async function pruneChunk(
   replaceChunks(op, projectId, [summary], chunk, {
     retentionMs: round.retentionMs,
     now: round.now,
-    ungrouped: ungrouped!.value !== null,
+    // A chunk whose last entry went has a new key no coarse group names:
+    // marked, so that searches list it.
+    ungrouped: ungrouped!.value !== null ||
+      chunk.summary.lastId !== summary.lastId,
   });
   await round.commit(op);
   return chunk.summary;
