@@ -83,6 +83,10 @@ export function createMerger(options: MergerOptions): Merger {
       maxMerges,
       shouldStop: () => stopped,
       quiet,
+      onProjectError: (projectId, error) =>
+        (options.onError ?? logMergeFailure)(
+          new Error(`Cannot merge project "${projectId}"`, { cause: error }),
+        ),
     });
     backlog = done.backlog;
     options.onBacklog?.(backlog);

@@ -193,9 +193,12 @@ export class BloomMembers {
     this.#slots = slots;
   }
 
-  /** A filter sized for the members, holding them all. */
-  build(): Bloom {
-    const bloom = createBloom(this.#size);
+  /**
+   * A filter sized for the members (at most `maxBytes`), holding them all:
+   * smaller, it answers "maybe" more often, never "no" for a member.
+   */
+  build(maxBytes = MAX_BLOOM_BYTES): Bloom {
+    const bloom = createBloom(this.#size, maxBytes);
     for (let i = 0; i < this.#size; i++) {
       setProbes(bloom, this.#h1[i]!, this.#h2[i]!);
     }
@@ -203,11 +206,14 @@ export class BloomMembers {
   }
 }
 
-/** An empty filter sized for `members` members. */
-export function createBloom(members: number): Bloom {
-  const bytes = Math.min(
-    MAX_BLOOM_BYTES,
-    Math.max(8, Math.ceil(members * BITS_PER_ITEM / 8)),
+/** An empty filter sized for `members` members, at most `maxBytes`. */
+export function createBloom(
+  members: number,
+  maxBytes = MAX_BLOOM_BYTES,
+): Bloom {
+  const bytes = Math.max(
+    8,
+    Math.min(maxBytes, MAX_BLOOM_BYTES, Math.ceil(members * BITS_PER_ITEM / 8)),
   );
   return { bits: new Uint8Array(bytes), k: HASHES };
 }

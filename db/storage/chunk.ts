@@ -27,6 +27,7 @@
 import { deflateRawSync, inflateRawSync } from "node:zlib";
 import { concatBytes, joinSlices, splitBytes } from "../blob.ts";
 import { logChunkSliceKey } from "../keys.ts";
+import { VALUE_MAX_BYTES } from "../kv.ts";
 import { decodeRecordLine, lineId } from "./lines.ts";
 import { type Bloom, BloomMembers } from "./bloom.ts";
 import { EntryIndexer } from "./indexer.ts";
@@ -199,12 +200,12 @@ function* chunkSteps(
   const indexer = (options.tokens ?? true) || options.members !== undefined
     ? new EntryIndexer()
     : null;
-  const blooms: Bloom[] = [];
+  const indexed: (BloomMembers | null)[] = [];
   const deflated: Uint8Array[] = [];
   /** Index of the block's first line. */
   let first = 0;
   for (const block of blocks) {
-    blooms.push(
+    indexed.push(
       yield* indexBlock(block, first, options.records, {
         levels,
         columns,
@@ -239,6 +240,7 @@ function* chunkSteps(
     ...(built ? { columns: 1 + built.rest.length } : {}),
   };
   const json = summaryJson(summary);
+  const blooms = blockBlooms(indexed, json.length);
   return {
     summary,
     head: concatBytes([new Uint8Array([FORMAT, summary.slices]), head]),
@@ -295,7 +297,7 @@ function* indexBlock(
     indexer: EntryIndexer | null;
     members: Set<number> | undefined;
   },
-): Generator<void, Bloom, void> {
+): Generator<void, BloomMembers | null, void> {
   const { levels, columns, indexer } = into;
   const members = indexer ? new BloomMembers() : null;
   for (let i = 0; i < lines.length; i++) {
@@ -307,10 +309,25 @@ function* indexBlock(
     // A pause every LINES_PER_STEP lines, the block's deflate after them.
     if (i % LINES_PER_STEP === LINES_PER_STEP - 1) yield;
   }
-  if (!members) return MATCH_ALL;
+  if (!members) return null;
   yield;
   if (into.members) { for (const h of members.hashes) into.members.add(h); }
-  return members.build();
+  return members;
+}
+
+/**
+ * The blocks' filters (every member for a block not indexed), each as
+ * large as its members ask but all of them within one KV value beside the
+ * summary's `jsonBytes`: entries of many distinct fields that compress well
+ * asked 75 KB of filters of a 5 KB chunk, which no commit could write.
+ */
+function blockBlooms(
+  indexed: (BloomMembers | null)[],
+  jsonBytes: number,
+): Bloom[] {
+  const room = VALUE_MAX_BYTES - 5 - jsonBytes - 5 * indexed.length;
+  const share = Math.floor(room / Math.max(1, indexed.length));
+  return indexed.map((members) => members?.build(share) ?? MATCH_ALL);
 }
 
 /** A filter every member may be in: one probe, every bit set. */

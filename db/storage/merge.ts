@@ -98,6 +98,11 @@ export interface MergeOptions {
   /** Asked before each merge: stop when it says so. */
   shouldStop?: () => boolean;
   /**
+   * Told of a project whose round failed; the round goes on with the next
+   * projects. @default none: the failure ends the round
+   */
+  onProjectError?: (projectId: string, error: unknown) => void;
+  /**
    * Awaited between merges and every few milliseconds of a chunk being
    * built (db/storage/chunk.ts `buildChunkPausing`), so that arriving
    * requests are not held. @default one turn of the event
@@ -571,7 +576,16 @@ export async function mergeAll(
   const total: MergeResult = emptyResult();
   for (const project of await listProjects(kv)) {
     if (options.shouldStop?.()) break;
-    const done = await mergeProject(kv, project.id, options);
+    let done: MergeResult;
+    try {
+      done = await mergeProject(kv, project.id, options);
+    } catch (error) {
+      // One project's failure (a value it cannot write) must not keep
+      // every project after it from being merged.
+      if (!options.onProjectError) throw error;
+      options.onProjectError(project.id, error);
+      continue;
+    }
     total.merges += done.merges;
     total.sources += done.sources;
     total.entries += done.entries;

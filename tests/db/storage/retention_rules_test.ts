@@ -1,13 +1,16 @@
 /**
- * Merge rounds under a retention rule by level: a round that expires chunks
- * and prunes others commits both, and a pruned chunk a coarse group named
- * stays found by a word search.
+ * Merge rounds that could not go on: under a retention rule by level (a
+ * round that expires chunks and prunes others commits both; a pruned chunk a
+ * coarse group named stays found by a word search), over entries whose
+ * filters asked more than one value, and past a project whose round fails.
  *
  * @module
  */
 import assert from "node:assert/strict";
 import { matches, parseQuery, queryLogs } from "../../../db/query/mod.ts";
-import { mergeProject } from "../../../db/storage/merge.ts";
+import { mergeAll, mergeProject } from "../../../db/storage/merge.ts";
+import { createProject, listProjects } from "../../../db/projects.ts";
+import { logBloomsPrefix } from "../../../db/keys.ts";
 import { addRetentionRule } from "../../../db/retention_rules.ts";
 import {
   DAY,
@@ -16,6 +19,7 @@ import {
   recordAt,
   storeBatch,
   T0,
+  withKv,
 } from "../../_helpers/query.ts";
 import type { LogRecord } from "../../../domain/entry.ts";
 
@@ -85,3 +89,70 @@ queryProjectTest(
     assert.ok(round.merges > 0, `merges ${round.merges}`);
   },
 );
+
+queryProjectTest(
+  "entries of many distinct fields that compress well merge, their filters within one value, and are found",
+  async (kv, projectId) => {
+    const stored: LogRecord[] = [];
+    for (let b = 0; b < 30; b++) {
+      const records = Array.from({ length: 20 }, (_, i) => {
+        const n = b * 20 + i;
+        return recordAt(T0 + n * 100, { data: { a: Array(200).fill(n) } });
+      });
+      await storeBatch(kv, projectId, records);
+      stored.push(...records);
+    }
+    const round = await mergeProject(kv, projectId, { now: T0 + HOUR });
+    assert.ok(round.merges > 0);
+    for await (const entry of kv.list({ prefix: logBloomsPrefix(projectId) })) {
+      assert.ok((entry.value as Uint8Array).length <= 65_536);
+    }
+    const filter = parseQuery("data.a:317");
+    const page = await queryLogs(kv, projectId, { filter });
+    assert.deepEqual(
+      page.records.map((r) => r.id),
+      stored.filter((r) => matches(r, filter)).map((r) => r.id).reverse(),
+    );
+  },
+);
+
+Deno.test("a project whose merge fails is told of, and the projects after it are merged", async () => {
+  await withKv(async (kv) => {
+    const [a, b] = [
+      await createProject(kv, { name: "a", now: () => T0 }),
+      await createProject(kv, { name: "b", now: () => T0 }),
+    ];
+    for (let i = 0; i < 20; i++) {
+      await storeBatch(kv, a.id, [recordAt(T0 + i * 1000)]);
+      await storeBatch(kv, b.id, [recordAt(T0 + i * 1000)]);
+    }
+    // The first project listed fails its round.
+    const [first] = await listProjects(kv);
+    const failing = new Proxy(kv, {
+      get(target, name) {
+        if (name === "list") {
+          return (
+            selector: Deno.KvListSelector,
+            options?: Deno.KvListOptions,
+          ) => {
+            const prefix = "prefix" in selector ? selector.prefix : [];
+            if (prefix.includes(first!.id)) {
+              throw new TypeError("Value too large");
+            }
+            return target.list(selector, options);
+          };
+        }
+        const value = Reflect.get(target, name, target);
+        return typeof value === "function" ? value.bind(target) : value;
+      },
+    });
+    const told: string[] = [];
+    const round = await mergeAll(failing, {
+      now: T0 + HOUR,
+      onProjectError: (projectId, error) =>
+        told.push(`${projectId}: ${(error as Error).message}`),
+    });
+    assert.deepEqual(told, [`${first!.id}: Value too large`]);
+    assert.ok(round.merges > 0, "the other project merged");
+  });
+});
