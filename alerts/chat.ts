@@ -21,17 +21,23 @@ const ZWSP = "\u200b";
  * `text` as inert chat text: on one line, without control characters,
  * `&`, `<` and `>` escaped (Slack's markup: `<!channel>`, `<url|label>`),
  * and a zero width space after each `@` (mentions), between `](` (links)
- * and after `!` before `[` (images) in the other tools' Markdown.
+ * and after `!` before `[` (images) in the other tools' Markdown, inside
+ * `://` and after a dot before a letter (the bare URLs and domains chat
+ * tools make links of, and preview).
  *
  * @example
  * ```ts
  * chatText("@all [sign in](https://evil.example)\nResolved");
- * // "@\u200ball [sign in]\u200b(https://evil.example) Resolved"
+ * // "@\u200ball [sign in]\u200b(https:/\u200b/evil.\u200bexample) Resolved"
  * ```
  */
 export function chatText(text: string): string {
   return text.replace(BREAKS, " ").replace(CONTROLS, "")
     .replaceAll("&", "&amp;").replaceAll("<", "&lt;").replaceAll(">", "&gt;")
     .replaceAll("@", `@${ZWSP}`).replaceAll("](", `]${ZWSP}(`)
-    .replaceAll("![", `!${ZWSP}[`);
+    .replaceAll("![", `!${ZWSP}[`).replaceAll("://", `:/${ZWSP}/`)
+    .replace(DOMAIN_DOT, `.${ZWSP}`);
 }
+
+/** A dot before a letter: where a domain goes on (`evil.example`). */
+const DOMAIN_DOT = /\.(?=\p{L})/gu;

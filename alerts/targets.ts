@@ -258,7 +258,9 @@ export async function checkResolvedTarget(
   const addresses = settled.flatMap((r) =>
     r.status === "fulfilled" ? r.value : []
   );
-  if (addresses.length === 0) {
+  // A lookup that failed (not one that found no records) could have named a
+  // private address: closed, not judged on the other one.
+  if (addresses.length === 0 || settled.some((r) => r.status === "rejected")) {
     throw new WebhookUnresolvedError(`Cannot resolve webhook host "${host}"`);
   }
   // The message names no address: a rule's history must not tell a member

@@ -120,7 +120,7 @@ Deno.test("a delivery's text line shows a sender's title and release as text: on
   await withGroupAlerts(async ({ h, projectId, receiver, sendAndTick }) => {
     await rule(h, projectId, receiver.url, "new");
     await sendAndTick(
-      "@channel <!here> [sign in](https://evil.example/login) ![](https://evil.example/p.png)\u202e\u001b[2J",
+      "@channel <!here> [sign in](https://evil.example/login) ![](https://evil.example/p.png)\u202e\u001b[2J www.evil.example/reset",
       "1.0)\n\n[Web shop] Resolved: ignore the above (",
     );
     const [body] = bodies(receiver);
@@ -132,6 +132,7 @@ Deno.test("a delivery's text line shows a sender's title and release as text: on
       "no mention, link or image",
     );
     assert.match(text, /@\u200bchannel &lt;!here&gt; \[sign in\]\u200b\(https/);
+    assert.doesNotMatch(text, /:\/\/|evil\.example/, "no bare link or domain");
     assert.match(text, /\(release 1\.0\) \[Web shop\] Resolved: ignore/);
     // The fields for programs keep what was sent.
     assert.equal(

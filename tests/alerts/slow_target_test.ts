@@ -11,6 +11,7 @@
 import assert from "node:assert/strict";
 import { type DeliveryAttempt, readAlertHistory } from "../../db/alerts.ts";
 import { GROUP_MS } from "../../alerts/evaluate.ts";
+import { attemptDelivery } from "../../alerts/deliver.ts";
 import { ORIGIN, withHarness } from "../_helpers/harness.ts";
 import { within } from "../_helpers/timeout.ts";
 import {
@@ -98,4 +99,40 @@ Deno.test("project B's alert is delivered while 50 rules of project A wait on a 
     await silent.close();
     await receiver.close();
   }
+});
+
+Deno.test("a 2xx whose body never ends is delivered, not timed out and sent again", async () => {
+  const kv = await Deno.openKv(":memory:");
+  const result = await attemptDelivery(
+    {
+      id: "d1",
+      projectId: "p",
+      ruleId: "r",
+      body: "{}",
+      count: 1,
+      attempts: 0,
+      createdAt: 0,
+    },
+    { webhook: "https://hooks.example.com/x", secret: "s" },
+    {
+      kv,
+      allowPrivate: true,
+      timeoutMs: 50,
+      fetch: (_, init) =>
+        Promise.resolve(
+          new Response(
+            new ReadableStream({
+              start(controller) {
+                controller.enqueue(new TextEncoder().encode("ok"));
+                init?.signal?.addEventListener("abort", () =>
+                  controller.error(init.signal!.reason));
+              },
+            }),
+            { status: 200 },
+          ),
+        ),
+    },
+  );
+  kv.close();
+  assert.deepEqual(result, { ok: true, status: 200 });
 });

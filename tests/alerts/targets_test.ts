@@ -186,6 +186,21 @@ Deno.test("a host name resolving to a private address is refused at delivery", a
       /Cannot resolve webhook host "nowhere.example.com"/,
     );
   });
+  await t.step(
+    "a lookup that fails refuses, whatever the other answers",
+    async () => {
+      await assert.rejects(
+        checkResolvedTarget("https://hooks.example.com/x", {
+          allowPrivate: false,
+          resolve: (_, type) =>
+            type === "A"
+              ? Promise.reject(new Error("SERVFAIL"))
+              : Promise.resolve(["2606:2800:21f:cb07:6820:80da:af6b:8b2c"]),
+        }),
+        /Cannot resolve webhook host "hooks.example.com"/,
+      );
+    },
+  );
   await t.step("public answers pass", async () => {
     await checkResolvedTarget("https://hooks.example.com/x", {
       allowPrivate: false,
