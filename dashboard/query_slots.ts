@@ -4,7 +4,9 @@
  * thread or in the server's, one reader looping heavy queries must not
  * hold them for everyone (docs/limits.md#dashboard). Kept in memory, per
  * process. The live tail's slots (dashboard/routes/tail.ts) are the same
- * {@linkcode Slots}.
+ * {@linkcode Slots}. A read API answer keeps its query's slot while its body
+ * is sent ({@linkcode heldBody}): a page left unread holds its slot, so the
+ * slots bound the unread pages too.
  *
  * @module
  */
@@ -22,7 +24,25 @@ export interface QuerySlotsOptions {
    * the rest of `total`. @default {total - perReader}
    */
   allTokens?: number;
+  /**
+   * Time a body that holds a slot ({@linkcode heldBody}) may go unread by
+   * its client before it is ended. @default {UNREAD_BODY_MS}
+   */
+  unreadMs?: number;
 }
+
+/**
+ * Time a read API answer's body may wait for its client to read on, by
+ * default: past it the answer is ended and its slot given back, so a client
+ * that stops reading holds a slot no longer.
+ */
+export const UNREAD_BODY_MS = 30_000;
+
+/**
+ * Characters of a held body encoded at a time: at most three times as many
+ * bytes of it are encoded and not yet taken by the connection.
+ */
+export const BODY_PIECE_CHARS = 65_536;
 
 /** One bound of {@linkcode Slots}: holders at most, and why a take past it is refused. */
 export interface SlotBound {
@@ -94,6 +114,8 @@ export class QuerySlots {
   readonly total: number;
   readonly perProjectTokens: number;
   readonly allTokens: number;
+  /** Time a body holding a slot may go unread ({@linkcode heldBody}). */
+  readonly unreadMs: number;
   #slots: Slots;
 
   constructor(options: QuerySlotsOptions = {}) {
@@ -102,6 +124,7 @@ export class QuerySlots {
     this.perProjectTokens = options.perProjectTokens ?? 8;
     this.allTokens = options.allTokens ??
       Math.max(1, this.total - this.perReader);
+    this.unreadMs = options.unreadMs ?? UNREAD_BODY_MS;
     this.#slots = new Slots([{
       most: this.perReader,
       why:
@@ -141,6 +164,118 @@ export class QuerySlots {
         : [reader, `project:${projectId}`, "tokens"],
     );
   }
+}
+
+/**
+ * A response body of `parts` (texts sent one after another, UTF-8) that
+ * holds a slot: `release` is called once the last part is handed to the
+ * connection, when the body is cancelled (its client went away), or when
+ * the connection has asked for nothing more for `unreadMs`: the body then
+ * ends there, short of its `Content-Length`, so the server cuts the
+ * connection (and logs nothing) and the client knows it is not whole. It is
+ * pulled {@linkcode BODY_PIECE_CHARS} characters at a time, each part let go
+ * (in `parts`) once sent, so the text not yet sent is never also
+ * held encoded. `bytes` is its length, for `Content-Length`.
+ *
+ * @example
+ * ```ts
+ * const { body, bytes } = heldBody(rows, slot, slots.unreadMs);
+ * return new Response(body, { headers: { "Content-Length": String(bytes) } });
+ * ```
+ */
+export function heldBody(
+  parts: string[],
+  release: () => void,
+  unreadMs: number,
+): { body: ReadableStream<Uint8Array>; bytes: number } {
+  const bytes = parts.reduce((sum, part) => sum + utf8Length(part), 0);
+  const encoder = new TextEncoder();
+  const rest = pieces(parts);
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const end = () => {
+    clearTimeout(timer);
+    release();
+  };
+  const wait = (controller: ReadableStreamDefaultController<Uint8Array>) => {
+    timer = setTimeout(() => {
+      end();
+      controller.close();
+    }, unreadMs);
+  };
+  const body = new ReadableStream<Uint8Array>({
+    start: wait,
+    pull(controller) {
+      clearTimeout(timer);
+      const text = rest.next();
+      if (text !== "") controller.enqueue(encoder.encode(text));
+      if (rest.done()) {
+        end();
+        controller.close();
+      } else wait(controller);
+    },
+    cancel: end,
+  }, { highWaterMark: 0 });
+  return { body, bytes };
+}
+
+/**
+ * The texts of `parts` in order, {@linkcode BODY_PIECE_CHARS} characters a
+ * call of `next` at most (`""` once none is left), each part let go once it
+ * was given whole. A cut never parts a surrogate pair, so the pieces encode
+ * to the bytes the whole text does.
+ */
+function pieces(parts: string[]): { next(): string; done(): boolean } {
+  let index = 0;
+  let offset = 0;
+  return {
+    next() {
+      let text = "";
+      while (index < parts.length && text.length < BODY_PIECE_CHARS) {
+        const part = parts[index]!;
+        let cut = Math.min(
+          part.length,
+          offset + BODY_PIECE_CHARS - text.length,
+        );
+        if (cut < part.length) {
+          if (isHighSurrogate(part.charCodeAt(cut - 1))) cut--;
+          text += part.slice(offset, cut);
+          offset = cut;
+          break;
+        }
+        text += offset === 0 ? part : part.slice(offset);
+        parts[index++] = "";
+        offset = 0;
+      }
+      return text;
+    },
+    done: () => index >= parts.length,
+  };
+}
+
+/** Whether a UTF-16 code unit is the first of a surrogate pair. */
+function isHighSurrogate(unit: number): boolean {
+  return unit >= 0xd800 && unit <= 0xdbff;
+}
+
+/**
+ * Bytes of `text` in UTF-8 as `TextEncoder` writes it: a lone surrogate as
+ * U+FFFD's three.
+ */
+export function utf8Length(text: string): number {
+  let bytes = 0;
+  for (let i = 0; i < text.length; i++) {
+    const unit = text.charCodeAt(i);
+    if (unit < 0x80) bytes += 1;
+    else if (unit < 0x800) bytes += 2;
+    else if (
+      isHighSurrogate(unit) && i + 1 < text.length &&
+      (text.charCodeAt(i + 1) & 0xfc00) === 0xdc00
+    ) {
+      bytes += 4;
+      i++;
+    } else bytes += 3;
+  }
+  return bytes;
 }
 
 /** Counts one holder fewer for `key`, forgetting it at none. */

@@ -19,6 +19,11 @@
  * answers its rows instead, in the same formats, without `Link`. Reads go
  * through the query module's public functions only (db/query/mod.ts).
  *
+ * A request holds one of its reader's query slots (dashboard/query_slots.ts)
+ * until its answer's body is sent, not only while it is read: a page its
+ * client leaves unread keeps its slot, and is ended after
+ * `QuerySlots.unreadMs` of no reading, so the slots bound the pages held.
+ *
  * @module
  */
 import { getProject } from "../../db/projects.ts";
@@ -44,6 +49,22 @@ import {
 } from "./common.ts";
 import { DURATION_UNIT_MS } from "../../domain/duration.ts";
 import { CSV_COLUMNS, rowsCsv } from "../../domain/csv.ts";
+import { BODY_PIECE_CHARS, heldBody } from "../query_slots.ts";
+
+/**
+ * A `200` answer before it is sent: its text in parts (rows, in order) and
+ * its headers, `Content-Type` among them.
+ */
+interface Answer {
+  parts: string[];
+  headers: Record<string, string>;
+}
+
+/** `Content-Type` of a CSV answer. */
+const CSV_TYPE = "text/csv; charset=utf-8; header=present";
+
+/** `Content-Type` of an NDJSON answer. */
+const NDJSON_TYPE = "application/x-ndjson; charset=utf-8";
 
 /** Thrown for a parameter the API cannot read; answered with `400`. */
 export class ApiParameterError extends Error {
@@ -195,10 +216,9 @@ function nextLink(
  * `X-Searched-Back-To`, an estimate says so in `X-Estimate`, and rows cut
  * at the most answered give the number of groups in `X-Groups`.
  */
-function rowsResponse(
-  c: DashContext,
+function rowsAnswer(
   { answer, format }: { answer: Aggregation; format: "ndjson" | "csv" },
-): Response {
+): Answer {
   const headers: Record<string, string> = {};
   if (answer.searchedTo !== undefined) {
     headers["X-Searched-Back-To"] = new Date(answer.searchedTo).toISOString();
@@ -206,51 +226,64 @@ function rowsResponse(
   if (answer.estimate) headers["X-Estimate"] = "true";
   if (answer.more) headers["X-Groups"] = String(answer.groups);
   if (format === "csv") {
-    return c.body(rowsCsv(answer.columns, answer.rows), 200, {
-      ...headers,
-      "Content-Type": "text/csv; charset=utf-8; header=present",
-    });
+    return {
+      parts: [rowsCsv(answer.columns, answer.rows)],
+      headers: { ...headers, "Content-Type": CSV_TYPE },
+    };
   }
-  const body = answer.rows.map((row) => JSON.stringify(row) + "\n").join("");
-  return c.body(body, 200, {
-    ...headers,
-    "Content-Type": "application/x-ndjson; charset=utf-8",
-  });
+  return {
+    parts: answer.rows.map((row) => JSON.stringify(row) + "\n"),
+    headers: { ...headers, "Content-Type": NDJSON_TYPE },
+  };
 }
 
 /** The rows of the aggregation a request's `q` ends with. */
 async function rowsOf(
-  c: DashContext,
   deps: DashboardDeps,
   projectId: string,
   params: { filter: Filter; pipe: Pipe | null; format: "ndjson" | "csv" },
-): Promise<Response> {
+): Promise<Answer> {
   const answer = await deps.reads.aggregate(projectId, {
     filter: params.filter,
     pipe: params.pipe!,
     budget: { clock: deps.now },
   });
-  return rowsResponse(c, { answer, format: params.format });
+  return rowsAnswer({ answer, format: params.format });
 }
 
-/** A page's rows as CSV or NDJSON. */
-function entriesResponse(
-  c: DashContext,
+/** A page's rows as CSV (under its header row) or NDJSON. */
+function entriesAnswer(
   rows: string[],
   csv: boolean,
   headers: Record<string, string>,
-): Response {
+): Answer {
   if (csv) {
-    const body = CSV_COLUMNS.join(",") + "\r\n" + rows.join("");
-    return c.body(body, 200, {
-      ...headers,
-      "Content-Type": "text/csv; charset=utf-8; header=present",
-    });
+    rows.unshift(CSV_COLUMNS.join(",") + "\r\n");
+    return { parts: rows, headers: { ...headers, "Content-Type": CSV_TYPE } };
   }
-  return c.body(rows.join(""), 200, {
-    ...headers,
-    "Content-Type": "application/x-ndjson; charset=utf-8",
-  });
+  return { parts: rows, headers: { ...headers, "Content-Type": NDJSON_TYPE } };
+}
+
+/**
+ * Sends an answer, whose query holds `slot`: a body of more than
+ * {@linkcode BODY_PIECE_CHARS} characters keeps it until the body is sent
+ * whole, cancelled, or left unread for the slots' `unreadMs`
+ * ({@linkcode heldBody}); a smaller one, or the answer to `HEAD` (whose body
+ * is dropped), gives it back now and is sent as one text.
+ */
+function sendAnswer(
+  c: DashContext,
+  deps: DashboardDeps,
+  { parts, headers }: Answer,
+  slot: () => void,
+): Response {
+  const chars = parts.reduce((sum, part) => sum + part.length, 0);
+  if (chars <= BODY_PIECE_CHARS || c.req.method === "HEAD") {
+    slot();
+    return c.body(parts.join(""), 200, headers);
+  }
+  const { body, bytes } = heldBody(parts, slot, deps.querySlots.unreadMs);
+  return c.body(body, 200, { ...headers, "Content-Length": String(bytes) });
 }
 
 /** Adds the read API. */
@@ -310,27 +343,37 @@ export function apiRoutes(app: DashApp, deps: DashboardDeps): void {
       c.header("Retry-After", "1");
       return apiError(c, 429, slot);
     }
+    let answer: Answer | Response;
     try {
-      return await readPage(c, deps, projectId, browser);
-    } finally {
+      answer = await readPage(c, deps, projectId, browser);
+    } catch (error) {
       slot();
+      throw error;
     }
+    if (answer instanceof Response) {
+      slot();
+      return answer;
+    }
+    return sendAnswer(c, deps, answer, slot);
   });
 }
 
-/** A page of the read API for a reader allowed to read `projectId`. */
+/**
+ * A page of the read API for a reader allowed to read `projectId`, or the
+ * error it is answered (`400`).
+ */
 async function readPage(
   c: DashContext,
   deps: DashboardDeps,
   projectId: string,
   browser: boolean,
-): Promise<Response> {
+): Promise<Answer | Response> {
   const url = new URL(c.req.url);
   let params;
   let page;
   try {
     params = readParams(url, deps.now());
-    if (params.pipe) return await rowsOf(c, deps, projectId, params);
+    if (params.pipe) return await rowsOf(deps, projectId, params);
     page = await deps.reads.exportPage(projectId, {
       filter: params.filter,
       limit: params.limit,
@@ -359,5 +402,5 @@ async function readPage(
       projectId.replace(/[^\w-]/g, "")
     }.${csv ? "csv" : "ndjson"}"`;
   }
-  return entriesResponse(c, rows, csv, headers);
+  return entriesAnswer(rows, csv, headers);
 }

@@ -6,7 +6,11 @@
  * @module
  */
 import assert from "node:assert/strict";
-import { QuerySlots } from "../../dashboard/query_slots.ts";
+import {
+  BODY_PIECE_CHARS,
+  heldBody,
+  QuerySlots,
+} from "../../dashboard/query_slots.ts";
 import { createReadToken } from "../../db/tokens.ts";
 import { localReads } from "../../db/query/reads.ts";
 import { notedReads } from "../_helpers/query.ts";
@@ -144,4 +148,32 @@ Deno.test("one project's read tokens looping exports leave the explorer to a sig
       },
     },
   });
+});
+
+Deno.test("a held body is its parts' UTF-8 in pieces, never cutting a surrogate pair, and gives its slot back once, at its end", async () => {
+  const text = "a".repeat(BODY_PIECE_CHARS - 1) + "😀" + "é" +
+    "b".repeat(BODY_PIECE_CHARS) + "\ud800";
+  const parts = [text.slice(0, 10), text.slice(10, -1), "", text.slice(-1)];
+  let released = 0;
+  const { body, bytes } = heldBody(parts, () => released++, 60_000);
+  const expected = new TextEncoder().encode(text);
+  assert.equal(bytes, expected.length);
+  const reader = body.getReader();
+  const first = await reader.read();
+  assert.equal(first.value!.length, BODY_PIECE_CHARS - 1, "the pair waits");
+  assert.equal(released, 0);
+  const chunks = [first.value!];
+  for (;;) {
+    const { done, value } = await reader.read();
+    if (done) break;
+    chunks.push(value);
+  }
+  assert.equal(released, 1);
+  assert.deepEqual(
+    chunks.flatMap((chunk) => [...chunk]),
+    [...expected],
+  );
+  assert.deepEqual(parts, ["", "", "", ""], "each part let go once sent");
+  await reader.cancel();
+  assert.equal(released, 1);
 });
