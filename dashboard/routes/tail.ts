@@ -6,7 +6,15 @@
  * `Last-Event-ID` and the stream resumes right after it: no entry missed,
  * none sent twice. A stream ends after `maxMs` (the browser reconnects about
  * 2 s later, as the stream's `retry: 2000` asks), so a signed-out session is
- * noticed and no stream lives forever.
+ * noticed and no stream lives forever. A resume point older than
+ * {@linkcode TAIL_RESUME_WINDOW_MS} before the stream's start starts there.
+ *
+ * A client that does not read is not sent more: past
+ * {@linkcode TAIL_QUEUE_BYTES} queued the stream skips its polls, and
+ * after {@linkcode TAIL_STALL_MS} of that (or, once ended, that long
+ * without its client taking everything) it is cut and its queue dropped. A stream gives its
+ * slot back only when nothing it queued is held any longer, so the slots
+ * bound the memory the streams hold too (64 × 1 MiB and a row).
  *
  * Every open stream polls the database, so their number is bounded per
  * session, per account (however many sessions it signs in) and in all
@@ -19,6 +27,7 @@ import { Slots } from "../query_slots.ts";
 import type { LogRecord } from "../../domain/entry.ts";
 import type { Filter, Reads } from "../source.ts";
 import { lockedAsLine } from "../../db/locked.ts";
+import { firstIdAt } from "../../domain/ids.ts";
 import type { TailTiming } from "./common.ts";
 
 /** Options of {@linkcode tailStream}. */
@@ -27,7 +36,10 @@ export interface TailStreamOptions {
   reads: Reads;
   projectId: string;
   filter: Filter;
-  /** Id of the last entry the browser shows. */
+  /**
+   * Id of the last entry the browser shows; one older than
+   * {@linkcode TAIL_RESUME_WINDOW_MS} before now resumes from then.
+   */
   after: string;
   now: () => number;
   timing: TailTiming;
@@ -38,7 +50,12 @@ export interface TailStreamOptions {
    * signed out, expired or removed, or lost the project). @default always
    */
   alive?: () => Promise<boolean>;
-  /** Called once when the stream ends, however it ends. */
+  /**
+   * Called once when the stream holds nothing any longer: cancelled by its
+   * client, closed once its client took everything queued, or cut (its
+   * queue dropped) after {@linkcode TAIL_STALL_MS}. Not when it merely ends
+   * with bytes still queued.
+   */
   onClose?: () => void;
 }
 
@@ -109,6 +126,33 @@ export class TailSlots {
   }
 }
 
+/**
+ * Bytes of events a stream keeps queued for a client that does not read
+ * them: past it, the stream reads no more entries until the client has
+ * taken some (a poll stops between two rows, so one row more at most).
+ */
+export const TAIL_QUEUE_BYTES = 1024 * 1024;
+
+/**
+ * How long a stream may stay at {@linkcode TAIL_QUEUE_BYTES} queued (its
+ * client not reading it below that), and how long a stream that has ended may wait for its
+ * client to take what is left: past it the stream is cut, its queue
+ * dropped and its slot given back. The browser reconnects and resumes
+ * after the last entry it got.
+ */
+export const TAIL_STALL_MS = 30_000;
+
+/**
+ * How far before a stream's start its resume point (`Last-Event-ID`, or
+ * `after`) may reach: an older one starts this long before, so that a made-up
+ * id cannot replay a project's history. One stream's length, so that a
+ * pause shorter than that misses nothing.
+ */
+export const TAIL_RESUME_WINDOW_MS = 5 * 60_000;
+
+/** Entries one poll reads at most. */
+const TAIL_PAGE = 200;
+
 const encoder = new TextEncoder();
 
 /**
@@ -124,65 +168,175 @@ export function sseEvent(event: string, id: string, data: string): string {
   return `event: ${event}\nid: ${id}\n${lines.join("\n")}\n\n`;
 }
 
+/**
+ * The resume point a stream starting at `started` uses for `after`: `after`
+ * itself, or {@linkcode TAIL_RESUME_WINDOW_MS} before `started` if older.
+ *
+ * @example
+ * ```ts
+ * resumeAfter("0".repeat(28), Date.now()); // five minutes ago
+ * ```
+ */
+export function resumeAfter(after: string, started: number): string {
+  const edge = firstIdAt(started - TAIL_RESUME_WINDOW_MS);
+  return after < edge ? edge : after;
+}
+
+/**
+ * One stream's polls. Live, it reads the entries after the last one sent
+ * every `intervalMs`, unless {@linkcode TAIL_QUEUE_BYTES} are queued;
+ * ended (`maxMs`, the session gone, a read failing) it reads no more and
+ * closes once its client has taken everything queued. Its slot (`onClose`)
+ * is given back only when nothing it queued is held any longer: closed
+ * empty, cut after {@linkcode TAIL_STALL_MS}, or cancelled by the client.
+ */
+class TailPolls {
+  #options: TailStreamOptions;
+  #controller: ReadableStreamDefaultController<Uint8Array>;
+  #after: string;
+  #started: number;
+  #lastWrite: number;
+  /** When the queue was first seen full, while it stays full. */
+  #fullSince: number | undefined;
+  /** Once ended: when it is cut if its client has not taken everything. */
+  #cutAt: number | undefined;
+  #timer: ReturnType<typeof setTimeout> | undefined;
+  #done = false;
+
+  constructor(
+    options: TailStreamOptions,
+    controller: ReadableStreamDefaultController<Uint8Array>,
+  ) {
+    this.#options = options;
+    this.#controller = controller;
+    this.#started = this.#lastWrite = options.now();
+    this.#after = resumeAfter(options.after, this.#started);
+    this.#send("retry: 2000\n\n");
+    this.#timer = setTimeout(() => this.#tick(), 0);
+  }
+
+  /** The client cancelled the body: its queue is gone. */
+  cancel(): void {
+    if (this.#timer !== undefined) clearTimeout(this.#timer);
+    this.#release();
+  }
+
+  /** Bytes queued for the client. */
+  get #queued(): number {
+    return TAIL_QUEUE_BYTES - (this.#controller.desiredSize ?? 0);
+  }
+
+  #send(text: string): void {
+    this.#controller.enqueue(encoder.encode(text));
+    this.#lastWrite = this.#options.now();
+  }
+
+  #release(): void {
+    if (this.#done) return;
+    this.#done = true;
+    this.#options.onClose?.();
+  }
+
+  async #tick(): Promise<void> {
+    this.#timer = undefined;
+    try {
+      await (this.#cutAt === undefined ? this.#poll() : this.#drain());
+    } catch (error) {
+      if (this.#done) return;
+      console.error("Cannot read entries for live tail:", lockedAsLine(error));
+      this.#end();
+    }
+    if (!this.#done) {
+      this.#timer = setTimeout(
+        () => this.#tick(),
+        this.#options.timing.intervalMs,
+      );
+    }
+  }
+
+  /** One poll of a live stream. */
+  async #poll(): Promise<void> {
+    const options = this.#options;
+    if (options.alive && !(await options.alive())) return this.#end();
+    if (this.#done) return;
+    const now = options.now();
+    if (now - this.#started >= options.timing.maxMs) return this.#end();
+    if (this.#queued >= TAIL_QUEUE_BYTES) {
+      this.#fullSince ??= now;
+      if (now - this.#fullSince >= TAIL_STALL_MS) this.#cut();
+      return;
+    }
+    this.#fullSince = undefined;
+    const { records, lastId } = await options.reads.tailLogs(
+      options.projectId,
+      {
+        afterId: this.#after,
+        filter: options.filter,
+        limit: TAIL_PAGE,
+        now,
+      },
+    );
+    let sent = 0;
+    for (const record of records) {
+      if (this.#done || this.#queued >= TAIL_QUEUE_BYTES) break;
+      const row = await options.row(record);
+      if (this.#done) return;
+      this.#send(sseEvent("entry", record.id, row));
+      this.#after = record.id;
+      sent++;
+    }
+    // Entries that did not match move the start on too, unannounced; not
+    // past a record left for the next poll.
+    if (sent === records.length && lastId !== null && lastId > this.#after) {
+      this.#after = lastId;
+    }
+    if (this.#done) return;
+    if (options.now() - this.#lastWrite >= options.timing.heartbeatMs) {
+      this.#send(": keep-alive\n\n");
+    }
+  }
+
+  /** Ends the stream: no more reads; it closes once its queue is taken. */
+  #end(): void {
+    this.#cutAt = this.#options.now() + TAIL_STALL_MS;
+    this.#drain();
+  }
+
+  /** An ended stream closes once empty, or is cut at `#cutAt`. */
+  #drain(): void {
+    if (this.#done) return;
+    if (this.#queued <= 0) {
+      this.#controller.close();
+      this.#release();
+    } else if (this.#options.now() >= this.#cutAt!) {
+      this.#cut();
+    }
+  }
+
+  /** Drops what is queued and ends the answer, giving the slot back. */
+  #cut(): void {
+    this.#controller.error(
+      new Error(
+        `Live tail cut: its client read too little in ${TAIL_STALL_MS} ms`,
+      ),
+    );
+    this.#release();
+  }
+}
+
 /** The `text/event-stream` answer of a live tail. */
 export function tailStream(options: TailStreamOptions): Response {
-  const { reads, projectId, filter, timing } = options;
-  let after = options.after;
-  let timer: ReturnType<typeof setTimeout> | undefined;
-  let closed = false;
-  const started = options.now();
-  let lastWrite = started;
+  let polls: TailPolls | undefined;
   const stream = new ReadableStream<Uint8Array>({
     start(controller) {
-      const send = (text: string) => {
-        controller.enqueue(encoder.encode(text));
-        lastWrite = options.now();
-      };
-      const finish = () => {
-        if (closed) return;
-        closed = true;
-        options.onClose?.();
-        controller.close();
-      };
-      const poll = async () => {
-        timer = undefined;
-        try {
-          if (options.alive && !(await options.alive())) return finish();
-          if (closed) return;
-          const { records, lastId } = await reads.tailLogs(projectId, {
-            afterId: after,
-            filter,
-            limit: 200,
-            now: options.now(),
-          });
-          if (closed) return;
-          for (const record of records) {
-            send(sseEvent("entry", record.id, await options.row(record)));
-          }
-          after = records.at(-1)?.id ?? after;
-          // Entries that did not match move the start on too, unannounced.
-          if (lastId !== null && lastId > after) after = lastId;
-          const now = options.now();
-          if (now - lastWrite >= timing.heartbeatMs) send(": keep-alive\n\n");
-          if (now - started >= timing.maxMs) return finish();
-        } catch (error) {
-          if (closed) return;
-          console.error(
-            "Cannot read entries for live tail:",
-            lockedAsLine(error),
-          );
-          return finish();
-        }
-        if (!closed) timer = setTimeout(poll, timing.intervalMs);
-      };
-      send("retry: 2000\n\n");
-      timer = setTimeout(poll, 0);
+      polls = new TailPolls(options, controller);
     },
     cancel() {
-      closed = true;
-      options.onClose?.();
-      if (timer !== undefined) clearTimeout(timer);
+      polls?.cancel();
     },
+  }, {
+    highWaterMark: TAIL_QUEUE_BYTES,
+    size: (chunk) => chunk.byteLength,
   });
   return new Response(stream, {
     headers: {

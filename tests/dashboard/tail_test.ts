@@ -1,8 +1,8 @@
 /**
  * Live tail over server-sent events through `app.request`: each settled
  * entry sent once with its id as the event id, a reconnect resuming after
- * `Last-Event-ID`, and the dashboard mounted under `/dashboard/` beside the
- * service.
+ * `Last-Event-ID` (no further back than `TAIL_RESUME_WINDOW_MS`), and the
+ * dashboard mounted under `/dashboard/` beside the service.
  *
  * @module
  */
@@ -166,6 +166,33 @@ signedInProjectTest(
       // Settled once received more than 1 s ago.
       h.clock.advance(1001);
       assert.deepEqual((await stream.wait(1)).map((e) => e.id), [young!.id]);
+    } finally {
+      await stream.close();
+    }
+  },
+  EVERY_POLL,
+);
+
+signedInProjectTest(
+  "a resume point older than the window starts at its edge: Last-Event-ID of 28 zeros does not replay the history",
+  async (h, browser, project) => {
+    const old = await store(h, project.id, [{}, {}, {}]);
+    h.clock.advance(3_600_000);
+    await store(h, project.id, [{}], 4 * 60_000);
+    const recent = (await store(h, project.id, [{}], 2000)).slice(old.length);
+    assert.equal(recent.length, 2);
+    const res = await browser.get(`/projects/${project.id}/tail`, {
+      "last-event-id": "0".repeat(28),
+    });
+    const stream = collect(res);
+    try {
+      await stream.wait(2);
+      await stream.polls(3);
+      assert.deepEqual(
+        stream.events.map((e) => e.id),
+        recent.map((r) => r.id),
+        "the last 5 minutes only, not the hour-old entries",
+      );
     } finally {
       await stream.close();
     }
