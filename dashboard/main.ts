@@ -9,6 +9,7 @@
  */
 import { ConfigError, loadConfig } from "../config.ts";
 import { openKv } from "../db/open.ts";
+import { errorLine } from "../db/locked.ts";
 import { queryThreadOf } from "../db/query/thread.ts";
 import { listenOrExit, onStopSignals } from "../server/serve.ts";
 import { createDashboard } from "./app.ts";
@@ -63,6 +64,12 @@ if (import.meta.main) {
         hostname: config.hostname,
         onListen: ({ hostname, port }) =>
           console.log(`Dashboard on http://${hostname}:${port}/`),
+        // What escapes the app (a live tail cut for a reader that stopped
+        // reading): one line, not the runtime's stack trace.
+        onError: (error) => {
+          console.error("Dashboard:", errorLine(error));
+          return new Response(null, { status: 500 });
+        },
       },
       (req, info) =>
         app.fetch(req, { remoteAddr: info.remoteAddr as Deno.NetAddr }),
