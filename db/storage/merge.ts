@@ -76,8 +76,14 @@ import {
 
 /** Chunks whose end of retention one commit deletes at most. */
 const EXPIRE_BATCH = 250;
-/** Summaries one round lists at most per project. */
+/** Summaries one round lists at most per project, oldest first. */
 const MAX_LISTED = 50_000;
+/**
+ * Summaries listed newest first, besides, when the oldest-first listing
+ * stopped at its bound: the chunks the consumer writes now, which a project
+ * of more chunks in retention would otherwise never merge nor count.
+ */
+const NEWEST_LISTED = 10_000;
 /** JSON bytes a merged chunk holds at most, whatever the compression. */
 const MAX_RAW_BYTES = 4_000_000;
 
@@ -97,6 +103,11 @@ export interface MergeOptions {
   maxMerges?: number;
   /** Asked before each merge: stop when it says so. */
   shouldStop?: () => boolean;
+  /**
+   * Summaries listed oldest first per project (tests make it small).
+   * @default {MAX_LISTED}
+   */
+  maxListed?: number;
   /**
    * Told of a project whose round failed; the round goes on with the next
    * projects. @default none: the failure ends the round
@@ -187,6 +198,8 @@ interface Round {
   retentionOf: (summary: ChunkSummary) => number;
   pastOf: (summary: ChunkSummary) => Set<string>;
   pause: () => Promise<void>;
+  /** Summaries listed oldest first. */
+  maxListed: number;
   result: MergeResult;
   /** An atomic operation guarded by the project and the marker. */
   guarded(): Deno.AtomicOperation;
@@ -221,6 +234,7 @@ function openRound(
     retentionOf: options.retentionOf,
     pastOf: options.pastOf,
     pause: options.pause ?? nextTurn,
+    maxListed: options.maxListed ?? MAX_LISTED,
     result,
     guarded: () =>
       kv.atomic()
@@ -287,14 +301,14 @@ export async function mergeProject(
   // Summaries, oldest first (as far as listed when a conflict stops it).
   const summaries: ChunkSummary[] = [];
   try {
-    await expireAndList(round, summaries);
+    const newestFrom = await expireAndList(round, summaries);
     await prepareCoarse(round);
     await sweepProject(kv, project, options.now, retentionMs);
     const done: Merged = { sources: new Set(), written: [] };
     // A group left for a later round: the project is not quiet.
     let cut = false;
     const merged = mergedRatio(summaries);
-    outer: for (const run of openRuns(summaries)) {
+    outer: for (const run of runsOf(summaries, newestFrom)) {
       const rawLimit = rawLimitOf(run, merged);
       const groups = chooseGroups(run, {
         now: options.now,
@@ -348,11 +362,13 @@ function quietUntil(summaries: ChunkSummary[], options: MergeOptions): number {
 /**
  * Lists the project's chunks, oldest first, deleting those past the
  * retention as it goes; adds the summaries of the others to `summaries`.
+ * When that listing stops at its bound, the newest chunks are listed too
+ * and added after: the index where they start, else -1.
  */
 async function expireAndList(
   round: Round,
   summaries: ChunkSummary[],
-): Promise<void> {
+): Promise<number> {
   const { kv, projectId } = round;
   let expired: ChunkSummary[] = [];
   let op = round.guarded();
@@ -364,11 +380,16 @@ async function expireAndList(
     op = round.guarded();
     mutations = 0;
   };
+  const maxListed = round.maxListed;
   const iter = kv.list({ prefix: logSummariesPrefix(projectId) }, {
     batchSize: 1000,
-    limit: MAX_LISTED,
+    limit: maxListed,
   });
+  let listed = 0;
+  let lastKey = "";
   for await (const entry of iter) {
+    listed++;
+    lastKey = logUnitId(entry.key);
     const summary = decodeSummary(entry.value, logUnitId(entry.key));
     if (summary.lastId < timeBound(round.now - round.retentionOf(summary))) {
       // Within KV's mutations, beside the guard's 3.
@@ -391,6 +412,34 @@ async function expireAndList(
     }
   }
   if (expired.length > 0) await flushExpired();
+  return listed < maxListed ? -1 : await listNewest(round, lastKey, summaries);
+}
+
+/**
+ * Adds the newest summaries after `lastKey` (up to
+ * {@linkcode NEWEST_LISTED}), oldest first, to `summaries`; the index of
+ * the first one added.
+ */
+async function listNewest(
+  round: Round,
+  lastKey: string,
+  summaries: ChunkSummary[],
+): Promise<number> {
+  const { kv, projectId } = round;
+  const newest: ChunkSummary[] = [];
+  const iter = kv.list({ prefix: logSummariesPrefix(projectId) }, {
+    batchSize: 1000,
+    limit: NEWEST_LISTED,
+    reverse: true,
+  });
+  for await (const entry of iter) {
+    const key = logUnitId(entry.key);
+    if (key <= lastKey) break;
+    newest.push(decodeSummary(entry.value, key));
+  }
+  const from = summaries.length;
+  summaries.push(...newest.reverse());
+  return from;
 }
 
 /**
@@ -412,6 +461,21 @@ async function sweepProject(
   await sweepErrorGroups(kv, project.id, own);
   await sweepReleases(kv, project.id, own);
   await sweepLooseSlices(kv, project.id, now);
+}
+
+/**
+ * The runs of open chunks of `summaries`; those from `newestFrom` (listed
+ * newest first apart, -1 for none) make runs of their own, since chunks
+ * between the two listings were not seen.
+ */
+function runsOf(
+  summaries: ChunkSummary[],
+  newestFrom: number,
+): ChunkSummary[][] {
+  return newestFrom < 0 ? openRuns(summaries) : [
+    ...openRuns(summaries.slice(0, newestFrom)),
+    ...openRuns(summaries.slice(newestFrom)),
+  ];
 }
 
 /** The runs of open chunks, split where a final chunk stands between. */

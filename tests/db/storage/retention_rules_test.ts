@@ -11,6 +11,9 @@ import { matches, parseQuery, queryLogs } from "../../../db/query/mod.ts";
 import { mergeAll, mergeProject } from "../../../db/storage/merge.ts";
 import { createProject, listProjects } from "../../../db/projects.ts";
 import { logBloomsPrefix } from "../../../db/keys.ts";
+import { buildChunk, FINAL_TIER } from "../../../db/storage/chunk.ts";
+import { encodeRecordLine } from "../../../db/storage/lines.ts";
+import { setChunk } from "../../../db/storage/write.ts";
 import { addRetentionRule } from "../../../db/retention_rules.ts";
 import {
   DAY,
@@ -156,3 +159,28 @@ Deno.test("a project whose merge fails is told of, and the projects after it are
     assert.ok(round.merges > 0, "the other project merged");
   });
 });
+
+queryProjectTest(
+  "past the chunks a round lists oldest first, the newest are listed too: merged and counted in the backlog",
+  async (kv, projectId) => {
+    // Old final chunks fill the oldest-first listing.
+    for (let i = 0; i < 30; i++) {
+      const records = [recordAt(T0 + i * 1000)];
+      const chunk = buildChunk(records.map(encodeRecordLine), {
+        records,
+        tier: FINAL_TIER,
+      });
+      const op = kv.atomic();
+      setChunk(op, projectId, chunk, { expireIn: 30 * DAY });
+      await op.commit();
+    }
+    // Fresh chunks of the last minutes, past it.
+    const now = T0 + DAY;
+    for (let i = 0; i < 20; i++) {
+      await storeBatch(kv, projectId, [recordAt(now - 10 * MINUTE + i * 1000)]);
+    }
+    const round = await mergeProject(kv, projectId, { now, maxListed: 10 });
+    assert.ok(round.merges > 0, `merges ${round.merges}`);
+    assert.equal(round.sources, 20, "every fresh chunk merged");
+  },
+);
