@@ -9,6 +9,7 @@
  * @module
  */
 import assert from "node:assert/strict";
+import { kvWith } from "../_helpers/kv_with.ts";
 import { sign } from "../../auth/signature.ts";
 import { rotateSecret } from "../../db/projects.ts";
 import { CLAIM_MARGIN_MS } from "../../queue/claims.ts";
@@ -522,21 +523,15 @@ Deno.test("a signature is remembered twice the skew and 10 minutes more, so that
   const raw = await Deno.openKv(":memory:");
   const kept: number[] = [];
   // Each claim's expiry, as it is set.
-  const kv = new Proxy(raw, {
-    get(target, name) {
-      if (name === "atomic") {
-        return () => {
-          const op = target.atomic();
-          const set = op.set.bind(op);
-          op.set = (key, value, options) => {
-            if (key[0] === "seen_signatures") kept.push(options?.expireIn ?? 0);
-            return set(key, value, options);
-          };
-          return op;
-        };
-      }
-      const value = Reflect.get(target, name, target);
-      return typeof value === "function" ? value.bind(target) : value;
+  const kv = kvWith(raw, {
+    atomic: () => {
+      const op = raw.atomic();
+      const set = op.set.bind(op);
+      op.set = (key, value, options) => {
+        if (key[0] === "seen_signatures") kept.push(options?.expireIn ?? 0);
+        return set(key, value, options);
+      };
+      return op;
     },
   });
   try {

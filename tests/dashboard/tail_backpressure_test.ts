@@ -119,7 +119,8 @@ Deno.test("a live tail whose client reads again goes on reading entries", async 
   assert.equal(tail.seen.closed, 1, "cancelling gives the slot back");
 });
 
-Deno.test("a live tail ended at maxMs with bytes unread holds its slot until its body is cancelled", async () => {
+/** A live tail ended at its `maxMs` (5 s) with 1 MiB queued, unread. */
+async function endedUnread() {
   const tail = endlessTail(5000);
   await until(() => tail.seen.reads >= 1 && tail.seen.polls >= 3, "a read");
   tail.advance(5000);
@@ -127,6 +128,11 @@ Deno.test("a live tail ended at maxMs with bytes unread holds its slot until its
   await until(() => tail.seen.polls >= polls + 1, "the poll that ends it");
   await new Promise((resolve) => setTimeout(resolve, 20));
   assert.equal(tail.seen.closed, 0, "ended, but 1 MiB still queued");
+  return tail;
+}
+
+Deno.test("a live tail ended at maxMs with bytes unread holds its slot until its body is cancelled", async () => {
+  const tail = await endedUnread();
   await tail.res.body!.cancel();
   assert.equal(tail.seen.closed, 1, "cancelled: the slot is back");
   const after = tail.seen.polls;
@@ -135,13 +141,7 @@ Deno.test("a live tail ended at maxMs with bytes unread holds its slot until its
 });
 
 Deno.test("a live tail ended at maxMs with bytes unread holds its slot until they are read", async () => {
-  const tail = endlessTail(5000);
-  await until(() => tail.seen.reads >= 1 && tail.seen.polls >= 3, "a read");
-  tail.advance(5000);
-  const polls = tail.seen.polls;
-  await until(() => tail.seen.polls >= polls + 1, "the poll that ends it");
-  await new Promise((resolve) => setTimeout(resolve, 20));
-  assert.equal(tail.seen.closed, 0, "ended, but 1 MiB still queued");
+  const tail = await endedUnread();
   const bytes = await drain(tail.res);
   assert.ok(bytes >= TAIL_QUEUE_BYTES, `${bytes} bytes read`);
   assert.equal(tail.seen.closed, 1, "read to its end: the slot is back");

@@ -8,6 +8,7 @@
  * @module
  */
 import assert from "node:assert/strict";
+import { kvWith } from "../_helpers/kv_with.ts";
 import { ThreadStalledError } from "../../db/own_thread.ts";
 import { createDashboard } from "../../dashboard/app.ts";
 import {
@@ -94,20 +95,13 @@ Deno.test("any other error is thrown at once, as it is", async () => {
 /** A KV whose writes are always refused (as locked by default), behind the retries. */
 async function alwaysLocked(refusal: () => Error = locked) {
   const raw = await Deno.openKv(":memory:");
-  const refusing = new Proxy(raw, {
-    get(target, name) {
-      if (name === "set" || name === "delete") {
-        return () => Promise.reject(refusal());
-      }
-      if (name === "atomic") {
-        return () => {
-          const op = target.atomic();
-          op.commit = () => Promise.reject(refusal());
-          return op;
-        };
-      }
-      const value = Reflect.get(target, name, target);
-      return typeof value === "function" ? value.bind(target) : value;
+  const refusing = kvWith(raw, {
+    set: () => Promise.reject(refusal()),
+    delete: () => Promise.reject(refusal()),
+    atomic: () => {
+      const op = raw.atomic();
+      op.commit = () => Promise.reject(refusal());
+      return op;
     },
   });
   const clock = drivenClock();

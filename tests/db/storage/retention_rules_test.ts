@@ -7,6 +7,7 @@
  * @module
  */
 import assert from "node:assert/strict";
+import { kvWith } from "../../_helpers/kv_with.ts";
 import { matches, parseQuery, queryLogs } from "../../../db/query/mod.ts";
 import { mergeAll, mergeProject } from "../../../db/storage/merge.ts";
 import { createProject, listProjects } from "../../../db/projects.ts";
@@ -131,22 +132,11 @@ Deno.test("a project whose merge fails is told of, and the projects after it are
     }
     // The first project listed fails its round.
     const [first] = await listProjects(kv);
-    const failing = new Proxy(kv, {
-      get(target, name) {
-        if (name === "list") {
-          return (
-            selector: Deno.KvListSelector,
-            options?: Deno.KvListOptions,
-          ) => {
-            const prefix = "prefix" in selector ? selector.prefix : [];
-            if (prefix.includes(first!.id)) {
-              throw new TypeError("Value too large");
-            }
-            return target.list(selector, options);
-          };
-        }
-        const value = Reflect.get(target, name, target);
-        return typeof value === "function" ? value.bind(target) : value;
+    const failing = kvWith(kv, {
+      list: (selector, options) => {
+        const prefix = "prefix" in selector ? selector.prefix : [];
+        if (prefix.includes(first!.id)) throw new TypeError("Value too large");
+        return kv.list(selector, options);
       },
     });
     const told: string[] = [];
