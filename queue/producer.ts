@@ -446,6 +446,10 @@ export class GroupCommitter {
       cuts.push(taken.slice(from, to));
       from = to;
     }
+    // Named before sealing, in the order taken: a batch sealed sooner than
+    // one taken before it still sorts after it, so batches are processed in
+    // the order their entries arrived.
+    const ids = cuts.map(() => createId(now));
     const sealed = await Promise.all(
       cuts.map((items) =>
         sealBatch(this.#options.kv, `[${items.map((w) => w.json).join(",")}]`)
@@ -453,7 +457,7 @@ export class GroupCommitter {
     );
     cuts.forEach((items, i) => {
       const { head, rest } = splitBytes(sealed[i]!);
-      const id = createId(now);
+      const id = ids[i]!;
       const header: BatchHeader = {
         createdAt: now,
         count: items.length,

@@ -13,6 +13,7 @@ import {
   LINGER_ENTRIES,
   LINGER_MS,
 } from "../../queue/producer.ts";
+import { batchEntries } from "../_helpers/batches.ts";
 import { pendingBatches } from "../_helpers/harness.ts";
 
 /** A one-shot timer driven by hand, on a clock driven by hand. */
@@ -125,4 +126,31 @@ Deno.test("a flush commits what lingers at once", async () => {
     assert.equal((await pendingBatches(kv)).length, 1);
     assert.equal(timer.state.fire, undefined); // its wait was cancelled
   });
+});
+
+Deno.test("batches sort in the order their entries were taken, even when a later one is sealed first", async () => {
+  const kv = await Deno.openKv(":memory:");
+  const encrypt = crypto.subtle.encrypt;
+  // A batch of one entry is sealed last, after the larger one taken after it.
+  crypto.subtle.encrypt = async function (algorithm, key, data) {
+    const bytes = data as Uint8Array;
+    if (bytes.byteLength < 200) await new Promise((r) => setTimeout(r, 30));
+    return await encrypt.call(crypto.subtle, algorithm, key, data);
+  };
+  try {
+    const producer = new GroupCommitter({ kv, maxPending: 1000, lingerMs: 0 });
+    const at = Date.UTC(2026, 0, 1);
+    const sent = Array.from({ length: 51 }, () => entry(at));
+    await Promise.all(sent.map((e) => producer.submit(e)));
+    const batches = await pendingBatches(kv);
+    assert.equal(batches[0]!.header.count, 1);
+    const stored: QueuedEntry[] = [];
+    for (const b of batches) {
+      stored.push(...await batchEntries(kv, b.id, b.header));
+    }
+    assert.deepEqual(stored.map((e) => e.id), sent.map((e) => e.id));
+  } finally {
+    crypto.subtle.encrypt = encrypt;
+    kv.close();
+  }
 });
