@@ -20,6 +20,7 @@ import { shownFrameLines, unresolvedReasons } from "../domain/symbolicate.ts";
 import { shownStack, topOfFrames } from "../db/symbolicate.ts";
 import { type CommandContext, println } from "./command.ts";
 import { formatTable, formatTime, inert, sparkline } from "./format.ts";
+import { jsonText } from "./inert.ts";
 
 const HOUR_MS = 3_600_000;
 
@@ -227,7 +228,7 @@ export async function printGroupDetail(
   const stack = detail.latest &&
     await shownStack(ctx.kv, project.id, detail.latest);
   if (options.json) {
-    println(ctx, JSON.stringify(detailJson(detail, now, stack, triage)));
+    println(ctx, jsonText(detailJson(detail, now, stack, triage)));
   } else printDetail(ctx, detail, stack, triage);
   return 0;
 }

@@ -45,6 +45,7 @@ import {
   inert,
   sparkline,
 } from "./format.ts";
+import { jsonText } from "./inert.ts";
 
 export { sparkline };
 import { resolveProject } from "./resolve.ts";
@@ -203,7 +204,7 @@ async function printJson(
       group.sampleId,
       resolver,
     );
-    println(ctx, JSON.stringify(groupJson(group, users, triage, frame)));
+    println(ctx, jsonText(groupJson(group, users, triage, frame)));
   }
   return 0;
 }

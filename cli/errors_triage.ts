@@ -31,6 +31,7 @@ import {
 } from "./command.ts";
 import { parseDuration } from "./format.ts";
 import { inert } from "./format.ts";
+import { jsonText } from "./inert.ts";
 import { CLI_ACTOR } from "./user.ts";
 import { resolveProject } from "./resolve.ts";
 
@@ -189,7 +190,7 @@ export async function triageCommand(
   if (booleanFlag(parsed, "json")) {
     println(
       ctx,
-      JSON.stringify({
+      jsonText({
         fingerprint: fp,
         state: done.triage.state,
         ...(done.triage.inRelease ? { inRelease: done.triage.inRelease } : {}),

@@ -8,7 +8,7 @@
 import { UsageError } from "./command.ts";
 import { DURATION_UNIT_MS } from "../domain/duration.ts";
 
-import { inert } from "./inert.ts";
+import { inert, jsonText } from "./inert.ts";
 
 export { inert };
 
@@ -95,7 +95,7 @@ export interface ListView<T> {
  * ```
  */
 export function formatList<T>(items: readonly T[], view: ListView<T>): string {
-  if (view.json) return JSON.stringify(items.map((item) => view.toJson(item)));
+  if (view.json) return jsonText(items.map((item) => view.toJson(item)));
   if (items.length === 0) return view.empty;
   return formatTable([view.header, ...items.map((item) => view.row(item))]);
 }

@@ -18,7 +18,7 @@ const UNSAFE = /[\p{Cc}\p{Cf}\p{Zl}\p{Zp}]/gu;
  * Makes text a sender or a project supplied inert on a terminal: every
  * character in {@linkcode UNSAFE} is shown as a `\u{...}` escape, so what is
  * printed is what was sent, visibly. Every human-readable output passes such
- * text through it; `--json` output is exact JSON instead.
+ * text through it; `--json` output is exact JSON through {@linkcode jsonText}.
  *
  * @example
  * ```ts
@@ -43,4 +43,25 @@ export function inert(text: string): string {
  */
 export function inertLines(text: string): string {
   return text.split("\n").map(inert).join("\n");
+}
+
+/**
+ * `value` as one line of JSON that parses to exactly the same value, with
+ * every character of {@linkcode UNSAFE} that JSON leaves raw (C1 controls,
+ * DEL, bidi and zero-width characters, line separators) written as a `\uXXXX`
+ * escape: `--json` output is exact and still inert on a terminal.
+ *
+ * @example
+ * ```ts
+ * jsonText({ appid: "\u009b2J\u202e" }); // '{"appid":"\\u009b2J\\u202e"}'
+ * ```
+ */
+export function jsonText(value: unknown): string {
+  return JSON.stringify(value).replace(UNSAFE, (c) => {
+    let out = "";
+    for (let i = 0; i < c.length; i++) {
+      out += `\\u${c.charCodeAt(i).toString(16).padStart(4, "0")}`;
+    }
+    return out;
+  });
 }

@@ -54,6 +54,7 @@ import {
   inert,
   parseTimeFlag,
 } from "./format.ts";
+import { jsonText } from "./inert.ts";
 import { printAggregation } from "./output.ts";
 import { resolveProject } from "./resolve.ts";
 
@@ -241,7 +242,7 @@ class LinePrinter {
   print(logs: LogRecord[]): void {
     if (this.#json) {
       for (const log of logs) {
-        println(this.#ctx, JSON.stringify(recordJson(log)));
+        println(this.#ctx, jsonText(recordJson(log)));
       }
       return;
     }

@@ -18,6 +18,7 @@ import {
   inert,
   type ListView,
 } from "./format.ts";
+import { jsonText } from "./inert.ts";
 import {
   type Aggregation,
   type Cell,
@@ -40,7 +41,7 @@ export function printResult(
   result: { json: unknown; text: string | string[] },
 ): number {
   const lines = booleanFlag(parsed, "json")
-    ? [JSON.stringify(result.json)]
+    ? [jsonText(result.json)]
     : [result.text].flat();
   for (const line of lines) println(ctx, line);
   return 0;
@@ -60,7 +61,7 @@ export function printJsonLines<T>(
   items: Iterable<T>,
   toJson: (item: T) => unknown,
 ): number {
-  for (const item of items) println(ctx, JSON.stringify(toJson(item)));
+  for (const item of items) println(ctx, jsonText(toJson(item)));
   return 0;
 }
 

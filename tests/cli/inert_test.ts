@@ -2,7 +2,7 @@
  * Text a sender or a project supplied is inert in the operator's terminal:
  * control characters, DEL, bidi and other invisible format characters are
  * printed as visible escapes in every human-readable output, while `--json`
- * stays exact JSON.
+ * stays exact JSON with those characters escaped.
  *
  * @module
  */
@@ -147,7 +147,18 @@ harnessTest(
       assert.ok(!hasUnsafe(run.stdout), `${command}: ${run.stdout}`);
       // JSON escapes the controls it knows, inert the rest.
       assert.match(run.stdout, /\\u(?:\{1b\}|001b)\]0;PWNED/, command);
+      // --json is exact, and inert too: JSON escapes C1 and bidi characters.
+      const json = await cli(h.kv, [command, project.id, "--json"], {
+        now: h.clock.now,
+      });
+      assert.equal(json.code, 0, json.stderr);
+      assert.ok(!hasUnsafe(json.stdout), `${command} --json: ${json.stdout}`);
+      assert.match(json.stdout, /\\u0085\\u202e/, command);
     }
+    const [log] = (await cli(h.kv, ["logs", project.id, "--json"], {
+      now: h.clock.now,
+    })).stdout.trim().split("\n").map((line) => JSON.parse(line));
+    assert.equal(log.data.title, hostile);
   },
 );
 
