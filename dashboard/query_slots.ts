@@ -29,6 +29,11 @@ export interface QuerySlotsOptions {
    * its client before it is ended. @default {UNREAD_BODY_MS}
    */
   unreadMs?: number;
+  /**
+   * Time a body that holds a slot ({@linkcode heldBody}) may take to be sent
+   * whole, however its client reads. @default {SEND_BODY_MS}
+   */
+  sendMs?: number;
 }
 
 /**
@@ -37,6 +42,15 @@ export interface QuerySlotsOptions {
  * that stops reading holds a slot no longer.
  */
 export const UNREAD_BODY_MS = 30_000;
+
+/**
+ * Time a read API answer's body may take to be sent whole, by default: a
+ * client that takes a piece just before each {@linkcode UNREAD_BODY_MS} ran
+ * out would otherwise hold a slot for an hour over the largest page. Past
+ * it the answer is ended as an unread one is (the largest page, 8,000,000
+ * characters, needs about 80 KB/s).
+ */
+export const SEND_BODY_MS = 5 * 60_000;
 
 /**
  * Characters of a held body encoded at a time: at most three times as many
@@ -116,6 +130,8 @@ export class QuerySlots {
   readonly allTokens: number;
   /** Time a body holding a slot may go unread ({@linkcode heldBody}). */
   readonly unreadMs: number;
+  /** Time a body holding a slot may take to be sent whole ({@linkcode heldBody}). */
+  readonly sendMs: number;
   #slots: Slots;
 
   constructor(options: QuerySlotsOptions = {}) {
@@ -125,6 +141,7 @@ export class QuerySlots {
     this.allTokens = options.allTokens ??
       Math.max(1, this.total - this.perReader);
     this.unreadMs = options.unreadMs ?? UNREAD_BODY_MS;
+    this.sendMs = options.sendMs ?? SEND_BODY_MS;
     this.#slots = new Slots([{
       most: this.perReader,
       why:
@@ -169,49 +186,57 @@ export class QuerySlots {
 /**
  * A response body of `parts` (texts sent one after another, UTF-8) that
  * holds a slot: `release` is called once the last part is handed to the
- * connection, when the body is cancelled (its client went away), or when
- * the connection has asked for nothing more for `unreadMs`: the body then
- * ends there, short of its `Content-Length`, so the server cuts the
- * connection (and logs nothing) and the client knows it is not whole. It is
- * pulled {@linkcode BODY_PIECE_CHARS} characters at a time, each part let go
- * (in `parts`) once sent, so the text not yet sent is never also
- * held encoded. `bytes` is its length, for `Content-Length`.
+ * connection, when the body is cancelled (its client went away), when the
+ * connection has asked for nothing more for `unreadMs`, or when the body
+ * was not sent whole within `sendMs`: the body then ends there, short of
+ * its `Content-Length`, so the server cuts the connection (and logs
+ * nothing) and the client knows it is not whole. It is pulled
+ * {@linkcode BODY_PIECE_CHARS} characters at a time, each part let go (in
+ * `parts`) once sent, so the text not yet sent is never also held encoded.
+ * `bytes` is its length, for `Content-Length`.
  *
  * @example
  * ```ts
- * const { body, bytes } = heldBody(rows, slot, slots.unreadMs);
+ * const { body, bytes } = heldBody(rows, slot, slots);
  * return new Response(body, { headers: { "Content-Length": String(bytes) } });
  * ```
  */
 export function heldBody(
   parts: string[],
   release: () => void,
-  unreadMs: number,
+  { unreadMs, sendMs }: { unreadMs: number; sendMs: number },
 ): { body: ReadableStream<Uint8Array>; bytes: number } {
   const bytes = parts.reduce((sum, part) => sum + utf8Length(part), 0);
   const encoder = new TextEncoder();
   const rest = pieces(parts);
   let timer: ReturnType<typeof setTimeout> | undefined;
+  let whole: ReturnType<typeof setTimeout> | undefined;
+  let ended = false;
   const end = () => {
+    if (ended) return;
+    ended = true;
     clearTimeout(timer);
+    clearTimeout(whole);
     release();
   };
+  const cut = (controller: ReadableStreamDefaultController<Uint8Array>) => {
+    end();
+    controller.close();
+  };
   const wait = (controller: ReadableStreamDefaultController<Uint8Array>) => {
-    timer = setTimeout(() => {
-      end();
-      controller.close();
-    }, unreadMs);
+    timer = setTimeout(() => cut(controller), unreadMs);
   };
   const body = new ReadableStream<Uint8Array>({
-    start: wait,
+    start(controller) {
+      whole = setTimeout(() => cut(controller), sendMs);
+      wait(controller);
+    },
     pull(controller) {
       clearTimeout(timer);
       const text = rest.next();
       if (text !== "") controller.enqueue(encoder.encode(text));
-      if (rest.done()) {
-        end();
-        controller.close();
-      } else wait(controller);
+      if (rest.done()) cut(controller);
+      else wait(controller);
     },
     cancel: end,
   }, { highWaterMark: 0 });

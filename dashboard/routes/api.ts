@@ -267,8 +267,8 @@ function entriesAnswer(
 /**
  * Sends an answer, whose query holds `slot`: a body of more than
  * {@linkcode BODY_PIECE_CHARS} characters keeps it until the body is sent
- * whole, cancelled, or left unread for the slots' `unreadMs`
- * ({@linkcode heldBody}); a smaller one, or the answer to `HEAD` (whose body
+ * whole, cancelled, left unread for the slots' `unreadMs` or not sent whole
+ * within their `sendMs` ({@linkcode heldBody}); a smaller one, or the answer to `HEAD` (whose body
  * is dropped), gives it back now and is sent as one text.
  */
 function sendAnswer(
@@ -282,7 +282,7 @@ function sendAnswer(
     slot();
     return c.body(parts.join(""), 200, headers);
   }
-  const { body, bytes } = heldBody(parts, slot, deps.querySlots.unreadMs);
+  const { body, bytes } = heldBody(parts, slot, deps.querySlots);
   return c.body(body, 200, { ...headers, "Content-Length": String(bytes) });
 }
 

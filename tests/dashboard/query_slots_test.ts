@@ -155,7 +155,10 @@ Deno.test("a held body is its parts' UTF-8 in pieces, never cutting a surrogate 
     "b".repeat(BODY_PIECE_CHARS) + "\ud800";
   const parts = [text.slice(0, 10), text.slice(10, -1), "", text.slice(-1)];
   let released = 0;
-  const { body, bytes } = heldBody(parts, () => released++, 60_000);
+  const { body, bytes } = heldBody(parts, () => released++, {
+    unreadMs: 60_000,
+    sendMs: 60_000,
+  });
   const expected = new TextEncoder().encode(text);
   assert.equal(bytes, expected.length);
   const reader = body.getReader();
@@ -175,5 +178,25 @@ Deno.test("a held body is its parts' UTF-8 in pieces, never cutting a surrogate 
   );
   assert.deepEqual(parts, ["", "", "", ""], "each part let go once sent");
   await reader.cancel();
+  assert.equal(released, 1);
+});
+
+Deno.test("a held body read a piece at a time but never whole within sendMs is ended short, and its slot given back", async () => {
+  const parts = Array.from({ length: 10 }, () => "x".repeat(BODY_PIECE_CHARS));
+  let released = 0;
+  const { body, bytes } = heldBody(parts, () => released++, {
+    unreadMs: 60_000,
+    sendMs: 100,
+  });
+  const reader = body.getReader();
+  let read = 0;
+  for (;;) {
+    const { done, value } = await reader.read();
+    if (done) break;
+    read += value.length;
+    // Each piece taken well within unreadMs; the pieces together are not.
+    await new Promise((resolve) => setTimeout(resolve, 30));
+  }
+  assert.ok(read > 0 && read < bytes, `${read} of ${bytes} bytes`);
   assert.equal(released, 1);
 });
