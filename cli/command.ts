@@ -97,12 +97,14 @@ export function parseFlags(
   const all: ParseArgsOptionsConfig = { ...options, ...HELP_FLAG };
   const sorted = sortArguments(args, all);
   try {
-    const { values, positionals } = parseArgs({
+    const { values, positionals, tokens } = parseArgs({
       args: sorted,
       options: all,
       allowPositionals: true,
       strict: true,
+      tokens: true,
     });
+    refuseRepeated(command, tokens, all);
     return { values, positionals };
   } catch (error) {
     const code = parseArgsCode(error);
@@ -123,6 +125,29 @@ export function parseFlags(
     throw new UsageError(
       `Cannot read the arguments of "${command}": ${(error as Error).message}`,
     );
+  }
+}
+
+/**
+ * Refuses an option that takes one value given twice (`--name a --name b`):
+ * the last would be taken silently.
+ */
+function refuseRepeated(
+  command: string,
+  tokens: ReturnType<typeof parseArgs>["tokens"],
+  options: ParseArgsOptionsConfig,
+): void {
+  const seen = new Set<string>();
+  for (const token of tokens ?? []) {
+    if (token.kind !== "option") continue;
+    const option = options[token.name];
+    if (option?.type !== "string" || option.multiple) continue;
+    if (seen.has(token.name)) {
+      throw new UsageError(
+        `Cannot use option "--${token.name}" twice with "${command}": it takes one value`,
+      );
+    }
+    seen.add(token.name);
   }
 }
 
@@ -222,7 +247,7 @@ function sortArguments(
   const optionName = (arg: string): string | undefined => {
     if (arg.startsWith("--")) {
       const name = arg.slice(2).split("=")[0]!;
-      return name in all ? name : undefined;
+      return Object.hasOwn(all, name) ? name : undefined;
     }
     return shorts.get(arg);
   };

@@ -38,7 +38,8 @@ export function style(text: string, code: string, color: boolean): string {
  */
 export function formatLevel(level: string, color: boolean, width = 0): string {
   const padding = " ".repeat(Math.max(0, width - level.length));
-  return style(level, LEVEL_STYLES[level] ?? "35", color) + padding;
+  const code = Object.hasOwn(LEVEL_STYLES, level) ? LEVEL_STYLES[level] : "35";
+  return style(level, code ?? "35", color) + padding;
 }
 
 /** Length of `text` as shown, ANSI styles left out. */

@@ -94,7 +94,8 @@ Environment (the same as the server's):
  */
 export function runCli(ctx: CommandContext): Promise<number> {
   const [name = "", ...args] = ctx.args;
-  const command = COMMANDS[name];
+  // Own names only: `toString` or `constructor` is no command.
+  const command = Object.hasOwn(COMMANDS, name) ? COMMANDS[name] : undefined;
   if (command !== undefined) return command({ ...ctx, args });
   if (name === "--help" || name === "-h" || name === "help") {
     println(ctx, USAGE);
@@ -116,7 +117,7 @@ export function runCli(ctx: CommandContext): Promise<number> {
 function onlyHelp(argv: string[]): boolean {
   const end = argv.indexOf("--");
   const flags = end < 0 ? argv : argv.slice(0, end);
-  return argv.length === 0 || !(argv[0]! in COMMANDS) ||
+  return argv.length === 0 || !Object.hasOwn(COMMANDS, argv[0]!) ||
     (["project", "user", "token", "alert"].includes(argv[0]!) &&
       argv.length === 1) ||
     flags.includes("--help") || flags.includes("-h");

@@ -165,7 +165,7 @@ async function run(
     println(ctx, usage[""]!);
     return 0;
   }
-  const sub = subcommands[name];
+  const sub = Object.hasOwn(subcommands, name) ? subcommands[name] : undefined;
   if (sub === undefined) {
     throw new UsageError(
       `Cannot run "${command} ${name}": unknown command (see "deno task ${command} --help")`,

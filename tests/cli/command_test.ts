@@ -162,6 +162,15 @@ Deno.test("a bad flag or argument gives one line on stderr and exit 2", async (t
         [["stats"], /^Cannot run "stats": missing ID/],
         [["deadletters", "purge"], /expected "list", "replay" or "delete"/],
         [["frobnicate"], /^Cannot run "frobnicate": unknown command/],
+        // Names an object has by its prototype are no commands.
+        [["toString"], /^Cannot run "toString": unknown command/],
+        [["constructor"], /^Cannot run "constructor": unknown command/],
+        [["project", "toString"], /^Cannot run "project toString": unknown/],
+        [["user", "hasOwnProperty", "x"], /^Cannot run "user hasOwnProperty"/],
+        [
+          ["project", "create", "--name", "a", "--name", "b"],
+          /^Cannot use option "--name" twice with "project create"/,
+        ],
       ] as const
     ) {
       await t.step(args.join(" "), async () => {

@@ -5,7 +5,12 @@
  * @module
  */
 import assert from "node:assert/strict";
-import { formatTable, parseDuration, parseTimeFlag } from "../../cli/format.ts";
+import {
+  formatLevel,
+  formatTable,
+  parseDuration,
+  parseTimeFlag,
+} from "../../cli/format.ts";
 
 Deno.test("durations and times read as operators write them", () => {
   assert.equal(parseDuration("15m"), 900_000);
@@ -34,4 +39,11 @@ Deno.test("tables align columns on visible width, colours not counted", () => {
     formatTable([["ID", "LEVEL", "X"], ["a", "\x1b[31merror\x1b[0m", "y"]]),
     "ID  LEVEL  X\na   \x1b[31merror\x1b[0m  y",
   );
+});
+
+Deno.test("a custom level is magenta, whatever its name, and a known one keeps its colour", () => {
+  assert.equal(formatLevel("error", true), "\x1b[31merror\x1b[0m");
+  for (const level of ["audit", "constructor", "toString", "__proto__"]) {
+    assert.equal(formatLevel(level, true), `\x1b[35m${level}\x1b[0m`);
+  }
 });
