@@ -11,7 +11,7 @@ import {
   type Project,
   ProjectNotFoundError,
 } from "../db/projects.ts";
-import { setQuota, setSpikeProtection } from "../db/quota.ts";
+import { changeQuota, setQuota, setSpikeProtection } from "../db/quota.ts";
 import {
   booleanFlag,
   type CommandContext,
@@ -27,7 +27,7 @@ import { recordCliChange } from "./audit.ts";
 /** Help of `project quota`. */
 export const QUOTA_USAGE = `Show or set how many entries a project stores.
 
-Usage: deno task project quota ID [--per-day N] [--per-minute M] [--json]
+Usage: deno task project quota ID [--per-day N|off] [--per-minute M|off] [--json]
        deno task project quota ID --off
 
 Past a quota, entries are counted as over_quota and not stored; the sender
@@ -36,8 +36,10 @@ before is stored even over the quota, and error groups count every entry.
 Days are UTC days. Quotas hold across every process sharing the database.
 
 Options:
-  --per-day N     Entries stored per day at most (1 to 1,000,000,000)
-  --per-minute M  Entries stored per minute at most (1 to 10,000,000)
+  --per-day N     Entries stored per day at most (1 to 1,000,000,000);
+                  off removes this bound. A bound not given is kept
+  --per-minute M  Entries stored per minute at most (1 to 10,000,000);
+                  off removes this bound
   --off           Remove both bounds
   --json          Print {"projectId":…,"quota":{"perDay":N,"perMinute":M}|null}
   -h, --help      Show this help`;
@@ -69,6 +71,11 @@ function wholeFlag(parsed: Parsed, name: string): number | undefined {
     );
   }
   return Number(text.replaceAll("_", ""));
+}
+
+/** A bound's flag: a whole number, `off` (`null`: remove it), or not given. */
+function boundFlag(parsed: Parsed, name: string): number | null | undefined {
+  return stringFlag(parsed, name) === "off" ? null : wholeFlag(parsed, name);
 }
 
 function numberFlag(parsed: Parsed, name: string): number | undefined {
@@ -144,8 +151,8 @@ export const quotaSubcommand: Subcommand = subcommand({
     boolean: ["json", "off"],
   }),
   async run(ctx, parsed, [id]) {
-    const perDay = wholeFlag(parsed, "per-day");
-    const perMinute = wholeFlag(parsed, "per-minute");
+    const perDay = boundFlag(parsed, "per-day");
+    const perMinute = boundFlag(parsed, "per-minute");
     const off = booleanFlag(parsed, "off");
     const given = perDay !== undefined || perMinute !== undefined;
     if (off && given) {
@@ -154,8 +161,10 @@ export const quotaSubcommand: Subcommand = subcommand({
       );
     }
     return await saveAndShow(ctx, parsed, id, {
-      save: off || given
-        ? () => setQuota(ctx.kv, id, off ? null : { perDay, perMinute })
+      save: off
+        ? () => setQuota(ctx.kv, id, null)
+        : given
+        ? () => changeQuota(ctx.kv, id, { perDay, perMinute })
         : null,
       field: "quota",
       text: quotaText,

@@ -105,6 +105,41 @@ export async function setQuota(
   });
 }
 
+/**
+ * Changes a project's quota bound by bound, in one update of the project:
+ * a bound given a number is set (validated first), one given `null` removed,
+ * one left out kept as it is.
+ *
+ * @example
+ * ```ts
+ * await changeQuota(kv, projectId, { perMinute: 1_000 }); // per-day kept
+ * ```
+ */
+export async function changeQuota(
+  kv: Deno.Kv,
+  projectId: string,
+  change: { perDay?: number | null; perMinute?: number | null },
+): Promise<Project> {
+  const { perDay, perMinute } = change;
+  if (typeof perDay === "number") {
+    validCount("the per-day quota", perDay, MAX_QUOTA_PER_DAY);
+  }
+  if (typeof perMinute === "number") {
+    validCount("the per-minute quota", perMinute, MAX_QUOTA_PER_MINUTE);
+  }
+  return await updateProject(kv, projectId, (project) => {
+    const next: Quota = { ...project.quota };
+    if (perDay === null) delete next.perDay;
+    else if (perDay !== undefined) next.perDay = perDay;
+    if (perMinute === null) delete next.perMinute;
+    else if (perMinute !== undefined) next.perMinute = perMinute;
+    if (next.perDay === undefined && next.perMinute === undefined) {
+      delete project.quota;
+    } else project.quota = next;
+    return project;
+  });
+}
+
 /** Sets (or, with `null`, turns off) a project's spike protection. */
 export async function setSpikeProtection(
   kv: Deno.Kv,

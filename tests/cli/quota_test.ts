@@ -55,6 +55,23 @@ kvTest(
   },
 );
 
+kvTest(
+  "project quota changes the bounds given and keeps the other; off removes one",
+  async (kv) => {
+    const { projectId } = await create(kv);
+    const quota = async (...args: string[]) =>
+      json(await cli(kv, ["project", "quota", projectId, ...args, "--json"]))
+        .quota;
+    assert.deepEqual(await quota("--per-day", "1000"), { perDay: 1000 });
+    assert.deepEqual(await quota("--per-minute", "10"), {
+      perDay: 1000,
+      perMinute: 10,
+    });
+    assert.deepEqual(await quota("--per-day", "off"), { perMinute: 10 });
+    assert.equal(await quota("--per-minute", "off"), null);
+  },
+);
+
 kvTest("project quota and spike refuse bad values in one line", async (kv) => {
   const { projectId } = await create(kv);
   assertRefused(
