@@ -15,9 +15,9 @@ import { projectKey, replayedCountKey, seenSignatureKey } from "../db/keys.ts";
 import { decodeJson, encodeJson } from "../db/kv.ts";
 import { type Project, ProjectNotFoundError } from "../db/projects.ts";
 import { type KeptEntry, listKeptSlots } from "../db/rejected.ts";
+import { levelRetentionMs } from "../db/retention_rules.ts";
 import {
   type AuthMethod,
-  DAY_MS,
   type RejectReason,
   toLogRecord,
 } from "../domain/entry.ts";
@@ -59,7 +59,7 @@ export type ReplayResult =
  * Not replayed: entries whose content was too large to keep, `replayed`
  * entries (a signature authorizes one entry), signed entries later than the
  * signature skew after their timestamp (the memory of used signatures no
- * longer covers them), and entries older than the project's retention.
+ * longer covers them), and entries older than their level's retention.
  * Throws {@linkcode ProjectNotFoundError} when the project does not exist.
  *
  * @example
@@ -127,8 +127,10 @@ async function replayOne(
       return { entryId, outcome: "rejected", reason: verdict.reason };
     }
     const now = clock();
-    const expireIn = entry.receivedAt + project.retentionDays * DAY_MS - now;
-    if (expireIn <= 0) return skip("it is older than the project's retention");
+    // Its level's retention: a retention rule may keep errors longer.
+    const expireIn = entry.receivedAt +
+      levelRetentionMs(project, entry.level) - now;
+    if (expireIn <= 0) return skip("it is older than its level's retention");
     const op = kv.atomic().check(record!).check(slot!);
     if (verdict.method === "signature") {
       if (now > Number(entry.timestamp) + maxSkewMs) {

@@ -16,8 +16,11 @@ import { deleteProject } from "../../db/deletion.ts";
 import {
   allowValue,
   ProjectNotFoundError,
+  setRetention,
   updateProject,
 } from "../../db/projects.ts";
+import { addRetentionRule } from "../../db/retention_rules.ts";
+import { DAY_MS } from "../../domain/entry.ts";
 import { listRejected } from "../../db/rejected.ts";
 import { readStats } from "../../db/stats.ts";
 import { setQuota } from "../../db/quota.ts";
@@ -226,5 +229,31 @@ harnessTest(
     assert.equal(day!.accepted, 3);
     assert.equal(day!.stored, 2);
     assert.equal(day!.over_quota, 1);
+  },
+);
+
+harnessTest(
+  "replay keeps an entry its level's retention rule still keeps, past the project's retention",
+  async (h) => {
+    const project = await h.project([ORIGIN]);
+    await setRetention(h.kv, project.id, 1);
+    await addRetentionRule(h.kv, project.id, "level>=error", 90);
+    for (const level of ["error", "info"]) {
+      await postQueued(h, randomEntry({ projectId: project.id, level }), {
+        Origin: OTHER,
+      });
+    }
+    await h.process();
+    h.clock.advance(2 * DAY_MS);
+    await allowValue(h.kv, project.id, OTHER);
+    const results = await replayRejected(h.kv, project.id, undefined, {
+      now: h.clock.now,
+    });
+    assert.deepEqual(results.map((r) => r.outcome).sort(), [
+      "skipped",
+      "stored",
+    ]);
+    const logs = await h.logs(project.id);
+    assert.deepEqual(logs.map((l) => l.level), ["error"]);
   },
 );
