@@ -387,7 +387,9 @@ const QUERY_PAGE =
 
 /**
  * A query page of a signed-in account runs in one of its account's query
- * slots ({@linkcode QuerySlots}): past them, `429` saying so.
+ * slots ({@linkcode QuerySlots}): past them, `429` saying so. The slot is
+ * given back when the page ends, unless the page took it over to hold it
+ * while its body is sent (`keepQuerySlot`).
  */
 function boundQueries(app: DashApp, deps: DashboardDeps): void {
   app.use("*", async (c, next) => {
@@ -403,10 +405,15 @@ function boundQueries(app: DashApp, deps: DashboardDeps): void {
       c.header("Retry-After", "1");
       return await message(c, deps, "Too many queries", slot, 429);
     }
+    let kept = false;
+    c.set("keepQuerySlot", () => {
+      kept = true;
+      return slot;
+    });
     try {
       await next();
     } finally {
-      slot();
+      if (!kept) slot();
     }
   });
 }

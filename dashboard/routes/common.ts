@@ -23,7 +23,16 @@ import type { Session, SessionStore } from "../session.ts";
 /** The Hono environment of the dashboard. */
 export interface DashEnv {
   Bindings: { remoteAddr?: Deno.NetAddr };
-  Variables: { nonce: string; session: Session | null };
+  Variables: {
+    nonce: string;
+    session: Session | null;
+    /**
+     * Takes over the query slot a query page runs in: the caller gives it
+     * back (once its body is sent), not the page's end. Absent outside query
+     * pages.
+     */
+    keepQuerySlot?: () => () => void;
+  };
 }
 
 /** The dashboard's app type. */

@@ -8,6 +8,7 @@
  * @module
  */
 import { rowsCsv } from "../../domain/csv.ts";
+import { BODY_PIECE_CHARS, heldBody } from "../query_slots.ts";
 import type { Project } from "../../db/projects.ts";
 import {
   type ExplorerState,
@@ -168,5 +169,14 @@ export async function rowsCsvResponse(
   if (rows.searchedTo !== undefined) {
     c.header("X-Searched-Back-To", new Date(rows.searchedTo).toISOString());
   }
-  return c.body(rowsCsv(rows.columns, rows.rows));
+  const text = rowsCsv(rows.columns, rows.rows);
+  const keep = c.get("keepQuerySlot");
+  if (text.length <= BODY_PIECE_CHARS || c.req.method === "HEAD" || !keep) {
+    return c.body(text);
+  }
+  // Held until sent, as the read API's pages are: a reader that stops
+  // reading keeps its slot, not a slot's worth of rows for free.
+  const { body, bytes } = heldBody([text], keep(), deps.querySlots);
+  c.header("Content-Length", String(bytes));
+  return c.body(body);
 }

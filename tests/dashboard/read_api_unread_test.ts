@@ -3,7 +3,8 @@
  * whose pages are left unread runs out of slots (`429`) until one is read
  * whole or cancelled, a body never read is ended after the slots'
  * `unreadMs`, and a reader that reads gets the bytes it always got, now with
- * their `Content-Length`.
+ * their `Content-Length`. A signed-in reader's rows.csv download is held the
+ * same way.
  *
  * @module
  */
@@ -16,6 +17,7 @@ import {
   type DashHarness,
   store,
   withDashboard,
+  withSignedIn,
 } from "../_helpers/dashboard.ts";
 
 /** Entries stored: their page is past the 65,536 characters sent at once. */
@@ -138,4 +140,35 @@ Deno.test("a page read as it comes is the page's rows byte for byte, with its Co
     assert.equal(next.status, 200, "every slot was given back");
     await next.body!.cancel();
   }, { dashboard: { queryLimits: { perReader: 1 } } });
+});
+
+Deno.test("rows.csv larger than a piece holds its reader's slot until sent, as a read API page does", async () => {
+  await withSignedIn(async (h, browser) => {
+    const project = await h.project();
+    await store(
+      h,
+      project.id,
+      Array.from({ length: 800 }, (_, i) => ({
+        data: { k: `${i}-${"x".repeat(100)}` },
+      })),
+    );
+    const q = encodeURIComponent("* | count by (data.k)");
+    const path = `/projects/${project.id}/rows.csv?q=${q}`;
+    const unread: Response[] = [];
+    for (let i = 0; i < 4; i++) {
+      const res = await browser.get(path);
+      assert.equal(res.status, 200);
+      assert.ok(Number(res.headers.get("content-length")) > 65_536);
+      unread.push(res);
+    }
+    const fifth = await browser.get(path);
+    assert.equal(fifth.status, 429, "4 unread downloads hold the 4 slots");
+    await fifth.body?.cancel();
+    const text = await unread.shift()!.text();
+    assert.equal(text.split("\r\n").filter(Boolean).length, 801);
+    const afterRead = await browser.get(path);
+    assert.equal(afterRead.status, 200, "a download read whole gives its back");
+    unread.push(afterRead);
+    for (const res of unread) await res.body!.cancel();
+  });
 });
