@@ -91,6 +91,20 @@ export async function replayRejected(
   return results;
 }
 
+/** Why a kept entry can never be replayed, or `undefined`. */
+function notReplayable(kept: KeptEntry): string | undefined {
+  if (kept.entry === undefined) {
+    return `its content (${kept.omittedBytes} bytes) was not kept`;
+  }
+  if (kept.reason === "replayed") {
+    return "its signature was already used by another entry";
+  }
+  if (kept.scrubbed && kept.entry.signature !== undefined) {
+    return "its content was scrubbed, so its signature cannot verify";
+  }
+  return undefined;
+}
+
 async function replayOne(
   kv: Deno.Kv,
   projectId: string,
@@ -111,16 +125,9 @@ async function replayOne(
       outcome: "skipped",
       why,
     });
-    const entry = kept.entry;
-    if (entry === undefined) {
-      return skip(`its content (${kept.omittedBytes} bytes) was not kept`);
-    }
-    if (kept.reason === "replayed") {
-      return skip("its signature was already used by another entry");
-    }
-    if (kept.scrubbed && entry.signature !== undefined) {
-      return skip("its content was scrubbed, so its signature cannot verify");
-    }
+    const why = notReplayable(kept);
+    if (why !== undefined) return skip(why);
+    const entry = kept.entry!;
     const maxSkewMs = kept.maxSkewMs ?? DEFAULT_MAX_SKEW_MS;
     const verdict = authenticate(entry, project, maxSkewMs);
     if (!verdict.ok) {
