@@ -10,6 +10,8 @@ import {
   changeTriage,
   GroupNotFoundError,
   type GroupTriage,
+  IGNORE_UNTIL_EXPECTED,
+  ignoreUntilFits,
   type TriageChange,
 } from "../db/error_group_triage.ts";
 import {
@@ -56,12 +58,23 @@ export function triageJson(
       ? { resolvedIn: t.inRelease }
       : {}),
     ...(t?.state === "ignored" && t.untilMs !== undefined
-      ? { ignoredUntil: new Date(t.untilMs).toISOString() }
+      ? untilJson(t.untilMs)
       : {}),
     ...(t?.state === "ignored" && t.untilCount !== undefined
       ? { ignoredUntilCount: t.untilCount, ignoredAtCount: t.count }
       : {}),
   };
+}
+
+/**
+ * `ignoredUntil` of a stored time; none for one no date can show (stored
+ * before the bound on it), which ignores the group as if for ever.
+ */
+function untilJson(untilMs: number): { ignoredUntil?: string } {
+  const until = new Date(untilMs);
+  return Number.isNaN(until.getTime())
+    ? {}
+    : { ignoredUntil: until.toISOString() };
 }
 
 /**
@@ -77,13 +90,21 @@ export function fingerprintArg(text: string): string {
   }
 }
 
-/** `--until`: an ISO date or time, or a duration from now (`7d`). */
+/**
+ * `--until`: an ISO date or time, or a duration from now (`7d`), after now
+ * and at most `MAX_IGNORE_DAYS` ahead.
+ */
 function untilOf(text: string, now: number): number {
   const duration = parseDuration(text);
-  if (duration !== undefined && duration > 0) return now + duration;
-  if (/^\d{4}-\d{2}-\d{2}/.test(text)) {
-    const ms = Date.parse(text);
-    if (!Number.isNaN(ms)) return ms;
+  let ms = duration !== undefined && duration > 0 ? now + duration : NaN;
+  if (duration === undefined && /^\d{4}-\d{2}-\d{2}/.test(text)) {
+    ms = Date.parse(text);
+  }
+  if (!Number.isNaN(ms)) {
+    if (ignoreUntilFits(ms, now)) return ms;
+    throw new UsageError(
+      `Cannot use --until "${text}": ${IGNORE_UNTIL_EXPECTED}`,
+    );
   }
   throw new UsageError(
     `Cannot read --until "${text}": expected a date such as "2026-12-31", an ISO 8601 time, or a duration such as "7d"`,

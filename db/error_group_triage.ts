@@ -20,6 +20,7 @@
  *
  * @module
  */
+import { DAY_MS } from "../domain/entry.ts";
 import {
   type ErrorGroup,
   findGroup,
@@ -53,6 +54,8 @@ export type GroupStatus = typeof GROUP_STATUSES[number];
 
 /** Largest `--until-count`. */
 export const MAX_UNTIL_COUNT = 1_000_000_000;
+/** Farthest an ignore until a date reaches, in days from now (100 years). */
+export const MAX_IGNORE_DAYS = 36_500;
 /** Attempts of a change when entries keep arriving. */
 const ATTEMPTS = 10;
 
@@ -184,7 +187,26 @@ export async function readTriage(
   return out;
 }
 
-function checkChange(change: TriageChange): void {
+/**
+ * Whether `untilMs` may end an ignore set at `now`: a time after now, at
+ * most {@linkcode MAX_IGNORE_DAYS} days ahead (so that it is a real date).
+ *
+ * @example
+ * ```ts
+ * ignoreUntilFits(Date.now() + 86_400_000, Date.now()); // true
+ * ```
+ */
+export function ignoreUntilFits(untilMs: number, now: number): boolean {
+  return Number.isFinite(untilMs) && untilMs > now &&
+    untilMs <= now + MAX_IGNORE_DAYS * DAY_MS;
+}
+
+/** What a refused ignore until a date expects, for the messages. */
+export const IGNORE_UNTIL_EXPECTED = `expected a time after now and at most ${
+  MAX_IGNORE_DAYS.toLocaleString("en-US")
+} days (100 years) ahead`;
+
+function checkChange(change: TriageChange, now: number): void {
   if (change.action === "resolve" && change.inRelease !== undefined) {
     const r = change.inRelease.trim();
     if (r === "" || r.length > MAX_RELEASE_CHARS) {
@@ -204,8 +226,13 @@ function checkChange(change: TriageChange): void {
     }
   }
   if (change.action === "ignore" && change.untilMs !== undefined) {
-    if (!Number.isFinite(change.untilMs)) {
-      throw new InvalidValueError(`Cannot ignore until an invalid date`);
+    const until = new Date(change.untilMs);
+    if (!ignoreUntilFits(change.untilMs, now)) {
+      throw new InvalidValueError(
+        `Cannot ignore until ${
+          Number.isNaN(until.getTime()) ? "that date" : until.toISOString()
+        }: ${IGNORE_UNTIL_EXPECTED}`,
+      );
     }
   }
 }
@@ -279,7 +306,7 @@ export async function changeTriage(
   change: TriageChange,
   options: { now: number; actor: string },
 ): Promise<TriageResult> {
-  checkChange(change);
+  checkChange(change, options.now);
   const group = await findGroup(kv, projectId, fingerprint, options.now);
   if (group === null) {
     throw new GroupNotFoundError(
@@ -303,6 +330,8 @@ export async function changeTriage(
     }
     assignee = user.email;
   }
+  // Built before the commit: a change is stored only with its audit detail.
+  const detail = `${group.fingerprint}: ${describe(change)}`;
   const triageKey = errorGroupTriageKey(projectId, group.id);
   const countKey = errorGroupCountKey(projectId, group.id);
   for (let attempt = 0; attempt < ATTEMPTS; attempt++) {
@@ -334,13 +363,7 @@ export async function changeTriage(
     );
     const result = await kv.atomic().check(row!, counted!, stored!)
       .set(triageKey, encodeJson(triage)).commit();
-    if (result.ok) {
-      return {
-        group: { ...group, count },
-        triage,
-        detail: `${group.fingerprint}: ${describe(change)}`,
-      };
-    }
+    if (result.ok) return { group: { ...group, count }, triage, detail };
   }
   throw new Error(
     `Cannot change error group "${fingerprint}": its entries kept arriving`,

@@ -46,6 +46,32 @@ function field(body: Record<string, unknown>, name: string): string {
   return typeof value === "string" ? value.trim() : "";
 }
 
+/** A full date (`YYYY-MM-DD`, midnight UTC) or ISO 8601 date and time. */
+const FULL_DATE =
+  /^(\d{4})-(\d{2})-(\d{2})(?:T\d{2}:\d{2}(?::\d{2}(?:\.\d{1,3})?)?(?:Z|[+-]\d{2}:\d{2})?)?$/;
+
+/**
+ * The time of the "until" field, Unix ms: a full date that exists, not the
+ * partial forms `Date.parse` also takes (`"1"` is the year 2001); else
+ * throws `InvalidValueError`. The range is checked with the change.
+ */
+function dateOf(text: string): number {
+  const m = FULL_DATE.exec(text);
+  const ms = m ? Date.parse(text) : NaN;
+  const day = m ? new Date(Date.UTC(+m[1]!, +m[2]! - 1, +m[3]!)) : null;
+  if (
+    Number.isNaN(ms) || day === null ||
+    day.toISOString().slice(0, 10) !== text.slice(0, 10)
+  ) {
+    throw new InvalidValueError(
+      `Cannot read date "${
+        text.slice(0, 40)
+      }": expected YYYY-MM-DD or an ISO 8601 date and time`,
+    );
+  }
+  return ms;
+}
+
 /** The change the form asks for; throws `InvalidValueError` for a bad value. */
 function changeOf(body: Record<string, unknown>): TriageChange {
   const action = field(body, "action");
@@ -62,12 +88,7 @@ function changeOf(body: Record<string, unknown>): TriageChange {
           "Cannot ignore until a date and a count at once: give one",
         );
       }
-      const untilMs = until === "" ? undefined : Date.parse(until);
-      if (untilMs !== undefined && Number.isNaN(untilMs)) {
-        throw new InvalidValueError(
-          `Cannot read date "${until.slice(0, 40)}": expected YYYY-MM-DD`,
-        );
-      }
+      const untilMs = until === "" ? undefined : dateOf(until);
       if (count !== "" && !/^\d{1,10}$/.test(count)) {
         throw new InvalidValueError(
           `Cannot read count "${count.slice(0, 40)}": expected a whole number`,

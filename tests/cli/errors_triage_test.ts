@@ -8,6 +8,8 @@
  */
 import assert from "node:assert/strict";
 import { listAudit } from "../../db/audit.ts";
+import { errorGroupTriageKey } from "../../db/keys.ts";
+import { encodeJson } from "../../db/kv.ts";
 import { addUser } from "../../db/users.ts";
 import { cli } from "../_helpers/cli.ts";
 import { type Harness, harnessTest } from "../_helpers/harness.ts";
@@ -208,5 +210,82 @@ harnessTest(
       clock: h.clock,
     });
     assert.match(json.stdout, /"stack":"TypeError: cart is undefined\\n/);
+  },
+);
+
+harnessTest(
+  "errors ignore --until past 100 years ahead or before now exits 2 and changes nothing",
+  async (h) => {
+    const { project, run, cart } = await seed(h);
+    const fp = cart.fingerprint;
+    for (
+      const until of ["99999999999w", "36501d", "2200-01-01", "2020-01-01"]
+    ) {
+      const out = await run([
+        "errors",
+        "ignore",
+        project.id,
+        fp,
+        "--until",
+        until,
+      ]);
+      assert.equal(out.code, 2, `${until}: ${out.stderr}`);
+      assert.equal(out.stdout, "");
+      assert.equal(out.stderr.trim().split("\n").length, 1, out.stderr);
+      assert.match(
+        out.stderr,
+        /Cannot use --until "[^"]+": expected a time after now and at most 36,500 days \(100 years\) ahead/,
+      );
+    }
+    assert.deepEqual(await listAudit(h.kv, project.id), []);
+    const listed = await run(["errors", project.id, "--json"]);
+    assert.equal(listed.code, 0, listed.stderr);
+    const one = JSON.parse(
+      (await run(["errors", project.id, fp, "--json"])).stdout,
+    );
+    assert.equal(one.status, "unresolved");
+    assert.equal("ignoredUntil" in one, false);
+    const ok = await run([
+      "errors",
+      "ignore",
+      project.id,
+      fp,
+      "--until",
+      "36500d",
+    ]);
+    assert.equal(ok.code, 0, ok.stderr);
+    const ignored = JSON.parse(
+      (await run(["errors", project.id, fp, "--json"])).stdout,
+    );
+    assert.equal(ignored.status, "ignored");
+    assert.equal(
+      ignored.ignoredUntil,
+      new Date(h.clock.now() + 36_500 * 86_400_000).toISOString(),
+    );
+  },
+);
+
+harnessTest(
+  "errors --json lists a group ignored until a time no date can show, stored before the bound",
+  async (h) => {
+    const { project, run, cart } = await seed(h);
+    await h.kv.set(
+      errorGroupTriageKey(project.id, cart.id),
+      encodeJson({
+        state: "ignored",
+        at: h.clock.now(),
+        by: "cli",
+        count: 2,
+        untilMs: h.clock.now() + 99999999999 * 7 * 86_400_000,
+      }),
+    );
+    for (const args of [[], [cart.fingerprint]]) {
+      const out = await run(["errors", project.id, ...args, "--json"]);
+      assert.equal(out.code, 0, out.stderr);
+      const one = out.stdout.trim().split("\n").map((l) => JSON.parse(l))
+        .find((g) => g.fingerprint === cart.fingerprint);
+      assert.equal(one.status, "ignored");
+      assert.equal("ignoredUntil" in one, false);
+    }
   },
 );

@@ -158,6 +158,44 @@ dashboardTest(
 );
 
 dashboardTest(
+  "a group's page refuses to ignore it until a partial, past or far date, changing nothing",
+  async (h) => {
+    const project = await seed(h);
+    const admin = await signIn(h.dash);
+    const fp = listed(
+      await (await admin.get(`/projects/${project.id}/errors`)).text(),
+    ).get("Ship failed")!;
+    const ignore = (until: string) =>
+      admin.post(`/projects/${project.id}/errors/triage`, {
+        fp,
+        back: "group",
+        action: "ignore",
+        until,
+      });
+    const answers: Record<string, RegExp> = {
+      "1": /Cannot read date "1": expected YYYY-MM-DD/,
+      "2026-02-30": /Cannot read date "2026-02-30"/,
+      "2020-01-01": /expected a time after now and at most 36,500 days/,
+      "2200-01-01": /expected a time after now and at most 36,500 days/,
+      "+275760-09-13": /Cannot read date/,
+    };
+    for (const [until, reason] of Object.entries(answers)) {
+      const res = await ignore(until);
+      assert.equal(res.status, 400, until);
+      assert.match(textOf(await res.text()), reason);
+    }
+    assert.deepEqual(await listAudit(h.kv, project.id), []);
+    const page = await (await admin.get(`/projects/${project.id}/errors/${fp}`))
+      .text();
+    assert.match(textOf(page), /Status: unresolved/);
+    assert.equal((await ignore("2026-06-30")).status, 303);
+    const ignored =
+      await (await admin.get(`/projects/${project.id}/errors/${fp}`)).text();
+    assert.match(textOf(ignored), /Status: ignored/);
+  },
+);
+
+dashboardTest(
   "a viewer reads the errors but cannot change a group's state",
   async (h) => {
     const project = await seed(h);
