@@ -18,7 +18,9 @@ import {
   listTriagedGroups,
   STATUS_FILTERS,
   type StatusFilter,
+  type TriagedGroup,
 } from "../db/error_group_triage.ts";
+import type { Project } from "../db/projects.ts";
 import { TRIAGE_ACTIONS, triageCommand, triageJson } from "./errors_triage.ts";
 import {
   groupTopFrame,
@@ -258,19 +260,52 @@ export function errorsCommand(ctx: CommandContext): Promise<number> {
       {},
     );
     if (booleanFlag(parsed, "json")) {
-      return await printJson(ctx, project.id, groups, users);
-    }
-    if (groups.length === 0) {
-      println(
-        ctx,
-        after === undefined
-          ? `No errors in project "${inert(project.name)}"`
-          : `No groups seen earlier in project "${inert(project.name)}"`,
-      );
+      await printJson(ctx, project.id, groups, users);
+      // No line holds a cursor: the way on goes to stderr.
+      if (groups.length === 0 && listed.next !== null) {
+        ctx.stderr(earlierHint(listed.next) + "\n");
+      }
       return 0;
     }
+    printList(ctx, project, listed, users, after !== undefined);
+    return 0;
+  });
+}
+
+/** How to list the groups seen before those of a listing. */
+function earlierHint(next: string): string {
+  return `Groups seen earlier: deno task errors PROJECT --after ${next}`;
+}
+
+/**
+ * `errors PROJECT` for people: the table, or what an empty listing read,
+ * and how to page on while groups seen earlier remain unread (a status
+ * filter may find none among the {@linkcode MAX_LIST_GROUPS} read).
+ */
+function printList(
+  ctx: CommandContext,
+  project: Project,
+  listed: { groups: TriagedGroup[]; next: string | null },
+  users: GroupUsers,
+  paged: boolean,
+): void {
+  const { groups, next } = listed;
+  const name = inert(project.name);
+  const read = MAX_LIST_GROUPS.toLocaleString("en-US");
+  if (groups.length === 0) {
+    println(
+      ctx,
+      next !== null
+        ? paged
+          ? `None among the next ${read} groups seen earlier in project "${name}"`
+          : `None among the ${read} most recently seen groups of project "${name}"`
+        : paged
+        ? `No groups seen earlier in project "${name}"`
+        : `No errors in project "${name}"`,
+    );
+  } else {
     const rows = groupRows(groups, users, useColor(ctx));
-    println(ctx, `Errors of project "${inert(project.name)}" (${project.id})`);
+    println(ctx, `Errors of project "${name}" (${project.id})`);
     println(ctx);
     println(ctx, formatTable(rows));
     println(ctx);
@@ -278,12 +313,6 @@ export function errorsCommand(ctx: CommandContext): Promise<number> {
       ctx,
       "Times in UTC. Entries of a group: deno task logs PROJECT --query 'fingerprint:FINGERPRINT'",
     );
-    if (listed.next !== null) {
-      println(
-        ctx,
-        `Groups seen earlier: deno task errors PROJECT --after ${listed.next}`,
-      );
-    }
-    return 0;
-  });
+  }
+  if (next !== null) println(ctx, earlierHint(next));
 }

@@ -8,7 +8,10 @@
  *
  * @module
  */
-import type { ErrorGroup } from "../../db/error_group_reads.ts";
+import {
+  type ErrorGroup,
+  MAX_LIST_GROUPS,
+} from "../../db/error_group_reads.ts";
 import type { GroupTriage, StatusFilter } from "../../db/error_group_triage.ts";
 import {
   BulkActions,
@@ -212,6 +215,21 @@ function GroupsTable(
   );
 }
 
+/**
+ * What a page without groups says: with groups seen earlier still unread,
+ * that the status filter found none among the groups read
+ * ({@linkcode MAX_LIST_GROUPS}), not that there are none.
+ */
+function emptyText(data: ErrorsData): string {
+  const read = MAX_LIST_GROUPS.toLocaleString("en-US");
+  if (data.older) {
+    return data.paged
+      ? `None among the next ${read} groups seen earlier.`
+      : `None among the ${read} most recently seen groups.`;
+  }
+  return data.paged ? "No older groups." : "No errors yet.";
+}
+
 /** The errors page. */
 export function ErrorsPage(props: { ctx: PageContext; data: ErrorsData }) {
   const { ctx, data } = props;
@@ -236,7 +254,7 @@ export function ErrorsPage(props: { ctx: PageContext; data: ErrorsData }) {
       {data.groups.length === 0
         ? (
           <p class="empty" id="no-groups">
-            {data.paged ? "No older groups." : "No errors yet."}
+            {emptyText(data)}
           </p>
         )
         : (
@@ -252,25 +270,25 @@ export function ErrorsPage(props: { ctx: PageContext; data: ErrorsData }) {
             {bulk && (
               <BulkActions ctx={ctx} projectId={project.id} status={status} />
             )}
-            {data.older && (
-              <p class="pager">
-                <a
-                  id="older-groups"
-                  href={link(
-                    ctx.base,
-                    `/projects/${
-                      encodeURIComponent(project.id)
-                    }/errors?status=${status}&after=${
-                      encodeURIComponent(data.older)
-                    }`,
-                  )}
-                >
-                  Groups seen earlier
-                </a>
-              </p>
-            )}
           </>
         )}
+      {data.older && (
+        <p class="pager">
+          <a
+            id="older-groups"
+            href={link(
+              ctx.base,
+              `/projects/${
+                encodeURIComponent(project.id)
+              }/errors?status=${status}&after=${
+                encodeURIComponent(data.older)
+              }`,
+            )}
+          >
+            Groups seen earlier
+          </a>
+        </p>
+      )}
     </ProjectLayout>
   );
 }

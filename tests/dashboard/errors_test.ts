@@ -13,12 +13,15 @@ import {
   MAX_GROUPS_PER_BATCH,
   prepareErrorGroups,
 } from "../../db/error_groups.ts";
+import { MAX_LIST_GROUPS } from "../../db/error_group_reads.ts";
 import { errorGroupKey } from "../../db/keys.ts";
 import type { LogRecord } from "../../domain/entry.ts";
+import { fingerprintOf } from "../../domain/fingerprint.ts";
 import { createId } from "../../domain/ids.ts";
 import { cli } from "../_helpers/cli.ts";
 import {
   dashboardTest,
+  type DashHarness,
   rowIds,
   signIn,
   store,
@@ -27,6 +30,38 @@ import {
 
 const HOUR = 3_600_000;
 const HOSTILE = `<script>alert(1)</script>`;
+
+/**
+ * Writes `made` groups of one critical entry each as the consumer does,
+ * from the clock's time on, a millisecond apart: "Ground q", "Ground r", ….
+ */
+async function seedGroups(h: DashHarness, projectId: string, made: number) {
+  const t0 = h.clock.now();
+  for (let i = 0; i < made; i += MAX_GROUPS_PER_BATCH) {
+    const batch: LogRecord[] = [];
+    for (let j = i; j < Math.min(made, i + MAX_GROUPS_PER_BATCH); j++) {
+      const word = j.toString(26).replace(/\d/g, (d) => "qrstuvwxyz"[+d]!);
+      batch.push({
+        id: createId(t0 + j),
+        receivedAt: t0 + j,
+        level: "critical",
+        data: { title: `Ground ${word}` },
+        device: {},
+        context: {},
+        auth: "origin",
+      });
+    }
+    const op = h.kv.atomic();
+    addErrorGroups(
+      op,
+      await prepareErrorGroups(h.kv, projectId, batch, {
+        now: t0,
+        retentionMs: 30 * 24 * HOUR,
+      }),
+    );
+    assert.ok((await op.commit()).ok);
+  }
+}
 
 dashboardTest(
   "the errors page lists groups with count, sparkline, new mark and a link to their entries",
@@ -114,32 +149,8 @@ dashboardTest(
   "10,000 groups a sender made leave a new error first on the errors page and in `deno task errors`, the project's groups bounded",
   async (h) => {
     const project = await h.project(["https://app.example.com"]);
-    const t0 = h.clock.now();
     const made = MAX_GROUPS + 100;
-    for (let i = 0; i < made; i += MAX_GROUPS_PER_BATCH) {
-      const batch: LogRecord[] = [];
-      for (let j = i; j < Math.min(made, i + MAX_GROUPS_PER_BATCH); j++) {
-        const word = j.toString(26).replace(/\d/g, (d) => "qrstuvwxyz"[+d]!);
-        batch.push({
-          id: createId(t0 + j),
-          receivedAt: t0 + j,
-          level: "critical",
-          data: { title: `Ground ${word}` },
-          device: {},
-          context: {},
-          auth: "origin",
-        });
-      }
-      const op = h.kv.atomic();
-      addErrorGroups(
-        op,
-        await prepareErrorGroups(h.kv, project.id, batch, {
-          now: t0,
-          retentionMs: 30 * 24 * HOUR,
-        }),
-      );
-      assert.ok((await op.commit()).ok);
-    }
+    await seedGroups(h, project.id, made);
     h.clock.advance(made + 1_000);
     await store(h, project.id, [
       { level: "error", data: { title: "Payment provider unreachable" } },
@@ -179,5 +190,78 @@ dashboardTest(
     assert.equal(run.code, 0);
     const [first] = run.stdout.trim().split("\n").map((l) => JSON.parse(l));
     assert.equal(first.title, "Payment provider unreachable");
+  },
+);
+
+dashboardTest(
+  "a status filter matching none of the 1,000 most recently seen groups links to those seen earlier, on the page and in `deno task errors`",
+  async (h) => {
+    const project = await h.project(["https://app.example.com"]);
+    await store(h, project.id, [
+      { level: "error", data: { title: "Oldest failure" } },
+    ]);
+    const fp = fingerprintOf({ data: { title: "Oldest failure" } }).fingerprint;
+    const run = (args: string[]) => cli(h.kv, args, { clock: h.clock });
+    assert.equal((await run(["errors", "resolve", project.id, fp])).code, 0);
+    h.clock.advance(1_000);
+    await seedGroups(h, project.id, MAX_LIST_GROUPS + 20);
+    h.clock.advance(MAX_LIST_GROUPS + 1_000);
+
+    const browser = await signIn(h.dash);
+    const page = await (await browser.get(
+      `/projects/${project.id}/errors?status=resolved`,
+    )).text();
+    assert.doesNotMatch(textOf(page), /No errors yet/);
+    assert.match(
+      textOf(page),
+      /None among the 1,000 most recently seen groups\./,
+    );
+    const older = /id="older-groups" href="([^"]+)"/.exec(page)?.[1]
+      ?.replaceAll("&amp;", "&");
+    assert.ok(older, "a link to the groups seen earlier");
+    assert.match(older, /status=resolved/);
+    const next = await browser.get(older);
+    assert.equal(next.status, 200);
+    assert.match(
+      textOf(await next.text()),
+      /1 group seen earlier\b.*Oldest failure/,
+    );
+
+    const text = await run(["errors", project.id, "--status", "resolved"]);
+    assert.equal(text.code, 0, text.stderr);
+    assert.match(
+      text.stdout,
+      /^None among the 1,000 most recently seen groups of project "test"\n/,
+    );
+    const after = /deno task errors PROJECT --after (\S+)\n$/.exec(
+      text.stdout,
+    )?.[1];
+    assert.ok(after, text.stdout);
+    const json = await run([
+      "errors",
+      project.id,
+      "--status",
+      "resolved",
+      "--json",
+    ]);
+    assert.equal(json.stdout, "");
+    assert.match(
+      json.stderr,
+      new RegExp(`--after ${after.replaceAll(".", "\\.")}`),
+    );
+    const found = await run([
+      "errors",
+      project.id,
+      "--status",
+      "resolved",
+      "--after",
+      after,
+      "--json",
+    ]);
+    assert.equal(found.code, 0, found.stderr);
+    assert.deepEqual(
+      found.stdout.trim().split("\n").map((l) => JSON.parse(l).fingerprint),
+      [fp],
+    );
   },
 );
