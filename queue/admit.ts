@@ -59,8 +59,14 @@ export async function admitAndAccept(
     now,
     retentionMs: project.retentionDays * DAY_MS,
   });
+  // A new group's first entry (the one its `new` alert names), not its
+  // latest; a group stored before the batch has none here.
   const free = new Set(
-    groups.groups.filter((g) => g.before === null).map((g) => g.after.sampleId),
+    groups.groups.flatMap((g) =>
+      g.before === null && g.after.firstId !== undefined
+        ? [g.after.firstId]
+        : []
+    ),
   );
   const admitted = await admitEntries(kv, {
     batchId: options.batchId,

@@ -6,6 +6,9 @@
  * @module
  */
 import assert from "node:assert/strict";
+import { evaluateGroupRule } from "../../alerts/group_rules.ts";
+import { addAlertRule } from "../../alerts/rules.ts";
+import { initialAlertState } from "../../db/alerts.ts";
 import { listGroups } from "../../db/error_group_reads.ts";
 import { admitEntries, setQuota, setSpikeProtection } from "../../db/quota.ts";
 import { readUsage } from "../../db/usage.ts";
@@ -21,6 +24,7 @@ import {
   harnessTest,
   kvTest,
   ORIGIN,
+  pendingBatchIds,
   postEntries,
   postQueued,
   projectTest,
@@ -105,6 +109,50 @@ harnessTest(
     assert.equal(groups.length, 1);
     assert.equal(groups[0]!.count, 3);
     assert.equal((await stats(h.kv, project.id)).rejected.over_quota, 2);
+  },
+);
+
+harnessTest(
+  "over the quota a new error group's first entry is stored when one batch brings several, and the new rule fires for it",
+  async (h) => {
+    const project = await projectUnderQuota(h, { perDay: 1 }, 1);
+    await h.process();
+    const rule = await addAlertRule(h.kv, {
+      projectId: project.id,
+      query: "",
+      on: "new",
+      webhook: "https://hooks.example.com/errors",
+    }, { allowPrivate: true, now: h.clock.now });
+    // Three entries in one commit: one batch.
+    await Promise.all([1, 2, 3].map(() =>
+      postQueued(
+        h,
+        randomEntry({
+          projectId: project.id,
+          level: "error",
+          data: { title: "TypeError: y is undefined" },
+        }),
+        { Origin: ORIGIN },
+      )
+    ));
+    assert.equal((await pendingBatchIds(h.kv)).length, 1);
+    await h.process();
+    const stored = await h.logs(project.id);
+    assert.deepEqual(stored.map((r) => r.level), ["info", "error"]);
+    const [group] = await listGroups(h.kv, project.id, h.clock.now());
+    assert.equal(group!.count, 3);
+    assert.equal(stored[1]!.id, group!.firstId);
+    assert.notEqual(group!.sampleId, group!.firstId, "three entries grouped");
+    assert.equal((await stats(h.kv, project.id)).rejected.over_quota, 2);
+    // Past the read API's settling time (entries younger than 1 s wait).
+    h.clock.advance(1_500);
+    const { events } = await evaluateGroupRule(
+      h.kv,
+      rule,
+      initialAlertState(rule),
+      h.clock.now(),
+    );
+    assert.deepEqual(events.map((e) => e.record.id), [group!.firstId]);
   },
 );
 
