@@ -92,7 +92,8 @@ export interface DashboardOptions {
   /** Trusted proxy hops for the sign-in limit's client address. @default {0} */
   trustProxy?: number;
   /**
-   * Sign-in attempts per address, per network and in all.
+   * Sign-in attempts per address, per network and, those that cost a
+   * password hash, in all (shared out by turns).
    * @default 5 at once, then one per 12 s; 20, then one per 6 s; 300, then one per 200 ms
    */
   loginLimit?: Omit<LoginLimiterOptions, "now">;

@@ -5,7 +5,7 @@
  * of any state-changing request sent from another origin; the refusal of a
  * `Host` the dashboard does not serve; a body read only up to a limit and
  * within a time; and the limit on sign-in attempts per address, per network
- * and in all.
+ * and, for those that cost a password hash, in all (shared out by turns).
  *
  * @module
  */
@@ -128,13 +128,14 @@ export interface LoginLimiterOptions {
    */
   networkRefillMs?: number;
   /**
-   * Attempts all networks together may make at once, the ceiling against
-   * hashing; never fewer than `networkBurst`. @default {300}
+   * Attempts that cost a password hash all networks together may make at
+   * once, the ceiling against hashing; never fewer than `networkBurst`.
+   * @default {300}
    */
   totalBurst?: number;
   /**
-   * Time for one more attempt of all networks together; never more than
-   * `networkRefillMs`. @default {200}
+   * Time for one more attempt that costs a hash, of all networks together;
+   * never more than `networkRefillMs`. @default {200}
    */
   totalRefillMs?: number;
   /**
@@ -248,40 +249,66 @@ class Buckets {
   }
 }
 
+/** What {@linkcode LoginLimiter.take} is told of an attempt. */
+export interface LoginAttempt {
+  /**
+   * Whether checking it costs a password hash (scrypt): a stored account's
+   * password, or an email that names no account. The built-in account's
+   * check is one SHA-256 and takes nothing from the ceiling.
+   * @default {true}
+   */
+  hashes?: boolean;
+}
+
 /**
- * Sign-in attempts, counted in three buckets that must all allow one: per
- * client address (an IPv6 /64, see {@linkcode addressBucket}) 5 at once,
- * then one per 12 s; per network (an IPv4 /24 or IPv6 /48, see
- * {@linkcode networkBucket}) 20 at once, then one per 6 s; all networks
- * together 300 at once, then one per 200 ms. Kept in memory, per process;
- * at most `maxAddresses` addresses and as many networks are remembered (the
+ * Sign-in attempts, counted per client address (an IPv6 /64, see
+ * {@linkcode addressBucket}) 5 at once, then one per 12 s, and per network
+ * (an IPv4 /24 or IPv6 /48, see {@linkcode networkBucket}) 20 at once, then
+ * one per 6 s; an attempt that costs a password hash also takes one from
+ * the ceiling of all networks together, 300 at once, then one per 200 ms,
+ * shared out by turns. All must allow it. Kept in memory, per process; at
+ * most `maxAddresses` addresses and as many networks are remembered (the
  * oldest are forgotten first).
  *
  * The numbers come from what an attempt costs: a wrong password for an
  * account is one scrypt hash, 0.2 s to 0.4 s of one core (0.4 s of CPU
  * time measured on a busy two-core machine), and at most two run at once
  * (`MAX_CONCURRENT_HASHES`), so the process hashes about 5 attempts a
- * second. The ceiling of all networks refills at that rate, so that the
- * queue of attempts waiting for a hash never grows faster than it drains;
- * its 300 at once are 60 s of both hashes' work (the longest a sign-in
- * waits behind a burst), as much as 60 addresses or 15 networks can spend
- * at once. One network refills at a thirtieth of
+ * second. The ceiling refills at that rate, so that the queue of attempts
+ * waiting for a hash never grows faster than it drains; its 300 at once
+ * are 60 s of both hashes' work. One network refills at a thirtieth of
  * that (one hash per 6 s, 7% of one core): however many addresses it
  * rotates through (a /48 holds 65,536 /64s), one network holds at most a
- * thirtieth of the ceiling, and it takes 30 networks, each with at least
- * two addresses, to reach it. Its 20 at once let a shared office or NAT sign
- * in side by side.
+ * thirtieth of the ceiling. Its 20 at once let a shared office or NAT sign
+ * in side by side. The built-in account's password is compared through
+ * SHA-256 alone, so its attempts are counted per address and per network
+ * only: no number of guessers can spend the administrator's way in.
+ *
+ * Turns: a network may spend the last `totalBurst - networkBurst` (280) of
+ * the ceiling only when it is its turn, that is when it had no attempt
+ * that cost a hash for the time the ceiling takes to refill whole (60 s);
+ * otherwise it waits for its turn or for the ceiling to refill to within
+ * `networkBurst` (20) of full. Each network thus takes at most one of those
+ * 280 a minute while the ceiling refills 300: fewer than 279 networks
+ * taking turns in a minute can never empty it, however they time their
+ * attempts, and a network that has not been guessing finds an attempt
+ * left; with more, every network gets one a minute, an equal share,
+ * instead of the quickest taking them all. A network alone, within its own
+ * 20, never meets the rule.
  *
  * @example
  * ```ts
  * const limiter = new LoginLimiter();
  * limiter.take("198.51.100.9"); // 0: allowed
+ * limiter.take("198.51.100.9", { hashes: false }); // 0: the built-in account
  * ```
  */
 export class LoginLimiter {
   #address: Buckets;
   #network: Buckets;
   #total: Buckets;
+  /** Per network, when its next turn comes. */
+  #turns: Buckets;
   #now: () => number;
 
   constructor(options: LoginLimiterOptions = {}) {
@@ -302,6 +329,11 @@ export class LoginLimiter {
       Math.min(options.totalRefillMs ?? 200, this.#network.refillMs),
       1,
     );
+    this.#turns = new Buckets(
+      1,
+      this.#total.burst * this.#total.refillMs,
+      max,
+    );
     this.#now = options.now ?? Date.now;
   }
 
@@ -319,15 +351,45 @@ export class LoginLimiter {
    * Takes one attempt for `address`: `0` when allowed, else the seconds to
    * wait before the next one. A refused attempt takes nothing.
    */
-  take(address: string): number {
+  take(address: string, attempt: LoginAttempt = {}): number {
     const now = this.#now();
-    const keys = [addressBucket(address), networkBucket(address), ""];
-    const buckets = [this.#address, this.#network, this.#total];
+    const network = networkBucket(address);
+    const keys = [addressBucket(address), network];
+    const buckets = [this.#address, this.#network];
+    if (attempt.hashes ?? true) {
+      keys.push("");
+      buckets.push(this.#total);
+    }
     const seen = buckets.map((bucket, i) => bucket.peek(keys[i]!, now));
-    const wait = Math.max(...seen.map((s) => s.wait));
+    const wait = Math.max(
+      ...seen.map((s) => s.wait),
+      this.#turnWait(network, seen[2], now),
+    );
     if (wait > 0) return wait;
     buckets.forEach((bucket, i) => bucket.commit(keys[i]!, seen[i]!.next));
+    if (seen[2] !== undefined) {
+      this.#turns.commit(network, now + this.#turns.refillMs);
+    }
     return 0;
+  }
+
+  /**
+   * Seconds `network` waits for its share of the ceiling: `0` when no hash
+   * is asked for (`total` absent), when the ceiling stays within
+   * `networkBurst` of full after this attempt, or when it is the network's
+   * turn; else until its turn or that refill, whichever comes first.
+   */
+  #turnWait(
+    network: string,
+    total: { next: number } | undefined,
+    now: number,
+  ): number {
+    if (total === undefined) return 0;
+    const past = total.next - now -
+      this.#network.burst * this.#total.refillMs;
+    if (past <= 0) return 0;
+    const turn = this.#turns.peek(network, now).wait;
+    return turn === 0 ? 0 : Math.max(1, Math.min(turn, Math.ceil(past / 1000)));
   }
 }
 

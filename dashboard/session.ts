@@ -79,6 +79,22 @@ export function safeEqual(a: string, b: string): boolean {
   return timingSafeEqual(ha, hb);
 }
 
+/**
+ * Whether signing in as `email` costs a password hash: every email but the
+ * built-in account's (`admin`, or none), whose password is compared through
+ * SHA-256 alone (the sign-in limit's ceiling counts only hashes).
+ *
+ * @example
+ * ```ts
+ * signInHashes("Admin"); // false
+ * signInHashes("ana@example.com"); // true
+ * ```
+ */
+export function signInHashes(email: string): boolean {
+  const name = email.trim().toLowerCase();
+  return name !== "" && name !== BUILTIN_ADMIN;
+}
+
 /** Reads the database's dashboard secret, creating it on first use. */
 async function databaseSecret(kv: Deno.Kv): Promise<Uint8Array> {
   for (;;) {
@@ -131,11 +147,10 @@ export class SessionStore {
    * email costs the same hashing as a wrong password.
    */
   async signIn(email: string, password: string): Promise<Account | null> {
-    const name = email.trim().toLowerCase();
-    if (name === "" || name === BUILTIN_ADMIN) {
+    if (!signInHashes(email)) {
       return safeEqual(password, this.#password) ? BUILTIN_ACCOUNT : null;
     }
-    const user = await getUser(this.#kv, name);
+    const user = await getUser(this.#kv, email.trim().toLowerCase());
     const ok = await verifyPassword(password, user?.passwordHash ?? null);
     return ok && user !== null ? accountOf(user) : null;
   }

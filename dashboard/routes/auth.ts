@@ -3,9 +3,10 @@
  * set as a short-lived cookie: the form must send both); `POST /login`
  * checks the token (without it the request takes no attempt), counts the
  * attempt against the client's address (an IPv6 /64), its network (an IPv4
- * /24, an IPv6 /48) and all networks together, then checks the email and
- * password (`admin` or no email: the built-in account of `ADMIN_PASSWORD`;
- * any other: an account's scrypt hash), and sets the signed session cookie
+ * /24, an IPv6 /48) and, when it will cost a password hash, all networks
+ * together (shared out by turns), then checks the email and password
+ * (`admin` or no email: the built-in account of `ADMIN_PASSWORD`; any
+ * other: an account's scrypt hash), and sets the signed session cookie
  * (`HttpOnly`, `SameSite=Strict`, `Secure` over HTTPS, expiring with the
  * session); `POST /logout` ends the session on the server and clears it.
  *
@@ -14,7 +15,7 @@
 import { deleteCookie, getCookie, setCookie } from "hono/cookie";
 import { LoginPage } from "../pages/login.tsx";
 import { clientAddress, isHttps } from "../security.ts";
-import { randomToken, safeEqual } from "../session.ts";
+import { randomToken, safeEqual, signInHashes } from "../session.ts";
 import {
   type DashApp,
   type DashboardDeps,
@@ -103,14 +104,16 @@ export function authRoutes(app: DashApp, deps: DashboardDeps): void {
       c.env?.remoteAddr,
       deps.trustProxy,
     );
-    const wait = limiter.take(address);
+    // Only an attempt that will cost a hash spends the shared ceiling:
+    // the built-in account's check is one SHA-256.
+    const email = (await formField(c, "email")).slice(0, 254);
+    const wait = limiter.take(address, { hashes: signInHashes(email) });
     if (wait > 0) {
       c.header("Retry-After", String(wait));
       return await loginForm(c, deps, next, 429, {
         error: `Too many attempts: try again in ${wait} s`,
       });
     }
-    const email = (await formField(c, "email")).slice(0, 254);
     const account = await sessions.signIn(
       email,
       await formField(c, "password"),

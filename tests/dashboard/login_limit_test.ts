@@ -1,9 +1,11 @@
 /**
  * The sign-in limit: wrong passwords counted per IPv6 /64 and per IPv4
- * address, per network (an IPv4 /24, an IPv6 /48), under a ceiling for all
- * networks together; a request without the form's token takes no attempt;
- * and tables of addresses and networks bounded in entries whatever a client
- * claims in `X-Forwarded-For`.
+ * address, per network (an IPv4 /24, an IPv6 /48), and those that cost a
+ * hash under a ceiling for all networks together, shared out by turns so
+ * that guessers spread over many networks lock out neither the
+ * administrator nor an account; a request without the form's token takes
+ * no attempt; and tables of addresses and networks bounded in entries
+ * whatever a client claims in `X-Forwarded-For`.
  *
  * @module
  */
@@ -13,8 +15,16 @@ import {
   LoginLimiter,
   networkBucket,
 } from "../../dashboard/security.ts";
+import { scryptSync } from "node:crypto";
 import { fakeClock } from "../_helpers/harness.ts";
-import { submitAs } from "../_helpers/dashboard_accounts.ts";
+import {
+  ACCOUNT_PASSWORD,
+  addAccount,
+  submitAs,
+} from "../_helpers/dashboard_accounts.ts";
+import { getUser } from "../../db/users.ts";
+import { userKey } from "../../db/keys.ts";
+import { encodeJson } from "../../db/kv.ts";
 import type { DashApp } from "../../dashboard/routes/common.ts";
 import {
   dashboardTest,
@@ -90,41 +100,85 @@ async function attempts(
   return { statuses, last };
 }
 
+/** Options of {@linkcode hammer}. */
+interface HammerOptions {
+  seconds: number;
+  stepMs: number;
+  /** What the guessers send besides the token. @default {{ password: "guess" }} */
+  guess?: Record<string, string>;
+  /** Where {@linkcode ACCOUNT} signs in from the n-th time, once a second too. */
+  account?: (n: number) => string;
+}
+
 /**
  * `guessers` send a wrong password with a valid form token every `stepMs`
  * for `seconds` (fake clock) while the administrator signs in properly
  * once a second, among them (after half of the guessers' turn), the n-th
- * time from `admin(n)` (its own address allows only 5 at once): the
- * administrator's statuses, and how the guessers were answered.
+ * time from `admin(n)` (its own address allows only 5 at once), and so does
+ * {@linkcode ACCOUNT} from `account(n)` when given: their statuses, and how
+ * the guessers were answered.
  */
 async function hammer(
   h: DashHarness,
   guessers: string[],
   admin: (n: number) => string,
-  options: { seconds: number; stepMs: number },
-): Promise<{ admin: number[]; guessers: Map<number, number> }> {
+  options: HammerOptions,
+): Promise<
+  { admin: number[]; account: number[]; guessers: Map<number, number> }
+> {
   const statuses: number[] = [];
+  const account: number[] = [];
   const answered = new Map<number, number>();
   const steps = options.seconds * 1000 / options.stepMs;
   const adminTurn = Math.floor(guessers.length / 2);
   for (let step = 0; step < steps; step++) {
     for (const [i, address] of guessers.entries()) {
       if (i === adminTurn && step % (1000 / options.stepMs) === 0) {
-        const res = await signInFrom(
-          h.dash,
-          PASSWORD,
-          admin(statuses.length + 1),
-        );
-        await res.body?.cancel();
-        statuses.push(res.status);
+        const n = statuses.length + 1;
+        statuses.push(await statusOf(signInFrom(h.dash, PASSWORD, admin(n))));
+        if (options.account) {
+          const peer = peerOf(options.account(n));
+          account.push(
+            await statusOf(submitAs(h.dash, ACCOUNT, ACCOUNT_PASSWORD, peer)),
+          );
+        }
       }
-      const res = await post(h.dash, address, { password: "guess" }, MINTED);
+      const guess = options.guess ?? { password: "guess" };
+      const res = await post(h.dash, address, guess, MINTED);
       answered.set(res.status, (answered.get(res.status) ?? 0) + 1);
       if (res.status === 429) assert.match(res.retryAfter ?? "", /^\d+$/);
     }
     h.clock.advance(options.stepMs);
   }
-  return { admin: statuses, guessers: answered };
+  return { admin: statuses, account, guessers: answered };
+}
+
+/** The status of an answer, its body dropped. */
+async function statusOf(answer: Promise<Response>): Promise<number> {
+  const res = await answer;
+  await res.body?.cancel();
+  return res.status;
+}
+
+/** A stored account that signs in while others guess. */
+const ACCOUNT = "ana@example.com";
+/** A stored account whose password the guessers try. */
+const TARGET = "target@example.com";
+
+/**
+ * Stores `email` with {@linkcode ACCOUNT_PASSWORD} hashed by scrypt at
+ * N = 16 instead of 2^15 (each hash names its parameters): every check
+ * still takes the path of a stored hash, in microseconds, so that a flood
+ * of guesses runs in a test's time.
+ */
+async function addQuickAccount(kv: Deno.Kv, email: string): Promise<void> {
+  await addAccount(kv, email, "viewer");
+  const user = (await getUser(kv, email))!;
+  const salt = crypto.getRandomValues(new Uint8Array(16));
+  const hash = scryptSync(ACCOUNT_PASSWORD, salt, 32, { N: 16, r: 1, p: 1 });
+  const base64 = (bytes: Uint8Array) => btoa(String.fromCharCode(...bytes));
+  const passwordHash = `scrypt$16$1$1$${base64(salt)}$${base64(hash)}`;
+  await kv.set(userKey(email), encodeJson({ ...user, passwordHash }));
 }
 
 Deno.test("an address counts as its IPv6 /64, or as itself for IPv4", () => {
@@ -246,27 +300,71 @@ dashboardTest(
   },
 );
 
+/** Guessers in 35 IPv6 /48s, two /64s each. */
+const SPREAD = Array.from({ length: 70 }, (_, i) => {
+  const net = (0x100 + Math.floor(i / 2)).toString(16);
+  return `2001:db8:${net}:${i % 2}::1`;
+});
+
 dashboardTest(
-  "all networks together stop at 300 at once, then one per 200 ms",
+  "35 /48s of two /64s each guessing the administrator's password for 13 s refuse neither the administrator nor an account",
   async (h) => {
+    await addQuickAccount(h.kv, ACCOUNT);
+    const seen = await hammer(h, SPREAD, (n) => `203.0.113.${n}`, {
+      seconds: 13,
+      stepMs: 100,
+      account: (n) => `198.18.0.${n}`,
+    });
+    assert.deepEqual(seen.admin, Array(13).fill(303));
+    assert.deepEqual(seen.account, Array(13).fill(303));
+    // Each /64 had its 5 at once and one per 12 s, as before.
+    assert.equal(seen.guessers.get(401), 70 * 6);
+  },
+);
+
+dashboardTest(
+  "35 /48s of two /64s each guessing an account's password for 13 s: the administrator and an account from networks that were not guessing sign in every time, and hashing stays under the ceiling",
+  async (h) => {
+    await addQuickAccount(h.kv, ACCOUNT);
+    await addQuickAccount(h.kv, TARGET);
+    const seen = await hammer(h, SPREAD, (n) => `203.0.113.${n}`, {
+      seconds: 13,
+      stepMs: 100,
+      guess: { email: TARGET, password: "guess" },
+      account: (n) => `198.18.${n}.7`,
+    });
+    assert.deepEqual(seen.admin, Array(13).fill(303));
+    assert.deepEqual(seen.account, Array(13).fill(303));
+    // Every 401 is a hash: with the account's, within 300 at once and one
+    // per 200 ms, and the guessers did spend the ceiling.
+    const hashed = seen.guessers.get(401)! + seen.account.length;
+    assert.ok(hashed <= 300 + 13 * 5, `${hashed} hashes in 13 s`);
+    assert.ok(hashed >= 13 * 5, `${hashed} hashes in 13 s`);
+    assert.ok(seen.guessers.get(429)! > 0);
+  },
+);
+
+dashboardTest(
+  "the hashes of all networks together stop at 300 at once, then one per 200 ms, and never the administrator",
+  async (h) => {
+    await addQuickAccount(h.kv, TARGET);
+    const guess = { email: TARGET, password: "x" };
     const statuses: number[] = [];
-    for (let net = 0; net < 16; net++) {
-      for (let i = 1; i <= 20; i++) {
-        const address = `10.9.${net}.${i}`;
-        statuses.push(
-          (await post(h.dash, address, { password: "x" }, MINTED)).status,
-        );
-      }
+    for (let i = 0; i < 320; i++) {
+      const address = `10.${9 + (i >> 8)}.${i & 255}.1`;
+      statuses.push((await post(h.dash, address, guess, MINTED)).status);
     }
     assert.ok(statuses.slice(0, 300).every((s) => s === 401), String(statuses));
     assert.ok(statuses.slice(300).every((s) => s === 429), String(statuses));
     assert.deepEqual(
-      await post(h.dash, "203.0.113.9", { password: PASSWORD }, MINTED),
+      await post(h.dash, "203.0.113.9", guess, MINTED),
       { status: 429, retryAfter: "1" },
     );
+    const admin = await signInFrom(h.dash, PASSWORD, "203.0.113.9");
+    assert.equal(admin.status, 303, "the built-in account hashes nothing");
     h.clock.advance(1_000);
-    const later = await signInFrom(h.dash, PASSWORD, "203.0.113.9");
-    assert.equal(later.status, 303, "the ceiling refills");
+    const later = await post(h.dash, "203.0.113.9", guess, MINTED);
+    assert.equal(later.status, 401, "the ceiling refills");
   },
 );
 
@@ -319,6 +417,57 @@ Deno.test("X-Forwarded-For from a trusted proxy is counted per /64 too", async (
     );
     assert.deepEqual(statuses, [401, 401, 401, 401, 401, 429, 429, 429]);
   }, { dashboard: { trustProxy: 1 } });
+});
+
+Deno.test("past the ceiling's first 20, a network that hashed within the minute waits for its turn, and one whose turn it is takes at once", () => {
+  const clock = fakeClock();
+  const limiter = new LoginLimiter({ now: clock.now });
+  const waits: number[] = [];
+  for (let net = 0; net < 16; net++) {
+    for (let i = 1; i <= 20; i++) waits.push(limiter.take(`10.9.${net}.${i}`));
+  }
+  // The first network's 20, then one for each of the 15 others.
+  assert.equal(waits.filter((w) => w === 0).length, 35);
+  assert.deepEqual(waits.slice(0, 21), [...Array(20).fill(0), 0]);
+  assert.equal(limiter.take("192.0.2.1"), 0, "a network whose turn it is");
+  // 36 spent: the served wait until the ceiling is within 20 of full again.
+  assert.equal(limiter.take("10.9.1.20"), 4);
+  assert.equal(limiter.take("192.0.2.2"), 4, "its turn was taken");
+  clock.advance(3_000);
+  assert.equal(limiter.take("10.9.1.20"), 1);
+  clock.advance(1_000);
+  // 16 spent: four served networks take, up to 20; the fifth waits.
+  const served = [1, 2, 3, 4, 5].map((net) => limiter.take(`10.9.${net}.20`));
+  assert.deepEqual(served, [0, 0, 0, 0, 1]);
+  assert.equal(limiter.take("10.9.5.20", { hashes: false }), 0);
+});
+
+Deno.test("40 IPv4 /24s of two addresses each hashing for 3 minutes: a network that was not guessing takes every second, and hashes stay within 300, then one per 200 ms", () => {
+  const clock = fakeClock();
+  const limiter = new LoginLimiter({ now: clock.now });
+  const start = clock.now();
+  let hashed = 0;
+  const fresh: number[] = [];
+  for (let step = 0; step < 1800; step++) {
+    for (let net = 0; net < 40; net++) {
+      for (const host of [1, 2]) {
+        if (limiter.take(`10.${net}.0.${host}`) === 0) hashed++;
+      }
+    }
+    if (step % 10 === 5) {
+      const wait = limiter.take(`198.18.${fresh.length}.7`);
+      fresh.push(wait);
+      if (wait === 0) hashed++;
+    }
+    const elapsed = clock.now() - start;
+    assert.ok(
+      hashed <= 300 + Math.floor(elapsed / 200) + 1,
+      `${hashed} hashes`,
+    );
+    clock.advance(100);
+  }
+  assert.deepEqual(fresh, Array(180).fill(0));
+  assert.ok(hashed >= 5 * 180, `${hashed} hashes: the guessers spent it`);
 });
 
 Deno.test("a wider bucket never allows less than a narrower one", () => {
