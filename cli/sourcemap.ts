@@ -28,6 +28,7 @@ import {
   type Subcommands,
 } from "./subcommands.ts";
 import {
+  checkRelease,
   deleteSourceMaps,
   inspectSourceMap,
   InvalidSourceMapError,
@@ -179,7 +180,10 @@ function ofRelease(
     options: flags({ string: ["release"], boolean: ["json"] }),
     async run(ctx, parsed, [named]) {
       const projectId = await projectIdOf(ctx.kv, named);
-      return await run(ctx, parsed, projectId, stringFlag(parsed, "release"));
+      const release = stringFlag(parsed, "release");
+      // Refused as an upload refuses it, before any key is made of it.
+      if (release !== undefined) checkRelease(release);
+      return await run(ctx, parsed, projectId, release);
     },
   });
 }

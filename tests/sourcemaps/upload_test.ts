@@ -157,6 +157,21 @@ projectTest(
       );
       assert.equal(JSON.parse(gone.stdout).length, 1);
       assert.deepEqual(await listSourceMaps(h.kv, project.id), []);
+      // A release no upload takes is refused in one line, before any read.
+      for (const command of ["list", "delete"]) {
+        const long = await run(
+          command,
+          project.id,
+          "--release",
+          "r".repeat(3000),
+        );
+        assert.equal(long.code, 1, command);
+        assert.match(
+          long.stderr,
+          /^Cannot read release "r{40}": expected 1 to/,
+        );
+        assert.equal(long.stderr.split("\n").filter(Boolean).length, 1);
+      }
     } finally {
       await Deno.remove(dir, { recursive: true });
     }
