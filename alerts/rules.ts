@@ -213,6 +213,11 @@ export async function addAlertRule(
       `Cannot use query "${query}": ${error.message}`,
     );
   }
+  if (input.factor !== undefined) {
+    throw new InvalidValueError(
+      `Cannot use a factor with a query rule: only rules --on escalating have one`,
+    );
+  }
   const webhook = checkWebhookUrl(input.webhook.trim(), options);
   const threshold = input.threshold;
   if (
@@ -302,9 +307,12 @@ async function addGroupRule(
       }": expected new, regressed or escalating`,
     );
   }
-  if (input.query.trim() !== "" || input.threshold !== undefined) {
+  if (
+    input.query.trim() !== "" || input.threshold !== undefined ||
+    input.windowMs !== undefined || input.everyMs !== undefined
+  ) {
     throw new InvalidValueError(
-      "Cannot use a query or a threshold with a rule on error groups: give --on alone",
+      "Cannot use a query, a threshold, a window or an interval with a rule on error groups: it fires once per group event; give --on alone",
     );
   }
   const factor = input.factor ?? DEFAULT_FACTOR;

@@ -10,6 +10,7 @@
 import assert from "node:assert/strict";
 import { addAlertRule } from "../../alerts/rules.ts";
 import { MIN_ESCALATING } from "../../alerts/group_rules.ts";
+import { listAlertRules } from "../../db/alerts.ts";
 import { changeTriage } from "../../db/error_group_triage.ts";
 import { InvalidValueError } from "../../db/validation.ts";
 import {
@@ -222,6 +223,28 @@ Deno.test("alert add --on checks its values", async () => {
       clock: h.clock,
     });
     assert.match(list.stdout, /escalating group \(× 10\)/);
+    // What a rule of its kind cannot take is refused, not dropped.
+    const webhook = ["--webhook", "https://hooks.example.com/a"];
+    for (
+      const [args, refusal] of [
+        [["--on", "new", "--every", "1h"], /window or an interval/],
+        [["--on", "new", "--window", "5m"], /window or an interval/],
+        [["--query", "level:error", "--factor", "5"], /factor with a query/],
+      ] as const
+    ) {
+      const run = await cli(h.kv, [
+        "alert",
+        "add",
+        project.id,
+        ...args,
+        ...webhook,
+      ], {
+        clock: h.clock,
+      });
+      assert.equal(run.code, 1, args.join(" "));
+      assert.match(run.stderr, refusal);
+    }
+    assert.equal((await listAlertRules(h.kv, project.id)).length, 1);
   } finally {
     await h.close();
   }
