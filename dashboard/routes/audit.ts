@@ -10,6 +10,7 @@ import { link } from "../pages/format.ts";
 import {
   type DashApp,
   type DashboardDeps,
+  message,
   renderPage,
   withProject,
 } from "./common.ts";
@@ -22,13 +23,14 @@ export function auditRoutes(app: DashApp, deps: DashboardDeps): void {
   app.get(
     "/projects/:id/audit",
     withProject(deps, async (c, project) => {
-      const before = c.req.query("before");
+      // An empty cursor is the first page, as a form left empty sends it.
+      const before = c.req.query("before") || undefined;
       let events;
       try {
         events = await listAudit(deps.kv, project.id, PAGE_EVENTS, before);
       } catch (error) {
         if (!(error instanceof AuditCursorError)) throw error;
-        return c.json({ error: error.message }, 400);
+        return await message(c, deps, "Bad link", error.message, 400);
       }
       const last = events.length === PAGE_EVENTS ? events.at(-1) : undefined;
       return await renderPage(c, deps, AuditPage, {

@@ -350,9 +350,14 @@ dashboardTest(
     assert.match(textOf(second), /v0/);
     // The last page links to nothing older.
     assert.doesNotMatch(second, /id="older-events"/);
+    // A page: a bad cursor says why on a page, an empty one is the first.
     const bad = await browser.get(`/projects/${project.id}/audit?before=x`);
     assert.equal(bad.status, 400);
-    assert.match((await bad.json()).error, /Cannot read event id "x"/);
+    assert.match(bad.headers.get("content-type") ?? "", /text\/html/);
+    assert.match(textOf(await bad.text()), /Cannot read event id "x"/);
+    const empty = await browser.get(`/projects/${project.id}/audit?before=`);
+    assert.equal(empty.status, 200);
+    assert.match(textOf(await empty.text()), /settings\.allow ×5 v204/);
   },
 );
 
