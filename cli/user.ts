@@ -80,8 +80,10 @@ Usage: deno task user list [--json]`,
   set: `Change an account's role or projects; applies to its next request.
 
 Usage: deno task user set EMAIL [--role ROLE] [--project ID]... [--json]
+       deno task user set EMAIL [--role ROLE] --no-projects [--json]
 
-With --project, the account's projects become exactly those given.`,
+With --project, the account's projects become exactly those given; with
+--no-projects it has none (an admin has every project whatever its list).`,
   passwd: `Set an account's password; its sessions end.
 
 Usage: echo PASSWORD | deno task user passwd EMAIL --password-stdin [--json]`,
@@ -184,17 +186,29 @@ const SUBCOMMANDS: Subcommands = {
   })),
   set: subcommand({
     positionals: ["EMAIL"],
-    options: ACCOUNT_FLAGS,
+    options: { ...ACCOUNT_FLAGS, "no-projects": { type: "boolean" } },
     async run(ctx, parsed, [email]) {
+      const role = stringFlag(parsed, "role");
+      const named = stringFlags(parsed, "project");
+      const none = booleanFlag(parsed, "no-projects");
+      if (none && named.length > 0) {
+        throw new UsageError(
+          `Cannot use --no-projects with --project: give one or the other`,
+        );
+      }
+      if (role === undefined && named.length === 0 && !none) {
+        throw new UsageError(
+          `Cannot run "user set": nothing to change; give --role, --project or --no-projects (see --help)`,
+        );
+      }
       const before = await getUser(ctx.kv, email);
       if (before === null) throw new UserNotFoundError(email);
-      const role = stringFlag(parsed, "role");
       const projects = await Promise.all(
-        stringFlags(parsed, "project").map((p) => projectIdOf(ctx.kv, p)),
+        named.map((p) => projectIdOf(ctx.kv, p)),
       );
       const user = await updateUser(ctx.kv, email, {
         ...(role === undefined ? {} : { role: parseRole(role) }),
-        ...(projects.length === 0 ? {} : { projects }),
+        ...(projects.length === 0 && !none ? {} : { projects }),
         now: ctx.now,
       });
       await recordAuditIn(

@@ -207,6 +207,43 @@ dashboardTest(
   },
 );
 
+dashboardTest(
+  "user set changes the role or projects given, --no-projects leaves none, and nothing to change is refused unaudited",
+  async (h) => {
+    const project = await createProject(h.kv, { name: "web" });
+    const added = await cli(h.kv, [
+      "user",
+      "add",
+      "ana@example.com",
+      "--role",
+      "viewer",
+      "--project",
+      project.id,
+      "--password-stdin",
+    ], { readLine: stdin("a fairly long passphrase") });
+    assert.equal(added.code, 0, added.stderr);
+    const set = (...args: string[]) =>
+      cli(h.kv, ["user", "set", "ana@example.com", ...args]);
+    for (const args of [[], ["--no-projects", "--project", project.id]]) {
+      const refused = await set(...args);
+      assert.equal(refused.code, 2, args.join(" "));
+      assert.match(refused.stderr, /^Cannot (run|use)/);
+    }
+    const cleared = await set("--no-projects", "--json");
+    assert.equal(cleared.code, 0, cleared.stderr);
+    assert.deepEqual(JSON.parse(cleared.stdout).projects, []);
+    const member = await set("--role", "member", "--json");
+    assert.deepEqual(
+      [JSON.parse(member.stdout).role, JSON.parse(member.stdout).projects],
+      ["member", []],
+    );
+    const updates = (await listAudit(h.kv, project.id)).filter((e) =>
+      e.action === "user.update"
+    );
+    assert.equal(updates.length, 1, "only the change of its projects");
+  },
+);
+
 Deno.test("a live tail that stays open keeps streaming while its session lives", async () => {
   // A heartbeat after every poll: each one shows the stream is polled on.
   await withSignedIn(async (h, browser) => {
