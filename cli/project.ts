@@ -9,7 +9,7 @@
  *
  * @module
  */
-import { deleteProject } from "../db/deletion.ts";
+import { deleteProject, deletionOf } from "../db/deletion.ts";
 import {
   addLevel,
   allowValue,
@@ -420,7 +420,9 @@ const SUBCOMMANDS: Subcommands = {
     positionals: ["ID"],
     options: { ...JSON_FLAG, yes: { type: "boolean", short: "y" } },
     async run(ctx, parsed, [id]) {
-      const project = await requireProject(ctx.kv, id);
+      // A deletion cut short goes on (db/deletion.ts).
+      const project = await getProject(ctx.kv, id) ??
+        await deletionOf(ctx.kv, id) ?? await requireProject(ctx.kv, id);
       if (!booleanFlag(parsed, "yes")) {
         ctx.stderr(
           `Delete project "${
@@ -470,7 +472,16 @@ export function projectCommand(ctx: CommandContext): Promise<number> {
       // The ID of every subcommand but these may be a name (cli/resolve.ts).
       const named = parsed.positionals[0];
       if (name !== "create" && name !== "list" && named !== undefined) {
-        parsed.positionals[0] = (await resolveProject(ctx.kv, named)).id;
+        parsed.positionals[0] = (await resolveProject(ctx.kv, named).catch(
+          async (error) => {
+            // A deletion cut short goes on, by its id or name.
+            const cut = name === "delete" &&
+              error instanceof ProjectNotFoundError &&
+              await deletionOf(ctx.kv, named);
+            if (!cut) throw error;
+            return cut;
+          },
+        )).id;
       }
       return await run();
     },

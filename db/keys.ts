@@ -8,6 +8,7 @@
  * | prefix | value |
  * |---|---|
  * | `projects/<projectId>` | {@linkcode Project} |
+ * | `deleting_projects/<projectId>` | the id and name of a project whose record is deleted and whose data is not yet all gone (db/deletion.ts); deleted last |
  * | `pending_batches/<batchId>` | batch header |
  * | `dead_letters/<batchId>` | batch header of a batch that kept failing; kept until replayed or deleted by an operator |
  * | `batch_slices/<batchId>/<n>` | the slices of a batch's entries; deleted with the batch's results, or with its dead letter |
@@ -94,6 +95,17 @@ export const projectKey = keyed<[projectId: string]>("projects");
 
 /** Prefix of all project records. */
 export const projectsPrefix = keyed<[]>("projects");
+
+/**
+ * Key marking a project being deleted: written in the commit that deletes
+ * its record, deleted once nothing under the project is left.
+ */
+export const deletingProjectKey = keyed<[projectId: string]>(
+  "deleting_projects",
+);
+
+/** Prefix of the projects being deleted. */
+export const deletingProjectsPrefix = keyed<[]>("deleting_projects");
 
 /** Key of a batch waiting to be processed. */
 export const pendingBatchKey = keyed<[batchId: string]>("pending_batches");
@@ -712,6 +724,11 @@ export function batchIdOf(key: Deno.KvKey): string {
       1,
     ),
   );
+}
+
+/** The project id of a {@linkcode deletingProjectKey}. */
+export function deletingProjectIdOf(key: Deno.KvKey): string {
+  return String(part(key, "deleting_projects", 1));
 }
 
 /**

@@ -1,7 +1,9 @@
 /**
  * Runs the merger (db/storage/merge.ts) in the background of a server: rounds
  * over every project, back to back while they find work, so that merging
- * goes on under traffic instead of waiting for quiet.
+ * goes on under traffic instead of waiting for quiet. Each round also goes
+ * on with the project deletions cut short (db/deletion.ts), a bounded part
+ * of them.
  *
  * @module
  */
@@ -11,6 +13,7 @@ import {
   type QuietProjects,
 } from "../db/storage/merge.ts";
 import { type Backlog, emptyBacklog } from "../db/storage/tiers.ts";
+import { DELETION_KEYS_PER_ROUND, finishDeletions } from "../db/deletion.ts";
 import { failureLine } from "../db/locked.ts";
 
 /** Options of {@linkcode createMerger}. */
@@ -22,6 +25,11 @@ export interface MergerOptions {
   intervalMs?: number;
   /** Merges one round makes at most in each project. @default {32} */
   mergesPerRound?: number;
+  /**
+   * Keys one round deletes at most of the projects whose deletion was cut
+   * short. @default {DELETION_KEYS_PER_ROUND}
+   */
+  deletionKeysPerRound?: number;
   /** Told of a failed round. @default {logMergeFailure} */
   onError?: (error: unknown) => void;
   /** Told of the backlog after each round. */
@@ -77,6 +85,20 @@ export function createMerger(options: MergerOptions): Merger {
   // Projects whose last round found nothing to do, skipped while nothing
   // is written to them: a server at rest lists no summaries every second.
   const quiet: QuietProjects = new Map();
+  const onError = options.onError ?? logMergeFailure;
+  // Deletions cut short left for a later round: the next comes at once.
+  let deleting = false;
+  const finish = async () => {
+    try {
+      deleting = await finishDeletions(
+        options.kv,
+        options.deletionKeysPerRound ?? DELETION_KEYS_PER_ROUND,
+      );
+    } catch (error) {
+      deleting = false;
+      onError(new Error("Cannot finish deleting projects", { cause: error }));
+    }
+  };
   const run = async (maxMerges: number): Promise<MergeResult> => {
     const done = await mergeAll(options.kv, {
       now: now(),
@@ -84,12 +106,13 @@ export function createMerger(options: MergerOptions): Merger {
       shouldStop: () => stopped,
       quiet,
       onProjectError: (projectId, error) =>
-        (options.onError ?? logMergeFailure)(
+        onError(
           new Error(`Cannot merge project "${projectId}"`, { cause: error }),
         ),
     });
     backlog = done.backlog;
     options.onBacklog?.(backlog);
+    if (!stopped) await finish();
     return done;
   };
   const tick = () => {
@@ -98,9 +121,9 @@ export function createMerger(options: MergerOptions): Merger {
     running = running.then(async () => {
       let busy = false;
       try {
-        busy = (await run(perRound)).merges > 0;
+        busy = (await run(perRound)).merges > 0 || deleting;
       } catch (error) {
-        (options.onError ?? logMergeFailure)(error);
+        onError(error);
       }
       if (!stopped) {
         timer = setTimeout(tick, busy ? 0 : options.intervalMs ?? 1000);

@@ -387,11 +387,13 @@ async function liveTail(
     after,
     now: deps.now,
     timing: deps.tail,
+    // Ended by the project's deletion too: what its deletion has not yet
+    // deleted is read no more.
     alive: async () =>
       mayRead(
         await deps.sessions.verify(getCookie(c, SESSION_COOKIE)),
         project.id,
-      ),
+      ) && await getProject(kv, project.id) !== null,
     row: (record) =>
       TailRow({
         ctx: pageContext(c, deps),

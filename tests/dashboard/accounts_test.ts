@@ -2,8 +2,8 @@
  * Accounts through `deno task user` and the dashboard: the password read
  * from standard input and stored only as a scrypt hash, signing in by
  * email, a new password or removal ending the account's sessions, and
- * signing out, expiry or removal ending a live tail within seconds; the
- * audit log's bound.
+ * signing out, expiry, removal or the project's deletion ending a live tail
+ * within seconds; the audit log's bound.
  *
  * @module
  */
@@ -13,6 +13,7 @@ import {
   MAX_EVENTS_PER_ACTOR_DAY,
   recordAudit,
 } from "../../db/audit.ts";
+import { deleteProject } from "../../db/deletion.ts";
 import { userKey } from "../../db/keys.ts";
 import { decodeJson } from "../../db/kv.ts";
 import { createProject } from "../../db/projects.ts";
@@ -39,6 +40,7 @@ import {
   textOf,
   withSignedIn,
 } from "../_helpers/dashboard.ts";
+import { kvWith } from "../_helpers/kv_with.ts";
 import { peakRss } from "../_helpers/memory.ts";
 
 const stdin = (line: string | null) => () => Promise.resolve(line);
@@ -291,6 +293,22 @@ Deno.test("a session's expiry ends its live tail", async () => {
     assert.equal(await endsWithin(tail, 2000), true);
   }, { dashboard: { sessionTtlMs: 30_000 } });
 });
+
+signedInTest(
+  "deleting the project ends its live tail within seconds, though the deletion was cut short",
+  async (h, browser) => {
+    const project = await createProject(h.kv, { name: "web" });
+    const tail = await tailOpen(h.dash, browser, project.id);
+    // Cut short right after the record's commit: the data is still there.
+    const cut = kvWith(h.kv, {
+      list: () => {
+        throw new Error("interrupted");
+      },
+    });
+    await assert.rejects(deleteProject(cut, project.id), /interrupted/);
+    assert.equal(await endsWithin(tail, 2000), true);
+  },
+);
 
 dashboardTest(
   "an account's flood of changes cannot push an older event out of the audit log: past its daily budget they are folded",
