@@ -11,7 +11,7 @@
  * | `deleting_projects/<projectId>` | the id and name of a project whose record is deleted and whose data is not yet all gone (db/deletion.ts); deleted last |
  * | `pending_batches/<batchId>` | batch header |
  * | `dead_letters/<batchId>` | batch header of a batch that kept failing; kept until replayed or deleted by an operator |
- * | `batch_slices/<batchId>/<n>` | the slices of a batch's entries; deleted with the batch's results, or with its dead letter |
+ * | `batch_slices/<batchId>/<n>` | the slices of a batch's entries; deleted with the batch's results, or with its dead letter; the sweeper deletes those no header names |
  * | `batch_progress/<batchId>` | projects whose results a batch spanning many projects has committed |
  * | `log_chunks/<projectId>/<last entry id>` | a chunk of stored entries: deflated JSON lines |
  * | `log_chunk_slices/<projectId>/<last entry id>/<n>` | further slices of a chunk too large for one value |
@@ -126,6 +126,9 @@ export const batchSliceKey = keyed<[batchId: string, n: number]>(
 
 /** Prefix of all the slices of a batch's entries. */
 export const batchSlicesPrefix = keyed<[batchId: string]>("batch_slices");
+
+/** Prefix of the slices of every batch, by batch id. */
+export const allBatchSlicesPrefix = keyed<[]>("batch_slices");
 
 /**
  * Key of the projects whose results a batch spanning more projects than one
@@ -724,6 +727,11 @@ export function batchIdOf(key: Deno.KvKey): string {
       1,
     ),
   );
+}
+
+/** The batch id of a {@linkcode batchSliceKey}. */
+export function batchIdOfSlice(key: Deno.KvKey): string {
+  return String(part(key, "batch_slices", 1));
 }
 
 /** The project id of a {@linkcode deletingProjectKey}. */

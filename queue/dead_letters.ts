@@ -7,13 +7,16 @@
  * atomic operation (attempts reset, no retry time), leaving the batch's slices
  * where they are, so the sweeper of any running server picks it up on its
  * next pass. It never processes a batch itself. An operator may instead
- * delete a dead letter, with its slices: its entries were answered `200`,
- * so the service never deletes one by itself.
+ * delete a dead letter, with its slices, in one atomic operation: its
+ * entries were answered `200`, so the service never deletes one by itself;
+ * it deletes only the slices that no batch names any more.
  *
  * @module
  */
 import {
+  allBatchSlicesPrefix,
   batchIdOf,
+  batchIdOfSlice,
   batchProgressKey,
   batchSlicesPrefix,
   deadLetterKey,
@@ -21,7 +24,7 @@ import {
   pendingBatchKey,
   quotaGrantsPrefix,
 } from "../db/keys.ts";
-import { encodeJson, isLockedError } from "../db/kv.ts";
+import { encodeJson, getManyChunked, isLockedError } from "../db/kv.ts";
 import { isDiskFullError } from "../db/disk.ts";
 import { deletePrefix } from "../db/projects.ts";
 import { isIdForm } from "../domain/ids.ts";
@@ -33,6 +36,14 @@ import {
 
 /** Failed attempts after which a batch becomes a dead letter. */
 export const MAX_ATTEMPTS = 5;
+/**
+ * Slices and quota grants a dead letter's delete deletes at most in the
+ * commit that deletes its header: a batch has a few slices and a grant
+ * per project, of its 200 entries at most (queue/producer.ts).
+ */
+export const DELETED_WITH_HEADER = 500;
+/** Slice keys one sweep for loose slices lists at most. */
+export const LOOSE_SWEEP_KEYS = 1000;
 /** Wait before attempt n+1 after n failures. */
 const BACKOFF_MS = [1000, 5000, 30_000, 60_000];
 
@@ -245,14 +256,17 @@ async function everyDeadLetter(
 }
 
 /**
- * Deletes dead letter `batchId` and what its batch left: the header first,
- * in one atomic operation checked on its versionstamp (with the batch's
- * progress, when it spans many projects), then its slices and quota grants,
- * listed by prefix and deleted a chunk of keys per atomic operation. Its
- * entries are gone for good. Throws {@linkcode DeadLetterNotFoundError} when
- * there is no such dead letter: one that a replay moved back to the pending
- * batches first is not deleted, and neither are its slices, which the
- * pending batch needs.
+ * Deletes dead letter `batchId` and what its batch left, in one atomic
+ * operation checked on the header's versionstamp: the header, the batch's
+ * progress (when it spans many projects), its slices and quota grants. Its
+ * entries are gone for good, and until that commit the dead letter is whole
+ * (listed, replayable). Slices past {@linkcode DELETED_WITH_HEADER} (no
+ * batch the producer writes has them) go after the commit, a chunk of keys
+ * per atomic operation; what a crash leaves of them, the sweeper deletes
+ * ({@linkcode sweepLooseBatchSlices}). Throws
+ * {@linkcode DeadLetterNotFoundError} when there is no such dead letter:
+ * one that a replay moved back to the pending batches first is not deleted,
+ * and neither are its slices, which the pending batch needs.
  *
  * @example
  * ```ts
@@ -269,19 +283,88 @@ export async function deleteDeadLetter(
     const entry = await kv.get(deadLetterKey(batchId));
     if (entry.versionstamp === null) throw new DeadLetterNotFoundError(batchId);
     const letter = describe(batchId, decodeBatchHeader(entry.value));
-    const result = await kv.atomic()
+    // Slices are written with the header and deleted only with it: while
+    // the header is unchanged, these are the batch's.
+    const left = await keysUnder(kv, [
+      batchSlicesPrefix(batchId),
+      quotaGrantsPrefix(batchId),
+    ], DELETED_WITH_HEADER + 1);
+    const op = kv.atomic()
       .check(entry)
       .delete(deadLetterKey(batchId))
-      .delete(batchProgressKey(batchId))
-      .commit();
+      .delete(batchProgressKey(batchId));
+    for (const key of left.slice(0, DELETED_WITH_HEADER)) op.delete(key);
+    const result = await op.commit();
     // On a conflict the header changed meanwhile (replayed, or failed again
     // after a replay): read it again.
     if (!result.ok) continue;
-    // Neither pending nor a dead letter now: nothing reads these any more.
-    await deletePrefix(kv, batchSlicesPrefix(batchId));
-    await deletePrefix(kv, quotaGrantsPrefix(batchId));
+    if (left.length > DELETED_WITH_HEADER) {
+      // Neither pending nor a dead letter now: nothing reads these any more.
+      await deletePrefix(kv, batchSlicesPrefix(batchId));
+      await deletePrefix(kv, quotaGrantsPrefix(batchId));
+    }
     return letter;
   }
+}
+
+/** The keys under `prefixes`, in order, `limit` at most. */
+async function keysUnder(
+  kv: Deno.Kv,
+  prefixes: Deno.KvKey[],
+  limit: number,
+): Promise<Deno.KvKey[]> {
+  const keys: Deno.KvKey[] = [];
+  for (const prefix of prefixes) {
+    if (keys.length >= limit) break;
+    const iter = kv.list({ prefix }, { limit: limit - keys.length });
+    for await (const entry of iter) keys.push(entry.key);
+  }
+  return keys;
+}
+
+/**
+ * Deletes the slices and quota grants of the batches that are neither
+ * pending nor a dead letter: what a dead letter's delete cut short left
+ * after its header's commit. Such a batch can never be read again (a
+ * batch is pending or a dead letter from the commit that writes its slices
+ * to the one that deletes them, and its id is never used again). Lists at
+ * most {@linkcode LOOSE_SWEEP_KEYS} slices from `cursor` (the one it
+ * returned last; none: from the first); returns where the next sweep goes
+ * on, `undefined` once the listing reached the end.
+ *
+ * @example
+ * ```ts
+ * let cursor = await sweepLooseBatchSlices(kv);
+ * cursor = await sweepLooseBatchSlices(kv, cursor);
+ * ```
+ */
+export async function sweepLooseBatchSlices(
+  kv: Deno.Kv,
+  cursor?: string,
+): Promise<string | undefined> {
+  const iter = kv.list({ prefix: allBatchSlicesPrefix() }, {
+    limit: LOOSE_SWEEP_KEYS,
+    ...(cursor === undefined ? {} : { cursor }),
+  });
+  const ids = new Set<string>();
+  let listed = 0;
+  for await (const entry of iter) {
+    listed++;
+    ids.add(batchIdOfSlice(entry.key));
+  }
+  const batches = [...ids];
+  const headers = await getManyChunked(
+    kv,
+    batches.flatMap((id) => [pendingBatchKey(id), deadLetterKey(id)]),
+  );
+  for (const [i, id] of batches.entries()) {
+    const named = headers[2 * i]!.versionstamp !== null ||
+      headers[2 * i + 1]!.versionstamp !== null;
+    if (named) continue;
+    await deletePrefix(kv, batchSlicesPrefix(id));
+    await deletePrefix(kv, quotaGrantsPrefix(id));
+  }
+  return listed < LOOSE_SWEEP_KEYS ? undefined : iter.cursor;
 }
 
 /**

@@ -15,7 +15,7 @@ import {
 } from "../db/keys.ts";
 import { decodeBatchHeader, type HandedBatch } from "./batch.ts";
 import { type Consumer, groupFits, MAX_GROUP_BATCHES } from "./consumer.ts";
-import { recordFailure } from "./dead_letters.ts";
+import { recordFailure, sweepLooseBatchSlices } from "./dead_letters.ts";
 import { createId } from "../domain/ids.ts";
 
 /** Period of the sweeper. */
@@ -28,6 +28,11 @@ const SWEEP_MAX_BATCHES = 1000;
 const SWEEP_READ_BATCH = 100;
 /** Batch ids held in memory at most; more are left to the sweeper. */
 const MAX_QUEUED_IDS = 10_000;
+/**
+ * How often the sweeper looks for slices no batch names any more (a dead
+ * letter's delete cut short), a bounded part of them each time.
+ */
+export const LOOSE_SWEEP_MS = 60_000;
 /** Handed-over batches whose entries are kept in memory at most. */
 const MAX_HANDED_BATCHES = 64;
 /**
@@ -74,6 +79,9 @@ export class BatchWorker {
   #timer: ReturnType<typeof setInterval> | undefined;
   #sweeping: Promise<number> | null = null;
   #sweptAt: number;
+  /** When the sweeper last looked for loose slices, and where it goes on. */
+  #looseAt = -Infinity;
+  #looseCursor: string | undefined;
   #idle: (() => void)[] = [];
   #gatherTimer: ReturnType<typeof setTimeout> | undefined;
   /** The gather wait ran out (or the worker stops): a short group goes now. */
@@ -125,8 +133,9 @@ export class BatchWorker {
 
   /**
    * Lists pending batches older than the grace period (all of them with
-   * `all`) that are due and not already queued here, and queues them.
-   * Returns how many it queued.
+   * `all`) that are due and not already queued here, and queues them; once
+   * every {@linkcode LOOSE_SWEEP_MS}, deletes a bounded part of the slices
+   * no batch names any more. Returns how many batches it queued.
    */
   sweep(options: { all?: boolean } = {}): Promise<number> {
     this.#sweeping ??= this.#sweep(options.all ?? false).finally(() => {
@@ -151,6 +160,13 @@ export class BatchWorker {
     }
     this.#sweptAt = Math.max(this.#sweptAt, this.#now());
     this.push(found);
+    if (now - this.#looseAt >= LOOSE_SWEEP_MS) {
+      this.#looseAt = now;
+      this.#looseCursor = await sweepLooseBatchSlices(
+        this.#options.kv,
+        this.#looseCursor,
+      );
+    }
     return found.length;
   }
 

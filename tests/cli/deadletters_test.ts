@@ -1,7 +1,8 @@
 /**
  * `deno task deadletters`: listing the batches that kept failing, handing
  * them back to the sweeper and deleting them (one by id, all only with
- * `--all`), run in-process against an in-memory KV.
+ * `--all`; one cut short is deleted whole when run again), run in-process
+ * against an in-memory KV.
  *
  * @module
  */
@@ -10,6 +11,7 @@ import { MAX_ATTEMPTS } from "../../queue/dead_letters.ts";
 import { deadLetter, harnessTest, randomEntry } from "../_helpers/harness.ts";
 import { assertRefused, cli, create, json } from "../_helpers/cli.ts";
 import { keysNaming } from "../_helpers/batches.ts";
+import { kvWith } from "../_helpers/kv_with.ts";
 
 harnessTest(
   "deadletters lists dead letters and replays them for the sweeper",
@@ -103,6 +105,45 @@ harnessTest(
       assert.equal(unknown.code, 1);
     }
     assert.equal((await keysNaming(h.kv, kept)).length, 2);
+  },
+);
+
+harnessTest(
+  "deadletters delete cut short leaves the dead letter whole, and run again deletes every slice",
+  async (h) => {
+    const { projectId } = await create(h.kv, "https://app.example.com");
+    const batchId = await deadLetter(
+      h,
+      randomEntry({ projectId, data: { blob: "x".repeat(62_000) } }),
+    );
+    // Listing the batch's slices fails: a KV error, or a crash there.
+    const cut = kvWith(h.kv, {
+      list: (selector, options) => {
+        const prefix = "prefix" in selector ? selector.prefix : [];
+        if (prefix[0] === "batch_slices") throw new Error("interrupted");
+        return h.kv.list(selector, options);
+      },
+    });
+    await assert.rejects(
+      cli(cut, ["deadletters", "delete", batchId]),
+      /interrupted/,
+    );
+    assert.equal((await keysNaming(h.kv, batchId)).length, 3);
+    // Still listed whole, and so replayable.
+    const listed = json(await cli(h.kv, ["deadletters", "list", "--json"]));
+    assert.deepEqual(listed, [{
+      id: batchId,
+      createdAt: "2026-01-01T00:00:00.000Z",
+      count: 1,
+      attempts: MAX_ATTEMPTS,
+      error: "disk full",
+      slices: 2,
+    }]);
+
+    const again = await cli(h.kv, ["deadletters", "delete", batchId]);
+    assert.equal(again.code, 0, again.stderr);
+    assert.match(again.stdout, /^Deleted 1 dead letter \(1 entry\)/);
+    assert.deepEqual(await keysNaming(h.kv, batchId), []);
   },
 );
 

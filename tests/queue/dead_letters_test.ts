@@ -1,7 +1,8 @@
 /**
  * queue/dead_letters.ts: listing the batches that kept failing, moving them
  * back to the pending batches, atomically and once, and deleting them with
- * every slice, never after a replay took them back.
+ * every slice, never after a replay took them back; the sweeper deletes the
+ * slices a delete cut short left.
  *
  * @module
  */
@@ -39,6 +40,8 @@ import {
 } from "../_helpers/harness.ts";
 import { holdCommits, within } from "../_helpers/hold.ts";
 import { keysNaming } from "../_helpers/batches.ts";
+import { kvWith } from "../_helpers/kv_with.ts";
+import { BatchWorker, LOOSE_SWEEP_MS } from "../../queue/worker.ts";
 
 projectTest(
   "listDeadLetters describes each batch that kept failing, oldest first",
@@ -230,27 +233,87 @@ projectTest(
   },
 );
 
+/**
+ * Gives dead letter `batchId` `slices` slices (more than a batch the
+ * producer writes has).
+ */
+async function widen(h: Harness, batchId: string, slices: number) {
+  const entry = await h.kv.get(deadLetterKey(batchId));
+  await h.kv.set(
+    deadLetterKey(batchId),
+    encodeBatchHeader({ ...decodeBatchHeader(entry.value), slices }),
+  );
+  for (let n = 1; n < slices; n += 500) {
+    const op = h.kv.atomic();
+    for (let i = n; i < Math.min(n + 500, slices); i++) {
+      op.set(batchSliceKey(batchId, i), new Uint8Array([i % 256]));
+    }
+    assert.equal((await op.commit()).ok, true);
+  }
+}
+
 projectTest(
   "deleteDeadLetter deletes more slices than one atomic operation holds",
   async (h, project) => {
     const batchId = await deadLetter(h, randomEntry({ projectId: project.id }));
-    const entry = await h.kv.get(deadLetterKey(batchId));
     const slices = 2_500;
-    await h.kv.set(
-      deadLetterKey(batchId),
-      encodeBatchHeader({ ...decodeBatchHeader(entry.value), slices }),
-    );
-    for (let n = 1; n < slices; n += 500) {
-      const op = h.kv.atomic();
-      for (let i = n; i < Math.min(n + 500, slices); i++) {
-        op.set(batchSliceKey(batchId, i), new Uint8Array([i % 256]));
-      }
-      assert.equal((await op.commit()).ok, true);
-    }
+    await widen(h, batchId, slices);
     assert.equal((await keysNaming(h.kv, batchId)).length, slices + 1);
 
     assert.equal((await deleteDeadLetter(h.kv, batchId)).slices, slices);
     assert.deepEqual(await keysNaming(h.kv, batchId), []);
+  },
+);
+
+projectTest(
+  "slices a delete cut short after its header's commit left are deleted by the sweeper, a bounded part a minute",
+  async (h, project) => {
+    // Listed first, and more than a sweep lists.
+    const kept = await deadLetter(h, randomEntry({ projectId: project.id }));
+    await widen(h, kept, 1_200);
+    const batchId = await deadLetter(h, randomEntry({ projectId: project.id }));
+    // More slices than the header's commit deletes: the rest go after it.
+    await widen(h, batchId, 2_500);
+    // Listings fail once the header is gone: a crash right after its commit.
+    const cut = kvWith(h.kv, {
+      list: ((selector: Deno.KvListSelector, options?: Deno.KvListOptions) =>
+        (async function* () {
+          if ((await h.kv.get(deadLetterKey(batchId))).value === null) {
+            throw new Error("interrupted");
+          }
+          yield* h.kv.list(selector, options);
+        })()) as unknown as Deno.Kv["list"],
+    });
+    await assert.rejects(deleteDeadLetter(cut, batchId), /interrupted/);
+    assert.ok((await keysNaming(h.kv, batchId)).length > 1000);
+    const pending = await pendingBatch(
+      h,
+      randomEntry({ projectId: project.id }),
+    );
+
+    // A sweeper that takes no pending batch, so that they stay pending.
+    const sweeper = new BatchWorker({
+      kv: h.kv,
+      consumer: h.pipeline.consumer,
+      now: h.clock.now,
+      sweepGraceMs: 86_400_000,
+    });
+    const sweep = async () => {
+      await sweeper.sweep();
+      h.clock.advance(LOOSE_SWEEP_MS);
+      // A batch a header names keeps its slices.
+      assert.equal((await keysNaming(h.kv, kept)).length, 1_201);
+      assert.equal((await keysNaming(h.kv, pending)).length, 2);
+    };
+    // The first sweep lists only the kept dead letter's slices.
+    await sweep();
+    assert.ok((await keysNaming(h.kv, batchId)).length > 1000);
+    await sweep();
+    assert.deepEqual(await keysNaming(h.kv, batchId), []);
+    // The third lists the pending batch's.
+    await sweep();
+    await h.process();
+    assert.equal((await h.logs(project.id)).length, 1);
   },
 );
 
