@@ -16,8 +16,26 @@ import { findRecord, InvalidValueError } from "./validation.ts";
 export const MAX_VIEWS = 50;
 /** Longest name of a view, in characters. */
 export const MAX_VIEW_NAME = 100;
-/** Longest query string of a view, in characters. */
-const MAX_VIEW_QUERY = 3000;
+/**
+ * Most characters of a view's query once decoded (its names and values):
+ * the explorer's query alone takes 2,000.
+ */
+export const MAX_VIEW_QUERY = 3000;
+/**
+ * Most characters of a view's query string as stored, percent-encoded: a
+ * UTF-16 unit encodes to at most 9 (`%E6%97%A5`), so a query within
+ * {@linkcode MAX_VIEW_QUERY} fits, and a view stays under 30 KB.
+ */
+const MAX_VIEW_QUERY_ENCODED = 9 * MAX_VIEW_QUERY;
+
+/** Characters of a query string's names and values, decoded. */
+function decodedLength(query: string): number {
+  let chars = 0;
+  for (const [name, value] of new URLSearchParams(query)) {
+    chars += name.length + value.length;
+  }
+  return chars;
+}
 
 /** One saved view. */
 export interface SavedView {
@@ -78,11 +96,17 @@ export async function saveView(
     );
   }
   const { query } = options;
-  if (
-    query.length > MAX_VIEW_QUERY || (query !== "" && !query.startsWith("?"))
-  ) {
+  if (query !== "" && !query.startsWith("?")) {
     throw new InvalidValueError(
       `Cannot save view "${name}": its query string is not one`,
+    );
+  }
+  if (
+    query.length > MAX_VIEW_QUERY_ENCODED ||
+    decodedLength(query) > MAX_VIEW_QUERY
+  ) {
+    throw new InvalidValueError(
+      `Cannot save view "${name}": its query is over ${MAX_VIEW_QUERY} characters`,
     );
   }
   const full = () =>

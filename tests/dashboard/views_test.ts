@@ -106,3 +106,24 @@ kvTest("a project keeps at most 50 saved views", async (kv) => {
     /its query string is not one/,
   );
 });
+
+kvTest(
+  "a saved view's query is bounded as decoded, so a query of any script fits the same",
+  async (kv) => {
+    await kv.set(projectKey("p1"), encodeJson({ id: "p1" }));
+    for (const char of ["a", "é", "日", "😀"]) {
+      const q = char.repeat(2000 / char.length);
+      const query = `?${new URLSearchParams({ q, range: "24h" })}`;
+      const view = await saveView(kv, "p1", { name: `in ${char}`, query });
+      assert.equal(new URLSearchParams(view.query).get("q"), q);
+    }
+    await assert.rejects(
+      () =>
+        saveView(kv, "p1", {
+          name: "too long",
+          query: `?${new URLSearchParams({ q: "日".repeat(3001) })}`,
+        }),
+      /its query is over 3000 characters/,
+    );
+  },
+);
