@@ -97,6 +97,29 @@ function urlOf(path: string, text: string, prefix: string | undefined): string {
   return prefix.endsWith("/") ? prefix + file : `${prefix}/${file}`;
 }
 
+/**
+ * The map file at `path` read and checked for upload: its name, the URL of
+ * its minified file and its bytes; a message naming the file when it is no
+ * source map.
+ */
+async function readUpload(
+  path: string,
+  prefix: string | undefined,
+): Promise<{ name: string; url: string; bytes: Uint8Array }> {
+  const name = path.split(/[\\/]/).at(-1)!;
+  const bytes = await readMapFile(path, name);
+  try {
+    return {
+      name,
+      url: urlOf(path, new TextDecoder().decode(bytes), prefix),
+      bytes,
+    };
+  } catch (error) {
+    if (error instanceof Error) error.message += ` (${name})`;
+    throw error;
+  }
+}
+
 /** Bytes one read of a map file takes at most. */
 const READ_BYTES = 1 << 20;
 
@@ -200,12 +223,15 @@ const SUBCOMMANDS: Subcommands = {
       const projectId = await projectIdOf(ctx.kv, named!);
       const release = requiredFlag(parsed, "sourcemap upload", "release", "R");
       const prefix = stringFlag(parsed, "url-prefix");
+      checkRelease(release);
+      const paths = files.filter((f): f is string => f !== undefined);
+      // Every file read and checked before any is stored (one at a time, so
+      // that no more than one map is held): a bad one stores nothing.
+      for (const path of paths) await readUpload(path, prefix);
       const stored: SourceMapRecord[] = [];
-      for (const path of files.filter((f): f is string => f !== undefined)) {
-        const name = path.split(/[\\/]/).at(-1)!;
-        const bytes = await readMapFile(path, name);
-        try {
-          const url = urlOf(path, new TextDecoder().decode(bytes), prefix);
+      try {
+        for (const path of paths) {
+          const { name, url, bytes } = await readUpload(path, prefix);
           stored.push(
             await uploadSourceMap(ctx.kv, {
               projectId,
@@ -216,16 +242,22 @@ const SUBCOMMANDS: Subcommands = {
               now: ctx.now(),
             }),
           );
-        } catch (error) {
-          if (error instanceof Error) error.message += ` (${name})`;
-          throw error;
+        }
+      } catch (error) {
+        if (error instanceof Error && stored.length > 0) {
+          error.message +=
+            ` after ${stored.length} stored (see "deno task sourcemap list")`;
+        }
+        throw error;
+      } finally {
+        if (stored.length > 0) {
+          await recordCliChange(ctx, {
+            projectId,
+            action: "sourcemap.upload",
+            detail: `${stored.length} of release ${release}`,
+          });
         }
       }
-      await recordCliChange(ctx, {
-        projectId,
-        action: "sourcemap.upload",
-        detail: `${stored.length} of release ${release}`,
-      });
       return printResult(ctx, parsed, {
         json: stored.map(sourceMapJson),
         text: stored.map((m) =>

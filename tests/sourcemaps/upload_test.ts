@@ -143,6 +143,21 @@ projectTest(
       );
       assert.equal(bad.code, 1);
       assert.match(bad.stderr, /not JSON.*bad\.js\.map/);
+      // A bad file among good ones stores none of them.
+      const mixed = await run(
+        "upload",
+        project.id,
+        "--release",
+        "2.2.0",
+        `${dir}/app.min.js.map`,
+        `${dir}/bad.js.map`,
+      );
+      assert.equal(mixed.code, 1);
+      assert.match(mixed.stderr, /not JSON.*bad\.js\.map/);
+      assert.deepEqual(
+        (await listSourceMaps(h.kv, project.id)).map((m) => m.release),
+        ["2.1.0"],
+      );
       const list = await run("list", project.id, "--release", "2.1.0");
       assert.match(
         list.stdout,
