@@ -34,6 +34,11 @@ export interface QuerySlotsOptions {
    * whole, however its client reads. @default {SEND_BODY_MS}
    */
   sendMs?: number;
+  /**
+   * The timers of held bodies' bounds ({@linkcode heldBody}).
+   * @default the runtime's `setTimeout`
+   */
+  after?: After;
 }
 
 /**
@@ -132,6 +137,8 @@ export class QuerySlots {
   readonly unreadMs: number;
   /** Time a body holding a slot may take to be sent whole ({@linkcode heldBody}). */
   readonly sendMs: number;
+  /** The timers of held bodies' bounds, when not the runtime's. */
+  readonly after: After | undefined;
   #slots: Slots;
 
   constructor(options: QuerySlotsOptions = {}) {
@@ -142,6 +149,7 @@ export class QuerySlots {
       Math.max(1, this.total - this.perReader);
     this.unreadMs = options.unreadMs ?? UNREAD_BODY_MS;
     this.sendMs = options.sendMs ?? SEND_BODY_MS;
+    this.after = options.after;
     this.#slots = new Slots([{
       most: this.perReader,
       why:
@@ -204,35 +212,37 @@ export class QuerySlots {
 export function heldBody(
   parts: string[],
   release: () => void,
-  { unreadMs, sendMs }: { unreadMs: number; sendMs: number },
+  timing: { unreadMs: number; sendMs: number; after?: After },
 ): { body: ReadableStream<Uint8Array>; bytes: number } {
+  const { unreadMs, sendMs, after = timeout } = timing;
   const bytes = parts.reduce((sum, part) => sum + utf8Length(part), 0);
   const encoder = new TextEncoder();
   const rest = pieces(parts);
-  let timer: ReturnType<typeof setTimeout> | undefined;
-  let whole: ReturnType<typeof setTimeout> | undefined;
+  let unread = () => {};
+  let whole = () => {};
   let ended = false;
   const end = () => {
     if (ended) return;
     ended = true;
-    clearTimeout(timer);
-    clearTimeout(whole);
+    unread();
+    whole();
     release();
   };
   const cut = (controller: ReadableStreamDefaultController<Uint8Array>) => {
+    if (ended) return;
     end();
     controller.close();
   };
   const wait = (controller: ReadableStreamDefaultController<Uint8Array>) => {
-    timer = setTimeout(() => cut(controller), unreadMs);
+    unread = after(unreadMs, () => cut(controller));
   };
   const body = new ReadableStream<Uint8Array>({
     start(controller) {
-      whole = setTimeout(() => cut(controller), sendMs);
+      whole = after(sendMs, () => cut(controller));
       wait(controller);
     },
     pull(controller) {
-      clearTimeout(timer);
+      unread();
       const text = rest.next();
       if (text !== "") controller.enqueue(encoder.encode(text));
       if (rest.done()) cut(controller);
@@ -241,6 +251,15 @@ export function heldBody(
     cancel: end,
   }, { highWaterMark: 0 });
   return { body, bytes };
+}
+
+/** A one-shot timer: runs `fire` after `ms`; the function returned cancels it. */
+export type After = (ms: number, fire: () => void) => () => void;
+
+/** {@linkcode After} on the runtime's timers. */
+function timeout(ms: number, fire: () => void): () => void {
+  const id = setTimeout(fire, ms);
+  return () => clearTimeout(id);
 }
 
 /**

@@ -12,6 +12,8 @@ import assert from "node:assert/strict";
 import { createReadToken } from "../../db/tokens.ts";
 import { exportPage } from "../../db/query/export.ts";
 import { CSV_COLUMNS } from "../../domain/csv.ts";
+import { SEND_BODY_MS } from "../../dashboard/query_slots.ts";
+import { manualTimers } from "../_helpers/timers.ts";
 import {
   apiRequest,
   type DashHarness,
@@ -85,14 +87,17 @@ Deno.test("a token's pages left unread hold its 4 slots: a 5th is 429 until one 
 });
 
 Deno.test("a page whose client never reads it is ended after unreadMs, and its slot given back", async () => {
+  // The bodies' timers fire when the test says, however slow the machine.
+  const timers = manualTimers();
   await withDashboard(async (h) => {
     const { token, path } = await bigPages(h);
     const stalled = await apiRequest(h, path, token);
     assert.equal(stalled.status, 200);
+    assert.deepEqual(timers.armed, [SEND_BODY_MS, 40], "its two bounds");
     const held = await apiRequest(h, path, token);
     assert.equal(held.status, 429, "the unread page holds the one slot");
     await held.body?.cancel();
-    await new Promise((resolve) => setTimeout(resolve, 120));
+    timers.fire(); // 40 ms unread, and then its 5 minutes: ended once
     const length = Number(stalled.headers.get("content-length"));
     assert.ok(length > 65_536);
     assert.equal(await stalled.text(), "", "ended, short of its length");
@@ -102,7 +107,11 @@ Deno.test("a page whose client never reads it is ended after unreadMs, and its s
       (await next.text()).split("\n").filter(Boolean).length,
       ENTRIES,
     );
-  }, { dashboard: { queryLimits: { perReader: 1, unreadMs: 40 } } });
+  }, {
+    dashboard: {
+      queryLimits: { perReader: 1, unreadMs: 40, after: timers.after },
+    },
+  });
 });
 
 Deno.test("a page read as it comes is the page's rows byte for byte, with its Content-Length, Link and type", async () => {
