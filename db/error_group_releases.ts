@@ -7,7 +7,7 @@
  * @module
  */
 import type { LogRecord } from "../domain/entry.ts";
-import { releaseOf, type ReleasePlan } from "./releases.ts";
+import { countedReleaseOf, type ReleasePlan } from "./releases.ts";
 
 /**
  * Counts of a group's entries per release one batch adds at most (one
@@ -32,7 +32,7 @@ export function countReleases(
 ): { grouped: LogRecord[]; byRelease: Map<string, number> } {
   const byRelease = new Map<string, number>();
   const grouped = entries.filter((entry) => {
-    const release = releaseOf(entry);
+    const release = countedReleaseOf(entry);
     if (release === null || !counted.releases.has(release)) return true;
     const n = byRelease.get(release);
     if (n === undefined) {
@@ -46,8 +46,27 @@ export function countReleases(
 }
 
 /**
+ * Bytes of JSON a group's list of counted releases takes at most: the 10
+ * releases one batch counts (`MAX_RELEASES_PER_BATCH`), each a name of 200
+ * characters of at most 3 bytes (db/releases.ts `releaseName`), fit in it,
+ * and 50 names of 40 characters do; longer names leave room for fewer.
+ */
+export const MAX_GROUP_RELEASE_BYTES = 6_144;
+
+const encoder = new TextEncoder();
+
+/** Bytes of `name` in a JSON list: quoted, and a comma. */
+function listBytes(name: string): number {
+  return encoder.encode(JSON.stringify(name)).length + 1;
+}
+
+/**
  * Adds the releases of `byRelease` to the group's list of counted
- * releases; returns those dropped past {@linkcode MAX_GROUP_RELEASES}.
+ * releases; returns those dropped, the first counted first, past
+ * {@linkcode MAX_GROUP_RELEASES} releases or
+ * {@linkcode MAX_GROUP_RELEASE_BYTES} bytes of JSON. A release the batch
+ * counts is not dropped (its count is written in the same commit): it moves
+ * to the end instead.
  */
 export function trackReleases(
   group: { releases?: string[] },
@@ -57,14 +76,22 @@ export function trackReleases(
   for (const release of byRelease.keys()) {
     if (!list.includes(release)) list.push(release);
   }
+  // The brackets, and one comma fewer than names.
+  let bytes = 1;
+  for (const name of list) bytes += listBytes(name);
   const dropped: string[] = [];
-  while (list.length > MAX_GROUP_RELEASES) {
+  // Each name is looked at once: the batch's own always fit.
+  for (let turns = list.length; turns > 0; turns--) {
+    if (list.length <= MAX_GROUP_RELEASES && bytes <= MAX_GROUP_RELEASE_BYTES) {
+      break;
+    }
     const gone = list.shift()!;
     if (byRelease.has(gone)) {
       list.push(gone); // counted by this batch: drop an older one
       continue;
     }
     dropped.push(gone);
+    bytes -= listBytes(gone);
   }
   group.releases = list;
   return dropped;

@@ -18,9 +18,12 @@
  * meanwhile.
  *
  * Bounded: a group is named by a keyed hash under the project's own random
- * key (`groupIdOf`), so a sender cannot aim titles at chosen groups; and a
+ * key (`groupIdOf`), so a sender cannot aim titles at chosen groups; a
  * project keeps at most {@linkcode MAX_GROUPS} groups, the least recently
- * seen going first when a new one would pass the bound.
+ * seen going first when a new one would pass the bound; a group's record
+ * stays within `MAX_GROUP_RECORD_BYTES` whatever its entries hold
+ * (db/error_group_size.ts); and the groups and releases of one result commit
+ * within their share of it (db/group_budget.ts).
  *
  * The consumer's result commit holds no check to spare, so a group is
  * updated without one. Its count stays exact all the same: each commit adds
@@ -55,10 +58,12 @@ import {
 import { decodeJson, encodeJson, getManyChunked } from "./kv.ts";
 import {
   addReleases,
+  countedReleaseOf,
   planReleases,
-  releaseOf,
   type ReleasePlan,
 } from "./releases.ts";
+import { bounded, MAX_GROUP_RECORD_BYTES } from "./error_group_size.ts";
+import { CostWriter, GROUP_COMMIT_BUDGET, GroupShare } from "./group_budget.ts";
 import {
   countReleases,
   MAX_RELEASE_PAIRS_PER_BATCH,
@@ -66,9 +71,11 @@ import {
 } from "./error_group_releases.ts";
 
 export {
+  MAX_GROUP_RELEASE_BYTES,
   MAX_GROUP_RELEASES,
   MAX_RELEASE_PAIRS_PER_BATCH,
 } from "./error_group_releases.ts";
+export { MAX_GROUP_RECORD_BYTES } from "./error_group_size.ts";
 
 /** Levels whose entries are grouped. */
 export const GROUPED_LEVELS: readonly string[] = ["error", "critical"];
@@ -85,8 +92,6 @@ export const SPARK_HOURS = 24;
 /** A group first seen this recently is new. */
 export const NEW_GROUP_MS = 24 * 3_600_000;
 const HOUR_MS = 3_600_000;
-/** Longest sample title stored, in characters. */
-const MAX_SAMPLE_TITLE = 300;
 
 /** What a group is, stored or shown. */
 export interface GroupFields {
@@ -100,7 +105,7 @@ export interface GroupFields {
   sampleId: string;
   /** Its level. */
   level: string;
-  /** Its title before normalisation, cut to 300 characters. */
+  /** Its title before normalisation, cut to 300 characters and 900 bytes. */
   sampleTitle: string;
   /** Entries grouped. */
   count: number;
@@ -177,6 +182,8 @@ interface PlannedGroup {
   /** Last seen of the stored group, when there is one. */
   before: number | null;
   after: StoredGroup;
+  /** `after` encoded, as stored. */
+  value: Uint8Array;
   /** Entries of the batch it counts. */
   added: number;
   /** Its entries of the batch per release. */
@@ -200,13 +207,20 @@ export interface PrepareGroupsOptions {
   retentionMs: number;
   /** Unix ms. */
   now: number;
+  /**
+   * The project's share of the result commit (db/group_budget.ts).
+   * @default the whole budget of a result commit
+   */
+  share?: GroupShare;
 }
 
 /**
  * Reads what grouping `records`' `error` and `critical` entries changes (at
- * most {@linkcode MAX_GROUPS_PER_BATCH} groups), and when new groups would
- * pass {@linkcode MAX_GROUPS}, deletes the least recently seen first (in
- * commits of their own, before the result commit).
+ * most {@linkcode MAX_GROUPS_PER_BATCH} groups, the largest, and those whose
+ * writes fit the project's share of the result commit: the entries of the
+ * others are stored but not grouped), and when new groups would pass
+ * {@linkcode MAX_GROUPS}, deletes the least recently seen first (in commits
+ * of their own, before the result commit).
  *
  * @example
  * ```ts
@@ -221,6 +235,7 @@ export async function prepareErrorGroups(
   options: PrepareGroupsOptions,
 ): Promise<GroupPlan> {
   const isError = (r: LogRecord) => GROUPED_LEVELS.includes(r.level);
+  const share = options.share ?? new GroupShare(GROUP_COMMIT_BUDGET);
   const plan: GroupPlan = {
     projectId,
     retentionMs: options.retentionMs,
@@ -228,6 +243,7 @@ export async function prepareErrorGroups(
     releases: await planReleases(kv, projectId, records, {
       ...options,
       isError,
+      share,
     }),
   };
   const errors = records.filter(isError);
@@ -245,20 +261,31 @@ export async function prepareErrorGroups(
     const prior = decodeJson<StoredGroup>(stored[i]!.value);
     const { grouped, byRelease } = countReleases(entries, plan.releases, pairs);
     if (grouped.length === 0) return;
-    const after = merge(prior, fp, grouped);
+    const after = bounded(merge(prior, fp, grouped));
     const dropped = trackReleases(after, byRelease);
+    const group: PlannedGroup = {
+      id,
+      before: prior?.lastSeen ?? null,
+      after,
+      value: encodeJson(after),
+      added: grouped.length,
+      byRelease,
+      dropped,
+    };
+    const costs = new CostWriter();
+    addGroup(costs, projectId, group);
+    if (
+      group.value.length > MAX_GROUP_RECORD_BYTES || !share.fits(costs.cost)
+    ) {
+      pairs.left += byRelease.size; // its entries are not grouped
+      return;
+    }
+    share.take(costs.cost);
     if (prior === null && after.firstRelease) {
       const tally = plan.releases.releases.get(after.firstRelease);
       if (tally) tally.groups++;
     }
-    plan.groups.push({
-      id,
-      before: prior?.lastSeen ?? null,
-      after,
-      added: grouped.length,
-      byRelease,
-      dropped,
-    });
+    plan.groups.push(group);
   });
   // Also with no new group: once a minute, it sweeps past the retention.
   const made = plan.groups.filter((g) => g.before === null).length;
@@ -346,20 +373,20 @@ function merge(
   }
   if (prior === null && first !== null) {
     group.firstId = first.id;
-    group.firstRelease = releaseOf(first);
+    group.firstRelease = countedReleaseOf(first);
   }
-  if (sample !== null && releaseOf(sample) !== null) {
+  if (sample !== null && countedReleaseOf(sample) !== null) {
     if (sample.receivedAt >= group.lastSeen || !group.lastRelease) {
-      group.lastRelease = releaseOf(sample);
+      group.lastRelease = countedReleaseOf(sample);
     }
   }
   if (sample !== null && sample.receivedAt >= group.lastSeen) {
     group.lastSeen = sample.receivedAt;
     group.sampleId = sample.id;
     group.level = sample.level;
-    group.sampleTitle = sampleTitle(sample).slice(0, MAX_SAMPLE_TITLE);
+    group.sampleTitle = sampleTitle(sample);
   } else if (prior === null && sample !== null) {
-    group.sampleTitle = sampleTitle(sample).slice(0, MAX_SAMPLE_TITLE);
+    group.sampleTitle = sampleTitle(sample);
   }
   return group;
 }
@@ -384,35 +411,44 @@ const EMPTY = new Uint8Array();
  * a release (at most 10).
  */
 export function addErrorGroups(op: AtomicWriter, plan: GroupPlan): number {
-  const { projectId } = plan;
   let mutations = addReleases(op, plan.releases);
   for (const group of plan.groups) {
-    const { id, before, after, added } = group;
-    op.set(errorGroupKey(projectId, id), encodeJson(after));
-    op.sum(errorGroupCountKey(projectId, id), BigInt(added));
-    for (const [release, n] of group.byRelease) {
-      op.sum(errorGroupReleaseKey(projectId, id, release), BigInt(n));
-      mutations++;
-    }
-    for (const release of group.dropped) {
-      op.delete(errorGroupReleaseKey(projectId, id, release));
-      mutations++;
-    }
-    if (before === null) {
-      op.set(errorGroupIdKey(projectId, after.fingerprint), id);
-      mutations++;
-    }
-    op.set(
-      errorGroupSeenKey(projectId, { lastSeen: after.lastSeen, groupId: id }),
-      EMPTY,
+    mutations += addGroup(op, plan.projectId, group);
+  }
+  return mutations;
+}
+
+/** Adds to `op` the writes of one group; returns how many. */
+function addGroup(
+  op: AtomicWriter,
+  projectId: string,
+  group: PlannedGroup,
+): number {
+  const { id, before, after, added } = group;
+  let mutations = 3;
+  op.set(errorGroupKey(projectId, id), group.value);
+  op.sum(errorGroupCountKey(projectId, id), BigInt(added));
+  for (const [release, n] of group.byRelease) {
+    op.sum(errorGroupReleaseKey(projectId, id, release), BigInt(n));
+    mutations++;
+  }
+  for (const release of group.dropped) {
+    op.delete(errorGroupReleaseKey(projectId, id, release));
+    mutations++;
+  }
+  if (before === null) {
+    op.set(errorGroupIdKey(projectId, after.fingerprint), id);
+    mutations++;
+  }
+  op.set(
+    errorGroupSeenKey(projectId, { lastSeen: after.lastSeen, groupId: id }),
+    EMPTY,
+  );
+  if (before !== null && before !== after.lastSeen) {
+    op.delete(
+      errorGroupSeenKey(projectId, { lastSeen: before, groupId: id }),
     );
-    mutations += 3;
-    if (before !== null && before !== after.lastSeen) {
-      op.delete(
-        errorGroupSeenKey(projectId, { lastSeen: before, groupId: id }),
-      );
-      mutations++;
-    }
+    mutations++;
   }
   return mutations;
 }

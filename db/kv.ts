@@ -22,8 +22,10 @@ export const ATOMIC_MAX_MUTATIONS = 1000;
 export const ATOMIC_MAX_CHECKS = 10;
 /** Bytes of one value at most, after encoding. */
 export const VALUE_MAX_BYTES = 65_536;
-/** Bytes of one atomic operation at most. */
+/** Bytes of one atomic operation at most: its keys and values together. */
 export const ATOMIC_MAX_BYTES = 819_200;
+/** Bytes of the keys one atomic operation sets or changes, at most. */
+export const ATOMIC_MAX_KEY_BYTES = 81_920;
 
 /**
  * Waits before each new attempt of a commit refused as locked, in
@@ -95,6 +97,69 @@ export async function commitRetryingLocked<T>(
 
 const encoder = new TextEncoder();
 const decoder = new TextDecoder();
+
+/**
+ * Bytes of `key` as KV encodes it, which its bounds count
+ * ({@linkcode ATOMIC_MAX_KEY_BYTES}): a string or byte part takes its UTF-8
+ * bytes, one more for each zero byte and two around them; a number 9 bytes;
+ * a bigint at most 11 (counted so); a boolean 1.
+ *
+ * @example
+ * ```ts
+ * keyBytes(["projects", "p1"]); // 14
+ * ```
+ */
+export function keyBytes(key: Deno.KvKey): number {
+  let bytes = 0;
+  for (const part of key) {
+    if (typeof part === "string" || part instanceof Uint8Array) {
+      const raw = typeof part === "string" ? encoder.encode(part) : part;
+      bytes += 2 + raw.length;
+      for (const byte of raw) if (byte === 0) bytes++;
+    } else if (typeof part === "number") bytes += 9;
+    else if (typeof part === "bigint") bytes += 11;
+    else bytes += 1;
+  }
+  return bytes;
+}
+
+/** UTF-8 bytes of code point `cp` inside a JSON string, as `JSON.stringify` writes it. */
+function jsonCodePointBytes(cp: number): number {
+  if (cp < 0x20) return "\b\t\n\f\r".includes(String.fromCharCode(cp)) ? 2 : 6;
+  if (cp === 0x22 || cp === 0x5c) return 2; // \" and \\
+  if (cp < 0x80) return 1;
+  if (cp < 0x800) return 2;
+  if (cp >= 0xd800 && cp <= 0xdfff) return 6; // a lone surrogate: \udXXX
+  return cp < 0x10000 ? 3 : 4;
+}
+
+/**
+ * `text` cut at a code point boundary to at most `chars` UTF-16 units and
+ * `bytes` bytes of its JSON string, quotes left out (a control character
+ * takes 6 bytes there, `\u0001`, as a lone surrogate does): the stored form
+ * of a text whose record must stay within a size.
+ *
+ * @example
+ * ```ts
+ * cutJsonText("\u0001".repeat(300), { chars: 300, bytes: 900 }).length; // 150
+ * ```
+ */
+export function cutJsonText(
+  text: string,
+  limits: { chars: number; bytes: number },
+): string {
+  let bytes = 0;
+  let i = 0;
+  while (i < text.length) {
+    const cp = text.codePointAt(i)!;
+    const units = cp > 0xffff ? 2 : 1;
+    const size = jsonCodePointBytes(cp);
+    if (i + units > limits.chars || bytes + size > limits.bytes) break;
+    bytes += size;
+    i += units;
+  }
+  return i === text.length ? text : text.slice(0, i);
+}
 
 /**
  * Reads any number of keys, {@linkcode GET_MANY_MAX_KEYS} per call, in the

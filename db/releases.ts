@@ -21,6 +21,14 @@
 import type { LogRecord } from "../domain/entry.ts";
 import type { AtomicWriter } from "./atomic.ts";
 import {
+  addCosts,
+  type CommitCost,
+  costOf,
+  GROUP_COMMIT_BUDGET,
+  GroupShare,
+  NO_COST,
+} from "./group_budget.ts";
+import {
   decodeErrorGroupReleaseKey,
   decodeReleaseCountKey,
   errorGroupReleaseKey,
@@ -52,6 +60,35 @@ export interface Release {
   newGroups: number;
 }
 
+/** Whether `text` holds a C0 control character (JSON writes most as `\u0001`). */
+function hasControl(text: string): boolean {
+  for (let i = 0; i < text.length; i++) {
+    if (text.charCodeAt(i) < 0x20) return true;
+  }
+  return false;
+}
+
+/**
+ * `value` as a release name that is counted and stored: a string of 1 to
+ * {@linkcode MAX_RELEASE_CHARS} characters once trimmed, without a control
+ * character and well formed (no lone surrogate), else `null`. So a name
+ * takes at most 3 bytes a character in JSON and in a key, where a control
+ * character takes 6 in JSON (`\u0001`). A source map's release holds no
+ * control character either (db/sourcemaps.ts).
+ *
+ * @example
+ * ```ts
+ * releaseName(" 1.4.0 "); // "1.4.0"
+ * releaseName("1.4\u0001"); // null
+ * ```
+ */
+export function releaseName(value: unknown): string | null {
+  if (typeof value !== "string") return null;
+  const name = value.trim();
+  if (name === "" || name.length > MAX_RELEASE_CHARS) return null;
+  return hasControl(name) || !name.isWellFormed() ? null : name;
+}
+
 /**
  * The release of an entry: `context.release` when it is a string of 1 to
  * {@linkcode MAX_RELEASE_CHARS} characters, else `null`.
@@ -68,6 +105,22 @@ export function releaseOf(
   if (typeof release !== "string") return null;
   const name = release.trim();
   return name === "" || name.length > MAX_RELEASE_CHARS ? null : name;
+}
+
+/**
+ * The release an entry is counted in, and its error group by: its
+ * `context.release` as a {@linkcode releaseName}, else `null`. The entry is
+ * stored as sent either way.
+ *
+ * @example
+ * ```ts
+ * countedReleaseOf({ context: { release: "1.4.0" } }); // "1.4.0"
+ * ```
+ */
+export function countedReleaseOf(
+  record: { context: Record<string, unknown> },
+): string | null {
+  return releaseName(record.context.release);
 }
 
 const SEMVER =
@@ -181,20 +234,22 @@ async function readReleases(
   return releases;
 }
 
+/** The counters of a release. */
+const RELEASE_FIELDS: readonly ReleaseField[] = [
+  "first",
+  "last",
+  "entries",
+  "errors",
+  "groups",
+];
+
 async function deleteReleases(
   kv: Deno.Kv,
   projectId: string,
   names: string[],
 ): Promise<void> {
-  const fields: ReleaseField[] = [
-    "first",
-    "last",
-    "entries",
-    "errors",
-    "groups",
-  ];
   const keys = names.flatMap((name) =>
-    fields.map((f) => releaseCountKey(projectId, name, f))
+    RELEASE_FIELDS.map((f) => releaseCountKey(projectId, name, f))
   );
   for (let i = 0; i < keys.length; i += DELETE_BATCH) {
     const op = kv.atomic();
@@ -250,10 +305,27 @@ async function releaseNames(
 }
 
 /**
+ * Part of a project's share of the result commit
+ * (db/group_budget.ts) that its releases may take: the rest is its error
+ * groups'.
+ */
+const RELEASES_PART = 0.5;
+
+/** What the counters of release `name` cost the result commit at most. */
+function releaseCost(projectId: string, name: string): CommitCost {
+  return RELEASE_FIELDS.reduce(
+    (cost, field) =>
+      addCosts(cost, costOf(releaseCountKey(projectId, name, field))),
+    NO_COST,
+  );
+}
+
+/**
  * Counts `records` into their releases (at most
- * {@linkcode MAX_RELEASES_PER_BATCH} a batch); `isError` tells the entries
- * that count as errors. Returns the plan and the set of releases counted,
- * which the error groups count per group.
+ * {@linkcode MAX_RELEASES_PER_BATCH} a batch, and those whose counters fit
+ * half of `share`, the project's share of the result commit); `isError`
+ * tells the entries that count as errors. Returns the plan and the set of
+ * releases counted, which the error groups count per group.
  *
  * @example
  * ```ts
@@ -268,15 +340,25 @@ export async function planReleases(
     now: number;
     retentionMs: number;
     isError: (record: LogRecord) => boolean;
+    /** @default the whole budget of a result commit */
+    share?: GroupShare;
   },
 ): Promise<ReleasePlan> {
   const plan: ReleasePlan = { projectId, releases: new Map() };
+  const share = options.share ?? new GroupShare(GROUP_COMMIT_BUDGET);
+  const refused = new Set<string>();
   for (const record of records) {
-    const name = releaseOf(record);
-    if (name === null) continue;
+    const name = countedReleaseOf(record);
+    if (name === null || refused.has(name)) continue;
     let tally = plan.releases.get(name);
     if (tally === undefined) {
       if (plan.releases.size >= MAX_RELEASES_PER_BATCH) continue;
+      const cost = releaseCost(projectId, name);
+      if (!share.fits(cost, RELEASES_PART)) {
+        refused.add(name);
+        continue;
+      }
+      share.take(cost);
       plan.releases.set(
         name,
         tally = { first: Infinity, last: 0, entries: 0, errors: 0, groups: 0 },

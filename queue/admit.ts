@@ -9,6 +9,7 @@
  */
 import type { AtomicWriter } from "../db/atomic.ts";
 import { prepareErrorGroups } from "../db/error_groups.ts";
+import type { GroupShare } from "../db/group_budget.ts";
 import { rejectedCountKey } from "../db/keys.ts";
 import type { Project } from "../db/projects.ts";
 import { admitEntries } from "../db/quota.ts";
@@ -28,6 +29,11 @@ export interface AdmitAndAcceptOptions {
   lineOf: (record: LogRecord) => string;
   /** Unix ms. */
   now: number;
+  /**
+   * The project's share of what the result commit leaves to error groups
+   * and releases (db/group_budget.ts). @default the whole of it
+   */
+  share?: GroupShare;
 }
 
 /**
@@ -58,6 +64,7 @@ export async function admitAndAccept(
   const groups = await prepareErrorGroups(kv, project.id, records, {
     now,
     retentionMs: project.retentionDays * DAY_MS,
+    ...(options.share ? { share: options.share } : {}),
   });
   // A new group's first entry (the one its `new` alert names), not its
   // latest; a group stored before the batch has none here.

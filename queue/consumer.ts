@@ -27,6 +27,7 @@ import type { ProjectCache } from "../auth/projects.ts";
 import { type AtomicWriter, RecordedAtomic } from "../db/atomic.ts";
 import { batchProgressKey, pendingBatchKey, projectKey } from "../db/keys.ts";
 import { isDiskFullError } from "../db/disk.ts";
+import { GroupBudget } from "../db/group_budget.ts";
 import { ATOMIC_MAX_CHECKS, decodeJson, getManyChunked } from "../db/kv.ts";
 import { lineFromQueued } from "../db/storage/lines.ts";
 import { encodeKeptEntry } from "../db/rejected.ts";
@@ -479,6 +480,8 @@ export class Consumer {
         }, this.#keep(entry, result, project));
       }
     });
+    // The commit's room for error groups and releases, shared by its projects.
+    const budget = new GroupBudget(accepted.size);
     for (const [projectId, records] of accepted) {
       const project = projects.get(projectId)!;
       // Scrubbed before anything is read from them (docs/privacy.md).
@@ -495,6 +498,7 @@ export class Consumer {
         records,
         lineOf,
         now,
+        share: budget.share(),
       });
     }
     for (const [projectId, reasons] of tally.rejected) {
