@@ -10,8 +10,11 @@
  */
 import { projectIdOf } from "./resolve.ts";
 import { recordAuditIn } from "../db/audit.ts";
+import { revokeTokensOf } from "../db/tokens.ts";
 import {
+  accountOf,
   addUser,
+  CLI_ACTOR,
   getUser,
   listUsers,
   parseRole,
@@ -43,7 +46,7 @@ import {
 import { formatTime, inert } from "./format.ts";
 
 /** Who the audit log names for a change made with these commands. */
-export const CLI_ACTOR = "cli";
+export { CLI_ACTOR };
 
 const USAGE: Record<string, string> = {
   "": `Manage the dashboard's accounts.
@@ -129,6 +132,13 @@ function printUser(
   headline: string,
 ): number {
   return printResult(ctx, parsed, { json: userJson(user), text: headline });
+}
+
+/** What a change's line adds for the tokens it revoked, or nothing. */
+function revokedLine(revoked: number): string {
+  return revoked === 0
+    ? ""
+    : `; ${revoked} token(s) it created stopped working and were revoked`;
 }
 
 /** The flags of `add` and `set`: an account's role and projects. */
@@ -222,14 +232,18 @@ const SUBCOMMANDS: Subcommands = {
           now: ctx.now,
         },
       );
-      return printUser(
-        ctx,
-        parsed,
-        user,
-        `Saved "${inert(user.email)}": ${user.role}, projects ${
-          user.projects.join(", ") || "-"
-        }`,
+      const revoked = await revokeTokensOf(
+        ctx.kv,
+        accountOf(before),
+        accountOf(user),
+        { actor: CLI_ACTOR, now: ctx.now },
       );
+      return printResult(ctx, parsed, {
+        json: { ...userJson(user), revokedTokens: revoked.length },
+        text: `Saved "${inert(user.email)}": ${user.role}, projects ${
+          user.projects.join(", ") || "-"
+        }${revokedLine(revoked.length)}`,
+      });
     },
   }),
   passwd: subcommand({
@@ -266,11 +280,21 @@ const SUBCOMMANDS: Subcommands = {
         detail: user.email,
         now: ctx.now,
       });
+      const revoked = await revokeTokensOf(ctx.kv, accountOf(user), null, {
+        actor: CLI_ACTOR,
+        now: ctx.now,
+      });
       return printResult(ctx, parsed, {
-        json: { email: user.email, removed: true },
+        json: {
+          email: user.email,
+          removed: true,
+          revokedTokens: revoked.length,
+        },
         text: `Removed "${
           inert(user.email)
-        }": its sessions and live tails have ended`,
+        }": its sessions and live tails have ended${
+          revokedLine(revoked.length)
+        }`,
       });
     },
   }),

@@ -5,16 +5,32 @@
  * finds it again, so the token itself is shown once, when created, and is
  * never stored or logged.
  *
+ * A token made by an account acts with that account's right to configure
+ * its project, checked at every use: it stops working the moment its
+ * creator is removed, made a viewer or loses the project, and those changes
+ * revoke it ({@linkcode revokeTokensOf}). One made by the operator
+ * (`deno task token`) or the built-in `admin` belongs to the project.
+ *
  * @module
  */
 import { createHash, timingSafeEqual } from "node:crypto";
+import { recordAudit } from "./audit.ts";
 import { decodeJson, encodeJson, keepWithin, listJson } from "./kv.ts";
 import { readTokenHashKey, readTokenKey, readTokensPrefix } from "./keys.ts";
 import {
   commitUnderProject,
   getProject,
+  listProjects,
   ProjectNotFoundError,
 } from "./projects.ts";
+import {
+  type Account,
+  accountOf,
+  BUILTIN_ADMIN,
+  canConfigure,
+  CLI_ACTOR,
+  getUser,
+} from "./users.ts";
 import { InvalidValueError } from "./validation.ts";
 
 /** What every read token starts with (so that scanners recognise one). */
@@ -42,7 +58,10 @@ export interface ReadToken {
   scope?: TokenScope;
   /** SHA-256 of the token, hex. */
   hash: string;
-  /** Who created it. */
+  /**
+   * Who created it: an account's email, whose right to configure the
+   * project the token needs at every use, or `cli` or `admin`.
+   */
   createdBy: string;
   createdAt: number;
 }
@@ -189,11 +208,16 @@ export async function revokeReadToken(
   const token = tokens.find((t) => t.id === nameOrId) ??
     tokens.find((t) => t.name === nameOrId.trim());
   if (token === undefined) throw new TokenNotFoundError(projectId, nameOrId);
+  await deleteToken(kv, token);
+  return token;
+}
+
+/** Deletes a stored token's keys. */
+async function deleteToken(kv: Deno.Kv, token: ReadToken): Promise<void> {
   await kv.atomic()
-    .delete(readTokenKey(projectId, token.id))
+    .delete(readTokenKey(token.projectId, token.id))
     .delete(readTokenHashKey(token.hash))
     .commit();
-  return token;
 }
 
 /**
@@ -219,7 +243,69 @@ export async function findReadToken(
     new TextEncoder().encode(record.hash.padEnd(64)).subarray(0, 64),
     new TextEncoder().encode(hash),
   );
-  return same ? record : null;
+  return same && await creatorMayUse(kv, record) ? record : null;
+}
+
+/**
+ * Whether the creator of `token` may still configure its project: always
+ * for the operator's and the built-in `admin`'s tokens; for an account's,
+ * while it exists and is an admin or a member given the project.
+ */
+async function creatorMayUse(kv: Deno.Kv, token: ReadToken): Promise<boolean> {
+  if (token.createdBy === CLI_ACTOR || token.createdBy === BUILTIN_ADMIN) {
+    return true;
+  }
+  const user = await getUser(kv, token.createdBy);
+  return user !== null && canConfigure(accountOf(user), token.projectId);
+}
+
+/** Options of {@linkcode revokeTokensOf}. */
+export interface RevokeTokensOfOptions {
+  /** Who changed the account, for the audit log. */
+  actor: string;
+  /** Clock. @default {Date.now} */
+  now?: () => number;
+}
+
+/**
+ * Revokes the tokens the account `before` created in the projects it may
+ * no longer configure as `after` (`null`: removed), each written to its
+ * project's audit log as `token.revoke`; returns them. The projects looked
+ * at are those `before` was given (every project, for an admin); the check
+ * at every use stops the others, made in a race with the change, all the
+ * same.
+ *
+ * @example
+ * ```ts
+ * const revoked = await revokeTokensOf(kv, accountOf(before), null, { actor: "admin" });
+ * ```
+ */
+export async function revokeTokensOf(
+  kv: Deno.Kv,
+  before: Account,
+  after: Account | null,
+  options: RevokeTokensOfOptions,
+): Promise<ReadToken[]> {
+  const projectIds = before.role === "admin"
+    ? (await listProjects(kv)).map((p) => p.id)
+    : before.projects;
+  const revoked: ReadToken[] = [];
+  for (const projectId of projectIds) {
+    if (after !== null && canConfigure(after, projectId)) continue;
+    for (const token of await listReadTokens(kv, projectId)) {
+      if (token.createdBy !== before.email) continue;
+      await deleteToken(kv, token);
+      await recordAudit(kv, {
+        projectId,
+        actor: options.actor,
+        action: "token.revoke",
+        detail: `${token.name} (${token.id}) of ${before.email}`,
+        ...(options.now ? { now: options.now } : {}),
+      });
+      revoked.push(token);
+    }
+  }
+  return revoked;
 }
 
 /** Deletes every read token of a project (when the project is deleted). */
@@ -228,11 +314,6 @@ export async function deleteReadTokens(
   projectId: string,
 ): Promise<number> {
   const tokens = await listReadTokens(kv, projectId);
-  for (const token of tokens) {
-    await kv.atomic()
-      .delete(readTokenKey(projectId, token.id))
-      .delete(readTokenHashKey(token.hash))
-      .commit();
-  }
+  for (const token of tokens) await deleteToken(kv, token);
   return tokens.length;
 }

@@ -29,6 +29,13 @@ export type Role = typeof ROLES[number];
 /** Email of the built-in account that signs in with `ADMIN_PASSWORD`. */
 export const BUILTIN_ADMIN = "admin";
 
+/**
+ * Who the operator commands act as (they run with direct access to the
+ * database): the actor of their audit events and the creator of their
+ * tokens. No account can take the name (an email has an `@`).
+ */
+export const CLI_ACTOR = "cli";
+
 /** Shortest password of an account. */
 export const MIN_USER_PASSWORD_LENGTH = 8;
 /** Longest password of an account (the hash's input stays small). */

@@ -4,7 +4,9 @@
  * projects), `POST /users/remove` (its sessions and live tails end at
  * once: every request and every poll of a tail reads the account again).
  * Every change is written to the service's audit log and to the log of
- * each project it concerns.
+ * each project it concerns. A change that takes from an account the right
+ * to configure a project revokes the tokens it created there, and the page
+ * says how many.
  *
  * @module
  */
@@ -12,6 +14,7 @@ import { listAudit, recordAuditIn } from "../../db/audit.ts";
 import { listProjects } from "../../db/projects.ts";
 import { ProjectNotFoundError } from "../../db/projects.ts";
 import {
+  accountOf,
   addUser,
   getUser,
   listUsers,
@@ -21,6 +24,7 @@ import {
   UserExistsError,
   UserNotFoundError,
 } from "../../db/users.ts";
+import { revokeTokensOf } from "../../db/tokens.ts";
 import { InvalidValueError } from "../../db/validation.ts";
 import { type UsersData, UsersPage } from "../pages/users.tsx";
 import {
@@ -77,12 +81,15 @@ function refusalStatus(error: unknown): 0 | 400 | 404 | 409 {
     : 0;
 }
 
-/** A change of the accounts: made and audited, it returns the `done` notice's name. */
+/**
+ * A change of the accounts: made and audited, it returns the `done`
+ * notice's name and the number of tokens it revoked.
+ */
 type UserChange = (
   c: DashContext,
   deps: DashboardDeps,
   actor: string,
-) => Promise<string>;
+) => Promise<{ done: string; revoked?: number }>;
 
 /** The account changes by path. */
 const CHANGES: Record<string, UserChange> = {
@@ -100,7 +107,7 @@ const CHANGES: Record<string, UserChange> = {
       detail: `${user.email} as ${user.role}`,
       now,
     });
-    return "added";
+    return { done: "added" };
   },
   async "/users/update"(c, { kv, now }, actor) {
     const email = await formField(c, "email");
@@ -118,7 +125,13 @@ const CHANGES: Record<string, UserChange> = {
         `${user.email} as ${user.role} of ${user.projects.length} project(s)`,
       now,
     });
-    return "updated";
+    const revoked = await revokeTokensOf(
+      kv,
+      accountOf(before),
+      accountOf(user),
+      { actor, now },
+    );
+    return { done: "updated", revoked: revoked.length };
   },
   async "/users/remove"(c, { kv, now }, actor) {
     const user = await removeUser(kv, await formField(c, "email"));
@@ -128,17 +141,31 @@ const CHANGES: Record<string, UserChange> = {
       detail: user.email,
       now,
     });
-    return "removed";
+    const revoked = await revokeTokensOf(kv, accountOf(user), null, {
+      actor,
+      now,
+    });
+    return { done: "removed", revoked: revoked.length };
   },
 };
+
+/**
+ * What the notice adds for `revoked` tokens (a count in the redirect's
+ * query), or nothing.
+ */
+function revokedNote(revoked: string | undefined): string {
+  if (revoked === undefined || !/^[1-9]\d{0,5}$/.test(revoked)) return "";
+  return ` ${revoked} token(s) they created stopped working and were revoked.`;
+}
 
 /** Answers a change: a redirect once made, or the page with the refusal. */
 function changeHandler(deps: DashboardDeps, apply: UserChange) {
   return async (c: DashContext) => {
     const actor = c.get("session")!.account.email;
     try {
-      const done = await apply(c, deps, actor);
-      return c.redirect(`${deps.base}/users?done=${done}`, 303);
+      const { done, revoked } = await apply(c, deps, actor);
+      const tokens = revoked ? `&revoked=${revoked}` : "";
+      return c.redirect(`${deps.base}/users?done=${done}${tokens}`, 303);
     } catch (error) {
       const status = refusalStatus(error);
       if (status === 0) throw error;
@@ -156,13 +183,15 @@ function changeHandler(deps: DashboardDeps, apply: UserChange) {
 /** Adds the users routes. */
 export function usersRoutes(app: DashApp, deps: DashboardDeps): void {
   app.get(`/users`, async (c) => {
+    const revoked = revokedNote(c.req.query("revoked"));
     return await showUsers(
       c,
       deps,
       doneNotice(c, {
         added: "User added.",
-        updated: "User saved: it applies to their next request.",
-        removed: "User removed: their sessions and live tails have ended.",
+        updated: `User saved: it applies to their next request.${revoked}`,
+        removed:
+          `User removed: their sessions and live tails have ended.${revoked}`,
       }),
     );
   });

@@ -39,7 +39,7 @@ Deno.test("a reader past its query slots gets 429 from the read API (JSON) and t
     const { token } = await createReadToken(h.kv, {
       projectId: project.id,
       name: "ci",
-      createdBy: "test",
+      createdBy: "cli",
     });
     const api = await apiRequest(
       h,
@@ -98,7 +98,7 @@ Deno.test("one project's read tokens looping exports leave the explorer to a sig
         (await createReadToken(h.kv, {
           projectId: a.id,
           name: `t${i}`,
-          createdBy: "test",
+          createdBy: "cli",
         })).token
       ),
     );

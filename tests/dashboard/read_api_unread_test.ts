@@ -47,7 +47,7 @@ async function bigPages(
   const { token } = await createReadToken(h.kv, {
     projectId: project.id,
     name: "ci",
-    createdBy: "test",
+    createdBy: "cli",
   });
   return {
     projectId: project.id,

@@ -252,7 +252,7 @@ signedInProjectTest(
       projectId: project.id,
       name: "ci",
       scope: "upload",
-      createdBy: "test",
+      createdBy: "cli",
     });
     const map = JSON.stringify({
       version: 3,

@@ -62,7 +62,7 @@ projectTest(
       createReadToken(h.kv, {
         projectId: project.id,
         name: "ci",
-        createdBy: "test",
+        createdBy: "cli",
       }),
       ProjectNotFoundError,
     );

@@ -124,7 +124,7 @@ async function uploadToken(h: { kv: Deno.Kv }, projectId: string) {
     projectId,
     name: "ci",
     scope: "upload",
-    createdBy: "test",
+    createdBy: "cli",
   })).token;
 }
 

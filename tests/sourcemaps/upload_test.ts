@@ -45,7 +45,7 @@ async function tokens(h: DashHarness, projectId: string) {
       projectId,
       name: scope,
       scope,
-      createdBy: "test",
+      createdBy: "cli",
     })).token;
   return { read: await make("read"), upload: await make("upload") };
 }
