@@ -8,7 +8,8 @@
  * and nothing deletes it sooner (but the deletion of its project), so no
  * account can push another's events, or its own older ones, out of the log.
  * Bounded per account instead: each account records at most
- * {@linkcode MAX_EVENTS_PER_ACTOR_DAY} events a day in one log; past that,
+ * {@linkcode MAX_EVENTS_PER_ACTOR_DAY} events a day in one log, those of the
+ * tokens it created included (`chargedTo`); past that,
  * its further events of that day are folded into one event per action that
  * counts them and keeps the last one's detail and time (docs/limits.md).
  *
@@ -64,6 +65,12 @@ export interface RecordAuditOptions {
   /** The project the change belongs to; `null` for the service itself. */
   projectId: string | null;
   actor: string;
+  /**
+   * The account whose day's budget the event counts against: a token's
+   * creator for what the token does, so that no number of tokens gives an
+   * account more. @default the actor
+   */
+  chargedTo?: string;
   action: string;
   detail?: string;
   /** Clock. @default {Date.now} */
@@ -88,7 +95,11 @@ export async function recordAudit(
   const actor = options.actor.slice(0, MAX_NAME);
   const action = options.action.slice(0, MAX_NAME);
   const detail = options.detail?.slice(0, MAX_DETAIL);
-  const budgetKey = auditBudgetKey(scope, actor, Math.floor(at / DAY_MS));
+  const budgetKey = auditBudgetKey(
+    scope,
+    (options.chargedTo ?? options.actor).slice(0, MAX_NAME),
+    Math.floor(at / DAY_MS),
+  );
   for (let attempt = 0; attempt < 10; attempt++) {
     const found = await kv.get<Uint8Array>(budgetKey);
     const budget = decodeJson<Budget>(found.value) ??

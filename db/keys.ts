@@ -55,7 +55,7 @@
  * | `read_tokens/<projectId>/<tokenId>` | a read token's name and SHA-256 hash (never the token) |
  * | `read_token_hashes/<sha256 hex>` | the project and id of the read token with that hash |
  * | `audit/<projectId or "">/<eventId>` | one audit event of a project (`""`: of the service), by time (ids start with their ms), expiring |
- * | `audit_budgets/<projectId or "">/<actor>/<day>` | events an account recorded that day in that scope, and its summaries past the budget (db/audit.ts), expiring |
+ * | `audit_budgets/<projectId or "">/<account>/<day>` | events an account (the actor, or the creator of the token that acted) recorded that day in that scope, and its summaries past the budget (db/audit.ts), expiring |
  * | `fingerprint_keys/<projectId>` | 16 random bytes: the project's key of error group ids, made once on first use |
  * | `error_groups/<projectId>/<groupId>` | an error group: title, top frame, sample, first and last seen, hourly counts (db/error_groups.ts); deleted when evicted or past the retention |
  * | `error_group_counts/<projectId>/<groupId>` | `KvU64`: the group's exact count, added to with `sum`; deleted with its group |
@@ -490,11 +490,11 @@ export function auditKey(scope: string, eventId?: string): Deno.KvKey {
 }
 
 /**
- * Key of a day's audit budget of `actor` in `scope` (`day`: Unix ms / one
- * day, floored).
+ * Key of a day's audit budget of `account` in `scope` (`day`: Unix ms / one
+ * day, floored): the actor's, or for a token's actions its creator's.
  */
 export const auditBudgetKey = keyed<
-  [scope: string, actor: string, day: number]
+  [scope: string, account: string, day: number]
 >("audit_budgets");
 
 /** Prefix of a scope's audit budgets. */

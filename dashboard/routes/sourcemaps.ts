@@ -8,8 +8,9 @@
  * parameter or a body that is no source map, `413` past a bound
  * (docs/limits.md). `url` is the minified file's URL (or `~/path`, or a
  * file name its URL ends with); without it, the map's own `file`. Each
- * upload is in the project's audit log, by `token:<name>`, as the CLI's
- * `sourcemap.upload`.
+ * upload is in the project's audit log, by `token:<name> (by <creator>)`,
+ * as the CLI's `sourcemap.upload`, and counts against its creator's daily
+ * budget of events there (db/audit.ts), whatever the number of its tokens.
  *
  * The body is read here, within the map's bound, not by the dashboard's
  * form guard, whose bound is a form's.
@@ -103,7 +104,8 @@ export function sourceMapRoutes(app: DashApp, deps: DashboardDeps): void {
       });
       await recordAudit(kv, {
         projectId,
-        actor: `token:${token.name}`,
+        actor: `token:${token.name} (by ${token.createdBy})`,
+        chargedTo: token.createdBy,
         action: "sourcemap.upload",
         detail: `1 of release ${record.release}`,
         now: deps.now,

@@ -4,12 +4,13 @@
  * run that saves nothing, removed; bad input answered with the page and the
  * reason; members and viewers refused and shown no form; every change in
  * the project's audit log, as the CLI's. Also the audit row of a source map
- * uploaded over HTTP.
+ * uploaded over HTTP, and the daily budget such rows count against: their
+ * token's creator's.
  *
  * @module
  */
 import assert from "node:assert/strict";
-import { listAudit } from "../../db/audit.ts";
+import { listAudit, MAX_EVENTS_PER_ACTOR_DAY } from "../../db/audit.ts";
 import { getProject } from "../../db/projects.ts";
 import { addRetentionRule } from "../../db/retention_rules.ts";
 import { addScrubRule, scrubRules } from "../../db/scrub.ts";
@@ -17,6 +18,7 @@ import { createReadToken } from "../../db/tokens.ts";
 import { signInNew } from "../_helpers/dashboard_accounts.ts";
 import {
   apiRequest,
+  createTokenOnPage,
   projectPage,
   signedInProjectTest,
   signedInTest,
@@ -245,6 +247,15 @@ signedInProjectTest(
   },
 );
 
+/** The smallest source map an upload takes. */
+const MAP = JSON.stringify({
+  version: 3,
+  file: "app.min.js",
+  sources: ["app.js"],
+  names: [],
+  mappings: "AAAA",
+});
+
 signedInProjectTest(
   "a source map uploaded over HTTP is in the project's audit log, by its token",
   async (h, _browser, project) => {
@@ -254,22 +265,61 @@ signedInProjectTest(
       scope: "upload",
       createdBy: "cli",
     });
-    const map = JSON.stringify({
-      version: 3,
-      file: "app.min.js",
-      sources: ["app.js"],
-      names: [],
-      mappings: "AAAA",
-    });
     const res = await apiRequest(
       h,
       `/api/v1/projects/${project.id}/sourcemaps?release=1.2.0&url=app.min.js`,
       token,
-      { method: "POST", body: map },
+      { method: "POST", body: MAP },
     );
     assert.equal(res.status, 201);
     assert.deepEqual(await auditLines(h.kv, project.id), [
-      "token:ci sourcemap.upload 1 of release 1.2.0",
+      "token:ci (by cli) sourcemap.upload 1 of release 1.2.0",
+    ]);
+  },
+);
+
+signedInProjectTest(
+  "a member's upload tokens, however many, add at most its own day's budget of full audit events",
+  async (h, _browser, project) => {
+    const member = await signInNew(h, EMAIL, "member", [project.id]);
+    const uploads = MAX_EVENTS_PER_ACTOR_DAY + 1;
+    for (const name of ["ci-1", "ci-2", "ci-3"]) {
+      const { token } = await createTokenOnPage(member, project.id, {
+        name,
+        scope: "upload",
+      });
+      for (let i = 0; i < uploads; i++) {
+        const res = await apiRequest(
+          h,
+          `/api/v1/projects/${project.id}/sourcemaps?release=1.0.${i}`,
+          token,
+          { method: "POST", body: MAP },
+        );
+        assert.equal(res.status, 201);
+        await res.body?.cancel();
+      }
+    }
+    const events = await listAudit(h.kv, project.id);
+    const full = events.filter((e) => e.repeated === undefined);
+    assert.equal(full.length, MAX_EVENTS_PER_ACTOR_DAY);
+    assert.deepEqual(
+      events.filter((e) =>
+        e.actor !== EMAIL && !e.actor.endsWith(` (by ${EMAIL})`)
+      ),
+      [],
+      "every event names the member, or its token and the member",
+    );
+    assert.equal(
+      events.reduce((sum, e) => sum + (e.repeated ?? 1), 0),
+      3 + 3 * uploads,
+      "the rest are counted in their action's folded event",
+    );
+    // Past the budget, the tokens made after the first fold too.
+    const folded = events.filter((e) => e.repeated !== undefined)
+      .map((e) => [e.actor, e.action, e.repeated]).sort();
+    assert.deepEqual(folded, [
+      [EMAIL, "token.create", 2],
+      [`token:ci-3 (by ${EMAIL})`, "sourcemap.upload", 3 * uploads - 199],
     ]);
   },
 );
