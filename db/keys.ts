@@ -54,6 +54,7 @@
  * | `users/<email>` | a dashboard account: role, projects, scrypt hash of its password |
  * | `read_tokens/<projectId>/<tokenId>` | a read token's name and SHA-256 hash (never the token) |
  * | `read_token_hashes/<sha256 hex>` | the project and id of the read token with that hash |
+ * | `read_token_names/<projectId>/<name>` | the id of the project's read token of that name: written in the token's own commit, so that no two get one name |
  * | `audit/<projectId or "">/<eventId>` | one audit event of a project (`""`: of the service), by time (ids start with their ms), expiring |
  * | `audit_budgets/<projectId or "">/<account>/<day>` | events an account (the actor, or the creator of the token that acted) recorded that day in that scope, and its summaries past the budget (db/audit.ts), expiring |
  * | `fingerprint_keys/<projectId>` | 16 random bytes: the project's key of error group ids, made once on first use |
@@ -480,6 +481,16 @@ export const readTokensPrefix = keyed<[projectId: string]>("read_tokens");
 
 /** Key that finds a read token by the SHA-256 (hex) of the token. */
 export const readTokenHashKey = keyed<[hash: string]>("read_token_hashes");
+
+/** Key that holds a read token's name within its project (its id). */
+export const readTokenNameKey = keyed<[projectId: string, name: string]>(
+  "read_token_names",
+);
+
+/** Prefix of a project's read token names. */
+export const readTokenNamesPrefix = keyed<[projectId: string]>(
+  "read_token_names",
+);
 
 /**
  * Key of an audit event of `scope` (a project id, or `""` for the service);

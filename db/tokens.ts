@@ -16,9 +16,16 @@
 import { createHash, timingSafeEqual } from "node:crypto";
 import { recordAudit } from "./audit.ts";
 import { decodeJson, encodeJson, keepWithin, listJson } from "./kv.ts";
-import { readTokenHashKey, readTokenKey, readTokensPrefix } from "./keys.ts";
+import {
+  readTokenHashKey,
+  readTokenKey,
+  readTokenNameKey,
+  readTokenNamesPrefix,
+  readTokensPrefix,
+} from "./keys.ts";
 import {
   commitUnderProject,
+  deletePrefix,
   getProject,
   listProjects,
   ProjectNotFoundError,
@@ -133,12 +140,12 @@ export async function createReadToken(
       }": expected "read" or "upload"`,
     );
   }
-  const existing = await listReadTokens(kv, options.projectId);
-  if (existing.some((t) => t.name === name)) {
-    throw new InvalidValueError(
+  const taken = () =>
+    new InvalidValueError(
       `Cannot create token "${name}": the project has a token of this name`,
     );
-  }
+  const existing = await listReadTokens(kv, options.projectId);
+  if (existing.some((t) => t.name === name)) throw taken();
   const full = () =>
     new InvalidValueError(
       `Cannot create token "${name}": the project has ${MAX_TOKENS_PER_PROJECT} tokens, revoke one first`,
@@ -159,31 +166,50 @@ export async function createReadToken(
       createdAt: (options.now ?? Date.now)(),
       ...(options.scope === "upload" ? { scope: "upload" as const } : {}),
     };
-    const made = await commitUnderProject(kv, record.projectId, (op) =>
-      op
-        .check({ key: readTokenHashKey(record.hash), versionstamp: null })
-        .check({
-          key: readTokenKey(record.projectId, record.id),
-          versionstamp: null,
-        })
-        .set(readTokenKey(record.projectId, record.id), encodeJson(record))
-        .set(
-          readTokenHashKey(record.hash),
-          encodeJson({ projectId: record.projectId, id: record.id }),
-        ));
-    if (!made) continue;
+    if (!await commitToken(kv, record)) {
+      // Another token took the name since the listing; else a drawn id or
+      // hash was taken: draw again.
+      const other = await kv.get(readTokenNameKey(record.projectId, name));
+      if (other.versionstamp !== null) throw taken();
+      continue;
+    }
     await keepWithin(
       kv,
       readTokensPrefix(options.projectId),
       MAX_TOKENS_PER_PROJECT,
-      [
-        readTokenKey(record.projectId, record.id),
-        readTokenHashKey(record.hash),
-      ],
+      keysOf(record),
       full,
     );
     return { token, record };
   }
+}
+
+/** The keys a token is stored under: its record, its hash's and its name's. */
+function keysOf(token: ReadToken): [Deno.KvKey, Deno.KvKey, Deno.KvKey] {
+  return [
+    readTokenKey(token.projectId, token.id),
+    readTokenHashKey(token.hash),
+    readTokenNameKey(token.projectId, token.name),
+  ];
+}
+
+/**
+ * Writes a new token's keys in one commit checked on its project, its id,
+ * its hash and its name, all unused; `false` when one was taken.
+ */
+async function commitToken(kv: Deno.Kv, record: ReadToken): Promise<boolean> {
+  const [key, hashKey, nameKey] = keysOf(record);
+  return await commitUnderProject(kv, record.projectId, (op) =>
+    op
+      .check({ key: hashKey, versionstamp: null })
+      .check({ key, versionstamp: null })
+      .check({ key: nameKey, versionstamp: null })
+      .set(key, encodeJson(record))
+      .set(
+        hashKey,
+        encodeJson({ projectId: record.projectId, id: record.id }),
+      )
+      .set(nameKey, encodeJson({ id: record.id })));
 }
 
 /** A project's read tokens, oldest first. */
@@ -197,7 +223,8 @@ export async function listReadTokens(
 
 /**
  * Revokes a project's token named `nameOrId` (its name, or its id): it
- * stops working at once. Returns what was stored.
+ * stops working at once. Returns what was stored; of revocations at once,
+ * one returns, the others throw {@linkcode TokenNotFoundError}.
  */
 export async function revokeReadToken(
   kv: Deno.Kv,
@@ -207,17 +234,28 @@ export async function revokeReadToken(
   const tokens = await listReadTokens(kv, projectId);
   const token = tokens.find((t) => t.id === nameOrId) ??
     tokens.find((t) => t.name === nameOrId.trim());
-  if (token === undefined) throw new TokenNotFoundError(projectId, nameOrId);
-  await deleteToken(kv, token);
+  if (token === undefined || !await deleteToken(kv, token)) {
+    throw new TokenNotFoundError(projectId, nameOrId);
+  }
   return token;
 }
 
-/** Deletes a stored token's keys. */
-async function deleteToken(kv: Deno.Kv, token: ReadToken): Promise<void> {
-  await kv.atomic()
-    .delete(readTokenKey(token.projectId, token.id))
-    .delete(readTokenHashKey(token.hash))
-    .commit();
+/**
+ * Deletes a stored token's keys (its name's only while it names this
+ * token), checked on its record: `false` when the record was gone, so
+ * that of deletions at once one only says it deleted.
+ */
+async function deleteToken(kv: Deno.Kv, token: ReadToken): Promise<boolean> {
+  const [key, hashKey, nameKey] = keysOf(token);
+  for (;;) {
+    const [entry, name] = await kv.getMany([key, nameKey]);
+    if (entry.versionstamp === null) return false;
+    const op = kv.atomic().check(entry, name).delete(key).delete(hashKey);
+    if (decodeJson<{ id: string }>(name.value)?.id === token.id) {
+      op.delete(nameKey);
+    }
+    if ((await op.commit()).ok) return true;
+  }
 }
 
 /**
@@ -294,7 +332,7 @@ export async function revokeTokensOf(
     if (after !== null && canConfigure(after, projectId)) continue;
     for (const token of await listReadTokens(kv, projectId)) {
       if (token.createdBy !== before.email) continue;
-      await deleteToken(kv, token);
+      if (!await deleteToken(kv, token)) continue;
       await recordAudit(kv, {
         projectId,
         actor: options.actor,
@@ -315,5 +353,6 @@ export async function deleteReadTokens(
 ): Promise<number> {
   const tokens = await listReadTokens(kv, projectId);
   for (const token of tokens) await deleteToken(kv, token);
+  await deletePrefix(kv, readTokenNamesPrefix(projectId));
   return tokens.length;
 }

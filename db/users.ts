@@ -325,15 +325,20 @@ export async function setPassword(
   }));
 }
 
-/** Removes an account; its sessions end at their next request. */
+/**
+ * Removes an account; its sessions end at their next request. The
+ * deletion is checked on the record read, so of removals at once one
+ * returns and the others throw {@linkcode UserNotFoundError}.
+ */
 export async function removeUser(kv: Deno.Kv, email: string): Promise<User> {
   if (email.trim().length > MAX_RECORD_NAME) throw new UserNotFoundError(email);
   const key = userKey(email.trim().toLowerCase());
-  const entry = await kv.get(key);
-  const user = decodeJson<User>(entry.value);
-  if (user === null) throw new UserNotFoundError(email);
-  await kv.delete(key);
-  return user;
+  for (;;) {
+    const entry = await kv.get(key);
+    const user = decodeJson<User>(entry.value);
+    if (user === null) throw new UserNotFoundError(email);
+    if ((await kv.atomic().check(entry).delete(key).commit()).ok) return user;
+  }
 }
 
 /** The account a stored user signs in as (no hash). */
