@@ -237,11 +237,11 @@ async function deletePass(
     fingerprintKeyKey(projectId),
     sourceMapIndexKey(projectId),
   ], allowance);
-  // A token with its hash: at most a hundred of them.
+  // A token with its hash and its name's key: at most a hundred of them.
   const tokens = await deleteReadTokens(kv, projectId);
-  allowance.left -= 2 * tokens;
+  allowance.left -= 3 * tokens;
   await forgetProject(kv, projectId);
-  deleted += 2 * tokens +
+  deleted += 3 * tokens +
     await deleteUnder(kv, auditKey(projectId), allowance) +
     await deleteUnder(kv, auditBudgetsPrefix(projectId), allowance);
   return deleted;
