@@ -25,15 +25,15 @@ import {
 } from "../db/symbolicate.ts";
 import { GROUP_DAYS, groupKeyOf } from "../db/error_groups.ts";
 import { type ErrorGroup, readGroupsById } from "../db/error_group_reads.ts";
-import { type GroupTriage, readTriage } from "../db/error_group_triage.ts";
+import {
+  comesAfterResolve,
+  type GroupTriage,
+  readTriage,
+} from "../db/error_group_triage.ts";
 import type { Project } from "../db/projects.ts";
 import { parseQuery } from "../db/query/mod.ts";
 import { localReads, type Reads } from "../db/query/reads.ts";
-import {
-  compareReleases,
-  releaseFirstSeen,
-  releaseOf,
-} from "../db/releases.ts";
+import { releaseFirstSeen, releaseOf } from "../db/releases.ts";
 import type { LogRecord } from "../domain/entry.ts";
 import { recordJson } from "../domain/entry.ts";
 import { entryTitle, fingerprintOf, groupIdOf } from "../domain/fingerprint.ts";
@@ -217,9 +217,7 @@ async function fires(
     const release = releaseOf(record);
     if (t.inRelease !== undefined) {
       if (release === null) return null;
-      if (compareReleases(release, t.inRelease, await cache.firstSeen()) <= 0) {
-        return null;
-      }
+      if (!comesAfterResolve(release, t, await cache.firstSeen())) return null;
     }
     alerted[group.id] = t.at;
     return { record, group, triage };

@@ -13,8 +13,12 @@
  *
  * - resolved without a release: regressed once the count has grown;
  * - resolved in release R: regressed once a release after R (db/releases.ts
- *   order) has more entries than it had; entries of R or older releases, or
- *   without a release, do not reopen it;
+ *   order) has entries counted after the change, which its row's
+ *   versionstamp, newer than the count's the change recorded, tells (a row
+ *   the group dropped and made again included); entries of R or older
+ *   releases, or without a release, do not reopen it. The change keeps R's
+ *   first seen (or awaits R, not seen yet), so that releases still order
+ *   against R once its counters are deleted;
  * - ignored until N more entries: unresolved once the count has grown by N;
  *   until a date: unresolved from that date.
  *
@@ -35,7 +39,10 @@ import {
 } from "./keys.ts";
 import { decodeJson, encodeJson, getManyChunked } from "./kv.ts";
 import {
+  awaitRelease,
   compareReleases,
+  type GroupReleaseCount,
+  knownFirstSeen,
   MAX_RELEASE_CHARS,
   readGroupReleaseCounts,
   releaseFirstSeen,
@@ -69,7 +76,20 @@ export interface Triage {
   count: number;
   /** Resolved in this release. */
   inRelease?: string;
-  /** The group's counts per release when it was resolved in a release. */
+  /**
+   * First seen of `inRelease` when it was resolved in, Unix ms; absent for
+   * a release not seen yet (db/releases.ts awaits it).
+   */
+  releaseFirstSeen?: number;
+  /**
+   * Versionstamp of the group's count when it was resolved in a release
+   * (`""` before any): a count per release written since is newer.
+   */
+  countVersion?: string;
+  /**
+   * The group's counts per release when it was resolved in a release, in
+   * a triage stored before `countVersion`.
+   */
   releaseCounts?: Record<string, number>;
   /** Ignored until this time, Unix ms. */
   untilMs?: number;
@@ -82,6 +102,10 @@ export interface Triage {
 /** A group's triage as shown: its status and how it came to be. */
 export interface GroupTriage {
   status: GroupStatus;
+  /**
+   * As stored; for a group resolved in a release not seen then, whose count
+   * has grown since, with that release's first seen once known.
+   */
   triage: Triage | null;
   assignee: string | null;
 }
@@ -99,6 +123,48 @@ export type TriageChange =
   | { action: "assign"; email: string | null };
 
 /**
+ * Whether `release` comes after the release `triage` resolved the group in
+ * (db/releases.ts order; any release, for a resolve without one). That
+ * release is placed at the earlier of the first seen the triage keeps and
+ * its counter's in `firstSeen`: its counters may have been deleted, or
+ * made anew, since.
+ *
+ * @example
+ * ```ts
+ * comesAfterResolve("g7h8i9", triage, await releaseFirstSeen(kv, projectId));
+ * ```
+ */
+export function comesAfterResolve(
+  release: string,
+  triage: Triage,
+  firstSeen: ReadonlyMap<string, number>,
+): boolean {
+  const resolvedIn = triage.inRelease;
+  if (resolvedIn === undefined) return true;
+  const kept = triage.releaseFirstSeen;
+  const counted = firstSeen.get(resolvedIn);
+  const order = kept === undefined || (counted ?? Infinity) <= kept
+    ? firstSeen
+    : new Map(firstSeen).set(resolvedIn, kept);
+  return compareReleases(release, resolvedIn, order) > 0;
+}
+
+/**
+ * Whether the group has entries of a release counted after the change
+ * `triage` records: its row is newer than the count the change recorded
+ * (in a triage stored before that, its count grew past the one kept).
+ */
+function countedSince(
+  triage: Triage,
+  release: string,
+  row: GroupReleaseCount,
+): boolean {
+  return triage.countVersion !== undefined
+    ? row.versionstamp > triage.countVersion
+    : row.count > (triage.releaseCounts?.[release] ?? 0);
+}
+
+/**
  * The status of a group with `triage`, from its exact `count` and, for a
  * group resolved in a release, its counts per release (`releaseCounts`) and
  * the releases' first seen times.
@@ -113,7 +179,7 @@ export function statusOf(
   count: number,
   options: {
     now: number;
-    releaseCounts?: ReadonlyMap<string, number>;
+    releaseCounts?: ReadonlyMap<string, GroupReleaseCount>;
     firstSeen?: ReadonlyMap<string, number>;
   },
 ): GroupStatus {
@@ -129,14 +195,11 @@ export function statusOf(
     return "ignored";
   }
   if (count <= triage.count) return "resolved";
-  const resolvedIn = triage.inRelease;
-  if (resolvedIn === undefined) return "regressed";
+  if (triage.inRelease === undefined) return "regressed";
   const firstSeen = options.firstSeen ?? new Map();
-  for (const [release, n] of options.releaseCounts ?? []) {
-    if (n <= (triage.releaseCounts?.[release] ?? 0)) continue;
-    if (compareReleases(release, resolvedIn, firstSeen) > 0) {
-      return "regressed";
-    }
+  for (const [release, row] of options.releaseCounts ?? []) {
+    if (!countedSince(triage, release, row)) continue;
+    if (comesAfterResolve(release, triage, firstSeen)) return "regressed";
   }
   return "resolved";
 }
@@ -164,15 +227,23 @@ export async function readTriage(
   );
   const out = new Map<string, GroupTriage>();
   let firstSeen: Map<string, number> | null = null;
+  const kept = new Map<string, number | null>();
   for (const [i, group] of groups.entries()) {
-    const triage = decodeJson<Triage>(rows[i]!.value);
-    let releaseCounts: Map<string, number> | undefined;
-    if (
-      triage?.state === "resolved" && triage.inRelease !== undefined &&
-      group.count > triage.count
-    ) {
+    let triage = decodeJson<Triage>(rows[i]!.value);
+    let releaseCounts: Map<string, GroupReleaseCount> | undefined;
+    const resolvedIn = triage?.state === "resolved" ? triage.inRelease : null;
+    if (triage && resolvedIn && group.count > triage.count) {
       firstSeen ??= await releaseFirstSeen(kv, projectId);
       releaseCounts = await readGroupReleaseCounts(kv, projectId, group.id);
+      if (triage.releaseFirstSeen === undefined) {
+        // Resolved in before it was seen: its first seen as known since,
+        // kept when its counters were deleted.
+        if (!kept.has(resolvedIn)) {
+          kept.set(resolvedIn, await knownFirstSeen(kv, projectId, resolvedIn));
+        }
+        const time = kept.get(resolvedIn);
+        if (time != null) triage = { ...triage, releaseFirstSeen: time };
+      }
     }
     out.set(group.id, {
       status: statusOf(triage, group.count, {
@@ -237,12 +308,16 @@ function checkChange(change: TriageChange, now: number): void {
   }
 }
 
-/** The stored triage after `change`, from `prior` and the group's counts. */
+/**
+ * The stored triage after `change`, from `prior`, the group's count and,
+ * for a resolve in a release, the count's versionstamp and the release's
+ * first seen (`null` when not seen yet).
+ */
 function applyChange(
   prior: Triage | null,
   change: TriageChange,
   base: { at: number; by: string; count: number },
-  releaseCounts: Map<string, number> | null,
+  resolved: { countVersion: string; releaseFirstSeen: number | null },
   assignee: string | null | undefined,
 ): Triage {
   const kept = prior?.assignee === undefined
@@ -255,7 +330,10 @@ function applyChange(
         ...base,
         ...(change.inRelease === undefined ? {} : {
           inRelease: change.inRelease.trim(),
-          releaseCounts: Object.fromEntries(releaseCounts ?? []),
+          ...(resolved.releaseFirstSeen === null
+            ? {}
+            : { releaseFirstSeen: resolved.releaseFirstSeen }),
+          countVersion: resolved.countVersion,
         }),
         ...kept,
       };
@@ -277,6 +355,34 @@ function applyChange(
       return assignee ? { ...rest, assignee } : rest;
     }
   }
+}
+
+/**
+ * The account an assign change names, as stored (`undefined` for another
+ * change, `null` to unassign). Throws `InvalidValueError` for an email of
+ * no account that may read the project.
+ */
+async function assigneeOf(
+  kv: Deno.Kv,
+  projectId: string,
+  change: TriageChange,
+): Promise<string | null | undefined> {
+  if (change.action !== "assign") return undefined;
+  if (change.email === null) return null;
+  const user = await getUser(kv, change.email);
+  // One answer whether the account is missing or may not read the
+  // project: a member learns nothing of other projects' accounts.
+  if (
+    user === null ||
+    (user.role !== "admin" && !user.projects.includes(projectId))
+  ) {
+    throw new InvalidValueError(
+      `Cannot assign to "${
+        change.email.slice(0, 100)
+      }": no account that may read this project has that email`,
+    );
+  }
+  return user.email;
 }
 
 /** What {@linkcode changeTriage} did. */
@@ -313,23 +419,13 @@ export async function changeTriage(
       `Cannot find error group "${fingerprint}" in project "${projectId}"`,
     );
   }
-  let assignee: string | null | undefined;
-  if (change.action === "assign" && change.email !== null) {
-    const user = await getUser(kv, change.email);
-    // One answer whether the account is missing or may not read the
-    // project: a member learns nothing of other projects' accounts.
-    if (
-      user === null ||
-      (user.role !== "admin" && !user.projects.includes(projectId))
-    ) {
-      throw new InvalidValueError(
-        `Cannot assign to "${
-          change.email.slice(0, 100)
-        }": no account that may read this project has that email`,
-      );
-    }
-    assignee = user.email;
-  }
+  const assignee = await assigneeOf(kv, projectId, change);
+  const inRelease = change.action === "resolve"
+    ? change.inRelease?.trim()
+    : undefined;
+  const releaseFirstSeen = inRelease === undefined
+    ? null
+    : await knownFirstSeen(kv, projectId, inRelease);
   // Built before the commit: a change is stored only with its audit detail.
   const detail = `${group.fingerprint}: ${describe(change)}`;
   const triageKey = errorGroupTriageKey(projectId, group.id);
@@ -349,20 +445,20 @@ export async function changeTriage(
     const count = counted!.value instanceof Deno.KvU64
       ? Number(counted!.value.value)
       : group.count;
-    const releaseCounts = change.action === "resolve" &&
-        change.inRelease !== undefined
-      ? await readGroupReleaseCounts(kv, projectId, group.id)
-      : null;
     const prior = decodeJson<Triage>(row!.value);
     const triage = applyChange(
       prior,
       change,
       { at: options.now, by: options.actor, count },
-      releaseCounts,
+      { countVersion: counted!.versionstamp ?? "", releaseFirstSeen },
       assignee,
     );
-    const result = await kv.atomic().check(row!, counted!, stored!)
-      .set(triageKey, encodeJson(triage)).commit();
+    const op = kv.atomic().check(row!, counted!, stored!)
+      .set(triageKey, encodeJson(triage));
+    if (inRelease !== undefined && releaseFirstSeen === null) {
+      awaitRelease(op, projectId, inRelease);
+    }
+    const result = await op.commit();
     if (result.ok) return { group: { ...group, count }, triage, detail };
   }
   throw new Error(

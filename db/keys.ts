@@ -65,6 +65,7 @@
  * | `error_group_releases/<projectId>/<groupId>/<release>` | `KvU64`: the group's entries of that release, added to with `sum` (db/releases.ts); deleted with its group |
  * | `error_group_triage/<projectId>/<groupId>` | a group's triage: resolved, ignored, assignee, and the counts when it was set (db/error_group_triage.ts); deleted with its group |
  * | `release_counts/<projectId>/<release>/<field>` | `KvU64`: a release's first and last seen (`min`, `max`), entries, errors and new groups (`sum`) (db/releases.ts); deleted past the retention or the bound |
+ * | `release_awaited/<projectId>/<release>` | `KvU64`: a release a group was resolved in before it was seen: 0, then its first seen once its counters are deleted (db/releases.ts); deleted with the project |
  * | `saved_views/<projectId>/<viewId>` | a named query and time range (db/views.ts) |
  * | `source_maps/<projectId>/<release>/<mapId>` | a source map's release, URL, size and slice count (db/sourcemaps.ts) |
  * | `source_map_slices/<projectId>/<mapId>/<n>` | slice `n` (from 0) of a source map's bytes |
@@ -654,6 +655,22 @@ export function releaseCountKey(
     projectId,
     ...(release === undefined ? [] : [release]),
     ...(field === undefined ? [] : [field]),
+  ];
+}
+
+/**
+ * Key of a release a group was resolved in before it was seen (a `KvU64`,
+ * its first seen once its counters are deleted, else 0); without a
+ * release, the prefix of the project's.
+ */
+export function releaseAwaitedKey(
+  projectId: string,
+  release?: string,
+): Deno.KvKey {
+  return [
+    "release_awaited",
+    projectId,
+    ...(release === undefined ? [] : [release]),
   ];
 }
 

@@ -14,7 +14,11 @@
  * Order: releases whose names both parse as semantic versions compare as
  * such (`1.10.0` after `1.9.2`, `2.0.0-rc.1` before `2.0.0`); any other pair
  * compares by first seen. A release not seen yet comes after every release
- * seen when either name is not a version.
+ * seen when either name is not a version. A group resolved in a release
+ * keeps that release's first seen in its triage (db/error_group_triage.ts);
+ * a release resolved in before it was seen is awaited
+ * ({@linkcode awaitRelease}), and its first seen is kept when its counters
+ * are deleted, so that later releases still order against it.
  *
  * @module
  */
@@ -32,9 +36,11 @@ import {
   decodeErrorGroupReleaseKey,
   decodeReleaseCountKey,
   errorGroupReleaseKey,
+  releaseAwaitedKey,
   releaseCountKey,
   type ReleaseField,
 } from "./keys.ts";
+import { getManyChunked } from "./kv.ts";
 
 /** Releases a project keeps at most; the least recently seen go first. */
 export const MAX_RELEASES = 500;
@@ -259,6 +265,70 @@ async function deleteReleases(
 }
 
 /**
+ * Keeps the first seen of those of `doomed` a group was resolved in before
+ * they were seen (their {@linkcode releaseAwaitedKey} still 0), before
+ * their counters are deleted. Each is checked on its row: a first seen
+ * kept before, by another process or for counters deleted earlier, stays.
+ */
+async function keepAwaited(
+  kv: Deno.Kv,
+  projectId: string,
+  doomed: Release[],
+): Promise<void> {
+  if (doomed.length === 0) return;
+  const rows = await getManyChunked<Deno.KvU64>(
+    kv,
+    doomed.map((r) => releaseAwaitedKey(projectId, r.name)),
+  );
+  for (const [i, row] of rows.entries()) {
+    const first = doomed[i]!.firstSeen;
+    if (!(row.value instanceof Deno.KvU64) || row.value.value !== 0n) continue;
+    if (first <= 0) continue;
+    await kv.atomic().check(row).set(row.key, new Deno.KvU64(BigInt(first)))
+      .commit();
+  }
+}
+
+/**
+ * Marks release `name` as awaited by a group resolved in it before it was
+ * seen: `op` creates its {@linkcode releaseAwaitedKey} at 0 unless it is
+ * there, so that its first seen is kept once its counters are deleted.
+ * One mutation.
+ */
+export function awaitRelease(
+  op: AtomicWriter,
+  projectId: string,
+  name: string,
+): void {
+  op.max(releaseAwaitedKey(projectId, name), 0n);
+}
+
+/**
+ * The first seen time of release `name`: the earlier of its counter's and
+ * the one kept when its counters were deleted, `null` when neither is
+ * known (a release not seen yet, or deleted before any group awaited it).
+ *
+ * @example
+ * ```ts
+ * await knownFirstSeen(kv, projectId, "d4e5f6"); // 1767571200000
+ * ```
+ */
+export async function knownFirstSeen(
+  kv: Deno.Kv,
+  projectId: string,
+  name: string,
+): Promise<number | null> {
+  const rows = await kv.getMany<Deno.KvU64[]>([
+    releaseCountKey(projectId, name, "first"),
+    releaseAwaitedKey(projectId, name),
+  ]);
+  const times = rows.map((row) =>
+    row.value instanceof Deno.KvU64 ? Number(row.value.value) : 0
+  ).filter((t) => t > 0);
+  return times.length === 0 ? null : Math.min(...times);
+}
+
+/**
  * Deletes a project's releases last seen past the retention (once every
  * {@linkcode RELEASE_RECOUNT_MS} per process): for the merge rounds, so that
  * a project that no longer sends releases keeps none past its retention.
@@ -295,6 +365,7 @@ async function releaseNames(
   const expired = options.now - options.retentionMs;
   const keep = Math.max(0, MAX_RELEASES - options.room);
   const doomed = releases.filter((r, i) => i >= keep || r.lastSeen < expired);
+  await keepAwaited(kv, projectId, doomed);
   await deleteReleases(kv, projectId, doomed.map((r) => r.name));
   const gone = new Set(doomed.map((r) => r.name));
   const names = new Set(
@@ -447,21 +518,32 @@ export async function releaseFirstSeen(
  */
 const MAX_GROUP_RELEASE_ROWS = 100;
 
-/** A group's entries per release, as counted (exact). */
+/** A group's count of entries of one release. */
+export interface GroupReleaseCount {
+  /** Entries counted (exact), since the row was made. */
+  count: number;
+  /**
+   * Versionstamp of the commit that last counted an entry of the release:
+   * a row dropped past the group's releases and made again has a new one.
+   */
+  versionstamp: string;
+}
+
+/** A group's entries per release, as counted (exact), with their versionstamps. */
 export async function readGroupReleaseCounts(
   kv: Deno.Kv,
   projectId: string,
   groupId: string,
-): Promise<Map<string, number>> {
-  const counts = new Map<string, number>();
+): Promise<Map<string, GroupReleaseCount>> {
+  const counts = new Map<string, GroupReleaseCount>();
   const list = kv.list<Deno.KvU64>({
     prefix: errorGroupReleaseKey(projectId, groupId),
   }, { limit: MAX_GROUP_RELEASE_ROWS });
   for await (const row of list) {
-    counts.set(
-      decodeErrorGroupReleaseKey(row.key),
-      row.value instanceof Deno.KvU64 ? Number(row.value.value) : 0,
-    );
+    counts.set(decodeErrorGroupReleaseKey(row.key), {
+      count: row.value instanceof Deno.KvU64 ? Number(row.value.value) : 0,
+      versionstamp: row.versionstamp,
+    });
   }
   return counts;
 }

@@ -29,6 +29,7 @@ import { cli } from "../_helpers/cli.ts";
 import { CART_FRAME, CART_STACK } from "../_helpers/stacks.ts";
 
 const HOUR = 3_600_000;
+const DAY = 24 * HOUR;
 /** Past the query API's settling time: entries younger than 1 s wait. */
 const SETTLE_MS = 1500;
 
@@ -168,6 +169,38 @@ Deno.test("a regressed rule fires once when a later release brings a resolved gr
     assert.equal(got[0]!.release, "1.4.0");
     assert.equal(got[0]!.group.status, "regressed");
     assert.match(got[0]!.text, /Regressed error: Cart failed/);
+  });
+});
+
+Deno.test("a regressed rule fires for a build first seen 40 days after the resolve, once the resolved build's counters are past the retention", async () => {
+  await withGroupAlerts(async ({ h, projectId, receiver, sendAndTick }) => {
+    await rule(h, projectId, receiver.url, "regressed");
+    await sendAndTick("Cart failed", "abc123");
+    await sendAndTick("Pay failed", "d4e5f6");
+    const errors = async () =>
+      JSON.parse(
+        (await cli(h.kv, ["errors", projectId, "--json"], { clock: h.clock }))
+          .stdout.split("\n").find((l) => l.includes("Cart failed"))!,
+      );
+    await changeTriage(h.kv, projectId, (await errors()).fingerprint, {
+      action: "resolve",
+      inRelease: "d4e5f6",
+    }, { now: h.clock.now(), actor: "cli" });
+    // The project keeps 30 days: an entry without a release keeps the group.
+    h.clock.advance(25 * DAY);
+    const quiet = await sendAndTick("Cart failed");
+    assert.equal(quiet.queued.length, 0, "no release: still resolved");
+    h.clock.advance(15 * DAY);
+    const back = await sendAndTick("Cart failed", "g7h8i9");
+    assert.equal(back.queued.length, 1, "regressed: one delivery");
+    const releases = await cli(h.kv, ["releases", projectId, "--json"], {
+      clock: h.clock,
+    });
+    assert.doesNotMatch(releases.stdout, /d4e5f6/, "its counters are gone");
+    assert.equal((await errors()).status, "regressed");
+    const [body] = bodies(receiver);
+    assert.equal(body!.release, "g7h8i9");
+    assert.equal(body!.group.status, "regressed");
   });
 });
 

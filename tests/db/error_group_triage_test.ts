@@ -2,7 +2,9 @@
  * Triage of error groups: every transition of a group's status, derived
  * from the exact counts the consumer keeps (resolved, in a release, also
  * one not seen yet; ignored forever, until a date, until N more entries;
- * regressed, but never by an older release), and the releases kept beside.
+ * regressed, but never by an older release, also once the release resolved
+ * in has no counters left or the group dropped a release's count), and the
+ * releases kept beside.
  *
  * @module
  */
@@ -126,6 +128,67 @@ kvTest(
     // A build first seen after def456 comes after it.
     await ingest(kv, [entry(T0 + 4000, "fed789")]);
     assert.equal(await statusAt(kv, T0 + 4500), "regressed");
+  },
+);
+
+/** The names of the project's releases, the latest first. */
+async function releaseNames(kv: Deno.Kv): Promise<string[]> {
+  return (await listReleases(kv, "p1")).map((r) => r.name);
+}
+
+kvTest(
+  "resolved in a build whose counters went past the retention: a build first seen 40 days on regresses it",
+  async (kv) => {
+    await ingest(kv, [entry(T0, "abc123")]);
+    await ingest(kv, [{ ...entry(T0 + HOUR, "d4e5f6"), level: "info" }]);
+    await change(kv, { action: "resolve", inRelease: "d4e5f6" }, T0 + 2 * HOUR);
+    // Entries without a release keep the group, and do not reopen it.
+    await ingest(kv, [entry(T0 + 25 * DAY)]);
+    assert.equal(await statusAt(kv, T0 + 25 * DAY), "resolved");
+    await ingest(kv, [entry(T0 + 40 * DAY, "g7h8i9")]);
+    assert.deepEqual(await releaseNames(kv), ["g7h8i9"], "d4e5f6 is swept");
+    assert.equal(await statusAt(kv, T0 + 40 * DAY), "regressed");
+  },
+);
+
+kvTest(
+  "resolved in a build not seen yet: its first seen, once it is, orders the builds after its counters are gone",
+  async (kv) => {
+    await ingest(kv, [entry(T0, "abc123")]);
+    await change(kv, { action: "resolve", inRelease: "def456" }, T0 + 1000);
+    // A build deployed before the fix still has the error.
+    await ingest(kv, [entry(T0 + HOUR, "bcd234")]);
+    await ingest(kv, [{ ...entry(T0 + 2 * HOUR, "def456"), level: "info" }]);
+    await ingest(kv, [entry(T0 + 20 * DAY, "bcd234")]);
+    assert.equal(await statusAt(kv, T0 + 20 * DAY), "resolved");
+    await ingest(kv, [entry(T0 + 40 * DAY, "bcd234")]);
+    assert.deepEqual(await releaseNames(kv), ["bcd234"], "def456 is swept");
+    assert.equal(
+      await statusAt(kv, T0 + 40 * DAY),
+      "resolved",
+      "bcd234 was first seen before def456",
+    );
+    await ingest(kv, [entry(T0 + 40 * DAY + 1000, "fed789")]);
+    assert.equal(await statusAt(kv, T0 + 40 * DAY + 2000), "regressed");
+  },
+);
+
+kvTest(
+  "a later release whose count the group dropped past its 50 releases regresses it at its first entry since",
+  async (kv) => {
+    const at = (i: number) => T0 + i * 1000;
+    await ingest(kv, [1, 2, 3].map((i) => entry(at(i), "3.1.0")));
+    await change(kv, { action: "resolve", inRelease: "3.0.0" }, at(10));
+    // Fifty older releases push 3.1.0 out of the group's counts.
+    for (let b = 0; b < 5; b++) {
+      await ingest(
+        kv,
+        Array.from({ length: 10 }, (_, i) => entry(at(20 + b), `2.${b}.${i}`)),
+      );
+    }
+    assert.equal(await statusAt(kv, at(30)), "resolved", "older releases");
+    await ingest(kv, [entry(at(40), "3.1.0")]);
+    assert.equal(await statusAt(kv, at(41)), "regressed");
   },
 );
 
