@@ -16,7 +16,7 @@
  */
 import type { Project } from "../db/projects.ts";
 import { admitEntries } from "../db/quota.ts";
-import { projectKey } from "../db/keys.ts";
+import { pendingBatchKey, projectKey } from "../db/keys.ts";
 import { encodeJson } from "../db/kv.ts";
 import { type QueuedEntry, toLogRecord } from "../domain/entry.ts";
 import { openBatch, sealBatch } from "../queue/batch.ts";
@@ -53,8 +53,9 @@ async function sealMicros(
 }
 
 /**
- * The quota's own step per entry, µs: `admitEntries` (a read of the state
- * and the grant, and the small commit) for each batch of {@linkcode GROUP}.
+ * The quota's own step per entry, µs: `admitEntries` (a read of the state,
+ * the grant and the pending key, and the small commit) for each batch of
+ * {@linkcode GROUP}.
  */
 async function admitMicros(
   project: Project,
@@ -64,10 +65,15 @@ async function admitMicros(
     const set = await kv.set(projectKey(project.id), encodeJson(project));
     const records = entries.map((e) => toLogRecord(e, "origin"));
     const now = entries.at(-1)!.receivedAt;
+    const pending = [];
+    for (let at = 0; at < records.length; at += GROUP) {
+      const key = pendingBatchKey(`b${at}`);
+      pending.push({ key, versionstamp: (await kv.set(key, 0)).versionstamp });
+    }
     const began = performance.now();
     for (let at = 0; at < records.length; at += GROUP) {
       await admitEntries(kv, {
-        batchId: `b${at}`,
+        batches: [{ id: `b${at}`, guard: pending[at / GROUP]! }],
         project,
         versionstamp: set.versionstamp,
         records: records.slice(at, at + GROUP),

@@ -6,12 +6,17 @@
  * exactly across processes sharing one database: before the consumer's
  * result commit, {@linkcode admitEntries} decides how many of the batch's
  * entries the project may store in a small commit of its own, guarded by
- * the versionstamp of the project's state (`quota_state/<projectId>`), and
- * records that decision under `quota_grants/<batchId>/<projectId>`. Whoever
- * processes the batch (a redelivery, another process, a retry) finds the
- * grant and stores the same entries; the result commit deletes it. Two
- * processes racing for one project's state retry the small commit, never
- * the batch. The result commit itself holds no check to spare for this.
+ * the versionstamp of the project's state (`quota_state/<projectId>`) and
+ * by the batch's pending key, and records that decision under
+ * `quota_grants/<batchId>/<projectId>`. Whoever processes the batch (a
+ * redelivery, another process, a retry) finds the grant and stores the
+ * same entries; the result commit deletes it. A processor that comes to a
+ * batch already committed (its pending key gone or changed) grants nothing,
+ * and its own result commit then fails on that key. A group of batches
+ * committed together gets a grant per batch, made in one small commit, so
+ * a batch of a group that falls apart finds its own. Two processes racing
+ * for one project's state retry the small commit, never the batch. The
+ * result commit itself holds no check to spare for this.
  *
  * Spike protection keeps 1 in k `info` and `warning` entries while the
  * project's rate (entries accepted in the current or the previous minute,
@@ -25,7 +30,7 @@
  */
 import { DAY_MS, type LogRecord } from "../domain/entry.ts";
 import { projectKey, quotaGrantKey, quotaStateKey, usageKey } from "./keys.ts";
-import { decodeJson, encodeJson } from "./kv.ts";
+import { decodeJson, encodeJson, getManyChunked } from "./kv.ts";
 import { type Project, updateProject } from "./projects.ts";
 import { InvalidValueError } from "./validation.ts";
 import type { Quota, SpikeProtection } from "../domain/quota.ts";
@@ -204,15 +209,36 @@ export interface Admission {
   stored: LogRecord[];
   overQuota: number;
   sampled: number;
-  /** The grant the result commit deletes, when one was made. */
-  grant?: Deno.KvKey;
+  /** The grants the result commit deletes, when they were made. */
+  grants?: Deno.KvKey[];
   /** The state as this batch left it (for usage and tests). */
   state?: QuotaState;
 }
 
+/** A batch whose entries {@linkcode admitEntries} decides on. */
+export interface GrantedBatch {
+  /** Its id: its grant is `quota_grants/<id>/<projectId>`. */
+  id: string;
+  /**
+   * The key its result commit checks, with the versionstamp it was read
+   * with (its pending key): the grant's commit checks it too, so a batch
+   * another processor committed meanwhile gets no grant.
+   */
+  guard: { key: Deno.KvKey; versionstamp: string | null };
+  /**
+   * The ids of its records among those given; left out, the records no
+   * other batch names (all of them, for one batch).
+   */
+  ids?: ReadonlySet<string>;
+}
+
 /** Options of {@linkcode admitEntries}. */
 export interface AdmitOptions {
-  batchId: string;
+  /**
+   * The batches of the records, in order: one, or a group committed in one
+   * result commit (at most `ATOMIC_MAX_CHECKS` - 2, each a check).
+   */
+  batches: GrantedBatch[];
   project: Project;
   /** The project record's versionstamp the batch was judged with. */
   versionstamp: string | null;
@@ -236,13 +262,15 @@ export function dayOf(ms: number): number {
 
 /**
  * Decides which of `records` a project stores under its quota and spike
- * protection: reads the project's state and the batch's grant, and makes
- * the grant in a small commit when there is none yet (see the module doc).
- * Throws when the project's state kept changing.
+ * protection: reads the project's state and each batch's grant, and makes
+ * the grants missing in a small commit (see the module doc). Grants
+ * nothing when the project record or a batch's guard changed since they
+ * were read: the result commit, checked on both, fails. Throws when the
+ * project's state kept changing.
  *
  * @example
  * ```ts
- * const { stored, overQuota, sampled, grant } = await admitEntries(kv, options);
+ * const { stored, overQuota, sampled, grants } = await admitEntries(kv, options);
  * ```
  */
 export async function admitEntries(
@@ -251,20 +279,29 @@ export async function admitEntries(
 ): Promise<Admission> {
   const { project, records } = options;
   if (!hasQuota(project)) return { stored: records, overQuota: 0, sampled: 0 };
-  const grantKey = quotaGrantKey(options.batchId, project.id);
+  const parts = partsOf(options.batches, records);
+  const batches = parts.map((p) => p.batch);
+  const grantKeys = batches.map((b) => quotaGrantKey(b.id, project.id));
   const stateKey = quotaStateKey(project.id);
   for (let attempt = 0; attempt < MAX_GRANT_ATTEMPTS; attempt++) {
-    const [stateEntry, grantEntry, record] = await kv.getMany([
+    const [stateEntry, record, ...rest] = await getManyChunked(kv, [
       stateKey,
-      grantKey,
       projectKey(project.id),
+      ...grantKeys,
+      ...batches.map((b) => b.guard.key),
     ]);
-    const made = decodeJson<Grant>(grantEntry!.value);
-    if (made) return { ...apply(options, made), grant: grantKey };
-    // Changed since the batch was judged: the result commit, guarded by the
-    // record too, fails and the batch is judged again; grant nothing now.
-    if (record!.versionstamp !== options.versionstamp) {
-      return { stored: [], overQuota: 0, sampled: 0 };
+    const guards = rest.slice(batches.length);
+    // Changed since the batch was judged (the record), or committed by
+    // another processor (a guard): the result commit, checked on both,
+    // fails; grant nothing now.
+    if (
+      record!.versionstamp !== options.versionstamp ||
+      guards.some((g, i) => g.versionstamp !== batches[i]!.guard.versionstamp)
+    ) return { stored: [], overQuota: 0, sampled: 0 };
+    const made = rest.slice(0, batches.length)
+      .map((e) => decodeJson<Grant>(e.value));
+    if (made.every((g) => g !== null)) {
+      return { ...applyAll(options, parts, made), grants: grantKeys };
     }
     const state = await advance(
       kv,
@@ -272,17 +309,35 @@ export async function admitEntries(
       decodeJson<QuotaState>(stateEntry!.value),
       options.now,
     );
-    const grant = decide(options, state);
-    const result = await kv.atomic()
-      .check(stateEntry!, grantEntry!, record!)
-      .set(stateKey, encodeJson(state), { expireIn: 2 * DAY_MS })
-      .set(grantKey, encodeJson(grant), { expireIn: GRANT_TTL_MS })
-      .commit();
-    if (result.ok) return { ...apply(options, grant), grant: grantKey, state };
+    // The state's check orders every grant of the project: a grant made
+    // since the read changed the state too.
+    const op = kv.atomic().check(stateEntry!, record!, ...guards);
+    const grants = made.map((grant, i) => {
+      if (grant) return grant;
+      const fresh = decide(options, parts[i]!.records, state);
+      op.set(grantKeys[i]!, encodeJson(fresh), { expireIn: GRANT_TTL_MS });
+      return fresh;
+    });
+    op.set(stateKey, encodeJson(state), { expireIn: 2 * DAY_MS });
+    if ((await op.commit()).ok) {
+      return { ...applyAll(options, parts, grants), grants: grantKeys, state };
+    }
   }
   throw new Error(
     `Cannot apply the quota of project "${project.id}": its state kept changing`,
   );
+}
+
+/** The records of each batch, in order; batches with none left out. */
+function partsOf(
+  batches: GrantedBatch[],
+  records: LogRecord[],
+): { batch: GrantedBatch; records: LogRecord[] }[] {
+  const named = (r: LogRecord) => batches.some((b) => b.ids?.has(r.id));
+  return batches.map((batch) => ({
+    batch,
+    records: records.filter((r) => batch.ids ? batch.ids.has(r.id) : !named(r)),
+  })).filter((part) => part.records.length > 0);
 }
 
 /** The state at `now`: a new day and a new minute start from zero. */
@@ -354,14 +409,18 @@ export function inSpike(
   return perHour > spike.multiple * Math.max(state.hourly, SPIKE_MIN_HOURLY);
 }
 
-/** The grant of a batch, and `state` advanced past it. */
-function decide(options: AdmitOptions, state: QuotaState): Grant {
-  const { project, records } = options;
+/** The grant of a batch's `records`, and `state` advanced past it. */
+function decide(
+  options: AdmitOptions,
+  records: LogRecord[],
+  state: QuotaState,
+): Grant {
+  const { project, free } = options;
   const offset = state.minuteAccepted;
   state.minuteAccepted += records.length;
   const keep = inSpike(project.spike, state) ? project.spike!.keep : 1;
-  const wanted = apply(options, { stored: Infinity, keep, offset }).stored
-    .filter((r) => !options.free.has(r.id)).length;
+  const wanted = apply(records, free, { stored: Infinity, keep, offset })
+    .stored.filter((r) => !free.has(r.id)).length;
   const left = Math.min(
     (project.quota?.perDay ?? Infinity) - state.dayStored,
     (project.quota?.perMinute ?? Infinity) - state.minuteStored,
@@ -372,15 +431,41 @@ function decide(options: AdmitOptions, state: QuotaState): Grant {
   return { stored, keep, offset };
 }
 
+/**
+ * What the grants of the batches store of `options.records`, in their
+ * order.
+ */
+function applyAll(
+  options: AdmitOptions,
+  parts: { records: LogRecord[] }[],
+  grants: Grant[],
+): Admission {
+  const kept = new Set<LogRecord>();
+  let sampled = 0;
+  let overQuota = 0;
+  parts.forEach((part, i) => {
+    const admitted = apply(part.records, options.free, grants[i]!);
+    for (const record of admitted.stored) kept.add(record);
+    sampled += admitted.sampled;
+    overQuota += admitted.overQuota;
+  });
+  const stored = options.records.filter((r) => kept.has(r));
+  return { stored, overQuota, sampled };
+}
+
 /** The entries a grant stores: sampled first, then up to the quota. */
-function apply(options: AdmitOptions, grant: Grant): Admission {
+function apply(
+  records: LogRecord[],
+  free: ReadonlySet<string>,
+  grant: Grant,
+): Admission {
   const stored: LogRecord[] = [];
   let sampled = 0;
   let overQuota = 0;
   let seen = 0;
   let left = grant.stored;
-  for (const record of options.records) {
-    if (options.free.has(record.id)) {
+  for (const record of records) {
+    if (free.has(record.id)) {
       stored.push(record);
     } else if (
       grant.keep > 1 && SAMPLED_LEVELS.includes(record.level) &&

@@ -12,14 +12,18 @@ import { prepareErrorGroups } from "../db/error_groups.ts";
 import type { GroupShare } from "../db/group_budget.ts";
 import { rejectedCountKey } from "../db/keys.ts";
 import type { Project } from "../db/projects.ts";
-import { admitEntries } from "../db/quota.ts";
+import { admitEntries, type GrantedBatch } from "../db/quota.ts";
 import { addUsage } from "../db/usage.ts";
 import { DAY_MS, type LogRecord } from "../domain/entry.ts";
 import { acceptEntries } from "./accept.ts";
 
 /** Options of {@linkcode admitAndAccept}. */
 export interface AdmitAndAcceptOptions {
-  batchId: string;
+  /**
+   * The batches of the records, each with the key its result commit checks
+   * (its pending key): one, or a group committed together.
+   */
+  batches: GrantedBatch[];
   project: Project;
   /** The project record's versionstamp the batch was judged with. */
   versionstamp: string | null;
@@ -44,7 +48,7 @@ export interface AdmitAndAcceptOptions {
  *
  * @example
  * ```ts
- * await admitAndAccept(kv, op, { batchId, project, versionstamp, records, lineOf, now });
+ * await admitAndAccept(kv, op, { batches, project, versionstamp, records, lineOf, now });
  * ```
  */
 export async function admitAndAccept(
@@ -76,7 +80,7 @@ export async function admitAndAccept(
     ),
   );
   const admitted = await admitEntries(kv, {
-    batchId: options.batchId,
+    batches: options.batches,
     project,
     versionstamp: options.versionstamp,
     records,
@@ -84,7 +88,7 @@ export async function admitAndAccept(
     now,
   });
   acceptEntries(op, project, admitted.stored, { now, lineOf, groups });
-  if (admitted.grant) op.delete(admitted.grant);
+  for (const grant of admitted.grants ?? []) op.delete(grant);
   const { overQuota, sampled } = admitted;
   if (overQuota > 0) {
     op.sum(rejectedCountKey(project.id, "over_quota"), BigInt(overQuota));

@@ -32,6 +32,7 @@ import { ATOMIC_MAX_CHECKS, decodeJson, getManyChunked } from "../db/kv.ts";
 import { lineFromQueued } from "../db/storage/lines.ts";
 import { encodeKeptEntry } from "../db/rejected.ts";
 import type { Project } from "../db/projects.ts";
+import type { GrantedBatch } from "../db/quota.ts";
 import { scrubAccepted } from "../db/scrub.ts";
 import { addStats, StatsTally } from "../db/stats.ts";
 import {
@@ -56,6 +57,7 @@ import { Locks } from "./locks.ts";
 import { MAX_BATCH_ENTRIES, type WriteGate } from "./producer.ts";
 import {
   type BatchRead,
+  grantedBatches,
   type Guard,
   planRound,
   type Progress,
@@ -240,6 +242,7 @@ export class Consumer {
       id: b.id,
       pending: { key: pendingBatchKey(b.id), versionstamp: b.versionstamp },
       slices: b.slices,
+      ids: new Set(b.entries.map((e) => e.id)),
     }));
     const gate = this.#gate;
     if (!gate) return await this.#process(first.id, undefined, read);
@@ -305,7 +308,7 @@ export class Consumer {
         ? results
         : results.filter((_r, i) => inRound(entries[i]!.projectId));
       const result = await this.#store(op, taken, verdicts, projects, {
-        batchId,
+        batches: grantedBatches(batchId, read),
         texts,
       });
       if (result.ok && round.final) return "processed";
@@ -336,7 +339,10 @@ export class Consumer {
     taken: QueuedEntry[],
     verdicts: AuthResult[],
     projects: Reads,
-    batch: { batchId: string; texts: Map<QueuedEntry, string> | undefined },
+    batch: {
+      batches: GrantedBatch[];
+      texts: Map<QueuedEntry, string> | undefined;
+    },
   ): Promise<Deno.KvCommitResult | Deno.KvCommitError> {
     const rings: string[] = [];
     verdicts.forEach((verdict, i) => {
@@ -441,8 +447,8 @@ export class Consumer {
     entries: QueuedEntry[],
     results: AuthResult[],
     reads: Reads,
-    { batchId, texts }: {
-      batchId: string;
+    { batches, texts }: {
+      batches: GrantedBatch[];
       texts?: Map<QueuedEntry, string> | undefined;
     },
   ): Promise<void> {
@@ -492,7 +498,7 @@ export class Consumer {
         scrubbed,
       );
       await admitAndAccept(this.#kv, op, {
-        batchId,
+        batches,
         project,
         versionstamp: reads.get(projectId)!.versionstamp,
         records,

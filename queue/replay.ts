@@ -161,8 +161,10 @@ async function replayOne(
       scrubRecords(project, records),
     );
     // As the consumer stores a batch: under the quota, counted in usage.
+    // Its grant is checked on the slot, as this commit is: a replay that
+    // another one finished makes none.
     const admitted = await admitAndAccept(kv, op, {
-      batchId: `replay-${entryId}`,
+      batches: [{ id: `replay-${entryId}`, guard: slot! }],
       project,
       versionstamp: record!.versionstamp,
       records,

@@ -10,6 +10,7 @@ import type { QueuedEntry } from "../domain/entry.ts";
 import { RecordedAtomic } from "../db/atomic.ts";
 import { batchSliceKey, pendingBatchKey, projectKey } from "../db/keys.ts";
 import { ATOMIC_MAX_CHECKS, encodeJson } from "../db/kv.ts";
+import type { GrantedBatch } from "../db/quota.ts";
 import type { Reads } from "./claims.ts";
 
 /**
@@ -44,7 +45,36 @@ export interface BatchRead {
    * handed over together): the result commit checks and deletes them
    * beside this one. Only a batch committed in one round has them.
    */
-  others?: { id: string; pending: Guard; slices: number }[];
+  others?: OtherBatch[];
+}
+
+/** A further batch of a group, beside the first one. */
+export interface OtherBatch {
+  id: string;
+  pending: Guard;
+  slices: number;
+  /** The ids of its entries among `entries`. */
+  ids: ReadonlySet<string>;
+}
+
+/**
+ * The batches of `read` as the quota grants for them: each with its
+ * pending key, so that no grant is made for a batch already committed, and
+ * with its entries, so that each batch of a group gets a grant of its own
+ * and finds it when processed alone (docs/privacy.md#quotas).
+ */
+export function grantedBatches(
+  batchId: string,
+  read: BatchRead,
+): GrantedBatch[] {
+  return [
+    { id: batchId, guard: read.pending },
+    ...(read.others ?? []).map((o) => ({
+      id: o.id,
+      guard: o.pending,
+      ids: o.ids,
+    })),
+  ];
 }
 
 /** The projects one result commit covers; the last one ends the batch. */

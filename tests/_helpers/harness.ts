@@ -464,15 +464,16 @@ export async function deadLetter(
 }
 
 /**
- * A consumer with its own project cache on the harness's KV and clock, as a
- * second process sharing the database would build it.
+ * A consumer with its own project cache on the harness's KV (or `kv`, a
+ * view of it) and clock, as a second process sharing the database would
+ * build it.
  */
-export function otherConsumer(h: Harness): Consumer {
+export function otherConsumer(h: Harness, kv: Deno.Kv = h.kv): Consumer {
   return new Consumer({
-    kv: h.kv,
+    kv,
     now: h.clock.now,
     maxSkewMs: h.config.signatureMaxSkewMs,
-    projects: new ProjectCache(h.kv, {
+    projects: new ProjectCache(kv, {
       ttlMs: h.config.projectCacheMs,
       now: h.clock.now,
     }),

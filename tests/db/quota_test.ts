@@ -14,7 +14,12 @@ import { admitEntries, setQuota, setSpikeProtection } from "../../db/quota.ts";
 import { readUsage } from "../../db/usage.ts";
 import { DAY_MS, toLogRecord } from "../../domain/entry.ts";
 import { deleteProject } from "../../db/deletion.ts";
-import { projectKey, quotaGrantKey, quotaStateKey } from "../../db/keys.ts";
+import {
+  pendingBatchKey,
+  projectKey,
+  quotaGrantKey,
+  quotaStateKey,
+} from "../../db/keys.ts";
 import { createProject } from "../../db/projects.ts";
 import { createId } from "../../domain/ids.ts";
 import { mergeProject } from "../../db/storage/merge.ts";
@@ -283,8 +288,13 @@ kvTest(
       receivedAt: Date.UTC(2026, 0, 1),
       data: {},
     }, "origin")];
+    const pending = pendingBatchKey("b1");
+    const guard = {
+      key: pending,
+      versionstamp: (await kv.set(pending, 0)).versionstamp,
+    };
     const options = {
-      batchId: "b1",
+      batches: [{ id: "b1", guard }],
       records,
       free: new Set<string>(),
       now: Date.UTC(2026, 0, 1),

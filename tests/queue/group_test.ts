@@ -7,9 +7,8 @@
  * @module
  */
 import assert from "node:assert/strict";
-import { logSummariesPrefix, pendingBatchKey } from "../../db/keys.ts";
-import { batchEntries } from "../_helpers/batches.ts";
-import { decodeBatchHeader, type HandedBatch } from "../../queue/batch.ts";
+import { logSummariesPrefix } from "../../db/keys.ts";
+import { handedBatches } from "../_helpers/batches.ts";
 import { groupFits, MAX_GROUP_BATCHES } from "../../queue/consumer.ts";
 import { BatchWorker } from "../../queue/worker.ts";
 import {
@@ -25,25 +24,6 @@ import {
   stats,
   untilIdle,
 } from "../_helpers/harness.ts";
-
-/** The pending batches as the producer hands them over. */
-async function handedBatches(h: Harness): Promise<HandedBatch[]> {
-  await h.pipeline.producer.flush();
-  const out: HandedBatch[] = [];
-  for (const id of await pendingBatchIds(h.kv)) {
-    const pending = await h.kv.get(pendingBatchKey(id));
-    const header = decodeBatchHeader(pending.value);
-    const entries = await batchEntries(h.kv, id, header);
-    out.push({
-      id,
-      versionstamp: pending.versionstamp!,
-      slices: header.slices,
-      entries,
-      texts: entries.map((e) => JSON.stringify(e)),
-    });
-  }
-  return out;
-}
 
 async function chunkCount(h: Harness, projectId: string): Promise<number> {
   let n = 0;

@@ -9,9 +9,12 @@
 import assert from "node:assert/strict";
 import {
   logChunksPrefix,
+  quotaGrantsPrefix,
+  quotaStateKey,
   rejectedEntriesPrefix,
   statsPrefix,
 } from "../../db/keys.ts";
+import { decodeJson } from "../../db/kv.ts";
 import { deleteProject } from "../../db/deletion.ts";
 import {
   allowValue,
@@ -23,7 +26,7 @@ import { addRetentionRule } from "../../db/retention_rules.ts";
 import { DAY_MS } from "../../domain/entry.ts";
 import { listRejected } from "../../db/rejected.ts";
 import { readStats } from "../../db/stats.ts";
-import { setQuota } from "../../db/quota.ts";
+import { type QuotaState, setQuota } from "../../db/quota.ts";
 import { readUsage } from "../../db/usage.ts";
 import { replayRejected } from "../../queue/replay.ts";
 import { cli, rejected } from "../_helpers/cli.ts";
@@ -229,6 +232,43 @@ harnessTest(
     assert.equal(day!.accepted, 3);
     assert.equal(day!.stored, 2);
     assert.equal(day!.over_quota, 1);
+  },
+);
+
+harnessTest(
+  "a replay late to an entry another replay stored meanwhile makes no quota grant: the day counts the entry once",
+  async (h) => {
+    const project = await h.project([ORIGIN]);
+    await setQuota(h.kv, project.id, { perDay: 10 });
+    await postQueued(h, randomEntry({ projectId: project.id }), {
+      Origin: OTHER,
+    });
+    await h.process();
+    await allowValue(h.kv, project.id, OTHER);
+    const [kept] = await listRejected(h.kv, project.id);
+    const held = holdCommits(h.kv);
+    const gate = held.hold();
+    const late = replayRejected(held.kv, project.id, undefined, replayWith(h));
+    // The late replay read the entry and the quota and is about to grant.
+    await within(gate.reached);
+    const [first] = await replayRejected(
+      h.kv,
+      project.id,
+      undefined,
+      replayWith(h),
+    );
+    assert.equal(first!.outcome, "stored");
+    gate.release();
+    assert.deepEqual(await within(late), [
+      { entryId: kept!.entryId, outcome: "missing" },
+    ]);
+    assert.equal((await h.logs(project.id)).length, 1);
+    const state = await h.kv.get<Uint8Array>(quotaStateKey(project.id));
+    assert.equal(decodeJson<QuotaState>(state.value)!.dayStored, 1);
+    const grants = h.kv.list({
+      prefix: quotaGrantsPrefix(`replay-${kept!.entryId}`),
+    });
+    for await (const grant of grants) assert.fail(`left: ${grant.key}`);
   },
 );
 
