@@ -47,10 +47,18 @@ export async function startServer(
     onRequest?: (req: Request) => void;
     /** Clock of the rate limiter. @default {Date.now} */
     now?: () => number;
+    /**
+     * Skew a signed entry's timestamp may have against the server's wall
+     * clock: a client on a faster clock needs more. @default the service's
+     */
+    maxSkewMs?: number;
   },
 ): Promise<LiveServer> {
   const h = await harness({
     clock: wallClock,
+    ...(options.maxSkewMs === undefined
+      ? {}
+      : { config: { signatureMaxSkewMs: options.maxSkewMs } }),
     admission: new RateLimiter({
       rps: options.rps,
       burst: options.burst,
@@ -64,7 +72,7 @@ export async function startServer(
   return {
     h,
     endpoint: `http://127.0.0.1:${server.addr.port}/api/v1/logs`,
-    async stored(projectId, count, timeoutMs = 5000) {
+    async stored(projectId, count, timeoutMs = 30_000) {
       const deadline = Date.now() + timeoutMs;
       for (;;) {
         await h.process();
