@@ -1,7 +1,7 @@
 /**
  * A query thread's stand-in (db/query/thread_main.ts speaks the same
  * messages) whose `queryLogs` holds its loop for good, as a read caught in a
- * loop would, and whose `facets` takes 600 ms while answering pings.
+ * loop would, and whose `facets` takes 2 s while answering pings.
  *
  * @module
  */
@@ -20,7 +20,7 @@ scope.onmessage = async ({ data: message }) => {
   else if (message.type === "read" && message.read === "queryLogs") {
     for (;;) { /* held */ }
   } else if (message.type === "read") {
-    await new Promise((resolve) => setTimeout(resolve, 600));
+    await new Promise((resolve) => setTimeout(resolve, 2000));
     scope.postMessage({ type: "read", id: message.id, result: "slow" });
   }
 };
