@@ -8,7 +8,7 @@
  */
 import { createId } from "../domain/ids.ts";
 import { savedViewKey } from "./keys.ts";
-import { encodeJson, keepWithin, listJson } from "./kv.ts";
+import { decodeJson, encodeJson, keepWithin, listJson } from "./kv.ts";
 import { commitUnderProject } from "./projects.ts";
 import { findRecord, InvalidValueError } from "./validation.ts";
 
@@ -127,7 +127,8 @@ export async function saveView(
 }
 
 /**
- * Removes a saved view; `false` when there was none of that id.
+ * Removes a saved view: the view removed, `null` when there was none of that
+ * id (or another request removed it first).
  *
  * @example
  * ```ts
@@ -138,9 +139,9 @@ export async function deleteView(
   kv: Deno.Kv,
   projectId: string,
   viewId: string,
-): Promise<boolean> {
+): Promise<SavedView | null> {
   const found = await findRecord(kv, viewId, savedViewKey(projectId, viewId));
-  if (found === null) return false;
-  await kv.delete(found.key);
-  return true;
+  if (found === null) return null;
+  const removed = await kv.atomic().check(found).delete(found.key).commit();
+  return removed.ok ? decodeJson<SavedView>(found.value) : null;
 }

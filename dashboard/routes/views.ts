@@ -10,6 +10,7 @@ import { InvalidValueError } from "../../db/validation.ts";
 import { deleteView, saveView } from "../../db/views.ts";
 import { readState, stateQuery } from "../explorer_state.ts";
 import {
+  audit,
   type DashApp,
   type DashboardDeps,
   formField,
@@ -33,10 +34,15 @@ export function viewsRoutes(app: DashApp, deps: DashboardDeps): void {
       const { state } = readState(params);
       const query = stateQuery({ ...state, paused: false });
       try {
-        await saveView(kv, project.id, {
+        const view = await saveView(kv, project.id, {
           name: await formField(c, "name"),
           query,
           now: deps.now,
+        });
+        await audit(c, deps, {
+          projectId: project.id,
+          action: "view.save",
+          detail: `${view.name} (${view.id}): ${view.query || "?"}`,
         });
       } catch (error) {
         if (!(error instanceof InvalidValueError)) throw error;
@@ -55,7 +61,18 @@ export function viewsRoutes(app: DashApp, deps: DashboardDeps): void {
   app.post(
     `/projects/:id/views/delete`,
     withProject(deps, async (c, project) => {
-      await deleteView(kv, project.id, await formField(c, "view"));
+      const removed = await deleteView(
+        kv,
+        project.id,
+        await formField(c, "view"),
+      );
+      if (removed !== null) {
+        await audit(c, deps, {
+          projectId: project.id,
+          action: "view.delete",
+          detail: `${removed.name} (${removed.id})`,
+        });
+      }
       return c.redirect(
         (await formField(c, "back")) === "projects"
           ? `${base}/`

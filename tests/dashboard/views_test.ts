@@ -6,6 +6,7 @@
  * @module
  */
 import assert from "node:assert/strict";
+import { listAudit } from "../../db/audit.ts";
 import { listViews, MAX_VIEWS, saveView } from "../../db/views.ts";
 import { projectKey } from "../../db/keys.ts";
 import { encodeJson } from "../../db/kv.ts";
@@ -63,6 +64,21 @@ signedInTest(
     assert.equal(removed.status, 303);
     assert.equal(removed.headers.get("location"), "/");
     assert.deepEqual(await listViews(h.kv, project.id), []);
+    // Both changes are in the project's audit log; a second removal is not.
+    await browser.post(`/projects/${project.id}/views/delete`, {
+      view: view!.id,
+    });
+    const events = (await listAudit(h.kv, project.id)).map((e) => [
+      e.action,
+      e.detail,
+    ]);
+    assert.deepEqual(events, [
+      ["view.delete", `Checkout <errors> (${view!.id})`],
+      [
+        "view.save",
+        `Checkout <errors> (${view!.id}): ?q=checkout&level=error&range=1h`,
+      ],
+    ]);
   },
 );
 

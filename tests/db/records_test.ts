@@ -34,7 +34,7 @@ kvTest(
       updateUser(kv, `${LONG}@example.com`, { role: "viewer" }),
       UserNotFoundError,
     );
-    assert.equal(await deleteView(kv, "p", LONG), false);
+    assert.equal(await deleteView(kv, "p", LONG), null);
     assert.equal(await deleteAlertRule(kv, "p", LONG), false);
   },
 );
