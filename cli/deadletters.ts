@@ -13,6 +13,7 @@ import {
   deleteAllDeadLetters,
   deleteDeadLetter,
   getDeadLetter,
+  letterIds,
   listDeadLetters,
   replayAllDeadLetters,
   replayDeadLetter,
@@ -28,6 +29,7 @@ import {
   UsageError,
 } from "./command.ts";
 import { printResult } from "./output.ts";
+import { recordCliChange } from "./audit.ts";
 import { formatList, formatTime, inert } from "./format.ts";
 
 const USAGE =
@@ -117,6 +119,13 @@ async function replay(
   const replayed = id === undefined
     ? await replayAllDeadLetters(ctx.kv)
     : [await replayDeadLetter(ctx.kv, id)];
+  if (replayed.length > 0) {
+    await recordCliChange(ctx, {
+      projectId: null,
+      action: "deadletter.replay",
+      detail: letterIds(replayed),
+    });
+  }
   return printResult(ctx, parsed, {
     json: { replayed: replayed.map(deadLetterJson) },
     text: replayed.length === 0
@@ -147,6 +156,13 @@ async function remove(
   const deleted = id === undefined
     ? await deleteAllDeadLetters(ctx.kv)
     : [await deleteDeadLetter(ctx.kv, id)];
+  if (deleted.length > 0) {
+    await recordCliChange(ctx, {
+      projectId: null,
+      action: "deadletter.delete",
+      detail: letterIds(deleted),
+    });
+  }
   return printResult(ctx, parsed, {
     json: { deleted: deleted.map(deadLetterJson) },
     text: deleted.length === 0

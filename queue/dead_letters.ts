@@ -125,6 +125,24 @@ export interface DeadLetter {
   slices: number;
 }
 
+/** Dead letters listed by id in an audit event's detail, at most. */
+const IDS_IN_DETAIL = 20;
+
+/**
+ * The detail of an audit event about `letters`: how many, and their ids
+ * (the first {@linkcode IDS_IN_DETAIL}).
+ *
+ * @example
+ * ```ts
+ * letterIds(letters); // "2: 0193f0c2a1b4000000017f3a9c21, 0193f0c2a1b4000000027f3a9c21"
+ * ```
+ */
+export function letterIds(letters: DeadLetter[]): string {
+  const ids = letters.slice(0, IDS_IN_DETAIL).map((l) => l.id).join(", ");
+  const more = letters.length - IDS_IN_DETAIL;
+  return `${letters.length}: ${ids}${more > 0 ? ` and ${more} more` : ""}`;
+}
+
 /** Thrown when a batch id names no dead letter. */
 export class DeadLetterNotFoundError extends Error {
   override name = "DeadLetterNotFoundError";

@@ -7,15 +7,18 @@
  * @module
  */
 import {
+  type DeadLetter,
   DeadLetterConflictError,
   DeadLetterNotFoundError,
   deleteDeadLetter,
+  letterIds,
   listDeadLetters,
   replayAllDeadLetters,
   replayDeadLetter,
 } from "../../queue/dead_letters.ts";
 import { DeadLettersPage } from "../pages/dead_letters.tsx";
 import {
+  audit,
   type DashApp,
   type DashboardDeps,
   type DashContext,
@@ -46,10 +49,11 @@ export function deadLettersRoutes(app: DashApp, deps: DashboardDeps): void {
     const id = await formField(c, "id");
     return await answering(c, async () => {
       const replayed = id === "all"
-        ? (await replayAllDeadLetters(kv)).length
-        : (await replayDeadLetter(kv, id), 1);
+        ? await replayAllDeadLetters(kv)
+        : [await replayDeadLetter(kv, id)];
+      await auditLetters(c, "deadletter.replay", replayed);
       return c.redirect(
-        `${base}/dead-letters?done=replayed&n=${replayed}`,
+        `${base}/dead-letters?done=replayed&n=${replayed.length}`,
         303,
       );
     });
@@ -59,10 +63,26 @@ export function deadLettersRoutes(app: DashApp, deps: DashboardDeps): void {
     const id = await formField(c, "id");
     return await answering(c, async () => {
       // One named id: "all" names no batch (the command line deletes all).
-      await deleteDeadLetter(kv, id);
+      await auditLetters(c, "deadletter.delete", [
+        await deleteDeadLetter(kv, id),
+      ]);
       return c.redirect(`${base}/dead-letters?done=deleted`, 303);
     });
   });
+
+  /** Records in the service's audit log what was done to `letters`. */
+  async function auditLetters(
+    c: DashContext,
+    action: string,
+    letters: DeadLetter[],
+  ): Promise<void> {
+    if (letters.length === 0) return;
+    await audit(c, deps, {
+      projectId: null,
+      action,
+      detail: letterIds(letters),
+    });
+  }
 
   /** `act`'s answer, or the page with why the letter could not be had. */
   async function answering(

@@ -7,6 +7,7 @@
  * @module
  */
 import assert from "node:assert/strict";
+import { listAudit } from "../../db/audit.ts";
 import { MAX_ATTEMPTS } from "../../queue/dead_letters.ts";
 import { deadLetter, harnessTest, randomEntry } from "../_helpers/harness.ts";
 import { assertRefused, cli, create, json } from "../_helpers/cli.ts";
@@ -199,6 +200,14 @@ harnessTest(
     assert.deepEqual(
       json(await cli(h.kv, ["deadletters", "delete", "--all", "--json"])),
       { deleted: [] },
+    );
+    // The deletion is in the service's audit log, the empty ones are not.
+    const events = (await listAudit(h.kv, null)).filter((e) =>
+      e.action.startsWith("deadletter.")
+    );
+    assert.deepEqual(
+      events.map((e) => [e.actor, e.action, e.detail]),
+      [["cli", "deadletter.delete", `2: ${first}, ${second}`]],
     );
   },
 );

@@ -6,6 +6,7 @@
  * @module
  */
 import assert from "node:assert/strict";
+import { listAudit } from "../../db/audit.ts";
 import { entriesLastDay, recentCount } from "../../dashboard/data.ts";
 import { getProject, listProjects } from "../../db/projects.ts";
 import { RECENT_REJECTIONS } from "../../db/stats.ts";
@@ -421,6 +422,14 @@ signedInTest("dead letters are listed and replayed", async (h, browser) => {
   assert.equal(
     all.headers.get("location"),
     "/dead-letters?done=replayed&n=0",
+  );
+  // The one replay is in the service's audit log, by the account.
+  const events = (await listAudit(h.kv, null)).filter((e) =>
+    e.action.startsWith("deadletter.")
+  );
+  assert.deepEqual(
+    events.map((e) => [e.actor, e.action, e.detail]),
+    [["admin", "deadletter.replay", `1: ${batchId}`]],
   );
 });
 
