@@ -181,6 +181,11 @@ interface PlannedGroup {
   id: string;
   /** Last seen of the stored group, when there is one. */
   before: number | null;
+  /**
+   * The stored group's fingerprint when its entries now have another (one
+   * stored before the fingerprint became SHA-256): its id row goes.
+   */
+  former: string | null;
   after: StoredGroup;
   /** `after` encoded, as stored. */
   value: Uint8Array;
@@ -266,6 +271,9 @@ export async function prepareErrorGroups(
     const group: PlannedGroup = {
       id,
       before: prior?.lastSeen ?? null,
+      former: prior !== null && prior.fingerprint !== fp.fingerprint
+        ? prior.fingerprint
+        : null,
       after,
       value: encodeJson(after),
       added: grouped.length,
@@ -336,9 +344,12 @@ function merge(
   fresh: StoredGroup,
   entries: LogRecord[],
 ): StoredGroup {
-  const group: StoredGroup = prior === null
-    ? fresh
-    : { ...prior, title: fresh.title, topFrame: fresh.topFrame };
+  const group: StoredGroup = prior === null ? fresh : {
+    ...prior,
+    fingerprint: fresh.fingerprint,
+    title: fresh.title,
+    topFrame: fresh.topFrame,
+  };
   const newest = Math.max(
     group.hour,
     ...entries.map((e) => hourOf(e.receivedAt)),
@@ -405,10 +416,12 @@ const EMPTY = new Uint8Array();
  * Adds to `op` the writes of a {@linkcode GroupPlan}: each group, its
  * count's `sum`, its counts per release (`sum`, in the same commit, so they
  * always agree with the count), its index row, the deletion of its former
- * index row, the id of a new group by its fingerprint, and the releases'
- * counters. Returns the number of mutations added: 4 a group at most, plus
- * one a release pair (at most {@linkcode MAX_RELEASE_PAIRS_PER_BATCH}) and 5
- * a release (at most 10).
+ * index row, the id of a new group by its fingerprint (and of a group
+ * stored before the fingerprint became SHA-256 by its new one, its former
+ * id row deleted), and the releases' counters. Returns the number of
+ * mutations added: 4 a group at most (6 the once such a group moves to its
+ * new fingerprint), plus one a release pair (at most
+ * {@linkcode MAX_RELEASE_PAIRS_PER_BATCH}) and 5 a release (at most 10).
  */
 export function addErrorGroups(op: AtomicWriter, plan: GroupPlan): number {
   let mutations = addReleases(op, plan.releases);
@@ -436,8 +449,12 @@ function addGroup(
     op.delete(errorGroupReleaseKey(projectId, id, release));
     mutations++;
   }
-  if (before === null) {
+  if (before === null || group.former !== null) {
     op.set(errorGroupIdKey(projectId, after.fingerprint), id);
+    mutations++;
+  }
+  if (group.former !== null) {
+    op.delete(errorGroupIdKey(projectId, group.former));
     mutations++;
   }
   op.set(

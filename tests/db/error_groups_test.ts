@@ -1,8 +1,9 @@
 /**
  * Error groups, written by the consumer beside the entries it stores: counts,
  * first and last seen, hourly counts, the cap per batch, the query field
- * that lists one group's entries, the keyed group ids, the bound per
- * project, expiry and the listing by last seen.
+ * that lists one group's entries, the keyed group ids, a public fingerprint
+ * no sender can give another group's (and groups stored under the former
+ * one), the bound per project, expiry and the listing by last seen.
  *
  * @module
  */
@@ -19,15 +20,19 @@ import {
   sweepErrorGroups,
 } from "../../db/error_groups.ts";
 import {
+  findGroup,
   groupCursor,
   GroupCursorError,
   listGroups,
 } from "../../db/error_group_reads.ts";
+import { readGroupDetail } from "../../db/error_group_detail.ts";
+import { changeTriage, readTriage } from "../../db/error_group_triage.ts";
 import {
   alertHistoryKey,
   alertRuleKey,
   alertWaitingKey,
   errorGroupCountKey,
+  errorGroupIdKey,
   errorGroupKey,
   errorGroupReleaseKey,
   errorGroupSeenKey,
@@ -37,7 +42,7 @@ import {
 } from "../../db/keys.ts";
 import { mergeProject } from "../../db/storage/merge.ts";
 import { recordAlertAttempt } from "../../db/alerts.ts";
-import { encodeJson } from "../../db/kv.ts";
+import { decodeJson, encodeJson } from "../../db/kv.ts";
 import { acceptEntries } from "../../queue/accept.ts";
 import { deleteProject } from "../../db/deletion.ts";
 import { allowValue, setRetention } from "../../db/projects.ts";
@@ -498,5 +503,103 @@ projectTest(
     });
     assert.equal(await rows(h.kv, errorGroupKey(project.id)), 0);
     assert.equal(await rows(h.kv, errorGroupReleaseKey(project.id)), 0);
+  },
+);
+
+/** 64-bit FNV-1a of `text`'s UTF-16 units: the fingerprint before SHA-256. */
+function fnv1a64(text: string): string {
+  let h = 0xcbf29ce484222325n;
+  for (let i = 0; i < text.length; i++) {
+    h = ((h ^ BigInt(text.charCodeAt(i))) * 0x100000001b3n) & (2n ** 64n - 1n);
+  }
+  return h.toString(16).padStart(16, "0");
+}
+
+projectTest(
+  "a sender's fingerprint made to collide with another group's under FNV-1a takes neither its fingerprint, nor its triage, nor its page",
+  async (h, project) => {
+    // Its text, "\u0001" and these characters, has the FNV-1a of the
+    // victim's ("Checkout failed" and no frame): found by lattice
+    // reduction in seconds.
+    const crafted = "oprhlh{\u0fcfm\u03a0\u00aau\u018dR";
+    assert.equal(fnv1a64(`\u0001${crafted}`), fnv1a64("Checkout failed\n"));
+    const send = async (data: Record<string, unknown>) => {
+      await postQueued(
+        h,
+        randomEntry({ projectId: project.id, level: "error", data }),
+        { Origin: ORIGIN },
+      );
+      await h.process();
+    };
+    await send({ title: "Checkout failed", orderId: 1 });
+    await send({ title: "Anything", fingerprint: crafted });
+    const now = h.clock.now();
+    const groups = await listGroups(h.kv, project.id, now);
+    assert.equal(groups.length, 2);
+    const victim = groups.find((g) => g.title === "Checkout failed")!;
+    const other = groups.find((g) => g !== victim)!;
+    assert.equal(
+      (await findGroup(h.kv, project.id, victim.fingerprint, now))?.id,
+      victim.id,
+    );
+    await changeTriage(h.kv, project.id, victim.fingerprint, {
+      action: "resolve",
+    }, { now, actor: "cli" });
+    const triage = await readTriage(h.kv, project.id, groups, now);
+    assert.equal(triage.get(victim.id)!.status, "resolved");
+    assert.equal(triage.get(other.id)!.status, "unresolved");
+    const page = await readGroupDetail(h.kv, project.id, victim.fingerprint, {
+      now,
+      clock: () => 0,
+    });
+    assert.equal(page.group?.id, victim.id);
+    assert.deepEqual(page.latest?.data, {
+      title: "Checkout failed",
+      orderId: 1,
+    });
+    assert.notEqual(other.fingerprint, victim.fingerprint);
+  },
+);
+
+kvTest(
+  "a group stored under its former fingerprint keeps its id, count and triage, and takes its new fingerprint at its next entry",
+  async (kv) => {
+    const at = Date.UTC(2026, 0, 1);
+    await kv.set(projectKey("p"), encodeJson({ id: "p" }));
+    await group(kv, "p", [record(at, "error", { title: "Boom" })]);
+    const [stored] = await listGroups(kv, "p", at);
+    // As an earlier version stored it: under the FNV-1a of its text.
+    const former = fnv1a64("Boom\n");
+    const key = errorGroupKey("p", stored!.id);
+    const value = decodeJson<Record<string, unknown>>(
+      (await kv.get(key)).value,
+    );
+    await kv.atomic()
+      .set(key, encodeJson({ ...value, fingerprint: former }))
+      .delete(errorGroupIdKey("p", stored!.fingerprint))
+      .set(errorGroupIdKey("p", former), stored!.id)
+      .commit();
+    await changeTriage(kv, "p", former, { action: "resolve" }, {
+      now: at + 1,
+      actor: "cli",
+    });
+    await group(kv, "p", [record(at + 2, "error", { title: "Boom" })]);
+    const [moved] = await listGroups(kv, "p", at + 2);
+    assert.equal(moved!.id, stored!.id);
+    assert.equal(moved!.count, 2);
+    assert.equal(moved!.fingerprint, stored!.fingerprint);
+    assert.notEqual(moved!.fingerprint, former);
+    assert.equal(await findGroup(kv, "p", former, at + 2), null);
+    assert.equal(
+      (await findGroup(kv, "p", moved!.fingerprint, at + 2))?.id,
+      moved!.id,
+    );
+    assert.equal(
+      await rows(kv, errorGroupIdKey("p")),
+      1,
+      "the former row went",
+    );
+    const triage = await readTriage(kv, "p", [moved!], at + 2);
+    assert.equal(triage.get(moved!.id)!.status, "regressed");
   },
 );
