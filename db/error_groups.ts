@@ -33,7 +33,10 @@
  * counts may miss the other's entries, its first seen may be the later of
  * the two batches' (a new group only), and its last seen and sample may be
  * the older commit's until the next entry; the index may keep a second,
- * older row, which listings skip and the recount deletes.
+ * older row, which listings skip and the recount deletes. A group deleted
+ * between a commit's read and the commit (past the retention, or by the
+ * bound in another process) comes back with the commit, as read, its id
+ * row included: its count, counts per release and triage start again.
  *
  * @module
  */
@@ -80,7 +83,7 @@ export { MAX_GROUP_RECORD_BYTES } from "./error_group_size.ts";
 /** Levels whose entries are grouped. */
 export const GROUPED_LEVELS: readonly string[] = ["error", "critical"];
 /**
- * Groups one batch adds to at most: 4 mutations a group. Entries of further
+ * Groups one batch adds to at most: 5 mutations a group. Entries of further
  * groups in the same batch (a storm of distinct errors) are stored but not
  * grouped; the largest groups of the batch are the ones kept.
  */
@@ -416,11 +419,12 @@ const EMPTY = new Uint8Array();
  * Adds to `op` the writes of a {@linkcode GroupPlan}: each group, its
  * count's `sum`, its counts per release (`sum`, in the same commit, so they
  * always agree with the count), its index row, the deletion of its former
- * index row, the id of a new group by its fingerprint (and of a group
- * stored before the fingerprint became SHA-256 by its new one, its former
- * id row deleted), and the releases' counters. Returns the number of
- * mutations added: 4 a group at most (6 the once such a group moves to its
- * new fingerprint), plus one a release pair (at most
+ * index row, the group's id by its fingerprint (in every commit, so that a
+ * group deleted after the commit's read comes back with it; a group stored
+ * before the fingerprint became SHA-256 has its former id row deleted), and
+ * the releases' counters. Returns the number of mutations added: 5 a group
+ * at most (6 the once such a group moves to its new fingerprint), plus one
+ * a release pair (at most
  * {@linkcode MAX_RELEASE_PAIRS_PER_BATCH}) and 5 a release (at most 10).
  */
 export function addErrorGroups(op: AtomicWriter, plan: GroupPlan): number {
@@ -438,8 +442,12 @@ function addGroup(
   group: PlannedGroup,
 ): number {
   const { id, before, after, added } = group;
-  let mutations = 3;
+  let mutations = 4;
   op.set(errorGroupKey(projectId, id), group.value);
+  // Every commit that writes the group writes its id row: one deleted
+  // with the group after this commit's read (past the retention, or by
+  // the bound in another process) comes back with it.
+  op.set(errorGroupIdKey(projectId, after.fingerprint), id);
   op.sum(errorGroupCountKey(projectId, id), BigInt(added));
   for (const [release, n] of group.byRelease) {
     op.sum(errorGroupReleaseKey(projectId, id, release), BigInt(n));
@@ -447,10 +455,6 @@ function addGroup(
   }
   for (const release of group.dropped) {
     op.delete(errorGroupReleaseKey(projectId, id, release));
-    mutations++;
-  }
-  if (before === null || group.former !== null) {
-    op.set(errorGroupIdKey(projectId, after.fingerprint), id);
     mutations++;
   }
   if (group.former !== null) {

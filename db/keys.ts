@@ -61,7 +61,7 @@
  * | `error_groups/<projectId>/<groupId>` | an error group: title, top frame, sample, first and last seen, hourly counts (db/error_groups.ts); deleted when evicted or past the retention |
  * | `error_group_counts/<projectId>/<groupId>` | `KvU64`: the group's exact count, added to with `sum`; deleted with its group |
  * | `error_groups_by_seen/<projectId>/<last seen ms>/<groupId>` | empty bytes: the groups by last seen, newest last; deleted with its group |
- * | `error_group_ids/<projectId>/<fingerprint>` | the id of the group of a public fingerprint, written when the group is made; deleted with it |
+ * | `error_group_ids/<projectId>/<fingerprint>` | the id of the group of a public fingerprint, written by every commit that writes the group; deleted with it |
  * | `error_group_releases/<projectId>/<groupId>/<release>` | `KvU64`: the group's entries of that release, added to with `sum` (db/releases.ts); deleted with its group |
  * | `error_group_triage/<projectId>/<groupId>` | a group's triage: resolved, ignored, assignee, and the counts when it was set (db/error_group_triage.ts); deleted with its group |
  * | `release_counts/<projectId>/<release>/<field>` | `KvU64`: a release's first and last seen (`min`, `max`), entries, errors and new groups (`sum`) (db/releases.ts); deleted past the retention or the bound |
