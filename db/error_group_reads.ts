@@ -22,6 +22,7 @@ import {
   errorGroupSeenKey,
 } from "./keys.ts";
 import { decodeJson, getManyChunked } from "./kv.ts";
+import { decodeGroupIdRow } from "./error_group_ids.ts";
 
 /** Groups one listing returns at most. */
 export const MAX_LIST_GROUPS = 1_000;
@@ -221,8 +222,9 @@ export async function findGroup(
   now: number,
 ): Promise<ErrorGroup | null> {
   const row = await kv.get(errorGroupIdKey(projectId, fingerprint));
-  if (typeof row.value === "string") {
-    const [group] = await readGroupsById(kv, projectId, [row.value], now);
+  const id = decodeGroupIdRow(row.value)?.id;
+  if (id !== undefined) {
+    const [group] = await readGroupsById(kv, projectId, [id], now);
     if (group?.fingerprint === fingerprint) return group;
   }
   return null;

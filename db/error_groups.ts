@@ -9,7 +9,8 @@
  * commit that stores the entries, so a group counts each entry once, as the
  * entries are stored once. The rows of a group: the group, its count (a
  * `KvU64`), its row in an index by last seen, which listings read newest
- * first, the id of its fingerprint, its counts per release and its triage.
+ * first, the row of its fingerprint (its id and the release of its first
+ * entry, db/error_group_ids.ts), its counts per release and its triage.
  * None expires by itself (a count added to with `sum` cannot): a
  * group's rows are deleted together when it is evicted, or past the
  * retention by the recount ({@linkcode makeRoom}, from the consumer and
@@ -59,6 +60,7 @@ import {
   projectKey,
 } from "./keys.ts";
 import { decodeJson, encodeJson, getManyChunked } from "./kv.ts";
+import { encodeGroupIdRow } from "./error_group_ids.ts";
 import {
   addReleases,
   countedReleaseOf,
@@ -292,10 +294,6 @@ export async function prepareErrorGroups(
       return;
     }
     share.take(costs.cost);
-    if (prior === null && after.firstRelease) {
-      const tally = plan.releases.releases.get(after.firstRelease);
-      if (tally) tally.groups++;
-    }
     plan.groups.push(group);
   });
   // Also with no new group: once a minute, it sweeps past the retention.
@@ -446,8 +444,12 @@ function addGroup(
   op.set(errorGroupKey(projectId, id), group.value);
   // Every commit that writes the group writes its id row: one deleted
   // with the group after this commit's read (past the retention, or by
-  // the bound in another process) comes back with it.
-  op.set(errorGroupIdKey(projectId, after.fingerprint), id);
+  // the bound in another process) comes back with it. Its release of the
+  // first entry is what the release's new groups count, once a group.
+  op.set(
+    errorGroupIdKey(projectId, after.fingerprint),
+    encodeGroupIdRow({ id, firstRelease: after.firstRelease ?? null }),
+  );
   op.sum(errorGroupCountKey(projectId, id), BigInt(added));
   for (const [release, n] of group.byRelease) {
     op.sum(errorGroupReleaseKey(projectId, id, release), BigInt(n));
@@ -538,33 +540,75 @@ function rowsOfGroup(projectId: string, groupId: string): Deno.KvKey[] {
   ];
 }
 
+/** The rows of the groups to delete, by group id. */
+type Doomed = Map<string, Deno.KvKey[]>;
+
+/** Adds a group's index row, and its rows beside it, to `doomed`. */
+function doom(
+  doomed: Doomed,
+  projectId: string,
+  groupId: string,
+  indexRow: Deno.KvKey,
+): void {
+  let keys = doomed.get(groupId);
+  if (keys === undefined) {
+    doomed.set(groupId, keys = rowsOfGroup(projectId, groupId));
+  }
+  keys.push(indexRow);
+}
+
 /**
- * The rows named from inside doomed groups, and their counts per release:
- * the id kept by fingerprint (one read of the doomed groups) and every row
- * under each group's release prefix (one listing a group). Listed, not
- * taken from the group's own list of releases: two batches that wrote one
- * group at once each keep only their own list, and the rows of the other's
- * new releases would be left behind.
+ * Adds to each doomed group the rows named from inside it, and its counts
+ * per release: the id kept by fingerprint (one read of the doomed groups)
+ * and every row under each group's release prefix (one listing a group).
+ * Listed, not taken from the group's own list of releases: two batches that
+ * wrote one group at once each keep only their own list, and the rows of
+ * the other's new releases would be left behind.
  */
 async function rowsInsideGroups(
   kv: Deno.Kv,
   projectId: string,
-  doomed: Deno.KvKey[],
-): Promise<Deno.KvKey[]> {
-  const groupKeys = doomed.filter((k) => k[0] === errorGroupKey(projectId)[0]);
-  const rows = await getManyChunked<Uint8Array>(kv, groupKeys);
-  const keys: Deno.KvKey[] = [];
-  for (const row of rows) {
-    const group = decodeJson<{ fingerprint?: string }>(row.value);
+  doomed: Doomed,
+): Promise<void> {
+  const ids = [...doomed.keys()];
+  const rows = await getManyChunked<Uint8Array>(
+    kv,
+    ids.map((id) => errorGroupKey(projectId, id)),
+  );
+  for (const [i, id] of ids.entries()) {
+    const keys = doomed.get(id)!;
+    const group = decodeJson<{ fingerprint?: string }>(rows[i]!.value);
     if (typeof group?.fingerprint === "string") {
       keys.push(errorGroupIdKey(projectId, group.fingerprint));
     }
-  }
-  for (const key of groupKeys) {
-    const prefix = errorGroupReleaseKey(projectId, String(key[2]));
+    const prefix = errorGroupReleaseKey(projectId, id);
     for await (const row of kv.list({ prefix })) keys.push(row.key);
   }
-  return keys;
+}
+
+/**
+ * Deletes `lists` of keys, {@linkcode DELETE_BATCH} a commit, each list in
+ * one commit when it fits: a group goes whole, so a result commit that
+ * writes it back between two commits cannot lose its id row to the next,
+ * nor leave one that counts a group gone in its release's new groups.
+ */
+async function deleteAll(kv: Deno.Kv, lists: Deno.KvKey[][]): Promise<void> {
+  let op = kv.atomic();
+  let n = 0;
+  for (const keys of lists) {
+    for (const [i, key] of keys.entries()) {
+      const full = n >= DELETE_BATCH ||
+        (i === 0 && n + keys.length > DELETE_BATCH && n > 0);
+      if (full) {
+        await op.commit();
+        op = kv.atomic();
+        n = 0;
+      }
+      op.delete(key);
+      n++;
+    }
+  }
+  if (n > 0) await op.commit();
 }
 
 const groupCounts = new WeakMap<
@@ -604,7 +648,8 @@ export async function makeRoom(
   const known = counts.get(projectId);
   const trusted = known !== undefined && options.now - known.at < RECOUNT_MS;
   const prefix = errorGroupSeenKey(projectId);
-  const doomed: Deno.KvKey[] = [];
+  const doomed: Doomed = new Map();
+  const stale: Deno.KvKey[] = [];
   let count: number;
   if (trusted) {
     count = known!.count;
@@ -617,7 +662,7 @@ export async function makeRoom(
         const { groupId } = decodeErrorGroupSeenKey(row.key);
         if (options.keep.has(groupId) || ids.size >= excess) continue;
         ids.add(groupId);
-        doomed.push(row.key, ...rowsOfGroup(projectId, groupId));
+        doom(doomed, projectId, groupId, row.key);
       }
       count -= ids.size;
     }
@@ -637,25 +682,19 @@ export async function makeRoom(
     for (const row of rows) {
       const latest = newest.get(row.groupId)!;
       if (row.lastSeen !== latest) {
-        doomed.push(row.key); // a stale second row
+        stale.push(row.key); // a stale second row
       } else if (
         !options.keep.has(row.groupId) &&
         (latest < expired || live + made > MAX_GROUPS)
       ) {
-        doomed.push(row.key, ...rowsOfGroup(projectId, row.groupId));
+        doom(doomed, projectId, row.groupId, row.key);
         live--;
       }
     }
     count = live;
   }
-  if (doomed.length > 0) {
-    doomed.push(...await rowsInsideGroups(kv, projectId, doomed));
-  }
-  for (let i = 0; i < doomed.length; i += DELETE_BATCH) {
-    const op = kv.atomic();
-    for (const key of doomed.slice(i, i + DELETE_BATCH)) op.delete(key);
-    await op.commit();
-  }
+  await rowsInsideGroups(kv, projectId, doomed);
+  await deleteAll(kv, [...doomed.values(), stale]);
   counts.set(projectId, {
     count: count + made,
     at: trusted ? known!.at : options.now,

@@ -79,7 +79,7 @@ const encoder = new TextEncoder();
 function valueBytes(value: unknown): number {
   if (value instanceof Uint8Array) return value.length;
   if (value instanceof Deno.KvU64) return COUNTER_BYTES;
-  // A string (the id of a group by its fingerprint) and its header.
+  // Anything else as a string, and its header.
   return encoder.encode(String(value)).length + 8;
 }
 

@@ -61,10 +61,10 @@
  * | `error_groups/<projectId>/<groupId>` | an error group: title, top frame, sample, first and last seen, hourly counts (db/error_groups.ts); deleted when evicted or past the retention |
  * | `error_group_counts/<projectId>/<groupId>` | `KvU64`: the group's exact count, added to with `sum`; deleted with its group |
  * | `error_groups_by_seen/<projectId>/<last seen ms>/<groupId>` | empty bytes: the groups by last seen, newest last; deleted with its group |
- * | `error_group_ids/<projectId>/<fingerprint>` | the id of the group of a public fingerprint, written by every commit that writes the group; deleted with it |
+ * | `error_group_ids/<projectId>/<fingerprint>` | the id of the group of a public fingerprint and the release of its first entry (db/error_group_ids.ts), written by every commit that writes the group; deleted with it |
  * | `error_group_releases/<projectId>/<groupId>/<release>` | `KvU64`: the group's entries of that release, added to with `sum` (db/releases.ts); deleted with its group |
  * | `error_group_triage/<projectId>/<groupId>` | a group's triage: resolved, ignored, assignee, and the counts when it was set (db/error_group_triage.ts); deleted with its group |
- * | `release_counts/<projectId>/<release>/<field>` | `KvU64`: a release's first and last seen (`min`, `max`), entries, errors and new groups (`sum`) (db/releases.ts); deleted past the retention or the bound |
+ * | `release_counts/<projectId>/<release>/<field>` | `KvU64`: a release's first and last seen (`min`, `max`), entries and errors (`sum`) (db/releases.ts; its new groups are counted from `error_group_ids`, and the `groups` field of earlier versions is not read); deleted past the retention or the bound |
  * | `release_awaited/<projectId>/<release>` | `KvU64`: a release a group was resolved in before it was seen: 0, then its first seen once its counters are deleted (db/releases.ts); deleted with the project |
  * | `saved_views/<projectId>/<viewId>` | a named query and time range (db/views.ts) |
  * | `source_maps/<projectId>/<release>/<mapId>` | a source map's release, URL, size and slice count (db/sourcemaps.ts) |

@@ -3,10 +3,12 @@
  * entries carry, each with its first and last seen, its entries, its errors
  * and the error groups first seen in it, kept by the consumer at write time.
  *
- * Every figure is a `KvU64` changed by `min`, `max` or `sum` in the result
- * commit that stores the entries, so it is exact however many commits run at
- * once and costs the consumer no read but a cached list of the project's
- * releases (read again once a {@linkcode RELEASE_RECOUNT_MS}). Bounded: a
+ * Every figure but the new groups is a `KvU64` changed by `min`, `max` or
+ * `sum` in the result commit that stores the entries, so it is exact however
+ * many commits run at once; the new groups are counted from the groups' id
+ * rows (db/error_group_ids.ts), one a group. It costs the consumer no read
+ * but a cached list of the project's releases (read again once a
+ * {@linkcode RELEASE_RECOUNT_MS}). Bounded: a
  * project keeps {@linkcode MAX_RELEASES}, the least recently seen going
  * first, and releases last seen before the retention are deleted by the same
  * sweep; a batch counts {@linkcode MAX_RELEASES_PER_BATCH} releases at most.
@@ -24,6 +26,7 @@
  */
 import type { LogRecord } from "../domain/entry.ts";
 import type { AtomicWriter } from "./atomic.ts";
+import { newGroupsByRelease } from "./error_group_ids.ts";
 import {
   addCosts,
   type CommitCost,
@@ -62,7 +65,7 @@ export interface Release {
   entries: number;
   /** Entries of level error and critical. */
   errors: number;
-  /** Error groups whose first entry was of this release. */
+  /** The project's error groups whose first entry was of this release. */
   newGroups: number;
 }
 
@@ -496,6 +499,9 @@ export async function listReleases(
       options.now === undefined || options.retentionMs === undefined ||
       r.lastSeen >= options.now - options.retentionMs
     );
+  // Counted once a group, from its id row (db/error_group_ids.ts).
+  const newGroups = await newGroupsByRelease(kv, projectId);
+  for (const r of releases) r.newGroups = newGroups.get(r.name) ?? 0;
   const firstSeen = new Map(releases.map((r) => [r.name, r.firstSeen]));
   return releases.sort((a, b) =>
     compareReleases(b.name, a.name, firstSeen) || b.firstSeen - a.firstSeen

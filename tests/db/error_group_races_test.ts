@@ -15,6 +15,7 @@ import {
 } from "../../db/error_groups.ts";
 import { findGroup, listGroups } from "../../db/error_group_reads.ts";
 import { changeTriage, readTriage } from "../../db/error_group_triage.ts";
+import { listReleases } from "../../db/releases.ts";
 import { projectKey } from "../../db/keys.ts";
 import { encodeJson } from "../../db/kv.ts";
 import type { LogRecord } from "../../domain/entry.ts";
@@ -77,5 +78,41 @@ kvTest(
     });
     const triage = await readTriage(kv, "p1", [group!], later + 2);
     assert.equal(triage.get(group!.id)!.status, "resolved");
+  },
+);
+
+/** Each release's new groups, by name. */
+async function newGroups(kv: Deno.Kv): Promise<Record<string, number>> {
+  const releases = await listReleases(kv, "p1");
+  return Object.fromEntries(releases.map((r) => [r.name, r.newGroups]));
+}
+
+kvTest(
+  "two commits that both read a new group as absent count it once in its release's new groups",
+  async (kv) => {
+    const first = await prepare(kv, [entry(T0, "1.0.0")]);
+    const second = await prepare(kv, [entry(T0 + 1, "1.0.0")]);
+    assert.ok((await first.commit()).ok);
+    assert.ok((await second.commit()).ok);
+    const groups = await listGroups(kv, "p1", T0 + 1);
+    assert.equal(groups.length, 1);
+    assert.equal(groups[0]!.count, 2);
+    assert.deepEqual(await newGroups(kv), { "1.0.0": 1 });
+  },
+);
+
+kvTest(
+  "a new group two commits made with first entries of two releases counts in the release its record names, and no longer once it is deleted",
+  async (kv) => {
+    const first = await prepare(kv, [entry(T0, "1.0.0")]);
+    const second = await prepare(kv, [entry(T0 + 1, "1.0.1")]);
+    assert.ok((await first.commit()).ok);
+    assert.ok((await second.commit()).ok);
+    const [group] = await listGroups(kv, "p1", T0 + 1);
+    assert.equal(group!.firstRelease, "1.0.1", "the last commit's");
+    assert.deepEqual(await newGroups(kv), { "1.0.0": 0, "1.0.1": 1 });
+    const later = T0 + RETENTION_MS + DAY;
+    await sweepErrorGroups(kv, "p1", { now: later, retentionMs: RETENTION_MS });
+    assert.deepEqual(await newGroups(kv), { "1.0.0": 0, "1.0.1": 0 });
   },
 );
