@@ -20,12 +20,14 @@ import {
   addAlertRule,
   AlertRuleNotFoundError,
   formatAlertDuration,
+  GROUP_TRIGGERS,
   MAX_FACTOR,
   MIN_FACTOR,
   parseAlertDuration,
   ruleTrigger,
 } from "../alerts/rules.ts";
 import {
+  choiceFlag,
   type CommandContext,
   flags,
   type Parsed,
@@ -160,7 +162,7 @@ const SUBCOMMANDS: Subcommands = {
     }),
     async run(ctx, parsed, [named]) {
       const projectId = await projectIdOf(ctx.kv, named);
-      const on = stringFlag(parsed, "on");
+      const on = choiceFlag(parsed, "on", GROUP_TRIGGERS);
       const factorText = stringFlag(parsed, "factor");
       if (
         factorText !== undefined && !/^\d{1,6}(\.\d{1,3})?$/.test(factorText)

@@ -347,6 +347,34 @@ export async function projectArgument(
   return await resolveProject(ctx.kv, named);
 }
 
+/**
+ * Reads a flag that takes one of `choices`: `undefined` when it is not
+ * given, a one-line {@linkcode UsageError} (exit 2) naming the choices when
+ * its value is none of them.
+ *
+ * @example
+ * ```ts
+ * const scope = choiceFlag(parsed, "scope", ["read", "upload"]);
+ * // or `Cannot read --scope "write": expected read or upload`
+ * ```
+ */
+export function choiceFlag<const T extends string>(
+  parsed: Parsed,
+  name: string,
+  choices: readonly T[],
+): T | undefined {
+  const value = stringFlag(parsed, name);
+  if (value === undefined || (choices as readonly string[]).includes(value)) {
+    return value as T | undefined;
+  }
+  const listed = choices.length > 1
+    ? `${choices.slice(0, -1).join(", ")} or ${choices.at(-1)}`
+    : choices.join("");
+  throw new UsageError(
+    `Cannot read --${name} "${value.slice(0, 100)}": expected ${listed}`,
+  );
+}
+
 /** Reads a string flag that may appear once. */
 export function stringFlag(parsed: Parsed, name: string): string | undefined {
   const value = parsed.values[name];

@@ -25,11 +25,12 @@ import {
 import {
   DEFAULT_SECRET_KEYS,
   SCRUB_ACTIONS,
-  type ScrubAction,
   type ScrubRule,
 } from "../domain/scrub.ts";
+import { DETECTORS } from "../domain/detectors.ts";
 import {
   booleanFlag,
+  choiceFlag,
   type CommandContext,
   flags,
   type Parsed,
@@ -80,16 +81,6 @@ const OPTIONS = flags({
   boolean: ["json", "dry-run", "list"],
 });
 
-function parseAction(text: string | undefined): ScrubAction | undefined {
-  if (text === undefined) return undefined;
-  if (!(SCRUB_ACTIONS as readonly string[]).includes(text)) {
-    throw new UsageError(
-      `Cannot read --action "${text}": expected remove, mask or hash`,
-    );
-  }
-  return text as ScrubAction;
-}
-
 function ruleJson(rule: ScrubRule): Record<string, unknown> {
   return { ...rule };
 }
@@ -132,9 +123,9 @@ interface ScrubRequest {
 
 /** Reads and checks the flags of `project scrub`. */
 function scrubRequest(parsed: Parsed): ScrubRequest {
-  const action = parseAction(stringFlag(parsed, "action"));
+  const action = choiceFlag(parsed, "action", SCRUB_ACTIONS);
   const key = stringFlag(parsed, "key");
-  const detector = stringFlag(parsed, "detector");
+  const detector = choiceFlag(parsed, "detector", DETECTORS);
   const pattern = stringFlag(parsed, "pattern");
   const remove = stringFlag(parsed, "remove");
   const list = booleanFlag(parsed, "list");

@@ -14,10 +14,10 @@ import {
   type ReadToken,
   revokeReadToken,
   scopeOf,
+  TOKEN_SCOPES,
   TokenNotFoundError,
-  type TokenScope,
 } from "../db/tokens.ts";
-import { type CommandContext, requiredFlag } from "./command.ts";
+import { choiceFlag, type CommandContext, requiredFlag } from "./command.ts";
 import { printResult } from "./output.ts";
 import {
   dispatch,
@@ -80,13 +80,12 @@ const SUBCOMMANDS: Subcommands = {
     async run(ctx, parsed, [named]) {
       const projectId = await projectIdOf(ctx.kv, named);
       const name = requiredFlag(parsed, "token create", "name", "NAME");
+      const scope = choiceFlag(parsed, "scope", TOKEN_SCOPES);
       const { token, record } = await createReadToken(ctx.kv, {
         projectId,
         name,
         createdBy: CLI_ACTOR,
-        ...(parsed.values.scope === undefined
-          ? {}
-          : { scope: String(parsed.values.scope) as TokenScope }),
+        ...(scope === undefined ? {} : { scope }),
         now: ctx.now,
       });
       await recordCliChange(ctx, {

@@ -17,7 +17,6 @@ import {
   CLI_ACTOR,
   getUser,
   listUsers,
-  parseRole,
   removeUser,
   ROLES,
   setPassword,
@@ -28,10 +27,10 @@ import {
 } from "../db/users.ts";
 import {
   booleanFlag,
+  choiceFlag,
   type CommandContext,
   type Parsed,
   requiredFlag,
-  stringFlag,
   stringFlags,
   UsageError,
 } from "./command.ts";
@@ -153,11 +152,12 @@ const SUBCOMMANDS: Subcommands = {
     positionals: ["EMAIL"],
     options: { ...ACCOUNT_FLAGS, "password-stdin": { type: "boolean" } },
     async run(ctx, parsed, [email]) {
-      const role = requiredFlag(parsed, "user add", "role", ROLES.join("|"));
+      requiredFlag(parsed, "user add", "role", ROLES.join("|"));
+      const role = choiceFlag(parsed, "role", ROLES)!;
       const password = await readPassword(ctx, parsed, "user add");
       const user = await addUser(ctx.kv, {
         email,
-        role: parseRole(role),
+        role,
         projects: await Promise.all(
           stringFlags(parsed, "project").map((p) => projectIdOf(ctx.kv, p)),
         ),
@@ -198,7 +198,7 @@ const SUBCOMMANDS: Subcommands = {
     positionals: ["EMAIL"],
     options: { ...ACCOUNT_FLAGS, "no-projects": { type: "boolean" } },
     async run(ctx, parsed, [email]) {
-      const role = stringFlag(parsed, "role");
+      const role = choiceFlag(parsed, "role", ROLES);
       const named = stringFlags(parsed, "project");
       const none = booleanFlag(parsed, "no-projects");
       if (none && named.length > 0) {
@@ -217,7 +217,7 @@ const SUBCOMMANDS: Subcommands = {
         named.map((p) => projectIdOf(ctx.kv, p)),
       );
       const user = await updateUser(ctx.kv, email, {
-        ...(role === undefined ? {} : { role: parseRole(role) }),
+        ...(role === undefined ? {} : { role }),
         ...(projects.length === 0 && !none ? {} : { projects }),
         now: ctx.now,
       });

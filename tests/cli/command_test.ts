@@ -171,6 +171,27 @@ Deno.test("a bad flag or argument gives one line on stderr and exit 2", async (t
           ["project", "create", "--name", "a", "--name", "b"],
           /^Cannot use option "--name" twice with "project create"/,
         ],
+        // A value outside a fixed set is bad usage, whichever flag.
+        [
+          ["token", "create", projectId, "--name", "ci", "--scope", "write"],
+          /^Cannot read --scope "write": expected read or upload$/m,
+        ],
+        [
+          [
+            "alert",
+            "add",
+            projectId,
+            "--on",
+            "sometimes",
+            "--webhook",
+            "https://hooks.example.com/a",
+          ],
+          /^Cannot read --on "sometimes": expected new, regressed or escalating$/m,
+        ],
+        [
+          ["project", "scrub", projectId, "--action", "burn", "--key", "k"],
+          /^Cannot read --action "burn": expected remove, mask or hash$/m,
+        ],
       ] as const
     ) {
       await t.step(args.join(" "), async () => {

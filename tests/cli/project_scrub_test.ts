@@ -88,8 +88,8 @@ kvTest("project scrub refuses bad rules with a clear message", async (kv) => {
   const cases: [string[], RegExp, number][] = [
     [
       ["--detector", "phone"],
-      /^Cannot use detector "phone": expected one of email, ip, token, iban, card/,
-      1,
+      /^Cannot read --detector "phone": expected email, ip, token, iban or card/,
+      2,
     ],
     [
       ["--pattern", "(a+)+$"],

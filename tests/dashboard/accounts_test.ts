@@ -139,8 +139,8 @@ dashboardTest(
       [
         "a@example.com --role owner --password-stdin",
         ACCOUNT_PASSWORD,
-        1,
-        /expected one of admin, member, viewer/,
+        2,
+        /^Cannot read --role "owner": expected admin, member or viewer/,
       ],
       [
         "a@example.com --role viewer --project nope --password-stdin",
