@@ -116,8 +116,9 @@ async function replay(
   parsed: Parsed,
   id: string | undefined,
 ): Promise<number> {
+  const conflicts: string[] = [];
   const replayed = id === undefined
-    ? await replayAllDeadLetters(ctx.kv)
+    ? await replayAllDeadLetters(ctx.kv, conflicts)
     : [await replayDeadLetter(ctx.kv, id)];
   if (replayed.length > 0) {
     await recordCliChange(ctx, {
@@ -126,14 +127,24 @@ async function replay(
       detail: letterIds(replayed),
     });
   }
-  return printResult(ctx, parsed, {
+  printResult(ctx, parsed, {
     json: { replayed: replayed.map(deadLetterJson) },
     text: replayed.length === 0
-      ? "No dead letters to replay"
+      ? conflicts.length === 0
+        ? "No dead letters to replay"
+        : "Replayed no dead letter"
       : `Replayed ${counted(replayed)}: a running server processes ${
         replayed.length === 1 ? "it" : "them"
       } within seconds`,
   });
+  if (conflicts.length === 0) return 0;
+  // The others were replayed; these stay dead letters, and the exit says so.
+  ctx.stderr(
+    `Cannot replay ${conflicts.length} dead letter(s): a batch with the same id is pending (${
+      conflicts.slice(0, 20).join(", ")
+    })\n`,
+  );
+  return 1;
 }
 
 /** `delete ID|--all`: the one named, or every dead letter with `--all` only. */

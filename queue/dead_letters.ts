@@ -248,26 +248,35 @@ export async function replayDeadLetter(
 /**
  * Replays every dead letter; returns the ones replayed, oldest first.
  * (Each is replayed by {@linkcode replayDeadLetter}; one already replayed by
- * someone else meanwhile is skipped.)
+ * someone else meanwhile is skipped.) One whose batch id is pending is not
+ * replayed and the others are: its id goes to `conflicts`, when given.
  */
-export function replayAllDeadLetters(kv: Deno.Kv): Promise<DeadLetter[]> {
-  return everyDeadLetter(kv, replayDeadLetter);
+export function replayAllDeadLetters(
+  kv: Deno.Kv,
+  conflicts: string[] = [],
+): Promise<DeadLetter[]> {
+  return everyDeadLetter(kv, replayDeadLetter, conflicts);
 }
 
 /**
  * `act` on every dead letter, oldest first; returns what it answered. One
- * that someone else replayed or deleted meanwhile is skipped.
+ * that someone else replayed or deleted meanwhile is skipped; one `act`
+ * refuses with {@linkcode DeadLetterConflictError} is passed over, its id
+ * added to `conflicts`.
  */
 async function everyDeadLetter(
   kv: Deno.Kv,
   act: (kv: Deno.Kv, batchId: string) => Promise<DeadLetter>,
+  conflicts: string[] = [],
 ): Promise<DeadLetter[]> {
   const done: DeadLetter[] = [];
   for (const letter of await listDeadLetters(kv)) {
     try {
       done.push(await act(kv, letter.id));
     } catch (error) {
-      if (!(error instanceof DeadLetterNotFoundError)) throw error;
+      if (error instanceof DeadLetterConflictError) {
+        conflicts.push(letter.id);
+      } else if (!(error instanceof DeadLetterNotFoundError)) throw error;
     }
   }
   return done;

@@ -27,6 +27,28 @@ import {
   renderPage,
 } from "./common.ts";
 
+/** Records in the service's audit log what was done to `letters`. */
+async function auditLetters(
+  c: DashContext,
+  deps: DashboardDeps,
+  action: string,
+  letters: DeadLetter[],
+): Promise<void> {
+  if (letters.length === 0) return;
+  await audit(c, deps, {
+    projectId: null,
+    action,
+    detail: letterIds(letters),
+  });
+}
+
+/** What a replay of all said when some dead letters' ids were pending. */
+function conflictText(replayed: DeadLetter[], conflicts: string[]): string {
+  return `Replayed ${replayed.length}; cannot replay ${conflicts.length}: a batch with the same id is pending (${
+    conflicts.slice(0, 20).join(", ")
+  })`;
+}
+
 /** Adds the dead letters routes. */
 export function deadLettersRoutes(app: DashApp, deps: DashboardDeps): void {
   const { base, kv } = deps;
@@ -48,10 +70,17 @@ export function deadLettersRoutes(app: DashApp, deps: DashboardDeps): void {
   app.post(`/dead-letters/replay`, async (c) => {
     const id = await formField(c, "id");
     return await answering(c, async () => {
+      const conflicts: string[] = [];
       const replayed = id === "all"
-        ? await replayAllDeadLetters(kv)
+        ? await replayAllDeadLetters(kv, conflicts)
         : [await replayDeadLetter(kv, id)];
-      await auditLetters(c, "deadletter.replay", replayed);
+      await auditLetters(c, deps, "deadletter.replay", replayed);
+      if (conflicts.length > 0) {
+        return await renderPage(c, deps, DeadLettersPage, {
+          letters: await listDeadLetters(kv),
+          notice: { kind: "error", text: conflictText(replayed, conflicts) },
+        }, 409);
+      }
       return c.redirect(
         `${base}/dead-letters?done=replayed&n=${replayed.length}`,
         303,
@@ -63,26 +92,12 @@ export function deadLettersRoutes(app: DashApp, deps: DashboardDeps): void {
     const id = await formField(c, "id");
     return await answering(c, async () => {
       // One named id: "all" names no batch (the command line deletes all).
-      await auditLetters(c, "deadletter.delete", [
+      await auditLetters(c, deps, "deadletter.delete", [
         await deleteDeadLetter(kv, id),
       ]);
       return c.redirect(`${base}/dead-letters?done=deleted`, 303);
     });
   });
-
-  /** Records in the service's audit log what was done to `letters`. */
-  async function auditLetters(
-    c: DashContext,
-    action: string,
-    letters: DeadLetter[],
-  ): Promise<void> {
-    if (letters.length === 0) return;
-    await audit(c, deps, {
-      projectId: null,
-      action,
-      detail: letterIds(letters),
-    });
-  }
 
   /** `act`'s answer, or the page with why the letter could not be had. */
   async function answering(

@@ -8,6 +8,7 @@
  */
 import assert from "node:assert/strict";
 import { listAudit } from "../../db/audit.ts";
+import { deadLetterKey, pendingBatchKey } from "../../db/keys.ts";
 import { MAX_ATTEMPTS } from "../../queue/dead_letters.ts";
 import { deadLetter, harnessTest, randomEntry } from "../_helpers/harness.ts";
 import { assertRefused, cli, create, json } from "../_helpers/cli.ts";
@@ -227,3 +228,30 @@ harnessTest("deadletters delete --all counts what it deleted", async (h) => {
     "No dead letters\n",
   );
 });
+
+harnessTest(
+  "deadletters replay goes on past a dead letter whose batch id is pending, names it and exits 1",
+  async (h) => {
+    const { projectId } = await create(h.kv, "https://app.example.com");
+    const first = await deadLetter(h, randomEntry({ projectId }));
+    const held = await deadLetter(h, randomEntry({ projectId }));
+    const last = await deadLetter(h, randomEntry({ projectId }));
+    const dead = (await h.kv.get(deadLetterKey(held))).value as Uint8Array;
+    await h.kv.set(pendingBatchKey(held), dead);
+    const run = await cli(h.kv, ["deadletters", "replay", "--json"]);
+    assert.equal(run.code, 1);
+    const { replayed } = JSON.parse(run.stdout) as {
+      replayed: { id: string }[];
+    };
+    assert.deepEqual(replayed.map((l) => l.id), [first, last]);
+    assert.equal(
+      run.stderr,
+      `Cannot replay 1 dead letter(s): a batch with the same id is pending (${held})\n`,
+    );
+    const left = json(await cli(h.kv, ["deadletters", "list", "--json"]));
+    assert.deepEqual(
+      (left as unknown as { id: string }[]).map((l) => l.id),
+      [held],
+    );
+  },
+);

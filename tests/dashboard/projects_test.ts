@@ -434,6 +434,24 @@ signedInTest("dead letters are listed and replayed", async (h, browser) => {
 });
 
 signedInTest(
+  "replay all goes on past a dead letter whose batch id is pending, and the page names it",
+  async (h, browser) => {
+    const project = await h.project();
+    const held = await deadLetter(h, randomEntry({ projectId: project.id }));
+    const other = await deadLetter(h, randomEntry({ projectId: project.id }));
+    const dead = (await h.kv.get(deadLetterKey(held))).value as Uint8Array;
+    await h.kv.set(pendingBatchKey(held), dead);
+    const res = await browser.post("/dead-letters/replay", { id: "all" });
+    assert.equal(res.status, 409);
+    assert.match(
+      textOf(await res.text()),
+      new RegExp(`Replayed 1; cannot replay 1: .*pending \\(${held}\\)`),
+    );
+    assert.notEqual((await h.kv.get(pendingBatchKey(other))).value, null);
+  },
+);
+
+signedInTest(
   "a dead letter deleted from the page is gone with its slices; one deleted already is not found",
   async (h, browser) => {
     const project = await h.project();
