@@ -88,7 +88,7 @@ export class RecordedAtomic implements AtomicWriter {
   }
 
   /** Adds everything recorded to `op`, in the order recorded. */
-  #applyTo(op: Deno.AtomicOperation): void {
+  applyTo(op: AtomicWriter): void {
     for (const step of this.#steps) {
       switch (step[0]) {
         case "check":
@@ -122,7 +122,7 @@ export class RecordedAtomic implements AtomicWriter {
     options: LockedRetryOptions = {},
   ): Promise<Deno.KvCommitResult | Deno.KvCommitError> {
     const op = kv.atomic();
-    this.#applyTo(op);
+    this.applyTo(op);
     return commitRetryingLocked(() => op.commit(), options);
   }
 }

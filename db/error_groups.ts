@@ -193,6 +193,8 @@ interface PlannedGroup {
   byRelease: Map<string, number>;
   /** Releases whose counts it drops, past {@linkcode MAX_GROUP_RELEASES}. */
   dropped: string[];
+  /** Its writes, recorded once with their cost, applied as recorded. */
+  writes: CostWriter;
 }
 
 /** What {@linkcode addErrorGroups} writes: from {@linkcode prepareErrorGroups}. */
@@ -277,16 +279,15 @@ export async function prepareErrorGroups(
       added: grouped.length,
       byRelease,
       dropped,
+      writes: new CostWriter(),
     };
-    const costs = new CostWriter();
-    addGroup(costs, projectId, group);
-    if (
-      group.value.length > MAX_GROUP_RECORD_BYTES || !share.fits(costs.cost)
-    ) {
+    addGroup(group.writes, projectId, group);
+    const { cost } = group.writes;
+    if (group.value.length > MAX_GROUP_RECORD_BYTES || !share.fits(cost)) {
       pairs.left += byRelease.size; // its entries are not grouped
       return;
     }
-    share.take(costs.cost);
+    share.take(cost);
     plan.groups.push(group);
   });
   // Also with no new group: once a minute, it sweeps past the retention.
@@ -421,19 +422,19 @@ const EMPTY = new Uint8Array();
 export function addErrorGroups(op: AtomicWriter, plan: GroupPlan): number {
   let mutations = addReleases(op, plan.releases);
   for (const group of plan.groups) {
-    mutations += addGroup(op, plan.projectId, group);
+    group.writes.applyTo(op);
+    mutations += group.writes.mutations;
   }
   return mutations;
 }
 
-/** Adds to `op` the writes of one group; returns how many. */
+/** Records the writes of one group in `op`. */
 function addGroup(
   op: AtomicWriter,
   projectId: string,
-  group: PlannedGroup,
-): number {
+  group: Omit<PlannedGroup, "writes">,
+): void {
   const { id, before, after, added } = group;
-  let mutations = 4;
   op.set(errorGroupKey(projectId, id), group.value);
   // Every commit that writes the group writes its id row: one deleted
   // with the group after this commit's read (past the retention, or by
@@ -446,15 +447,12 @@ function addGroup(
   op.sum(errorGroupCountKey(projectId, id), BigInt(added));
   for (const [release, n] of group.byRelease) {
     op.sum(errorGroupReleaseKey(projectId, id, release), BigInt(n));
-    mutations++;
   }
   for (const release of group.dropped) {
     op.delete(errorGroupReleaseKey(projectId, id, release));
-    mutations++;
   }
   if (group.former !== null) {
     op.delete(errorGroupIdKey(projectId, group.former));
-    mutations++;
   }
   op.set(
     errorGroupSeenKey(projectId, { lastSeen: after.lastSeen, groupId: id }),
@@ -464,9 +462,7 @@ function addGroup(
     op.delete(
       errorGroupSeenKey(projectId, { lastSeen: before, groupId: id }),
     );
-    mutations++;
   }
-  return mutations;
 }
 
 export {

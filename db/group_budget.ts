@@ -12,7 +12,7 @@
  *
  * @module
  */
-import type { AtomicWriter } from "./atomic.ts";
+import { RecordedAtomic } from "./atomic.ts";
 import { keyBytes } from "./kv.ts";
 
 /** What some writes cost a commit. */
@@ -84,47 +84,52 @@ function valueBytes(value: unknown): number {
 }
 
 /**
- * An {@linkcode AtomicWriter} that writes nothing and adds up what the
- * writes would cost: so a cost is counted by the code that writes.
+ * Writes recorded ({@linkcode RecordedAtomic}) with what they would cost a
+ * commit added up: so a cost is counted by the code that writes, which runs
+ * once, and what fits is then applied to the commit as recorded.
  *
  * @example
  * ```ts
- * const costs = new CostWriter();
- * addGroup(costs, projectId, group);
- * share.fits(costs.cost);
+ * const writes = new CostWriter();
+ * addGroup(writes, projectId, group);
+ * if (share.fits(writes.cost)) writes.applyTo(op);
  * ```
  */
-export class CostWriter implements AtomicWriter {
+export class CostWriter extends RecordedAtomic {
   /** What the writes so far cost. */
   cost: CommitCost = { ...NO_COST };
 
-  #add(key: Deno.KvKey, bytes: number): this {
+  #add(key: Deno.KvKey, bytes: number): void {
     this.cost = addCosts(this.cost, costOf(key, bytes));
-    return this;
   }
 
-  check(): this {
-    return this;
+  override set(
+    key: Deno.KvKey,
+    value: unknown,
+    options?: { expireIn?: number },
+  ): this {
+    this.#add(key, valueBytes(value));
+    return super.set(key, value, options);
   }
 
-  set(key: Deno.KvKey, value: unknown): this {
-    return this.#add(key, valueBytes(value));
+  override delete(key: Deno.KvKey): this {
+    this.#add(key, 0);
+    return super.delete(key);
   }
 
-  delete(key: Deno.KvKey): this {
-    return this.#add(key, 0);
+  override sum(key: Deno.KvKey, n: bigint): this {
+    this.#add(key, COUNTER_BYTES);
+    return super.sum(key, n);
   }
 
-  sum(key: Deno.KvKey): this {
-    return this.#add(key, COUNTER_BYTES);
+  override min(key: Deno.KvKey, n: bigint): this {
+    this.#add(key, COUNTER_BYTES);
+    return super.min(key, n);
   }
 
-  min(key: Deno.KvKey): this {
-    return this.#add(key, COUNTER_BYTES);
-  }
-
-  max(key: Deno.KvKey): this {
-    return this.#add(key, COUNTER_BYTES);
+  override max(key: Deno.KvKey, n: bigint): this {
+    this.#add(key, COUNTER_BYTES);
+    return super.max(key, n);
   }
 }
 
