@@ -1,6 +1,7 @@
 /**
  * A browser error's stack, and its top frame as an error group keeps it,
- * for the tests that store the error and read the group back.
+ * for the tests that store the error and read the group back; and the
+ * smallest source map an upload takes, for the tests of uploads.
  *
  * @module
  */
@@ -16,3 +17,12 @@ export const CART_FRAME = {
   line: 3,
   column: 9,
 };
+
+/** The smallest source map an upload takes, as JSON text. */
+export const SMALLEST_MAP = JSON.stringify({
+  version: 3,
+  file: "app.min.js",
+  sources: ["app.js"],
+  names: [],
+  mappings: "AAAA",
+});

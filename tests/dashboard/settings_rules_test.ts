@@ -25,6 +25,7 @@ import {
   store,
   textOf,
 } from "../_helpers/dashboard.ts";
+import { SMALLEST_MAP } from "../_helpers/stacks.ts";
 
 const EMAIL = "ann.smith@example.com";
 
@@ -247,15 +248,6 @@ signedInProjectTest(
   },
 );
 
-/** The smallest source map an upload takes. */
-const MAP = JSON.stringify({
-  version: 3,
-  file: "app.min.js",
-  sources: ["app.js"],
-  names: [],
-  mappings: "AAAA",
-});
-
 signedInProjectTest(
   "a source map uploaded over HTTP is in the project's audit log, by its token",
   async (h, _browser, project) => {
@@ -269,7 +261,7 @@ signedInProjectTest(
       h,
       `/api/v1/projects/${project.id}/sourcemaps?release=1.2.0&url=app.min.js`,
       token,
-      { method: "POST", body: MAP },
+      { method: "POST", body: SMALLEST_MAP },
     );
     assert.equal(res.status, 201);
     assert.deepEqual(await auditLines(h.kv, project.id), [
@@ -293,7 +285,7 @@ signedInProjectTest(
           h,
           `/api/v1/projects/${project.id}/sourcemaps?release=1.0.${i}`,
           token,
-          { method: "POST", body: MAP },
+          { method: "POST", body: SMALLEST_MAP },
         );
         assert.equal(res.status, 201);
         await res.body?.cancel();

@@ -23,15 +23,7 @@ import {
   textOf,
 } from "../_helpers/dashboard.ts";
 import { cli } from "../_helpers/cli.ts";
-
-/** The smallest source map an upload takes. */
-const MAP = JSON.stringify({
-  version: 3,
-  file: "app.min.js",
-  sources: ["app.js"],
-  names: [],
-  mappings: "AAAA",
-});
+import { SMALLEST_MAP } from "../_helpers/stacks.ts";
 
 /** What the read API answers `token` on `projectId`. */
 async function readStatus(
@@ -54,7 +46,7 @@ async function uploadStatus(
     h,
     `/api/v1/projects/${projectId}/sourcemaps?release=1.0.0`,
     token,
-    { method: "POST", body: MAP },
+    { method: "POST", body: SMALLEST_MAP },
   );
   await res.body?.cancel();
   return res.status;
